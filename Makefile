@@ -1,0 +1,117 @@
+# posenc build. `make run` and `make test` are the two commands a fresh Debian machine needs; both
+# install missing packages first (make deps, as root). Layers build into build/libposenc.a
+# (core, tensor, cache), build/posencd (+ http, daemon) and build/posenc (the CLI).
+
+CC       ?= cc
+BUILD    ?= build
+OPT      ?= -O2
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	-Wno-unused-parameter -g -fno-strict-aliasing -Iinclude -Isrc -Itests
+PKGS     := libmicrohttpd jansson libuv
+CFLAGS   += $(OPT) $(CFLAGS_BASE)
+AVX2FLAGS := -mavx2 -mfma -mf16c
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+LIBS_CORE  := -lsleef -lm
+TEST_LIBS  := $(shell pkg-config --libs check 2>/dev/null) -lcurl -pthread
+
+LIB_SRC    := $(wildcard src/core/*.c src/tensor/*.c src/cache/*.c)
+DAEMON_SRC := $(wildcard src/http/*.c src/daemon/*.c)
+CLI_SRC    := $(wildcard src/cli/*.c)
+ASSET_SRC  := $(wildcard src/daemon/*.S)
+
+LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/obj/%.o) $(ASSET_SRC:%.S=$(BUILD)/obj/%.o)
+CLI_OBJ    := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+# Daemon objects other than main, linked into tests of the http and daemon layers.
+DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/src/daemon/main.o,$(DAEMON_OBJ))
+
+UNIT_SRC   := $(wildcard tests/core/test_*.c tests/tensor/test_*.c tests/cache/test_*.c \
+	tests/http/test_*.c tests/daemon/test_*.c tests/cli/test_*.c)
+E2E_SRC    := $(wildcard tests/e2e/test_*.c)
+UNIT_BIN   := $(UNIT_SRC:%.c=$(BUILD)/%)
+E2E_BIN    := $(E2E_SRC:%.c=$(BUILD)/%)
+TEST_SUPPORT := $(BUILD)/obj/tests/support/pe_check.o
+E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o
+
+.PHONY: all deps run test unit e2e asan lint bench clean test-exhaustive
+.DELETE_ON_ERROR:
+
+all: $(BUILD)/libposenc.a $(BUILD)/posencd $(BUILD)/posenc
+
+deps:
+	@./tests/tools/deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(if $(findstring _avx2,$<),$(AVX2FLAGS)) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I. -MMD -MP -c $< -o $@
+
+$(BUILD)/libposenc.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/posencd: $(DAEMON_OBJ) $(BUILD)/libposenc.a
+	$(CC) $(CFLAGS) -o $@ $(DAEMON_OBJ) $(BUILD)/libposenc.a $(PKG_LIBS) $(LIBS_CORE) -pthread
+
+$(BUILD)/posenc: $(CLI_OBJ) $(BUILD)/libposenc.a
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libposenc.a $(LIBS_CORE)
+
+# Tests: one check program per file. core/tensor/cache/cli tests link the library only; http,
+# daemon and e2e tests also link the daemon layers' objects (all but main).
+LIB_TEST_BIN := $(filter $(BUILD)/tests/core/% $(BUILD)/tests/tensor/% $(BUILD)/tests/cache/% \
+	$(BUILD)/tests/cli/% $(BUILD)/tests/exhaustive/%,$(UNIT_BIN) $(BUILD)/tests/exhaustive/test_shortest_all)
+SRV_TEST_BIN := $(filter-out $(LIB_TEST_BIN),$(UNIT_BIN) $(E2E_BIN))
+
+$(LIB_TEST_BIN): $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(BUILD)/libposenc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(TEST_SUPPORT) $(BUILD)/libposenc.a $(LIBS_CORE) $(TEST_LIBS) \
+		$(shell pkg-config --libs jansson 2>/dev/null)
+
+$(SRV_TEST_BIN): $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(BUILD)/libposenc.a $(DAEMON_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(TEST_SUPPORT) \
+		$(if $(findstring /e2e/,$@),$(E2E_SUPPORT)) $(DAEMON_LIB_OBJ) $(BUILD)/libposenc.a \
+		$(PKG_LIBS) $(LIBS_CORE) $(TEST_LIBS)
+
+$(E2E_BIN): $(E2E_SUPPORT)
+
+unit: all $(UNIT_BIN)
+	@./tests/tools/run-tests.sh unit $(UNIT_BIN)
+
+e2e: all $(E2E_BIN)
+	@./tests/tools/run-tests.sh e2e $(E2E_BIN)
+
+run: deps
+	$(MAKE) all
+	./$(BUILD)/posencd
+
+test: deps
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) e2e
+	$(MAKE) lint
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in its own build tree.
+asan: deps
+	$(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+		unit e2e
+
+lint:
+	@./tests/tools/lint-openapi.sh
+
+bench: deps
+	$(MAKE) OPT="-O3" all
+	./tests/tools/bench.sh
+
+test-exhaustive: all
+	$(MAKE) $(BUILD)/tests/exhaustive/test_shortest_all
+	./$(BUILD)/tests/exhaustive/test_shortest_all
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

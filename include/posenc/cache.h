@@ -1,0 +1,64 @@
+/* posenc cache: an LRU of opaque values bounded in bytes, with refcounted entries and single flight.
+ *
+ * Keys are byte strings (the canonical request). Values are opaque to the cache: it stores a
+ * pointer, the number of bytes it accounts for, and a destructor called when the last reference is
+ * dropped after the entry left the cache (eviction, replacement or pe_cache_free).
+ *
+ * Single flight: pe_cache_acquire either hands out a referenced entry (hit), or registers the
+ * caller as a waiter on a computation already under way, or makes the caller the one who must
+ * compute (miss) and later call pe_cache_fill or pe_cache_fail. Waiters' callbacks run on the
+ * thread that fills or fails, outside the cache lock, each with its own reference (to release).
+ *
+ * Every function is thread-safe. A value larger than the whole budget is still delivered to its
+ * waiters but not kept. */
+#ifndef POSENC_CACHE_H
+#define POSENC_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pe_cache;
+struct pe_cache_entry;
+
+/* entry is NULL when code != 0 (the computation failed with that PE_E* code). */
+typedef void (*pe_cache_wait_cb)(void *arg, struct pe_cache_entry *entry, int code);
+typedef void (*pe_cache_free_cb)(void *value);
+
+struct pe_cache_stats {
+	uint64_t hits, misses, evictions, joins;
+	size_t bytes, entries, pending;
+};
+
+enum pe_cache_result { PE_CACHE_HIT = 1, PE_CACHE_WAIT = 2, PE_CACHE_MISS = 3 };
+
+struct pe_cache *pe_cache_new(size_t max_bytes);
+void pe_cache_free(struct pe_cache *c); /* outstanding references stay valid until released */
+
+/* Hit: *entry is a new reference, returns PE_CACHE_HIT, cb not kept.
+ * Under way: cb(arg, ...) will be called once; returns PE_CACHE_WAIT.
+ * Absent: a pending slot is made, cb registered as its first waiter; returns PE_CACHE_MISS and the
+ * caller must compute and then call pe_cache_fill or pe_cache_fail with the same key.
+ * Returns a negative PE_E* code on allocation failure. cb may be NULL (then the caller of a MISS
+ * gets no callback; a WAIT with NULL cb is a bug). */
+int pe_cache_acquire(struct pe_cache *c, const void *key, size_t keylen, pe_cache_wait_cb cb, void *arg,
+		     struct pe_cache_entry **entry);
+/* Plain lookup without single flight: a reference or NULL. Counts a hit or a miss. */
+struct pe_cache_entry *pe_cache_get(struct pe_cache *c, const void *key, size_t keylen);
+
+/* Complete a pending key: value becomes an entry (the cache owns it), every waiter is called with
+ * its own reference. If no pending slot exists the value is inserted plainly. Returns 0 or PE_ENOMEM
+ * (then free_cb has been called on value and waiters got PE_ENOMEM). */
+int pe_cache_fill(struct pe_cache *c, const void *key, size_t keylen, void *value, size_t bytes,
+		  pe_cache_free_cb free_cb);
+/* Fail a pending key: every waiter is called with entry NULL and code; nothing is stored. */
+void pe_cache_fail(struct pe_cache *c, const void *key, size_t keylen, int code);
+
+void *pe_cache_value(const struct pe_cache_entry *e);
+size_t pe_cache_entry_bytes(const struct pe_cache_entry *e);
+void pe_cache_retain(struct pe_cache_entry *e); /* one more reference */
+void pe_cache_release(struct pe_cache_entry *e); /* NULL is fine */
+
+void pe_cache_stats(struct pe_cache *c, struct pe_cache_stats *out);
+void pe_cache_set_limit(struct pe_cache *c, size_t max_bytes); /* evicts down to the new limit */
+
+#endif

@@ -1,0 +1,110 @@
+/* posenc core: the registry of tables, their parameters, validation and computation. No I/O.
+ *
+ * Every table in the contract is one struct pe_table_def: its path (without "/v1/"), a parameter
+ * spec, a cross-parameter check, a shape function and a compute function. The HTTP layer and the
+ * CLI both drive a table through the same calls, so validation and canonical keys are identical:
+ *
+ *     struct pe_params p;
+ *     pe_params_init(&p, pe_table_find("sinusoidal"));
+ *     pe_params_set(&p, "len", "512", &err);   ... for every key=value of the request
+ *     pe_params_finish(&p, &err);              defaults, required, ranges, cross checks
+ *     pe_table_shape(&p, &shape);
+ *     pe_table_compute(&p, PE_F32, buf, &err); buf holds count(shape) * dtype size bytes
+ *
+ * Parameters are values, not pointers: struct pe_params owns nothing on the heap except list
+ * values (pe_params_destroy frees them). Compute functions are thread-safe and re-entrant. */
+#ifndef POSENC_CORE_H
+#define POSENC_CORE_H
+
+#include <stdint.h>
+#include "posenc/dtype.h"
+#include "posenc/err.h"
+
+#define PE_MAX_PARAMS 32
+#define PE_MAX_LIST 4096 /* longest comma list (factor lists: dim/2 numbers) */
+
+enum pe_ptype {
+	PE_PT_INT,  /* signed 64-bit, decimal digits only (optional leading '-') */
+	PE_PT_REAL, /* finite double */
+	PE_PT_ENUM, /* one of choices[] */
+	PE_PT_BOOL, /* 0/1/true/false */
+	PE_PT_LIST  /* comma-separated finite doubles */
+};
+
+struct pe_param_spec {
+	const char *name;
+	enum pe_ptype type;
+	const char *def;             /* textual default; NULL = required; "" = optional, may stay unset */
+	double min, max;             /* inclusive range for INT/REAL (and each LIST element) */
+	const char *const *choices;  /* NULL-terminated, for ENUM */
+	const char *help;            /* one line for --help and docs */
+};
+
+struct pe_param_val {
+	int set;        /* given by the client or filled from a default */
+	int given;      /* given by the client */
+	int64_t i;      /* INT, BOOL, ENUM (index into choices) */
+	double r;       /* REAL (also INT as double) */
+	double *list;   /* LIST values (heap, owned by the params) */
+	size_t nlist;
+};
+
+struct pe_params;
+
+struct pe_table_def {
+	const char *name;    /* "sinusoidal", "rope/inv_freq" */
+	const char *summary;
+	const struct pe_param_spec *params;
+	int nparams;
+	enum pe_dtype fixed_dtype; /* PE_I32 for integer tables; PE_DTYPE_COUNT_ when the client picks */
+	/* Cross-parameter validation after defaults are filled; may fill derived values. */
+	int (*check)(struct pe_params *p, struct pe_err *err);
+	int (*shape)(const struct pe_params *p, struct pe_shape *s);
+	/* Write the whole table into out (count(shape) elements of dt). */
+	int (*compute)(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err);
+	/* Optional scalar reported beside the table (RoPE attention_scaling); NULL if none. */
+	const char *extra_name;
+	double (*extra)(const struct pe_params *p);
+};
+
+struct pe_params {
+	const struct pe_table_def *def;
+	struct pe_param_val v[PE_MAX_PARAMS];
+};
+
+/* Registry. */
+const struct pe_table_def *pe_table_find(const char *name);
+const struct pe_table_def *const *pe_table_all(size_t *n);
+
+void pe_params_init(struct pe_params *p, const struct pe_table_def *def);
+void pe_params_destroy(struct pe_params *p);
+/* Parse one parameter. Unknown names, repeats, empty values, bad numbers, out-of-range values:
+ * PE_EINVAL with err->param = key. */
+int pe_params_set(struct pe_params *p, const char *key, const char *value, struct pe_err *err);
+int pe_params_finish(struct pe_params *p, struct pe_err *err);
+/* Index of a parameter in the table's spec, or -1. */
+int pe_param_index(const struct pe_table_def *def, const char *name);
+
+/* Accessors by name for table implementations (the name must exist in the spec; abort if not). */
+int64_t pe_param_int(const struct pe_params *p, const char *name);
+double pe_param_real(const struct pe_params *p, const char *name);
+int pe_param_enum(const struct pe_params *p, const char *name);
+int pe_param_isset(const struct pe_params *p, const char *name);
+const double *pe_param_list(const struct pe_params *p, const char *name, size_t *n);
+
+/* Canonical form "name=value&..." in spec order, every set parameter included, numbers printed
+ * canonically (so "1e4" and "10000" give the same key). Returns length, or -1 if cap is too small. */
+int pe_params_canonical(const struct pe_params *p, char *buf, size_t cap);
+
+int pe_table_shape(const struct pe_params *p, struct pe_shape *s);
+int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err);
+
+/* SIMD dispatch: chosen once at first use from the CPU (AVX2+FMA) unless the environment variable
+ * POSENC_ISA is "scalar" or "avx2". pe_isa_name() says which one is active. */
+enum pe_isa { PE_ISA_SCALAR, PE_ISA_AVX2 };
+enum pe_isa pe_isa_active(void);
+const char *pe_isa_name(void);
+/* Tests only: force a path (returns PE_EINVAL if the CPU lacks it). */
+int pe_isa_force(enum pe_isa isa);
+
+#endif

@@ -1,0 +1,16 @@
+/* posenc: positional encodings computed, cached and served. Umbrella header for libposenc.a.
+ * Layers: core (tables, no I/O) < tensor (formats) < cache (LRU). See each header for ownership. */
+#ifndef POSENC_POSENC_H
+#define POSENC_POSENC_H
+
+#define PE_VERSION "0.1.0"
+/* Bumped whenever any served number or byte layout changes: it is part of every ETag. */
+#define PE_OUTPUT_EPOCH "1"
+
+#include "posenc/err.h"
+#include "posenc/dtype.h"
+#include "posenc/core.h"
+#include "posenc/tensor.h"
+#include "posenc/cache.h"
+
+#endif

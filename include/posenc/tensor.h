@@ -1,0 +1,86 @@
+/* posenc tensor formats: tensors in and out (npy, raw bin, JSON, CSV), growable bounded buffers and
+ * shortest round-trip number printing.
+ *
+ * Writers append to a struct pe_buf, a growable byte buffer with a hard maximum (like curl's
+ * dynbuf): growing past it fails with PE_ETOOBIG instead of taking memory. Readers never trust a
+ * header: declared shapes are checked against the bytes, counts are computed without overflow.
+ * A struct pe_tensor_view borrows its data; nothing here takes ownership of a caller's memory.
+ * All functions are re-entrant. */
+#ifndef POSENC_TENSOR_H
+#define POSENC_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "posenc/core.h"
+#include "posenc/dtype.h"
+#include "posenc/err.h"
+
+/* ---- bounded buffer ---- */
+struct pe_buf {
+	char *data;
+	size_t len, cap, max;
+};
+
+void pe_buf_init(struct pe_buf *b, size_t max);
+void pe_buf_destroy(struct pe_buf *b);
+int pe_buf_reserve(struct pe_buf *b, size_t more); /* 0, PE_ETOOBIG or PE_ENOMEM */
+int pe_buf_append(struct pe_buf *b, const void *p, size_t n);
+int pe_buf_puts(struct pe_buf *b, const char *s);
+int pe_buf_printf(struct pe_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hand the bytes to the caller (free() them); the buffer is left empty. */
+char *pe_buf_steal(struct pe_buf *b, size_t *len);
+
+/* ---- views ---- */
+struct pe_tensor_view {
+	struct pe_shape shape;
+	enum pe_dtype dtype;
+	const void *data; /* count(shape) * dtype size bytes, little-endian, C order */
+};
+
+/* ---- formats ---- */
+enum pe_format { PE_FMT_JSON, PE_FMT_NPY, PE_FMT_BIN, PE_FMT_CSV, PE_FMT_PNG, PE_FMT_COUNT_ };
+int pe_format_parse(const char *s, enum pe_format *out);
+const char *pe_format_name(enum pe_format f);
+const char *pe_format_mime(enum pe_format f);
+
+/* ---- shortest numbers ----
+ * Write the shortest decimal that reads back (round to nearest even) to exactly the same value of
+ * the given type. No terminating NUL; returns the length. buf needs PE_NUM_MAX bytes. Non-finite
+ * values are written as NaN / Infinity / -Infinity (callers that need valid JSON check first). */
+#define PE_NUM_MAX 32
+size_t pe_fmt_f64(double x, char *buf);
+size_t pe_fmt_f32(float x, char *buf);
+size_t pe_fmt_f16(uint16_t h, char *buf);
+size_t pe_fmt_bf16(uint16_t h, char *buf);
+/* Element i of a view, shortest for its dtype (i32 printed as an integer). */
+size_t pe_fmt_elem(const struct pe_tensor_view *t, size_t i, char *buf);
+
+/* ---- npy (NumPy format) ---- */
+/* Version 1.0 header + data. bf16 has no NumPy dtype: PE_EINVAL naming "dtype". */
+int pe_npy_write(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err);
+/* Header length (with padding) that pe_npy_write will produce for this shape and dtype. */
+size_t pe_npy_header_len(const struct pe_tensor_view *t);
+/* Parse a whole .npy file held in memory (versions 1.0, 2.0, 3.0). On success the view borrows
+ * data. max_elements bounds the declared count. Errors are PE_EBODY with a detail. */
+int pe_npy_parse(const void *data, size_t len, size_t max_elements, struct pe_tensor_view *out,
+		 struct pe_err *err);
+
+/* ---- bin: raw little-endian elements ---- */
+int pe_bin_write(struct pe_buf *b, const struct pe_tensor_view *t);
+
+/* ---- JSON ---- */
+/* The table document of the contract:
+ * {"encoding":..,"params":{..canonical..},"shape":[..],"dtype":"f32",<extra>,"data":[nested]}
+ * Numbers shortest for the dtype; non-finite values are an error (PE_EINTERNAL). p may be NULL
+ * (then "encoding" and "params" are omitted). */
+int pe_json_write_table(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t,
+			struct pe_err *err);
+/* Only the nested "data" array. */
+int pe_json_write_data(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err);
+/* The canonical parameters as a JSON object (ints as integers, reals shortest, enums as strings). */
+int pe_json_write_params(struct pe_buf *b, const struct pe_params *p);
+
+/* ---- CSV ---- */
+int pe_csv_write(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err);
+
+#endif

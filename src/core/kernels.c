@@ -1,0 +1,16 @@
+/* The kernel tables of kernels.h, one per ISA, selected by pe_isa_active(). */
+#include "core/kernels.h"
+#include "posenc/core.h"
+
+static const struct pe_kernel_table scalar = {
+	.sincos_f64 = pe_sincos_f64_scalar,
+};
+
+static const struct pe_kernel_table avx2 = {
+	.sincos_f64 = pe_sincos_f64_avx2,
+};
+
+const struct pe_kernel_table *pe_kernels(void)
+{
+	return pe_isa_active() == PE_ISA_AVX2 ? &avx2 : &scalar;
+}

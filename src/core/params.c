@@ -1,0 +1,317 @@
+/* Table parameters: strict parsing of key=value strings against a table's spec, defaults, ranges
+ * and the canonical key. Shared by the HTTP layer and the CLI so both validate identically.
+ *
+ * Integers accept only an optional '-' and decimal digits (no '+', exponents or spaces) and must
+ * fit in 64 bits; reals are finite decimals (exponents allowed, no hex, NaN or Inf). */
+#include "posenc/core.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pe_param_index(const struct pe_table_def *def, const char *name)
+{
+	for (int i = 0; i < def->nparams; i++)
+		if (strcmp(def->params[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int index_or_abort(const struct pe_params *p, const char *name)
+{
+	int i = pe_param_index(p->def, name);
+	if (i < 0)
+		abort(); /* a table implementation asked for a parameter its spec lacks: a bug */
+	return i;
+}
+
+void pe_params_init(struct pe_params *p, const struct pe_table_def *def)
+{
+	memset(p, 0, sizeof *p);
+	p->def = def;
+}
+
+void pe_params_destroy(struct pe_params *p)
+{
+	for (int i = 0; i < PE_MAX_PARAMS; i++) {
+		free(p->v[i].list);
+		p->v[i].list = NULL;
+	}
+}
+
+static int parse_int(const char *s, int64_t *out)
+{
+	const char *q = s;
+	if (*q == '-')
+		q++;
+	if (!*q)
+		return -1;
+	for (const char *c = q; *c; c++)
+		if (*c < '0' || *c > '9')
+			return -1;
+	errno = 0;
+	long long v = strtoll(s, NULL, 10);
+	if (errno == ERANGE)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_real(const char *s, size_t len, double *out)
+{
+	char tmp[64];
+	if (len == 0 || len >= sizeof tmp)
+		return -1;
+	for (size_t i = 0; i < len; i++)
+		if (!strchr("0123456789.eE+-", s[i]))
+			return -1;
+	memcpy(tmp, s, len);
+	tmp[len] = 0;
+	char *end;
+	errno = 0;
+	double v = strtod(tmp, &end);
+	if (end != tmp + len || !isfinite(v) || errno == ERANGE)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int check_range(const struct pe_param_spec *sp, double v, struct pe_err *err)
+{
+	if (v < sp->min || v > sp->max)
+		return pe_err_set(err, PE_EINVAL, sp->name, "%s must be between %.17g and %.17g", sp->name,
+				  sp->min, sp->max);
+	return 0;
+}
+
+static int parse_bool(const char *s, int64_t *out)
+{
+	if (!strcmp(s, "1") || !strcmp(s, "true"))
+		*out = 1;
+	else if (!strcmp(s, "0") || !strcmp(s, "false"))
+		*out = 0;
+	else
+		return -1;
+	return 0;
+}
+
+static int parse_enum(const struct pe_param_spec *sp, const char *s, int64_t *out)
+{
+	for (int i = 0; sp->choices[i]; i++)
+		if (!strcmp(sp->choices[i], s)) {
+			*out = i;
+			return 0;
+		}
+	return -1;
+}
+
+static size_t choices_text(const struct pe_param_spec *sp, char *buf, size_t cap)
+{
+	size_t len = 0;
+	buf[0] = 0;
+	for (int i = 0; sp->choices[i] && len < cap; i++) {
+		int w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", sp->choices[i]);
+		if (w < 0)
+			break;
+		len += (size_t)w;
+	}
+	return len;
+}
+
+static int parse_list(const struct pe_param_spec *sp, const char *s, struct pe_param_val *v,
+		      struct pe_err *err)
+{
+	size_t n = 1;
+	for (const char *c = s; *c; c++)
+		n += *c == ',';
+	if (n > PE_MAX_LIST)
+		return pe_err_set(err, PE_EINVAL, sp->name, "%s has more than %d values", sp->name, PE_MAX_LIST);
+	double *vals = malloc(n * sizeof *vals);
+	if (!vals)
+		return pe_err_set(err, PE_ENOMEM, sp->name, "out of memory");
+	const char *c = s;
+	for (size_t i = 0; i < n; i++) {
+		const char *e = strchr(c, ',');
+		size_t len = e ? (size_t)(e - c) : strlen(c);
+		if (parse_real(c, len, &vals[i]) != 0) {
+			free(vals);
+			return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is not a finite number", sp->name,
+					  i + 1);
+		}
+		if (check_range(sp, vals[i], err) != 0) {
+			free(vals);
+			return PE_EINVAL;
+		}
+		c = e ? e + 1 : c + len;
+	}
+	v->list = vals;
+	v->nlist = n;
+	return 0;
+}
+
+static int parse_value(const struct pe_param_spec *sp, const char *s, struct pe_param_val *v,
+		       struct pe_err *err)
+{
+	char choices[256];
+	switch (sp->type) {
+	case PE_PT_INT:
+		if (parse_int(s, &v->i) != 0)
+			return pe_err_set(err, PE_EINVAL, sp->name, "%s must be a decimal integer, got '%.40s'",
+					  sp->name, s);
+		v->r = (double)v->i;
+		return check_range(sp, v->r, err);
+	case PE_PT_REAL:
+		if (parse_real(s, strlen(s), &v->r) != 0)
+			return pe_err_set(err, PE_EINVAL, sp->name, "%s must be a finite number, got '%.40s'",
+					  sp->name, s);
+		return check_range(sp, v->r, err);
+	case PE_PT_BOOL:
+		if (parse_bool(s, &v->i) != 0)
+			return pe_err_set(err, PE_EINVAL, sp->name, "%s must be 0 or 1", sp->name);
+		v->r = (double)v->i;
+		return 0;
+	case PE_PT_ENUM:
+		if (parse_enum(sp, s, &v->i) != 0) {
+			choices_text(sp, choices, sizeof choices);
+			return pe_err_set(err, PE_EINVAL, sp->name, "%s must be one of: %s", sp->name, choices);
+		}
+		return 0;
+	case PE_PT_LIST:
+		return parse_list(sp, s, v, err);
+	}
+	return PE_EINTERNAL;
+}
+
+int pe_params_set(struct pe_params *p, const char *key, const char *value, struct pe_err *err)
+{
+	int i = pe_param_index(p->def, key);
+	if (i < 0)
+		return pe_err_set(err, PE_EINVAL, key, "unknown parameter '%.40s' for /v1/%s", key, p->def->name);
+	const struct pe_param_spec *sp = &p->def->params[i];
+	struct pe_param_val *v = &p->v[i];
+	if (v->given)
+		return pe_err_set(err, PE_EINVAL, key, "%s is given more than once", key);
+	if (!value || !*value)
+		return pe_err_set(err, PE_EINVAL, key, "%s has an empty value", key);
+	struct pe_param_val nv = {0};
+	int rc = parse_value(sp, value, &nv, err);
+	if (rc != 0)
+		return rc;
+	nv.set = nv.given = 1;
+	*v = nv;
+	return 0;
+}
+
+int pe_params_finish(struct pe_params *p, struct pe_err *err)
+{
+	const struct pe_table_def *def = p->def;
+	for (int i = 0; i < def->nparams; i++) {
+		const struct pe_param_spec *sp = &def->params[i];
+		struct pe_param_val *v = &p->v[i];
+		if (v->set)
+			continue;
+		if (!sp->def)
+			return pe_err_set(err, PE_EINVAL, sp->name, "%s is required", sp->name);
+		if (!*sp->def)
+			continue;
+		int rc = parse_value(sp, sp->def, v, err);
+		if (rc != 0)
+			return rc; /* a bad built-in default: caught by the registry test */
+		v->set = 1;
+	}
+	return def->check ? def->check(p, err) : 0;
+}
+
+int64_t pe_param_int(const struct pe_params *p, const char *name) { return p->v[index_or_abort(p, name)].i; }
+double pe_param_real(const struct pe_params *p, const char *name) { return p->v[index_or_abort(p, name)].r; }
+int pe_param_enum(const struct pe_params *p, const char *name) { return (int)p->v[index_or_abort(p, name)].i; }
+int pe_param_isset(const struct pe_params *p, const char *name) { return p->v[index_or_abort(p, name)].set; }
+
+const double *pe_param_list(const struct pe_params *p, const char *name, size_t *n)
+{
+	const struct pe_param_val *v = &p->v[index_or_abort(p, name)];
+	*n = v->nlist;
+	return v->list;
+}
+
+/* Shortest %.*g form of a double that reads back exactly (canonical keys only; speed is moot). */
+static int canonical_real(double x, char *buf, size_t cap)
+{
+	if (x == 0)
+		return snprintf(buf, cap, "0");
+	for (int prec = 1; prec <= 17; prec++) {
+		int n = snprintf(buf, cap, "%.*g", prec, x);
+		if (strtod(buf, NULL) == x)
+			return n;
+	}
+	return snprintf(buf, cap, "%.17g", x);
+}
+
+static int canonical_value(const struct pe_param_spec *sp, const struct pe_param_val *v, char *buf,
+			   size_t cap)
+{
+	switch (sp->type) {
+	case PE_PT_INT:
+	case PE_PT_BOOL:
+		return snprintf(buf, cap, "%lld", (long long)v->i);
+	case PE_PT_REAL:
+		return canonical_real(v->r, buf, cap);
+	case PE_PT_ENUM:
+		return snprintf(buf, cap, "%s", sp->choices[v->i]);
+	case PE_PT_LIST: {
+		size_t len = 0;
+		for (size_t k = 0; k < v->nlist; k++) {
+			if (k && len + 1 < cap)
+				buf[len++] = ',';
+			if (len >= cap)
+				return -1;
+			int w = canonical_real(v->list[k], buf + len, cap - len);
+			if (w < 0 || (size_t)w >= cap - len)
+				return -1;
+			len += (size_t)w;
+		}
+		if (len < cap)
+			buf[len] = 0;
+		return (int)len;
+	}
+	}
+	return -1;
+}
+
+int pe_params_canonical(const struct pe_params *p, char *buf, size_t cap)
+{
+	size_t len = 0;
+	if (cap == 0)
+		return -1;
+	buf[0] = 0;
+	for (int i = 0; i < p->def->nparams; i++) {
+		const struct pe_param_spec *sp = &p->def->params[i];
+		if (!p->v[i].set)
+			continue;
+		int w = snprintf(buf + len, cap - len, "%s%s=", len ? "&" : "", sp->name);
+		if (w < 0 || (size_t)w >= cap - len)
+			return -1;
+		len += (size_t)w;
+		w = canonical_value(sp, &p->v[i], buf + len, cap - len);
+		if (w < 0 || (size_t)w >= cap - len)
+			return -1;
+		len += (size_t)w;
+	}
+	return (int)len;
+}
+
+int pe_table_shape(const struct pe_params *p, struct pe_shape *s)
+{
+	memset(s, 0, sizeof *s);
+	return p->def->shape(p, s);
+}
+
+int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	if (p->def->fixed_dtype != PE_DTYPE_COUNT_ && dt != p->def->fixed_dtype)
+		return pe_err_set(err, PE_EINVAL, "dtype", "/v1/%s is always %s", p->def->name,
+				  pe_dtype_name(p->def->fixed_dtype));
+	return p->def->compute(p, dt, out, err);
+}

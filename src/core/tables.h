@@ -1,0 +1,17 @@
+/* Internal: the table definitions the registry lists, and helpers shared between tables. */
+#ifndef PE_CORE_TABLES_H
+#define PE_CORE_TABLES_H
+
+#include "posenc/core.h"
+
+extern const struct pe_table_def pe_table_sinusoidal;
+
+/* Common parameter ranges. */
+#define PE_MAX_LEN ((double)(1u << 30))     /* positions per table */
+#define PE_MAX_DIM 65536.0                  /* embedding width */
+#define PE_MAX_POSITION 4503599627370496.0  /* 2^52: offsets stay exact in double */
+
+extern const char *const pe_compat_exact_hf[];  /* "exact", "hf" */
+enum { PE_COMPAT_EXACT = 0, PE_COMPAT_HF = 1, PE_COMPAT_GGML = 2 };
+
+#endif

@@ -1,0 +1,26 @@
+/* Shared test helpers: a main() for check suites and ulp distance for numerical comparisons.
+ * Each tests/<layer>/test_<module>.c is its own program: it defines its suite and ends with
+ * PE_TEST_MAIN(suite_fn). */
+#ifndef PE_TEST_CHECK_H
+#define PE_TEST_CHECK_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Distance in units in the last place between two floats / doubles of the same type (0 if
+ * bit-identical, both NaN counts as 0; +0 and -0 are 0 apart). */
+uint64_t pe_ulp_f32(float a, float b);
+uint64_t pe_ulp_f64(double a, double b);
+/* Distance of float a from the exact value x (double), in ulps of float at x: |a - x| / ulp(x). */
+double pe_ulp_err_f32(float a, double x);
+
+/* Read a whole file (for known-answer files under tests/data); aborts the test on failure. */
+void *pe_test_read_file(const char *path, size_t *len);
+
+int pe_test_run(Suite *s);
+
+#define PE_TEST_MAIN(suite_fn)                                                                 \
+	int main(void) { return pe_test_run(suite_fn()); }
+
+#endif

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install the Debian packages posenc needs to build, test and benchmark, when any is missing.
+# Runs apt-get as root (after apt-get update); as another user it only says what is missing.
+set -euo pipefail
+pkgs=(build-essential pkg-config libmicrohttpd-dev libjansson-dev libuv1-dev check libsubunit-dev
+      libsleef-dev libcurl4-openssl-dev curl libpng-dev zlib1g-dev nodejs npm)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "posenc: missing packages: ${missing[*]} (run 'make deps' as root)" >&2
+	exit 1
+fi
+echo "posenc: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
