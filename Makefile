@@ -50,6 +50,8 @@ $(BUILD)/obj/%.o: %.S
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I. -MMD -MP -c $< -o $@
 
+$(BUILD)/obj/src/daemon/assets.o: config/posenc.json openapi.yaml
+
 $(BUILD)/libposenc.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^

@@ -1,0 +1,15 @@
+/* Files embedded in posencd at build time (the default configuration and the OpenAPI document),
+ * so the daemon runs from its binary alone. Declared in assets.h; each blob is NUL-terminated. */
+#define ASSET(sym, file)                 \
+	.global sym;                     \
+	.global sym##_end;               \
+	.balign 16;                      \
+sym:                                     \
+	.incbin file;                    \
+sym##_end:                               \
+	.byte 0
+
+	.section .rodata
+ASSET(pe_asset_config_json, "config/posenc.json")
+ASSET(pe_asset_openapi_yaml, "openapi.yaml")
+	.section .note.GNU-stack,"",@progbits

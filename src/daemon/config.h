@@ -1,0 +1,46 @@
+/* posencd configuration: every setting, its default (embedded config/posenc.json), and the layers
+ * that override it. Precedence, lowest first: built-in defaults (the embedded posenc.json) <
+ * --config FILE < environment POSENC_<KEY> (upper case) < command line --<key-with-dashes> VALUE
+ * (or --key=VALUE). Invalid values produce one line naming the key; the daemon exits with status 2.
+ *
+ * One table (config.c) lists every key once with its type, range and field; loading, --help and
+ * the tests all walk it. The struct is plain data, filled once at start-up and read-only after. */
+#ifndef PE_DAEMON_CONFIG_H
+#define PE_DAEMON_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "posenc/err.h"
+
+enum pe_log_level { PE_LOG_ERROR, PE_LOG_WARN, PE_LOG_INFO, PE_LOG_DEBUG };
+
+struct pe_config {
+	int64_t port;                  /* 0..65535; 0 = pick a free port and log it */
+	char bind[64];                 /* IPv4/IPv6 address literal, default "0.0.0.0" */
+	char data_dir[4096];           /* learned tables live here */
+	int64_t workers;               /* compute threads, 1..256 */
+	int64_t cache_bytes;           /* LRU budget */
+	int64_t max_elements;          /* largest table one request may produce */
+	int64_t max_body_bytes;        /* largest request body */
+	int64_t max_queue;             /* jobs waiting for a worker before 503 */
+	int64_t max_connections;       /* total */
+	int64_t max_connections_per_ip;
+	int64_t connection_timeout;    /* seconds of inactivity before a connection is closed */
+	int64_t job_timeout;           /* seconds a request may wait for its computation */
+	char auth_token[256];          /* "" = none: only loopback clients may write */
+	char cors_origins[1024];       /* comma list or "*" */
+	enum pe_log_level log_level;
+	int64_t shutdown_timeout;      /* seconds SIGTERM waits for in-flight work */
+};
+
+/* Load defaults, then --config, environment and argv (argv[0] is skipped). envp may be NULL (then
+ * the process environment is used). Returns 0; PE_EINVAL with err naming the key on a bad value;
+ * 1 when --help or --version was handled (text written to stdout), so the caller exits 0. */
+int pe_config_load(struct pe_config *cfg, int argc, char **argv, char **envp, struct pe_err *err);
+
+/* Only the embedded defaults (used by tests). */
+int pe_config_defaults(struct pe_config *cfg, struct pe_err *err);
+
+const char *pe_log_level_name(enum pe_log_level l);
+
+#endif
