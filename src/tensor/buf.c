@@ -1,0 +1,103 @@
+/* struct pe_buf: a growable byte buffer with a hard maximum, the sink of every tensor writer.
+ *
+ * `max` bounds len (the bytes written), and a request past it fails with PE_ETOOBIG before any
+ * memory is taken, so output that grows with client input can never exceed the configured limit
+ * (curl's dynbuf). Capacity doubles (clamped to max) so n appends cost O(n) copies. One byte past
+ * cap is always allocated and kept free: vsnprintf can write its NUL there, and pe_buf_steal hands
+ * out a NUL-terminated string at no cost. A max of 0 means nothing may be written; there is no
+ * "unlimited" value. */
+#include "posenc/tensor.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_CAP 64
+
+void pe_buf_init(struct pe_buf *b, size_t max)
+{
+	b->data = NULL;
+	b->len = b->cap = 0;
+	b->max = max < SIZE_MAX - 1 ? max : SIZE_MAX - 1; /* room for the spare byte */
+}
+
+void pe_buf_destroy(struct pe_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+/* Next capacity for a need of `want` bytes: at least double, at most max. */
+static size_t grown_cap(const struct pe_buf *b, size_t want)
+{
+	size_t cap = b->cap < MIN_CAP ? MIN_CAP : b->cap;
+	while (cap < want && cap <= b->max / 2)
+		cap *= 2;
+	if (cap > b->max)
+		cap = b->max;
+	return cap < want ? want : cap;
+}
+
+int pe_buf_reserve(struct pe_buf *b, size_t more)
+{
+	if (more > b->max - b->len)
+		return PE_ETOOBIG;
+	size_t want = b->len + more;
+	if (want <= b->cap && b->data)
+		return 0;
+	size_t cap = grown_cap(b, want);
+	char *p = realloc(b->data, cap + 1);
+	if (!p)
+		return PE_ENOMEM;
+	b->data = p;
+	b->cap = cap;
+	return 0;
+}
+
+int pe_buf_append(struct pe_buf *b, const void *p, size_t n)
+{
+	int rc = pe_buf_reserve(b, n);
+	if (rc != 0)
+		return rc;
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+int pe_buf_puts(struct pe_buf *b, const char *s) { return pe_buf_append(b, s, strlen(s)); }
+
+int pe_buf_printf(struct pe_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return PE_EINTERNAL;
+	int rc = pe_buf_reserve(b, (size_t)n);
+	if (rc != 0)
+		return rc;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap); /* the NUL lands in the spare byte */
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+char *pe_buf_steal(struct pe_buf *b, size_t *len)
+{
+	char *p = b->data;
+	size_t n = b->len;
+	if (!p)
+		p = malloc(1);
+	if (p)
+		p[n] = 0;
+	if (len)
+		*len = p ? n : 0;
+	b->data = NULL;
+	b->len = b->cap = 0;
+	return p;
+}
