@@ -75,11 +75,12 @@ $(LIB_TEST_BIN): $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(BUILD)/libposenc.
 
 $(SRV_TEST_BIN): $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(BUILD)/libposenc.a $(DAEMON_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(TEST_SUPPORT) \
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DPE_BUILD_DIR='"$(BUILD)"' -o $@ $< $(TEST_SUPPORT) \
 		$(if $(findstring /e2e/,$@),$(E2E_SUPPORT)) $(DAEMON_LIB_OBJ) $(BUILD)/libposenc.a \
 		$(PKG_LIBS) $(LIBS_CORE) $(TEST_LIBS)
 
 $(E2E_BIN): $(E2E_SUPPORT)
+$(E2E_SUPPORT): CFLAGS += -DPE_BUILD_DIR='"$(BUILD)"'
 
 unit: all $(UNIT_BIN)
 	@./tests/tools/run-tests.sh unit $(UNIT_BIN)

@@ -1,0 +1,165 @@
+/* posencd: load the configuration, wire cache, worker pool, metrics and the HTTP server together,
+ * then wait for SIGTERM/SIGINT and drain: readiness goes 503, the listening socket closes, work
+ * already accepted finishes (up to shutdown_timeout), and the process exits 0.
+ *
+ * Signals are blocked in every thread (they inherit the mask) and taken by sigtimedwait here. */
+#include "daemon/assets.h"
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "daemon/pool.h"
+#include "http/http.h"
+#include "posenc/posenc.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+struct daemon {
+	struct pe_config cfg;
+	struct pe_cache *cache;
+	struct pe_metrics *metrics;
+	struct pe_pool *pool;
+	struct pe_http *_Atomic http;
+};
+
+static int submit_hook(void *ctx, void (*work)(void *), void *arg)
+{
+	struct daemon *d = ctx;
+	return pe_pool_submit(d->pool, work, arg);
+}
+
+static void observe_hook(void *ctx, const struct pe_http_request_info *info)
+{
+	struct daemon *d = ctx;
+	pe_metrics_observe(d->metrics, info);
+}
+
+static int render_hook(void *ctx, struct pe_buf *out)
+{
+	struct daemon *d = ctx;
+	return pe_metrics_render(d->metrics, d->cache, d->pool, out);
+}
+
+static void tick(void *arg)
+{
+	struct daemon *d = arg;
+	struct pe_http *h = atomic_load(&d->http);
+	if (h)
+		pe_http_tick(h, 0);
+}
+
+static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
+{
+	const struct pe_config *c = &d->cfg;
+	struct pe_http_options o = {
+		.bind = c->bind,
+		.port = (uint16_t)c->port,
+		.max_elements = (uint64_t)c->max_elements,
+		.max_body_bytes = (uint64_t)c->max_body_bytes,
+		.max_response_bytes = (uint64_t)c->max_elements * 32 + (1u << 20),
+		.max_connections = (unsigned)c->max_connections,
+		.max_connections_per_ip = (unsigned)c->max_connections_per_ip,
+		.connection_timeout_s = (unsigned)c->connection_timeout,
+		.job_timeout_s = (unsigned)c->job_timeout,
+		.cors_origins = c->cors_origins,
+		.openapi = pe_asset_openapi_yaml,
+		.openapi_len = PE_ASSET_LEN(pe_asset_openapi_yaml),
+		.cache = d->cache,
+		.hooks = {.ctx = d, .submit = submit_hook, .observe = observe_hook, .render_metrics = render_hook},
+	};
+	return pe_http_start(&o, err);
+}
+
+static int wait_for_signal(void)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	int sig;
+	while (sigwait(&set, &sig) != 0)
+		;
+	return sig;
+}
+
+static void block_signals(void)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Wait (bounded) until nothing is queued, running or suspended. */
+static void drain(struct daemon *d, struct pe_http *h)
+{
+	double deadline = now_s() + (double)d->cfg.shutdown_timeout;
+	for (;;) {
+		struct pe_pool_stats ps;
+		pe_pool_stats(d->pool, &ps);
+		if ((ps.queued == 0 && ps.running == 0 && pe_http_waiting(h) == 0) || now_s() > deadline)
+			break;
+		usleep(10000);
+	}
+	usleep(50000); /* let resumed connections write their answers */
+}
+
+static void log_start(const struct daemon *d, uint16_t port)
+{
+	pe_log(PE_LOG_INFO, "start",
+	       json_pack("{s:s, s:s, s:i, s:I, s:I, s:s}", "version", PE_VERSION, "bind", d->cfg.bind, "port",
+			 (int)port, "workers", (json_int_t)d->cfg.workers, "cache_bytes",
+			 (json_int_t)d->cfg.cache_bytes, "isa", pe_isa_name()));
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d = {0};
+	struct pe_err err = {0};
+	int rc = pe_config_load(&d.cfg, argc, argv, NULL, &err);
+	if (rc == 1)
+		return 0;
+	if (rc != 0) {
+		fprintf(stderr, "posencd: %s\n", err.detail);
+		return 2;
+	}
+	pe_log_set_level(d.cfg.log_level);
+	block_signals();
+	d.cache = pe_cache_new((size_t)d.cfg.cache_bytes);
+	d.metrics = pe_metrics_new();
+	d.pool = d.cache && d.metrics ? pe_pool_new((unsigned)d.cfg.workers, (size_t)d.cfg.max_queue, tick, &d, 250, &err)
+				      : NULL;
+	struct pe_http *h = d.pool ? start_http(&d, &err) : NULL;
+	if (!h) {
+		fprintf(stderr, "posencd: %s\n", err.detail[0] ? err.detail : "cannot start");
+		return 1;
+	}
+	atomic_store(&d.http, h);
+	log_start(&d, pe_http_port(h));
+	int sig = wait_for_signal();
+	pe_log(PE_LOG_INFO, "draining", json_pack("{s:s}", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+	pe_http_drain(h);
+	pe_pool_close(d.pool);
+	drain(&d, h);
+	pe_http_tick(h, 1);
+	pe_pool_free(d.pool);
+	atomic_store(&d.http, NULL);
+	pe_http_stop(h);
+	pe_cache_free(d.cache);
+	pe_metrics_free(d.metrics);
+	pe_log(PE_LOG_INFO, "stop", NULL);
+	return 0;
+}

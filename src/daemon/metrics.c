@@ -1,0 +1,137 @@
+/* Prometheus metrics (see metrics.h). Statuses are counted in a fixed table of the codes this
+ * service answers with (anything else lands in "other"), so observe never allocates. */
+#include "daemon/metrics.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+static const int statuses[] = {200, 201, 204, 304, 400, 401, 403, 404, 405, 406, 413, 415, 499, 500, 503, 507};
+#define NSTATUS (sizeof statuses / sizeof statuses[0] + 1) /* + other */
+static const double bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+				0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
+#define NBUCKET (sizeof bounds / sizeof bounds[0])
+
+struct route_hist {
+	atomic_uint_fast64_t bucket[NBUCKET + 1]; /* per bound, then +Inf (not cumulative) */
+	atomic_uint_fast64_t count;
+	_Atomic double sum;
+};
+
+struct pe_metrics {
+	atomic_uint_fast64_t requests[PE_ROUTE_MAX][NSTATUS];
+	struct route_hist hist[PE_ROUTE_MAX];
+};
+
+struct pe_metrics *pe_metrics_new(void) { return calloc(1, sizeof(struct pe_metrics)); }
+
+void pe_metrics_free(struct pe_metrics *m) { free(m); }
+
+static size_t status_slot(int status)
+{
+	for (size_t i = 0; i < NSTATUS - 1; i++)
+		if (statuses[i] == status)
+			return i;
+	return NSTATUS - 1;
+}
+
+static void add_double(_Atomic double *a, double v)
+{
+	double old = atomic_load(a);
+	while (!atomic_compare_exchange_weak(a, &old, old + v))
+		;
+}
+
+void pe_metrics_observe(struct pe_metrics *m, const struct pe_http_request_info *info)
+{
+	int route = info->route >= 0 && info->route < PE_ROUTE_MAX ? info->route : PE_ROUTE_OTHER;
+	atomic_fetch_add(&m->requests[route][status_slot(info->status)], 1);
+	struct route_hist *h = &m->hist[route];
+	size_t b = 0;
+	while (b < NBUCKET && info->seconds > bounds[b])
+		b++;
+	atomic_fetch_add(&h->bucket[b], 1);
+	atomic_fetch_add(&h->count, 1);
+	add_double(&h->sum, info->seconds);
+}
+
+static int render_requests(struct pe_metrics *m, struct pe_buf *out)
+{
+	int rc = pe_buf_puts(out, "# HELP posenc_requests_total HTTP requests answered, by route and status.\n"
+				  "# TYPE posenc_requests_total counter\n");
+	for (int r = 0; r < PE_ROUTE_MAX && rc == 0; r++)
+		for (size_t s = 0; s < NSTATUS && rc == 0; s++) {
+			uint64_t n = atomic_load(&m->requests[r][s]);
+			if (!n)
+				continue;
+			if (s < NSTATUS - 1)
+				rc = pe_buf_printf(out, "posenc_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
+						   pe_http_route_name(r), statuses[s], (unsigned long long)n);
+			else
+				rc = pe_buf_printf(out, "posenc_requests_total{route=\"%s\",status=\"other\"} %llu\n",
+						   pe_http_route_name(r), (unsigned long long)n);
+		}
+	return rc;
+}
+
+static int render_histogram(struct pe_metrics *m, struct pe_buf *out)
+{
+	int rc = pe_buf_puts(out, "# HELP posenc_request_duration_seconds Time from request to response queued.\n"
+				  "# TYPE posenc_request_duration_seconds histogram\n");
+	for (int r = 0; r < PE_ROUTE_MAX && rc == 0; r++) {
+		struct route_hist *h = &m->hist[r];
+		uint64_t count = atomic_load(&h->count), cum = 0;
+		if (!count)
+			continue;
+		const char *name = pe_http_route_name(r);
+		for (size_t b = 0; b < NBUCKET && rc == 0; b++) {
+			cum += atomic_load(&h->bucket[b]);
+			rc = pe_buf_printf(out, "posenc_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
+					   name, bounds[b], (unsigned long long)cum);
+		}
+		cum += atomic_load(&h->bucket[NBUCKET]);
+		if (rc == 0)
+			rc = pe_buf_printf(out,
+					   "posenc_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n"
+					   "posenc_request_duration_seconds_sum{route=\"%s\"} %.9g\n"
+					   "posenc_request_duration_seconds_count{route=\"%s\"} %llu\n",
+					   name, (unsigned long long)cum, name, atomic_load(&h->sum), name,
+					   (unsigned long long)count);
+	}
+	return rc;
+}
+
+static int render_one(struct pe_buf *out, const char *name, const char *type, const char *help, double v)
+{
+	return pe_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+}
+
+int pe_metrics_render(struct pe_metrics *m, struct pe_cache *cache, struct pe_pool *pool, struct pe_buf *out)
+{
+	int rc = render_requests(m, out);
+	if (rc == 0)
+		rc = render_histogram(m, out);
+	struct pe_cache_stats cs = {0};
+	struct pe_pool_stats ps = {0};
+	if (cache)
+		pe_cache_stats(cache, &cs);
+	if (pool)
+		pe_pool_stats(pool, &ps);
+	const struct {
+		const char *name, *type, *help;
+		double v;
+	} rows[] = {
+		{"posenc_cache_hits_total", "counter", "Cache lookups answered from the cache.", (double)cs.hits},
+		{"posenc_cache_misses_total", "counter", "Cache lookups that started a computation.", (double)cs.misses},
+		{"posenc_cache_joins_total", "counter", "Requests that joined a computation already under way.", (double)cs.joins},
+		{"posenc_cache_evictions_total", "counter", "Entries evicted to stay within cache_bytes.", (double)cs.evictions},
+		{"posenc_cache_bytes", "gauge", "Bytes held by the cache.", (double)cs.bytes},
+		{"posenc_cache_entries", "gauge", "Entries held by the cache.", (double)cs.entries},
+		{"posenc_jobs_total", "counter", "Computations accepted by the worker pool.", (double)ps.submitted},
+		{"posenc_jobs_rejected_total", "counter", "Computations refused because the queue was full.", (double)ps.rejected},
+		{"posenc_queue_depth", "gauge", "Computations waiting for a worker.", (double)ps.queued},
+		{"posenc_jobs_in_flight", "gauge", "Computations running on a worker.", (double)ps.running},
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0] && rc == 0; i++)
+		rc = render_one(out, rows[i].name, rows[i].type, rows[i].help, rows[i].v);
+	return rc;
+}

@@ -1,0 +1,19 @@
+/* Prometheus metrics: request counts by route and status, a latency histogram by route, and the
+ * cache and pool gauges read at scrape time. Counters are atomics; observe is lock-free. */
+#ifndef PE_DAEMON_METRICS_H
+#define PE_DAEMON_METRICS_H
+
+#include "daemon/pool.h"
+#include "http/http.h"
+#include "posenc/cache.h"
+#include "posenc/tensor.h"
+
+struct pe_metrics;
+
+struct pe_metrics *pe_metrics_new(void);
+void pe_metrics_free(struct pe_metrics *m);
+void pe_metrics_observe(struct pe_metrics *m, const struct pe_http_request_info *info);
+/* Prometheus text exposition format 0.0.4 into out. cache and pool may be NULL. */
+int pe_metrics_render(struct pe_metrics *m, struct pe_cache *cache, struct pe_pool *pool, struct pe_buf *out);
+
+#endif

@@ -1,0 +1,77 @@
+/* The HTTP layer's face to the daemon: start a libmicrohttpd server over the core, tensor and
+ * cache layers. The daemon supplies limits, the cache, and hooks for what lives above this layer
+ * (the worker pool, metrics, readiness), so nothing here reaches up into src/daemon.
+ *
+ * Threads: MHD runs one internal epoll thread that parses, routes and answers cache hits. Misses
+ * suspend their connection and become jobs through hooks.submit; the job runs on a pool thread,
+ * fills the cache, and the cache's waiter callback resumes every connection waiting on that key. */
+#ifndef PE_HTTP_HTTP_H
+#define PE_HTTP_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "posenc/cache.h"
+#include "posenc/tensor.h"
+
+struct pe_http;
+
+/* Routes as metric labels: the fixed ones below, then one per table of the core's registry
+ * (PE_ROUTE_TABLE0 + its index), named by the table's path ("sinusoidal", "rope/inv_freq"). */
+#define PE_HTTP_ROUTES(X)                                                                         \
+	X(OTHER, "other") X(HEALTHZ, "healthz") X(READYZ, "readyz") X(METRICS, "metrics")          \
+	X(OPENAPI, "openapi")
+
+enum pe_http_route {
+#define PE_HTTP_ROUTE_ENUM_(id, name) PE_ROUTE_##id,
+	PE_HTTP_ROUTES(PE_HTTP_ROUTE_ENUM_)
+#undef PE_HTTP_ROUTE_ENUM_
+	PE_ROUTE_TABLE0
+};
+#define PE_ROUTE_MAX (PE_ROUTE_TABLE0 + 64)
+const char *pe_http_route_name(int route);
+
+struct pe_http_request_info {
+	int route, status;
+	const char *method, *path;
+	uint64_t bytes;
+	double seconds;
+	int cache_hit; /* 1 hit, 0 miss, -1 not a cached resource */
+};
+
+struct pe_http_hooks {
+	void *ctx;
+	/* Run work(arg) on a worker thread. 0, PE_EBUSY (queue full) or PE_EDRAINING. Thread: MHD. */
+	int (*submit)(void *ctx, void (*work)(void *arg), void *arg);
+	/* A request finished (any thread that completes requests: the MHD thread). */
+	void (*observe)(void *ctx, const struct pe_http_request_info *info);
+	/* Prometheus text for /metrics into out. */
+	int (*render_metrics)(void *ctx, struct pe_buf *out);
+};
+
+struct pe_http_options {
+	const char *bind;
+	uint16_t port;              /* 0 = any free port */
+	uint64_t max_elements, max_body_bytes, max_response_bytes;
+	unsigned max_connections, max_connections_per_ip, connection_timeout_s, job_timeout_s;
+	const char *cors_origins;   /* "*" or a comma list */
+	const char *openapi;        /* the document served at /openapi.yaml */
+	size_t openapi_len;
+	struct pe_cache *cache;
+	struct pe_http_hooks hooks;
+};
+
+/* Start serving. Returns NULL with err filled when the socket cannot be bound. */
+struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *err);
+uint16_t pe_http_port(const struct pe_http *h);
+/* Answer jobs that passed their deadline with 503 (called periodically, any thread). With
+ * expire_all, every waiting request is answered now (shutdown). */
+void pe_http_tick(struct pe_http *h, int expire_all);
+/* Draining: /readyz answers 503, new table requests get 503 draining, no new connections. */
+void pe_http_drain(struct pe_http *h);
+/* Requests suspended and waiting for a computation. */
+size_t pe_http_waiting(struct pe_http *h);
+size_t pe_http_connections(struct pe_http *h);
+/* Stop the server (after pe_http_tick(h, 1) so nothing is suspended) and free it. */
+void pe_http_stop(struct pe_http *h);
+
+#endif

@@ -1,0 +1,71 @@
+/* Internal to src/http: the server and per-request state shared by server.c (lifecycle, routing,
+ * operations endpoints, suspended requests) and table.c (table requests and their jobs). */
+#ifndef PE_HTTP_INTERNAL_H
+#define PE_HTTP_INTERNAL_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include "http/http.h"
+#include "posenc/posenc.h"
+
+/* A request waiting for a computation. Shared between the request (MHD thread) and the cache's
+ * waiter callback (a worker thread), hence refcounted; state moves under h->wait_lock. */
+enum waiter_state { W_NEW, W_SUSPENDED, W_DONE, W_EXPIRED };
+
+struct waiter {
+	atomic_int refs;
+	int state;
+	struct pe_cache_entry *entry; /* result when state == W_DONE and code == 0 */
+	int code;
+	double deadline;
+	struct pe_http *h;
+	struct MHD_Connection *conn;
+	struct waiter *prev, *next; /* in h->waiting while W_SUSPENDED */
+};
+
+struct pe_http {
+	struct MHD_Daemon *mhd;
+	struct pe_http_options opt;
+	char *cors_origins;
+	uint16_t port;
+	atomic_int draining;
+	int listen_fd; /* returned by MHD_quiesce_daemon, -1 before */
+	pthread_mutex_t wait_lock;
+	struct waiter waiting; /* list head */
+	size_t nwaiting;
+	struct MHD_Response *openapi;
+};
+
+struct req {
+	struct pe_http *h;
+	int route, status, cache_hit;
+	double t0;
+	uint64_t bytes;
+	struct waiter *w;
+	char etag[40];
+	const char *path;
+};
+
+double pe_http_now(void);
+
+/* Queue a response and record its status; destroys resp. */
+enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int status,
+			      struct MHD_Response *resp);
+enum MHD_Result pe_http_problem(struct req *r, struct MHD_Connection *conn, const struct pe_err *err);
+/* CORS headers for a response to this connection (per cors_origins). */
+void pe_http_add_cors(struct pe_http *h, struct MHD_Connection *conn, struct MHD_Response *resp);
+int pe_http_cors_static(const struct pe_http *h); /* 1 when the CORS headers are request-independent */
+
+/* Waiters (server.c). */
+struct waiter *pe_waiter_new(struct pe_http *h, struct MHD_Connection *conn);
+void pe_waiter_unref(struct waiter *w);
+void pe_waiter_ready_cb(void *arg, struct pe_cache_entry *entry, int code); /* the cache callback */
+/* Suspend conn until w completes (or resume at once if it already has). */
+void pe_waiter_suspend(struct waiter *w);
+
+/* Tables (table.c). */
+enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, const struct pe_table_def *def);
+enum MHD_Result pe_table_resume(struct req *r, struct MHD_Connection *conn);
+
+#endif

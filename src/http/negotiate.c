@@ -1,0 +1,114 @@
+/* Content negotiation (RFC 9110 §12.5.1 Accept with q-values) and If-None-Match matching. */
+#include "http/negotiate.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *skip_ws(const char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return s;
+}
+
+/* Quality of one media range's parameters ("; q=0.5; level=1"); 1000 = q 1. */
+static int parse_quality(const char *params, const char *end)
+{
+	const char *q = params;
+	while (q < end) {
+		q = skip_ws(q);
+		if ((q[0] == 'q' || q[0] == 'Q') && q[1] == '=') {
+			double v = strtod(q + 2, NULL);
+			if (v < 0)
+				v = 0;
+			if (v > 1)
+				v = 1;
+			return (int)(v * 1000 + 0.5);
+		}
+		const char *semi = memchr(q, ';', (size_t)(end - q));
+		if (!semi)
+			break;
+		q = semi + 1;
+	}
+	return 1000;
+}
+
+static int range_matches(const char *range, size_t len, const char *mime)
+{
+	if (len == 3 && memcmp(range, "*/*", 3) == 0)
+		return 1;
+	const char *slash = strchr(mime, '/');
+	size_t tlen = (size_t)(slash - mime);
+	if (len == tlen + 2 && strncasecmp(range, mime, tlen) == 0 && range[tlen] == '/' && range[tlen + 1] == '*')
+		return 1;
+	return len == strlen(mime) && strncasecmp(range, mime, len) == 0;
+}
+
+/* Best offered format for the Accept header: highest q, then the offered order (JSON first). */
+static int pick_from_accept(const char *accept, unsigned offered, enum pe_format *out)
+{
+	int best_q = 0, best_specific = -1;
+	const char *p = accept;
+	while (*p) {
+		p = skip_ws(p);
+		const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+		const char *semi = memchr(p, ';', (size_t)(end - p));
+		const char *rend = semi ? semi : end;
+		while (rend > p && (rend[-1] == ' ' || rend[-1] == '\t'))
+			rend--;
+		int q = semi ? parse_quality(semi + 1, end) : 1000;
+		int specific = memchr(p, '*', (size_t)(rend - p)) == NULL;
+		for (int f = 0; f < PE_FMT_COUNT_; f++) {
+			if (!(offered & PE_FMT_BIT(f)) || !range_matches(p, (size_t)(rend - p), pe_format_mime(f)))
+				continue;
+			if (q > best_q || (q == best_q && q > 0 && specific > best_specific)) {
+				best_q = q;
+				best_specific = specific;
+				*out = (enum pe_format)f;
+			}
+			break; /* a range matches the first offered format it covers */
+		}
+		p = comma ? comma + 1 : end;
+	}
+	return best_q > 0 ? 0 : -1;
+}
+
+int pe_negotiate_format(const char *format_param, const char *accept, unsigned offered, enum pe_format *out,
+			struct pe_err *err)
+{
+	if (format_param) {
+		if (pe_format_parse(format_param, out) != 0)
+			return pe_err_set(err, PE_EINVAL, "format", "format must be one of: json, npy, bin, csv, png");
+		if (!(offered & PE_FMT_BIT(*out)))
+			return pe_err_set(err, PE_ENOTACCEPT, "format", "format=%s is not offered here", format_param);
+		return 0;
+	}
+	if (!accept || !*skip_ws(accept)) {
+		*out = PE_FMT_JSON;
+		return 0;
+	}
+	if (pick_from_accept(accept, offered, out) != 0)
+		return pe_err_set(err, PE_ENOTACCEPT, "Accept", "none of the offered media types is acceptable");
+	return 0;
+}
+
+int pe_etag_matches(const char *inm, const char *etag)
+{
+	size_t elen = strlen(etag);
+	const char *p = inm;
+	while (p && *p) {
+		p = skip_ws(p);
+		if (*p == '*')
+			return 1;
+		if (p[0] == 'W' && p[1] == '/')
+			p += 2;
+		const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+		while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+			end--;
+		if ((size_t)(end - p) == elen && memcmp(p, etag, elen) == 0)
+			return 1;
+		p = comma ? comma + 1 : NULL;
+	}
+	return 0;
+}

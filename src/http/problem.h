@@ -1,0 +1,14 @@
+/* RFC 9457 problem+json responses built from a struct pe_err. */
+#ifndef PE_HTTP_PROBLEM_H
+#define PE_HTTP_PROBLEM_H
+
+#include <microhttpd.h>
+#include "posenc/err.h"
+
+#define PE_PROBLEM_TYPE_BASE "https://posenc.dev/problems/"
+
+/* A fresh response (caller queues and destroys it); *status gets the HTTP status. Adds Allow for
+ * 405 (allow may be NULL) and Retry-After for 503. NULL only when out of memory. */
+struct MHD_Response *pe_problem_response(const struct pe_err *err, const char *allow, int *status);
+
+#endif

@@ -1,0 +1,467 @@
+/* The libmicrohttpd server: start/stop, the access handler that routes each request, the
+ * operations endpoints, and the bookkeeping of suspended requests.
+ *
+ * One internal epoll thread runs every handler. Table requests that miss the cache are suspended
+ * (MHD_suspend_connection, always inside the handler, before the waiter can complete) and resumed
+ * exactly once by whichever comes first: the cache's waiter callback (on a worker thread) or the
+ * deadline tick. Both transitions happen under wait_lock, so a resume never precedes its suspend
+ * and never happens twice. Suspended connections must all be resumed before MHD_stop_daemon. */
+#include "http/internal.h"
+#include "http/problem.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const route_names[] = {
+#define PE_HTTP_ROUTE_NAME_(id, name) name,
+	PE_HTTP_ROUTES(PE_HTTP_ROUTE_NAME_)
+#undef PE_HTTP_ROUTE_NAME_
+};
+
+const char *pe_http_route_name(int route)
+{
+	size_t n;
+	const struct pe_table_def *const *all = pe_table_all(&n);
+	if (route >= PE_ROUTE_TABLE0 && (size_t)(route - PE_ROUTE_TABLE0) < n)
+		return all[route - PE_ROUTE_TABLE0]->name;
+	return route >= 0 && route < PE_ROUTE_TABLE0 ? route_names[route] : "other";
+}
+
+static int table_route(const struct pe_table_def *def)
+{
+	size_t n;
+	const struct pe_table_def *const *all = pe_table_all(&n);
+	for (size_t i = 0; i < n && i < PE_ROUTE_MAX - PE_ROUTE_TABLE0; i++)
+		if (all[i] == def)
+			return PE_ROUTE_TABLE0 + (int)i;
+	return PE_ROUTE_OTHER;
+}
+
+double pe_http_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- CORS ---- */
+
+int pe_http_cors_static(const struct pe_http *h) { return strcmp(h->cors_origins, "*") == 0; }
+
+static int origin_listed(const char *list, const char *origin)
+{
+	size_t olen = strlen(origin);
+	for (const char *p = list; *p;) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		while (len && p[len - 1] == ' ')
+			len--;
+		if (len && len == olen && memcmp(p, origin, len) == 0)
+			return 1;
+		p += len;
+		if (e)
+			p = e + 1;
+	}
+	return 0;
+}
+
+void pe_http_add_cors(struct pe_http *h, struct MHD_Connection *conn, struct MHD_Response *resp)
+{
+	const char *origin = conn ? MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin") : NULL;
+	if (pe_http_cors_static(h))
+		MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+	else if (origin && origin_listed(h->cors_origins, origin)) {
+		MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin");
+	} else
+		return;
+	MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+				"ETag, X-PE-Shape, X-PE-Dtype, X-PE-Cache, X-PE-Attention-Scaling");
+}
+
+/* ---- responses ---- */
+
+enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int status, struct MHD_Response *resp)
+{
+	if (!resp)
+		return MHD_NO;
+	r->status = status;
+	enum MHD_Result rc = MHD_queue_response(conn, (unsigned)status, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
+enum MHD_Result pe_http_problem(struct req *r, struct MHD_Connection *conn, const struct pe_err *err)
+{
+	int status;
+	struct MHD_Response *resp = pe_problem_response(err, "GET, HEAD", &status);
+	if (resp)
+		pe_http_add_cors(r->h, conn, resp);
+	return pe_http_queue(r, conn, status, resp);
+}
+
+static struct MHD_Response *text_response(const char *body, size_t len, const char *type, int copy)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(len, (void *)body, copy ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_PERSISTENT);
+	if (resp)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	return resp;
+}
+
+/* ---- waiters ---- */
+
+struct waiter *pe_waiter_new(struct pe_http *h, struct MHD_Connection *conn)
+{
+	struct waiter *w = calloc(1, sizeof *w);
+	if (!w)
+		return NULL;
+	atomic_init(&w->refs, 2); /* the request's and the cache callback's */
+	w->state = W_NEW;
+	w->h = h;
+	w->conn = conn;
+	w->deadline = pe_http_now() + (double)h->opt.job_timeout_s;
+	return w;
+}
+
+void pe_waiter_unref(struct waiter *w)
+{
+	if (w && atomic_fetch_sub(&w->refs, 1) == 1) {
+		pe_cache_release(w->entry);
+		free(w);
+	}
+}
+
+static void link_waiting(struct pe_http *h, struct waiter *w)
+{
+	w->next = h->waiting.next;
+	w->prev = &h->waiting;
+	h->waiting.next->prev = w;
+	h->waiting.next = w;
+	h->nwaiting++;
+}
+
+static void unlink_waiting(struct pe_http *h, struct waiter *w)
+{
+	w->prev->next = w->next;
+	w->next->prev = w->prev;
+	w->prev = w->next = NULL;
+	h->nwaiting--;
+}
+
+void pe_waiter_ready_cb(void *arg, struct pe_cache_entry *entry, int code)
+{
+	struct waiter *w = arg;
+	struct pe_http *h = w->h;
+	pthread_mutex_lock(&h->wait_lock);
+	if (w->state == W_EXPIRED) {
+		pe_cache_release(entry); /* the client was already answered */
+	} else {
+		w->entry = entry;
+		w->code = code;
+		if (w->state == W_SUSPENDED) {
+			unlink_waiting(h, w);
+			MHD_resume_connection(w->conn);
+		}
+		w->state = W_DONE;
+	}
+	pthread_mutex_unlock(&h->wait_lock);
+	pe_waiter_unref(w);
+}
+
+void pe_waiter_suspend(struct waiter *w)
+{
+	struct pe_http *h = w->h;
+	MHD_suspend_connection(w->conn);
+	pthread_mutex_lock(&h->wait_lock);
+	if (w->state == W_NEW) {
+		w->state = W_SUSPENDED;
+		link_waiting(h, w);
+	} else {
+		MHD_resume_connection(w->conn); /* completed before we got here */
+	}
+	pthread_mutex_unlock(&h->wait_lock);
+}
+
+void pe_http_tick(struct pe_http *h, int expire_all)
+{
+	double now = pe_http_now();
+	pthread_mutex_lock(&h->wait_lock);
+	for (struct waiter *w = h->waiting.next, *next; w != &h->waiting; w = next) {
+		next = w->next;
+		if (!expire_all && w->deadline > now)
+			continue;
+		unlink_waiting(h, w);
+		w->state = W_EXPIRED;
+		MHD_resume_connection(w->conn);
+	}
+	pthread_mutex_unlock(&h->wait_lock);
+}
+
+size_t pe_http_waiting(struct pe_http *h)
+{
+	pthread_mutex_lock(&h->wait_lock);
+	size_t n = h->nwaiting;
+	pthread_mutex_unlock(&h->wait_lock);
+	return n;
+}
+
+/* ---- operations endpoints ---- */
+
+static enum MHD_Result serve_healthz(struct req *r, struct MHD_Connection *conn)
+{
+	static const char body[] = "{\"status\":\"ok\"}\n";
+	return pe_http_queue(r, conn, 200, text_response(body, sizeof body - 1, "application/json", 0));
+}
+
+static enum MHD_Result serve_readyz(struct req *r, struct MHD_Connection *conn)
+{
+	if (atomic_load(&r->h->draining)) {
+		static const char body[] = "{\"status\":\"draining\"}\n";
+		struct MHD_Response *resp = text_response(body, sizeof body - 1, "application/json", 0);
+		if (resp)
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+		return pe_http_queue(r, conn, 503, resp);
+	}
+	static const char body[] = "{\"status\":\"ready\"}\n";
+	return pe_http_queue(r, conn, 200, text_response(body, sizeof body - 1, "application/json", 0));
+}
+
+static enum MHD_Result serve_metrics(struct req *r, struct MHD_Connection *conn)
+{
+	struct pe_buf b;
+	pe_buf_init(&b, 16u << 20);
+	struct pe_err err = {0};
+	if (!r->h->opt.hooks.render_metrics || r->h->opt.hooks.render_metrics(r->h->opt.hooks.ctx, &b) != 0) {
+		pe_buf_destroy(&b);
+		pe_err_set(&err, PE_EINTERNAL, "", "metrics unavailable");
+		return pe_http_problem(r, conn, &err);
+	}
+	size_t len;
+	char *body = pe_buf_steal(&b, &len);
+	struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(len, body, free);
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	return pe_http_queue(r, conn, 200, resp);
+}
+
+static enum MHD_Result serve_openapi(struct req *r, struct MHD_Connection *conn)
+{
+	r->status = 200;
+	return MHD_queue_response(conn, 200, r->h->openapi);
+}
+
+/* ---- routing ---- */
+
+static int route_of(const char *url, const struct pe_table_def **def)
+{
+	*def = NULL;
+	if (strncmp(url, "/v1/", 4) == 0) {
+		*def = pe_table_find(url + 4);
+		return *def ? table_route(*def) : -1;
+	}
+	if (!strcmp(url, "/healthz"))
+		return PE_ROUTE_HEALTHZ;
+	if (!strcmp(url, "/readyz"))
+		return PE_ROUTE_READYZ;
+	if (!strcmp(url, "/metrics"))
+		return PE_ROUTE_METRICS;
+	if (!strcmp(url, "/openapi.yaml"))
+		return PE_ROUTE_OPENAPI;
+	return -1;
+}
+
+static enum MHD_Result dispatch(struct req *r, struct MHD_Connection *conn, const char *url, const char *method)
+{
+	struct pe_err err = {0};
+	const struct pe_table_def *def;
+	int route = route_of(url, &def);
+	r->route = route < 0 ? PE_ROUTE_OTHER : route;
+	if (route < 0) {
+		pe_err_set(&err, PE_ENOTFOUND, "", "no resource at this path");
+		return pe_http_problem(r, conn, &err);
+	}
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+		pe_err_set(&err, PE_EMETHOD, "", "%s is not allowed here; use GET", method);
+		return pe_http_problem(r, conn, &err);
+	}
+	if (def)
+		return pe_table_request(r, conn, def);
+	switch (route) {
+	case PE_ROUTE_HEALTHZ:
+		return serve_healthz(r, conn);
+	case PE_ROUTE_READYZ:
+		return serve_readyz(r, conn);
+	case PE_ROUTE_METRICS:
+		return serve_metrics(r, conn);
+	default:
+		return serve_openapi(r, conn);
+	}
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	struct pe_http *h = cls;
+	struct req *r = *con_cls;
+	if (!r) {
+		r = calloc(1, sizeof *r);
+		if (!r)
+			return MHD_NO;
+		r->h = h;
+		r->t0 = pe_http_now();
+		r->cache_hit = -1;
+		r->path = url;
+		*con_cls = r;
+		if (*upload_data_size == 0)
+			return dispatch(r, conn, url, method);
+		return MHD_YES; /* bodies are for later layers; the final call answers */
+	}
+	if (r->w)
+		return pe_table_resume(r, conn);
+	if (*upload_data_size != 0) {
+		*upload_data_size = 0; /* discard: no body is accepted on these routes yet */
+		return MHD_YES;
+	}
+	return dispatch(r, conn, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct pe_http *h = cls;
+	struct req *r = *con_cls;
+	if (!r)
+		return;
+	if (h->opt.hooks.observe) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+		struct pe_http_request_info info = {
+			.route = r->route,
+			.status = r->status ? r->status : (ci ? (int)ci->http_status : 0),
+			.method = "GET",
+			.path = r->path,
+			.bytes = r->bytes,
+			.seconds = pe_http_now() - r->t0,
+			.cache_hit = r->cache_hit,
+		};
+		if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !info.status)
+			info.status = 499;
+		h->opt.hooks.observe(h->opt.hooks.ctx, &info);
+	}
+	pe_waiter_unref(r->w);
+	free(r);
+	*con_cls = NULL;
+}
+
+/* ---- lifecycle ---- */
+
+static int make_addr(const char *bind, uint16_t port, struct sockaddr_storage *ss, int *ipv6, struct pe_err *err)
+{
+	memset(ss, 0, sizeof *ss);
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, bind, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons(port);
+		*ipv6 = 0;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, bind, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(port);
+		*ipv6 = 1;
+		return 0;
+	}
+	return pe_err_set(err, PE_EINVAL, "bind", "bind is not an IP address literal");
+}
+
+static uint16_t bound_port(struct MHD_Daemon *d)
+{
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	return di ? di->port : 0;
+}
+
+struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *err)
+{
+	struct pe_http *h = calloc(1, sizeof *h);
+	if (!h) {
+		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		return NULL;
+	}
+	h->opt = *opt;
+	h->cors_origins = strdup(opt->cors_origins ? opt->cors_origins : "*");
+	pthread_mutex_init(&h->wait_lock, NULL);
+	h->waiting.next = h->waiting.prev = &h->waiting;
+	h->openapi = text_response(opt->openapi, opt->openapi_len, "application/yaml", 0);
+	struct sockaddr_storage ss;
+	int ipv6 = 0;
+	if (!h->cors_origins || !h->openapi || make_addr(opt->bind, opt->port, &ss, &ipv6, err) != 0)
+		goto fail;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
+			 MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
+	h->mhd = MHD_start_daemon(flags, opt->port, NULL, NULL, on_request, h,
+				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				  MHD_OPTION_CONNECTION_LIMIT, opt->max_connections,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, opt->max_connections_per_ip,
+				  MHD_OPTION_CONNECTION_TIMEOUT, opt->connection_timeout_s,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+				  MHD_OPTION_END);
+	if (!h->mhd) {
+		pe_err_set(err, PE_EIO, "port", "cannot listen on %s port %u", opt->bind, (unsigned)opt->port);
+		goto fail;
+	}
+	h->port = bound_port(h->mhd);
+	h->listen_fd = -1;
+	return h;
+fail:
+	if (h->openapi)
+		MHD_destroy_response(h->openapi);
+	free(h->cors_origins);
+	pthread_mutex_destroy(&h->wait_lock);
+	free(h);
+	return NULL;
+}
+
+uint16_t pe_http_port(const struct pe_http *h) { return h->port; }
+
+/* Readiness goes 503 and the listening socket stops accepting; open connections are served on.
+ * The socket MHD hands back is closed only after MHD_stop_daemon (its rule for threaded modes). */
+void pe_http_drain(struct pe_http *h)
+{
+	if (atomic_exchange(&h->draining, 1))
+		return;
+	h->listen_fd = (int)MHD_quiesce_daemon(h->mhd);
+}
+
+size_t pe_http_connections(struct pe_http *h)
+{
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+	return di ? di->num_connections : 0;
+}
+
+void pe_http_stop(struct pe_http *h)
+{
+	if (!h)
+		return;
+	pe_http_tick(h, 1);
+	MHD_stop_daemon(h->mhd);
+	if (h->listen_fd >= 0)
+		close(h->listen_fd);
+	MHD_destroy_response(h->openapi);
+	pthread_mutex_destroy(&h->wait_lock);
+	free(h->cors_origins);
+	free(h);
+}

@@ -1,0 +1,417 @@
+/* GET /v1/<table>: parameters, negotiation, ETag and 304, the cache, and the job that computes
+ * and encodes a table on a worker thread.
+ *
+ * A cached table is a struct table_body: the encoded bytes plus one MHD_Response built once with
+ * every header ("X-PE-Cache: hit"), queued as is on any number of connections (MHD refcounts it
+ * and sends the buffer without copying). The body's bytes belong to that shared response and are
+ * freed by its free callback when MHD drops its last use; the cache owns the response. Requests
+ * that need their own headers (a miss, a listed CORS origin) get a response over the same bytes
+ * that holds a cache reference until MHD is done with it. */
+#include "http/internal.h"
+#include "http/negotiate.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEY_MAX (PE_MAX_LIST * 26 + 4096)
+#define OFFERED (PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN))
+
+struct table_body {
+	char *data;
+	size_t len;
+	struct MHD_Response *shared;
+	enum pe_format fmt;
+	enum pe_dtype dt;
+	char shape[160];
+	char etag[40];
+	char extra_name[32];
+	char extra[PE_NUM_MAX + 1]; /* header value, "" if the table reports none */
+};
+
+struct job {
+	struct pe_http *h;
+	struct pe_params params;
+	enum pe_dtype dt;
+	enum pe_format fmt;
+	char etag[40];
+	size_t keylen;
+	char key[]; /* the cache key */
+};
+
+/* ---- keys and ETags ---- */
+
+static uint64_t fnv1a(const char *s, size_t n, uint64_t h)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* A strong ETag from the canonical key only: equal on every replica and across restarts. */
+static void make_etag(const char *key, size_t len, char out[40])
+{
+	uint64_t a = fnv1a(PE_OUTPUT_EPOCH, strlen(PE_OUTPUT_EPOCH), 0xcbf29ce484222325ull);
+	a = fnv1a(key, len, a);
+	uint64_t b = fnv1a(key, len, 0x84222325cbf29ce4ull ^ (uint64_t)len);
+	snprintf(out, 40, "\"%016" PRIx64 "%016" PRIx64 "\"", a, b);
+}
+
+/* ---- query parsing ---- */
+
+struct query {
+	struct pe_params *params;
+	const char *format, *dtype;
+	struct pe_err *err;
+	int failed;
+};
+
+static int take_special(const char **slot, const char *key, const char *value, struct query *q)
+{
+	if (*slot) {
+		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s is given more than once", key);
+		return -1;
+	}
+	if (!value || !*value) {
+		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s has an empty value", key);
+		return -1;
+	}
+	*slot = value;
+	return 0;
+}
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct query *q = cls;
+	if (!strcmp(key, "format"))
+		return take_special(&q->format, key, value, q) == 0 ? MHD_YES : MHD_NO;
+	if (!strcmp(key, "dtype"))
+		return take_special(&q->dtype, key, value, q) == 0 ? MHD_YES : MHD_NO;
+	q->failed = pe_params_set(q->params, key, value ? value : "", q->err);
+	return q->failed ? MHD_NO : MHD_YES;
+}
+
+static int pick_dtype(const struct pe_table_def *def, const char *s, enum pe_format fmt, enum pe_dtype *dt,
+		      struct pe_err *err)
+{
+	if (def->fixed_dtype != PE_DTYPE_COUNT_) {
+		*dt = def->fixed_dtype;
+		if (s && strcmp(s, pe_dtype_name(*dt)) != 0)
+			return pe_err_set(err, PE_EINVAL, "dtype", "/v1/%s is always %s", def->name, pe_dtype_name(*dt));
+		return 0;
+	}
+	*dt = PE_F32;
+	if (s && (pe_dtype_parse(s, dt) != 0 || *dt == PE_I32))
+		return pe_err_set(err, PE_EINVAL, "dtype", "dtype must be one of: f32, f64, f16, bf16");
+	if (fmt == PE_FMT_NPY && *dt == PE_BF16)
+		return pe_err_set(err, PE_EINVAL, "dtype", "bf16 has no NumPy dtype; use format=bin");
+	return 0;
+}
+
+static int check_size(const struct pe_http *h, const struct pe_params *p, struct pe_err *err)
+{
+	struct pe_shape s;
+	int rc = pe_table_shape(p, &s), overflow;
+	if (rc != 0)
+		return pe_err_set(err, rc, "", "cannot size this table");
+	size_t n = pe_shape_count(&s, &overflow);
+	if (overflow || n > h->opt.max_elements)
+		return pe_err_set(err, PE_ETOOBIG, p->def->params[0].name,
+				  "the table would have %s elements; the limit is %" PRIu64,
+				  overflow ? "too many" : "more", h->opt.max_elements);
+	return 0;
+}
+
+/* Parse and validate everything; fills params, dt, fmt. */
+static int parse_request(struct pe_http *h, struct MHD_Connection *conn, const struct pe_table_def *def,
+			 struct pe_params *p, enum pe_dtype *dt, enum pe_format *fmt, struct pe_err *err)
+{
+	struct query q = {.params = p, .err = err};
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
+	if (q.failed)
+		return q.failed;
+	const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	int rc = pe_negotiate_format(q.format, accept, OFFERED, fmt, err);
+	if (rc == 0)
+		rc = pick_dtype(def, q.dtype, *fmt, dt, err);
+	if (rc == 0)
+		rc = pe_params_finish(p, err);
+	if (rc == 0)
+		rc = check_size(h, p, err);
+	return rc;
+}
+
+static int make_key(const struct pe_params *p, enum pe_dtype dt, enum pe_format fmt, char *key, size_t cap)
+{
+	int n = snprintf(key, cap, "v1/%s?", p->def->name);
+	if (n < 0 || (size_t)n >= cap)
+		return -1;
+	int c = pe_params_canonical(p, key + n, cap - (size_t)n);
+	if (c < 0)
+		return -1;
+	n += c;
+	int t = snprintf(key + n, cap - (size_t)n, "|%s|%s", pe_dtype_name(dt), pe_format_name(fmt));
+	return t < 0 || (size_t)t >= cap - (size_t)n ? -1 : n + t;
+}
+
+/* ---- responses ---- */
+
+static void add_table_headers(const struct table_body *b, struct MHD_Response *resp, const char *cache)
+{
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, pe_format_mime(b->fmt));
+	MHD_add_response_header(resp, "X-PE-Shape", b->shape);
+	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(b->dt));
+	MHD_add_response_header(resp, "X-PE-Cache", cache);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, b->etag);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "public, max-age=31536000, immutable");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept");
+	if (b->extra[0])
+		MHD_add_response_header(resp, b->extra_name, b->extra);
+}
+
+static void release_entry_cb(void *cls) { pe_cache_release(cls); }
+
+/* Answer from a cache entry; takes over the caller's reference. */
+static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, struct pe_cache_entry *e, int hit)
+{
+	struct table_body *b = pe_cache_value(e);
+	r->cache_hit = hit;
+	r->bytes = b->len;
+	if (hit && pe_http_cors_static(r->h)) {
+		r->status = 200;
+		enum MHD_Result rc = MHD_queue_response(conn, 200, b->shared);
+		pe_cache_release(e);
+		return rc;
+	}
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, release_entry_cb, e);
+	if (!resp) {
+		pe_cache_release(e);
+		return MHD_NO;
+	}
+	add_table_headers(b, resp, hit ? "hit" : "miss");
+	pe_http_add_cors(r->h, conn, resp);
+	return pe_http_queue(r, conn, 200, resp);
+}
+
+static enum MHD_Result serve_not_modified(struct req *r, struct MHD_Connection *conn)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, r->etag);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "public, max-age=31536000, immutable");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept");
+	pe_http_add_cors(r->h, conn, resp);
+	return pe_http_queue(r, conn, 304, resp);
+}
+
+/* ---- the job: compute, encode, fill the cache (worker thread) ---- */
+
+static void body_free_cb(void *cls)
+{
+	struct table_body *b = cls;
+	free(b->data);
+	free(b);
+}
+
+/* The cache's destructor: drop the cache's use of the shared response; MHD frees the body when
+ * the last connection sending it is done. */
+static void body_release_cb(void *value) { MHD_destroy_response(((struct table_body *)value)->shared); }
+
+/* Compute the table and encode it into out. bin is computed straight into the response buffer;
+ * json and npy go through a scratch table (npy could skip that copy with a header-only writer). */
+static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, struct pe_err *err)
+{
+	int overflow, rc;
+	size_t n = pe_shape_count(s, &overflow), raw = n * pe_dtype_size(j->dt);
+	struct pe_tensor_view t = {.shape = *s, .dtype = j->dt};
+	if (j->fmt == PE_FMT_BIN) {
+		if ((rc = pe_buf_reserve(out, raw)) != 0)
+			return pe_err_set(err, rc, "", "the response would exceed the size limit");
+		rc = pe_table_compute(&j->params, j->dt, out->data, err);
+		if (rc == 0)
+			out->len = raw;
+		return rc;
+	}
+	void *tmp = malloc(raw ? raw : 1);
+	if (!tmp)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	rc = pe_table_compute(&j->params, j->dt, tmp, err);
+	t.data = tmp;
+	if (rc == 0)
+		rc = j->fmt == PE_FMT_JSON ? pe_json_write_table(out, &j->params, &t, err) : pe_npy_write(out, &t, err);
+	free(tmp);
+	return rc;
+}
+
+static struct table_body *make_body(struct job *j, const struct pe_shape *s, struct pe_buf *out)
+{
+	struct table_body *b = calloc(1, sizeof *b);
+	if (!b)
+		return NULL;
+	b->fmt = j->fmt;
+	b->dt = j->dt;
+	pe_shape_format(s, b->shape, sizeof b->shape);
+	memcpy(b->etag, j->etag, sizeof b->etag);
+	const struct pe_table_def *def = j->params.def;
+	if (def->extra && def->extra_name) {
+		snprintf(b->extra_name, sizeof b->extra_name, "X-PE-%s", "Attention-Scaling");
+		b->extra[pe_fmt_f64(def->extra(&j->params), b->extra)] = 0;
+	}
+	b->data = pe_buf_steal(out, &b->len);
+	b->shared = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, body_free_cb, b);
+	if (!b->shared) {
+		free(b->data);
+		free(b);
+		return NULL;
+	}
+	add_table_headers(b, b->shared, "hit");
+	if (pe_http_cors_static(j->h))
+		pe_http_add_cors(j->h, NULL, b->shared);
+	return b;
+}
+
+static void job_free(struct job *j)
+{
+	pe_params_destroy(&j->params);
+	free(j);
+}
+
+static void job_run(void *arg)
+{
+	struct job *j = arg;
+	struct pe_err err = {0};
+	struct pe_shape s;
+	struct pe_buf out;
+	pe_buf_init(&out, j->h->opt.max_response_bytes);
+	int rc = pe_table_shape(&j->params, &s);
+	if (rc == 0)
+		rc = encode(j, &s, &out, &err);
+	struct table_body *b = rc == 0 ? make_body(j, &s, &out) : NULL;
+	pe_buf_destroy(&out);
+	if (b)
+		pe_cache_fill(j->h->opt.cache, j->key, j->keylen, b, b->len + sizeof *b, body_release_cb);
+	else
+		pe_cache_fail(j->h->opt.cache, j->key, j->keylen, rc ? rc : PE_ENOMEM);
+	job_free(j);
+}
+
+static struct job *job_new(struct pe_http *h, struct pe_params *p, enum pe_dtype dt, enum pe_format fmt,
+			   const char *key, size_t keylen, const char *etag)
+{
+	struct job *j = malloc(sizeof *j + keylen + 1);
+	if (!j)
+		return NULL;
+	j->h = h;
+	j->params = *p; /* takes over the list allocations */
+	memset(p, 0, sizeof *p);
+	j->dt = dt;
+	j->fmt = fmt;
+	memcpy(j->etag, etag, sizeof j->etag);
+	memcpy(j->key, key, keylen + 1);
+	j->keylen = keylen;
+	return j;
+}
+
+/* ---- the request ---- */
+
+/* A miss: this request computes. Submission failures fail the key, which answers every waiter. */
+static void start_job(struct pe_http *h, struct pe_params *p, enum pe_dtype dt, enum pe_format fmt, const char *key,
+		      size_t keylen, const char *etag)
+{
+	struct job *j = job_new(h, p, dt, fmt, key, keylen, etag);
+	int rc = j ? h->opt.hooks.submit(h->opt.hooks.ctx, job_run, j) : PE_ENOMEM;
+	if (rc != 0) {
+		if (j)
+			job_free(j);
+		pe_cache_fail(h->opt.cache, key, keylen, rc);
+	}
+}
+
+static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, struct pe_params *p, enum pe_dtype dt,
+			      enum pe_format fmt, const char *key, size_t keylen)
+{
+	struct pe_http *h = r->h;
+	struct pe_err err = {0};
+	struct waiter *w = pe_waiter_new(h, conn);
+	struct pe_cache_entry *e = NULL;
+	int rc = w ? pe_cache_acquire(h->opt.cache, key, keylen, pe_waiter_ready_cb, w, &e) : PE_ENOMEM;
+	if (rc == PE_CACHE_HIT) {
+		pe_waiter_unref(w);
+		pe_waiter_unref(w);
+		return serve_entry(r, conn, e, 1);
+	}
+	if (rc < 0) {
+		if (w) {
+			pe_waiter_unref(w);
+			pe_waiter_unref(w);
+		}
+		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+		return pe_http_problem(r, conn, &err);
+	}
+	r->w = w;
+	if (rc == PE_CACHE_MISS)
+		start_job(h, p, dt, fmt, key, keylen, r->etag);
+	pe_waiter_suspend(w);
+	return MHD_YES;
+}
+
+enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, const struct pe_table_def *def)
+{
+	struct pe_http *h = r->h;
+	struct pe_err err = {0};
+	struct pe_params p;
+	enum pe_dtype dt;
+	enum pe_format fmt;
+	enum MHD_Result ret;
+	char *key = NULL;
+	pe_params_init(&p, def);
+	if (atomic_load(&h->draining)) {
+		pe_err_set(&err, PE_EDRAINING, "", "the service is shutting down");
+		ret = pe_http_problem(r, conn, &err);
+		goto out;
+	}
+	if (parse_request(h, conn, def, &p, &dt, &fmt, &err) != 0) {
+		ret = pe_http_problem(r, conn, &err);
+		goto out;
+	}
+	key = malloc(KEY_MAX);
+	int keylen = key ? make_key(&p, dt, fmt, key, KEY_MAX) : -1;
+	if (keylen < 0) {
+		pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
+		ret = pe_http_problem(r, conn, &err);
+		goto out;
+	}
+	make_etag(key, (size_t)keylen, r->etag);
+	const char *inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	if (inm && pe_etag_matches(inm, r->etag))
+		ret = serve_not_modified(r, conn);
+	else
+		ret = lookup(r, conn, &p, dt, fmt, key, (size_t)keylen);
+out:
+	free(key);
+	pe_params_destroy(&p);
+	return ret;
+}
+
+enum MHD_Result pe_table_resume(struct req *r, struct MHD_Connection *conn)
+{
+	struct waiter *w = r->w;
+	struct pe_err err = {0};
+	if (w->state == W_EXPIRED) {
+		pe_err_set(&err, PE_ETIMEOUT, "", "the table was not ready within job_timeout");
+		return pe_http_problem(r, conn, &err);
+	}
+	if (w->code != 0 || !w->entry) {
+		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "",
+			   w->code == PE_EBUSY ? "the job queue is full; retry shortly" : "the computation failed");
+		return pe_http_problem(r, conn, &err);
+	}
+	struct pe_cache_entry *e = w->entry;
+	w->entry = NULL; /* serve_entry takes the reference */
+	return serve_entry(r, conn, e, 0);
+}

@@ -1,0 +1,41 @@
+/* End-to-end test support: start the real posencd on port 0, read the bound port from its start
+ * log line, speak HTTP to it with libcurl, stop it with a signal and collect its exit status. */
+#ifndef PE_TEST_DAEMON_H
+#define PE_TEST_DAEMON_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct pe_daemon {
+	pid_t pid;
+	int port;
+	char log_path[256];
+};
+
+/* argv_extra: NULL-terminated extra arguments (e.g. "--workers", "1", NULL), may be NULL.
+ * Aborts the test if the daemon does not report its port within 10 s. */
+void pe_daemon_start(struct pe_daemon *d, const char *const *argv_extra);
+/* Send sig and wait (up to 20 s); returns the exit status, or 128+signal if killed by one. */
+int pe_daemon_stop(struct pe_daemon *d, int sig);
+/* The daemon's stdout so far (caller frees). */
+char *pe_daemon_log(const struct pe_daemon *d);
+
+struct pe_resp {
+	long status;
+	char *body;
+	size_t len;
+	char *headers; /* raw header block */
+};
+
+/* method "GET", "HEAD", "POST", ...; headers NULL-terminated "Name: value" strings (or NULL). */
+void pe_request(const struct pe_daemon *d, const char *method, const char *path, const char *const *headers,
+		const void *body, size_t body_len, struct pe_resp *r);
+void pe_get(const struct pe_daemon *d, const char *path, struct pe_resp *r);
+/* Value of a response header (case-insensitive name) into buf; NULL if absent. */
+const char *pe_resp_header(const struct pe_resp *r, const char *name, char *buf, size_t cap);
+void pe_resp_free(struct pe_resp *r);
+
+/* The daemon binary: $POSENC_BIN, else the build tree the test was built in. */
+const char *pe_daemon_bin(void);
+
+#endif
