@@ -103,18 +103,18 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Wait (bounded) until nothing is queued, running or suspended. */
+/* Wait (bounded by shutdown_timeout) until no computation is queued or running and every request
+ * begun has been answered in full. */
 static void drain(struct daemon *d, struct pe_http *h)
 {
 	double deadline = now_s() + (double)d->cfg.shutdown_timeout;
 	for (;;) {
 		struct pe_pool_stats ps;
 		pe_pool_stats(d->pool, &ps);
-		if ((ps.queued == 0 && ps.running == 0 && pe_http_waiting(h) == 0) || now_s() > deadline)
+		if ((ps.queued == 0 && ps.running == 0 && pe_http_active(h) == 0) || now_s() > deadline)
 			break;
 		usleep(10000);
 	}
-	usleep(50000); /* let resumed connections write their answers */
 }
 
 static void log_start(const struct daemon *d, uint16_t port)

@@ -70,7 +70,8 @@ void pe_http_tick(struct pe_http *h, int expire_all);
 void pe_http_drain(struct pe_http *h);
 /* Requests suspended and waiting for a computation. */
 size_t pe_http_waiting(struct pe_http *h);
-size_t pe_http_connections(struct pe_http *h);
+/* Requests begun and not yet completed (answer fully sent or connection gone). */
+size_t pe_http_active(struct pe_http *h);
 /* Stop the server (after pe_http_tick(h, 1) so nothing is suspended) and free it. */
 void pe_http_stop(struct pe_http *h);
 

@@ -30,6 +30,7 @@ struct pe_http {
 	char *cors_origins;
 	uint16_t port;
 	atomic_int draining;
+	atomic_size_t active; /* requests begun and not yet completed */
 	int listen_fd; /* returned by MHD_quiesce_daemon, -1 before */
 	pthread_mutex_t wait_lock;
 	struct waiter waiting; /* list head */

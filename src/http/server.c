@@ -325,9 +325,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->cache_hit = -1;
 		r->path = url;
 		*con_cls = r;
-		if (*upload_data_size == 0)
-			return dispatch(r, conn, url, method);
-		return MHD_YES; /* bodies are for later layers; the final call answers */
+		atomic_fetch_add(&h->active, 1);
+		/* Answer on a later call, once MHD has read the whole request: a response queued on the
+		 * first call makes MHD close the connection instead of keeping it alive. */
+		return MHD_YES;
 	}
 	if (r->w)
 		return pe_table_resume(r, conn);
@@ -362,6 +363,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	pe_waiter_unref(r->w);
 	free(r);
 	*con_cls = NULL;
+	atomic_fetch_sub(&h->active, 1);
 }
 
 /* ---- lifecycle ---- */
@@ -446,11 +448,7 @@ void pe_http_drain(struct pe_http *h)
 	h->listen_fd = (int)MHD_quiesce_daemon(h->mhd);
 }
 
-size_t pe_http_connections(struct pe_http *h)
-{
-	const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-	return di ? di->num_connections : 0;
-}
+size_t pe_http_active(struct pe_http *h) { return atomic_load(&h->active); }
 
 void pe_http_stop(struct pe_http *h)
 {
