@@ -1,0 +1,497 @@
+/* The parameter layer (src/core/params.c) as clients reach it: strict numbers, one value per key,
+ * ranges, enums that list their choices, required parameters, err->param always naming the
+ * offending key, canonical keys independent of order and spelling, and the sinusoidal table's
+ * variant-specific rules. A registry test checks every table's built-in defaults parse.
+ *
+ * Generic parsing (bool, list) is driven through a table defined here, since no registered table
+ * needs to have every parameter type. */
+#include "posenc/core.h"
+#include "support/pe_check.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Apply "k=v&k=v" to p; returns the first error (err filled) or 0. Does not call finish. */
+static int set_query(struct pe_params *p, const char *query, struct pe_err *err)
+{
+	char *q = strdup(query), *save = NULL;
+	int rc = 0;
+	ck_assert_ptr_nonnull(q);
+	for (char *kv = strtok_r(q, "&", &save); kv && rc == 0; kv = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(kv, '=');
+		ck_assert_msg(eq != NULL, "test query without '=': %s", kv);
+		*eq = 0;
+		rc = pe_params_set(p, kv, eq + 1, err);
+	}
+	free(q);
+	return rc;
+}
+
+/* Parse and finish query on table; expect PE_EINVAL naming param, with detail containing want
+ * (if not NULL). */
+static void expect_fail(const char *table, const char *query, const char *param, const char *want)
+{
+	struct pe_params p;
+	struct pe_err err = {0};
+	pe_params_init(&p, pe_table_find(table));
+	int rc = set_query(&p, query, &err);
+	if (rc == 0)
+		rc = pe_params_finish(&p, &err);
+	ck_assert_msg(rc == PE_EINVAL, "%s: rc %d, expected PE_EINVAL", query, rc);
+	ck_assert_int_eq(err.code, PE_EINVAL);
+	ck_assert_msg(strcmp(err.param, param) == 0, "%s: err.param '%s', expected '%s' (%s)", query, err.param,
+		      param, err.detail);
+	ck_assert_msg(err.detail[0] != 0, "%s: empty detail", query);
+	if (want)
+		ck_assert_msg(strstr(err.detail, want) != NULL, "%s: detail '%s' lacks '%s'", query, err.detail, want);
+	pe_params_destroy(&p);
+}
+
+/* Parse and finish query on table, which must succeed; the canonical key goes into buf. */
+static void canonical(const char *table, const char *query, char *buf, size_t cap)
+{
+	struct pe_params p;
+	struct pe_err err = {0};
+	pe_params_init(&p, pe_table_find(table));
+	ck_assert_msg(set_query(&p, query, &err) == 0, "%s: %s (%s)", query, err.detail, err.param);
+	ck_assert_msg(pe_params_finish(&p, &err) == 0, "%s: %s (%s)", query, err.detail, err.param);
+	int n = pe_params_canonical(&p, buf, cap);
+	ck_assert_msg(n > 0 && (size_t)n == strlen(buf), "%s: canonical returned %d", query, n);
+	pe_params_destroy(&p);
+}
+
+#define SIN "sinusoidal"
+
+START_TEST(unknown_parameter)
+{
+	expect_fail(SIN, "len=4&dim=4&lenght=5", "lenght", "unknown parameter");
+	expect_fail(SIN, "Len=4", "Len", NULL); /* names are case-sensitive */
+	expect_fail(SIN, "len=4&dim=4&dtype=f32", "dtype", NULL); /* dtype is not a table parameter */
+}
+END_TEST
+
+START_TEST(repeated_parameter)
+{
+	expect_fail(SIN, "len=4&dim=4&len=4", "len", "more than once");
+	expect_fail(SIN, "len=4&dim=4&base=10&base=10000", "base", "more than once");
+	/* a rejected value does not mark the key as given; an accepted one does */
+	struct pe_params p;
+	struct pe_err err = {0};
+	pe_params_init(&p, pe_table_find(SIN));
+	ck_assert_int_eq(pe_params_set(&p, "len", "x", &err), PE_EINVAL);
+	ck_assert_int_eq(pe_params_set(&p, "len", "4", &err), 0);
+	ck_assert_int_eq(pe_params_set(&p, "len", "4", &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "len");
+	pe_params_destroy(&p);
+}
+END_TEST
+
+START_TEST(empty_value)
+{
+	expect_fail(SIN, "len=&dim=4", "len", "empty");
+	expect_fail(SIN, "len=4&dim=4&base=", "base", "empty");
+	expect_fail(SIN, "len=4&dim=4&variant=", "variant", "empty");
+	struct pe_params p;
+	struct pe_err err = {0};
+	pe_params_init(&p, pe_table_find(SIN));
+	ck_assert_int_eq(pe_params_set(&p, "dim", NULL, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "dim");
+	pe_params_destroy(&p);
+}
+END_TEST
+
+START_TEST(integers_are_strict)
+{
+	static const char *const bad[] = {
+		"+5", "1e3", "5.0", "5.", " 5", "5 ", "0x10", "-", "--5", "5-", "1_000", "٥", "nan", "inf",
+		"18446744073709551616",  /* 2^64 */
+		"18446744073709551615",  /* 2^64 - 1: still past int64 */
+		"9223372036854775808",   /* 2^63 */
+		"-9223372036854775809",  /* below INT64_MIN */
+		"99999999999999999999999999999999",
+	};
+	char q[128];
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(q, sizeof q, "len=4&dim=%s", bad[i]);
+		expect_fail(SIN, q, "dim", NULL);
+		snprintf(q, sizeof q, "len=4&dim=4&offset=%s", bad[i]);
+		expect_fail(SIN, q, "offset", NULL);
+	}
+	/* the largest int64 parses as a number and then fails the range, with its own message */
+	expect_fail(SIN, "len=4&dim=4&offset=9223372036854775807", "offset", "between");
+	expect_fail(SIN, "len=-1&dim=4", "len", "between");
+	/* leading zeros and "-0" are plain decimal integers */
+	char a[256], b[256];
+	canonical(SIN, "len=0004&dim=4&offset=-0", a, sizeof a);
+	canonical(SIN, "len=4&dim=4", b, sizeof b);
+	ck_assert_str_eq(a, b);
+}
+END_TEST
+
+START_TEST(reals_are_finite_decimals)
+{
+	static const char *const bad[] = {
+		"nan", "NaN", "inf", "-inf", "Infinity", "0x10", "0x1p4", "1e", "e4", "1e+", "1..0", "1.0.0",
+		"10000 ", " 10000", "1,5", "--1", "1e400", "1e-400", "10000abc", ".", "+", "1e4e4",
+	};
+	char q[128];
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(q, sizeof q, "len=4&dim=4&base=%s", bad[i]);
+		expect_fail(SIN, q, "base", NULL);
+	}
+	/* spellings of the same number all parse */
+	static const char *const good[] = {"10000", "1e4", "1E4", "1e+4", "10000.0", "10000.", "1.0e4", "0.1e5",
+					   "010000", "100000e-1"};
+	char ref[256], got[256];
+	canonical(SIN, "len=4&dim=4&base=10000", ref, sizeof ref);
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		snprintf(q, sizeof q, "len=4&dim=4&base=%s", good[i]);
+		canonical(SIN, q, got, sizeof got);
+		ck_assert_msg(strcmp(got, ref) == 0, "base=%s: '%s' != '%s'", good[i], got, ref);
+	}
+}
+END_TEST
+
+START_TEST(out_of_range)
+{
+	expect_fail(SIN, "len=0&dim=4", "len", "between");
+	expect_fail(SIN, "len=1073741825&dim=4", "len", "between"); /* 2^30 + 1 */
+	expect_fail(SIN, "len=4&dim=0", "dim", "between");
+	expect_fail(SIN, "len=4&dim=65537", "dim", "between");
+	expect_fail(SIN, "len=4&dim=4&base=0", "base", "between");
+	expect_fail(SIN, "len=4&dim=4&base=-10000", "base", "between");
+	expect_fail(SIN, "len=4&dim=4&offset=-1", "offset", "between");
+	expect_fail(SIN, "len=4&dim=4&offset=4503599627370497", "offset", "between"); /* 2^52 + 1 */
+	expect_fail(SIN, "len=4&dim=4&variant=t2t&min_timescale=0", "min_timescale", "between");
+	expect_fail(SIN, "len=4&dim=4&variant=t2t&max_timescale=-1", "max_timescale", "between");
+	/* the bounds themselves are inside */
+	char buf[512];
+	canonical(SIN, "len=1&dim=65536", buf, sizeof buf);
+	canonical(SIN, "len=1073741824&dim=1&offset=4503599627370496", buf, sizeof buf);
+	ck_assert_ptr_nonnull(strstr(buf, "offset=4503599627370496"));
+}
+END_TEST
+
+START_TEST(bad_enum_lists_choices)
+{
+	expect_fail(SIN, "len=4&dim=4&variant=sinusoid", "variant", "vaswani, concat, t2t");
+	expect_fail(SIN, "len=4&dim=4&variant=Vaswani", "variant", "vaswani, concat, t2t");
+	expect_fail(SIN, "len=4&dim=4&compat=ggml", "compat", "exact, hf"); /* ggml is RoPE only */
+	expect_fail(SIN, "len=4&dim=4&compat=0", "compat", "exact, hf");
+}
+END_TEST
+
+START_TEST(required_missing)
+{
+	expect_fail(SIN, "dim=4", "len", "required");
+	expect_fail(SIN, "len=4", "dim", "required");
+	expect_fail(SIN, "base=10", "len", "required");
+}
+END_TEST
+
+START_TEST(canonical_key)
+{
+	char a[512], b[512], c[512];
+	/* order-independent */
+	canonical(SIN, "len=16&dim=8&base=500&offset=3&variant=concat&compat=hf", a, sizeof a);
+	canonical(SIN, "compat=hf&variant=concat&offset=3&base=500&dim=8&len=16", b, sizeof b);
+	ck_assert_str_eq(a, b);
+	/* spelling-independent */
+	canonical(SIN, "len=4&dim=4&base=1e4", a, sizeof a);
+	canonical(SIN, "len=4&dim=4&base=10000", b, sizeof b);
+	ck_assert_str_eq(a, b);
+	/* defaults filled: giving a default explicitly is the same table and the same key */
+	canonical(SIN, "len=4&dim=4", c, sizeof c);
+	ck_assert_str_eq(a, c);
+	canonical(SIN, "len=4&dim=4&base=10000&offset=0&variant=vaswani&compat=exact", b, sizeof b);
+	ck_assert_str_eq(b, c);
+	ck_assert_ptr_nonnull(strstr(c, "base="));
+	ck_assert_ptr_nonnull(strstr(c, "offset=0"));
+	ck_assert_ptr_nonnull(strstr(c, "variant=vaswani"));
+	ck_assert_ptr_nonnull(strstr(c, "compat=exact"));
+	/* parameters that do not apply stay out of the key */
+	ck_assert_ptr_null(strstr(c, "timescale"));
+	/* different values give different keys */
+	canonical(SIN, "len=4&dim=4&base=10001", b, sizeof b);
+	ck_assert_str_ne(b, c);
+	canonical(SIN, "len=4&dim=4&base=0.1", a, sizeof a);
+	canonical(SIN, "len=4&dim=4&base=0.10000000000000001", b, sizeof b); /* the same double */
+	ck_assert_str_eq(a, b);
+	/* t2t: min_timescale defaults to 1 and max_timescale to base */
+	canonical(SIN, "len=4&dim=4&variant=t2t&base=500", a, sizeof a);
+	canonical(SIN, "len=4&dim=4&variant=t2t&base=500&min_timescale=1&max_timescale=500", b, sizeof b);
+	ck_assert_str_eq(a, b);
+	ck_assert_ptr_nonnull(strstr(a, "min_timescale=1"));
+	ck_assert_ptr_nonnull(strstr(a, "max_timescale=5"));
+	/* an explicit max_timescale beats base */
+	canonical(SIN, "len=4&dim=4&variant=t2t&base=500&max_timescale=700", c, sizeof c);
+	ck_assert_str_ne(a, c);
+}
+END_TEST
+
+/* The canonical key is a valid query: parsing it again gives the same key. */
+START_TEST(canonical_key_round_trips)
+{
+	static const char *const qs[] = {
+		"len=4&dim=4",
+		"len=7&dim=33&base=2.5&offset=1000000&compat=hf",
+		"len=4&dim=6&variant=concat&base=0.1",
+		"len=4&dim=5&variant=t2t",
+		"len=4&dim=5&variant=t2t&min_timescale=0.3&max_timescale=123456.789&base=1e300",
+	};
+	char a[512], b[512];
+	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+		canonical(SIN, qs[i], a, sizeof a);
+		canonical(SIN, a, b, sizeof b);
+		ck_assert_msg(strcmp(a, b) == 0, "%s: '%s' then '%s'", qs[i], a, b);
+	}
+}
+END_TEST
+
+START_TEST(canonical_buffer_too_small)
+{
+	struct pe_params p;
+	struct pe_err err = {0};
+	char buf[256];
+	pe_params_init(&p, pe_table_find(SIN));
+	ck_assert_int_eq(set_query(&p, "len=4&dim=4", &err), 0);
+	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
+	int n = pe_params_canonical(&p, buf, sizeof buf);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(pe_params_canonical(&p, buf, (size_t)n + 1), n);
+	ck_assert_int_eq(pe_params_canonical(&p, buf, (size_t)n), -1);
+	ck_assert_int_eq(pe_params_canonical(&p, buf, 1), -1);
+	ck_assert_int_eq(pe_params_canonical(&p, buf, 0), -1);
+	pe_params_destroy(&p);
+}
+END_TEST
+
+START_TEST(sinusoidal_variant_rules)
+{
+	expect_fail(SIN, "len=4&dim=5&variant=concat", "dim", "even");
+	expect_fail(SIN, "len=4&dim=4&max_timescale=100", "max_timescale", "t2t");
+	expect_fail(SIN, "len=4&dim=4&variant=concat&max_timescale=100", "max_timescale", "t2t");
+	expect_fail(SIN, "len=4&dim=4&variant=vaswani&min_timescale=1", "min_timescale", "t2t");
+	/* odd dim is fine for vaswani and t2t */
+	char buf[512];
+	canonical(SIN, "len=4&dim=5", buf, sizeof buf);
+	canonical(SIN, "len=4&dim=5&variant=t2t&min_timescale=2&max_timescale=100", buf, sizeof buf);
+}
+END_TEST
+
+START_TEST(accessors_after_finish)
+{
+	struct pe_params p;
+	struct pe_err err = {0};
+	pe_params_init(&p, pe_table_find(SIN));
+	ck_assert_int_eq(set_query(&p, "dim=6&len=3&variant=t2t&base=1e3&offset=12", &err), 0);
+	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
+	ck_assert_int_eq(pe_param_int(&p, "len"), 3);
+	ck_assert_int_eq(pe_param_int(&p, "dim"), 6);
+	ck_assert_int_eq(pe_param_int(&p, "offset"), 12);
+	ck_assert_double_eq(pe_param_real(&p, "base"), 1000.0);
+	ck_assert_double_eq(pe_param_real(&p, "max_timescale"), 1000.0);
+	ck_assert_double_eq(pe_param_real(&p, "min_timescale"), 1.0);
+	ck_assert_int_eq(pe_param_enum(&p, "variant"), 2);
+	ck_assert_int_eq(pe_param_enum(&p, "compat"), 0);
+	ck_assert_int_eq(pe_param_index(p.def, "offset"), 3);
+	ck_assert_int_eq(pe_param_index(p.def, "nope"), -1);
+	struct pe_shape s;
+	ck_assert_int_eq(pe_table_shape(&p, &s), 0);
+	ck_assert_int_eq(s.rank, 2);
+	ck_assert_uint_eq(s.dim[0], 3);
+	ck_assert_uint_eq(s.dim[1], 6);
+	pe_params_destroy(&p);
+}
+END_TEST
+
+/* A table of every parameter type, for parsing that no registered table needs to cover. */
+static const char *const colors[] = {"red", "green", NULL};
+static const struct pe_param_spec all_spec[] = {
+	{"n", PE_PT_INT, "3", -5, 5, NULL, "int"},
+	{"x", PE_PT_REAL, "0.5", -1, 1, NULL, "real"},
+	{"c", PE_PT_ENUM, "red", 0, 0, colors, "enum"},
+	{"b", PE_PT_BOOL, "0", 0, 1, NULL, "bool"},
+	{"l", PE_PT_LIST, "", 0, 10, NULL, "list"},
+	{"r", PE_PT_INT, NULL, 1, 100, NULL, "required"},
+};
+static int all_shape(const struct pe_params *p, struct pe_shape *s)
+{
+	s->rank = 1;
+	s->dim[0] = (size_t)pe_param_int(p, "r");
+	return 0;
+}
+static const struct pe_table_def all_types = {
+	.name = "test/all",
+	.params = all_spec,
+	.nparams = sizeof all_spec / sizeof all_spec[0],
+	.fixed_dtype = PE_DTYPE_COUNT_,
+	.shape = all_shape,
+};
+
+static int all_query(const char *query, char *canon, size_t cap, struct pe_err *err)
+{
+	struct pe_params p;
+	pe_params_init(&p, &all_types);
+	int rc = set_query(&p, query, err);
+	if (rc == 0)
+		rc = pe_params_finish(&p, err);
+	if (rc == 0 && canon)
+		ck_assert_int_gt(pe_params_canonical(&p, canon, cap), 0);
+	pe_params_destroy(&p);
+	return rc;
+}
+
+START_TEST(bool_and_list)
+{
+	char a[512], b[512];
+	struct pe_err err = {0};
+	ck_assert_int_eq(all_query("r=1&b=true&l=1,2.5,1e1", a, sizeof a, &err), 0);
+	ck_assert_int_eq(all_query("l=1,2.50,10&r=1&b=1", b, sizeof b, &err), 0);
+	ck_assert_str_eq(a, b);
+	ck_assert_ptr_nonnull(strstr(a, "b=1"));
+	ck_assert_msg(strstr(a, "l=1,2.5,") != NULL, "canonical %s", a);
+	ck_assert_int_eq(all_query("r=1&b=false", a, sizeof a, &err), 0);
+	ck_assert_int_eq(all_query("r=1&b=0", b, sizeof b, &err), 0);
+	ck_assert_str_eq(a, b);
+	ck_assert_ptr_null(strstr(a, "l=")); /* optional with no default: not in the key */
+	static const char *const bad_bool[] = {"2", "yes", "TRUE", "01", "-1", " 1"};
+	char q[64];
+	for (size_t i = 0; i < sizeof bad_bool / sizeof bad_bool[0]; i++) {
+		snprintf(q, sizeof q, "r=1&b=%s", bad_bool[i]);
+		memset(&err, 0, sizeof err);
+		ck_assert_msg(all_query(q, NULL, 0, &err) == PE_EINVAL, "%s accepted", q);
+		ck_assert_str_eq(err.param, "b");
+	}
+	static const char *const bad_list[] = {"1,", ",1", "1,,2", "1,nan", "1,inf", "1,11", "1,-0.5", "1;2", "0x1"};
+	for (size_t i = 0; i < sizeof bad_list / sizeof bad_list[0]; i++) {
+		snprintf(q, sizeof q, "r=1&l=%s", bad_list[i]);
+		memset(&err, 0, sizeof err);
+		ck_assert_msg(all_query(q, NULL, 0, &err) == PE_EINVAL, "%s accepted", q);
+		ck_assert_str_eq(err.param, "l");
+	}
+	/* at most PE_MAX_LIST values */
+	size_t cap = 2 * (PE_MAX_LIST + 1) + 8;
+	char *big = malloc(cap);
+	ck_assert_ptr_nonnull(big);
+	char *w = big + sprintf(big, "r=1&l=1");
+	for (int i = 1; i < PE_MAX_LIST; i++)
+		w += sprintf(w, ",1");
+	ck_assert_int_eq(all_query(big, NULL, 0, &err), 0);
+	strcpy(w, ",1");
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(all_query(big, NULL, 0, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "l");
+	free(big);
+	/* int range is inclusive on both sides, with negative numbers */
+	ck_assert_int_eq(all_query("r=1&n=-5", NULL, 0, &err), 0);
+	ck_assert_int_eq(all_query("r=100&n=5", NULL, 0, &err), 0);
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(all_query("r=1&n=-6", NULL, 0, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "n");
+	ck_assert_int_eq(all_query("r=1&x=-1", NULL, 0, &err), 0);
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(all_query("r=1&x=1.0000000000000002", NULL, 0, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "x");
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(all_query("n=1", NULL, 0, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "r");
+	ck_assert_ptr_nonnull(strstr(err.detail, "required"));
+}
+END_TEST
+
+/* A valid value for a required parameter of any table: 64 clamped into its range (even, a
+ * multiple of 4, so dimension rules hold), the first choice, or false. */
+static void valid_value(const struct pe_param_spec *sp, char *buf, size_t cap)
+{
+	double v = 64;
+	if (v < sp->min)
+		v = sp->min;
+	if (v > sp->max)
+		v = sp->max;
+	switch (sp->type) {
+	case PE_PT_ENUM:
+		snprintf(buf, cap, "%s", sp->choices[0]);
+		break;
+	case PE_PT_BOOL:
+		snprintf(buf, cap, "0");
+		break;
+	case PE_PT_INT:
+		snprintf(buf, cap, "%lld", (long long)v);
+		break;
+	default:
+		snprintf(buf, cap, "%.17g", v);
+		break;
+	}
+}
+
+START_TEST(registry_defaults_parse)
+{
+	size_t n;
+	const struct pe_table_def *const *all = pe_table_all(&n);
+	ck_assert_uint_gt(n, 0);
+	for (size_t t = 0; t < n; t++) {
+		const struct pe_table_def *def = all[t];
+		ck_assert_ptr_eq(pe_table_find(def->name), def);
+		ck_assert_int_le(def->nparams, PE_MAX_PARAMS);
+		struct pe_params p;
+		struct pe_err err = {0};
+		pe_params_init(&p, def);
+		for (int i = 0; i < def->nparams; i++) {
+			const struct pe_param_spec *sp = &def->params[i];
+			ck_assert_msg(pe_param_index(def, sp->name) == i, "%s: duplicate parameter %s", def->name,
+				      sp->name);
+			ck_assert_msg(sp->type != PE_PT_ENUM || (sp->choices && sp->choices[0]), "%s.%s: no choices",
+				      def->name, sp->name);
+			if (sp->def)
+				continue;
+			char v[64];
+			valid_value(sp, v, sizeof v);
+			ck_assert_msg(pe_params_set(&p, sp->name, v, &err) == 0, "%s: %s=%s: %s", def->name, sp->name,
+				      v, err.detail);
+		}
+		ck_assert_msg(pe_params_finish(&p, &err) == 0, "/v1/%s: defaults rejected: %s (%s)", def->name,
+			      err.detail, err.param);
+		struct pe_shape s;
+		int ov;
+		ck_assert_int_eq(pe_table_shape(&p, &s), 0);
+		ck_assert_int_ge(s.rank, 1);
+		ck_assert_uint_gt(pe_shape_count(&s, &ov), 0);
+		char key[4096];
+		ck_assert_int_gt(pe_params_canonical(&p, key, sizeof key), 0);
+		pe_params_destroy(&p);
+	}
+	ck_assert_ptr_null(pe_table_find("nope"));
+	ck_assert_ptr_null(pe_table_find(""));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("params");
+	TCase *tc = tcase_create("parse");
+	tcase_add_test(tc, unknown_parameter);
+	tcase_add_test(tc, repeated_parameter);
+	tcase_add_test(tc, empty_value);
+	tcase_add_test(tc, integers_are_strict);
+	tcase_add_test(tc, reals_are_finite_decimals);
+	tcase_add_test(tc, out_of_range);
+	tcase_add_test(tc, bad_enum_lists_choices);
+	tcase_add_test(tc, required_missing);
+	tcase_add_test(tc, bool_and_list);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("canonical");
+	tcase_add_test(tc, canonical_key);
+	tcase_add_test(tc, canonical_key_round_trips);
+	tcase_add_test(tc, canonical_buffer_too_small);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("tables");
+	tcase_add_test(tc, sinusoidal_variant_rules);
+	tcase_add_test(tc, accessors_after_finish);
+	tcase_add_test(tc, registry_defaults_parse);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(suite)

@@ -1,0 +1,443 @@
+/* /v1/sinusoidal against the committed known answers of tests/ref/gen_sinusoidal.py, in ulps.
+ *
+ * Each case of tests/data/sinusoidal/cases.json is driven through the core exactly as a client's
+ * query would be (find, init, set every key=value, finish, shape, compute) on both kernel paths
+ * (scalar and AVX2 when the CPU has it), and compared with:
+ *   (a) float64 NumPy (libm sin/cos of the same float64 angle): compat=exact in f32, f16 and bf16
+ *       must be within 1 ulp of (a) rounded once to that type; f64 within F64_VS_NUMPY_ULP;
+ *   (b) mpmath's correctly rounded value of the same angle: f64 within 1 ulp (the kernel contract);
+ *   (c) PyTorch float32: compat=hf within HF_VS_TORCH_ULP, and at positions >= 1e6 far closer to
+ *       PyTorch than compat=exact is (the point of the mode).
+ * The two kernel paths are also compared with each other. Every comparison prints its measured
+ * maximum so a regression in accuracy shows up before it reaches a bound. */
+#include "posenc/core.h"
+#include "support/pe_check.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DATA_DIR "tests/data/sinusoidal/"
+
+/* Both (a) and the core's exact mode are within 1 ulp of the true sine of the same double angle
+ * (glibc's sin/cos: measured < 0.51 ulp; SLEEF's u10 kernels on the AVX2 path: <= 1 ulp), so they
+ * are less than 2 ulp apart, which is at most one step between doubles. Measured: 0 on the scalar
+ * path (the same glibc), 1 on the AVX2 path. */
+#define F64_VS_NUMPY_ULP 1
+/* compat=hf rounds its float angle's double sine once to float; PyTorch uses SLEEF's float sinf/cosf
+ * (<= 1 ulp). With bit-identical frequencies and angles the two are at most 1 ulp apart; a frequency
+ * 1 ulp off shows up as thousands of ulps at large positions. */
+#define HF_VS_TORCH_ULP 1
+/* Positions from which compat=exact must differ visibly from PyTorch while compat=hf does not. */
+#define LARGE_POSITION 1000000
+
+struct kcase {
+	char name[96], query[256], hf_query[256];
+	size_t len, dim, n;
+	int64_t offset;
+	double *ref, *mp; /* mp is NULL for cases without an mpmath file */
+	float *torch;
+};
+
+static struct kcase *cases;
+static size_t ncases;
+
+static void *read_exact(const char *file, size_t want)
+{
+	char path[512];
+	size_t len;
+	snprintf(path, sizeof path, DATA_DIR "%s", file);
+	void *p = pe_test_read_file(path, &len);
+	ck_assert_msg(len == want, "%s: %zu bytes, expected %zu", path, len, want);
+	return p;
+}
+
+static const char *str_field(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	ck_assert_msg(s != NULL, "cases.json: missing \"%s\"", k);
+	return s;
+}
+
+static void load_cases(void)
+{
+	json_error_t jerr;
+	json_t *root = json_load_file(DATA_DIR "cases.json", 0, &jerr);
+	ck_assert_msg(root != NULL, "cases.json: %s (line %d)", jerr.text, jerr.line);
+	json_t *arr = json_object_get(root, "cases");
+	ncases = json_array_size(arr);
+	ck_assert_uint_gt(ncases, 0);
+	cases = calloc(ncases, sizeof *cases);
+	ck_assert_ptr_nonnull(cases);
+	for (size_t i = 0; i < ncases; i++) {
+		json_t *o = json_array_get(arr, i);
+		struct kcase *c = &cases[i];
+		snprintf(c->name, sizeof c->name, "%s", str_field(o, "name"));
+		snprintf(c->query, sizeof c->query, "%s", str_field(o, "query"));
+		snprintf(c->hf_query, sizeof c->hf_query, "%s", str_field(o, "hf_query"));
+		json_t *shape = json_object_get(o, "shape");
+		ck_assert_uint_eq(json_array_size(shape), 2);
+		c->len = (size_t)json_integer_value(json_array_get(shape, 0));
+		c->dim = (size_t)json_integer_value(json_array_get(shape, 1));
+		c->n = c->len * c->dim;
+		ck_assert_uint_gt(c->n, 0);
+		c->ref = read_exact(str_field(o, "ref_f64"), c->n * 8);
+		c->torch = read_exact(str_field(o, "torch_f32"), c->n * 4);
+		c->mp = json_object_get(o, "mp_f64") ? read_exact(str_field(o, "mp_f64"), c->n * 8) : NULL;
+	}
+	json_decref(root);
+}
+
+static void free_cases(void)
+{
+	for (size_t i = 0; i < ncases; i++) {
+		free(cases[i].ref);
+		free(cases[i].mp);
+		free(cases[i].torch);
+	}
+	free(cases);
+	cases = NULL;
+	ncases = 0;
+}
+
+/* Drive the core like a client: every key=value of the query, then finish, shape and compute.
+ * Returns the table (count(shape) elements of dt); *offset gets the parsed first position. */
+static void *run(const char *query, enum pe_dtype dt, size_t want_n, int64_t *offset)
+{
+	const struct pe_table_def *def = pe_table_find("sinusoidal");
+	ck_assert_ptr_nonnull(def);
+	struct pe_params p;
+	struct pe_err err = {0};
+	pe_params_init(&p, def);
+	char *q = strdup(query), *save = NULL;
+	ck_assert_ptr_nonnull(q);
+	for (char *kv = strtok_r(q, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(kv, '=');
+		ck_assert_msg(eq != NULL, "%s: no '=' in '%s'", query, kv);
+		*eq = 0;
+		int rc = pe_params_set(&p, kv, eq + 1, &err);
+		ck_assert_msg(rc == 0, "%s: %s=%s rejected: %s", query, kv, eq + 1, err.detail);
+	}
+	ck_assert_msg(pe_params_finish(&p, &err) == 0, "%s: %s", query, err.detail);
+	struct pe_shape s;
+	ck_assert_int_eq(pe_table_shape(&p, &s), 0);
+	int ov;
+	ck_assert_int_eq(s.rank, 2);
+	ck_assert_uint_eq(pe_shape_count(&s, &ov), want_n);
+	void *out = malloc(want_n * pe_dtype_size(dt));
+	ck_assert_ptr_nonnull(out);
+	ck_assert_msg(pe_table_compute(&p, dt, out, &err) == 0, "%s: %s", query, err.detail);
+	if (offset)
+		*offset = pe_param_int(&p, "offset");
+	pe_params_destroy(&p);
+	free(q);
+	return out;
+}
+
+/* ISA for loop index i: 0 scalar, 1 AVX2. Returns 0 when the CPU lacks it (the test passes). */
+static int use_isa(int i)
+{
+	if (i == 0) {
+		ck_assert_int_eq(pe_isa_force(PE_ISA_SCALAR), 0);
+		ck_assert_int_eq(pe_isa_active(), PE_ISA_SCALAR);
+		return 1;
+	}
+	if (pe_isa_force(PE_ISA_AVX2) != 0) {
+		fprintf(stderr, "sinusoidal: no AVX2+FMA on this CPU, AVX2 path not tested\n");
+		return 0;
+	}
+	ck_assert_int_eq(pe_isa_active(), PE_ISA_AVX2);
+	return 1;
+}
+
+struct stat {
+	uint64_t max, nonzero, count;
+	size_t at; /* flat index of the first maximum */
+};
+
+static void stat_add(struct stat *st, uint64_t u, size_t i)
+{
+	if (u > st->max) {
+		st->max = u;
+		st->at = i;
+	}
+	st->nonzero += u != 0;
+	st->count++;
+}
+
+/* One comparison over every case: the worst case is kept to be named when the bound fails. */
+struct total {
+	const char *what;
+	struct stat all;
+	const struct kcase *worst;
+	size_t worst_at;
+};
+
+/* Fold one case's stat into the total; print the case when anything differs. */
+static void total_add(struct total *t, const struct kcase *c, const struct stat *st)
+{
+	if (st->nonzero)
+		fprintf(stderr, "%-7s %-22s %-34s max %llu ulp (row %zu col %zu), %llu of %llu differ\n",
+			pe_isa_name(), t->what, c->name, (unsigned long long)st->max, st->at / c->dim,
+			st->at % c->dim, (unsigned long long)st->nonzero, (unsigned long long)st->count);
+	if (!t->worst || st->max > t->all.max) {
+		t->worst = c;
+		t->worst_at = st->at;
+	}
+	t->all.max = st->max > t->all.max ? st->max : t->all.max;
+	t->all.nonzero += st->nonzero;
+	t->all.count += st->count;
+}
+
+/* Print the summary over all cases and check it against the bound. */
+static void total_check(const struct total *t, uint64_t bound, int hf)
+{
+	fprintf(stderr, "%-7s %-22s ALL CASES: max %llu ulp (bound %llu), %llu of %llu differ\n", pe_isa_name(),
+		t->what, (unsigned long long)t->all.max, (unsigned long long)bound,
+		(unsigned long long)t->all.nonzero, (unsigned long long)t->all.count);
+	ck_assert_uint_gt(t->all.count, 0);
+	ck_assert_msg(t->all.max <= bound, "%s: %llu ulp > %llu for %s at row %zu col %zu (%s path)", t->what,
+		      (unsigned long long)t->all.max, (unsigned long long)bound,
+		      hf ? t->worst->hf_query : t->worst->query, t->worst_at / t->worst->dim,
+		      t->worst_at % t->worst->dim, pe_isa_name());
+}
+
+/* Ordered distance of two 16-bit sign-magnitude floats (f16 or bf16), in ulps. */
+static uint64_t ulp16(uint16_t a, uint16_t b)
+{
+	int32_t x = (a & 0x8000) ? -(int32_t)(a & 0x7fff) : (int32_t)(a & 0x7fff);
+	int32_t y = (b & 0x8000) ? -(int32_t)(b & 0x7fff) : (int32_t)(b & 0x7fff);
+	return (uint64_t)(x > y ? x - y : y - x);
+}
+
+START_TEST(exact_f32_vs_numpy)
+{
+	if (!use_isa(_i))
+		return;
+	load_cases();
+	struct total t = {.what = "exact f32 vs numpy"};
+	for (size_t k = 0; k < ncases; k++) {
+		const struct kcase *c = &cases[k];
+		float *got = run(c->query, PE_F32, c->n, NULL);
+		struct stat st = {0};
+		for (size_t i = 0; i < c->n; i++)
+			stat_add(&st, pe_ulp_f32(got[i], (float)c->ref[i]), i);
+		total_add(&t, c, &st);
+		free(got);
+	}
+	total_check(&t, 1, 0);
+	free_cases();
+}
+END_TEST
+
+START_TEST(exact_f64_vs_numpy_and_mpmath)
+{
+	if (!use_isa(_i))
+		return;
+	load_cases();
+	struct total tn = {.what = "exact f64 vs numpy"}, tm = {.what = "exact f64 vs mpmath"},
+		     nm = {.what = "(numpy f64 vs mpmath)"};
+	for (size_t k = 0; k < ncases; k++) {
+		const struct kcase *c = &cases[k];
+		double *got = run(c->query, PE_F64, c->n, NULL);
+		struct stat sn = {0}, sm = {0}, snm = {0};
+		for (size_t i = 0; i < c->n; i++) {
+			stat_add(&sn, pe_ulp_f64(got[i], c->ref[i]), i);
+			if (c->mp) {
+				stat_add(&sm, pe_ulp_f64(got[i], c->mp[i]), i);
+				stat_add(&snm, pe_ulp_f64(c->ref[i], c->mp[i]), i);
+			}
+		}
+		total_add(&tn, c, &sn);
+		if (c->mp) {
+			total_add(&tm, c, &sm);
+			total_add(&nm, c, &snm);
+		}
+		free(got);
+	}
+	total_check(&tn, F64_VS_NUMPY_ULP, 0);
+	total_check(&tm, 1, 0);
+	total_check(&nm, 1, 0); /* the reference itself: glibc's sin/cos, < 1 ulp */
+	free_cases();
+}
+END_TEST
+
+START_TEST(exact_f16_bf16_vs_numpy)
+{
+	if (!use_isa(_i))
+		return;
+	load_cases();
+	struct total th = {.what = "exact f16 vs numpy"}, tb = {.what = "exact bf16 vs numpy"};
+	for (size_t k = 0; k < ncases; k++) {
+		const struct kcase *c = &cases[k];
+		uint16_t *h = run(c->query, PE_F16, c->n, NULL);
+		uint16_t *b = run(c->query, PE_BF16, c->n, NULL);
+		struct stat sh = {0}, sb = {0};
+		for (size_t i = 0; i < c->n; i++) {
+			stat_add(&sh, ulp16(h[i], pe_f64_to_f16(c->ref[i])), i);
+			stat_add(&sb, ulp16(b[i], pe_f64_to_bf16(c->ref[i])), i);
+		}
+		total_add(&th, c, &sh);
+		total_add(&tb, c, &sb);
+		free(h);
+		free(b);
+	}
+	total_check(&th, 1, 0);
+	total_check(&tb, 1, 0);
+	free_cases();
+}
+END_TEST
+
+START_TEST(hf_vs_torch)
+{
+	if (!use_isa(_i))
+		return;
+	load_cases();
+	struct total t = {.what = "hf f32 vs torch"};
+	for (size_t k = 0; k < ncases; k++) {
+		const struct kcase *c = &cases[k];
+		float *got = run(c->hf_query, PE_F32, c->n, NULL);
+		double *wide = run(c->hf_query, PE_F64, c->n, NULL);
+		struct stat st = {0};
+		for (size_t i = 0; i < c->n; i++) {
+			stat_add(&st, pe_ulp_f32(got[i], c->torch[i]), i);
+			/* hf's values are floats: f64 carries the same float exactly */
+			ck_assert_msg(wide[i] == (double)got[i], "%s: hf f64 is not the hf float at %zu", c->hf_query, i);
+		}
+		total_add(&t, c, &st);
+		free(got);
+		free(wide);
+	}
+	total_check(&t, HF_VS_TORCH_ULP, 1);
+	free_cases();
+}
+END_TEST
+
+/* At large positions float32 angles lose the low bits of p*w, so PyTorch's table drifts far from the
+ * true one; compat=hf must follow PyTorch there, and compat=exact must not. */
+START_TEST(hf_follows_torch_at_large_positions)
+{
+	if (!use_isa(_i))
+		return;
+	load_cases();
+	struct total th = {.what = "hf f32 vs torch, big p"}, te = {.what = "exact f32 vs torch, big p"};
+	double hf_abs = 0, ex_abs = 0;
+	for (size_t k = 0; k < ncases; k++) {
+		const struct kcase *c = &cases[k];
+		int64_t offset;
+		float *h = run(c->hf_query, PE_F32, c->n, &offset);
+		float *e = run(c->query, PE_F32, c->n, NULL);
+		struct stat sh = {0}, se = {0};
+		for (size_t r = 0; r < c->len; r++) {
+			if (offset + (int64_t)r < LARGE_POSITION)
+				continue;
+			for (size_t j = 0; j < c->dim; j++) {
+				size_t i = r * c->dim + j;
+				stat_add(&sh, pe_ulp_f32(h[i], c->torch[i]), i);
+				stat_add(&se, pe_ulp_f32(e[i], c->torch[i]), i);
+				hf_abs = fmax(hf_abs, fabs((double)h[i] - c->torch[i]));
+				ex_abs = fmax(ex_abs, fabs((double)e[i] - c->torch[i]));
+			}
+		}
+		if (sh.count) {
+			total_add(&th, c, &sh);
+			total_add(&te, c, &se);
+		}
+		free(h);
+		free(e);
+	}
+	fprintf(stderr, "%-7s positions >= %d: max |hf - torch| %.3g, max |exact - torch| %.3g, exact differs in "
+		"%llu of %llu\n", pe_isa_name(), LARGE_POSITION, hf_abs, ex_abs, (unsigned long long)te.all.nonzero,
+		(unsigned long long)te.all.count);
+	ck_assert_uint_gt(th.all.count, 1000); /* the data has enough large-position rows */
+	total_check(&th, HF_VS_TORCH_ULP, 1);
+	/* exact is off by whole units somewhere (angles apart by radians), and differs in most entries */
+	ck_assert_msg(ex_abs > 0.5, "exact vs torch at large positions: max abs %g", ex_abs);
+	ck_assert_uint_gt(te.all.nonzero, te.all.count / 2);
+	free_cases();
+}
+END_TEST
+
+/* The scalar and AVX2 kernels agree within 1 ulp in f64 (both are within 1 ulp of the true value)
+ * and in f32. */
+START_TEST(scalar_and_avx2_agree)
+{
+	if (pe_isa_force(PE_ISA_AVX2) != 0) {
+		fprintf(stderr, "sinusoidal: no AVX2+FMA on this CPU, path comparison not run\n");
+		return;
+	}
+	load_cases();
+	for (int m = 0; m < 2; m++) {
+		struct total t64 = {.what = m ? "hf f64 scalar~avx2" : "exact f64 scalar~avx2"},
+			     t32 = {.what = m ? "hf f32 scalar~avx2" : "exact f32 scalar~avx2"};
+		for (size_t k = 0; k < ncases; k++) {
+			const struct kcase *c = &cases[k];
+			const char *q = m ? c->hf_query : c->query;
+			ck_assert_int_eq(pe_isa_force(PE_ISA_SCALAR), 0);
+			double *s64 = run(q, PE_F64, c->n, NULL);
+			float *s32 = run(q, PE_F32, c->n, NULL);
+			ck_assert_int_eq(pe_isa_force(PE_ISA_AVX2), 0);
+			double *a64 = run(q, PE_F64, c->n, NULL);
+			float *a32 = run(q, PE_F32, c->n, NULL);
+			struct stat d64 = {0}, d32 = {0};
+			for (size_t i = 0; i < c->n; i++) {
+				stat_add(&d64, pe_ulp_f64(s64[i], a64[i]), i);
+				stat_add(&d32, pe_ulp_f32(s32[i], a32[i]), i);
+			}
+			total_add(&t64, c, &d64);
+			total_add(&t32, c, &d32);
+			free(s64);
+			free(s32);
+			free(a64);
+			free(a32);
+		}
+		total_check(&t64, 1, m);
+		total_check(&t32, 1, m);
+	}
+	free_cases();
+}
+END_TEST
+
+/* The committed data covers what the comparisons are meant to: every variant, odd and even dim,
+ * bases other than 10000, offsets of at least 2^31. */
+START_TEST(known_answers_cover_the_cases)
+{
+	load_cases();
+	int vaswani = 0, concat = 0, t2t = 0, odd = 0, base = 0, big = 0, ts = 0;
+	for (size_t k = 0; k < ncases; k++) {
+		const struct kcase *c = &cases[k];
+		int64_t offset;
+		free(run(c->query, PE_F32, c->n, &offset));
+		vaswani += !strstr(c->query, "variant=") || strstr(c->query, "variant=vaswani");
+		concat += strstr(c->query, "variant=concat") != NULL;
+		t2t += strstr(c->query, "variant=t2t") != NULL;
+		odd += c->dim & 1;
+		base += strstr(c->query, "base=") != NULL;
+		ts += strstr(c->query, "max_timescale=") != NULL;
+		big += offset >= 2147483648LL;
+		ck_assert_msg(strstr(c->query, "compat=") == NULL, "%s: query must default to compat=exact", c->name);
+	}
+	ck_assert(vaswani && concat && t2t && odd && base && ts && big);
+	free_cases();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("sinusoidal");
+	TCase *tc = tcase_create("known answers");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, known_answers_cover_the_cases);
+	tcase_add_loop_test(tc, exact_f32_vs_numpy, 0, 2);
+	tcase_add_loop_test(tc, exact_f64_vs_numpy_and_mpmath, 0, 2);
+	tcase_add_loop_test(tc, exact_f16_bf16_vs_numpy, 0, 2);
+	tcase_add_loop_test(tc, hf_vs_torch, 0, 2);
+	tcase_add_loop_test(tc, hf_follows_torch_at_large_positions, 0, 2);
+	tcase_add_test(tc, scalar_and_avx2_agree);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(suite)
