@@ -14,6 +14,7 @@
  * Rows are built one at a time in a small double buffer (in L1) and rounded into the output. */
 #include "core/kernels.h"
 #include "core/tables.h"
+#include "core/torchmath.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -85,13 +86,13 @@ static void freqs_hf(const struct pe_params *p, int variant, size_t h, float *w)
 		double mn = pe_param_real(p, "min_timescale"), mx = pe_param_real(p, "max_timescale");
 		float neg_inc = (float)(-(log(mx / mn) / (double)(h > 1 ? h - 1 : 1)));
 		for (size_t k = 0; k < h; k++) {
-			float e = expf((float)k * neg_inc);
+			float e = pe_torch_expf((float)k * neg_inc);
 			w[k] = mn == 1.0 ? e : (float)mn * e;
 		}
 	} else {
 		float scale = (float)(-log(base) / dim);
 		for (size_t i = 0; i < h; i++)
-			w[i] = expf((float)(2 * i) * scale);
+			w[i] = pe_torch_expf((float)(2 * i) * scale);
 	}
 }
 
