@@ -7,6 +7,12 @@ const char *const pe_compat_exact_hf[] = {"exact", "hf", NULL};
 
 static const struct pe_table_def *const all[] = {
 	&pe_table_sinusoidal,
+	&pe_table_sinusoidal2d,
+	&pe_table_rope2d,
+	&pe_table_alibi_slopes,
+	&pe_table_alibi,
+	&pe_table_relative_t5,
+	&pe_table_relative_xl,
 };
 
 const struct pe_table_def *const *pe_table_all(size_t *n)

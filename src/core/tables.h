@@ -5,6 +5,9 @@
 #include "posenc/core.h"
 
 extern const struct pe_table_def pe_table_sinusoidal;
+extern const struct pe_table_def pe_table_sinusoidal2d, pe_table_rope2d;
+extern const struct pe_table_def pe_table_alibi_slopes, pe_table_alibi;
+extern const struct pe_table_def pe_table_relative_t5, pe_table_relative_xl;
 
 /* Common parameter ranges. */
 #define PE_MAX_LEN ((double)(1u << 30))     /* positions per table */

@@ -1,0 +1,159 @@
+/* /v1/alibi/slopes and /v1/alibi: ALiBi head slopes and bias tensors (Press et al., "Train Short,
+ * Test Long").
+ *
+ * Slopes: with m the largest power of two <= heads, heads 0..m-1 get 2^(-max_bias*(i+1)/m) and the
+ * remaining heads take every other slope of 2m heads, 2^(-max_bias*(2j+1)/(2m)): the paper's rule
+ * for head counts that are not powers of two (as BLOOM's build_alibi_tensor); max_bias = 8 is the
+ * paper's, other values generalise MPT's alibi_bias_max. Each slope is 2^e with the exponent
+ * carried exactly (the product max_bias*k as a double pair), so a slope is within 1 ulp in double.
+ *
+ * Bias: [heads, q_len, k_len], bias = -slope * |q_pos - k| with q_pos = offset + i, the symmetric
+ * form of the contract (as MPT's full bias). BLOOM and Hugging Face add slope * k instead, which
+ * differs from this by -slope * q_pos, a constant per query row that softmax removes. Distances
+ * are integers exact in double, so an entry is one double product rounded once to the dtype; the
+ * diagonal is +0. mask=causal puts the dtype's lowest finite value (torch.finfo(dtype).min) where
+ * k > q_pos. */
+#include "core/tables.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define MAX_HEADS 65536.0
+#define MAX_BIAS 1024.0
+#define CHUNK 1024 /* bias values built in double before rounding into the output */
+
+enum { MASK_NONE, MASK_CAUSAL };
+static const char *const masks[] = {"none", "causal", NULL};
+
+static const struct pe_param_spec slope_params[] = {
+	{"heads", PE_PT_INT, NULL, 1, MAX_HEADS, NULL, "number of attention heads"},
+	{"max_bias", PE_PT_REAL, "8", 0, MAX_BIAS, NULL, "slope of the last head is 2^-max_bias (MPT alibi_bias_max)"},
+};
+
+static const struct pe_param_spec bias_params[] = {
+	{"heads", PE_PT_INT, NULL, 1, MAX_HEADS, NULL, "number of attention heads"},
+	{"q_len", PE_PT_INT, NULL, 1, PE_MAX_LEN, NULL, "number of queries (rows)"},
+	{"k_len", PE_PT_INT, "", 1, PE_MAX_LEN, NULL, "number of keys (columns; default q_len)"},
+	{"offset", PE_PT_INT, "", -PE_MAX_POSITION, PE_MAX_POSITION, NULL,
+	 "position of the first query (default k_len - q_len, a KV cache's length)"},
+	{"max_bias", PE_PT_REAL, "8", 0, MAX_BIAS, NULL, "slope of the last head is 2^-max_bias (MPT alibi_bias_max)"},
+	{"mask", PE_PT_ENUM, "none", 0, 0, masks, "causal: keys after the query hold the dtype's lowest value"},
+};
+
+/* 2^(-max_bias * k / den), den a power of two: max_bias*k = hi + lo exactly (fma), so the
+ * exponent is -(hi + lo)/den without rounding and 2^(-lo/den) ~ 1 - ln2*lo/den corrects exp2(-hi/den). */
+static double pow2_scaled(double max_bias, int64_t k, int64_t den)
+{
+	double kd = (double)k, hi = max_bias * kd, lo = fma(max_bias, kd, -hi);
+	double r = exp2(-hi / (double)den);
+	return fma(r, -lo / (double)den * M_LN2, r);
+}
+
+static double slope(int64_t heads, int64_t i, double max_bias)
+{
+	int64_t m = 1;
+	while (m * 2 <= heads)
+		m *= 2;
+	if (i < m)
+		return pow2_scaled(max_bias, i + 1, m);
+	return pow2_scaled(max_bias, 2 * (i - m) + 1, 2 * m);
+}
+
+static int slopes_shape(const struct pe_params *p, struct pe_shape *s)
+{
+	s->rank = 1;
+	s->dim[0] = (size_t)pe_param_int(p, "heads");
+	return 0;
+}
+
+static int slopes_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	int64_t heads = pe_param_int(p, "heads");
+	double max_bias = pe_param_real(p, "max_bias");
+	size_t esz = pe_dtype_size(dt);
+	for (int64_t i = 0; i < heads; i++) {
+		double s = slope(heads, i, max_bias);
+		pe_store_f64(dt, (char *)out + (size_t)i * esz, &s, 1);
+	}
+	return 0;
+}
+
+static void fill_default(struct pe_params *p, const char *name, int64_t v)
+{
+	struct pe_param_val *pv = &p->v[pe_param_index(p->def, name)];
+	if (pv->set)
+		return;
+	pv->set = 1;
+	pv->i = v;
+	pv->r = (double)v;
+}
+
+static int bias_check(struct pe_params *p, struct pe_err *err)
+{
+	fill_default(p, "k_len", pe_param_int(p, "q_len"));
+	fill_default(p, "offset", pe_param_int(p, "k_len") - pe_param_int(p, "q_len"));
+	return 0;
+}
+
+static int bias_shape(const struct pe_params *p, struct pe_shape *s)
+{
+	s->rank = 3;
+	s->dim[0] = (size_t)pe_param_int(p, "heads");
+	s->dim[1] = (size_t)pe_param_int(p, "q_len");
+	s->dim[2] = (size_t)pe_param_int(p, "k_len");
+	return 0;
+}
+
+/* Keys k0 .. k0+n-1 of the query at qpos into v (n <= CHUNK). */
+static void bias_chunk(double s, int64_t qpos, int64_t k0, size_t n, int causal, double lowest, double *v)
+{
+	for (size_t j = 0; j < n; j++) {
+		int64_t k = k0 + (int64_t)j, d = qpos > k ? qpos - k : k - qpos;
+		if (causal && k > qpos)
+			v[j] = lowest;
+		else
+			v[j] = d ? -(s * (double)d) : 0.0;
+	}
+}
+
+static int bias_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	int64_t heads = pe_param_int(p, "heads"), q_len = pe_param_int(p, "q_len");
+	int64_t k_len = pe_param_int(p, "k_len"), offset = pe_param_int(p, "offset");
+	int causal = pe_param_enum(p, "mask") == MASK_CAUSAL;
+	double max_bias = pe_param_real(p, "max_bias"), lowest = pe_dtype_lowest(dt), v[CHUNK];
+	size_t esz = pe_dtype_size(dt);
+	char *o = out;
+	for (int64_t h = 0; h < heads; h++) {
+		double s = slope(heads, h, max_bias);
+		for (int64_t i = 0; i < q_len; i++)
+			for (int64_t k0 = 0; k0 < k_len; k0 += CHUNK) {
+				size_t n = (size_t)(k_len - k0 < CHUNK ? k_len - k0 : CHUNK);
+				bias_chunk(s, offset + i, k0, n, causal, lowest, v);
+				pe_store_f64(dt, o, v, n);
+				o += n * esz;
+			}
+	}
+	return 0;
+}
+
+const struct pe_table_def pe_table_alibi_slopes = {
+	.name = "alibi/slopes",
+	.summary = "ALiBi head slopes (paper / BLOOM rule for any head count; MPT alibi_bias_max)",
+	.params = slope_params,
+	.nparams = sizeof slope_params / sizeof slope_params[0],
+	.fixed_dtype = PE_DTYPE_COUNT_,
+	.shape = slopes_shape,
+	.compute = slopes_compute,
+};
+
+const struct pe_table_def pe_table_alibi = {
+	.name = "alibi",
+	.summary = "ALiBi attention bias -slope*|q_pos - k| per head, optional causal mask",
+	.params = bias_params,
+	.nparams = sizeof bias_params / sizeof bias_params[0],
+	.fixed_dtype = PE_DTYPE_COUNT_,
+	.check = bias_check,
+	.shape = bias_shape,
+	.compute = bias_compute,
+};

@@ -1,0 +1,87 @@
+/* /v1/rope2d: 2-D rotary tables of vision transformers as Qwen2-VL's vision tower builds them,
+ * shape [2, height*width, dim]: data[0] = cos, data[1] = sin.
+ *
+ * Qwen2-VL's VisionRotaryEmbedding(head_dim/2) has q = dim/4 frequencies
+ * w_k = 1/base^(2k/(dim/2)); rot_pos_emb gathers f = [row*w | col*w] for every patch and the
+ * attention applies cos/sin of cat(f, f) with rotate_half, so a row here is
+ * [cos(row*w) | cos(col*w) | cos(row*w) | cos(col*w)] (sin alike). Patches are in plain row-major
+ * order (row r, column c is patch r*width + c); Qwen2-VL itself permutes them into 2x2
+ * spatial-merge windows before attention, which a client does with the grid it already has.
+ *
+ * compat=exact: double (angles.h), one rounding. compat=hf: torch float32 frequencies, angles and
+ * cos/sin, as the model computes them. Sin/cos of each column coordinate are computed once (a
+ * width x dim/2 table), of each row coordinate once per row. */
+#include "core/angles.h"
+#include "core/tables.h"
+
+#include <stdlib.h>
+
+#define MAX_GRID 1048576.0 /* patches per side */
+
+static const struct pe_param_spec params[] = {
+	{"height", PE_PT_INT, NULL, 1, MAX_GRID, NULL, "patch rows of the grid"},
+	{"width", PE_PT_INT, NULL, 1, MAX_GRID, NULL, "patch columns of the grid"},
+	{"dim", PE_PT_INT, NULL, 4, PE_MAX_DIM, NULL, "rotary head dimension (multiple of 4)"},
+	{"base", PE_PT_REAL, "10000", 1e-300, 1e300, NULL, "wavelength base, theta (> 0)"},
+	{"compat", PE_PT_ENUM, "exact", 0, 0, pe_compat_exact_hf, "arithmetic: exact (double) or hf (PyTorch float32)"},
+};
+
+static int check(struct pe_params *p, struct pe_err *err)
+{
+	if (pe_param_int(p, "dim") % 4 != 0)
+		return pe_err_set(err, PE_EINVAL, "dim", "dim must be a multiple of 4 for rope2d");
+	return 0;
+}
+
+static int shape(const struct pe_params *p, struct pe_shape *s)
+{
+	s->rank = 3;
+	s->dim[0] = 2;
+	s->dim[1] = (size_t)(pe_param_int(p, "height") * pe_param_int(p, "width"));
+	s->dim[2] = (size_t)pe_param_int(p, "dim");
+	return 0;
+}
+
+/* One patch row of a plane: [row | col | row | col], each q values. */
+static void store_row(enum pe_dtype dt, char *o, size_t q, const double *row, const double *col)
+{
+	size_t esz = pe_dtype_size(dt);
+	for (int b = 0; b < 4; b++)
+		pe_store_f64(dt, o + b * q * esz, (b & 1) ? col : row, q);
+}
+
+static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	size_t height = (size_t)pe_param_int(p, "height"), width = (size_t)pe_param_int(p, "width");
+	size_t dim = (size_t)pe_param_int(p, "dim"), q = dim / 4;
+	int hf = pe_param_enum(p, "compat") == PE_COMPAT_HF;
+	size_t esz = pe_dtype_size(dt), plane = height * width * dim * esz;
+	double *buf = malloc(sizeof(double) * q * (2 * width + 4));
+	if (!buf)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	double *w = buf, *ang = w + q, *rs = ang + q, *rc = rs + q, *cs = rc + q, *cc = cs + q * width;
+	pe_inv_freq_pow(pe_param_real(p, "base"), q, 2, (double)(dim / 2), hf, w);
+	for (size_t c = 0; c < width; c++)
+		pe_sincos_at((double)c, w, q, hf, ang, cs + c * q, cc + c * q);
+	char *o = out;
+	for (size_t r = 0; r < height; r++) {
+		pe_sincos_at((double)r, w, q, hf, ang, rs, rc);
+		for (size_t c = 0; c < width; c++, o += dim * esz) {
+			store_row(dt, o, q, rc, cc + c * q);
+			store_row(dt, o + plane, q, rs, cs + c * q);
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+const struct pe_table_def pe_table_rope2d = {
+	.name = "rope2d",
+	.summary = "2-D rotary cos/sin tables of vision transformers (Qwen2-VL vision tower)",
+	.params = params,
+	.nparams = sizeof params / sizeof params[0],
+	.fixed_dtype = PE_DTYPE_COUNT_,
+	.check = check,
+	.shape = shape,
+	.compute = compute,
+};

@@ -1,0 +1,105 @@
+/* /v1/sinusoidal2d: fixed 2-D sin/cos tables of ViT patch grids, shape [cls_token + height*width, dim].
+ *
+ *   mae   MAE's get_2d_sincos_pos_embed: [sin w | cos w | sin h | cos h]. MAE builds its grid with
+ *         np.meshgrid(grid_w, grid_h), so the first half of the channels, which its code calls
+ *         emb_h, encodes the column (w) coordinate; we follow the code, not its variable names.
+ *   timm  timm's build_sincos2d_pos_embed: [sin h | sin w | cos h | cos w].
+ * Both have q = dim/4 frequencies w_k = 1/base^(k/q). Patches are row-major (row r, column c is
+ * row cls_token + r*width + c); the cls_token leading rows are zeros (MAE uses one).
+ *
+ * compat=exact: double throughout (angles.h), one rounding to the dtype. compat=hf: the float32
+ * table a model holds. MAE computes in float64 NumPy and copies the result into a float32
+ * parameter, so mae+hf is the exact table rounded to float; timm computes in torch float32, so
+ * timm+hf uses float frequencies and angles (angles.h).
+ *
+ * A patch row is a permutation of the sin/cos of its row and column coordinates, so those are
+ * computed once per coordinate (a width x dim/2 table for columns, dim/2 values per row) and the
+ * output is assembled from them: about one sin/cos per 4*height output values. */
+#include "core/angles.h"
+#include "core/tables.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_GRID 1048576.0 /* patches per side */
+#define MAX_CLS 65536.0    /* leading zero rows (cls and register tokens) */
+
+enum { V_MAE, V_TIMM };
+static const char *const variants[] = {"mae", "timm", NULL};
+
+static const struct pe_param_spec params[] = {
+	{"height", PE_PT_INT, NULL, 1, MAX_GRID, NULL, "patch rows of the grid"},
+	{"width", PE_PT_INT, NULL, 1, MAX_GRID, NULL, "patch columns of the grid"},
+	{"dim", PE_PT_INT, NULL, 4, PE_MAX_DIM, NULL, "embedding width (multiple of 4)"},
+	{"base", PE_PT_REAL, "10000", 1e-300, 1e300, NULL, "wavelength base (timm: temperature; > 0)"},
+	{"cls_token", PE_PT_INT, "0", 0, MAX_CLS, NULL, "number of leading zero rows (MAE: 1)"},
+	{"variant", PE_PT_ENUM, "mae", 0, 0, variants, "channel layout: mae [sin w|cos w|sin h|cos h], timm [sin h|sin w|cos h|cos w]"},
+	{"compat", PE_PT_ENUM, "exact", 0, 0, pe_compat_exact_hf, "arithmetic: exact (double) or hf (the reference's float32 table)"},
+};
+
+static int check(struct pe_params *p, struct pe_err *err)
+{
+	if (pe_param_int(p, "dim") % 4 != 0)
+		return pe_err_set(err, PE_EINVAL, "dim", "dim must be a multiple of 4 for sinusoidal2d");
+	return 0;
+}
+
+static int shape(const struct pe_params *p, struct pe_shape *s)
+{
+	s->rank = 2;
+	s->dim[0] = (size_t)(pe_param_int(p, "cls_token") + pe_param_int(p, "height") * pe_param_int(p, "width"));
+	s->dim[1] = (size_t)pe_param_int(p, "dim");
+	return 0;
+}
+
+/* sin and cos of q angles at one coordinate; mae+hf rounds the exact values to float. */
+static void coord(double pos, const double *w, size_t q, int float_angles, int round_float, double *ang,
+		  double *s, double *c)
+{
+	pe_sincos_at(pos, w, q, float_angles, ang, s, c);
+	if (round_float && !float_angles)
+		for (size_t k = 0; k < q; k++) {
+			s[k] = (double)(float)s[k];
+			c[k] = (double)(float)c[k];
+		}
+}
+
+static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	size_t height = (size_t)pe_param_int(p, "height"), width = (size_t)pe_param_int(p, "width");
+	size_t dim = (size_t)pe_param_int(p, "dim"), q = dim / 4, cls = (size_t)pe_param_int(p, "cls_token");
+	int timm = pe_param_enum(p, "variant") == V_TIMM, hf = pe_param_enum(p, "compat") == PE_COMPAT_HF;
+	int float_angles = hf && timm;
+	size_t esz = pe_dtype_size(dt);
+	double *buf = malloc(sizeof(double) * q * (2 * width + 4));
+	if (!buf)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	double *w = buf, *ang = w + q, *rs = ang + q, *rc = rs + q, *cs = rc + q, *cc = cs + q * width;
+	pe_inv_freq_pow(pe_param_real(p, "base"), q, 1, (double)q, float_angles, w);
+	for (size_t c = 0; c < width; c++)
+		coord((double)c, w, q, float_angles, hf, ang, cs + c * q, cc + c * q);
+	memset(out, 0, cls * dim * esz); /* all-zero bits are 0.0 in every float dtype */
+	char *o = (char *)out + cls * dim * esz;
+	for (size_t r = 0; r < height; r++) {
+		coord((double)r, w, q, float_angles, hf, ang, rs, rc);
+		for (size_t c = 0; c < width; c++, o += dim * esz) {
+			const double *mae[4] = {cs + c * q, cc + c * q, rs, rc};
+			const double *tim[4] = {rs, cs + c * q, rc, cc + c * q};
+			for (int b = 0; b < 4; b++)
+				pe_store_f64(dt, o + b * q * esz, (timm ? tim : mae)[b], q);
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+const struct pe_table_def pe_table_sinusoidal2d = {
+	.name = "sinusoidal2d",
+	.summary = "Fixed 2-D sin/cos position encodings of a ViT patch grid (MAE, timm)",
+	.params = params,
+	.nparams = sizeof params / sizeof params[0],
+	.fixed_dtype = PE_DTYPE_COUNT_,
+	.check = check,
+	.shape = shape,
+	.compute = compute,
+};
