@@ -12,7 +12,7 @@ CFLAGS   += $(OPT) $(CFLAGS_BASE)
 AVX2FLAGS := -mavx2 -mfma -mf16c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-LIBS_CORE  := -lsleef -lm
+LIBS_CORE  := -ldeflate -lsleef -lm
 TEST_LIBS  := $(shell pkg-config --libs check 2>/dev/null) -lcurl -pthread
 
 LIB_SRC    := $(wildcard src/core/*.c src/tensor/*.c src/cache/*.c)
@@ -37,7 +37,7 @@ E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o
 .PHONY: all deps run test unit e2e asan lint bench clean test-exhaustive
 .DELETE_ON_ERROR:
 
-all: $(BUILD)/libposenc.a $(BUILD)/posencd $(BUILD)/posenc
+all: $(BUILD)/libposenc.a $(BUILD)/posencd $(if $(CLI_SRC),$(BUILD)/posenc)
 
 deps:
 	@./tests/tools/deps.sh

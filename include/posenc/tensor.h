@@ -80,6 +80,11 @@ int pe_json_write_data(struct pe_buf *b, const struct pe_tensor_view *t, struct 
 /* The canonical parameters as a JSON object (ints as integers, reals shortest, enums as strings). */
 int pe_json_write_params(struct pe_buf *b, const struct pe_params *p);
 
+/* ---- gzip ---- */
+/* Append the gzip (RFC 1952) compression of data to out at level 1..12 (libdeflate's scale).
+ * 0, PE_ETOOBIG (out's maximum), PE_ENOMEM. */
+int pe_gzip(struct pe_buf *out, const void *data, size_t len, int level);
+
 /* ---- CSV ---- */
 int pe_csv_write(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err);
 

@@ -112,3 +112,24 @@ int pe_etag_matches(const char *inm, const char *etag)
 	}
 	return 0;
 }
+
+int pe_accepts_gzip(const char *ae)
+{
+	int star = 0, gzip = -1; /* -1: not listed; else its quality > 0 */
+	for (const char *p = ae; p && *p;) {
+		p = skip_ws(p);
+		const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+		const char *semi = memchr(p, ';', (size_t)(end - p));
+		const char *tend = semi ? semi : end;
+		while (tend > p && (tend[-1] == ' ' || tend[-1] == '\t'))
+			tend--;
+		size_t len = (size_t)(tend - p);
+		int q = semi ? parse_quality(semi + 1, end) : 1000;
+		if ((len == 4 && strncasecmp(p, "gzip", 4) == 0) || (len == 6 && strncasecmp(p, "x-gzip", 6) == 0))
+			gzip = q > 0;
+		else if (len == 1 && *p == '*')
+			star = q > 0;
+		p = comma ? comma + 1 : end;
+	}
+	return gzip >= 0 ? gzip : star;
+}

@@ -15,6 +15,10 @@
 int pe_negotiate_format(const char *format_param, const char *accept, unsigned offered, enum pe_format *out,
 			struct pe_err *err);
 
+/* Does Accept-Encoding (may be NULL) allow gzip? "gzip", "x-gzip" or "*" with q > 0, unless gzip
+ * itself is listed with q=0. */
+int pe_accepts_gzip(const char *accept_encoding);
+
 /* Does an If-None-Match header value match this strong etag (quoted, e.g. "\"abc\"")? Weak
  * comparison as RFC 9110 requires for If-None-Match; "*" matches anything. */
 int pe_etag_matches(const char *if_none_match, const char *etag);

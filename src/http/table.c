@@ -9,6 +9,7 @@
  * that holds a cache reference until MHD is done with it. */
 #include "http/internal.h"
 #include "http/negotiate.h"
+#include "http/output.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,14 +17,14 @@
 #include <string.h>
 
 #define KEY_MAX (PE_MAX_LIST * 26 + 4096)
-#define OFFERED (PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN))
+#define OFFERED                                                                                  \
+	(PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV))
 
 struct table_body {
 	char *data;
 	size_t len;
 	struct MHD_Response *shared;
-	enum pe_format fmt;
-	enum pe_dtype dt;
+	struct pe_out out;
 	char shape[160];
 	char etag[40];
 	char extra_name[32];
@@ -33,8 +34,7 @@ struct table_body {
 struct job {
 	struct pe_http *h;
 	struct pe_params params;
-	enum pe_dtype dt;
-	enum pe_format fmt;
+	struct pe_out out;
 	char etag[40];
 	size_t keylen;
 	char key[]; /* the cache key */
@@ -64,51 +64,19 @@ static void make_etag(const char *key, size_t len, char out[40])
 
 struct query {
 	struct pe_params *params;
-	const char *format, *dtype;
+	struct pe_out_query out;
 	struct pe_err *err;
 	int failed;
 };
 
-static int take_special(const char **slot, const char *key, const char *value, struct query *q)
-{
-	if (*slot) {
-		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s is given more than once", key);
-		return -1;
-	}
-	if (!value || !*value) {
-		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s has an empty value", key);
-		return -1;
-	}
-	*slot = value;
-	return 0;
-}
-
 static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
 	struct query *q = cls;
-	if (!strcmp(key, "format"))
-		return take_special(&q->format, key, value, q) == 0 ? MHD_YES : MHD_NO;
-	if (!strcmp(key, "dtype"))
-		return take_special(&q->dtype, key, value, q) == 0 ? MHD_YES : MHD_NO;
-	q->failed = pe_params_set(q->params, key, value ? value : "", q->err);
+	if (pe_out_is_param(key))
+		q->failed = pe_out_take(&q->out, key, value, q->err);
+	else
+		q->failed = pe_params_set(q->params, key, value ? value : "", q->err);
 	return q->failed ? MHD_NO : MHD_YES;
-}
-
-static int pick_dtype(const struct pe_table_def *def, const char *s, enum pe_format fmt, enum pe_dtype *dt,
-		      struct pe_err *err)
-{
-	if (def->fixed_dtype != PE_DTYPE_COUNT_) {
-		*dt = def->fixed_dtype;
-		if (s && strcmp(s, pe_dtype_name(*dt)) != 0)
-			return pe_err_set(err, PE_EINVAL, "dtype", "/v1/%s is always %s", def->name, pe_dtype_name(*dt));
-		return 0;
-	}
-	*dt = PE_F32;
-	if (s && (pe_dtype_parse(s, dt) != 0 || *dt == PE_I32))
-		return pe_err_set(err, PE_EINVAL, "dtype", "dtype must be one of: f32, f64, f16, bf16");
-	if (fmt == PE_FMT_NPY && *dt == PE_BF16)
-		return pe_err_set(err, PE_EINVAL, "dtype", "bf16 has no NumPy dtype; use format=bin");
-	return 0;
 }
 
 static int check_size(const struct pe_http *h, const struct pe_params *p, struct pe_err *err)
@@ -125,18 +93,15 @@ static int check_size(const struct pe_http *h, const struct pe_params *p, struct
 	return 0;
 }
 
-/* Parse and validate everything; fills params, dt, fmt. */
+/* Parse and validate everything; fills params and the output options. */
 static int parse_request(struct pe_http *h, struct MHD_Connection *conn, const struct pe_table_def *def,
-			 struct pe_params *p, enum pe_dtype *dt, enum pe_format *fmt, struct pe_err *err)
+			 struct pe_params *p, struct pe_out *o, struct pe_err *err)
 {
 	struct query q = {.params = p, .err = err};
 	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
 	if (q.failed)
 		return q.failed;
-	const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-	int rc = pe_negotiate_format(q.format, accept, OFFERED, fmt, err);
-	if (rc == 0)
-		rc = pick_dtype(def, q.dtype, *fmt, dt, err);
+	int rc = pe_out_resolve(o, &q.out, conn, def->fixed_dtype, OFFERED, err);
 	if (rc == 0)
 		rc = pe_params_finish(p, err);
 	if (rc == 0)
@@ -144,7 +109,7 @@ static int parse_request(struct pe_http *h, struct MHD_Connection *conn, const s
 	return rc;
 }
 
-static int make_key(const struct pe_params *p, enum pe_dtype dt, enum pe_format fmt, char *key, size_t cap)
+static int make_key(const struct pe_params *p, const struct pe_out *o, char *key, size_t cap)
 {
 	int n = snprintf(key, cap, "v1/%s?", p->def->name);
 	if (n < 0 || (size_t)n >= cap)
@@ -153,21 +118,20 @@ static int make_key(const struct pe_params *p, enum pe_dtype dt, enum pe_format 
 	if (c < 0)
 		return -1;
 	n += c;
-	int t = snprintf(key + n, cap - (size_t)n, "|%s|%s", pe_dtype_name(dt), pe_format_name(fmt));
-	return t < 0 || (size_t)t >= cap - (size_t)n ? -1 : n + t;
+	int t = pe_out_key(o, key + n, cap - (size_t)n);
+	return t < 0 ? -1 : n + t;
 }
 
 /* ---- responses ---- */
 
 static void add_table_headers(const struct table_body *b, struct MHD_Response *resp, const char *cache)
 {
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, pe_format_mime(b->fmt));
+	pe_out_headers(&b->out, resp);
 	MHD_add_response_header(resp, "X-PE-Shape", b->shape);
-	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(b->dt));
+	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(b->out.dt));
 	MHD_add_response_header(resp, "X-PE-Cache", cache);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, b->etag);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "public, max-age=31536000, immutable");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept");
 	if (b->extra[0])
 		MHD_add_response_header(resp, b->extra_name, b->extra);
 }
@@ -204,7 +168,7 @@ static enum MHD_Result serve_not_modified(struct req *r, struct MHD_Connection *
 		return MHD_NO;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, r->etag);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "public, max-age=31536000, immutable");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
 	pe_http_add_cors(r->h, conn, resp);
 	return pe_http_queue(r, conn, 304, resp);
 }
@@ -222,17 +186,16 @@ static void body_free_cb(void *cls)
  * the last connection sending it is done. */
 static void body_release_cb(void *value) { MHD_destroy_response(((struct table_body *)value)->shared); }
 
-/* Compute the table and encode it into out. bin is computed straight into the response buffer;
- * json and npy go through a scratch table (npy could skip that copy with a header-only writer). */
+/* Compute the table and encode it into out. Raw formats are computed straight into the response
+ * buffer; the others go through a scratch table. */
 static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, struct pe_err *err)
 {
 	int overflow, rc;
-	size_t n = pe_shape_count(s, &overflow), raw = n * pe_dtype_size(j->dt);
-	struct pe_tensor_view t = {.shape = *s, .dtype = j->dt};
-	if (j->fmt == PE_FMT_BIN) {
+	size_t n = pe_shape_count(s, &overflow), raw = n * pe_dtype_size(j->out.dt);
+	if (pe_out_raw_direct(&j->out)) {
 		if ((rc = pe_buf_reserve(out, raw)) != 0)
 			return pe_err_set(err, rc, "", "the response would exceed the size limit");
-		rc = pe_table_compute(&j->params, j->dt, out->data, err);
+		rc = pe_table_compute(&j->params, j->out.dt, out->data, err);
 		if (rc == 0)
 			out->len = raw;
 		return rc;
@@ -240,10 +203,10 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 	void *tmp = malloc(raw ? raw : 1);
 	if (!tmp)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	rc = pe_table_compute(&j->params, j->dt, tmp, err);
-	t.data = tmp;
+	rc = pe_table_compute(&j->params, j->out.dt, tmp, err);
+	struct pe_tensor_view t = {.shape = *s, .dtype = j->out.dt, .data = tmp};
 	if (rc == 0)
-		rc = j->fmt == PE_FMT_JSON ? pe_json_write_table(out, &j->params, &t, err) : pe_npy_write(out, &t, err);
+		rc = pe_out_encode(&j->out, &j->params, &t, out, err);
 	free(tmp);
 	return rc;
 }
@@ -253,8 +216,7 @@ static struct table_body *make_body(struct job *j, const struct pe_shape *s, str
 	struct table_body *b = calloc(1, sizeof *b);
 	if (!b)
 		return NULL;
-	b->fmt = j->fmt;
-	b->dt = j->dt;
+	b->out = j->out;
 	pe_shape_format(s, b->shape, sizeof b->shape);
 	memcpy(b->etag, j->etag, sizeof b->etag);
 	const struct pe_table_def *def = j->params.def;
@@ -300,8 +262,8 @@ static void job_run(void *arg)
 	job_free(j);
 }
 
-static struct job *job_new(struct pe_http *h, struct pe_params *p, enum pe_dtype dt, enum pe_format fmt,
-			   const char *key, size_t keylen, const char *etag)
+static struct job *job_new(struct pe_http *h, struct pe_params *p, const struct pe_out *o, const char *key,
+			   size_t keylen, const char *etag)
 {
 	struct job *j = malloc(sizeof *j + keylen + 1);
 	if (!j)
@@ -309,8 +271,7 @@ static struct job *job_new(struct pe_http *h, struct pe_params *p, enum pe_dtype
 	j->h = h;
 	j->params = *p; /* takes over the list allocations */
 	memset(p, 0, sizeof *p);
-	j->dt = dt;
-	j->fmt = fmt;
+	j->out = *o;
 	memcpy(j->etag, etag, sizeof j->etag);
 	memcpy(j->key, key, keylen + 1);
 	j->keylen = keylen;
@@ -320,10 +281,10 @@ static struct job *job_new(struct pe_http *h, struct pe_params *p, enum pe_dtype
 /* ---- the request ---- */
 
 /* A miss: this request computes. Submission failures fail the key, which answers every waiter. */
-static void start_job(struct pe_http *h, struct pe_params *p, enum pe_dtype dt, enum pe_format fmt, const char *key,
-		      size_t keylen, const char *etag)
+static void start_job(struct pe_http *h, struct pe_params *p, const struct pe_out *o, const char *key, size_t keylen,
+		      const char *etag)
 {
-	struct job *j = job_new(h, p, dt, fmt, key, keylen, etag);
+	struct job *j = job_new(h, p, o, key, keylen, etag);
 	int rc = j ? h->opt.hooks.submit(h->opt.hooks.ctx, job_run, j) : PE_ENOMEM;
 	if (rc != 0) {
 		if (j)
@@ -332,8 +293,8 @@ static void start_job(struct pe_http *h, struct pe_params *p, enum pe_dtype dt, 
 	}
 }
 
-static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, struct pe_params *p, enum pe_dtype dt,
-			      enum pe_format fmt, const char *key, size_t keylen)
+static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, struct pe_params *p,
+			      const struct pe_out *o, const char *key, size_t keylen)
 {
 	struct pe_http *h = r->h;
 	struct pe_err err = {0};
@@ -355,7 +316,7 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, struct
 	}
 	r->w = w;
 	if (rc == PE_CACHE_MISS)
-		start_job(h, p, dt, fmt, key, keylen, r->etag);
+		start_job(h, p, o, key, keylen, r->etag);
 	pe_waiter_suspend(w);
 	return MHD_YES;
 }
@@ -365,8 +326,7 @@ enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, con
 	struct pe_http *h = r->h;
 	struct pe_err err = {0};
 	struct pe_params p;
-	enum pe_dtype dt;
-	enum pe_format fmt;
+	struct pe_out o;
 	enum MHD_Result ret;
 	char *key = NULL;
 	pe_params_init(&p, def);
@@ -375,12 +335,12 @@ enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, con
 		ret = pe_http_problem(r, conn, &err);
 		goto out;
 	}
-	if (parse_request(h, conn, def, &p, &dt, &fmt, &err) != 0) {
+	if (parse_request(h, conn, def, &p, &o, &err) != 0) {
 		ret = pe_http_problem(r, conn, &err);
 		goto out;
 	}
 	key = malloc(KEY_MAX);
-	int keylen = key ? make_key(&p, dt, fmt, key, KEY_MAX) : -1;
+	int keylen = key ? make_key(&p, &o, key, KEY_MAX) : -1;
 	if (keylen < 0) {
 		pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
 		ret = pe_http_problem(r, conn, &err);
@@ -391,7 +351,7 @@ enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, con
 	if (inm && pe_etag_matches(inm, r->etag))
 		ret = serve_not_modified(r, conn);
 	else
-		ret = lookup(r, conn, &p, dt, fmt, key, (size_t)keylen);
+		ret = lookup(r, conn, &p, &o, key, (size_t)keylen);
 out:
 	free(key);
 	pe_params_destroy(&p);

@@ -79,6 +79,22 @@ START_TEST(etag_matching)
 }
 END_TEST
 
+START_TEST(gzip_acceptance)
+{
+	ck_assert(pe_accepts_gzip("gzip"));
+	ck_assert(pe_accepts_gzip("deflate, gzip;q=0.5, br"));
+	ck_assert(pe_accepts_gzip("x-gzip"));
+	ck_assert(pe_accepts_gzip("*"));
+	ck_assert(pe_accepts_gzip("GZIP"));
+	ck_assert(!pe_accepts_gzip(NULL));
+	ck_assert(!pe_accepts_gzip(""));
+	ck_assert(!pe_accepts_gzip("br, deflate"));
+	ck_assert(!pe_accepts_gzip("gzip;q=0"));
+	ck_assert(!pe_accepts_gzip("*, gzip;q=0"));
+	ck_assert(!pe_accepts_gzip("gzipx"));
+}
+END_TEST
+
 static Suite *negotiate_suite(void)
 {
 	Suite *s = suite_create("negotiate");
@@ -88,6 +104,7 @@ static Suite *negotiate_suite(void)
 	tcase_add_test(tc, not_acceptable);
 	tcase_add_test(tc, format_param_wins);
 	tcase_add_test(tc, etag_matching);
+	tcase_add_test(tc, gzip_acceptance);
 	suite_add_tcase(s, tc);
 	return s;
 }

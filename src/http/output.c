@@ -1,0 +1,97 @@
+/* Output options and encoding of tensor responses (see output.h). */
+#include "http/output.h"
+#include "http/negotiate.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int pe_out_is_param(const char *key) { return !strcmp(key, "format") || !strcmp(key, "dtype"); }
+
+int pe_out_take(struct pe_out_query *q, const char *key, const char *value, struct pe_err *err)
+{
+	const char **slot = !strcmp(key, "format") ? &q->format : &q->dtype;
+	if (*slot)
+		return pe_err_set(err, PE_EINVAL, key, "%s is given more than once", key);
+	if (!value || !*value)
+		return pe_err_set(err, PE_EINVAL, key, "%s has an empty value", key);
+	*slot = value;
+	return 0;
+}
+
+static int pick_dtype(const char *s, enum pe_dtype fixed, enum pe_format fmt, enum pe_dtype *dt, struct pe_err *err)
+{
+	if (fixed != PE_DTYPE_COUNT_) {
+		*dt = fixed;
+		if (s && strcmp(s, pe_dtype_name(fixed)) != 0)
+			return pe_err_set(err, PE_EINVAL, "dtype", "this table is always %s", pe_dtype_name(fixed));
+		return 0;
+	}
+	*dt = PE_F32;
+	if (s && (pe_dtype_parse(s, dt) != 0 || *dt == PE_I32))
+		return pe_err_set(err, PE_EINVAL, "dtype", "dtype must be one of: f32, f64, f16, bf16");
+	if (fmt == PE_FMT_NPY && *dt == PE_BF16)
+		return pe_err_set(err, PE_EINVAL, "dtype", "bf16 has no NumPy dtype; use format=bin");
+	return 0;
+}
+
+static int compressible(enum pe_format f) { return f == PE_FMT_JSON || f == PE_FMT_CSV; }
+
+int pe_out_resolve(struct pe_out *o, const struct pe_out_query *q, struct MHD_Connection *conn,
+		   enum pe_dtype fixed_dtype, unsigned offered, struct pe_err *err)
+{
+	const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	int rc = pe_negotiate_format(q->format, accept, offered, &o->fmt, err);
+	if (rc == 0)
+		rc = pick_dtype(q->dtype, fixed_dtype, o->fmt, &o->dt, err);
+	const char *ae = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	o->gzip = rc == 0 && compressible(o->fmt) && pe_accepts_gzip(ae);
+	return rc;
+}
+
+int pe_out_key(const struct pe_out *o, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "|%s|%s%s", pe_dtype_name(o->dt), pe_format_name(o->fmt), o->gzip ? "|gz" : "");
+	return n < 0 || (size_t)n >= cap ? -1 : n;
+}
+
+int pe_out_raw_direct(const struct pe_out *o) { return o->fmt == PE_FMT_BIN; }
+
+static int encode_plain(const struct pe_out *o, const struct pe_params *p, const struct pe_tensor_view *t,
+			struct pe_buf *out, struct pe_err *err)
+{
+	switch (o->fmt) {
+	case PE_FMT_JSON:
+		return p ? pe_json_write_table(out, p, t, err) : pe_json_write_data(out, t, err);
+	case PE_FMT_NPY:
+		return pe_npy_write(out, t, err);
+	case PE_FMT_BIN:
+		return pe_bin_write(out, t);
+	case PE_FMT_CSV:
+		return pe_csv_write(out, t, err);
+	default:
+		return pe_err_set(err, PE_ENOTACCEPT, "format", "format=%s is not offered here", pe_format_name(o->fmt));
+	}
+}
+
+int pe_out_encode(const struct pe_out *o, const struct pe_params *p, const struct pe_tensor_view *t,
+		  struct pe_buf *out, struct pe_err *err)
+{
+	if (!o->gzip)
+		return encode_plain(o, p, t, out, err);
+	struct pe_buf plain;
+	pe_buf_init(&plain, out->max);
+	int rc = encode_plain(o, p, t, &plain, err);
+	if (rc == 0 && (rc = pe_gzip(out, plain.data, plain.len, 6)) != 0)
+		pe_err_set(err, rc, "", "cannot compress the response");
+	pe_buf_destroy(&plain);
+	return rc;
+}
+
+void pe_out_headers(const struct pe_out *o, struct MHD_Response *resp)
+{
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, pe_format_mime(o->fmt));
+	if (o->gzip)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	/* format may come from Accept and gzip from Accept-Encoding, whatever this one's format is */
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
+}
