@@ -1,6 +1,9 @@
 /* JSON-lines logging (see log.h). A line is built whole and written with one fwrite under the
  * stdio lock, so lines from different threads never interleave. */
 #include "daemon/log.h"
+#include "http/http.h"
+
+#include <pthread.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,72 @@ static void utc_now(char *buf, size_t cap)
 	snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000);
 }
 
+static pthread_mutex_t access_lock = PTHREAD_MUTEX_INITIALIZER;
+static char access_buf[64 * 1024];
+static size_t access_len;
+
+static void flush_locked(void)
+{
+	if (!access_len)
+		return;
+	flockfile(stdout);
+	fwrite(access_buf, 1, access_len, stdout);
+	fflush(stdout);
+	funlockfile(stdout);
+	access_len = 0;
+}
+
+void pe_log_flush(void)
+{
+	pthread_mutex_lock(&access_lock);
+	flush_locked();
+	pthread_mutex_unlock(&access_lock);
+}
+
+/* JSON string body of s (without quotes), control and non-ASCII bytes escaped as \u00XX. */
+static size_t json_escape(char *dst, size_t cap, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+	for (; *s && n + 7 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			dst[n++] = '\\';
+			dst[n++] = (char)c;
+		} else if (c < 0x20 || c >= 0x7f) {
+			memcpy(dst + n, "\\u00", 4);
+			dst[n + 4] = hex[c >> 4];
+			dst[n + 5] = hex[c & 15];
+			n += 6;
+		} else
+			dst[n++] = (char)c;
+	}
+	return n;
+}
+
+void pe_log_request(const struct pe_http_request_info *info)
+{
+	char when[40], path[1100], rid[200], line[1600];
+	utc_now(when, sizeof when);
+	path[json_escape(path, sizeof path, info->path ? info->path : "")] = 0;
+	rid[json_escape(rid, sizeof rid, info->request_id ? info->request_id : "")] = 0;
+	const char *cache = info->cache_hit > 0 ? "hit" : info->cache_hit == 0 ? "miss" : "-";
+	int n = snprintf(line, sizeof line,
+			 "{\"time\":\"%s\",\"level\":\"info\",\"event\":\"request\",\"method\":\"%s\",\"path\":\"%s\","
+			 "\"status\":%d,\"bytes\":%llu,\"duration_ms\":%.3f,\"cache\":\"%s\",\"request_id\":\"%s\"}\n",
+			 when, info->method ? info->method : "-", path, info->status, (unsigned long long)info->bytes,
+			 info->seconds * 1e3, cache, rid);
+	if (n <= 0)
+		return;
+	size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+	pthread_mutex_lock(&access_lock);
+	if (access_len + len > sizeof access_buf)
+		flush_locked();
+	memcpy(access_buf + access_len, line, len);
+	access_len += len;
+	pthread_mutex_unlock(&access_lock);
+}
+
 void pe_log(enum pe_log_level level, const char *event, json_t *fields)
 {
 	if (!pe_log_enabled(level)) {
@@ -39,6 +108,7 @@ void pe_log(enum pe_log_level level, const char *event, json_t *fields)
 	json_decref(o);
 	if (!line)
 		return;
+	pe_log_flush(); /* keep event lines in order with the access lines before them */
 	flockfile(stdout);
 	fputs(line, stdout);
 	fputc('\n', stdout);

@@ -36,6 +36,7 @@ static void observe_hook(void *ctx, const struct pe_http_request_info *info)
 {
 	struct daemon *d = ctx;
 	pe_metrics_observe(d->metrics, info);
+	pe_log_request(info);
 }
 
 static int render_hook(void *ctx, struct pe_buf *out)
@@ -50,6 +51,7 @@ static void tick(void *arg)
 	struct pe_http *h = atomic_load(&d->http);
 	if (h)
 		pe_http_tick(h, 0);
+	pe_log_flush();
 }
 
 static struct pe_http *start_http(struct daemon *d, struct pe_err *err)

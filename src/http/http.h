@@ -32,7 +32,8 @@ const char *pe_http_route_name(int route);
 
 struct pe_http_request_info {
 	int route, status;
-	const char *method, *path;
+	const char *method, *path; /* path with the query string */
+	const char *request_id;    /* from X-Request-Id, or generated */
 	uint64_t bytes;
 	double seconds;
 	int cache_hit; /* 1 hit, 0 miss, -1 not a cached resource */

@@ -31,6 +31,8 @@ struct pe_http {
 	uint16_t port;
 	atomic_int draining;
 	atomic_size_t active; /* requests begun and not yet completed */
+	uint64_t rid_seed;
+	atomic_uint_fast64_t rid_counter;
 	int listen_fd; /* returned by MHD_quiesce_daemon, -1 before */
 	pthread_mutex_t wait_lock;
 	struct waiter waiting; /* list head */
@@ -45,7 +47,10 @@ struct req {
 	uint64_t bytes;
 	struct waiter *w;
 	char etag[40];
-	const char *path;
+	char method[8];
+	char path[512];          /* path and query, as logged (truncated past 511 bytes) */
+	char request_id[72];
+	int request_id_given;   /* the client sent X-Request-Id: every response must echo it */
 };
 
 double pe_http_now(void);

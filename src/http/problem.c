@@ -15,7 +15,7 @@ static void printable_copy(char *dst, const char *src, size_t cap)
 	dst[i] = 0;
 }
 
-struct MHD_Response *pe_problem_response(const struct pe_err *err, const char *allow, int *status)
+struct MHD_Response *pe_problem_response(const struct pe_err *err, const char *allow, int *status, size_t *len)
 {
 	char detail[PE_ERR_DETAIL_MAX], param[PE_ERR_PARAM_MAX];
 	printable_copy(detail, err->detail, sizeof detail);
@@ -34,8 +34,8 @@ struct MHD_Response *pe_problem_response(const struct pe_err *err, const char *a
 	json_decref(o);
 	if (!body)
 		return NULL;
-	size_t len = strlen(body);
-	struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, body, free);
+	*len = strlen(body);
+	struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(*len, body, free);
 	if (!r) {
 		free(body);
 		return NULL;

@@ -8,7 +8,7 @@
 #define PE_PROBLEM_TYPE_BASE "https://posenc.dev/problems/"
 
 /* A fresh response (caller queues and destroys it); *status gets the HTTP status. Adds Allow for
- * 405 (allow may be NULL) and Retry-After for 503. NULL only when out of memory. */
-struct MHD_Response *pe_problem_response(const struct pe_err *err, const char *allow, int *status);
+ * 405 (allow may be NULL) and Retry-After for 503; *len gets the body's length. NULL only when out of memory. */
+struct MHD_Response *pe_problem_response(const struct pe_err *err, const char *allow, int *status, size_t *len);
 
 #endif

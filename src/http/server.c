@@ -92,6 +92,7 @@ enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int st
 {
 	if (!resp)
 		return MHD_NO;
+	MHD_add_response_header(resp, "X-Request-Id", r->request_id);
 	r->status = status;
 	enum MHD_Result rc = MHD_queue_response(conn, (unsigned)status, resp);
 	MHD_destroy_response(resp);
@@ -101,7 +102,9 @@ enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int st
 enum MHD_Result pe_http_problem(struct req *r, struct MHD_Connection *conn, const struct pe_err *err)
 {
 	int status;
-	struct MHD_Response *resp = pe_problem_response(err, "GET, HEAD", &status);
+	size_t len = 0;
+	struct MHD_Response *resp = pe_problem_response(err, "GET, HEAD", &status, &len);
+	r->bytes = len;
 	if (resp)
 		pe_http_add_cors(r->h, conn, resp);
 	return pe_http_queue(r, conn, status, resp);
@@ -258,6 +261,9 @@ static enum MHD_Result serve_metrics(struct req *r, struct MHD_Connection *conn)
 
 static enum MHD_Result serve_openapi(struct req *r, struct MHD_Connection *conn)
 {
+	if (r->request_id_given)
+		return pe_http_queue(r, conn, 200,
+				     text_response(r->h->opt.openapi, r->h->opt.openapi_len, "application/yaml", 0));
 	r->status = 200;
 	return MHD_queue_response(conn, 200, r->h->openapi);
 }
@@ -310,6 +316,56 @@ static enum MHD_Result dispatch(struct req *r, struct MHD_Connection *conn, cons
 	}
 }
 
+/* ---- request identity ---- */
+
+static int printable_token(const char *s, size_t max)
+{
+	size_t n = 0;
+	for (; s[n]; n++)
+		if (n >= max || s[n] <= 0x20 || s[n] >= 0x7f || s[n] == '"' || s[n] == '\\')
+			return 0;
+	return n > 0;
+}
+
+/* The client's X-Request-Id when it is a sane token (≤ 64 printable bytes), else a new one:
+ * 16 hex digits from a per-process random seed and a counter (unique, not guessable in order). */
+static void assign_request_id(struct pe_http *h, struct req *r, struct MHD_Connection *conn)
+{
+	const char *given = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+	if (given && printable_token(given, 64)) {
+		snprintf(r->request_id, sizeof r->request_id, "%s", given);
+		r->request_id_given = 1;
+		return;
+	}
+	uint64_t x = h->rid_seed + 0x9e3779b97f4a7c15ull * (atomic_fetch_add(&h->rid_counter, 1) + 1);
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	snprintf(r->request_id, sizeof r->request_id, "%016llx", (unsigned long long)x);
+}
+
+/* Path and query as the client asked, for the log (MHD has already split and decoded them). */
+static enum MHD_Result append_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct req *r = cls;
+	size_t len = strlen(r->path);
+	snprintf(r->path + len, sizeof r->path - len, "%s%s%s%s", strchr(r->path, '?') ? "&" : "?", key,
+		 value ? "=" : "", value ? value : "");
+	return MHD_YES;
+}
+
+static void begin_request(struct pe_http *h, struct req *r, struct MHD_Connection *conn, const char *url,
+			  const char *method)
+{
+	r->h = h;
+	r->t0 = pe_http_now();
+	r->cache_hit = -1;
+	snprintf(r->method, sizeof r->method, "%s", method);
+	snprintf(r->path, sizeof r->path, "%s", url);
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, append_arg, r);
+	assign_request_id(h, r, conn);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_data_size,
 				  void **con_cls)
@@ -320,10 +376,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r = calloc(1, sizeof *r);
 		if (!r)
 			return MHD_NO;
-		r->h = h;
-		r->t0 = pe_http_now();
-		r->cache_hit = -1;
-		r->path = url;
+		begin_request(h, r, conn, url, method);
 		*con_cls = r;
 		atomic_fetch_add(&h->active, 1);
 		/* Answer on a later call, once MHD has read the whole request: a response queued on the
@@ -350,8 +403,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		struct pe_http_request_info info = {
 			.route = r->route,
 			.status = r->status ? r->status : (ci ? (int)ci->http_status : 0),
-			.method = "GET",
+			.method = r->method,
 			.path = r->path,
+			.request_id = r->request_id,
 			.bytes = r->bytes,
 			.seconds = pe_http_now() - r->t0,
 			.cache_hit = r->cache_hit,
@@ -426,6 +480,7 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 		goto fail;
 	}
 	h->port = bound_port(h->mhd);
+	h->rid_seed = ((uint64_t)getpid() << 32) ^ (uint64_t)(pe_http_now() * 1e9);
 	h->listen_fd = -1;
 	return h;
 fail:

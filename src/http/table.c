@@ -144,7 +144,7 @@ static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, s
 	struct table_body *b = pe_cache_value(e);
 	r->cache_hit = hit;
 	r->bytes = b->len;
-	if (hit && pe_http_cors_static(r->h)) {
+	if (hit && pe_http_cors_static(r->h) && !r->request_id_given) {
 		r->status = 200;
 		enum MHD_Result rc = MHD_queue_response(conn, 200, b->shared);
 		pe_cache_release(e);
