@@ -4,10 +4,10 @@
  *
  *   exact  double: w_k = 1.0 / pow(base, (double)(step*k) / den), angle = pos * w_k, sin/cos within
  *          1 ulp (the kernel table), exactly the operations of a float64 NumPy reference.
- *   hf     PyTorch float32: w_k = 1.0f / powf((float)base, (float)(step*k) / (float)den),
- *          angle = (float)pos * w_k rounded to float, sin/cos of that float angle rounded to float.
- *          PyTorch's vectorised powf (SLEEF) differs from glibc's powf by 1 ulp for about one
- *          frequency in sixty; glibc's is what PyTorch's scalar loop and non-AVX2 builds use. */
+ *   hf     PyTorch float32: w_k = 1.0f / powf((float)base, (float)(step*k) / (float)den) with powf
+ *          as PyTorch's AVX2 kernels compute it (SLEEF for blocks of 16, glibc for the tail: the two
+ *          differ in the last bit for about one exponent in sixty), angle = (float)pos * w_k rounded
+ *          to float, sin/cos of that float angle rounded to float (within 1 ulp of torch's). */
 #ifndef PE_CORE_ANGLES_H
 #define PE_CORE_ANGLES_H
 

@@ -1,0 +1,230 @@
+/* Known-answer test helpers: read a tests/data/<dir>/cases.json manifest written by
+ * tests/ref/kat.py, drive a table through the core exactly as a client's query would (find, init,
+ * set every key=value, finish, shape, compute), and track ulp distances per comparison.
+ *
+ * Header-only (static inline) so that any test program can include it without a Makefile change:
+ * the test link line names one support object, pe_check.o. Every failure is a check assertion. */
+#ifndef PE_TEST_KAT_H
+#define PE_TEST_KAT_H
+
+#include "posenc/core.h"
+#include "support/pe_check.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pe_kat {
+	char dir[256];
+	json_t *root, *cases;
+};
+
+static inline void pe_kat_load(struct pe_kat *k, const char *dir)
+{
+	char path[300];
+	json_error_t jerr;
+	snprintf(k->dir, sizeof k->dir, "%s", dir);
+	snprintf(path, sizeof path, "%s/cases.json", dir);
+	k->root = json_load_file(path, 0, &jerr);
+	ck_assert_msg(k->root != NULL, "%s: %s (line %d)", path, jerr.text, jerr.line);
+	k->cases = json_object_get(k->root, "cases");
+	ck_assert_msg(json_array_size(k->cases) > 0, "%s: no cases", path);
+}
+
+static inline void pe_kat_free(struct pe_kat *k)
+{
+	json_decref(k->root);
+	k->root = k->cases = NULL;
+}
+
+static inline size_t pe_kat_count(const struct pe_kat *k) { return json_array_size(k->cases); }
+static inline json_t *pe_kat_case(const struct pe_kat *k, size_t i) { return json_array_get(k->cases, i); }
+static inline int pe_kat_has(json_t *c, const char *field) { return json_object_get(c, field) != NULL; }
+
+static inline const char *pe_kat_str(json_t *c, const char *field)
+{
+	const char *s = json_string_value(json_object_get(c, field));
+	ck_assert_msg(s != NULL, "cases.json: case without \"%s\"", field);
+	return s;
+}
+
+/* The case's shape; returns its element count. */
+static inline size_t pe_kat_shape(json_t *c, struct pe_shape *s)
+{
+	json_t *a = json_object_get(c, "shape");
+	size_t n = 1;
+	memset(s, 0, sizeof *s);
+	s->rank = (int)json_array_size(a);
+	ck_assert_int_gt(s->rank, 0);
+	ck_assert_int_le(s->rank, PE_MAX_RANK);
+	for (int i = 0; i < s->rank; i++) {
+		s->dim[i] = (size_t)json_integer_value(json_array_get(a, (size_t)i));
+		n *= s->dim[i];
+	}
+	ck_assert_uint_gt(n, 0);
+	return n;
+}
+
+/* The file named by the case's field (e.g. "ref_f64"), which must hold exactly `bytes` bytes. */
+static inline void *pe_kat_file(const struct pe_kat *k, json_t *c, const char *field, size_t bytes)
+{
+	char path[600];
+	size_t len;
+	snprintf(path, sizeof path, "%s/%s", k->dir, pe_kat_str(c, field));
+	void *p = pe_test_read_file(path, &len);
+	ck_assert_msg(len == bytes, "%s: %zu bytes, expected %zu", path, len, bytes);
+	return p;
+}
+
+/* Set every key=value of query on p; returns the first error (err filled) or 0. */
+static inline int pe_kat_set_query(struct pe_params *p, const char *query, struct pe_err *err)
+{
+	char *q = strdup(query), *save = NULL;
+	int rc = 0;
+	ck_assert_ptr_nonnull(q);
+	for (char *kv = strtok_r(q, "&", &save); kv && rc == 0; kv = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(kv, '=');
+		ck_assert_msg(eq != NULL, "%s: no '=' in '%s'", query, kv);
+		*eq = 0;
+		rc = pe_params_set(p, kv, eq + 1, err);
+	}
+	free(q);
+	return rc;
+}
+
+/* Parse and validate a query for a table (init, set, finish); returns 0 or the error code with
+ * err filled. p must be destroyed by the caller either way. */
+static inline int pe_kat_params(struct pe_params *p, const char *table, const char *query, struct pe_err *err)
+{
+	const struct pe_table_def *def = pe_table_find(table);
+	ck_assert_msg(def != NULL, "no table %s", table);
+	pe_params_init(p, def);
+	pe_err_clear(err);
+	int rc = pe_kat_set_query(p, query, err);
+	return rc ? rc : pe_params_finish(p, err);
+}
+
+/* Compute a table for a valid query as dtype dt; its shape must equal want. Caller frees. */
+static inline void *pe_kat_run(const char *table, const char *query, enum pe_dtype dt, const struct pe_shape *want)
+{
+	struct pe_params p;
+	struct pe_err err;
+	int rc = pe_kat_params(&p, table, query, &err);
+	ck_assert_msg(rc == 0, "/v1/%s?%s rejected: %s: %s", table, query, err.param, err.detail);
+	struct pe_shape s;
+	int overflow;
+	ck_assert_int_eq(pe_table_shape(&p, &s), 0);
+	ck_assert_int_eq(s.rank, want->rank);
+	for (int i = 0; i < s.rank; i++)
+		ck_assert_msg(s.dim[i] == want->dim[i], "%s: axis %d is %zu, expected %zu", query, i, s.dim[i], want->dim[i]);
+	size_t n = pe_shape_count(&s, &overflow);
+	void *out = malloc(n * pe_dtype_size(dt));
+	ck_assert_ptr_nonnull(out);
+	rc = pe_table_compute(&p, dt, out, &err);
+	ck_assert_msg(rc == 0, "/v1/%s?%s: %s", table, query, err.detail);
+	pe_params_destroy(&p);
+	return out;
+}
+
+/* The query must be refused with PE_EINVAL naming param (err.param) and mentioning it in the detail. */
+static inline void pe_kat_rejects(const char *table, const char *query, const char *param)
+{
+	struct pe_params p;
+	struct pe_err err;
+	int rc = pe_kat_params(&p, table, query, &err);
+	pe_params_destroy(&p);
+	ck_assert_msg(rc == PE_EINVAL, "/v1/%s?%s: accepted (rc %d), expected an error naming %s", table, query, rc,
+		      param);
+	ck_assert_msg(strcmp(err.param, param) == 0, "/v1/%s?%s: error names '%s', expected '%s' (%s)", table, query,
+		      err.param, param, err.detail);
+	ck_assert_msg(strstr(err.detail, param) != NULL, "/v1/%s?%s: detail does not mention %s: %s", table, query,
+		      param, err.detail);
+}
+
+/* Force kernel path i (0 scalar, 1 AVX2); 0 when the CPU lacks it (the caller skips, said on stderr). */
+static inline int pe_kat_use_isa(int i)
+{
+	if (i == 0) {
+		ck_assert_int_eq(pe_isa_force(PE_ISA_SCALAR), 0);
+		return 1;
+	}
+	if (pe_isa_force(PE_ISA_AVX2) != 0) {
+		fprintf(stderr, "no AVX2+FMA on this CPU: AVX2 path not tested\n");
+		return 0;
+	}
+	return 1;
+}
+
+/* Element i of a float buffer of dtype dt, as double. */
+static inline double pe_kat_get(enum pe_dtype dt, const void *buf, size_t i)
+{
+	switch (dt) {
+	case PE_F64:
+		return ((const double *)buf)[i];
+	case PE_F32:
+		return ((const float *)buf)[i];
+	case PE_F16:
+		return pe_f16_to_f32(((const uint16_t *)buf)[i]);
+	case PE_BF16:
+		return pe_bf16_to_f32(((const uint16_t *)buf)[i]);
+	default:
+		return ((const int32_t *)buf)[i];
+	}
+}
+
+/* Ordered distance of two 16-bit sign-magnitude floats (f16 or bf16), in ulps. */
+static inline uint64_t pe_kat_ulp16(uint16_t a, uint16_t b)
+{
+	int32_t x = (a & 0x8000) ? -(int32_t)(a & 0x7fff) : (int32_t)(a & 0x7fff);
+	int32_t y = (b & 0x8000) ? -(int32_t)(b & 0x7fff) : (int32_t)(b & 0x7fff);
+	return (uint64_t)(x > y ? x - y : y - x);
+}
+
+/* Ulps between element i of buf (dtype dt) and the double ref rounded once to dt. */
+static inline uint64_t pe_kat_ulp(enum pe_dtype dt, const void *buf, size_t i, double ref)
+{
+	switch (dt) {
+	case PE_F64:
+		return pe_ulp_f64(((const double *)buf)[i], ref);
+	case PE_F32:
+		return pe_ulp_f32(((const float *)buf)[i], (float)ref);
+	case PE_F16:
+		return pe_kat_ulp16(((const uint16_t *)buf)[i], pe_f64_to_f16(ref));
+	case PE_BF16:
+		return pe_kat_ulp16(((const uint16_t *)buf)[i], pe_f64_to_bf16(ref));
+	default:
+		return ((const int32_t *)buf)[i] == (int32_t)ref ? 0 : UINT64_MAX;
+	}
+}
+
+/* The largest ulp distance of one comparison over many cases, with where it happened. */
+struct pe_kat_max {
+	const char *what;
+	uint64_t max, differ, count;
+	char where[160];
+};
+
+static inline void pe_kat_max_add(struct pe_kat_max *m, uint64_t ulps, const char *query, size_t i)
+{
+	if (ulps > m->max || m->count == 0) {
+		m->max = ulps;
+		snprintf(m->where, sizeof m->where, "%.120s [%zu]", query, i);
+	}
+	m->differ += ulps != 0;
+	m->count++;
+}
+
+/* Print the measured maximum (so accuracy regressions show before a bound fails) and check it. */
+static inline void pe_kat_max_check(const struct pe_kat_max *m, uint64_t bound)
+{
+	fprintf(stderr, "%-7s %-40s max %llu ulp (bound %llu), %llu of %llu differ; worst %s\n", pe_isa_name(), m->what,
+		(unsigned long long)m->max, (unsigned long long)bound, (unsigned long long)m->differ,
+		(unsigned long long)m->count, m->where);
+	ck_assert_msg(m->count > 0, "%s: nothing compared", m->what);
+	ck_assert_msg(m->max <= bound, "%s: %llu ulp > %llu at %s (%s path)", m->what, (unsigned long long)m->max,
+		      (unsigned long long)bound, m->where, pe_isa_name());
+}
+
+#endif
