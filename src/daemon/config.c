@@ -74,6 +74,8 @@ static const struct key keys[] = {
 	STR(cors_origins, 0, "allowed CORS origins: comma-separated list or *; empty: no CORS"),
 	ENUM(log_level, level_names, "least severe message logged"),
 	INT(shutdown_timeout, 0, 3600, "seconds SIGTERM waits for in-flight work"),
+	STR(tls_cert, 0, "PEM certificate (chain) file for HTTPS; empty: plain HTTP"),
+	STR(tls_key, 0, "PEM private key file for HTTPS (with tls_cert)"),
 };
 
 #define NKEYS (sizeof keys / sizeof keys[0])

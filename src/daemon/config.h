@@ -31,6 +31,8 @@ struct pe_config {
 	char cors_origins[1024];       /* comma list or "*" */
 	enum pe_log_level log_level;
 	int64_t shutdown_timeout;      /* seconds SIGTERM waits for in-flight work */
+	char tls_cert[4096];           /* PEM certificate chain file; "" = plain HTTP */
+	char tls_key[4096];            /* PEM private key file (required with tls_cert) */
 };
 
 /* Load defaults, then --config, environment and argv (argv[0] is skipped). envp may be NULL (then

@@ -24,6 +24,7 @@ struct daemon {
 	struct pe_metrics *metrics;
 	struct pe_pool *pool;
 	struct pe_http *_Atomic http;
+	char *tls_cert, *tls_key;
 };
 
 static int submit_hook(void *ctx, void (*work)(void *), void *arg)
@@ -54,6 +55,36 @@ static void tick(void *arg)
 	pe_log_flush();
 }
 
+/* A whole small file (PEM) as a NUL-terminated string; NULL with err naming key on failure. */
+static char *read_pem(const char *path, const char *key, struct pe_err *err)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = f ? malloc(1 << 20) : NULL;
+	size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	if (!buf || n == 0 || n == (1 << 20) - 1) {
+		free(buf);
+		pe_err_set(err, PE_EINVAL, key, "config: %s: cannot read %.200s", key, path);
+		return NULL;
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+static int load_tls(struct daemon *d, struct pe_err *err)
+{
+	const struct pe_config *c = &d->cfg;
+	if (!c->tls_cert[0] && !c->tls_key[0])
+		return 0;
+	if (!c->tls_cert[0] || !c->tls_key[0])
+		return pe_err_set(err, PE_EINVAL, c->tls_cert[0] ? "tls_key" : "tls_cert",
+				  "config: tls_cert and tls_key must be given together");
+	d->tls_cert = read_pem(c->tls_cert, "tls_cert", err);
+	d->tls_key = d->tls_cert ? read_pem(c->tls_key, "tls_key", err) : NULL;
+	return d->tls_key ? 0 : PE_EINVAL;
+}
+
 static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 {
 	const struct pe_config *c = &d->cfg;
@@ -68,6 +99,8 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.connection_timeout_s = (unsigned)c->connection_timeout,
 		.job_timeout_s = (unsigned)c->job_timeout,
 		.cors_origins = c->cors_origins,
+		.tls_cert_pem = d->tls_cert,
+		.tls_key_pem = d->tls_key,
 		.openapi = pe_asset_openapi_yaml,
 		.openapi_len = PE_ASSET_LEN(pe_asset_openapi_yaml),
 		.cache = d->cache,
@@ -122,9 +155,9 @@ static void drain(struct daemon *d, struct pe_http *h)
 static void log_start(const struct daemon *d, uint16_t port)
 {
 	pe_log(PE_LOG_INFO, "start",
-	       json_pack("{s:s, s:s, s:i, s:I, s:I, s:s}", "version", PE_VERSION, "bind", d->cfg.bind, "port",
+	       json_pack("{s:s, s:s, s:i, s:I, s:I, s:s, s:b}", "version", PE_VERSION, "bind", d->cfg.bind, "port",
 			 (int)port, "workers", (json_int_t)d->cfg.workers, "cache_bytes",
-			 (json_int_t)d->cfg.cache_bytes, "isa", pe_isa_name()));
+			 (json_int_t)d->cfg.cache_bytes, "isa", pe_isa_name(), "tls", d->tls_cert != NULL));
 }
 
 int main(int argc, char **argv)
@@ -139,6 +172,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pe_log_set_level(d.cfg.log_level);
+	if (load_tls(&d, &err) != 0) {
+		fprintf(stderr, "posencd: %s\n", err.detail);
+		return 2;
+	}
 	block_signals();
 	d.cache = pe_cache_new((size_t)d.cfg.cache_bytes);
 	d.metrics = pe_metrics_new();
@@ -162,6 +199,8 @@ int main(int argc, char **argv)
 	pe_http_stop(h);
 	pe_cache_free(d.cache);
 	pe_metrics_free(d.metrics);
+	free(d.tls_cert);
+	free(d.tls_key);
 	pe_log(PE_LOG_INFO, "stop", NULL);
 	return 0;
 }

@@ -55,6 +55,7 @@ struct pe_http_options {
 	uint64_t max_elements, max_body_bytes, max_response_bytes;
 	unsigned max_connections, max_connections_per_ip, connection_timeout_s, job_timeout_s;
 	const char *cors_origins;   /* "*" or a comma list */
+	const char *tls_cert_pem, *tls_key_pem; /* PEM text (NUL-terminated); NULL = plain HTTP */
 	const char *openapi;        /* the document served at /openapi.yaml */
 	size_t openapi_len;
 	struct pe_cache *cache;

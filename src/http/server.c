@@ -442,6 +442,18 @@ static int make_addr(const char *bind, uint16_t port, struct sockaddr_storage *s
 	return pe_err_set(err, PE_EINVAL, "bind", "bind is not an IP address literal");
 }
 
+/* HTTPS through libmicrohttpd's GnuTLS backend when a certificate is configured. */
+static struct MHD_OptionItem *tls_options(const struct pe_http_options *opt, struct MHD_OptionItem items[3])
+{
+	int n = 0;
+	if (opt->tls_cert_pem && opt->tls_key_pem) {
+		items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)opt->tls_cert_pem};
+		items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)opt->tls_key_pem};
+	}
+	items[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+	return items;
+}
+
 static uint16_t bound_port(struct MHD_Daemon *d)
 {
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -464,7 +476,8 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 	int ipv6 = 0;
 	if (!h->cors_origins || !h->openapi || make_addr(opt->bind, opt->port, &ss, &ipv6, err) != 0)
 		goto fail;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
+	struct MHD_OptionItem tls[3];
+	unsigned flags = (opt->tls_cert_pem ? MHD_USE_TLS : 0) | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
 			 MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
 	h->mhd = MHD_start_daemon(flags, opt->port, NULL, NULL, on_request, h,
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -474,9 +487,14 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 				  MHD_OPTION_CONNECTION_TIMEOUT, opt->connection_timeout_s,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+				  MHD_OPTION_ARRAY, tls_options(opt, tls),
 				  MHD_OPTION_END);
 	if (!h->mhd) {
-		pe_err_set(err, PE_EIO, "port", "cannot listen on %s port %u", opt->bind, (unsigned)opt->port);
+		if (opt->tls_cert_pem)
+			pe_err_set(err, PE_EIO, "tls_cert", "cannot start HTTPS on %s port %u: port in use, or tls_cert / "
+				   "tls_key not a valid PEM certificate and key", opt->bind, (unsigned)opt->port);
+		else
+			pe_err_set(err, PE_EIO, "port", "cannot listen on %s port %u", opt->bind, (unsigned)opt->port);
 		goto fail;
 	}
 	h->port = bound_port(h->mhd);

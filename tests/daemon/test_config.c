@@ -76,6 +76,8 @@ static void expect_defaults(const struct pe_config *c)
 	ck_assert_str_eq(c->cors_origins, "*");
 	ck_assert_int_eq(c->log_level, PE_LOG_INFO);
 	ck_assert_int_eq(c->shutdown_timeout, 30);
+	ck_assert_str_eq(c->tls_cert, "");
+	ck_assert_str_eq(c->tls_key, "");
 }
 
 START_TEST(defaults_are_the_literal_values)
@@ -100,7 +102,7 @@ START_TEST(defaults_match_config_file)
 	json_error_t jerr;
 	json_t *root = json_load_file("config/posenc.json", 0, &jerr);
 	ck_assert_msg(root != NULL, "config/posenc.json: %s", jerr.text);
-	ck_assert_uint_eq(json_object_size(root), 16);
+	ck_assert_uint_eq(json_object_size(root), 18);
 #define INT_EQ(f) ck_assert_int_eq(cfg.f, json_integer_value(json_object_get(root, #f)))
 #define STR_EQ(f) ck_assert_str_eq(cfg.f, json_string_value(json_object_get(root, #f)))
 	INT_EQ(port);
@@ -117,6 +119,8 @@ START_TEST(defaults_match_config_file)
 	INT_EQ(job_timeout);
 	STR_EQ(auth_token);
 	STR_EQ(cors_origins);
+	STR_EQ(tls_cert);
+	STR_EQ(tls_key);
 	ck_assert_str_eq(pe_log_level_name(cfg.log_level),
 			 json_string_value(json_object_get(root, "log_level")));
 	INT_EQ(shutdown_timeout);

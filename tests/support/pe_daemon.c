@@ -130,7 +130,10 @@ void pe_request(const struct pe_daemon *d, const char *method, const char *path,
 		const void *body, size_t body_len, struct pe_resp *r)
 {
 	char url[4096];
-	snprintf(url, sizeof url, "http://127.0.0.1:%d%s", d->port, path);
+	if (d->cainfo)
+		snprintf(url, sizeof url, "https://localhost:%d%s", d->port, path);
+	else
+		snprintf(url, sizeof url, "http://127.0.0.1:%d%s", d->port, path);
 	CURL *c = curl_easy_init();
 	ck_assert_ptr_nonnull(c);
 	struct sink b = {0}, h = {0};
@@ -151,6 +154,8 @@ void pe_request(const struct pe_daemon *d, const char *method, const char *path,
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, sink_write);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, &h);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	if (d->cainfo)
+		curl_easy_setopt(c, CURLOPT_CAINFO, d->cainfo);
 	CURLcode rc = curl_easy_perform(c);
 	ck_assert_msg(rc == CURLE_OK, "request %s failed: %s", path, curl_easy_strerror(rc));
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);

@@ -10,6 +10,7 @@ struct pe_daemon {
 	pid_t pid;
 	int port;
 	char log_path[256];
+	const char *cainfo; /* set to a CA/certificate file to speak HTTPS to localhost */
 };
 
 /* argv_extra: NULL-terminated extra arguments (e.g. "--workers", "1", NULL), may be NULL.
