@@ -2,7 +2,7 @@
  * and the canonical key. Shared by the HTTP layer and the CLI so both validate identically.
  *
  * Integers accept only an optional '-' and decimal digits (no '+', exponents or spaces) and must
- * fit in 64 bits; reals are finite decimals (exponents allowed, no hex, NaN or Inf). */
+ * fit in 64 bits; reals are finite decimals (exponents allowed; no leading '+', hex, NaN or Inf). */
 #include "posenc/core.h"
 
 #include <errno.h>
@@ -62,7 +62,7 @@ static int parse_int(const char *s, int64_t *out)
 static int parse_real(const char *s, size_t len, double *out)
 {
 	char tmp[64];
-	if (len == 0 || len >= sizeof tmp)
+	if (len == 0 || len >= sizeof tmp || s[0] == '+')
 		return -1;
 	for (size_t i = 0; i < len; i++)
 		if (!strchr("0123456789.eE+-", s[i]))

@@ -69,9 +69,19 @@ struct query {
 	int failed;
 };
 
-static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				 const char *value, size_t value_size)
 {
 	struct query *q = cls;
+	/* MHD decodes %00 into a NUL: C strings would silently cut the value there */
+	if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
+		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s contains a NUL byte", key);
+		return MHD_NO;
+	}
+	if (!*key) {
+		q->failed = pe_err_set(q->err, PE_EINVAL, "", "a query parameter has an empty name");
+		return MHD_NO;
+	}
 	if (pe_out_is_param(key))
 		q->failed = pe_out_take(&q->out, key, value, q->err);
 	else
@@ -98,7 +108,7 @@ static int parse_request(struct pe_http *h, struct MHD_Connection *conn, const s
 			 struct pe_params *p, struct pe_out *o, struct pe_err *err)
 {
 	struct query q = {.params = p, .err = err};
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
 	if (q.failed)
 		return q.failed;
 	int rc = pe_out_resolve(o, &q.out, conn, def->fixed_dtype, OFFERED, err);

@@ -225,7 +225,17 @@ START_TEST(errors_are_problems)
 		{"/v1/sinusoidal?len=4&dim=5&variant=concat", 400, "dim"},
 		{"/v1/sinusoidal?len=4&dim=4&variant=rope", 400, "variant"},
 		{"/v1/sinusoidal?len=1073741824&dim=65536", 413, "len"},
+		{"/v1/sinusoidal?len=5%00abc&dim=2", 400, "len"},
+		{"/v1/sinusoidal?len=%2B5&dim=2", 400, "len"},
+		{"/v1/sinusoidal?len=5&dim=2&base=%2B1e4", 400, "base"},
+		{"/v1/sinusoidal?len=1e3&dim=2", 400, "len"},
+		{"/v1/sinusoidal?len=18446744073709551617&dim=2", 400, "len"},
+		{"/v1/sinusoidal?len=%zz&dim=2", 400, "len"},
+		{"/v1/sinusoidal?len=2&dim=2&base=inf", 400, "base"},
+		{"/v1/sinusoidal?len=2&dim=", 400, "dim"},
+		{"/v1/sinusoidal?len=2&dim=2&format=npy&format=bin", 400, "format"},
 		{"/v1/nope", 404, NULL},
+		{"/v1//sinusoidal?len=1&dim=1", 404, NULL},
 		{"/v1/sinusoidal/", 404, NULL},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
