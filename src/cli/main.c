@@ -1,0 +1,73 @@
+/* posenc: the offline command-line tool. `posenc PATH [--param value]... [-o FILE]` computes the
+ * table GET /v1/PATH would serve and writes it to stdout or FILE.
+ *
+ * This file only sequences the steps (see cli.h) and owns the exit status: 0 on success, 2 when
+ * the command line or a parameter is wrong (the HTTP 4xx cases), 1 for everything else (I/O, out
+ * of memory). Every failure is one line on stderr, "posenc: --param: detail", and nothing is
+ * written to stdout or FILE, because the table is computed and encoded in full before writing. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int exit_status(int code)
+{
+	return code == PE_EINVAL || code == PE_ETOOBIG || code == PE_ENOTFOUND ? 2 : 1;
+}
+
+static int report(const struct pe_err *err, int code)
+{
+	const char *detail = err->detail[0] ? err->detail : pe_err_title(code);
+	if (!err->param[0])
+		fprintf(stderr, "posenc: %s\n", detail);
+	else
+		fprintf(stderr, "posenc: %s%s: %s\n", err->param[1] ? "--" : "-", err->param, detail);
+	return exit_status(code);
+}
+
+/* --help / --version win over everything else on the line; table parameters are not checked. */
+static int help(const struct cli_args *a, struct pe_err *err)
+{
+	if (a->version) {
+		cli_help_version(stdout);
+	} else if (a->path) {
+		const struct pe_table_def *def = cli_table_lookup(a->path);
+		if (!def)
+			return pe_err_set(err, PE_ENOTFOUND, "", "unknown table '%.60s' (posenc --help lists them)",
+					  a->path);
+		cli_help_table(stdout, def);
+	} else {
+		cli_help_main(stdout);
+	}
+	return fflush(stdout) == 0 ? 0 : pe_err_set(err, PE_EIO, "", "cannot write to standard output");
+}
+
+static int run(const struct cli_args *a, struct pe_err *err)
+{
+	struct cli_request r;
+	struct cli_bytes out = {0};
+	int rc = cli_request_init(&r, a, err);
+	if (rc == 0)
+		rc = cli_render(&r, &out, err);
+	if (rc == 0)
+		rc = cli_output_write(a->output, out.data, out.len, err);
+	free(out.data);
+	cli_request_destroy(&r);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_args a;
+	struct pe_err err = {0};
+	int rc = cli_args_parse(argc, argv, &a, &err);
+	if (rc == 0 && (a.help || a.version))
+		rc = help(&a, &err);
+	else if (rc == 0 && !a.path)
+		rc = pe_err_set(&err, PE_EINVAL, "", "no table given: posenc PATH [--param value]... "
+						     "(posenc --help lists the tables)");
+	else if (rc == 0)
+		rc = run(&a, &err);
+	cli_args_destroy(&a);
+	return rc == 0 ? 0 : report(&err, rc);
+}

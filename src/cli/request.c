@@ -1,0 +1,135 @@
+/* From parsed arguments to a validated request, in the order GET /v1/<table> uses
+ * (src/http/table.c): every parameter through pe_params_set in the order given, then the format,
+ * the dtype, pe_params_finish, and the size bound, all before anything large is allocated. So a
+ * command line fails exactly when the same query string would, naming the same parameter.
+ *
+ * Format, when --format is not given, comes from the -o file's extension (.json .npy .csv .bin,
+ * any case) and is otherwise json, the HTTP default: what lands on a terminal and what goes
+ * into a pipe are the same bytes. png is an HTTP format the CLI does not write. */
+#include "cli/cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define CLI_FORMATS (1u << PE_FMT_JSON | 1u << PE_FMT_NPY | 1u << PE_FMT_BIN | 1u << PE_FMT_CSV)
+
+const struct pe_table_def *cli_table_lookup(const char *path)
+{
+	if (!strncmp(path, "/v1/", 4))
+		path += 4;
+	else if (!strncmp(path, "v1/", 3))
+		path += 3;
+	return pe_table_find(path);
+}
+
+static int format_from_name(const char *file, enum pe_format *fmt)
+{
+	const char *slash = strrchr(file, '/'), *dot = strrchr(file, '.');
+	if (!dot || (slash && dot < slash))
+		return -1;
+	for (int f = 0; f < PE_FMT_COUNT_; f++)
+		if ((CLI_FORMATS >> f & 1) && !strcasecmp(dot + 1, pe_format_name((enum pe_format)f))) {
+			*fmt = (enum pe_format)f;
+			return 0;
+		}
+	return -1;
+}
+
+static int pick_format(const char *s, const char *output, enum pe_format *fmt, struct pe_err *err)
+{
+	if (!s) {
+		if (!output || !strcmp(output, "-") || format_from_name(output, fmt) != 0)
+			*fmt = PE_FMT_JSON;
+		return 0;
+	}
+	if (pe_format_parse(s, fmt) != 0 || !(CLI_FORMATS >> *fmt & 1))
+		return pe_err_set(err, PE_EINVAL, "format", "format must be one of: json, npy, bin, csv");
+	return 0;
+}
+
+/* As the HTTP layer: integer tables have one dtype; bf16 has no npy spelling. */
+static int pick_dtype(const struct pe_table_def *def, const char *s, enum pe_format fmt, enum pe_dtype *dt,
+		      struct pe_err *err)
+{
+	if (def->fixed_dtype != PE_DTYPE_COUNT_) {
+		*dt = def->fixed_dtype;
+		if (s && strcmp(s, pe_dtype_name(*dt)) != 0)
+			return pe_err_set(err, PE_EINVAL, "dtype", "%s is always %s", def->name, pe_dtype_name(*dt));
+		return 0;
+	}
+	*dt = PE_F32;
+	if (s && (pe_dtype_parse(s, dt) != 0 || *dt == PE_I32))
+		return pe_err_set(err, PE_EINVAL, "dtype", "dtype must be one of: f32, f64, f16, bf16");
+	if (fmt == PE_FMT_NPY && *dt == PE_BF16)
+		return pe_err_set(err, PE_EINVAL, "dtype", "bf16 has no NumPy dtype; use --format bin (raw bf16) or --dtype f32");
+	return 0;
+}
+
+static int parse_max_elements(const char *s, size_t *out, struct pe_err *err)
+{
+	*out = CLI_DEFAULT_MAX_ELEMENTS;
+	if (!s)
+		return 0;
+	for (const char *c = s; *c; c++)
+		if (!isdigit((unsigned char)*c))
+			return pe_err_set(err, PE_EINVAL, "max-elements", "max-elements must be a positive integer");
+	errno = 0;
+	unsigned long long v = strtoull(s, NULL, 10);
+	if (errno == ERANGE || v == 0 || v > SIZE_MAX)
+		return pe_err_set(err, PE_EINVAL, "max-elements", "max-elements must be between 1 and %zu",
+				  (size_t)SIZE_MAX);
+	*out = (size_t)v;
+	return 0;
+}
+
+/* Like the HTTP 413, the error names the table's first parameter (the usual size driver). */
+static int check_size(struct cli_request *r, size_t max, struct pe_err *err)
+{
+	const struct pe_table_def *def = r->params.def;
+	const char *param = def->nparams > 0 ? def->params[0].name : "max-elements";
+	int overflow, rc = pe_table_shape(&r->params, &r->shape);
+	if (rc != 0)
+		return pe_err_set(err, rc, "", "cannot size this table");
+	r->count = pe_shape_count(&r->shape, &overflow);
+	char dims[PE_MAX_RANK * 21 + 1];
+	pe_shape_format(&r->shape, dims, sizeof dims);
+	if (overflow || r->count > SIZE_MAX / pe_dtype_size(r->dt))
+		return pe_err_set(err, PE_ETOOBIG, param, "the table [%s] has more elements than fit in memory", dims);
+	if (r->count > max)
+		return pe_err_set(err, PE_ETOOBIG, param, "the table [%s] would have %zu elements, more than "
+				  "--max-elements %zu", dims, r->count, max);
+	return 0;
+}
+
+int cli_request_init(struct cli_request *r, const struct cli_args *a, struct pe_err *err)
+{
+	memset(r, 0, sizeof *r);
+	const struct pe_table_def *def = cli_table_lookup(a->path);
+	if (!def)
+		return pe_err_set(err, PE_ENOTFOUND, "", "unknown table '%.60s' (posenc --help lists them)", a->path);
+	pe_params_init(&r->params, def);
+	int rc = 0;
+	for (size_t i = 0; i < a->nkv && rc == 0; i++)
+		rc = pe_params_set(&r->params, a->kv[i].key, a->kv[i].value, err);
+	size_t max = 0;
+	if (rc == 0)
+		rc = parse_max_elements(a->max_elements, &max, err);
+	if (rc == 0)
+		rc = pick_format(a->format, a->output, &r->fmt, err);
+	if (rc == 0)
+		rc = pick_dtype(def, a->dtype, r->fmt, &r->dt, err);
+	if (rc == 0)
+		rc = pe_params_finish(&r->params, err);
+	if (rc == 0)
+		rc = check_size(r, max, err);
+	return rc;
+}
+
+void cli_request_destroy(struct cli_request *r)
+{
+	if (r->params.def)
+		pe_params_destroy(&r->params);
+}
