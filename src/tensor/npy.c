@@ -85,6 +85,8 @@ static size_t padded_len(size_t dict_len)
 	return unpadded + (ALIGN - unpadded % ALIGN);
 }
 
+/* The whole preamble, magic through the final '\n': the offset of the data, a multiple of 64.
+ * 0 when npy cannot hold the view (bf16, bad rank). */
 size_t pe_npy_header_len(const struct pe_tensor_view *t)
 {
 	char dict[DICT_MAX];

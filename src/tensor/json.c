@@ -1,0 +1,362 @@
+/* JSON output: the table document of the contract, its nested "data" array and the canonical
+ * parameters object, written straight into a pe_buf.
+ *
+ * This is the hot path of the default format (a 512x768 f32 table is 393,216 numbers), so it does
+ * not build a jansson tree (jansson prints %.17g and allocates per value). The buffer is reserved
+ * once up front from a per-dtype bound on the number width (clamped to the buffer's max), and the
+ * numbers are printed by pe_fmt_elem straight at a write pointer held in locals; only when fewer
+ * than PE_NUM_MAX + 1 bytes are left does a number go through a scratch array and an exact append,
+ * so the buffer's max is enforced to the byte, not against the estimate. Values are checked for
+ * NaN/Infinity in one pass before anything is written (JSON has no spelling for them: that is
+ * PE_EINTERNAL, a table should never hold one). Output is compact: no spaces, no newline. On any
+ * error the buffer is put back to the length it had on entry. */
+#include "posenc/tensor.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the write cursor ---- */
+
+/* p and end mirror b->data + b->len and b->data + b->cap between syncs. */
+struct out {
+	struct pe_buf *b;
+	char *p, *end;
+};
+
+static void out_open(struct out *o, struct pe_buf *b)
+{
+	o->b = b;
+	o->p = b->data + b->len;
+	o->end = b->data + b->cap;
+}
+
+static void out_sync(struct out *o) { o->b->len = (size_t)(o->p - o->b->data); }
+
+/* Make room for n more bytes; may move the buffer. */
+static int out_room(struct out *o, size_t n)
+{
+	if ((size_t)(o->end - o->p) >= n)
+		return 0;
+	out_sync(o);
+	int rc = pe_buf_reserve(o->b, n);
+	out_open(o, o->b);
+	return rc;
+}
+
+static int out_put(struct out *o, const char *s, size_t n)
+{
+	int rc = out_room(o, n);
+	if (rc != 0)
+		return rc;
+	memcpy(o->p, s, n);
+	o->p += n;
+	return 0;
+}
+
+static int out_char(struct out *o, char c) { return out_put(o, &c, 1); }
+
+/* One element, preceded by `sep` when it is not 0. */
+static int out_elem(struct out *o, const struct pe_tensor_view *t, size_t i, char sep)
+{
+	char tmp[PE_NUM_MAX + 1];
+	size_t n = 0;
+	if (sep)
+		tmp[n++] = sep;
+	n += pe_fmt_elem(t, i, tmp + n);
+	return out_put(o, tmp, n);
+}
+
+/* ---- checks shared by the writers ---- */
+
+/* Index of the first NaN or infinity (all exponent bits set), or count if there is none. One
+ * tight loop per element width: this pass runs over every table before it is printed. */
+static size_t first_nonfinite(const struct pe_tensor_view *t, size_t count)
+{
+	const unsigned char *d = t->data;
+	size_t i = 0;
+	if (t->dtype == PE_F32) {
+		for (uint32_t w; i < count; i++)
+			if (memcpy(&w, d + 4 * i, 4), (w & 0x7f800000u) == 0x7f800000u)
+				break;
+	} else if (t->dtype == PE_F64) {
+		for (uint64_t w; i < count; i++)
+			if (memcpy(&w, d + 8 * i, 8), (w & 0x7ff0000000000000ull) == 0x7ff0000000000000ull)
+				break;
+	} else if (t->dtype == PE_F16 || t->dtype == PE_BF16) {
+		uint16_t m = t->dtype == PE_F16 ? 0x7c00 : 0x7f80;
+		for (uint16_t w; i < count; i++)
+			if (memcpy(&w, d + 2 * i, 2), (w & m) == m)
+				break;
+	} else {
+		i = count; /* i32 */
+	}
+	return i;
+}
+
+/* Element count of a writable view, or an error (bad rank or dtype, overflow, NaN/Infinity). */
+static int check_view(const struct pe_tensor_view *t, size_t *count, struct pe_err *err)
+{
+	int overflow;
+	if (t->shape.rank < 0 || t->shape.rank > PE_MAX_RANK || pe_dtype_size(t->dtype) == 0)
+		return pe_err_set(err, PE_EINTERNAL, "", "JSON: invalid view (rank %d, dtype %d)", t->shape.rank,
+				  (int)t->dtype);
+	*count = pe_shape_count(&t->shape, &overflow);
+	if (overflow)
+		return pe_err_set(err, PE_ETOOBIG, "", "JSON: the shape has more elements than fit in memory");
+	size_t bad = first_nonfinite(t, *count);
+	if (bad < *count)
+		return pe_err_set(err, PE_EINTERNAL, "",
+				  "element %zu is not finite and has no JSON representation", bad);
+	return 0;
+}
+
+/* ---- the nested data array ---- */
+
+/* Widest shortest form per dtype plus a comma ("-1.17549435e-38," for f32): only an estimate of
+ * the space to reserve; the writers never rely on it. */
+static size_t elem_width(enum pe_dtype dt)
+{
+	switch (dt) {
+	case PE_F64:
+		return 25;
+	case PE_F32:
+		return 16;
+	default:
+		return 12;
+	}
+}
+
+static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+static size_t sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
+
+/* Bytes the data array will take at most (saturating): elements plus brackets and commas. */
+static size_t data_estimate(const struct pe_tensor_view *t, size_t count)
+{
+	size_t est = sat_mul(count, elem_width(t->dtype)), lists = 1;
+	for (int k = 0; k + 1 < t->shape.rank; k++) {
+		lists = sat_mul(lists, t->shape.dim[k]);
+		est = sat_add(est, sat_mul(lists, 3));
+	}
+	return sat_add(est, 16);
+}
+
+/* One innermost list: n elements from `start`. The fast path prints at a local pointer. */
+static int write_row(struct out *o, const struct pe_tensor_view *t, size_t start, size_t n)
+{
+	int rc = out_char(o, '[');
+	char *p = o->p, *end = o->end;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if ((size_t)(end - p) > PE_NUM_MAX) {
+			if (i)
+				*p++ = ',';
+			p += pe_fmt_elem(t, start + i, p);
+			continue;
+		}
+		o->p = p;
+		rc = out_elem(o, t, start + i, i ? ',' : 0);
+		p = o->p;
+		end = o->end;
+	}
+	o->p = p;
+	return rc ? rc : out_char(o, ']');
+}
+
+/* The lists of axis `level` and below; *next is the index of the next element to print. */
+static int write_level(struct out *o, const struct pe_tensor_view *t, int level, size_t *next)
+{
+	size_t n = t->shape.dim[level];
+	if (level == t->shape.rank - 1) {
+		int rc = write_row(o, t, *next, n);
+		*next += n;
+		return rc;
+	}
+	int rc = out_char(o, '[');
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (i)
+			rc = out_char(o, ',');
+		if (rc == 0)
+			rc = write_level(o, t, level + 1, next);
+	}
+	return rc ? rc : out_char(o, ']');
+}
+
+/* The data of a checked view; a rank-0 view is a bare number. */
+static int write_data(struct pe_buf *b, const struct pe_tensor_view *t, size_t count)
+{
+	size_t est = data_estimate(t, count), left = b->max - b->len;
+	int rc = pe_buf_reserve(b, est < left ? est : left);
+	if (rc != 0)
+		return rc;
+	struct out o;
+	out_open(&o, b);
+	size_t next = 0;
+	rc = t->shape.rank == 0 ? out_elem(&o, t, 0, 0) : write_level(&o, t, 0, &next);
+	out_sync(&o);
+	return rc;
+}
+
+static int size_error(struct pe_err *err, int rc, const struct pe_buf *b)
+{
+	if (rc == PE_ETOOBIG)
+		return pe_err_set(err, rc, "", "the JSON output exceeds the limit of %zu bytes", b->max);
+	return pe_err_set(err, rc, "", "out of memory writing JSON");
+}
+
+int pe_json_write_data(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err)
+{
+	size_t count, start = b->len;
+	int rc = check_view(t, &count, err);
+	if (rc != 0)
+		return rc;
+	rc = write_data(b, t, count);
+	if (rc != 0) {
+		b->len = start;
+		return size_error(err, rc, b);
+	}
+	return 0;
+}
+
+/* ---- small values: strings, reals, the params object ---- */
+
+/* A JSON string: '"' and '\\' escaped, control bytes as \u00XX, other bytes (UTF-8) as they are. */
+static int put_string(struct pe_buf *b, const char *s)
+{
+	int rc = pe_buf_append(b, "\"", 1);
+	for (const char *c = s; rc == 0 && *c; c++) {
+		unsigned char u = (unsigned char)*c;
+		if (u == '"' || u == '\\')
+			rc = pe_buf_printf(b, "\\%c", u);
+		else if (u < 0x20)
+			rc = pe_buf_printf(b, "\\u%04x", u);
+		else
+			rc = pe_buf_append(b, c, 1);
+	}
+	return rc ? rc : pe_buf_append(b, "\"", 1);
+}
+
+/* "key": */
+static int put_key(struct pe_buf *b, const char *key)
+{
+	int rc = put_string(b, key);
+	return rc ? rc : pe_buf_append(b, ":", 1);
+}
+
+static int put_real(struct pe_buf *b, double x)
+{
+	char tmp[PE_NUM_MAX];
+	if (!isfinite(x))
+		return PE_EINTERNAL;
+	return pe_buf_append(b, tmp, pe_fmt_f64(x, tmp));
+}
+
+static int put_list(struct pe_buf *b, const double *v, size_t n)
+{
+	int rc = pe_buf_append(b, "[", 1);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (i)
+			rc = pe_buf_append(b, ",", 1);
+		if (rc == 0)
+			rc = put_real(b, v[i]);
+	}
+	return rc ? rc : pe_buf_append(b, "]", 1);
+}
+
+static int put_value(struct pe_buf *b, const struct pe_param_spec *sp, const struct pe_param_val *v)
+{
+	switch (sp->type) {
+	case PE_PT_INT:
+	case PE_PT_BOOL:
+		return pe_buf_printf(b, "%lld", (long long)v->i);
+	case PE_PT_REAL:
+		return put_real(b, v->r);
+	case PE_PT_ENUM:
+		return put_string(b, sp->choices[v->i]);
+	case PE_PT_LIST:
+		return put_list(b, v->list, v->nlist);
+	}
+	return PE_EINTERNAL;
+}
+
+static int write_params(struct pe_buf *b, const struct pe_params *p)
+{
+	int rc = pe_buf_append(b, "{", 1), first = 1;
+	for (int i = 0; i < p->def->nparams && rc == 0; i++) {
+		if (!p->v[i].set)
+			continue;
+		if (!first)
+			rc = pe_buf_append(b, ",", 1);
+		first = 0;
+		if (rc == 0)
+			rc = put_key(b, p->def->params[i].name);
+		if (rc == 0)
+			rc = put_value(b, &p->def->params[i], &p->v[i]);
+	}
+	return rc ? rc : pe_buf_append(b, "}", 1);
+}
+
+int pe_json_write_params(struct pe_buf *b, const struct pe_params *p)
+{
+	size_t start = b->len;
+	int rc = write_params(b, p);
+	if (rc != 0)
+		b->len = start;
+	return rc;
+}
+
+/* ---- the table document ---- */
+
+/* Everything before "data": encoding, params, shape, dtype and the table's extra scalar. */
+static int write_head(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t)
+{
+	int rc = pe_buf_append(b, "{", 1);
+	if (rc == 0 && p) {
+		rc = put_key(b, "encoding");
+		if (rc == 0)
+			rc = put_string(b, p->def->name);
+		if (rc == 0)
+			rc = pe_buf_puts(b, ",\"params\":");
+		if (rc == 0)
+			rc = write_params(b, p);
+		if (rc == 0)
+			rc = pe_buf_append(b, ",", 1);
+	}
+	if (rc == 0)
+		rc = pe_buf_puts(b, "\"shape\":[");
+	for (int k = 0; k < t->shape.rank && rc == 0; k++)
+		rc = pe_buf_printf(b, "%s%zu", k ? "," : "", t->shape.dim[k]);
+	if (rc == 0)
+		rc = pe_buf_printf(b, "],\"dtype\":\"%s\",", pe_dtype_name(t->dtype));
+	if (rc == 0 && p && p->def->extra_name && p->def->extra) {
+		rc = put_key(b, p->def->extra_name);
+		if (rc == 0)
+			rc = put_real(b, p->def->extra(p));
+		if (rc == 0)
+			rc = pe_buf_append(b, ",", 1);
+	}
+	return rc ? rc : pe_buf_puts(b, "\"data\":");
+}
+
+int pe_json_write_table(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t,
+			struct pe_err *err)
+{
+	size_t count, start = b->len;
+	int rc = check_view(t, &count, err);
+	if (rc != 0)
+		return rc;
+	rc = write_head(b, p, t);
+	if (rc == PE_EINTERNAL) {
+		b->len = start;
+		return pe_err_set(err, rc, "", "a parameter or %s is not finite",
+				  p && p->def->extra_name ? p->def->extra_name : "extra value");
+	}
+	if (rc == 0)
+		rc = write_data(b, t, count);
+	if (rc == 0)
+		rc = pe_buf_append(b, "}", 1);
+	if (rc != 0) {
+		b->len = start;
+		return size_error(err, rc, b);
+	}
+	return 0;
+}
