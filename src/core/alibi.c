@@ -19,7 +19,7 @@
 #include <stdlib.h>
 
 #define MAX_HEADS 65536.0
-#define MAX_BIAS 1024.0
+#define MAX_BIAS 64.0
 #define CHUNK 1024 /* bias values built in double before rounding into the output */
 
 enum { MASK_NONE, MASK_CAUSAL };
