@@ -65,6 +65,16 @@ struct pe_table_def {
 	/* Optional scalar reported beside the table (RoPE attention_scaling); NULL if none. */
 	const char *extra_name;
 	double (*extra)(const struct pe_params *p);
+	/* Transforms (POST /v1/<name>, e.g. "rope/apply") leave shape and compute NULL and set these.
+	 * out_shape: the result's shape for an input shape, or PE_EINVAL naming what does not fit
+	 * (odd rotary dim, axis out of range, heads mismatch...). apply: out from x, both of the
+	 * working dtype x->dtype (PE_F32 or PE_F64: float32 arithmetic, float64 for f64 input);
+	 * out->data may be x->data when the shapes are equal, so kernels must allow in-place.
+	 * final_dt is the dtype the result will be rounded to (masks use its lowest finite value). */
+	int (*out_shape)(const struct pe_params *p, const struct pe_shape *in, struct pe_shape *out,
+			 struct pe_err *err);
+	int (*apply)(const struct pe_params *p, const struct pe_tensor_mut *x, struct pe_tensor_mut *out,
+		     enum pe_dtype final_dt, struct pe_err *err);
 };
 
 struct pe_params {
@@ -72,9 +82,11 @@ struct pe_params {
 	struct pe_param_val v[PE_MAX_PARAMS];
 };
 
-/* Registry. */
+/* Registry: tables (GET) and transforms (POST), by path without "/v1/". */
 const struct pe_table_def *pe_table_find(const char *name);
 const struct pe_table_def *const *pe_table_all(size_t *n);
+const struct pe_table_def *pe_transform_find(const char *name);
+const struct pe_table_def *const *pe_transform_all(size_t *n);
 
 void pe_params_init(struct pe_params *p, const struct pe_table_def *def);
 void pe_params_destroy(struct pe_params *p);
@@ -82,6 +94,9 @@ void pe_params_destroy(struct pe_params *p);
  * PE_EINVAL with err->param = key. */
 int pe_params_set(struct pe_params *p, const char *key, const char *value, struct pe_err *err);
 int pe_params_finish(struct pe_params *p, struct pe_err *err);
+/* Set in `to` (initialised for its own table) every parameter the client gave in `from` that
+ * `to`'s table also has, with the same value: how a transform builds the table it applies. */
+int pe_params_derive(const struct pe_params *from, struct pe_params *to, struct pe_err *err);
 /* Index of a parameter in the table's spec, or -1. */
 int pe_param_index(const struct pe_table_def *def, const char *name);
 
@@ -97,6 +112,13 @@ const double *pe_param_list(const struct pe_params *p, const char *name, size_t 
 int pe_params_canonical(const struct pe_params *p, char *buf, size_t cap);
 
 int pe_table_shape(const struct pe_params *p, struct pe_shape *s);
+/* Transforms: see out_shape / apply above. */
+int pe_transform_shape(const struct pe_params *p, const struct pe_shape *in, struct pe_shape *out,
+		       struct pe_err *err);
+int pe_transform_apply(const struct pe_params *p, const struct pe_tensor_mut *x, struct pe_tensor_mut *out,
+		       enum pe_dtype final_dt, struct pe_err *err);
+/* Working dtype of a transform for an input dtype: PE_F64 for f64, else PE_F32. */
+enum pe_dtype pe_transform_work_dtype(enum pe_dtype in);
 int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err);
 
 /* SIMD dispatch: chosen once at first use from the CPU (AVX2+FMA) unless the environment variable

@@ -19,6 +19,13 @@ struct pe_shape {
 	size_t dim[PE_MAX_RANK];
 };
 
+/* A tensor the caller may write: the working form of transforms. */
+struct pe_tensor_mut {
+	struct pe_shape shape;
+	enum pe_dtype dtype;
+	void *data;
+};
+
 size_t pe_dtype_size(enum pe_dtype dt);
 const char *pe_dtype_name(enum pe_dtype dt); /* "f32", "f64", "f16", "bf16", "i32" */
 int pe_dtype_parse(const char *s, enum pe_dtype *out); /* 0 or PE_EINVAL */

@@ -58,10 +58,12 @@ size_t pe_fmt_elem(const struct pe_tensor_view *t, size_t i, char *buf);
 /* ---- npy (NumPy format) ---- */
 /* Version 1.0 header + data. bf16 has no NumPy dtype: PE_EINVAL naming "dtype". */
 int pe_npy_write(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err);
-/* Header length (with padding) that pe_npy_write will produce for this shape and dtype. */
+/* Header length (with padding: the offset where data starts, a multiple of 64) that pe_npy_write
+ * will produce for this shape and dtype; 0 for bf16. */
 size_t pe_npy_header_len(const struct pe_tensor_view *t);
 /* Parse a whole .npy file held in memory (versions 1.0, 2.0, 3.0). On success the view borrows
- * data. max_elements bounds the declared count. Errors are PE_EBODY with a detail. */
+ * data, which may be unaligned when a hand-made header has an odd length. max_elements bounds the
+ * declared count (PE_ETOOBIG past it); other errors are PE_EBODY with a detail. */
 int pe_npy_parse(const void *data, size_t len, size_t max_elements, struct pe_tensor_view *out,
 		 struct pe_err *err);
 
@@ -77,6 +79,12 @@ int pe_json_write_table(struct pe_buf *b, const struct pe_params *p, const struc
 			struct pe_err *err);
 /* Only the nested "data" array. */
 int pe_json_write_data(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err);
+/* A JSON tensor body: a bare nested array of numbers, or {"shape":[...],"data":[...]} (data
+ * nested or flat). Rectangular and finite; the count is checked against max_elements before the
+ * float64 buffer out->data (caller frees) is allocated. Errors: PE_EBODY / PE_ETOOBIG naming
+ * "body" or "shape". */
+int pe_json_tensor_parse(const void *data, size_t len, size_t max_elements, struct pe_tensor_mut *out,
+			 struct pe_err *err);
 /* The canonical parameters as a JSON object (ints as integers, reals shortest, enums as strings). */
 int pe_json_write_params(struct pe_buf *b, const struct pe_params *p);
 

@@ -315,3 +315,39 @@ int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, str
 				  pe_dtype_name(p->def->fixed_dtype));
 	return p->def->compute(p, dt, out, err);
 }
+
+int pe_transform_shape(const struct pe_params *p, const struct pe_shape *in, struct pe_shape *out,
+		       struct pe_err *err)
+{
+	memset(out, 0, sizeof *out);
+	return p->def->out_shape(p, in, out, err);
+}
+
+int pe_transform_apply(const struct pe_params *p, const struct pe_tensor_mut *x, struct pe_tensor_mut *out,
+		       enum pe_dtype final_dt, struct pe_err *err)
+{
+	if (x->dtype != PE_F32 && x->dtype != PE_F64)
+		return pe_err_set(err, PE_EINTERNAL, "", "transforms work in f32 or f64");
+	return p->def->apply(p, x, out, final_dt, err);
+}
+
+enum pe_dtype pe_transform_work_dtype(enum pe_dtype in) { return in == PE_F64 ? PE_F64 : PE_F32; }
+
+int pe_params_derive(const struct pe_params *from, struct pe_params *to, struct pe_err *err)
+{
+	char *buf = malloc(PE_MAX_LIST * 26 + 64);
+	if (!buf)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	int rc = 0;
+	for (int i = 0; i < from->def->nparams && rc == 0; i++) {
+		const struct pe_param_spec *sp = &from->def->params[i];
+		if (!from->v[i].given || pe_param_index(to->def, sp->name) < 0)
+			continue;
+		if (canonical_value(sp, &from->v[i], buf, PE_MAX_LIST * 26 + 64) < 0)
+			rc = pe_err_set(err, PE_EINTERNAL, sp->name, "cannot copy %s", sp->name);
+		else
+			rc = pe_params_set(to, sp->name, buf, err);
+	}
+	free(buf);
+	return rc;
+}

@@ -1,4 +1,4 @@
-/* The registry of every table the service and the CLI know, by path without "/v1/". */
+/* The registry of every table and transform the service and the CLI know, by path without "/v1/". */
 #include "core/tables.h"
 
 #include <string.h>
@@ -15,16 +15,34 @@ static const struct pe_table_def *const all[] = {
 	&pe_table_relative_xl,
 };
 
+static const struct pe_table_def *const transforms[] = {
+	&pe_transform_sinusoidal_apply,
+	&pe_transform_alibi_apply,
+};
+
+static const struct pe_table_def *find_in(const struct pe_table_def *const *list, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(list[i]->name, name) == 0)
+			return list[i];
+	return NULL;
+}
+
+const struct pe_table_def *const *pe_transform_all(size_t *n)
+{
+	*n = sizeof transforms / sizeof transforms[0];
+	return transforms;
+}
+
+const struct pe_table_def *pe_transform_find(const char *name)
+{
+	return find_in(transforms, sizeof transforms / sizeof transforms[0], name);
+}
+
 const struct pe_table_def *const *pe_table_all(size_t *n)
 {
 	*n = sizeof all / sizeof all[0];
 	return all;
 }
 
-const struct pe_table_def *pe_table_find(const char *name)
-{
-	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-		if (strcmp(all[i]->name, name) == 0)
-			return all[i];
-	return NULL;
-}
+const struct pe_table_def *pe_table_find(const char *name) { return find_in(all, sizeof all / sizeof all[0], name); }

@@ -16,7 +16,9 @@ enum waiter_state { W_NEW, W_SUSPENDED, W_DONE, W_EXPIRED };
 struct waiter {
 	atomic_int refs;
 	int state;
-	struct pe_cache_entry *entry; /* result when state == W_DONE and code == 0 */
+	struct pe_cache_entry *entry; /* a table's result when state == W_DONE and code == 0 */
+	void *result;                 /* or a transform's (freed with result_free if never served) */
+	void (*result_free)(void *);
 	int code;
 	double deadline;
 	struct pe_http *h;
@@ -50,10 +52,19 @@ struct req {
 	char method[8];
 	char path[512];          /* path and query, as logged (truncated past 511 bytes) */
 	char request_id[72];
+	const char *allow;       /* Allow header for a 405 (default "GET, HEAD") */
+	/* Set while suspended: what answers when the connection resumes. */
+	enum MHD_Result (*on_resume)(struct req *r, struct MHD_Connection *conn);
+	/* Requests with a body (transforms): collected here, bounded by max_body_bytes. */
+	const struct pe_table_def *transform;
+	struct pe_buf body;
+	int body_too_big, answered;
 	int request_id_given;   /* the client sent X-Request-Id: every response must echo it */
 };
 
 double pe_http_now(void);
+/* Metric route label index of a table or transform. */
+int pe_http_def_route(const struct pe_table_def *def);
 
 /* Queue a response and record its status; destroys resp. */
 enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int status,
@@ -67,8 +78,15 @@ int pe_http_cors_static(const struct pe_http *h); /* 1 when the CORS headers are
 struct waiter *pe_waiter_new(struct pe_http *h, struct MHD_Connection *conn);
 void pe_waiter_unref(struct waiter *w);
 void pe_waiter_ready_cb(void *arg, struct pe_cache_entry *entry, int code); /* the cache callback */
+/* Complete w with a result (or code != 0) from any thread; drops the completer's reference. */
+void pe_waiter_complete(struct waiter *w, struct pe_cache_entry *entry, void *result, int code);
 /* Suspend conn until w completes (or resume at once if it already has). */
 void pe_waiter_suspend(struct waiter *w);
+
+/* Transforms (transform.c). */
+/* Decide on the first call whether the body is wanted: answers 413 / 415 at once when not. */
+enum MHD_Result pe_transform_begin(struct req *r, struct MHD_Connection *conn);
+enum MHD_Result pe_transform_request(struct req *r, struct MHD_Connection *conn);
 
 /* Tables (table.c). */
 enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, const struct pe_table_def *def);

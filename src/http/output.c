@@ -61,7 +61,7 @@ static int encode_plain(const struct pe_out *o, const struct pe_params *p, const
 {
 	switch (o->fmt) {
 	case PE_FMT_JSON:
-		return p ? pe_json_write_table(out, p, t, err) : pe_json_write_data(out, t, err);
+		return pe_json_write_table(out, p, t, err); /* p NULL: no encoding/params fields */
 	case PE_FMT_NPY:
 		return pe_npy_write(out, t, err);
 	case PE_FMT_BIN:

@@ -23,21 +23,29 @@ static const char *const route_names[] = {
 #undef PE_HTTP_ROUTE_NAME_
 };
 
+/* Route labels past PE_ROUTE_TABLE0: the tables of the registry, then its transforms. */
 const char *pe_http_route_name(int route)
 {
-	size_t n;
-	const struct pe_table_def *const *all = pe_table_all(&n);
-	if (route >= PE_ROUTE_TABLE0 && (size_t)(route - PE_ROUTE_TABLE0) < n)
-		return all[route - PE_ROUTE_TABLE0]->name;
-	return route >= 0 && route < PE_ROUTE_TABLE0 ? route_names[route] : "other";
+	size_t nt, nx;
+	const struct pe_table_def *const *tables = pe_table_all(&nt);
+	const struct pe_table_def *const *transforms = pe_transform_all(&nx);
+	if (route >= 0 && route < PE_ROUTE_TABLE0)
+		return route_names[route];
+	size_t i = (size_t)(route - PE_ROUTE_TABLE0);
+	if (route >= PE_ROUTE_TABLE0 && i < nt)
+		return tables[i]->name;
+	if (route >= PE_ROUTE_TABLE0 && i - nt < nx)
+		return transforms[i - nt]->name;
+	return "other";
 }
 
-static int table_route(const struct pe_table_def *def)
+int pe_http_def_route(const struct pe_table_def *def)
 {
-	size_t n;
-	const struct pe_table_def *const *all = pe_table_all(&n);
-	for (size_t i = 0; i < n && i < PE_ROUTE_MAX - PE_ROUTE_TABLE0; i++)
-		if (all[i] == def)
+	size_t nt, nx;
+	const struct pe_table_def *const *tables = pe_table_all(&nt);
+	const struct pe_table_def *const *transforms = pe_transform_all(&nx);
+	for (size_t i = 0; i < nt + nx && i < PE_ROUTE_MAX - PE_ROUTE_TABLE0; i++)
+		if ((i < nt ? tables[i] : transforms[i - nt]) == def)
 			return PE_ROUTE_TABLE0 + (int)i;
 	return PE_ROUTE_OTHER;
 }
@@ -103,7 +111,7 @@ enum MHD_Result pe_http_problem(struct req *r, struct MHD_Connection *conn, cons
 {
 	int status;
 	size_t len = 0;
-	struct MHD_Response *resp = pe_problem_response(err, "GET, HEAD", &status, &len);
+	struct MHD_Response *resp = pe_problem_response(err, r->allow ? r->allow : "GET, HEAD", &status, &len);
 	r->bytes = len;
 	if (resp)
 		pe_http_add_cors(r->h, conn, resp);
@@ -138,6 +146,8 @@ void pe_waiter_unref(struct waiter *w)
 {
 	if (w && atomic_fetch_sub(&w->refs, 1) == 1) {
 		pe_cache_release(w->entry);
+		if (w->result && w->result_free)
+			w->result_free(w->result);
 		free(w);
 	}
 }
@@ -159,15 +169,19 @@ static void unlink_waiting(struct pe_http *h, struct waiter *w)
 	h->nwaiting--;
 }
 
-void pe_waiter_ready_cb(void *arg, struct pe_cache_entry *entry, int code)
+void pe_waiter_ready_cb(void *arg, struct pe_cache_entry *entry, int code) { pe_waiter_complete(arg, entry, NULL, code); }
+
+void pe_waiter_complete(struct waiter *w, struct pe_cache_entry *entry, void *result, int code)
 {
-	struct waiter *w = arg;
 	struct pe_http *h = w->h;
 	pthread_mutex_lock(&h->wait_lock);
-	if (w->state == W_EXPIRED) {
-		pe_cache_release(entry); /* the client was already answered */
+	if (w->state == W_EXPIRED) { /* the client was already answered */
+		pe_cache_release(entry);
+		if (result && w->result_free)
+			w->result_free(result);
 	} else {
 		w->entry = entry;
+		w->result = result;
 		w->code = code;
 		if (w->state == W_SUSPENDED) {
 			unlink_waiting(h, w);
@@ -275,7 +289,7 @@ static int route_of(const char *url, const struct pe_table_def **def)
 	*def = NULL;
 	if (strncmp(url, "/v1/", 4) == 0) {
 		*def = pe_table_find(url + 4);
-		return *def ? table_route(*def) : -1;
+		return *def ? pe_http_def_route(*def) : -1;
 	}
 	if (!strcmp(url, "/healthz"))
 		return PE_ROUTE_HEALTHZ;
@@ -379,16 +393,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		begin_request(h, r, conn, url, method);
 		*con_cls = r;
 		atomic_fetch_add(&h->active, 1);
+		if (strncmp(url, "/v1/", 4) == 0 && (r->transform = pe_transform_find(url + 4)) != NULL)
+			return pe_transform_begin(r, conn);
 		/* Answer on a later call, once MHD has read the whole request: a response queued on the
 		 * first call makes MHD close the connection instead of keeping it alive. */
 		return MHD_YES;
 	}
-	if (r->w)
-		return pe_table_resume(r, conn);
+	if (r->on_resume)
+		return r->on_resume(r, conn);
 	if (*upload_data_size != 0) {
-		*upload_data_size = 0; /* discard: no body is accepted on these routes yet */
+		if (r->transform && !r->body_too_big && !r->answered &&
+		    pe_buf_append(&r->body, upload_data, *upload_data_size) != 0)
+			r->body_too_big = 1; /* keep reading (and discarding) to answer 413 at the end */
+		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	if (r->answered)
+		return MHD_YES;
+	if (r->transform)
+		return pe_transform_request(r, conn);
 	return dispatch(r, conn, url, method);
 }
 
@@ -415,6 +438,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		h->opt.hooks.observe(h->opt.hooks.ctx, &info);
 	}
 	pe_waiter_unref(r->w);
+	pe_buf_destroy(&r->body);
 	free(r);
 	*con_cls = NULL;
 	atomic_fetch_sub(&h->active, 1);

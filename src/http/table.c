@@ -325,6 +325,7 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, struct
 		return pe_http_problem(r, conn, &err);
 	}
 	r->w = w;
+	r->on_resume = pe_table_resume;
 	if (rc == PE_CACHE_MISS)
 		start_job(h, p, o, key, keylen, r->etag);
 	pe_waiter_suspend(w);

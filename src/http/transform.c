@@ -1,0 +1,454 @@
+/* POST /v1/<transform> (rope/apply, alibi/apply, sinusoidal/apply): a tensor in the body, the
+ * transformed tensor back.
+ *
+ * The first handler call decides whether the body is wanted at all: wrong method (405), body type
+ * (415) and a Content-Length over max_body_bytes (413) are answered before a byte of body is read.
+ * The body is then collected in a buffer bounded by max_body_bytes (chunked bodies are capped as
+ * they arrive). The work (decode, apply, encode) runs on a worker: the connection is suspended
+ * like a table miss. Bodies are decoded in place where the format allows (npy and raw f32/f64 are
+ * transformed inside the body buffer), so a request costs about twice its body at most. Results
+ * depend on the body, so they are not cached (Cache-Control: no-store). */
+#include "http/internal.h"
+#include "http/negotiate.h"
+#include "http/output.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum body_kind { BODY_NPY, BODY_BIN, BODY_JSON };
+
+struct result {
+	struct pe_err err; /* err.code != 0: answer with this problem */
+	char *data;
+	size_t len;
+	struct pe_out out;
+	char shape[160];
+};
+
+struct tjob {
+	struct pe_http *h;
+	struct waiter *w;
+	struct pe_params params;
+	enum body_kind kind;
+	struct pe_out out;   /* format and gzip decided on the MHD thread; dtype in the job */
+	char *raw_shape, *dtype; /* query strings (copies) or NULL */
+	char *body;
+	size_t body_len;
+};
+
+static const unsigned OFFERED =
+	PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV);
+
+static enum MHD_Result answer_now(struct req *r, struct MHD_Connection *conn, int code, const char *param,
+				  const char *detail)
+{
+	struct pe_err err = {0};
+	pe_err_set(&err, code, param, "%s", detail);
+	r->answered = 1;
+	return pe_http_problem(r, conn, &err);
+}
+
+static int body_kind_of(const char *ctype, enum body_kind *k)
+{
+	if (!ctype)
+		return -1;
+	size_t n = strcspn(ctype, "; \t");
+	if (n == 17 && strncasecmp(ctype, "application/x-npy", n) == 0)
+		*k = BODY_NPY;
+	else if (n == 24 && strncasecmp(ctype, "application/octet-stream", n) == 0)
+		*k = BODY_BIN;
+	else if (n == 16 && strncasecmp(ctype, "application/json", n) == 0)
+		*k = BODY_JSON;
+	else
+		return -1;
+	return 0;
+}
+
+static const char *content_type(struct MHD_Connection *conn)
+{
+	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+}
+
+enum MHD_Result pe_transform_begin(struct req *r, struct MHD_Connection *conn)
+{
+	struct pe_http *h = r->h;
+	enum body_kind kind;
+	r->route = pe_http_def_route(r->transform);
+	r->allow = "POST";
+	if (strcmp(r->method, "POST") != 0)
+		return answer_now(r, conn, PE_EMETHOD, "", "use POST with a tensor body");
+	if (atomic_load(&h->draining))
+		return answer_now(r, conn, PE_EDRAINING, "", "the service is shutting down");
+	if (body_kind_of(content_type(conn), &kind) != 0)
+		return answer_now(r, conn, PE_EMEDIATYPE, "Content-Type",
+				  "the body must be application/x-npy, application/octet-stream or application/json");
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+	if (declared > h->opt.max_body_bytes) {
+		char d[128];
+		snprintf(d, sizeof d, "the body is %llu bytes; the limit is %" PRIu64, declared, h->opt.max_body_bytes);
+		return answer_now(r, conn, PE_ETOOBIG, "body", d);
+	}
+	pe_buf_init(&r->body, h->opt.max_body_bytes);
+	if (declared && pe_buf_reserve(&r->body, (size_t)declared) != 0)
+		return answer_now(r, conn, PE_ENOMEM, "body", "out of memory");
+	return MHD_YES;
+}
+
+/* ---- query ---- */
+
+struct tquery {
+	struct pe_params *params;
+	struct pe_out_query out;
+	const char *shape;
+	struct pe_err *err;
+	int failed;
+};
+
+static enum MHD_Result tquery_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				  const char *value, size_t value_size)
+{
+	struct tquery *q = cls;
+	if (strlen(key) != key_size || (value && strlen(value) != value_size))
+		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s contains a NUL byte", key);
+	else if (pe_out_is_param(key))
+		q->failed = pe_out_take(&q->out, key, value, q->err);
+	else if (!strcmp(key, "shape")) {
+		if (q->shape || !value || !*value)
+			q->failed = pe_err_set(q->err, PE_EINVAL, key, "shape must be given once, e.g. shape=1,32,2048,128");
+		q->shape = value;
+	} else
+		q->failed = pe_params_set(q->params, key, value ? value : "", q->err);
+	return q->failed ? MHD_NO : MHD_YES;
+}
+
+/* ---- decoding (worker) ---- */
+
+static int parse_shape_list(const char *s, struct pe_shape *shape, struct pe_err *err)
+{
+	shape->rank = 0;
+	for (const char *p = s; *p;) {
+		char *end;
+		if (*p < '0' || *p > '9' || shape->rank >= PE_MAX_RANK)
+			return pe_err_set(err, PE_EINVAL, "shape", "shape must be up to 8 comma-separated sizes");
+		unsigned long long v = strtoull(p, &end, 10);
+		if (v > (1ull << 40))
+			return pe_err_set(err, PE_EINVAL, "shape", "shape has a size over 2^40");
+		shape->dim[shape->rank++] = (size_t)v;
+		p = end;
+		if (*p == ',')
+			p++;
+		else if (*p)
+			return pe_err_set(err, PE_EINVAL, "shape", "shape must be up to 8 comma-separated sizes");
+	}
+	return shape->rank ? 0 : pe_err_set(err, PE_EINVAL, "shape", "shape is empty");
+}
+
+/* The body as a tensor; *owned is set when t->data was allocated (JSON), else it points into the
+ * body buffer. */
+static int decode(struct tjob *j, struct pe_tensor_mut *t, int *owned, struct pe_err *err)
+{
+	size_t max = j->h->opt.max_elements;
+	*owned = 0;
+	if (j->kind == BODY_JSON) {
+		*owned = 1;
+		return pe_json_tensor_parse(j->body, j->body_len, max, t, err);
+	}
+	if (j->kind == BODY_NPY) {
+		struct pe_tensor_view v;
+		int rc = pe_npy_parse(j->body, j->body_len, max, &v, err);
+		if (rc != 0)
+			return rc;
+		*t = (struct pe_tensor_mut){.shape = v.shape, .dtype = v.dtype, .data = (void *)v.data};
+		if ((uintptr_t)t->data % pe_dtype_size(t->dtype) != 0) { /* odd hand-made header */
+			int of;
+			memmove(j->body, t->data, pe_shape_count(&t->shape, &of) * pe_dtype_size(t->dtype));
+			t->data = j->body; /* the buffer start is malloc-aligned */
+		}
+	} else {
+		if (!j->raw_shape)
+			return pe_err_set(err, PE_EINVAL, "shape", "an application/octet-stream body needs shape=");
+		t->dtype = PE_F32;
+		if (j->dtype && (pe_dtype_parse(j->dtype, &t->dtype) != 0 || t->dtype == PE_I32))
+			return pe_err_set(err, PE_EINVAL, "dtype", "dtype must be one of: f32, f64, f16, bf16");
+		int rc = parse_shape_list(j->raw_shape, &t->shape, err), overflow;
+		if (rc != 0)
+			return rc;
+		size_t n = pe_shape_count(&t->shape, &overflow);
+		if (overflow || n > max)
+			return pe_err_set(err, PE_ETOOBIG, "shape", "the tensor has more than %zu elements", max);
+		if (n * pe_dtype_size(t->dtype) != j->body_len)
+			return pe_err_set(err, PE_EBODY, "body", "shape and dtype say %zu bytes but the body has %zu",
+					  n * pe_dtype_size(t->dtype), j->body_len);
+		t->data = j->body;
+	}
+	if (t->dtype == PE_I32)
+		return pe_err_set(err, PE_EBODY, "body", "transforms take float tensors (f32, f64, f16, bf16)");
+	return 0;
+}
+
+/* Element i of t as double (any float dtype). */
+static double elem(const struct pe_tensor_mut *t, size_t i)
+{
+	switch (t->dtype) {
+	case PE_F64:
+		return ((const double *)t->data)[i];
+	case PE_F16:
+		return pe_f16_to_f32(((const uint16_t *)t->data)[i]);
+	case PE_BF16:
+		return pe_bf16_to_f32(((const uint16_t *)t->data)[i]);
+	default:
+		return ((const float *)t->data)[i];
+	}
+}
+
+/* t in the working dtype wd: t itself when it already is (in place), else a converted copy. */
+static int to_work(const struct pe_tensor_mut *t, enum pe_dtype wd, size_t n, struct pe_tensor_mut *x,
+		   void **alloc, struct pe_err *err)
+{
+	*x = *t;
+	*alloc = NULL;
+	if (t->dtype == wd)
+		return 0;
+	void *buf = malloc((n ? n : 1) * pe_dtype_size(wd));
+	if (!buf)
+		return pe_err_set(err, PE_ENOMEM, "body", "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		double v = elem(t, i);
+		if (wd == PE_F64)
+			((double *)buf)[i] = v;
+		else
+			((float *)buf)[i] = (float)v; /* f16/bf16 widen exactly; f64 (JSON) rounds once */
+	}
+	x->dtype = wd;
+	x->data = *alloc = buf;
+	return 0;
+}
+
+/* Round the working result into the output dtype in place (narrower or equal) or into a new buffer. */
+static int to_output(struct pe_tensor_mut *y, enum pe_dtype dt, size_t n, void **alloc, struct pe_err *err)
+{
+	*alloc = NULL;
+	if (y->dtype == dt)
+		return 0;
+	void *dst = y->data;
+	if (pe_dtype_size(dt) > pe_dtype_size(y->dtype)) {
+		dst = *alloc = malloc((n ? n : 1) * pe_dtype_size(dt));
+		if (!dst)
+			return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	}
+	/* front to back is safe in place: element i is written at or before where it was read */
+	if (y->dtype == PE_F64)
+		pe_store_f64(dt, dst, y->data, n);
+	else if (dt == PE_F64)
+		pe_store_f32(dt, dst, y->data, n);
+	else
+		for (size_t i = 0; i < n; i++) {
+			float v = ((float *)y->data)[i];
+			pe_store_f32(dt, (char *)dst + i * pe_dtype_size(dt), &v, 1);
+		}
+	y->data = dst;
+	y->dtype = dt;
+	return 0;
+}
+
+static enum pe_dtype output_dtype(const struct tjob *j, enum pe_dtype in, int *bad, struct pe_err *err)
+{
+	enum pe_dtype dt = j->kind == BODY_JSON ? PE_F32 : in;
+	*bad = 0;
+	if (j->kind != BODY_BIN && j->dtype && (pe_dtype_parse(j->dtype, &dt) != 0 || dt == PE_I32))
+		*bad = pe_err_set(err, PE_EINVAL, "dtype", "dtype must be one of: f32, f64, f16, bf16");
+	else if (j->out.fmt == PE_FMT_NPY && dt == PE_BF16)
+		*bad = pe_err_set(err, PE_EINVAL, "dtype", "bf16 has no NumPy dtype; use format=bin");
+	return dt;
+}
+
+/* Decode, apply, encode into res. Every buffer is freed here whatever happens. */
+static void run(struct tjob *j, struct result *res)
+{
+	struct pe_err *err = &res->err;
+	struct pe_tensor_mut in, x, y;
+	void *in_alloc = NULL, *x_alloc = NULL, *y_alloc = NULL, *o_alloc = NULL;
+	int owned = 0, rc, overflow, bad;
+	struct pe_shape os;
+	struct pe_buf out;
+	pe_buf_init(&out, j->h->opt.max_response_bytes);
+	if ((rc = decode(j, &in, &owned, err)) != 0)
+		goto done;
+	in_alloc = owned ? in.data : NULL;
+	enum pe_dtype dt = output_dtype(j, in.dtype, &bad, err);
+	if (bad || (rc = pe_transform_shape(&j->params, &in.shape, &os, err)) != 0)
+		goto done;
+	size_t n_in = pe_shape_count(&in.shape, &overflow), n_out = pe_shape_count(&os, &overflow);
+	if (overflow || n_out > j->h->opt.max_elements) {
+		pe_err_set(err, PE_ETOOBIG, "", "the result would have more than %" PRIu64 " elements",
+			   j->h->opt.max_elements);
+		goto done;
+	}
+	enum pe_dtype wd = pe_transform_work_dtype(j->kind == BODY_JSON ? dt : in.dtype);
+	if ((rc = to_work(&in, wd, n_in, &x, &x_alloc, err)) != 0)
+		goto done;
+	y = (struct pe_tensor_mut){.shape = os, .dtype = wd, .data = x.data};
+	if (memcmp(&os, &in.shape, sizeof os) != 0 && !(y.data = y_alloc = malloc((n_out ? n_out : 1) * pe_dtype_size(wd)))) {
+		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		goto done;
+	}
+	if ((rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0 || (rc = to_output(&y, dt, n_out, &o_alloc, err)) != 0)
+		goto done;
+	res->out = j->out;
+	res->out.dt = dt;
+	struct pe_tensor_view v = {.shape = os, .dtype = dt, .data = y.data};
+	if ((rc = pe_out_encode(&res->out, NULL, &v, &out, err)) != 0)
+		goto done;
+	pe_shape_format(&os, res->shape, sizeof res->shape);
+	res->data = pe_buf_steal(&out, &res->len);
+done:
+	if (rc != 0 && !err->code)
+		pe_err_set(err, rc, "", "the transform failed");
+	pe_buf_destroy(&out);
+	free(in_alloc);
+	free(x_alloc);
+	free(y_alloc);
+	free(o_alloc);
+}
+
+static void result_free(void *p)
+{
+	struct result *res = p;
+	free(res->data);
+	free(res);
+}
+
+static void tjob_free(struct tjob *j)
+{
+	pe_params_destroy(&j->params);
+	free(j->raw_shape);
+	free(j->dtype);
+	free(j->body);
+	free(j);
+}
+
+static void tjob_run(void *arg)
+{
+	struct tjob *j = arg;
+	struct result *res = calloc(1, sizeof *res);
+	if (res)
+		run(j, res);
+	pe_waiter_complete(j->w, NULL, res, res ? 0 : PE_ENOMEM);
+	tjob_free(j);
+}
+
+/* ---- answering ---- */
+
+static void free_result_cb(void *cls) { result_free(cls); }
+
+static enum MHD_Result transform_resume(struct req *r, struct MHD_Connection *conn)
+{
+	struct waiter *w = r->w;
+	struct pe_err err = {0};
+	if (w->state == W_EXPIRED) {
+		pe_err_set(&err, PE_ETIMEOUT, "", "the transform did not finish within job_timeout");
+		return pe_http_problem(r, conn, &err);
+	}
+	struct result *res = w->result;
+	if (w->code || !res) {
+		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "",
+			   w->code == PE_EBUSY ? "the job queue is full; retry shortly" : "the transform failed");
+		return pe_http_problem(r, conn, &err);
+	}
+	if (res->err.code)
+		return pe_http_problem(r, conn, &res->err);
+	w->result = NULL; /* the response frees it */
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer_with_free_callback_cls(res->len, res->data, free_result_cb, res);
+	if (!resp) {
+		result_free(res);
+		return MHD_NO;
+	}
+	r->bytes = res->len;
+	pe_out_headers(&res->out, resp);
+	MHD_add_response_header(resp, "X-PE-Shape", res->shape);
+	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(res->out.dt));
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	pe_http_add_cors(r->h, conn, resp);
+	return pe_http_queue(r, conn, 200, resp);
+}
+
+static const enum pe_format kind_format[] = {[BODY_NPY] = PE_FMT_NPY, [BODY_BIN] = PE_FMT_BIN, [BODY_JSON] = PE_FMT_JSON};
+
+/* Format: format= if given, else the body's own. gzip as for tables. */
+static int pick_format(struct tjob *j, const struct pe_out_query *q, struct MHD_Connection *conn, struct pe_err *err)
+{
+	j->out.fmt = kind_format[j->kind];
+	if (q->format) {
+		int rc = pe_negotiate_format(q->format, NULL, OFFERED, &j->out.fmt, err);
+		if (rc != 0)
+			return rc;
+	}
+	const char *ae = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	j->out.gzip = (j->out.fmt == PE_FMT_JSON || j->out.fmt == PE_FMT_CSV) && pe_accepts_gzip(ae);
+	return 0;
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
+{
+	struct tjob *j = calloc(1, sizeof *j);
+	if (!j) {
+		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		return NULL;
+	}
+	j->h = r->h;
+	pe_params_init(&j->params, r->transform);
+	body_kind_of(content_type(conn), &j->kind);
+	struct tquery q = {.params = &j->params, .err = err};
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, tquery_arg, &q);
+	int rc = q.failed;
+	if (rc == 0)
+		rc = pe_params_finish(&j->params, err);
+	if (rc == 0 && q.shape && j->kind != BODY_BIN)
+		rc = pe_err_set(err, PE_EINVAL, "shape", "shape= describes application/octet-stream bodies only");
+	if (rc == 0)
+		rc = pick_format(j, &q.out, conn, err);
+	j->raw_shape = dup_or_null(q.shape);
+	j->dtype = dup_or_null(q.out.dtype);
+	if (rc != 0) {
+		tjob_free(j);
+		return NULL;
+	}
+	j->body = pe_buf_steal(&r->body, &j->body_len);
+	return j;
+}
+
+enum MHD_Result pe_transform_request(struct req *r, struct MHD_Connection *conn)
+{
+	struct pe_err err = {0};
+	if (r->body_too_big) {
+		pe_err_set(&err, PE_ETOOBIG, "body", "the body is over max_body_bytes (%" PRIu64 ")", r->h->opt.max_body_bytes);
+		return pe_http_problem(r, conn, &err);
+	}
+	struct tjob *j = tjob_new(r, conn, &err);
+	if (!j)
+		return pe_http_problem(r, conn, &err);
+	struct waiter *w = pe_waiter_new(r->h, conn);
+	if (!w) {
+		tjob_free(j);
+		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+		return pe_http_problem(r, conn, &err);
+	}
+	w->result_free = result_free;
+	j->w = w;
+	r->w = w;
+	r->on_resume = transform_resume;
+	int rc = r->h->opt.hooks.submit(r->h->opt.hooks.ctx, tjob_run, j);
+	if (rc != 0) {
+		tjob_free(j);
+		pe_waiter_complete(w, NULL, NULL, rc);
+	}
+	pe_waiter_suspend(w);
+	return MHD_YES;
+}

@@ -1,0 +1,244 @@
+/* JSON tensors in: a bare nested array of numbers, or {"shape": [...], "data": [...]} where data
+ * is nested to match the shape or flat with count(shape) numbers.
+ *
+ * Written by hand rather than through jansson because a tree of a million numbers costs tens of
+ * bytes each, and a client controls the body: here the first pass only walks the bytes (shape,
+ * rectangularity, count, no allocation), the count is checked against max_elements, and only then
+ * is the float64 buffer taken and filled by a second pass. Numbers must be finite JSON numbers. */
+#include "posenc/tensor.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cursor {
+	const char *p, *end;
+	struct pe_err *err;
+	/* pass 1 */
+	struct pe_shape shape;
+	int known[PE_MAX_RANK]; /* shape.dim[d] recorded */
+	int depth_seen; /* rank fixed by the first leaf */
+	size_t count;
+	/* pass 2 */
+	double *out;
+	size_t written;
+};
+
+static void skip_ws(struct cursor *c)
+{
+	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+		c->p++;
+}
+
+static int number_end(const char *p, const char *end)
+{
+	const char *q = p;
+	if (q < end && *q == '-')
+		q++;
+	if (q >= end || !isdigit((unsigned char)*q))
+		return -1;
+	if (*q == '0')
+		q++;
+	else
+		while (q < end && isdigit((unsigned char)*q))
+			q++;
+	if (q < end && *q == '.') {
+		q++;
+		if (q >= end || !isdigit((unsigned char)*q))
+			return -1;
+		while (q < end && isdigit((unsigned char)*q))
+			q++;
+	}
+	if (q < end && (*q == 'e' || *q == 'E')) {
+		q++;
+		if (q < end && (*q == '+' || *q == '-'))
+			q++;
+		if (q >= end || !isdigit((unsigned char)*q))
+			return -1;
+		while (q < end && isdigit((unsigned char)*q))
+			q++;
+	}
+	return (int)(q - p) > 0 && q - p < 400 ? (int)(q - p) : -1;
+}
+
+static int read_number(struct cursor *c, double *v)
+{
+	int n = number_end(c->p, c->end);
+	if (n < 0)
+		return -1;
+	char tmp[401];
+	memcpy(tmp, c->p, (size_t)n);
+	tmp[n] = 0;
+	errno = 0;
+	*v = strtod(tmp, NULL);
+	c->p += n;
+	return isfinite(*v) ? 0 : -2;
+}
+
+/* Walk one value at nesting depth d. Pass 1 (out == NULL) records the shape and checks that
+ * every array at a depth has the same length; pass 2 stores the numbers. */
+static int walk(struct cursor *c, int d, const char **whatp)
+{
+	skip_ws(c);
+	if (c->p >= c->end)
+		return *whatp = "unexpected end", -1;
+	if (*c->p != '[') {
+		if (c->depth_seen < 0)
+			c->depth_seen = d;
+		else if (c->depth_seen != d)
+			return *whatp = "not rectangular (numbers at different depths)", -1;
+		double v;
+		int rc = read_number(c, &v);
+		if (rc == -1)
+			return *whatp = "expected a number or '['", -1;
+		if (rc == -2)
+			return *whatp = "numbers must be finite", -1;
+		if (c->out)
+			c->out[c->written++] = v;
+		else
+			c->count++;
+		return 0;
+	}
+	if (d >= PE_MAX_RANK)
+		return *whatp = "nested deeper than the maximum rank", -1;
+	c->p++;
+	size_t n = 0;
+	skip_ws(c);
+	if (c->p < c->end && *c->p == ']') {
+		c->p++;
+		if (c->depth_seen >= 0 && c->depth_seen != d + 1)
+			return *whatp = "not rectangular (empty array)", -1;
+	} else
+		for (;;) {
+			if (walk(c, d + 1, whatp) != 0)
+				return -1;
+			n++;
+			skip_ws(c);
+			if (c->p < c->end && *c->p == ',') {
+				c->p++;
+				continue;
+			}
+			if (c->p < c->end && *c->p == ']') {
+				c->p++;
+				break;
+			}
+			return *whatp = "expected ',' or ']'", -1;
+		}
+	if (!c->out) {
+		if (!c->known[d]) {
+			c->known[d] = 1;
+			c->shape.dim[d] = n;
+			if (c->shape.rank < d + 1)
+				c->shape.rank = d + 1;
+		} else if (c->shape.dim[d] != n)
+			return *whatp = "not rectangular (arrays of different lengths)", -1;
+	}
+	return 0;
+}
+
+static int error_at(struct cursor *c, const char *base, const char *what)
+{
+	return pe_err_set(c->err, PE_EBODY, "body", "JSON tensor: %s at byte %zu", what, (size_t)(c->p - base));
+}
+
+/* Find `"key"` among the top-level members of an object starting at p (after '{'); returns the
+ * position of its value or NULL. Only numbers, arrays and the two keys are allowed. */
+static const char *member(const char *p, const char *end, const char *key)
+{
+	size_t klen = strlen(key);
+	for (const char *q = p; q + klen + 2 <= end; q++) {
+		if (*q == '"' && (size_t)(end - q) > klen + 1 && memcmp(q + 1, key, klen) == 0 && q[klen + 1] == '"') {
+			const char *v = q + klen + 2;
+			while (v < end && (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r'))
+				v++;
+			if (v < end && *v == ':')
+				return v + 1;
+		}
+	}
+	return NULL;
+}
+
+static int parse_shape(struct cursor *c, const char *base, struct pe_shape *s)
+{
+	skip_ws(c);
+	if (c->p >= c->end || *c->p != '[')
+		return error_at(c, base, "\"shape\" must be an array of sizes");
+	c->p++;
+	s->rank = 0;
+	for (;;) {
+		skip_ws(c);
+		if (c->p < c->end && *c->p == ']' && s->rank == 0) {
+			c->p++;
+			return 0;
+		}
+		double v;
+		if (s->rank >= PE_MAX_RANK || read_number(c, &v) != 0 || v < 0 || v != floor(v) || v > 1e15)
+			return error_at(c, base, "\"shape\" must hold at most 8 non-negative integers");
+		s->dim[s->rank++] = (size_t)v;
+		skip_ws(c);
+		if (c->p < c->end && *c->p == ',') {
+			c->p++;
+			continue;
+		}
+		if (c->p < c->end && *c->p == ']') {
+			c->p++;
+			return 0;
+		}
+		return error_at(c, base, "expected ',' or ']' in \"shape\"");
+	}
+}
+
+int pe_json_tensor_parse(const void *data, size_t len, size_t max_elements, struct pe_tensor_mut *out,
+			 struct pe_err *err)
+{
+	const char *base = data, *end = base + len;
+	struct cursor c = {.p = base, .end = end, .err = err, .depth_seen = -1};
+	const char *what = NULL;
+	struct pe_shape declared = {0};
+	int have_declared = 0, bare = 1;
+	skip_ws(&c);
+	if (c.p < end && *c.p == '{') {
+		bare = 0;
+		const char *sp = member(c.p + 1, end, "shape"), *dp = member(c.p + 1, end, "data");
+		if (!dp)
+			return error_at(&c, base, "an object body needs \"data\"");
+		if (sp) {
+			struct cursor sc = c;
+			sc.p = sp;
+			if (parse_shape(&sc, base, &declared) != 0)
+				return PE_EBODY;
+			have_declared = 1;
+		}
+		c.p = dp;
+	}
+	const char *start = c.p;
+	if (walk(&c, 0, &what) != 0)
+		return error_at(&c, base, what);
+	skip_ws(&c);
+	if (bare && c.p != end) /* a bare array must be the whole body */
+		return error_at(&c, base, "unexpected bytes after the array");
+	if (c.depth_seen < 0)
+		c.shape.rank = c.shape.rank ? c.shape.rank : 1;
+	int overflow;
+	size_t n = pe_shape_count(have_declared ? &declared : &c.shape, &overflow);
+	if (have_declared) {
+		if (overflow || n != c.count)
+			return pe_err_set(err, PE_EBODY, "shape", "\"shape\" holds %s elements but \"data\" has %zu",
+					  overflow ? "too many" : "a different number of", c.count);
+		c.shape = declared;
+	}
+	if (c.count > max_elements)
+		return pe_err_set(err, PE_ETOOBIG, "body", "the tensor has %zu elements; the limit is %zu", c.count,
+				  max_elements);
+	double *buf = malloc((c.count ? c.count : 1) * sizeof *buf);
+	if (!buf)
+		return pe_err_set(err, PE_ENOMEM, "body", "out of memory");
+	struct cursor c2 = {.p = start, .end = end, .err = err, .depth_seen = -1, .out = buf};
+	walk(&c2, 0, &what);
+	out->shape = c.shape;
+	out->dtype = PE_F64;
+	out->data = buf;
+	return 0;
+}
