@@ -3,7 +3,11 @@
 
 #include <check.h>
 #include <curl/curl.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,4 +202,26 @@ void pe_resp_free(struct pe_resp *r)
 	free(r->body);
 	free(r->headers);
 	memset(r, 0, sizeof *r);
+}
+
+size_t pe_raw_exchange(const struct pe_daemon *d, const char *request, size_t len, char *buf, size_t cap,
+		       int timeout_ms)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)d->port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+	ck_assert_int_eq(send(fd, request, len, MSG_NOSIGNAL), (ssize_t)len);
+	size_t got = 0;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	while (got + 1 < cap && poll(&p, 1, timeout_ms) > 0) {
+		ssize_t n = recv(fd, buf + got, cap - 1 - got, 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = 0;
+	close(fd);
+	return got;
 }

@@ -36,6 +36,11 @@ void pe_get(const struct pe_daemon *d, const char *path, struct pe_resp *r);
 const char *pe_resp_header(const struct pe_resp *r, const char *name, char *buf, size_t cap);
 void pe_resp_free(struct pe_resp *r);
 
+/* Send raw bytes on a new TCP connection and read what comes back until the peer closes, cap is
+ * reached or timeout_ms passes; returns the number of bytes read (buf NUL-terminated). */
+size_t pe_raw_exchange(const struct pe_daemon *d, const char *request, size_t len, char *buf, size_t cap,
+		       int timeout_ms);
+
 /* The daemon binary: $POSENC_BIN, else the build tree the test was built in. */
 const char *pe_daemon_bin(void);
 

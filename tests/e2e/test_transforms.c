@@ -1,0 +1,238 @@
+/* End-to-end tests of the transforms over HTTP: every body format (npy, raw with shape=/dtype=,
+ * JSON nested and {"shape","data"}), output format and dtype overrides, the arithmetic against
+ * the core's own tables (x*xscale + PE in float32, scores + bias with the mask at the output
+ * dtype's lowest value), and the errors: 405, 415, 413 before and while reading, lying bodies,
+ * shape/parameter mismatches. */
+#include "support/pe_check.h"
+#include "support/pe_daemon.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "posenc/posenc.h"
+
+static struct pe_daemon D;
+
+static void start(void)
+{
+	const char *args[] = {"--max-body-bytes", "1000000", NULL};
+	pe_daemon_start(&D, args);
+}
+static void stop(void) { ck_assert_int_eq(pe_daemon_stop(&D, SIGTERM), 0); }
+
+static void *table(const char *name, const char *query, enum pe_dtype dt)
+{
+	struct pe_params p;
+	struct pe_err err = {0};
+	pe_params_init(&p, pe_table_find(name));
+	char *q = strdup(query), *save = NULL;
+	for (char *kv = strtok_r(q, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(kv, '=');
+		*eq = 0;
+		ck_assert_int_eq(pe_params_set(&p, kv, eq + 1, &err), 0);
+	}
+	free(q);
+	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
+	struct pe_shape s;
+	int of;
+	pe_table_shape(&p, &s);
+	void *out = malloc(pe_shape_count(&s, &of) * pe_dtype_size(dt));
+	ck_assert_int_eq(pe_table_compute(&p, dt, out, &err), 0);
+	pe_params_destroy(&p);
+	return out;
+}
+
+static void post(const char *path, const char *ctype, const void *body, size_t len, struct pe_resp *r)
+{
+	char h[96];
+	snprintf(h, sizeof h, "Content-Type: %s", ctype);
+	const char *hs[] = {h, NULL};
+	pe_request(&D, "POST", path, hs, body, len, r);
+}
+
+static void assert_problem(const struct pe_resp *r, long status, const char *param)
+{
+	ck_assert_int_eq(r->status, status);
+	json_t *j = json_loadb(r->body, r->len, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "status")), status);
+	if (param)
+		ck_assert_str_eq(json_string_value(json_object_get(j, "param")), param);
+	json_decref(j);
+}
+
+/* x [2, 5, 8] f32 of distinct values */
+static void fill(float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = (float)i * 0.37f - 3.0f;
+}
+
+START_TEST(sinusoidal_add_raw_f32)
+{
+	float x[2 * 5 * 8];
+	fill(x, 80);
+	struct pe_resp r;
+	char h[64];
+	post("/v1/sinusoidal/apply?shape=2,5,8&offset=3&xscale=2", "application/octet-stream", x, sizeof x, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(pe_resp_header(&r, "X-PE-Shape", h, sizeof h), "2,5,8");
+	ck_assert_str_eq(pe_resp_header(&r, "Cache-Control", h, sizeof h), "no-store");
+	ck_assert_uint_eq(r.len, sizeof x);
+	float *pe = table("sinusoidal", "len=5&dim=8&offset=3", PE_F32), *y = (float *)r.body;
+	for (size_t i = 0; i < 80; i++) {
+		float scaled = x[i] * 2.0f, want = scaled + pe[i % 40];
+		ck_assert_msg(pe_ulp_f32(y[i], want) == 0, "element %zu: %a vs %a", i, y[i], want);
+	}
+	free(pe);
+	pe_resp_free(&r);
+}
+END_TEST
+
+START_TEST(sinusoidal_concat_npy_f16_in)
+{
+	/* a [3, 4] f16 npy made by hand: header written by the library's own writer */
+	uint16_t xh[12];
+	for (int i = 0; i < 12; i++)
+		xh[i] = pe_f64_to_f16(i * 0.5 - 2);
+	struct pe_tensor_view v = {.shape = {2, {3, 4}}, .dtype = PE_F16, .data = xh};
+	struct pe_buf b;
+	pe_buf_init(&b, 1 << 20);
+	ck_assert_int_eq(pe_npy_write(&b, &v, NULL), 0);
+	struct pe_resp r;
+	post("/v1/sinusoidal/apply?mode=concat&pe_dim=6", "application/x-npy", b.data, b.len, &r);
+	ck_assert_int_eq(r.status, 200);
+	struct pe_tensor_view y;
+	ck_assert_int_eq(pe_npy_parse(r.body, r.len, 1000, &y, NULL), 0);
+	ck_assert_int_eq(y.dtype, PE_F16);
+	ck_assert_int_eq(y.shape.dim[0], 3);
+	ck_assert_int_eq(y.shape.dim[1], 10);
+	float *pe = table("sinusoidal", "len=3&dim=6", PE_F32);
+	const uint16_t *yd = y.data;
+	for (int row = 0; row < 3; row++) {
+		for (int c = 0; c < 4; c++)
+			ck_assert_uint_eq(yd[row * 10 + c], xh[row * 4 + c]);
+		for (int c = 0; c < 6; c++) /* PE computed in f32 then rounded once to f16 */
+			ck_assert_uint_eq(yd[row * 10 + 4 + c], pe_f32_to_f16(pe[row * 6 + c]));
+	}
+	free(pe);
+	pe_buf_destroy(&b);
+	pe_resp_free(&r);
+}
+END_TEST
+
+START_TEST(alibi_json_with_mask_and_dtypes)
+{
+	const char *body = "{\"shape\":[1,2,3,4],\"data\":[1,2,3,4,5,6,7,8,9,10,11,12,"
+			   "-1,-2,-3,-4,-5,-6,-7,-8,-9,-10,-11,-12]}";
+	struct pe_resp r;
+	post("/v1/alibi/apply?mask=causal&heads=2&format=bin&dtype=f64", "application/json", body, strlen(body), &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_eq(r.len, 24 * 8);
+	/* JSON input computes in f32 unless f64 is asked: here f64 */
+	double *bias = table("alibi", "heads=2&q_len=3&k_len=4", PE_F64), *y = (double *)r.body;
+	for (int i = 0; i < 24; i++) {
+		int col = i % 4, row = (i / 4) % 3, off = 1; /* offset = k_len - q_len */
+		double x = i < 12 ? i + 1 : -(i - 11);
+		double want = col > row + off ? -1.7976931348623157e308 : x + bias[i];
+		ck_assert_msg(y[i] == want, "element %d: %g vs %g", i, y[i], want);
+	}
+	free(bias);
+	pe_resp_free(&r);
+	/* a bare nested array, JSON out by default, f16 mask value */
+	post("/v1/alibi/apply?mask=causal&dtype=f16", "application/json", "[[[0,0],[0,0]]]", 15, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert(strstr(r.body, "\"shape\":[1,2,2]") != NULL);
+	ck_assert(strstr(r.body, "-65500") != NULL);
+	pe_resp_free(&r);
+}
+END_TEST
+
+START_TEST(errors)
+{
+	struct pe_resp r;
+	float x[8] = {0};
+	pe_request(&D, "GET", "/v1/alibi/apply", NULL, NULL, 0, &r);
+	assert_problem(&r, 405, NULL);
+	char h[32];
+	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "POST");
+	pe_resp_free(&r);
+	post("/v1/alibi/apply", "text/plain", "x", 1, &r);
+	assert_problem(&r, 415, "Content-Type");
+	pe_resp_free(&r);
+	post("/v1/alibi/apply", "application/octet-stream", x, sizeof x, &r);
+	assert_problem(&r, 400, "shape");
+	pe_resp_free(&r);
+	post("/v1/alibi/apply?shape=2,2,3", "application/octet-stream", x, sizeof x, &r);
+	assert_problem(&r, 400, "body");
+	pe_resp_free(&r);
+	post("/v1/alibi/apply?shape=2,2,2&heads=3", "application/octet-stream", x, sizeof x, &r);
+	assert_problem(&r, 400, "heads");
+	pe_resp_free(&r);
+	post("/v1/alibi/apply?shape=8", "application/octet-stream", x, sizeof x, &r);
+	assert_problem(&r, 400, "shape");
+	pe_resp_free(&r);
+	post("/v1/alibi/apply?shape=2,2,2&bogus=1", "application/octet-stream", x, sizeof x, &r);
+	assert_problem(&r, 400, "bogus");
+	pe_resp_free(&r);
+	post("/v1/sinusoidal/apply?pe_dim=3", "application/json", "[[1,2],[3,4]]", 13, &r);
+	assert_problem(&r, 400, "pe_dim");
+	pe_resp_free(&r);
+	post("/v1/sinusoidal/apply", "application/json", "[[1,2],[3,\"a\"]]", 15, &r);
+	assert_problem(&r, 400, "body");
+	pe_resp_free(&r);
+	/* an npy whose header claims more data than it has */
+	static const char lying[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': (100, 100), }";
+	char npy[128 + 16];
+	memset(npy, ' ', sizeof npy);
+	memcpy(npy, lying, sizeof lying - 1);
+	npy[127] = '\n';
+	post("/v1/sinusoidal/apply", "application/x-npy", npy, sizeof npy, &r);
+	assert_problem(&r, 400, NULL);
+	pe_resp_free(&r);
+}
+END_TEST
+
+START_TEST(body_limits)
+{
+	struct pe_resp r;
+	/* a 1 TiB Content-Length is refused at once, before any body byte is sent */
+	static const char req[] = "POST /v1/alibi/apply?shape=1,1,1 HTTP/1.1\r\nHost: x\r\n"
+				  "Content-Type: application/octet-stream\r\nContent-Length: 1099511627776\r\n\r\n";
+	char reply[4096];
+	pe_raw_exchange(&D, req, sizeof req - 1, reply, sizeof reply, 3000);
+	ck_assert_msg(strncmp(reply, "HTTP/1.1 413", 12) == 0, "got: %.60s", reply);
+	ck_assert(strstr(reply, "application/problem+json") != NULL);
+	size_t big = 1000001;
+	char *body = calloc(1, big);
+	post("/v1/alibi/apply?shape=1,1,250000", "application/octet-stream", body, big, &r);
+	assert_problem(&r, 413, "body");
+	pe_resp_free(&r);
+	/* chunked: no Content-Length, capped as it arrives */
+	const char *chunked[] = {"Content-Type: application/octet-stream", "Transfer-Encoding: chunked", NULL};
+	pe_request(&D, "POST", "/v1/alibi/apply?shape=1,1,250000", chunked, body, big, &r);
+	assert_problem(&r, 413, "body");
+	pe_resp_free(&r);
+	free(body);
+}
+END_TEST
+
+static Suite *transforms_suite(void)
+{
+	Suite *s = suite_create("e2e_transforms");
+	TCase *tc = tcase_create("transforms");
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, start, stop);
+	tcase_add_test(tc, sinusoidal_add_raw_f32);
+	tcase_add_test(tc, sinusoidal_concat_npy_f16_in);
+	tcase_add_test(tc, alibi_json_with_mask_and_dtypes);
+	tcase_add_test(tc, errors);
+	tcase_add_test(tc, body_limits);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(transforms_suite)
