@@ -57,6 +57,7 @@ struct req {
 	enum MHD_Result (*on_resume)(struct req *r, struct MHD_Connection *conn);
 	/* Requests with a body (transforms): collected here, bounded by max_body_bytes. */
 	const struct pe_table_def *transform;
+	int learned;             /* a /v1/learned request: learned.c answers */
 	struct pe_buf body;
 	int body_too_big, answered;
 	int request_id_given;   /* the client sent X-Request-Id: every response must echo it */
@@ -87,6 +88,12 @@ void pe_waiter_suspend(struct waiter *w);
 /* Decide on the first call whether the body is wanted: answers 413 / 415 at once when not. */
 enum MHD_Result pe_transform_begin(struct req *r, struct MHD_Connection *conn);
 enum MHD_Result pe_transform_request(struct req *r, struct MHD_Connection *conn);
+
+/* Learned tables (learned.c): /v1/learned and /v1/learned/{name}, every method. begin runs on the
+ * first handler call (may answer at once: 401/403/405/413/415), request once the body (if any) is
+ * complete in r->body. */
+enum MHD_Result pe_learned_begin(struct req *r, struct MHD_Connection *conn);
+enum MHD_Result pe_learned_request(struct req *r, struct MHD_Connection *conn);
 
 /* Tables (table.c). */
 enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, const struct pe_table_def *def);

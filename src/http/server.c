@@ -395,6 +395,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		atomic_fetch_add(&h->active, 1);
 		if (strncmp(url, "/v1/", 4) == 0 && (r->transform = pe_transform_find(url + 4)) != NULL)
 			return pe_transform_begin(r, conn);
+		if (!strcmp(url, "/v1/learned") || !strncmp(url, "/v1/learned/", 12)) {
+			r->learned = 1;
+			return pe_learned_begin(r, conn);
+		}
 		/* Answer on a later call, once MHD has read the whole request: a response queued on the
 		 * first call makes MHD close the connection instead of keeping it alive. */
 		return MHD_YES;
@@ -402,7 +406,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (r->on_resume)
 		return r->on_resume(r, conn);
 	if (*upload_data_size != 0) {
-		if (r->transform && !r->body_too_big && !r->answered &&
+		if ((r->transform || r->learned) && !r->body_too_big && !r->answered &&
 		    pe_buf_append(&r->body, upload_data, *upload_data_size) != 0)
 			r->body_too_big = 1; /* keep reading (and discarding) to answer 413 at the end */
 		*upload_data_size = 0;
@@ -412,6 +416,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	if (r->transform)
 		return pe_transform_request(r, conn);
+	if (r->learned)
+		return pe_learned_request(r, conn);
 	return dispatch(r, conn, url, method);
 }
 
