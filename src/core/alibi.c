@@ -12,11 +12,13 @@
  * differs from this by -slope * q_pos, a constant per query row that softmax removes. Distances
  * are integers exact in double, so an entry is one double product rounded once to the dtype; the
  * diagonal is +0. mask=causal puts the dtype's lowest finite value (torch.finfo(dtype).min) where
- * k > q_pos. */
+ * k > q_pos. An entry depends only on the head and k - q_pos, so each head's q_len + k_len - 1
+ * values are rounded once into the dtype and every row is a copy of a slice of them. */
 #include "core/tables.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_HEADS 65536.0
 #define MAX_BIAS 64.0
@@ -104,15 +106,15 @@ static int bias_shape(const struct pe_params *p, struct pe_shape *s)
 	return 0;
 }
 
-/* Keys k0 .. k0+n-1 of the query at qpos into v (n <= CHUNK). */
-static void bias_chunk(double s, int64_t qpos, int64_t k0, size_t n, int causal, double lowest, double *v)
+/* Bias of rel = k - q_pos for rel = rel0 .. rel0+n-1 into v (n <= CHUNK). */
+static void bias_chunk(double s, int64_t rel0, size_t n, int causal, double lowest, double *v)
 {
 	for (size_t j = 0; j < n; j++) {
-		int64_t k = k0 + (int64_t)j, d = qpos > k ? qpos - k : k - qpos;
-		if (causal && k > qpos)
+		int64_t rel = rel0 + (int64_t)j;
+		if (causal && rel > 0)
 			v[j] = lowest;
 		else
-			v[j] = d ? -(s * (double)d) : 0.0;
+			v[j] = rel ? -(s * (double)(rel < 0 ? -rel : rel)) : 0.0;
 	}
 }
 
@@ -122,18 +124,24 @@ static int bias_compute(const struct pe_params *p, enum pe_dtype dt, void *out, 
 	int64_t k_len = pe_param_int(p, "k_len"), offset = pe_param_int(p, "offset");
 	int causal = pe_param_enum(p, "mask") == MASK_CAUSAL;
 	double max_bias = pe_param_real(p, "max_bias"), lowest = pe_dtype_lowest(dt), v[CHUNK];
-	size_t esz = pe_dtype_size(dt);
-	char *o = out;
+	size_t esz = pe_dtype_size(dt), nrel = (size_t)(q_len + k_len - 1), row = (size_t)k_len * esz;
+	/* An entry depends on the head and k - q_pos only: lut[j] holds rel = j + rel_min, and query
+	 * row i (rel from -(offset + i)) is the slice starting at q_len - 1 - i. */
+	int64_t rel_min = -(offset + q_len - 1);
+	char *lut = malloc(nrel * esz), *o = out;
+	if (!lut)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	for (int64_t h = 0; h < heads; h++) {
 		double s = slope(heads, h, max_bias);
-		for (int64_t i = 0; i < q_len; i++)
-			for (int64_t k0 = 0; k0 < k_len; k0 += CHUNK) {
-				size_t n = (size_t)(k_len - k0 < CHUNK ? k_len - k0 : CHUNK);
-				bias_chunk(s, offset + i, k0, n, causal, lowest, v);
-				pe_store_f64(dt, o, v, n);
-				o += n * esz;
-			}
+		for (size_t j = 0; j < nrel; j += CHUNK) {
+			size_t n = nrel - j < CHUNK ? nrel - j : CHUNK;
+			bias_chunk(s, rel_min + (int64_t)j, n, causal, lowest, v);
+			pe_store_f64(dt, lut + j * esz, v, n);
+		}
+		for (int64_t i = 0; i < q_len; i++, o += row)
+			memcpy(o, lut + (size_t)(q_len - 1 - i) * esz, row);
 	}
+	free(lut);
 	return 0;
 }
 

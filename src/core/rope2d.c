@@ -9,12 +9,14 @@
  * spatial-merge windows before attention, which a client does with the grid it already has.
  *
  * compat=exact: double (angles.h), one rounding. compat=hf: torch float32 frequencies, angles and
- * cos/sin, as the model computes them. Sin/cos of each column coordinate are computed once (a
- * width x dim/2 table), of each row coordinate once per row. */
+ * cos/sin, as the model computes them. Sin/cos of each coordinate are computed once and rounded
+ * once into the dtype (a width x dim/2 table for the columns, dim/2 values per row); output rows
+ * are copies of those blocks. */
 #include "core/angles.h"
 #include "core/tables.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_GRID 1048576.0 /* patches per side */
 
@@ -42,12 +44,11 @@ static int shape(const struct pe_params *p, struct pe_shape *s)
 	return 0;
 }
 
-/* One patch row of a plane: [row | col | row | col], each q values. */
-static void store_row(enum pe_dtype dt, char *o, size_t q, const double *row, const double *col)
+/* One patch row of a plane: [row | col | row | col], each blk bytes. */
+static void copy_row(char *o, size_t blk, const char *row, const char *col)
 {
-	size_t esz = pe_dtype_size(dt);
 	for (int b = 0; b < 4; b++)
-		pe_store_f64(dt, o + b * q * esz, (b & 1) ? col : row, q);
+		memcpy(o + b * blk, (b & 1) ? col : row, blk);
 }
 
 static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
@@ -55,23 +56,34 @@ static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struc
 	size_t height = (size_t)pe_param_int(p, "height"), width = (size_t)pe_param_int(p, "width");
 	size_t dim = (size_t)pe_param_int(p, "dim"), q = dim / 4;
 	int hf = pe_param_enum(p, "compat") == PE_COMPAT_HF;
-	size_t esz = pe_dtype_size(dt), plane = height * width * dim * esz;
-	double *buf = malloc(sizeof(double) * q * (2 * width + 4));
-	if (!buf)
+	size_t esz = pe_dtype_size(dt), blk = q * esz, plane = height * width * dim * esz;
+	double *buf = malloc(sizeof(double) * 4 * q);
+	char *tab = malloc(blk * (2 * width + 2)); /* column sin, column cos, row sin, row cos, in dt */
+	if (!buf || !tab) {
+		free(buf);
+		free(tab);
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	double *w = buf, *ang = w + q, *rs = ang + q, *rc = rs + q, *cs = rc + q, *cc = cs + q * width;
+	}
+	double *w = buf, *ang = w + q, *s = ang + q, *c = s + q;
+	char *cs = tab, *cc = cs + blk * width, *rs = cc + blk * width, *rc = rs + blk;
 	pe_inv_freq_pow(pe_param_real(p, "base"), q, 2, (double)(dim / 2), hf, w);
-	for (size_t c = 0; c < width; c++)
-		pe_sincos_at((double)c, w, q, hf, ang, cs + c * q, cc + c * q);
+	for (size_t x = 0; x < width; x++) {
+		pe_sincos_at((double)x, w, q, hf, ang, s, c);
+		pe_store_f64(dt, cs + x * blk, s, q);
+		pe_store_f64(dt, cc + x * blk, c, q);
+	}
 	char *o = out;
 	for (size_t r = 0; r < height; r++) {
-		pe_sincos_at((double)r, w, q, hf, ang, rs, rc);
-		for (size_t c = 0; c < width; c++, o += dim * esz) {
-			store_row(dt, o, q, rc, cc + c * q);
-			store_row(dt, o + plane, q, rs, cs + c * q);
+		pe_sincos_at((double)r, w, q, hf, ang, s, c);
+		pe_store_f64(dt, rs, s, q);
+		pe_store_f64(dt, rc, c, q);
+		for (size_t x = 0; x < width; x++, o += 4 * blk) {
+			copy_row(o, blk, rc, cc + x * blk);
+			copy_row(o + plane, blk, rs, cs + x * blk);
 		}
 	}
 	free(buf);
+	free(tab);
 	return 0;
 }
 

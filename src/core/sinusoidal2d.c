@@ -13,8 +13,8 @@
  * timm+hf uses float frequencies and angles (angles.h).
  *
  * A patch row is a permutation of the sin/cos of its row and column coordinates, so those are
- * computed once per coordinate (a width x dim/2 table for columns, dim/2 values per row) and the
- * output is assembled from them: about one sin/cos per 4*height output values. */
+ * computed once per coordinate and rounded once into the dtype (a width x dim/2 table for the
+ * columns, dim/2 values per row); output rows are copies of those blocks. */
 #include "core/angles.h"
 #include "core/tables.h"
 
@@ -70,26 +70,37 @@ static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struc
 	size_t dim = (size_t)pe_param_int(p, "dim"), q = dim / 4, cls = (size_t)pe_param_int(p, "cls_token");
 	int timm = pe_param_enum(p, "variant") == V_TIMM, hf = pe_param_enum(p, "compat") == PE_COMPAT_HF;
 	int float_angles = hf && timm;
-	size_t esz = pe_dtype_size(dt);
-	double *buf = malloc(sizeof(double) * q * (2 * width + 4));
-	if (!buf)
+	size_t esz = pe_dtype_size(dt), blk = q * esz;
+	double *buf = malloc(sizeof(double) * 4 * q);
+	char *tab = malloc(blk * (2 * width + 2)); /* column sin, column cos, row sin, row cos, in dt */
+	if (!buf || !tab) {
+		free(buf);
+		free(tab);
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	double *w = buf, *ang = w + q, *rs = ang + q, *rc = rs + q, *cs = rc + q, *cc = cs + q * width;
+	}
+	double *w = buf, *ang = w + q, *s = ang + q, *c = s + q;
+	char *cs = tab, *cc = cs + blk * width, *rs = cc + blk * width, *rc = rs + blk;
 	pe_inv_freq_pow(pe_param_real(p, "base"), q, 1, (double)q, float_angles, w);
-	for (size_t c = 0; c < width; c++)
-		coord((double)c, w, q, float_angles, hf, ang, cs + c * q, cc + c * q);
+	for (size_t x = 0; x < width; x++) {
+		coord((double)x, w, q, float_angles, hf, ang, s, c);
+		pe_store_f64(dt, cs + x * blk, s, q);
+		pe_store_f64(dt, cc + x * blk, c, q);
+	}
 	memset(out, 0, cls * dim * esz); /* all-zero bits are 0.0 in every float dtype */
 	char *o = (char *)out + cls * dim * esz;
 	for (size_t r = 0; r < height; r++) {
-		coord((double)r, w, q, float_angles, hf, ang, rs, rc);
-		for (size_t c = 0; c < width; c++, o += dim * esz) {
-			const double *mae[4] = {cs + c * q, cc + c * q, rs, rc};
-			const double *tim[4] = {rs, cs + c * q, rc, cc + c * q};
+		coord((double)r, w, q, float_angles, hf, ang, s, c);
+		pe_store_f64(dt, rs, s, q);
+		pe_store_f64(dt, rc, c, q);
+		for (size_t x = 0; x < width; x++, o += 4 * blk) {
+			const char *mae[4] = {cs + x * blk, cc + x * blk, rs, rc};
+			const char *tim[4] = {rs, cs + x * blk, rc, cc + x * blk};
 			for (int b = 0; b < 4; b++)
-				pe_store_f64(dt, o + b * q * esz, (timm ? tim : mae)[b], q);
+				memcpy(o + b * blk, (timm ? tim : mae)[b], blk);
 		}
 	}
 	free(buf);
+	free(tab);
 	return 0;
 }
 
