@@ -91,7 +91,7 @@ void pe_http_add_cors(struct pe_http *h, struct MHD_Connection *conn, struct MHD
 	} else
 		return;
 	MHD_add_response_header(resp, "Access-Control-Expose-Headers",
-				"ETag, X-PE-Shape, X-PE-Dtype, X-PE-Cache, X-PE-Attention-Scaling");
+				"ETag, X-PE-Shape, X-PE-Dtype, X-PE-Cache, X-PE-Attention-Scaling, X-Request-Id");
 }
 
 /* ---- responses ---- */
@@ -282,6 +282,37 @@ static enum MHD_Result serve_openapi(struct req *r, struct MHD_Connection *conn)
 	return MHD_queue_response(conn, 200, r->h->openapi);
 }
 
+/* ---- CORS preflight ---- */
+
+/* Methods a browser on another origin may use here: reads everywhere, POST for transforms. Writes
+ * to learned tables are never opened by CORS: their preflight gets no Allow-Origin. */
+static const char *cors_methods(const char *url)
+{
+	if (strncmp(url, "/v1/", 4) == 0 && pe_transform_find(url + 4))
+		return "POST, OPTIONS";
+	return "GET, HEAD, OPTIONS";
+}
+
+static enum MHD_Result serve_preflight(struct req *r, struct MHD_Connection *conn, const char *url)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	if (!resp)
+		return MHD_NO;
+	const char *want = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Access-Control-Request-Method");
+	const char *methods = cors_methods(url);
+	int learned = !strcmp(url, "/v1/learned") || !strncmp(url, "/v1/learned/", 12);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, learned ? "GET, HEAD, PUT, DELETE, OPTIONS" : methods);
+	if (want && strstr(methods, want) && strlen(want) >= 3) {
+		pe_http_add_cors(r->h, conn, resp);
+		MHD_add_response_header(resp, "Access-Control-Allow-Methods", methods);
+		MHD_add_response_header(resp, "Access-Control-Allow-Headers",
+					"Accept, Accept-Encoding, Content-Type, If-None-Match, X-Request-Id");
+		MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin, Access-Control-Request-Method");
+	return pe_http_queue(r, conn, 204, resp);
+}
+
 /* ---- routing ---- */
 
 static int route_of(const char *url, const struct pe_table_def **def)
@@ -393,6 +424,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		begin_request(h, r, conn, url, method);
 		*con_cls = r;
 		atomic_fetch_add(&h->active, 1);
+		if (!strcmp(method, "OPTIONS"))
+			return MHD_YES; /* a CORS preflight: answered once the request is read */
 		if (strncmp(url, "/v1/", 4) == 0 && (r->transform = pe_transform_find(url + 4)) != NULL)
 			return pe_transform_begin(r, conn);
 		if (!strcmp(url, "/v1/learned") || !strncmp(url, "/v1/learned/", 12)) {
@@ -414,6 +447,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (r->answered)
 		return MHD_YES;
+	if (!strcmp(method, "OPTIONS"))
+		return serve_preflight(r, conn, url);
 	if (r->transform)
 		return pe_transform_request(r, conn);
 	if (r->learned)
