@@ -6,14 +6,47 @@
 
 #include <stddef.h>
 
+/* RoPE by angle addition (rope.c): per column i, the cos/sin of an anchor row's exact angle is
+ * rotated by (cw[i], sw[i]) = (cos w[i], sin w[i]) once per row, and each row's output is corrected
+ * to its own target angle t[i] by d = (t[i] - pos*w[i]) - d0[i] (fma, so d is exact for exact-mode
+ * angles) through a short sin/cos series of d. Lanes whose |d| > 2^-4 or whose |cos| or |sin| falls
+ * below 2^-16 (where an absolute error would be a large relative one) are computed directly. */
+struct pe_rope_rec {
+	size_t n;
+	const double *w, *cw, *sw;
+	double *c, *s, *d0; /* state, n each */
+	int first_order;    /* the caller guarantees |d| <= 2^-26: sin d = d, cos d = 1 suffice */
+};
+
 struct pe_kernel_table {
 	/* s[i] = sin(x[i]), c[i] = cos(x[i]) in double, each within 1 ulp (x finite). */
 	void (*sincos_f64)(const double *x, double *s, double *c, size_t n);
+	/* c[i], s[i] = cos, sin of t[i] for the row at position pos (rows in order, pos advancing by
+	 * one); anchor != 0 computes them directly (within 1 ulp) and restarts the recurrence there.
+	 * Between anchors the absolute error stays below 2^-46 for up to 64 rows (tests/core/test_rope.c). */
+	void (*rope_row)(struct pe_rope_rec *st, double pos, const double *t, int anchor, double *c, double *s);
+	/* One row of each plane of a float32 RoPE table from n cos/sin values: exact (fmode 0): one
+	 * rounding of v*att; fmode 1: float(v) then times float(att) in float. Layout half [v | v] or
+	 * interleaved (v0 v0 v1 v1 ...), 2n floats to oc and to os, any alignment. stream: non-temporal
+	 * stores where aligned; call rope_fence after the last row. */
+	void (*rope_store_f32)(const double *c, const double *s, size_t n, double att, int fmode,
+			       int interleaved, int stream, float *oc, float *os);
+	void (*rope_fence)(void);
 };
 
 const struct pe_kernel_table *pe_kernels(void);
 
 void pe_sincos_f64_scalar(const double *x, double *s, double *c, size_t n);
 void pe_sincos_f64_avx2(const double *x, double *s, double *c, size_t n);
+void pe_rope_row_scalar(struct pe_rope_rec *st, double pos, const double *t, int anchor, double *c, double *s);
+void pe_rope_row_avx2(struct pe_rope_rec *st, double pos, const double *t, int anchor, double *c, double *s);
+void pe_rope_store_f32_scalar(const double *c, const double *s, size_t n, double att, int fmode,
+			      int interleaved, int stream, float *oc, float *os);
+void pe_rope_store_f32_avx2(const double *c, const double *s, size_t n, double att, int fmode,
+			    int interleaved, int stream, float *oc, float *os);
+void pe_rope_fence_scalar(void);
+/* The float32 value both store kernels write for v (see rope_store_f32). */
+float pe_rope_f32_value(double v, double att, int fmode);
+void pe_rope_fence_avx2(void);
 
 #endif

@@ -13,6 +13,8 @@ static const struct pe_table_def *const all[] = {
 	&pe_table_alibi,
 	&pe_table_relative_t5,
 	&pe_table_relative_xl,
+	&pe_table_rope,
+	&pe_table_rope_inv_freq,
 };
 
 static const struct pe_table_def *const transforms[] = {

@@ -1,0 +1,447 @@
+/* /v1/rope and /v1/rope/inv_freq: rotary position embedding tables, shape [2, len, dim] (cos plane,
+ * then sin plane, both times attention_scaling as transformers multiplies them) and [dim/2].
+ *
+ * Parameters, validation and canonical keys are here; frequencies per scaling and compat mode are in
+ * rope_freq.c. A parameter that does not apply to the chosen scaling is a 400 naming it (a silent
+ * no-op would hide a misread model config) and never enters the canonical key.
+ *
+ * Speed: a half-layout row holds dim/2 distinct values (cat(c, c)), so each row's dim/2 cos/sin are
+ * computed once and written twice, each output row exactly once. For f32/f16/bf16 output the cos/sin
+ * come from the angle-addition recurrence of kernels.h, anchored every ANCHOR_ROWS rows on directly
+ * computed values and corrected to each row's own rounded angle, so they are within 2^-46 of the
+ * exact sin/cos of the mode's angle and one rounding to the dtype gives the same bound as the direct
+ * path (<= 1 ulp from the correctly rounded value). f64 output and very large angles take the direct
+ * path (SLEEF's or glibc's sincos for every value). Large f32 tables use non-temporal stores. */
+#include "core/kernels.h"
+#include "core/rope.h"
+#include "core/tables.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ANCHOR_ROWS 32
+#define BLOCK_ROWS 64               /* rows whose angles are formed together */
+#define REC_MAX_ANGLE 1048576.0     /* 2^20: beyond, hf/ggml corrections exceed the series' range */
+#define REC_MAX_FLOAT_POS 16777216.0 /* 2^24: float(position) stops being exact (hf, ggml) */
+#define FIRST_ORDER_MAX_ANGLE 67108864.0 /* 2^26 */
+#define STREAM_BYTES (8u << 20)     /* f32 tables from 8 MB on bypass the cache */
+#define GGML_MAX_POS 2147483647.0   /* llama.cpp positions are int32 */
+
+enum { L_HALF, L_INTERLEAVED };
+static const char *const layouts[] = {"half", "interleaved", NULL};
+static const char *const scalings[] = {"none", "linear", "ntk", "dynamic", "yarn", "longrope", "llama3", NULL};
+static const char *const compats[] = {"exact", "hf", "ggml", NULL};
+
+/* Parameters shared by both tables (rope/inv_freq has all but len, offset, layout). */
+#define ROPE_PARAMS_COMMON                                                                                  \
+	{"dim", PE_PT_INT, NULL, 2, PE_MAX_DIM, NULL, "rotary dimensions (even)"},                           \
+	{"base", PE_PT_REAL, "10000", 0, 1e300, NULL, "rope_theta (> 0)"},                                   \
+	{"scaling", PE_PT_ENUM, "none", 0, 0, scalings, "rope_type of transformers' rope_scaling"},          \
+	{"factor", PE_PT_REAL, "", 0, 1e300, NULL, "scaling factor (linear, ntk, dynamic, yarn, llama3; longrope: max/original positions)"}, \
+	{"original_max_position_embeddings", PE_PT_INT, "", 1, PE_MAX_POSITION, NULL,                       \
+	 "pretrained context (dynamic, yarn, longrope, llama3)"},                                            \
+	{"seq_len", PE_PT_INT, "", 1, PE_MAX_POSITION, NULL, "sequence length seen (dynamic, longrope)"},    \
+	{"beta_fast", PE_PT_REAL, "32", 1e-300, 1e300, NULL, "yarn: rotations of the fast boundary"},        \
+	{"beta_slow", PE_PT_REAL, "1", 1e-300, 1e300, NULL, "yarn: rotations of the slow boundary"},         \
+	{"mscale", PE_PT_REAL, "", 1e-300, 1e300, NULL, "yarn: mscale (with mscale_all_dim, DeepSeek)"},    \
+	{"mscale_all_dim", PE_PT_REAL, "", 1e-300, 1e300, NULL, "yarn: mscale_all_dim (with mscale)"},      \
+	{"attention_factor", PE_PT_REAL, "", 1e-300, 1e300, NULL, "yarn, longrope: attention scaling override"}, \
+	{"truncate", PE_PT_BOOL, "1", 0, 1, NULL, "yarn: floor/ceil the correction range"},                 \
+	{"low_freq_factor", PE_PT_REAL, "1", 1e-300, 1e300, NULL, "llama3: low frequency factor"},          \
+	{"high_freq_factor", PE_PT_REAL, "4", 1e-300, 1e300, NULL, "llama3: high frequency factor"},        \
+	{"short_factor", PE_PT_LIST, "", 1e-300, 1e300, NULL, "longrope: dim/2 factors up to the original context"}, \
+	{"long_factor", PE_PT_LIST, "", 1e-300, 1e300, NULL, "longrope: dim/2 factors beyond it"},           \
+	{"compat", PE_PT_ENUM, "exact", 0, 0, compats, "arithmetic: exact (double), hf (PyTorch float32), ggml (llama.cpp)"}
+
+static const struct pe_param_spec rope_params[] = {
+	{"len", PE_PT_INT, NULL, 1, PE_MAX_LEN, NULL, "number of positions (rows)"},
+	{"offset", PE_PT_INT, "0", 0, PE_MAX_POSITION, NULL, "position of the first row"},
+	{"layout", PE_PT_ENUM, "half", 0, 0, layouts, "half (NeoX, rotate_half) or interleaved (GPT-J, Meta)"},
+	ROPE_PARAMS_COMMON,
+};
+
+static const struct pe_param_spec inv_freq_params[] = {ROPE_PARAMS_COMMON};
+
+/* ---- validation ---------------------------------------------------------------------------- */
+
+#define S(x) (1u << PE_ROPE_##x)
+/* Which scalings a parameter applies to, and which of those require it. */
+static const struct {
+	const char *name;
+	unsigned applies, required;
+} applicability[] = {
+	{"factor", S(LINEAR) | S(NTK) | S(DYNAMIC) | S(YARN) | S(LONGROPE) | S(LLAMA3),
+	 S(LINEAR) | S(NTK) | S(DYNAMIC) | S(YARN) | S(LLAMA3)},
+	{"original_max_position_embeddings", S(DYNAMIC) | S(YARN) | S(LONGROPE) | S(LLAMA3),
+	 S(DYNAMIC) | S(YARN) | S(LONGROPE) | S(LLAMA3)},
+	{"seq_len", S(DYNAMIC) | S(LONGROPE), 0},
+	{"beta_fast", S(YARN), 0},
+	{"beta_slow", S(YARN), 0},
+	{"mscale", S(YARN), 0},
+	{"mscale_all_dim", S(YARN), 0},
+	{"attention_factor", S(YARN) | S(LONGROPE), 0},
+	{"truncate", S(YARN), 0},
+	{"low_freq_factor", S(LLAMA3), 0},
+	{"high_freq_factor", S(LLAMA3), 0},
+	{"short_factor", S(LONGROPE), S(LONGROPE)},
+	{"long_factor", S(LONGROPE), S(LONGROPE)},
+};
+#undef S
+
+static struct pe_param_val *val(struct pe_params *p, const char *name)
+{
+	return &p->v[pe_param_index(p->def, name)];
+}
+
+static int given(struct pe_params *p, const char *name) { return val(p, name)->given; }
+
+static int has_param(const struct pe_params *p, const char *name) { return pe_param_index(p->def, name) >= 0; }
+
+/* Unknown-to-this-scaling parameters are errors when given and dropped (with their defaults) when
+ * not; required ones must be there. */
+static int check_applicability(struct pe_params *p, int scaling, struct pe_err *err)
+{
+	for (size_t k = 0; k < sizeof applicability / sizeof applicability[0]; k++) {
+		const char *name = applicability[k].name;
+		unsigned bit = 1u << scaling;
+		if (!(applicability[k].applies & bit)) {
+			if (given(p, name))
+				return pe_err_set(err, PE_EINVAL, name, "%s does not apply to scaling=%s", name,
+						  scalings[scaling]);
+			val(p, name)->set = 0;
+		} else if ((applicability[k].required & bit) && !val(p, name)->set) {
+			return pe_err_set(err, PE_EINVAL, name, "%s is required for scaling=%s", name, scalings[scaling]);
+		}
+	}
+	return 0;
+}
+
+static int check_list(struct pe_params *p, const char *name, size_t h, struct pe_err *err)
+{
+	size_t n;
+	pe_param_list(p, name, &n);
+	if (n != h)
+		return pe_err_set(err, PE_EINVAL, name, "%s has %zu values; dim=%zu needs dim/2 = %zu", name, n,
+				  2 * h, h);
+	return 0;
+}
+
+static int check_yarn(struct pe_params *p, const struct pe_rope_cfg *c, struct pe_err *err)
+{
+	if (c->base == 1.0)
+		return pe_err_set(err, PE_EINVAL, "base", "scaling=yarn needs base != 1 (its correction range divides by ln base)");
+	if (c->beta_fast <= c->beta_slow)
+		return pe_err_set(err, PE_EINVAL, "beta_fast", "beta_fast (%g) must be greater than beta_slow (%g)",
+				  c->beta_fast, c->beta_slow);
+	int m = given(p, "mscale"), mad = given(p, "mscale_all_dim");
+	if (m != mad)
+		return pe_err_set(err, PE_EINVAL, m ? "mscale_all_dim" : "mscale",
+				  "mscale and mscale_all_dim go together (transformers ignores one alone)");
+	if (m && c->has_attention_factor)
+		return pe_err_set(err, PE_EINVAL, "mscale", "mscale does not apply when attention_factor is given");
+	return 0;
+}
+
+static int check_longrope(struct pe_params *p, const struct pe_rope_cfg *c, struct pe_err *err)
+{
+	int rc;
+	if ((rc = check_list(p, "short_factor", c->h, err)) || (rc = check_list(p, "long_factor", c->h, err)))
+		return rc;
+	if (!c->has_factor && !c->has_attention_factor)
+		return pe_err_set(err, PE_EINVAL, "factor",
+				  "scaling=longrope needs factor (max_position_embeddings / original_max_position_embeddings) "
+				  "or attention_factor");
+	if (c->has_factor && c->has_attention_factor)
+		return pe_err_set(err, PE_EINVAL, "factor",
+				  "factor only sets longrope's attention factor; it does not apply when attention_factor is given");
+	if (c->has_factor && c->factor > 1 && c->orig < 2)
+		return pe_err_set(err, PE_EINVAL, "original_max_position_embeddings",
+				  "original_max_position_embeddings must be at least 2 (the attention factor divides by its log)");
+	return 0;
+}
+
+static int check_factor(const struct pe_rope_cfg *c, struct pe_err *err)
+{
+	if (!c->has_factor)
+		return 0;
+	if (c->factor <= 0)
+		return pe_err_set(err, PE_EINVAL, "factor", "factor must be > 0");
+	if (c->factor < 1 && c->scaling != PE_ROPE_LINEAR && c->scaling != PE_ROPE_LONGROPE)
+		return pe_err_set(err, PE_EINVAL, "factor", "factor must be >= 1 for scaling=%s", scalings[c->scaling]);
+	return 0;
+}
+
+static int check_scaling(struct pe_params *p, const struct pe_rope_cfg *c, struct pe_err *err)
+{
+	if ((c->scaling == PE_ROPE_NTK || c->scaling == PE_ROPE_DYNAMIC) && c->dim == 2)
+		return pe_err_set(err, PE_EINVAL, "dim", "scaling=%s needs dim > 2 (its exponent is dim/(dim-2))",
+				  scalings[c->scaling]);
+	if (c->scaling == PE_ROPE_YARN)
+		return check_yarn(p, c, err);
+	if (c->scaling == PE_ROPE_LONGROPE)
+		return check_longrope(p, c, err);
+	if (c->scaling == PE_ROPE_LLAMA3 && c->low_freq_factor == c->high_freq_factor)
+		return pe_err_set(err, PE_EINVAL, "high_freq_factor",
+				  "low_freq_factor and high_freq_factor must differ (the smoothing divides by their difference)");
+	if (c->scaling == PE_ROPE_LLAMA3 && c->low_freq_factor > c->high_freq_factor)
+		return pe_err_set(err, PE_EINVAL, "high_freq_factor", "high_freq_factor must be greater than low_freq_factor");
+	return 0;
+}
+
+/* What llama.cpp's rope cannot express. */
+static int check_ggml(struct pe_params *p, const struct pe_rope_cfg *c, struct pe_err *err)
+{
+	static const char *const not_ggml[] = {"mscale", "mscale_all_dim", NULL};
+	if (c->scaling == PE_ROPE_NTK || c->scaling == PE_ROPE_DYNAMIC)
+		return pe_err_set(err, PE_EINVAL, "compat",
+				  "compat=ggml cannot express scaling=%s (llama.cpp has no such rope type; give the scaled base)",
+				  scalings[c->scaling]);
+	for (int k = 0; not_ggml[k]; k++)
+		if (given(p, not_ggml[k]))
+			return pe_err_set(err, PE_EINVAL, not_ggml[k], "%s does not apply to compat=ggml", not_ggml[k]);
+	if (c->scaling == PE_ROPE_YARN && c->has_attention_factor)
+		return pe_err_set(err, PE_EINVAL, "attention_factor",
+				  "compat=ggml computes YaRN's attention factor as llama.cpp does (1 + 0.1 ln factor)");
+	if (c->scaling == PE_ROPE_YARN && !c->truncate)
+		return pe_err_set(err, PE_EINVAL, "truncate", "compat=ggml always truncates YaRN's correction range");
+	if (c->orig > (int64_t)GGML_MAX_POS)
+		return pe_err_set(err, PE_EINVAL, "original_max_position_embeddings", "compat=ggml: must fit in int32");
+	if (has_param(p, "len") && pe_param_int(p, "offset") + pe_param_int(p, "len") - 1 > (int64_t)GGML_MAX_POS)
+		return pe_err_set(err, PE_EINVAL, "offset", "compat=ggml: llama.cpp positions are int32 (last position > %.0f)",
+				  GGML_MAX_POS);
+	return 0;
+}
+
+/* seq_len defaults to offset+len (the positions of the table); rope/inv_freq, which has no
+ * positions, to original_max_position_embeddings (what the model builds at load time). */
+static void default_seq_len(struct pe_params *p)
+{
+	struct pe_param_val *v = val(p, "seq_len");
+	if (v->set)
+		return;
+	v->set = 1;
+	v->i = has_param(p, "len") ? pe_param_int(p, "offset") + pe_param_int(p, "len") :
+		pe_param_int(p, "original_max_position_embeddings");
+	v->r = (double)v->i;
+}
+
+static int check(struct pe_params *p, struct pe_err *err)
+{
+	int scaling = pe_param_enum(p, "scaling"), rc;
+	if (pe_param_int(p, "dim") % 2)
+		return pe_err_set(err, PE_EINVAL, "dim", "dim must be even (rotary dimensions come in pairs)");
+	if (pe_param_real(p, "base") <= 0)
+		return pe_err_set(err, PE_EINVAL, "base", "base must be > 0");
+	if ((rc = check_applicability(p, scaling, err)))
+		return rc;
+	if (scaling == PE_ROPE_DYNAMIC || scaling == PE_ROPE_LONGROPE)
+		default_seq_len(p);
+	struct pe_rope_cfg c;
+	pe_rope_cfg_get(p, &c);
+	if ((rc = check_factor(&c, err)) || (rc = check_scaling(p, &c, err)))
+		return rc;
+	return c.compat == PE_COMPAT_GGML ? check_ggml(p, &c, err) : 0;
+}
+
+/* ---- tables -------------------------------------------------------------------------------- */
+
+static int rope_shape(const struct pe_params *p, struct pe_shape *s)
+{
+	s->rank = 3;
+	s->dim[0] = 2;
+	s->dim[1] = (size_t)pe_param_int(p, "len");
+	s->dim[2] = (size_t)pe_param_int(p, "dim");
+	return 0;
+}
+
+static int inv_freq_shape(const struct pe_params *p, struct pe_shape *s)
+{
+	s->rank = 1;
+	s->dim[0] = (size_t)pe_param_int(p, "dim") / 2;
+	return 0;
+}
+
+static double attention_scaling(const struct pe_params *p)
+{
+	struct pe_rope_cfg c;
+	pe_rope_cfg_get(p, &c);
+	return pe_rope_attention_scaling(&c);
+}
+
+/* Everything one table computation needs; rows are produced in order. */
+struct job {
+	struct pe_rope_plan pl;
+	const struct pe_kernel_table *k;
+	struct pe_rope_rec rec;
+	size_t len, h, dim;
+	int64_t offset;
+	int fmode, interleaved, use_rec, stream;
+	enum pe_dtype dt;
+	double *buf; /* one allocation: t, c, s, recurrence state, a double row pair */
+	double *t, *c, *s, *row;
+};
+
+/* The recurrence pays off when the corrections stay in the series' range (see kernels.h). */
+static int recurrence_fits(const struct job *j)
+{
+	if (j->dt == PE_F64 || j->len < 2)
+		return 0;
+	if (j->pl.cfg.compat == PE_COMPAT_EXACT)
+		return 1; /* its corrections are at most an ulp of a double angle */
+	double wmax = 0, last = (double)j->offset + (double)j->len;
+	for (size_t i = 0; i < j->h; i++)
+		wmax = fmax(wmax, fabs(j->pl.w[i]));
+	return last <= REC_MAX_FLOAT_POS && last * wmax < REC_MAX_ANGLE;
+}
+
+/* Exact angles are rounded doubles, so a row's correction is at most an ulp of its angle; below
+ * 2^26 that is 2^-27 and the first-order correction is exact to 2^-55. */
+static int first_order(const struct job *j)
+{
+	double last = (double)j->offset + (double)j->len, wmax = 0;
+	for (size_t i = 0; i < j->h; i++)
+		wmax = fmax(wmax, fabs(j->pl.w[i]));
+	return j->pl.cfg.compat == PE_COMPAT_EXACT && last * wmax < FIRST_ORDER_MAX_ANGLE;
+}
+
+static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, void *out)
+{
+	memset(j, 0, sizeof *j);
+	int rc = pe_rope_plan_init(&j->pl, p);
+	if (rc)
+		return rc;
+	j->k = pe_kernels();
+	j->dt = dt;
+	j->h = j->pl.cfg.h;
+	j->dim = j->pl.cfg.dim;
+	j->len = (size_t)pe_param_int(p, "len");
+	j->offset = pe_param_int(p, "offset");
+	j->fmode = j->pl.cfg.compat != PE_COMPAT_EXACT;
+	j->interleaved = pe_param_enum(p, "layout") == L_INTERLEAVED;
+	j->use_rec = recurrence_fits(j);
+	j->stream = dt == PE_F32 && 2 * j->len * j->dim * 4 >= STREAM_BYTES;
+	size_t h = j->h;
+	j->buf = malloc(sizeof(double) * (BLOCK_ROWS * h + 2 * h + 5 * h + 2 * j->dim));
+	if (!j->buf) {
+		pe_rope_plan_destroy(&j->pl);
+		return PE_ENOMEM;
+	}
+	j->t = j->buf;
+	j->c = j->t + BLOCK_ROWS * h;
+	j->s = j->c + h;
+	double *cw = j->s + h, *sw = cw + h;
+	j->rec = (struct pe_rope_rec){h, j->pl.w, cw, sw, sw + h, sw + 2 * h, sw + 3 * h, first_order(j)};
+	j->row = sw + 4 * h;
+	j->k->sincos_f64(j->pl.w, sw, cw, h);
+	return 0;
+}
+
+static void job_destroy(struct job *j)
+{
+	free(j->buf);
+	pe_rope_plan_destroy(&j->pl);
+}
+
+/* A value as the table holds it before the dtype rounding (double; hf/ggml values are floats). */
+static double scaled(const struct job *j, double v)
+{
+	return j->fmode ? (double)pe_rope_f32_value(v, j->pl.att, 1) : v * j->pl.att;
+}
+
+/* One plane's row in the layout, as doubles, then rounded once into the dtype. */
+static void store_generic(const struct job *j, const double *v, char *o)
+{
+	for (size_t i = 0; i < j->h; i++) {
+		double x = scaled(j, v[i]);
+		if (j->interleaved)
+			j->row[2 * i] = j->row[2 * i + 1] = x;
+		else
+			j->row[i] = j->row[j->h + i] = x;
+	}
+	pe_store_f64(j->dt, o, j->row, j->dim);
+}
+
+static void store_row(const struct job *j, size_t r, void *out)
+{
+	size_t esz = pe_dtype_size(j->dt), plane = j->len * j->dim * esz;
+	char *oc = (char *)out + r * j->dim * esz;
+	if (j->dt == PE_F32) {
+		j->k->rope_store_f32(j->c, j->s, j->h, j->pl.att, j->fmode, j->interleaved, j->stream, (float *)oc,
+				     (float *)(oc + plane));
+		return;
+	}
+	store_generic(j, j->c, oc);
+	store_generic(j, j->s, oc + plane);
+}
+
+static void rows(struct job *j, void *out)
+{
+	for (size_t r0 = 0; r0 < j->len; r0 += BLOCK_ROWS) {
+		size_t nb = j->len - r0 < BLOCK_ROWS ? j->len - r0 : BLOCK_ROWS;
+		pe_rope_angles(&j->pl, j->offset + (int64_t)r0, nb, j->t);
+		for (size_t b = 0; b < nb; b++) {
+			size_t r = r0 + b;
+			const double *t = j->t + b * j->h;
+			if (j->use_rec)
+				j->k->rope_row(&j->rec, (double)(j->offset + (int64_t)r), t, r % ANCHOR_ROWS == 0, j->c,
+					       j->s);
+			else
+				j->k->sincos_f64(t, j->s, j->c, j->h);
+			store_row(j, r, out);
+		}
+	}
+	if (j->stream)
+		j->k->rope_fence();
+}
+
+static int rope_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	struct job j;
+	if (job_init(&j, p, dt, out) != 0)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	rows(&j, out);
+	job_destroy(&j);
+	return 0;
+}
+
+/* rope/inv_freq: exact and hf give the inverse frequencies; ggml, whose angles come from a float
+ * chain rather than from a frequency, gives its angles at position 1. */
+static int inv_freq_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	struct pe_rope_plan pl;
+	if (pe_rope_plan_init(&pl, p) != 0)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	if (pl.cfg.compat == PE_COMPAT_GGML)
+		pe_rope_angles(&pl, 1, 1, pl.w);
+	pe_store_f64(dt, out, pl.w, pl.cfg.h);
+	pe_rope_plan_destroy(&pl);
+	return 0;
+}
+
+const struct pe_table_def pe_table_rope = {
+	.name = "rope",
+	.summary = "Rotary position embedding cos/sin tables (RoPE) with every transformers scaling",
+	.params = rope_params,
+	.nparams = sizeof rope_params / sizeof rope_params[0],
+	.fixed_dtype = PE_DTYPE_COUNT_,
+	.check = check,
+	.shape = rope_shape,
+	.compute = rope_compute,
+	.extra_name = "attention_scaling",
+	.extra = attention_scaling,
+};
+
+const struct pe_table_def pe_table_rope_inv_freq = {
+	.name = "rope/inv_freq",
+	.summary = "RoPE inverse frequencies (transformers' inv_freq) for every scaling",
+	.params = inv_freq_params,
+	.nparams = sizeof inv_freq_params / sizeof inv_freq_params[0],
+	.fixed_dtype = PE_DTYPE_COUNT_,
+	.check = check,
+	.shape = inv_freq_shape,
+	.compute = inv_freq_compute,
+	.extra_name = "attention_scaling",
+	.extra = attention_scaling,
+};

@@ -1,0 +1,60 @@
+/* Internal to /v1/rope and /v1/rope/inv_freq: the parsed parameters and the frequency plans of the
+ * three arithmetics (rope_freq.c), shared by rope.c and the tests. Pure and thread-safe. */
+#ifndef PE_CORE_ROPE_H
+#define PE_CORE_ROPE_H
+
+#include "posenc/core.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum pe_rope_scaling {
+	PE_ROPE_NONE, PE_ROPE_LINEAR, PE_ROPE_NTK, PE_ROPE_DYNAMIC, PE_ROPE_YARN, PE_ROPE_LONGROPE,
+	PE_ROPE_LLAMA3
+};
+
+/* Every parameter after pe_params_finish, defaults filled in; has_* say whether an optional one is set. */
+struct pe_rope_cfg {
+	size_t dim, h; /* rotary dims and dim/2 frequencies */
+	double base;
+	int scaling, compat;
+	double factor;
+	int has_factor;
+	int64_t orig, seq_len; /* original_max_position_embeddings, seq_len (0 when they do not apply) */
+	double beta_fast, beta_slow, mscale, mscale_all_dim, attention_factor;
+	int has_mscale, has_attention_factor, truncate;
+	double low_freq_factor, high_freq_factor;
+	const double *short_factor, *long_factor; /* h values each (longrope), owned by the params */
+};
+
+void pe_rope_cfg_get(const struct pe_params *p, struct pe_rope_cfg *c);
+
+/* llama.cpp's angle construction for one table (compat=ggml): theta starts at float(position) and
+ * is multiplied by theta_scale once per frequency, then divided by freq_factor[i], scaled by
+ * freq_scale and, for YaRN (ext_factor != 0), blended by the ramp over corr_dims. */
+struct pe_rope_ggml {
+	float theta_scale, freq_scale, ext_factor, corr_dims[2], mscale;
+	float *freq_factors; /* h values, or NULL (1.0f) */
+};
+
+/* The frequencies of one table: w[i] is the angle step per position (exact: double inv_freq; hf: the
+ * float32 inv_freq held exactly in a double; ggml: a double estimate of the per-position step, only
+ * used to seed the angle-addition recurrence). att is attention_scaling (ggml: the float mscale). */
+struct pe_rope_plan {
+	struct pe_rope_cfg cfg;
+	double *w;
+	double att;
+	struct pe_rope_ggml g;
+};
+
+/* Build the plan (allocates; free with pe_rope_plan_destroy). Returns 0 or PE_ENOMEM. */
+int pe_rope_plan_init(struct pe_rope_plan *pl, const struct pe_params *p);
+void pe_rope_plan_destroy(struct pe_rope_plan *pl);
+
+/* attention_scaling alone, as reported beside the table. */
+double pe_rope_attention_scaling(const struct pe_rope_cfg *c);
+
+/* Target angles of rows pos0 .. pos0+nrows-1, row-major into t[nrows][h], in the plan's arithmetic. */
+void pe_rope_angles(const struct pe_rope_plan *pl, int64_t pos0, size_t nrows, double *t);
+
+#endif
