@@ -50,7 +50,7 @@ $(BUILD)/obj/%.o: %.S
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I. -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/src/daemon/assets.o: config/posenc.json openapi.yaml
+$(BUILD)/obj/src/daemon/assets.o: config/posenc.json openapi.yaml $(wildcard src/dashboard/*)
 
 $(BUILD)/libposenc.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)

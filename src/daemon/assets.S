@@ -12,4 +12,7 @@ sym##_end:                               \
 	.section .rodata
 ASSET(pe_asset_config_json, "config/posenc.json")
 ASSET(pe_asset_openapi_yaml, "openapi.yaml")
+ASSET(pe_asset_dashboard_html, "src/dashboard/index.html")
+ASSET(pe_asset_dashboard_css, "src/dashboard/style.css")
+ASSET(pe_asset_dashboard_js, "src/dashboard/app.js")
 	.section .note.GNU-stack,"",@progbits

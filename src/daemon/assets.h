@@ -4,6 +4,9 @@
 
 extern const char pe_asset_config_json[], pe_asset_config_json_end[];
 extern const char pe_asset_openapi_yaml[], pe_asset_openapi_yaml_end[];
+extern const char pe_asset_dashboard_html[], pe_asset_dashboard_html_end[];
+extern const char pe_asset_dashboard_css[], pe_asset_dashboard_css_end[];
+extern const char pe_asset_dashboard_js[], pe_asset_dashboard_js_end[];
 
 #define PE_ASSET_LEN(sym) ((size_t)(sym##_end - sym))
 

@@ -25,6 +25,7 @@ struct daemon {
 	struct pe_pool *pool;
 	struct pe_http *_Atomic http;
 	char *tls_cert, *tls_key;
+	struct pe_http_static statics[4]; /* embedded files: openapi.yaml and the dashboard */
 };
 
 static int submit_hook(void *ctx, void (*work)(void *), void *arg)
@@ -88,6 +89,14 @@ static int load_tls(struct daemon *d, struct pe_err *err)
 static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 {
 	const struct pe_config *c = &d->cfg;
+#define STATIC(p, m, sym, rt) (struct pe_http_static){p, m, sym, PE_ASSET_LEN(sym), rt}
+	struct pe_http_static *statics = d->statics; /* lives as long as the daemon */
+	statics[0] = STATIC("/openapi.yaml", "application/yaml", pe_asset_openapi_yaml, PE_ROUTE_OPENAPI);
+	statics[1] = STATIC("/", "text/html; charset=utf-8", pe_asset_dashboard_html, PE_ROUTE_DASHBOARD);
+	statics[2] = STATIC("/dashboard/style.css", "text/css; charset=utf-8", pe_asset_dashboard_css, PE_ROUTE_DASHBOARD);
+	statics[3] = STATIC("/dashboard/app.js", "text/javascript; charset=utf-8", pe_asset_dashboard_js,
+			    PE_ROUTE_DASHBOARD);
+#undef STATIC
 	struct pe_http_options o = {
 		.bind = c->bind,
 		.port = (uint16_t)c->port,
@@ -101,8 +110,8 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.cors_origins = c->cors_origins,
 		.tls_cert_pem = d->tls_cert,
 		.tls_key_pem = d->tls_key,
-		.openapi = pe_asset_openapi_yaml,
-		.openapi_len = PE_ASSET_LEN(pe_asset_openapi_yaml),
+		.statics = statics,
+		.nstatics = sizeof d->statics / sizeof d->statics[0],
 		.cache = d->cache,
 		.hooks = {.ctx = d, .submit = submit_hook, .observe = observe_hook, .render_metrics = render_hook},
 	};

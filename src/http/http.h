@@ -19,7 +19,7 @@ struct pe_http;
  * (PE_ROUTE_TABLE0 + its index), named by the table's path ("sinusoidal", "rope/inv_freq"). */
 #define PE_HTTP_ROUTES(X)                                                                         \
 	X(OTHER, "other") X(HEALTHZ, "healthz") X(READYZ, "readyz") X(METRICS, "metrics")          \
-	X(OPENAPI, "openapi")
+	X(OPENAPI, "openapi") X(DASHBOARD, "dashboard") X(CATALOGUE, "catalogue")
 
 enum pe_http_route {
 #define PE_HTTP_ROUTE_ENUM_(id, name) PE_ROUTE_##id,
@@ -49,6 +49,14 @@ struct pe_http_hooks {
 	int (*render_metrics)(void *ctx, struct pe_buf *out);
 };
 
+/* A file embedded in the daemon, served at path with its media type. */
+struct pe_http_static {
+	const char *path, *mime;
+	const char *data;
+	size_t len;
+	int route; /* metric label */
+};
+
 struct pe_http_options {
 	const char *bind;
 	uint16_t port;              /* 0 = any free port */
@@ -56,8 +64,8 @@ struct pe_http_options {
 	unsigned max_connections, max_connections_per_ip, connection_timeout_s, job_timeout_s;
 	const char *cors_origins;   /* "*" or a comma list */
 	const char *tls_cert_pem, *tls_key_pem; /* PEM text (NUL-terminated); NULL = plain HTTP */
-	const char *openapi;        /* the document served at /openapi.yaml */
-	size_t openapi_len;
+	const struct pe_http_static *statics; /* files served as they are (/openapi.yaml, the dashboard) */
+	size_t nstatics;
 	struct pe_cache *cache;
 	struct pe_http_hooks hooks;
 };

@@ -39,7 +39,7 @@ struct pe_http {
 	pthread_mutex_t wait_lock;
 	struct waiter waiting; /* list head */
 	size_t nwaiting;
-	struct MHD_Response *openapi;
+	struct MHD_Response **statics; /* one shared response per opt.statics[i] */
 };
 
 struct req {

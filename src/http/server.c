@@ -10,6 +10,7 @@
 #include "http/problem.h"
 
 #include <arpa/inet.h>
+#include <jansson.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,13 +274,88 @@ static enum MHD_Result serve_metrics(struct req *r, struct MHD_Connection *conn)
 	return pe_http_queue(r, conn, 200, resp);
 }
 
-static enum MHD_Result serve_openapi(struct req *r, struct MHD_Connection *conn)
+static int static_index(const struct pe_http *h, const char *url)
 {
-	if (r->request_id_given)
-		return pe_http_queue(r, conn, 200,
-				     text_response(r->h->opt.openapi, r->h->opt.openapi_len, "application/yaml", 0));
+	for (size_t i = 0; i < h->opt.nstatics; i++)
+		if (!strcmp(url, h->opt.statics[i].path))
+			return (int)i;
+	return -1;
+}
+
+/* An embedded file: the shared response, or a fresh one over the same bytes when this request's
+ * headers must differ (an echoed X-Request-Id). */
+static enum MHD_Result serve_static(struct req *r, struct MHD_Connection *conn, int i)
+{
+	const struct pe_http_static *f = &r->h->opt.statics[i];
+	r->bytes = f->len;
+	if (r->request_id_given) {
+		struct MHD_Response *resp = text_response(f->data, f->len, f->mime, 0);
+		if (resp)
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+		return pe_http_queue(r, conn, 200, resp);
+	}
 	r->status = 200;
-	return MHD_queue_response(conn, 200, r->h->openapi);
+	return MHD_queue_response(conn, 200, r->h->statics[i]);
+}
+
+/* GET /v1: every table and transform with its parameters (name, type, default, range, choices,
+ * help), from the registry: what the dashboard builds its controls from. */
+static json_t *param_json(const struct pe_param_spec *sp)
+{
+	static const char *const types[] = {"integer", "number", "enum", "boolean", "list"};
+	json_t *o = json_pack("{s:s, s:s, s:b, s:s}", "name", sp->name, "type", types[sp->type], "required",
+			      sp->def == NULL, "help", sp->help ? sp->help : "");
+	if (sp->def && *sp->def)
+		json_object_set_new(o, "default", json_string(sp->def));
+	if (sp->type == PE_PT_INT || sp->type == PE_PT_REAL || sp->type == PE_PT_LIST) {
+		json_object_set_new(o, "minimum", json_real(sp->min));
+		json_object_set_new(o, "maximum", json_real(sp->max));
+	}
+	if (sp->type == PE_PT_ENUM) {
+		json_t *c = json_array();
+		for (int k = 0; sp->choices[k]; k++)
+			json_array_append_new(c, json_string(sp->choices[k]));
+		json_object_set_new(o, "choices", c);
+	}
+	return o;
+}
+
+static json_t *defs_json(const struct pe_table_def *const *defs, size_t n, const char *method)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_t *ps = json_array();
+		for (int k = 0; k < defs[i]->nparams; k++)
+			json_array_append_new(ps, param_json(&defs[i]->params[k]));
+		char path[96];
+		snprintf(path, sizeof path, "/v1/%s", defs[i]->name);
+		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s, s:o}", "name", defs[i]->name, "path", path,
+						   "method", method, "summary", defs[i]->summary, "params", ps));
+	}
+	return a;
+}
+
+static enum MHD_Result serve_catalogue(struct req *r, struct MHD_Connection *conn)
+{
+	size_t nt, nx;
+	const struct pe_table_def *const *t = pe_table_all(&nt);
+	const struct pe_table_def *const *x = pe_transform_all(&nx);
+	json_t *o = json_pack("{s:s, s:o, s:o}", "version", PE_VERSION, "tables", defs_json(t, nt, "GET"),
+			      "transforms", defs_json(x, nx, "POST"));
+	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!body)
+		return MHD_NO;
+	struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(strlen(body), body, free);
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	r->bytes = strlen(body);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	pe_http_add_cors(r->h, conn, resp);
+	return pe_http_queue(r, conn, 200, resp);
 }
 
 /* ---- CORS preflight ---- */
@@ -315,9 +391,14 @@ static enum MHD_Result serve_preflight(struct req *r, struct MHD_Connection *con
 
 /* ---- routing ---- */
 
-static int route_of(const char *url, const struct pe_table_def **def)
+static int route_of(const struct pe_http *h, const char *url, const struct pe_table_def **def, int *stat)
 {
 	*def = NULL;
+	*stat = static_index(h, url);
+	if (*stat >= 0)
+		return h->opt.statics[*stat].route;
+	if (!strcmp(url, "/v1"))
+		return PE_ROUTE_CATALOGUE;
 	if (strncmp(url, "/v1/", 4) == 0) {
 		*def = pe_table_find(url + 4);
 		return *def ? pe_http_def_route(*def) : -1;
@@ -328,8 +409,6 @@ static int route_of(const char *url, const struct pe_table_def **def)
 		return PE_ROUTE_READYZ;
 	if (!strcmp(url, "/metrics"))
 		return PE_ROUTE_METRICS;
-	if (!strcmp(url, "/openapi.yaml"))
-		return PE_ROUTE_OPENAPI;
 	return -1;
 }
 
@@ -337,7 +416,8 @@ static enum MHD_Result dispatch(struct req *r, struct MHD_Connection *conn, cons
 {
 	struct pe_err err = {0};
 	const struct pe_table_def *def;
-	int route = route_of(url, &def);
+	int stat;
+	int route = route_of(r->h, url, &def, &stat);
 	r->route = route < 0 ? PE_ROUTE_OTHER : route;
 	if (route < 0) {
 		pe_err_set(&err, PE_ENOTFOUND, "", "no resource at this path");
@@ -349,6 +429,8 @@ static enum MHD_Result dispatch(struct req *r, struct MHD_Connection *conn, cons
 	}
 	if (def)
 		return pe_table_request(r, conn, def);
+	if (stat >= 0)
+		return serve_static(r, conn, stat);
 	switch (route) {
 	case PE_ROUTE_HEALTHZ:
 		return serve_healthz(r, conn);
@@ -357,7 +439,7 @@ static enum MHD_Result dispatch(struct req *r, struct MHD_Connection *conn, cons
 	case PE_ROUTE_METRICS:
 		return serve_metrics(r, conn);
 	default:
-		return serve_openapi(r, conn);
+		return serve_catalogue(r, conn);
 	}
 }
 
@@ -487,6 +569,26 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---- lifecycle ---- */
 
+static struct MHD_Response **make_statics(const struct pe_http_options *opt)
+{
+	struct MHD_Response **a = calloc(opt->nstatics + 1, sizeof *a);
+	for (size_t i = 0; a && i < opt->nstatics; i++) {
+		a[i] = text_response(opt->statics[i].data, opt->statics[i].len, opt->statics[i].mime, 0);
+		if (a[i])
+			MHD_add_response_header(a[i], MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	}
+	return a;
+}
+
+static void free_statics(struct pe_http *h)
+{
+	for (size_t i = 0; h->statics && i < h->opt.nstatics; i++)
+		if (h->statics[i])
+			MHD_destroy_response(h->statics[i]);
+	free(h->statics);
+	h->statics = NULL;
+}
+
 static int make_addr(const char *bind, uint16_t port, struct sockaddr_storage *ss, int *ipv6, struct pe_err *err)
 {
 	memset(ss, 0, sizeof *ss);
@@ -536,10 +638,10 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 	h->cors_origins = strdup(opt->cors_origins ? opt->cors_origins : "*");
 	pthread_mutex_init(&h->wait_lock, NULL);
 	h->waiting.next = h->waiting.prev = &h->waiting;
-	h->openapi = text_response(opt->openapi, opt->openapi_len, "application/yaml", 0);
+	h->statics = make_statics(opt);
 	struct sockaddr_storage ss;
 	int ipv6 = 0;
-	if (!h->cors_origins || !h->openapi || make_addr(opt->bind, opt->port, &ss, &ipv6, err) != 0)
+	if (!h->cors_origins || !h->statics || make_addr(opt->bind, opt->port, &ss, &ipv6, err) != 0)
 		goto fail;
 	struct MHD_OptionItem tls[3];
 	unsigned flags = (opt->tls_cert_pem ? MHD_USE_TLS : 0) | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
@@ -567,8 +669,7 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 	h->listen_fd = -1;
 	return h;
 fail:
-	if (h->openapi)
-		MHD_destroy_response(h->openapi);
+	free_statics(h);
 	free(h->cors_origins);
 	pthread_mutex_destroy(&h->wait_lock);
 	free(h);
@@ -596,7 +697,7 @@ void pe_http_stop(struct pe_http *h)
 	MHD_stop_daemon(h->mhd);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
-	MHD_destroy_response(h->openapi);
+	free_statics(h);
 	pthread_mutex_destroy(&h->wait_lock);
 	free(h->cors_origins);
 	free(h);

@@ -1,0 +1,200 @@
+/* /v1/analysis/similarity and /v1/analysis/rope-decay: the figures the study notes draw, as tables.
+ *
+ * similarity: [len, len] dot products between the encodings of every pair of positions. For
+ * sinusoidal tables the rows themselves; for RoPE the rotated all-ones vectors q_i = R(i)·1, whose
+ * products q_i·k_j depend only on i − j (RoPE's relative property; attention_scaling² included).
+ * The encoding's own table is computed through the registry with the parameters the client gave
+ * (the main ones of each encoding are accepted here; one that does not apply to the chosen
+ * encoding is a 400 naming it), in double, and the products are summed in double.
+ *
+ * rope-decay: RoFormer §3.4.3's long-term decay, the mean over j = 1..d/2 of |Σ_{k<j} e^{i·r·θ_k}|
+ * with θ_k = base^(−2k/d), for relative distances r = 0 .. max_distance−1. */
+#include "core/tables.h"
+
+#include <complex.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { ENC_SINUSOIDAL, ENC_ROPE };
+static const char *const encodings[] = {"sinusoidal", "rope", NULL};
+static const char *const compats[] = {"exact", "hf", "ggml", NULL};
+static const char *const variants[] = {"vaswani", "concat", "t2t", NULL};
+static const char *const scalings[] = {"none", "linear", "ntk", "dynamic", "yarn", "longrope", "llama3", NULL};
+
+#define MAX_SIM_LEN 8192.0
+
+static const struct pe_param_spec sim_params[] = {
+	{"encoding", PE_PT_ENUM, "sinusoidal", 0, 0, encodings, "which encoding's positions to compare"},
+	{"len", PE_PT_INT, NULL, 1, MAX_SIM_LEN, NULL, "number of positions"},
+	{"dim", PE_PT_INT, NULL, 1, PE_MAX_DIM, NULL, "embedding (or rotary) width"},
+	{"base", PE_PT_REAL, "", 1e-300, 1e300, NULL, "wavelength base (default the encoding's)"},
+	{"offset", PE_PT_INT, "", 0, PE_MAX_POSITION, NULL, "position of the first row"},
+	{"compat", PE_PT_ENUM, "", 0, 0, compats, "arithmetic of the encoding's table"},
+	{"variant", PE_PT_ENUM, "", 0, 0, variants, "sinusoidal: column layout"},
+	{"scaling", PE_PT_ENUM, "", 0, 0, scalings, "rope: frequency scaling"},
+	{"factor", PE_PT_REAL, "", 1e-300, 1e300, NULL, "rope: scaling factor"},
+	{"original_max_position_embeddings", PE_PT_INT, "", 1, PE_MAX_LEN, NULL, "rope: pre-scaling context length"},
+};
+
+/* The encoding's table in double: sinusoidal [len, dim], rope [2, len, dim]. */
+static double *encoding_table(const struct pe_params *p, const char *name, size_t *count, struct pe_err *err)
+{
+	const struct pe_table_def *def = pe_table_find(name);
+	if (!def) {
+		pe_err_set(err, PE_EINVAL, "encoding", "encoding=%s is not available", name);
+		return NULL;
+	}
+	struct pe_params t;
+	struct pe_shape s;
+	int of;
+	double *out = NULL;
+	pe_params_init(&t, def);
+	if (pe_params_derive(p, &t, err) == 0 && pe_params_finish(&t, err) == 0 && pe_table_shape(&t, &s) == 0) {
+		*count = pe_shape_count(&s, &of);
+		out = malloc(*count * sizeof *out + 1);
+		if (!out)
+			pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		else if (pe_table_compute(&t, PE_F64, out, err) != 0) {
+			free(out);
+			out = NULL;
+		}
+	}
+	pe_params_destroy(&t);
+	return out;
+}
+
+static int sim_check(struct pe_params *p, struct pe_err *err)
+{
+	static const char *const rope_only[] = {"scaling", "factor", "original_max_position_embeddings"};
+	if (pe_param_enum(p, "encoding") == ENC_SINUSOIDAL) {
+		for (size_t i = 0; i < sizeof rope_only / sizeof rope_only[0]; i++)
+			if (pe_param_isset(p, rope_only[i]))
+				return pe_err_set(err, PE_EINVAL, rope_only[i], "%s applies to encoding=rope only",
+						  rope_only[i]);
+	} else if (pe_param_isset(p, "variant"))
+		return pe_err_set(err, PE_EINVAL, "variant", "variant applies to encoding=sinusoidal only");
+	return 0;
+}
+
+static int sim_shape(const struct pe_params *p, struct pe_shape *s)
+{
+	s->rank = 2;
+	s->dim[0] = s->dim[1] = (size_t)pe_param_int(p, "len");
+	return 0;
+}
+
+/* Rows of the RoPE table (half layout, the default: rotate_half(1) is [-1 | +1]) made into rotated
+ * all-ones vectors x·cos + rotate_half(x)·sin, written over the cos half. */
+static void rotate_ones(double *t, size_t len, size_t dim)
+{
+	const double *sn = t + len * dim;
+	for (size_t i = 0; i < len * dim; i++) {
+		size_t c = i % dim;
+		t[i] = c < dim / 2 ? t[i] - sn[i] : t[i] + sn[i];
+	}
+}
+
+static void gram(const double *rows, size_t n, size_t d, double *g)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i; j < n; j++) {
+			double acc = 0;
+			for (size_t k = 0; k < d; k++)
+				acc += rows[i * d + k] * rows[j * d + k];
+			g[i * n + j] = g[j * n + i] = acc;
+		}
+}
+
+static int sim_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	size_t len = (size_t)pe_param_int(p, "len"), dim = (size_t)pe_param_int(p, "dim"), count;
+	int rope = pe_param_enum(p, "encoding") == ENC_ROPE;
+	double *t = encoding_table(p, rope ? "rope" : "sinusoidal", &count, err);
+	if (!t)
+		return err && err->code ? err->code : PE_ENOMEM;
+	if (rope)
+		rotate_ones(t, len, dim);
+	double *g = malloc(len * len * sizeof *g);
+	if (!g) {
+		free(t);
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	}
+	gram(t, len, dim, g);
+	pe_store_f64(dt, out, g, len * len);
+	free(g);
+	free(t);
+	return 0;
+}
+
+const struct pe_table_def pe_table_analysis_similarity = {
+	.name = "analysis/similarity",
+	.summary = "Dot products between the encodings of every pair of positions (sinusoidal, rope)",
+	.params = sim_params,
+	.nparams = sizeof sim_params / sizeof sim_params[0],
+	.fixed_dtype = PE_DTYPE_COUNT_,
+	.check = sim_check,
+	.shape = sim_shape,
+	.compute = sim_compute,
+};
+
+/* ---- rope-decay ---- */
+
+static const struct pe_param_spec decay_params[] = {
+	{"dim", PE_PT_INT, "128", 2, PE_MAX_DIM, NULL, "rotary dims (even)"},
+	{"base", PE_PT_REAL, "10000", 1e-300, 1e300, NULL, "RoPE base"},
+	{"max_distance", PE_PT_INT, "256", 1, 1u << 20, NULL, "relative distances 0 .. max_distance-1"},
+};
+
+static int decay_check(struct pe_params *p, struct pe_err *err)
+{
+	if (pe_param_int(p, "dim") & 1)
+		return pe_err_set(err, PE_EINVAL, "dim", "dim must be even");
+	return 0;
+}
+
+static int decay_shape(const struct pe_params *p, struct pe_shape *s)
+{
+	s->rank = 1;
+	s->dim[0] = (size_t)pe_param_int(p, "max_distance");
+	return 0;
+}
+
+static int decay_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	size_t h = (size_t)pe_param_int(p, "dim") / 2, n = (size_t)pe_param_int(p, "max_distance");
+	double base = pe_param_real(p, "base");
+	double *v = malloc(n * sizeof *v), *theta = malloc(h * sizeof *theta);
+	if (!v || !theta) {
+		free(v);
+		free(theta);
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	}
+	for (size_t k = 0; k < h; k++)
+		theta[k] = pow(base, -(double)(2 * k) / (double)(2 * h));
+	for (size_t r = 0; r < n; r++) {
+		double complex partial = 0;
+		double acc = 0;
+		for (size_t k = 0; k < h; k++) {
+			partial += cexp(I * (double)r * theta[k]);
+			acc += cabs(partial);
+		}
+		v[r] = acc / (double)h;
+	}
+	pe_store_f64(dt, out, v, n);
+	free(v);
+	free(theta);
+	return 0;
+}
+
+const struct pe_table_def pe_table_analysis_rope_decay = {
+	.name = "analysis/rope-decay",
+	.summary = "RoFormer's long-term decay of RoPE with relative distance (section 3.4.3)",
+	.params = decay_params,
+	.nparams = sizeof decay_params / sizeof decay_params[0],
+	.fixed_dtype = PE_DTYPE_COUNT_,
+	.check = decay_check,
+	.shape = decay_shape,
+	.compute = decay_compute,
+};

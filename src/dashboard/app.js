@@ -1,0 +1,2 @@
+/* posenc dashboard (placeholder until the dashboard lands). */
+"use strict";
