@@ -1,0 +1,111 @@
+/* PNG heatmaps of tensors (format=png), their colormaps and the bitmap font of their labels.
+ *
+ * The first half is public API waiting to move into include/posenc/tensor.h; the second half is
+ * internal to src/tensor (the colormap tables and the font) and is what tests look colours and
+ * glyphs up in. Everything here is re-entrant and thread-safe: the tables are const data.
+ *
+ * Picture, like the seeds' `plt.pcolormesh(table, cmap='viridis'); plt.colorbar()`:
+ *   - x = the last axis (embedding dimension, key), y = the first (position, query). Position 0 is
+ *     the TOP row, as an image is read (pcolormesh puts row 0 at the bottom; imshow, which people
+ *     also use for these tables, at the top).
+ *   - rank 0 is one cell, rank 1 one row (drawn at least 32 px tall), rank 2 one heatmap, rank 3
+ *     [n, rows, cols] n heatmaps stacked top to bottom, each under a label strip ("cos"/"sin" when
+ *     the caller passes them, else the index), all sharing one colour scale; the bar moves right
+ *     if a label is wider than the heatmap. Rank > 3 is
+ *     PE_EINVAL naming "format".
+ *   - A colour bar on the right, max at the top and min at the bottom, with the two end values
+ *     printed beside it (and 0 at the middle for RdBu), as "%.4g".
+ *   - viridis spans [min, max] of the table; RdBu is diverging and centred on 0: it spans
+ *     [-m, m] with m = max |value|, so 0 is ColorBrewer's centre grey #f7f7f7 exactly. Colour of a
+ *     value: t = (v - lo) / (hi - lo), entry min(floor(t * n), n - 1) of the n-entry table
+ *     (matplotlib's rule); a constant table is drawn in the colour of t = 0 (viridis) or t = 0.5.
+ *   - NaN, +-Inf and masked entries (exactly the lowest finite value of a float dtype, which is how
+ *     the contract writes causal masks) are drawn in PE_PNG_BAD_RGB and left out of the range.
+ *   - Size: 'scale' pixels per cell (0 = automatic: the largest of 1..32 that keeps the heatmaps
+ *     within about 512 px). The whole image never exceeds PE_PNG_MAX_SIDE on either side: scale
+ *     is lowered to fit, and a table too big even at one pixel per cell is downsampled by
+ *     AVERAGING blocks of row_step x col_step cells (box filter over the finite, unmasked values;
+ *     striding would alias the high-frequency sinusoid columns into false stripes). The colour
+ *     range is always that of the full table.
+ * Output: 8-bit RGB, non-interlaced, zlib level 1 (Z_BEST_SPEED), filter "none", no time or
+ * text chunks, so equal tables give equal bytes (the ETag depends only on the request). */
+#ifndef POSENC_TENSOR_PNG_H
+#define POSENC_TENSOR_PNG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "posenc/tensor.h"
+
+/* ---- public: to move into include/posenc/tensor.h ---- */
+
+enum pe_cmap { PE_CMAP_VIRIDIS, PE_CMAP_RDBU, PE_CMAP_COUNT_ };
+/* "viridis" or "RdBu", ASCII case-insensitive: 0, or PE_EINVAL for any other name. */
+int pe_cmap_parse(const char *name, enum pe_cmap *out);
+const char *pe_cmap_name(enum pe_cmap c); /* "viridis", "RdBu" */
+
+#define PE_PNG_MAX_SIDE 4096
+#define PE_PNG_MAX_SCALE 4096 /* largest scale accepted (it is then lowered to fit the image) */
+
+struct pe_png_options {
+	enum pe_cmap cmap;
+	int scale;                 /* pixels per cell, 1..PE_PNG_MAX_SCALE; 0 = automatic */
+	/* Rank 3: panel labels, NULL-terminated (borrowed); panels past its end, or all when NULL,
+	 * are labelled with their index. At most 16 characters are drawn. */
+	const char *const *labels;
+};
+void pe_png_options_init(struct pe_png_options *o); /* viridis, automatic scale, no labels */
+
+/* Where everything is, in pixels from the top-left corner. Panel p's cell (r, c) covers
+ * x in [x0 + c*cell_w, +cell_w), y in [y0 + p*panel_pitch + r*cell_h, +cell_h). */
+struct pe_png_layout {
+	size_t width, height;          /* the image */
+	size_t panels, rows, cols;     /* cells drawn (after downsampling) */
+	size_t row_step, col_step;     /* table rows / columns averaged into one cell (1 = none) */
+	size_t cell_w, cell_h;         /* pixels per cell (cell_w is the scale in effect) */
+	size_t x0, y0, panel_pitch;
+	size_t label_h;                /* height of the label strip above each panel (0 below rank 3) */
+	size_t bar_x, bar_y, bar_w, bar_h; /* the colour bar: top row is the last colour */
+	double lo, hi;                 /* values at the bar's bottom and top (NaN if nothing finite) */
+};
+
+/* Plan the picture without drawing it (reads the data once for its range). Errors as below. */
+int pe_png_plan(const struct pe_tensor_view *t, const struct pe_png_options *o,
+		struct pe_png_layout *out, struct pe_err *err);
+/* Append the PNG of t to b. o may be NULL (defaults). Errors: PE_EINVAL naming "format" (rank > 3,
+ * empty table, too many panels for the maximum image), "scale" or "cmap" (bad option values);
+ * PE_ETOOBIG / PE_ENOMEM when b's limit or memory runs out. On error b is back at its length on
+ * entry. */
+int pe_png_write(struct pe_buf *b, const struct pe_tensor_view *t, const struct pe_png_options *o,
+		 struct pe_err *err);
+
+/* ---- internal to src/tensor (and its tests) ---- */
+
+/* Drawn for NaN, +-Inf and masked entries: neutral mid grey, far from every entry of both
+ * colormaps (viridis has no grey, RdBu's greys are all near white). */
+#define PE_PNG_BAD_R 128
+#define PE_PNG_BAD_G 128
+#define PE_PNG_BAD_B 128
+
+/* Where text goes: glyphs are drawn PE_PNG_TEXT_SCALE times larger (a glyph is 10x14 pixels,
+ * one every 12), in black on white. A rank-3 panel's label starts at (x0, its strip's top +
+ * PE_PNG_LABEL_PAD); the bar's numbers start PE_PNG_NUM_GAP right of the bar: the max flush with
+ * its top, the min flush with its bottom, RdBu's 0 centred on its middle row. */
+#define PE_PNG_TEXT_SCALE 2
+#define PE_PNG_LABEL_PAD 3
+#define PE_PNG_NUM_GAP 6
+
+/* Colormap tables (colormap.c, generated from matplotlib). */
+extern const uint8_t pe_cmap_viridis_rgb[256][3];
+extern const uint8_t pe_cmap_rdbu_rgb[251][3]; /* ColorBrewer's 11 anchors at entries 25k */
+size_t pe_cmap_size(enum pe_cmap c);
+const uint8_t *pe_cmap_rgb(enum pe_cmap c, size_t i); /* i < pe_cmap_size(c) */
+/* Entry for t in [0, 1] (NaN and t < 0 give 0, t >= 1 the last): min(floor(t * n), n - 1). */
+size_t pe_cmap_index(enum pe_cmap c, double t);
+
+/* 5x7 bitmap font (font.c): rows top to bottom, bit 4 = leftmost pixel. Digits, + - . , : = ? _
+ * ( ) [ ] / space and a-z; A-Z are drawn as a-z and anything else as '?'. */
+#define PE_FONT_W 5
+#define PE_FONT_H 7
+const uint8_t *pe_font_glyph(char ch);
+
+#endif
