@@ -7,6 +7,7 @@ static const struct pe_kernel_table scalar = {
 	.rope_row = pe_rope_row_scalar,
 	.rope_store_f32 = pe_rope_store_f32_scalar,
 	.rope_fence = pe_rope_fence_scalar,
+	.rope_apply_f32 = pe_rope_apply_f32_scalar,
 };
 
 static const struct pe_kernel_table avx2 = {
@@ -14,6 +15,7 @@ static const struct pe_kernel_table avx2 = {
 	.rope_row = pe_rope_row_avx2,
 	.rope_store_f32 = pe_rope_store_f32_avx2,
 	.rope_fence = pe_rope_fence_avx2,
+	.rope_apply_f32 = pe_rope_apply_f32_avx2,
 };
 
 const struct pe_kernel_table *pe_kernels(void)

@@ -32,6 +32,11 @@ struct pe_kernel_table {
 	void (*rope_store_f32)(const double *c, const double *s, size_t n, double att, int fmode,
 			       int interleaved, int stream, float *oc, float *os);
 	void (*rope_fence)(void);
+	/* Apply RoPE to one vector of rd rotary channels: out = x*cos + rotate(x)*sin (sin negated with
+	 * inverse), rotate = rotate_half (half layout) or the pair swap (interleaved), PyTorch's order:
+	 * each product rounded, then the sum. out may be x. cs/sn are that position's table rows. */
+	void (*rope_apply_f32)(const float *x, float *out, const float *cs, const float *sn, size_t rd,
+			       int interleaved, int inverse);
 };
 
 const struct pe_kernel_table *pe_kernels(void);
@@ -48,5 +53,12 @@ void pe_rope_fence_scalar(void);
 /* The float32 value both store kernels write for v (see rope_store_f32). */
 float pe_rope_f32_value(double v, double att, int fmode);
 void pe_rope_fence_avx2(void);
+void pe_rope_apply_f32_scalar(const float *x, float *out, const float *cs, const float *sn, size_t rd,
+			      int interleaved, int inverse);
+void pe_rope_apply_f32_avx2(const float *x, float *out, const float *cs, const float *sn, size_t rd,
+			    int interleaved, int inverse);
+/* f64 bodies are rare: one scalar kernel serves both paths. */
+void pe_rope_apply_f64(const double *x, double *out, const double *cs, const double *sn, size_t rd,
+		       int interleaved, int inverse);
 
 #endif

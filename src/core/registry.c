@@ -22,6 +22,7 @@ static const struct pe_table_def *const all[] = {
 static const struct pe_table_def *const transforms[] = {
 	&pe_transform_sinusoidal_apply,
 	&pe_transform_alibi_apply,
+	&pe_transform_rope_apply,
 };
 
 static const struct pe_table_def *find_in(const struct pe_table_def *const *list, size_t n, const char *name)

@@ -30,39 +30,18 @@
 #define GGML_MAX_POS 2147483647.0   /* llama.cpp positions are int32 */
 
 enum { L_HALF, L_INTERLEAVED };
-static const char *const layouts[] = {"half", "interleaved", NULL};
-static const char *const scalings[] = {"none", "linear", "ntk", "dynamic", "yarn", "longrope", "llama3", NULL};
-static const char *const compats[] = {"exact", "hf", "ggml", NULL};
-
-/* Parameters shared by both tables (rope/inv_freq has all but len, offset, layout). */
-#define ROPE_PARAMS_COMMON                                                                                  \
-	{"dim", PE_PT_INT, NULL, 2, PE_MAX_DIM, NULL, "rotary dimensions (even)"},                           \
-	{"base", PE_PT_REAL, "10000", 0, 1e300, NULL, "rope_theta (> 0)"},                                   \
-	{"scaling", PE_PT_ENUM, "none", 0, 0, scalings, "rope_type of transformers' rope_scaling"},          \
-	{"factor", PE_PT_REAL, "", 0, 1e300, NULL, "scaling factor (linear, ntk, dynamic, yarn, llama3; longrope: max/original positions)"}, \
-	{"original_max_position_embeddings", PE_PT_INT, "", 1, PE_MAX_POSITION, NULL,                       \
-	 "pretrained context (dynamic, yarn, longrope, llama3)"},                                            \
-	{"seq_len", PE_PT_INT, "", 1, PE_MAX_POSITION, NULL, "sequence length seen (dynamic, longrope)"},    \
-	{"beta_fast", PE_PT_REAL, "32", 1e-300, 1e300, NULL, "yarn: rotations of the fast boundary"},        \
-	{"beta_slow", PE_PT_REAL, "1", 1e-300, 1e300, NULL, "yarn: rotations of the slow boundary"},         \
-	{"mscale", PE_PT_REAL, "", 1e-300, 1e300, NULL, "yarn: mscale (with mscale_all_dim, DeepSeek)"},    \
-	{"mscale_all_dim", PE_PT_REAL, "", 1e-300, 1e300, NULL, "yarn: mscale_all_dim (with mscale)"},      \
-	{"attention_factor", PE_PT_REAL, "", 1e-300, 1e300, NULL, "yarn, longrope: attention scaling override"}, \
-	{"truncate", PE_PT_BOOL, "1", 0, 1, NULL, "yarn: floor/ceil the correction range"},                 \
-	{"low_freq_factor", PE_PT_REAL, "1", 1e-300, 1e300, NULL, "llama3: low frequency factor"},          \
-	{"high_freq_factor", PE_PT_REAL, "4", 1e-300, 1e300, NULL, "llama3: high frequency factor"},        \
-	{"short_factor", PE_PT_LIST, "", 1e-300, 1e300, NULL, "longrope: dim/2 factors up to the original context"}, \
-	{"long_factor", PE_PT_LIST, "", 1e-300, 1e300, NULL, "longrope: dim/2 factors beyond it"},           \
-	{"compat", PE_PT_ENUM, "exact", 0, 0, compats, "arithmetic: exact (double), hf (PyTorch float32), ggml (llama.cpp)"}
+const char *const pe_rope_layouts[] = {"half", "interleaved", NULL};
+const char *const pe_rope_scalings[] = {"none", "linear", "ntk", "dynamic", "yarn", "longrope", "llama3", NULL};
+const char *const pe_rope_compats[] = {"exact", "hf", "ggml", NULL};
 
 static const struct pe_param_spec rope_params[] = {
 	{"len", PE_PT_INT, NULL, 1, PE_MAX_LEN, NULL, "number of positions (rows)"},
 	{"offset", PE_PT_INT, "0", 0, PE_MAX_POSITION, NULL, "position of the first row"},
-	{"layout", PE_PT_ENUM, "half", 0, 0, layouts, "half (NeoX, rotate_half) or interleaved (GPT-J, Meta)"},
-	ROPE_PARAMS_COMMON,
+	PE_ROPE_LAYOUT_PARAM,
+	PE_ROPE_PARAMS_COMMON(NULL),
 };
 
-static const struct pe_param_spec inv_freq_params[] = {ROPE_PARAMS_COMMON};
+static const struct pe_param_spec inv_freq_params[] = {PE_ROPE_PARAMS_COMMON(NULL)};
 
 /* ---- validation ---------------------------------------------------------------------------- */
 
@@ -109,10 +88,10 @@ static int check_applicability(struct pe_params *p, int scaling, struct pe_err *
 		if (!(applicability[k].applies & bit)) {
 			if (given(p, name))
 				return pe_err_set(err, PE_EINVAL, name, "%s does not apply to scaling=%s", name,
-						  scalings[scaling]);
+						  pe_rope_scalings[scaling]);
 			val(p, name)->set = 0;
 		} else if ((applicability[k].required & bit) && !val(p, name)->set) {
-			return pe_err_set(err, PE_EINVAL, name, "%s is required for scaling=%s", name, scalings[scaling]);
+			return pe_err_set(err, PE_EINVAL, name, "%s is required for scaling=%s", name, pe_rope_scalings[scaling]);
 		}
 	}
 	return 0;
@@ -169,7 +148,7 @@ static int check_factor(const struct pe_rope_cfg *c, struct pe_err *err)
 	if (c->factor <= 0)
 		return pe_err_set(err, PE_EINVAL, "factor", "factor must be > 0");
 	if (c->factor < 1 && c->scaling != PE_ROPE_LINEAR && c->scaling != PE_ROPE_LONGROPE)
-		return pe_err_set(err, PE_EINVAL, "factor", "factor must be >= 1 for scaling=%s", scalings[c->scaling]);
+		return pe_err_set(err, PE_EINVAL, "factor", "factor must be >= 1 for scaling=%s", pe_rope_scalings[c->scaling]);
 	return 0;
 }
 
@@ -177,7 +156,7 @@ static int check_scaling(struct pe_params *p, const struct pe_rope_cfg *c, struc
 {
 	if ((c->scaling == PE_ROPE_NTK || c->scaling == PE_ROPE_DYNAMIC) && c->dim == 2)
 		return pe_err_set(err, PE_EINVAL, "dim", "scaling=%s needs dim > 2 (its exponent is dim/(dim-2))",
-				  scalings[c->scaling]);
+				  pe_rope_scalings[c->scaling]);
 	if (c->scaling == PE_ROPE_YARN)
 		return check_yarn(p, c, err);
 	if (c->scaling == PE_ROPE_LONGROPE)
@@ -197,7 +176,7 @@ static int check_ggml(struct pe_params *p, const struct pe_rope_cfg *c, struct p
 	if (c->scaling == PE_ROPE_NTK || c->scaling == PE_ROPE_DYNAMIC)
 		return pe_err_set(err, PE_EINVAL, "compat",
 				  "compat=ggml cannot express scaling=%s (llama.cpp has no such rope type; give the scaled base)",
-				  scalings[c->scaling]);
+				  pe_rope_scalings[c->scaling]);
 	for (int k = 0; not_ggml[k]; k++)
 		if (given(p, not_ggml[k]))
 			return pe_err_set(err, PE_EINVAL, not_ggml[k], "%s does not apply to compat=ggml", not_ggml[k]);

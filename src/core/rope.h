@@ -8,6 +8,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+extern const char *const pe_rope_layouts[], *const pe_rope_scalings[], *const pe_rope_compats[];
+
+/* Parameters shared by both tables (rope/inv_freq has all but len, offset, layout). */
+#define PE_ROPE_PARAMS_COMMON(dim_default)                                                                                  \
+	{"dim", PE_PT_INT, dim_default, 2, PE_MAX_DIM, NULL, "rotary dimensions (even)"},                           \
+	{"base", PE_PT_REAL, "10000", 0, 1e300, NULL, "rope_theta (> 0)"},                                   \
+	{"scaling", PE_PT_ENUM, "none", 0, 0, pe_rope_scalings, "rope_type of transformers' rope_scaling"},          \
+	{"factor", PE_PT_REAL, "", 0, 1e300, NULL, "scaling factor (linear, ntk, dynamic, yarn, llama3; longrope: max/original positions)"}, \
+	{"original_max_position_embeddings", PE_PT_INT, "", 1, PE_MAX_POSITION, NULL,                       \
+	 "pretrained context (dynamic, yarn, longrope, llama3)"},                                            \
+	{"seq_len", PE_PT_INT, "", 1, PE_MAX_POSITION, NULL, "sequence length seen (dynamic, longrope)"},    \
+	{"beta_fast", PE_PT_REAL, "32", 1e-300, 1e300, NULL, "yarn: rotations of the fast boundary"},        \
+	{"beta_slow", PE_PT_REAL, "1", 1e-300, 1e300, NULL, "yarn: rotations of the slow boundary"},         \
+	{"mscale", PE_PT_REAL, "", 1e-300, 1e300, NULL, "yarn: mscale (with mscale_all_dim, DeepSeek)"},    \
+	{"mscale_all_dim", PE_PT_REAL, "", 1e-300, 1e300, NULL, "yarn: mscale_all_dim (with mscale)"},      \
+	{"attention_factor", PE_PT_REAL, "", 1e-300, 1e300, NULL, "yarn, longrope: attention scaling override"}, \
+	{"truncate", PE_PT_BOOL, "1", 0, 1, NULL, "yarn: floor/ceil the correction range"},                 \
+	{"low_freq_factor", PE_PT_REAL, "1", 1e-300, 1e300, NULL, "llama3: low frequency factor"},          \
+	{"high_freq_factor", PE_PT_REAL, "4", 1e-300, 1e300, NULL, "llama3: high frequency factor"},        \
+	{"short_factor", PE_PT_LIST, "", 1e-300, 1e300, NULL, "longrope: dim/2 factors up to the original context"}, \
+	{"long_factor", PE_PT_LIST, "", 1e-300, 1e300, NULL, "longrope: dim/2 factors beyond it"},           \
+	{"compat", PE_PT_ENUM, "exact", 0, 0, pe_rope_compats, "arithmetic: exact (double), hf (PyTorch float32), ggml (llama.cpp)"}
+#define PE_ROPE_LAYOUT_PARAM \
+	{"layout", PE_PT_ENUM, "half", 0, 0, pe_rope_layouts, "half (NeoX, rotate_half) or interleaved (GPT-J, Meta)"}
+
 enum pe_rope_scaling {
 	PE_ROPE_NONE, PE_ROPE_LINEAR, PE_ROPE_NTK, PE_ROPE_DYNAMIC, PE_ROPE_YARN, PE_ROPE_LONGROPE,
 	PE_ROPE_LLAMA3
