@@ -7,6 +7,12 @@ extern const char pe_asset_openapi_yaml[], pe_asset_openapi_yaml_end[];
 extern const char pe_asset_dashboard_html[], pe_asset_dashboard_html_end[];
 extern const char pe_asset_dashboard_css[], pe_asset_dashboard_css_end[];
 extern const char pe_asset_dashboard_js[], pe_asset_dashboard_js_end[];
+extern const char pe_asset_dashboard_api_js[], pe_asset_dashboard_api_js_end[];
+extern const char pe_asset_dashboard_controls_js[], pe_asset_dashboard_controls_js_end[];
+extern const char pe_asset_dashboard_colormap_js[], pe_asset_dashboard_colormap_js_end[];
+extern const char pe_asset_dashboard_heatmap_js[], pe_asset_dashboard_heatmap_js_end[];
+extern const char pe_asset_dashboard_charts_js[], pe_asset_dashboard_charts_js_end[];
+extern const char pe_asset_dashboard_snippets_js[], pe_asset_dashboard_snippets_js_end[];
 
 #define PE_ASSET_LEN(sym) ((size_t)(sym##_end - sym))
 

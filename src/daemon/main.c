@@ -25,7 +25,7 @@ struct daemon {
 	struct pe_pool *pool;
 	struct pe_http *_Atomic http;
 	char *tls_cert, *tls_key;
-	struct pe_http_static statics[4]; /* embedded files: openapi.yaml and the dashboard */
+	struct pe_http_static statics[10]; /* embedded files: openapi.yaml and the dashboard */
 };
 
 static int submit_hook(void *ctx, void (*work)(void *), void *arg)
@@ -96,6 +96,16 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 	statics[2] = STATIC("/dashboard/style.css", "text/css; charset=utf-8", pe_asset_dashboard_css, PE_ROUTE_DASHBOARD);
 	statics[3] = STATIC("/dashboard/app.js", "text/javascript; charset=utf-8", pe_asset_dashboard_js,
 			    PE_ROUTE_DASHBOARD);
+#define DASHBOARD_JS(i, name)                                                                          \
+	statics[i] = STATIC("/dashboard/" #name ".js", "text/javascript; charset=utf-8",                   \
+			    pe_asset_dashboard_##name##_js, PE_ROUTE_DASHBOARD)
+	DASHBOARD_JS(4, api);
+	DASHBOARD_JS(5, controls);
+	DASHBOARD_JS(6, colormap);
+	DASHBOARD_JS(7, heatmap);
+	DASHBOARD_JS(8, charts);
+	DASHBOARD_JS(9, snippets);
+#undef DASHBOARD_JS
 #undef STATIC
 	struct pe_http_options o = {
 		.bind = c->bind,

@@ -1,0 +1,1 @@
+/* posenc dashboard: api (being written). */

@@ -1,0 +1,1 @@
+/* posenc dashboard: charts (being written). */

@@ -1,0 +1,1 @@
+/* posenc dashboard: colormap (being written). */

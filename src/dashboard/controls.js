@@ -1,0 +1,1 @@
+/* posenc dashboard: controls (being written). */

@@ -1,0 +1,1 @@
+/* posenc dashboard: heatmap (being written). */

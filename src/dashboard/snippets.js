@@ -1,0 +1,1 @@
+/* posenc dashboard: snippets (being written). */
