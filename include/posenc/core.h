@@ -65,6 +65,8 @@ struct pe_table_def {
 	/* Optional scalar reported beside the table (RoPE attention_scaling); NULL if none. */
 	const char *extra_name;
 	double (*extra)(const struct pe_params *p);
+	/* Rank-3 tables: names of the leading axis' entries for pictures ({"cos", "sin", NULL}), or NULL. */
+	const char *const *panel_labels;
 	/* Transforms (POST /v1/<name>, e.g. "rope/apply") leave shape and compute NULL and set these.
 	 * out_shape: the result's shape for an input shape, or PE_EINVAL naming what does not fit
 	 * (odd rotary dim, axis out of range, heads mismatch...). apply: out from x, both of the
@@ -81,6 +83,8 @@ struct pe_params {
 	const struct pe_table_def *def;
 	struct pe_param_val v[PE_MAX_PARAMS];
 };
+
+extern const char *const pe_cos_sin_labels[]; /* {"cos", "sin", NULL} */
 
 /* Registry: tables (GET) and transforms (POST), by path without "/v1/". */
 const struct pe_table_def *pe_table_find(const char *name);

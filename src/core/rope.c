@@ -410,6 +410,7 @@ const struct pe_table_def pe_table_rope = {
 	.compute = rope_compute,
 	.extra_name = "attention_scaling",
 	.extra = attention_scaling,
+	.panel_labels = pe_cos_sin_labels,
 };
 
 const struct pe_table_def pe_table_rope_inv_freq = {

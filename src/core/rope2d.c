@@ -96,4 +96,5 @@ const struct pe_table_def pe_table_rope2d = {
 	.check = check,
 	.shape = shape,
 	.compute = compute,
+	.panel_labels = pe_cos_sin_labels,
 };

@@ -3,13 +3,20 @@
 #include "http/negotiate.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-int pe_out_is_param(const char *key) { return !strcmp(key, "format") || !strcmp(key, "dtype"); }
+int pe_out_is_param(const char *key)
+{
+	return !strcmp(key, "format") || !strcmp(key, "dtype") || !strcmp(key, "cmap") || !strcmp(key, "scale");
+}
 
 int pe_out_take(struct pe_out_query *q, const char *key, const char *value, struct pe_err *err)
 {
-	const char **slot = !strcmp(key, "format") ? &q->format : &q->dtype;
+	const char **slot = !strcmp(key, "format") ? &q->format
+			    : !strcmp(key, "dtype") ? &q->dtype
+			    : !strcmp(key, "cmap")  ? &q->cmap
+						    : &q->scale;
 	if (*slot)
 		return pe_err_set(err, PE_EINVAL, key, "%s is given more than once", key);
 	if (!value || !*value)
@@ -36,6 +43,33 @@ static int pick_dtype(const char *s, enum pe_dtype fixed, enum pe_format fmt, en
 
 static int compressible(enum pe_format f) { return f == PE_FMT_JSON || f == PE_FMT_CSV; }
 
+/* cmap and scale: only with format=png. */
+static int pick_png(struct pe_out *o, const struct pe_out_query *q, struct pe_err *err)
+{
+	o->cmap = PE_CMAP_VIRIDIS;
+	o->scale = 0;
+	if (o->fmt != PE_FMT_PNG) {
+		if (q->cmap || q->scale)
+			return pe_err_set(err, PE_EINVAL, q->cmap ? "cmap" : "scale", "%s applies to format=png only",
+					  q->cmap ? "cmap" : "scale");
+		return 0;
+	}
+	enum pe_cmap c;
+	if (q->cmap && pe_cmap_parse(q->cmap, &c) != 0)
+		return pe_err_set(err, PE_EINVAL, "cmap", "cmap must be viridis or RdBu");
+	if (q->cmap)
+		o->cmap = (int)c;
+	if (q->scale) {
+		char *end;
+		long v = strtol(q->scale, &end, 10);
+		if (*q->scale < '0' || *q->scale > '9' || *end || v < 0 || v > PE_PNG_MAX_SCALE)
+			return pe_err_set(err, PE_EINVAL, "scale", "scale must be an integer from 0 (automatic) to %d",
+					  PE_PNG_MAX_SCALE);
+		o->scale = (int)v;
+	}
+	return 0;
+}
+
 int pe_out_resolve(struct pe_out *o, const struct pe_out_query *q, struct MHD_Connection *conn,
 		   enum pe_dtype fixed_dtype, unsigned offered, struct pe_err *err)
 {
@@ -43,6 +77,8 @@ int pe_out_resolve(struct pe_out *o, const struct pe_out_query *q, struct MHD_Co
 	int rc = pe_negotiate_format(q->format, accept, offered, &o->fmt, err);
 	if (rc == 0)
 		rc = pick_dtype(q->dtype, fixed_dtype, o->fmt, &o->dt, err);
+	if (rc == 0)
+		rc = pick_png(o, q, err);
 	const char *ae = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	o->gzip = rc == 0 && compressible(o->fmt) && pe_accepts_gzip(ae);
 	return rc;
@@ -50,7 +86,9 @@ int pe_out_resolve(struct pe_out *o, const struct pe_out_query *q, struct MHD_Co
 
 int pe_out_key(const struct pe_out *o, char *buf, size_t cap)
 {
-	int n = snprintf(buf, cap, "|%s|%s%s", pe_dtype_name(o->dt), pe_format_name(o->fmt), o->gzip ? "|gz" : "");
+	int n = o->fmt == PE_FMT_PNG
+			? snprintf(buf, cap, "|%s|png|%s|%d", pe_dtype_name(o->dt), pe_cmap_name(o->cmap), o->scale)
+			: snprintf(buf, cap, "|%s|%s%s", pe_dtype_name(o->dt), pe_format_name(o->fmt), o->gzip ? "|gz" : "");
 	return n < 0 || (size_t)n >= cap ? -1 : n;
 }
 
@@ -68,6 +106,14 @@ static int encode_plain(const struct pe_out *o, const struct pe_params *p, const
 		return pe_bin_write(out, t);
 	case PE_FMT_CSV:
 		return pe_csv_write(out, t, err);
+	case PE_FMT_PNG: {
+		struct pe_png_options po;
+		pe_png_options_init(&po);
+		po.cmap = (enum pe_cmap)o->cmap;
+		po.scale = o->scale;
+		po.labels = p ? p->def->panel_labels : NULL;
+		return pe_png_write(out, t, &po, err);
+	}
 	default:
 		return pe_err_set(err, PE_ENOTACCEPT, "format", "format=%s is not offered here", pe_format_name(o->fmt));
 	}

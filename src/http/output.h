@@ -10,14 +10,17 @@
 struct pe_out {
 	enum pe_format fmt;
 	enum pe_dtype dt;
-	int gzip; /* Content-Encoding: gzip (json and csv only) */
+	int gzip;     /* Content-Encoding: gzip (json and csv only) */
+	int cmap;     /* format=png: enum pe_cmap */
+	int scale;    /* format=png: pixels per cell, 0 = automatic */
 };
 
-/* The query parameters this module owns ("format", "dtype"); the rest belong to the table. */
+/* The query parameters this module owns ("format", "dtype", and for png "cmap", "scale"); the
+ * rest belong to the table. */
 int pe_out_is_param(const char *key);
 
 struct pe_out_query {
-	const char *format, *dtype; /* NULL when absent */
+	const char *format, *dtype, *cmap, *scale; /* NULL when absent */
 };
 /* Record one owned parameter (repeats and empty values are errors naming it). */
 int pe_out_take(struct pe_out_query *q, const char *key, const char *value, struct pe_err *err);

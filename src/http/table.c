@@ -18,7 +18,8 @@
 
 #define KEY_MAX (PE_MAX_LIST * 26 + 4096)
 #define OFFERED                                                                                  \
-	(PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV))
+	(PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV) | \
+	 PE_FMT_BIT(PE_FMT_PNG))
 
 struct table_body {
 	char *data;

@@ -36,47 +36,7 @@
 #include <stdint.h>
 #include "posenc/tensor.h"
 
-/* ---- public: to move into include/posenc/tensor.h ---- */
-
-enum pe_cmap { PE_CMAP_VIRIDIS, PE_CMAP_RDBU, PE_CMAP_COUNT_ };
-/* "viridis" or "RdBu", ASCII case-insensitive: 0, or PE_EINVAL for any other name. */
-int pe_cmap_parse(const char *name, enum pe_cmap *out);
-const char *pe_cmap_name(enum pe_cmap c); /* "viridis", "RdBu" */
-
-#define PE_PNG_MAX_SIDE 4096
-#define PE_PNG_MAX_SCALE 4096 /* largest scale accepted (it is then lowered to fit the image) */
-
-struct pe_png_options {
-	enum pe_cmap cmap;
-	int scale;                 /* pixels per cell, 1..PE_PNG_MAX_SCALE; 0 = automatic */
-	/* Rank 3: panel labels, NULL-terminated (borrowed); panels past its end, or all when NULL,
-	 * are labelled with their index. At most 16 characters are drawn. */
-	const char *const *labels;
-};
-void pe_png_options_init(struct pe_png_options *o); /* viridis, automatic scale, no labels */
-
-/* Where everything is, in pixels from the top-left corner. Panel p's cell (r, c) covers
- * x in [x0 + c*cell_w, +cell_w), y in [y0 + p*panel_pitch + r*cell_h, +cell_h). */
-struct pe_png_layout {
-	size_t width, height;          /* the image */
-	size_t panels, rows, cols;     /* cells drawn (after downsampling) */
-	size_t row_step, col_step;     /* table rows / columns averaged into one cell (1 = none) */
-	size_t cell_w, cell_h;         /* pixels per cell (cell_w is the scale in effect) */
-	size_t x0, y0, panel_pitch;
-	size_t label_h;                /* height of the label strip above each panel (0 below rank 3) */
-	size_t bar_x, bar_y, bar_w, bar_h; /* the colour bar: top row is the last colour */
-	double lo, hi;                 /* values at the bar's bottom and top (NaN if nothing finite) */
-};
-
-/* Plan the picture without drawing it (reads the data once for its range). Errors as below. */
-int pe_png_plan(const struct pe_tensor_view *t, const struct pe_png_options *o,
-		struct pe_png_layout *out, struct pe_err *err);
-/* Append the PNG of t to b. o may be NULL (defaults). Errors: PE_EINVAL naming "format" (rank > 3,
- * empty table, too many panels for the maximum image), "scale" or "cmap" (bad option values);
- * PE_ETOOBIG / PE_ENOMEM when b's limit or memory runs out. On error b is back at its length on
- * entry. */
-int pe_png_write(struct pe_buf *b, const struct pe_tensor_view *t, const struct pe_png_options *o,
-		 struct pe_err *err);
+/* The public part (options, layout, pe_png_write) is in include/posenc/tensor.h. */
 
 /* ---- internal to src/tensor (and its tests) ---- */
 

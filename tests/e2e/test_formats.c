@@ -1,13 +1,16 @@
-/* End-to-end tests of the people-facing formats over HTTP: CSV, gzip negotiation (compressed
+/* End-to-end tests of the people-facing formats over HTTP: CSV, PNG heatmaps, gzip negotiation (compressed
  * bodies decompress to the identity body, are cached as their own representation with their own
  * ETag, and carry Vary), and HEAD. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
 
 #include <libdeflate.h>
+#include <png.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "posenc/posenc.h"
 
 static struct pe_daemon D;
 
@@ -93,6 +96,59 @@ START_TEST(head_has_headers_no_body)
 }
 END_TEST
 
+START_TEST(png_heatmaps)
+{
+	struct pe_resp r, q;
+	char h[64], e1[64], e2[64];
+	pe_get(&D, "/v1/sinusoidal?len=64&dim=32&format=png&scale=2", &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(pe_resp_header(&r, "Content-Type", h, sizeof h), "image/png");
+	ck_assert(memcmp(r.body, "\x89PNG\r\n\x1a\n", 8) == 0);
+	/* the picture's geometry is the library's plan for this table */
+	size_t n;
+	struct pe_params p;
+	pe_params_init(&p, pe_table_find("sinusoidal"));
+	pe_params_set(&p, "len", "64", NULL);
+	pe_params_set(&p, "dim", "32", NULL);
+	ck_assert_int_eq(pe_params_finish(&p, NULL), 0);
+	float tab[64 * 32];
+	ck_assert_int_eq(pe_table_compute(&p, PE_F32, tab, NULL), 0);
+	struct pe_tensor_view v = {.shape = {2, {64, 32}}, .dtype = PE_F32, .data = tab};
+	struct pe_png_options o;
+	pe_png_options_init(&o);
+	o.scale = 2;
+	struct pe_png_layout lay;
+	ck_assert_int_eq(pe_png_plan(&v, &o, &lay, NULL), 0);
+	png_image img = {.version = PNG_IMAGE_VERSION};
+	ck_assert(png_image_begin_read_from_memory(&img, r.body, r.len));
+	ck_assert_uint_eq(img.width, lay.width);
+	ck_assert_uint_eq(img.height, lay.height);
+	png_image_free(&img);
+	(void)n;
+	pe_params_destroy(&p);
+	/* another colormap is another representation */
+	pe_get(&D, "/v1/sinusoidal?len=64&dim=32&format=png&scale=2&cmap=RdBu", &q);
+	ck_assert_int_eq(q.status, 200);
+	ck_assert_str_ne(pe_resp_header(&q, "ETag", e1, sizeof e1), pe_resp_header(&r, "ETag", e2, sizeof e2));
+	pe_resp_free(&q);
+	pe_resp_free(&r);
+	/* rank 3 tables draw as panels; bad options are 400s naming them */
+	pe_get(&D, "/v1/alibi?heads=4&q_len=8&format=png", &r);
+	ck_assert_int_eq(r.status, 200);
+	pe_resp_free(&r);
+	const char *bad[] = {"/v1/sinusoidal?len=4&dim=4&format=png&cmap=jet", "cmap",
+			     "/v1/sinusoidal?len=4&dim=4&cmap=RdBu", "cmap",
+			     "/v1/sinusoidal?len=4&dim=4&format=png&scale=-1", "scale",
+			     "/v1/sinusoidal?len=4&dim=4&format=png&scale=1e3", "scale"};
+	for (int i = 0; i < 8; i += 2) {
+		pe_get(&D, bad[i], &r);
+		ck_assert_int_eq(r.status, 400);
+		ck_assert_msg(strstr(r.body, bad[i + 1]) != NULL, "%s: %s", bad[i], r.body);
+		pe_resp_free(&r);
+	}
+}
+END_TEST
+
 static Suite *formats_suite(void)
 {
 	Suite *s = suite_create("e2e_formats");
@@ -102,6 +158,7 @@ static Suite *formats_suite(void)
 	tcase_add_test(tc, csv_rows);
 	tcase_add_test(tc, gzip_when_allowed);
 	tcase_add_test(tc, head_has_headers_no_body);
+	tcase_add_test(tc, png_heatmaps);
 	suite_add_tcase(s, tc);
 	return s;
 }
