@@ -1,5 +1,7 @@
 /* JSON tensors in: a bare nested array of numbers, or {"shape": [...], "data": [...]} where data
- * is nested to match the shape or flat with count(shape) numbers.
+ * is nested to match the shape or flat with count(shape) numbers. The body must be that one JSON
+ * value and nothing else; other members of the object are checked as JSON and skipped (our own
+ * responses carry "dtype", so a response can be posted back as it is).
  *
  * Written by hand rather than through jansson because a tree of a million numbers costs tens of
  * bytes each, and a client controls the body: here the first pass only walks the bytes (shape,
@@ -89,6 +91,8 @@ static int walk(struct cursor *c, int d, const char **whatp)
 			c->depth_seen = d;
 		else if (c->depth_seen != d)
 			return *whatp = "not rectangular (numbers at different depths)", -1;
+		if (c->shape.rank > d) /* an (empty) array came earlier at this depth or deeper */
+			return *whatp = "not rectangular (numbers at different depths)", -1;
 		double v;
 		int rc = read_number(c, &v);
 		if (rc == -1)
@@ -143,21 +147,70 @@ static int error_at(struct cursor *c, const char *base, const char *what)
 	return pe_err_set(c->err, PE_EBODY, "body", "JSON tensor: %s at byte %zu", what, (size_t)(c->p - base));
 }
 
-/* Find `"key"` among the top-level members of an object starting at p (after '{'); returns the
- * position of its value or NULL. Only numbers, arrays and the two keys are allowed. */
-static const char *member(const char *p, const char *end, const char *key)
+/* Skip one JSON value of a member the tensor does not use ("dtype" in our own output, ...). */
+static int skip_value(struct cursor *c, int depth)
 {
-	size_t klen = strlen(key);
-	for (const char *q = p; q + klen + 2 <= end; q++) {
-		if (*q == '"' && (size_t)(end - q) > klen + 1 && memcmp(q + 1, key, klen) == 0 && q[klen + 1] == '"') {
-			const char *v = q + klen + 2;
-			while (v < end && (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r'))
-				v++;
-			if (v < end && *v == ':')
-				return v + 1;
+	static const char *const literals[] = {"true", "false", "null"};
+	skip_ws(c);
+	if (c->p >= c->end || depth > 64)
+		return -1;
+	if (*c->p == '"') {
+		for (c->p++; c->p < c->end && *c->p != '"'; c->p++) {
+			if ((unsigned char)*c->p < 0x20)
+				return -1;
+			if (*c->p == '\\') {
+				if (++c->p >= c->end || !strchr("\"\\/bfnrtu", *c->p))
+					return -1;
+				for (int i = 0; *c->p == 'u' && i < 4; i++)
+					if (c->p + 1 + i >= c->end || !isxdigit((unsigned char)c->p[1 + i]))
+						return -1;
+			}
+		}
+		if (c->p >= c->end)
+			return -1;
+		c->p++;
+		return 0;
+	}
+	if (*c->p == '[' || *c->p == '{') {
+		char close = *c->p == '[' ? ']' : '}';
+		c->p++;
+		skip_ws(c);
+		if (c->p < c->end && *c->p == close) {
+			c->p++;
+			return 0;
+		}
+		for (;;) {
+			if (close == '}') {
+				skip_ws(c);
+				if (c->p >= c->end || *c->p != '"' || skip_value(c, depth + 1) != 0)
+					return -1;
+				skip_ws(c);
+				if (c->p >= c->end || *c->p++ != ':')
+					return -1;
+			}
+			if (skip_value(c, depth + 1) != 0)
+				return -1;
+			skip_ws(c);
+			if (c->p < c->end && *c->p == ',') {
+				c->p++;
+				continue;
+			}
+			if (c->p < c->end && *c->p == close) {
+				c->p++;
+				return 0;
+			}
+			return -1;
 		}
 	}
-	return NULL;
+	for (int i = 0; i < 3; i++) {
+		size_t n = strlen(literals[i]);
+		if ((size_t)(c->end - c->p) >= n && memcmp(c->p, literals[i], n) == 0) {
+			c->p += n;
+			return 0;
+		}
+	}
+	double v;
+	return read_number(c, &v) == 0 ? 0 : -1;
 }
 
 static int parse_shape(struct cursor *c, const char *base, struct pe_shape *s)
@@ -195,30 +248,58 @@ int pe_json_tensor_parse(const void *data, size_t len, size_t max_elements, stru
 {
 	const char *base = data, *end = base + len;
 	struct cursor c = {.p = base, .end = end, .err = err, .depth_seen = -1};
-	const char *what = NULL;
+	const char *what = NULL, *start = NULL;
 	struct pe_shape declared = {0};
-	int have_declared = 0, bare = 1;
+	int have_declared = 0;
 	skip_ws(&c);
-	if (c.p < end && *c.p == '{') {
-		bare = 0;
-		const char *sp = member(c.p + 1, end, "shape"), *dp = member(c.p + 1, end, "data");
-		if (!dp)
-			return error_at(&c, base, "an object body needs \"data\"");
-		if (sp) {
-			struct cursor sc = c;
-			sc.p = sp;
-			if (parse_shape(&sc, base, &declared) != 0)
-				return PE_EBODY;
-			have_declared = 1;
+	if (c.p < end && *c.p == '{') { /* members "data" and "shape"; any other is skipped */
+		c.p++;
+		skip_ws(&c);
+		while (c.p < end && *c.p != '}') {
+			const char *key = c.p;
+			if (*c.p != '"' || skip_value(&c, 0) != 0)
+				return error_at(&c, base, "expected a member name");
+			size_t klen = (size_t)(c.p - key);
+			skip_ws(&c);
+			if (c.p >= end || *c.p++ != ':')
+				return error_at(&c, base, "expected ':' after a member name");
+			skip_ws(&c);
+			if (klen == 6 && memcmp(key, "\"data\"", 6) == 0) {
+				if (start)
+					return error_at(&c, base, "\"data\" given twice");
+				start = c.p;
+				if (walk(&c, 0, &what) != 0)
+					return error_at(&c, base, what);
+			} else if (klen == 7 && memcmp(key, "\"shape\"", 7) == 0) {
+				if (have_declared)
+					return error_at(&c, base, "\"shape\" given twice");
+				if (parse_shape(&c, base, &declared) != 0)
+					return PE_EBODY;
+				have_declared = 1;
+			} else if (skip_value(&c, 0) != 0)
+				return error_at(&c, base, "invalid JSON value");
+			skip_ws(&c);
+			if (c.p < end && *c.p == ',') {
+				c.p++;
+				skip_ws(&c);
+				if (c.p < end && *c.p == '}')
+					return error_at(&c, base, "expected a member name");
+			} else if (c.p >= end || *c.p != '}')
+				return error_at(&c, base, "expected ',' or '}'");
 		}
-		c.p = dp;
+		if (c.p >= end)
+			return error_at(&c, base, "unexpected end");
+		c.p++;
+		if (!start)
+			return error_at(&c, base, "an object body needs \"data\"");
+	} else {
+		start = c.p;
+		if (walk(&c, 0, &what) != 0)
+			return error_at(&c, base, what);
 	}
-	const char *start = c.p;
-	if (walk(&c, 0, &what) != 0)
-		return error_at(&c, base, what);
 	skip_ws(&c);
-	if (bare && c.p != end) /* a bare array must be the whole body */
-		return error_at(&c, base, "unexpected bytes after the array");
+	if (c.p != end) /* the tensor must be the whole body */
+		return error_at(&c, base, "unexpected bytes after the tensor");
 	if (c.depth_seen < 0)
 		c.shape.rank = c.shape.rank ? c.shape.rank : 1;
 	int overflow;
@@ -227,6 +308,11 @@ int pe_json_tensor_parse(const void *data, size_t len, size_t max_elements, stru
 		if (overflow || n != c.count)
 			return pe_err_set(err, PE_EBODY, "shape", "\"shape\" holds %s elements but \"data\" has %zu",
 					  overflow ? "too many" : "a different number of", c.count);
+		/* data nested as the shape says, or flat */
+		if (c.shape.rank > 1 && (c.shape.rank != declared.rank ||
+					 memcmp(c.shape.dim, declared.dim, sizeof declared.dim[0] * (size_t)declared.rank) != 0))
+			return pe_err_set(err, PE_EBODY, "shape", "\"data\" is nested differently from \"shape\"; "
+					  "nest it as \"shape\" says, or send it flat");
 		c.shape = declared;
 	}
 	if (c.count > max_elements)
