@@ -1,0 +1,84 @@
+/* posenc store: learned position tables (BERT, GPT-2, ViT embeddings users upload) kept durably in
+ * one directory, data_dir.
+ *
+ * On disk (see src/cache/store.c for the byte layout): one file per table, <name>.table, a 256-byte
+ * header (shape, dtype, grid, creation time, the SHA-256 of the elements, and a SHA-256 of the
+ * header itself) followed by the elements. Uploads are written to .tmp-* files first; damaged or
+ * leftover files are moved to data_dir/quarantine/ and never served.
+ *
+ * Durability: pe_store_put returns 0 only after the new file is fsynced, renamed over the old one
+ * and the directory fsynced: from then on the table survives a crash or power loss, and at no
+ * moment can a reader or a restart see a partial file. pe_store_delete likewise.
+ *
+ * Threads: every function is thread-safe. An in-memory index answers stat and list without I/O;
+ * put, delete and read do file I/O (milliseconds to seconds): call them from worker threads.
+ * Ownership: metadata is returned by value (copies); buffers returned through pointers belong to
+ * the caller (free()). */
+#ifndef POSENC_STORE_H
+#define POSENC_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "posenc/dtype.h"
+#include "posenc/err.h"
+
+#define PE_STORE_NAME_MAX 64
+
+struct pe_store;
+
+struct pe_store_meta {
+	char name[PE_STORE_NAME_MAX + 1];
+	enum pe_dtype dtype;     /* PE_F32, PE_F64 or PE_F16 */
+	uint64_t rows, cols;     /* shape [rows, cols] */
+	uint64_t prefix_tokens;  /* leading rows outside the grid (class / register tokens) */
+	uint64_t grid_h, grid_w; /* 0, 0 when the table has no grid; else rows = prefix_tokens + grid_h * grid_w */
+	uint64_t bytes;          /* rows * cols * dtype size: the elements only */
+	uint8_t sha256[32];      /* of the elements as stored (little-endian, C order) */
+	int64_t created_ms;      /* Unix time of the upload, milliseconds */
+};
+
+/* Events worth an operator's attention: "quarantine" (file moved aside, detail says why),
+ * "ignored" (a file that is not the store's, left alone). Called from whichever thread found it. */
+typedef void (*pe_store_log_cb)(void *arg, const char *event, const char *file, const char *detail);
+
+struct pe_store_options {
+	const char *dir;
+	uint64_t max_bytes;       /* the sum of every table's bytes */
+	uint64_t max_table_bytes; /* one table's bytes */
+	pe_store_log_cb log;      /* may be NULL */
+	void *log_arg;
+};
+
+/* Create the directory (and its parents) if missing, then scan it: every valid table is indexed,
+ * temporary and damaged files are quarantined (and logged). NULL with err filled (PE_EIO, param
+ * "data_dir") when the directory cannot be created or read. */
+struct pe_store *pe_store_open(const struct pe_store_options *o, struct pe_err *err);
+void pe_store_close(struct pe_store *s); /* NULL is fine */
+
+/* A table name: [A-Za-z0-9._-]{1,64} without a leading dot. len is the name's byte length (a NUL
+ * inside fails). 0, or PE_EINVAL with err naming "name" and the rule broken. */
+int pe_store_name_check(const char *name, size_t len, struct pe_err *err);
+
+/* Store data (rows * cols elements of dtype) under m->name, replacing any table of that name. Inputs: m->name,
+ * dtype, rows, cols, prefix_tokens, grid_h, grid_w; filled in: bytes, sha256, created_ms.
+ * *replaced (may be NULL) says whether an older version existed. Errors (err says which
+ * parameter): PE_EINVAL (name, dtype, shape, grid), PE_ETOOBIG (over max_table_bytes),
+ * PE_ENOSPACE (over max_bytes, or the disk is full), PE_EIO. */
+int pe_store_put(struct pe_store *s, struct pe_store_meta *m, const void *data, int *replaced,
+		 struct pe_err *err);
+/* 0, PE_ENOTFOUND or PE_EIO. */
+int pe_store_delete(struct pe_store *s, const char *name, struct pe_err *err);
+/* The current metadata of name: 0 or PE_ENOTFOUND. */
+int pe_store_stat(struct pe_store *s, const char *name, struct pe_store_meta *out);
+/* Every table's metadata sorted by name, in *out (caller frees; NULL when *n is 0). 0 or PE_ENOMEM. */
+int pe_store_list(struct pe_store *s, struct pe_store_meta **out, size_t *n);
+/* The elements of name's version sha256 (any version when sha256 is NULL), checked against the
+ * checksums, into *data (caller frees) with the metadata in *m. PE_ENOTFOUND (no such table),
+ * PE_EBUSY (replaced by another version meanwhile), PE_EIO (the file is damaged: it is
+ * quarantined and the table dropped), PE_ENOMEM. */
+int pe_store_read(struct pe_store *s, const char *name, const uint8_t sha256[32], struct pe_store_meta *m,
+		  void **data, struct pe_err *err);
+/* Tables and the sum of their bytes. */
+void pe_store_usage(struct pe_store *s, uint64_t *bytes, size_t *tables);
+
+#endif
