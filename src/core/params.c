@@ -236,13 +236,17 @@ const double *pe_param_list(const struct pe_params *p, const char *name, size_t 
 	return v->list;
 }
 
-/* Shortest %.*g form of a double that reads back exactly (canonical keys only; speed is moot). */
+/* Shortest %.*g form of a double that reads back exactly (canonical keys only; speed is moot).
+ * A form cut short by cap is reported by its full length (the caller fails): never read back the
+ * truncated text, which would make the key depend on the buffer ("1000" for "1e+03"). */
 static int canonical_real(double x, char *buf, size_t cap)
 {
 	if (x == 0)
 		return snprintf(buf, cap, "0");
 	for (int prec = 1; prec <= 17; prec++) {
 		int n = snprintf(buf, cap, "%.*g", prec, x);
+		if (n < 0 || (size_t)n >= cap)
+			return n;
 		if (strtod(buf, NULL) == x)
 			return n;
 	}

@@ -264,6 +264,16 @@ START_TEST(canonical_buffer_too_small)
 	ck_assert_int_eq(pe_params_canonical(&p, buf, 1), -1);
 	ck_assert_int_eq(pe_params_canonical(&p, buf, 0), -1);
 	pe_params_destroy(&p);
+	/* The last value's canonical text (1e+03) is not its only round-tripping spelling (1000): a
+	 * buffer one byte short fails too, instead of fitting the other spelling (found by fuzzing). */
+	pe_params_init(&p, pe_table_find(SIN));
+	ck_assert_int_eq(set_query(&p, "len=4&dim=4&variant=t2t&max_timescale=1000", &err), 0);
+	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
+	n = pe_params_canonical(&p, buf, sizeof buf);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(pe_params_canonical(&p, buf, (size_t)n + 1), n);
+	ck_assert_int_eq(pe_params_canonical(&p, buf, (size_t)n), -1);
+	pe_params_destroy(&p);
 }
 END_TEST
 
