@@ -61,6 +61,8 @@ static const struct key keys[] = {
 	INT(port, 0, 65535, "TCP port to listen on; 0 picks a free port and logs it"),
 	ADDR(bind, "address to listen on (IPv4 or IPv6 literal)"),
 	STR(data_dir, 1, "directory holding learned tables"),
+	BYTES(store_max_bytes, 1, INT64_C(1) << 50, "bytes of all learned tables together"),
+	BYTES(max_table_bytes, 1, INT64_C(1) << 36, "bytes of one learned table (its elements)"),
 	INT(workers, 1, 256, "compute threads"),
 	BYTES(cache_bytes, 0, INT64_C(1) << 40, "LRU cache budget in bytes"),
 	INT(max_elements, 1, INT64_C(1) << 34, "largest table one request may produce, in elements"),

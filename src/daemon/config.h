@@ -18,6 +18,8 @@ struct pe_config {
 	int64_t port;                  /* 0..65535; 0 = pick a free port and log it */
 	char bind[64];                 /* IPv4/IPv6 address literal, default "0.0.0.0" */
 	char data_dir[4096];           /* learned tables live here */
+	int64_t store_max_bytes;       /* all learned tables together */
+	int64_t max_table_bytes;       /* one learned table */
 	int64_t workers;               /* compute threads, 1..256 */
 	int64_t cache_bytes;           /* LRU budget */
 	int64_t max_elements;          /* largest table one request may produce */

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "posenc/cache.h"
+#include "posenc/store.h"
 #include "posenc/tensor.h"
 
 struct pe_http;
@@ -67,6 +68,8 @@ struct pe_http_options {
 	const struct pe_http_static *statics; /* files served as they are (/openapi.yaml, the dashboard) */
 	size_t nstatics;
 	struct pe_cache *cache;
+	struct pe_store *store;     /* learned tables (/v1/learned) */
+	const char *auth_token;     /* bearer token for writes; "" or NULL: loopback clients only */
 	struct pe_http_hooks hooks;
 };
 

@@ -63,6 +63,8 @@ static void expect_defaults(const struct pe_config *c)
 	ck_assert_int_eq(c->port, 8080);
 	ck_assert_str_eq(c->bind, "0.0.0.0");
 	ck_assert_str_eq(c->data_dir, "./data");
+	ck_assert_int_eq(c->store_max_bytes, 1073741824);
+	ck_assert_int_eq(c->max_table_bytes, 67108864);
 	ck_assert_int_eq(c->workers, 2);
 	ck_assert_int_eq(c->cache_bytes, 268435456);
 	ck_assert_int_eq(c->max_elements, 67108864);
@@ -102,12 +104,14 @@ START_TEST(defaults_match_config_file)
 	json_error_t jerr;
 	json_t *root = json_load_file("config/posenc.json", 0, &jerr);
 	ck_assert_msg(root != NULL, "config/posenc.json: %s", jerr.text);
-	ck_assert_uint_eq(json_object_size(root), 18);
+	ck_assert_uint_eq(json_object_size(root), 20);
 #define INT_EQ(f) ck_assert_int_eq(cfg.f, json_integer_value(json_object_get(root, #f)))
 #define STR_EQ(f) ck_assert_str_eq(cfg.f, json_string_value(json_object_get(root, #f)))
 	INT_EQ(port);
 	STR_EQ(bind);
 	STR_EQ(data_dir);
+	INT_EQ(store_max_bytes);
+	INT_EQ(max_table_bytes);
 	INT_EQ(workers);
 	INT_EQ(cache_bytes);
 	INT_EQ(max_elements);
@@ -495,6 +499,10 @@ START_TEST(help_lists_every_option)
 		"default \"0.0.0.0\", at most 63 bytes, env POSENC_BIND\n",
 		"--data-dir TEXT",
 		"default \"./data\", at most 4095 bytes, env POSENC_DATA_DIR\n",
+		"--store-max-bytes BYTES",
+		"default 1073741824, range 1..1125899906842624, env POSENC_STORE_MAX_BYTES\n",
+		"--max-table-bytes BYTES",
+		"default 67108864, range 1..68719476736, env POSENC_MAX_TABLE_BYTES\n",
 		"--workers N",
 		"default 2, range 1..256, env POSENC_WORKERS\n",
 		"--cache-bytes BYTES",
