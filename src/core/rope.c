@@ -182,13 +182,14 @@ static int check_ggml(struct pe_params *p, const struct pe_rope_cfg *c, struct p
 			return pe_err_set(err, PE_EINVAL, not_ggml[k], "%s does not apply to compat=ggml", not_ggml[k]);
 	if (c->scaling == PE_ROPE_YARN && c->has_attention_factor)
 		return pe_err_set(err, PE_EINVAL, "attention_factor",
-				  "compat=ggml computes YaRN's attention factor as llama.cpp does (1 + 0.1 ln factor)");
+				  "attention_factor does not apply to compat=ggml: llama.cpp computes YaRN's as 1 + 0.1 ln factor");
 	if (c->scaling == PE_ROPE_YARN && !c->truncate)
 		return pe_err_set(err, PE_EINVAL, "truncate", "compat=ggml always truncates YaRN's correction range");
 	if (c->orig > (int64_t)GGML_MAX_POS)
-		return pe_err_set(err, PE_EINVAL, "original_max_position_embeddings", "compat=ggml: must fit in int32");
+		return pe_err_set(err, PE_EINVAL, "original_max_position_embeddings",
+				  "original_max_position_embeddings must fit in int32 for compat=ggml");
 	if (has_param(p, "len") && pe_param_int(p, "offset") + pe_param_int(p, "len") - 1 > (int64_t)GGML_MAX_POS)
-		return pe_err_set(err, PE_EINVAL, "offset", "compat=ggml: llama.cpp positions are int32 (last position > %.0f)",
+		return pe_err_set(err, PE_EINVAL, "offset", "offset + len - 1 exceeds %.0f: llama.cpp positions (compat=ggml) are int32",
 				  GGML_MAX_POS);
 	return 0;
 }
