@@ -99,7 +99,15 @@ __attribute__((format(printf, 5, 6))) static int fail_code(struct pe_err *err, i
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
-	return pe_err_set(err, code, key, "config: %.64s: %.150s (from %.100s)", key, what, source);
+	int rc = pe_err_set(err, code, key, "config: %.64s: %.150s (from %.100s)", key, what, source);
+	/* One line, whatever a file, argv or the environment held: control bytes are shown as '?'. */
+	for (char *p = err ? err->detail : NULL; p && *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	for (char *p = err ? err->param : NULL; p && *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return rc;
 }
 
 #define fail(err, key, source, ...) fail_code(err, PE_EINVAL, key, source, __VA_ARGS__)

@@ -394,6 +394,15 @@ START_TEST(bad_options)
 	/* A syntax error after a bad value is still reported first: argv syntax is checked first. */
 	expect_err(LOAD(&cfg, no_env, &err, "--port=x", "--nope"), &err, "--nope",
 		   "config: --nope: unknown option (see --help) (from command line)");
+	/* The message stays one line whatever the input holds (found by fuzzing): control bytes from
+	 * argv, a file or the environment are shown as '?'. */
+	expect_err(LOAD(&cfg, no_env, &err, "--a\nb\tc", "1"), &err, "--a?b?c",
+		   "config: --a?b?c: unknown option (see --help) (from command line)");
+	expect_file_err("{\"por\\nt\": 1}", "por?t", "unknown key");
+	expect_err(pe_config_load(&cfg, 1, (char *[]){"posencd", NULL}, (char *[]){"POSENC_BIND=1.2.3.4\r\nx", NULL},
+				  &err),
+		   &err, "bind",
+		   "config: bind: '1.2.3.4??x' is not an IPv4 or IPv6 address literal (from environment POSENC_BIND)");
 	/* err may be NULL. */
 	ck_assert_int_eq(LOAD(&cfg, no_env, NULL, "--nope"), PE_EINVAL);
 	ck_assert_int_eq(LOAD(&cfg, no_env, NULL, "--port=x"), PE_EINVAL);
