@@ -34,7 +34,7 @@ E2E_BIN    := $(E2E_SRC:%.c=$(BUILD)/%)
 TEST_SUPPORT := $(BUILD)/obj/tests/support/pe_check.o
 E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o
 
-.PHONY: all deps run test unit e2e asan lint bench clean test-exhaustive
+.PHONY: all deps run test unit e2e ops asan lint bench clean test-exhaustive
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/libposenc.a $(BUILD)/posencd $(if $(CLI_SRC),$(BUILD)/posenc)
@@ -88,6 +88,10 @@ unit: all $(UNIT_BIN)
 e2e: all $(E2E_BIN)
 	@./tests/tools/run-tests.sh e2e $(E2E_BIN)
 
+# Deployment checks: the Dockerfile's steps on plain Debian, manifests, and a scale-out behind nginx.
+ops: all
+	@./tests/tools/run-tests.sh ops ./docker/check-image.sh $(wildcard tests/ops/test_*.sh)
+
 run: deps
 	$(MAKE) all
 	./$(BUILD)/posencd
@@ -96,6 +100,7 @@ test: deps
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) e2e
+	$(MAKE) ops
 	$(MAKE) lint
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in its own build tree.

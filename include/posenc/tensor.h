@@ -77,6 +77,10 @@ int pe_bin_write(struct pe_buf *b, const struct pe_tensor_view *t);
  * (then "encoding" and "params" are omitted). */
 int pe_json_write_table(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t,
 			struct pe_err *err);
+/* The same bytes as pe_json_write_table, the rows encoded by up to `threads` threads (1 = this
+ * one; small tables always use one). */
+int pe_json_write_table_mt(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t,
+			   unsigned threads, struct pe_err *err);
 /* Only the nested "data" array. */
 int pe_json_write_data(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err);
 /* A JSON tensor body: a bare nested array of numbers, or {"shape":[...],"data":[...]} (data

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int pe_out_is_param(const char *key)
 {
@@ -94,12 +95,23 @@ int pe_out_key(const struct pe_out *o, char *buf, size_t cap)
 
 int pe_out_raw_direct(const struct pe_out *o) { return o->fmt == PE_FMT_BIN; }
 
+static unsigned encode_threads(void)
+{
+	static unsigned n;
+	if (!n) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		n = c < 1 ? 1 : c > 8 ? 8 : (unsigned)c;
+	}
+	return n;
+}
+
 static int encode_plain(const struct pe_out *o, const struct pe_params *p, const struct pe_tensor_view *t,
 			struct pe_buf *out, struct pe_err *err)
 {
 	switch (o->fmt) {
 	case PE_FMT_JSON:
-		return pe_json_write_table(out, p, t, err); /* p NULL: no encoding/params fields */
+		/* p NULL: no encoding/params fields; big tables are encoded by every core */
+		return pe_json_write_table_mt(out, p, t, encode_threads(), err);
 	case PE_FMT_NPY:
 		return pe_npy_write(out, t, err);
 	case PE_FMT_BIN:

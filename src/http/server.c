@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -685,6 +686,10 @@ void pe_http_drain(struct pe_http *h)
 	if (atomic_exchange(&h->draining, 1))
 		return;
 	h->listen_fd = (int)MHD_quiesce_daemon(h->mhd);
+	/* quiescing only stops accepting: without this, connections queued in the kernel would wait
+	 * for the exit and be reset then; shut down, they are refused at once */
+	if (h->listen_fd >= 0)
+		shutdown(h->listen_fd, SHUT_RDWR);
 }
 
 size_t pe_http_active(struct pe_http *h) { return atomic_load(&h->active); }

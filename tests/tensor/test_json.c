@@ -516,6 +516,47 @@ START_TEST(extra_and_no_params)
 }
 END_TEST
 
+/* Several threads give exactly the bytes of one, for ranks 2 and 3, uneven splits and dtypes. */
+START_TEST(threaded_equals_single)
+{
+	static const struct {
+		int rank;
+		size_t d0, d1, d2;
+		enum pe_dtype dt;
+	} cases[] = {{2, 1000, 77, 0, PE_F32}, {2, 513, 256, 0, PE_F64}, {3, 3, 700, 64, PE_F16},
+		     {2, 2, 40000, 0, PE_F32}, {2, 100, 10, 0, PE_F32} /* small: one thread */};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		struct pe_tensor_view t = {.shape = {cases[c].rank, {cases[c].d0, cases[c].d1, cases[c].d2}},
+					   .dtype = cases[c].dt};
+		int of;
+		size_t n = pe_shape_count(&t.shape, &of), esz = pe_dtype_size(t.dtype);
+		unsigned char *data = malloc(n * esz);
+		for (size_t i = 0; i < n; i++) {
+			double v = sin((double)i * 0.731) * 1000.0 / (double)(i % 97 + 1);
+			if (t.dtype == PE_F32)
+				((float *)data)[i] = (float)v;
+			else if (t.dtype == PE_F64)
+				((double *)data)[i] = v;
+			else
+				((uint16_t *)data)[i] = pe_f64_to_f16(v);
+		}
+		t.data = data;
+		for (unsigned threads = 2; threads <= 5; threads++) {
+			struct pe_buf one, many;
+			pe_buf_init(&one, 1u << 30);
+			pe_buf_init(&many, 1u << 30);
+			ck_assert_int_eq(pe_json_write_table(&one, NULL, &t, NULL), 0);
+			ck_assert_int_eq(pe_json_write_table_mt(&many, NULL, &t, threads, NULL), 0);
+			ck_assert_uint_eq(one.len, many.len);
+			ck_assert_msg(memcmp(one.data, many.data, one.len) == 0, "case %zu, %u threads", c, threads);
+			pe_buf_destroy(&one);
+			pe_buf_destroy(&many);
+		}
+		free(data);
+	}
+}
+END_TEST
+
 static Suite *json_suite(void)
 {
 	Suite *s = suite_create("json");
@@ -527,6 +568,7 @@ static Suite *json_suite(void)
 	tcase_add_test(v, f64_values);
 	tcase_add_test(v, i32_values);
 	tcase_add_test(v, sinusoidal_document);
+	tcase_add_test(v, threaded_equals_single);
 	suite_add_tcase(s, v);
 	TCase *st = tcase_create("structure");
 	tcase_add_test(st, nesting);
