@@ -11,6 +11,8 @@
  * to its own target angle t[i] by d = (t[i] - pos*w[i]) - d0[i] (fma, so d is exact for exact-mode
  * angles) through a short sin/cos series of d. Lanes whose |d| > 2^-4 or whose |cos| or |sin| falls
  * below 2^-16 (where an absolute error would be a large relative one) are computed directly. */
+#define PE_ROPE_ANCHOR_ROWS 64 /* rows between directly computed anchors */
+
 struct pe_rope_rec {
 	size_t n;
 	const double *w, *cw, *sw;
@@ -22,8 +24,12 @@ struct pe_kernel_table {
 	/* s[i] = sin(x[i]), c[i] = cos(x[i]) in double, each within 1 ulp (x finite). */
 	void (*sincos_f64)(const double *x, double *s, double *c, size_t n);
 	/* c[i], s[i] = cos, sin of t[i] for the row at position pos (rows in order, pos advancing by
-	 * one); anchor != 0 computes them directly (within 1 ulp) and restarts the recurrence there.
-	 * Between anchors the absolute error stays below 2^-46 for up to 64 rows (tests/core/test_rope.c). */
+	 * one; t == NULL: the exact angles pos*w[i], formed in the kernel); anchor != 0 computes them
+	 * directly (within 1 ulp) and restarts the recurrence there. With anchors every
+	 * PE_ROPE_ANCHOR_ROWS rows the absolute error stays below 2^-44: each step adds at most 2^-51
+	 * (two roundings of the rotation, the rounding of cos w and sin w), 63 steps, plus the anchor's
+	 * and the correction's roundings; measured about 2^-47 (tests/core/test_rope.c). Lanes below
+	 * 2^-16 are direct, so one rounding to float stays within 1 ulp (float ulp there: 2^-39). */
 	void (*rope_row)(struct pe_rope_rec *st, double pos, const double *t, int anchor, double *c, double *s);
 	/* One row of each plane of a float32 RoPE table from n cos/sin values: exact (fmode 0): one
 	 * rounding of v*att; fmode 1: float(v) then times float(att) in float. Layout half [v | v] or

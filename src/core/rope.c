@@ -7,8 +7,8 @@
  *
  * Speed: a half-layout row holds dim/2 distinct values (cat(c, c)), so each row's dim/2 cos/sin are
  * computed once and written twice, each output row exactly once. For f32/f16/bf16 output the cos/sin
- * come from the angle-addition recurrence of kernels.h, anchored every ANCHOR_ROWS rows on directly
- * computed values and corrected to each row's own rounded angle, so they are within 2^-46 of the
+ * come from the angle-addition recurrence of kernels.h, anchored every PE_ROPE_ANCHOR_ROWS rows on directly
+ * computed values and corrected to each row's own rounded angle, so they are within 2^-44 of the
  * exact sin/cos of the mode's angle and one rounding to the dtype gives the same bound as the direct
  * path (<= 1 ulp from the correctly rounded value). f64 output and very large angles take the direct
  * path (SLEEF's or glibc's sincos for every value). Large f32 tables use non-temporal stores. */
@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ANCHOR_ROWS 32
 #define BLOCK_ROWS 64               /* rows whose angles are formed together */
 #define REC_MAX_ANGLE 1048576.0     /* 2^20: beyond, hf/ggml corrections exceed the series' range */
 #define REC_MAX_FLOAT_POS 16777216.0 /* 2^24: float(position) stops being exact (hf, ggml) */
@@ -360,13 +359,15 @@ static void rows(struct job *j, void *out)
 {
 	for (size_t r0 = 0; r0 < j->len; r0 += BLOCK_ROWS) {
 		size_t nb = j->len - r0 < BLOCK_ROWS ? j->len - r0 : BLOCK_ROWS;
-		pe_rope_angles(&j->pl, j->offset + (int64_t)r0, nb, j->t);
+		int formed_in_kernel = j->use_rec && j->pl.cfg.compat == PE_COMPAT_EXACT;
+		if (!formed_in_kernel)
+			pe_rope_angles(&j->pl, j->offset + (int64_t)r0, nb, j->t);
 		for (size_t b = 0; b < nb; b++) {
 			size_t r = r0 + b;
-			const double *t = j->t + b * j->h;
+			const double *t = formed_in_kernel ? NULL : j->t + b * j->h;
 			if (j->use_rec)
-				j->k->rope_row(&j->rec, (double)(j->offset + (int64_t)r), t, r % ANCHOR_ROWS == 0, j->c,
-					       j->s);
+				j->k->rope_row(&j->rec, (double)(j->offset + (int64_t)r), t, r % PE_ROPE_ANCHOR_ROWS == 0,
+					       j->c, j->s);
 			else
 				j->k->sincos_f64(t, j->s, j->c, j->h);
 			store_row(j, r, out);

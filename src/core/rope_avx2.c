@@ -72,23 +72,29 @@ static inline __attribute__((always_inline)) void step4(struct pe_rope_rec *st, 
 	_mm256_storeu_pd(s + i, so);
 }
 
+/* Target angles of columns i..i+3: given, or the exact pos*w. */
+static inline __m256d angles(const struct pe_rope_rec *st, const double *t, size_t i, __m256d vpos)
+{
+	return t ? _mm256_loadu_pd(t + i) : _mm256_mul_pd(vpos, _mm256_loadu_pd(st->w + i));
+}
+
 void pe_rope_row_avx2(struct pe_rope_rec *st, double pos, const double *t, int anchor, double *c, double *s)
 {
 	size_t i = 0, n = st->n;
 	__m256d vpos = _mm256_set1_pd(pos);
 	if (anchor)
 		for (; i + 4 <= n; i += 4)
-			anchor4(st, i, vpos, _mm256_loadu_pd(t + i), c, s);
+			anchor4(st, i, vpos, angles(st, t, i, vpos), c, s);
 	else if (st->first_order)
 		for (; i + 4 <= n; i += 4)
-			step4(st, i, vpos, _mm256_loadu_pd(t + i), c, s, 1);
+			step4(st, i, vpos, angles(st, t, i, vpos), c, s, 1);
 	else
 		for (; i + 4 <= n; i += 4)
-			step4(st, i, vpos, _mm256_loadu_pd(t + i), c, s, 0);
+			step4(st, i, vpos, angles(st, t, i, vpos), c, s, 0);
 	if (i < n) {
 		struct pe_rope_rec tail = {n - i, st->w + i, st->cw + i, st->sw + i, st->c + i, st->s + i, st->d0 + i,
 					   st->first_order};
-		pe_rope_row_scalar(&tail, pos, t + i, anchor, c + i, s + i);
+		pe_rope_row_scalar(&tail, pos, t ? t + i : NULL, anchor, c + i, s + i);
 	}
 }
 

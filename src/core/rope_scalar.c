@@ -18,20 +18,21 @@ static void series(double d, double *sd, double *cm1)
 void pe_rope_row_scalar(struct pe_rope_rec *st, double pos, const double *t, int anchor, double *c, double *s)
 {
 	for (size_t i = 0; i < st->n; i++) {
+		double ti = t ? t[i] : pos * st->w[i];
 		if (anchor) {
-			sincos(t[i], &s[i], &c[i]);
+			sincos(ti, &s[i], &c[i]);
 			st->c[i] = c[i];
 			st->s[i] = s[i];
-			st->d0[i] = fma(-pos, st->w[i], t[i]);
+			st->d0[i] = fma(-pos, st->w[i], ti);
 			continue;
 		}
 		double cn = st->c[i] * st->cw[i] - st->s[i] * st->sw[i];
 		double sn = st->s[i] * st->cw[i] + st->c[i] * st->sw[i];
 		st->c[i] = cn;
 		st->s[i] = sn;
-		double d = fma(-pos, st->w[i], t[i]) - st->d0[i], sd = d, cm1 = 0;
+		double d = fma(-pos, st->w[i], ti) - st->d0[i], sd = d, cm1 = 0;
 		if (!st->first_order && fabs(d) > MAX_D) {
-			sincos(t[i], &s[i], &c[i]);
+			sincos(ti, &s[i], &c[i]);
 			continue;
 		}
 		if (!st->first_order)
@@ -39,7 +40,7 @@ void pe_rope_row_scalar(struct pe_rope_rec *st, double pos, const double *t, int
 		c[i] = cn + (cn * cm1 - sn * sd);
 		s[i] = sn + (sn * cm1 + cn * sd);
 		if (fabs(c[i]) < MIN_CS || fabs(s[i]) < MIN_CS)
-			sincos(t[i], &s[i], &c[i]);
+			sincos(ti, &s[i], &c[i]);
 	}
 }
 
