@@ -16,17 +16,20 @@
 #include "core/rope.h"
 #include "core/tables.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define BLOCK_ROWS 64               /* rows whose angles are formed together */
+#define BLOCK_ELEMS 32768           /* angles formed together: up to 64 rows, 256 KB */
 #define REC_MAX_ANGLE 1048576.0     /* 2^20: beyond, hf/ggml corrections exceed the series' range */
 #define REC_MAX_FLOAT_POS 16777216.0 /* 2^24: float(position) stops being exact (hf, ggml) */
 #define FIRST_ORDER_MAX_ANGLE 67108864.0 /* 2^26 */
 #define STREAM_BYTES (8u << 20)     /* f32 tables from 8 MB on bypass the cache */
 #define GGML_MAX_POS 2147483647.0   /* llama.cpp positions are int32 */
+#define F16_MAX 65504.0             /* attention_scaling keeps every dtype finite */
+#define EXACT_REC_MAX_ANGLE 140737488355328.0 /* 2^47: exact corrections (an ulp) stay below 2^-5 */
 
 enum { L_HALF, L_INTERLEAVED };
 const char *const pe_rope_layouts[] = {"half", "interleaved", NULL};
@@ -193,6 +196,38 @@ static int check_ggml(struct pe_params *p, const struct pe_rope_cfg *c, struct p
 	return 0;
 }
 
+/* The parameter to blame when the numbers leave the representable range: a base below 1 makes
+ * frequencies grow, a small factor divides by it, a large attention factor scales everything. */
+static const char *culprit(const struct pe_rope_cfg *c)
+{
+	if (c->has_attention_factor)
+		return "attention_factor";
+	if (c->has_mscale)
+		return "mscale";
+	return c->base < 1 ? "base" : "factor";
+}
+
+/* Every frequency, angle and value finite in the mode's arithmetic (float for hf and ggml), and
+ * every value within f16's range: no NaN or infinity can reach a table or its JSON. */
+static int check_finite(struct pe_params *p, const struct pe_rope_cfg *c, struct pe_err *err)
+{
+	struct pe_rope_plan pl;
+	if (pe_rope_plan_init(&pl, p) != 0)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	double last = has_param(p, "len") ? (double)pe_param_int(p, "offset") + (double)pe_param_int(p, "len") : 1;
+	double limit = c->compat == PE_COMPAT_EXACT ? DBL_MAX : FLT_MAX, amax = 0;
+	for (size_t i = 0; i < c->h; i++)
+		amax = fmax(amax, fabs(pl.w[i]) * last);
+	double att = pl.att;
+	pe_rope_plan_destroy(&pl);
+	if (!(amax < limit / 4)) /* also catches NaN */
+		return pe_err_set(err, PE_EINVAL, culprit(c), "%s makes the rotation angles overflow", culprit(c));
+	if (!(att > 0 && att <= F16_MAX))
+		return pe_err_set(err, PE_EINVAL, culprit(c), "%s makes attention_scaling %g, beyond f16's range",
+				  culprit(c), att);
+	return 0;
+}
+
 /* seq_len defaults to offset+len (the positions of the table); rope/inv_freq, which has no
  * positions, to original_max_position_embeddings (what the model builds at load time). */
 static void default_seq_len(struct pe_params *p)
@@ -221,7 +256,9 @@ static int check(struct pe_params *p, struct pe_err *err)
 	pe_rope_cfg_get(p, &c);
 	if ((rc = check_factor(&c, err)) || (rc = check_scaling(p, &c, err)))
 		return rc;
-	return c.compat == PE_COMPAT_GGML ? check_ggml(p, &c, err) : 0;
+	if (c.compat == PE_COMPAT_GGML && (rc = check_ggml(p, &c, err)))
+		return rc;
+	return check_finite(p, &c, err);
 }
 
 /* ---- tables -------------------------------------------------------------------------------- */
@@ -254,7 +291,7 @@ struct job {
 	struct pe_rope_plan pl;
 	const struct pe_kernel_table *k;
 	struct pe_rope_rec rec;
-	size_t len, h, dim;
+	size_t len, h, dim, block;
 	int64_t offset;
 	int fmode, interleaved, use_rec, stream;
 	enum pe_dtype dt;
@@ -267,11 +304,11 @@ static int recurrence_fits(const struct job *j)
 {
 	if (j->dt == PE_F64 || j->len < 2)
 		return 0;
-	if (j->pl.cfg.compat == PE_COMPAT_EXACT)
-		return 1; /* its corrections are at most an ulp of a double angle */
 	double wmax = 0, last = (double)j->offset + (double)j->len;
 	for (size_t i = 0; i < j->h; i++)
 		wmax = fmax(wmax, fabs(j->pl.w[i]));
+	if (j->pl.cfg.compat == PE_COMPAT_EXACT) /* its corrections are at most an ulp of the angle */
+		return last * wmax < EXACT_REC_MAX_ANGLE;
 	return last <= REC_MAX_FLOAT_POS && last * wmax < REC_MAX_ANGLE;
 }
 
@@ -302,13 +339,14 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, 
 	j->use_rec = recurrence_fits(j);
 	j->stream = dt == PE_F32 && 2 * j->len * j->dim * 4 >= STREAM_BYTES;
 	size_t h = j->h;
-	j->buf = malloc(sizeof(double) * (BLOCK_ROWS * h + 2 * h + 5 * h + 2 * j->dim));
+	j->block = BLOCK_ELEMS / h < 1 ? 1 : BLOCK_ELEMS / h > 64 ? 64 : BLOCK_ELEMS / h;
+	j->buf = malloc(sizeof(double) * (j->block * h + 2 * h + 5 * h + 2 * j->dim));
 	if (!j->buf) {
 		pe_rope_plan_destroy(&j->pl);
 		return PE_ENOMEM;
 	}
 	j->t = j->buf;
-	j->c = j->t + BLOCK_ROWS * h;
+	j->c = j->t + j->block * h;
 	j->s = j->c + h;
 	double *cw = j->s + h, *sw = cw + h;
 	j->rec = (struct pe_rope_rec){h, j->pl.w, cw, sw, sw + h, sw + 2 * h, sw + 3 * h, first_order(j)};
@@ -357,8 +395,8 @@ static void store_row(const struct job *j, size_t r, void *out)
 
 static void rows(struct job *j, void *out)
 {
-	for (size_t r0 = 0; r0 < j->len; r0 += BLOCK_ROWS) {
-		size_t nb = j->len - r0 < BLOCK_ROWS ? j->len - r0 : BLOCK_ROWS;
+	for (size_t r0 = 0; r0 < j->len; r0 += j->block) {
+		size_t nb = j->len - r0 < j->block ? j->len - r0 : j->block;
 		int formed_in_kernel = j->use_rec && j->pl.cfg.compat == PE_COMPAT_EXACT;
 		if (!formed_in_kernel)
 			pe_rope_angles(&j->pl, j->offset + (int64_t)r0, nb, j->t);

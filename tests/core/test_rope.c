@@ -556,6 +556,14 @@ START_TEST(rejects_naming_the_parameter)
 		{"rope", "len=4&dim=8&compat=ggml&scaling=yarn&factor=2&original_max_position_embeddings=64&mscale=1"
 			 "&mscale_all_dim=1", "mscale"},
 		{"rope", "len=4&dim=8&compat=ggml&offset=2147483645", "offset"},
+		{"rope", "len=4&dim=8&base=1e-60&compat=hf", "base"}, /* float(base) = 0 */
+		{"rope/inv_freq", "dim=64&base=1e-60&compat=ggml", "base"},
+		{"rope", "len=100&dim=8&scaling=linear&factor=1e-306", "factor"},
+		{"rope", "len=100&dim=8&scaling=linear&factor=1e-37&compat=ggml", "factor"},
+		{"rope", "len=4&dim=8&scaling=yarn&factor=2&original_max_position_embeddings=64&attention_factor=1e6",
+		 "attention_factor"},
+		{"rope", "len=4&dim=8&scaling=yarn&factor=1e300&original_max_position_embeddings=64&mscale=1e6"
+			 "&mscale_all_dim=1e-300", "mscale"},
 		{"rope/inv_freq", "dim=8&len=4", "len"},
 		{"rope/inv_freq", "dim=8&offset=4", "offset"},
 		{"rope/inv_freq", "dim=8&layout=half", "layout"},
@@ -563,6 +571,28 @@ START_TEST(rejects_naming_the_parameter)
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+}
+END_TEST
+
+/* Unusual but finite requests stay accepted: a base below 1, a tiny linear factor, a large
+ * attention factor within f16's range. */
+START_TEST(accepts_finite_extremes)
+{
+	static const char *const ok[] = {
+		"len=4&dim=8&base=0.5", "len=4&dim=8&base=1e300", "len=4&dim=8&base=1e-30", "len=4&dim=8&scaling=linear&factor=1e-6",
+		"len=4&dim=8&scaling=yarn&factor=2&original_max_position_embeddings=64&attention_factor=65504",
+		"len=4&dim=8&scaling=ntk&factor=1e300",
+	};
+	struct pe_shape s = {3, {2, 4, 8}};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+		for (int compat = 0; compat < 2; compat++) {
+			char q[256];
+			snprintf(q, sizeof q, "%s%s", ok[i], compat ? "&compat=hf" : "");
+			float *v = pe_kat_run("rope", q, PE_F32, &s);
+			for (size_t j = 0; j < 64; j++)
+				ck_assert_msg(isfinite(v[j]), "%s: value %zu is %g", q, j, v[j]);
+			free(v);
+		}
 }
 END_TEST
 
@@ -650,6 +680,7 @@ static Suite *suite(void)
 	tcase_add_test(tv, attention_scaling_values);
 	tcase_add_test(tv, hand_values);
 	tcase_add_test(tv, rejects_naming_the_parameter);
+	tcase_add_test(tv, accepts_finite_extremes);
 	tcase_add_test(tv, canonical_keys);
 	suite_add_tcase(s, tv);
 	return s;
