@@ -42,26 +42,29 @@ export class Heatmap extends Figure {
 	}
 
 	/* Where each shown panel goes: [{p, x, y, w, h}] in CSS pixels, integers. */
-	layout(w, h) {
-		const m = { l: 74, r: 96, t: 30, b: 46 };
+	layout(w, h, ctx) {
+		const s = this.spec;
+		ctx.font = FONT;
+		const label = (i) => ctx.measureText(fmtTick(s.rowValue(i))).width;
+		const m = { l: Math.max(74, Math.ceil(Math.max(label(0), label(s.rows - 1))) + 40), r: 96, t: 30, b: 46 };
 		const n = this.shown.length;
 		const gc = n <= 4 ? n : Math.ceil(Math.sqrt(n)), gr = Math.ceil(n / gc);
-		const gap = n > 1 ? 10 : 0, label = n > 1 ? 16 : 0;
+		const gap = n > 1 ? 10 : 0, strip = n > 1 ? 16 : 0;
 		let W = w - m.l - m.r, H = h - m.t - m.b;
-		let pw = Math.floor((W - gap * (gc - 1)) / gc), ph = Math.floor((H - (gap + label) * gr + gap) / gr);
+		let pw = Math.floor((W - gap * (gc - 1)) / gc), ph = Math.floor((H - (gap + strip) * gr + gap) / gr);
 		if (this.spec.square) pw = ph = Math.min(pw, ph);
 		const boxes = this.shown.map((p, k) => ({
-			p, x: m.l + (k % gc) * (pw + gap), y: m.t + label + Math.floor(k / gc) * (ph + gap + label), w: pw, h: ph,
+			p, x: m.l + (k % gc) * (pw + gap), y: m.t + strip + Math.floor(k / gc) * (ph + gap + strip), w: pw, h: ph,
 		}));
 		W = gc * pw + (gc - 1) * gap;
-		H = gr * (ph + label) + (gr - 1) * gap;
+		H = gr * (ph + strip) + (gr - 1) * gap;
 		return { m, boxes, W, H, gc, gr };
 	}
 
 	draw(ctx, w, h, dpr) {
 		if (!this.ready) return;
 		const s = this.spec;
-		const L = (this.L = this.layout(w, h));
+		const L = (this.L = this.layout(w, h, ctx));
 		const b0 = L.boxes[0];
 		Object.assign(this.canvas.dataset, {
 			plot: [b0.x, b0.y, b0.w, b0.h].join(','), lo: this.lo, hi: this.hi, rows: s.rows, cols: s.cols,

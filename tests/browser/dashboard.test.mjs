@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-	ORIGIN, blocked, canvasInfo, cellCentre, getJson, hex, launch, nearestIndex, openPage, parseNpy, pixels,
+	ORIGIN, blocked, canvasInfo, cellCentre, getJson, hex, httpGet, launch, nearestIndex, openPage, parseNpy, pixels,
 	ready, referenceViridis, region, screenshot, viridisIndex,
 } from './harness.mjs';
 
@@ -151,9 +151,9 @@ describe('dashboard', () => {
 		const python = await p.page.textContent('#view-tables .snippet-python');
 		assert.ok(python.includes(`sinusoidal = get("${m[2]}")`), python);
 		assert.ok(python.includes('np.load(io.BytesIO('), python);
-		const resp = await fetch(m[2]);
+		const resp = await httpGet(m[2]);
 		assert.equal(resp.status, 200);
-		const npy = parseNpy(await resp.arrayBuffer());
+		const npy = parseNpy(resp.body);
 		assert.deepEqual(npy.shape, [64, 128]);
 		assert.equal(npy.descr, '<f4');
 		const drawn = await p.page.evaluate(() => Array.from(window.posencDashboard.tables.last.data));
@@ -212,6 +212,32 @@ describe('dashboard', () => {
 		const [h0] = await pixels(p.page, 'tables', [cellCentre(boxes[0].slice(1), 48, 48, 47, 0)]);
 		assert.equal(hex(h0), '#440154', 'head 0, q 47, k 0: the lowest bias');
 		await screenshot(p.page, 'tables-alibi');
+		assertClean(p);
+		await p.page.close();
+	});
+
+	test('every table of the catalogue draws from its own controls', async () => {
+		const p = await openPage(browser.context);
+		let url = await ready(p.page, 'tables');
+		const cat = await getJson('/v1');
+		for (const t of cat.tables) {
+			if (t.name === 'sinusoidal') continue;
+			await p.page.selectOption('#view-tables select[name="table"]', t.name);
+			url = await ready(p.page, 'tables', { changedFrom: url });
+			assert.ok(url.startsWith(`${t.path}?`), `${t.name}: ${url}`);
+			/* one control per parameter the table has (conditional ones may be hidden) */
+			const names = await p.page.$$eval('#view-tables form.controls .params [name]', (es) => es.map((e) => e.name));
+			assert.deepEqual(names, t.params.map((q) => q.name), t.name);
+			/* the figure is not blank: many distinct colours */
+			const rank = (await httpGet(url)).headers['x-pe-shape'].split(',').length;
+			const index = rank === 1 ? 1 : 0;
+			const info = await canvasInfo(p.page, 'tables', index);
+			const [x, y, w, h] = info.plot.split(',').map(Number);
+			const img = await region(p.page, 'tables', [x, y, w, h], index);
+			const colours = new Set();
+			for (let k = 0; k < img.length; k += 4 * 97) colours.add((img[k] << 16) | (img[k + 1] << 8) | img[k + 2]);
+			assert.ok(colours.size >= 2, `${t.name}: ${colours.size} colours`);
+		}
 		assertClean(p);
 		await p.page.close();
 	});
@@ -314,7 +340,7 @@ describe('dashboard', () => {
 		const url = await ready(p.page, 'tables');
 		await p.page.fill('#view-tables input[name="dim"]', '0');
 		await ready(p.page, 'tables', { state: 'error' });
-		const problem = await (await fetch(`${ORIGIN}/v1/sinusoidal?len=64&dim=0`)).json();
+		const problem = (await httpGet('/v1/sinusoidal?len=64&dim=0')).json();
 		const shown = await p.page.textContent('#view-tables .error');
 		assert.ok(shown.includes(problem.detail), `"${shown}" shows "${problem.detail}"`);
 		assert.ok(shown.includes('400'), shown);

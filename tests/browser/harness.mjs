@@ -11,6 +11,7 @@
  * values, independent of the dashboard's own copy), a .npy reader, and pixel helpers. */
 
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -151,16 +152,32 @@ export function hex(rgb) {
 	return `#${rgb.map((v) => v.toString(16).padStart(2, '0')).join('')}`;
 }
 
-/* GET from the daemon (Node's fetch, outside the browser). */
+/* GET from the daemon outside the browser: {status, headers, body (Buffer), json()}. node:http
+ * with no agent (Connection: close), so no kept-alive socket holds the test process open after the
+ * last test, as fetch's pool would for the daemon's keep-alive time. */
+export function httpGet(url) {
+	return new Promise((resolve, reject) => {
+		http.get(new URL(url, ORIGIN), { agent: false }, (res) => {
+			const chunks = [];
+			res.on('data', (c) => chunks.push(c));
+			res.on('end', () => {
+				const body = Buffer.concat(chunks);
+				resolve({ status: res.statusCode, headers: res.headers, body, json: () => JSON.parse(body.toString('utf8')) });
+			});
+			res.on('error', reject);
+		}).on('error', reject);
+	});
+}
+
 export async function getJson(url) {
-	const r = await fetch(new URL(url, ORIGIN));
-	if (!r.ok) throw new Error(`${r.status} ${url}`);
+	const r = await httpGet(url);
+	if (r.status !== 200) throw new Error(`${r.status} ${url}`);
 	return r.json();
 }
 
 /* A .npy file (format 1.0/2.0, little-endian f4/f8/i4, C order): {shape, data}. */
 export function parseNpy(buf) {
-	const u8 = new Uint8Array(buf);
+	const u8 = new Uint8Array(buf.buffer ? buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) : buf);
 	if (u8[0] !== 0x93 || String.fromCharCode(...u8.slice(1, 6)) !== 'NUMPY') throw new Error('not a .npy file');
 	const major = u8[6];
 	const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
