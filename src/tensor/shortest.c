@@ -1,0 +1,437 @@
+/* Shortest round-trip printing of f64, f32, f16 and bf16 values (and i32 elements of a view).
+ *
+ * Algorithm: Schubfach, R. Giulietti, "The Schubfach way to render doubles" (2020), written
+ * here from the paper. For v = c * 2^q it picks k with 10^k no wider than the rounding interval
+ * of v, computes 4 * v / 10^k and the two interval ends to two fractional bits plus a sticky bit
+ * with one table multiplier g ~ 10^-k (126 bits for f64; its top 63 bits + 1 for the float-sized
+ * formats, as in the paper's float variant), then takes the one multiple of 10^(k+1) inside the
+ * interval if there is one, else the member of {s, s + 1} * 10^k inside it, the closer one (ties
+ * to even) when both are. One departure: when s has a single digit (only tiny subnormals), the
+ * 10^(k+1) candidate is no shorter than s, so closeness decides (the paper, written for Java's
+ * two-digit minimum, never meets that case). f16 and bf16 run the f32 kernel with their own c, q
+ * and interval; the tests check all 65536 values of each for round trip, shortness and closeness,
+ * which is the proof for those two types, and test-exhaustive does the same for all 2^32 f32.
+ *
+ * Hand-written because no Debian library offers shortest round-trip printing for C (printf only
+ * has fixed precisions; %.17g is long and not shortest, and snprintf is far too slow for 400k
+ * numbers per table). The multipliers are computed once, on first use, with a small exact bignum:
+ * g(k) = floor(10^-k * 2^-r) + 1 scaled into [2^125, 2^126), from 10^p built by exact
+ * multiplication (p >= 0) and floor(2^1152 / 10^-p) by exact repeated division (p < 0).
+ *
+ * Output style (one rule for every type): plain decimal when it is not longer than scientific,
+ * else d.ddde-N / d.dddeN (no '+', no leading zeros in the exponent); "-0" keeps its sign. So
+ * 0.5, 100, 1024, 0.00123, but 1e3, 1e-7, 1.2345e-4, 3.4028235e38. Non-finite values print as
+ * NaN, Infinity, -Infinity (not JSON: callers that need JSON check first). Digits are stored in
+ * 8- and 16-byte words, so any of buf's PE_NUM_MAX bytes past the returned length may be
+ * overwritten (with NULs, or left as they were). */
+#include "posenc/tensor.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+typedef unsigned __int128 u128;
+
+#define M63 ((1ull << 63) - 1)
+
+/* ---- the multiplier table: g(p) ~ 10^p * 2^-r in [2^125, 2^126), p = -k ---- */
+
+#define P_MIN (-292) /* k = floor(log10(2^971)) for the largest double exponent */
+#define P_MAX 324    /* -k for the smallest subnormal double, q = -1074 */
+
+struct mult {
+	uint64_t hi, lo; /* g = hi * 2^63 + lo, both < 2^63 */
+	int e2;          /* floor(log2(10^p)) */
+};
+
+static struct mult table[P_MAX - P_MIN + 1];
+static atomic_int table_ready;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+#define BIG_LIMBS 40 /* 1280 bits: 10^324 < 2^1077, and 2^1152 */
+
+static int big_bitlen(const uint32_t *a)
+{
+	for (int i = BIG_LIMBS - 1; i >= 0; i--)
+		if (a[i])
+			return 32 * i + 32 - __builtin_clz(a[i]);
+	return 0;
+}
+
+static void big_mul10(uint32_t *a)
+{
+	uint64_t carry = 0;
+	for (int i = 0; i < BIG_LIMBS; i++) {
+		uint64_t t = (uint64_t)a[i] * 10 + carry;
+		a[i] = (uint32_t)t;
+		carry = t >> 32;
+	}
+}
+
+static void big_div10(uint32_t *a)
+{
+	uint64_t rem = 0;
+	for (int i = BIG_LIMBS - 1; i >= 0; i--) {
+		uint64_t t = rem << 32 | a[i];
+		a[i] = (uint32_t)(t / 10);
+		rem = t % 10;
+	}
+}
+
+/* floor(a / 2^shift) for a result below 2^126; shift may be negative (then a is shifted up). */
+static u128 big_bits(const uint32_t *a, int shift)
+{
+	u128 r = 0;
+	for (int i = 125; i >= 0; i--) {
+		int j = shift + i;
+		int bit = j >= 0 && j < 32 * BIG_LIMBS ? (int)(a[j / 32] >> (j % 32) & 1) : 0;
+		r = r << 1 | (u128)bit;
+	}
+	return r;
+}
+
+/* x is 10^p * 2^scale, exactly or (p < 0) rounded down; both keep floor() exact. */
+static void set_mult(int p, const uint32_t *x, int scale)
+{
+	int len = big_bitlen(x);
+	u128 g = big_bits(x, len - 126) + 1;
+	table[p - P_MIN] = (struct mult){(uint64_t)(g >> 63), (uint64_t)g & M63, len - 1 - scale};
+}
+
+static void build_table(void)
+{
+	uint32_t x[BIG_LIMBS] = {1};
+	for (int p = 0; p <= P_MAX; p++) {
+		set_mult(p, x, 0);
+		big_mul10(x);
+	}
+	memset(x, 0, sizeof x);
+	x[1152 / 32] = 1;
+	for (int p = -1; p >= P_MIN; p--) {
+		big_div10(x); /* floor(floor(a / 10^n) / 10) = floor(a / 10^(n+1)) */
+		set_mult(p, x, 1152);
+	}
+	atomic_store_explicit(&table_ready, 1, memory_order_release);
+}
+
+static const struct mult *mult_for(int k)
+{
+	if (!atomic_load_explicit(&table_ready, memory_order_acquire))
+		pthread_once(&table_once, build_table);
+	return &table[-k - P_MIN];
+}
+
+/* floor(q * log10(2)) and floor(log10(3/4 * 2^q)), exact for |q| <= 1200 (checked against long
+ * double logs over that range; the tests also cover every binary exponent). */
+static int floor_log10_pow2(int q) { return (q * 1262611) >> 22; }
+static int floor_log10_3q_pow2(int q) { return (q * 1262611 - 524031) >> 22; }
+
+/* ---- Schubfach ---- */
+
+struct decimal {
+	uint64_t f; /* value = f * 10^e */
+	int e;
+};
+
+/* floor(g * cp / 2^127) with bit 0 forced to 1 when the fraction is not zero. */
+static inline uint64_t round_odd64(const struct mult *g, uint64_t cp)
+{
+	uint64_t x1 = (uint64_t)(((u128)g->lo * cp) >> 64);
+	u128 y = (u128)g->hi * cp;
+	uint64_t y0 = (uint64_t)y, y1 = (uint64_t)(y >> 64);
+	uint64_t z = (y0 >> 1) + x1;
+	return (y1 + (z >> 63)) | ((z & M63) != 0);
+}
+
+/* floor(g * cp / 2^95) likewise, g the top 63 bits of the multiplier plus one. */
+static inline uint32_t round_odd32(uint64_t g, uint64_t cp)
+{
+	uint64_t x1 = (uint64_t)(((u128)g * cp) >> 64);
+	return (uint32_t)(x1 >> 31) | ((x1 & ((1ull << 31) - 1)) != 0);
+}
+
+/* Pick among the candidates: vb, vbl, vbr are 4 * (v, lower end, upper end) / 10^k to two
+ * fractional bits plus sticky; open is 1 when the interval excludes its ends (odd c). Written
+ * with masks rather than branches: which case applies is data-dependent and would mispredict. */
+static inline struct decimal choose(uint64_t vb, uint64_t vbl, uint64_t vbr, uint64_t open, int k)
+{
+	uint64_t s = vb >> 2, s10 = s / 10;
+	uint64_t upin = vbl + open <= s10 * 40; /* s10 * 10^(k+1) is inside */
+	uint64_t wpin = s10 * 40 + 40 + open <= vbr; /* (s10 + 1) * 10^(k+1) is inside */
+	uint64_t uin = vbl + open <= s << 2;     /* s * 10^k is inside */
+	uint64_t win = (s << 2) + 4 + open <= vbr; /* (s + 1) * 10^k is inside */
+	uint64_t mid = (s << 2) + 2, above_mid = (vb > mid) | ((vb == mid) & s);
+	/* One of s, s + 1 is always inside; the closer one (ties to even) when both are. */
+	uint64_t in_k = s + (win & ((uin ^ 1) | above_mid));
+	/* At most one multiple of 10^(k+1) fits; when one does, it is shorter, unless s has one
+	 * digit (tiny subnormals): then 10^(k+1) is as long as s, and the closer one must win. */
+	uint64_t shorter = (upin ^ wpin) & (s >= 10), mask = 0 - shorter;
+	uint64_t f = ((s10 + (upin ^ 1)) & mask) | (in_k & ~mask);
+	return (struct decimal){f, k + (int)shorter};
+}
+
+/* v = c * 2^q > 0; asym when c is the smallest significand of a binade above the lowest one, so
+ * the gap below v is half the gap above. */
+static struct decimal to_decimal64(uint64_t c, int q, int asym)
+{
+	uint64_t cb = c << 2, cbl = asym ? cb - 1 : cb - 2, cbr = cb + 2;
+	int k = asym ? floor_log10_3q_pow2(q) : floor_log10_pow2(q);
+	const struct mult *g = mult_for(k);
+	int h = q + g->e2 + 2;
+	return choose(round_odd64(g, cb << h), round_odd64(g, cbl << h), round_odd64(g, cbr << h),
+		      c & 1, k);
+}
+
+/* The same for significands of up to 24 bits and float-range exponents (f32, f16, bf16). */
+static struct decimal to_decimal32(uint32_t c, int q, int asym)
+{
+	uint64_t cb = (uint64_t)c << 2, cbl = asym ? cb - 1 : cb - 2, cbr = cb + 2;
+	int k = asym ? floor_log10_3q_pow2(q) : floor_log10_pow2(q);
+	const struct mult *m = mult_for(k);
+	uint64_t g = m->hi + 1;
+	int h = q + m->e2 + 33;
+	return choose(round_odd32(g, cb << h), round_odd32(g, cbl << h), round_odd32(g, cbr << h),
+		      c & 1, k);
+}
+
+/* ---- writing ---- */
+
+static const uint64_t pow10_u64[20] = {
+	1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+	1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+	100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+	1000000000000000000ull, 10000000000000000000ull,
+};
+
+static inline int count_digits(uint64_t f)
+{
+	if (f < 10)
+		return 1;
+	int t = ((64 - __builtin_clzll(f)) * 1233) >> 12; /* floor(log10 f) is t or t - 1 */
+	return t + (f >= pow10_u64[t]);
+}
+
+/* v < 10^8 as eight ASCII digits with leading zeros, first digit in the lowest byte (memory
+ * order on little-endian x86-64). Lanes are split 4+4, then 2+2, then 1+1 with multiply-shift
+ * divisions (w * 10486 >> 20 = w / 100 for w < 10^4, u * 103 >> 10 = u / 10 for u < 100). */
+static inline uint64_t ascii_8digits(uint32_t v)
+{
+	uint64_t x = v / 10000 | (uint64_t)(v % 10000) << 32;
+	uint64_t h = (x * 10486 >> 20) & 0x0000007f0000007full;
+	uint64_t y = h | (x - h * 100) << 16;
+	uint64_t t = (y * 103 >> 10) & 0x000f000f000f000full;
+	return (t | (y - t * 10) << 8) + 0x3030303030303030ull;
+}
+
+/* The n digits of f (n its digit count) at p, written from registers in wide stores; the bytes
+ * after the digits are scratch. The same work for every value: no loop, and no branch on the
+ * digit count for f32. put_digits9 takes f < 10^9, put_digits17 f < 10^17. */
+static inline void put_digits9(char *p, uint32_t f, int n)
+{
+	int nine = n > 8;
+	uint64_t z = ascii_8digits(f % 100000000) >> 8 * (8 - n + nine);
+	p[0] = (char)('0' + f / 100000000); /* the ninth digit; overwritten when n <= 8 */
+	memcpy(p + nine, &z, 8);
+}
+
+static inline void put_digits17(char *p, uint64_t f, int n)
+{
+	int seventeen = n > 16;
+	uint64_t r = f % 10000000000000000ull;
+	u128 x = ascii_8digits((uint32_t)(r / 100000000)) |
+		 (u128)ascii_8digits((uint32_t)(r % 100000000)) << 64;
+	x >>= 8 * (16 - n + seventeen); /* drop the leading zeros */
+	p[0] = (char)('0' + f / 10000000000000000ull); /* overwritten when n <= 16 */
+	memcpy(p + seventeen, &x, 16);
+}
+
+static inline void put_digits(char *p, uint64_t f, int n, int wide)
+{
+	if (wide)
+		put_digits17(p, f, n);
+	else
+		put_digits9(p, (uint32_t)f, n);
+}
+
+static size_t put_special(char *buf, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(buf, s, n);
+	return n;
+}
+
+/* One step without a branch (it is taken about one time in ten, unpredictably), then a loop
+ * for the rare longer runs (integers, short decimals). */
+static inline uint64_t drop_trailing_zeros(uint64_t f, int *e)
+{
+	uint64_t q = f / 10;
+	int z = q * 10 == f;
+	f = z ? q : f;
+	*e += z;
+	while (f % 10 == 0) {
+		f /= 10;
+		(*e)++;
+	}
+	return f;
+}
+
+static char *put_exponent(char *p, int x)
+{
+	unsigned ax = (unsigned)(x < 0 ? -x : x);
+	*p++ = 'e';
+	*p = '-';
+	p += x < 0;
+	if (ax >= 100) {
+		*p++ = (char)('0' + ax / 100);
+		ax %= 100;
+		*p++ = (char)('0' + ax / 10);
+	} else if (ax >= 10) {
+		*p++ = (char)('0' + ax / 10);
+	}
+	*p++ = (char)('0' + ax % 10);
+	return p;
+}
+
+/* f * 10^e with f > 0, in the shorter of plain and scientific notation (plain on a tie).
+ * Digits go out in wide stores from registers, so bytes of buf past the returned length (within
+ * PE_NUM_MAX) may be overwritten, with NULs or left as they were.
+ * wide (a constant at each call): f may have 17 digits (f64), else at most 9. */
+static inline size_t write_decimal(char *buf, int neg, struct decimal d, int wide)
+{
+	int e = d.e;
+	uint64_t f = drop_trailing_zeros(d.f, &e); /* only a multiple of 10^(k+1) can have any */
+	int n = count_digits(f), x = e + n - 1; /* x: scientific exponent */
+	int ax = x < 0 ? -x : x;
+	int plain = e >= 0 ? n + e : x >= 0 ? n + 1 : n + 1 - x;
+	int sci = n + (n > 1) + 2 + (x < 0) + (ax >= 10) + (ax >= 100);
+	char *p = buf + neg;
+	buf[0] = '-';
+	/* Plain wins only for short zero runs: e <= 5 in ddd000, -x - 1 <= 2 in 0.00ddd. */
+	if (plain <= sci) {
+		if (x < 0) { /* 0.00ddd */
+			memcpy(p, "0.000000", 8);
+			put_digits(p + 1 - x, f, n, wide);
+		} else if (e < 0) { /* dd.ddd: digits one to the right, the integer part moved back */
+			put_digits(p + 1, f, n, wide);
+			for (int i = 0; i <= x; i++)
+				p[i] = p[i + 1];
+			p[x + 1] = '.';
+		} else { /* ddd000 */
+			uint64_t zeros = e ? 0x3030303030303030ull >> 8 * (8 - e) : 0; /* e '0's, NULs */
+			put_digits(p, f, n, wide);
+			memcpy(p + n, &zeros, 8);
+		}
+		return (size_t)(neg + plain);
+	}
+	/* d.ddde-x: the digits one to the right, the first moved back before the point */
+	put_digits(p + 1, f, n, wide);
+	p[0] = p[1];
+	p[1] = '.';
+	return (size_t)(put_exponent(p + n + (n > 1), x) - buf);
+}
+
+/* ---- the public functions: decode the bits, then the common path ---- */
+
+/* A finite binary value (be the biased exponent field, t the fraction field) of a format with
+ * `mant` fraction bits and exponent bias `bias`. */
+static size_t write_small(char *buf, int neg, int be, uint32_t t, int mant, int bias)
+{
+	if (be == 0 && t == 0)
+		return neg ? put_special(buf, "-0") : put_special(buf, "0");
+	uint32_t c = be ? t | 1u << mant : t;
+	int q = (be ? be : 1) - bias - mant;
+	return write_decimal(buf, neg, to_decimal32(c, q, be > 1 && t == 0), 0);
+}
+
+static size_t write_nonfinite(char *buf, int neg, int nan)
+{
+	if (nan)
+		return put_special(buf, "NaN");
+	return put_special(buf, neg ? "-Infinity" : "Infinity");
+}
+
+size_t pe_fmt_f64(double x, char *buf)
+{
+	uint64_t bits;
+	memcpy(&bits, &x, sizeof bits);
+	int neg = (int)(bits >> 63), be = (int)(bits >> 52 & 0x7ff);
+	uint64_t t = bits & ((1ull << 52) - 1);
+	if (be == 0x7ff)
+		return write_nonfinite(buf, neg, t != 0);
+	if (be == 0 && t == 0)
+		return neg ? put_special(buf, "-0") : put_special(buf, "0");
+	uint64_t c = be ? t | 1ull << 52 : t;
+	int q = (be ? be : 1) - 1075;
+	if (q < 0 && q > -53 && (c & ((1ull << -q) - 1)) == 0) /* an integer below 2^53: exact */
+		return write_decimal(buf, neg, (struct decimal){c >> -q, 0}, 1);
+	return write_decimal(buf, neg, to_decimal64(c, q, be > 1 && t == 0), 1);
+}
+
+size_t pe_fmt_f32(float x, char *buf)
+{
+	uint32_t bits;
+	memcpy(&bits, &x, sizeof bits);
+	int neg = (int)(bits >> 31), be = (int)(bits >> 23 & 0xff);
+	uint32_t t = bits & ((1u << 23) - 1);
+	if (be == 0xff)
+		return write_nonfinite(buf, neg, t != 0);
+	return write_small(buf, neg, be, t, 23, 127);
+}
+
+size_t pe_fmt_f16(uint16_t h, char *buf)
+{
+	int neg = h >> 15, be = h >> 10 & 0x1f;
+	uint32_t t = h & 0x3ffu;
+	if (be == 0x1f)
+		return write_nonfinite(buf, neg, t != 0);
+	return write_small(buf, neg, be, t, 10, 15);
+}
+
+size_t pe_fmt_bf16(uint16_t h, char *buf)
+{
+	int neg = h >> 15, be = h >> 7 & 0xff;
+	uint32_t t = h & 0x7fu;
+	if (be == 0xff)
+		return write_nonfinite(buf, neg, t != 0);
+	return write_small(buf, neg, be, t, 7, 127);
+}
+
+static size_t write_i32(int32_t v, char *buf)
+{
+	uint64_t u = (uint64_t)(v < 0 ? -(int64_t)v : v);
+	int n = count_digits(u);
+	buf[0] = '-';
+	put_digits17(buf + (v < 0), u, n);
+	return (size_t)((v < 0) + n);
+}
+
+/* Unknown dtypes write nothing (length 0). */
+size_t pe_fmt_elem(const struct pe_tensor_view *t, size_t i, char *buf)
+{
+	const unsigned char *base = t->data;
+	switch (t->dtype) {
+	case PE_F32: {
+		float v;
+		memcpy(&v, base + 4 * i, 4);
+		return pe_fmt_f32(v, buf);
+	}
+	case PE_F64: {
+		double v;
+		memcpy(&v, base + 8 * i, 8);
+		return pe_fmt_f64(v, buf);
+	}
+	case PE_F16:
+	case PE_BF16: {
+		uint16_t v;
+		memcpy(&v, base + 2 * i, 2);
+		return t->dtype == PE_F16 ? pe_fmt_f16(v, buf) : pe_fmt_bf16(v, buf);
+	}
+	case PE_I32: {
+		int32_t v;
+		memcpy(&v, base + 4 * i, 4);
+		return write_i32(v, buf);
+	}
+	default:
+		return 0;
+	}
+}

@@ -1,0 +1,239 @@
+/* Every one of the 2^32 float32 bit patterns through pe_fmt_f32 (run by `make test-exhaustive`,
+ * minutes on two cores; not part of `make test`).
+ *
+ * For each finite value: the output is a JSON number in the documented style, reads back with
+ * glibc's strtof (correctly rounded) to the identical bits, and is shortest. Shortness without
+ * printf: write the output as d * 10^j (d without trailing zeros, n >= 2 digits) and let
+ * lo = floor(d / 10) * 10^(j+1), hi = lo + 10^(j+1), so lo < |output| < hi. Any decimal with
+ * fewer than n digits is either lo, hi, or outside [lo, hi] (inside that span the only such
+ * numbers are the multiples of 10^(j+1)); if one read back, then because the rounding interval
+ * is convex and holds the output too, lo or hi would lie in it and read back. So checking that
+ * neither lo nor hi reads back proves that nothing shorter does. Non-finite patterns must print
+ * NaN / Infinity / -Infinity. Closeness among equally short candidates is checked by
+ * tests/tensor/test_shortest.c (millions of values, and every f16 / bf16). */
+#include "support/pe_check.h"
+#include "posenc/tensor.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define THREADS 2
+#define BLOCK (1u << 20) /* patterns handed out at a time */
+
+static uint64_t next_block; /* shared work counter, in blocks */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t failures;
+static char first_failure[8][128];
+
+static void record_failure(uint32_t bits, const char *s, const char *why)
+{
+	pthread_mutex_lock(&lock);
+	if (failures < 8)
+		snprintf(first_failure[failures], sizeof first_failure[0], "%08x \"%s\": %s", bits, s,
+			 why);
+	failures++;
+	pthread_mutex_unlock(&lock);
+}
+
+static int json_number(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (*s >= '1' && *s <= '9')
+		while (*s >= '0' && *s <= '9')
+			s++;
+	else
+		return 0;
+	if (*s == '.') {
+		if (!(*++s >= '0' && *s <= '9'))
+			return 0;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!(*s >= '0' && *s <= '9'))
+			return 0;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	return *s == 0;
+}
+
+/* "[-]m e j" into out, without printf (it would dominate the run time). */
+static void put_candidate(char *out, int neg, uint64_t m, int j)
+{
+	char tmp[48];
+	int n = 0;
+	if (neg)
+		*out++ = '-';
+	do {
+		tmp[n++] = (char)('0' + m % 10);
+		m /= 10;
+	} while (m);
+	while (n)
+		*out++ = tmp[--n];
+	*out++ = 'e';
+	if (j < 0) {
+		*out++ = '-';
+		j = -j;
+	}
+	n = 0;
+	do {
+		tmp[n++] = (char)('0' + j % 10);
+		j /= 10;
+	} while (j);
+	while (n)
+		*out++ = tmp[--n];
+	*out = 0;
+}
+
+static int reads_back(const char *s, uint32_t bits)
+{
+	float f = strtof(s, NULL);
+	uint32_t b;
+	memcpy(&b, &f, 4);
+	return b == bits;
+}
+
+static int digit_count(uint64_t v)
+{
+	int n = 1;
+	while (v >= 10) {
+		v /= 10;
+		n++;
+	}
+	return n;
+}
+
+/* The documented style's length for d * 10^j with n digits: plain unless scientific is shorter. */
+static int styled_length(int n, int j)
+{
+	int x = j + n - 1, ax = x < 0 ? -x : x;
+	int plain = j >= 0 ? n + j : x >= 0 ? n + 1 : n + 1 - x;
+	int sci = n + (n > 1) + 1 + (x < 0) + digit_count((uint64_t)ax);
+	return plain <= sci ? plain : sci;
+}
+
+static void check_nonfinite(uint32_t bits, const char *s)
+{
+	const char *want = (bits & 0x7fffff) ? "NaN" : bits >> 31 ? "-Infinity" : "Infinity";
+	if (strcmp(s, want) != 0)
+		record_failure(bits, s, "non-finite spelling");
+}
+
+static void check_one(uint32_t bits)
+{
+	char s[PE_NUM_MAX + 1], c[64];
+	float x;
+	memcpy(&x, &bits, 4);
+	size_t len = pe_fmt_f32(x, s);
+	if (len == 0 || len >= PE_NUM_MAX) {
+		record_failure(bits, "", "length");
+		return;
+	}
+	s[len] = 0;
+	if ((bits >> 23 & 0xff) == 0xff) {
+		check_nonfinite(bits, s);
+		return;
+	}
+	if (!json_number(s)) {
+		record_failure(bits, s, "not a JSON number");
+		return;
+	}
+	if (!reads_back(s, bits)) {
+		record_failure(bits, s, "does not read back");
+		return;
+	}
+	/* d * 10^j from the text */
+	const char *p = s + (s[0] == '-');
+	uint64_t d = 0;
+	int j = 0, frac = 0, neg = s[0] == '-';
+	for (; (*p >= '0' && *p <= '9') || *p == '.'; p++) {
+		if (*p == '.')
+			frac = 1;
+		else {
+			d = d * 10 + (uint64_t)(*p - '0');
+			j -= frac;
+		}
+	}
+	if (*p == 'e')
+		j += atoi(p + 1);
+	if (d == 0)
+		return; /* "0" / "-0": reading back proved it is the zero of the right sign */
+	while (d % 10 == 0) { /* zeros of a plain integer like 100 */
+		d /= 10;
+		j++;
+	}
+	int n = digit_count(d);
+	if ((size_t)styled_length(n, j) + (size_t)neg != len) {
+		record_failure(bits, s, "not in the documented style");
+		return;
+	}
+	if (n < 2)
+		return;
+	uint64_t lo = d / 10;
+	put_candidate(c, neg, lo, j + 1);
+	if (reads_back(c, bits))
+		record_failure(bits, s, "a shorter decimal (below) reads back");
+	put_candidate(c, neg, lo + 1, j + 1);
+	if (reads_back(c, bits))
+		record_failure(bits, s, "a shorter decimal (above) reads back");
+}
+
+static void *worker_cb(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&lock);
+		uint64_t blk = next_block++;
+		pthread_mutex_unlock(&lock);
+		if (blk >= (1ull << 32) / BLOCK)
+			return NULL;
+		uint64_t start = blk * BLOCK;
+		for (uint64_t b = start; b < start + BLOCK; b++)
+			check_one((uint32_t)b);
+		if (blk % 256 == 255)
+			fprintf(stderr, "test_shortest_all: %llu%%\n",
+				(unsigned long long)((blk + 1) * 100 / ((1ull << 32) / BLOCK)));
+	}
+}
+
+START_TEST(test_every_float)
+{
+	struct timespec t0, t1;
+	pthread_t th[THREADS];
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, worker_cb, NULL), 0);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	fprintf(stderr, "test_shortest_all: 2^32 patterns in %.0f s, %llu failures\n", secs,
+		(unsigned long long)failures);
+	for (uint64_t i = 0; i < failures && i < 8; i++)
+		fprintf(stderr, "  %s\n", first_failure[i]);
+	ck_assert_msg(failures == 0, "%llu float32 values failed, first: %s",
+		      (unsigned long long)failures, first_failure[0]);
+}
+END_TEST
+
+static Suite *shortest_all_suite(void)
+{
+	Suite *s = suite_create("shortest_all");
+	TCase *tc = tcase_create("f32");
+	tcase_set_timeout(tc, 6 * 3600);
+	tcase_add_test(tc, test_every_float);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(shortest_all_suite)
