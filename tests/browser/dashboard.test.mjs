@@ -84,6 +84,11 @@ describe('dashboard', () => {
 		const [top, bottom] = await pixels(p.page, 'tables', [[bx + bw / 2, by + 1], [bx + bw / 2, by + bh - 1]]);
 		assert.deepEqual(hex(top), '#fde725');
 		assert.deepEqual(hex(bottom), '#440154');
+		/* RdBu is centred on 0: sin(0) is ColorBrewer's centre grey, cos(0) = 1 its darkest blue */
+		await p.page.selectOption('#view-tables select[name="cmap"]', 'RdBu');
+		const [r00, r01] = await pixels(p.page, 'tables', [cellCentre(box, 64, 128, 0, 0), cellCentre(box, 64, 128, 0, 1)]);
+		assert.equal(hex(r00), '#f7f7f7');
+		assert.equal(hex(r01), '#053061');
 		assertClean(p);
 		await p.page.close();
 	});

@@ -22,7 +22,7 @@ if [ ! -x "$chromium" ]; then
 	echo "browser: installing chromium"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends chromium >/dev/null
+	apt-get install -y -qq chromium >/dev/null
 fi
 for tool in node npm; do
 	command -v "$tool" >/dev/null || { echo "browser: $tool not found (run 'make deps' as root)" >&2; exit 1; }
