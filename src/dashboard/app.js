@@ -499,6 +499,17 @@ class CompatView extends View {
 	}
 }
 
+/* A view whose table this daemon's catalogue lacks (an older or trimmed posencd): says so. */
+class MissingView {
+	constructor(id, what) {
+		this.root = document.getElementById(id);
+		this.root.append(el('p', { class: 'error', text: `This posencd does not serve ${what} (it is not in GET /v1).` }));
+		this.root.dataset.state = 'missing';
+	}
+
+	show() {}
+}
+
 /* ---- tabs and start-up ---- */
 
 function setupTabs(views) {
@@ -543,11 +554,14 @@ async function main() {
 		return;
 	}
 	document.getElementById('version').textContent = `posencd ${catalogue.version}`;
+	const has = (name) => catalogue.tables.some((t) => t.name === name);
+	const hasAlt = catalogue.tables.some((t) => !t.name.startsWith('analysis/') &&
+		(t.params || []).some((p) => p.name === 'compat' && (p.choices || []).some((c) => c !== 'exact')));
 	const views = {
 		tables: new TablesView(catalogue),
-		similarity: new SimilarityView(catalogue),
-		decay: new DecayView(catalogue),
-		compat: new CompatView(catalogue),
+		similarity: has('analysis/similarity') ? new SimilarityView(catalogue) : new MissingView('view-similarity', 'analysis/similarity'),
+		decay: has('analysis/rope-decay') ? new DecayView(catalogue) : new MissingView('view-decay', 'analysis/rope-decay'),
+		compat: hasAlt ? new CompatView(catalogue) : new MissingView('view-compat', 'a table with compat=hf'),
 	};
 	window.posencDashboard = views; /* for the console and the browser tests */
 	setupTabs(views);
