@@ -80,5 +80,7 @@ int pe_store_read(struct pe_store *s, const char *name, const uint8_t sha256[32]
 		  void **data, struct pe_err *err);
 /* Tables and the sum of their bytes. */
 void pe_store_usage(struct pe_store *s, uint64_t *bytes, size_t *tables);
+/* The limits it was opened with. */
+void pe_store_limits(const struct pe_store *s, uint64_t *max_bytes, uint64_t *max_table_bytes);
 
 #endif

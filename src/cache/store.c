@@ -684,6 +684,12 @@ void pe_store_usage(struct pe_store *s, uint64_t *bytes, size_t *tables)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void pe_store_limits(const struct pe_store *s, uint64_t *max_bytes, uint64_t *max_table_bytes)
+{
+	*max_bytes = s->max_bytes;
+	*max_table_bytes = s->max_table_bytes;
+}
+
 /* A damaged file found while serving: quarantine it unless it was replaced meanwhile (the file
  * under the name must still be the inode that was read). */
 static void drop_damaged(struct pe_store *s, const char *name, int fd, const char *why)
@@ -716,9 +722,10 @@ int pe_store_read(struct pe_store *s, const char *name, const uint8_t sha[32], s
 		return pe_err_set(err, PE_EBUSY, "", "the table %s was replaced while this request ran; retry", name);
 	table_file(name, file);
 	int fd = openat(s->dirfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 && errno == ENOENT)
+		return pe_err_set(err, PE_EBUSY, "", "the table %s changed while this request ran; retry", name);
 	if (fd < 0)
-		return errno == ENOENT ? pe_err_set(err, PE_EBUSY, "", "the table %s changed while this request ran; retry", name)
-				       : io_error(err, "cannot open the table", errno);
+		return io_error(err, "cannot open the table", errno);
 	int rc = load(fd, name, m, data, &why);
 	if (rc == -1) {
 		drop_damaged(s, name, fd, why);
