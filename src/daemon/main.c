@@ -1,6 +1,8 @@
 /* posencd: load the configuration, wire cache, worker pool, metrics and the HTTP server together,
  * then wait for SIGTERM/SIGINT and drain: readiness goes 503, the listening socket closes, work
- * already accepted finishes (up to shutdown_timeout), and the process exits 0.
+ * already accepted finishes (up to shutdown_timeout), and the process exits 0. The store of
+ * learned tables is opened (data_dir created and scanned) before anything is served; a data_dir
+ * that cannot be used stops the start with status 1.
  *
  * Signals are blocked in every thread (they inherit the mask) and taken by sigtimedwait here. */
 #include "daemon/assets.h"
@@ -24,6 +26,7 @@ struct daemon {
 	struct pe_metrics *metrics;
 	struct pe_pool *pool;
 	struct pe_http *_Atomic http;
+	struct pe_store *store;
 	char *tls_cert, *tls_key;
 	struct pe_http_static statics[10]; /* embedded files: openapi.yaml and the dashboard */
 };
@@ -123,6 +126,8 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.statics = statics,
 		.nstatics = sizeof d->statics / sizeof d->statics[0],
 		.cache = d->cache,
+		.store = d->store,
+		.auth_token = c->auth_token,
 		.hooks = {.ctx = d, .submit = submit_hook, .observe = observe_hook, .render_metrics = render_hook},
 	};
 	return pe_http_start(&o, err);
@@ -171,6 +176,28 @@ static void drain(struct daemon *d, struct pe_http *h)
 	}
 }
 
+/* The store's findings in data_dir (quarantined or foreign files) as warnings. */
+static void store_log(void *arg, const char *event, const char *file, const char *detail)
+{
+	pe_log(PE_LOG_WARN, event, json_pack("{s:s, s:s}", "file", file, "detail", detail));
+}
+
+/* Create and scan data_dir; NULL with err filled if it cannot be used. */
+static struct pe_store *open_store(const struct pe_config *c, struct pe_err *err)
+{
+	struct pe_store_options o = {.dir = c->data_dir, .max_bytes = (uint64_t)c->store_max_bytes,
+				     .max_table_bytes = (uint64_t)c->max_table_bytes, .log = store_log};
+	struct pe_store *s = pe_store_open(&o, err);
+	uint64_t bytes;
+	size_t n;
+	if (s) {
+		pe_store_usage(s, &bytes, &n);
+		pe_log(PE_LOG_INFO, "store", json_pack("{s:s, s:I, s:I}", "data_dir", c->data_dir, "tables",
+						       (json_int_t)n, "bytes", (json_int_t)bytes));
+	}
+	return s;
+}
+
 static void log_start(const struct daemon *d, uint16_t port)
 {
 	pe_log(PE_LOG_INFO, "start",
@@ -196,6 +223,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	block_signals();
+	if (!(d.store = open_store(&d.cfg, &err))) {
+		fprintf(stderr, "posencd: %s\n", err.detail);
+		return 1;
+	}
 	d.cache = pe_cache_new((size_t)d.cfg.cache_bytes);
 	d.metrics = pe_metrics_new();
 	d.pool = d.cache && d.metrics ? pe_pool_new((unsigned)d.cfg.workers, (size_t)d.cfg.max_queue, tick, &d, 250, &err)
@@ -217,6 +248,7 @@ int main(int argc, char **argv)
 	atomic_store(&d.http, NULL);
 	pe_http_stop(h);
 	pe_cache_free(d.cache);
+	pe_store_close(d.store);
 	pe_metrics_free(d.metrics);
 	free(d.tls_cert);
 	free(d.tls_key);
