@@ -1,16 +1,887 @@
-/* /v1/learned: user-uploaded learned position tables (issue 6). Not implemented yet: every request
- * is answered 404 so the routes exist without pretending to work. */
+/* /v1/learned: learned position tables that users upload (BERT, GPT-2, ViT embeddings), kept in
+ * the durable store (include/posenc/store.h) and served like any table.
+ *
+ *   GET /v1/learned                the list (name, shape, dtype, grid, prefix_tokens, bytes, sha256,
+ *                                  created), from the store's in-memory index
+ *   PUT /v1/learned/{name}         an npy body; 201 created, 200 replaced; durable before answering
+ *   GET /v1/learned/{name}         the table in any output format, optionally resampled (len=, or
+ *                                  height= & width= [& antialias=1]), through the cache
+ *   DELETE /v1/learned/{name}      204
+ *
+ * Flow: the first handler call routes by method; writes are authorised and their name and query
+ * checked before a byte of body is read (401/403/400/405/413/415 at once). The final call answers
+ * the list and cache hits on the MHD thread; everything that touches the disk runs on the pool,
+ * the connection suspended on a waiter like a transform (PUT, DELETE) or a table miss (GET).
+ *
+ * Caching: a GET is keyed by "learned/<name>@<sha256>?<resampling>|<dtype>|<format>...", so a
+ * replaced table (new sha256) is never served from the cache; the ETag is a hash of that key.
+ * Learned tables change, so responses say Cache-Control: no-cache (revalidate with If-None-Match)
+ * instead of immutable. A miss reads the file with the version it expects; if the table was
+ * replaced in between, the request fails with 503 and Retry-After rather than fill the key with
+ * another version's bytes.
+ *
+ * Access control: writes need "Authorization: Bearer <auth_token>" when a token is configured,
+ * compared through SHA-256 digests so that the time taken reveals neither the token nor its
+ * length; with no token only loopback clients may write. Reads are open.
+ *
+ * The path: server.c hands over r->path, the decoded path followed by the query as logged; the
+ * query's length is recomputed from the arguments (decoded the same way), so a path holding a '?'
+ * (a decoded %3F) is not cut short. MHD decodes %2F into '/' and stops at %00: the name is
+ * checked after decoding, so neither reaches the file system. */
 #include "http/internal.h"
+#include "http/negotiate.h"
+#include "http/output.h"
+#include "http/problem.h"
+#include "posenc/resample.h"
+#include "posenc/store.h"
+
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <nettle/sha2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define PREFIX "/v1/learned"
+#define ALLOW_LIST "GET, HEAD"
+#define ALLOW_ITEM "GET, HEAD, PUT, DELETE"
+#define NPY_HEADER_MAX 65546 /* npy magic, version, length and the longest 1.0 header */
+#define KEY_MAX 512
+#define OFFERED                                                                                   \
+	(PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV) | \
+	 PE_FMT_BIT(PE_FMT_PNG))
+
+/* ---- parameters: strict parsing through the core's parameter machinery ---- */
+
+static int get_check(struct pe_params *p, struct pe_err *err);
+static int put_check(struct pe_params *p, struct pe_err *err);
+
+static const struct pe_param_spec get_specs[] = {
+	{"len", PE_PT_INT, "", 1, 16777216, NULL, "rows to resample a table without a grid to (linear)"},
+	{"height", PE_PT_INT, "", 1, 65536, NULL, "grid rows to resample to (bicubic), with width"},
+	{"width", PE_PT_INT, "", 1, 65536, NULL, "grid columns to resample to (bicubic), with height"},
+	{"antialias", PE_PT_BOOL, "0", 0, 1, NULL, "antialiased bicubic (timm's resample_abs_pos_embed default)"},
+};
+static const struct pe_param_spec put_specs[] = {
+	{"prefix_tokens", PE_PT_INT, "", 0, 1048576, NULL, "rows before the grid (class / register tokens)"},
+	{"grid", PE_PT_LIST, "", 1, 1048576, NULL, "the patch grid as height,width"},
+};
+static const struct pe_table_def get_def = {.name = "learned", .params = get_specs, .nparams = 4,
+					    .fixed_dtype = PE_DTYPE_COUNT_, .check = get_check};
+static const struct pe_table_def put_def = {.name = "learned", .params = put_specs, .nparams = 2,
+					    .fixed_dtype = PE_DTYPE_COUNT_, .check = put_check};
+static const struct pe_table_def list_def = {.name = "learned", .fixed_dtype = PE_DTYPE_COUNT_};
+
+static int given(const struct pe_params *p, const char *name) { return p->v[pe_param_index(p->def, name)].given; }
+
+static int get_check(struct pe_params *p, struct pe_err *err)
+{
+	int len = given(p, "len"), h = given(p, "height"), w = given(p, "width");
+	if (h != w)
+		return pe_err_set(err, PE_EINVAL, h ? "width" : "height", "height and width resample a grid together: "
+				  "give %s too", h ? "width" : "height");
+	if (len && h)
+		return pe_err_set(err, PE_EINVAL, "len", "len resamples a table without a grid; height and width a grid");
+	if (given(p, "antialias") && !h)
+		return pe_err_set(err, PE_EINVAL, "antialias", "antialias applies to height and width (bicubic)");
+	return 0;
+}
+
+static int put_check(struct pe_params *p, struct pe_err *err)
+{
+	size_t n;
+	const double *g = pe_param_list(p, "grid", &n);
+	if (g && (n != 2 || g[0] != floor(g[0]) || g[1] != floor(g[1])))
+		return pe_err_set(err, PE_EINVAL, "grid", "grid must be two positive integers: height,width");
+	if (given(p, "prefix_tokens") && !g)
+		return pe_err_set(err, PE_EINVAL, "prefix_tokens", "prefix_tokens describes a ViT table: give grid too");
+	return 0;
+}
+
+struct query {
+	struct pe_params *params;
+	struct pe_out_query *out; /* NULL: output options are not parameters here */
+	struct pe_err *err;
+	int failed;
+};
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				 const char *value, size_t value_size)
+{
+	struct query *q = cls;
+	if (strlen(key) != key_size || (value && strlen(value) != value_size))
+		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s contains a NUL byte", key);
+	else if (q->out && pe_out_is_param(key))
+		q->failed = pe_out_take(q->out, key, value, q->err);
+	else
+		q->failed = pe_params_set(q->params, key, value ? value : "", q->err);
+	return q->failed ? MHD_NO : MHD_YES;
+}
+
+/* Parse the query into p (initialised here; the caller destroys it) and out. */
+static int parse_query(struct MHD_Connection *conn, const struct pe_table_def *def, struct pe_params *p,
+		       struct pe_out_query *out, struct pe_err *err)
+{
+	struct query q = {.params = p, .out = out, .err = err};
+	pe_params_init(p, def);
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
+	return q.failed ? q.failed : pe_params_finish(p, err);
+}
+
+/* ---- the path ---- */
+
+static enum MHD_Result count_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	*(size_t *)cls += 1 + strlen(key) + (value ? 1 + strlen(value) : 0);
+	return MHD_YES;
+}
+
+/* 0: the list; 1: an item, *name (not NUL-terminated) of *len bytes; -1: the logged path was cut. */
+static int target(const struct req *r, struct MHD_Connection *conn, const char **name, size_t *len)
+{
+	size_t query = 0, n = strlen(r->path);
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, count_arg, &query);
+	if (n + 1 >= sizeof r->path || query > n || n - query < strlen(PREFIX))
+		return -1;
+	*name = r->path + strlen(PREFIX) + 1;
+	*len = n - query - strlen(PREFIX);
+	if (*len == 0)
+		return 0;
+	(*len)--; /* the '/' */
+	return 1;
+}
+
+/* The item's name, checked, into buf. */
+static int item_name(const struct req *r, struct MHD_Connection *conn, char buf[PE_STORE_NAME_MAX + 1],
+		     struct pe_err *err)
+{
+	const char *name;
+	size_t len;
+	if (target(r, conn, &name, &len) < 0)
+		return pe_err_set(err, PE_EINVAL, "name", "the request target is too long");
+	int rc = pe_store_name_check(name, len, err);
+	if (rc == 0) {
+		memcpy(buf, name, len);
+		buf[len] = 0;
+	}
+	return rc;
+}
+
+/* ---- answers ---- */
+
+static void sha256_of(const void *data, size_t len, uint8_t out[32])
+{
+	struct sha256_ctx c;
+	sha256_init(&c);
+	sha256_update(&c, len, data);
+	sha256_digest(&c, SHA256_DIGEST_SIZE, out);
+}
+
+static void hex(const uint8_t *p, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", p[i]);
+}
+
+/* pe_http_problem, plus WWW-Authenticate on a 401. */
+static enum MHD_Result problem(struct req *r, struct MHD_Connection *conn, const struct pe_err *err)
+{
+	int status;
+	size_t len = 0;
+	if (err->code != PE_EUNAUTH)
+		return pe_http_problem(r, conn, err);
+	struct MHD_Response *resp = pe_problem_response(err, NULL, &status, &len);
+	if (resp) {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"posenc\"");
+		pe_http_add_cors(r->h, conn, resp);
+	}
+	r->bytes = len;
+	return pe_http_queue(r, conn, status, resp);
+}
+
+static enum MHD_Result answer_now(struct req *r, struct MHD_Connection *conn, const struct pe_err *err)
+{
+	r->answered = 1;
+	return problem(r, conn, err);
+}
+
+/* A JSON document (stolen), with the given status and extra headers. */
+static enum MHD_Result answer_json(struct req *r, struct MHD_Connection *conn, int status, json_t *doc,
+				   const char *location)
+{
+	char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	struct MHD_Response *resp = body ? MHD_create_response_from_buffer_with_free_callback(strlen(body), body, free)
+					  : NULL;
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	r->bytes = strlen(body);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (location)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
+	pe_http_add_cors(r->h, conn, resp);
+	return pe_http_queue(r, conn, status, resp);
+}
+
+static json_t *meta_json(const struct pe_store_meta *m)
+{
+	char sha[65], created[40];
+	struct tm tm;
+	time_t sec = (time_t)(m->created_ms / 1000);
+	hex(m->sha256, 32, sha);
+	gmtime_r(&sec, &tm);
+	size_t n = strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(created + n, sizeof created - n, ".%03dZ", (int)(m->created_ms % 1000));
+	json_t *grid = m->grid_h ? json_pack("[I, I]", (json_int_t)m->grid_h, (json_int_t)m->grid_w) : json_null();
+	return json_pack("{s:s, s:[I, I], s:s, s:o, s:I, s:I, s:s, s:s}", "name", m->name, "shape",
+			 (json_int_t)m->rows, (json_int_t)m->cols, "dtype", pe_dtype_name(m->dtype), "grid", grid,
+			 "prefix_tokens", (json_int_t)m->prefix_tokens, "bytes", (json_int_t)m->bytes, "sha256", sha,
+			 "created", created);
+}
+
+/* ---- access control ---- */
+
+static int is_loopback(const struct sockaddr *sa)
+{
+	if (sa && sa->sa_family == AF_INET)
+		return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24 == 127;
+	if (sa && sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return 0;
+}
+
+/* Equal, in time independent of where (and whether) they differ. */
+static int token_equal(const char *a, size_t alen, const char *b, size_t blen)
+{
+	uint8_t da[32], db[32];
+	unsigned diff = 0;
+	sha256_of(a, alen, da);
+	sha256_of(b, blen, db);
+	for (int i = 0; i < 32; i++)
+		diff |= (unsigned)(da[i] ^ db[i]);
+	return diff == 0;
+}
+
+/* The credentials of an "Authorization: Bearer <token>" header; 0 if there are none. */
+static int bearer(const char *authz, const char **tok, size_t *len)
+{
+	if (!authz || strncasecmp(authz, "Bearer ", 7) != 0)
+		return 0;
+	*tok = authz + 7;
+	while (**tok == ' ')
+		(*tok)++;
+	*len = strlen(*tok);
+	while (*len && (*tok)[*len - 1] == ' ')
+		(*len)--;
+	return *len > 0;
+}
+
+static int authorize(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
+{
+	const char *token = r->h->opt.auth_token, *tok;
+	size_t len;
+	if (!token || !*token) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		return ci && is_loopback(ci->client_addr)
+			       ? 0
+			       : pe_err_set(err, PE_EFORBIDDEN, "Authorization",
+					    "no auth_token is configured: only loopback clients may write");
+	}
+	const char *authz = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (!bearer(authz, &tok, &len))
+		return pe_err_set(err, PE_EUNAUTH, "Authorization", "writes need Authorization: Bearer <token>");
+	if (!token_equal(tok, len, token, strlen(token)))
+		return pe_err_set(err, PE_EFORBIDDEN, "Authorization", "the bearer token is not the configured one");
+	return 0;
+}
+
+/* ---- the first call ---- */
+
+static uint64_t body_limit(const struct pe_http *h)
+{
+	uint64_t max_bytes, max_table;
+	pe_store_limits(h->opt.store, &max_bytes, &max_table);
+	return max_table + NPY_HEADER_MAX;
+}
+
+static int npy_content_type(struct MHD_Connection *conn)
+{
+	const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	size_t n = ct ? strcspn(ct, "; \t") : 0;
+	return !ct || (n == 17 && !strncasecmp(ct, "application/x-npy", n)) ||
+	       (n == 24 && !strncasecmp(ct, "application/octet-stream", n));
+}
+
+/* A PUT about to send its body: refuse it now rather than read it in vain. */
+static int begin_put(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
+{
+	struct pe_params p;
+	uint64_t limit = body_limit(r->h);
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+	int rc = parse_query(conn, &put_def, &p, NULL, err);
+	pe_params_destroy(&p);
+	if (rc != 0)
+		return rc;
+	if (atomic_load(&r->h->draining))
+		return pe_err_set(err, PE_EDRAINING, "", "the service is shutting down");
+	if (!npy_content_type(conn))
+		return pe_err_set(err, PE_EMEDIATYPE, "Content-Type", "the body must be an .npy file (application/x-npy)");
+	if (declared > limit)
+		return pe_err_set(err, PE_ETOOBIG, "body", "the body is %llu bytes; the limit is %" PRIu64
+				  " (max_table_bytes plus an npy header)", declared, limit);
+	pe_buf_init(&r->body, (size_t)limit);
+	if (declared && pe_buf_reserve(&r->body, (size_t)declared) != 0)
+		return pe_err_set(err, PE_ENOMEM, "body", "out of memory");
+	return 0;
+}
 
 enum MHD_Result pe_learned_begin(struct req *r, struct MHD_Connection *conn)
 {
 	struct pe_err err = {0};
-	pe_err_set(&err, PE_ENOTFOUND, "", "learned tables are not available yet");
-	r->answered = 1;
-	return pe_http_problem(r, conn, &err);
+	const char *name;
+	size_t len;
+	int kind = target(r, conn, &name, &len);
+	int put = !strcmp(r->method, "PUT"), del = !strcmp(r->method, "DELETE");
+	int read = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD");
+	r->route = PE_ROUTE_LEARNED;
+	r->allow = kind == 0 ? ALLOW_LIST : ALLOW_ITEM;
+	char checked[PE_STORE_NAME_MAX + 1];
+	if (!read && (kind == 0 || !(put || del)))
+		pe_err_set(&err, PE_EMETHOD, "", "%s is not allowed here; use %s", r->method, r->allow);
+	else if ((put || del) && authorize(r, conn, &err) == 0 && item_name(r, conn, checked, &err) == 0 && put)
+		begin_put(r, conn, &err);
+	return err.code ? answer_now(r, conn, &err) : MHD_YES;
 }
+
+/* ---- the list ---- */
+
+static enum MHD_Result serve_list(struct req *r, struct MHD_Connection *conn)
+{
+	struct pe_err err = {0};
+	struct pe_params p;
+	struct pe_store_meta *all = NULL;
+	size_t n = 0;
+	uint64_t bytes = 0, max_bytes, max_table;
+	int rc = parse_query(conn, &list_def, &p, NULL, &err);
+	pe_params_destroy(&p);
+	if (rc == 0 && pe_store_list(r->h->opt.store, &all, &n) != 0)
+		rc = pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+	if (rc != 0)
+		return problem(r, conn, &err);
+	json_t *tables = json_array();
+	for (size_t i = 0; i < n; i++) {
+		bytes += all[i].bytes;
+		json_array_append_new(tables, meta_json(&all[i]));
+	}
+	free(all);
+	pe_store_limits(r->h->opt.store, &max_bytes, &max_table);
+	return answer_json(r, conn, 200,
+			   json_pack("{s:o, s:I, s:I, s:I, s:I}", "tables", tables, "count", (json_int_t)n, "bytes",
+				     (json_int_t)bytes, "max_bytes", (json_int_t)max_bytes,
+				     "max_table_bytes", (json_int_t)max_table),
+			   NULL);
+}
+
+/* ---- PUT and DELETE: jobs on the pool ---- */
+
+struct wjob {
+	struct pe_http *h;
+	struct waiter *w;
+	int del;
+	struct pe_store_meta meta; /* name, prefix_tokens, grid from the request */
+	char *body;
+	size_t len;
+};
+
+struct wresult {
+	struct pe_err err;
+	struct pe_store_meta meta;
+	int replaced;
+};
+
+static int finite_elements(const struct pe_tensor_view *v, size_t n)
+{
+	const unsigned char *p = v->data;
+	for (size_t i = 0; i < n; i++) {
+		if (v->dtype == PE_F16) {
+			uint16_t h;
+			memcpy(&h, p + 2 * i, 2);
+			if ((h & 0x7c00) == 0x7c00)
+				return 0;
+		} else if (v->dtype == PE_F32) {
+			float f;
+			memcpy(&f, p + 4 * i, 4);
+			if (!isfinite(f))
+				return 0;
+		} else {
+			double d;
+			memcpy(&d, p + 8 * i, 8);
+			if (!isfinite(d))
+				return 0;
+		}
+	}
+	return 1;
+}
+
+/* The upload as a table: a 2-D float npy whose header tells the truth, every element finite. */
+static int decode_upload(const struct wjob *j, struct pe_store_meta *m, const void **data, struct pe_err *err)
+{
+	struct pe_tensor_view v;
+	uint64_t max_bytes, max_table;
+	int of;
+	pe_store_limits(j->h->opt.store, &max_bytes, &max_table);
+	int rc = pe_npy_parse(j->body, j->len, (size_t)(max_table / 2), &v, err);
+	if (rc != 0) {
+		if (!err->param[0])
+			snprintf(err->param, sizeof err->param, "body");
+		return rc;
+	}
+	if (v.shape.rank != 2)
+		return pe_err_set(err, PE_EBODY, "body", "a learned table is 2-D [positions, dim]; this one has rank %d",
+				  v.shape.rank);
+	if (v.dtype != PE_F16 && v.dtype != PE_F32 && v.dtype != PE_F64)
+		return pe_err_set(err, PE_EBODY, "body",
+				  "a learned table holds float16, float32 or float64 (<f2, <f4, <f8)");
+	if (!finite_elements(&v, pe_shape_count(&v.shape, &of)))
+		return pe_err_set(err, PE_EBODY, "body", "the table holds NaN or infinite values");
+	m->dtype = v.dtype;
+	m->rows = v.shape.dim[0];
+	m->cols = v.shape.dim[1];
+	*data = v.data;
+	return 0;
+}
+
+static void wjob_free(struct wjob *j)
+{
+	free(j->body);
+	free(j);
+}
+
+static void wjob_run(void *arg)
+{
+	struct wjob *j = arg;
+	struct wresult *res = calloc(1, sizeof *res);
+	const void *data = NULL;
+	if (res && j->del)
+		pe_store_delete(j->h->opt.store, j->meta.name, &res->err);
+	else if (res && decode_upload(j, &j->meta, &data, &res->err) == 0 &&
+		 pe_store_put(j->h->opt.store, &j->meta, data, &res->replaced, &res->err) == 0)
+		res->meta = j->meta;
+	pe_waiter_complete(j->w, NULL, res, res ? 0 : PE_ENOMEM);
+	wjob_free(j);
+}
+
+static enum MHD_Result write_resume(struct req *r, struct MHD_Connection *conn)
+{
+	struct waiter *w = r->w;
+	struct wresult *res = w->result;
+	struct pe_err err = {0};
+	char location[sizeof PREFIX + PE_STORE_NAME_MAX + 1];
+	if (w->state == W_EXPIRED || w->code || !res) {
+		pe_err_set(&err, w->state == W_EXPIRED ? PE_ETIMEOUT : w->code ? w->code : PE_EINTERNAL, "",
+			   w->code == PE_EBUSY ? "the job queue is full; retry shortly" : "the write did not finish");
+		return problem(r, conn, &err);
+	}
+	if (res->err.code)
+		return problem(r, conn, &res->err);
+	if (!strcmp(r->method, "DELETE"))
+		return pe_http_queue(r, conn, 204, MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT));
+	snprintf(location, sizeof location, PREFIX "/%s", res->meta.name);
+	return answer_json(r, conn, res->replaced ? 200 : 201, meta_json(&res->meta), location);
+}
+
+/* Run a write on the pool; the request is answered by write_resume. j is taken over. */
+static enum MHD_Result start_write(struct req *r, struct MHD_Connection *conn, struct wjob *j)
+{
+	struct waiter *w = pe_waiter_new(r->h, conn);
+	struct pe_err err = {0};
+	if (!w) {
+		wjob_free(j);
+		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+		return problem(r, conn, &err);
+	}
+	w->result_free = free;
+	j->w = r->w = w;
+	r->on_resume = write_resume;
+	int rc = r->h->opt.hooks.submit(r->h->opt.hooks.ctx, wjob_run, j);
+	if (rc != 0) {
+		wjob_free(j);
+		pe_waiter_complete(w, NULL, NULL, rc);
+	}
+	pe_waiter_suspend(w);
+	return MHD_YES;
+}
+
+static enum MHD_Result write_item(struct req *r, struct MHD_Connection *conn, const char *name)
+{
+	struct pe_err err = {0};
+	struct pe_params p;
+	int del = !strcmp(r->method, "DELETE"), rc = 0;
+	struct wjob *j = calloc(1, sizeof *j);
+	if (!j)
+		return MHD_NO;
+	pe_params_init(&p, &put_def);
+	*j = (struct wjob){.h = r->h, .del = del};
+	snprintf(j->meta.name, sizeof j->meta.name, "%s", name);
+	if (r->body_too_big)
+		rc = pe_err_set(&err, PE_ETOOBIG, "body", "the body is over %" PRIu64 " bytes", body_limit(r->h));
+	else if (!del && (rc = parse_query(conn, &put_def, &p, NULL, &err)) == 0) {
+		size_t n;
+		const double *g = pe_param_list(&p, "grid", &n);
+		j->meta.grid_h = g ? (uint64_t)g[0] : 0;
+		j->meta.grid_w = g ? (uint64_t)g[1] : 0;
+		if (pe_param_isset(&p, "prefix_tokens"))
+			j->meta.prefix_tokens = (uint64_t)pe_param_int(&p, "prefix_tokens");
+		j->body = pe_buf_steal(&r->body, &j->len);
+	}
+	pe_params_destroy(&p);
+	if (rc != 0) {
+		wjob_free(j);
+		return problem(r, conn, &err);
+	}
+	return start_write(r, conn, j);
+}
+
+/* ---- GET of a table: the cache, and the job that reads, resamples and encodes ---- */
+
+struct lbody {
+	char *data;
+	size_t len;
+	struct pe_out out;
+	char shape[64];
+	char etag[40];
+};
+
+struct gjob {
+	struct pe_http *h;
+	struct pe_store_meta meta; /* the version the key names */
+	struct pe_params params;
+	struct pe_out out;
+	struct pe_shape shape;     /* of the result */
+	char etag[40];
+	size_t keylen;
+	char key[];
+};
+
+static void lbody_free(void *value)
+{
+	struct lbody *b = value;
+	free(b->data);
+	free(b);
+}
+
+static double elem(enum pe_dtype dt, const void *data, size_t i)
+{
+	if (dt == PE_F64)
+		return ((const double *)data)[i];
+	if (dt == PE_F16)
+		return pe_f16_to_f32(((const uint16_t *)data)[i]);
+	return ((const float *)data)[i];
+}
+
+/* The table as float64, resampled as the parameters say: [shape] values (caller frees). */
+static double *table_values(const struct gjob *j, const void *data, struct pe_err *err)
+{
+	const struct pe_store_meta *m = &j->meta;
+	size_t n = (size_t)(m->rows * m->cols), nout = j->shape.dim[0] * j->shape.dim[1];
+	double *x = malloc(n * sizeof *x), *y = NULL;
+	enum pe_dtype coord = m->dtype == PE_F64 ? PE_F64 : PE_F32;
+	int rc = 0;
+	if (!x) {
+		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		x[i] = elem(m->dtype, data, i);
+	if (!given(&j->params, "len") && !given(&j->params, "height"))
+		return x;
+	if (!(y = malloc(nout * sizeof *y)))
+		rc = PE_ENOMEM;
+	else if (given(&j->params, "len"))
+		rc = pe_resample_linear(x, (size_t)m->rows, (size_t)m->cols, y, nout / (size_t)m->cols, coord);
+	else
+		rc = pe_resample_grid(x, (size_t)m->prefix_tokens, (size_t)m->grid_h, (size_t)m->grid_w,
+				      (size_t)m->cols, y, (size_t)pe_param_int(&j->params, "height"),
+				      (size_t)pe_param_int(&j->params, "width"), (int)pe_param_int(&j->params, "antialias"),
+				      coord);
+	free(x);
+	if (rc != 0) {
+		free(y);
+		pe_err_set(err, rc, "", "cannot resample the table");
+		return NULL;
+	}
+	return y;
+}
+
+/* Read, resample, round to the output dtype and encode into out. */
+static int produce(struct gjob *j, struct pe_buf *out, struct pe_err *err)
+{
+	struct pe_store_meta m;
+	void *data = NULL, *typed = NULL;
+	double *v = NULL;
+	size_t n = j->shape.dim[0] * j->shape.dim[1];
+	int rc = pe_store_read(j->h->opt.store, j->meta.name, j->meta.sha256, &m, &data, err);
+	if (rc == 0 && !(v = table_values(j, data, err)))
+		rc = err->code ? err->code : PE_ENOMEM;
+	if (rc == 0 && !(typed = malloc(n * pe_dtype_size(j->out.dt))))
+		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	if (rc == 0) {
+		pe_store_f64(j->out.dt, typed, v, n);
+		struct pe_tensor_view t = {.shape = j->shape, .dtype = j->out.dt, .data = typed};
+		rc = pe_out_encode(&j->out, &j->params, &t, out, err);
+	}
+	free(data);
+	free(v);
+	free(typed);
+	return rc;
+}
+
+static void gjob_free(struct gjob *j)
+{
+	pe_params_destroy(&j->params);
+	free(j);
+}
+
+static void gjob_run(void *arg)
+{
+	struct gjob *j = arg;
+	struct pe_err err = {0};
+	struct pe_buf out;
+	struct lbody *b = calloc(1, sizeof *b);
+	pe_buf_init(&out, j->h->opt.max_response_bytes);
+	int rc = b ? produce(j, &out, &err) : PE_ENOMEM;
+	if (rc == 0) {
+		b->out = j->out;
+		pe_shape_format(&j->shape, b->shape, sizeof b->shape);
+		memcpy(b->etag, j->etag, sizeof b->etag);
+		b->data = pe_buf_steal(&out, &b->len);
+		pe_cache_fill(j->h->opt.cache, j->key, j->keylen, b, b->len + sizeof *b, lbody_free);
+	} else {
+		free(b);
+		pe_cache_fail(j->h->opt.cache, j->key, j->keylen, rc);
+	}
+	pe_buf_destroy(&out);
+	gjob_free(j);
+}
+
+static void release_entry_cb(void *cls) { pe_cache_release(cls); }
+
+/* Answer from a cache entry; takes over the caller's reference, which the response holds until
+ * MHD has sent the bytes. */
+static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, struct pe_cache_entry *e, int hit)
+{
+	struct lbody *b = pe_cache_value(e);
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, release_entry_cb, e);
+	if (!resp) {
+		pe_cache_release(e);
+		return MHD_NO;
+	}
+	r->cache_hit = hit;
+	r->bytes = b->len;
+	pe_out_headers(&b->out, resp);
+	MHD_add_response_header(resp, "X-PE-Shape", b->shape);
+	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(b->out.dt));
+	MHD_add_response_header(resp, "X-PE-Cache", hit ? "hit" : "miss");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, b->etag);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	pe_http_add_cors(r->h, conn, resp);
+	return pe_http_queue(r, conn, 200, resp);
+}
+
+static enum MHD_Result serve_not_modified(struct req *r, struct MHD_Connection *conn, const char *etag)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
+	pe_http_add_cors(r->h, conn, resp);
+	return pe_http_queue(r, conn, 304, resp);
+}
+
+static const char *failure_detail(int code)
+{
+	switch (code) {
+	case PE_ENOTFOUND:
+		return "the table was deleted while this request ran";
+	case PE_EBUSY:
+		return "the table was replaced while this request ran, or the job queue is full; retry";
+	case PE_EIO:
+		return "the stored table is damaged; it was quarantined";
+	case PE_ETOOBIG:
+		return "the response would exceed the size limit";
+	default:
+		return "the table could not be produced";
+	}
+}
+
+static enum MHD_Result get_resume(struct req *r, struct MHD_Connection *conn)
+{
+	struct waiter *w = r->w;
+	struct pe_err err = {0};
+	if (w->state == W_EXPIRED)
+		pe_err_set(&err, PE_ETIMEOUT, "", "the table was not ready within job_timeout");
+	else if (w->code != 0 || !w->entry)
+		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "", "%s", failure_detail(w->code));
+	if (err.code)
+		return problem(r, conn, &err);
+	struct pe_cache_entry *e = w->entry;
+	w->entry = NULL; /* serve_entry takes the reference */
+	return serve_entry(r, conn, e, 0);
+}
+
+/* The shape of the answer for this table and these parameters; errors name the parameter. */
+static int result_shape(const struct pe_http *h, const struct pe_store_meta *m, const struct pe_params *p,
+			struct pe_shape *s, struct pe_err *err)
+{
+	uint64_t rows = m->rows, cells, n;
+	if (given(p, "len") && m->grid_h)
+		return pe_err_set(err, PE_EINVAL, "len", "%s has a %" PRIu64 "x%" PRIu64 " grid: resample it with height "
+				  "and width", m->name, m->grid_h, m->grid_w);
+	if (given(p, "height") && !m->grid_h)
+		return pe_err_set(err, PE_EINVAL, "height", "%s has no grid (upload it with grid=h,w): resample it with "
+				  "len", m->name);
+	if (given(p, "len"))
+		rows = (uint64_t)pe_param_int(p, "len");
+	if (given(p, "height") && (__builtin_mul_overflow((uint64_t)pe_param_int(p, "height"),
+							  (uint64_t)pe_param_int(p, "width"), &cells) ||
+				   __builtin_add_overflow(cells, m->prefix_tokens, &rows)))
+		rows = UINT64_MAX;
+	if (__builtin_mul_overflow(rows, m->cols, &n) || n > h->opt.max_elements)
+		return pe_err_set(err, PE_ETOOBIG, given(p, "len") ? "len" : given(p, "height") ? "height" : "",
+				  "the table would have more than %" PRIu64 " elements", h->opt.max_elements);
+	*s = (struct pe_shape){.rank = 2, .dim = {(size_t)rows, (size_t)m->cols}};
+	return 0;
+}
+
+/* "learned/<name>@<sha256>?<canonical parameters>|<dtype>|<format>..." and its ETag. */
+static int make_key(const struct pe_store_meta *m, const struct pe_params *p, const struct pe_out *o, char *key,
+		    char etag[40])
+{
+	char sha[65];
+	uint8_t d[32];
+	hex(m->sha256, 32, sha);
+	int n = snprintf(key, KEY_MAX, "learned/%s@%s?", m->name, sha);
+	int c = n > 0 && n < KEY_MAX ? pe_params_canonical(p, key + n, KEY_MAX - (size_t)n) : -1;
+	int t = c >= 0 ? pe_out_key(o, key + n + c, KEY_MAX - (size_t)(n + c)) : -1;
+	if (t < 0)
+		return -1;
+	struct sha256_ctx ctx;
+	sha256_init(&ctx);
+	sha256_update(&ctx, strlen(PE_OUTPUT_EPOCH) + 1, (const uint8_t *)PE_OUTPUT_EPOCH "\n");
+	sha256_update(&ctx, (size_t)(n + c + t), (const uint8_t *)key);
+	sha256_digest(&ctx, sizeof d, d);
+	etag[0] = '"';
+	hex(d, 16, etag + 1);
+	memcpy(etag + 33, "\"", 2);
+	return n + c + t;
+}
+
+static struct gjob *gjob_new(struct pe_http *h, const struct pe_store_meta *m, struct pe_params *p,
+			     const struct pe_out *o, const struct pe_shape *s, const char *key, size_t keylen,
+			     const char *etag)
+{
+	struct gjob *j = malloc(sizeof *j + keylen + 1);
+	if (!j)
+		return NULL;
+	*j = (struct gjob){.h = h, .meta = *m, .params = *p, .out = *o, .shape = *s, .keylen = keylen};
+	memset(p, 0, sizeof *p); /* the job owns the parameters now */
+	memcpy(j->etag, etag, sizeof j->etag);
+	memcpy(j->key, key, keylen + 1);
+	return j;
+}
+
+/* Hit: answer. Under way: wait. Miss: this request computes on the pool. */
+static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const struct pe_store_meta *m,
+			      struct pe_params *p, const struct pe_out *o, const struct pe_shape *s, const char *key,
+			      size_t keylen)
+{
+	struct pe_http *h = r->h;
+	struct pe_err err = {0};
+	struct pe_cache_entry *e = NULL;
+	struct waiter *w = pe_waiter_new(h, conn);
+	int rc = w ? pe_cache_acquire(h->opt.cache, key, keylen, pe_waiter_ready_cb, w, &e) : PE_ENOMEM;
+	if (rc == PE_CACHE_HIT || rc < 0) {
+		pe_waiter_unref(w);
+		pe_waiter_unref(w);
+		if (rc == PE_CACHE_HIT)
+			return serve_entry(r, conn, e, 1);
+		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+		return problem(r, conn, &err);
+	}
+	r->w = w;
+	r->on_resume = get_resume;
+	if (rc == PE_CACHE_MISS) {
+		struct gjob *j = gjob_new(h, m, p, o, s, key, keylen, r->etag);
+		int sub = j ? h->opt.hooks.submit(h->opt.hooks.ctx, gjob_run, j) : PE_ENOMEM;
+		if (sub != 0) {
+			if (j)
+				gjob_free(j);
+			pe_cache_fail(h->opt.cache, key, keylen, sub);
+		}
+	}
+	pe_waiter_suspend(w);
+	return MHD_YES;
+}
+
+static enum MHD_Result get_item(struct req *r, struct MHD_Connection *conn, const char *name)
+{
+	struct pe_err err = {0};
+	struct pe_params p;
+	struct pe_out_query q = {0};
+	struct pe_out o;
+	struct pe_store_meta m;
+	struct pe_shape s = {0};
+	char key[KEY_MAX];
+	enum MHD_Result ret;
+	int rc = parse_query(conn, &get_def, &p, &q, &err), keylen = -1;
+	if (rc == 0)
+		rc = pe_out_resolve(&o, &q, conn, PE_DTYPE_COUNT_, OFFERED, &err);
+	if (rc == 0 && pe_store_stat(r->h->opt.store, name, &m) != 0)
+		rc = pe_err_set(&err, PE_ENOTFOUND, "name", "no learned table named %s", name);
+	if (rc == 0)
+		rc = result_shape(r->h, &m, &p, &s, &err);
+	if (rc == 0 && atomic_load(&r->h->draining))
+		rc = pe_err_set(&err, PE_EDRAINING, "", "the service is shutting down");
+	if (rc == 0 && (keylen = make_key(&m, &p, &o, key, r->etag)) < 0)
+		rc = pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
+	const char *inm = rc ? NULL : MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	if (rc != 0)
+		ret = problem(r, conn, &err);
+	else if (inm && pe_etag_matches(inm, r->etag))
+		ret = serve_not_modified(r, conn, r->etag);
+	else
+		ret = lookup(r, conn, &m, &p, &o, &s, key, (size_t)keylen);
+	pe_params_destroy(&p);
+	return ret;
+}
+
+/* ---- the final call ---- */
 
 enum MHD_Result pe_learned_request(struct req *r, struct MHD_Connection *conn)
 {
-	return pe_learned_begin(r, conn);
+	struct pe_err err = {0};
+	char name[PE_STORE_NAME_MAX + 1];
+	const char *n;
+	size_t len;
+	if (target(r, conn, &n, &len) == 0)
+		return serve_list(r, conn);
+	if (item_name(r, conn, name, &err) != 0)
+		return problem(r, conn, &err);
+	if (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))
+		return get_item(r, conn, name);
+	return write_item(r, conn, name);
 }
