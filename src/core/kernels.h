@@ -18,13 +18,15 @@ struct pe_rope_rec {
 	const double *w, *cw, *sw;
 	double *c, *s, *d0; /* state, n each */
 	int first_order;    /* the caller guarantees |d| <= 2^-26: sin d = d, cos d = 1 suffice */
+	const float *wf;    /* NULL, or w as floats: compat=hf angles float(float(pos) * wf[i]) */
 };
 
 struct pe_kernel_table {
 	/* s[i] = sin(x[i]), c[i] = cos(x[i]) in double, each within 1 ulp (x finite). */
 	void (*sincos_f64)(const double *x, double *s, double *c, size_t n);
 	/* c[i], s[i] = cos, sin of t[i] for the row at position pos (rows in order, pos advancing by
-	 * one; t == NULL: the exact angles pos*w[i], formed in the kernel); anchor != 0 computes them
+	 * one; t == NULL: the angles are formed in the kernel, pos*w[i] in double, or with wf the hf
+	 * float product); anchor != 0 computes them
 	 * directly (within 1 ulp) and restarts the recurrence there. With anchors every
 	 * PE_ROPE_ANCHOR_ROWS rows the absolute error stays below 2^-44: each step adds at most 2^-51
 	 * (two roundings of the rotation, the rounding of cos w and sin w), 63 steps, plus the anchor's

@@ -340,7 +340,7 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, 
 	j->stream = dt == PE_F32 && 2 * j->len * j->dim * 4 >= STREAM_BYTES;
 	size_t h = j->h;
 	j->block = BLOCK_ELEMS / h < 1 ? 1 : BLOCK_ELEMS / h > 64 ? 64 : BLOCK_ELEMS / h;
-	j->buf = malloc(sizeof(double) * (j->block * h + 2 * h + 5 * h + 2 * j->dim));
+	j->buf = malloc(sizeof(double) * (j->block * h + 2 * h + 5 * h + 2 * j->dim) + sizeof(float) * h);
 	if (!j->buf) {
 		pe_rope_plan_destroy(&j->pl);
 		return PE_ENOMEM;
@@ -349,8 +349,14 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, 
 	j->c = j->t + j->block * h;
 	j->s = j->c + h;
 	double *cw = j->s + h, *sw = cw + h;
-	j->rec = (struct pe_rope_rec){h, j->pl.w, cw, sw, sw + h, sw + 2 * h, sw + 3 * h, first_order(j)};
+	j->rec = (struct pe_rope_rec){h, j->pl.w, cw, sw, sw + h, sw + 2 * h, sw + 3 * h, first_order(j), NULL};
 	j->row = sw + 4 * h;
+	if (j->pl.cfg.compat == PE_COMPAT_HF) { /* the float frequencies, for the kernel's hf angles */
+		float *wf = (float *)(j->row + 2 * j->dim);
+		for (size_t i = 0; i < h; i++)
+			wf[i] = (float)j->pl.w[i];
+		j->rec.wf = wf;
+	}
 	j->k->sincos_f64(j->pl.w, sw, cw, h);
 	return 0;
 }
@@ -397,7 +403,7 @@ static void rows(struct job *j, void *out)
 {
 	for (size_t r0 = 0; r0 < j->len; r0 += j->block) {
 		size_t nb = j->len - r0 < j->block ? j->len - r0 : j->block;
-		int formed_in_kernel = j->use_rec && j->pl.cfg.compat == PE_COMPAT_EXACT;
+		int formed_in_kernel = j->use_rec && j->pl.cfg.compat != PE_COMPAT_GGML;
 		if (!formed_in_kernel)
 			pe_rope_angles(&j->pl, j->offset + (int64_t)r0, nb, j->t);
 		for (size_t b = 0; b < nb; b++) {

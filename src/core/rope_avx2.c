@@ -72,10 +72,14 @@ static inline __attribute__((always_inline)) void step4(struct pe_rope_rec *st, 
 	_mm256_storeu_pd(s + i, so);
 }
 
-/* Target angles of columns i..i+3: given, or the exact pos*w. */
+/* Target angles of columns i..i+3: given, the hf float product, or the exact pos*w. */
 static inline __m256d angles(const struct pe_rope_rec *st, const double *t, size_t i, __m256d vpos)
 {
-	return t ? _mm256_loadu_pd(t + i) : _mm256_mul_pd(vpos, _mm256_loadu_pd(st->w + i));
+	if (t)
+		return _mm256_loadu_pd(t + i);
+	if (st->wf)
+		return _mm256_cvtps_pd(_mm_mul_ps(_mm256_cvtpd_ps(vpos), _mm_loadu_ps(st->wf + i)));
+	return _mm256_mul_pd(vpos, _mm256_loadu_pd(st->w + i));
 }
 
 void pe_rope_row_avx2(struct pe_rope_rec *st, double pos, const double *t, int anchor, double *c, double *s)
@@ -93,7 +97,7 @@ void pe_rope_row_avx2(struct pe_rope_rec *st, double pos, const double *t, int a
 			step4(st, i, vpos, angles(st, t, i, vpos), c, s, 0);
 	if (i < n) {
 		struct pe_rope_rec tail = {n - i, st->w + i, st->cw + i, st->sw + i, st->c + i, st->s + i, st->d0 + i,
-					   st->first_order};
+					   st->first_order, st->wf ? st->wf + i : NULL};
 		pe_rope_row_scalar(&tail, pos, t ? t + i : NULL, anchor, c + i, s + i);
 	}
 }

@@ -18,7 +18,7 @@ static void series(double d, double *sd, double *cm1)
 void pe_rope_row_scalar(struct pe_rope_rec *st, double pos, const double *t, int anchor, double *c, double *s)
 {
 	for (size_t i = 0; i < st->n; i++) {
-		double ti = t ? t[i] : pos * st->w[i];
+		double ti = t ? t[i] : st->wf ? (double)((float)pos * st->wf[i]) : pos * st->w[i];
 		if (anchor) {
 			sincos(ti, &s[i], &c[i]);
 			st->c[i] = c[i];

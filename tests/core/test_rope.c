@@ -265,13 +265,18 @@ static double recurrence_error(const char *query, int first_order, uint64_t *che
 	double *t = buf, *c = t + h, *s = c + h, *cw = s + h, *sw = cw + h;
 	const struct pe_kernel_table *k = pe_kernels();
 	k->sincos_f64(pl.w, sw, cw, h);
-	struct pe_rope_rec st = {h, pl.w, cw, sw, sw + h, sw + 2 * h, sw + 3 * h, first_order};
+	float *wf = malloc(h * sizeof *wf);
+	ck_assert_ptr_nonnull(wf);
+	for (size_t i = 0; i < h; i++)
+		wf[i] = (float)pl.w[i];
+	struct pe_rope_rec st = {h, pl.w, cw, sw, sw + h, sw + 2 * h, sw + 3 * h, first_order,
+				 pl.cfg.compat == 1 ? wf : NULL};
 	double worst = 0;
 	for (size_t r = 0; r < len; r++) {
 		int64_t pos = offset + (int64_t)r;
 		pe_rope_angles(&pl, pos, 1, t);
-		/* exact angles are formed in the kernel, as rope.c has it do */
-		k->rope_row(&st, (double)pos, pl.cfg.compat == 0 ? NULL : t, r % PE_ROPE_ANCHOR_ROWS == 0, c, s);
+		/* exact and hf angles are formed in the kernel, as rope.c has it do */
+		k->rope_row(&st, (double)pos, pl.cfg.compat == 2 ? t : NULL, r % PE_ROPE_ANCHOR_ROWS == 0, c, s);
 		for (size_t i = 0; i < h; i++) {
 			double rs, rc;
 			sincos(t[i], &rs, &rc);
@@ -280,6 +285,7 @@ static double recurrence_error(const char *query, int first_order, uint64_t *che
 		}
 	}
 	free(buf);
+	free(wf);
 	pe_rope_plan_destroy(&pl);
 	pe_params_destroy(&p);
 	return worst;
