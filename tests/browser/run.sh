@@ -34,21 +34,25 @@ if [ "$installed" != "$pinned" ]; then
 	(cd tests && npm ci --no-audit --no-fund --include=dev --loglevel=error)
 fi
 [ -x "$daemon" ] || { echo "browser: $daemon not built (make build/posencd)" >&2; exit 1; }
+daemon=$(realpath "$daemon") # it starts in a scratch directory
 
 mkdir -p "$out"
 rm -f "$out"/*.png
 : >"$out/posencd.out" # truncated here, not in the background child: no stale start line
-"$daemon" --port 0 --bind 127.0.0.1 >"$out/posencd.out" 2>"$out/posencd.err" &
+# The daemon runs in a scratch directory (its learned-table store, ./data by default, goes there).
+work=$(mktemp -d)
+(cd "$work" && exec "$daemon" --port 0 --bind 127.0.0.1) >"$out/posencd.out" 2>"$out/posencd.err" &
 pid=$!
 stop() {
 	kill -TERM "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
+	rm -rf "$work"
 }
 trap stop EXIT
 
 port=
 for _ in $(seq 1 200); do
-	port=$(sed -n '1s/.*"event":"start".*"port":\([0-9][0-9]*\).*/\1/p' "$out/posencd.out")
+	port=$(sed -n 's/.*"event":"start".*"port":\([0-9][0-9]*\).*/\1/p' "$out/posencd.out" | head -1)
 	[ -n "$port" ] && break
 	kill -0 "$pid" 2>/dev/null || { echo "browser: posencd exited:" >&2; cat "$out/posencd.err" >&2; exit 1; }
 	sleep 0.05
