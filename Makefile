@@ -34,7 +34,7 @@ E2E_BIN    := $(E2E_SRC:%.c=$(BUILD)/%)
 TEST_SUPPORT := $(BUILD)/obj/tests/support/pe_check.o
 E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o
 
-.PHONY: all deps run test unit e2e ops asan lint bench clean test-exhaustive
+.PHONY: all deps run test unit e2e ops browser asan lint bench clean test-exhaustive
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/libposenc.a $(BUILD)/posencd $(if $(CLI_SRC),$(BUILD)/posenc)
@@ -92,6 +92,10 @@ e2e: all $(E2E_BIN)
 ops: all
 	@./tests/tools/run-tests.sh ops ./docker/check-image.sh $(wildcard tests/ops/test_*.sh)
 
+# The dashboard in Debian's Chromium driven by playwright-core (installs both when missing).
+browser: $(BUILD)/posencd
+	@POSENCD=$(BUILD)/posencd ./tests/browser/run.sh
+
 run: deps
 	$(MAKE) all
 	./$(BUILD)/posencd
@@ -102,6 +106,7 @@ test: deps
 	$(MAKE) e2e
 	$(MAKE) ops
 	$(MAKE) lint
+	$(MAKE) browser
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in its own build tree.
 asan: deps
