@@ -517,7 +517,7 @@ START_TEST(hostile_names)
 	static const char *const paths[] = {
 		"/v1/learned/..%2F..%2Ftmp%2Fevil", "/v1/learned/a%2Fb", "/v1/learned/.hidden", "/v1/learned/%2e%2e",
 		"/v1/learned/..", "/v1/learned/a%20b", "/v1/learned/a/b", "/v1/learned/caf%C3%A9", "/v1/learned/a%5Cb",
-		"/v1/learned/", "/v1/learned/%2E%2Ftable",
+		"/v1/learned/", "/v1/learned/%2E%2Ftable", "/v1/learned/t%3Fformat=npy", "/v1/learned/t%3F?len=2",
 		"/v1/learned/x123456789x123456789x123456789x123456789x123456789x123456789x1234",
 	};
 	const char *methods[] = {"PUT", "GET", "DELETE"};
