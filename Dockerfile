@@ -12,6 +12,7 @@
 #   docker run --rm -p 8080:8080 posenc
 #   docker run --rm -p 9000:9000 -e POSENC_PORT=9000 -e POSENC_WORKERS=4 posenc
 
+# nettle-dev (SHA-256 of learned tables) comes in with libmicrohttpd-dev, through libgnutls28-dev.
 FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
@@ -24,11 +25,11 @@ RUN make -j"$(nproc)" build/posencd
 
 FROM debian:bookworm-slim
 # libc6 is in the base image already; it is listed because posencd links it directly (ldd).
-# The GnuTLS family (libgnutls30, libnettle8, ...) comes in as dependencies of libmicrohttpd12,
+# The rest of the GnuTLS family (libgnutls30, ...) comes in as dependencies of libmicrohttpd12,
 # zlib1g as one of libpng16-16.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libc6 libmicrohttpd12 libjansson4 libuv1 libsleef3 libdeflate0 libpng16-16 \
+      libc6 libmicrohttpd12 libjansson4 libuv1 libsleef3 libdeflate0 libpng16-16 libnettle8 \
  && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 posenc \
  && useradd --system --uid 10001 --gid posenc --home-dir /var/lib/posenc --no-create-home \

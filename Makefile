@@ -12,7 +12,7 @@ CFLAGS   += $(OPT) $(CFLAGS_BASE)
 AVX2FLAGS := -mavx2 -mfma -mf16c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-LIBS_CORE  := -lpng -ldeflate -lsleef -lm
+LIBS_CORE  := -lnettle -lpng -ldeflate -lsleef -lm
 TEST_LIBS  := $(shell pkg-config --libs check 2>/dev/null) -lcurl -pthread
 
 LIB_SRC    := $(wildcard src/core/*.c src/tensor/*.c src/cache/*.c)
