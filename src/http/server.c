@@ -570,6 +570,29 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---- lifecycle ---- */
 
+static int hex_value(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Percent-decoding of paths and query values, as MHD's own, except that %00 stays as the three
+ * characters "%00": a decoded NUL would silently cut a C string (a table name, a number) short,
+ * while the literal is refused by every parser with an error naming the parameter. */
+static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
+{
+	char *w = s;
+	for (const char *p = s; *p;) {
+		int hi, lo;
+		if (p[0] == '%' && (hi = hex_value(p[1])) >= 0 && (lo = hex_value(p[2])) >= 0 && (hi | lo)) {
+			*w++ = (char)(hi * 16 + lo);
+			p += 3;
+		} else
+			*w++ = *p++;
+	}
+	*w = 0;
+	return (size_t)(w - s);
+}
+
 static struct MHD_Response **make_statics(const struct pe_http_options *opt)
 {
 	struct MHD_Response **a = calloc(opt->nstatics + 1, sizeof *a);
@@ -655,6 +678,7 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 				  MHD_OPTION_CONNECTION_TIMEOUT, opt->connection_timeout_s,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+				  MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, NULL,
 				  MHD_OPTION_ARRAY, tls_options(opt, tls),
 				  MHD_OPTION_END);
 	if (!h->mhd) {

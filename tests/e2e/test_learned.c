@@ -519,6 +519,7 @@ START_TEST(hostile_names)
 		"/v1/learned/..", "/v1/learned/a%20b", "/v1/learned/a/b", "/v1/learned/caf%C3%A9", "/v1/learned/a%5Cb",
 		"/v1/learned/", "/v1/learned/%2E%2Ftable", "/v1/learned/t%3Fformat=npy", "/v1/learned/t%3F?len=2",
 		"/v1/learned/x123456789x123456789x123456789x123456789x123456789x123456789x1234",
+		"/v1/learned/a%00b", "/v1/learned/%00",
 	};
 	const char *methods[] = {"PUT", "GET", "DELETE"};
 	char req[512], buf[4096];
