@@ -7,11 +7,11 @@
  *
  * Speed: a half-layout row holds dim/2 distinct values (cat(c, c)), so each row's dim/2 cos/sin are
  * computed once and written twice, each output row exactly once. For f32/f16/bf16 output the cos/sin
- * come from the angle-addition recurrence of kernels.h, anchored every PE_ROPE_ANCHOR_ROWS rows on directly
- * computed values and corrected to each row's own rounded angle, so they are within 2^-44 of the
- * exact sin/cos of the mode's angle and one rounding to the dtype gives the same bound as the direct
- * path (<= 1 ulp from the correctly rounded value). f64 output and very large angles take the direct
- * path (SLEEF's or glibc's sincos for every value). Large f32 tables use non-temporal stores. */
+ * come from the angle-addition recurrence of kernels.h, anchored every PE_ROPE_ANCHOR_ROWS rows on
+ * directly computed values and corrected to each row's own rounded angle, so they are within 2^-44
+ * of the exact sin/cos of the mode's angle and one rounding to the dtype gives the same bound as the
+ * direct path (<= 1 ulp from the correctly rounded value). f64 output and very large angles take the
+ * direct path (SLEEF's or glibc's sincos for every value). Large f32 tables use non-temporal stores. */
 #include "core/kernels.h"
 #include "core/rope.h"
 #include "core/tables.h"
