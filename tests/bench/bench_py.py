@@ -1,0 +1,104 @@
+"""Python anchors for `make bench`: the seeds' NumPy and PyTorch code and Hugging Face's RoPE
+cos/sin construction, each on one thread, timed the way tests/bench/bench_kernels.c times posenc.
+
+Run with Debian's /usr/bin/python3 (it has numpy and torch). Output lines, as bench_kernels:
+    sample <name> <seconds>  |  info <name> <text>  |  skip <name> <reason>
+Usage: bench_py.py [reps] [apply]   (default 5; one warm-up run is not reported; "apply": only the
+RoPE apply row, for bench.sh to alternate it with HTTP round trips)
+"""
+import os
+import sys
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+REPS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+ONLY_APPLY = len(sys.argv) > 2 and sys.argv[2] == "apply"
+
+
+def timed(name, fn):
+    fn()  # warm-up: allocator, lazy imports, kernel dispatch
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        fn()
+        print(f"sample {name} {time.perf_counter() - t0:.9f}")
+
+
+try:
+    import numpy as np
+except ImportError:
+    np = None
+    print("skip np_seed_sin numpy is not installed for this python")
+
+if np is not None and not ONLY_APPLY:
+    # ../shared/seeds/000*.txt, get_position_encoding, verbatim.
+    def get_position_encoding(seq_length, model_dim):
+        pos = np.arange(seq_length)[:, np.newaxis]
+        i = np.arange(model_dim)[np.newaxis, :]
+        angle_rates = 1 / np.power(10000, (2 * (i // 2)) / np.float32(model_dim))
+        encoding = pos * angle_rates
+        encoding[:, 0::2] = np.sin(encoding[:, 0::2])
+        encoding[:, 1::2] = np.cos(encoding[:, 1::2])
+        return encoding
+
+    out = get_position_encoding(512, 768)
+    print(f"info np_seed_sin numpy {np.__version__}, result dtype {out.dtype}, {out.nbytes} bytes")
+    timed("np_seed_sin", lambda: get_position_encoding(512, 768))
+
+try:
+    import torch
+    import torch.nn as nn
+    import math
+except ImportError:
+    torch = None
+    print("skip torch_seed_sin torch is not installed for this python")
+    print("skip torch_hf_rope torch is not installed for this python")
+
+if torch is not None:
+    torch.set_num_threads(1)
+
+    # ../shared/seeds/003*.txt, PositionalEncoding.__init__, verbatim (comments dropped).
+    class PositionalEncoding(nn.Module):
+        def __init__(self, embed_dim, max_length=5000):
+            super().__init__()
+            pe = torch.zeros(max_length, embed_dim)
+            position = torch.arange(0, max_length).unsqueeze(1)
+            dim_indices = torch.arange(0, embed_dim, 2).float()
+            div_term = torch.exp(dim_indices * (-math.log(10000.0) / embed_dim))
+            pe[:, 0::2] = torch.sin(position * div_term)
+            pe[:, 1::2] = torch.cos(position * div_term)
+            pe = pe.unsqueeze(0)
+            self.register_buffer('pe', pe)
+
+    if not ONLY_APPLY:
+        print(f"info torch_seed_sin torch {torch.__version__}, threads {torch.get_num_threads()}")
+        timed("torch_seed_sin", lambda: PositionalEncoding(768, max_length=512))
+
+    # Hugging Face transformers' default RoPE (compute_default_rope_parameters + LlamaRotaryEmbedding
+    # forward): inv_freq, outer product with positions, cat(freqs, freqs), cos and sin, float32.
+    def hf_rope(seq_len=65536, dim=128, base=10000.0):
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+        t = torch.arange(seq_len, dtype=torch.int64).float()
+        freqs = torch.outer(t, inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos(), emb.sin()
+
+    # HF apply_rotary_pos_emb for one tensor: q * cos + rotate_half(q) * sin, cos/sin precomputed
+    # (as a model computes them once per forward), q of shape [1, 32, 2048, 128].
+    def rotate_half(x):
+        x1 = x[..., : x.shape[-1] // 2]
+        x2 = x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    q = torch.rand(1, 32, 2048, 128) * 2 - 1
+    qc, qs = hf_rope(2048, 128)
+    print("info torch_rope_apply q [1, 32, 2048, 128] f32, cos/sin precomputed")
+    timed("torch_rope_apply", lambda: q * qc + rotate_half(q) * qs)
+
+    if ONLY_APPLY:
+        sys.exit(0)
+    c, s = hf_rope()
+    print(f"info torch_hf_rope {tuple(c.shape)} cos + sin, {(c.nelement() + s.nelement()) * c.element_size()} bytes")
+    timed("torch_hf_rope", hf_rope)

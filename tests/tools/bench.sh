@@ -1,0 +1,484 @@
+#!/usr/bin/env bash
+# `make bench`: posenc beside its anchors, measured in one run, printed as one Markdown table (also
+# written to build/bench.md). For people and decisions: nothing here asserts a time, and `make test`
+# never runs it.
+#
+# Every posenc figure stands next to an anchor measured in the same run, and the ratio is what
+# counts (these machines are noisy). Figures are medians of BENCH_ROUNDS (default 5) runs or more;
+# where two systems are compared their runs alternate A B A B, so drift hits both alike.
+#   kernels  tests/bench/bench_kernels.c (posenc core via include/posenc/core.h) against memset and
+#            jansson, alternating with tests/bench/bench_py.py (the seeds' NumPy / PyTorch code and
+#            Hugging Face's RoPE, one thread) run by Debian's /usr/bin/python3
+#   http     build/posencd against a real Debian nginx serving the same bytes as static files, both
+#            driven by wrk on loopback; cold misses with tests/bench/cold.lua; single flight
+#   memory   VmHWM / VmRSS of fresh posencd processes from /proc/<pid>/status
+# Knobs (environment): BENCH_ROUNDS, BENCH_WRK_SECONDS (5), BENCH_COLD_SECONDS (3),
+# BENCH_NGINX_WORKERS (1), BENCH_SMALL_CONNS (64), BENCH_LARGE_CONNS (16), BENCH_COLD_CONNS (16).
+# Raw outputs (wrk logs, samples, configs) stay in build/bench/ for a second look.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+ROUNDS=${BENCH_ROUNDS:-5}
+WRK_S=${BENCH_WRK_SECONDS:-5}
+COLD_S=${BENCH_COLD_SECONDS:-3}
+NGINX_WORKERS=${BENCH_NGINX_WORKERS:-1}
+SMALL_C=${BENCH_SMALL_CONNS:-64}
+LARGE_C=${BENCH_LARGE_CONNS:-16}
+COLD_C=${BENCH_COLD_CONNS:-16}
+WRK_T=1
+PY=/usr/bin/python3
+OUT=build/bench
+SMALL_Q='len=16&dim=16'
+LARGE_Q='len=512&dim=768&format=bin'
+T_START=$(date +%s)
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+
+log() { echo "bench: $*" >&2; }
+die() { echo "bench: $*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- tools
+missing=()
+command -v nginx >/dev/null 2>&1 || missing+=(nginx-light)
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+if [ ${#missing[@]} -gt 0 ]; then
+	[ "$(id -u)" -eq 0 ] || die "missing ${missing[*]}: run as root, or apt-get install them"
+	log "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# ---------------------------------------------------------------- binaries at -O3
+# `make OPT=-O3 all` does not rebuild objects an earlier -O2 build left in build/ (make compares
+# times, not flags), so check what the objects were compiled with (the DWARF producer string) and
+# build a separate -O3 tree when build/ is not one.
+BUILD=${BUILD:-build}
+is_o3() { # (no early-exiting grep: with pipefail, strings' SIGPIPE would fail the test)
+	local producer
+	[ -f "$1" ] || return 1
+	producer=$(strings -a "$1" | grep '^GNU C' || true)
+	case "$producer" in *" -O3"*) return 0 ;; *) return 1 ;; esac
+}
+for o in src/core/sinusoidal.o src/tensor/json.o src/http/table.o src/daemon/main.o; do
+	if ! is_o3 "$BUILD/obj/$o"; then
+		log "$BUILD/obj/$o was not compiled with -O3: building $OUT/o3 instead"
+		BUILD=$OUT/o3
+		${MAKE:-make} -s --no-print-directory BUILD="$BUILD" OPT=-O3 all >&2
+		break
+	fi
+done
+mkdir -p "$OUT"
+cc -O3 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc $(pkg-config --cflags jansson) -o "$OUT/bench_kernels" \
+	tests/bench/bench_kernels.c "$BUILD/libposenc.a" $(pkg-config --libs jansson) -lsleef -lm
+POSENCD=$BUILD/posencd
+[ -x "$POSENCD" ] || die "$POSENCD is missing"
+
+# ---------------------------------------------------------------- processes we start
+PIDS=()
+NGINX_PID=
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	[ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+# start_posencd NAME ARGS...: sets PD_PID and PD_URL (port 0: the daemon picks and logs it).
+start_posencd() {
+	local name=$1
+	shift
+	rm -f "$OUT/$name.log"
+	# Its log (an access-log line per request: hundreds of MB under wrk) is kept to its first 64 reads
+	# (dd writes each as it comes); posencd ignores SIGPIPE, so once dd is gone its writes just fail.
+	# Its stderr (errors, an abort's last words) goes whole to $name.err.
+	"$POSENCD" --port 0 --bind 127.0.0.1 --log-level info "$@" > >(dd of="$OUT/$name.log" bs=64k count=64 status=none) \
+		2>"$OUT/$name.err" &
+	PD_PID=$!
+	PIDS+=("$PD_PID")
+	local port=
+	for _ in $(seq 100); do
+		port=$(grep -o '"port":[0-9]*' "$OUT/$name.log" 2>/dev/null | head -1 | cut -d: -f2 || true)
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
+	[ -n "$port" ] || die "posencd ($name) did not start: $(cat "$OUT/$name.log" "$OUT/$name.err")"
+	PD_URL=http://127.0.0.1:$port
+	PD_NAME=$name
+}
+# alive PID NAME: stop the bench with what is known when a posencd we started has died (a crash is
+# a finding, not a figure).
+alive() {
+	kill -0 "$1" 2>/dev/null && return 0
+	local st=0
+	wait "$1" 2>/dev/null || st=$?
+	die "posencd ($2) died during the bench: exit status $st$([ "$st" -gt 128 ] && echo " (signal $((st - 128)))"); stderr: $(tail -5 "$OUT/$2.err")"
+}
+stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; } # VmHWM / VmRSS in kB
+metric() { curl -sf "$1/metrics" | awk -v m="$2" '$1 == m {printf "%.0f\n", $2}'; }
+
+# ---------------------------------------------------------------- number helpers
+# median NAME FILE: median of the "sample NAME x" lines, and their count ("median n").
+median() {
+	awk -v n="$1" '$1 == "sample" && $2 == n {print $3}' "$2" | sort -g |
+		awk '{a[NR] = $1} END {if (NR == 0) exit; m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; print m, NR}'
+}
+skipped() { awk -v n="$1" '$1 == "skip" && $2 == n {$1 = $2 = ""; sub(/^ +/, ""); print; exit}' "$2"; }
+info() { awk -v n="$1" '$1 == "info" && $2 == n {$1 = $2 = ""; sub(/^ +/, ""); print; exit}' "$2"; }
+fmt_s() { awk -v s="$1" 'BEGIN {if (s >= 1) printf "%.2f s", s; else if (s >= 1e-3) printf "%.3g ms", s * 1e3; else printf "%.3g µs", s * 1e6}'; }
+fmt_n() { awk -v x="$1" 'BEGIN {printf "%.0f", x}'; }
+div() { awk -v a="$1" -v b="$2" 'BEGIN {if (b == 0) print "nan"; else printf "%.3g", a / b}'; }
+# verdict RATIO OP LIMIT: "met" or "**missed**"
+verdict() { awk -v r="$1" -v op="$2" -v l="$3" 'BEGIN {ok = op == "<=" ? r <= l : r >= l; print ok ? "met" : "**missed**"}'; }
+# faster RATIO (anchor time / posenc time): "3.2× faster", or "0.8×: slower" below 1
+faster() { awk -v r="$1" 'BEGIN {print (r >= 1 ? r "× faster" : r "×: slower")}'; }
+mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
+
+ROWS=()
+row() { ROWS+=("| $1 | $2 | $3 | $4 | $5 | $6 |"); } # what | posenc | anchor | ratio | target | verdict
+
+# ================================================================ 1. kernels
+log "kernels: $ROUNDS rounds of bench_kernels and bench_py.py, alternating"
+K=$OUT/kernels.txt
+: >"$K"
+for r in $(seq "$ROUNDS"); do
+	"$OUT/bench_kernels" 3 >>"$K"
+	if [ -x "$PY" ]; then
+		"$PY" tests/bench/bench_py.py 3 >>"$K" 2>>"$OUT/bench_py.err" ||
+			echo "skip py bench_py.py failed (see $OUT/bench_py.err)" >>"$K"
+	else
+		for n in np_seed_sin torch_seed_sin torch_hf_rope torch_rope_apply; do echo "skip $n $PY is missing"; done >>"$K"
+	fi
+done
+ISA=$(info isa "$K")
+
+# kernel_row LABEL A B ANCHOR_LABEL MODE TARGET_OP TARGET_LIMIT TARGET_TEXT
+#   MODE time: ratio = A/B (A's time in units of B's);  speed: ratio = B/A (A is that many × faster)
+kernel_row() {
+	local label=$1 a=$2 b=$3 alabel=$4 mode=$5 op=$6 lim=$7 ttext=$8 why ma mb ra
+	why=$(skipped "$a" "$K")
+	[ -z "$why" ] && why=$(skipped "$b" "$K")
+	ma=$(median "$a" "$K")
+	mb=$(median "$b" "$K")
+	if [ -n "$why" ] || [ -z "$ma" ] || [ -z "$mb" ]; then
+		row "$label" "skipped: ${why:-no samples}" "$alabel" "—" "$ttext" "—"
+		return
+	fi
+	set -- $ma
+	local ta=$1 na=$2
+	set -- $mb
+	local tb=$1 nb=$2
+	if [ "$mode" = time ]; then
+		ra=$(div "$ta" "$tb")
+		rtext="${ra}× its time"
+	else
+		ra=$(div "$tb" "$ta")
+		rtext=$(faster "$ra")
+	fi
+	local v="—"
+	[ "$op" != "-" ] && v=$(verdict "$ra" "$op" "$lim")
+	row "$label" "$(fmt_s "$ta") (n=$na)" "$alabel $(fmt_s "$tb") (n=$nb)" "$rtext" "$ttext" "$v"
+}
+
+kernel_row "sinusoidal 512×768 f32 exact, $ISA" sin_exact sin_memset "memset of the same 1.5 MiB" time "<=" 4 "≤ 4× memset"
+kernel_row "sinusoidal 512×768 f32 exact, scalar (pe_isa_force)" sin_scalar sin_scalar_memset "memset of the same 1.5 MiB" time - 0 "for comparison"
+kernel_row "sinusoidal 512×768 vs the seeds' NumPy get_position_encoding (float64, as written)" sin_exact np_seed_sin "NumPy" speed - 0 "—"
+kernel_row "sinusoidal 512×768 vs the seeds' PyTorch PositionalEncoding(768, 512), 1 thread" sin_exact torch_seed_sin "PyTorch" speed - 0 "—"
+kernel_row "RoPE cos/sin 65536×128 f32 vs HF (inv_freq→outer→cat→cos/sin), torch 1 thread" rope torch_hf_rope "PyTorch" speed ">=" 10 "≥ 10× faster"
+kernel_row "RoPE cos/sin 65536×128 f32 (64 MiB) vs memset" rope rope_memset "memset of the same 64 MiB" time - 0 "—"
+kernel_row "RoPE cos/sin 65536×128 f32 into a 64-byte-aligned buffer vs HF torch (diagnostic: the rows above use a malloc'd buffer, $(info rope "$K" | sed 's/.*, //'), as the server's are)" rope_aligned torch_hf_rope "PyTorch" speed - 0 "—"
+kernel_row "RoPE apply, [1,32,2048,128] f32 (32 MiB) in place, via pe_transform_apply" rope_apply rope_apply_memcpy "memcpy of the same 32 MiB" time "<=" 2 "≤ 2× memcpy"
+kernel_row "RoPE apply, the same, vs HF q·cos + rotate_half(q)·sin (cos/sin precomputed), torch 1 thread" rope_apply torch_rope_apply "PyTorch" speed - 0 "—"
+kernel_row "JSON encode 512×768 f32: pe_json_write_table ($(info json_pe "$K"))" json_pe json_jansson "jansson tree + json_dumps, 9 digits ($(info json_jansson "$K"))" speed - 0 "see the cold HTTP row"
+JANSSON_S=$(median json_jansson "$K" | cut -d' ' -f1)
+TORCH_APPLY_S=$(median torch_rope_apply "$K" | cut -d' ' -f1)
+
+# ================================================================ 2. HTTP
+log "http: posencd (--workers 2, cache 1 GiB) and nginx on loopback"
+start_posencd http --workers 2 --cache-bytes 1Gi
+HTTP_PID=$PD_PID
+PE=$PD_URL
+CHECK_PID=$HTTP_PID
+CHECK_NAME=http
+curl -sf "$PE/healthz" >/dev/null || die "posencd is not healthy"
+
+# nginx serves the bytes posencd serves, with the same Content-Type and the same extra headers.
+NG=$OUT/nginx
+rm -rf "$NG"
+mkdir -p "$NG/html" "$NG/tmp"
+fetch() { # fetch QUERY FILE: a miss that fills the cache, then a hit whose headers we keep
+	curl -sf -o /dev/null "$PE/v1/sinusoidal?$1"
+	curl -sf -D "$NG/$2.headers" -o "$NG/html/$2" "$PE/v1/sinusoidal?$1"
+	grep -qi '^X-PE-Cache: hit' "$NG/$2.headers" || die "$1 was not a cache hit on the second request"
+}
+fetch "$SMALL_Q" small.json
+fetch "$LARGE_Q" large.bin
+location() { # location FILE: an nginx location echoing posencd's headers
+	local f=$1 ctype
+	ctype=$(awk -F': ' 'tolower($1) == "content-type" {sub(/\r$/, "", $2); print $2}' "$NG/$f.headers")
+	echo "        location = /$f {"
+	echo "            types {}"
+	echo "            default_type '$ctype';"
+	tr -d '\r' <"$NG/$f.headers" | awk -F': ' 'NF >= 2 && tolower($1) !~ /^(date|content-length|content-type|connection|keep-alive|server)$/ {
+		v = substr($0, length($1) + 3); printf "            add_header %s '\''%s'\'';\n", $1, v}'
+	echo "        }"
+}
+free_port() {
+	local p
+	for _ in $(seq 50); do
+		p=$((20000 + RANDOM % 40000))
+		ss -Htln "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return; }
+	done
+	die "no free port"
+}
+NG_PORT=$(free_port)
+NG_USER=$(id -un)
+cat >"$NG/nginx.conf" <<EOF
+# generated by tests/tools/bench.sh: static copies of posencd's responses
+$([ "$(id -u)" -eq 0 ] && echo "user $NG_USER;")
+worker_processes $NGINX_WORKERS;
+pid $PWD/$NG/nginx.pid;
+error_log $PWD/$NG/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_timeout 65;
+    keepalive_requests 1000000;
+    server_tokens off;
+    etag off;
+    client_body_temp_path $PWD/$NG/tmp/body;
+    proxy_temp_path $PWD/$NG/tmp/proxy;
+    fastcgi_temp_path $PWD/$NG/tmp/fastcgi;
+    uwsgi_temp_path $PWD/$NG/tmp/uwsgi;
+    scgi_temp_path $PWD/$NG/tmp/scgi;
+    server {
+        listen 127.0.0.1:$NG_PORT;
+        root $PWD/$NG/html;
+$(location small.json)
+$(location large.bin)
+    }
+}
+EOF
+nginx -p "$PWD/$NG/" -c "$PWD/$NG/nginx.conf" -e "$PWD/$NG/error.log" || die "nginx did not start: $(cat "$NG/error.log")"
+for _ in $(seq 100); do [ -s "$NG/nginx.pid" ] && break; sleep 0.05; done
+NGINX_PID=$(cat "$NG/nginx.pid")
+NGX=http://127.0.0.1:$NG_PORT
+NGINX_PIDS="$NGINX_PID $(pgrep -P "$NGINX_PID" | tr '\n' ' ')"
+for f in small.json large.bin; do
+	curl -sf -o "$NG/$f.check" "$NGX/$f" || die "nginx does not serve $f"
+	cmp -s "$NG/$f.check" "$NG/html/$f" || die "nginx serves different bytes for $f"
+done
+hdr_bytes() { curl -s -D - -o /dev/null "$1" | wc -c; }
+SMALL_BODY=$(stat -c %s "$NG/html/small.json")
+LARGE_BODY=$(stat -c %s "$NG/html/large.bin")
+SMALL_HDR="posencd $(hdr_bytes "$PE/v1/sinusoidal?$SMALL_Q") B, nginx $(hdr_bytes "$NGX/small.json") B"
+
+# run_wrk NAME CONNS SECONDS URL [SCRIPT]: appends "rps p99_ms errors" to $OUT/wrk/NAME.txt
+mkdir -p "$OUT/wrk"
+: >"$OUT/wrk/runs.log"
+# CPU ticks (user + system) of the server processes in SERVER_PIDS, to give CPU time per request: on
+# a shared 2-core machine it says whether a server was saturated, and what a request costs it.
+cpu_ticks() { local t=0 p; for p in $SERVER_PIDS; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done; echo "$t"; }
+run_wrk() {
+	local name=$1 c=$2 d=$3 url=$4 script=${5:-} f t0 t1
+	f=$OUT/wrk/$name.$(date +%s%N).out
+	t0=$(cpu_ticks)
+	wrk -t"$WRK_T" -c"$c" -d"${d}s" --latency ${script:+-s "$script"} "$url" >"$f" 2>&1 || true
+	t1=$(cpu_ticks)
+	if [ -n "${CHECK_PID:-}" ]; then alive "$CHECK_PID" "$CHECK_NAME"; fi
+	awk -v name="$name" -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" '
+		/^Requests\/sec:/ {rps = $2}
+		$1 == "99%" {v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
+			p99 = u == "us" ? v / 1000 : u == "ms" ? v : u == "s" ? v * 1000 : v}
+		/requests in/ {reqs = $1}
+		/Non-2xx|Socket errors/ {err = err $0 ";"}
+		END {gsub(/ +/, " ", err); printf "%s %s %s %.3g %s\n", rps + 0, p99 + 0, reqs + 0,
+			reqs ? ticks / hz * 1e6 / reqs : 0, (err == "" ? "-" : err)}' "$f" |
+		tee -a "$OUT/wrk/$name.txt" >/dev/null
+	echo "$name $(tail -1 "$OUT/wrk/$name.txt")" >>"$OUT/wrk/runs.log"
+}
+for n in pe_small ng_small pe_large ng_large pe_cold; do : >"$OUT/wrk/$n.txt"; done
+COLD_MISSES=0
+COLD_REQS=0
+for r in $(seq "$ROUNDS"); do
+	log "http round $r/$ROUNDS"
+	SERVER_PIDS=$HTTP_PID run_wrk pe_small "$SMALL_C" "$WRK_S" "$PE/v1/sinusoidal?$SMALL_Q"
+	SERVER_PIDS=$NGINX_PIDS run_wrk ng_small "$SMALL_C" "$WRK_S" "$NGX/small.json"
+	m0=$(metric "$PE" posenc_cache_misses_total)
+	PE_COLD_PATH="/v1/sinusoidal?$SMALL_Q" PE_COLD_BASE=$((r * 10000000000)) SERVER_PIDS=$HTTP_PID \
+		run_wrk pe_cold "$COLD_C" "$COLD_S" "$PE/" tests/bench/cold.lua
+	m1=$(metric "$PE" posenc_cache_misses_total)
+	COLD_MISSES=$((COLD_MISSES + m1 - m0))
+	COLD_REQS=$((COLD_REQS + $(tail -1 "$OUT/wrk/pe_cold.txt" | cut -d' ' -f3)))
+	SERVER_PIDS=$HTTP_PID run_wrk pe_large "$LARGE_C" "$WRK_S" "$PE/v1/sinusoidal?$LARGE_Q"
+	SERVER_PIDS=$NGINX_PIDS run_wrk ng_large "$LARGE_C" "$WRK_S" "$NGX/large.bin"
+done
+# col FILE N: median of column N over the runs
+col() { awk -v c="$2" '{print $c}' "$1" | sort -g | awk '{a[NR] = $1} END {if (NR == 0) {print 0; exit}; print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+errs() { awk '$5 != "-" {$1 = $2 = $3 = $4 = ""; print}' "$1" | sort -u | tr '\n' ' '; }
+http_rows() { # http_rows LABEL PE NG TARGET
+	local label=$1 a=$OUT/wrk/$2.txt b=$OUT/wrk/$3.txt lim=$4 ra rb ratio la lb e ca cb
+	ca=$(col "$a" 4)
+	cb=$(col "$b" 4)
+	ra=$(col "$a" 1)
+	rb=$(col "$b" 1)
+	la=$(col "$a" 2)
+	lb=$(col "$b" 2)
+	ratio=$(div "$ra" "$rb")
+	e="$(errs "$a")$(errs "$b")"
+	row "$label: requests/s${e:+ (errors: $e)}" "$(fmt_n "$ra") (n=$(wc -l <"$a"); ${ca} CPU-µs/req)" "nginx $(fmt_n "$rb") (n=$(wc -l <"$b"); ${cb} CPU-µs/req)" "${ratio}× nginx" "≥ ${lim}×" "$(verdict "$ratio" ">=" "$lim")"
+	row "$label: p99 latency" "$la ms" "nginx $lb ms" "$(div "$la" "$lb")× nginx's" "reported" "—"
+}
+http_rows "cached small, 16×16 JSON ($SMALL_BODY B body; headers $SMALL_HDR), wrk -t$WRK_T -c$SMALL_C -d${WRK_S}s" pe_small ng_small 0.8
+http_rows "cached large, 512×768 f32 bin ($(mib "$LARGE_BODY")), wrk -t$WRK_T -c$LARGE_C -d${WRK_S}s" pe_large ng_large 1.0
+CR=$(col "$OUT/wrk/pe_cold.txt" 1)
+CL=$(col "$OUT/wrk/pe_cold.txt" 2)
+row "cold misses, distinct 16×16 JSON (new offset each; $COLD_MISSES misses for $COLD_REQS completed requests), wrk -t$WRK_T -c$COLD_C -d${COLD_S}s cold.lua: requests/s, p99$( e=$(errs "$OUT/wrk/pe_cold.txt"); [ -n "$e" ] && echo " (errors: $e)")" \
+	"$(fmt_n "$CR") (n=$(wc -l <"$OUT/wrk/pe_cold.txt"); $(col "$OUT/wrk/pe_cold.txt" 4) CPU-µs/req), p99 $CL ms" "nginx static 16×16 $(fmt_n "$(col "$OUT/wrk/ng_small.txt" 1)"), p99 $(col "$OUT/wrk/ng_small.txt" 2) ms" \
+	"$(div "$CR" "$(col "$OUT/wrk/ng_small.txt" 1)")× nginx" "reported" "—"
+
+# 50 identical concurrent cold requests: one computation.
+SF_URL="$PE/v1/sinusoidal?len=4096&dim=1024&offset=777000111"
+j0=$(metric "$PE" posenc_jobs_total)
+jn0=$(metric "$PE" posenc_cache_joins_total)
+h0=$(metric "$PE" posenc_cache_hits_total)
+SF_T0=$(date +%s%N)
+printf 'url = "%s"\noutput = "/dev/null"\n' $(for _ in $(seq 50); do echo "$SF_URL"; done) >"$OUT/single-flight.curl"
+curl -s --no-progress-meter -Z --parallel-immediate --parallel-max 50 -K "$OUT/single-flight.curl" -w '%{http_code} %{size_download}\n' >"$OUT/single-flight.out" || true
+SF_MS=$((($(date +%s%N) - SF_T0) / 1000000))
+j1=$(metric "$PE" posenc_jobs_total)
+jn1=$(metric "$PE" posenc_cache_joins_total)
+h1=$(metric "$PE" posenc_cache_hits_total)
+SF_OK=$(awk '$1 == 200' "$OUT/single-flight.out" | wc -l)
+SF_SIZES=$(awk '{print $2}' "$OUT/single-flight.out" | sort -u | wc -l)
+SF_ONE=$(curl -s -o /dev/null -w "%{time_total}" "${SF_URL/777000111/777000112}")
+SF_JOBS=$((j1 - j0))
+row "single flight: 50 identical concurrent cold 4096×1024 JSON requests ($SF_OK × 200, $SF_SIZES distinct body size, $(mib "$(awk 'NR == 1 {print $2}' "$OUT/single-flight.out")") each; $((jn1 - jn0)) joined, $((h1 - h0)) hits; all 50 bodies delivered in $SF_MS ms)" \
+	"posenc_jobs_total +$SF_JOBS" "one cold request of the same table (another offset) $(fmt_s "$SF_ONE")" "—" "exactly +1" \
+	"$([ "$SF_JOBS" -eq 1 ] && [ "$SF_OK" -eq 50 ] && echo met || echo '**missed**')"
+
+# Cold 512×768 JSON end to end, beside jansson's encode alone, alternating (one bench_kernels json
+# run between requests: a warm-up and one timed encode of each library).
+: >"$OUT/cold-json.txt"
+: >"$OUT/cold-json-jansson.txt"
+for i in $(seq $((ROUNDS + 2))); do
+	curl -s -o /dev/null -w '%{time_total} %header{x-pe-cache}\n' \
+		"$PE/v1/sinusoidal?len=512&dim=768&offset=$((900000000 + i))" >>"$OUT/cold-json.txt"
+	"$OUT/bench_kernels" 1 json >>"$OUT/cold-json-jansson.txt"
+done
+JANSSON_S=$(median json_jansson "$OUT/cold-json-jansson.txt" | cut -d' ' -f1)
+CJ=$(col "$OUT/cold-json.txt" 1)
+CJ_MISS=$(grep -c miss "$OUT/cold-json.txt" || true)
+if [ -n "$JANSSON_S" ]; then
+	R=$(div "$JANSSON_S" "$CJ")
+	row "cold 512×768 JSON end to end (curl time_total, distinct offsets, $CJ_MISS/$(wc -l <"$OUT/cold-json.txt") were misses)" \
+		"$(fmt_s "$CJ") (n=$(wc -l <"$OUT/cold-json.txt"))" "jansson encode alone, alternating with these requests $(fmt_s "$JANSSON_S") (n=$(median json_jansson "$OUT/cold-json-jansson.txt" | cut -d' ' -f2))" "$(faster "$R")" "≥ 10× faster" "$(verdict "$R" ">=" 10)"
+else
+	row "cold 512×768 JSON end to end" "$(fmt_s "$CJ")" "skipped: no jansson figure" "—" "≥ 10× faster" "—"
+fi
+# A 32 MiB npy POST round trip to /v1/rope/apply, beside PyTorch's in-process apply (kernel rows).
+# The body: a [1, 32, 2048, 128] float32 npy whose data are a (finite) 65536×128 table from posencd.
+if [ -n "$(skipped rope_apply "$K")" ]; then
+	row "RoPE apply over HTTP: 32 MiB npy POST round trip" "skipped: $(skipped rope_apply "$K")" "PyTorch in-process apply" "—" "beat PyTorch" "—"
+else
+	hdr="{'descr': '<f4', 'fortran_order': False, 'shape': (1, 32, 2048, 128), }"
+	pad=$(((64 - (10 + ${#hdr} + 1) % 64) % 64))
+	{
+		printf '\x93NUMPY\x01\x00'
+		printf "\\x$(printf %02x $(((${#hdr} + pad + 1) % 256)))\\x$(printf %02x $(((${#hdr} + pad + 1) / 256)))"
+		printf '%s%*s\n' "$hdr" "$pad" ''
+		curl -sf "$PE/v1/sinusoidal?len=65536&dim=128&format=bin"
+	} >"$OUT/apply-body.npy"
+	: >"$OUT/apply-http.txt"
+	: >"$OUT/apply-torch.txt"
+	for i in $(seq "$ROUNDS"); do
+		curl -s -o /dev/null -w '%{time_total} %{http_code} %{size_download}\n' -H 'Content-Type: application/x-npy' \
+			--data-binary @"$OUT/apply-body.npy" "$PE/v1/rope/apply?offset=$i" >>"$OUT/apply-http.txt"
+		if [ -n "$TORCH_APPLY_S" ]; then
+			"$PY" tests/bench/bench_py.py 1 apply >>"$OUT/apply-torch.txt" 2>>"$OUT/bench_py.err" || true
+		fi
+	done
+	if [ -n "$TORCH_APPLY_S" ]; then
+		TORCH_APPLY_S=$(median torch_rope_apply "$OUT/apply-torch.txt" | cut -d' ' -f1)
+	fi
+	AH=$(col "$OUT/apply-http.txt" 1)
+	AH_OK=$(awk '$2 == 200' "$OUT/apply-http.txt" | wc -l)
+	if [ -n "$TORCH_APPLY_S" ]; then
+		R=$(div "$TORCH_APPLY_S" "$AH")
+		row "RoPE apply over HTTP: 32 MiB npy POST round trip, curl ($AH_OK/$(wc -l <"$OUT/apply-http.txt") × 200)" "$(fmt_s "$AH") (n=$(wc -l <"$OUT/apply-http.txt"))" \
+			"PyTorch in-process apply, alternating with these requests $(fmt_s "$TORCH_APPLY_S") (n=$(median torch_rope_apply "$OUT/apply-torch.txt" | cut -d' ' -f2))" "$(faster "$R")" "beat PyTorch (≥ 1×)" "$(verdict "$R" ">=" 1)"
+	else
+		row "RoPE apply over HTTP: 32 MiB npy POST round trip" "$(fmt_s "$AH")" "skipped: torch not installed" "—" "beat PyTorch" "—"
+	fi
+fi
+alive "$HTTP_PID" http
+CHECK_PID=
+stop_pid "$HTTP_PID"
+kill "$NGINX_PID" 2>/dev/null || true
+NGINX_PID=
+
+# ================================================================ 3. memory
+log "memory: one 64 Mi-element table; 10 000 mixed requests with a 64 MiB cache"
+start_posencd mem-big --workers 2 --cache-bytes 1Gi --max-elements 67108864
+idle=$(status_kb "$PD_PID" VmRSS)
+code=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' "$PD_URL/v1/sinusoidal?len=65536&dim=1024&format=bin")
+alive "$PD_PID" mem-big
+hwm=$(status_kb "$PD_PID" VmHWM)
+TABLE=$((65536 * 1024 * 4))
+row "peak RSS (VmHWM), one 65536×1024 f32 bin request (64 Mi elements; HTTP $code B)" "$(mib $((hwm * 1024)))" \
+	"the table $(mib $TABLE) + idle RSS $(mib $((idle * 1024)))" "$(div $((hwm * 1024)) $((TABLE + idle * 1024)))× table+idle" "reported" "—"
+stop_pid "$PD_PID"
+
+CACHE=$((64 * 1048576))
+start_posencd mem-mixed --workers 2 --cache-bytes $CACHE
+idle=$(status_kb "$PD_PID" VmRSS)
+# 10 000 requests, fixed seed: 5 lengths × 4 widths × 3 variants × 3 formats × offsets 0..199
+# (skewed towards small offsets, so some repeat and hit); far more distinct bytes than 64 MiB.
+awk -v url="$PD_URL" 'BEGIN {
+	srand(42); split("16 64 128 256 512", L); split("16 64 128 256", D);
+	split("vaswani concat t2t", V); split("json bin npy", F);
+	for (i = 0; i < 10000; i++) {
+		o = int(200 * rand() ^ 2);
+		printf "url = \"%s/v1/sinusoidal?len=%s&dim=%s&variant=%s&format=%s&offset=%d\"\noutput = \"/dev/null\"\n",
+			url, L[1 + int(5 * rand())], D[1 + int(4 * rand())], V[1 + int(3 * rand())], F[1 + int(3 * rand())], o
+	}}' >"$OUT/mixed.curl"
+curl -s --no-progress-meter -Z --parallel-max 16 -K "$OUT/mixed.curl" -w '%{http_code}\n' >"$OUT/mixed.out" || true
+alive "$PD_PID" mem-mixed
+rss=$(status_kb "$PD_PID" VmRSS)
+hwm=$(status_kb "$PD_PID" VmHWM)
+cb=$(metric "$PD_URL" posenc_cache_bytes)
+ev=$(metric "$PD_URL" posenc_cache_evictions_total)
+hits=$(metric "$PD_URL" posenc_cache_hits_total)
+ok=$(grep -c '^200$' "$OUT/mixed.out" || true)
+OVER=$((32 * 1048576))
+BUDGET=$((CACHE + idle * 1024 + OVER))
+row "RSS after 10 000 mixed requests (curl -Z, 16 at a time; $ok × 200, $hits hits, $ev evictions; cache_bytes gauge $(mib "$cb"); VmHWM $(mib $((hwm * 1024))))" \
+	"VmRSS $(mib $((rss * 1024)))" "cache_bytes $(mib $CACHE) + idle RSS $(mib $((idle * 1024))) + 32 MiB in flight = $(mib $BUDGET)" \
+	"$(div $((rss * 1024)) $BUDGET)× budget" "≤ 1× budget" "$(verdict "$(div $((rss * 1024)) $BUDGET)" "<=" 1)"
+stop_pid "$PD_PID"
+
+# ================================================================ the table
+CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+REV="$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- src include 2>/dev/null || echo '+local changes')"
+TORCH=$([ -x "$PY" ] && "$PY" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null || echo "no torch")
+NUMPY=$([ -x "$PY" ] && "$PY" -c 'import numpy; print("numpy", numpy.__version__)' 2>/dev/null || echo "no numpy")
+{
+	echo "## posenc benchmarks"
+	echo
+	echo "- machine: $CPU, $(nproc) cores, $(uname -sr), $(awk '/MemTotal/ {printf "%.0f GiB RAM", $2 / 1048576}' /proc/meminfo)"
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); posenc $REV, built -O3 ($BUILD), kernels on $ISA"
+	echo "- anchors: $(nginx -v 2>&1 | sed 's/.*: //') (worker_processes $NGINX_WORKERS, sendfile on, access_log off, keepalive_requests 1000000, same headers added), wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null || echo '?') (-t$WRK_T), jansson $(pkg-config --modversion jansson), $TORCH, $NUMPY"
+	echo "- load average (1, 5, 15 min) at the start: $LOAD0; at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine shows here)"
+	echo "- kernel rows: medians of $ROUNDS rounds × 3 runs, posenc and its anchor alternating; HTTP rows: medians of $ROUNDS wrk runs, posencd and nginx alternating, both on 127.0.0.1, posencd --workers 2"
+	echo
+	echo "| measurement | posenc | anchor (same run) | ratio | target | verdict |"
+	echo "|---|---|---|---|---|---|"
+	printf '%s\n' "${ROWS[@]}"
+	echo
+	echo "Took $(($(date +%s) - T_START)) s. Raw outputs: build/bench/."
+} >build/bench.md
+cat build/bench.md
