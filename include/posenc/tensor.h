@@ -61,6 +61,9 @@ int pe_npy_write(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err
 /* Header length (with padding: the offset where data starts, a multiple of 64) that pe_npy_write
  * will produce for this shape and dtype; 0 for bf16. */
 size_t pe_npy_header_len(const struct pe_tensor_view *t);
+/* Only the header (pe_npy_header_len(t) bytes, t->data unused) into out; returns its length, 0
+ * when npy cannot hold t. Lets producers compute the data straight after it. */
+size_t pe_npy_write_header(char *out, const struct pe_tensor_view *t);
 /* Parse a whole .npy file held in memory (versions 1.0, 2.0, 3.0). On success the view borrows
  * data, which may be unaligned when a hand-made header has an odd length. max_elements bounds the
  * declared count (PE_ETOOBIG past it); other errors are PE_EBODY with a detail. */

@@ -13,6 +13,7 @@
 #include "http/http.h"
 #include "posenc/posenc.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -218,6 +219,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pe_log_set_level(d.cfg.log_level);
+	/* Response bodies come and go in sizes glibc would start serving from the heap after its
+	 * first big free (its mmap threshold adapts upward), leaving holes that are never returned:
+	 * keep anything from 128 KiB in its own mapping so evicted tables give their memory back. */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	if (load_tls(&d, &err) != 0) {
 		fprintf(stderr, "posencd: %s\n", err.detail);
 		return 2;

@@ -197,25 +197,29 @@ static void body_free_cb(void *cls)
  * the last connection sending it is done. */
 static void body_release_cb(void *value) { MHD_destroy_response(((struct table_body *)value)->shared); }
 
-/* Compute the table and encode it into out. Raw formats are computed straight into the response
- * buffer; the others go through a scratch table. */
+/* Compute the table and encode it into out. bin and npy are computed straight into the response
+ * buffer (after npy's header); the others go through a scratch table. */
 static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, struct pe_err *err)
 {
 	int overflow, rc;
 	size_t n = pe_shape_count(s, &overflow), raw = n * pe_dtype_size(j->out.dt);
-	if (pe_out_raw_direct(&j->out)) {
-		if ((rc = pe_buf_reserve(out, raw)) != 0)
+	struct pe_tensor_view t = {.shape = *s, .dtype = j->out.dt};
+	if (pe_out_raw_direct(&j->out) || (j->out.fmt == PE_FMT_NPY && j->out.dt != PE_BF16)) {
+		size_t hdr = j->out.fmt == PE_FMT_NPY ? pe_npy_header_len(&t) : 0; /* 64-aligned data */
+		if ((rc = pe_buf_reserve(out, hdr + raw)) != 0)
 			return pe_err_set(err, rc, "", "the response would exceed the size limit");
-		rc = pe_table_compute(&j->params, j->out.dt, out->data, err);
+		if (hdr)
+			pe_npy_write_header(out->data, &t);
+		rc = pe_table_compute(&j->params, j->out.dt, out->data + hdr, err);
 		if (rc == 0)
-			out->len = raw;
+			out->len = hdr + raw;
 		return rc;
 	}
 	void *tmp = malloc(raw ? raw : 1);
 	if (!tmp)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	rc = pe_table_compute(&j->params, j->out.dt, tmp, err);
-	struct pe_tensor_view t = {.shape = *s, .dtype = j->out.dt, .data = tmp};
+	t.data = tmp;
 	if (rc == 0)
 		rc = pe_out_encode(&j->out, &j->params, &t, out, err);
 	free(tmp);
@@ -351,19 +355,22 @@ enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, con
 		ret = pe_http_problem(r, conn, &err);
 		goto out;
 	}
-	key = malloc(KEY_MAX);
-	int keylen = key ? make_key(&p, &o, key, KEY_MAX) : -1;
+	char small[4096]; /* most keys fit; long factor lists take the heap */
+	int keylen = make_key(&p, &o, small, sizeof small);
+	if (keylen < 0 && (key = malloc(KEY_MAX)) != NULL)
+		keylen = make_key(&p, &o, key, KEY_MAX);
+	const char *k = key ? key : small;
 	if (keylen < 0) {
 		pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
 		ret = pe_http_problem(r, conn, &err);
 		goto out;
 	}
-	make_etag(key, (size_t)keylen, r->etag);
+	make_etag(k, (size_t)keylen, r->etag);
 	const char *inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
 	if (inm && pe_etag_matches(inm, r->etag))
 		ret = serve_not_modified(r, conn);
 	else
-		ret = lookup(r, conn, &p, &o, key, (size_t)keylen);
+		ret = lookup(r, conn, &p, &o, k, (size_t)keylen);
 out:
 	free(key);
 	pe_params_destroy(&p);

@@ -48,7 +48,11 @@ int pe_buf_reserve(struct pe_buf *b, size_t more)
 	if (want <= b->cap && b->data)
 		return 0;
 	size_t cap = grown_cap(b, want);
-	char *p = realloc(b->data, cap + 1);
+	char *p;
+	if (!b->data) { /* the first block is 64-byte aligned: SIMD kernels write tables straight into it */
+		p = aligned_alloc(64, (cap + 1 + 63) & ~(size_t)63);
+	} else
+		p = realloc(b->data, cap + 1);
 	if (!p)
 		return PE_ENOMEM;
 	b->data = p;

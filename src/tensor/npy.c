@@ -108,6 +108,15 @@ static void put_header(char *out, const char *dict, size_t dict_len)
 	out[total - 1] = '\n';
 }
 
+size_t pe_npy_write_header(char *out, const struct pe_tensor_view *t)
+{
+	char dict[DICT_MAX];
+	size_t dict_len = t->dtype == PE_BF16 ? 0 : header_dict(t, dict);
+	if (dict_len)
+		put_header(out, dict, dict_len);
+	return dict_len ? padded_len(dict_len) : 0;
+}
+
 int pe_npy_write(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err)
 {
 	char dict[DICT_MAX];
