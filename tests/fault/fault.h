@@ -1,0 +1,584 @@
+/* Fault tests: shared helpers (header-only, so each tests/fault/test_*.c is one program built with
+ * plain cc and -pthread). Each test starts its own posencd on --port 0 --bind 127.0.0.1, reads the
+ * port from the JSON start line on its stdout, misbehaves at it over raw sockets, counts checks
+ * and ends with "<name>: N passed, M failed" (exit 1 on any failure).
+ *
+ * Cleanup is the C form of a shell trap: every daemon started is killed on exit, on SIGINT /
+ * SIGTERM / SIGHUP, and by a watchdog alarm when a test overruns its time limit. The daemon is
+ * $POSENC_BIN, else PE_BUILD_DIR/posencd. Under a sanitizer or valgrind (detected from the
+ * daemon's memory map) timing- and RSS-sensitive checks are relaxed; exit status 0 after SIGTERM
+ * is always checked, which in the asan build also means LeakSanitizer found no leak. */
+#ifndef PE_FAULT_H
+#define PE_FAULT_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#ifndef PE_BUILD_DIR
+#define PE_BUILD_DIR "build"
+#endif
+
+/* ---- checks ---- */
+
+static const char *fault_name = "fault";
+static int fault_pass, fault_fail;
+
+__attribute__((format(printf, 2, 3))) static inline void check(int ok, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("%s: %s: ", fault_name, ok ? "ok" : "FAIL");
+	vprintf(fmt, ap);
+	printf("\n");
+	fflush(stdout);
+	va_end(ap);
+	if (ok)
+		fault_pass++;
+	else
+		fault_fail++;
+}
+
+__attribute__((format(printf, 1, 2))) static inline void note(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("%s: note: ", fault_name);
+	vprintf(fmt, ap);
+	printf("\n");
+	fflush(stdout);
+	va_end(ap);
+}
+
+static inline double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline void sleep_s(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* ---- daemons and cleanup ---- */
+
+#define MAX_DAEMONS 8
+static pid_t fault_pids[MAX_DAEMONS];
+static char fault_logs[MAX_DAEMONS][2][128];
+
+struct daemon {
+	pid_t pid;
+	int port, slot;
+	char out[128], err[128]; /* stdout (JSON log lines) and stderr files */
+};
+
+static inline void fault_cleanup(void)
+{
+	for (int i = 0; i < MAX_DAEMONS; i++) {
+		if (fault_pids[i] > 0) {
+			kill(fault_pids[i], SIGKILL);
+			waitpid(fault_pids[i], NULL, 0);
+			fault_pids[i] = 0;
+		}
+		for (int k = 0; k < 2; k++)
+			if (fault_logs[i][k][0]) {
+				unlink(fault_logs[i][k]);
+				fault_logs[i][k][0] = 0;
+			}
+	}
+}
+
+static inline void fault_on_signal(int sig)
+{
+	for (int i = 0; i < MAX_DAEMONS; i++)
+		if (fault_pids[i] > 0)
+			kill(fault_pids[i], SIGKILL);
+	if (sig == SIGALRM) {
+		static const char msg[] = "fault: time limit exceeded\n";
+		ssize_t w = write(1, msg, sizeof msg - 1);
+		(void)w;
+	}
+	_exit(sig == SIGALRM ? 3 : 128 + sig);
+}
+
+/* Name the test, arm the cleanup and a watchdog of limit_s seconds, raise the fd limit (hundreds
+ * of sockets; the daemon inherits it), and ignore SIGPIPE (peers that close on us). */
+static inline void fault_init(const char *name, unsigned limit_s)
+{
+	fault_name = name;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	atexit(fault_cleanup);
+	signal(SIGINT, fault_on_signal);
+	signal(SIGTERM, fault_on_signal);
+	signal(SIGHUP, fault_on_signal);
+	signal(SIGALRM, fault_on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	alarm(limit_s);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 8192) {
+		rl.rlim_cur = rl.rlim_max < 8192 ? rl.rlim_max : 8192;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static inline int fault_finish(void)
+{
+	printf("%s: %d passed, %d failed\n", fault_name, fault_pass, fault_fail);
+	fflush(stdout);
+	return fault_fail ? 1 : 0;
+}
+
+static inline const char *daemon_bin(void)
+{
+	const char *env = getenv("POSENC_BIN");
+	return env && *env ? env : PE_BUILD_DIR "/posencd";
+}
+
+static inline char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 4096, n = 0, r;
+	char *buf = malloc(cap + 1);
+	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += r;
+		if (n == cap) {
+			char *nb = realloc(buf, 2 * cap + 1);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	fclose(f);
+	if (buf)
+		buf[n] = 0;
+	if (len)
+		*len = n;
+	return buf;
+}
+
+/* Start posencd with extra arguments (NULL-terminated, may be NULL); exits the test if it does
+ * not report its port within 20 s. */
+static inline void daemon_start(struct daemon *d, const char *const *extra)
+{
+	memset(d, 0, sizeof *d);
+	int slot = 0;
+	while (slot < MAX_DAEMONS && fault_pids[slot] > 0)
+		slot++;
+	if (slot == MAX_DAEMONS) {
+		printf("%s: too many daemons\n", fault_name);
+		exit(2);
+	}
+	d->slot = slot;
+	snprintf(d->out, sizeof d->out, "/tmp/posenc-fault-%d-%d.out", (int)getpid(), slot);
+	snprintf(d->err, sizeof d->err, "/tmp/posenc-fault-%d-%d.err", (int)getpid(), slot);
+	snprintf(fault_logs[slot][0], sizeof fault_logs[slot][0], "%s", d->out);
+	snprintf(fault_logs[slot][1], sizeof fault_logs[slot][1], "%s", d->err);
+	const char *argv[64] = {daemon_bin(), "--port", "0", "--bind", "127.0.0.1", "--log-level", "info"};
+	int n = 7;
+	for (int i = 0; extra && extra[i] && n < 62; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	unlink(d->out); /* a reused slot must not show the last daemon's start line */
+	unlink(d->err);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(2);
+	}
+	if (pid == 0) {
+		int o = open(d->out, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(d->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(127);
+		signal(SIGPIPE, SIG_DFL);
+		alarm(0);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	d->pid = fault_pids[slot] = pid;
+	for (int i = 0; i < 2000 && !d->port; i++) {
+		char *log = read_file(d->out, NULL);
+		const char *p = log ? strstr(log, "\"event\":\"start\"") : NULL;
+		const char *q = p ? strstr(p, "\"port\":") : NULL;
+		if (q)
+			d->port = atoi(q + 7);
+		free(log);
+		int st;
+		if (!d->port && waitpid(pid, &st, WNOHANG) == pid) {
+			fault_pids[slot] = 0;
+			char *err = read_file(d->err, NULL);
+			printf("%s: %s exited during start-up: %s\n", fault_name, argv[0], err ? err : "");
+			free(err);
+			exit(2);
+		}
+		if (!d->port)
+			sleep_s(0.01);
+	}
+	if (!d->port) {
+		printf("%s: %s did not report its port\n", fault_name, argv[0]);
+		exit(2);
+	}
+}
+
+/* Signal and wait up to timeout_s: the exit status, 128 + signal if killed, -1 if it did not
+ * exit (then it is killed). The daemon's stderr is shown when the status is not 0 or it holds a
+ * sanitizer report. */
+static inline int daemon_stop(struct daemon *d, int sig, double timeout_s)
+{
+	int st = 0, rc = -1;
+	if (d->pid <= 0)
+		return -1;
+	kill(d->pid, sig);
+	double end = now_s() + timeout_s;
+	while (now_s() < end) {
+		pid_t r = waitpid(d->pid, &st, WNOHANG);
+		if (r == d->pid) {
+			rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			break;
+		}
+		sleep_s(0.01);
+	}
+	if (rc == -1) {
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, &st, 0);
+	}
+	size_t n = 0;
+	char *err = read_file(d->err, &n);
+	if (err && n && (rc != 0 || strstr(err, "Sanitizer") || strstr(err, "runtime error"))) {
+		const char *tail = n > 6000 ? err + n - 6000 : err;
+		printf("%s: posencd stderr%s:\n%s\n", fault_name, n > 6000 ? " (last 6000 bytes)" : "", tail);
+	}
+	free(err);
+	fault_pids[d->slot] = 0;
+	d->pid = 0;
+	return rc;
+}
+
+static inline int daemon_alive(const struct daemon *d) { return d->pid > 0 && kill(d->pid, 0) == 0 && waitpid(d->pid, NULL, WNOHANG) == 0; }
+
+/* VmRSS in KiB (0 if unknown). */
+static inline long rss_kib(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	char *s = read_file(path, NULL);
+	const char *p = s ? strstr(s, "VmRSS:") : NULL;
+	long v = p ? strtol(p + 6, NULL, 10) : 0;
+	free(s);
+	return v;
+}
+
+static inline int fd_count(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	DIR *dir = opendir(path);
+	int n = 0;
+	if (!dir)
+		return -1;
+	for (struct dirent *e; (e = readdir(dir)) != NULL;)
+		n += e->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/* Under ASan or valgrind memory and time behave differently. */
+static inline int daemon_instrumented(const struct daemon *d)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)d->pid);
+	char *m = read_file(path, NULL);
+	int yes = m && (strstr(m, "libasan") || strstr(m, "vgpreload") || strstr(m, "valgrind") || strstr(m, "libtsan"));
+	free(m);
+	if (!yes) { /* a statically linked sanitizer leaves no library in the map: go by the build */
+		const char *bin = daemon_bin();
+		yes = strstr(bin, "asan") != NULL || strstr(bin, "valgrind") != NULL;
+	}
+	return yes;
+}
+
+/* ---- sockets and HTTP ---- */
+
+/* A TCP connection to the daemon from source address src ("127.0.0.N", NULL for any); -1 and
+ * errno on failure. */
+static inline int tcp_connect(int port, const char *src)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (src) {
+		struct sockaddr_in s = {.sin_family = AF_INET};
+		inet_pton(AF_INET, src, &s.sin_addr);
+		if (bind(fd, (struct sockaddr *)&s, sizeof s) != 0) {
+			int e = errno;
+			close(fd);
+			errno = e;
+			return -1;
+		}
+	}
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	return fd;
+}
+
+/* Close with an RST instead of a FIN: a client that vanishes. */
+static inline void tcp_abort(int fd)
+{
+	struct linger l = {1, 0};
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+	close(fd);
+}
+
+static inline int send_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n) {
+		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Has the peer closed (or reset) the connection? Waits up to wait_ms for it. Data that arrives
+ * is read and dropped. */
+static inline int peer_closed(int fd, int wait_ms)
+{
+	double end = now_s() + wait_ms / 1000.0;
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int left = (int)((end - now_s()) * 1000);
+		int r = poll(&p, 1, left > 0 ? left : 0);
+		if (r > 0) {
+			char buf[4096];
+			ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+				return 1;
+			if (p.revents & (POLLHUP | POLLERR))
+				return 1;
+			continue;
+		}
+		if (left <= 0)
+			return 0;
+	}
+}
+
+struct resp {
+	int status;        /* 0: no (complete) response */
+	char head[8192];   /* status line and headers */
+	char *body;
+	size_t body_len;
+	long content_length; /* -1 if absent */
+	double seconds;    /* from sending to the end of the response */
+};
+
+static inline void resp_free(struct resp *r)
+{
+	free(r->body);
+	r->body = NULL;
+}
+
+/* Value of a header in r->head into buf; NULL if absent. */
+static inline const char *resp_header(const struct resp *r, const char *name, char *buf, size_t cap)
+{
+	size_t nl = strlen(name);
+	for (const char *line = strstr(r->head, "\r\n"); line && line[2];) {
+		line += 2;
+		const char *eol = strstr(line, "\r\n");
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+		if (len > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0) {
+			const char *v = line + nl + 1;
+			while (*v == ' ')
+				v++;
+			size_t vl = (size_t)(line + len - v);
+			if (vl >= cap)
+				vl = cap - 1;
+			memcpy(buf, v, vl);
+			buf[vl] = 0;
+			return buf;
+		}
+		line = eol;
+	}
+	return NULL;
+}
+
+/* Read one response from fd (blocking with poll, timeout_ms overall). Bodies are read by
+ * Content-Length, else until the peer closes. Returns 0 when a whole response arrived. */
+static inline int read_response(int fd, struct resp *r, int timeout_ms, size_t body_cap)
+{
+	double t0 = now_s(), end = t0 + timeout_ms / 1000.0;
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	long hdr_end = -1;
+	memset(r, 0, sizeof *r);
+	r->content_length = -1;
+	for (;;) {
+		if (hdr_end >= 0) {
+			size_t have = n - (size_t)hdr_end;
+			if (r->content_length >= 0 && have >= (size_t)r->content_length)
+				break;
+		}
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int left = (int)((end - now_s()) * 1000);
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			goto incomplete;
+		if (n == cap) {
+			if (cap >= body_cap + sizeof r->head)
+				goto incomplete;
+			cap *= 2;
+			char *nb = realloc(buf, cap);
+			if (!nb)
+				goto incomplete;
+			buf = nb;
+		}
+		ssize_t got = recv(fd, buf + n, cap - n, 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			if (hdr_end >= 0 && r->content_length < 0)
+				break; /* body delimited by close */
+			goto incomplete;
+		}
+		n += (size_t)got;
+		if (hdr_end < 0) {
+			char *e = memmem(buf, n, "\r\n\r\n", 4);
+			if (e) {
+				hdr_end = e - buf + 4;
+				size_t hl = (size_t)hdr_end < sizeof r->head ? (size_t)hdr_end : sizeof r->head - 1;
+				memcpy(r->head, buf, hl);
+				r->head[hl] = 0;
+				r->status = strncmp(buf, "HTTP/1.", 7) == 0 ? atoi(buf + 9) : 0;
+				char v[64];
+				if (resp_header(r, "Content-Length", v, sizeof v))
+					r->content_length = atol(v);
+				if (r->status == 304 || r->status == 204 || (r->status >= 100 && r->status < 200))
+					r->content_length = 0;
+			}
+		}
+	}
+	r->body_len = n - (size_t)hdr_end;
+	r->body = malloc(r->body_len + 1);
+	memcpy(r->body, buf + hdr_end, r->body_len);
+	r->body[r->body_len] = 0;
+	r->seconds = now_s() - t0;
+	free(buf);
+	return 0;
+incomplete:
+	if (hdr_end < 0)
+		r->status = 0;
+	r->seconds = now_s() - t0;
+	free(buf);
+	return -1;
+}
+
+/* One request on a new connection ("Connection: close"); extra_headers ends with "\r\n" or is "". */
+static inline int http_request(int port, const char *src, const char *method, const char *path, const char *extra_headers,
+			const void *body, size_t body_len, int timeout_ms, struct resp *r)
+{
+	memset(r, 0, sizeof *r);
+	double t0 = now_s();
+	int fd = tcp_connect(port, src);
+	if (fd < 0)
+		return -1;
+	char head[8192], cl[48] = "";
+	if (body)
+		snprintf(cl, sizeof cl, "Content-Length: %zu\r\n", body_len);
+	int hl = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s%s\r\n",
+			  method, path, extra_headers ? extra_headers : "", cl);
+	if (hl < 0 || (size_t)hl >= sizeof head) {
+		close(fd);
+		return -1;
+	}
+	int rc = send_all(fd, head, (size_t)hl);
+	if (rc == 0 && body && body_len)
+		rc = send_all(fd, body, body_len);
+	if (rc == 0)
+		rc = read_response(fd, r, timeout_ms, (size_t)1 << 30);
+	r->seconds = now_s() - t0;
+	close(fd);
+	return rc;
+}
+
+static inline int http_get(int port, const char *path, int timeout_ms, struct resp *r)
+{
+	return http_request(port, NULL, "GET", path, "", NULL, 0, timeout_ms, r);
+}
+
+/* A metric's value from /metrics (first sample whose line starts with name), or -1. */
+static inline double metric(int port, const char *name)
+{
+	struct resp r;
+	double v = -1;
+	if (http_get(port, "/metrics", 5000, &r) == 0 && r.status == 200) {
+		size_t nl = strlen(name);
+		for (const char *p = r.body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+			if (strncmp(p, name, nl) == 0 && (p[nl] == ' ' || p[nl] == '{')) {
+				const char *sp = strchr(p, ' ');
+				if (sp)
+					v = atof(sp + 1);
+				break;
+			}
+	}
+	resp_free(&r);
+	return v;
+}
+
+/* Is the body an RFC 9457 problem document with this status (and, if param, naming it)? */
+static inline int is_problem(const struct resp *r, int status, const char *param)
+{
+	char ct[128], want[96];
+	if (r->status != status || !resp_header(r, "Content-Type", ct, sizeof ct) ||
+	    strncmp(ct, "application/problem+json", 24) != 0 || !r->body)
+		return 0;
+	snprintf(want, sizeof want, "\"status\":%d", status);
+	if (!strstr(r->body, want))
+		return 0;
+	if (param) {
+		snprintf(want, sizeof want, "\"param\":\"%s\"", param);
+		if (!strstr(r->body, want))
+			return 0;
+	}
+	return 1;
+}
+
+#endif
