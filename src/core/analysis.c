@@ -46,23 +46,7 @@ static double *encoding_table(const struct pe_params *p, const char *name, size_
 		pe_err_set(err, PE_EINVAL, "encoding", "encoding=%s is not available", name);
 		return NULL;
 	}
-	struct pe_params t;
-	struct pe_shape s;
-	int of;
-	double *out = NULL;
-	pe_params_init(&t, def);
-	if (pe_params_derive(p, &t, err) == 0 && pe_params_finish(&t, err) == 0 && pe_table_shape(&t, &s) == 0) {
-		*count = pe_shape_count(&s, &of);
-		out = malloc(*count * sizeof *out + 1);
-		if (!out)
-			pe_err_set(err, PE_ENOMEM, "", "out of memory");
-		else if (pe_table_compute(&t, PE_F64, out, err) != 0) {
-			free(out);
-			out = NULL;
-		}
-	}
-	pe_params_destroy(&t);
-	return out;
+	return pe_table_derived(p, def, NULL, PE_F64, count, err);
 }
 
 static int sim_check(struct pe_params *p, struct pe_err *err)

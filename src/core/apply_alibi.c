@@ -31,38 +31,17 @@ static int out_shape(const struct pe_params *p, const struct pe_shape *in, struc
 	return 0;
 }
 
-static int set_size(struct pe_params *t, const char *name, size_t v, struct pe_err *err)
-{
-	char num[32];
-	snprintf(num, sizeof num, "%zu", v);
-	return pe_params_set(t, name, num, err);
-}
-
 /* The bias [heads, q, k] in the working dtype (caller frees); masked entries are overwritten by the
  * caller with the final dtype's lowest value. */
 static void *make_bias(const struct pe_params *p, size_t heads, size_t q, size_t k, enum pe_dtype dt,
 		       struct pe_err *err)
 {
-	struct pe_params t;
-	pe_params_init(&t, &pe_table_alibi);
-	int rc = pe_params_derive(p, &t, err);
-	if (rc == 0 && !pe_param_isset(p, "heads"))
-		rc = set_size(&t, "heads", heads, err);
-	if (rc == 0)
-		rc = set_size(&t, "q_len", q, err);
-	if (rc == 0)
-		rc = set_size(&t, "k_len", k, err);
-	if (rc == 0)
-		rc = pe_params_finish(&t, err);
-	void *bias = rc == 0 ? malloc(heads * q * k * pe_dtype_size(dt) + 1) : NULL;
-	if (rc == 0 && !bias)
-		pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	if (bias && pe_table_compute(&t, dt, bias, err) != 0) {
-		free(bias);
-		bias = NULL;
-	}
-	pe_params_destroy(&t);
-	return bias;
+	char h[32], ql[32], kl[32];
+	snprintf(h, sizeof h, "%zu", heads);
+	snprintf(ql, sizeof ql, "%zu", q);
+	snprintf(kl, sizeof kl, "%zu", k);
+	const char *const kv[] = {"heads", h, "q_len", ql, "k_len", kl, NULL};
+	return pe_table_derived(p, &pe_table_alibi, kv, dt, NULL, err);
 }
 
 #define DEFINE_ADD(T)                                                                                    \

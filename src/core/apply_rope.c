@@ -64,41 +64,20 @@ static int out_shape(const struct pe_params *p, const struct pe_shape *in, struc
 	return 0;
 }
 
-static int set_int(struct pe_params *t, const char *name, int64_t v, struct pe_err *err)
-{
-	char num[32];
-	snprintf(num, sizeof num, "%lld", (long long)v);
-	return pe_params_set(t, name, num, err);
-}
-
 /* The rope table [2, len, rd] for positions first … first+len−1 in dt (caller frees). seq_len,
  * where the scaling reads it and the client did not give it, is the end of the whole request. */
 static void *rope_rows(const struct pe_params *p, size_t rd, int64_t first, size_t len, int64_t end,
 		       enum pe_dtype dt, struct pe_err *err)
 {
-	struct pe_params t;
-	pe_params_init(&t, pe_table_find("rope"));
-	int rc = pe_params_derive(p, &t, err);
+	char dim[32], off[32], n[32], seq_len[32];
+	snprintf(dim, sizeof dim, "%zu", rd);
+	snprintf(off, sizeof off, "%lld", (long long)first);
+	snprintf(n, sizeof n, "%zu", len);
+	snprintf(seq_len, sizeof seq_len, "%lld", (long long)end);
 	int scaling = pe_param_enum(p, "scaling");
-	if (rc == 0 && !pe_param_isset(p, "dim"))
-		rc = set_int(&t, "dim", (int64_t)rd, err);
-	if (rc == 0 && !t.v[pe_param_index(t.def, "offset")].given)
-		rc = set_int(&t, "offset", first, err);
-	if (rc == 0)
-		rc = set_int(&t, "len", (int64_t)len, err);
-	if (rc == 0 && !pe_param_isset(p, "seq_len") && (scaling == PE_ROPE_DYNAMIC || scaling == PE_ROPE_LONGROPE))
-		rc = set_int(&t, "seq_len", end, err);
-	if (rc == 0)
-		rc = pe_params_finish(&t, err);
-	void *rows = rc == 0 ? malloc(2 * len * rd * pe_dtype_size(dt)) : NULL;
-	if (rc == 0 && !rows)
-		pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	if (rows && pe_table_compute(&t, dt, rows, err) != 0) {
-		free(rows);
-		rows = NULL;
-	}
-	pe_params_destroy(&t);
-	return rows;
+	int reads_seq_len = scaling == PE_ROPE_DYNAMIC || scaling == PE_ROPE_LONGROPE;
+	const char *const kv[] = {"dim", dim, "offset", off, "len", n, reads_seq_len ? "seq_len" : NULL, seq_len, NULL};
+	return pe_table_derived(p, pe_table_find("rope"), kv, dt, NULL, err);
 }
 
 struct geometry {

@@ -59,27 +59,11 @@ static int out_shape(const struct pe_params *p, const struct pe_shape *in, struc
 /* The PE table [seq, width] in the working dtype (caller frees). */
 static void *make_table(const struct pe_params *p, size_t seq, size_t width, enum pe_dtype dt, struct pe_err *err)
 {
-	struct pe_params t;
-	char num[32];
-	pe_params_init(&t, &pe_table_sinusoidal);
-	int rc = pe_params_derive(p, &t, err);
-	snprintf(num, sizeof num, "%zu", seq);
-	if (rc == 0)
-		rc = pe_params_set(&t, "len", num, err);
-	snprintf(num, sizeof num, "%zu", width);
-	if (rc == 0)
-		rc = pe_params_set(&t, "dim", num, err);
-	if (rc == 0)
-		rc = pe_params_finish(&t, err);
-	void *table = rc == 0 ? malloc(seq * width * pe_dtype_size(dt) + 1) : NULL;
-	if (rc == 0 && !table)
-		pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	if (table && pe_table_compute(&t, dt, table, err) != 0) {
-		free(table);
-		table = NULL;
-	}
-	pe_params_destroy(&t);
-	return table;
+	char len[32], dim[32];
+	snprintf(len, sizeof len, "%zu", seq);
+	snprintf(dim, sizeof dim, "%zu", width);
+	const char *const kv[] = {"len", len, "dim", dim, NULL};
+	return pe_table_derived(p, &pe_table_sinusoidal, kv, dt, NULL, err);
 }
 
 /* add: in place allowed. concat: out is a separate buffer (the shapes differ). */

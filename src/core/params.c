@@ -3,6 +3,7 @@
  *
  * Integers accept only an optional '-' and decimal digits (no '+', exponents or spaces) and must
  * fit in 64 bits; reals are finite decimals (exponents allowed; no leading '+', hex, NaN or Inf). */
+#include "core/tables.h"
 #include "posenc/core.h"
 
 #include <errno.h>
@@ -354,4 +355,35 @@ int pe_params_derive(const struct pe_params *from, struct pe_params *to, struct 
 	}
 	free(buf);
 	return rc;
+}
+
+void *pe_table_derived(const struct pe_params *from, const struct pe_table_def *def, const char *const *kv,
+		       enum pe_dtype dt, size_t *count, struct pe_err *err)
+{
+	struct pe_params t;
+	struct pe_shape shape;
+	int of;
+	void *out = NULL;
+	pe_params_init(&t, def);
+	int rc = pe_params_derive(from, &t, err);
+	for (size_t i = 0; kv && kv[i] && rc == 0; i += 2)
+		if (!t.v[pe_param_index(def, kv[i])].given)
+			rc = pe_params_set(&t, kv[i], kv[i + 1], err);
+	if (rc == 0)
+		rc = pe_params_finish(&t, err);
+	if (rc == 0)
+		rc = pe_table_shape(&t, &shape);
+	size_t n = rc == 0 ? pe_shape_count(&shape, &of) : 0;
+	if (rc == 0 && !(out = malloc((n ? n : 1) * pe_dtype_size(dt))))
+		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	if (out && pe_table_compute(&t, dt, out, err) != 0) {
+		free(out);
+		out = NULL;
+	}
+	if (out && count)
+		*count = n;
+	if (!out && err && !err->code)
+		pe_err_set(err, rc ? rc : PE_ENOMEM, "", "cannot compute /v1/%s", def->name);
+	pe_params_destroy(&t);
+	return out;
 }

@@ -12,6 +12,13 @@ extern const struct pe_table_def pe_table_rope, pe_table_rope_inv_freq;
 extern const struct pe_table_def pe_transform_sinusoidal_apply, pe_transform_alibi_apply, pe_transform_rope_apply;
 extern const struct pe_table_def pe_table_analysis_similarity, pe_table_analysis_rope_decay;
 
+/* The table `def` for the parameters `from` gave that def shares (pe_params_derive), plus the
+ * NULL-terminated name, value pairs of kv where `from` did not give that name, computed into a new
+ * buffer of dt (caller frees; *count elements). NULL with err set on failure. How transforms and
+ * analyses build the tables they use. */
+void *pe_table_derived(const struct pe_params *from, const struct pe_table_def *def, const char *const *kv,
+		       enum pe_dtype dt, size_t *count, struct pe_err *err);
+
 /* Common parameter ranges. */
 #define PE_MAX_LEN ((double)(1u << 30))     /* positions per table */
 #define PE_MAX_DIM 65536.0                  /* embedding width */
