@@ -9,33 +9,9 @@
  * every format fails alike. Numbers are printed in place as json.c does; on error the buffer is
  * put back to its length on entry. */
 #include "posenc/tensor.h"
+#include "tensor/internal.h"
 
 #include <string.h>
-
-/* Index of the first NaN or infinity (all exponent bits set), or count if there is none. One
- * tight loop per element width: this pass runs over every table before it is printed. */
-static size_t first_nonfinite(const struct pe_tensor_view *t, size_t count)
-{
-	const unsigned char *d = t->data;
-	size_t i = 0;
-	if (t->dtype == PE_F32) {
-		for (uint32_t w; i < count; i++)
-			if (memcpy(&w, d + 4 * i, 4), (w & 0x7f800000u) == 0x7f800000u)
-				break;
-	} else if (t->dtype == PE_F64) {
-		for (uint64_t w; i < count; i++)
-			if (memcpy(&w, d + 8 * i, 8), (w & 0x7ff0000000000000ull) == 0x7ff0000000000000ull)
-				break;
-	} else if (t->dtype == PE_F16 || t->dtype == PE_BF16) {
-		uint16_t m = t->dtype == PE_F16 ? 0x7c00 : 0x7f80;
-		for (uint16_t w; i < count; i++)
-			if (memcpy(&w, d + 2 * i, 2), (w & m) == m)
-				break;
-	} else {
-		i = count; /* i32 */
-	}
-	return i;
-}
 
 /* Print element i (after `sep` if not 0) at b->len: in place when PE_NUM_MAX + 1 bytes are free,
  * else through a scratch array and an exact append so max holds to the byte. */
@@ -106,7 +82,7 @@ int pe_csv_write(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err
 	size_t count = pe_shape_count(&t->shape, &overflow), start = b->len;
 	if (overflow)
 		return pe_err_set(err, PE_ETOOBIG, "", "CSV: the shape has more elements than fit in memory");
-	size_t bad = first_nonfinite(t, count);
+	size_t bad = pe_first_nonfinite(t, count);
 	if (bad < count)
 		return pe_err_set(err, PE_EINTERNAL, "", "element %zu is not finite", bad);
 	int rc = write_rows(b, t, count);

@@ -11,6 +11,7 @@
  * PE_EINTERNAL, a table should never hold one). Output is compact: no spaces, no newline. On any
  * error the buffer is put back to the length it had on entry. */
 #include "posenc/tensor.h"
+#include "tensor/internal.h"
 
 #include <pthread.h>
 
@@ -71,31 +72,6 @@ static int out_elem(struct out *o, const struct pe_tensor_view *t, size_t i, cha
 
 /* ---- checks shared by the writers ---- */
 
-/* Index of the first NaN or infinity (all exponent bits set), or count if there is none. One
- * tight loop per element width: this pass runs over every table before it is printed. */
-static size_t first_nonfinite(const struct pe_tensor_view *t, size_t count)
-{
-	const unsigned char *d = t->data;
-	size_t i = 0;
-	if (t->dtype == PE_F32) {
-		for (uint32_t w; i < count; i++)
-			if (memcpy(&w, d + 4 * i, 4), (w & 0x7f800000u) == 0x7f800000u)
-				break;
-	} else if (t->dtype == PE_F64) {
-		for (uint64_t w; i < count; i++)
-			if (memcpy(&w, d + 8 * i, 8), (w & 0x7ff0000000000000ull) == 0x7ff0000000000000ull)
-				break;
-	} else if (t->dtype == PE_F16 || t->dtype == PE_BF16) {
-		uint16_t m = t->dtype == PE_F16 ? 0x7c00 : 0x7f80;
-		for (uint16_t w; i < count; i++)
-			if (memcpy(&w, d + 2 * i, 2), (w & m) == m)
-				break;
-	} else {
-		i = count; /* i32 */
-	}
-	return i;
-}
-
 /* Element count of a writable view, or an error (bad rank or dtype, overflow, NaN/Infinity). */
 static int check_view(const struct pe_tensor_view *t, size_t *count, struct pe_err *err)
 {
@@ -106,7 +82,7 @@ static int check_view(const struct pe_tensor_view *t, size_t *count, struct pe_e
 	*count = pe_shape_count(&t->shape, &overflow);
 	if (overflow)
 		return pe_err_set(err, PE_ETOOBIG, "", "JSON: the shape has more elements than fit in memory");
-	size_t bad = first_nonfinite(t, *count);
+	size_t bad = pe_first_nonfinite(t, *count);
 	if (bad < *count)
 		return pe_err_set(err, PE_EINTERNAL, "",
 				  "element %zu is not finite and has no JSON representation", bad);
