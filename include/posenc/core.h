@@ -125,6 +125,10 @@ int pe_transform_apply(const struct pe_params *p, const struct pe_tensor_mut *x,
 enum pe_dtype pe_transform_work_dtype(enum pe_dtype in);
 int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err);
 
+/* g[i*n + j] = dot(rows[i], rows[j]) for n rows of d doubles, summed in double: the position
+ * similarity of /v1/analysis/similarity, for tables the core does not make (learned ones). */
+void pe_gram_f64(const double *rows, size_t n, size_t d, double *g);
+
 /* SIMD dispatch: chosen once at first use from the CPU (AVX2+FMA) unless the environment variable
  * POSENC_ISA is "scalar" or "avx2". pe_isa_name() says which one is active. */
 enum pe_isa { PE_ISA_SCALAR, PE_ISA_AVX2 };

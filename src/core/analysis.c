@@ -80,7 +80,7 @@ static void rotate_ones(double *t, size_t len, size_t dim)
 	}
 }
 
-static void gram(const double *rows, size_t n, size_t d, double *g)
+void pe_gram_f64(const double *rows, size_t n, size_t d, double *g)
 {
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = i; j < n; j++) {
@@ -105,7 +105,7 @@ static int sim_compute(const struct pe_params *p, enum pe_dtype dt, void *out, s
 		free(t);
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	}
-	gram(t, len, dim, g);
+	pe_gram_f64(t, len, dim, g);
 	pe_store_f64(dt, out, g, len * len);
 	free(g);
 	free(t);

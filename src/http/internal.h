@@ -94,6 +94,8 @@ enum MHD_Result pe_transform_request(struct req *r, struct MHD_Connection *conn)
  * complete in r->body. */
 enum MHD_Result pe_learned_begin(struct req *r, struct MHD_Connection *conn);
 enum MHD_Result pe_learned_request(struct req *r, struct MHD_Connection *conn);
+/* /v1/analysis/similarity?encoding=learned:{name}: the stored table's position similarity. */
+enum MHD_Result pe_learned_similarity(struct req *r, struct MHD_Connection *conn, const char *name);
 
 /* Tables (table.c). */
 enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, const struct pe_table_def *def);

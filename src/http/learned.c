@@ -106,6 +106,7 @@ static int put_check(struct pe_params *p, struct pe_err *err)
 struct query {
 	struct pe_params *params;
 	struct pe_out_query *out; /* NULL: output options are not parameters here */
+	const char *skip;         /* a key answered elsewhere (similarity's "encoding"), or NULL */
 	struct pe_err *err;
 	int failed;
 };
@@ -116,6 +117,8 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
 	struct query *q = cls;
 	if (strlen(key) != key_size || (value && strlen(value) != value_size))
 		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s contains a NUL byte", key);
+	else if (q->skip && !strcmp(key, q->skip))
+		return MHD_YES;
 	else if (q->out && pe_out_is_param(key))
 		q->failed = pe_out_take(q->out, key, value, q->err);
 	else
@@ -125,9 +128,9 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
 
 /* Parse the query into p (initialised here; the caller destroys it) and out. */
 static int parse_query(struct MHD_Connection *conn, const struct pe_table_def *def, struct pe_params *p,
-		       struct pe_out_query *out, struct pe_err *err)
+		       struct pe_out_query *out, const char *skip, struct pe_err *err)
 {
-	struct query q = {.params = p, .out = out, .err = err};
+	struct query q = {.params = p, .out = out, .skip = skip, .err = err};
 	pe_params_init(p, def);
 	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
 	return q.failed ? q.failed : pe_params_finish(p, err);
@@ -329,7 +332,7 @@ static int begin_put(struct req *r, struct MHD_Connection *conn, struct pe_err *
 	uint64_t limit = body_limit(r->h);
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
-	int rc = parse_query(conn, &put_def, &p, NULL, err);
+	int rc = parse_query(conn, &put_def, &p, NULL, NULL, err);
 	pe_params_destroy(&p);
 	if (rc != 0)
 		return rc;
@@ -373,7 +376,7 @@ static enum MHD_Result serve_list(struct req *r, struct MHD_Connection *conn)
 	struct pe_store_meta *all = NULL;
 	size_t n = 0;
 	uint64_t bytes = 0, max_bytes, max_table;
-	int rc = parse_query(conn, &list_def, &p, NULL, &err);
+	int rc = parse_query(conn, &list_def, &p, NULL, NULL, &err);
 	pe_params_destroy(&p);
 	if (rc == 0 && pe_store_list(r->h->opt.store, &all, &n) != 0)
 		rc = pe_err_set(&err, PE_ENOMEM, "", "out of memory");
@@ -536,7 +539,7 @@ static enum MHD_Result write_item(struct req *r, struct MHD_Connection *conn, co
 	snprintf(j->meta.name, sizeof j->meta.name, "%s", name);
 	if (r->body_too_big)
 		rc = pe_err_set(&err, PE_ETOOBIG, "body", "the body is over %" PRIu64 " bytes", body_limit(r->h));
-	else if (!del && (rc = parse_query(conn, &put_def, &p, NULL, &err)) == 0) {
+	else if (!del && (rc = parse_query(conn, &put_def, &p, NULL, NULL, &err)) == 0) {
 		size_t n;
 		const double *g = pe_param_list(&p, "grid", &n);
 		j->meta.grid_h = g ? (uint64_t)g[0] : 0;
@@ -569,6 +572,7 @@ struct gjob {
 	struct pe_params params;
 	struct pe_out out;
 	struct pe_shape shape;     /* of the result */
+	int similarity;            /* answer the [rows, rows] dot products instead of the table */
 	char etag[40];
 	size_t keylen;
 	char key[];
@@ -594,7 +598,7 @@ static double elem(enum pe_dtype dt, const void *data, size_t i)
 static double *table_values(const struct gjob *j, const void *data, struct pe_err *err)
 {
 	const struct pe_store_meta *m = &j->meta;
-	size_t n = (size_t)(m->rows * m->cols), nout = j->shape.dim[0] * j->shape.dim[1];
+	size_t n = (size_t)(m->rows * m->cols), nout = j->shape.dim[0] * (size_t)m->cols; /* rows x cols */
 	double *x = malloc(n * sizeof *x), *y = NULL;
 	enum pe_dtype coord = m->dtype == PE_F64 ? PE_F64 : PE_F32;
 	int rc = 0;
@@ -624,6 +628,21 @@ static double *table_values(const struct gjob *j, const void *data, struct pe_er
 	return y;
 }
 
+/* Replace the (resampled) table's values [rows, cols] by their dot products [rows, rows]. */
+static int similarity_of(const struct gjob *j, double **v, struct pe_err *err)
+{
+	size_t rows = j->shape.dim[0], cols = (size_t)j->meta.cols;
+	double *g = malloc(rows * rows * sizeof *g);
+	if (!g) {
+		free(*v);
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	}
+	pe_gram_f64(*v, rows, cols, g);
+	free(*v);
+	*v = g;
+	return 0;
+}
+
 /* Read, resample, round to the output dtype and encode into out. */
 static int produce(struct gjob *j, struct pe_buf *out, struct pe_err *err)
 {
@@ -634,6 +653,8 @@ static int produce(struct gjob *j, struct pe_buf *out, struct pe_err *err)
 	int rc = pe_store_read(j->h->opt.store, j->meta.name, j->meta.sha256, &m, &data, err);
 	if (rc == 0 && !(v = table_values(j, data, err)))
 		rc = err->code ? err->code : PE_ENOMEM;
+	if (rc == 0 && j->similarity && (rc = similarity_of(j, &v, err)) != 0)
+		v = NULL;
 	if (rc == 0 && !(typed = malloc(n * pe_dtype_size(j->out.dt))))
 		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	if (rc == 0) {
@@ -767,14 +788,25 @@ static int result_shape(const struct pe_http *h, const struct pe_store_meta *m, 
 	return 0;
 }
 
+/* The similarity of the (resampled) table: [rows, rows], checked against max_elements. */
+static int similarity_shape(const struct pe_http *h, struct pe_shape *s, struct pe_err *err)
+{
+	uint64_t n;
+	if (__builtin_mul_overflow((uint64_t)s->dim[0], (uint64_t)s->dim[0], &n) || n > h->opt.max_elements)
+		return pe_err_set(err, PE_ETOOBIG, "encoding", "the similarity matrix would have more than %" PRIu64
+				  " elements", h->opt.max_elements);
+	s->dim[1] = s->dim[0];
+	return 0;
+}
+
 /* "learned/<name>@<sha256>?<canonical parameters>|<dtype>|<format>..." and its ETag. */
-static int make_key(const struct pe_store_meta *m, const struct pe_params *p, const struct pe_out *o, char *key,
-		    char etag[40])
+static int make_key(const struct pe_store_meta *m, const struct pe_params *p, const struct pe_out *o, int similarity,
+		    char *key, char etag[40])
 {
 	char sha[65];
 	uint8_t d[32];
 	hex(m->sha256, 32, sha);
-	int n = snprintf(key, KEY_MAX, "learned/%s@%s?", m->name, sha);
+	int n = snprintf(key, KEY_MAX, "%s/%s@%s?", similarity ? "similarity/learned" : "learned", m->name, sha);
 	int c = n > 0 && n < KEY_MAX ? pe_params_canonical(p, key + n, KEY_MAX - (size_t)n) : -1;
 	int t = c >= 0 ? pe_out_key(o, key + n + c, KEY_MAX - (size_t)(n + c)) : -1;
 	if (t < 0)
@@ -791,13 +823,14 @@ static int make_key(const struct pe_store_meta *m, const struct pe_params *p, co
 }
 
 static struct gjob *gjob_new(struct pe_http *h, const struct pe_store_meta *m, struct pe_params *p,
-			     const struct pe_out *o, const struct pe_shape *s, const char *key, size_t keylen,
-			     const char *etag)
+			     const struct pe_out *o, const struct pe_shape *s, int similarity, const char *key,
+			     size_t keylen, const char *etag)
 {
 	struct gjob *j = malloc(sizeof *j + keylen + 1);
 	if (!j)
 		return NULL;
-	*j = (struct gjob){.h = h, .meta = *m, .params = *p, .out = *o, .shape = *s, .keylen = keylen};
+	*j = (struct gjob){.h = h, .meta = *m, .params = *p, .out = *o, .shape = *s, .similarity = similarity,
+			   .keylen = keylen};
 	memset(p, 0, sizeof *p); /* the job owns the parameters now */
 	memcpy(j->etag, etag, sizeof j->etag);
 	memcpy(j->key, key, keylen + 1);
@@ -806,8 +839,8 @@ static struct gjob *gjob_new(struct pe_http *h, const struct pe_store_meta *m, s
 
 /* Hit: answer. Under way: wait. Miss: this request computes on the pool. */
 static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const struct pe_store_meta *m,
-			      struct pe_params *p, const struct pe_out *o, const struct pe_shape *s, const char *key,
-			      size_t keylen)
+			      struct pe_params *p, const struct pe_out *o, const struct pe_shape *s, int similarity,
+			      const char *key, size_t keylen)
 {
 	struct pe_http *h = r->h;
 	struct pe_err err = {0};
@@ -825,7 +858,7 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 	r->w = w;
 	r->on_resume = get_resume;
 	if (rc == PE_CACHE_MISS) {
-		struct gjob *j = gjob_new(h, m, p, o, s, key, keylen, r->etag);
+		struct gjob *j = gjob_new(h, m, p, o, s, similarity, key, keylen, r->etag);
 		int sub = j ? h->opt.hooks.submit(h->opt.hooks.ctx, gjob_run, j) : PE_ENOMEM;
 		if (sub != 0) {
 			if (j)
@@ -837,7 +870,9 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 	return MHD_YES;
 }
 
-static enum MHD_Result get_item(struct req *r, struct MHD_Connection *conn, const char *name)
+/* GET a table (similarity 0) or its position similarity (1: /v1/analysis/similarity with
+ * encoding=learned:{name}, whose "encoding" parameter was read by the caller). */
+static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, const char *name, int similarity)
 {
 	struct pe_err err = {0};
 	struct pe_params p;
@@ -847,16 +882,18 @@ static enum MHD_Result get_item(struct req *r, struct MHD_Connection *conn, cons
 	struct pe_shape s = {0};
 	char key[KEY_MAX];
 	enum MHD_Result ret;
-	int rc = parse_query(conn, &get_def, &p, &q, &err), keylen = -1;
+	int rc = parse_query(conn, &get_def, &p, &q, similarity ? "encoding" : NULL, &err), keylen = -1;
 	if (rc == 0)
 		rc = pe_out_resolve(&o, &q, conn, PE_DTYPE_COUNT_, OFFERED, &err);
 	if (rc == 0 && pe_store_stat(r->h->opt.store, name, &m) != 0)
 		rc = pe_err_set(&err, PE_ENOTFOUND, "name", "no learned table named %s", name);
 	if (rc == 0)
 		rc = result_shape(r->h, &m, &p, &s, &err);
+	if (rc == 0 && similarity)
+		rc = similarity_shape(r->h, &s, &err);
 	if (rc == 0 && atomic_load(&r->h->draining))
 		rc = pe_err_set(&err, PE_EDRAINING, "", "the service is shutting down");
-	if (rc == 0 && (keylen = make_key(&m, &p, &o, key, r->etag)) < 0)
+	if (rc == 0 && (keylen = make_key(&m, &p, &o, similarity, key, r->etag)) < 0)
 		rc = pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
 	const char *inm = rc ? NULL : MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
 	if (rc != 0)
@@ -864,9 +901,24 @@ static enum MHD_Result get_item(struct req *r, struct MHD_Connection *conn, cons
 	else if (inm && pe_etag_matches(inm, r->etag))
 		ret = serve_not_modified(r, conn, r->etag);
 	else
-		ret = lookup(r, conn, &m, &p, &o, &s, key, (size_t)keylen);
+		ret = lookup(r, conn, &m, &p, &o, &s, similarity, key, (size_t)keylen);
 	pe_params_destroy(&p);
 	return ret;
+}
+
+static enum MHD_Result get_item(struct req *r, struct MHD_Connection *conn, const char *name)
+{
+	return get_common(r, conn, name, 0);
+}
+
+enum MHD_Result pe_learned_similarity(struct req *r, struct MHD_Connection *conn, const char *name)
+{
+	struct pe_err err = {0};
+	if (pe_store_name_check(name, strlen(name), &err) != 0) {
+		pe_err_set(&err, PE_EINVAL, "encoding", "encoding=learned:{name} needs a valid table name: %s", err.detail);
+		return problem(r, conn, &err);
+	}
+	return get_common(r, conn, name, 1);
 }
 
 /* ---- the final call ---- */

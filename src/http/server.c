@@ -428,6 +428,11 @@ static enum MHD_Result dispatch(struct req *r, struct MHD_Connection *conn, cons
 		pe_err_set(&err, PE_EMETHOD, "", "%s is not allowed here; use GET", method);
 		return pe_http_problem(r, conn, &err);
 	}
+	const char *enc = def && !strcmp(def->name, "analysis/similarity")
+				  ? MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "encoding")
+				  : NULL;
+	if (enc && !strncmp(enc, "learned:", 8)) /* the table lives in the store, not the core */
+		return pe_learned_similarity(r, conn, enc + 8);
 	if (def)
 		return pe_table_request(r, conn, def);
 	if (stat >= 0)

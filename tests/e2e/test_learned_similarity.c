@@ -1,0 +1,96 @@
+/* End-to-end test of /v1/analysis/similarity?encoding=learned:{name}: a table uploaded over HTTP,
+ * its [n, n] dot products (summed in double, row by row in channel order, as computed here too),
+ * with len= resampling first, cached and ETagged by the table's content, and the errors. */
+#include "support/pe_check.h"
+#include "support/pe_daemon.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "posenc/posenc.h"
+
+START_TEST(similarity_of_an_upload)
+{
+	char dir[64], h[96];
+	snprintf(dir, sizeof dir, "/tmp/posenc-sim-%d", (int)getpid());
+	const char *args[] = {"--data-dir", dir, NULL};
+	struct pe_daemon d;
+	pe_daemon_start(&d, args);
+	enum { N = 6, C = 5 };
+	float t[N * C];
+	for (int i = 0; i < N * C; i++)
+		t[i] = (float)((i * 37) % 11) / 7.0f - 0.6f;
+	struct pe_tensor_view v = {.shape = {2, {N, C}}, .dtype = PE_F32, .data = t};
+	struct pe_buf b;
+	pe_buf_init(&b, 1 << 20);
+	ck_assert_int_eq(pe_npy_write(&b, &v, NULL), 0);
+	const char *ct[] = {"Content-Type: application/x-npy", NULL};
+	struct pe_resp r;
+	pe_request(&d, "PUT", "/v1/learned/emb", ct, b.data, b.len, &r);
+	ck_assert_int_eq(r.status, 201);
+	pe_resp_free(&r);
+	pe_get(&d, "/v1/analysis/similarity?encoding=learned:emb&format=bin&dtype=f64", &r);
+	ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+	ck_assert_str_eq(pe_resp_header(&r, "X-PE-Shape", h, sizeof h), "6,6");
+	ck_assert_uint_eq(r.len, N * N * 8);
+	const double *g = (const double *)r.body;
+	for (int i = 0; i < N; i++)
+		for (int j = 0; j < N; j++) {
+			double acc = 0;
+			for (int k = 0; k < C; k++)
+				acc += (double)t[i * C + k] * (double)t[j * C + k];
+			ck_assert_msg(g[i * N + j] == acc, "(%d,%d) %.17g vs %.17g", i, j, g[i * N + j], acc);
+		}
+	char etag[64];
+	pe_resp_header(&r, "ETag", etag, sizeof etag);
+	pe_resp_free(&r);
+	pe_get(&d, "/v1/analysis/similarity?encoding=learned:emb&format=bin&dtype=f64", &r);
+	ck_assert_str_eq(pe_resp_header(&r, "X-PE-Cache", h, sizeof h), "hit");
+	pe_resp_free(&r);
+	/* resampled to 12 positions first */
+	pe_get(&d, "/v1/analysis/similarity?encoding=learned:emb&len=12&format=bin", &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(pe_resp_header(&r, "X-PE-Shape", h, sizeof h), "12,12");
+	pe_resp_free(&r);
+	/* replacing the table changes the answer's ETag */
+	t[0] += 1;
+	b.len = 0;
+	ck_assert_int_eq(pe_npy_write(&b, &v, NULL), 0);
+	pe_request(&d, "PUT", "/v1/learned/emb", ct, b.data, b.len, &r);
+	pe_resp_free(&r);
+	pe_get(&d, "/v1/analysis/similarity?encoding=learned:emb&format=bin&dtype=f64", &r);
+	ck_assert_str_ne(pe_resp_header(&r, "ETag", h, sizeof h), etag);
+	pe_resp_free(&r);
+	/* errors */
+	pe_get(&d, "/v1/analysis/similarity?encoding=learned:nope", &r);
+	ck_assert_int_eq(r.status, 404);
+	pe_resp_free(&r);
+	pe_get(&d, "/v1/analysis/similarity?encoding=learned:..%2Fx", &r);
+	ck_assert_int_eq(r.status, 400);
+	ck_assert(strstr(r.body, "\"param\":\"encoding\"") != NULL);
+	pe_resp_free(&r);
+	pe_get(&d, "/v1/analysis/similarity?encoding=learned:emb&dim=4", &r);
+	ck_assert_int_eq(r.status, 400);
+	pe_resp_free(&r);
+	pe_buf_destroy(&b);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+static Suite *learned_similarity_suite(void)
+{
+	Suite *s = suite_create("e2e_learned_similarity");
+	TCase *tc = tcase_create("similarity");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, similarity_of_an_upload);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(learned_similarity_suite)
