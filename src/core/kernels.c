@@ -8,6 +8,7 @@ static const struct pe_kernel_table scalar = {
 	.rope_store_f32 = pe_rope_store_f32_scalar,
 	.rope_fence = pe_rope_fence_scalar,
 	.rope_apply_f32 = pe_rope_apply_f32_scalar,
+	.sincos_store_f32 = pe_sincos_store_f32_scalar,
 };
 
 static const struct pe_kernel_table avx2 = {
@@ -16,9 +17,25 @@ static const struct pe_kernel_table avx2 = {
 	.rope_store_f32 = pe_rope_store_f32_avx2,
 	.rope_fence = pe_rope_fence_avx2,
 	.rope_apply_f32 = pe_rope_apply_f32_avx2,
+	.sincos_store_f32 = pe_sincos_store_f32_avx2,
 };
 
 const struct pe_kernel_table *pe_kernels(void)
 {
 	return pe_isa_active() == PE_ISA_AVX2 ? &avx2 : &scalar;
+}
+
+#define REC_MAX_FLOAT_POS 0x1p24     /* hf: float(position) stops being exact */
+#define REC_MAX_HF_ANGLE 0x1p20      /* hf: beyond, corrections exceed the series' range */
+#define REC_MAX_EXACT_ANGLE 0x1p47   /* exact: corrections (an ulp of the angle) stay below 2^-5 */
+#define REC_FIRST_ORDER_ANGLE 0x1p26 /* exact: corrections below 2^-27, first order exact to 2^-55 */
+
+int pe_rope_rec_order(double last, double wmax, int hf)
+{
+	double amax = last * wmax;
+	if (hf)
+		return last <= REC_MAX_FLOAT_POS && amax < REC_MAX_HF_ANGLE ? PE_REC_SERIES : PE_REC_DIRECT;
+	if (!(amax < REC_MAX_EXACT_ANGLE))
+		return PE_REC_DIRECT;
+	return amax < REC_FIRST_ORDER_ANGLE ? PE_REC_FIRST_ORDER : PE_REC_SERIES;
 }

@@ -45,7 +45,17 @@ struct pe_kernel_table {
 	 * each product rounded, then the sum. out may be x. cs/sn are that position's table rows. */
 	void (*rope_apply_f32)(const float *x, float *out, const float *cs, const float *sn, size_t rd,
 			       int interleaved, int inverse);
+	/* One sinusoidal row of 2n float32 values from n sin/cos values, each rounded once: interleaved
+	 * (s0 c0 s1 c1 ...) or halves [s0 .. s(n-1) | c0 .. c(n-1)], any alignment. */
+	void (*sincos_store_f32)(const double *s, const double *c, size_t n, int interleaved, float *o);
 };
+
+/* Which rope_row recurrence serves angles up to last * wmax (last: one past the last position,
+ * wmax: the largest |w|) within the 2^-44 bound above: PE_REC_DIRECT when none does (corrections
+ * beyond the series' range, or hf float positions no longer exact), PE_REC_SERIES, or
+ * PE_REC_FIRST_ORDER (exact angles below 2^26: a correction is at most an ulp, 2^-27). */
+enum { PE_REC_DIRECT, PE_REC_SERIES, PE_REC_FIRST_ORDER };
+int pe_rope_rec_order(double last, double wmax, int hf);
 
 const struct pe_kernel_table *pe_kernels(void);
 
@@ -65,6 +75,11 @@ void pe_rope_apply_f32_scalar(const float *x, float *out, const float *cs, const
 			      int interleaved, int inverse);
 void pe_rope_apply_f32_avx2(const float *x, float *out, const float *cs, const float *sn, size_t rd,
 			    int interleaved, int inverse);
+void pe_sincos_store_f32_scalar(const double *s, const double *c, size_t n, int interleaved, float *o);
+void pe_sincos_store_f32_avx2(const double *s, const double *c, size_t n, int interleaved, float *o);
+/* The scalar store of pairs from..n-1 of such a row (the AVX2 kernel's tail). */
+void pe_sincos_store_f32_from(const double *s, const double *c, size_t n, size_t from, int interleaved,
+			      float *o);
 /* f64 bodies are rare: one scalar kernel serves both paths. */
 void pe_rope_apply_f64(const double *x, double *out, const double *cs, const double *sn, size_t rd,
 		       int interleaved, int inverse);

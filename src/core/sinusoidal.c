@@ -6,12 +6,20 @@
  *            a zero column last when dim is odd
  *
  * compat=exact: frequencies and angles in double (w as libm pow/exp give it, the angle p*w one
- * double product, as a float64 NumPy reference computes them), sin/cos within 1 ulp in double,
- * one rounding to the dtype. compat=hf: PyTorch's float32 order: w = expf(float(2i) *
+ * double product, as a float64 NumPy reference computes them), sin/cos within 1 ulp in double
+ * (f64 output; the other dtypes see below), one rounding to the dtype. compat=hf: PyTorch's float32 order: w = expf(float(2i) *
  * float(-ln(base)/dim)) (fairseq: expf(float(k) * float(-log_inc))), angle = float(p) * w rounded to
  * float, then sin/cos of that float angle, rounded to float.
  *
- * Rows are built one at a time in a small double buffer (in L1) and rounded into the output. */
+ * Rows are produced in order, each written once. For f32/f16/bf16 output, sin/cos come from RoPE's
+ * angle-addition recurrence (kernels.h rope_row, as rope.c uses it): anchored every
+ * PE_ROPE_ANCHOR_ROWS rows on directly computed values and corrected to each row's own angle (the
+ * exact double product or hf's float one), so every value is within 2^-44 of the exact sin/cos of
+ * that angle, and directly computed below 2^-16 in magnitude; one rounding to the dtype is then within
+ * 1 ulp of the correctly rounded value, the same bound as the direct path. f64 output (where 2^-44
+ * would be hundreds of ulps), single rows and angles beyond the recurrence's range (pe_rope_rec_order) take the
+ * direct path: SLEEF's or glibc's sincos of every angle. f32 rows are laid out and rounded in one
+ * pass (sincos_store_f32); other dtypes go through a double row and pe_store_f64. */
 #include "core/kernels.h"
 #include "core/tables.h"
 #include "core/torchmath.h"
@@ -114,47 +122,151 @@ static void layout_row(int variant, size_t dim, size_t h, const double *s, const
 	}
 }
 
+/* Everything one table computation needs; rows are produced in order. */
+struct job {
+	const struct pe_kernel_table *k;
+	struct pe_rope_rec rec;
+	size_t len, dim, h, nf;
+	int64_t offset;
+	int variant, hf, use_rec;
+	enum pe_dtype dt;
+	double *buf; /* one allocation: w, cos w, sin w, recurrence state, ang, s, c, a double row */
+	float *wf;
+	double *w, *cw, *sw, *ang, *s, *c, *row;
+};
+
+static void freqs(struct job *j, const struct pe_params *p)
+{
+	if (!j->hf) {
+		freqs_exact(p, j->variant, j->nf, j->w);
+		return;
+	}
+	freqs_hf(p, j->variant, j->nf, j->wf);
+	for (size_t i = 0; i < j->nf; i++) /* the recurrence's rotation is by the float frequency */
+		j->w[i] = (double)j->wf[i];
+}
+
+/* The recurrence for f32/f16/bf16 when its corrections stay in range (kernels.h); f64 output, where
+ * its 2^-44 would be hundreds of ulps, and single rows take the direct path. */
+static int recurrence_order(const struct job *j)
+{
+	if (j->dt == PE_F64 || j->len < 2)
+		return PE_REC_DIRECT;
+	double wmax = 0;
+	for (size_t i = 0; i < j->nf; i++)
+		wmax = fmax(wmax, fabs(j->w[i]));
+	return pe_rope_rec_order((double)j->offset + (double)j->len, wmax, j->hf);
+}
+
+/* One 64-byte aligned allocation (no vector load splits a cache line): w, cos w, sin w, the
+ * recurrence's c, s, d0, then ang, s, c and a double row; and the float frequencies. */
+static int job_alloc(struct job *j)
+{
+	size_t stride = (j->nf + 7) / 8 * 8;
+	j->buf = aligned_alloc(64, sizeof(double) * (9 * stride + (j->dim + 7) / 8 * 8));
+	j->wf = malloc(sizeof(float) * (j->nf + 1)); /* t2t dim=1 has no frequency */
+	if (!j->buf || !j->wf)
+		return PE_ENOMEM;
+	double *w = j->buf, *cw = w + stride, *sw = cw + stride, *st = sw + stride;
+	j->rec = (struct pe_rope_rec){j->nf, w, cw, sw, st, st + stride, st + 2 * stride, 0, NULL};
+	j->w = w;
+	j->cw = cw;
+	j->sw = sw;
+	j->ang = st + 3 * stride;
+	j->s = j->ang + stride;
+	j->c = j->s + stride;
+	j->row = j->c + stride;
+	return 0;
+}
+
+static void job_destroy(struct job *j)
+{
+	free(j->buf);
+	free(j->wf);
+}
+
+static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt)
+{
+	memset(j, 0, sizeof *j);
+	j->k = pe_kernels();
+	j->dt = dt;
+	j->len = (size_t)pe_param_int(p, "len");
+	j->dim = (size_t)pe_param_int(p, "dim");
+	j->offset = pe_param_int(p, "offset");
+	j->variant = pe_param_enum(p, "variant");
+	j->hf = pe_param_enum(p, "compat") == PE_COMPAT_HF;
+	/* vaswani with odd dim has one extra sin column with its own frequency */
+	j->h = j->dim / 2;
+	j->nf = j->variant == V_VASWANI ? (j->dim + 1) / 2 : j->h;
+	if (job_alloc(j) != 0) {
+		job_destroy(j);
+		return PE_ENOMEM;
+	}
+	freqs(j, p);
+	int order = recurrence_order(j);
+	j->use_rec = order != PE_REC_DIRECT;
+	j->rec.first_order = order == PE_REC_FIRST_ORDER;
+	j->rec.wf = j->hf ? j->wf : NULL;
+	if (j->use_rec) /* the rotation by one row: cos w, sin w */
+		j->k->sincos_f64(j->w, j->sw, j->cw, j->nf);
+	return 0;
+}
+
+/* sin/cos of row r's angles into j->s, j->c: the recurrence (anchored every PE_ROPE_ANCHOR_ROWS
+ * rows), or directly from the angles formed as the mode forms them. */
+static void row_sincos(struct job *j, size_t r)
+{
+	int64_t pos = j->offset + (int64_t)r;
+	if (j->use_rec) {
+		j->k->rope_row(&j->rec, (double)pos, NULL, r % PE_ROPE_ANCHOR_ROWS == 0, j->c, j->s);
+		return;
+	}
+	if (j->hf) {
+		float pf = (float)pos;
+		for (size_t i = 0; i < j->nf; i++)
+			j->ang[i] = (double)(pf * j->wf[i]);
+	} else {
+		double pd = (double)pos;
+		for (size_t i = 0; i < j->nf; i++)
+			j->ang[i] = pd * j->w[i];
+	}
+	j->k->sincos_f64(j->ang, j->s, j->c, j->nf);
+}
+
+/* f32: laid out and rounded in one pass (one rounding: hf's float sin/cos is the same float). */
+static void store_f32(const struct job *j, float *o)
+{
+	j->k->sincos_store_f32(j->s, j->c, j->h, j->variant == V_VASWANI, o);
+	if (j->dim & 1)
+		o[j->dim - 1] = j->variant == V_VASWANI ? (float)j->s[j->h] : 0.0f;
+}
+
+/* Other dtypes: the row in double, hf's values rounded to float first as PyTorch's float32
+ * tensors hold them, then one rounding to the dtype. */
+static void store_generic(const struct job *j, void *o)
+{
+	layout_row(j->variant, j->dim, j->h, j->s, j->c, j->row);
+	if (j->hf)
+		for (size_t i = 0; i < j->dim; i++)
+			j->row[i] = (double)(float)j->row[i];
+	pe_store_f64(j->dt, o, j->row, j->dim);
+}
+
 static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
 {
-	size_t len = (size_t)pe_param_int(p, "len"), dim = (size_t)pe_param_int(p, "dim");
-	int64_t offset = pe_param_int(p, "offset");
-	int variant = pe_param_enum(p, "variant"), hf = pe_param_enum(p, "compat") == PE_COMPAT_HF;
-	/* vaswani with odd dim has one extra sin column with its own frequency */
-	size_t h = dim / 2, nf = (variant == V_VASWANI) ? (dim + 1) / 2 : h;
-	size_t esz = pe_dtype_size(dt);
-	double *buf = malloc(sizeof(double) * (4 * nf + dim + 4));
-	float *wf = malloc(sizeof(float) * (nf + 1));
-	if (!buf || !wf) {
-		free(buf);
-		free(wf);
+	struct job j;
+	if (job_init(&j, p, dt) != 0)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	size_t row_bytes = j.dim * pe_dtype_size(dt);
+	for (size_t r = 0; r < j.len; r++) {
+		row_sincos(&j, r);
+		char *o = (char *)out + r * row_bytes;
+		if (dt == PE_F32)
+			store_f32(&j, (float *)o);
+		else
+			store_generic(&j, o);
 	}
-	double *w = buf, *ang = w + nf, *s = ang + nf, *c = s + nf, *row = c + nf;
-	if (hf)
-		freqs_hf(p, variant, nf, wf);
-	else
-		freqs_exact(p, variant, nf, w);
-	const struct pe_kernel_table *k = pe_kernels();
-	for (size_t r = 0; r < len; r++) {
-		int64_t pos = offset + (int64_t)r;
-		if (hf) {
-			float pf = (float)pos;
-			for (size_t i = 0; i < nf; i++)
-				ang[i] = (double)(pf * wf[i]);
-		} else {
-			double pd = (double)pos;
-			for (size_t i = 0; i < nf; i++)
-				ang[i] = pd * w[i];
-		}
-		k->sincos_f64(ang, s, c, nf);
-		layout_row(variant, dim, h, s, c, row);
-		if (hf) /* hf rounds sin/cos to float first, as PyTorch's float32 tensors do */
-			for (size_t i = 0; i < dim; i++)
-				row[i] = (double)(float)row[i];
-		pe_store_f64(dt, (char *)out + r * dim * esz, row, dim);
-	}
-	free(buf);
-	free(wf);
+	job_destroy(&j);
 	return 0;
 }
 
