@@ -23,13 +23,9 @@
 #include <string.h>
 
 #define BLOCK_ELEMS 32768           /* angles formed together: up to 64 rows, 256 KB */
-#define REC_MAX_ANGLE 1048576.0     /* 2^20: beyond, hf/ggml corrections exceed the series' range */
-#define REC_MAX_FLOAT_POS 16777216.0 /* 2^24: float(position) stops being exact (hf, ggml) */
-#define FIRST_ORDER_MAX_ANGLE 67108864.0 /* 2^26 */
 #define STREAM_BYTES (8u << 20)     /* f32 tables from 8 MB on bypass the cache */
 #define GGML_MAX_POS 2147483647.0   /* llama.cpp positions are int32 */
 #define F16_MAX 65504.0             /* attention_scaling keeps every dtype finite */
-#define EXACT_REC_MAX_ANGLE 140737488355328.0 /* 2^47: exact corrections (an ulp) stay below 2^-5 */
 
 enum { L_HALF, L_INTERLEAVED };
 const char *const pe_rope_layouts[] = {"half", "interleaved", NULL};
@@ -299,27 +295,16 @@ struct job {
 	double *t, *c, *s, *row;
 };
 
-/* The recurrence pays off when the corrections stay in the series' range (see kernels.h). */
-static int recurrence_fits(const struct job *j)
+/* Which recurrence this table may use (pe_rope_rec_order, shared with sinusoidal.c): f64 output
+ * and single rows are computed directly. */
+static int recurrence_order(const struct job *j)
 {
 	if (j->dt == PE_F64 || j->len < 2)
-		return 0;
+		return PE_REC_DIRECT;
 	double wmax = 0, last = (double)j->offset + (double)j->len;
 	for (size_t i = 0; i < j->h; i++)
 		wmax = fmax(wmax, fabs(j->pl.w[i]));
-	if (j->pl.cfg.compat == PE_COMPAT_EXACT) /* its corrections are at most an ulp of the angle */
-		return last * wmax < EXACT_REC_MAX_ANGLE;
-	return last <= REC_MAX_FLOAT_POS && last * wmax < REC_MAX_ANGLE;
-}
-
-/* Exact angles are rounded doubles, so a row's correction is at most an ulp of its angle; below
- * 2^26 that is 2^-27 and the first-order correction is exact to 2^-55. */
-static int first_order(const struct job *j)
-{
-	double last = (double)j->offset + (double)j->len, wmax = 0;
-	for (size_t i = 0; i < j->h; i++)
-		wmax = fmax(wmax, fabs(j->pl.w[i]));
-	return j->pl.cfg.compat == PE_COMPAT_EXACT && last * wmax < FIRST_ORDER_MAX_ANGLE;
+	return pe_rope_rec_order(last, wmax, j->pl.cfg.compat != PE_COMPAT_EXACT);
 }
 
 static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, void *out)
@@ -336,7 +321,8 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, 
 	j->offset = pe_param_int(p, "offset");
 	j->fmode = j->pl.cfg.compat != PE_COMPAT_EXACT;
 	j->interleaved = pe_param_enum(p, "layout") == L_INTERLEAVED;
-	j->use_rec = recurrence_fits(j);
+	int order = recurrence_order(j);
+	j->use_rec = order != PE_REC_DIRECT;
 	j->stream = dt == PE_F32 && 2 * j->len * j->dim * 4 >= STREAM_BYTES;
 	size_t h = j->h;
 	j->block = BLOCK_ELEMS / h < 1 ? 1 : BLOCK_ELEMS / h > 64 ? 64 : BLOCK_ELEMS / h;
@@ -349,7 +335,7 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, 
 	j->c = j->t + j->block * h;
 	j->s = j->c + h;
 	double *cw = j->s + h, *sw = cw + h;
-	j->rec = (struct pe_rope_rec){h, j->pl.w, cw, sw, sw + h, sw + 2 * h, sw + 3 * h, first_order(j), NULL};
+	j->rec = (struct pe_rope_rec){h, j->pl.w, cw, sw, sw + h, sw + 2 * h, sw + 3 * h, order == PE_REC_FIRST_ORDER, NULL};
 	j->row = sw + 4 * h;
 	if (j->pl.cfg.compat == PE_COMPAT_HF) { /* the float frequencies, for the kernel's hf angles */
 		float *wf = (float *)(j->row + 2 * j->dim);
