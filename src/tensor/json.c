@@ -183,7 +183,7 @@ static int size_error(struct pe_err *err, int rc, const struct pe_buf *b)
 
 int pe_json_write_data(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err)
 {
-	size_t count, start = b->len;
+	size_t count = 0, start = b->len;
 	int rc = check_view(t, &count, err);
 	if (rc != 0)
 		return rc;
@@ -318,7 +318,7 @@ static int write_head(struct pe_buf *b, const struct pe_params *p, const struct 
 int pe_json_write_table(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t,
 			struct pe_err *err)
 {
-	size_t count, start = b->len;
+	size_t count = 0, start = b->len;
 	int rc = check_view(t, &count, err);
 	if (rc != 0)
 		return rc;
@@ -372,7 +372,7 @@ static void chunk_view(const struct pe_tensor_view *t, size_t r0, size_t r1, str
 int pe_json_write_table_mt(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t,
 			   unsigned threads, struct pe_err *err)
 {
-	size_t count;
+	size_t count = 0;
 	if (check_view(t, &count, err) != 0)
 		return err && err->code ? err->code : PE_EINTERNAL;
 	if (threads > 8)
@@ -392,7 +392,7 @@ int pe_json_write_table_mt(struct pe_buf *b, const struct pe_params *p, const st
 		if (pthread_create(&c[k].thread, NULL, encode_chunk, &c[k]) != 0)
 			break;
 	if (rc == 0)
-		rc = write_data(b, &c[0].view, count); /* "[row, ..., row]": its ']' is replaced below */
+		rc = write_data(b, &c[0].view, count / threads + 1); /* "[row, ..., row]": ']' replaced below */
 	for (unsigned k = 1; k <= started; k++)
 		pthread_join(c[k].thread, NULL);
 	for (unsigned k = 1; k < threads && rc == 0; k++) {
