@@ -192,7 +192,7 @@ kernel_row "sinusoidal 512×768 vs the seeds' NumPy get_position_encoding (float
 kernel_row "sinusoidal 512×768 vs the seeds' PyTorch PositionalEncoding(768, 512), 1 thread" sin_exact torch_seed_sin "PyTorch" speed - 0 "—"
 kernel_row "RoPE cos/sin 65536×128 f32 vs HF (inv_freq→outer→cat→cos/sin), torch 1 thread" rope torch_hf_rope "PyTorch" speed ">=" 10 "≥ 10× faster"
 kernel_row "RoPE cos/sin 65536×128 f32 (64 MiB) vs memset" rope rope_memset "memset of the same 64 MiB" time - 0 "—"
-kernel_row "RoPE cos/sin 65536×128 f32 into a 64-byte-aligned buffer vs HF torch (diagnostic: the rows above use a malloc'd buffer, $(info rope "$K" | sed 's/.*, //'), as the server's are)" rope_aligned torch_hf_rope "PyTorch" speed - 0 "—"
+kernel_row "RoPE cos/sin 65536×128 f32 into a plain malloc'd buffer (16 mod 32) vs HF torch (diagnostic: the rows above use a 64-byte-aligned buffer, as the server's pe_buf is)" rope_aligned torch_hf_rope "PyTorch" speed - 0 "—"
 kernel_row "RoPE apply, [1,32,2048,128] f32 (32 MiB) in place, via pe_transform_apply" rope_apply rope_apply_memcpy "memcpy of the same 32 MiB" time "<=" 2 "≤ 2× memcpy"
 kernel_row "RoPE apply, the same, vs HF q·cos + rotate_half(q)·sin (cos/sin precomputed), torch 1 thread" rope_apply torch_rope_apply "PyTorch" speed - 0 "—"
 kernel_row "JSON encode 512×768 f32: pe_json_write_table ($(info json_pe "$K"))" json_pe json_jansson "jansson tree + json_dumps, 9 digits ($(info json_jansson "$K"))" speed - 0 "see the cold HTTP row"
