@@ -67,7 +67,7 @@ int main(void)
 	expect_4xx(d.port, "a 100 KiB request line", "GET /v1/sinusoidal?len=4&dim=8&pad=", "a", 100 * 1024,
 		   " HTTP/1.1\r\nHost: x\r\n\r\n");
 	expect_4xx(d.port, "a 100 KiB method", "", "A", 100 * 1024, " / HTTP/1.1\r\nHost: x\r\n\r\n");
-	/* libmicrohttpd 0.9.75 keeps one record per query parameter in the connection's 64 KiB pool;
+	/* libmicrohttpd 0.9.75 keeps one record per query parameter in the connection's memory pool;
 	 * when they do not fit it logs a 431 but sends nothing and holds the connection until the
 	 * inactivity timeout. */
 	expect_refusal(d.port, "2000 query parameters", "GET /v1/sinusoidal?len=4&dim=8", "&a=1", 2000,

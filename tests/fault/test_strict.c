@@ -1,7 +1,7 @@
 /* Strict requests (issue 9 item 1) against the running daemon, over raw sockets so every byte of
  * the request target is sent as written: unknown, repeated and empty parameters, signs,
- * exponents, 64-bit overflow, NaN / Inf, bad percent-encoding and NUL bytes are each a 400
- * problem+json naming the parameter; paths are matched exactly (no "//", ".", "..", trailing "/",
+ * exponents, 64-bit overflow, NaN / Inf, bad percent-encoding, NUL bytes and values a table
+ * cannot compute with are each a 400 problem+json naming the parameter; paths are matched exactly (no "//", ".", "..", trailing "/",
  * encoded "/" or NUL turning into another route): 404 problem+json. */
 #include "fault/fault.h"
 
@@ -49,6 +49,14 @@ static const struct req_case cases[] = {
 	 400, "short_factor"},
 	{"/v1/relative/t5?q_len=4&bidirectional=yes", 400, "bidirectional"},
 	{"/v1/alibi?heads=4&q_len=4&mask=causal&mask=none", 400, "mask"},
+	/* in the parameter's range but not a float32, which compat=hf computes in (found by fuzzing) */
+	{"/v1/sinusoidal?len=2&dim=8&variant=t2t&min_timescale=1e39&compat=hf", 400, "min_timescale"},
+	{"/v1/sinusoidal?len=2&dim=8&base=1e-300&compat=hf", 400, "base"},
+	{"/v1/relative/xl?len=2&dim=8&base=1e-300&compat=hf", 400, "base"},
+	{"/v1/rope2d?height=2&width=2&dim=8&base=1e-300&compat=hf", 400, "base"},
+	{"/v1/rope?len=4&dim=8&base=1e-300&compat=hf", 400, "base"},
+	/* a combination the parameters accept but the computation refuses */
+	{"/v1/analysis/similarity?len=4&dim=8&compat=ggml", 400, "compat"},
 	/* paths */
 	{"/v1//sinusoidal?len=4&dim=8", 404, NULL},
 	{"//v1/sinusoidal?len=4&dim=8", 404, NULL},
@@ -70,11 +78,32 @@ static const struct req_case cases[] = {
 	{"/v1/sinusoidal?len=4&dim=8", 200, NULL},
 };
 
+/* Transforms: the same rules for their parameters (a small JSON body each). */
+static const struct req_case post_cases[] = {
+	{"/v1/sinusoidal/apply?lenght=2", 400, "lenght"},
+	{"/v1/sinusoidal/apply?xscale=nan", 400, "xscale"},
+	/* accepted values whose float32 result overflows (found as 500s from the JSON encoder) */
+	{"/v1/sinusoidal/apply?xscale=1e300", 400, "xscale"},
+	{"/v1/sinusoidal/apply?variant=t2t&min_timescale=1e39&compat=hf", 400, "min_timescale"},
+	{"/v1/alibi/apply?max_bias=65", 400, "max_bias"},
+};
+
 int main(void)
 {
 	fault_init("strict", 60);
 	struct daemon d;
 	daemon_start(&d, NULL);
+	for (size_t i = 0; i < sizeof post_cases / sizeof post_cases[0]; i++) {
+		const struct req_case *c = &post_cases[i];
+		static const char body[] = "[[[1, 2], [3, 4]]]";
+		struct resp r = {0};
+		int ok = http_request(d.port, "127.0.0.1", "POST", c->target, "Content-Type: application/json\r\n", body,
+				      sizeof body - 1, 5000, &r) == 0 &&
+			 is_problem(&r, c->status, c->param);
+		check(ok, "POST %s -> %d naming %s (got %d: %.160s)", c->target, c->status, c->param, r.status,
+		      r.body ? r.body : "");
+		resp_free(&r);
+	}
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const struct req_case *c = &cases[i];
 		char req[1024];
