@@ -55,6 +55,9 @@ size_t pe_fmt_bf16(uint16_t h, char *buf);
 /* Element i of a view, shortest for its dtype (i32 printed as an integer). */
 size_t pe_fmt_elem(const struct pe_tensor_view *t, size_t i, char *buf);
 
+/* Index of the first NaN or infinity of t's first count elements, or count if there is none. */
+size_t pe_first_nonfinite(const struct pe_tensor_view *t, size_t count);
+
 /* ---- npy (NumPy format) ---- */
 /* Version 1.0 header + data. bf16 has no NumPy dtype: PE_EINVAL naming "dtype". */
 int pe_npy_write(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err);

@@ -59,7 +59,17 @@ static int sim_check(struct pe_params *p, struct pe_err *err)
 						  rope_only[i]);
 	} else if (pe_param_isset(p, "variant"))
 		return pe_err_set(err, PE_EINVAL, "variant", "variant applies to encoding=sinusoidal only");
-	return 0;
+	/* the encoding's own checks, now, so an error names its parameter instead of failing later */
+	const struct pe_table_def *def = pe_table_find(encodings[pe_param_enum(p, "encoding")]);
+	if (!def)
+		return pe_err_set(err, PE_EINVAL, "encoding", "this encoding is not available");
+	struct pe_params t;
+	pe_params_init(&t, def);
+	int rc = pe_params_derive(p, &t, err);
+	if (rc == 0)
+		rc = pe_params_finish(&t, err);
+	pe_params_destroy(&t);
+	return rc;
 }
 
 static int sim_shape(const struct pe_params *p, struct pe_shape *s)

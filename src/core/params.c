@@ -387,3 +387,15 @@ void *pe_table_derived(const struct pe_params *from, const struct pe_table_def *
 	pe_params_destroy(&t);
 	return out;
 }
+
+int pe_check_float32_range(const struct pe_params *p, const char *name, struct pe_err *err)
+{
+	int c = pe_param_index(p->def, "compat");
+	if (c < 0 || p->v[c].i != PE_COMPAT_HF || !pe_param_isset(p, name))
+		return 0;
+	double v = fabs(pe_param_real(p, name));
+	if (v != 0 && (v < 0x1p-126 || v > 0x1.fffffep127))
+		return pe_err_set(err, PE_EINVAL, name,
+				  "compat=hf computes in float32: %s must be between 1.2e-38 and 3.4e38 in magnitude", name);
+	return 0;
+}

@@ -126,7 +126,7 @@ static int xl_check(struct pe_params *p, struct pe_err *err)
 {
 	if (pe_param_int(p, "dim") % 2 != 0)
 		return pe_err_set(err, PE_EINVAL, "dim", "dim must be even for relative/xl ([sin | cos] halves)");
-	return 0;
+	return pe_check_float32_range(p, "base", err);
 }
 
 static int xl_shape(const struct pe_params *p, struct pe_shape *s)

@@ -61,7 +61,10 @@ static int check(struct pe_params *p, struct pe_err *err)
 	if (variant != V_T2T) { /* keep the canonical key free of parameters that do not apply */
 		p->v[pe_param_index(p->def, "min_timescale")].set = 0;
 	}
-	return 0;
+	int rc = pe_check_float32_range(p, "base", err);
+	if (rc == 0)
+		rc = pe_check_float32_range(p, "min_timescale", err);
+	return rc ? rc : pe_check_float32_range(p, "max_timescale", err);
 }
 
 static int shape(const struct pe_params *p, struct pe_shape *s)
@@ -72,13 +75,21 @@ static int shape(const struct pe_params *p, struct pe_shape *s)
 	return 0;
 }
 
+/* ln(mx / mn) as tensor2tensor computes it, or as ln mx − ln mn when the ratio itself overflows or
+ * vanishes (timescales more than 1e308 apart). */
+static double log_ratio(double mx, double mn)
+{
+	double r = mx / mn;
+	return isfinite(r) && r > 0 ? log(r) : log(mx) - log(mn);
+}
+
 /* Frequencies, h = number of sin/cos pairs. */
 static void freqs_exact(const struct pe_params *p, int variant, size_t h, double *w)
 {
 	double dim = (double)pe_param_int(p, "dim"), base = pe_param_real(p, "base");
 	if (variant == V_T2T) {
 		double mn = pe_param_real(p, "min_timescale"), mx = pe_param_real(p, "max_timescale");
-		double inc = log(mx / mn) / (double)(h > 1 ? h - 1 : 1);
+		double inc = log_ratio(mx, mn) / (double)(h > 1 ? h - 1 : 1);
 		for (size_t k = 0; k < h; k++)
 			w[k] = mn * exp(-(double)k * inc);
 	} else {
@@ -92,7 +103,7 @@ static void freqs_hf(const struct pe_params *p, int variant, size_t h, float *w)
 	double dim = (double)pe_param_int(p, "dim"), base = pe_param_real(p, "base");
 	if (variant == V_T2T) {
 		double mn = pe_param_real(p, "min_timescale"), mx = pe_param_real(p, "max_timescale");
-		float neg_inc = (float)(-(log(mx / mn) / (double)(h > 1 ? h - 1 : 1)));
+		float neg_inc = (float)(-(log_ratio(mx, mn) / (double)(h > 1 ? h - 1 : 1)));
 		for (size_t k = 0; k < h; k++) {
 			float e = pe_torch_expf((float)k * neg_inc);
 			w[k] = mn == 1.0 ? e : (float)mn * e;

@@ -41,7 +41,7 @@ static int check(struct pe_params *p, struct pe_err *err)
 {
 	if (pe_param_int(p, "dim") % 4 != 0)
 		return pe_err_set(err, PE_EINVAL, "dim", "dim must be a multiple of 4 for sinusoidal2d");
-	return 0;
+	return pe_check_float32_range(p, "base", err);
 }
 
 static int shape(const struct pe_params *p, struct pe_shape *s)

@@ -19,6 +19,10 @@ extern const struct pe_table_def pe_table_analysis_similarity, pe_table_analysis
 void *pe_table_derived(const struct pe_params *from, const struct pe_table_def *def, const char *const *kv,
 		       enum pe_dtype dt, size_t *count, struct pe_err *err);
 
+/* compat=hf tables compute in float32: a real parameter they turn into a float must be a normal
+ * float (else its frequencies overflow or vanish). 0, or PE_EINVAL naming it. */
+int pe_check_float32_range(const struct pe_params *p, const char *name, struct pe_err *err);
+
 /* Common parameter ranges. */
 #define PE_MAX_LEN ((double)(1u << 30))     /* positions per table */
 #define PE_MAX_DIM 65536.0                  /* embedding width */

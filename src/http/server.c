@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -499,6 +500,31 @@ static void begin_request(struct pe_http *h, struct req *r, struct MHD_Connectio
 	assign_request_id(h, r, conn);
 }
 
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+		(*(int *)cls)++;
+	return MHD_YES;
+}
+
+/* Framing a proxy and this server could read differently (request smuggling), and bodies on
+ * methods that take none (which would otherwise be read and dropped to the end): refused before a
+ * byte of body is read. 0 when the request may go on. */
+static int framing_problem(struct req *r, struct MHD_Connection *conn, const char *method, struct pe_err *err)
+{
+	int n = 0;
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &n);
+	if (n > 1)
+		return pe_err_set(err, PE_EBODY, "Content-Length", "Content-Length is given more than once");
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	int has_body = (cl && strtoull(cl, NULL, 10) > 0) || te;
+	if (has_body && (!strcmp(method, "GET") || !strcmp(method, "HEAD") || !strcmp(method, "DELETE") ||
+			 !strcmp(method, "OPTIONS")))
+		return pe_err_set(err, PE_EBODY, "body", "%s takes no body", method);
+	return 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_data_size,
 				  void **con_cls)
@@ -512,6 +538,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		begin_request(h, r, conn, url, method);
 		*con_cls = r;
 		atomic_fetch_add(&h->active, 1);
+		struct pe_err err = {0};
+		if (framing_problem(r, conn, method, &err) != 0) {
+			r->answered = 1;
+			return pe_http_problem(r, conn, &err);
+		}
 		if (!strcmp(method, "OPTIONS"))
 			return MHD_YES; /* a CORS preflight: answered once the request is read */
 		if (strncmp(url, "/v1/", 4) == 0 && (r->transform = pe_transform_find(url + 4)) != NULL)
@@ -580,15 +611,17 @@ static int hex_value(char c)
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-/* Percent-decoding of paths and query values, as MHD's own, except that %00 stays as the three
- * characters "%00": a decoded NUL would silently cut a C string (a table name, a number) short,
- * while the literal is refused by every parser with an error naming the parameter. */
+/* Percent-decoding of paths and query values, as MHD's own, except that %00 and %2F stay as they
+ * are: a decoded NUL would silently cut a C string (a table name, a number) short, and a decoded
+ * '/' would route /v1%2Fsinusoidal as /v1/sinusoidal; the literals are refused by every route and
+ * parser instead (404, or a 400 naming the parameter). */
 static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
 {
 	char *w = s;
 	for (const char *p = s; *p;) {
 		int hi, lo;
-		if (p[0] == '%' && (hi = hex_value(p[1])) >= 0 && (lo = hex_value(p[2])) >= 0 && (hi | lo)) {
+		if (p[0] == '%' && (hi = hex_value(p[1])) >= 0 && (lo = hex_value(p[2])) >= 0 && (hi | lo) &&
+		    hi * 16 + lo != '/') {
 			*w++ = (char)(hi * 16 + lo);
 			p += 3;
 		} else
@@ -596,6 +629,24 @@ static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
 	}
 	*w = 0;
 	return (size_t)(w - s);
+}
+
+/* Called with the raw request target before MHD parses it. libmicrohttpd 0.9.75 stores every
+ * query argument in the connection's fixed pool and, when thousands of them exhaust it, answers
+ * nothing and leaves the connection hanging: such a target is cut off here at once. */
+#define MAX_QUERY_ARGS 256
+
+static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	size_t amps = 0;
+	for (const char *q = strchr(uri, '?'); q && *q; q++)
+		amps += *q == '&' || *q == ';';
+	if (amps > MAX_QUERY_ARGS) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (ci)
+			shutdown(ci->connect_fd, SHUT_RDWR);
+	}
+	return NULL;
 }
 
 static struct MHD_Response **make_statics(const struct pe_http_options *opt)
@@ -686,6 +737,7 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
 				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 				  MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, NULL,
+				  MHD_OPTION_URI_LOG_CALLBACK, uri_cb, NULL,
 				  MHD_OPTION_ARRAY, tls_options(opt, tls),
 				  MHD_OPTION_END);
 	if (!h->mhd) {

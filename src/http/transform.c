@@ -322,6 +322,13 @@ static void run(struct tjob *j, struct result *res)
 	res->out = j->out;
 	res->out.dt = dt;
 	struct pe_tensor_view v = {.shape = os, .dtype = dt, .data = y.data};
+	if (pe_first_nonfinite(&v, n_out) < n_out) {
+		int scaled = pe_param_index(j->params.def, "xscale") >= 0 && pe_param_real(&j->params, "xscale") != 1;
+		pe_err_set(err, PE_EINVAL, scaled ? "xscale" : "body",
+			   "the result overflows %s (or the body holds NaN/Infinity)%s", pe_dtype_name(dt),
+			   scaled ? ": make xscale smaller" : "");
+		goto done;
+	}
 	pe_shape_format(&os, res->shape, sizeof res->shape);
 	if (answer_in_body(j, &v, n_out, res))
 		goto done;

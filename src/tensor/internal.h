@@ -4,7 +4,6 @@
 
 #include "posenc/tensor.h"
 
-/* Index of the first NaN or infinity of t's first count elements, or count if there is none. */
-size_t pe_first_nonfinite(const struct pe_tensor_view *t, size_t count);
+/* pe_first_nonfinite is public (tensor.h). */
 
 #endif
