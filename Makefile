@@ -34,7 +34,7 @@ E2E_BIN    := $(E2E_SRC:%.c=$(BUILD)/%)
 TEST_SUPPORT := $(BUILD)/obj/tests/support/pe_check.o
 E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o
 
-.PHONY: all deps run test unit e2e ops browser asan lint bench clean test-exhaustive
+.PHONY: all deps run test unit e2e fault fuzz ops browser asan lint bench clean test-exhaustive
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/libposenc.a $(BUILD)/posencd $(if $(CLI_SRC),$(BUILD)/posenc)
@@ -88,6 +88,23 @@ unit: all $(UNIT_BIN)
 e2e: all $(E2E_BIN)
 	@./tests/tools/run-tests.sh e2e $(E2E_BIN)
 
+# Fault tests: slowloris, overload, abandoned jobs, SIGTERM under load, big bodies, hostile headers
+# and queries, each against its own daemon of this build tree.
+FAULT_SRC  := $(wildcard tests/fault/test_*.c)
+FAULT_BIN  := $(FAULT_SRC:%.c=$(BUILD)/%)
+FUZZ_SECONDS ?= 60
+
+$(FAULT_BIN): $(BUILD)/tests/fault/%: tests/fault/%.c tests/fault/fault.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DPE_BUILD_DIR='"$(BUILD)"' -o $@ $< -pthread
+
+fault: all $(FAULT_BIN)
+	@./tests/tools/run-tests.sh fault $(FAULT_BIN)
+
+# libFuzzer targets (clang, ASan + UBSan) for every parser, FUZZ_SECONDS each.
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) ./tests/tools/fuzz.sh
+
 # Deployment checks: the Dockerfile's steps on plain Debian, manifests, and a scale-out behind nginx.
 ops: all
 	@./tests/tools/run-tests.sh ops ./docker/check-image.sh $(wildcard tests/ops/test_*.sh)
@@ -104,6 +121,7 @@ test: deps
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) e2e
+	$(MAKE) fault
 	$(MAKE) ops
 	$(MAKE) lint
 	$(MAKE) browser
@@ -111,7 +129,7 @@ test: deps
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in its own build tree.
 asan: deps
 	$(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-		unit e2e
+		unit e2e fault
 
 lint:
 	@./tests/tools/lint-openapi.sh

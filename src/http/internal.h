@@ -26,6 +26,16 @@ struct waiter {
 	struct waiter *prev, *next; /* in h->waiting while W_SUSPENDED */
 };
 
+/* A TCP connection, watched for requests that are read too slowly (slowloris): libmicrohttpd's
+ * connection timeout only catches silence, not a byte every second. Fields under track_lock. */
+enum { PH_HEADERS, PH_BODY, PH_ANSWER };
+struct ctrack {
+	int fd, phase;
+	double since;   /* when the current phase began */
+	uint64_t bytes; /* body bytes read in PH_BODY */
+	struct ctrack *prev, *next;
+};
+
 struct pe_http {
 	struct MHD_Daemon *mhd;
 	struct pe_http_options opt;
@@ -38,6 +48,8 @@ struct pe_http {
 	int listen_fd; /* returned by MHD_quiesce_daemon, -1 before */
 	pthread_mutex_t wait_lock;
 	struct waiter waiting; /* list head */
+	pthread_mutex_t track_lock;
+	struct ctrack tracks; /* list head of open connections */
 	size_t nwaiting;
 	struct MHD_Response **statics; /* one shared response per opt.statics[i] */
 };

@@ -210,9 +210,75 @@ void pe_waiter_suspend(struct waiter *w)
 	pthread_mutex_unlock(&h->wait_lock);
 }
 
+/* ---- slow readers ---- */
+
+/* Headers must be complete within connection_timeout of the connection's start (or of the end of
+ * its previous request), and a body must average at least 1 KiB/s once that time has passed:
+ * otherwise the socket is shut down (MHD then closes the connection). Answers are not timed. */
+#define MIN_BODY_RATE 1024.0
+
+static void notify_connection_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
+				 enum MHD_ConnectionNotificationCode toe)
+{
+	struct pe_http *h = cls;
+	struct ctrack *ct = *socket_context;
+	pthread_mutex_lock(&h->track_lock);
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		ct = calloc(1, sizeof *ct);
+		if (ct && ci) {
+			*ct = (struct ctrack){.fd = ci->connect_fd, .phase = PH_HEADERS, .since = pe_http_now(),
+					      .prev = &h->tracks, .next = h->tracks.next};
+			h->tracks.next->prev = ct;
+			h->tracks.next = ct;
+		} else {
+			free(ct);
+			ct = NULL;
+		}
+		*socket_context = ct;
+	} else if (ct) {
+		ct->prev->next = ct->next;
+		ct->next->prev = ct->prev;
+		free(ct);
+		*socket_context = NULL;
+	}
+	pthread_mutex_unlock(&h->track_lock);
+}
+
+static void track_phase(struct pe_http *h, struct MHD_Connection *conn, int phase, size_t bytes)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct ctrack *ct = ci ? ci->socket_context : NULL;
+	if (!ct)
+		return;
+	pthread_mutex_lock(&h->track_lock);
+	if (ct->phase != phase) {
+		ct->phase = phase;
+		ct->since = pe_http_now();
+		ct->bytes = 0;
+	}
+	ct->bytes += bytes;
+	pthread_mutex_unlock(&h->track_lock);
+}
+
+static void cut_slow_readers(struct pe_http *h, double now)
+{
+	double limit = (double)h->opt.connection_timeout_s;
+	pthread_mutex_lock(&h->track_lock);
+	for (struct ctrack *ct = h->tracks.next; ct != &h->tracks; ct = ct->next) {
+		double age = now - ct->since;
+		int slow = (ct->phase == PH_HEADERS && age > limit) ||
+			   (ct->phase == PH_BODY && age > limit && (double)ct->bytes < age * MIN_BODY_RATE);
+		if (slow)
+			shutdown(ct->fd, SHUT_RDWR);
+	}
+	pthread_mutex_unlock(&h->track_lock);
+}
+
 void pe_http_tick(struct pe_http *h, int expire_all)
 {
 	double now = pe_http_now();
+	cut_slow_readers(h, now);
 	pthread_mutex_lock(&h->wait_lock);
 	for (struct waiter *w = h->waiting.next, *next; w != &h->waiting; w = next) {
 		next = w->next;
@@ -538,6 +604,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		begin_request(h, r, conn, url, method);
 		*con_cls = r;
 		atomic_fetch_add(&h->active, 1);
+		track_phase(h, conn, PH_BODY, 0);
 		struct pe_err err = {0};
 		if (framing_problem(r, conn, method, &err) != 0) {
 			r->answered = 1;
@@ -558,12 +625,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (r->on_resume)
 		return r->on_resume(r, conn);
 	if (*upload_data_size != 0) {
+		track_phase(h, conn, PH_BODY, *upload_data_size);
 		if ((r->transform || r->learned) && !r->body_too_big && !r->answered &&
 		    pe_buf_append(&r->body, upload_data, *upload_data_size) != 0)
 			r->body_too_big = 1; /* keep reading (and discarding) to answer 413 at the end */
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	track_phase(h, conn, PH_ANSWER, 0);
 	if (r->answered)
 		return MHD_YES;
 	if (!strcmp(method, "OPTIONS"))
@@ -597,6 +666,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			info.status = 499;
 		h->opt.hooks.observe(h->opt.hooks.ctx, &info);
 	}
+	track_phase(h, conn, PH_HEADERS, 0);
 	pe_waiter_unref(r->w);
 	pe_buf_destroy(&r->body);
 	free(r);
@@ -718,6 +788,8 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 	h->cors_origins = strdup(opt->cors_origins ? opt->cors_origins : "*");
 	pthread_mutex_init(&h->wait_lock, NULL);
 	h->waiting.next = h->waiting.prev = &h->waiting;
+	pthread_mutex_init(&h->track_lock, NULL);
+	h->tracks.next = h->tracks.prev = &h->tracks;
 	h->statics = make_statics(opt);
 	struct sockaddr_storage ss;
 	int ipv6 = 0;
@@ -738,6 +810,7 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 				  MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, NULL,
 				  MHD_OPTION_URI_LOG_CALLBACK, uri_cb, NULL,
+				  MHD_OPTION_NOTIFY_CONNECTION, notify_connection_cb, h,
 				  MHD_OPTION_ARRAY, tls_options(opt, tls),
 				  MHD_OPTION_END);
 	if (!h->mhd) {
@@ -756,6 +829,7 @@ fail:
 	free_statics(h);
 	free(h->cors_origins);
 	pthread_mutex_destroy(&h->wait_lock);
+	pthread_mutex_destroy(&h->track_lock);
 	free(h);
 	return NULL;
 }
@@ -787,6 +861,7 @@ void pe_http_stop(struct pe_http *h)
 		close(h->listen_fd);
 	free_statics(h);
 	pthread_mutex_destroy(&h->wait_lock);
+	pthread_mutex_destroy(&h->track_lock);
 	free(h->cors_origins);
 	free(h);
 }
