@@ -42,6 +42,31 @@ static const struct pe_param_spec params[] = {
 	{"max_timescale", PE_PT_REAL, "", 1e-300, 1e300, NULL, "t2t: longest timescale (default: base)"},
 };
 
+static double log_ratio(double mx, double mn);
+
+/* The largest angle, last position × largest frequency, must be finite in the arithmetic used
+ * (float32 for hf): frequencies span [min(1, 1/base), max(1, 1/base)] for vaswani/concat, and
+ * min_ts down to min_ts²/max_ts (tensor2tensor's formula) for t2t. Checked on logarithms. */
+static int check_angles(const struct pe_params *p, int variant, struct pe_err *err)
+{
+	double last = (double)pe_param_int(p, "offset") + (double)pe_param_int(p, "len");
+	double h = (double)(pe_param_int(p, "dim") / 2), lw;
+	const char *name = "base";
+	if (variant == V_T2T) {
+		double lmn = log(pe_param_real(p, "min_timescale"));
+		double llast = h > 1 ? lmn - log_ratio(pe_param_real(p, "max_timescale"), pe_param_real(p, "min_timescale")) : lmn;
+		lw = fmax(lmn, llast);
+		name = "min_timescale";
+	} else
+		lw = fmax(0.0, -log(pe_param_real(p, "base")));
+	double limit = pe_param_enum(p, "compat") == PE_COMPAT_HF ? log(0x1p127) : log(0x1p1023);
+	if (lw + log(last) > limit)
+		return pe_err_set(err, PE_EINVAL, name, "the angles (position x frequency) would overflow %s: choose %s "
+				  "closer to the defaults or fewer positions",
+				  pe_param_enum(p, "compat") == PE_COMPAT_HF ? "float32" : "double", name);
+	return 0;
+}
+
 static int check(struct pe_params *p, struct pe_err *err)
 {
 	int variant = pe_param_enum(p, "variant");
@@ -64,7 +89,9 @@ static int check(struct pe_params *p, struct pe_err *err)
 	int rc = pe_check_float32_range(p, "base", err);
 	if (rc == 0)
 		rc = pe_check_float32_range(p, "min_timescale", err);
-	return rc ? rc : pe_check_float32_range(p, "max_timescale", err);
+	if (rc == 0)
+		rc = pe_check_float32_range(p, "max_timescale", err);
+	return rc ? rc : check_angles(p, variant, err);
 }
 
 static int shape(const struct pe_params *p, struct pe_shape *s)
