@@ -764,16 +764,9 @@ START_TEST(buffer_limit)
 }
 END_TEST
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* A 512x768 f32 sinusoid: deterministic output, and the time printed (the target is about
- * 20 ms on these machines at -O2; the assertion is loose for sanitizer builds and busy CI). */
-START_TEST(speed_512x768)
+/* A 512x768 f32 sinusoid: the same bytes every time and the picture's size. Its speed is measured
+ * by make bench, never asserted here. */
+START_TEST(big_table_deterministic)
 {
 	size_t R = 512, C = 768;
 	float *v = malloc(R * C * sizeof *v);
@@ -788,17 +781,8 @@ START_TEST(speed_512x768)
 	pe_buf_init(&a, 16 << 20);
 	pe_buf_init(&b, 16 << 20);
 	ck_assert_int_eq(pe_png_write(&a, &t, NULL, NULL), 0);
-	double best = 1e9;
-	for (int i = 0; i < 5; i++) {
-		b.len = 0;
-		double t0 = now();
-		ck_assert_int_eq(pe_png_write(&b, &t, NULL, NULL), 0);
-		double dt = now() - t0;
-		best = dt < best ? dt : best;
-	}
+	ck_assert_int_eq(pe_png_write(&b, &t, NULL, NULL), 0);
 	ck_assert(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
-	fprintf(stderr, "png 512x768 f32: %.1f ms, %zu bytes\n", best * 1e3, a.len);
-	ck_assert_msg(best < 0.5, "%.1f ms", best * 1e3);
 	struct img im;
 	decode(&a, &im);
 	ck_assert_uint_eq(im.w, MARGIN + 768 + DECOR_W);
@@ -832,7 +816,7 @@ static Suite *png_suite(void)
 	tcase_add_test(tc, extreme_range);
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, buffer_limit);
-	tcase_add_test(tc, speed_512x768);
+	tcase_add_test(tc, big_table_deterministic);
 	suite_add_tcase(s, tc);
 	return s;
 }
