@@ -116,6 +116,7 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.port = (uint16_t)c->port,
 		.max_elements = (uint64_t)c->max_elements,
 		.max_body_bytes = (uint64_t)c->max_body_bytes,
+		.max_header_bytes = (size_t)c->max_header_bytes,
 		.max_response_bytes = (uint64_t)c->max_elements * 32 + (1u << 20),
 		.max_connections = (unsigned)c->max_connections,
 		.max_connections_per_ip = (unsigned)c->max_connections_per_ip,

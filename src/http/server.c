@@ -804,9 +804,9 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 				  MHD_OPTION_CONNECTION_LIMIT, opt->max_connections,
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, opt->max_connections_per_ip,
 				  MHD_OPTION_CONNECTION_TIMEOUT, opt->connection_timeout_s,
-				  /* MHD clears the pool on every keep-alive request: 32 KiB holds the longest
-				   * query (factor lists) at half the cost of 64 KiB */
-				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
+				  /* MHD clears the pool on every keep-alive request: the default 32 KiB holds
+				   * the longest query (factor lists) at half the cost of 64 KiB */
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, opt->max_header_bytes ? opt->max_header_bytes : (size_t)32768,
 				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 				  MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, NULL,
 				  MHD_OPTION_URI_LOG_CALLBACK, uri_cb, NULL,
