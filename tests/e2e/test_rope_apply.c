@@ -1,6 +1,7 @@
 /* End-to-end test of POST /v1/rope/apply against PyTorch: committed known answers from
  * tests/ref/gen_rope_apply.py (HF's apply_rotary_pos_emb in float32) for the half and interleaved
- * layouts, offsets, explicit positions, partial rotary, seq_axis -3, another base and the inverse.
+ * layouts, offsets, explicit positions, partial rotary, seq_axis -3, another base, the inverse,
+ * and the linear, YaRN and Llama 3 scalings (attention_scaling included).
  * compat=hf forms the same float32 angles as PyTorch; cos/sin may differ from PyTorch's SLEEF
  * values by 1 ulp, so each rotated channel a·c ∓ b·s is within 2^-22·(|a| + |b|) plus one rounding
  * of the result; pass-through channels are bit-identical. Both kernel paths are exercised by

@@ -9,9 +9,13 @@ emb = cat(freqs, freqs), q*cos + rotate_half(q)*sin over the first rd channels (
 GPT-J pairing, cos/sin repeated per pair and rotate_every_two)."""
 import json
 import os
+import sys
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_rope  # noqa: E402  (HF's scaled inv_freq and attention_scaling in torch float32)
 
 torch.set_num_threads(1)
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "rope_apply")
@@ -66,6 +70,21 @@ def main():
     case("interleaved", (1, 2, 8, 32), "compat=hf&layout=interleaved", rd=32, layout="interleaved")
     case("base500k", (1, 1, 8, 128), "compat=hf&base=500000", rd=128, base=500000.0)
     case("inverse", (1, 2, 8, 32), "compat=hf&inverse=1", rd=32, inverse=True)
+    # scaled variants: cos/sin (attention_scaling included) from gen_rope's HF-order torch code
+    def scaled(name, shape, query):
+        x = rng.standard_normal(shape).astype(np.float32)
+        seq, rd = shape[-2], shape[-1]
+        c = gen_rope.Cfg("len=%d&dim=%d&%s" % (seq, rd, query), "rope")
+        cs = torch.from_numpy(gen_rope.rope_torch(c))
+        xt = torch.from_numpy(x)
+        y = (xt * cs[0] + rotate_half(xt) * cs[1]).numpy()
+        np.save(os.path.join(OUT, name + ".in.npy"), x)
+        np.save(os.path.join(OUT, name + ".out.npy"), y)
+        cases.append({"name": name, "query": "compat=hf&" + query})
+
+    scaled("linear", (1, 2, 8, 64), "scaling=linear&factor=4")
+    scaled("yarn", (1, 2, 8, 64), "scaling=yarn&factor=8&original_max_position_embeddings=4096&base=1000000")
+    scaled("llama3", (1, 2, 8, 128), "scaling=llama3&factor=8&original_max_position_embeddings=8192&base=500000&offset=9000")
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
 
