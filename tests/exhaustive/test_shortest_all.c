@@ -39,34 +39,6 @@ static void record_failure(uint32_t bits, const char *s, const char *why)
 	pthread_mutex_unlock(&lock);
 }
 
-static int json_number(const char *s)
-{
-	if (*s == '-')
-		s++;
-	if (*s == '0')
-		s++;
-	else if (*s >= '1' && *s <= '9')
-		while (*s >= '0' && *s <= '9')
-			s++;
-	else
-		return 0;
-	if (*s == '.') {
-		if (!(*++s >= '0' && *s <= '9'))
-			return 0;
-		while (*s >= '0' && *s <= '9')
-			s++;
-	}
-	if (*s == 'e' || *s == 'E') {
-		s++;
-		if (*s == '+' || *s == '-')
-			s++;
-		if (!(*s >= '0' && *s <= '9'))
-			return 0;
-		while (*s >= '0' && *s <= '9')
-			s++;
-	}
-	return *s == 0;
-}
 
 /* "[-]m e j" into out, without printf (it would dominate the run time). */
 static void put_candidate(char *out, int neg, uint64_t m, int j)
@@ -145,7 +117,7 @@ static void check_one(uint32_t bits)
 		check_nonfinite(bits, s);
 		return;
 	}
-	if (!json_number(s)) {
+	if (!pe_is_json_number(s)) {
 		record_failure(bits, s, "not a JSON number");
 		return;
 	}

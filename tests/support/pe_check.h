@@ -18,6 +18,9 @@ double pe_ulp_err_f32(float a, double x);
 /* Read a whole file (for known-answer files under tests/data); aborts the test on failure. */
 void *pe_test_read_file(const char *path, size_t *len);
 
+/* Is s exactly a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+int pe_is_json_number(const char *s);
+
 int pe_test_run(Suite *s);
 
 #define PE_TEST_MAIN(suite_fn)                                                                 \

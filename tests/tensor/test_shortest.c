@@ -158,35 +158,6 @@ static int reads_back(struct val v, const char *s)
 
 /* ---- the shape of a decimal ---- */
 
-/* JSON's number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
-static int is_json_number(const char *s)
-{
-	if (*s == '-')
-		s++;
-	if (*s == '0')
-		s++;
-	else if (*s >= '1' && *s <= '9')
-		while (*s >= '0' && *s <= '9')
-			s++;
-	else
-		return 0;
-	if (*s == '.') {
-		if (!(*++s >= '0' && *s <= '9'))
-			return 0;
-		while (*s >= '0' && *s <= '9')
-			s++;
-	}
-	if (*s == 'e' || *s == 'E') {
-		s++;
-		if (*s == '+' || *s == '-')
-			s++;
-		if (!(*s >= '0' && *s <= '9'))
-			return 0;
-		while (*s >= '0' && *s <= '9')
-			s++;
-	}
-	return *s == 0;
-}
 
 /* A decimal as significant digits and exponent: value = sign * digits * 10^exp, digits without
  * leading or trailing zeros ("" for zero). */
@@ -280,7 +251,7 @@ static int check_val(struct val v)
 	const char *kn = kind_name(v.kind);
 	unsigned long long bits = (unsigned long long)v.bits;
 
-	FAIL_IF(!is_json_number(s), "%s %#llx: \"%s\" is not a JSON number", kn, bits, s);
+	FAIL_IF(!pe_is_json_number(s), "%s %#llx: \"%s\" is not a JSON number", kn, bits, s);
 	FAIL_IF(!reads_back(v, s), "%s %#llx: \"%s\" does not read back", kn, bits, s);
 	struct dec d = parse_dec(s);
 	style_ref(d, ref);
