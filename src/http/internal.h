@@ -83,6 +83,9 @@ int pe_http_def_route(const struct pe_table_def *def);
 enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int status,
 			      struct MHD_Response *resp);
 enum MHD_Result pe_http_problem(struct req *r, struct MHD_Connection *conn, const struct pe_err *err);
+/* 304 Not Modified for a representation with this ETag and Cache-Control. */
+enum MHD_Result pe_http_not_modified(struct req *r, struct MHD_Connection *conn, const char *etag,
+				      const char *cache_control);
 /* CORS headers for a response to this connection (per cors_origins). */
 void pe_http_add_cors(struct pe_http *h, struct MHD_Connection *conn, struct MHD_Response *resp);
 int pe_http_cors_static(const struct pe_http *h); /* 1 when the CORS headers are request-independent */

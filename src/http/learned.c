@@ -721,17 +721,6 @@ static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, s
 	return pe_http_queue(r, conn, 200, resp);
 }
 
-static enum MHD_Result serve_not_modified(struct req *r, struct MHD_Connection *conn, const char *etag)
-{
-	struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-	if (!resp)
-		return MHD_NO;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
-	pe_http_add_cors(r->h, conn, resp);
-	return pe_http_queue(r, conn, 304, resp);
-}
 
 static const char *failure_detail(int code)
 {
@@ -899,7 +888,7 @@ static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, co
 	if (rc != 0)
 		ret = problem(r, conn, &err);
 	else if (inm && pe_etag_matches(inm, r->etag))
-		ret = serve_not_modified(r, conn, r->etag);
+		ret = pe_http_not_modified(r, conn, r->etag, "no-cache");
 	else
 		ret = lookup(r, conn, &m, &p, &o, &s, similarity, key, (size_t)keylen);
 	pe_params_destroy(&p);

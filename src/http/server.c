@@ -110,6 +110,19 @@ enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int st
 	return rc;
 }
 
+enum MHD_Result pe_http_not_modified(struct req *r, struct MHD_Connection *conn, const char *etag,
+				      const char *cache_control)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, cache_control);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
+	pe_http_add_cors(r->h, conn, resp);
+	return pe_http_queue(r, conn, 304, resp);
+}
+
 enum MHD_Result pe_http_problem(struct req *r, struct MHD_Connection *conn, const struct pe_err *err)
 {
 	int status;

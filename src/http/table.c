@@ -172,17 +172,6 @@ static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, s
 	return pe_http_queue(r, conn, 200, resp);
 }
 
-static enum MHD_Result serve_not_modified(struct req *r, struct MHD_Connection *conn)
-{
-	struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-	if (!resp)
-		return MHD_NO;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, r->etag);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "public, max-age=31536000, immutable");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
-	pe_http_add_cors(r->h, conn, resp);
-	return pe_http_queue(r, conn, 304, resp);
-}
 
 /* ---- the job: compute, encode, fill the cache (worker thread) ---- */
 
@@ -368,7 +357,7 @@ enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, con
 	make_etag(k, (size_t)keylen, r->etag);
 	const char *inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
 	if (inm && pe_etag_matches(inm, r->etag))
-		ret = serve_not_modified(r, conn);
+		ret = pe_http_not_modified(r, conn, r->etag, "public, max-age=31536000, immutable");
 	else
 		ret = lookup(r, conn, &p, &o, k, (size_t)keylen);
 out:
