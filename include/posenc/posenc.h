@@ -5,7 +5,7 @@
 
 #define PE_VERSION "0.1.0"
 /* Bumped whenever any served number or byte layout changes: it is part of every ETag. */
-#define PE_OUTPUT_EPOCH "1"
+#define PE_OUTPUT_EPOCH "2"
 
 #include "posenc/err.h"
 #include "posenc/dtype.h"

@@ -9,6 +9,7 @@ static const struct pe_kernel_table scalar = {
 	.rope_fence = pe_rope_fence_scalar,
 	.rope_apply_f32 = pe_rope_apply_f32_scalar,
 	.sincos_store_f32 = pe_sincos_store_f32_scalar,
+	.sin_row_f32 = pe_sin_row_f32_scalar,
 };
 
 static const struct pe_kernel_table avx2 = {
@@ -18,6 +19,7 @@ static const struct pe_kernel_table avx2 = {
 	.rope_fence = pe_rope_fence_avx2,
 	.rope_apply_f32 = pe_rope_apply_f32_avx2,
 	.sincos_store_f32 = pe_sincos_store_f32_avx2,
+	.sin_row_f32 = pe_sin_row_f32_avx2,
 };
 
 const struct pe_kernel_table *pe_kernels(void)

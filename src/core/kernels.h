@@ -19,6 +19,7 @@ struct pe_rope_rec {
 	double *c, *s, *d0; /* state, n each */
 	int first_order;    /* the caller guarantees |d| <= 2^-26: sin d = d, cos d = 1 suffice */
 	const float *wf;    /* NULL, or w as floats: compat=hf angles float(float(pos) * wf[i]) */
+	const double *tw;   /* sin_row_f32 only: tan(w/2) = sin w / (1 + cos w), cos w >= 0 */
 };
 
 struct pe_kernel_table {
@@ -48,7 +49,23 @@ struct pe_kernel_table {
 	/* One sinusoidal row of 2n float32 values from n sin/cos values, each rounded once: interleaved
 	 * (s0 c0 s1 c1 ...) or halves [s0 .. s(n-1) | c0 .. c(n-1)], any alignment. */
 	void (*sincos_store_f32)(const double *s, const double *c, size_t n, int interleaved, float *o);
+	/* rope_row (exact angles, first order, no t) fused with sincos_store_f32 for a row that is not
+	 * an anchor. The state advances one row by three shears instead of rope_row's rotation (three
+	 * fmas instead of four operations): c1 = c - t*s, s' = s + sin(w)*c1, c' = c1 - t*s' with
+	 * t = tw = tan(w/2), which needs cos w >= 0 (|t| <= 1). Each step rounds three times (at most
+	 * 2^-52 each, with |c1| <= 2), and the product of the three shears has determinant 1 with
+	 * rounded t and sin w too, so errors are carried along without growth and the rotation angle
+	 * is off by about an ulp per step, as with rope_row: the 2^-44 bound holds. Columns [lo, hi) are corrected to their own angle
+	 * fl(pos*w) as rope_row corrects them (the AVX2 kernel may also correct their neighbours in
+	 * the same group of four), the others keep the state's angle, pos*w plus the anchor's rounding.
+	 * The caller leaves out only columns whose angles stay within PE_SIN_UNCORRECTED_ANGLE, where
+	 * that difference (two half ulps of the angle) is at most 2^-47, keeping the total below
+	 * 2^-44 (see rope_row). Values below 2^-16 in float32 are computed directly. */
+	void (*sin_row_f32)(struct pe_rope_rec *st, double pos, size_t lo, size_t hi, int interleaved, float *o);
 };
+
+#define PE_SIN_UNCORRECTED_ANGLE 0x1p6
+#define PE_SIN_MIN_RECURRENT 0x1p-16f /* below, sin_row_f32 computes a pair directly */
 
 /* Which rope_row recurrence serves angles up to last * wmax (last: one past the last position,
  * wmax: the largest |w|) within the 2^-44 bound above: PE_REC_DIRECT when none does (corrections
@@ -80,6 +97,14 @@ void pe_sincos_store_f32_avx2(const double *s, const double *c, size_t n, int in
 /* The scalar store of pairs from..n-1 of such a row (the AVX2 kernel's tail). */
 void pe_sincos_store_f32_from(const double *s, const double *c, size_t n, size_t from, int interleaved,
 			      float *o);
+void pe_sin_row_f32_scalar(struct pe_rope_rec *st, double pos, size_t lo, size_t hi, int interleaved, float *o);
+void pe_sin_row_f32_avx2(struct pe_rope_rec *st, double pos, size_t lo, size_t hi, int interleaved, float *o);
+/* The scalar pairs from..n-1 of such a row (the AVX2 kernel's tail). */
+void pe_sin_row_f32_from(struct pe_rope_rec *st, double pos, size_t lo, size_t hi, int interleaved, size_t from,
+			 float *o);
+/* Pairs from..n-1 of a finished row whose sin or cos is below PE_SIN_MIN_RECURRENT, recomputed
+ * directly (glibc's sincos of fl(pos*w)). */
+void pe_sin_row_f32_fix_small(const struct pe_rope_rec *st, double pos, size_t from, int interleaved, float *o);
 /* f64 bodies are rare: one scalar kernel serves both paths. */
 void pe_rope_apply_f64(const double *x, double *out, const double *cs, const double *sn, size_t rd,
 		       int interleaved, int inverse);

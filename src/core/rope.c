@@ -335,7 +335,7 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, 
 	j->c = j->t + j->block * h;
 	j->s = j->c + h;
 	double *cw = j->s + h, *sw = cw + h;
-	j->rec = (struct pe_rope_rec){h, j->pl.w, cw, sw, sw + h, sw + 2 * h, sw + 3 * h, order == PE_REC_FIRST_ORDER, NULL};
+	j->rec = (struct pe_rope_rec){h, j->pl.w, cw, sw, sw + h, sw + 2 * h, sw + 3 * h, order == PE_REC_FIRST_ORDER, NULL, NULL};
 	j->row = sw + 4 * h;
 	if (j->pl.cfg.compat == PE_COMPAT_HF) { /* the float frequencies, for the kernel's hf angles */
 		float *wf = (float *)(j->row + 2 * j->dim);

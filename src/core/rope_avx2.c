@@ -97,7 +97,7 @@ void pe_rope_row_avx2(struct pe_rope_rec *st, double pos, const double *t, int a
 			step4(st, i, vpos, angles(st, t, i, vpos), c, s, 0);
 	if (i < n) {
 		struct pe_rope_rec tail = {n - i, st->w + i, st->cw + i, st->sw + i, st->c + i, st->s + i, st->d0 + i,
-					   st->first_order, st->wf ? st->wf + i : NULL};
+					   st->first_order, st->wf ? st->wf + i : NULL, NULL};
 		pe_rope_row_scalar(&tail, pos, t ? t + i : NULL, anchor, c + i, s + i);
 	}
 }

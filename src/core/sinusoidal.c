@@ -166,11 +166,13 @@ struct job {
 	struct pe_rope_rec rec;
 	size_t len, dim, h, nf;
 	int64_t offset;
-	int variant, hf, use_rec;
+	int variant, hf, use_rec, fused;
+	size_t lo, hi; /* fused: the columns that need the angle correction (kernels.h sin_row_f32) */
 	enum pe_dtype dt;
 	double *buf; /* one allocation: w, cos w, sin w, recurrence state, ang, s, c, a double row */
 	float *wf;
-	double *w, *cw, *sw, *ang, *s, *c, *row;
+	double *w, *cw, *sw, *tw, *ang, *s, *c, *row;
+	double *kc, *ks, *c64, *s64; /* fused: the checkpoint's cos/sin, and cos/sin of 64 w */
 };
 
 static void freqs(struct job *j, const struct pe_params *p)
@@ -197,23 +199,29 @@ static int recurrence_order(const struct job *j)
 }
 
 /* One 64-byte aligned allocation (no vector load splits a cache line): w, cos w, sin w, the
- * recurrence's c, s, d0, then ang, s, c and a double row; and the float frequencies. */
+ * recurrence's c, s, d0, then ang, s, c, tan(w/2), the checkpoints' four and a double row; and the float frequencies. */
 static int job_alloc(struct job *j)
 {
 	size_t stride = (j->nf + 7) / 8 * 8;
-	j->buf = aligned_alloc(64, sizeof(double) * (9 * stride + (j->dim + 7) / 8 * 8));
+	j->buf = aligned_alloc(64, sizeof(double) * (14 * stride + (j->dim + 7) / 8 * 8));
 	j->wf = malloc(sizeof(float) * (j->nf + 1)); /* t2t dim=1 has no frequency */
 	if (!j->buf || !j->wf)
 		return PE_ENOMEM;
 	double *w = j->buf, *cw = w + stride, *sw = cw + stride, *st = sw + stride;
-	j->rec = (struct pe_rope_rec){j->nf, w, cw, sw, st, st + stride, st + 2 * stride, 0, NULL};
+	j->rec = (struct pe_rope_rec){j->nf, w, cw, sw, st, st + stride, st + 2 * stride, 0, NULL, NULL};
 	j->w = w;
 	j->cw = cw;
 	j->sw = sw;
 	j->ang = st + 3 * stride;
 	j->s = j->ang + stride;
 	j->c = j->s + stride;
-	j->row = j->c + stride;
+	j->tw = j->c + stride;
+	j->rec.tw = j->tw;
+	j->kc = j->tw + stride;
+	j->ks = j->kc + stride;
+	j->c64 = j->ks + stride;
+	j->s64 = j->c64 + stride;
+	j->row = j->s64 + stride;
 	return 0;
 }
 
@@ -221,6 +229,59 @@ static void job_destroy(struct job *j)
 {
 	free(j->buf);
 	free(j->wf);
+}
+
+/* The fused kernel's shears, tan(w/2) from cos w and sin w; 0 when some cos w < 0 (|tan| > 1),
+ * where the fused kernel does not serve. */
+static int half_tangents(struct job *j)
+{
+	for (size_t i = 0; i < j->nf; i++) {
+		if (!(j->cw[i] >= 0))
+			return 0;
+		j->tw[i] = j->sw[i] / (1 + j->cw[i]);
+	}
+	return 1;
+}
+
+/* The fused kernel's correction range: every column whose angles may exceed
+ * PE_SIN_UNCORRECTED_ANGLE (the high frequencies: a prefix for base > 1, a suffix below). */
+static void corrected_columns(struct job *j)
+{
+	double last = (double)j->offset + (double)j->len;
+	j->lo = j->nf;
+	j->hi = 0;
+	for (size_t i = 0; i < j->nf; i++)
+		if (last * fabs(j->w[i]) > PE_SIN_UNCORRECTED_ANGLE) {
+			j->lo = i < j->lo ? i : j->lo;
+			j->hi = i + 1;
+		}
+	if (j->hi == 0)
+		j->lo = 0;
+}
+
+/* The fused path's anchors (see the file comment): every CHECKPOINT_ROWS rows the checkpoint
+ * advances by 64 w, and the recurrence restarts one step before it, so that the kernel's own step
+ * lands on it; every DIRECT_ROWS rows the anchor is computed directly. */
+#define CHECKPOINT_ROWS PE_ROPE_ANCHOR_ROWS
+#define DIRECT_ROWS (16 * CHECKPOINT_ROWS)
+_Static_assert(CHECKPOINT_ROWS == 64, "checkpoints rotate by 64 w");
+
+static void checkpoint_save(struct job *j)
+{
+	memcpy(j->kc, j->rec.c, j->nf * sizeof *j->kc);
+	memcpy(j->ks, j->rec.s, j->nf * sizeof *j->ks);
+}
+
+static void checkpoint_advance(struct job *j)
+{
+	for (size_t i = 0; i < j->nf; i++) {
+		double kc = j->kc[i] * j->c64[i] - j->ks[i] * j->s64[i];
+		double ks = j->ks[i] * j->c64[i] + j->kc[i] * j->s64[i];
+		j->kc[i] = kc;
+		j->ks[i] = ks;
+		j->rec.c[i] = kc * j->cw[i] + ks * j->sw[i]; /* rotated back by w */
+		j->rec.s[i] = ks * j->cw[i] - kc * j->sw[i];
+	}
 }
 
 static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt)
@@ -247,6 +308,13 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt)
 	j->rec.wf = j->hf ? j->wf : NULL;
 	if (j->use_rec) /* the rotation by one row: cos w, sin w */
 		j->k->sincos_f64(j->w, j->sw, j->cw, j->nf);
+	j->fused = dt == PE_F32 && !j->hf && j->rec.first_order && j->nf == j->h && half_tangents(j);
+	if (j->fused) {
+		corrected_columns(j);
+		for (size_t i = 0; i < j->nf; i++)
+			j->ang[i] = 64 * j->w[i]; /* exact: a power of two */
+		j->k->sincos_f64(j->ang, j->s64, j->c64, j->nf);
+	}
 	return 0;
 }
 
@@ -297,8 +365,19 @@ static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struc
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	size_t row_bytes = j.dim * pe_dtype_size(dt);
 	for (size_t r = 0; r < j.len; r++) {
-		row_sincos(&j, r);
 		char *o = (char *)out + r * row_bytes;
+		if (j.fused && r % DIRECT_ROWS != 0) {
+			if (r % CHECKPOINT_ROWS == 0)
+				checkpoint_advance(&j);
+			j.k->sin_row_f32(&j.rec, (double)(j.offset + (int64_t)r), j.lo, j.hi, j.variant == V_VASWANI,
+					 (float *)o);
+			if (j.dim & 1) /* t2t's zero column (vaswani with odd dim is not fused) */
+				((float *)o)[j.dim - 1] = 0.0f;
+			continue;
+		}
+		row_sincos(&j, r);
+		if (j.fused)
+			checkpoint_save(&j);
 		if (dt == PE_F32)
 			store_f32(&j, (float *)o);
 		else

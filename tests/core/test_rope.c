@@ -270,7 +270,7 @@ static double recurrence_error(const char *query, int first_order, uint64_t *che
 	for (size_t i = 0; i < h; i++)
 		wf[i] = (float)pl.w[i];
 	struct pe_rope_rec st = {h, pl.w, cw, sw, sw + h, sw + 2 * h, sw + 3 * h, first_order,
-				 pl.cfg.compat == 1 ? wf : NULL};
+				 pl.cfg.compat == 1 ? wf : NULL, NULL};
 	double worst = 0;
 	for (size_t r = 0; r < len; r++) {
 		int64_t pos = offset + (int64_t)r;

@@ -416,6 +416,13 @@ START_TEST(recurrence_matches_direct)
 		{"len=300&dim=62&variant=concat&base=100&offset=5000&compat=hf", 300, 62},
 		{"len=300&dim=45&variant=t2t&min_timescale=0.5&max_timescale=20000&offset=3", 300, 45},
 		{"len=130&dim=10&variant=t2t&min_timescale=0.01&max_timescale=100&offset=16777000&compat=hf", 130, 10},
+		/* the fused f32 kernel (kernels.h sin_row_f32): halves over many anchors; frequencies
+		 * rising above 1 (base < 1: the corrected columns are a suffix); sin(64 w) = sin(pi) near
+		 * zero in a row between anchors (recomputed directly); cos w < 0 (not fused) */
+		{"len=5000&dim=128&variant=concat", 5000, 128},
+		{"len=700&dim=66&base=0.9", 700, 66},
+		{"len=300&dim=12&variant=t2t&min_timescale=0.04908738521234052&max_timescale=1&offset=1", 300, 12},
+		{"len=200&dim=20&base=0.01", 200, 20},
 	};
 	if (!use_isa(_i))
 		return;
