@@ -340,13 +340,18 @@ int pe_json_write_table(struct pe_buf *b, const struct pe_params *p, const struc
 }
 
 /* ---- the table document, encoded by several threads ----
- * The rows of the outermost axis are split into chunks, each encoded by its own thread into its
- * own buffer (numbers are printed independently, so the bytes equal the one-thread document), and
- * the chunks are joined in order. Worth it from about 64 Ki elements. */
+ * The rows of the outermost axis are split into chunks, each encoded by its own thread (numbers
+ * are printed independently, so the bytes equal the one-thread document). Every chunk writes
+ * straight into its own window of the final buffer, reserved once from the width bound (the
+ * window's pe_buf has max == cap, so it can never move or grow: a chunk that did not fit would
+ * fail with PE_ETOOBIG, and the document falls back to one thread); the chunks are then moved
+ * together in order. No scratch buffers: each page of the answer is faulted in once. Worth it from
+ * about 64 Ki elements. */
 
 struct chunk {
 	struct pe_tensor_view view;
-	struct pe_buf buf;
+	struct pe_buf win; /* a window of the final buffer */
+	size_t at, count;  /* its offset there; the chunk's elements */
 	int rc;
 	pthread_t thread;
 };
@@ -354,7 +359,7 @@ struct chunk {
 static void *encode_chunk(void *arg)
 {
 	struct chunk *c = arg;
-	c->rc = pe_json_write_data(&c->buf, &c->view, NULL);
+	c->rc = write_data(&c->win, &c->view, c->count); /* the whole view was checked */
 	return NULL;
 }
 
@@ -369,6 +374,56 @@ static void chunk_view(const struct pe_tensor_view *t, size_t r0, size_t r1, str
 	v->data = (const char *)t->data + r0 * per_row * pe_dtype_size(t->dtype);
 }
 
+/* Windows for the chunks after b->len, each as wide as its data can be; 0 when they do not all
+ * fit within b's max or memory (then one thread writes the document). */
+static int plan_windows(struct pe_buf *b, const struct pe_tensor_view *t, struct chunk *c, unsigned n)
+{
+	size_t rows = t->shape.dim[0], total = 0;
+	for (unsigned k = 0; k < n; k++) {
+		chunk_view(t, rows * k / n, rows * (k + 1) / n, &c[k].view);
+		c[k].at = total;
+		c[k].count = pe_shape_count(&c[k].view.shape, &(int){0});
+		total = sat_add(total, data_estimate(&c[k].view, c[k].count));
+	}
+	total = sat_add(total, 1); /* the closing brace */
+	if (total > b->max - b->len || pe_buf_reserve(b, total) != 0)
+		return 0;
+	for (unsigned k = 0; k < n; k++) {
+		size_t end = k + 1 < n ? c[k + 1].at : total - 1;
+		c[k].at += b->len;
+		c[k].win = (struct pe_buf){.data = b->data + c[k].at, .cap = end + b->len - c[k].at,
+					   .max = end + b->len - c[k].at};
+		c[k].rc = 0;
+	}
+	return 1;
+}
+
+/* Run the chunks, the first on this thread; a chunk whose thread cannot start runs here too. */
+static void run_chunks(struct chunk *c, unsigned n)
+{
+	unsigned started[8] = {0};
+	for (unsigned k = 1; k < n; k++)
+		started[k] = pthread_create(&c[k].thread, NULL, encode_chunk, &c[k]) == 0;
+	encode_chunk(&c[0]);
+	for (unsigned k = 1; k < n; k++) {
+		if (started[k])
+			pthread_join(c[k].thread, NULL);
+		else
+			encode_chunk(&c[k]);
+	}
+}
+
+/* Move the chunks together: "[rows]" of each joined as "[rows,rows...]". */
+static void join_chunks(struct pe_buf *b, const struct chunk *c, unsigned n)
+{
+	b->len = c[0].at + c[0].win.len;
+	for (unsigned k = 1; k < n; k++) {
+		b->data[b->len - 1] = ','; /* "...]" of the previous chunk becomes "...," */
+		memmove(b->data + b->len, c[k].win.data + 1, c[k].win.len - 1);
+		b->len += c[k].win.len - 1;
+	}
+}
+
 int pe_json_write_table_mt(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t,
 			   unsigned threads, struct pe_err *err)
 {
@@ -379,35 +434,26 @@ int pe_json_write_table_mt(struct pe_buf *b, const struct pe_params *p, const st
 		threads = 8;
 	if (threads < 2 || t->shape.rank < 2 || t->shape.dim[0] < threads || count < 65536)
 		return pe_json_write_table(b, p, t, err);
-	size_t start = b->len, rows = t->shape.dim[0];
+	size_t start = b->len;
 	struct chunk c[8];
-	unsigned started = 0;
 	int rc = write_head(b, p, t);
-	for (unsigned k = 0; k < threads; k++) {
-		chunk_view(t, rows * k / threads, rows * (k + 1) / threads, &c[k].view);
-		pe_buf_init(&c[k].buf, b->max);
-		c[k].rc = 0;
+	if (rc == 0 && !plan_windows(b, t, c, threads)) {
+		b->len = start; /* too big for the windows' bound: one thread, to the byte */
+		return pe_json_write_table(b, p, t, err);
 	}
-	for (unsigned k = 1; k < threads && rc == 0; k++, started++)
-		if (pthread_create(&c[k].thread, NULL, encode_chunk, &c[k]) != 0)
-			break;
-	if (rc == 0)
-		rc = write_data(b, &c[0].view, count / threads + 1); /* "[row, ..., row]": ']' replaced below */
-	for (unsigned k = 1; k <= started; k++)
-		pthread_join(c[k].thread, NULL);
-	for (unsigned k = 1; k < threads && rc == 0; k++) {
-		if (k > started) /* a thread could not start: encode that chunk here */
-			encode_chunk(&c[k]);
-		rc = c[k].rc;
-		if (rc == 0) {
-			b->data[b->len - 1] = ','; /* "...]" of the previous chunk becomes "...," */
-			rc = pe_buf_append(b, c[k].buf.data + 1, c[k].buf.len - 1);
-		}
+	if (rc == 0) {
+		run_chunks(c, threads);
+		for (unsigned k = 0; k < threads && rc == 0; k++)
+			rc = c[k].rc;
 	}
-	if (rc == 0)
+	if (rc == PE_ETOOBIG) { /* a window was too narrow (the bound is wrong): one thread */
+		b->len = start;
+		return pe_json_write_table(b, p, t, err);
+	}
+	if (rc == 0) {
+		join_chunks(b, c, threads);
 		rc = pe_buf_append(b, "}", 1);
-	for (unsigned k = 0; k < threads; k++)
-		pe_buf_destroy(&c[k].buf);
+	}
 	if (rc != 0) {
 		b->len = start;
 		return size_error(err, rc, b);

@@ -549,6 +549,17 @@ START_TEST(threaded_equals_single)
 			ck_assert_int_eq(pe_json_write_table_mt(&many, NULL, &t, threads, NULL), 0);
 			ck_assert_uint_eq(one.len, many.len);
 			ck_assert_msg(memcmp(one.data, many.data, one.len) == 0, "case %zu, %u threads", c, threads);
+			/* a max the width bound does not fit under but the document does: written by one
+			 * thread to the byte; one byte less: too big, and nothing is left behind */
+			struct pe_buf tight;
+			pe_buf_init(&tight, one.len);
+			ck_assert_int_eq(pe_json_write_table_mt(&tight, NULL, &t, threads, NULL), 0);
+			ck_assert_msg(tight.len == one.len && memcmp(one.data, tight.data, one.len) == 0, "case %zu", c);
+			pe_buf_destroy(&tight);
+			pe_buf_init(&tight, one.len - 1);
+			ck_assert_int_eq(pe_json_write_table_mt(&tight, NULL, &t, threads, NULL), PE_ETOOBIG);
+			ck_assert_uint_eq(tight.len, 0);
+			pe_buf_destroy(&tight);
 			pe_buf_destroy(&one);
 			pe_buf_destroy(&many);
 		}
