@@ -49,22 +49,26 @@ struct pe_kernel_table {
 	/* One sinusoidal row of 2n float32 values from n sin/cos values, each rounded once: interleaved
 	 * (s0 c0 s1 c1 ...) or halves [s0 .. s(n-1) | c0 .. c(n-1)], any alignment. */
 	void (*sincos_store_f32)(const double *s, const double *c, size_t n, int interleaved, float *o);
-	/* rope_row (exact angles, first order, no t) fused with sincos_store_f32 for a row that is not
-	 * an anchor. The state advances one row by three shears instead of rope_row's rotation (three
-	 * fmas instead of four operations): c1 = c - t*s, s' = s + sin(w)*c1, c' = c1 - t*s' with
+	/* rope_row (exact angles, no t) fused with sincos_store_f32 for a row that is not an anchor.
+	 * The state advances one row by three shears instead of rope_row's rotation (three fmas
+	 * instead of four operations): c1 = c - t*s, s' = s + sin(w)*c1, c' = c1 - t*s' with
 	 * t = tw = tan(w/2), which needs cos w >= 0 (|t| <= 1). Each step rounds three times (at most
 	 * 2^-52 each, with |c1| <= 2), and the product of the three shears has determinant 1 with
 	 * rounded t and sin w too, so errors are carried along without growth and the rotation angle
-	 * is off by about an ulp per step, as with rope_row: the 2^-44 bound holds. Columns [lo, hi) are corrected to their own angle
-	 * fl(pos*w) as rope_row corrects them (the AVX2 kernel may also correct their neighbours in
-	 * the same group of four), the others keep the state's angle, pos*w plus the anchor's rounding.
-	 * The caller leaves out only columns whose angles stay within PE_SIN_UNCORRECTED_ANGLE, where
-	 * that difference (two half ulps of the angle) is at most 2^-47, keeping the total below
-	 * 2^-44 (see rope_row). Values below 2^-16 in float32 are computed directly. */
+	 * is off by about an ulp per step, as with rope_row: the 2^-44 bound holds.
+	 * Columns [lo, hi) are corrected to their own angle fl(pos*w) by d = (fl(pos*w) - pos*w) - d0
+	 * (the AVX2 kernel may also correct their neighbours in the same group of four): to first
+	 * order (cos d = 1, sin d = d) when st->first_order, as rope_row, else to second order
+	 * (cos d = 1 - d^2/2), which the caller uses for angles below PE_SIN_MAX_ANGLE: there
+	 * |d| <= 2^-15 and the d^3/6 left out is below 2^-47. The other columns keep the state's
+	 * angle, pos*w plus the anchor's rounding; the caller leaves out only columns whose angles
+	 * stay within PE_SIN_UNCORRECTED_ANGLE, where that difference (two half ulps of the angle) is
+	 * at most 2^-47. Values below 2^-16 in float32 are computed directly. */
 	void (*sin_row_f32)(struct pe_rope_rec *st, double pos, size_t lo, size_t hi, int interleaved, float *o);
 };
 
 #define PE_SIN_UNCORRECTED_ANGLE 0x1p6
+#define PE_SIN_MAX_ANGLE 0x1p37
 #define PE_SIN_MIN_RECURRENT 0x1p-16f /* below, sin_row_f32 computes a pair directly */
 
 /* Which rope_row recurrence serves angles up to last * wmax (last: one past the last position,

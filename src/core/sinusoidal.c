@@ -188,14 +188,22 @@ static void freqs(struct job *j, const struct pe_params *p)
 
 /* The recurrence for f32/f16/bf16 when its corrections stay in range (kernels.h); f64 output, where
  * its 2^-44 would be hundreds of ulps, and single rows take the direct path. */
+static double max_frequency(const struct job *j)
+{
+	double wmax = 0;
+	for (size_t i = 0; i < j->nf; i++)
+		wmax = fmax(wmax, fabs(j->w[i]));
+	return wmax;
+}
+
+/* One past the last position. */
+static double end_position(const struct job *j) { return (double)j->offset + (double)j->len; }
+
 static int recurrence_order(const struct job *j)
 {
 	if (j->dt == PE_F64 || j->len < 2)
 		return PE_REC_DIRECT;
-	double wmax = 0;
-	for (size_t i = 0; i < j->nf; i++)
-		wmax = fmax(wmax, fabs(j->w[i]));
-	return pe_rope_rec_order((double)j->offset + (double)j->len, wmax, j->hf);
+	return pe_rope_rec_order(end_position(j), max_frequency(j), j->hf);
 }
 
 /* One 64-byte aligned allocation (no vector load splits a cache line): w, cos w, sin w, the
@@ -247,7 +255,7 @@ static int half_tangents(struct job *j)
  * PE_SIN_UNCORRECTED_ANGLE (the high frequencies: a prefix for base > 1, a suffix below). */
 static void corrected_columns(struct job *j)
 {
-	double last = (double)j->offset + (double)j->len;
+	double last = end_position(j);
 	j->lo = j->nf;
 	j->hi = 0;
 	for (size_t i = 0; i < j->nf; i++)
@@ -284,6 +292,15 @@ static void checkpoint_advance(struct job *j)
 	}
 }
 
+/* The fused kernel (kernels.h sin_row_f32) serves exact f32 tables in the recurrence's range
+ * whose angles stay below PE_SIN_MAX_ANGLE, laid out as sin/cos pairs only (no odd vaswani
+ * column) and with cos w >= 0 for its shears. */
+static int fusable(struct job *j, int order)
+{
+	return j->dt == PE_F32 && !j->hf && order != PE_REC_DIRECT && j->nf == j->h &&
+	       end_position(j) * max_frequency(j) < PE_SIN_MAX_ANGLE && half_tangents(j);
+}
+
 static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt)
 {
 	memset(j, 0, sizeof *j);
@@ -308,7 +325,7 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt)
 	j->rec.wf = j->hf ? j->wf : NULL;
 	if (j->use_rec) /* the rotation by one row: cos w, sin w */
 		j->k->sincos_f64(j->w, j->sw, j->cw, j->nf);
-	j->fused = dt == PE_F32 && !j->hf && j->rec.first_order && j->nf == j->h && half_tangents(j);
+	j->fused = fusable(j, order);
 	if (j->fused) {
 		corrected_columns(j);
 		for (size_t i = 0; i < j->nf; i++)

@@ -42,7 +42,8 @@ struct row {
 	__m256d pos;
 };
 
-/* Columns i..i+3: advance, correct (corr), round, lay out; returns |values| for the row's minimum. */
+/* Columns i..i+3: advance, correct (corr: 0 not, 1 first order, 2 second order; kernels.h), round,
+ * lay out; returns |values| for the row's minimum. */
 static inline __attribute__((always_inline)) __m256 sin_group(const struct row *r, size_t i, int corr,
 							       int interleaved)
 {
@@ -56,6 +57,11 @@ static inline __attribute__((always_inline)) __m256 sin_group(const struct row *
 	if (corr) {
 		__m256d w = _mm256_loadu_pd(r->w + i);
 		__m256d d = _mm256_sub_pd(_mm256_fnmadd_pd(r->pos, w, _mm256_mul_pd(r->pos, w)), _mm256_loadu_pd(r->d0 + i));
+		if (corr == 2) { /* cos d = 1 - u, u = d^2 / 2 */
+			__m256d u = _mm256_mul_pd(_mm256_mul_pd(d, _mm256_set1_pd(0.5)), d);
+			cn = _mm256_fnmadd_pd(cn, u, cn);
+			sn = _mm256_fnmadd_pd(sn, u, sn);
+		}
 		__m256d co = _mm256_fnmadd_pd(sn, d, cn);
 		sn = _mm256_fmadd_pd(cn, d, sn);
 		cn = co;
@@ -98,11 +104,17 @@ void pe_sin_row_f32_avx2(struct pe_rope_rec *st, double pos, size_t lo, size_t h
 	__m256i mn = _mm256_castps_si256(_mm256_set1_ps(1.0f));
 	if (interleaved) {
 		sin_groups(&r, 0, a, 0, 1, &mn);
-		sin_groups(&r, a, b, 1, 1, &mn);
+		if (st->first_order)
+			sin_groups(&r, a, b, 1, 1, &mn);
+		else
+			sin_groups(&r, a, b, 2, 1, &mn);
 		sin_groups(&r, b, n4, 0, 1, &mn);
 	} else {
 		sin_groups(&r, 0, a, 0, 0, &mn);
-		sin_groups(&r, a, b, 1, 0, &mn);
+		if (st->first_order)
+			sin_groups(&r, a, b, 1, 0, &mn);
+		else
+			sin_groups(&r, a, b, 2, 0, &mn);
 		sin_groups(&r, b, n4, 0, 0, &mn);
 	}
 	int small = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_castsi256_ps(mn), _mm256_set1_ps(PE_SIN_MIN_RECURRENT), _CMP_LT_OQ));

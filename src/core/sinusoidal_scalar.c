@@ -25,7 +25,7 @@ void pe_sincos_store_f32_scalar(const double *s, const double *c, size_t n, int 
 }
 
 /* One pair of the fused row: rotate the state by w (three shears, the AVX2 kernel's operations),
- * correct to fl(pos*w) when asked (first order, as rope_row), round to float. */
+ * correct to fl(pos*w) when asked (first or second order, kernels.h), round to float. */
 static void sin_pair(struct pe_rope_rec *st, size_t i, double pos, int corr, float *fs, float *fc)
 {
 	double c1 = fma(-st->tw[i], st->s[i], st->c[i]);
@@ -34,7 +34,13 @@ static void sin_pair(struct pe_rope_rec *st, size_t i, double pos, int corr, flo
 	st->c[i] = cn;
 	st->s[i] = sn;
 	if (corr) {
-		double d = fma(-pos, st->w[i], pos * st->w[i]) - st->d0[i], co = fma(-sn, d, cn);
+		double d = fma(-pos, st->w[i], pos * st->w[i]) - st->d0[i];
+		if (!st->first_order) { /* cos d = 1 - u, u = d^2 / 2 */
+			double u = d * 0.5 * d;
+			cn = fma(-cn, u, cn);
+			sn = fma(-sn, u, sn);
+		}
+		double co = fma(-sn, d, cn);
 		sn = fma(cn, d, sn);
 		cn = co;
 	}

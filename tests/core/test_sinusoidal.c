@@ -423,6 +423,11 @@ START_TEST(recurrence_matches_direct)
 		{"len=700&dim=66&base=0.9", 700, 66},
 		{"len=300&dim=12&variant=t2t&min_timescale=0.04908738521234052&max_timescale=1&offset=1", 300, 12},
 		{"len=200&dim=20&base=0.01", 200, 20},
+		/* angles past 2^26: the fused kernel's second-order correction, up to 2^37 (2^36.5
+		 * here), and past it (not fused) */
+		{"len=1100&dim=768&offset=900000000", 1100, 768},
+		{"len=300&dim=64&variant=concat&offset=99999999700", 300, 64},
+		{"len=100&dim=16&offset=140000000000", 100, 16},
 	};
 	if (!use_isa(_i))
 		return;
