@@ -10,6 +10,7 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-pr
 PKGS     := libmicrohttpd jansson libuv
 CFLAGS   += $(OPT) $(CFLAGS_BASE)
 AVX2FLAGS := -mavx2 -mfma -mf16c
+AVX512FLAGS := -mavx512f -mavx512dq -mavx2 -mfma -mf16c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LIBS_CORE  := -lnettle -lpng -ldeflate -lsleef -lm
@@ -44,7 +45,8 @@ deps:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(if $(findstring _avx2,$<),$(AVX2FLAGS)) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(if $(findstring _avx2,$<),$(AVX2FLAGS)) \
+		$(if $(findstring _avx512,$<),$(AVX512FLAGS)) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.o: %.S
 	@mkdir -p $(dir $@)

@@ -129,12 +129,14 @@ int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, str
  * similarity of /v1/analysis/similarity, for tables the core does not make (learned ones). */
 void pe_gram_f64(const double *rows, size_t n, size_t d, double *g);
 
-/* SIMD dispatch: chosen once at first use from the CPU (AVX2+FMA) unless the environment variable
- * POSENC_ISA is "scalar" or "avx2". pe_isa_name() says which one is active. */
-enum pe_isa { PE_ISA_SCALAR, PE_ISA_AVX2 };
+/* SIMD dispatch: chosen once at first use, the best tier the CPU has (AVX-512 F+DQ, AVX2+FMA+F16C,
+ * scalar; the enum is in that order), unless the environment variable POSENC_ISA names one:
+ * "scalar", "avx2" or "avx512" (one the CPU lacks falls back to the best it has). pe_isa_name()
+ * says which one is active, by the same names. */
+enum pe_isa { PE_ISA_SCALAR, PE_ISA_AVX2, PE_ISA_AVX512 };
 enum pe_isa pe_isa_active(void);
 const char *pe_isa_name(void);
-/* Tests only: force a path (returns PE_EINVAL if the CPU lacks it). */
+/* Tests only: force a path (returns PE_EINVAL if the CPU lacks it or isa is no tier). */
 int pe_isa_force(enum pe_isa isa);
 
 #endif

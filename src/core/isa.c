@@ -1,5 +1,8 @@
-/* SIMD dispatch: which kernel family runs, chosen once (AVX2+FMA if the CPU has both), overridable
- * by POSENC_ISA=scalar|avx2 for tests and benchmarks, as SLEEF's and redis' dispatchers do. */
+/* SIMD dispatch: which kernel family runs, chosen once: the best the CPU has of AVX-512 (F + DQ, on
+ * top of AVX2's requirements), AVX2 (+ FMA, F16C) and scalar, in that order. POSENC_ISA=scalar|avx2|
+ * avx512 picks a tier for tests and benchmarks (one the CPU lacks falls back to the best it has), as
+ * SLEEF's and redis' dispatchers do. The AVX-512 tier differs from AVX2 only in the kernels that
+ * have an AVX-512 twin (kernels.c). */
 #include "posenc/core.h"
 
 #include <stdatomic.h>
@@ -15,12 +18,35 @@ static int cpu_has_avx2(void)
 	       __builtin_cpu_supports("f16c");
 }
 
+static int cpu_has_avx512(void)
+{
+	return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+}
+
+static int cpu_has(enum pe_isa isa)
+{
+	switch (isa) {
+	case PE_ISA_SCALAR:
+		return 1;
+	case PE_ISA_AVX2:
+		return cpu_has_avx2();
+	case PE_ISA_AVX512:
+		return cpu_has_avx512();
+	}
+	return 0;
+}
+
 static enum pe_isa detect(void)
 {
+	static const struct {
+		const char *name;
+		enum pe_isa isa;
+	} names[] = {{"scalar", PE_ISA_SCALAR}, {"avx2", PE_ISA_AVX2}, {"avx512", PE_ISA_AVX512}};
 	const char *env = getenv("POSENC_ISA");
-	if (env && strcmp(env, "scalar") == 0)
-		return PE_ISA_SCALAR;
-	return cpu_has_avx2() ? PE_ISA_AVX2 : PE_ISA_SCALAR;
+	for (size_t i = 0; env && i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(env, names[i].name) == 0 && cpu_has(names[i].isa))
+			return names[i].isa;
+	return cpu_has_avx512() ? PE_ISA_AVX512 : cpu_has_avx2() ? PE_ISA_AVX2 : PE_ISA_SCALAR;
 }
 
 enum pe_isa pe_isa_active(void)
@@ -33,11 +59,22 @@ enum pe_isa pe_isa_active(void)
 	return (enum pe_isa)a;
 }
 
-const char *pe_isa_name(void) { return pe_isa_active() == PE_ISA_AVX2 ? "avx2" : "scalar"; }
+const char *pe_isa_name(void)
+{
+	switch (pe_isa_active()) {
+	case PE_ISA_AVX512:
+		return "avx512";
+	case PE_ISA_AVX2:
+		return "avx2";
+	case PE_ISA_SCALAR:
+		break;
+	}
+	return "scalar";
+}
 
 int pe_isa_force(enum pe_isa isa)
 {
-	if (isa == PE_ISA_AVX2 && !cpu_has_avx2())
+	if (!cpu_has(isa))
 		return PE_EINVAL;
 	atomic_store_explicit(&active, (int)isa, memory_order_release);
 	return 0;

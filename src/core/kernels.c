@@ -1,4 +1,6 @@
-/* The kernel tables of kernels.h, one per ISA, selected by pe_isa_active(). */
+/* The kernel tables of kernels.h, one per ISA, selected by pe_isa_active(). The AVX-512 table is
+ * the AVX2 one but for the fused sinusoidal row (port-bound at 256 bits: sinusoidal_avx512.c), the
+ * one kernel with an AVX-512 twin. */
 #include "core/kernels.h"
 #include "posenc/core.h"
 
@@ -22,9 +24,27 @@ static const struct pe_kernel_table avx2 = {
 	.sin_row_f32 = pe_sin_row_f32_avx2,
 };
 
+static const struct pe_kernel_table avx512 = {
+	.sincos_f64 = pe_sincos_f64_avx2,
+	.rope_row = pe_rope_row_avx2,
+	.rope_store_f32 = pe_rope_store_f32_avx2,
+	.rope_fence = pe_rope_fence_avx2,
+	.rope_apply_f32 = pe_rope_apply_f32_avx2,
+	.sincos_store_f32 = pe_sincos_store_f32_avx2,
+	.sin_row_f32 = pe_sin_row_f32_avx512,
+};
+
 const struct pe_kernel_table *pe_kernels(void)
 {
-	return pe_isa_active() == PE_ISA_AVX2 ? &avx2 : &scalar;
+	switch (pe_isa_active()) {
+	case PE_ISA_AVX512:
+		return &avx512;
+	case PE_ISA_AVX2:
+		return &avx2;
+	case PE_ISA_SCALAR:
+		break;
+	}
+	return &scalar;
 }
 
 #define REC_MAX_FLOAT_POS 0x1p24     /* hf: float(position) stops being exact */

@@ -1,6 +1,6 @@
 /* Internal kernel table of the core: each operation has a scalar and an AVX2 twin with the same
- * contract; pe_kernels() returns the table for the active ISA (see isa.c). Tables (sinusoidal.c,
- * rope.c, ...) call only through it. */
+ * contract (sin_row_f32 also an AVX-512 one); pe_kernels() returns the table for the active ISA
+ * (see isa.c). Tables (sinusoidal.c, rope.c, ...) call only through it. */
 #ifndef PE_CORE_KERNELS_H
 #define PE_CORE_KERNELS_H
 
@@ -57,13 +57,13 @@ struct pe_kernel_table {
 	 * rounded t and sin w too, so errors are carried along without growth and the rotation angle
 	 * is off by about an ulp per step, as with rope_row: the 2^-44 bound holds.
 	 * Columns [lo, hi) are corrected to their own angle fl(pos*w) by d = (fl(pos*w) - pos*w) - d0
-	 * (the AVX2 kernel may also correct their neighbours in the same group of four): to first
-	 * order (cos d = 1, sin d = d) when st->first_order, as rope_row, else to second order
-	 * (cos d = 1 - d^2/2), which the caller uses for angles below PE_SIN_MAX_ANGLE: there
-	 * |d| <= 2^-15 and the d^3/6 left out is below 2^-47. The other columns keep the state's
-	 * angle, pos*w plus the anchor's rounding; the caller leaves out only columns whose angles
-	 * stay within PE_SIN_UNCORRECTED_ANGLE, where that difference (two half ulps of the angle) is
-	 * at most 2^-47. Values below 2^-16 in float32 are computed directly. */
+	 * (the AVX2 and AVX-512 kernels may also correct their neighbours in the same group of four,
+	 * or of eight): to first order (cos d = 1, sin d = d) when st->first_order, as rope_row, else
+	 * to second order (cos d = 1 - d^2/2), which the caller uses for angles below
+	 * PE_SIN_MAX_ANGLE: there |d| <= 2^-15 and the d^3/6 left out is below 2^-47. The other
+	 * columns keep the state's angle, pos*w plus the anchor's rounding; the caller leaves out only
+	 * columns whose angles stay within PE_SIN_UNCORRECTED_ANGLE, where that difference (two half
+	 * ulps of the angle) is at most 2^-47. Values below 2^-16 in float32 are computed directly. */
 	void (*sin_row_f32)(struct pe_rope_rec *st, double pos, size_t lo, size_t hi, int interleaved, float *o);
 };
 
@@ -103,7 +103,8 @@ void pe_sincos_store_f32_from(const double *s, const double *c, size_t n, size_t
 			      float *o);
 void pe_sin_row_f32_scalar(struct pe_rope_rec *st, double pos, size_t lo, size_t hi, int interleaved, float *o);
 void pe_sin_row_f32_avx2(struct pe_rope_rec *st, double pos, size_t lo, size_t hi, int interleaved, float *o);
-/* The scalar pairs from..n-1 of such a row (the AVX2 kernel's tail). */
+void pe_sin_row_f32_avx512(struct pe_rope_rec *st, double pos, size_t lo, size_t hi, int interleaved, float *o);
+/* The scalar pairs from..n-1 of such a row (the AVX2 and AVX-512 kernels' tail). */
 void pe_sin_row_f32_from(struct pe_rope_rec *st, double pos, size_t lo, size_t hi, int interleaved, size_t from,
 			 float *o);
 /* Pairs from..n-1 of a finished row whose sin or cos is below PE_SIN_MIN_RECURRENT, recomputed

@@ -255,9 +255,10 @@ int main(int argc, char **argv)
 	} else {
 		printf("info isa %s\n", pe_isa_name());
 		table_vs_memset("sin_exact", "sin_memset", &p, reps, 0);
+		enum pe_isa isa = pe_isa_active();
 		if (pe_isa_force(PE_ISA_SCALAR) == 0) {
 			table_vs_memset("sin_scalar", "sin_scalar_memset", &p, reps, 0);
-			pe_isa_force(PE_ISA_AVX2);
+			pe_isa_force(isa); /* back to the tier the rows below measure */
 		}
 		json_rows(&p, reps);
 		pe_params_destroy(&p);

@@ -1,15 +1,17 @@
 /* /v1/sinusoidal against the committed known answers of tests/ref/gen_sinusoidal.py, in ulps.
  *
  * Each case of tests/data/sinusoidal/cases.json is driven through the core exactly as a client's
- * query would be (find, init, set every key=value, finish, shape, compute) on both kernel paths
- * (scalar and AVX2 when the CPU has it), and compared with:
+ * query would be (find, init, set every key=value, finish, shape, compute) on every kernel path
+ * (scalar, and AVX2 and AVX-512 where the CPU has them), and compared with:
  *   (a) float64 NumPy (libm sin/cos of the same float64 angle): compat=exact in f32, f16 and bf16
  *       must be within 1 ulp of (a) rounded once to that type; f64 within F64_VS_NUMPY_ULP;
  *   (b) mpmath's correctly rounded value of the same angle: f64 within 1 ulp (the kernel contract);
  *   (c) PyTorch float32: compat=hf within HF_VS_TORCH_ULP, and at positions >= 1e6 far closer to
  *       PyTorch than compat=exact is (the point of the mode).
- * The two kernel paths are also compared with each other. Every comparison prints its measured
- * maximum so a regression in accuracy shows up before it reaches a bound. */
+ * The scalar and AVX2 paths are also compared with each other, and the fused f32 rows of all three
+ * bit for bit. Every comparison prints its measured maximum so a regression in accuracy shows up
+ * before it reaches a bound. */
+#include "core/kernels.h"
 #include "posenc/core.h"
 #include "support/pe_check.h"
 
@@ -136,19 +138,23 @@ static void *run(const char *query, enum pe_dtype dt, size_t want_n, int64_t *of
 	return out;
 }
 
-/* ISA for loop index i: 0 scalar, 1 AVX2. Returns 0 when the CPU lacks it (the test passes). */
+/* The kernel paths, by loop index (tcase_add_loop_test(tc, t, 0, NISA)). */
+static const struct {
+	enum pe_isa isa;
+	const char *name;
+} isas[] = {{PE_ISA_SCALAR, "scalar"}, {PE_ISA_AVX2, "AVX2+FMA"}, {PE_ISA_AVX512, "AVX-512"}};
+#define NISA (int)(sizeof isas / sizeof isas[0])
+
+/* Force path i. Returns 0 when the CPU lacks it (the test passes, said on stderr). */
 static int use_isa(int i)
 {
-	if (i == 0) {
-		ck_assert_int_eq(pe_isa_force(PE_ISA_SCALAR), 0);
-		ck_assert_int_eq(pe_isa_active(), PE_ISA_SCALAR);
-		return 1;
-	}
-	if (pe_isa_force(PE_ISA_AVX2) != 0) {
-		fprintf(stderr, "sinusoidal: no AVX2+FMA on this CPU, AVX2 path not tested\n");
+	ck_assert_int_lt(i, NISA);
+	if (pe_isa_force(isas[i].isa) != 0) {
+		ck_assert_msg(isas[i].isa != PE_ISA_SCALAR, "the scalar path was refused");
+		fprintf(stderr, "sinusoidal: no %s on this CPU, %s path not tested\n", isas[i].name, isas[i].name);
 		return 0;
 	}
-	ck_assert_int_eq(pe_isa_active(), PE_ISA_AVX2);
+	ck_assert_int_eq(pe_isa_active(), isas[i].isa);
 	return 1;
 }
 
@@ -400,38 +406,49 @@ START_TEST(scalar_and_avx2_agree)
 }
 END_TEST
 
-/* f32/f16/bf16 tables come from the angle-addition recurrence (kernels.h), f64 ones from sin/cos of
- * every angle: over long tables (many anchors), odd widths (kernel tails), both layouts, exact angles
- * in the first-order and the series range and hf angles, rounding the f64 table to float is within
- * 1 ulp of the f32 table (the recurrence is within 2^-44 of the true value, 2^-16 from zero). */
+/* Tables of the recurrence (kernels.h): long ones (many anchors), odd widths (kernel tails), both
+ * layouts, exact angles in the first-order and the series range, and hf angles. */
+static const struct rec_query {
+	const char *query;
+	size_t len, dim;
+} rec_queries[] = {
+	{"len=1000&dim=768", 1000, 768},
+	{"len=1000&dim=768&compat=hf", 1000, 768},
+	{"len=300&dim=37&offset=1073741824", 300, 37},
+	{"len=300&dim=62&variant=concat&base=100&offset=5000&compat=hf", 300, 62},
+	{"len=300&dim=45&variant=t2t&min_timescale=0.5&max_timescale=20000&offset=3", 300, 45},
+	{"len=130&dim=10&variant=t2t&min_timescale=0.01&max_timescale=100&offset=16777000&compat=hf", 130, 10},
+	/* the fused f32 kernel (kernels.h sin_row_f32): halves over many anchors; frequencies
+	 * rising above 1 (base < 1: the corrected columns are a suffix); sin(64 w) = sin(pi) near
+	 * zero in a row between anchors (recomputed directly); cos w < 0 (not fused) */
+	{"len=5000&dim=128&variant=concat", 5000, 128},
+	{"len=700&dim=66&base=0.9", 700, 66},
+	{"len=300&dim=12&variant=t2t&min_timescale=0.04908738521234052&max_timescale=1&offset=1", 300, 12},
+	{"len=200&dim=20&base=0.01", 200, 20},
+	/* angles past 2^26: the fused kernel's second-order correction, up to 2^37 (2^36.5
+	 * here), and past it (not fused) */
+	{"len=1100&dim=768&offset=900000000", 1100, 768},
+	{"len=300&dim=64&variant=concat&offset=99999999700", 300, 64},
+	{"len=100&dim=16&offset=140000000000", 100, 16},
+	/* the fused kernel with AVX-512 tails (n % 8 = 5 interleaved, 7 in halves) and groups of
+	 * eight straddling the corrected columns' end (first order: [0, 3) of 13; second order:
+	 * [0, 33) of 45, 2^34.8); a near-zero value within the first eight columns */
+	{"len=300&dim=26", 300, 26},
+	{"len=300&dim=46&variant=concat&offset=100000", 300, 46},
+	{"len=200&dim=90&base=1000000000000&offset=30000000000", 200, 90},
+	{"len=300&dim=16&variant=t2t&min_timescale=0.04908738521234052&max_timescale=1&offset=1", 300, 16},
+};
+#define NREC (sizeof rec_queries / sizeof rec_queries[0])
+
+/* f32/f16/bf16 tables come from the recurrence, f64 ones from sin/cos of every angle: rounding the
+ * f64 table to float is within 1 ulp of the f32 table (the recurrence is within 2^-44 of the true
+ * value, 2^-16 from zero). */
 START_TEST(recurrence_matches_direct)
 {
-	static const struct {
-		const char *query;
-		size_t len, dim;
-	} q[] = {
-		{"len=1000&dim=768", 1000, 768},
-		{"len=1000&dim=768&compat=hf", 1000, 768},
-		{"len=300&dim=37&offset=1073741824", 300, 37},
-		{"len=300&dim=62&variant=concat&base=100&offset=5000&compat=hf", 300, 62},
-		{"len=300&dim=45&variant=t2t&min_timescale=0.5&max_timescale=20000&offset=3", 300, 45},
-		{"len=130&dim=10&variant=t2t&min_timescale=0.01&max_timescale=100&offset=16777000&compat=hf", 130, 10},
-		/* the fused f32 kernel (kernels.h sin_row_f32): halves over many anchors; frequencies
-		 * rising above 1 (base < 1: the corrected columns are a suffix); sin(64 w) = sin(pi) near
-		 * zero in a row between anchors (recomputed directly); cos w < 0 (not fused) */
-		{"len=5000&dim=128&variant=concat", 5000, 128},
-		{"len=700&dim=66&base=0.9", 700, 66},
-		{"len=300&dim=12&variant=t2t&min_timescale=0.04908738521234052&max_timescale=1&offset=1", 300, 12},
-		{"len=200&dim=20&base=0.01", 200, 20},
-		/* angles past 2^26: the fused kernel's second-order correction, up to 2^37 (2^36.5
-		 * here), and past it (not fused) */
-		{"len=1100&dim=768&offset=900000000", 1100, 768},
-		{"len=300&dim=64&variant=concat&offset=99999999700", 300, 64},
-		{"len=100&dim=16&offset=140000000000", 100, 16},
-	};
+	const struct rec_query *q = rec_queries;
 	if (!use_isa(_i))
 		return;
-	for (size_t k = 0; k < sizeof q / sizeof q[0]; k++) {
+	for (size_t k = 0; k < NREC; k++) {
 		size_t n = q[k].len * q[k].dim;
 		float *f = run(q[k].query, PE_F32, n, NULL);
 		double *d = run(q[k].query, PE_F64, n, NULL);
@@ -446,6 +463,149 @@ START_TEST(recurrence_matches_direct)
 		free(f);
 		free(d);
 	}
+}
+END_TEST
+
+/* The recurrence queries' f32 tables on the three paths, bit for bit. The fused rows (kernels.h
+ * sin_row_f32) do the same operations per column on every path, in the same order; the queries
+ * that are not fused run AVX2's kernels on the AVX-512 path. Two things are not the same by
+ * construction, each a rounding flip in about one of 2^22 values it touches or fewer, and none
+ * flips in these tables: a vector kernel also corrects the neighbours of [lo, hi) in its group of
+ * four or eight (a change below 2^-47), and the anchors and cos w, sin w come from glibc on the
+ * scalar path and from SLEEF on the others (1 ulp of a double apart). */
+START_TEST(fused_paths_bit_identical)
+{
+	if (pe_isa_force(PE_ISA_AVX512) != 0) {
+		fprintf(stderr, "sinusoidal: no AVX-512 on this CPU, its fused rows not compared bit for bit\n");
+		return;
+	}
+	for (size_t k = 0; k < NREC; k++) {
+		const struct rec_query *q = &rec_queries[k];
+		size_t n = q->len * q->dim;
+		float *t[NISA];
+		for (int i = 0; i < NISA; i++) {
+			ck_assert_int_eq(pe_isa_force(isas[i].isa), 0);
+			t[i] = run(q->query, PE_F32, n, NULL);
+		}
+		for (int i = 0; i < NISA - 1; i++) {
+			size_t differ = 0, first = 0;
+			for (size_t e = n; e-- > 0;)
+				if (memcmp(&t[NISA - 1][e], &t[i][e], sizeof(float)) != 0) {
+					differ++;
+					first = e;
+				}
+			fprintf(stderr, "avx512  f32 vs %-8s %-60s %zu of %zu differ in bits\n", isas[i].name,
+				q->query, differ, n);
+			ck_assert_msg(differ == 0, "%s: AVX-512 %a, %s %a at row %zu col %zu (%zu values differ)",
+				      q->query, t[NISA - 1][first], isas[i].name, t[i][first], first / q->dim,
+				      first % q->dim, differ);
+		}
+		for (int i = 0; i < NISA; i++)
+			free(t[i]);
+	}
+}
+END_TEST
+
+/* The columns a vector kernel with groups of g corrects when asked for [lo, hi) (kernels.h): the
+ * range widened to whole groups within its n / g * g vector columns, plus [lo, hi) itself in the
+ * scalar tail past them; one range [*elo, *ehi). */
+static void corrected_range(size_t n, size_t g, size_t lo, size_t hi, size_t *elo, size_t *ehi)
+{
+	size_t ng = n / g * g, a = lo / g * g, b = (hi + g - 1) / g * g;
+	a = a < ng ? a : ng;
+	b = b < ng ? b : ng;
+	if (a < b) {
+		*elo = a;
+		*ehi = hi > ng ? hi : b;
+	} else {
+		*elo = lo > ng ? lo : ng;
+		*ehi = hi > *elo ? hi : *elo;
+	}
+}
+
+/* The sin_row_f32 kernels called directly, row after row from the same state: the AVX2 and AVX-512
+ * kernels must leave the state (c, s in double) and write the row (float32) bit for bit as the
+ * scalar kernel does when it is asked for the columns they correct (corrected_range). The angle
+ * offsets d0 are made large (up to 2^-8, where the caller's are below 2^-15) so that every
+ * operation of the first- and second-order corrections shows in the floats; every fifth column
+ * has d0 = 0 and some of those turn through multiples of pi / 2 (w = pi / 64), where values below
+ * 2^-16 are recomputed directly. Widths cover tails of each group size and less than one group. */
+START_TEST(fused_kernels_bit_identical)
+{
+	static const size_t widths[] = {1, 3, 4, 7, 8, 13, 16, 23, 45, 64, 101};
+	static const struct {
+		enum pe_isa isa;
+		size_t group;
+		void (*row)(struct pe_rope_rec *, double, size_t, size_t, int, float *);
+	} vec[] = {{PE_ISA_AVX2, 4, pe_sin_row_f32_avx2}, {PE_ISA_AVX512, 8, pe_sin_row_f32_avx512}};
+	enum { ROWS = 200, NVEC = sizeof vec / sizeof vec[0] };
+	int have[NVEC], any = 0;
+	for (size_t v = 0; v < NVEC; v++) {
+		have[v] = pe_isa_force(vec[v].isa) == 0;
+		any |= have[v];
+		if (!have[v])
+			fprintf(stderr, "sinusoidal: no %s on this CPU, its sin_row_f32 kernel not compared\n",
+				vec[v].isa == PE_ISA_AVX2 ? "AVX2+FMA" : "AVX-512");
+	}
+	if (!any)
+		return;
+	uint64_t compared = 0;
+	for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+		size_t n = widths[wi];
+		const size_t ranges[][2] = {{0, 0}, {0, n}, {3, 11}, {8, 16}, {9, n}, {n / 2, n}, {1, n - n / 3}};
+		double *w = malloc(sizeof(double) * 4 * n), *cw = w + n, *sw = cw + n, *tw = sw + n;
+		double *d0 = malloc(sizeof(double) * n), *st = malloc(sizeof(double) * 2 * n * (1 + NVEC));
+		float *o = malloc(sizeof(float) * 2 * n * (1 + NVEC));
+		ck_assert(w && d0 && st && o);
+		for (size_t i = 0; i < n; i++) {
+			w[i] = i % 5 == 2 && i % 3 != 0 ? M_PI / 64 : 1.5 * pow(10.0, -5.0 * (double)i / (double)n);
+			sincos(w[i], &sw[i], &cw[i]);
+			tw[i] = sw[i] / (1 + cw[i]);
+			d0[i] = ldexp((double)((int)(i % 5) - 2), -9); /* -2^-8 .. 2^-8 */
+		}
+		for (size_t rg = 0; rg < sizeof ranges / sizeof ranges[0]; rg++)
+			for (int layout = 0; layout < 2; layout++)
+				for (int first = 0; first < 2; first++) {
+					size_t lo = ranges[rg][0] < n ? ranges[rg][0] : n;
+					size_t hi = ranges[rg][1] < n ? ranges[rg][1] : n;
+					/* the state of the scalar reference for kernel v, then kernel v's own */
+					struct pe_rope_rec rec[2 * NVEC];
+					for (size_t k = 0; k < 2 * NVEC; k++) {
+						double *c = k % 2 ? st + 2 * n * (1 + k / 2) : st;
+						rec[k] = (struct pe_rope_rec){n, w, cw, sw, c, c + n, d0, first, NULL, tw};
+					}
+					for (size_t v = 0; v < NVEC; v++) {
+						if (!have[v])
+							continue;
+						size_t elo, ehi;
+						corrected_range(n, vec[v].group, lo, hi, &elo, &ehi);
+						for (size_t i = 0; i < n; i++) { /* both start at angle 0 */
+							st[i] = st[2 * n * (1 + v) + i] = 1;
+							st[n + i] = st[2 * n * (1 + v) + n + i] = 0;
+						}
+						float *ref = o, *got = o + 2 * n * (1 + v);
+						for (int r = 1; r <= ROWS; r++) {
+							pe_sin_row_f32_scalar(&rec[2 * v], r, elo, ehi, layout, ref);
+							vec[v].row(&rec[2 * v + 1], r, lo, hi, layout, got);
+							ck_assert_msg(memcmp(ref, got, sizeof(float) * 2 * n) == 0 &&
+									      memcmp(st, st + 2 * n * (1 + v),
+										     sizeof(double) * 2 * n) == 0,
+								      "%s sin_row_f32, n %zu, [%zu, %zu) (scalar: [%zu, %zu)), "
+								      "%s, %s order: row %d differs from scalar",
+								      vec[v].isa == PE_ISA_AVX2 ? "AVX2" : "AVX-512", n, lo,
+								      hi, elo, ehi, layout ? "interleaved" : "halves",
+								      first ? "first" : "second", r);
+							compared += 2 * n;
+						}
+					}
+				}
+		free(w);
+		free(d0);
+		free(st);
+		free(o);
+	}
+	fprintf(stderr, "sin_row_f32 kernels vs scalar: %llu values compared bit for bit\n",
+		(unsigned long long)compared);
 }
 END_TEST
 
@@ -479,13 +639,15 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("known answers");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, known_answers_cover_the_cases);
-	tcase_add_loop_test(tc, exact_f32_vs_numpy, 0, 2);
-	tcase_add_loop_test(tc, exact_f64_vs_numpy_and_mpmath, 0, 2);
-	tcase_add_loop_test(tc, exact_f16_bf16_vs_numpy, 0, 2);
-	tcase_add_loop_test(tc, hf_vs_torch, 0, 2);
-	tcase_add_loop_test(tc, hf_follows_torch_at_large_positions, 0, 2);
+	tcase_add_loop_test(tc, exact_f32_vs_numpy, 0, NISA);
+	tcase_add_loop_test(tc, exact_f64_vs_numpy_and_mpmath, 0, NISA);
+	tcase_add_loop_test(tc, exact_f16_bf16_vs_numpy, 0, NISA);
+	tcase_add_loop_test(tc, hf_vs_torch, 0, NISA);
+	tcase_add_loop_test(tc, hf_follows_torch_at_large_positions, 0, NISA);
 	tcase_add_test(tc, scalar_and_avx2_agree);
-	tcase_add_loop_test(tc, recurrence_matches_direct, 0, 2);
+	tcase_add_loop_test(tc, recurrence_matches_direct, 0, NISA);
+	tcase_add_test(tc, fused_paths_bit_identical);
+	tcase_add_test(tc, fused_kernels_bit_identical);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -5,7 +5,8 @@
  * compat=hf forms the same float32 angles as PyTorch; cos/sin may differ from PyTorch's SLEEF
  * values by 1 ulp, so each rotated channel a·c ∓ b·s is within 2^-22·(|a| + |b|) plus one rounding
  * of the result; pass-through channels are bit-identical. Both kernel paths are exercised by
- * running the daemon with POSENC_ISA=scalar and with the default (AVX2 where the CPU has it). */
+ * running the daemon with POSENC_ISA=scalar and with the default (AVX2's rope kernels where the
+ * CPU has AVX2, also on the AVX-512 tier). */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
 

@@ -143,15 +143,17 @@ static inline void pe_kat_rejects(const char *table, const char *query, const ch
 		      param, err.detail);
 }
 
-/* Force kernel path i (0 scalar, 1 AVX2); 0 when the CPU lacks it (the caller skips, said on stderr). */
+/* Force kernel path i (0 scalar, 1 AVX2, 2 AVX-512); 0 when the CPU lacks it (the caller skips,
+ * said on stderr). The AVX-512 path differs from AVX2 only in the fused sinusoidal row
+ * (src/core/kernels.c): tests of other tables loop over 0..1. */
 static inline int pe_kat_use_isa(int i)
 {
-	if (i == 0) {
-		ck_assert_int_eq(pe_isa_force(PE_ISA_SCALAR), 0);
-		return 1;
-	}
-	if (pe_isa_force(PE_ISA_AVX2) != 0) {
-		fprintf(stderr, "no AVX2+FMA on this CPU: AVX2 path not tested\n");
+	static const char *const names[] = {"scalar", "AVX2+FMA", "AVX-512"};
+	ck_assert_int_ge(i, 0);
+	ck_assert_int_le(i, 2);
+	if (pe_isa_force(i == 0 ? PE_ISA_SCALAR : i == 1 ? PE_ISA_AVX2 : PE_ISA_AVX512) != 0) {
+		ck_assert_msg(i != 0, "the scalar path was refused");
+		fprintf(stderr, "no %s on this CPU: %s path not tested\n", names[i], names[i]);
 		return 0;
 	}
 	return 1;
