@@ -34,6 +34,11 @@ static int put_elem(struct pe_buf *b, const struct pe_tensor_view *t, size_t i, 
 
 static int put_row(struct pe_buf *b, const struct pe_tensor_view *t, size_t start, size_t n)
 {
+	if ((b->cap - b->len) / pe_fmt_width(t->dtype) > n + PE_NUM_MAX) { /* the row's widest form fits */
+		b->len += pe_fmt_list(t, start, n, b->data + b->len);
+		b->data[b->len++] = '\n';
+		return 0;
+	}
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = put_elem(b, t, start + i, i ? ',' : 0);

@@ -91,19 +91,6 @@ static int check_view(const struct pe_tensor_view *t, size_t *count, struct pe_e
 
 /* ---- the nested data array ---- */
 
-/* Widest shortest form per dtype plus a comma ("-1.17549435e-38," for f32): only an estimate of
- * the space to reserve; the writers never rely on it. */
-static size_t elem_width(enum pe_dtype dt)
-{
-	switch (dt) {
-	case PE_F64:
-		return 25;
-	case PE_F32:
-		return 16;
-	default:
-		return 12;
-	}
-}
 
 static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
 static size_t sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
@@ -111,7 +98,7 @@ static size_t sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_
 /* Bytes the data array will take at most (saturating): elements plus brackets and commas. */
 static size_t data_estimate(const struct pe_tensor_view *t, size_t count)
 {
-	size_t est = sat_mul(count, elem_width(t->dtype)), lists = 1;
+	size_t est = sat_mul(count, pe_fmt_width(t->dtype)), lists = 1;
 	for (int k = 0; k + 1 < t->shape.rank; k++) {
 		lists = sat_mul(lists, t->shape.dim[k]);
 		est = sat_add(est, sat_mul(lists, 3));
@@ -119,9 +106,16 @@ static size_t data_estimate(const struct pe_tensor_view *t, size_t count)
 	return sat_add(est, 16);
 }
 
-/* One innermost list: n elements from `start`. The fast path prints at a local pointer. */
+/* One innermost list: n elements from `start`. The fast path prints the whole row in place when
+ * its widest form fits; near the buffer's end, element by element at a local pointer. */
 static int write_row(struct out *o, const struct pe_tensor_view *t, size_t start, size_t n)
 {
+	if ((size_t)(o->end - o->p) / pe_fmt_width(t->dtype) > n + PE_NUM_MAX) {
+		*o->p++ = '[';
+		o->p += pe_fmt_list(t, start, n, o->p);
+		*o->p++ = ']';
+		return 0;
+	}
 	int rc = out_char(o, '[');
 	char *p = o->p, *end = o->end;
 	for (size_t i = 0; i < n && rc == 0; i++) {
