@@ -29,6 +29,10 @@ int pe_buf_puts(struct pe_buf *b, const char *s);
 int pe_buf_printf(struct pe_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Hand the bytes to the caller (free() them); the buffer is left empty. */
 char *pe_buf_steal(struct pe_buf *b, size_t *len);
+/* Fault in the whole pages of [p, p + n) for writing, in one system call (Linux 5.14's
+ * MADV_POPULATE_WRITE) instead of a page fault per 4 KiB page; a no-op where unsupported. For
+ * large buffers about to be written in full. */
+void pe_mem_prefault(void *p, size_t n);
 
 /* ---- views ---- */
 struct pe_tensor_view {

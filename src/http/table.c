@@ -207,6 +207,7 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 	void *tmp = malloc(raw ? raw : 1);
 	if (!tmp)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	pe_mem_prefault(tmp, raw);
 	rc = pe_table_compute(&j->params, j->out.dt, tmp, err);
 	t.data = tmp;
 	if (rc == 0)

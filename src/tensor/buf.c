@@ -9,6 +9,9 @@
 #include "posenc/tensor.h"
 
 #include <stdarg.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +92,20 @@ int pe_buf_printf(struct pe_buf *b, const char *fmt, ...)
 	va_end(ap);
 	b->len += (size_t)n;
 	return 0;
+}
+
+void pe_mem_prefault(void *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t mask = page > 0 ? (uintptr_t)page - 1 : 4095, a = ((uintptr_t)p + mask) & ~mask;
+	uintptr_t e = ((uintptr_t)p + n) & ~mask;
+	if (e > a)
+		(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE); /* EINVAL before Linux 5.14: ignored */
+#else
+	(void)p;
+	(void)n;
+#endif
 }
 
 char *pe_buf_steal(struct pe_buf *b, size_t *len)

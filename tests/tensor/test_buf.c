@@ -1,10 +1,14 @@
 /* struct pe_buf: appends, the hard maximum (exact, and nothing changes on failure), geometric
- * growth, printf at the limit, and steal. */
+ * growth, printf at the limit, and steal; pe_mem_prefault. */
 #include "posenc/tensor.h"
 #include "support/pe_check.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 START_TEST(append_and_puts)
 {
@@ -178,6 +182,40 @@ START_TEST(steal)
 }
 END_TEST
 
+/* The whole pages inside the range become resident, the partial pages at its ends are left alone
+ * (mincore on a fresh anonymous mapping; skipped where the kernel has no MADV_POPULATE_WRITE). */
+START_TEST(prefault_whole_pages)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t n = 16 * (size_t)page;
+	unsigned char *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+#ifdef MADV_POPULATE_WRITE
+	unsigned char probe[1];
+	if (madvise(m + 15 * page, (size_t)page, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
+		fprintf(stderr, "prefault_whole_pages: no MADV_POPULATE_WRITE here, skipped\n");
+		munmap(m, n);
+		return;
+	}
+	ck_assert_int_eq(mincore(m + 15 * page, (size_t)page, probe), 0);
+	ck_assert_msg(probe[0] & 1, "the probe page is resident");
+#endif
+	pe_mem_prefault(m + 100, 10 * (size_t)page); /* pages 1..9 whole, 0 and 10 partial */
+	unsigned char res[16];
+	ck_assert_int_eq(mincore(m, n, res), 0);
+#ifdef MADV_POPULATE_WRITE
+	ck_assert_msg(!(res[0] & 1) && !(res[10] & 1), "partial pages untouched");
+	for (int i = 1; i <= 9; i++)
+		ck_assert_msg(res[i] & 1, "page %d resident", i);
+#endif
+	memset(m, 7, n); /* and the memory is ordinary writable memory */
+	ck_assert_int_eq(m[n - 1], 7);
+	pe_mem_prefault(NULL, 0); /* empty ranges are fine */
+	pe_mem_prefault(m + 1, 10);
+	munmap(m, n);
+}
+END_TEST
+
 START_TEST(format_names)
 {
 	static const struct {
@@ -238,6 +276,7 @@ static Suite *buf_suite(void)
 	tcase_add_test(tc, growth_clamped_to_max);
 	tcase_add_test(tc, printf_at_limit);
 	tcase_add_test(tc, steal);
+	tcase_add_test(tc, prefault_whole_pages);
 	suite_add_tcase(s, tc);
 	TCase *f = tcase_create("formats");
 	tcase_add_test(f, format_names);
