@@ -243,11 +243,11 @@ static void job_destroy(struct job *j)
  * where the fused kernel does not serve. */
 static int half_tangents(struct job *j)
 {
-	for (size_t i = 0; i < j->nf; i++) {
+	for (size_t i = 0; i < j->nf; i++)
 		if (!(j->cw[i] >= 0))
 			return 0;
+	for (size_t i = 0; i < j->nf; i++) /* a loop the compiler vectorises */
 		j->tw[i] = j->sw[i] / (1 + j->cw[i]);
-	}
 	return 1;
 }
 
@@ -274,12 +274,18 @@ static void corrected_columns(struct job *j)
 #define DIRECT_ROWS (16 * CHECKPOINT_ROWS)
 _Static_assert(CHECKPOINT_ROWS == 64, "checkpoints rotate by 64 w");
 
+/* The checkpoint holds the state one row before the next checkpoint row: the anchor's state
+ * rotated back by w, once. */
 static void checkpoint_save(struct job *j)
 {
-	memcpy(j->kc, j->rec.c, j->nf * sizeof *j->kc);
-	memcpy(j->ks, j->rec.s, j->nf * sizeof *j->ks);
+	for (size_t i = 0; i < j->nf; i++) {
+		double c = j->rec.c[i], s = j->rec.s[i];
+		j->kc[i] = c * j->cw[i] + s * j->sw[i];
+		j->ks[i] = s * j->cw[i] - c * j->sw[i];
+	}
 }
 
+/* Advance the checkpoint by 64 w and restart the recurrence from it. */
 static void checkpoint_advance(struct job *j)
 {
 	for (size_t i = 0; i < j->nf; i++) {
@@ -287,9 +293,9 @@ static void checkpoint_advance(struct job *j)
 		double ks = j->ks[i] * j->c64[i] + j->kc[i] * j->s64[i];
 		j->kc[i] = kc;
 		j->ks[i] = ks;
-		j->rec.c[i] = kc * j->cw[i] + ks * j->sw[i]; /* rotated back by w */
-		j->rec.s[i] = ks * j->cw[i] - kc * j->sw[i];
 	}
+	memcpy(j->rec.c, j->kc, j->nf * sizeof *j->kc);
+	memcpy(j->rec.s, j->ks, j->nf * sizeof *j->ks);
 }
 
 /* The fused kernel (kernels.h sin_row_f32) serves exact f32 tables in the recurrence's range
