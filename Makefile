@@ -45,8 +45,7 @@ deps:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(if $(findstring _avx2,$<),$(AVX2FLAGS)) \
-		$(if $(findstring _avx512,$<),$(AVX512FLAGS)) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(if $(findstring _avx2,$<),$(AVX2FLAGS))$(if $(findstring _avx512,$<),$(AVX512FLAGS)) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.o: %.S
 	@mkdir -p $(dir $@)
