@@ -14,25 +14,14 @@ static const struct pe_kernel_table scalar = {
 	.sin_row_f32 = pe_sin_row_f32_scalar,
 };
 
-static const struct pe_kernel_table avx2 = {
-	.sincos_f64 = pe_sincos_f64_avx2,
-	.rope_row = pe_rope_row_avx2,
-	.rope_store_f32 = pe_rope_store_f32_avx2,
-	.rope_fence = pe_rope_fence_avx2,
-	.rope_apply_f32 = pe_rope_apply_f32_avx2,
-	.sincos_store_f32 = pe_sincos_store_f32_avx2,
-	.sin_row_f32 = pe_sin_row_f32_avx2,
-};
+/* The AVX2 kernels, shared by the two vector tables. */
+#define AVX2_KERNELS                                                                                   \
+	.sincos_f64 = pe_sincos_f64_avx2, .rope_row = pe_rope_row_avx2, .rope_store_f32 = pe_rope_store_f32_avx2, \
+	.rope_fence = pe_rope_fence_avx2, .rope_apply_f32 = pe_rope_apply_f32_avx2,                     \
+	.sincos_store_f32 = pe_sincos_store_f32_avx2
 
-static const struct pe_kernel_table avx512 = {
-	.sincos_f64 = pe_sincos_f64_avx2,
-	.rope_row = pe_rope_row_avx2,
-	.rope_store_f32 = pe_rope_store_f32_avx2,
-	.rope_fence = pe_rope_fence_avx2,
-	.rope_apply_f32 = pe_rope_apply_f32_avx2,
-	.sincos_store_f32 = pe_sincos_store_f32_avx2,
-	.sin_row_f32 = pe_sin_row_f32_avx512,
-};
+static const struct pe_kernel_table avx2 = {AVX2_KERNELS, .sin_row_f32 = pe_sin_row_f32_avx2};
+static const struct pe_kernel_table avx512 = {AVX2_KERNELS, .sin_row_f32 = pe_sin_row_f32_avx512};
 
 const struct pe_kernel_table *pe_kernels(void)
 {

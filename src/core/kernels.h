@@ -68,6 +68,21 @@ struct pe_kernel_table {
 };
 
 #define PE_SIN_UNCORRECTED_ANGLE 0x1p6
+
+/* A vector sin_row_f32's groups of `width` columns: [0, n) whole groups, of which [a, b) overlap
+ * the corrected columns [lo, hi) (empty when none do); the rest is the scalar tail. */
+struct pe_sin_range {
+	size_t n, a, b;
+};
+static inline struct pe_sin_range pe_sin_groups(size_t cols, size_t lo, size_t hi, size_t width)
+{
+	struct pe_sin_range g = {cols / width * width, lo / width * width, (hi + width - 1) / width * width};
+	g.a = g.a < g.n ? g.a : g.n;
+	g.b = g.b < g.n ? g.b : g.n;
+	if (g.b <= g.a)
+		g.a = g.b = 0;
+	return g;
+}
 #define PE_SIN_MAX_ANGLE 0x1p37
 #define PE_SIN_MIN_RECURRENT 0x1p-16f /* below, sin_row_f32 computes a pair directly */
 

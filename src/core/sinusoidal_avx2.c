@@ -90,35 +90,29 @@ static inline __attribute__((always_inline)) void sin_groups(const struct row *r
 	*mn = m;
 }
 
+/* The groups before, in and after the corrected range [a, b); interleaved is a constant. */
+static inline __attribute__((always_inline)) void sin_segments(const struct row *r, const struct pe_sin_range *g,
+								int first_order, int interleaved, __m256i *mn)
+{
+	sin_groups(r, 0, g->a, 0, interleaved, mn);
+	if (first_order)
+		sin_groups(r, g->a, g->b, 1, interleaved, mn);
+	else
+		sin_groups(r, g->a, g->b, 2, interleaved, mn);
+	sin_groups(r, g->b, g->n, 0, interleaved, mn);
+}
+
 void pe_sin_row_f32_avx2(struct pe_rope_rec *st, double pos, size_t lo, size_t hi, int interleaved, float *o)
 {
-	size_t n4 = st->n / 4 * 4;
-	size_t a = lo / 4 * 4, b = (hi + 3) / 4 * 4;
-	if (a > n4)
-		a = n4;
-	if (b > n4)
-		b = n4;
-	if (b <= a)
-		a = b = 0;
+	struct pe_sin_range g = pe_sin_groups(st->n, lo, hi, 4);
 	const struct row r = {st->w, st->tw, st->sw, st->d0, st->c, st->s, o, st->n, _mm256_set1_pd(pos)};
 	__m256i mn = _mm256_castps_si256(_mm256_set1_ps(1.0f));
-	if (interleaved) {
-		sin_groups(&r, 0, a, 0, 1, &mn);
-		if (st->first_order)
-			sin_groups(&r, a, b, 1, 1, &mn);
-		else
-			sin_groups(&r, a, b, 2, 1, &mn);
-		sin_groups(&r, b, n4, 0, 1, &mn);
-	} else {
-		sin_groups(&r, 0, a, 0, 0, &mn);
-		if (st->first_order)
-			sin_groups(&r, a, b, 1, 0, &mn);
-		else
-			sin_groups(&r, a, b, 2, 0, &mn);
-		sin_groups(&r, b, n4, 0, 0, &mn);
-	}
+	if (interleaved)
+		sin_segments(&r, &g, st->first_order, 1, &mn);
+	else
+		sin_segments(&r, &g, st->first_order, 0, &mn);
 	int small = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_castsi256_ps(mn), _mm256_set1_ps(PE_SIN_MIN_RECURRENT), _CMP_LT_OQ));
 	_mm256_zeroupper();
-	pe_sin_row_f32_from(st, pos, lo, hi, interleaved, n4, o);
-	pe_sin_row_f32_fix_small(st, pos, small ? 0 : n4, interleaved, o);
+	pe_sin_row_f32_from(st, pos, lo, hi, interleaved, g.n, o);
+	pe_sin_row_f32_fix_small(st, pos, small ? 0 : g.n, interleaved, o);
 }

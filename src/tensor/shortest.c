@@ -352,32 +352,23 @@ static size_t put_special(char *buf, const char *s)
 }
 
 /* One step without a branch (it is taken about one time in ten, unpredictably), then a loop
- * for the rare longer runs (integers, short decimals). The 32-bit twin serves f < 2^32. */
-static inline uint64_t drop_trailing_zeros(uint64_t f, int *e)
-{
-	uint64_t q = f / 10;
-	int z = q * 10 == f;
-	f = z ? q : f;
-	*e += z;
-	while (f % 10 == 0) {
-		f /= 10;
-		(*e)++;
+ * for the rare longer runs (integers, short decimals). Defined for 64-bit f and, with cheaper
+ * divisions by 10, for 32-bit f (the float-sized types). */
+#define DROP_TRAILING_ZEROS(T, name)                                                                       \
+	static inline T name(T f, int *e)                                                                  \
+	{                                                                                                  \
+		T q = f / 10;                                                                              \
+		int z = q * 10 == f;                                                                       \
+		f = z ? q : f;                                                                             \
+		*e += z;                                                                                   \
+		while (f % 10 == 0) {                                                                      \
+			f /= 10;                                                                           \
+			(*e)++;                                                                            \
+		}                                                                                          \
+		return f;                                                                                  \
 	}
-	return f;
-}
-
-static inline uint32_t drop_trailing_zeros32(uint32_t f, int *e)
-{
-	uint32_t q = f / 10;
-	int z = q * 10 == f;
-	f = z ? q : f;
-	*e += z;
-	while (f % 10 == 0) {
-		f /= 10;
-		(*e)++;
-	}
-	return f;
-}
+DROP_TRAILING_ZEROS(uint64_t, drop_trailing_zeros)
+DROP_TRAILING_ZEROS(uint32_t, drop_trailing_zeros32)
 
 static char *put_exponent(char *p, int x)
 {
