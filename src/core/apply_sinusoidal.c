@@ -8,6 +8,7 @@
  * contraction off). */
 #include "core/tables.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,11 @@ static int apply(const struct pe_params *p, const struct pe_tensor_mut *x, struc
 		return err && err->code ? err->code : PE_ENOMEM;
 	int f64 = x->dtype == PE_F64;
 	double xs = pe_param_real(p, "xscale");
+	if (!f64 && isinf((float)xs)) { /* float32 work would scale by infinity */
+		free(pe);
+		return pe_err_set(err, PE_EINVAL, "xscale",
+				  "xscale must fit float32 (|xscale| <= 3.4e38) for a float body; send f64 for more");
+	}
 	if (pe_param_enum(p, "mode") == MODE_CONCAT) {
 		if (f64)
 			concat_double(x->data, out->data, pe, rows, seq, d, w);

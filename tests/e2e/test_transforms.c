@@ -184,6 +184,13 @@ START_TEST(errors)
 	post("/v1/sinusoidal/apply", "application/json", "[[1,2],[3,\"a\"]]", 15, &r);
 	assert_problem(&r, 400, "body");
 	pe_resp_free(&r);
+	/* float32 work: an xscale beyond float32 would make every value infinite (found by fuzz_params) */
+	post("/v1/sinusoidal/apply?shape=2,4&xscale=5e43", "application/octet-stream", x, sizeof x, &r);
+	assert_problem(&r, 400, "xscale");
+	pe_resp_free(&r);
+	post("/v1/sinusoidal/apply?shape=2,4&xscale=-3e38", "application/octet-stream", x, sizeof x, &r);
+	ck_assert_int_eq(r.status, 200);
+	pe_resp_free(&r);
 	/* an npy whose header claims more data than it has */
 	static const char lying[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': (100, 100), }";
 	char npy[128 + 16];
