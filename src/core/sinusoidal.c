@@ -25,6 +25,7 @@
 #include "core/torchmath.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,7 +167,7 @@ struct job {
 	struct pe_rope_rec rec;
 	size_t len, dim, h, nf;
 	int64_t offset;
-	int variant, hf, use_rec, fused;
+	int variant, hf, use_rec, fused, tangents; /* tangents: tw holds tan(w/2) (cos w >= 0) */
 	size_t lo, hi; /* fused: the columns that need the angle correction (kernels.h sin_row_f32) */
 	enum pe_dtype dt;
 	double *buf; /* one allocation: w, cos w, sin w, recurrence state, ang, s, c, a double row */
@@ -304,7 +305,93 @@ static void checkpoint_advance(struct job *j)
 static int fusable(struct job *j, int order)
 {
 	return j->dt == PE_F32 && !j->hf && order != PE_REC_DIRECT && j->nf == j->h &&
-	       end_position(j) * max_frequency(j) < PE_SIN_MAX_ANGLE && half_tangents(j);
+	       end_position(j) * max_frequency(j) < PE_SIN_MAX_ANGLE && (j->tangents || (j->tangents = half_tangents(j)));
+}
+
+/* ---- the frequency memo ----
+ * A thread's last fused frequency set: w and what the fused path derives from it (cos w, sin w,
+ * tan(w/2), cos 64w, sin 64w), keyed by what they depend on (variant, dim, base, timescales and
+ * the kernels, whose sincos may differ in the last bit), so
+ * that a run of tables differing only in offset or length (cold requests at new offsets, and
+ * benchmarks) skips the pow calls, three sincos passes and the divisions. One per thread, no lock;
+ * freed at thread exit; widths up to MEMO_MAX_NF pairs. */
+#define MEMO_MAX_NF 8192
+#define MEMO_ARRAYS 6
+
+struct memo {
+	const struct pe_kernel_table *k; /* the kernels that computed it (the ISA's sincos) */
+	int variant;
+	size_t dim, nf;
+	double base, mn, mx;
+	double a[]; /* MEMO_ARRAYS * nf */
+};
+
+static pthread_key_t memo_key;
+static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
+static int memo_ok;
+
+static void memo_key_init(void) { memo_ok = pthread_key_create(&memo_key, free) == 0; }
+
+/* The job's key fields into m (the arrays aside). */
+static void memo_key_of(const struct job *j, const struct pe_params *p, struct memo *m)
+{
+	m->k = j->k;
+	m->variant = j->variant;
+	m->dim = j->dim;
+	m->nf = j->nf;
+	m->base = pe_param_real(p, "base");
+	m->mn = j->variant == V_T2T ? pe_param_real(p, "min_timescale") : 0;
+	m->mx = j->variant == V_T2T ? pe_param_real(p, "max_timescale") : 0;
+}
+
+static int memo_same(const struct memo *a, const struct memo *b)
+{
+	return a->k == b->k && a->variant == b->variant && a->dim == b->dim && a->nf == b->nf && a->base == b->base &&
+	       a->mn == b->mn && a->mx == b->mx;
+}
+
+/* The job's memo arrays, in memo order. */
+static void memo_arrays(struct job *j, double *v[MEMO_ARRAYS])
+{
+	v[0] = j->w, v[1] = j->cw, v[2] = j->sw, v[3] = j->tw, v[4] = j->c64, v[5] = j->s64;
+}
+
+static int memo_load(struct job *j, const struct pe_params *p)
+{
+	if (j->dt != PE_F32 || j->hf || j->nf > MEMO_MAX_NF || pthread_once(&memo_once, memo_key_init) || !memo_ok)
+		return 0;
+	struct memo key, *m = pthread_getspecific(memo_key);
+	memo_key_of(j, p, &key);
+	if (!m || !memo_same(m, &key))
+		return 0;
+	double *v[MEMO_ARRAYS];
+	memo_arrays(j, v);
+	for (int k = 0; k < MEMO_ARRAYS; k++)
+		memcpy(v[k], m->a + k * j->nf, j->nf * sizeof(double));
+	j->tangents = 1;
+	return 1;
+}
+
+/* Keep a fused job's frequency set (nothing is kept when memory is short). */
+static void memo_store(struct job *j, const struct pe_params *p)
+{
+	if (j->nf > MEMO_MAX_NF || pthread_once(&memo_once, memo_key_init) || !memo_ok)
+		return;
+	struct memo *m = pthread_getspecific(memo_key);
+	if (!m || m->nf != j->nf) {
+		struct memo *n = malloc(sizeof *n + MEMO_ARRAYS * j->nf * sizeof(double));
+		if (!n || pthread_setspecific(memo_key, n) != 0) {
+			free(n);
+			return;
+		}
+		free(m);
+		m = n;
+	}
+	memo_key_of(j, p, m);
+	double *v[MEMO_ARRAYS];
+	memo_arrays(j, v);
+	for (int k = 0; k < MEMO_ARRAYS; k++)
+		memcpy(m->a + k * j->nf, v[k], j->nf * sizeof(double));
 }
 
 static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt)
@@ -324,19 +411,23 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt)
 		job_destroy(j);
 		return PE_ENOMEM;
 	}
-	freqs(j, p);
+	int remembered = memo_load(j, p); /* w, cos w, sin w, tan(w/2), cos 64w, sin 64w */
+	if (!remembered)
+		freqs(j, p);
 	int order = recurrence_order(j);
 	j->use_rec = order != PE_REC_DIRECT;
 	j->rec.first_order = order == PE_REC_FIRST_ORDER;
 	j->rec.wf = j->hf ? j->wf : NULL;
-	if (j->use_rec) /* the rotation by one row: cos w, sin w */
+	if (j->use_rec && !remembered) /* the rotation by one row: cos w, sin w */
 		j->k->sincos_f64(j->w, j->sw, j->cw, j->nf);
 	j->fused = fusable(j, order);
-	if (j->fused) {
+	if (j->fused)
 		corrected_columns(j);
+	if (j->fused && !remembered) {
 		for (size_t i = 0; i < j->nf; i++)
 			j->ang[i] = 64 * j->w[i]; /* exact: a power of two */
 		j->k->sincos_f64(j->ang, j->s64, j->c64, j->nf);
+		memo_store(j, p);
 	}
 	return 0;
 }

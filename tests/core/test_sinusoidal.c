@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -633,6 +634,53 @@ START_TEST(known_answers_cover_the_cases)
 }
 END_TEST
 
+/* The frequency memo (one per thread) never changes a table: each query of a sequence that
+ * alternates memo hits (same dim and base, another offset or length) and misses (another base,
+ * variant, timescale or width) gives the same bits as when it runs alone on a fresh thread. */
+static const char *const memo_seq[] = {
+	"len=300&dim=128",
+	"len=200&dim=128&offset=5000",             /* hit */
+	"len=200&dim=128&offset=5000&base=500",    /* miss: base */
+	"len=300&dim=128&offset=77",               /* miss, then the old key again */
+	"len=300&dim=128&variant=concat&offset=7", /* miss: variant */
+	"len=150&dim=130&variant=t2t&offset=3",    /* miss: width */
+	"len=150&dim=130&variant=t2t&offset=3&min_timescale=2", /* miss: timescale */
+	"len=150&dim=130&variant=t2t&offset=900",  /* hit of the t2t set before */
+};
+#define NMEMO (sizeof memo_seq / sizeof memo_seq[0])
+
+static size_t memo_count(const char *q)
+{
+	size_t len = strtoul(strstr(q, "len=") + 4, NULL, 10), dim = strtoul(strstr(q, "dim=") + 4, NULL, 10);
+	return len * dim;
+}
+
+static void *memo_alone(void *arg)
+{
+	const char *q = arg;
+	return run(q, PE_F32, memo_count(q), NULL);
+}
+
+START_TEST(frequency_memo_is_invisible)
+{
+	if (!use_isa(_i))
+		return;
+	float *seq[NMEMO];
+	for (size_t k = 0; k < NMEMO; k++)
+		seq[k] = run(memo_seq[k], PE_F32, memo_count(memo_seq[k]), NULL);
+	for (size_t k = 0; k < NMEMO; k++) {
+		pthread_t t;
+		void *alone = NULL;
+		ck_assert_int_eq(pthread_create(&t, NULL, memo_alone, (void *)memo_seq[k]), 0);
+		ck_assert_int_eq(pthread_join(t, &alone), 0);
+		ck_assert_msg(memcmp(seq[k], alone, memo_count(memo_seq[k]) * sizeof(float)) == 0,
+			      "%s: differs after the queries before it (%s path)", memo_seq[k], pe_isa_name());
+		free(alone);
+		free(seq[k]);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sinusoidal");
@@ -648,6 +696,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, recurrence_matches_direct, 0, NISA);
 	tcase_add_test(tc, fused_paths_bit_identical);
 	tcase_add_test(tc, fused_kernels_bit_identical);
+	tcase_add_loop_test(tc, frequency_memo_is_invisible, 0, NISA);
 	suite_add_tcase(s, tc);
 	return s;
 }
