@@ -14,11 +14,12 @@
  * Normal float32 values whose rounding interval is symmetric (all but the powers of two above
  * the lowest binade) take Dragonbox instead (J. Jeon, "Dragonbox: A New Floating-Point
  * Binary-to-Decimal Conversion Algorithm", 2020; its float32 parameters, kappa = 1 and a 64-bit
- * cache ceil(10^k * 2^(63 - floor(log2 10^k))), written here from the paper): one 64x32-bit
- * multiplication in the common case where Schubfach needs three; with the 32-bit writer this
- * makes the float32 path about a third shorter in instructions. During development its decimal
- * was checked equal to Schubfach's for all 2^31 such positive patterns; test-exhaustive checks
- * every printed float32.
+ * cache ceil(10^k * 2^(63 - floor(log2 10^k))), written here from the paper), made branch-free:
+ * whether the interval holds a multiple of 10^(k+1) is close to a coin toss, so both of its
+ * outcomes are computed (two multiplications where Schubfach takes three) and one is selected.
+ * pe_fmt_list computes two numbers' decimals side by side, so that the long dependency chain of
+ * one overlaps the other's. During development its decimal was checked equal to Schubfach's for
+ * all 2^31 such positive patterns; test-exhaustive checks every printed float32.
  *
  * Hand-written because no Debian library offers shortest round-trip printing for C (printf only
  * has fixed precisions; %.17g is long and not shortest, and snprintf is far too slow for 400k
@@ -247,33 +248,22 @@ static inline struct decimal to_decimal32_dragonbox(uint32_t fc, int e)
 	uint32_t zi = (uint32_t)(zp >> 64);
 	int z_integer = (uint32_t)(zp >> 32) == 0, closed = (fc & 1) == 0;
 	uint32_t sig = zi / 100, r = zi - 100 * sig;
-	if (r < deltai) {
-		if (r == 0 && z_integer && !closed) { /* the right end is excluded */
-			sig--;
-			r = 100;
-			goto small;
-		}
-	} else if (r > deltai) {
-		goto small;
-	} else { /* r == deltai: compare the fractional parts at the left end */
+	/* Which case applies is data-dependent (r against deltai is close to a coin toss), so both
+	 * results are computed and one is selected, as in choose(). */
+	int excluded = (r == 0) & z_integer & !closed; /* the right end, exact and excluded */
+	int big = (r < deltai) & !excluded;
+	if (__builtin_expect(r == deltai, 0)) { /* compare the fractional parts at the left end */
 		u128 xp = (u128)((uint64_t)(two_fc - 1) << beta) * phi; /* x = floor(xp / 2^64) */
-		int x_parity = (int)(xp >> 64 & 1), x_integer = (uint32_t)(xp >> 32) == 0;
-		if (!(x_parity | (x_integer & closed)))
-			goto small;
+		big = (int)(xp >> 64 & 1) | (((uint32_t)(xp >> 32) == 0) & closed);
 	}
-	return (struct decimal){sig, minus_k + 2};
-small:;
-	uint32_t dist = r - deltai / 2 + 5, approx_y_parity = (dist ^ 5) & 1, q = dist / 10;
-	int divisible = q * 10 == dist;
-	sig = sig * 10 + q;
-	if (divisible) {
-		u128 yp = (u128)((uint64_t)two_fc << beta) * phi; /* y = floor(yp / 2^64) */
-		uint32_t y_parity = (uint32_t)(yp >> 64 & 1);
-		int y_integer = (uint32_t)(yp >> 32) == 0;
-		if (y_parity != approx_y_parity || (y_integer & (sig & 1)))
-			sig--;
-	}
-	return (struct decimal){sig, minus_k + 1};
+	/* the small divisor: sig * 10 + the digit nearest to y, ties to even */
+	uint32_t dist = (excluded ? 100 : r) - deltai / 2 + 5, approx_y_parity = (dist ^ 5) & 1, q = dist / 10;
+	uint32_t small = (sig - (uint32_t)excluded) * 10 + q;
+	u128 yp = (u128)((uint64_t)two_fc << beta) * phi; /* y = floor(yp / 2^64) */
+	uint32_t y_parity = (uint32_t)(yp >> 64 & 1), y_integer = (uint32_t)(yp >> 32) == 0;
+	small -= (q * 10 == dist) & ((y_parity != approx_y_parity) | (y_integer & small & 1));
+	uint32_t mask = 0u - (uint32_t)big; /* a select the compiler keeps branch-free */
+	return (struct decimal){(sig & mask) | (small & ~mask), minus_k + 1 + big};
 }
 
 /* ---- writing ---- */
@@ -463,13 +453,20 @@ size_t pe_fmt_f64(double x, char *buf)
 	return write_decimal(buf, neg, to_decimal64(c, q, be > 1 && t == 0), 1);
 }
 
+/* A normal float32 with a symmetric interval: the Dragonbox path. */
+static inline int f32_plain(uint32_t bits)
+{
+	uint32_t be = bits >> 23 & 0xff, t = bits & 0x7fffff;
+	return be != 0 && be != 0xff && (t != 0 || be == 1);
+}
+
 static inline __attribute__((always_inline)) size_t fmt_f32(float x, char *buf)
 {
 	uint32_t bits;
 	memcpy(&bits, &x, sizeof bits);
 	int neg = (int)(bits >> 31), be = (int)(bits >> 23 & 0xff);
 	uint32_t t = bits & ((1u << 23) - 1);
-	if (__builtin_expect(be == 0 || be == 0xff || (t == 0 && be > 1), 0))
+	if (__builtin_expect(!f32_plain(bits), 0))
 		return be == 0xff ? write_nonfinite(buf, neg, t != 0) : write_small(buf, neg, be, t, 23, 127);
 	tables_ready();
 	return write_decimal(buf, neg, to_decimal32_dragonbox(t | 1u << 23, be - 150), 0);
@@ -552,7 +549,23 @@ size_t pe_fmt_list(const struct pe_tensor_view *t, size_t start, size_t n, char 
 	char *p = buf;
 	if (t->dtype == PE_F32) { /* the default output: the printer inlined, no dispatch per value */
 		const unsigned char *base = (const unsigned char *)t->data + 4 * start;
-		for (size_t i = 0; i < n; i++) {
+		size_t i = 0;
+		tables_ready();
+		for (; i + 2 <= n; i += 2) { /* two numbers' decimals computed side by side */
+			uint32_t b0, b1;
+			memcpy(&b0, base + 4 * i, 4);
+			memcpy(&b1, base + 4 * i + 4, 4);
+			if (!f32_plain(b0) || !f32_plain(b1))
+				break;
+			struct decimal d0 = to_decimal32_dragonbox((b0 & 0x7fffff) | 1u << 23, (int)(b0 >> 23 & 0xff) - 150);
+			struct decimal d1 = to_decimal32_dragonbox((b1 & 0x7fffff) | 1u << 23, (int)(b1 >> 23 & 0xff) - 150);
+			*p = ',';
+			p += i != 0;
+			p += write_decimal(p, (int)(b0 >> 31), d0, 0);
+			*p++ = ',';
+			p += write_decimal(p, (int)(b1 >> 31), d1, 0);
+		}
+		for (; i < n; i++) {
 			float v;
 			memcpy(&v, base + 4 * i, 4);
 			*p = ',';

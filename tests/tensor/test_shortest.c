@@ -16,6 +16,7 @@
  * D >= b iff strtod rounding down gives >= b, and D <= b iff strtod rounding up gives <= b. */
 #include "support/pe_check.h"
 #include "posenc/tensor.h"
+#include "tensor/internal.h"
 
 #include <fenv.h>
 #include <float.h>
@@ -614,6 +615,51 @@ START_TEST(test_elem)
 }
 END_TEST
 
+/* pe_fmt_list (the rows of JSON and CSV; float32 values two at a time) writes exactly the
+ * element-by-element forms joined by commas, for every dtype, any start and odd or even counts,
+ * with the values that leave its paired path (zeros, subnormals, powers of two, non-finite)
+ * scattered among random patterns. */
+START_TEST(test_list)
+{
+	enum { N = 4099 };
+	uint32_t *bits = malloc(N * sizeof *bits);
+	double *d = malloc(N * sizeof *d);
+	char *got = malloc((size_t)N * 40), *want = malloc((size_t)N * 40);
+	ck_assert(bits && d && got && want);
+	static const uint32_t special[] = {0, 0x80000000u, 1, 0x007fffffu, 0x00800000u, 0x3f800000u,
+					   0x7f7fffffu, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x4b000000u};
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (size_t i = 0; i < N; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		bits[i] = i % 7 == 3 ? special[(x >> 40) % (sizeof special / sizeof special[0])] : (uint32_t)x;
+		d[i] = (double)(int64_t)x * 1e-9;
+	}
+	struct pe_tensor_view views[] = {{{1, {N}}, PE_F32, bits}, {{1, {N}}, PE_F64, d},
+					 {{1, {N}}, PE_F16, bits}, {{1, {N}}, PE_I32, bits}};
+	static const size_t spans[][2] = {{0, N}, {1, N - 1}, {5, 0}, {7, 1}, {2, 2}, {3, 3}, {100, 1001}};
+	for (size_t v = 0; v < sizeof views / sizeof views[0]; v++) {
+		struct pe_tensor_view t = views[v];
+		if (t.dtype == PE_F16)
+			t.shape.dim[0] = N * 2 - 1; /* the same words read as halves */
+		for (size_t k = 0; k < sizeof spans / sizeof spans[0]; k++) {
+			size_t start = spans[k][0], n = spans[k][1], w = 0;
+			for (size_t i = 0; i < n; i++) {
+				if (i)
+					want[w++] = ',';
+				w += pe_fmt_elem(&t, start + i, want + w);
+			}
+			size_t g = pe_fmt_list(&t, start, n, got);
+			ck_assert_msg(g == w && memcmp(got, want, w) == 0, "dtype %d, start %zu, n %zu", (int)t.dtype,
+				      start, n);
+		}
+	}
+	free(bits);
+	free(d);
+	free(got);
+	free(want);
+}
+END_TEST
+
 /* The multiplier table is built on first use: many threads racing to be first must all see it
  * complete (each check test runs in a fresh process, so this one really is the first use). */
 static void *race_cb(void *arg)
@@ -653,6 +699,7 @@ static Suite *shortest_suite(void)
 	tcase_add_test(tc, test_known_small);
 	tcase_add_test(tc, test_nonfinite);
 	tcase_add_test(tc, test_elem);
+	tcase_add_test(tc, test_list);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("sweeps");
 	tcase_set_timeout(tc, 600); /* minutes under the sanitizers */
