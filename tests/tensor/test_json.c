@@ -524,7 +524,8 @@ START_TEST(threaded_equals_single)
 		size_t d0, d1, d2;
 		enum pe_dtype dt;
 	} cases[] = {{2, 1000, 77, 0, PE_F32}, {2, 513, 256, 0, PE_F64}, {3, 3, 700, 64, PE_F16},
-		     {2, 2, 40000, 0, PE_F32}, {2, 100, 10, 0, PE_F32} /* small: one thread */};
+		     {2, 2, 40000, 0, PE_F32}, {2, 100, 10, 0, PE_F32} /* small: one thread */,
+		     {2, 600, 600, 0, PE_F64} /* windows beyond the kept scratch: printed in the answer */};
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
 		struct pe_tensor_view t = {.shape = {cases[c].rank, {cases[c].d0, cases[c].d1, cases[c].d2}},
 					   .dtype = cases[c].dt};
