@@ -67,7 +67,10 @@ struct pe_kernel_table {
 	void (*sin_row_f32)(struct pe_rope_rec *st, double pos, size_t lo, size_t hi, int interleaved, float *o);
 };
 
-#define PE_SIN_UNCORRECTED_ANGLE 0x1p6
+/* sin_row_f32's limits (see there). */
+#define PE_SIN_UNCORRECTED_ANGLE 0x1p6 /* columns whose angles stay within: no correction */
+#define PE_SIN_MAX_ANGLE 0x1p37        /* the fused path's largest angle (second order) */
+#define PE_SIN_MIN_RECURRENT 0x1p-16f  /* below, sin_row_f32 computes a pair directly */
 
 /* A vector sin_row_f32's groups of `width` columns: [0, n) whole groups, of which [a, b) overlap
  * the corrected columns [lo, hi) (empty when none do); the rest is the scalar tail. */
@@ -83,8 +86,6 @@ static inline struct pe_sin_range pe_sin_groups(size_t cols, size_t lo, size_t h
 		g.a = g.b = 0;
 	return g;
 }
-#define PE_SIN_MAX_ANGLE 0x1p37
-#define PE_SIN_MIN_RECURRENT 0x1p-16f /* below, sin_row_f32 computes a pair directly */
 
 /* Which rope_row recurrence serves angles up to last * wmax (last: one past the last position,
  * wmax: the largest |w|) within the 2^-44 bound above: PE_REC_DIRECT when none does (corrections

@@ -7,19 +7,28 @@
  *
  * compat=exact: frequencies and angles in double (w as libm pow/exp give it, the angle p*w one
  * double product, as a float64 NumPy reference computes them), sin/cos within 1 ulp in double
- * (f64 output; the other dtypes see below), one rounding to the dtype. compat=hf: PyTorch's float32 order: w = expf(float(2i) *
- * float(-ln(base)/dim)) (fairseq: expf(float(k) * float(-log_inc))), angle = float(p) * w rounded to
- * float, then sin/cos of that float angle, rounded to float.
+ * (f64 output; the other dtypes see below), one rounding to the dtype. compat=hf: PyTorch's
+ * float32 order: w = expf(float(2i) * float(-ln(base)/dim)) (fairseq: expf(float(k) *
+ * float(-log_inc))), angle = float(p) * w rounded to float, then sin/cos of that float angle,
+ * rounded to float.
  *
  * Rows are produced in order, each written once. For f32/f16/bf16 output, sin/cos come from RoPE's
  * angle-addition recurrence (kernels.h rope_row, as rope.c uses it): anchored every
  * PE_ROPE_ANCHOR_ROWS rows on directly computed values and corrected to each row's own angle (the
  * exact double product or hf's float one), so every value is within 2^-44 of the exact sin/cos of
- * that angle, and directly computed below 2^-16 in magnitude; one rounding to the dtype is then within
- * 1 ulp of the correctly rounded value, the same bound as the direct path. f64 output (where 2^-44
- * would be hundreds of ulps), single rows and angles beyond the recurrence's range (pe_rope_rec_order) take the
- * direct path: SLEEF's or glibc's sincos of every angle. f32 rows are laid out and rounded in one
- * pass (sincos_store_f32); other dtypes go through a double row and pe_store_f64. */
+ * that angle, and directly computed below 2^-16 in magnitude; one rounding to the dtype is then
+ * within 1 ulp of the correctly rounded value, the same bound as the direct path. f64 output (where
+ * 2^-44 would be hundreds of ulps), single rows and angles beyond the recurrence's range
+ * (pe_rope_rec_order) take the direct path: SLEEF's or glibc's sincos of every angle.
+ *
+ * Exact f32 tables of sin/cos pairs whose angles stay below PE_SIN_MAX_ANGLE (nearly all) take the
+ * fused path instead: one kernel per row (kernels.h sin_row_f32: the recurrence by three shears,
+ * the correction only where angles exceed PE_SIN_UNCORRECTED_ANGLE, rounding and layout in the same
+ * pass). Its anchors: every DIRECT_ROWS rows one row computed directly; between them, every
+ * CHECKPOINT_ROWS rows a checkpoint rotated by 64 w (cos 64w and sin 64w computed directly) restarts
+ * the recurrence, so the error bound is that of 16 + 63 steps. A per-thread memo keeps the
+ * frequency set between tables that differ only in offset or length. Other dtypes go through a
+ * double row and pe_store_f64; the hf and odd-vaswani f32 rows through sincos_store_f32. */
 #include "core/kernels.h"
 #include "core/tables.h"
 #include "core/torchmath.h"
@@ -170,7 +179,7 @@ struct job {
 	int variant, hf, use_rec, fused, tangents; /* tangents: tw holds tan(w/2) (cos w >= 0) */
 	size_t lo, hi; /* fused: the columns that need the angle correction (kernels.h sin_row_f32) */
 	enum pe_dtype dt;
-	double *buf; /* one allocation: w, cos w, sin w, recurrence state, ang, s, c, a double row */
+	double *buf; /* one allocation: the arrays below (job_alloc) */
 	float *wf;
 	double *w, *cw, *sw, *tw, *ang, *s, *c, *row;
 	double *kc, *ks, *c64, *s64; /* fused: the checkpoint's cos/sin, and cos/sin of 64 w */
@@ -208,7 +217,8 @@ static int recurrence_order(const struct job *j)
 }
 
 /* One 64-byte aligned allocation (no vector load splits a cache line): w, cos w, sin w, the
- * recurrence's c, s, d0, then ang, s, c, tan(w/2), the checkpoints' four and a double row; and the float frequencies. */
+ * recurrence's c, s, d0, then ang, s, c, tan(w/2), the checkpoint's cos and sin, cos 64w, sin 64w
+ * and a double row; and the float frequencies. */
 static int job_alloc(struct job *j)
 {
 	size_t stride = (j->nf + 7) / 8 * 8;
@@ -304,8 +314,12 @@ static void checkpoint_advance(struct job *j)
  * column) and with cos w >= 0 for its shears. */
 static int fusable(struct job *j, int order)
 {
-	return j->dt == PE_F32 && !j->hf && order != PE_REC_DIRECT && j->nf == j->h &&
-	       end_position(j) * max_frequency(j) < PE_SIN_MAX_ANGLE && (j->tangents || (j->tangents = half_tangents(j)));
+	if (j->dt != PE_F32 || j->hf || order == PE_REC_DIRECT || j->nf != j->h ||
+	    !(end_position(j) * max_frequency(j) < PE_SIN_MAX_ANGLE))
+		return 0;
+	if (!j->tangents)
+		j->tangents = half_tangents(j);
+	return j->tangents;
 }
 
 /* ---- the frequency memo ----

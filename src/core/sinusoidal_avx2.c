@@ -111,7 +111,8 @@ void pe_sin_row_f32_avx2(struct pe_rope_rec *st, double pos, size_t lo, size_t h
 		sin_segments(&r, &g, st->first_order, 1, &mn);
 	else
 		sin_segments(&r, &g, st->first_order, 0, &mn);
-	int small = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_castsi256_ps(mn), _mm256_set1_ps(PE_SIN_MIN_RECURRENT), _CMP_LT_OQ));
+	int small = _mm256_movemask_ps(
+		_mm256_cmp_ps(_mm256_castsi256_ps(mn), _mm256_set1_ps(PE_SIN_MIN_RECURRENT), _CMP_LT_OQ));
 	_mm256_zeroupper();
 	pe_sin_row_f32_from(st, pos, lo, hi, interleaved, g.n, o);
 	pe_sin_row_f32_fix_small(st, pos, small ? 0 : g.n, interleaved, o);
