@@ -160,34 +160,31 @@ START_TEST(errors)
 	char h[32];
 	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "POST");
 	pe_resp_free(&r);
-	post("/v1/alibi/apply", "text/plain", "x", 1, &r);
-	assert_problem(&r, 415, "Content-Type");
-	pe_resp_free(&r);
-	post("/v1/alibi/apply", "application/octet-stream", x, sizeof x, &r);
-	assert_problem(&r, 400, "shape");
-	pe_resp_free(&r);
-	post("/v1/alibi/apply?shape=2,2,3", "application/octet-stream", x, sizeof x, &r);
-	assert_problem(&r, 400, "body");
-	pe_resp_free(&r);
-	post("/v1/alibi/apply?shape=2,2,2&heads=3", "application/octet-stream", x, sizeof x, &r);
-	assert_problem(&r, 400, "heads");
-	pe_resp_free(&r);
-	post("/v1/alibi/apply?shape=8", "application/octet-stream", x, sizeof x, &r);
-	assert_problem(&r, 400, "shape");
-	pe_resp_free(&r);
-	post("/v1/alibi/apply?shape=2,2,2&bogus=1", "application/octet-stream", x, sizeof x, &r);
-	assert_problem(&r, 400, "bogus");
-	pe_resp_free(&r);
-	post("/v1/sinusoidal/apply?pe_dim=3", "application/json", "[[1,2],[3,4]]", 13, &r);
-	assert_problem(&r, 400, "pe_dim");
-	pe_resp_free(&r);
-	post("/v1/sinusoidal/apply", "application/json", "[[1,2],[3,\"a\"]]", 15, &r);
-	assert_problem(&r, 400, "body");
-	pe_resp_free(&r);
-	/* float32 work: an xscale beyond float32 would make every value infinite (found by fuzz_params) */
-	post("/v1/sinusoidal/apply?shape=2,4&xscale=5e43", "application/octet-stream", x, sizeof x, &r);
-	assert_problem(&r, 400, "xscale");
-	pe_resp_free(&r);
+	/* each bad request: a problem+json with its status naming its parameter; body NULL: x */
+	static const struct {
+		const char *path, *ctype, *body;
+		long status;
+		const char *param;
+	} bad[] = {
+		{"/v1/alibi/apply", "text/plain", "x", 415, "Content-Type"},
+		{"/v1/alibi/apply", "application/octet-stream", NULL, 400, "shape"},
+		{"/v1/alibi/apply?shape=2,2,3", "application/octet-stream", NULL, 400, "body"},
+		{"/v1/alibi/apply?shape=2,2,2&heads=3", "application/octet-stream", NULL, 400, "heads"},
+		{"/v1/alibi/apply?shape=8", "application/octet-stream", NULL, 400, "shape"},
+		{"/v1/alibi/apply?shape=2,2,2&bogus=1", "application/octet-stream", NULL, 400, "bogus"},
+		{"/v1/sinusoidal/apply?pe_dim=3", "application/json", "[[1,2],[3,4]]", 400, "pe_dim"},
+		{"/v1/sinusoidal/apply", "application/json", "[[1,2],[3,\"a\"]]", 400, "body"},
+		/* float32 work: an xscale beyond float32 would make every value infinite (fuzz_params) */
+		{"/v1/sinusoidal/apply?shape=2,4&xscale=5e43", "application/octet-stream", NULL, 400, "xscale"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		if (bad[i].body)
+			post(bad[i].path, bad[i].ctype, bad[i].body, strlen(bad[i].body), &r);
+		else
+			post(bad[i].path, bad[i].ctype, x, sizeof x, &r);
+		assert_problem(&r, bad[i].status, bad[i].param);
+		pe_resp_free(&r);
+	}
 	post("/v1/sinusoidal/apply?shape=2,4&xscale=-3e38", "application/octet-stream", x, sizeof x, &r);
 	ck_assert_int_eq(r.status, 200);
 	pe_resp_free(&r);
