@@ -178,6 +178,7 @@ struct job {
 	int64_t offset;
 	int variant, hf, use_rec, fused, tangents; /* tangents: tw holds tan(w/2) (cos w >= 0) */
 	size_t lo, hi; /* fused: the columns that need the angle correction (kernels.h sin_row_f32) */
+	double wmax;   /* the largest |w| */
 	enum pe_dtype dt;
 	double *buf; /* one allocation: the arrays below (job_alloc) */
 	float *wf;
@@ -213,7 +214,7 @@ static int recurrence_order(const struct job *j)
 {
 	if (j->dt == PE_F64 || j->len < 2)
 		return PE_REC_DIRECT;
-	return pe_rope_rec_order(end_position(j), max_frequency(j), j->hf);
+	return pe_rope_rec_order(end_position(j), j->wmax, j->hf);
 }
 
 /* One 64-byte aligned allocation (no vector load splits a cache line): w, cos w, sin w, the
@@ -315,7 +316,7 @@ static void checkpoint_advance(struct job *j)
 static int fusable(struct job *j, int order)
 {
 	if (j->dt != PE_F32 || j->hf || order == PE_REC_DIRECT || j->nf != j->h ||
-	    !(end_position(j) * max_frequency(j) < PE_SIN_MAX_ANGLE))
+	    !(end_position(j) * j->wmax < PE_SIN_MAX_ANGLE))
 		return 0;
 	if (!j->tangents)
 		j->tangents = half_tangents(j);
@@ -428,6 +429,7 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt)
 	int remembered = memo_load(j, p); /* w, cos w, sin w, tan(w/2), cos 64w, sin 64w */
 	if (!remembered)
 		freqs(j, p);
+	j->wmax = max_frequency(j);
 	int order = recurrence_order(j);
 	j->use_rec = order != PE_REC_DIRECT;
 	j->rec.first_order = order == PE_REC_FIRST_ORDER;
