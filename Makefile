@@ -10,7 +10,7 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-pr
 PKGS     := libmicrohttpd jansson libuv
 CFLAGS   += $(OPT) $(CFLAGS_BASE)
 AVX2FLAGS := -mavx2 -mfma -mf16c
-AVX512FLAGS := -mavx512f -mavx512dq -mavx2 -mfma -mf16c
+AVX512FLAGS := -mavx512f -mavx512dq -mavx512cd -mavx512bw -mavx512vl -mavx2 -mfma -mf16c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LIBS_CORE  := -lnettle -lpng -ldeflate -lsleef -lm

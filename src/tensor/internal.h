@@ -4,6 +4,9 @@
 
 #include "posenc/tensor.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 /* pe_first_nonfinite is public (tensor.h). */
 
 /* The widest shortest form of one element of dt plus a separator ("-1.17549435e-38," for f32). */
@@ -13,5 +16,26 @@ size_t pe_fmt_width(enum pe_dtype dt);
  * the bytes written. buf needs n * pe_fmt_width(dtype) + PE_NUM_MAX bytes (the printers store
  * digits in wide words past each number). */
 size_t pe_fmt_list(const struct pe_tensor_view *t, size_t start, size_t n, char *buf);
+
+/* The float32 list printer's AVX-512 tier (shortest_avx512.c), fed by shortest.c. A layout says
+ * how one number's text is laid out from its sign, digit count n and scientific exponent x: byte i
+ * of the text is digit shuffle[i] of a 16-byte slot holding the decimal's nine digits (digits 2-9
+ * of the zero-padded nine in bytes 0-7, the first in byte 8), OR-ed with fixed[i] (shuffle 0x80
+ * gives 0); len counts the text and the ',' after it. Entry (neg * 9 + n - 1) * 77 + x + 38. */
+#define PE_F32_X_MIN (-38)
+#define PE_F32_X_MAX 38
+struct pe_f32_layout {
+	uint8_t shuffle[16], fixed[16];
+	uint8_t len;
+};
+struct pe_f32_vec_tables {
+	const uint64_t *phi; /* Dragonbox's float32 cache entry for k at [k - kmin] */
+	int kmin;
+	const struct pe_f32_layout *layout;
+};
+/* Eight float32 values (bit patterns at values) as "a,b,...,h," at out; returns the bytes written,
+ * or 0 (nothing meaningful written) when the block needs the scalar printer. out needs 8 * 16
+ * bytes. Only when pe_isa_active() is PE_ISA_AVX512. */
+size_t pe_fmt_f32x8_avx512(const void *values, char *out, const struct pe_f32_vec_tables *tb);
 
 #endif

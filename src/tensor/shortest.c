@@ -18,7 +18,8 @@
  * whether the interval holds a multiple of 10^(k+1) is close to a coin toss, so both of its
  * outcomes are computed (two multiplications where Schubfach takes three) and one is selected.
  * pe_fmt_list computes two numbers' decimals side by side, so that the long dependency chain of
- * one overlaps the other's. During development its decimal was checked equal to Schubfach's for
+ * one overlaps the other's; on the AVX-512 tier it prints eight at a time (shortest_avx512.c, fed
+ * with this file's cache and with layouts derived from write_decimal). During development its decimal was checked equal to Schubfach's for
  * all 2^31 such positive patterns; test-exhaustive checks every printed float32.
  *
  * Hand-written because no Debian library offers shortest round-trip printing for C (printf only
@@ -60,11 +61,8 @@ static struct mult table[P_MAX - P_MIN + 1];
  * floor(log2 10^k), for the k a normal float32 needs. */
 #define K32_MIN (-31)
 #define K32_MAX 46
-struct cache32 {
-	uint64_t phi;
-	int ek;
-};
-static struct cache32 table32[K32_MAX - K32_MIN + 1];
+static uint64_t phi32[K32_MAX - K32_MIN + 1];
+static int ek32[K32_MAX - K32_MIN + 1]; /* e(k) */
 static atomic_int table_ready;
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
@@ -128,9 +126,12 @@ static void set_mult(int p, const uint32_t *x, int scale)
 	if (p >= K32_MIN && p <= K32_MAX) { /* ceil of the top 64 bits: +1 unless exact (p < 0 never is) */
 		uint64_t top = (uint64_t)big_bits(x, len - 64);
 		top += p < 0 || big_any_below(x, len - 64);
-		table32[p - K32_MIN] = (struct cache32){top, len - 1 - scale};
+		phi32[p - K32_MIN] = top;
+		ek32[p - K32_MIN] = len - 1 - scale;
 	}
 }
+
+static void build_layouts(void);
 
 static void build_table(void)
 {
@@ -145,6 +146,7 @@ static void build_table(void)
 		big_div10(x); /* floor(floor(a / 10^n) / 10) = floor(a / 10^(n+1)) */
 		set_mult(p, x, 1152);
 	}
+	build_layouts();
 	atomic_store_explicit(&table_ready, 1, memory_order_release);
 }
 
@@ -240,9 +242,8 @@ static struct decimal to_decimal32(uint32_t c, int q, int asym)
 static inline struct decimal to_decimal32_dragonbox(uint32_t fc, int e)
 {
 	int minus_k = floor_log10_pow2(e) - 1;
-	const struct cache32 *ch = &table32[-minus_k - K32_MIN];
-	int beta = e + ch->ek;
-	uint64_t phi = ch->phi;
+	int beta = e + ek32[-minus_k - K32_MIN];
+	uint64_t phi = phi32[-minus_k - K32_MIN];
 	uint32_t two_fc = fc << 1, deltai = (uint32_t)(phi >> (63 - beta));
 	u128 zp = (u128)((uint64_t)(two_fc | 1) << beta) * phi; /* z = floor(zp / 2^64) */
 	uint32_t zi = (uint32_t)(zp >> 64);
@@ -416,6 +417,43 @@ static inline __attribute__((always_inline)) size_t write_decimal(char *buf, int
 	return (size_t)(put_exponent(p + n + (n > 1), x) - buf);
 }
 
+/* ---- the AVX-512 tier's layouts, derived from write_decimal ----
+ * write_decimal lays a decimal out by its sign, digit count and exponent only. Printing the
+ * stand-in decimal 123456789 cut to n digits shows where each digit goes (the characters '1' to
+ * '9' before any 'e' are digits 1 to n) and which characters are fixed. */
+
+#define LAYOUT_X (PE_F32_X_MAX - PE_F32_X_MIN + 1)
+static struct pe_f32_layout layouts[2 * 9 * LAYOUT_X];
+
+static void build_layout(struct pe_f32_layout *l, int neg, int n, int x)
+{
+	char text[PE_NUM_MAX + 8];
+	size_t len = write_decimal(text, neg, (struct decimal){123456789u / pow10_u32[9 - n], x - n + 1}, 0);
+	int exponent = 0;
+	memset(l, 0, sizeof *l);
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+		exponent |= c == 'e';
+		int digit = !exponent && c >= '1' && c <= '9' ? c - '1' : -1; /* 0 = the first of n */
+		int pos = 9 - n + digit; /* among the nine zero-padded digits */
+		l->shuffle[i] = digit < 0 ? 0x80 : (uint8_t)(pos == 0 ? 8 : pos - 1);
+		l->fixed[i] = digit < 0 ? (uint8_t)c : 0;
+	}
+	l->shuffle[len] = 0x80;
+	l->fixed[len] = ',';
+	for (size_t i = len + 1; i < 16; i++)
+		l->shuffle[i] = 0x80;
+	l->len = (uint8_t)(len + 1);
+}
+
+static void build_layouts(void)
+{
+	for (int neg = 0; neg < 2; neg++)
+		for (int n = 1; n <= 9; n++)
+			for (int x = PE_F32_X_MIN; x <= PE_F32_X_MAX; x++)
+				build_layout(&layouts[(neg * 9 + n - 1) * LAYOUT_X + x - PE_F32_X_MIN], neg, n, x);
+}
+
 /* ---- the public functions: decode the bits, then the common path ---- */
 
 /* A finite binary value (be the biased exponent field, t the fraction field) of a format with
@@ -544,35 +582,55 @@ size_t pe_fmt_width(enum pe_dtype dt)
 	}
 }
 
+/* Values of f32 as "a,b,...," (a comma after each): two numbers' decimals side by side. */
+static size_t list_f32(const unsigned char *base, size_t n, char *buf)
+{
+	char *p = buf;
+	size_t i = 0;
+	for (; i + 2 <= n; i += 2) {
+		uint32_t b0, b1;
+		memcpy(&b0, base + 4 * i, 4);
+		memcpy(&b1, base + 4 * i + 4, 4);
+		if (!f32_plain(b0) || !f32_plain(b1))
+			break;
+		struct decimal d0 = to_decimal32_dragonbox((b0 & 0x7fffff) | 1u << 23, (int)(b0 >> 23 & 0xff) - 150);
+		struct decimal d1 = to_decimal32_dragonbox((b1 & 0x7fffff) | 1u << 23, (int)(b1 >> 23 & 0xff) - 150);
+		p += write_decimal(p, (int)(b0 >> 31), d0, 0);
+		*p++ = ',';
+		p += write_decimal(p, (int)(b1 >> 31), d1, 0);
+		*p++ = ',';
+	}
+	for (; i < n; i++) {
+		float v;
+		memcpy(&v, base + 4 * i, 4);
+		p += fmt_f32(v, p);
+		*p++ = ',';
+	}
+	return (size_t)(p - buf);
+}
+
+/* The same, eight at a time by the AVX-512 tier where it runs; blocks it declines, and the tail,
+ * by list_f32. */
+static size_t list_f32_avx512(const unsigned char *base, size_t n, char *buf)
+{
+	static const struct pe_f32_vec_tables tb = {phi32, K32_MIN, layouts};
+	char *p = buf;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		size_t w = pe_fmt_f32x8_avx512(base + 4 * i, p, &tb);
+		p += w ? w : list_f32(base + 4 * i, 8, p);
+	}
+	return (size_t)(p - buf) + list_f32(base + 4 * i, n - i, p);
+}
+
 size_t pe_fmt_list(const struct pe_tensor_view *t, size_t start, size_t n, char *buf)
 {
 	char *p = buf;
 	if (t->dtype == PE_F32) { /* the default output: the printer inlined, no dispatch per value */
 		const unsigned char *base = (const unsigned char *)t->data + 4 * start;
-		size_t i = 0;
 		tables_ready();
-		for (; i + 2 <= n; i += 2) { /* two numbers' decimals computed side by side */
-			uint32_t b0, b1;
-			memcpy(&b0, base + 4 * i, 4);
-			memcpy(&b1, base + 4 * i + 4, 4);
-			if (!f32_plain(b0) || !f32_plain(b1))
-				break;
-			struct decimal d0 = to_decimal32_dragonbox((b0 & 0x7fffff) | 1u << 23, (int)(b0 >> 23 & 0xff) - 150);
-			struct decimal d1 = to_decimal32_dragonbox((b1 & 0x7fffff) | 1u << 23, (int)(b1 >> 23 & 0xff) - 150);
-			*p = ',';
-			p += i != 0;
-			p += write_decimal(p, (int)(b0 >> 31), d0, 0);
-			*p++ = ',';
-			p += write_decimal(p, (int)(b1 >> 31), d1, 0);
-		}
-		for (; i < n; i++) {
-			float v;
-			memcpy(&v, base + 4 * i, 4);
-			*p = ',';
-			p += i != 0;
-			p += fmt_f32(v, p);
-		}
-		return (size_t)(p - buf);
+		size_t len = pe_isa_active() == PE_ISA_AVX512 ? list_f32_avx512(base, n, buf) : list_f32(base, n, buf);
+		return len - (n != 0); /* the last comma is scratch */
 	}
 	for (size_t i = 0; i < n; i++) {
 		*p = ',';

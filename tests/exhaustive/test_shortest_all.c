@@ -10,7 +10,10 @@
  * is convex and holds the output too, lo or hi would lie in it and read back. So checking that
  * neither lo nor hi reads back proves that nothing shorter does. Non-finite patterns must print
  * NaN / Infinity / -Infinity. Closeness among equally short candidates is checked by
- * tests/tensor/test_shortest.c (millions of values, and every f16 / bf16). */
+ * tests/tensor/test_shortest.c (millions of values, and every f16 / bf16). Every pattern also goes
+ * through pe_fmt_list, in lists of 2^20 consecutive patterns, which must write exactly what
+ * pe_fmt_f32 writes one by one: on a CPU with AVX-512 that proves the list printer's AVX-512 tier
+ * (src/tensor/shortest_avx512.c) equal to the scalar printer for every float32. */
 #include "support/pe_check.h"
 #include "posenc/tensor.h"
 
@@ -161,18 +164,63 @@ static void check_one(uint32_t bits)
 		record_failure(bits, s, "a shorter decimal (above) reads back");
 }
 
+/* pe_fmt_list over n patterns (the active tier's list printer: eight at a time on AVX-512) against
+ * pe_fmt_f32's forms joined by commas: 0 when they are the same, byte for byte. */
+static int list_differs(const uint32_t *bits, size_t n, char *want, char *got)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < n; i++) {
+		float x;
+		memcpy(&x, &bits[i], 4);
+		if (i)
+			want[w++] = ',';
+		w += pe_fmt_f32(x, want + w);
+	}
+	struct pe_tensor_view t = {{1, {n}}, PE_F32, bits};
+	size_t g = pe_fmt_list(&t, 0, n, got);
+	return g != w || memcmp(got, want, w) != 0;
+}
+
+/* The n consecutive patterns from first as one list; on a difference, the first block of eight
+ * that differs on its own is recorded. */
+static void check_list(uint32_t first, size_t n, uint32_t *bits, char *want, char *got)
+{
+	for (size_t i = 0; i < n; i++)
+		bits[i] = first + (uint32_t)i;
+	if (!list_differs(bits, n, want, got))
+		return;
+	for (size_t i = 0; i + 8 <= n; i += 8)
+		if (list_differs(bits + i, 8, want, got)) {
+			record_failure(bits[i], "", "pe_fmt_list of this block of eight differs from pe_fmt_f32");
+			return;
+		}
+	record_failure(first, "", "pe_fmt_list differs from pe_fmt_f32 (no block of eight alone does)");
+}
+
 static void *worker_cb(void *arg)
 {
 	(void)arg;
+	uint32_t *bits = malloc(BLOCK * sizeof *bits);
+	char *want = malloc((size_t)BLOCK * 16 + 2 * PE_NUM_MAX), *got = malloc((size_t)BLOCK * 16 + 2 * PE_NUM_MAX);
+	if (!bits || !want || !got) {
+		record_failure(0, "", "out of memory");
+		goto out;
+	}
 	for (;;) {
 		pthread_mutex_lock(&lock);
 		uint64_t blk = next_block++;
 		pthread_mutex_unlock(&lock);
 		if (blk >= end_block)
-			return NULL;
+			break;
 		for (uint64_t b = blk * BLOCK; b < (blk + 1) * BLOCK; b++)
 			check_one((uint32_t)b);
+		check_list((uint32_t)(blk * BLOCK), BLOCK, bits, want, got);
 	}
+out:
+	free(bits);
+	free(want);
+	free(got);
+	return NULL;
 }
 
 /* Slice _i of the 2^32 patterns (each test runs in its own process). */

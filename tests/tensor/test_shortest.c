@@ -15,6 +15,7 @@
  * are doubles, and glibc's strtod honours the rounding mode, so for a decimal D and a double b,
  * D >= b iff strtod rounding down gives >= b, and D <= b iff strtod rounding up gives <= b. */
 #include "support/pe_check.h"
+#include "posenc/core.h"
 #include "posenc/tensor.h"
 #include "tensor/internal.h"
 
@@ -660,6 +661,82 @@ START_TEST(test_list)
 }
 END_TEST
 
+/* The float32 list printer's tiers write the same bytes: with AVX-512 forced (skipped, saying so,
+ * on a CPU without it), pe_fmt_list must equal pe_fmt_f32 one by one on lists built to reach every
+ * path of the eight-wide printer: random normal patterns; every layout (sign x 1 to 9 digits x
+ * exponents -38 to 38, from decimals like 1234e-7); short decimals whose shortest form drops
+ * trailing zeros (0.5, 2.5e-3, 1e20); table-like sines; and blocks of eight with one lane it
+ * hands back to the scalar printer (zero, subnormal, power of two, non-finite) at each position.
+ * test-exhaustive checks every float32 the same way. */
+/* A random finite float32 pattern. */
+static uint32_t finite_bits(void)
+{
+	uint32_t b = (uint32_t)rnd();
+	return (b >> 23 & 0xff) == 0xff ? b ^ 1u << 30 : b;
+}
+
+START_TEST(test_list_avx512)
+{
+	enum pe_isa was = pe_isa_active();
+	if (pe_isa_force(PE_ISA_AVX512) != 0) {
+		fprintf(stderr, "shortest: no AVX-512 on this CPU, its list printer not compared\n");
+		return;
+	}
+	enum { N = 1 << 20 };
+	uint32_t *bits = malloc(N * sizeof *bits);
+	char *got = malloc((size_t)N * 16 + PE_NUM_MAX), *want = malloc((size_t)N * 16 + PE_NUM_MAX);
+	ck_assert(bits && got && want);
+	static const uint32_t special[] = {0, 0x80000000u, 1, 0x807fffffu, 0x3f800000u, 0xc0000000u,
+					   0x7f800000u, 0xff800000u, 0x7fc00000u};
+	size_t n = 0;
+	char text[64];
+	for (int neg = 0; neg < 2; neg++) /* every layout, each in a block of its own kind */
+		for (int digits = 1; digits <= 9; digits++)
+			for (int x = -38; x <= 38; x++) {
+				snprintf(text, sizeof text, "%s%.*se%d", neg ? "-" : "", digits, "123456789",
+					 x - digits + 1);
+				float f = strtof(text, NULL);
+				memcpy(&bits[n++], &f, 4);
+			}
+	for (int i = 0; i < 4096; i++) { /* short decimals */
+		snprintf(text, sizeof text, "%de%d", (int)(rnd() % 1000), (int)(rnd() % 70) - 40);
+		float f = strtof(text, NULL);
+		memcpy(&bits[n++], &f, 4);
+	}
+	for (int i = 0; i < 65536; i++) { /* table-like values */
+		float f = (float)sin(i * 0.7 + (double)(i % 64) * 1e-3);
+		memcpy(&bits[n++], &f, 4);
+	}
+	for (int k = 0; k < 8; k++) /* one scalar lane at each position of a block */
+		for (size_t s = 0; s < sizeof special / sizeof special[0]; s++)
+			for (int i = 0; i < 8; i++)
+				bits[n++] = i == k ? special[s] : finite_bits();
+	while (n % 8)
+		bits[n++] = finite_bits();
+	while (n < N) /* random patterns */
+		bits[n++] = finite_bits();
+	struct pe_tensor_view t = {{1, {N}}, PE_F32, bits};
+	static const size_t spans[][2] = {{0, N}, {3, N - 3}, {8, 7}, {5, 13}};
+	for (size_t k = 0; k < sizeof spans / sizeof spans[0]; k++) {
+		size_t start = spans[k][0], count = spans[k][1], w = 0;
+		for (size_t i = 0; i < count; i++) {
+			if (i)
+				want[w++] = ',';
+			w += pe_fmt_elem(&t, start + i, want + w);
+		}
+		size_t g = pe_fmt_list(&t, start, count, got), at = 0;
+		while (at < w && at < g && got[at] == want[at])
+			at++;
+		ck_assert_msg(g == w && at == w, "start %zu, n %zu: differs at byte %zu: \"%.40s\" for \"%.40s\"",
+			      start, count, at, got + (at > 20 ? at - 20 : 0), want + (at > 20 ? at - 20 : 0));
+	}
+	ck_assert_int_eq(pe_isa_force(was), 0);
+	free(bits);
+	free(got);
+	free(want);
+}
+END_TEST
+
 /* The multiplier table is built on first use: many threads racing to be first must all see it
  * complete (each check test runs in a fresh process, so this one really is the first use). */
 static void *race_cb(void *arg)
@@ -700,6 +777,7 @@ static Suite *shortest_suite(void)
 	tcase_add_test(tc, test_nonfinite);
 	tcase_add_test(tc, test_elem);
 	tcase_add_test(tc, test_list);
+	tcase_add_test(tc, test_list_avx512);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("sweeps");
 	tcase_set_timeout(tc, 600); /* minutes under the sanitizers */
