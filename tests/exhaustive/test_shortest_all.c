@@ -16,6 +16,7 @@
  * (src/tensor/shortest_avx512.c) equal to the scalar printer for every float32. */
 #include "support/pe_check.h"
 #include "posenc/tensor.h"
+#include "tensor/internal.h"
 
 #include <pthread.h>
 #include <stdio.h>

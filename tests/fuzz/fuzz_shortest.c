@@ -7,7 +7,9 @@
  * JSON reader that parses to double and then narrows gets), strtod then round-to-nearest-even
  * into f16/bf16 (exact: their interval ends are doubles with few bits), (c) be shortest: the
  * correctly rounded decimal with one significant digit fewer must not read back. Non-finite
- * values must print as NaN / Infinity / -Infinity. i32 elements print as printf's %d. */
+ * values must print as NaN / Infinity / -Infinity. i32 elements print as printf's %d. Bytes 20-51
+ * are eight float32 values for pe_fmt_list (eight at a time on the AVX-512 tier), which must write
+ * what pe_fmt_f32 writes one by one, within the buffer size its contract asks for. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "posenc/posenc.h"
+#include "tensor/internal.h"
 
 #define FAIL(...)                                                   \
 	do {                                                        \
@@ -183,9 +186,29 @@ static void check_i32(int32_t v)
 	free(buf);
 }
 
+static void check_list8(const uint8_t *bytes)
+{
+	float v[8];
+	memcpy(v, bytes, sizeof v);
+	struct pe_tensor_view t = {.shape = {.rank = 1, .dim = {8}}, .dtype = PE_F32, .data = v};
+	char want[8 * PE_NUM_MAX], *got = malloc(8 * pe_fmt_width(PE_F32) + PE_NUM_MAX);
+	if (!got)
+		abort();
+	size_t w = 0;
+	for (int i = 0; i < 8; i++) {
+		if (i)
+			want[w++] = ',';
+		w += pe_fmt_f32(v[i], want + w);
+	}
+	size_t g = pe_fmt_list(&t, 0, 8, got);
+	if (g != w || memcmp(got, want, w) != 0)
+		FAIL("pe_fmt_list wrote '%.*s' for '%.*s'", (int)g, got, (int)w, want);
+	free(got);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	uint8_t b[20] = {0};
+	uint8_t b[52] = {0};
 	memcpy(b, data, size < sizeof b ? size : sizeof b);
 	uint64_t u64;
 	uint32_t u32;
@@ -205,5 +228,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int32_t i;
 	memcpy(&i, b + 16, 4);
 	check_i32(i);
+	check_list8(b + 20);
 	return 0;
 }

@@ -18,6 +18,12 @@ static inline int pe_fuzz_cpu_supports(const char *feature)
 		return __builtin_cpu_supports("avx512f");
 	if (strcmp(feature, "avx512dq") == 0)
 		return __builtin_cpu_supports("avx512dq");
+	if (strcmp(feature, "avx512cd") == 0)
+		return __builtin_cpu_supports("avx512cd");
+	if (strcmp(feature, "avx512bw") == 0)
+		return __builtin_cpu_supports("avx512bw");
+	if (strcmp(feature, "avx512vl") == 0)
+		return __builtin_cpu_supports("avx512vl");
 	return 0;
 }
 #define __builtin_cpu_supports(feature) pe_fuzz_cpu_supports(feature)

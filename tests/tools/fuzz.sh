@@ -89,7 +89,7 @@ for src in src/core/*.c src/tensor/*.c src/cache/*.c src/daemon/config.c; do
 	extra=(-fsanitize=fuzzer-no-link)
 	case "$src" in
 	*_avx2.c) extra+=(-mavx2 -mfma -mf16c) ;;
-	*_avx512.c) extra+=(-mavx512f -mavx512dq -mavx2 -mfma -mf16c) ;;
+	*_avx512.c) extra+=(-mavx512f -mavx512dq -mavx512cd -mavx512bw -mavx512vl -mavx2 -mfma -mf16c) ;;
 	esac
 	[ "$src" != src/core/isa.c ] || extra+=(-include tests/fuzz/isa_compat.h)
 	compile "$src" "$obj" "${extra[@]}"
