@@ -199,6 +199,33 @@ kernel_row "JSON encode 512×768 f32: pe_json_write_table ($(info json_pe "$K"))
 JANSSON_S=$(median json_jansson "$K" | cut -d' ' -f1)
 TORCH_APPLY_S=$(median torch_rope_apply "$K" | cut -d' ' -f1)
 
+# Cold 512×768 JSON end to end, beside jansson's encode alone, alternating (one bench_kernels json
+# run between requests: a warm-up and one timed encode of each library); every recorded request is
+# a miss, as the row checks. The row is taken on a fresh posencd (same flags), after one unrecorded
+# cold request of the same shape, before the HTTP section's load: right after it (after the single
+# flight step), the first four to six requests of a fresh daemon measured 16-20 ms of server time
+# for about 1.5 s and ~6 ms after that, while the same rows taken here measured ~8 ms throughout. On the HTTP section's daemon, whose 1 GiB cache the cold-miss
+# flood has filled with ~276k small entries, each request also evicts ~1200 of them, and perf
+# showed 44% of its time in the kernel zeroing the answer's fresh pages: the diagnostic row after
+# it measures that case.
+# cold_json URL TAG: appends to $OUT/cold-json-TAG.txt and $OUT/cold-json-jansson-TAG.txt.
+cold_json() {
+	local url=$1 tag=$2
+	: >"$OUT/cold-json-$tag.txt"
+	: >"$OUT/cold-json-jansson-$tag.txt"
+	curl -s -o /dev/null "$url/v1/sinusoidal?len=512&dim=768&offset=899999999"
+	for i in $(seq $((ROUNDS + 2))); do
+		curl -s -o /dev/null -w '%{time_total} %header{x-pe-cache}\n' \
+			"$url/v1/sinusoidal?len=512&dim=768&offset=$((900000000 + i))" >>"$OUT/cold-json-$tag.txt"
+		"$OUT/bench_kernels" 1 json >>"$OUT/cold-json-jansson-$tag.txt"
+	done
+}
+log "cold JSON: a fresh posencd, requests alternating with jansson's encode"
+start_posencd cold-json --workers 2 --cache-bytes 1Gi
+cold_json "$PD_URL" fresh
+alive "$PD_PID" cold-json
+stop_pid "$PD_PID"
+
 # ================================================================ 2. HTTP
 log "http: posencd (--workers 2, cache 1 GiB) and nginx on loopback"
 start_posencd http --workers 2 --cache-bytes 1Gi
@@ -366,25 +393,6 @@ row "single flight: 50 identical concurrent cold 4096×1024 JSON requests ($SF_O
 	"posenc_jobs_total +$SF_JOBS" "one cold request of the same table (another offset) $(fmt_s "$SF_ONE")" "—" "exactly +1" \
 	"$([ "$SF_JOBS" -eq 1 ] && [ "$SF_OK" -eq 50 ] && echo met || echo '**missed**')"
 
-# Cold 512×768 JSON end to end, beside jansson's encode alone, alternating (one bench_kernels json
-# run between requests: a warm-up and one timed encode of each library); every recorded request is
-# a miss, as the row checks. The row is taken on a fresh posencd (same flags), after one unrecorded
-# cold request of the same shape. On the HTTP section's daemon, whose 1 GiB cache the cold-miss
-# flood has filled with ~276k small entries, each request also evicts ~1200 of them, and perf
-# showed 44% of its time in the kernel zeroing the answer's fresh pages: the diagnostic row after
-# it measures that case.
-# cold_json URL TAG: appends to $OUT/cold-json-TAG.txt and $OUT/cold-json-jansson-TAG.txt.
-cold_json() {
-	local url=$1 tag=$2
-	: >"$OUT/cold-json-$tag.txt"
-	: >"$OUT/cold-json-jansson-$tag.txt"
-	curl -s -o /dev/null "$url/v1/sinusoidal?len=512&dim=768&offset=899999999"
-	for i in $(seq $((ROUNDS + 2))); do
-		curl -s -o /dev/null -w '%{time_total} %header{x-pe-cache}\n' \
-			"$url/v1/sinusoidal?len=512&dim=768&offset=$((900000000 + i))" >>"$OUT/cold-json-$tag.txt"
-		"$OUT/bench_kernels" 1 json >>"$OUT/cold-json-jansson-$tag.txt"
-	done
-}
 # cold_json_row TAG LABEL TARGET
 cold_json_row() {
 	local tag=$1 label=$2 target=$3
@@ -404,10 +412,6 @@ cold_json_row() {
 		"jansson encode alone, alternating with these requests $(fmt_s "$js") (n=$(median json_jansson "$OUT/cold-json-jansson-$tag.txt" | cut -d' ' -f2))" \
 		"$(faster "$r")" "$target" "$verdict_s"
 }
-start_posencd cold-json --workers 2 --cache-bytes 1Gi
-cold_json "$PD_URL" fresh
-alive "$PD_PID" cold-json
-stop_pid "$PD_PID"
 cold_json "$PE" full
 cold_json_row fresh "cold 512×768 JSON end to end" "≥ 10× faster"
 cold_json_row full "cold 512×768 JSON end to end on the HTTP section's daemon, its cache full of small entries (diagnostic)" "—"
