@@ -1,8 +1,9 @@
 /* SIMD dispatch: which kernel family runs, chosen once: the best the CPU has of AVX-512 (F, DQ, CD,
  * BW and VL, which every AVX-512 server CPU since Skylake has, on top of AVX2's requirements), AVX2
- * (+ FMA, F16C) and scalar, in that order. POSENC_ISA=scalar|avx2|avx512 picks a tier for tests and benchmarks (one the CPU lacks falls back to the best it has), as
- * SLEEF's and redis' dispatchers do. The AVX-512 tier differs from AVX2 only in the kernels that
- * have an AVX-512 twin (kernels.c) and in the float32 list printer (src/tensor/shortest_avx512.c). */
+ * (+ FMA, F16C) and scalar, in that order. POSENC_ISA=scalar|avx2|avx512 picks a tier for tests
+ * and benchmarks (one the CPU lacks falls back to the best it has), as SLEEF's and redis'
+ * dispatchers do. The AVX-512 tier differs from AVX2 only in the kernels that have an AVX-512 twin
+ * (kernels.c) and in the float32 list printer (src/tensor/shortest_avx512.c). */
 #include "posenc/core.h"
 
 #include <stdatomic.h>

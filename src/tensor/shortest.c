@@ -19,8 +19,9 @@
  * outcomes are computed (two multiplications where Schubfach takes three) and one is selected.
  * pe_fmt_list computes two numbers' decimals side by side, so that the long dependency chain of
  * one overlaps the other's; on the AVX-512 tier it prints eight at a time (shortest_avx512.c, fed
- * with this file's cache and with layouts derived from write_decimal). During development its decimal was checked equal to Schubfach's for
- * all 2^31 such positive patterns; test-exhaustive checks every printed float32.
+ * with this file's cache and with layouts derived from write_decimal). During development the
+ * Dragonbox decimal was checked equal to Schubfach's for all 2^31 such positive patterns;
+ * test-exhaustive checks every printed float32, and the AVX-512 lists against the scalar printer.
  *
  * Hand-written because no Debian library offers shortest round-trip printing for C (printf only
  * has fixed precisions; %.17g is long and not shortest, and snprintf is far too slow for 400k

@@ -2,19 +2,20 @@
  * printer in shortest.c writes (test-exhaustive compares the two on every 2^32 pattern).
  *
  * The decimal is the scalar's Dragonbox (the same paper, the same float32 parameters), one number
- * per 64-bit lane: the 64-bit cache entry times a significand of at most 29 bits is two 32x32->64
- * products, and every division is by a constant (multiply and shift, exact over 32-bit values).
- * Trailing zeros go in a masked loop while any lane still has one. The text is then assembled in a
- * 16-byte slot per number: the decimal's nine digits (right-aligned, with leading zeros) are laid
- * out by one byte shuffle, and the fixed characters ("-", "0.", ".", "e-", the exponent's digits,
- * the ',' after the number) are OR-ed in. Shuffle, fixed characters and length depend only on the
- * sign, the digit count and the decimal exponent; shortest.c derives that table from its own
- * writer (pe_f32_layouts), so the layout rules live in one place. Each slot is stored whole and
- * the write pointer advances by its length, so up to 15 bytes past the last number are scratch.
+ * per 64-bit lane: the 64-bit cache entry (gathered) times a significand shifted by beta, which
+ * stays below 2^29, is two 32x32->64 products, and every division is by a constant (multiply and
+ * shift, exact over 32-bit values). The rare tie at the interval's left end is decided per lane as
+ * the scalar code does. Trailing zeros go in masked steps while any lane still has one. The text
+ * is then assembled in a 16-byte slot per number: the decimal's nine digits (right-aligned, with
+ * leading zeros) are laid out by one byte shuffle, and the fixed characters ("-", "0.", ".", "e-",
+ * the exponent's digits, the ',' after the number) are OR-ed in. Shuffle, fixed characters and
+ * length depend only on the sign, the digit count and the decimal exponent; shortest.c derives
+ * that table from its own writer (build_layouts), so the layout rules live in one place. Each slot
+ * is stored whole and the write pointer advances by its length, so up to 15 bytes past the last
+ * number are scratch.
  *
  * A block of eight goes back to the scalar printer (return 0) when a lane is not a normal value
- * with a symmetric interval (zero, subnormal, a power of two, non-finite); the scalar code then
- * prints the block. Needs AVX-512 F, DQ, CD
+ * with a symmetric interval (zero, subnormal, a power of two, non-finite). Needs AVX-512 F, DQ, CD
  * and BW (pe_isa_active() == PE_ISA_AVX512 guarantees them). */
 #include "tensor/internal.h"
 
@@ -114,6 +115,7 @@ static inline void drop_zeros(V *f, V *exp)
 		;
 }
 
+/* The number of decimal digits of every lane's f > 0 (count_digits32 in shortest.c). */
 static inline V digit_count(V f)
 {
 	static const uint64_t pow10[16] = {1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u,

@@ -616,6 +616,19 @@ START_TEST(test_elem)
 }
 END_TEST
 
+/* Elements start .. start+n-1 of t printed one by one and joined by commas: what pe_fmt_list must
+ * write. Returns the length. */
+static size_t join_elems(const struct pe_tensor_view *t, size_t start, size_t n, char *out)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			out[w++] = ',';
+		w += pe_fmt_elem(t, start + i, out + w);
+	}
+	return w;
+}
+
 /* pe_fmt_list (the rows of JSON and CSV; float32 values two at a time) writes exactly the
  * element-by-element forms joined by commas, for every dtype, any start and odd or even counts,
  * with the values that leave its paired path (zeros, subnormals, powers of two, non-finite)
@@ -643,12 +656,7 @@ START_TEST(test_list)
 		if (t.dtype == PE_F16)
 			t.shape.dim[0] = N * 2 - 1; /* the same words read as halves */
 		for (size_t k = 0; k < sizeof spans / sizeof spans[0]; k++) {
-			size_t start = spans[k][0], n = spans[k][1], w = 0;
-			for (size_t i = 0; i < n; i++) {
-				if (i)
-					want[w++] = ',';
-				w += pe_fmt_elem(&t, start + i, want + w);
-			}
+			size_t start = spans[k][0], n = spans[k][1], w = join_elems(&t, start, n, want);
 			size_t g = pe_fmt_list(&t, start, n, got);
 			ck_assert_msg(g == w && memcmp(got, want, w) == 0, "dtype %d, start %zu, n %zu", (int)t.dtype,
 				      start, n);
@@ -718,12 +726,7 @@ START_TEST(test_list_avx512)
 	struct pe_tensor_view t = {{1, {N}}, PE_F32, bits};
 	static const size_t spans[][2] = {{0, N}, {3, N - 3}, {8, 7}, {5, 13}};
 	for (size_t k = 0; k < sizeof spans / sizeof spans[0]; k++) {
-		size_t start = spans[k][0], count = spans[k][1], w = 0;
-		for (size_t i = 0; i < count; i++) {
-			if (i)
-				want[w++] = ',';
-			w += pe_fmt_elem(&t, start + i, want + w);
-		}
+		size_t start = spans[k][0], count = spans[k][1], w = join_elems(&t, start, count, want);
 		size_t g = pe_fmt_list(&t, start, count, got), at = 0;
 		while (at < w && at < g && got[at] == want[at])
 			at++;
