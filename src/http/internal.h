@@ -52,6 +52,11 @@ struct pe_http {
 	struct ctrack tracks; /* list head of open connections */
 	size_t nwaiting;
 	struct MHD_Response **statics; /* one shared response per opt.statics[i] */
+	pthread_mutex_t scratch_lock;
+	struct pe_scratch {
+		void *p;
+		size_t cap;
+	} scratch[2]; /* table.c's scratch tables kept between jobs, faulted in (cap 0: none) */
 };
 
 struct req {
@@ -115,5 +120,6 @@ enum MHD_Result pe_learned_similarity(struct req *r, struct MHD_Connection *conn
 /* Tables (table.c). */
 enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, const struct pe_table_def *def);
 enum MHD_Result pe_table_resume(struct req *r, struct MHD_Connection *conn);
+void pe_table_free_scratch(struct pe_http *h); /* when no job runs any more */
 
 #endif

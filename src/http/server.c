@@ -802,6 +802,7 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 	pthread_mutex_init(&h->wait_lock, NULL);
 	h->waiting.next = h->waiting.prev = &h->waiting;
 	pthread_mutex_init(&h->track_lock, NULL);
+	pthread_mutex_init(&h->scratch_lock, NULL);
 	h->tracks.next = h->tracks.prev = &h->tracks;
 	h->statics = make_statics(opt);
 	struct sockaddr_storage ss;
@@ -843,6 +844,7 @@ fail:
 	free(h->cors_origins);
 	pthread_mutex_destroy(&h->wait_lock);
 	pthread_mutex_destroy(&h->track_lock);
+	pthread_mutex_destroy(&h->scratch_lock);
 	free(h);
 	return NULL;
 }
@@ -873,8 +875,10 @@ void pe_http_stop(struct pe_http *h)
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
 	free_statics(h);
+	pe_table_free_scratch(h);
 	pthread_mutex_destroy(&h->wait_lock);
 	pthread_mutex_destroy(&h->track_lock);
+	pthread_mutex_destroy(&h->scratch_lock);
 	free(h->cors_origins);
 	free(h);
 }

@@ -186,6 +186,58 @@ static void body_free_cb(void *cls)
  * the last connection sending it is done. */
 static void body_release_cb(void *value) { MHD_destroy_response(((struct table_body *)value)->shared); }
 
+/* ---- scratch tables ----
+ * The tables of the formats that are not computed in place (JSON, CSV, PNG, gzip'd, bf16 npy) go
+ * through a scratch block. Up to two blocks of at most SCRATCH_KEEP bytes are kept between jobs,
+ * already faulted in: a fresh 1.5 MiB block for a 512x768 f32 table cost ~0.5 ms of page faults
+ * per request, before the encoding can start (measured A/B on the cold JSON request: 7.4-7.6 ms
+ * against 7.8-8.2). So at most 4 MiB stay resident for them. */
+
+#define SCRATCH_KEEP ((size_t)2 << 20)
+
+/* A block of at least n bytes: a kept one when one is big enough, else a new one, faulted in. */
+static struct pe_scratch scratch_take(struct pe_http *h, size_t n)
+{
+	struct pe_scratch s = {0};
+	pthread_mutex_lock(&h->scratch_lock);
+	for (size_t i = 0; i < sizeof h->scratch / sizeof h->scratch[0] && !s.p; i++)
+		if (h->scratch[i].cap >= n) {
+			s = h->scratch[i];
+			h->scratch[i] = (struct pe_scratch){0};
+		}
+	pthread_mutex_unlock(&h->scratch_lock);
+	if (!s.p && (s.p = malloc(n)) != NULL) {
+		s.cap = n;
+		pe_mem_prefault(s.p, n);
+	}
+	return s;
+}
+
+/* Keep the block for the next job if it is small enough and a place is free (else the smaller
+ * kept one makes way); free what is not kept. */
+static void scratch_give(struct pe_http *h, struct pe_scratch s)
+{
+	if (s.cap <= SCRATCH_KEEP) {
+		pthread_mutex_lock(&h->scratch_lock);
+		for (size_t i = 0; i < sizeof h->scratch / sizeof h->scratch[0]; i++)
+			if (h->scratch[i].cap < s.cap) {
+				struct pe_scratch out = h->scratch[i];
+				h->scratch[i] = s;
+				s = out;
+			}
+		pthread_mutex_unlock(&h->scratch_lock);
+	}
+	free(s.p);
+}
+
+void pe_table_free_scratch(struct pe_http *h)
+{
+	for (size_t i = 0; i < sizeof h->scratch / sizeof h->scratch[0]; i++) {
+		free(h->scratch[i].p);
+		h->scratch[i] = (struct pe_scratch){0};
+	}
+}
+
 /* Compute the table and encode it into out. bin and npy are computed straight into the response
  * buffer (after npy's header); the others go through a scratch table. */
 static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, struct pe_err *err)
@@ -204,15 +256,14 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 			out->len = hdr + raw;
 		return rc;
 	}
-	void *tmp = malloc(raw ? raw : 1);
-	if (!tmp)
+	struct pe_scratch tmp = scratch_take(j->h, raw ? raw : 1);
+	if (!tmp.p)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	pe_mem_prefault(tmp, raw);
-	rc = pe_table_compute(&j->params, j->out.dt, tmp, err);
-	t.data = tmp;
+	rc = pe_table_compute(&j->params, j->out.dt, tmp.p, err);
+	t.data = tmp.p;
 	if (rc == 0)
 		rc = pe_out_encode(&j->out, &j->params, &t, out, err);
-	free(tmp);
+	scratch_give(j->h, tmp);
 	return rc;
 }
 

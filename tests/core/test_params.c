@@ -477,6 +477,83 @@ START_TEST(registry_defaults_parse)
 }
 END_TEST
 
+/* def's parameters at their defaults (required ones from valid_value), enum parameter `which`
+ * (an index, or -1 for none) set to its choice `choice`; 0 when the table accepts them. */
+static int params_with(const struct pe_table_def *def, int which, int choice, struct pe_params *p)
+{
+	struct pe_err err = {0};
+	char v[64];
+	pe_params_init(p, def);
+	for (int i = 0; i < def->nparams; i++) {
+		const struct pe_param_spec *sp = &def->params[i];
+		int rc = 0;
+		if (i == which)
+			rc = pe_params_set(p, sp->name, sp->choices[choice], &err);
+		else if (!sp->def) {
+			valid_value(sp, v, sizeof v);
+			rc = pe_params_set(p, sp->name, v, &err);
+		}
+		if (rc != 0)
+			return rc;
+	}
+	return pe_params_finish(p, &err);
+}
+
+/* Computes p's table in dt into a block of 0xa5 bytes and into one of zeros: they must be equal. */
+static void check_writes_all(const struct pe_params *p, enum pe_dtype dt, const char *what)
+{
+	struct pe_shape s;
+	struct pe_err err = {0};
+	int ov;
+	ck_assert_int_eq(pe_table_shape(p, &s), 0);
+	size_t bytes = pe_shape_count(&s, &ov) * pe_dtype_size(dt);
+	if (ov || bytes > ((size_t)64 << 20))
+		return;
+	unsigned char *a = malloc(bytes), *z = calloc(1, bytes);
+	ck_assert(a && z);
+	memset(a, 0xa5, bytes);
+	ck_assert_msg(pe_table_compute(p, dt, a, &err) == 0, "%s: %s", what, err.detail);
+	ck_assert_msg(pe_table_compute(p, dt, z, &err) == 0, "%s: %s", what, err.detail);
+	ck_assert_msg(memcmp(a, z, bytes) == 0, "%s %s: leaves elements unwritten", what, pe_dtype_name(dt));
+	free(a);
+	free(z);
+}
+
+/* Every table writes every element of its output: the server computes tables into scratch blocks
+ * it reuses (src/http/table.c), so a table that left elements as they were (counting on fresh,
+ * zeroed memory) would serve another table's bytes. Each table at its defaults and once per
+ * choice of each enum parameter, in every dtype it offers. */
+START_TEST(every_table_writes_every_element)
+{
+	static const enum pe_dtype dts[] = {PE_F32, PE_F64, PE_F16, PE_BF16};
+	size_t n, checked = 0;
+	const struct pe_table_def *const *all = pe_table_all(&n);
+	for (size_t t = 0; t < n; t++) {
+		const struct pe_table_def *def = all[t];
+		for (int which = -1; which < def->nparams; which++) {
+			const struct pe_param_spec *sp = which < 0 ? NULL : &def->params[which];
+			if (sp && sp->type != PE_PT_ENUM)
+				continue;
+			for (int c = 0; sp ? sp->choices[c] != NULL : c == 0; c++) {
+				struct pe_params p;
+				char what[128];
+				snprintf(what, sizeof what, "/v1/%s%s%s%s%s", def->name, sp ? "?" : "", sp ? sp->name : "",
+					 sp ? "=" : "", sp ? sp->choices[c] : "");
+				if (params_with(def, which, c, &p) == 0) {
+					for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+						if (def->fixed_dtype == PE_DTYPE_COUNT_ || d == 0)
+							check_writes_all(&p, def->fixed_dtype == PE_DTYPE_COUNT_ ? dts[d] : def->fixed_dtype, what);
+					checked++;
+				}
+				pe_params_destroy(&p);
+			}
+		}
+	}
+	fprintf(stderr, "params: %zu table variants compute every element (over %zu tables)\n", checked, n);
+	ck_assert_uint_gt(checked, n);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("params");
@@ -500,6 +577,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, sinusoidal_variant_rules);
 	tcase_add_test(tc, accessors_after_finish);
 	tcase_add_test(tc, registry_defaults_parse);
+	tcase_add_test(tc, every_table_writes_every_element);
 	suite_add_tcase(s, tc);
 	return s;
 }
