@@ -156,29 +156,52 @@ static char *jansson_encode(const struct pe_params *p, const struct pe_shape *s,
 	return out;
 }
 
-static void json_rows(const struct pe_params *p, int reps)
+/* One pe_json_write_table of t as the job does it: a fresh bounded buffer per request (stolen for
+ * the response there). Returns the seconds; *bytes is the document's length. */
+static double time_json_pe(const struct pe_params *p, const struct pe_tensor_view *t, size_t n, size_t *bytes)
+{
+	struct pe_err err = {0};
+	struct pe_buf b;
+	pe_buf_init(&b, n * 32 + (1u << 20));
+	double t0 = now();
+	int rc = pe_json_write_table(&b, p, t, &err);
+	double ta = now() - t0;
+	if (rc != 0) {
+		fprintf(stderr, "bench_kernels: pe_json_write_table: %s\n", err.detail);
+		exit(1);
+	}
+	*bytes = b.len;
+	pe_buf_destroy(&b);
+	return ta;
+}
+
+/* scalar_too: also time the scalar printer (the AVX2 tier's) when the active tier is AVX-512, as
+ * the comparison for the AVX-512 list printer. */
+static void json_rows(const struct pe_params *p, int reps, int scalar_too)
 {
 	struct pe_shape s;
 	size_t n = table_bytes(p, &s);
 	float *v = xalloc(n);
-	struct pe_err err = {0};
 	time_compute(p, v);
 	struct pe_tensor_view t = {.shape = s, .dtype = PE_F32, .data = v};
 	size_t ours = 0, theirs = 0;
+	enum pe_isa isa = pe_isa_active();
+	if (scalar_too && isa != PE_ISA_AVX512) {
+		printf("skip json_pe_scalar the active tier (%s) already prints with the scalar printer\n", pe_isa_name());
+		scalar_too = 0;
+	}
 	for (int r = 0; r < reps + 1; r++) {
-		/* as the job does: a fresh bounded buffer per request, stolen for the response */
-		struct pe_buf b;
-		pe_buf_init(&b, n * 32 + (1u << 20));
-		double t0 = now();
-		int rc = pe_json_write_table(&b, p, &t, &err);
-		double ta = now() - t0;
-		if (rc != 0) {
-			fprintf(stderr, "bench_kernels: pe_json_write_table: %s\n", err.detail);
-			exit(1);
+		double ta = time_json_pe(p, &t, n, &ours), ts = 0;
+		if (scalar_too && pe_isa_force(PE_ISA_AVX2) == 0) {
+			size_t same;
+			ts = time_json_pe(p, &t, n, &same);
+			pe_isa_force(isa);
+			if (same != ours) {
+				fprintf(stderr, "bench_kernels: the scalar printer wrote %zu bytes, AVX-512 %zu\n", same, ours);
+				exit(1);
+			}
 		}
-		ours = b.len;
-		pe_buf_destroy(&b);
-		t0 = now();
+		double t0 = now();
 		char *j = jansson_encode(p, &s, v);
 		double tb = now() - t0;
 		theirs = j ? strlen(j) : 0;
@@ -186,6 +209,8 @@ static void json_rows(const struct pe_params *p, int reps)
 		if (r > 0) { /* the first round warms both up */
 			printf("sample json_pe %.9f\n", ta);
 			printf("sample json_jansson %.9f\n", tb);
+			if (ts > 0)
+				printf("sample json_pe_scalar %.9f\n", ts);
 		}
 	}
 	printf("info json_pe %zu bytes\n", ours);
@@ -249,7 +274,7 @@ int main(int argc, char **argv)
 	if (!sdef || params_from(&p, sdef, "len=512&dim=768&compat=exact") != 0) {
 		printf("skip sin_exact sinusoidal is not registered\n");
 	} else if (only_json) {
-		json_rows(&p, reps);
+		json_rows(&p, reps, 0);
 		pe_params_destroy(&p);
 		return 0;
 	} else {
@@ -260,7 +285,7 @@ int main(int argc, char **argv)
 			table_vs_memset("sin_scalar", "sin_scalar_memset", &p, reps, 0);
 			pe_isa_force(isa); /* back to the tier the rows below measure */
 		}
-		json_rows(&p, reps);
+		json_rows(&p, reps, 1);
 		pe_params_destroy(&p);
 	}
 
