@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential pkg-config libmicrohttpd-dev libjansson-dev libuv1-dev check libsubunit-dev
       libsleef-dev libdeflate-dev libcurl4-openssl-dev curl openssl libpng-dev zlib1g-dev nginx python3-yaml
-      nettle-dev)
+      nettle-dev iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
