@@ -26,6 +26,8 @@ struct result {
 	size_t len;
 	struct pe_out out;
 	char shape[160];
+	struct pe_budget *budget; /* data's reservation (held bytes; 0 when data is the request body) */
+	size_t held;
 };
 
 struct tjob {
@@ -297,6 +299,7 @@ static void run(struct tjob *j, struct result *res)
 	struct pe_shape os;
 	struct pe_buf out;
 	pe_buf_init(&out, j->h->opt.max_response_bytes);
+	pe_buf_set_budget(&out, j->h->opt.budget);
 	if ((rc = decode(j, &in, &owned, err)) != 0)
 		goto done;
 	in_alloc = owned ? in.data : NULL;
@@ -313,10 +316,9 @@ static void run(struct tjob *j, struct result *res)
 	if ((rc = to_work(&in, wd, n_in, &x, &x_alloc, err)) != 0)
 		goto done;
 	y = (struct pe_tensor_mut){.shape = os, .dtype = wd, .data = x.data};
-	if (memcmp(&os, &in.shape, sizeof os) != 0 && !(y.data = y_alloc = malloc((n_out ? n_out : 1) * pe_dtype_size(wd)))) {
-		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	if (memcmp(&os, &in.shape, sizeof os) != 0 &&
+	    !(y.data = y_alloc = pe_budget_malloc(j->h->opt.budget, (n_out ? n_out : 1) * pe_dtype_size(wd), &rc)))
 		goto done;
-	}
 	if ((rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0 || (rc = to_output(&y, dt, n_out, &o_alloc, err)) != 0)
 		goto done;
 	res->out = j->out;
@@ -335,19 +337,24 @@ static void run(struct tjob *j, struct result *res)
 	if ((rc = pe_out_encode(&res->out, NULL, &v, &out, err)) != 0)
 		goto done;
 	res->data = pe_buf_steal(&out, &res->len);
+	res->budget = j->h->opt.budget;
+	res->held = pe_mem_size(res->data);
 done:
-	if (rc != 0 && !err->code)
+	if (rc == PE_EBUSY)
+		pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
+	else if (rc != 0 && !err->code)
 		pe_err_set(err, rc, "", "the transform failed");
 	pe_buf_destroy(&out);
 	free(in_alloc);
 	free(x_alloc);
-	free(y_alloc);
+	pe_budget_free_block(j->h->opt.budget, y_alloc);
 	free(o_alloc);
 }
 
 static void result_free(void *p)
 {
 	struct result *res = p;
+	pe_budget_give(res->budget, res->held);
 	free(res->data);
 	free(res);
 }
