@@ -29,14 +29,15 @@ struct pe_budget_stats {
 };
 struct pe_budget *pe_budget_new(size_t limit);
 void pe_budget_free(struct pe_budget *b);
-int pe_budget_take(struct pe_budget *b, size_t n); /* 0 or PE_EBUSY */
+/* 0; PE_EBUSY when it does not fit now; PE_ETOOBIG when n exceeds the whole limit (never fits). */
+int pe_budget_take(struct pe_budget *b, size_t n);
 void pe_budget_charge(struct pe_budget *b, size_t n);
 void pe_budget_give(struct pe_budget *b, size_t n);
 void pe_budget_stats(const struct pe_budget *b, struct pe_budget_stats *out);
 /* Bytes the allocator actually holds for a block from malloc (its usable size; 0 for NULL). */
 size_t pe_mem_size(const void *p);
 /* malloc(n) with a reservation of exactly pe_mem_size(block) on b; NULL with *rc PE_EBUSY (the
- * budget is full) or PE_ENOMEM. Freed with pe_budget_free_block(b, block). */
+ * budget is full), PE_ETOOBIG (n is over its limit) or PE_ENOMEM. Freed with pe_budget_free_block(b, block). */
 void *pe_budget_malloc(struct pe_budget *b, size_t n, int *rc);
 void pe_budget_free_block(struct pe_budget *b, void *p); /* gives back pe_mem_size(p); NULL is fine */
 
@@ -54,7 +55,9 @@ struct pe_buf {
 void pe_buf_init(struct pe_buf *b, size_t max);
 void pe_buf_set_budget(struct pe_buf *b, struct pe_budget *budget);
 void pe_buf_destroy(struct pe_buf *b);
-int pe_buf_reserve(struct pe_buf *b, size_t more); /* 0, PE_ETOOBIG, PE_EBUSY (budget) or PE_ENOMEM */
+/* 0, PE_ETOOBIG (over max, or over the budget's whole limit), PE_EBUSY (the budget is full now) or
+ * PE_ENOMEM. */
+int pe_buf_reserve(struct pe_buf *b, size_t more);
 int pe_buf_append(struct pe_buf *b, const void *p, size_t n);
 int pe_buf_puts(struct pe_buf *b, const char *s);
 int pe_buf_printf(struct pe_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -443,8 +443,9 @@ enum MHD_Result pe_table_resume(struct req *r, struct MHD_Connection *conn)
 	}
 	if (w->code != 0 || !w->entry) {
 		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "",
-			   w->code == PE_EBUSY ? "the job queue or the response memory budget is full; retry shortly"
-						       : "the computation failed");
+			   w->code == PE_EBUSY	  ? "the job queue or the response memory budget is full; retry shortly"
+			   : w->code == PE_ETOOBIG ? "building the response needs more memory than response_budget_bytes"
+						   : "the computation failed");
 		return pe_http_problem(r, conn, &err);
 	}
 	struct pe_cache_entry *e = w->entry;

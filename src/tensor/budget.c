@@ -7,7 +7,8 @@
  * overshoots: take() succeeds only if used + n <= limit at the instant it commits. charge() is for
  * memory that exists already and must be counted somewhere (an entry leaving the cache while it
  * is still being sent; the few bytes by which an allocation's usable size exceeds the request),
- * so it may run past the limit; then take() refuses until enough is given back. Blocks are counted
+ * so it may run past the limit; then take() refuses until enough is given back. A reservation
+ * larger than the whole limit can never succeed: that is PE_ETOOBIG (a 413, not a 503 to retry). Blocks are counted
  * by their usable size (malloc_usable_size), the bytes the allocator really holds for them. */
 #include "posenc/tensor.h"
 
@@ -42,7 +43,7 @@ int pe_budget_take(struct pe_budget *b, size_t n)
 	do {
 		if (n > b->limit || used > b->limit - n) {
 			atomic_fetch_add_explicit(&b->refused, 1, memory_order_relaxed);
-			return PE_EBUSY;
+			return n > b->limit ? PE_ETOOBIG : PE_EBUSY;
 		}
 	} while (!atomic_compare_exchange_weak_explicit(&b->used, &used, used + n, memory_order_relaxed,
 							memory_order_relaxed));

@@ -68,6 +68,14 @@ static size_t grown_cap(const struct pe_buf *b, size_t want)
 	return cap < want ? want : cap;
 }
 
+/* Reserve on the budget what growing to cap adds: *bytes to allocate, *extra newly reserved. */
+static int take_for(struct pe_buf *b, size_t cap, size_t *bytes, size_t *extra)
+{
+	*bytes = b->data ? cap + 1 : (cap + 1 + 63) & ~(size_t)63;
+	*extra = *bytes > b->held ? *bytes - b->held : 0;
+	return b->budget ? pe_budget_take(b->budget, *extra) : 0;
+}
+
 int pe_buf_reserve(struct pe_buf *b, size_t more)
 {
 	if (more > b->max - b->len)
@@ -75,11 +83,12 @@ int pe_buf_reserve(struct pe_buf *b, size_t more)
 	size_t want = b->len + more;
 	if (want <= b->cap && b->data)
 		return 0;
-	size_t cap = grown_cap(b, want);
-	size_t bytes = b->data ? cap + 1 : (cap + 1 + 63) & ~(size_t)63;
-	size_t extra = bytes > b->held ? bytes - b->held : 0;
-	if (b->budget && pe_budget_take(b->budget, extra) != 0)
-		return PE_EBUSY;
+	size_t cap = grown_cap(b, want), bytes, extra;
+	int rc = take_for(b, cap, &bytes, &extra);
+	if (rc != 0 && cap > want) /* the budget may still have room for just what is needed */
+		rc = take_for(b, cap = want, &bytes, &extra);
+	if (rc != 0)
+		return rc;
 	char *p;
 	if (!b->data) /* the first block is 64-byte aligned: SIMD kernels write tables straight into it */
 		p = aligned_alloc(64, bytes);
