@@ -76,6 +76,15 @@ static int take_for(struct pe_buf *b, size_t cap, size_t *bytes, size_t *extra)
 	return b->budget ? pe_budget_take(b->budget, *extra) : 0;
 }
 
+/* Would growing to cap fit in the budget now? (A hint: take_for decides.) */
+static int room_for(const struct pe_buf *b, size_t cap)
+{
+	struct pe_budget_stats st;
+	pe_budget_stats(b->budget, &st);
+	size_t extra = cap + 1 > b->held ? cap + 1 - b->held : 0;
+	return !b->budget || (extra <= st.limit && st.used <= st.limit - extra);
+}
+
 int pe_buf_reserve(struct pe_buf *b, size_t more)
 {
 	if (more > b->max - b->len)
@@ -84,9 +93,9 @@ int pe_buf_reserve(struct pe_buf *b, size_t more)
 	if (want <= b->cap && b->data)
 		return 0;
 	size_t cap = grown_cap(b, want), bytes, extra;
+	if (cap > want && !room_for(b, cap)) /* the budget may still have room for just what is needed */
+		cap = want;
 	int rc = take_for(b, cap, &bytes, &extra);
-	if (rc != 0 && cap > want) /* the budget may still have room for just what is needed */
-		rc = take_for(b, cap = want, &bytes, &extra);
 	if (rc != 0)
 		return rc;
 	char *p;
