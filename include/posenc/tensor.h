@@ -37,14 +37,15 @@ void pe_budget_stats(const struct pe_budget *b, struct pe_budget_stats *out);
 /* Bytes the allocator actually holds for a block from malloc (its usable size; 0 for NULL). */
 size_t pe_mem_size(const void *p);
 /* malloc(n) with a reservation of exactly pe_mem_size(block) on b; NULL with *rc PE_EBUSY (the
- * budget is full), PE_ETOOBIG (n is over its limit) or PE_ENOMEM. Freed with pe_budget_free_block(b, block). */
+ * budget is full), PE_ETOOBIG (n is over its limit) or PE_ENOMEM. Free it with
+ * pe_budget_free_block(b, block). */
 void *pe_budget_malloc(struct pe_budget *b, size_t n, int *rc);
 void pe_budget_free_block(struct pe_budget *b, void *p); /* gives back pe_mem_size(p); NULL is fine */
 
 /* ---- bounded buffer ----
  * With a budget (pe_buf_set_budget, before anything is written), the buffer holds a reservation
- * of exactly the allocation it holds: growth reserves first and fails with PE_EBUSY when the
- * budget is full, before any memory is taken. */
+ * of exactly the allocation it holds: growth reserves first and fails (PE_EBUSY, PE_ETOOBIG)
+ * before any memory is taken when the budget has no room. */
 struct pe_buf {
 	char *data;
 	size_t len, cap, max;

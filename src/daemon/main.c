@@ -241,8 +241,9 @@ int main(int argc, char **argv)
 	if (d.cache)
 		pe_cache_set_budget(d.cache, d.budget);
 	d.metrics = pe_metrics_new();
-	d.pool = d.cache && d.budget && d.metrics ? pe_pool_new((unsigned)d.cfg.workers, (size_t)d.cfg.max_queue, tick, &d, 250, &err)
-				      : NULL;
+	d.pool = d.cache && d.budget && d.metrics
+			 ? pe_pool_new((unsigned)d.cfg.workers, (size_t)d.cfg.max_queue, tick, &d, 250, &err)
+			 : NULL;
 	struct pe_http *h = d.pool ? start_http(&d, &err) : NULL;
 	if (!h) {
 		fprintf(stderr, "posencd: %s\n", err.detail[0] ? err.detail : "cannot start");

@@ -611,11 +611,10 @@ static double *table_values(const struct gjob *j, const void *data, struct pe_er
 		x[i] = elem(m->dtype, data, i);
 	if (!given(&j->params, "len") && !given(&j->params, "height"))
 		return x;
-	if (!(y = pe_budget_malloc(bg, nout * sizeof *y, &rc)))
-		;
-	else if (given(&j->params, "len"))
+	y = pe_budget_malloc(bg, nout * sizeof *y, &rc);
+	if (y && given(&j->params, "len"))
 		rc = pe_resample_linear(x, (size_t)m->rows, (size_t)m->cols, y, nout / (size_t)m->cols, coord);
-	else
+	else if (y)
 		rc = pe_resample_grid(x, (size_t)m->prefix_tokens, (size_t)m->grid_h, (size_t)m->grid_w,
 				      (size_t)m->cols, y, (size_t)pe_param_int(&j->params, "height"),
 				      (size_t)pe_param_int(&j->params, "width"), (int)pe_param_int(&j->params, "antialias"),

@@ -322,7 +322,8 @@ static void run(struct tjob *j, struct result *res)
 	if (memcmp(&os, &in.shape, sizeof os) != 0 &&
 	    !(y.data = y_alloc = pe_budget_malloc(j->h->opt.budget, (n_out ? n_out : 1) * pe_dtype_size(wd), &rc)))
 		goto done;
-	if ((rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0 || (rc = to_output(&y, dt, n_out, &o_alloc, j->h->opt.budget, err)) != 0)
+	if ((rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0 ||
+	    (rc = to_output(&y, dt, n_out, &o_alloc, j->h->opt.budget, err)) != 0)
 		goto done;
 	res->out = j->out;
 	res->out.dt = dt;

@@ -8,8 +8,9 @@
  * memory that exists already and must be counted somewhere (an entry leaving the cache while it
  * is still being sent; the few bytes by which an allocation's usable size exceeds the request),
  * so it may run past the limit; then take() refuses until enough is given back. A reservation
- * larger than the whole limit can never succeed: that is PE_ETOOBIG (a 413, not a 503 to retry). Blocks are counted
- * by their usable size (malloc_usable_size), the bytes the allocator really holds for them. */
+ * larger than the whole limit can never succeed: that is PE_ETOOBIG (a 413, not a 503 to retry).
+ * Blocks are counted by their usable size (malloc_usable_size), the bytes the allocator really
+ * holds for them. */
 #include "posenc/tensor.h"
 
 #include <malloc.h>
