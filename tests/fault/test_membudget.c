@@ -106,6 +106,11 @@ int main(void)
 	int instrumented = daemon_instrumented(&d);
 	check(small_request_ok(d.port), "a small table before the readers");
 	long idle = rss_kib(d.pid);
+	struct resp big;
+	int got = http_get(d.port, "/v1/sinusoidal?len=16384&dim=2048&format=bin", 10000, &big);
+	check(got == 0 && is_problem(&big, 413, NULL),
+	      "a table whose build alone needs more than the whole budget: 413, not a 503 to retry (%d)", big.status);
+	resp_free(&big);
 
 	static struct reader rd[READERS];
 	for (int i = 0; i < READERS; i++) {
