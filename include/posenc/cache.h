@@ -10,7 +10,12 @@
  * thread that fills or fails, outside the cache lock, each with its own reference (to release).
  *
  * Every function is thread-safe. A value larger than the whole budget is still delivered to its
- * waiters but not kept. */
+ * waiters but not kept.
+ *
+ * Memory counted once: with a struct pe_budget attached (pe_cache_set_budget), an entry that
+ * leaves the cache (eviction, replacement, too large to keep) while readers still hold it is
+ * charged to that budget until its last reference is dropped, so bytes still being sent are
+ * always counted, by the cache or by the budget. */
 #ifndef POSENC_CACHE_H
 #define POSENC_CACHE_H
 
@@ -19,6 +24,7 @@
 
 struct pe_cache;
 struct pe_cache_entry;
+struct pe_budget;
 
 /* entry is NULL when code != 0 (the computation failed with that PE_E* code). */
 typedef void (*pe_cache_wait_cb)(void *arg, struct pe_cache_entry *entry, int code);
@@ -60,5 +66,8 @@ void pe_cache_release(struct pe_cache_entry *e); /* NULL is fine */
 
 void pe_cache_stats(struct pe_cache *c, struct pe_cache_stats *out);
 void pe_cache_set_limit(struct pe_cache *c, size_t max_bytes); /* evicts down to the new limit */
+/* Where entries that leave the cache while still referenced are counted (NULL: nowhere). Set it
+ * before the first fill; the budget must outlive every entry. */
+void pe_cache_set_budget(struct pe_cache *c, struct pe_budget *budget);
 
 #endif

@@ -15,19 +15,57 @@
 #include "posenc/dtype.h"
 #include "posenc/err.h"
 
-/* ---- bounded buffer ---- */
+/* ---- byte budget ----
+ * A count of bytes in use against a limit, shared by threads (atomics; nothing blocks). take()
+ * admits a reservation only while the total stays within the limit, else it fails with PE_EBUSY
+ * and counts a refusal; charge() adds bytes that already exist (memory handed over from elsewhere),
+ * even past the limit; give() returns either. The daemon uses one for every response being built
+ * or sent (the cache's own bytes are bounded separately, by cache_bytes). A NULL budget admits
+ * everything and counts nothing, so every function below accepts NULL. */
+struct pe_budget;
+struct pe_budget_stats {
+	size_t used, limit;
+	uint64_t refused;
+};
+struct pe_budget *pe_budget_new(size_t limit);
+void pe_budget_free(struct pe_budget *b);
+/* 0; PE_EBUSY when it does not fit now; PE_ETOOBIG when n exceeds the whole limit (never fits). */
+int pe_budget_take(struct pe_budget *b, size_t n);
+void pe_budget_charge(struct pe_budget *b, size_t n);
+void pe_budget_give(struct pe_budget *b, size_t n);
+void pe_budget_stats(const struct pe_budget *b, struct pe_budget_stats *out);
+/* Bytes the allocator actually holds for a block from malloc (its usable size; 0 for NULL). */
+size_t pe_mem_size(const void *p);
+/* malloc(n) with a reservation of exactly pe_mem_size(block) on b; NULL with *rc PE_EBUSY (the
+ * budget is full), PE_ETOOBIG (n is over its limit) or PE_ENOMEM. Free it with
+ * pe_budget_free_block(b, block). */
+void *pe_budget_malloc(struct pe_budget *b, size_t n, int *rc);
+void pe_budget_free_block(struct pe_budget *b, void *p); /* gives back pe_mem_size(p); NULL is fine */
+
+/* ---- bounded buffer ----
+ * With a budget (pe_buf_set_budget, before anything is written), the buffer holds a reservation
+ * of exactly the allocation it holds: growth reserves first and fails (PE_EBUSY, PE_ETOOBIG)
+ * before any memory is taken when the budget has no room. */
 struct pe_buf {
 	char *data;
 	size_t len, cap, max;
+	struct pe_budget *budget; /* NULL: none */
+	size_t held;              /* reserved on budget for data: pe_mem_size(data) */
 };
 
 void pe_buf_init(struct pe_buf *b, size_t max);
+void pe_buf_set_budget(struct pe_buf *b, struct pe_budget *budget);
 void pe_buf_destroy(struct pe_buf *b);
-int pe_buf_reserve(struct pe_buf *b, size_t more); /* 0, PE_ETOOBIG or PE_ENOMEM */
+/* 0, PE_ETOOBIG (over max, or over the budget's whole limit), PE_EBUSY (the budget is full now) or
+ * PE_ENOMEM. */
+int pe_buf_reserve(struct pe_buf *b, size_t more);
 int pe_buf_append(struct pe_buf *b, const void *p, size_t n);
 int pe_buf_puts(struct pe_buf *b, const char *s);
 int pe_buf_printf(struct pe_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Hand the bytes to the caller (free() them); the buffer is left empty. */
+/* Hand the bytes to the caller; the buffer is left empty. The block is first shrunk to len + 1
+ * (its NUL), so what a caller keeps is what it holds, not the capacity it grew to. It is free()d,
+ * or with a budget pe_budget_free_block()ed: the reservation (pe_mem_size of the block) goes with
+ * it to the caller. */
 char *pe_buf_steal(struct pe_buf *b, size_t *len);
 /* Fault in the whole pages of [p, p + n) for writing, in one system call (Linux 5.14's
  * MADV_POPULATE_WRITE) instead of a page fault per 4 KiB page; a no-op where unsupported. For

@@ -13,11 +13,16 @@
  * value yet and a list of waiters; filling it turns the same allocation into a ready entry, so
  * completing a pending key never allocates and never fails.
  *
+ * Budget: an entry that leaves the table while a reader still holds it (the cache's reference is
+ * not its last) is charged to the attached budget under the lock, and given back by whoever frees
+ * it. The check is exact: with only the cache's reference left, nobody can take another one.
+ *
  * Table: chained hashing on a power-of-two bucket array that doubles at load 3/4 (if the doubling
  * cannot be allocated the table just stays denser), a keyed 64-bit multiply-mix hash, and a doubly
  * linked LRU list of ready entries, most recent at the head. */
 #include "posenc/cache.h"
 #include "posenc/err.h"
+#include "posenc/tensor.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -48,6 +53,8 @@ struct pe_cache_entry {
 	uint64_t hash;
 	size_t keylen;
 	bool pending;
+	struct pe_budget *budget; /* charged while outside the table and still referenced */
+	size_t charged;
 	unsigned char key[];
 };
 
@@ -63,6 +70,7 @@ struct pe_cache {
 	size_t max_bytes;
 	uint64_t seed;
 	struct pe_cache_stats stats;
+	struct pe_budget *budget;
 };
 
 /* ---- hashing ---- */
@@ -135,6 +143,7 @@ static struct pe_cache_entry *entry_new(uint64_t hash, const void *key, size_t k
 
 static void entry_destroy(struct pe_cache_entry *e)
 {
+	pe_budget_give(e->budget, e->charged);
 	if (e->free_cb != NULL)
 		e->free_cb(e->value);
 	free(e);
@@ -284,6 +293,19 @@ static void table_insert(struct pe_cache *c, struct pe_cache_entry *e)
 
 /* ---- ready entries (under the lock) ---- */
 
+/* The cache's reference to a ready entry goes onto *drop; if readers still hold the entry, its
+ * bytes move from the cache's count to the budget until it is freed. */
+static void drop_ref(struct pe_cache *c, struct pe_cache_entry *e, struct pe_cache_entry **drop)
+{
+	if (c->budget && atomic_load_explicit(&e->refs, memory_order_relaxed) > 1) {
+		e->budget = c->budget;
+		e->charged = cost(e->bytes, e->keylen);
+		pe_budget_charge(e->budget, e->charged);
+	}
+	e->hnext = *drop;
+	*drop = e;
+}
+
 /* Take a ready entry out of the cache; the cache's reference goes onto *drop. */
 static void remove_ready(struct pe_cache *c, struct pe_cache_entry *e, struct pe_cache_entry **drop)
 {
@@ -291,8 +313,7 @@ static void remove_ready(struct pe_cache *c, struct pe_cache_entry *e, struct pe
 	lru_unlink(c, e);
 	c->stats.bytes -= cost(e->bytes, e->keylen);
 	c->stats.entries--;
-	e->hnext = *drop;
-	*drop = e;
+	drop_ref(c, e, drop);
 }
 
 /* Evict from the cold end until at most limit bytes are charged. */
@@ -313,8 +334,7 @@ static void keep(struct pe_cache *c, struct pe_cache_entry *e, struct pe_cache_e
 	e->pending = false;
 	size_t bytes = cost(e->bytes, e->keylen);
 	if (bytes > c->max_bytes) {
-		e->hnext = *drop;
-		*drop = e;
+		drop_ref(c, e, drop);
 		return;
 	}
 	evict(c, c->max_bytes - bytes, drop);
@@ -530,4 +550,11 @@ void pe_cache_set_limit(struct pe_cache *c, size_t max_bytes)
 	evict(c, max_bytes, &drop);
 	pthread_mutex_unlock(&c->lock);
 	release_list(drop);
+}
+
+void pe_cache_set_budget(struct pe_cache *c, struct pe_budget *budget)
+{
+	pthread_mutex_lock(&c->lock);
+	c->budget = budget;
+	pthread_mutex_unlock(&c->lock);
 }

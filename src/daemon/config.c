@@ -66,6 +66,8 @@ static const struct key keys[] = {
 	BYTES(max_header_bytes, 8192, INT64_C(1) << 20, "bytes of a request line and its headers (431/414 beyond)"),
 	INT(workers, 1, 256, "compute threads"),
 	BYTES(cache_bytes, 0, INT64_C(1) << 40, "LRU cache budget in bytes"),
+	BYTES(response_budget_bytes, 1 << 20, INT64_C(1) << 40,
+	      "bytes of responses being built or sent outside the cache; 503 beyond"),
 	INT(max_elements, 1, INT64_C(1) << 34, "largest table one request may produce, in elements"),
 	BYTES(max_body_bytes, 1, INT64_C(1) << 36, "largest request body in bytes"),
 	INT(max_queue, 1, 1000000, "jobs waiting for a worker before answering 503"),

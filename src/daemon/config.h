@@ -23,6 +23,7 @@ struct pe_config {
 	int64_t max_header_bytes;      /* request line + headers of one request (per-connection pool) */
 	int64_t workers;               /* compute threads, 1..256 */
 	int64_t cache_bytes;           /* LRU budget */
+	int64_t response_budget_bytes; /* responses being built or sent, outside the cache (503 beyond) */
 	int64_t max_elements;          /* largest table one request may produce */
 	int64_t max_body_bytes;        /* largest request body */
 	int64_t max_queue;             /* jobs waiting for a worker before 503 */

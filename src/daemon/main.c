@@ -24,6 +24,7 @@
 struct daemon {
 	struct pe_config cfg;
 	struct pe_cache *cache;
+	struct pe_budget *budget; /* response bytes being built or sent */
 	struct pe_metrics *metrics;
 	struct pe_pool *pool;
 	struct pe_http *_Atomic http;
@@ -48,7 +49,8 @@ static void observe_hook(void *ctx, const struct pe_http_request_info *info)
 static int render_hook(void *ctx, struct pe_buf *out)
 {
 	struct daemon *d = ctx;
-	return pe_metrics_render(d->metrics, d->cache, d->pool, out);
+	int rc = pe_metrics_render(d->metrics, d->cache, d->pool, out);
+	return rc ? rc : pe_metrics_render_budget(d->budget, out);
 }
 
 static void tick(void *arg)
@@ -128,6 +130,7 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.statics = statics,
 		.nstatics = sizeof d->statics / sizeof d->statics[0],
 		.cache = d->cache,
+		.budget = d->budget,
 		.store = d->store,
 		.auth_token = c->auth_token,
 		.hooks = {.ctx = d, .submit = submit_hook, .observe = observe_hook, .render_metrics = render_hook},
@@ -234,9 +237,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	d.cache = pe_cache_new((size_t)d.cfg.cache_bytes);
+	d.budget = pe_budget_new((size_t)d.cfg.response_budget_bytes);
+	if (d.cache)
+		pe_cache_set_budget(d.cache, d.budget);
 	d.metrics = pe_metrics_new();
-	d.pool = d.cache && d.metrics ? pe_pool_new((unsigned)d.cfg.workers, (size_t)d.cfg.max_queue, tick, &d, 250, &err)
-				      : NULL;
+	d.pool = d.cache && d.budget && d.metrics
+			 ? pe_pool_new((unsigned)d.cfg.workers, (size_t)d.cfg.max_queue, tick, &d, 250, &err)
+			 : NULL;
 	struct pe_http *h = d.pool ? start_http(&d, &err) : NULL;
 	if (!h) {
 		fprintf(stderr, "posencd: %s\n", err.detail[0] ? err.detail : "cannot start");
@@ -254,6 +261,7 @@ int main(int argc, char **argv)
 	atomic_store(&d.http, NULL);
 	pe_http_stop(h);
 	pe_cache_free(d.cache);
+	pe_budget_free(d.budget); /* after the cache: its last entries give back to it */
 	pe_store_close(d.store);
 	pe_metrics_free(d.metrics);
 	free(d.tls_cert);

@@ -135,3 +135,19 @@ int pe_metrics_render(struct pe_metrics *m, struct pe_cache *cache, struct pe_po
 		rc = render_one(out, rows[i].name, rows[i].type, rows[i].help, rows[i].v);
 	return rc;
 }
+
+int pe_metrics_render_budget(const struct pe_budget *b, struct pe_buf *out)
+{
+	struct pe_budget_stats s;
+	pe_budget_stats(b, &s);
+	int rc = render_one(out, "posenc_response_budget_bytes", "gauge",
+			    "Bytes of responses being built or sent, outside the cache's count.", (double)s.used);
+	if (rc == 0)
+		rc = render_one(out, "posenc_response_budget_limit_bytes", "gauge", "response_budget_bytes.",
+				(double)s.limit);
+	if (rc == 0)
+		rc = render_one(out, "posenc_response_budget_refused_total", "counter",
+				"Reservations refused because the response budget was full (answered 503).",
+				(double)s.refused);
+	return rc;
+}

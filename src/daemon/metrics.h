@@ -15,5 +15,7 @@ void pe_metrics_free(struct pe_metrics *m);
 void pe_metrics_observe(struct pe_metrics *m, const struct pe_http_request_info *info);
 /* Prometheus text exposition format 0.0.4 into out. cache and pool may be NULL. */
 int pe_metrics_render(struct pe_metrics *m, struct pe_cache *cache, struct pe_pool *pool, struct pe_buf *out);
+/* The response budget's gauges and refusals (b may be NULL: zeros). */
+int pe_metrics_render_budget(const struct pe_budget *b, struct pe_buf *out);
 
 #endif

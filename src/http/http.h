@@ -69,6 +69,7 @@ struct pe_http_options {
 	const struct pe_http_static *statics; /* files served as they are (/openapi.yaml, the dashboard) */
 	size_t nstatics;
 	struct pe_cache *cache;
+	struct pe_budget *budget;   /* response bytes being built or sent (NULL: unbounded) */
 	struct pe_store *store;     /* learned tables (/v1/learned) */
 	const char *auth_token;     /* bearer token for writes; "" or NULL: loopback clients only */
 	struct pe_http_hooks hooks;

@@ -599,29 +599,29 @@ static double *table_values(const struct gjob *j, const void *data, struct pe_er
 {
 	const struct pe_store_meta *m = &j->meta;
 	size_t n = (size_t)(m->rows * m->cols), nout = j->shape.dim[0] * (size_t)m->cols; /* rows x cols */
-	double *x = malloc(n * sizeof *x), *y = NULL;
-	enum pe_dtype coord = m->dtype == PE_F64 ? PE_F64 : PE_F32;
+	struct pe_budget *bg = j->h->opt.budget;
 	int rc = 0;
+	double *x = pe_budget_malloc(bg, n * sizeof *x, &rc), *y = NULL;
+	enum pe_dtype coord = m->dtype == PE_F64 ? PE_F64 : PE_F32;
 	if (!x) {
-		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		pe_err_set(err, rc, "", rc == PE_EBUSY ? "the response memory budget is full; retry" : "out of memory");
 		return NULL;
 	}
 	for (size_t i = 0; i < n; i++)
 		x[i] = elem(m->dtype, data, i);
 	if (!given(&j->params, "len") && !given(&j->params, "height"))
 		return x;
-	if (!(y = malloc(nout * sizeof *y)))
-		rc = PE_ENOMEM;
-	else if (given(&j->params, "len"))
+	y = pe_budget_malloc(bg, nout * sizeof *y, &rc);
+	if (y && given(&j->params, "len"))
 		rc = pe_resample_linear(x, (size_t)m->rows, (size_t)m->cols, y, nout / (size_t)m->cols, coord);
-	else
+	else if (y)
 		rc = pe_resample_grid(x, (size_t)m->prefix_tokens, (size_t)m->grid_h, (size_t)m->grid_w,
 				      (size_t)m->cols, y, (size_t)pe_param_int(&j->params, "height"),
 				      (size_t)pe_param_int(&j->params, "width"), (int)pe_param_int(&j->params, "antialias"),
 				      coord);
-	free(x);
+	pe_budget_free_block(bg, x);
 	if (rc != 0) {
-		free(y);
+		pe_budget_free_block(bg, y);
 		pe_err_set(err, rc, "", "cannot resample the table");
 		return NULL;
 	}
@@ -632,13 +632,14 @@ static double *table_values(const struct gjob *j, const void *data, struct pe_er
 static int similarity_of(const struct gjob *j, double **v, struct pe_err *err)
 {
 	size_t rows = j->shape.dim[0], cols = (size_t)j->meta.cols;
-	double *g = malloc(rows * rows * sizeof *g);
+	int rc;
+	double *g = pe_budget_malloc(j->h->opt.budget, rows * rows * sizeof *g, &rc);
 	if (!g) {
-		free(*v);
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		pe_budget_free_block(j->h->opt.budget, *v);
+		return pe_err_set(err, rc, "", "out of memory");
 	}
 	pe_gram_f64(*v, rows, cols, g);
-	free(*v);
+	pe_budget_free_block(j->h->opt.budget, *v);
 	*v = g;
 	return 0;
 }
@@ -655,16 +656,16 @@ static int produce(struct gjob *j, struct pe_buf *out, struct pe_err *err)
 		rc = err->code ? err->code : PE_ENOMEM;
 	if (rc == 0 && j->similarity && (rc = similarity_of(j, &v, err)) != 0)
 		v = NULL;
-	if (rc == 0 && !(typed = malloc(n * pe_dtype_size(j->out.dt))))
-		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	if (rc == 0 && !(typed = pe_budget_malloc(j->h->opt.budget, n * pe_dtype_size(j->out.dt), &rc)))
+		pe_err_set(err, rc, "", "out of memory");
 	if (rc == 0) {
 		pe_store_f64(j->out.dt, typed, v, n);
 		struct pe_tensor_view t = {.shape = j->shape, .dtype = j->out.dt, .data = typed};
 		rc = pe_out_encode(&j->out, &j->params, &t, out, err);
 	}
 	free(data);
-	free(v);
-	free(typed);
+	pe_budget_free_block(j->h->opt.budget, v);
+	pe_budget_free_block(j->h->opt.budget, typed);
 	return rc;
 }
 
@@ -681,13 +682,16 @@ static void gjob_run(void *arg)
 	struct pe_buf out;
 	struct lbody *b = calloc(1, sizeof *b);
 	pe_buf_init(&out, j->h->opt.max_response_bytes);
+	pe_buf_set_budget(&out, j->h->opt.budget);
 	int rc = b ? produce(j, &out, &err) : PE_ENOMEM;
 	if (rc == 0) {
 		b->out = j->out;
 		pe_shape_format(&j->shape, b->shape, sizeof b->shape);
 		memcpy(b->etag, j->etag, sizeof b->etag);
 		b->data = pe_buf_steal(&out, &b->len);
-		pe_cache_fill(j->h->opt.cache, j->key, j->keylen, b, b->len + sizeof *b, lbody_free);
+		size_t held = pe_mem_size(b->data); /* the cache counts it from here (pe_cache_set_budget) */
+		pe_cache_fill(j->h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b), lbody_free);
+		pe_budget_give(j->h->opt.budget, held);
 	} else {
 		free(b);
 		pe_cache_fail(j->h->opt.cache, j->key, j->keylen, rc);
@@ -728,7 +732,7 @@ static const char *failure_detail(int code)
 	case PE_ENOTFOUND:
 		return "the table was deleted while this request ran";
 	case PE_EBUSY:
-		return "the table was replaced while this request ran, or the job queue is full; retry";
+		return "the table was replaced while this request ran, or the job queue or the response memory budget is full; retry";
 	case PE_EIO:
 		return "the stored table is damaged; it was quarantined";
 	case PE_ETOOBIG:

@@ -138,6 +138,7 @@ int pe_out_encode(const struct pe_out *o, const struct pe_params *p, const struc
 		return encode_plain(o, p, t, out, err);
 	struct pe_buf plain;
 	pe_buf_init(&plain, out->max);
+	pe_buf_set_budget(&plain, out->budget); /* the uncompressed text counts too */
 	int rc = encode_plain(o, p, t, &plain, err);
 	if (rc == 0 && (rc = pe_gzip(out, plain.data, plain.len, 6)) != 0)
 		pe_err_set(err, rc, "", "cannot compress the response");

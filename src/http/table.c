@@ -6,7 +6,13 @@
  * and sends the buffer without copying). The body's bytes belong to that shared response and are
  * freed by its free callback when MHD drops its last use; the cache owns the response. Requests
  * that need their own headers (a miss, a listed CORS origin) get a response over the same bytes
- * that holds a cache reference until MHD is done with it. */
+ * that holds a cache reference until MHD is done with it.
+ *
+ * Memory: the job builds under the response budget (opt.budget): its scratch table and its output
+ * buffer are reserved before they are allocated, and a reservation that does not fit fails the
+ * key with PE_EBUSY (503 + Retry-After). The finished body's reservation ends when the cache takes
+ * it: from then on the cache counts it (by its allocation sizes), and if it leaves the cache while
+ * still being sent, the cache charges it back to the budget until MHD lets go of it. */
 #include "http/internal.h"
 #include "http/negotiate.h"
 #include "http/output.h"
@@ -17,6 +23,8 @@
 #include <string.h>
 
 #define KEY_MAX (PE_MAX_LIST * 26 + 4096)
+/* The shared MHD_Response of a cached body and its headers, counted with the body. */
+#define RESPONSE_OVERHEAD 1024
 #define OFFERED                                                                                  \
 	(PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV) | \
 	 PE_FMT_BIT(PE_FMT_PNG))
@@ -256,14 +264,17 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 			out->len = hdr + raw;
 		return rc;
 	}
+	if ((rc = pe_budget_take(j->h->opt.budget, raw ? raw : 1)) != 0)
+		return pe_err_set(err, rc, "", "the response memory budget is full");
 	struct pe_scratch tmp = scratch_take(j->h, raw ? raw : 1);
 	if (!tmp.p)
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	rc = pe_table_compute(&j->params, j->out.dt, tmp.p, err);
-	t.data = tmp.p;
-	if (rc == 0)
+		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	else if ((rc = pe_table_compute(&j->params, j->out.dt, tmp.p, err)) == 0) {
+		t.data = tmp.p;
 		rc = pe_out_encode(&j->out, &j->params, &t, out, err);
+	}
 	scratch_give(j->h, tmp);
+	pe_budget_give(j->h->opt.budget, raw ? raw : 1);
 	return rc;
 }
 
@@ -283,7 +294,7 @@ static struct table_body *make_body(struct job *j, const struct pe_shape *s, str
 	b->data = pe_buf_steal(out, &b->len);
 	b->shared = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, body_free_cb, b);
 	if (!b->shared) {
-		free(b->data);
+		pe_budget_free_block(j->h->opt.budget, b->data);
 		free(b);
 		return NULL;
 	}
@@ -306,14 +317,18 @@ static void job_run(void *arg)
 	struct pe_shape s;
 	struct pe_buf out;
 	pe_buf_init(&out, j->h->opt.max_response_bytes);
+	pe_buf_set_budget(&out, j->h->opt.budget);
 	int rc = pe_table_shape(&j->params, &s);
 	if (rc == 0)
 		rc = encode(j, &s, &out, &err);
 	struct table_body *b = rc == 0 ? make_body(j, &s, &out) : NULL;
 	pe_buf_destroy(&out);
-	if (b)
-		pe_cache_fill(j->h->opt.cache, j->key, j->keylen, b, b->len + sizeof *b, body_release_cb);
-	else
+	if (b) {
+		size_t held = pe_mem_size(b->data); /* reserved by out; the cache counts it from here */
+		pe_cache_fill(j->h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b) + RESPONSE_OVERHEAD,
+			      body_release_cb);
+		pe_budget_give(j->h->opt.budget, held);
+	} else
 		pe_cache_fail(j->h->opt.cache, j->key, j->keylen, rc ? rc : PE_ENOMEM);
 	job_free(j);
 }
@@ -428,7 +443,9 @@ enum MHD_Result pe_table_resume(struct req *r, struct MHD_Connection *conn)
 	}
 	if (w->code != 0 || !w->entry) {
 		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "",
-			   w->code == PE_EBUSY ? "the job queue is full; retry shortly" : "the computation failed");
+			   w->code == PE_EBUSY	  ? "the job queue or the response memory budget is full; retry shortly"
+			   : w->code == PE_ETOOBIG ? "building the response needs more memory than response_budget_bytes"
+						   : "the computation failed");
 		return pe_http_problem(r, conn, &err);
 	}
 	struct pe_cache_entry *e = w->entry;

@@ -26,6 +26,8 @@ struct result {
 	size_t len;
 	struct pe_out out;
 	char shape[160];
+	struct pe_budget *budget; /* data's reservation (held bytes; 0 when data is the request body) */
+	size_t held;
 };
 
 struct tjob {
@@ -207,15 +209,16 @@ static double elem(const struct pe_tensor_mut *t, size_t i)
 
 /* t in the working dtype wd: t itself when it already is (in place), else a converted copy. */
 static int to_work(const struct pe_tensor_mut *t, enum pe_dtype wd, size_t n, struct pe_tensor_mut *x,
-		   void **alloc, struct pe_err *err)
+		   void **alloc, struct pe_budget *bg, struct pe_err *err)
 {
 	*x = *t;
 	*alloc = NULL;
 	if (t->dtype == wd)
 		return 0;
-	void *buf = malloc((n ? n : 1) * pe_dtype_size(wd));
+	int rc;
+	void *buf = pe_budget_malloc(bg, (n ? n : 1) * pe_dtype_size(wd), &rc);
 	if (!buf)
-		return pe_err_set(err, PE_ENOMEM, "body", "out of memory");
+		return pe_err_set(err, rc, "body", "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		double v = elem(t, i);
 		if (wd == PE_F64)
@@ -229,16 +232,18 @@ static int to_work(const struct pe_tensor_mut *t, enum pe_dtype wd, size_t n, st
 }
 
 /* Round the working result into the output dtype in place (narrower or equal) or into a new buffer. */
-static int to_output(struct pe_tensor_mut *y, enum pe_dtype dt, size_t n, void **alloc, struct pe_err *err)
+static int to_output(struct pe_tensor_mut *y, enum pe_dtype dt, size_t n, void **alloc, struct pe_budget *bg,
+		     struct pe_err *err)
 {
 	*alloc = NULL;
 	if (y->dtype == dt)
 		return 0;
 	void *dst = y->data;
 	if (pe_dtype_size(dt) > pe_dtype_size(y->dtype)) {
-		dst = *alloc = malloc((n ? n : 1) * pe_dtype_size(dt));
+		int rc;
+		dst = *alloc = pe_budget_malloc(bg, (n ? n : 1) * pe_dtype_size(dt), &rc);
 		if (!dst)
-			return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+			return pe_err_set(err, rc, "", "out of memory");
 	}
 	/* front to back is safe in place: element i is written at or before where it was read */
 	if (y->dtype == PE_F64)
@@ -297,6 +302,7 @@ static void run(struct tjob *j, struct result *res)
 	struct pe_shape os;
 	struct pe_buf out;
 	pe_buf_init(&out, j->h->opt.max_response_bytes);
+	pe_buf_set_budget(&out, j->h->opt.budget);
 	if ((rc = decode(j, &in, &owned, err)) != 0)
 		goto done;
 	in_alloc = owned ? in.data : NULL;
@@ -310,14 +316,14 @@ static void run(struct tjob *j, struct result *res)
 		goto done;
 	}
 	enum pe_dtype wd = pe_transform_work_dtype(j->kind == BODY_JSON ? dt : in.dtype);
-	if ((rc = to_work(&in, wd, n_in, &x, &x_alloc, err)) != 0)
+	if ((rc = to_work(&in, wd, n_in, &x, &x_alloc, j->h->opt.budget, err)) != 0)
 		goto done;
 	y = (struct pe_tensor_mut){.shape = os, .dtype = wd, .data = x.data};
-	if (memcmp(&os, &in.shape, sizeof os) != 0 && !(y.data = y_alloc = malloc((n_out ? n_out : 1) * pe_dtype_size(wd)))) {
-		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	if (memcmp(&os, &in.shape, sizeof os) != 0 &&
+	    !(y.data = y_alloc = pe_budget_malloc(j->h->opt.budget, (n_out ? n_out : 1) * pe_dtype_size(wd), &rc)))
 		goto done;
-	}
-	if ((rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0 || (rc = to_output(&y, dt, n_out, &o_alloc, err)) != 0)
+	if ((rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0 ||
+	    (rc = to_output(&y, dt, n_out, &o_alloc, j->h->opt.budget, err)) != 0)
 		goto done;
 	res->out = j->out;
 	res->out.dt = dt;
@@ -335,19 +341,24 @@ static void run(struct tjob *j, struct result *res)
 	if ((rc = pe_out_encode(&res->out, NULL, &v, &out, err)) != 0)
 		goto done;
 	res->data = pe_buf_steal(&out, &res->len);
+	res->budget = j->h->opt.budget;
+	res->held = pe_mem_size(res->data);
 done:
-	if (rc != 0 && !err->code)
+	if (rc == PE_EBUSY)
+		pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
+	else if (rc != 0 && !err->code)
 		pe_err_set(err, rc, "", "the transform failed");
 	pe_buf_destroy(&out);
 	free(in_alloc);
-	free(x_alloc);
-	free(y_alloc);
-	free(o_alloc);
+	pe_budget_free_block(j->h->opt.budget, x_alloc);
+	pe_budget_free_block(j->h->opt.budget, y_alloc);
+	pe_budget_free_block(j->h->opt.budget, o_alloc);
 }
 
 static void result_free(void *p)
 {
 	struct result *res = p;
+	pe_budget_give(res->budget, res->held);
 	free(res->data);
 	free(res);
 }

@@ -5,7 +5,13 @@
  * (curl's dynbuf). Capacity doubles (clamped to max) so n appends cost O(n) copies. One byte past
  * cap is always allocated and kept free: vsnprintf can write its NUL there, and pe_buf_steal hands
  * out a NUL-terminated string at no cost. A max of 0 means nothing may be written; there is no
- * "unlimited" value. */
+ * "unlimited" value.
+ *
+ * Memory held is memory counted: the first block is as large as the first request (a buffer
+ * reserved once for a whole table is not doubled past it), pe_buf_steal shrinks the block to
+ * len + 1 before handing it out (a JSON document reserved from its worst-case width is a quarter
+ * of that estimate; the cache used to keep the estimate, faulted in), and with a budget the
+ * reservation follows the allocation's usable size at every step. */
 #include "posenc/tensor.h"
 
 #include <stdarg.h>
@@ -23,24 +29,60 @@ void pe_buf_init(struct pe_buf *b, size_t max)
 	b->data = NULL;
 	b->len = b->cap = 0;
 	b->max = max < SIZE_MAX - 1 ? max : SIZE_MAX - 1; /* room for the spare byte */
+	b->budget = NULL;
+	b->held = 0;
 }
+
+void pe_buf_set_budget(struct pe_buf *b, struct pe_budget *budget) { b->budget = budget; }
 
 void pe_buf_destroy(struct pe_buf *b)
 {
+	pe_budget_give(b->budget, b->held);
 	free(b->data);
 	b->data = NULL;
-	b->len = b->cap = 0;
+	b->len = b->cap = b->held = 0;
 }
 
-/* Next capacity for a need of `want` bytes: at least double, at most max. */
+/* After an allocation: the reservation becomes the block's usable size. */
+static void settle(struct pe_buf *b)
+{
+	size_t real = pe_mem_size(b->data);
+	if (real > b->held)
+		pe_budget_charge(b->budget, real - b->held);
+	else
+		pe_budget_give(b->budget, b->held - real);
+	b->held = b->budget ? real : 0;
+}
+
+/* Next capacity for a need of `want` bytes: at least double, at most max; the first block just
+ * what is asked for. */
 static size_t grown_cap(const struct pe_buf *b, size_t want)
 {
+	if (!b->data)
+		return want < MIN_CAP ? (MIN_CAP < b->max ? MIN_CAP : b->max) : want;
 	size_t cap = b->cap < MIN_CAP ? MIN_CAP : b->cap;
 	while (cap < want && cap <= b->max / 2)
 		cap *= 2;
 	if (cap > b->max)
 		cap = b->max;
 	return cap < want ? want : cap;
+}
+
+/* Reserve on the budget what growing to cap adds: *bytes to allocate, *extra newly reserved. */
+static int take_for(struct pe_buf *b, size_t cap, size_t *bytes, size_t *extra)
+{
+	*bytes = b->data ? cap + 1 : (cap + 1 + 63) & ~(size_t)63;
+	*extra = *bytes > b->held ? *bytes - b->held : 0;
+	return b->budget ? pe_budget_take(b->budget, *extra) : 0;
+}
+
+/* Would growing to cap fit in the budget now? (A hint: take_for decides.) */
+static int room_for(const struct pe_buf *b, size_t cap)
+{
+	struct pe_budget_stats st;
+	pe_budget_stats(b->budget, &st);
+	size_t extra = cap + 1 > b->held ? cap + 1 - b->held : 0;
+	return !b->budget || (extra <= st.limit && st.used <= st.limit - extra);
 }
 
 int pe_buf_reserve(struct pe_buf *b, size_t more)
@@ -50,16 +92,26 @@ int pe_buf_reserve(struct pe_buf *b, size_t more)
 	size_t want = b->len + more;
 	if (want <= b->cap && b->data)
 		return 0;
-	size_t cap = grown_cap(b, want);
+	size_t cap = grown_cap(b, want), bytes, extra;
+	if (cap > want && !room_for(b, cap)) /* the budget may still have room for just what is needed */
+		cap = want;
+	int rc = take_for(b, cap, &bytes, &extra);
+	if (rc != 0)
+		return rc;
 	char *p;
-	if (!b->data) { /* the first block is 64-byte aligned: SIMD kernels write tables straight into it */
-		p = aligned_alloc(64, (cap + 1 + 63) & ~(size_t)63);
-	} else
-		p = realloc(b->data, cap + 1);
-	if (!p)
+	if (!b->data) /* the first block is 64-byte aligned: SIMD kernels write tables straight into it */
+		p = aligned_alloc(64, bytes);
+	else
+		p = realloc(b->data, bytes);
+	if (!p) {
+		pe_budget_give(b->budget, extra);
 		return PE_ENOMEM;
+	}
+	if (b->budget)
+		b->held += extra;
 	b->data = p;
 	b->cap = cap;
+	settle(b);
 	return 0;
 }
 
@@ -108,17 +160,33 @@ void pe_mem_prefault(void *p, size_t n)
 #endif
 }
 
+/* The block shrunk to len + 1 bytes; when the allocator cannot, the block as it is. */
+static void shrink_to_fit(struct pe_buf *b)
+{
+	if (!b->data || b->cap == b->len)
+		return;
+	char *p = realloc(b->data, b->len + 1);
+	if (p) {
+		b->data = p;
+		b->cap = b->len;
+	}
+	settle(b);
+}
+
 char *pe_buf_steal(struct pe_buf *b, size_t *len)
 {
-	char *p = b->data;
 	size_t n = b->len;
-	if (!p)
-		p = malloc(1);
+	shrink_to_fit(b);
+	char *p = b->data;
+	if (!p) {
+		int rc;
+		p = pe_budget_malloc(b->budget, 1, &rc);
+	}
 	if (p)
 		p[n] = 0;
 	if (len)
 		*len = p ? n : 0;
 	b->data = NULL;
-	b->len = b->cap = 0;
+	b->len = b->cap = b->held = 0;
 	return p;
 }

@@ -981,6 +981,67 @@ START_TEST(test_stress)
 }
 END_TEST
 
+/* ---- the budget: bytes still being sent after they left the cache ---- */
+
+static size_t t_budget_used(const struct pe_budget *g)
+{
+	struct pe_budget_stats st;
+	pe_budget_stats(g, &st);
+	return st.used;
+}
+
+/* An entry evicted, replaced or too large to keep while a reader still holds it moves from the
+ * cache's count to the budget until its last reference goes; one nobody holds is just freed. So
+ * cache bytes + budget bytes is always what is alive. */
+START_TEST(test_budget_takes_evicted_in_flight)
+{
+	struct pe_budget *g = pe_budget_new(1u << 20);
+	struct pe_cache *c = pe_cache_new(2 * COST(8, 1));
+	pe_cache_set_budget(c, g);
+	ck_assert_int_eq(t_put(c, "a", t_val_new(1), 8), 0);
+	ck_assert_int_eq(t_put(c, "b", t_val_new(2), 8), 0);
+	struct pe_cache_entry *held = pe_cache_get(c, "a", 1);
+	ck_assert_int_eq(t_put(c, "c", t_val_new(3), 8), 0); /* evicts a, still being sent */
+	ck_assert_int_eq(t_put(c, "d", t_val_new(4), 8), 0); /* evicts b, held by nobody */
+	ck_assert_uint_eq(t_stats(c).evictions, 2);
+	ck_assert_uint_eq(t_stats(c).bytes, 2 * COST(8, 1));
+	ck_assert_uint_eq(t_budget_used(g), COST(8, 1)); /* a, and only a */
+	ck_assert_int_eq(t_frees(&t_vals[1]), 1);
+	pe_cache_release(held);
+	ck_assert_int_eq(t_frees(&t_vals[0]), 1);
+	ck_assert_uint_eq(t_budget_used(g), 0);
+
+	/* replaced while held */
+	held = pe_cache_get(c, "c", 1);
+	ck_assert_int_eq(t_put(c, "c", t_val_new(5), 8), 0);
+	ck_assert_uint_eq(t_budget_used(g), COST(8, 1));
+	pe_cache_release(held);
+	ck_assert_uint_eq(t_budget_used(g), 0);
+
+	/* too large to keep: counted by the budget while its waiters send it */
+	struct t_rec r = {0};
+	struct pe_cache_entry *e;
+	ck_assert_int_eq(pe_cache_acquire(c, "big", 3, t_record, &r, &e), PE_CACHE_MISS);
+	ck_assert_int_eq(t_put(c, "big", t_val_new(6), 1000), 0);
+	ck_assert_int_eq(r.calls, 1);
+	ck_assert_uint_eq(t_budget_used(g), COST(1000, 3));
+	ck_assert_uint_eq(t_stats(c).bytes, 2 * COST(8, 1));
+	pe_cache_release(r.e);
+	ck_assert_uint_eq(t_budget_used(g), 0);
+
+	/* shrinking the cache under a reader */
+	held = pe_cache_get(c, "d", 1);
+	pe_cache_set_limit(c, 0);
+	ck_assert_uint_eq(t_budget_used(g), COST(8, 1));
+	pe_cache_release(held);
+	ck_assert_uint_eq(t_budget_used(g), 0);
+	pe_cache_free(c);
+	ck_assert_uint_eq(t_budget_used(g), 0);
+	ck_assert_int_eq(atomic_load(&t_live), 0);
+	pe_budget_free(g);
+}
+END_TEST
+
 static Suite *lru_suite(void)
 {
 	Suite *s = suite_create("cache");
@@ -997,6 +1058,7 @@ static Suite *lru_suite(void)
 	tcase_add_test(tc, test_oversize);
 	tcase_add_test(tc, test_ref_outlives_eviction);
 	tcase_add_test(tc, test_ref_outlives_free);
+	tcase_add_test(tc, test_budget_takes_evicted_in_flight);
 	tcase_add_test(tc, test_replace);
 	tcase_add_test(tc, test_growth);
 	tcase_add_test(tc, test_single_flight);

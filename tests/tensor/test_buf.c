@@ -1,5 +1,6 @@
 /* struct pe_buf: appends, the hard maximum (exact, and nothing changes on failure), geometric
- * growth, printf at the limit, and steal; pe_mem_prefault. */
+ * growth, printf at the limit, and steal (which hands out no more than it holds); the byte budget
+ * and a buffer charged to it; pe_mem_prefault. */
 #include "posenc/tensor.h"
 #include "support/pe_check.h"
 
@@ -182,6 +183,146 @@ START_TEST(steal)
 }
 END_TEST
 
+/* What a stolen block holds is what it is counted as: a buffer reserved far above what was
+ * written (a JSON document reserves its worst-case width, about four times its real length) is
+ * shrunk to len + 1 before it is handed out, so the cache that keeps it, counting len, keeps what
+ * it counts. The allocation may round up by less than a page, no more. */
+START_TEST(steal_holds_what_it_counts)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct pe_buf b;
+	pe_buf_init(&b, 64u << 20);
+	ck_assert_int_eq(pe_buf_reserve(&b, 8u << 20), 0);
+	memset(b.data, 'x', 1u << 20);
+	b.len = 1u << 20;
+	size_t len;
+	char *p = pe_buf_steal(&b, &len);
+	ck_assert_uint_eq(len, 1u << 20);
+	ck_assert_uint_ge(pe_mem_size(p), len + 1);
+	ck_assert_msg(pe_mem_size(p) <= len + 1 + (size_t)page, "a %zu-byte body holds %zu bytes", len,
+		      pe_mem_size(p));
+	ck_assert_int_eq(p[len], 0);
+	ck_assert_int_eq(p[len - 1], 'x');
+	free(p);
+
+	/* the real case: a large table as JSON (several encoding threads, windows from the bound) */
+	size_t rows = 256, cols = 1024;
+	float *v = malloc(rows * cols * sizeof *v);
+	for (size_t i = 0; i < rows * cols; i++)
+		v[i] = (float)(i % 7) * 0.5f; /* short numbers: the text is far below its bound */
+	struct pe_tensor_view t = {{2, {rows, cols}}, PE_F32, v};
+	pe_buf_init(&b, 64u << 20);
+	ck_assert_int_eq(pe_json_write_table_mt(&b, NULL, &t, 2, NULL), 0);
+	size_t cap = b.cap;
+	p = pe_buf_steal(&b, &len);
+	ck_assert_uint_lt(len * 2, cap); /* the estimate was well above the text */
+	ck_assert_msg(pe_mem_size(p) <= len + 1 + (size_t)page, "a %zu-byte JSON body holds %zu bytes", len,
+		      pe_mem_size(p));
+	free(p);
+	free(v);
+}
+END_TEST
+
+/* The first block is what the first request asks for, not the next power of two past it: a table
+ * computed straight into the buffer is not charged twice its size. */
+START_TEST(first_block_exact)
+{
+	struct pe_buf b;
+	pe_buf_init(&b, 1u << 24);
+	ck_assert_int_eq(pe_buf_reserve(&b, 1000000), 0);
+	ck_assert_uint_eq(b.cap, 1000000);
+	ck_assert_int_eq(pe_buf_append(&b, "x", 1), 0); /* growth from there still doubles */
+	ck_assert_int_eq(pe_buf_reserve(&b, 1000000), 0);
+	ck_assert_uint_ge(b.cap, 2000000);
+	pe_buf_destroy(&b);
+}
+END_TEST
+
+START_TEST(budget_take_charge_give)
+{
+	struct pe_budget *g = pe_budget_new(1000);
+	struct pe_budget_stats st;
+	ck_assert_int_eq(pe_budget_take(g, 600), 0);
+	ck_assert_int_eq(pe_budget_take(g, 401), PE_EBUSY); /* one byte too many: nothing taken */
+	ck_assert_int_eq(pe_budget_take(g, 400), 0);        /* exactly the limit fits */
+	ck_assert_int_eq(pe_budget_take(g, 1), PE_EBUSY);
+	ck_assert_int_eq(pe_budget_take(g, 1001), PE_ETOOBIG); /* could never fit: not one to retry */
+	ck_assert_int_eq(pe_budget_take(g, SIZE_MAX), PE_ETOOBIG);
+	pe_budget_charge(g, 500); /* memory that exists is counted past the limit */
+	pe_budget_stats(g, &st);
+	ck_assert_uint_eq(st.used, 1500);
+	ck_assert_uint_eq(st.limit, 1000);
+	ck_assert_uint_eq(st.refused, 4);
+	pe_budget_give(g, 400);
+	ck_assert_int_eq(pe_budget_take(g, 1), PE_EBUSY); /* still over the limit... */
+	pe_budget_give(g, 1100);
+	ck_assert_int_eq(pe_budget_take(g, 1000), 0); /* ...until enough is given back */
+	pe_budget_give(g, 1000);
+	pe_budget_stats(g, &st);
+	ck_assert_uint_eq(st.used, 0);
+	/* NULL admits everything */
+	ck_assert_int_eq(pe_budget_take(NULL, SIZE_MAX), 0);
+	pe_budget_stats(NULL, &st);
+	ck_assert_uint_eq(st.used, 0);
+	/* a block is counted by what the allocator holds for it, and given back in full */
+	int rc;
+	void *p = pe_budget_malloc(g, 100, &rc);
+	ck_assert_ptr_nonnull(p);
+	pe_budget_stats(g, &st);
+	ck_assert_uint_eq(st.used, pe_mem_size(p));
+	ck_assert_uint_ge(st.used, 100);
+	ck_assert_ptr_null(pe_budget_malloc(g, 1000, &rc));
+	ck_assert_int_eq(rc, PE_EBUSY);
+	ck_assert_ptr_null(pe_budget_malloc(g, 1001, &rc));
+	ck_assert_int_eq(rc, PE_ETOOBIG);
+	pe_budget_free_block(g, p);
+	pe_budget_free_block(g, NULL);
+	pe_budget_stats(g, &st);
+	ck_assert_uint_eq(st.used, 0);
+	pe_budget_free(g);
+}
+END_TEST
+
+/* A buffer with a budget: its reservation is its allocation at every step; growth that does not
+ * fit fails with PE_EBUSY before any memory is taken and leaves the contents alone; destroy gives
+ * everything back; steal hands the (shrunk) block's reservation to the caller. */
+START_TEST(buf_with_budget)
+{
+	struct pe_budget *g = pe_budget_new(1u << 20);
+	struct pe_budget_stats st;
+	struct pe_buf b;
+	pe_buf_init(&b, 4u << 20);
+	pe_buf_set_budget(&b, g);
+	char chunk[1000];
+	memset(chunk, 'q', sizeof chunk);
+	for (int i = 0; i < 300; i++) {
+		ck_assert_int_eq(pe_buf_append(&b, chunk, sizeof chunk), 0);
+		pe_budget_stats(g, &st);
+		if (st.used != pe_mem_size(b.data) || b.held != st.used)
+			ck_abort_msg("after %d appends %zu are reserved for a %zu-byte block", i + 1, st.used,
+				     pe_mem_size(b.data));
+	}
+	ck_assert_int_eq(pe_buf_reserve(&b, 900000), PE_EBUSY); /* 300 KB + 900 KB > 1 MiB */
+	ck_assert_int_eq(pe_buf_reserve(&b, 2u << 20), PE_ETOOBIG); /* more than the whole budget */
+	ck_assert_uint_eq(b.len, 300000);
+	pe_budget_stats(g, &st);
+	ck_assert_uint_eq(st.used, pe_mem_size(b.data));
+	ck_assert_uint_ge(st.refused, 2);
+	size_t len;
+	char *p = pe_buf_steal(&b, &len);
+	ck_assert_uint_eq(len, 300000);
+	pe_budget_stats(g, &st);
+	ck_assert_uint_eq(st.used, pe_mem_size(p));
+	ck_assert_uint_le(st.used, len + 1 + (size_t)sysconf(_SC_PAGESIZE));
+	pe_budget_free_block(g, p);
+	ck_assert_int_eq(pe_buf_append(&b, chunk, 10), 0);
+	pe_buf_destroy(&b);
+	pe_budget_stats(g, &st);
+	ck_assert_uint_eq(st.used, 0);
+	pe_budget_free(g);
+}
+END_TEST
+
 /* The whole pages inside the range become resident, the partial pages at its ends are left alone
  * (mincore on a fresh anonymous mapping; skipped where the kernel has no MADV_POPULATE_WRITE). */
 START_TEST(prefault_whole_pages)
@@ -276,6 +417,10 @@ static Suite *buf_suite(void)
 	tcase_add_test(tc, growth_clamped_to_max);
 	tcase_add_test(tc, printf_at_limit);
 	tcase_add_test(tc, steal);
+	tcase_add_test(tc, steal_holds_what_it_counts);
+	tcase_add_test(tc, first_block_exact);
+	tcase_add_test(tc, budget_take_charge_give);
+	tcase_add_test(tc, buf_with_budget);
 	tcase_add_test(tc, prefault_whole_pages);
 	suite_add_tcase(s, tc);
 	TCase *f = tcase_create("formats");

@@ -1,0 +1,187 @@
+/* Memory under slow readers (issue 21, B3): many clients ask for distinct large tables and then
+ * read nothing, so every answer stays in the daemon while it is "being sent". With
+ * --cache-bytes 32Mi --response-budget-bytes 64Mi the daemon must: answer each request with the
+ * table or a 503 problem+json with Retry-After (some of each: the budget fills and still work gets
+ * done); keep its peak RSS (VmHWM) within cache + budget + a constant over its idle RSS; keep
+ * serving small requests while the readers hang; and count the budget back to zero once they
+ * leave. Without the budget every reader held its own 8 MiB table (40 of them: 320 MiB). Then the
+ * same with 8 readers of large JSON documents.
+ *
+ * The readers shrink their receive buffers before connecting, so the kernel holds a few KiB of
+ * each answer, not megabytes: what is not sent stays in the daemon's memory, where it is counted. */
+#include "fault/fault.h"
+
+#define READERS 40
+#define JSON_READERS 8
+#define LEN 2048
+#define DIM 1024 /* 8 MiB per f32 table */
+#define MIB (1024L * 1024L)
+#define CONSTANT_MIB 24 /* libmicrohttpd's pools, the two kept scratch tables, stacks, the allocator */
+
+struct reader {
+	int fd, status, retry_after, problem;
+};
+
+/* VmHWM (peak resident set) in KiB. */
+static long hwm_kib(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	char *s = read_file(path, NULL);
+	const char *p = s ? strstr(s, "VmHWM:") : NULL;
+	long v = p ? strtol(p + 6, NULL, 10) : 0;
+	free(s);
+	return v;
+}
+
+/* Connect with a small receive buffer and send the request; the answer is left unread. */
+static int reader_open(int port, const char *path)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int small = 4096;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small) != 0)
+		return -1;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	char req[256];
+	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || send_all(fd, req, (size_t)n) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Read only as far as the end of the headers (a 503's small body comes along); the rest of a
+ * 200 stays unread. */
+static void reader_head(struct reader *r, int timeout_ms)
+{
+	char buf[4096];
+	size_t n = 0;
+	double end = now_s() + timeout_ms / 1000.0;
+	while (n + 1 < sizeof buf) {
+		struct pollfd p = {.fd = r->fd, .events = POLLIN};
+		int left = (int)((end - now_s()) * 1000);
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			break;
+		ssize_t got = recv(r->fd, buf + n, sizeof buf - 1 - n, 0);
+		if (got <= 0)
+			break;
+		n += (size_t)got;
+		buf[n] = 0;
+		if (strstr(buf, "\r\n\r\n"))
+			break;
+	}
+	buf[n] = 0;
+	r->status = strncmp(buf, "HTTP/1.1 ", 9) == 0 ? atoi(buf + 9) : 0;
+	const char *ra = strcasestr(buf, "\r\nRetry-After:");
+	r->retry_after = ra ? atoi(ra + 14) : 0;
+	r->problem = strcasestr(buf, "\r\nContent-Type: application/problem+json") != NULL;
+}
+
+static int small_request_ok(int port)
+{
+	struct resp r;
+	int ok = http_get(port, "/v1/sinusoidal?len=4&dim=4&offset=999", 5000, &r) == 0 && r.status == 200;
+	resp_free(&r);
+	return ok;
+}
+
+/* Wait until a gauge reaches want (or give up after within_s): its last value. */
+static double metric_settles(int port, const char *name, double want, double within_s)
+{
+	double end = now_s() + within_s, v = -1;
+	while (now_s() < end && (v = metric(port, name)) != want)
+		sleep_s(0.05);
+	return v;
+}
+
+int main(void)
+{
+	fault_init("membudget", 120);
+	struct daemon d;
+	const char *args[] = {"--cache-bytes", "32Mi", "--response-budget-bytes", "64Mi", "--workers", "2",
+			      "--max-queue", "100", "--job-timeout", "60", "--connection-timeout", "120", NULL};
+	daemon_start(&d, args);
+	int instrumented = daemon_instrumented(&d);
+	check(small_request_ok(d.port), "a small table before the readers");
+	long idle = rss_kib(d.pid);
+	struct resp big;
+	int got = http_get(d.port, "/v1/sinusoidal?len=16384&dim=2048&format=bin", 10000, &big);
+	check(got == 0 && is_problem(&big, 413, NULL),
+	      "a table whose build alone needs more than the whole budget: 413, not a 503 to retry (%d)", big.status);
+	resp_free(&big);
+
+	static struct reader rd[READERS];
+	for (int i = 0; i < READERS; i++) {
+		char path[128];
+		snprintf(path, sizeof path, "/v1/sinusoidal?len=%d&dim=%d&offset=%d&format=bin", LEN, DIM, i);
+		rd[i] = (struct reader){.fd = reader_open(d.port, path)};
+	}
+	int ok200 = 0, ok503 = 0, other = 0;
+	for (int i = 0; i < READERS; i++) {
+		reader_head(&rd[i], 60000);
+		if (rd[i].status == 200)
+			ok200++;
+		else if (rd[i].status == 503 && rd[i].retry_after >= 1 && rd[i].problem)
+			ok503++;
+		else {
+			other++;
+			note("reader %d: fd %d, status %d", i, rd[i].fd, rd[i].status);
+		}
+	}
+	check(other == 0, "%d slow readers of distinct 8 MiB tables: %d x 200, %d x 503 + Retry-After, %d other",
+	      READERS, ok200, ok503, other);
+	check(ok200 >= 4, "the budget lets work through (%d tables sent)", ok200);
+	check(ok503 >= 1, "a full budget is answered 503 + Retry-After (%d)", ok503);
+	check(small_request_ok(d.port), "small requests still served while the readers hang");
+
+	double cache = metric(d.port, "posenc_cache_bytes"), budget = metric(d.port, "posenc_response_budget_bytes");
+	note("idle RSS %ld KiB; now VmRSS %ld KiB, VmHWM %ld KiB; cache %.0f B, budget %.0f B", idle, rss_kib(d.pid),
+	     hwm_kib(d.pid), cache, budget);
+	check(cache + budget <= 96.0 * MIB + 64 * 1024,
+	      "what is alive is counted within cache_bytes + response_budget_bytes (%.1f MiB)", (cache + budget) / MIB);
+	check(budget >= 8.0 * MIB, "the unread answers are counted by the budget (%.1f MiB)", budget / MIB);
+	long peak = hwm_kib(d.pid), bound = idle + (32 + 64 + CONSTANT_MIB) * 1024L;
+	if (instrumented)
+		note("instrumented daemon: peak %ld KiB not checked against %ld KiB", peak, bound);
+	else
+		check(peak <= bound, "peak RSS %ld KiB <= idle %ld + cache 32 MiB + budget 64 MiB + %d MiB = %ld KiB", peak,
+		      idle, CONSTANT_MIB, bound);
+
+	for (int i = 0; i < READERS; i++)
+		if (rd[i].fd >= 0)
+			tcp_abort(rd[i].fd);
+	double left = metric_settles(d.port, "posenc_response_budget_bytes", 0, 15);
+	check(left == 0, "the budget is back to 0 once the readers are gone (%.0f)", left);
+	check(metric(d.port, "posenc_response_budget_refused_total") >= ok503, "refusals are counted in /metrics");
+
+	/* JSON: the text is built from a worst-case estimate (several times the final size) over a
+	 * scratch table; 8 slow readers of distinct 2 Mi-element documents. */
+	ok200 = ok503 = other = 0;
+	for (int i = 0; i < JSON_READERS; i++) {
+		char path[128];
+		snprintf(path, sizeof path, "/v1/sinusoidal?len=2048&dim=1024&offset=%d&format=json", 100 + i);
+		rd[i] = (struct reader){.fd = reader_open(d.port, path)};
+	}
+	for (int i = 0; i < JSON_READERS; i++) {
+		reader_head(&rd[i], 60000);
+		ok200 += rd[i].status == 200;
+		ok503 += rd[i].status == 503 && rd[i].retry_after >= 1 && rd[i].problem;
+	}
+	other = JSON_READERS - ok200 - ok503;
+	check(other == 0 && ok200 >= 1, "%d slow readers of 2 Mi-element JSON tables: %d x 200, %d x 503, %d other",
+	      JSON_READERS, ok200, ok503, other);
+	peak = hwm_kib(d.pid);
+	if (!instrumented)
+		check(peak <= bound, "peak RSS %ld KiB <= %ld KiB with the JSON readers too", peak, bound);
+	for (int i = 0; i < JSON_READERS; i++)
+		if (rd[i].fd >= 0)
+			tcp_abort(rd[i].fd);
+	left = metric_settles(d.port, "posenc_response_budget_bytes", 0, 15);
+	check(left == 0, "the budget is back to 0 again (%.0f)", left);
+	check(small_request_ok(d.port), "a small table after the readers");
+	int st = daemon_stop(&d, SIGTERM, 30);
+	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
+	return fault_finish();
+}
