@@ -162,11 +162,11 @@ static json_t *listed(json_t *doc, const char *name)
 	return NULL;
 }
 
-/* Entries of data_dir (not quarantine/), '|'-joined. */
+/* Entries of data_dir (not quarantine/ nor the lock file), '|'-joined. */
 static void files(char *out, size_t cap)
 {
-	char cmd[160];
-	snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -v '^quarantine$' | tr '\\n' '|'", dir);
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -v -e '^quarantine$' -e '^.posencd.lock$' | tr '\\n' '|'", dir);
 	FILE *p = popen(cmd, "r");
 	ck_assert_ptr_nonnull(p);
 	size_t n = fread(out, 1, cap - 1, p);
