@@ -797,7 +797,8 @@ static enum MHD_Result get_resume(struct req *r, struct MHD_Connection *conn)
 	if (w->state == W_EXPIRED)
 		pe_err_set(&err, PE_ETIMEOUT, "", "the table was not ready within job_timeout");
 	else if (w->code != 0 || !w->entry)
-		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "", "%s", failure_detail(w->code));
+		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, w->code == PE_ENOTFOUND ? "name" : "", "%s",
+			   failure_detail(w->code));
 	if (err.code)
 		return problem(r, conn, &err);
 	struct pe_cache_entry *e = w->entry;
