@@ -662,6 +662,25 @@ START_TEST(start_quarantines_damage)
 	char f[256];
 	files(f, sizeof f);
 	ck_assert_str_eq(f, "good.table|");
+	struct pe_resp r; /* the quarantine is counted */
+	pe_get(&D, "/metrics", &r);
+	ck_assert_msg(strstr(r.body, "\nposenc_store_quarantine_files 2\n") != NULL, "%s", r.body);
+	ck_assert(strstr(r.body, "\nposenc_store_quarantined_total 2\n") != NULL);
+	ck_assert(strstr(r.body, "\nposenc_store_tables 1\n") != NULL);
+	pe_resp_free(&r);
+	stop();
+	/* and bounded: with room for one file only the newer is kept at the next start */
+	snprintf(path, sizeof path, "%s/.tmp-good.4242.8", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	ck_assert_int_eq(write(fd, "PETABLE1", 8), 8);
+	close(fd);
+	const char *one[] = {"--quarantine-max-bytes", "8", NULL};
+	start(one);
+	pe_get(&D, "/metrics", &r);
+	ck_assert_msg(strstr(r.body, "\nposenc_store_quarantine_files 1\n") != NULL, "%s", r.body);
+	ck_assert(strstr(r.body, "\nposenc_store_quarantine_bytes 8\n") != NULL);
+	pe_resp_free(&r);
+	ck_assert(log_has("\"event\":\"quarantine_dropped\""));
 	stop();
 }
 END_TEST
