@@ -763,7 +763,8 @@ static int commit(struct pe_store *s, const struct pe_store_meta *m, const char 
 		unlinkat(s->dirfd, tmp, 0);
 	} else {
 		if (fsync(s->dirfd) != 0)
-			rc = io_error(err, "cannot sync data_dir", errno);
+			rc = io_error(err, "the table is in place, but data_dir could not be synced (it may not survive "
+				      "a crash)", errno);
 		if (index_set(s, m) != 0 && rc == 0)
 			rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	}
@@ -815,10 +816,12 @@ int pe_store_delete(struct pe_store *s, const char *name, pe_store_commit_cb cb,
 		rc = called_off(err, rc);
 	else if (unlinkat(s->dirfd, file, 0) != 0 && errno != ENOENT)
 		rc = io_error(err, "cannot remove the table", errno);
-	else if (fsync(s->dirfd) != 0)
-		rc = io_error(err, "cannot sync data_dir", errno);
-	if (found && rc == 0)
+	else { /* the index follows the directory, synced or not */
+		if (fsync(s->dirfd) != 0)
+			rc = io_error(err, "the table is removed, but data_dir could not be synced (it may come back "
+				      "after a crash)", errno);
 		index_remove(s, i);
+	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }

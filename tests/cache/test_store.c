@@ -29,9 +29,22 @@ static ssize_t t_write(int fd, const void *buf, size_t len)
 	return write(fd, buf, len);
 }
 
+static atomic_long t_fsync_fail_at = -1; /* the n-th fsync() from now fails with EIO; -1 never */
+
+static int t_fsync(int fd)
+{
+	if (atomic_load(&t_fsync_fail_at) >= 0 && atomic_fetch_sub(&t_fsync_fail_at, 1) == 0) {
+		errno = EIO;
+		return -1;
+	}
+	return fsync(fd);
+}
+
 #define write t_write
+#define fsync t_fsync
 #include "cache/store.c"
 #undef write
+#undef fsync
 
 /* ---- fixtures ---- */
 
@@ -61,6 +74,7 @@ static void setup(void)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	events[0] = 0;
 	atomic_store(&t_write_fail_at, -1);
+	atomic_store(&t_fsync_fail_at, -1);
 	q_max_bytes = 1 << 20;
 	q_max_files = 64;
 }
@@ -894,6 +908,32 @@ START_TEST(quarantine_bounded_at_read)
 }
 END_TEST
 
+/* The directory cannot be synced after a rename or an unlink: the answer says the change is
+ * visible but maybe not durable, and the index agrees with the directory. */
+START_TEST(unsynced_directory_is_told)
+{
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	float *v = values(6, 1);
+	struct pe_store_meta m = meta("x", PE_F32, 3, 2), st;
+	struct pe_err err = {0};
+	atomic_store(&t_fsync_fail_at, 1); /* the temporary file's fsync passes, data_dir's fails */
+	ck_assert_int_eq(pe_store_put(s, &m, v, NULL, NULL, NULL, &err), PE_EIO);
+	ck_assert_msg(strstr(err.detail, "in place") != NULL, "%s", err.detail);
+	ck_assert_int_eq(pe_store_stat(s, "x", &st), 0);
+	assert_reads(s, "x", v, 24);
+	atomic_store(&t_fsync_fail_at, 0);
+	ck_assert_int_eq(pe_store_delete(s, "x", NULL, NULL, &err), PE_EIO);
+	ck_assert_msg(strstr(err.detail, "removed") != NULL, "%s", err.detail);
+	ck_assert_int_eq(pe_store_stat(s, "x", &st), PE_ENOTFOUND);
+	uint64_t bytes;
+	size_t n;
+	pe_store_usage(s, &bytes, &n);
+	ck_assert_uint_eq(bytes, 0);
+	free(v);
+	pe_store_close(s);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("store");
@@ -921,6 +961,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, write_called_off_changes_nothing);
 	tcase_add_test(tc, quarantine_is_bounded);
 	tcase_add_test(tc, quarantine_bounded_at_read);
+	tcase_add_test(tc, unsynced_directory_is_told);
 	suite_add_tcase(s, tc);
 	return s;
 }
