@@ -4,7 +4,13 @@
  * On disk (see src/cache/store.c for the byte layout): one file per table, <name>.table, a 256-byte
  * header (shape, dtype, grid, creation time, the SHA-256 of the elements, and a SHA-256 of the
  * header itself) followed by the elements. Uploads are written to .tmp-* files first; damaged or
- * leftover files are moved to data_dir/quarantine/ and never served.
+ * leftover files are moved to data_dir/quarantine/ and never served. quarantine/ is bounded (files
+ * and bytes): the oldest files there are deleted to make room, and a file larger than the whole
+ * budget is deleted instead of moved. Only regular files are ever opened (without following
+ * symlinks and without blocking): anything else named like a table is logged and left alone.
+ *
+ * One process per data_dir: pe_store_open takes an exclusive lock (flock on data_dir/.posencd.lock)
+ * before it looks at a single file, and fails without changing anything when another holds it.
  *
  * Durability: pe_store_put returns 0 only after the new file is fsynced, renamed over the old one
  * and the directory fsynced: from then on the table survives a crash or power loss, and at no
@@ -23,6 +29,7 @@
 #include "posenc/err.h"
 
 #define PE_STORE_NAME_MAX 64
+#define PE_STORE_QUARANTINE_FILES 256 /* the daemon's bound on the files in quarantine/ */
 
 struct pe_store;
 
@@ -45,13 +52,16 @@ struct pe_store_options {
 	const char *dir;
 	uint64_t max_bytes;       /* the sum of every table's bytes */
 	uint64_t max_table_bytes; /* one table's bytes */
+	uint64_t quarantine_max_bytes; /* quarantine/ holds at most these bytes ... */
+	size_t quarantine_max_files;   /* ... and files (0: nothing is kept, damaged files are deleted) */
 	pe_store_log_cb log;      /* may be NULL */
 	void *log_arg;
 };
 
-/* Create the directory (and its parents) if missing, then scan it: every valid table is indexed,
- * temporary and damaged files are quarantined (and logged). NULL with err filled (PE_EIO, param
- * "data_dir") when the directory cannot be created or read. */
+/* Create the directory (and its parents) if missing, lock it, then scan it: every valid table is
+ * indexed, temporary and damaged files are quarantined (and logged). NULL with err filled (param
+ * "data_dir"): PE_EBUSY when another process holds data_dir (nothing was changed), PE_EIO when the
+ * directory cannot be created, locked or read. The lock is held until pe_store_close. */
 struct pe_store *pe_store_open(const struct pe_store_options *o, struct pe_err *err);
 void pe_store_close(struct pe_store *s); /* NULL is fine */
 
@@ -59,27 +69,50 @@ void pe_store_close(struct pe_store *s); /* NULL is fine */
  * inside fails). 0, or PE_EINVAL with err naming "name" and the rule broken. */
 int pe_store_name_check(const char *name, size_t len, struct pe_err *err);
 
+/* A write's last chance to be called off: put and delete call it (when not NULL) under the store's
+ * lock just before the change becomes visible (the rename or the unlink). 0 lets the write go on;
+ * a negative PE_E* code calls it off: nothing changes and the write returns that code. Once it has
+ * returned 0 the write completes (or fails on I/O) without asking again. It must not call the store. */
+typedef int (*pe_store_commit_cb)(void *arg);
+
 /* Store data (rows * cols elements of dtype) under m->name, replacing any table of that name. Inputs: m->name,
  * dtype, rows, cols, prefix_tokens, grid_h, grid_w; filled in: bytes, sha256, created_ms.
  * *replaced (may be NULL) says whether an older version existed. Errors (err says which
  * parameter): PE_EINVAL (name, dtype, shape, grid), PE_ETOOBIG (over max_table_bytes),
- * PE_ENOSPACE (over max_bytes, or the disk is full), PE_EIO. */
+ * PE_ENOSPACE (over max_bytes, or the disk is full), PE_EIO, or commit's code. */
 int pe_store_put(struct pe_store *s, struct pe_store_meta *m, const void *data, int *replaced,
-		 struct pe_err *err);
-/* 0, PE_ENOTFOUND or PE_EIO. */
-int pe_store_delete(struct pe_store *s, const char *name, struct pe_err *err);
+		 pe_store_commit_cb commit, void *commit_arg, struct pe_err *err);
+/* 0, PE_ENOTFOUND, PE_EIO, or commit's code. */
+int pe_store_delete(struct pe_store *s, const char *name, pe_store_commit_cb commit, void *commit_arg,
+		    struct pe_err *err);
 /* The current metadata of name: 0 or PE_ENOTFOUND. */
 int pe_store_stat(struct pe_store *s, const char *name, struct pe_store_meta *out);
 /* Every table's metadata sorted by name, in *out (caller frees; NULL when *n is 0). 0 or PE_ENOMEM. */
 int pe_store_list(struct pe_store *s, struct pe_store_meta **out, size_t *n);
-/* The elements of name's version sha256 (any version when sha256 is NULL), checked against the
- * checksums, into *data (caller frees) with the metadata in *m. PE_ENOTFOUND (no such table),
- * PE_EBUSY (replaced by another version meanwhile), PE_EIO (the file is damaged: it is
- * quarantined and the table dropped), PE_ENOMEM. */
-int pe_store_read(struct pe_store *s, const char *name, const uint8_t sha256[32], struct pe_store_meta *m,
+/* Two metadata describe the same version of a table when everything that shapes its responses is
+ * equal: the elements' SHA-256, dtype, shape, prefix_tokens and grid (not the creation time). */
+int pe_store_same_version(const struct pe_store_meta *a, const struct pe_store_meta *b);
+
+/* The elements of name's version want (any version when want is NULL), checked against the
+ * checksums, into *data (caller frees) with the metadata in *m. PE_ENOTFOUND (no such table; also
+ * when its file was removed behind the store's back or is no longer a regular file: the table is
+ * then dropped from the index), PE_EBUSY (replaced by another version meanwhile, retry; a file
+ * replaced behind the store's back by another valid table is adopted), PE_EIO (the file is damaged:
+ * it is quarantined and the table dropped), PE_ENOMEM. */
+int pe_store_read(struct pe_store *s, const char *name, const struct pe_store_meta *want, struct pe_store_meta *m,
 		  void **data, struct pe_err *err);
 /* Tables and the sum of their bytes. */
 void pe_store_usage(struct pe_store *s, uint64_t *bytes, size_t *tables);
+
+struct pe_store_stats {
+	size_t tables;
+	uint64_t bytes;              /* the tables' elements */
+	size_t quarantine_files;     /* in quarantine/ now */
+	uint64_t quarantine_bytes;
+	uint64_t quarantined_total;  /* files moved to quarantine/ (or deleted as damaged) since open */
+	uint64_t quarantine_dropped_total; /* old quarantined files deleted to make room, since open */
+};
+void pe_store_stats(struct pe_store *s, struct pe_store_stats *out);
 /* The limits it was opened with. */
 void pe_store_limits(const struct pe_store *s, uint64_t *max_bytes, uint64_t *max_table_bytes);
 

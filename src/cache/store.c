@@ -23,10 +23,25 @@
  * quarantined at the next start; after it, the new one is complete. A file is served only if its
  * header checksum, its sizes and the SHA-256 of its elements verify; anything else found at start
  * (or damaged when read) is moved to quarantine/ under its name plus the time, and logged. Files
- * that are neither tables nor temporaries are logged and left alone (data_dir may be shared).
+ * that are neither tables nor temporaries are logged and left alone (data_dir may be shared), and
+ * so is anything named like a table that is not a regular file: files are opened with O_NOFOLLOW
+ * and O_NONBLOCK and checked with fstat, so a symlink is never followed and a FIFO never blocks.
+ *
+ * One process per data_dir: an exclusive flock on data_dir/.posencd.lock, taken before the scan
+ * (which moves files) and held until close. A second daemon started on the same directory fails
+ * before touching anything, instead of quarantining the first one's uploads in progress.
+ *
+ * quarantine/ is bounded by quarantine_max_files and quarantine_max_bytes, separately from the
+ * tables' max_bytes: making room deletes its oldest files (by the time they were moved there),
+ * and a file that could never fit is deleted outright; both are logged.
+ *
+ * The index follows the directory, and heals when the directory changes behind the store's back:
+ * a read that finds the file gone (or not a regular file any more) drops the table (404, not an
+ * endless "retry"), and one that finds another valid version there adopts it.
  *
  * The space limit counts table bytes; uploads in progress reserve theirs first, so concurrent
- * uploads cannot together overshoot it. */
+ * uploads cannot together overshoot it. A write can be called off by its caller up to the moment
+ * it becomes visible (pe_store_commit_cb), so a request answered "did not finish" never lands. */
 #include "posenc/store.h"
 
 #include <dirent.h>
@@ -37,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,12 +63,25 @@
 #define SUFFIX ".table"
 #define TMP_PREFIX ".tmp-"
 #define QUARANTINE "quarantine"
+#define LOCK_FILE ".posencd.lock"
+#define OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) /* table files: see the top */
 #define CHUNK ((size_t)1 << 20)
 #define FILE_MAX (PE_STORE_NAME_MAX + 48) /* longest file name the store makes */
 
+/* A file in quarantine/, oldest first. */
+struct qfile {
+	char *name;
+	uint64_t bytes;
+	int64_t when_ns; /* moved there (ctime at start) */
+};
+
 struct pe_store {
-	int dirfd, qfd; /* data_dir and data_dir/quarantine */
+	int dirfd, qfd, lockfd; /* data_dir, data_dir/quarantine and the lock file */
 	uint64_t max_bytes, max_table_bytes;
+	uint64_t q_max_bytes, q_bytes;
+	size_t q_max_files, nq, qcap;
+	struct qfile *q;
+	uint64_t quarantined, q_dropped; /* totals since open */
 	pe_store_log_cb log;
 	void *log_arg;
 	pthread_mutex_t lock;
@@ -336,25 +365,113 @@ out:
 	return rc;
 }
 
-/* ---- quarantine ---- */
+/* ---- quarantine (callers hold the lock, or are pe_store_open) ---- */
 
-/* Move file into quarantine/ as file.<ms>[.<k>], sync both directories, log it. */
-static void quarantine(struct pe_store *s, const char *file, const char *why)
+static int q_push(struct pe_store *s, const char *name, uint64_t bytes, int64_t when_ns)
 {
-	char dest[FILE_MAX + 48], detail[PE_ERR_DETAIL_MAX];
+	if (s->nq == s->qcap) {
+		size_t cap = s->qcap ? 2 * s->qcap : 16;
+		struct qfile *q = realloc(s->q, cap * sizeof *q);
+		if (!q)
+			return PE_ENOMEM;
+		s->q = q;
+		s->qcap = cap;
+	}
+	if (!(s->q[s->nq].name = strdup(name)))
+		return PE_ENOMEM;
+	s->q[s->nq].bytes = bytes;
+	s->q[s->nq].when_ns = when_ns;
+	s->nq++;
+	s->q_bytes += bytes;
+	return 0;
+}
+
+/* Delete the oldest file of quarantine/ (and forget it even if it is already gone). */
+static void q_drop_oldest(struct pe_store *s)
+{
+	char detail[PE_ERR_DETAIL_MAX];
+	struct qfile *f = &s->q[0];
+	int gone = unlinkat(s->qfd, f->name, 0) == 0 || errno == ENOENT;
+	snprintf(detail, sizeof detail, "%s: %llu bytes; the oldest file in " QUARANTINE "/, dropped to stay within "
+		 "quarantine_max_files %zu and quarantine_max_bytes %llu", gone ? "deleted" : strerror(errno),
+		 (unsigned long long)f->bytes, s->q_max_files, (unsigned long long)s->q_max_bytes);
+	note(s, "quarantine_dropped", f->name, detail);
+	s->q_bytes -= f->bytes;
+	s->q_dropped++;
+	free(f->name);
+	memmove(&s->q[0], &s->q[1], (s->nq - 1) * sizeof *s->q);
+	s->nq--;
+}
+
+/* Drop the oldest until bytes more (in one more file) fit. */
+static void q_make_room(struct pe_store *s, uint64_t bytes)
+{
+	while (s->nq && (s->nq + 1 > s->q_max_files || s->q_bytes + bytes > s->q_max_bytes))
+		q_drop_oldest(s);
+	if (s->nq)
+		fsync(s->qfd);
+}
+
+/* Move file (bytes long) into quarantine/ as file.<ms>[.<k>], sync both directories, log it. A
+ * file that can never fit the quarantine's limits is deleted instead. */
+static void quarantine(struct pe_store *s, const char *file, uint64_t bytes, const char *why)
+{
+	char dest[FILE_MAX + 48 + 256], detail[sizeof dest + 512];
 	long long ms = (long long)now_ms();
 	struct stat st;
+	s->quarantined++;
+	if (s->q_max_files == 0 || bytes > s->q_max_bytes) {
+		int ok = unlinkat(s->dirfd, file, 0) == 0;
+		if (ok)
+			fsync(s->dirfd);
+		snprintf(detail, sizeof detail, "%s; %s: %llu bytes do not fit quarantine_max_bytes %llu (quarantine_max_files "
+			 "%zu)", why, ok ? "deleted" : strerror(errno), (unsigned long long)bytes,
+			 (unsigned long long)s->q_max_bytes, s->q_max_files);
+		note(s, "quarantine", file, detail);
+		return;
+	}
+	q_make_room(s, bytes);
 	snprintf(dest, sizeof dest, "%s.%lld", file, ms);
 	for (int k = 1; k < 1000 && fstatat(s->qfd, dest, &st, AT_SYMLINK_NOFOLLOW) == 0; k++)
 		snprintf(dest, sizeof dest, "%s.%lld.%d", file, ms, k);
 	if (renameat(s->dirfd, file, s->qfd, dest) == 0) {
 		fsync(s->qfd);
 		fsync(s->dirfd);
+		q_push(s, dest, bytes, (int64_t)ms * 1000000);
 		snprintf(detail, sizeof detail, "%s; moved to " QUARANTINE "/%s", why, dest);
 	} else {
 		snprintf(detail, sizeof detail, "%s; could not move it: %s", why, strerror(errno));
 	}
 	note(s, "quarantine", file, detail);
+}
+
+static int q_older(const void *a, const void *b)
+{
+	const struct qfile *x = a, *y = b;
+	return x->when_ns < y->when_ns ? -1 : x->when_ns > y->when_ns ? 1 : strcmp(x->name, y->name);
+}
+
+/* What quarantine/ holds at start (regular files only), oldest first, then within the limits. */
+static int q_load(struct pe_store *s)
+{
+	int fd = dup(s->qfd), rc = 0;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct stat st;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return PE_EIO;
+	}
+	for (struct dirent *e; rc == 0 && (e = readdir(d)) != NULL;)
+		if (fstatat(s->qfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			rc = q_push(s, e->d_name, (uint64_t)st.st_size,
+				    (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec);
+	closedir(d);
+	if (s->nq)
+		qsort(s->q, s->nq, sizeof *s->q, q_older);
+	while (s->nq && (s->nq > s->q_max_files || s->q_bytes > s->q_max_bytes))
+		q_drop_oldest(s);
+	return rc;
 }
 
 /* ---- opening and scanning ---- */
@@ -370,24 +487,33 @@ static int scan_entry(struct pe_store *s, const char *file)
 {
 	char name[FILE_MAX];
 	struct pe_store_meta m;
+	struct stat st;
 	const char *why = NULL;
-	if (!strncmp(file, TMP_PREFIX, strlen(TMP_PREFIX))) {
-		quarantine(s, file, "temporary file of an unfinished upload");
+	int tmp = !strncmp(file, TMP_PREFIX, strlen(TMP_PREFIX));
+	size_t len = strlen(file) - strlen(SUFFIX);
+	int table = has_suffix(file, SUFFIX) && len < sizeof name && pe_store_name_check(file, len, NULL) == 0;
+	if (!tmp && !table) {
+		note(s, "ignored", file, "not a table of this store; left alone");
 		return 0;
 	}
-	size_t len = strlen(file) - strlen(SUFFIX);
-	if (!has_suffix(file, SUFFIX) || len >= sizeof name || pe_store_name_check(file, len, NULL) != 0) {
-		note(s, "ignored", file, "not a table of this store; left alone");
+	if (fstatat(s->dirfd, file, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return 0; /* gone meanwhile */
+	if (!S_ISREG(st.st_mode)) {
+		note(s, "ignored", file, "not a regular file (a symlink, FIFO, directory...); never opened, left alone");
+		return 0;
+	}
+	if (tmp) {
+		quarantine(s, file, (uint64_t)st.st_size, "temporary file of an unfinished upload");
 		return 0;
 	}
 	memcpy(name, file, len);
 	name[len] = 0;
-	int fd = openat(s->dirfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = openat(s->dirfd, file, OPEN_FLAGS);
 	int rc = fd < 0 ? (why = "cannot open", -1) : load(fd, name, &m, NULL, &why);
 	if (fd >= 0)
 		close(fd);
 	if (rc == -1)
-		quarantine(s, file, why);
+		quarantine(s, file, (uint64_t)st.st_size, why);
 	return rc == 0 ? index_set(s, &m) : rc == -1 ? 0 : rc;
 }
 
@@ -422,7 +548,8 @@ static int scan(struct pe_store *s, struct pe_err *err)
 	}
 	/* collect the names first: entries are renamed away as we go */
 	for (struct dirent *e; rc == 0 && (e = readdir(d)) != NULL;)
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, QUARANTINE))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, QUARANTINE) &&
+		    strcmp(e->d_name, LOCK_FILE))
 			rc = names_push(&l, e->d_name);
 	closedir(d);
 	for (size_t i = 0; i < l.n; i++) {
@@ -471,6 +598,31 @@ static int make_dirs(const char *dir)
 	}
 }
 
+/* The one-daemon-per-data_dir lock, taken before anything in data_dir is touched; the holder's
+ * pid is written into the file for the loser's message. 0, or err filled. */
+static int take_lock(struct pe_store *s, const char *dir, struct pe_err *err)
+{
+	char pid[32] = "";
+	s->lockfd = openat(s->dirfd, LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (s->lockfd < 0)
+		return pe_err_set(err, PE_EIO, "data_dir", "data_dir %.160s/" LOCK_FILE ": %s", dir, strerror(errno));
+	if (flock(s->lockfd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+		ssize_t n = e == EWOULDBLOCK ? pread(s->lockfd, pid, sizeof pid - 1, 0) : -1;
+		pid[n > 0 ? strcspn(pid, "\n") : 0] = 0;
+		if (e == EWOULDBLOCK)
+			return pe_err_set(err, PE_EBUSY, "data_dir", "data_dir %.160s is in use by another posencd%s%s%s: one "
+					  "daemon per data_dir (nothing was changed)", dir, pid[0] ? " (pid " : "", pid,
+					  pid[0] ? ")" : "");
+		return pe_err_set(err, PE_EIO, "data_dir", "data_dir %.160s: cannot lock " LOCK_FILE ": %s", dir,
+				  strerror(e));
+	}
+	int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (ftruncate(s->lockfd, 0) != 0 || pwrite(s->lockfd, pid, (size_t)n, 0) != n)
+		note(s, "ignored", LOCK_FILE, "cannot record the pid in the lock file");
+	return 0;
+}
+
 struct pe_store *pe_store_open(const struct pe_store_options *o, struct pe_err *err)
 {
 	struct pe_store *s = calloc(1, sizeof *s);
@@ -479,9 +631,11 @@ struct pe_store *pe_store_open(const struct pe_store_options *o, struct pe_err *
 		pe_err_set(err, PE_ENOMEM, "", "out of memory");
 		return NULL;
 	}
-	s->dirfd = s->qfd = -1;
+	s->dirfd = s->qfd = s->lockfd = -1;
 	s->max_bytes = o->max_bytes;
 	s->max_table_bytes = o->max_table_bytes;
+	s->q_max_bytes = o->quarantine_max_bytes;
+	s->q_max_files = o->quarantine_max_files;
 	s->log = o->log;
 	s->log_arg = o->log_arg;
 	pthread_mutex_init(&s->lock, NULL);
@@ -489,9 +643,15 @@ struct pe_store *pe_store_open(const struct pe_store_options *o, struct pe_err *
 		pe_err_set(err, PE_EIO, "data_dir", "data_dir %.160s: %s", o->dir, strerror(e ? e : errno));
 		goto fail;
 	}
+	if (take_lock(s, o->dir, err) != 0)
+		goto fail;
 	if ((mkdirat(s->dirfd, QUARANTINE, 0755) == 0 && fsync(s->dirfd) != 0) ||
-	    (s->qfd = openat(s->dirfd, QUARANTINE, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+	    (s->qfd = openat(s->dirfd, QUARANTINE, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
 		pe_err_set(err, PE_EIO, "data_dir", "data_dir %.160s/" QUARANTINE ": %s", o->dir, strerror(errno));
+		goto fail;
+	}
+	if (q_load(s) != 0) {
+		pe_err_set(err, PE_EIO, "data_dir", "data_dir %.160s/" QUARANTINE ": cannot list it", o->dir);
 		goto fail;
 	}
 	if (scan(s, err) != 0)
@@ -510,7 +670,12 @@ void pe_store_close(struct pe_store *s)
 		close(s->dirfd);
 	if (s->qfd >= 0)
 		close(s->qfd);
+	if (s->lockfd >= 0)
+		close(s->lockfd); /* releases the lock */
 	pthread_mutex_destroy(&s->lock);
+	for (size_t i = 0; i < s->nq; i++)
+		free(s->q[i].name);
+	free(s->q);
 	free(s->tables);
 	free(s);
 }
@@ -575,22 +740,31 @@ static int write_temp(struct pe_store *s, const struct pe_store_meta *m, const v
 	return 0;
 }
 
+static int called_off(struct pe_err *err, int code)
+{
+	return pe_err_set(err, code, "", "the write was called off before it was committed; nothing changed");
+}
+
 /* Rename the temporary file into place, sync the directory, update the index (which follows the
- * directory: a rename done is indexed even if the sync then fails). */
+ * directory: a rename done is indexed even if the sync then fails). Unless cb calls it off. */
 static int commit(struct pe_store *s, const struct pe_store_meta *m, const char *tmp, int *replaced,
-		  struct pe_err *err)
+		  pe_store_commit_cb cb, void *arg, struct pe_err *err)
 {
 	char file[FILE_MAX];
 	int found, rc = 0;
 	table_file(m->name, file);
 	pthread_mutex_lock(&s->lock);
 	find(s, m->name, &found);
-	if (renameat(s->dirfd, tmp, s->dirfd, file) != 0) {
+	if (cb && (rc = cb(arg)) != 0) {
+		rc = called_off(err, rc);
+		unlinkat(s->dirfd, tmp, 0);
+	} else if (renameat(s->dirfd, tmp, s->dirfd, file) != 0) {
 		rc = io_error(err, "cannot rename the table into place", errno);
 		unlinkat(s->dirfd, tmp, 0);
 	} else {
 		if (fsync(s->dirfd) != 0)
-			rc = io_error(err, "cannot sync data_dir", errno);
+			rc = io_error(err, "the table is in place, but data_dir could not be synced (it may not survive "
+				      "a crash)", errno);
 		if (index_set(s, m) != 0 && rc == 0)
 			rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	}
@@ -601,7 +775,8 @@ static int commit(struct pe_store *s, const struct pe_store_meta *m, const char 
 	return rc;
 }
 
-int pe_store_put(struct pe_store *s, struct pe_store_meta *m, const void *data, int *replaced, struct pe_err *err)
+int pe_store_put(struct pe_store *s, struct pe_store_meta *m, const void *data, int *replaced, pe_store_commit_cb cb,
+		 void *cb_arg, struct pe_err *err)
 {
 	const char *why, *param;
 	char tmp[FILE_MAX];
@@ -623,10 +798,10 @@ int pe_store_put(struct pe_store *s, struct pe_store_meta *m, const void *data, 
 		pthread_mutex_unlock(&s->lock);
 		return rc;
 	}
-	return commit(s, m, tmp, replaced, err);
+	return commit(s, m, tmp, replaced, cb, cb_arg, err);
 }
 
-int pe_store_delete(struct pe_store *s, const char *name, struct pe_err *err)
+int pe_store_delete(struct pe_store *s, const char *name, pe_store_commit_cb cb, void *cb_arg, struct pe_err *err)
 {
 	char file[FILE_MAX];
 	int found, rc = 0;
@@ -637,12 +812,16 @@ int pe_store_delete(struct pe_store *s, const char *name, struct pe_err *err)
 	size_t i = find(s, name, &found);
 	if (!found)
 		rc = pe_err_set(err, PE_ENOTFOUND, "name", "no learned table named %s", name);
+	else if (cb && (rc = cb(cb_arg)) != 0)
+		rc = called_off(err, rc);
 	else if (unlinkat(s->dirfd, file, 0) != 0 && errno != ENOENT)
 		rc = io_error(err, "cannot remove the table", errno);
-	else if (fsync(s->dirfd) != 0)
-		rc = io_error(err, "cannot sync data_dir", errno);
-	if (found && rc == 0)
+	else { /* the index follows the directory, synced or not */
+		if (fsync(s->dirfd) != 0)
+			rc = io_error(err, "the table is removed, but data_dir could not be synced (it may come back "
+				      "after a crash)", errno);
 		index_remove(s, i);
+	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -690,51 +869,121 @@ void pe_store_limits(const struct pe_store *s, uint64_t *max_bytes, uint64_t *ma
 	*max_table_bytes = s->max_table_bytes;
 }
 
+int pe_store_same_version(const struct pe_store_meta *a, const struct pe_store_meta *b)
+{
+	return !memcmp(a->sha256, b->sha256, 32) && a->dtype == b->dtype && a->rows == b->rows && a->cols == b->cols &&
+	       a->prefix_tokens == b->prefix_tokens && a->grid_h == b->grid_h && a->grid_w == b->grid_w &&
+	       !strcmp(a->name, b->name);
+}
+
+void pe_store_stats(struct pe_store *s, struct pe_store_stats *out)
+{
+	pthread_mutex_lock(&s->lock);
+	*out = (struct pe_store_stats){.tables = s->n, .bytes = s->bytes, .quarantine_files = s->nq,
+				       .quarantine_bytes = s->q_bytes, .quarantined_total = s->quarantined,
+				       .quarantine_dropped_total = s->q_dropped};
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Is name's directory entry still the inode of fd? */
+static int same_file(struct pe_store *s, const char *file, int fd, struct stat *a)
+{
+	struct stat b;
+	return fstat(fd, a) == 0 && fstatat(s->dirfd, file, &b, AT_SYMLINK_NOFOLLOW) == 0 && a->st_ino == b.st_ino &&
+	       a->st_dev == b.st_dev;
+}
+
 /* A damaged file found while serving: quarantine it unless it was replaced meanwhile (the file
  * under the name must still be the inode that was read). */
 static void drop_damaged(struct pe_store *s, const char *name, int fd, const char *why)
 {
 	char file[FILE_MAX];
-	struct stat a, b;
+	struct stat a;
 	int found;
 	table_file(name, file);
 	pthread_mutex_lock(&s->lock);
 	size_t i = find(s, name, &found);
-	if (fstat(fd, &a) == 0 && fstatat(s->dirfd, file, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino &&
-	    a.st_dev == b.st_dev) {
-		quarantine(s, file, why);
+	if (same_file(s, file, fd, &a)) {
+		quarantine(s, file, (uint64_t)a.st_size, why);
 		if (found)
 			index_remove(s, i);
 	}
 	pthread_mutex_unlock(&s->lock);
 }
 
-int pe_store_read(struct pe_store *s, const char *name, const uint8_t sha[32], struct pe_store_meta *m, void **data,
-		  struct pe_err *err)
+/* The file of version cur is gone (or is not a regular file any more), and not through this
+ * store: if the index still says cur and the directory agrees, drop the table (PE_ENOTFOUND).
+ * Otherwise the table changed through the store meanwhile: PE_ENOTFOUND or PE_EBUSY (retry). */
+static int heal_gone(struct pe_store *s, const struct pe_store_meta *cur, const char *why, struct pe_err *err)
+{
+	char file[FILE_MAX];
+	struct stat st;
+	int found, rc;
+	table_file(cur->name, file);
+	pthread_mutex_lock(&s->lock);
+	size_t i = find(s, cur->name, &found);
+	int gone = fstatat(s->dirfd, file, &st, AT_SYMLINK_NOFOLLOW) != 0 ? errno == ENOENT : !S_ISREG(st.st_mode);
+	if (found && pe_store_same_version(&s->tables[i], cur) && gone) {
+		index_remove(s, i);
+		note(s, "vanished", file, why);
+		found = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (!found)
+		rc = pe_err_set(err, PE_ENOTFOUND, "name", "no learned table named %s", cur->name);
+	else
+		rc = pe_err_set(err, PE_EBUSY, "", "the table %s changed while this request ran; retry", cur->name);
+	return rc;
+}
+
+/* fd (still the file under the name) holds a valid version m other than cur, which the index
+ * still lists: the file was replaced behind the store's back. Serve what is on disk from now on. */
+static void adopt(struct pe_store *s, const struct pe_store_meta *cur, const struct pe_store_meta *m, int fd)
+{
+	char file[FILE_MAX];
+	struct stat a;
+	int found;
+	table_file(cur->name, file);
+	pthread_mutex_lock(&s->lock);
+	size_t i = find(s, cur->name, &found);
+	if (found && pe_store_same_version(&s->tables[i], cur) && same_file(s, file, fd, &a) && index_set(s, m) == 0)
+		note(s, "adopted", file, "the file was replaced by another valid table behind posencd's back; serving it");
+	pthread_mutex_unlock(&s->lock);
+}
+
+int pe_store_read(struct pe_store *s, const char *name, const struct pe_store_meta *want, struct pe_store_meta *m,
+		  void **data, struct pe_err *err)
 {
 	char file[FILE_MAX];
 	const char *why = NULL;
 	struct pe_store_meta cur;
+	struct stat st;
 	*data = NULL;
 	if (pe_store_stat(s, name, &cur) != 0)
 		return pe_err_set(err, PE_ENOTFOUND, "name", "no learned table named %s", name);
-	if (sha && memcmp(cur.sha256, sha, 32) != 0)
+	if (want && !pe_store_same_version(&cur, want))
 		return pe_err_set(err, PE_EBUSY, "", "the table %s was replaced while this request ran; retry", name);
 	table_file(name, file);
-	int fd = openat(s->dirfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 && errno == ENOENT)
-		return pe_err_set(err, PE_EBUSY, "", "the table %s changed while this request ran; retry", name);
+	int fd = openat(s->dirfd, file, OPEN_FLAGS);
+	if (fd < 0 && (errno == ENOENT || errno == ELOOP))
+		return heal_gone(s, &cur, errno == ENOENT ? "the file was removed behind posencd's back; table dropped"
+							  : "the file was replaced by a symlink; table dropped", err);
 	if (fd < 0)
 		return io_error(err, "cannot open the table", errno);
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return heal_gone(s, &cur, "the file is not a regular file any more; table dropped, file left alone", err);
+	}
 	int rc = load(fd, name, m, data, &why);
 	if (rc == -1) {
 		drop_damaged(s, name, fd, why);
 		rc = pe_err_set(err, PE_EIO, "", "the stored table %s is damaged (%s); it was quarantined", name, why);
 	} else if (rc != 0) {
 		rc = pe_err_set(err, rc, "", "out of memory");
-	} else if (memcmp(m->sha256, cur.sha256, 32) != 0) {
+	} else if (!pe_store_same_version(m, &cur)) {
 		free(*data);
 		*data = NULL;
+		adopt(s, &cur, m, fd);
 		rc = pe_err_set(err, PE_EBUSY, "", "the table %s was replaced while this request ran; retry", name);
 	}
 	close(fd);

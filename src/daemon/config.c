@@ -63,6 +63,7 @@ static const struct key keys[] = {
 	STR(data_dir, 1, "directory holding learned tables"),
 	BYTES(store_max_bytes, 1, INT64_C(1) << 50, "bytes of all learned tables together"),
 	BYTES(max_table_bytes, 1, INT64_C(1) << 36, "bytes of one learned table (its elements)"),
+	BYTES(quarantine_max_bytes, 0, INT64_C(1) << 50, "bytes data_dir/quarantine/ may hold (oldest dropped)"),
 	BYTES(max_header_bytes, 8192, INT64_C(1) << 20, "bytes of a request line and its headers (431/414 beyond)"),
 	INT(workers, 1, 256, "compute threads"),
 	BYTES(cache_bytes, 0, INT64_C(1) << 40, "LRU cache budget in bytes"),

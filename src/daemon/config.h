@@ -20,6 +20,7 @@ struct pe_config {
 	char data_dir[4096];           /* learned tables live here */
 	int64_t store_max_bytes;       /* all learned tables together */
 	int64_t max_table_bytes;       /* one learned table */
+	int64_t quarantine_max_bytes;  /* data_dir/quarantine/, beside the tables (oldest files dropped) */
 	int64_t max_header_bytes;      /* request line + headers of one request (per-connection pool) */
 	int64_t workers;               /* compute threads, 1..256 */
 	int64_t cache_bytes;           /* LRU budget */

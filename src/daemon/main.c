@@ -191,7 +191,9 @@ static void store_log(void *arg, const char *event, const char *file, const char
 static struct pe_store *open_store(const struct pe_config *c, struct pe_err *err)
 {
 	struct pe_store_options o = {.dir = c->data_dir, .max_bytes = (uint64_t)c->store_max_bytes,
-				     .max_table_bytes = (uint64_t)c->max_table_bytes, .log = store_log};
+				     .max_table_bytes = (uint64_t)c->max_table_bytes,
+				     .quarantine_max_bytes = (uint64_t)c->quarantine_max_bytes,
+				     .quarantine_max_files = PE_STORE_QUARANTINE_FILES, .log = store_log};
 	struct pe_store *s = pe_store_open(&o, err);
 	uint64_t bytes;
 	size_t n;
@@ -241,6 +243,8 @@ int main(int argc, char **argv)
 	if (d.cache)
 		pe_cache_set_budget(d.cache, d.budget);
 	d.metrics = pe_metrics_new();
+	if (d.metrics)
+		pe_metrics_set_store(d.metrics, d.store);
 	d.pool = d.cache && d.budget && d.metrics
 			 ? pe_pool_new((unsigned)d.cfg.workers, (size_t)d.cfg.max_queue, tick, &d, 250, &err)
 			 : NULL;

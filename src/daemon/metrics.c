@@ -20,7 +20,11 @@ struct route_hist {
 struct pe_metrics {
 	atomic_uint_fast64_t requests[PE_ROUTE_MAX][NSTATUS];
 	struct route_hist hist[PE_ROUTE_MAX];
+	struct pe_store *store; /* set once before serving; NULL: no store rows */
 };
+
+void pe_metrics_set_store(struct pe_metrics *m, struct pe_store *store) { m->store = store; }
+
 
 struct pe_metrics *pe_metrics_new(void) { return calloc(1, sizeof(struct pe_metrics)); }
 
@@ -105,6 +109,30 @@ static int render_one(struct pe_buf *out, const char *name, const char *type, co
 	return pe_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
 }
 
+/* The learned-table store: its tables and its quarantine (bounded, see store.h). */
+static int render_store(struct pe_metrics *m, struct pe_buf *out)
+{
+	struct pe_store_stats s;
+	int rc = 0;
+	if (!m->store)
+		return 0;
+	pe_store_stats(m->store, &s);
+	const struct {
+		const char *name, *type, *help;
+		double v;
+	} rows[] = {
+		{"posenc_store_tables", "gauge", "Learned tables stored.", (double)s.tables},
+		{"posenc_store_bytes", "gauge", "Bytes of the learned tables' elements (store_max_bytes bounds them).", (double)s.bytes},
+		{"posenc_store_quarantine_files", "gauge", "Files in data_dir/quarantine/.", (double)s.quarantine_files},
+		{"posenc_store_quarantine_bytes", "gauge", "Bytes in data_dir/quarantine/ (quarantine_max_bytes bounds them).", (double)s.quarantine_bytes},
+		{"posenc_store_quarantined_total", "counter", "Damaged or leftover files quarantined (or deleted) since start.", (double)s.quarantined_total},
+		{"posenc_store_quarantine_dropped_total", "counter", "Old quarantined files deleted to make room since start.", (double)s.quarantine_dropped_total},
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0] && rc == 0; i++)
+		rc = render_one(out, rows[i].name, rows[i].type, rows[i].help, rows[i].v);
+	return rc;
+}
+
 int pe_metrics_render(struct pe_metrics *m, struct pe_cache *cache, struct pe_pool *pool, struct pe_buf *out)
 {
 	int rc = render_requests(m, out);
@@ -133,7 +161,7 @@ int pe_metrics_render(struct pe_metrics *m, struct pe_cache *cache, struct pe_po
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0] && rc == 0; i++)
 		rc = render_one(out, rows[i].name, rows[i].type, rows[i].help, rows[i].v);
-	return rc;
+	return rc ? rc : render_store(m, out);
 }
 
 int pe_metrics_render_budget(const struct pe_budget *b, struct pe_buf *out)

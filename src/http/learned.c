@@ -13,12 +13,20 @@
  * the list and cache hits on the MHD thread; everything that touches the disk runs on the pool,
  * the connection suspended on a waiter like a transform (PUT, DELETE) or a table miss (GET).
  *
- * Caching: a GET is keyed by "learned/<name>@<sha256>?<resampling>|<dtype>|<format>...", so a
- * replaced table (new sha256) is never served from the cache; the ETag is a hash of that key.
+ * Caching: a GET is keyed by "learned/<name>@<version>?<resampling>|<dtype>|<format>...", where the
+ * version is everything that shapes the answer (the elements' sha256, dtype, shape, prefix_tokens
+ * and grid), so a replaced table is never served from the cache, not even one re-uploaded with the
+ * same bytes and another grid; the ETag is a hash of that key.
  * Learned tables change, so responses say Cache-Control: no-cache (revalidate with If-None-Match)
  * instead of immutable. A miss reads the file with the version it expects; if the table was
  * replaced in between, the request fails with 503 and Retry-After rather than fill the key with
  * another version's bytes.
+ *
+ * Writes and job_timeout: a PUT or DELETE answered 503 at job_timeout must not land afterwards.
+ * The job asks just before its change becomes visible (the store's commit callback, under the
+ * store's lock): if the request already expired, the write is called off and nothing changes;
+ * if not, the waiter's deadline is lifted under wait_lock (so the tick can no longer expire it)
+ * and the answer waits for the outcome, which is only a rename and an fsync away.
  *
  * Access control: writes need "Authorization: Bearer <auth_token>" when a token is configured,
  * compared through SHA-256 digests so that the time taken reveals neither the token nor its
@@ -45,7 +53,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PREFIX "/v1/learned"
 #define ALLOW_LIST "GET, HEAD"
@@ -471,15 +481,51 @@ static void wjob_free(struct wjob *j)
 	free(j);
 }
 
+/* The store's commit callback: call the write off if its request was already answered 503 (the
+ * waiter expired); otherwise make sure it no longer can be, so the answer will be the outcome. */
+static int pin_waiter_cb(void *arg)
+{
+	struct waiter *w = arg;
+	int rc = 0;
+	pthread_mutex_lock(&w->h->wait_lock);
+	if (w->state == W_EXPIRED)
+		rc = PE_ETIMEOUT;
+	else
+		w->deadline = INFINITY;
+	pthread_mutex_unlock(&w->h->wait_lock);
+	return rc;
+}
+
+static int waiter_expired(struct waiter *w)
+{
+	pthread_mutex_lock(&w->h->wait_lock);
+	int expired = w->state == W_EXPIRED;
+	pthread_mutex_unlock(&w->h->wait_lock);
+	return expired;
+}
+
+/* For tests only: while the file POSENC_TEST_WRITE_GATE names exists (at most a minute), writes
+ * wait here before they reach the store, so a test can let job_timeout pass first. */
+static void test_write_gate(void)
+{
+	const char *path = getenv("POSENC_TEST_WRITE_GATE");
+	struct stat st;
+	for (int i = 0; path && *path && i < 6000 && stat(path, &st) == 0; i++)
+		usleep(10000);
+}
+
 static void wjob_run(void *arg)
 {
 	struct wjob *j = arg;
-	struct wresult *res = calloc(1, sizeof *res);
+	struct wresult *res = waiter_expired(j->w) ? NULL : calloc(1, sizeof *res);
+	struct pe_store *st = j->h->opt.store;
 	const void *data = NULL;
+	if (res)
+		test_write_gate();
 	if (res && j->del)
-		pe_store_delete(j->h->opt.store, j->meta.name, &res->err);
+		pe_store_delete(st, j->meta.name, pin_waiter_cb, j->w, &res->err);
 	else if (res && decode_upload(j, &j->meta, &data, &res->err) == 0 &&
-		 pe_store_put(j->h->opt.store, &j->meta, data, &res->replaced, &res->err) == 0)
+		 pe_store_put(st, &j->meta, data, &res->replaced, pin_waiter_cb, j->w, &res->err) == 0)
 		res->meta = j->meta;
 	pe_waiter_complete(j->w, NULL, res, res ? 0 : PE_ENOMEM);
 	wjob_free(j);
@@ -491,11 +537,17 @@ static enum MHD_Result write_resume(struct req *r, struct MHD_Connection *conn)
 	struct wresult *res = w->result;
 	struct pe_err err = {0};
 	char location[sizeof PREFIX + PE_STORE_NAME_MAX + 1];
-	if (w->state == W_EXPIRED || w->code || !res) {
-		pe_err_set(&err, w->state == W_EXPIRED ? PE_ETIMEOUT : w->code ? w->code : PE_EINTERNAL, "",
-			   w->code == PE_EBUSY ? "the job queue is full; retry shortly" : "the write did not finish");
+	if (w->state == W_EXPIRED && w->deadline == INFINITY) /* shutdown overtook a commit */
+		pe_err_set(&err, PE_EDRAINING, "", "the service shut down while the write was being committed: whether "
+			   "it was applied is unknown (GET /v1/learned tells)");
+	else if (w->state == W_EXPIRED)
+		pe_err_set(&err, PE_ETIMEOUT, "", "the write did not finish within job_timeout and was called off: "
+			   "nothing changed; retry");
+	else if (w->code || !res)
+		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "", "%s", w->code == PE_EBUSY
+			   ? "the job queue is full: nothing changed; retry shortly" : "the write failed: nothing changed");
+	if (err.code)
 		return problem(r, conn, &err);
-	}
 	if (res->err.code)
 		return problem(r, conn, &res->err);
 	if (!strcmp(r->method, "DELETE"))
@@ -651,7 +703,7 @@ static int produce(struct gjob *j, struct pe_buf *out, struct pe_err *err)
 	void *data = NULL, *typed = NULL;
 	double *v = NULL;
 	size_t n = j->shape.dim[0] * j->shape.dim[1];
-	int rc = pe_store_read(j->h->opt.store, j->meta.name, j->meta.sha256, &m, &data, err);
+	int rc = pe_store_read(j->h->opt.store, j->meta.name, &j->meta, &m, &data, err);
 	if (rc == 0 && !(v = table_values(j, data, err)))
 		rc = err->code ? err->code : PE_ENOMEM;
 	if (rc == 0 && j->similarity && (rc = similarity_of(j, &v, err)) != 0)
@@ -730,7 +782,7 @@ static const char *failure_detail(int code)
 {
 	switch (code) {
 	case PE_ENOTFOUND:
-		return "the table was deleted while this request ran";
+		return "the table no longer exists (deleted, or its file removed from data_dir)";
 	case PE_EBUSY:
 		return "the table was replaced while this request ran, or the job queue or the response memory budget is full; retry";
 	case PE_EIO:
@@ -749,7 +801,8 @@ static enum MHD_Result get_resume(struct req *r, struct MHD_Connection *conn)
 	if (w->state == W_EXPIRED)
 		pe_err_set(&err, PE_ETIMEOUT, "", "the table was not ready within job_timeout");
 	else if (w->code != 0 || !w->entry)
-		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "", "%s", failure_detail(w->code));
+		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, w->code == PE_ENOTFOUND ? "name" : "", "%s",
+			   failure_detail(w->code));
 	if (err.code)
 		return problem(r, conn, &err);
 	struct pe_cache_entry *e = w->entry;
@@ -792,14 +845,18 @@ static int similarity_shape(const struct pe_http *h, struct pe_shape *s, struct 
 	return 0;
 }
 
-/* "learned/<name>@<sha256>?<canonical parameters>|<dtype>|<format>..." and its ETag. */
+/* "learned/<name>@<sha256>:<dtype>:<rows>x<cols>:<prefix_tokens>:<grid_h>x<grid_w>?<canonical
+ * parameters>|<dtype>|<format>..." and its ETag: the version part holds every field of the table
+ * that shapes an answer (pe_store_same_version), so none can change under a cached key. */
 static int make_key(const struct pe_store_meta *m, const struct pe_params *p, const struct pe_out *o, int similarity,
 		    char *key, char etag[40])
 {
 	char sha[65];
 	uint8_t d[32];
 	hex(m->sha256, 32, sha);
-	int n = snprintf(key, KEY_MAX, "%s/%s@%s?", similarity ? "similarity/learned" : "learned", m->name, sha);
+	int n = snprintf(key, KEY_MAX, "%s/%s@%s:%s:%" PRIu64 "x%" PRIu64 ":%" PRIu64 ":%" PRIu64 "x%" PRIu64 "?",
+			 similarity ? "similarity/learned" : "learned", m->name, sha, pe_dtype_name(m->dtype), m->rows,
+			 m->cols, m->prefix_tokens, m->grid_h, m->grid_w);
 	int c = n > 0 && n < KEY_MAX ? pe_params_canonical(p, key + n, KEY_MAX - (size_t)n) : -1;
 	int t = c >= 0 ? pe_out_key(o, key + n + c, KEY_MAX - (size_t)(n + c)) : -1;
 	if (t < 0)
@@ -906,9 +963,9 @@ static enum MHD_Result get_item(struct req *r, struct MHD_Connection *conn, cons
 
 enum MHD_Result pe_learned_similarity(struct req *r, struct MHD_Connection *conn, const char *name)
 {
-	struct pe_err err = {0};
-	if (pe_store_name_check(name, strlen(name), &err) != 0) {
-		pe_err_set(&err, PE_EINVAL, "encoding", "encoding=learned:{name} needs a valid table name: %s", err.detail);
+	struct pe_err err = {0}, why = {0};
+	if (pe_store_name_check(name, strlen(name), &why) != 0) { /* why, not err: the detail is formatted into err */
+		pe_err_set(&err, PE_EINVAL, "encoding", "encoding=learned:{name} needs a valid table name: %s", why.detail);
 		return problem(r, conn, &err);
 	}
 	return get_common(r, conn, name, 1);

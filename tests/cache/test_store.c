@@ -29,13 +29,28 @@ static ssize_t t_write(int fd, const void *buf, size_t len)
 	return write(fd, buf, len);
 }
 
+static atomic_long t_fsync_fail_at = -1; /* the n-th fsync() from now fails with EIO; -1 never */
+
+static int t_fsync(int fd)
+{
+	if (atomic_load(&t_fsync_fail_at) >= 0 && atomic_fetch_sub(&t_fsync_fail_at, 1) == 0) {
+		errno = EIO;
+		return -1;
+	}
+	return fsync(fd);
+}
+
 #define write t_write
+#define fsync t_fsync
 #include "cache/store.c"
 #undef write
+#undef fsync
 
 /* ---- fixtures ---- */
 
 static char dir[256];
+static uint64_t q_max_bytes = 1 << 20; /* the quarantine limits of open_store */
+static size_t q_max_files = 64;
 static char events[8192]; /* "event file|" for every log call */
 
 static void log_cb(void *arg, const char *event, const char *file, const char *detail)
@@ -59,6 +74,9 @@ static void setup(void)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	events[0] = 0;
 	atomic_store(&t_write_fail_at, -1);
+	atomic_store(&t_fsync_fail_at, -1);
+	q_max_bytes = 1 << 20;
+	q_max_files = 64;
 }
 
 static void teardown(void) { rm_rf(dir); }
@@ -66,6 +84,7 @@ static void teardown(void) { rm_rf(dir); }
 static struct pe_store *open_store(uint64_t max_bytes, uint64_t max_table_bytes)
 {
 	struct pe_store_options o = {.dir = dir, .max_bytes = max_bytes, .max_table_bytes = max_table_bytes,
+				     .quarantine_max_bytes = q_max_bytes, .quarantine_max_files = q_max_files,
 				     .log = log_cb};
 	struct pe_err err = {0};
 	struct pe_store *s = pe_store_open(&o, &err);
@@ -94,7 +113,7 @@ static void put_ok(struct pe_store *s, struct pe_store_meta *m, const void *data
 {
 	struct pe_err err = {0};
 	int replaced = -1;
-	int rc = pe_store_put(s, m, data, &replaced, &err);
+	int rc = pe_store_put(s, m, data, &replaced, NULL, NULL, &err);
 	ck_assert_msg(rc == 0, "put %s: %d %s", m->name, rc, err.detail);
 	ck_assert_int_eq(replaced, want_replaced);
 }
@@ -114,7 +133,7 @@ static void assert_reads(struct pe_store *s, const char *name, const void *want,
 	free(got);
 }
 
-/* Names in dir (or its quarantine) joined by '|', sorted; "" when empty. */
+/* Names in dir (or its quarantine) joined by '|', sorted, but for the lock file; "" when empty. */
 static void listing(const char *sub, char *out, size_t cap)
 {
 	char path[400];
@@ -124,7 +143,7 @@ static void listing(const char *sub, char *out, size_t cap)
 	ck_assert_int_ge(n, 0);
 	out[0] = 0;
 	for (int i = 0; i < n; i++) {
-		if (strcmp(ents[i]->d_name, ".") && strcmp(ents[i]->d_name, ".."))
+		if (strcmp(ents[i]->d_name, ".") && strcmp(ents[i]->d_name, "..") && strcmp(ents[i]->d_name, LOCK_FILE))
 			snprintf(out + strlen(out), cap - strlen(out), "%s|", ents[i]->d_name);
 		free(ents[i]);
 	}
@@ -252,10 +271,10 @@ START_TEST(delete_removes)
 	struct pe_err err = {0};
 	void *data;
 	put_ok(s, &m, v, 0);
-	ck_assert_int_eq(pe_store_delete(s, "a", &err), 0);
+	ck_assert_int_eq(pe_store_delete(s, "a", NULL, NULL, &err), 0);
 	ck_assert_int_eq(pe_store_stat(s, "a", &st), PE_ENOTFOUND);
 	ck_assert_int_eq(pe_store_read(s, "a", NULL, &st, &data, &err), PE_ENOTFOUND);
-	ck_assert_int_eq(pe_store_delete(s, "a", &err), PE_ENOTFOUND);
+	ck_assert_int_eq(pe_store_delete(s, "a", NULL, NULL, &err), PE_ENOTFOUND);
 	ck_assert_str_eq(err.param, "name");
 	pe_store_close(s);
 	s = open_store(1 << 20, 1 << 20);
@@ -330,7 +349,7 @@ START_TEST(read_verifies_checksum)
 	void *data = (void *)1;
 	put_ok(s, &m, v, 0);
 	flip("x.table", HEADER + 5);
-	ck_assert_int_eq(pe_store_read(s, "x", m.sha256, &got, &data, &err), PE_EIO);
+	ck_assert_int_eq(pe_store_read(s, "x", &m, &got, &data, &err), PE_EIO);
 	ck_assert_ptr_null(data);
 	ck_assert_int_eq(pe_store_stat(s, "x", &got), PE_ENOTFOUND);
 	ck_assert_msg(strstr(events, "quarantine x.table|") != NULL, "%s", events);
@@ -351,8 +370,8 @@ START_TEST(read_by_version)
 	void *data;
 	put_ok(s, &m1, v1, 0);
 	put_ok(s, &m2, v2, 1);
-	ck_assert_int_eq(pe_store_read(s, "x", m1.sha256, &got, &data, &err), PE_EBUSY);
-	ck_assert_int_eq(pe_store_read(s, "x", m2.sha256, &got, &data, &err), 0);
+	ck_assert_int_eq(pe_store_read(s, "x", &m1, &got, &data, &err), PE_EBUSY);
+	ck_assert_int_eq(pe_store_read(s, "x", &m2, &got, &data, &err), 0);
 	ck_assert_int_eq(memcmp(data, v2, 16), 0);
 	free(data);
 	free(v1);
@@ -368,14 +387,14 @@ START_TEST(limits)
 	struct pe_err err = {0};
 	struct pe_store_meta big = meta("big", PE_F32, 26, 1), a = meta("a", PE_F32, 24, 1), b = meta("b", PE_F32, 24, 1),
 			     c = meta("c", PE_F32, 24, 1);
-	ck_assert_int_eq(pe_store_put(s, &big, v, NULL, &err), PE_ETOOBIG); /* 104 > 100 */
+	ck_assert_int_eq(pe_store_put(s, &big, v, NULL, NULL, NULL, &err), PE_ETOOBIG); /* 104 > 100 */
 	ck_assert_str_eq(err.param, "body");
 	put_ok(s, &a, v, 0);
 	put_ok(s, &b, v, 0);
-	ck_assert_int_eq(pe_store_put(s, &c, v, NULL, &err), PE_ENOSPACE); /* 288 > 200 */
+	ck_assert_int_eq(pe_store_put(s, &c, v, NULL, NULL, NULL, &err), PE_ENOSPACE); /* 288 > 200 */
 	a = meta("a", PE_F32, 25, 1);
 	put_ok(s, &a, v, 1); /* a replacement only needs the difference */
-	ck_assert_int_eq(pe_store_delete(s, "b", &err), 0);
+	ck_assert_int_eq(pe_store_delete(s, "b", NULL, NULL, &err), 0);
 	put_ok(s, &c, v, 0);
 	char files[512];
 	listing(NULL, files, sizeof files);
@@ -399,7 +418,7 @@ START_TEST(disk_full_keeps_old_version)
 	struct pe_err err = {0};
 	put_ok(s, &m1, v1, 0);
 	atomic_store(&t_write_fail_at, 1); /* the header goes through, the data does not */
-	ck_assert_int_eq(pe_store_put(s, &m2, v2, NULL, &err), PE_ENOSPACE);
+	ck_assert_int_eq(pe_store_put(s, &m2, v2, NULL, NULL, NULL, &err), PE_ENOSPACE);
 	atomic_store(&t_write_fail_at, -1);
 	assert_reads(s, "x", v1, 24);
 	char files[512];
@@ -416,7 +435,7 @@ static void put_fails(struct pe_store *s, struct pe_store_meta m, const char *pa
 {
 	float v[64] = {0};
 	struct pe_err err = {0};
-	int rc = pe_store_put(s, &m, v, NULL, &err);
+	int rc = pe_store_put(s, &m, v, NULL, NULL, NULL, &err);
 	ck_assert_msg(rc == PE_EINVAL, "%s: rc %d", m.name, rc);
 	ck_assert_msg(!strcmp(err.param, param), "%s: param %s, want %s (%s)", m.name, err.param, param, err.detail);
 }
@@ -494,7 +513,7 @@ static void *race(void *arg)
 		float *v = values((size_t)(8 + i), (float)(r->id * 1000 + i));
 		struct pe_store_meta m = meta(name, PE_F32, (uint64_t)(8 + i), 1);
 		struct pe_err err = {0};
-		if (pe_store_put(r->s, &m, v, NULL, &err) != 0)
+		if (pe_store_put(r->s, &m, v, NULL, NULL, NULL, &err) != 0)
 			abort();
 		free(v);
 	}
@@ -521,7 +540,7 @@ START_TEST(concurrent_puts)
 		struct pe_store_meta m;
 		struct pe_err err = {0};
 		void *data;
-		ck_assert_int_eq(pe_store_read(s, all[i].name, all[i].sha256, &m, &data, &err), 0);
+		ck_assert_int_eq(pe_store_read(s, all[i].name, &all[i], &m, &data, &err), 0);
 		free(data);
 		sum += all[i].bytes;
 	}
@@ -532,6 +551,385 @@ START_TEST(concurrent_puts)
 	listing(NULL, files, sizeof files);
 	ck_assert_ptr_null(strstr(files, ".tmp-"));
 	free(all);
+	pe_store_close(s);
+}
+END_TEST
+
+/* ---- one process per data_dir ---- */
+
+/* A second store on a directory in use fails at once and touches nothing: not the first one's
+ * upload in progress (a temporary file), not its tables, not quarantine/. */
+START_TEST(second_open_changes_nothing)
+{
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	float *v = values(6, 1);
+	struct pe_store_meta m = meta("t", PE_F32, 3, 2);
+	put_ok(s, &m, v, 0);
+	write_file(".tmp-u.4242.1", "in progress", 11); /* as if an upload were being written */
+	struct pe_store_options o = {.dir = dir, .max_bytes = 1 << 20, .max_table_bytes = 1 << 20,
+				     .quarantine_max_bytes = 1 << 20, .quarantine_max_files = 64, .log = log_cb};
+	struct pe_err err = {0};
+	ck_assert_ptr_null(pe_store_open(&o, &err));
+	ck_assert_int_eq(err.code, PE_EBUSY);
+	ck_assert_str_eq(err.param, "data_dir");
+	char want[64];
+	snprintf(want, sizeof want, "in use by another posencd (pid %ld)", (long)getpid());
+	ck_assert_msg(strstr(err.detail, want) != NULL, "%s", err.detail);
+	ck_assert_str_eq(events, "");
+	char files[512];
+	listing(NULL, files, sizeof files);
+	ck_assert_str_eq(files, ".tmp-u.4242.1|quarantine|t.table|");
+	listing(QUARANTINE, files, sizeof files);
+	ck_assert_str_eq(files, "");
+	put_ok(s, &m, v, 1); /* the first store goes on */
+	pe_store_close(s);
+	s = open_store(1 << 20, 1 << 20); /* the lock goes with the store */
+	ck_assert_msg(strstr(events, "quarantine .tmp-u.4242.1|") != NULL, "%s", events);
+	assert_reads(s, "t", v, 24);
+	free(v);
+	pe_store_close(s);
+}
+END_TEST
+
+/* ---- only regular files, never blocking ---- */
+
+/* A FIFO named like a table (or a temporary file) must not block the scan in open(), and neither a
+ * FIFO nor a symlink is opened, moved or served: logged and left alone. */
+START_TEST(scan_leaves_special_files_alone)
+{
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	float *v = values(6, 1);
+	struct pe_store_meta m = meta("real", PE_F32, 3, 2);
+	put_ok(s, &m, v, 0);
+	pe_store_close(s);
+	char path[400];
+	file_path("fifo.table", path, sizeof path);
+	ck_assert_int_eq(mkfifo(path, 0644), 0);
+	file_path(".tmp-fifo.1.1", path, sizeof path);
+	ck_assert_int_eq(mkfifo(path, 0644), 0);
+	file_path("link.table", path, sizeof path);
+	ck_assert_int_eq(symlink("real.table", path), 0); /* a valid table behind it */
+	file_path("dir.table", path, sizeof path);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	s = open_store(1 << 20, 1 << 20);
+	struct pe_store_meta st;
+	ck_assert_int_eq(pe_store_stat(s, "real", &st), 0);
+	ck_assert_int_eq(pe_store_stat(s, "fifo", &st), PE_ENOTFOUND);
+	ck_assert_int_eq(pe_store_stat(s, "link", &st), PE_ENOTFOUND);
+	ck_assert_int_eq(pe_store_stat(s, "dir", &st), PE_ENOTFOUND);
+	const char *ignored[] = {"ignored fifo.table|", "ignored .tmp-fifo.1.1|", "ignored link.table|", "ignored dir.table|"};
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(strstr(events, ignored[i]) != NULL, "no '%s' in %s", ignored[i], events);
+	ck_assert_ptr_null(strstr(events, "quarantine"));
+	char files[512];
+	listing(NULL, files, sizeof files);
+	ck_assert_str_eq(files, ".tmp-fifo.1.1|dir.table|fifo.table|link.table|quarantine|real.table|");
+	free(v);
+	pe_store_close(s);
+}
+END_TEST
+
+/* A table whose file becomes a FIFO or a symlink while the store runs: the read neither blocks nor
+ * follows the link; the table is dropped (404) and the file left where it is. */
+START_TEST(read_refuses_special_files)
+{
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	float *v = values(6, 1);
+	struct pe_store_meta a = meta("a", PE_F32, 3, 2), b = meta("b", PE_F32, 3, 2), st;
+	struct pe_err err = {0};
+	void *data = NULL;
+	put_ok(s, &a, v, 0);
+	put_ok(s, &b, v, 0);
+	char path[400];
+	file_path("a.table", path, sizeof path);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(mkfifo(path, 0644), 0);
+	file_path("b.table", path, sizeof path);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(symlink("/proc/self/status", path), 0);
+	ck_assert_int_eq(pe_store_read(s, "a", &a, &st, &data, &err), PE_ENOTFOUND);
+	ck_assert_str_eq(err.param, "name");
+	ck_assert_int_eq(pe_store_read(s, "b", NULL, &st, &data, &err), PE_ENOTFOUND);
+	ck_assert_ptr_null(data);
+	ck_assert_int_eq(pe_store_stat(s, "a", &st), PE_ENOTFOUND);
+	ck_assert_int_eq(pe_store_stat(s, "b", &st), PE_ENOTFOUND);
+	char files[512];
+	listing(NULL, files, sizeof files);
+	ck_assert_str_eq(files, "a.table|b.table|quarantine|");
+	free(v);
+	pe_store_close(s);
+}
+END_TEST
+
+/* ---- the index heals ---- */
+
+/* A file removed behind the store's back: the read says "not found" (not "retry"), the table is
+ * dropped from the index and from the byte count, and the event is logged. */
+START_TEST(vanished_file_is_not_found)
+{
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	float *v = values(6, 1);
+	struct pe_store_meta m = meta("gone", PE_F32, 3, 2), st;
+	struct pe_err err = {0};
+	void *data = NULL;
+	put_ok(s, &m, v, 0);
+	char path[400];
+	file_path("gone.table", path, sizeof path);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(pe_store_read(s, "gone", &m, &st, &data, &err), PE_ENOTFOUND);
+	ck_assert_str_eq(err.param, "name");
+	ck_assert_int_eq(pe_store_stat(s, "gone", &st), PE_ENOTFOUND);
+	ck_assert_int_eq(pe_store_read(s, "gone", NULL, &st, &data, &err), PE_ENOTFOUND);
+	uint64_t bytes;
+	size_t n;
+	pe_store_usage(s, &bytes, &n);
+	ck_assert_uint_eq(bytes, 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_msg(strstr(events, "vanished gone.table|") != NULL, "%s", events);
+	put_ok(s, &m, v, 0); /* the name is free again */
+	assert_reads(s, "gone", v, 24);
+	free(v);
+	pe_store_close(s);
+}
+END_TEST
+
+/* A file replaced behind the store's back by another valid version: one read says "retry", and
+ * from then on the version on disk is served. */
+START_TEST(replaced_file_is_adopted)
+{
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	float *v1 = values(6, 1), *v2 = values(8, 2);
+	struct pe_store_meta m1 = meta("x", PE_F32, 3, 2), m2 = meta("x", PE_F32, 4, 2), st;
+	struct pe_err err = {0};
+	void *data = NULL;
+	char path[400], saved[400];
+	put_ok(s, &m1, v1, 0);
+	file_path("x.table", path, sizeof path);
+	file_path("saved", saved, sizeof saved);
+	ck_assert_int_eq(link(path, saved), 0); /* keep version 1's file */
+	put_ok(s, &m2, v2, 1);
+	ck_assert_int_eq(rename(saved, path), 0); /* a backup restored by hand */
+	ck_assert_int_eq(pe_store_read(s, "x", &m2, &st, &data, &err), PE_EBUSY);
+	ck_assert_int_eq(pe_store_stat(s, "x", &st), 0);
+	ck_assert(pe_store_same_version(&st, &m1));
+	assert_reads(s, "x", v1, 24);
+	uint64_t bytes;
+	size_t n;
+	pe_store_usage(s, &bytes, &n);
+	ck_assert_uint_eq(bytes, 24);
+	ck_assert_msg(strstr(events, "adopted x.table|") != NULL, "%s", events);
+	free(v1);
+	free(v2);
+	pe_store_close(s);
+}
+END_TEST
+
+/* Every field that shapes a response tells versions apart, the creation time does not. */
+START_TEST(versions_differ_by_every_field)
+{
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	float v[24] = {0};
+	struct pe_store_meta a = meta("v", PE_F32, 5, 2);
+	a.prefix_tokens = 1;
+	a.grid_h = a.grid_w = 2;
+	put_ok(s, &a, v, 0);
+	struct pe_store_meta b = a;
+	b.created_ms++;
+	ck_assert(pe_store_same_version(&a, &b));
+	struct pe_store_meta d[6] = {a, a, a, a, a, a};
+	d[0].sha256[31] ^= 1;
+	d[1].dtype = PE_F16;
+	d[2].rows = 10, d[2].cols = 1;
+	d[3].prefix_tokens = 0, d[3].grid_w = 0;
+	d[4].grid_h = 1, d[4].grid_w = 4;
+	snprintf(d[5].name, sizeof d[5].name, "w");
+	for (int i = 0; i < 6; i++)
+		ck_assert_msg(!pe_store_same_version(&a, &d[i]), "field %d", i);
+	/* a reader of the old grid is told the version changed, even though the bytes did not */
+	struct pe_store_meta c = meta("v", PE_F32, 5, 2), got;
+	c.prefix_tokens = 1;
+	c.grid_h = 4;
+	c.grid_w = 1;
+	put_ok(s, &c, v, 1);
+	ck_assert_int_eq(memcmp(a.sha256, c.sha256, 32), 0);
+	struct pe_err err = {0};
+	void *data = NULL;
+	ck_assert_int_eq(pe_store_read(s, "v", &a, &got, &data, &err), PE_EBUSY);
+	ck_assert_int_eq(pe_store_read(s, "v", &c, &got, &data, &err), 0);
+	ck_assert_uint_eq(got.grid_h, 4);
+	free(data);
+	pe_store_close(s);
+}
+END_TEST
+
+/* ---- writes can be called off until they commit ---- */
+
+struct gate {
+	struct pe_store *s;
+	int code, calls, locked;
+};
+
+static int gate_cb(void *arg)
+{
+	struct gate *g = arg;
+	g->calls++;
+	g->locked = pthread_mutex_trylock(&g->s->lock) == EBUSY; /* called under the store's lock */
+	if (!g->locked)
+		pthread_mutex_unlock(&g->s->lock);
+	return g->code;
+}
+
+START_TEST(write_called_off_changes_nothing)
+{
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	float *v1 = values(6, 1), *v2 = values(6, 2);
+	struct pe_store_meta m1 = meta("x", PE_F32, 3, 2), m2 = meta("x", PE_F32, 3, 2), n = meta("new", PE_F32, 3, 2);
+	struct pe_err err = {0};
+	struct gate g = {s, PE_ETIMEOUT, 0, 0};
+	put_ok(s, &m1, v1, 0);
+	ck_assert_int_eq(pe_store_put(s, &m2, v2, NULL, gate_cb, &g, &err), PE_ETIMEOUT);
+	ck_assert_int_eq(g.calls, 1);
+	ck_assert(g.locked);
+	ck_assert_msg(strstr(err.detail, "nothing changed") != NULL, "%s", err.detail);
+	ck_assert_int_eq(pe_store_put(s, &n, v2, NULL, gate_cb, &g, &err), PE_ETIMEOUT);
+	ck_assert_int_eq(pe_store_delete(s, "x", gate_cb, &g, &err), PE_ETIMEOUT);
+	ck_assert_int_eq(g.calls, 3);
+	assert_reads(s, "x", v1, 24);
+	struct pe_store_meta st;
+	ck_assert_int_eq(pe_store_stat(s, "new", &st), PE_ENOTFOUND);
+	char files[512];
+	listing(NULL, files, sizeof files);
+	ck_assert_str_eq(files, "quarantine|x.table|"); /* no temporary file left */
+	ck_assert_uint_eq(s->reserved, 0);
+	pe_store_close(s);
+	s = open_store(1 << 20, 1 << 20);
+	assert_reads(s, "x", v1, 24);
+	ck_assert_int_eq(pe_store_stat(s, "new", &st), PE_ENOTFOUND);
+	g = (struct gate){s, 0, 0, 0}; /* let them through */
+	ck_assert_int_eq(pe_store_put(s, &m2, v2, NULL, gate_cb, &g, &err), 0);
+	assert_reads(s, "x", v2, 24);
+	ck_assert_int_eq(pe_store_delete(s, "x", gate_cb, &g, &err), 0);
+	ck_assert_int_eq(g.calls, 2);
+	ck_assert_int_eq(pe_store_stat(s, "x", &st), PE_ENOTFOUND);
+	free(v1);
+	free(v2);
+	pe_store_close(s);
+}
+END_TEST
+
+/* ---- quarantine/ is bounded ---- */
+
+static void make_tmp(int i, size_t bytes)
+{
+	char name[64], *buf = calloc(1, bytes + 1);
+	snprintf(name, sizeof name, ".tmp-t%d.1.1", i);
+	write_file(name, buf, bytes);
+	free(buf);
+}
+
+/* Count and bytes: each start quarantines leftovers; the oldest are dropped to make room, a file
+ * larger than the whole budget is deleted instead of moved, and the totals say so. */
+START_TEST(quarantine_is_bounded)
+{
+	q_max_files = 3;
+	q_max_bytes = 1000;
+	struct pe_store_stats st;
+	for (int i = 0; i < 5; i++) {
+		make_tmp(i, 100);
+		pe_store_close(open_store(1 << 20, 1 << 20));
+	}
+	char files[1024];
+	listing(QUARANTINE, files, sizeof files);
+	ck_assert_msg(strstr(files, ".tmp-t0") == NULL && strstr(files, ".tmp-t1") == NULL && strstr(files, ".tmp-t2") &&
+			      strstr(files, ".tmp-t3") && strstr(files, ".tmp-t4"), "%s", files);
+	ck_assert_msg(strstr(events, "quarantine_dropped .tmp-t0.1.1.") != NULL, "%s", events);
+	/* bytes: 3 x 100 held; an 800-byte file needs one of them gone (and makes the fourth file) */
+	make_tmp(5, 800);
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	pe_store_stats(s, &st);
+	ck_assert_uint_eq(st.quarantine_files, 3);
+	ck_assert_uint_eq(st.quarantine_bytes, 1000);
+	ck_assert_uint_eq(st.quarantined_total, 1);
+	ck_assert_uint_eq(st.quarantine_dropped_total, 1);
+	pe_store_close(s);
+	listing(QUARANTINE, files, sizeof files);
+	ck_assert_msg(strstr(files, ".tmp-t3") && strstr(files, ".tmp-t4") && strstr(files, ".tmp-t5") &&
+			      !strstr(files, ".tmp-t2"), "%s", files);
+	/* larger than the whole budget: deleted, and quarantine/ keeps what it had */
+	make_tmp(6, 1001);
+	events[0] = 0;
+	s = open_store(1 << 20, 1 << 20);
+	pe_store_stats(s, &st);
+	ck_assert_uint_eq(st.quarantine_files, 3);
+	ck_assert_uint_eq(st.quarantine_bytes, 1000);
+	ck_assert_uint_eq(st.quarantined_total, 1);
+	ck_assert_msg(strstr(events, "quarantine .tmp-t6.1.1|") != NULL, "%s", events);
+	listing(NULL, files, sizeof files);
+	ck_assert_str_eq(files, "quarantine|");
+	pe_store_close(s);
+	/* a lower limit at the next start trims what is there */
+	q_max_files = 1;
+	s = open_store(1 << 20, 1 << 20);
+	pe_store_stats(s, &st);
+	ck_assert_uint_eq(st.quarantine_files, 1);
+	ck_assert_uint_eq(st.quarantine_bytes, 800);
+	pe_store_close(s);
+	listing(QUARANTINE, files, sizeof files);
+	ck_assert_msg(strstr(files, ".tmp-t5") && !strstr(files, ".tmp-t4"), "%s", files);
+}
+END_TEST
+
+/* A table damaged while serving goes into the bounded quarantine too. */
+START_TEST(quarantine_bounded_at_read)
+{
+	q_max_files = 1;
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	float *v = values(8, 1);
+	struct pe_err err = {0};
+	void *data;
+	struct pe_store_meta got;
+	for (int i = 0; i < 2; i++) {
+		struct pe_store_meta m = meta(i ? "b" : "a", PE_F32, 4, 2);
+		put_ok(s, &m, v, 0);
+		flip(i ? "b.table" : "a.table", HEADER + 5);
+		ck_assert_int_eq(pe_store_read(s, m.name, NULL, &got, &data, &err), PE_EIO);
+	}
+	struct pe_store_stats st;
+	pe_store_stats(s, &st);
+	ck_assert_uint_eq(st.quarantine_files, 1);
+	ck_assert_uint_eq(st.quarantine_bytes, HEADER + 32);
+	ck_assert_uint_eq(st.quarantined_total, 2);
+	ck_assert_uint_eq(st.quarantine_dropped_total, 1);
+	char files[512];
+	listing(QUARANTINE, files, sizeof files);
+	ck_assert_msg(!strncmp(files, "b.table.", 8) && strchr(files, '|') == files + strlen(files) - 1, "%s", files);
+	free(v);
+	pe_store_close(s);
+}
+END_TEST
+
+/* The directory cannot be synced after a rename or an unlink: the answer says the change is
+ * visible but maybe not durable, and the index agrees with the directory. */
+START_TEST(unsynced_directory_is_told)
+{
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	float *v = values(6, 1);
+	struct pe_store_meta m = meta("x", PE_F32, 3, 2), st;
+	struct pe_err err = {0};
+	atomic_store(&t_fsync_fail_at, 1); /* the temporary file's fsync passes, data_dir's fails */
+	ck_assert_int_eq(pe_store_put(s, &m, v, NULL, NULL, NULL, &err), PE_EIO);
+	ck_assert_msg(strstr(err.detail, "in place") != NULL, "%s", err.detail);
+	ck_assert_int_eq(pe_store_stat(s, "x", &st), 0);
+	assert_reads(s, "x", v, 24);
+	atomic_store(&t_fsync_fail_at, 0);
+	ck_assert_int_eq(pe_store_delete(s, "x", NULL, NULL, &err), PE_EIO);
+	ck_assert_msg(strstr(err.detail, "removed") != NULL, "%s", err.detail);
+	ck_assert_int_eq(pe_store_stat(s, "x", &st), PE_ENOTFOUND);
+	uint64_t bytes;
+	size_t n;
+	pe_store_usage(s, &bytes, &n);
+	ck_assert_uint_eq(bytes, 0);
+	free(v);
 	pe_store_close(s);
 }
 END_TEST
@@ -554,6 +952,16 @@ static Suite *suite(void)
 	tcase_add_test(tc, creates_nested_dir);
 	tcase_add_test(tc, open_fails_on_a_file);
 	tcase_add_test(tc, concurrent_puts);
+	tcase_add_test(tc, second_open_changes_nothing);
+	tcase_add_test(tc, scan_leaves_special_files_alone);
+	tcase_add_test(tc, read_refuses_special_files);
+	tcase_add_test(tc, vanished_file_is_not_found);
+	tcase_add_test(tc, replaced_file_is_adopted);
+	tcase_add_test(tc, versions_differ_by_every_field);
+	tcase_add_test(tc, write_called_off_changes_nothing);
+	tcase_add_test(tc, quarantine_is_bounded);
+	tcase_add_test(tc, quarantine_bounded_at_read);
+	tcase_add_test(tc, unsynced_directory_is_told);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -106,7 +106,7 @@ START_TEST(defaults_match_config_file)
 	json_error_t jerr;
 	json_t *root = json_load_file("config/posenc.json", 0, &jerr);
 	ck_assert_msg(root != NULL, "config/posenc.json: %s", jerr.text);
-	ck_assert_uint_eq(json_object_size(root), 22);
+	ck_assert_uint_eq(json_object_size(root), 23);
 #define INT_EQ(f) ck_assert_int_eq(cfg.f, json_integer_value(json_object_get(root, #f)))
 #define STR_EQ(f) ck_assert_str_eq(cfg.f, json_string_value(json_object_get(root, #f)))
 	INT_EQ(port);
@@ -114,6 +114,7 @@ START_TEST(defaults_match_config_file)
 	STR_EQ(data_dir);
 	INT_EQ(store_max_bytes);
 	INT_EQ(max_table_bytes);
+	INT_EQ(quarantine_max_bytes);
 	INT_EQ(max_header_bytes);
 	INT_EQ(workers);
 	INT_EQ(cache_bytes);

@@ -2,8 +2,11 @@
  * upload and download in every format, the list, ETag / 304 / cache keyed by the table's sha256
  * (a replaced table is never served stale), resampling over HTTP against PyTorch's known answers,
  * upload errors and limits (400 / 413 before reading / 507), hostile names sent raw, access
- * control (token, loopback), the start-up scan, and a crash test: SIGKILL during a stream of
- * uploads, then everything acknowledged must come back intact and nothing partial be listed. */
+ * control (token; remote clients are tested in namespaces by test_learned_remote.c), the start-up
+ * scan, the store telling the truth (a re-upload with other metadata, a file removed behind its
+ * back, a FIFO in data_dir, a write answered 503, a second daemon on the same data_dir), and a
+ * crash test: SIGKILL during a stream of uploads, then everything acknowledged must come back
+ * intact and nothing partial be listed. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
 #include "support/pe_kat.h"
@@ -11,10 +14,8 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <jansson.h>
 #include <math.h>
-#include <net/if.h>
 #include <nettle/sha2.h>
 #include <pthread.h>
 #include <signal.h>
@@ -162,11 +163,11 @@ static json_t *listed(json_t *doc, const char *name)
 	return NULL;
 }
 
-/* Entries of data_dir (not quarantine/), '|'-joined. */
+/* Entries of data_dir (not quarantine/ nor the lock file), '|'-joined. */
 static void files(char *out, size_t cap)
 {
-	char cmd[160];
-	snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -v '^quarantine$' | tr '\\n' '|'", dir);
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -v -e '^quarantine$' -e '^.posencd.lock$' | tr '\\n' '|'", dir);
 	FILE *p = popen(cmd, "r");
 	ck_assert_ptr_nonnull(p);
 	size_t n = fread(out, 1, cap - 1, p);
@@ -592,23 +593,6 @@ START_TEST(token_required_for_writes)
 }
 END_TEST
 
-/* A local IPv4 address that is not loopback, or 0 if the host has none. */
-static int remote_address(char *out, size_t cap)
-{
-	struct ifaddrs *ifs, *i;
-	int found = 0;
-	if (getifaddrs(&ifs) != 0)
-		return 0;
-	for (i = ifs; i && !found; i = i->ifa_next) {
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
-		    (i->ifa_flags & IFF_LOOPBACK))
-			continue;
-		found = inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, out, (socklen_t)cap) != NULL;
-	}
-	freeifaddrs(ifs);
-	return found;
-}
-
 static size_t sink(char *p, size_t size, size_t n, void *arg)
 {
 	(void)p;
@@ -616,7 +600,7 @@ static size_t sink(char *p, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
-/* status of method url with body from the client address the URL's host implies; -1 on failure */
+/* status of method url with body; -1 on failure */
 static long request_url(const char *url, const char *method, const char *header, const void *body, size_t len)
 {
 	CURL *c = curl_easy_init();
@@ -639,36 +623,6 @@ static long request_url(const char *url, const char *method, const char *header,
 	curl_easy_cleanup(c);
 	return status;
 }
-
-START_TEST(loopback_only_without_token)
-{
-	char ip[64], url[128];
-	if (!remote_address(ip, sizeof ip)) {
-		fprintf(stderr, "no non-loopback IPv4 address on this host: remote writes not tested\n");
-		return;
-	}
-	const char *args[] = {"--bind", "0.0.0.0", NULL};
-	start(args);
-	struct pe_buf b;
-	float *v = ramp(4, 0);
-	npy(&b, PE_F32, 2, 2, v);
-	snprintf(url, sizeof url, "http://%s:%d/v1/learned/t", ip, D.port);
-	ck_assert_int_eq(request_url(url, "PUT", NULL, b.data, b.len), 403);
-	put_table("/v1/learned/t", 2, 2, 0, 201); /* from 127.0.0.1 */
-	ck_assert_int_eq(request_url(url, "GET", NULL, NULL, 0), 200);
-	ck_assert_int_eq(request_url(url, "DELETE", NULL, NULL, 0), 403);
-	ck_assert_int_eq(request_url(url, "PUT", "Authorization: Bearer x", b.data, b.len), 403);
-	stop();
-	const char *with_token[] = {"--bind", "0.0.0.0", "--auth-token", "tok", NULL};
-	start(with_token);
-	snprintf(url, sizeof url, "http://%s:%d/v1/learned/t", ip, D.port);
-	ck_assert_int_eq(request_url(url, "PUT", "Authorization: Bearer tok", b.data, b.len), 200);
-	ck_assert_int_eq(request_url(url, "DELETE", NULL, NULL, 0), 401);
-	stop();
-	pe_buf_destroy(&b);
-	free(v);
-}
-END_TEST
 
 /* ---- the store across restarts ---- */
 
@@ -708,6 +662,25 @@ START_TEST(start_quarantines_damage)
 	char f[256];
 	files(f, sizeof f);
 	ck_assert_str_eq(f, "good.table|");
+	struct pe_resp r; /* the quarantine is counted */
+	pe_get(&D, "/metrics", &r);
+	ck_assert_msg(strstr(r.body, "\nposenc_store_quarantine_files 2\n") != NULL, "%s", r.body);
+	ck_assert(strstr(r.body, "\nposenc_store_quarantined_total 2\n") != NULL);
+	ck_assert(strstr(r.body, "\nposenc_store_tables 1\n") != NULL);
+	pe_resp_free(&r);
+	stop();
+	/* and bounded: with room for one file only the newer is kept at the next start */
+	snprintf(path, sizeof path, "%s/.tmp-good.4242.8", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	ck_assert_int_eq(write(fd, "PETABLE1", 8), 8);
+	close(fd);
+	const char *one[] = {"--quarantine-max-bytes", "8", NULL};
+	start(one);
+	pe_get(&D, "/metrics", &r);
+	ck_assert_msg(strstr(r.body, "\nposenc_store_quarantine_files 1\n") != NULL, "%s", r.body);
+	ck_assert(strstr(r.body, "\nposenc_store_quarantine_bytes 8\n") != NULL);
+	pe_resp_free(&r);
+	ck_assert(log_has("\"event\":\"quarantine_dropped\""));
 	stop();
 }
 END_TEST
@@ -727,6 +700,216 @@ START_TEST(unusable_data_dir_exits_1)
 	char *msg = pe_test_read_file(path, &len);
 	ck_assert_msg(strstr(msg, "data_dir") != NULL, "%s", msg);
 	free(msg);
+}
+END_TEST
+
+/* ---- the store tells the truth ---- */
+
+/* The same elements re-uploaded with another grid, prefix_tokens or shape are another version:
+ * new ETag, new metadata, never the cached answer of the old one. */
+START_TEST(reupload_same_bytes_other_metadata)
+{
+	start(NULL);
+	struct pe_resp r;
+	struct pe_buf b;
+	char e1[64], e2[64], h[64];
+	float *v = ramp(15, 0);
+	npy(&b, PE_F32, 5, 3, v);
+	put("/v1/learned/vit?prefix_tokens=1&grid=2,2", &b, &r);
+	ck_assert_int_eq(r.status, 201);
+	pe_resp_free(&r);
+	pe_get(&D, "/v1/learned/vit?format=bin", &r);
+	ck_assert_ptr_nonnull(pe_resp_header(&r, "ETag", e1, sizeof e1));
+	pe_resp_free(&r);
+	pe_get(&D, "/v1/learned/vit?height=2&width=2&format=bin", &r); /* the 2x2 grid as it is */
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_int_eq(memcmp(r.body, v, 60), 0);
+	pe_resp_free(&r);
+
+	put("/v1/learned/vit?prefix_tokens=1&grid=1,4", &b, &r); /* same bytes, another grid */
+	ck_assert_int_eq(r.status, 200);
+	pe_resp_free(&r);
+	json_t *l = list();
+	json_t *g = json_object_get(listed(l, "vit"), "grid");
+	ck_assert_int_eq(json_integer_value(json_array_get(g, 0)), 1);
+	ck_assert_int_eq(json_integer_value(json_array_get(g, 1)), 4);
+	json_decref(l);
+	pe_get(&D, "/v1/learned/vit?format=bin", &r);
+	ck_assert_str_ne(pe_resp_header(&r, "ETag", e2, sizeof e2), e1);
+	pe_resp_free(&r);
+	pe_get(&D, "/v1/learned/vit?height=2&width=2&format=bin", &r); /* now a 1x4 grid stretched to 2x2 */
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(pe_resp_header(&r, "X-PE-Cache", h, sizeof h), "miss");
+	ck_assert_int_ne(memcmp(r.body, v, 60), 0);
+	pe_resp_free(&r);
+
+	put("/v1/learned/flat", &b, &r); /* [5, 3], then the same bytes as [3, 5] */
+	pe_resp_free(&r);
+	pe_get(&D, "/v1/learned/flat?format=bin", &r);
+	ck_assert_str_eq(pe_resp_header(&r, "X-PE-Shape", h, sizeof h), "5,3");
+	pe_resp_header(&r, "ETag", e1, sizeof e1);
+	pe_resp_free(&r);
+	pe_buf_destroy(&b);
+	npy(&b, PE_F32, 3, 5, v);
+	put("/v1/learned/flat", &b, &r);
+	ck_assert_int_eq(r.status, 200);
+	pe_resp_free(&r);
+	pe_get(&D, "/v1/learned/flat?format=bin", &r);
+	ck_assert_str_eq(pe_resp_header(&r, "X-PE-Shape", h, sizeof h), "3,5");
+	ck_assert_str_ne(pe_resp_header(&r, "ETag", e2, sizeof e2), e1);
+	pe_resp_free(&r);
+	pe_buf_destroy(&b);
+	free(v);
+	stop();
+}
+END_TEST
+
+/* A table file removed behind posencd's back: 404, and the list forgets it (not 503 "retry"). */
+START_TEST(removed_file_is_404)
+{
+	start(NULL);
+	put_table("/v1/learned/gone", 4, 2, 0, 201);
+	put_table("/v1/learned/kept", 4, 2, 1, 201);
+	char path[160];
+	snprintf(path, sizeof path, "%s/gone.table", dir);
+	ck_assert_int_eq(unlink(path), 0);
+	get_problem("/v1/learned/gone?format=npy", 404, "name");
+	get_problem("/v1/learned/gone?format=csv", 404, "name");
+	json_t *l = list();
+	ck_assert_int_eq(json_integer_value(json_object_get(l, "count")), 1);
+	ck_assert_ptr_null(listed(l, "gone"));
+	json_decref(l);
+	ck_assert(log_has("\"event\":\"vanished\",\"file\":\"gone.table\""));
+	put_table("/v1/learned/gone", 4, 2, 0, 201); /* created anew, not replaced */
+	stop();
+}
+END_TEST
+
+/* A FIFO named like a table must not block start-up (open() on a FIFO waits for a writer). */
+START_TEST(fifo_in_data_dir_does_not_block)
+{
+	char path[160];
+	snprintf(path, sizeof path, "%s/fifo.table", dir);
+	ck_assert_int_eq(mkfifo(path, 0644), 0);
+	start(NULL); /* fails if posencd does not report its port */
+	ck_assert(log_has("\"event\":\"ignored\",\"file\":\"fifo.table\""));
+	get_problem("/v1/learned/fifo", 404, "name");
+	put_table("/v1/learned/t", 2, 2, 0, 201);
+	stop();
+	struct stat st;
+	ck_assert_int_eq(lstat(path, &st), 0);
+	ck_assert(S_ISFIFO(st.st_mode)); /* left alone */
+}
+END_TEST
+
+/* A write answered 503 at job_timeout must not land later. POSENC_TEST_WRITE_GATE holds writes
+ * (before they reach the store) while its file exists: the 503 comes first, then the gate opens,
+ * and with one worker, a later write's answer means the held one is over. */
+START_TEST(write_answered_503_never_lands)
+{
+	char gate[160], f[256];
+	snprintf(gate, sizeof gate, "%s/gate", dir);
+	setenv("POSENC_TEST_WRITE_GATE", gate, 1);
+	const char *args[] = {"--workers", "1", "--job-timeout", "1", NULL};
+	start(args);
+	put_table("/v1/learned/kept", 2, 2, 0, 201);
+	FILE *g = fopen(gate, "w");
+	ck_assert_ptr_nonnull(g);
+	fclose(g);
+	struct pe_resp r;
+	struct pe_buf b;
+	float *v = ramp(4, 9);
+	npy(&b, PE_F32, 2, 2, v);
+	put("/v1/learned/late", &b, &r);
+	assert_problem(&r, 503, NULL);
+	ck_assert_msg(strstr(r.body, "nothing changed") != NULL, "%s", r.body);
+	pe_resp_free(&r);
+	pe_request(&D, "DELETE", "/v1/learned/kept", NULL, NULL, 0, &r); /* waits behind it, expires too */
+	assert_problem(&r, 503, NULL);
+	ck_assert_msg(strstr(r.body, "nothing changed") != NULL, "%s", r.body);
+	pe_resp_free(&r);
+	ck_assert_int_eq(unlink(gate), 0);
+	put_table("/v1/learned/after", 2, 2, 1, 201); /* runs after both held writes */
+	get_problem("/v1/learned/late", 404, "name");
+	pe_get(&D, "/v1/learned/kept", &r);
+	ck_assert_int_eq(r.status, 200);
+	pe_resp_free(&r);
+	files(f, sizeof f);
+	ck_assert_str_eq(f, "after.table|kept.table|"); /* and no temporary file */
+	stop();
+	start(args); /* and not after a restart either */
+	get_problem("/v1/learned/late", 404, "name");
+	stop();
+	pe_buf_destroy(&b);
+	free(v);
+	unsetenv("POSENC_TEST_WRITE_GATE");
+}
+END_TEST
+
+/* ---- one daemon per data_dir ---- */
+
+static atomic_int writing, put_failures, put_count;
+
+static void *put_loop(void *arg)
+{
+	char url[160];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/learned/w%d", D.port, (int)(intptr_t)arg);
+	struct pe_buf b;
+	float *v = ramp(256 * 256, (float)(intptr_t)arg);
+	npy(&b, PE_F32, 256, 256, v);
+	while (atomic_load(&writing)) {
+		long st = request_url(url, "PUT", NULL, b.data, b.len);
+		atomic_fetch_add(&put_count, 1);
+		if (st != 200 && st != 201)
+			atomic_fetch_add(&put_failures, 1);
+	}
+	pe_buf_destroy(&b);
+	free(v);
+	return NULL;
+}
+
+/* A second posencd on the same data_dir (and port) while the first is uploading: it exits 1 saying
+ * why, and touches nothing of the first's: not an upload's temporary file, not quarantine/; every
+ * PUT of the first succeeds. */
+START_TEST(second_daemon_changes_nothing)
+{
+	start(NULL);
+	char path[160], cmd[600], f[512];
+	snprintf(path, sizeof path, "%s/.tmp-x.%d.1", dir, D.pid); /* as an upload in progress leaves it */
+	FILE *t = fopen(path, "w");
+	ck_assert_ptr_nonnull(t);
+	fputs("PETABLE1", t);
+	fclose(t);
+	pthread_t th[3];
+	atomic_store(&writing, 1);
+	for (intptr_t i = 0; i < 3; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, put_loop, (void *)i), 0);
+	while (atomic_load(&put_count) < 3)
+		usleep(1000);
+	snprintf(cmd, sizeof cmd, "%s --port %d --bind 127.0.0.1 --data-dir %s >%s/out2.txt 2>%s/err2.txt", pe_daemon_bin(),
+		 D.port, dir, dir, dir);
+	int st = system(cmd);
+	atomic_store(&writing, 0);
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 1);
+	snprintf(path, sizeof path, "%s/err2.txt", dir);
+	size_t len;
+	char *msg = pe_test_read_file(path, &len);
+	ck_assert_msg(strstr(msg, "is in use by another posencd") != NULL, "%s", msg);
+	free(msg);
+	ck_assert_int_eq(atomic_load(&put_failures), 0);
+	files(f, sizeof f);
+	char want[64];
+	snprintf(want, sizeof want, ".tmp-x.%d.1|", D.pid);
+	ck_assert_msg(strstr(f, want) != NULL, "%s", f);
+	snprintf(cmd, sizeof cmd, "ls -A '%s/quarantine' | wc -l", dir);
+	FILE *p = popen(cmd, "r");
+	ck_assert_int_eq(fscanf(p, "%d", &st), 1);
+	pclose(p);
+	ck_assert_int_eq(st, 0);
+	stop();
 }
 END_TEST
 
@@ -870,10 +1053,14 @@ static Suite *suite(void)
 	tcase_add_test(tc, upload_errors);
 	tcase_add_test(tc, hostile_names);
 	tcase_add_test(tc, token_required_for_writes);
-	tcase_add_test(tc, loopback_only_without_token);
 	tcase_add_test(tc, start_quarantines_damage);
 	tcase_add_test(tc, unusable_data_dir_exits_1);
 	tcase_add_test(tc, sigkill_during_uploads);
+	tcase_add_test(tc, reupload_same_bytes_other_metadata);
+	tcase_add_test(tc, removed_file_is_404);
+	tcase_add_test(tc, fifo_in_data_dir_does_not_block);
+	tcase_add_test(tc, write_answered_503_never_lands);
+	tcase_add_test(tc, second_daemon_changes_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,9 +1,11 @@
 /* End-to-end test of /v1/analysis/similarity?encoding=learned:{name}: a table uploaded over HTTP,
  * its [n, n] dot products (summed in double, row by row in channel order, as computed here too),
- * with len= resampling first, cached and ETagged by the table's content, and the errors. */
+ * with len= resampling first, cached and ETagged by the table's content, and the errors (with the
+ * text of their detail). */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
 
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +73,16 @@ START_TEST(similarity_of_an_upload)
 	pe_get(&d, "/v1/analysis/similarity?encoding=learned:..%2Fx", &r);
 	ck_assert_int_eq(r.status, 400);
 	ck_assert(strstr(r.body, "\"param\":\"encoding\"") != NULL);
+	pe_resp_free(&r);
+	/* the message says both what was wrong and why, intact (it was once formatted into itself) */
+	pe_get(&d, "/v1/analysis/similarity?encoding=learned:a%20b", &r);
+	ck_assert_int_eq(r.status, 400);
+	json_t *doc = json_loadb(r.body, r.len, 0, NULL);
+	ck_assert_ptr_nonnull(doc);
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "detail")),
+			 "encoding=learned:{name} needs a valid table name: name may hold only A-Z a-z 0-9 . _ - "
+			 "(byte 2 is 0x20)");
+	json_decref(doc);
 	pe_resp_free(&r);
 	pe_get(&d, "/v1/analysis/similarity?encoding=learned:emb&dim=4", &r);
 	ck_assert_int_eq(r.status, 400);

@@ -19,8 +19,23 @@
 
 static struct pe_daemon D;
 
-static void start_default(void) { pe_daemon_start(&D, NULL); }
-static void stop_default(void) { ck_assert_int_eq(pe_daemon_stop(&D, SIGTERM), 0); }
+static char data_dir[64]; /* the fixture's own: tests start a second daemon beside it, on ./data */
+
+static void start_default(void)
+{
+	snprintf(data_dir, sizeof data_dir, "/tmp/posenc-spine-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(data_dir));
+	const char *args[] = {"--data-dir", data_dir, NULL};
+	pe_daemon_start(&D, args);
+}
+
+static void stop_default(void)
+{
+	char cmd[128];
+	ck_assert_int_eq(pe_daemon_stop(&D, SIGTERM), 0);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", data_dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
 
 /* The table the core computes for a query string, in dtype dt (caller frees). */
 static void *core_table(const char *table, const char *query, enum pe_dtype dt, size_t *count)
