@@ -28,7 +28,7 @@ enum pe_ptype {
 	PE_PT_REAL, /* finite double */
 	PE_PT_ENUM, /* one of choices[] */
 	PE_PT_BOOL, /* 0/1/true/false */
-	PE_PT_LIST  /* comma-separated finite doubles */
+	PE_PT_LIST  /* comma-separated finite doubles (integers only with PE_LIST_INTEGERS) */
 };
 
 struct pe_param_spec {
@@ -39,6 +39,11 @@ struct pe_param_spec {
 	const char *const *choices;  /* NULL-terminated, for ENUM */
 	const char *help;            /* one line for --help and docs */
 };
+
+/* As the choices of a LIST: a list of integers, each value decimal digits only (optional leading
+ * '-', no exponent, point or '+'), as INT values are; |value| <= 2^53 so doubles hold it exactly. */
+extern const char *const pe_list_integers[];
+#define PE_LIST_INTEGERS pe_list_integers
 
 struct pe_param_val {
 	int set;        /* given by the client or filled from a default */

@@ -28,6 +28,8 @@ static int index_or_abort(const struct pe_params *p, const char *name)
 	return i;
 }
 
+const char *const pe_list_integers[] = {NULL};
+
 void pe_params_init(struct pe_params *p, const struct pe_table_def *def)
 {
 	memset(p, 0, sizeof *p);
@@ -76,6 +78,22 @@ static int parse_real(const char *s, size_t len, double *out)
 	if (end != tmp + len || !isfinite(v) || errno == ERANGE)
 		return -1;
 	*out = v;
+	return 0;
+}
+
+/* One integer of a list (len bytes of s): decimal digits only, as parse_int, read into a double
+ * (list values are doubles; integers beyond 2^53 could not be held exactly and are refused). */
+static int parse_int_n(const char *s, size_t len, double *out)
+{
+	char tmp[24];
+	int64_t v;
+	if (len == 0 || len >= sizeof tmp)
+		return -1;
+	memcpy(tmp, s, len);
+	tmp[len] = 0;
+	if (parse_int(tmp, &v) != 0 || v > (INT64_C(1) << 53) || v < -(INT64_C(1) << 53))
+		return -1;
+	*out = (double)v;
 	return 0;
 }
 
@@ -136,10 +154,11 @@ static int parse_list(const struct pe_param_spec *sp, const char *s, struct pe_p
 	for (size_t i = 0; i < n; i++) {
 		const char *e = strchr(c, ',');
 		size_t len = e ? (size_t)(e - c) : strlen(c);
-		if (parse_real(c, len, &vals[i]) != 0) {
+		int integer = sp->choices == PE_LIST_INTEGERS;
+		if ((integer ? parse_int_n(c, len, &vals[i]) : parse_real(c, len, &vals[i])) != 0) {
 			free(vals);
-			return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is not a finite number", sp->name,
-					  i + 1);
+			return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is not %s", sp->name, i + 1,
+					  integer ? "a decimal integer" : "a finite number");
 		}
 		if (check_range(sp, vals[i], err) != 0) {
 			free(vals);
@@ -272,7 +291,9 @@ static int canonical_value(const struct pe_param_spec *sp, const struct pe_param
 				buf[len++] = ',';
 			if (len >= cap)
 				return -1;
-			int w = canonical_real(v->list[k], buf + len, cap - len);
+			int w = sp->choices == PE_LIST_INTEGERS
+					? snprintf(buf + len, cap - len, "%lld", (long long)v->list[k])
+					: canonical_real(v->list[k], buf + len, cap - len);
 			if (w < 0 || (size_t)w >= cap - len)
 				return -1;
 			len += (size_t)w;
