@@ -4,7 +4,8 @@
  * learned tables is opened (data_dir created and scanned) before anything is served; a data_dir
  * that cannot be used stops the start with status 1.
  *
- * Signals are blocked in every thread (they inherit the mask) and taken by sigtimedwait here. */
+ * Signals are blocked in every thread (they inherit the mask) and taken by sigwait here; the ones
+ * with no job (SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, ...) are logged and ignored, never fatal. */
 #include "daemon/assets.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
@@ -18,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -135,24 +137,40 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 	return pe_http_start(&o, err);
 }
 
+/* Signals that would end the process by default but have no job here: operators, supervisors and
+ * stray scripts send them (SIGHUP when a terminal closes, SIGUSR1/2 to "reload" or "dump",
+ * SIGALRM...). They are taken like SIGTERM, logged and otherwise ignored: only SIGTERM and SIGINT
+ * stop posencd. SIGPIPE (a peer gone while we write) is ignored outright: it is thread-directed. */
+static const int quiet_signals[] = {SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGIO, SIGPWR};
+
+static void wanted_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	for (size_t i = 0; i < sizeof quiet_signals / sizeof quiet_signals[0]; i++)
+		sigaddset(set, quiet_signals[i]);
+}
+
+/* Wait for SIGTERM or SIGINT; the quiet signals that come meanwhile are logged. */
 static int wait_for_signal(void)
 {
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	int sig;
-	while (sigwait(&set, &sig) != 0)
-		;
-	return sig;
+	wanted_signals(&set);
+	for (;;) {
+		int sig;
+		if (sigwait(&set, &sig) != 0)
+			continue;
+		if (sig == SIGTERM || sig == SIGINT)
+			return sig;
+		pe_log(PE_LOG_INFO, "signal", json_pack("{s:s, s:s}", "signal", sigabbrev_np(sig), "action", "ignored"));
+	}
 }
 
 static void block_signals(void)
 {
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
+	wanted_signals(&set);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
