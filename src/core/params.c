@@ -339,7 +339,15 @@ int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, str
 	if (p->def->fixed_dtype != PE_DTYPE_COUNT_ && dt != p->def->fixed_dtype)
 		return pe_err_set(err, PE_EINVAL, "dtype", "/v1/%s is always %s", p->def->name,
 				  pe_dtype_name(p->def->fixed_dtype));
-	return p->def->compute(p, dt, out, err);
+	int rc = pe_cancelled();
+	return rc ? pe_cancel_err(rc, err) : p->def->compute(p, dt, out, err);
+}
+
+int pe_table_cost(const struct pe_params *p, struct pe_cost *c)
+{
+	memset(c, 0, sizeof *c);
+	c->intermediate_param = c->work_param = "";
+	return p->def->cost ? p->def->cost(p, c) : 0;
 }
 
 int pe_transform_shape(const struct pe_params *p, const struct pe_shape *in, struct pe_shape *out,
@@ -354,7 +362,8 @@ int pe_transform_apply(const struct pe_params *p, const struct pe_tensor_mut *x,
 {
 	if (x->dtype != PE_F32 && x->dtype != PE_F64)
 		return pe_err_set(err, PE_EINTERNAL, "", "transforms work in f32 or f64");
-	return p->def->apply(p, x, out, final_dt, err);
+	int rc = pe_cancelled();
+	return rc ? pe_cancel_err(rc, err) : p->def->apply(p, x, out, final_dt, err);
 }
 
 enum pe_dtype pe_transform_work_dtype(enum pe_dtype in) { return in == PE_F64 ? PE_F64 : PE_F32; }

@@ -35,6 +35,7 @@ struct table_body {
 struct job {
 	struct pe_http *h;
 	struct pe_params params;
+	double deadline; /* pe_monotonic() time past which the computation stops (job_timeout) */
 	struct pe_out out;
 	char etag[40];
 	size_t keylen;
@@ -90,17 +91,30 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
 	return q->failed ? MHD_NO : MHD_YES;
 }
 
+/* Everything a request would cost, from its parameters, before anything is allocated: the table
+ * and any intermediate table against max_elements, an analysis' work against max_analysis_cost. */
 static int check_size(const struct pe_http *h, const struct pe_params *p, struct pe_err *err)
 {
 	struct pe_shape s;
+	struct pe_cost c;
 	int rc = pe_table_shape(p, &s), overflow;
+	if (rc == 0)
+		rc = pe_table_cost(p, &c);
 	if (rc != 0)
 		return pe_err_set(err, rc, "", "cannot size this table");
 	size_t n = pe_shape_count(&s, &overflow);
 	if (overflow || n > h->opt.max_elements)
-		return pe_err_set(err, PE_ETOOBIG, p->def->params[0].name,
+		return pe_err_set(err, PE_ETOOBIG, *c.work_param ? c.work_param : p->def->params[0].name,
 				  "the table would have %s elements; the limit is %" PRIu64,
 				  overflow ? "too many" : "more", h->opt.max_elements);
+	if (c.intermediate > h->opt.max_elements)
+		return pe_err_set(err, PE_ETOOBIG, c.intermediate_param,
+				  "the table this needs would have %" PRIu64 " elements; the limit is %" PRIu64,
+				  c.intermediate, h->opt.max_elements);
+	if (c.work > h->opt.max_analysis_cost)
+		return pe_err_set(err, PE_ETOOBIG, c.work_param,
+				  "this would cost %" PRIu64 " multiply-adds; max_analysis_cost is %" PRIu64, c.work,
+				  h->opt.max_analysis_cost);
 	return 0;
 }
 
@@ -306,9 +320,15 @@ static void job_run(void *arg)
 	struct pe_shape s;
 	struct pe_buf out;
 	pe_buf_init(&out, j->h->opt.max_response_bytes);
-	int rc = pe_table_shape(&j->params, &s);
+	pe_cancel_set_deadline(j->deadline); /* the waiters have been answered 503 by then */
+	int rc = pe_cancelled(); /* expired while queued, or shutting down: no work at all */
+	if (rc != 0)
+		pe_cancel_err(rc, &err);
+	else
+		rc = pe_table_shape(&j->params, &s);
 	if (rc == 0)
 		rc = encode(j, &s, &out, &err);
+	pe_cancel_set_deadline(0);
 	struct table_body *b = rc == 0 ? make_body(j, &s, &out) : NULL;
 	pe_buf_destroy(&out);
 	if (b)
@@ -325,6 +345,7 @@ static struct job *job_new(struct pe_http *h, struct pe_params *p, const struct 
 	if (!j)
 		return NULL;
 	j->h = h;
+	j->deadline = pe_monotonic() + (double)h->opt.job_timeout_s;
 	j->params = *p; /* takes over the list allocations */
 	memset(p, 0, sizeof *p);
 	j->out = *o;
