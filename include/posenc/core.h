@@ -68,6 +68,11 @@ struct pe_table_def {
 	int (*shape)(const struct pe_params *p, struct pe_shape *s);
 	/* Write the whole table into out (count(shape) elements of dt). */
 	int (*compute)(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err);
+	/* Optional: the largest |value| of the table (masked entries aside), from the parameters, as the
+	 * compute function would produce it in double (at most a few ulps above): whether a dtype can
+	 * hold the table is then known before it is computed (pe_table_check_dtype). NULL: every value
+	 * is known to fit f16 (|v| <= 65504), or the table decides nothing in advance. */
+	double (*max_abs)(const struct pe_params *p);
 	/* Optional: the cost beyond the output (see struct pe_cost); NULL when there is none. */
 	int (*cost)(const struct pe_params *p, struct pe_cost *c);
 	/* Optional scalar reported beside the table (RoPE attention_scaling); NULL if none. */
@@ -154,6 +159,13 @@ struct pe_cost {
 	const char *work_param;
 };
 int pe_table_cost(const struct pe_params *p, struct pe_cost *c);
+
+/* Can dt hold every value of the table (from the def's max_abs)? 0, or PE_EINVAL naming "dtype"
+ * when the largest value would round to infinity in dt. */
+int pe_table_check_dtype(const struct pe_params *p, enum pe_dtype dt, struct pe_err *err);
+/* The same check on values already computed (learned tables, resampled): 0, or PE_EINVAL naming
+ * "dtype" when some finite v[i] would round to infinity in dt. */
+int pe_check_dtype_range(const double *v, size_t n, enum pe_dtype dt, struct pe_err *err);
 
 /* ---- cancellation ----
  * A computation stops early (returning PE_ETIMEOUT or PE_EDRAINING with err set) when the calling

@@ -156,6 +156,23 @@ static int sim_cost(const struct pe_params *p, struct pe_cost *c)
 	return 0;
 }
 
+/* |G_ij| <= G_ii by Cauchy-Schwarz. Sinusoidal rows hold dim/2 sin/cos pairs: G_ii <= dim/2 + 1,
+ * within f16 for every dim allowed (nothing to decide). RoPE's rotated all-ones vectors keep the
+ * norm of the all-ones vector scaled by attention_scaling: G_ii = dim * att^2. */
+static double sim_max_abs(const struct pe_params *p)
+{
+	if (pe_param_enum(p, "encoding") != ENC_ROPE)
+		return 0;
+	const struct pe_table_def *def = pe_table_find("rope");
+	struct pe_params t;
+	double att = 1;
+	pe_params_init(&t, def);
+	if (def && def->extra && pe_params_derive(p, &t, NULL) == 0 && pe_params_finish(&t, NULL) == 0)
+		att = def->extra(&t);
+	pe_params_destroy(&t);
+	return (double)pe_param_int(p, "dim") * att * att;
+}
+
 static int sim_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
 {
 	size_t len = (size_t)pe_param_int(p, "len"), dim = (size_t)pe_param_int(p, "dim"), count;
@@ -185,6 +202,7 @@ const struct pe_table_def pe_table_analysis_similarity = {
 	.shape = sim_shape,
 	.compute = sim_compute,
 	.cost = sim_cost,
+	.max_abs = sim_max_abs,
 };
 
 /* ---- rope-decay ---- */

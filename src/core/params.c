@@ -343,6 +343,41 @@ int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, str
 	return rc ? pe_cancel_err(rc, err) : p->def->compute(p, dt, out, err);
 }
 
+/* Does v round to infinity in dt? (Only for finite v; i32 tables never get here.) */
+static int overflows(double v, enum pe_dtype dt)
+{
+	switch (dt) {
+	case PE_F16:
+		return isinf(pe_f16_to_f32(pe_f64_to_f16(v)));
+	case PE_BF16:
+		return isinf(pe_bf16_to_f32(pe_f64_to_bf16(v)));
+	case PE_F32:
+		return isinf((float)v);
+	default:
+		return 0;
+	}
+}
+
+static int dtype_too_narrow(double v, enum pe_dtype dt, struct pe_err *err)
+{
+	return pe_err_set(err, PE_EINVAL, "dtype", "values reach %.6g, which %s cannot hold (it rounds to infinity): "
+			  "choose a wider dtype (%s)", v, pe_dtype_name(dt), dt == PE_F32 ? "f64" : "f32, f64");
+}
+
+int pe_table_check_dtype(const struct pe_params *p, enum pe_dtype dt, struct pe_err *err)
+{
+	double m = p->def->max_abs ? p->def->max_abs(p) : 0;
+	return overflows(m, dt) ? dtype_too_narrow(m, dt, err) : 0;
+}
+
+int pe_check_dtype_range(const double *v, size_t n, enum pe_dtype dt, struct pe_err *err)
+{
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(v[i]) && overflows(v[i], dt))
+			return dtype_too_narrow(v[i], dt, err);
+	return 0;
+}
+
 int pe_table_cost(const struct pe_params *p, struct pe_cost *c)
 {
 	memset(c, 0, sizeof *c);

@@ -431,6 +431,25 @@ static int inv_freq_compute(const struct pe_params *p, enum pe_dtype dt, void *o
 	return 0;
 }
 
+/* The largest inverse frequency (a factor far below 1 makes them huge): the plan is dim/2 numbers,
+ * cheap to make while validating. 0 when it cannot be made (the computation then fails). */
+static double inv_freq_max_abs(const struct pe_params *p)
+{
+	struct pe_rope_plan pl;
+	if (pe_rope_plan_init(&pl, p) != 0)
+		return 0;
+	if (pl.cfg.compat == PE_COMPAT_GGML)
+		pe_rope_angles(&pl, 1, 1, pl.w);
+	double m = 0;
+	for (size_t k = 0; k < pl.cfg.h; k++)
+		m = fabs(pl.w[k]) > m ? fabs(pl.w[k]) : m;
+	pe_rope_plan_destroy(&pl);
+	return m;
+}
+
+/* cos and sin times attention_scaling: at most |attention_scaling| (reached at angle 0). */
+static double rope_max_abs(const struct pe_params *p) { return fabs(attention_scaling(p)); }
+
 const struct pe_table_def pe_table_rope = {
 	.name = "rope",
 	.summary = "Rotary position embedding cos/sin tables (RoPE) with every transformers scaling",
@@ -440,6 +459,7 @@ const struct pe_table_def pe_table_rope = {
 	.check = check,
 	.shape = rope_shape,
 	.compute = rope_compute,
+	.max_abs = rope_max_abs,
 	.extra_name = "attention_scaling",
 	.extra = attention_scaling,
 	.panel_labels = pe_cos_sin_labels,
@@ -454,6 +474,7 @@ const struct pe_table_def pe_table_rope_inv_freq = {
 	.check = check,
 	.shape = inv_freq_shape,
 	.compute = inv_freq_compute,
+	.max_abs = inv_freq_max_abs,
 	.extra_name = "attention_scaling",
 	.extra = attention_scaling,
 };

@@ -118,6 +118,25 @@ static int check_size(const struct pe_http *h, const struct pe_params *p, struct
 	return 0;
 }
 
+/* What can only fail once the table exists is decided here from the parameters, so the client
+ * gets a problem naming the parameter (a job's failure reaches its waiters as a bare code): a
+ * dtype too narrow for the values, a picture that cannot be drawn. */
+static int check_output(const struct pe_params *p, const struct pe_out *o, struct pe_err *err)
+{
+	int rc = pe_table_check_dtype(p, o->dt, err);
+	if (rc != 0 || o->fmt != PE_FMT_PNG)
+		return rc;
+	struct pe_tensor_view v = {.dtype = o->dt, .data = NULL}; /* NULL: lay out the shape only */
+	struct pe_png_options po;
+	struct pe_png_layout lay;
+	pe_table_shape(p, &v.shape);
+	pe_png_options_init(&po);
+	po.cmap = (enum pe_cmap)o->cmap;
+	po.scale = o->scale;
+	po.labels = p->def->panel_labels;
+	return pe_png_plan(&v, &po, &lay, err);
+}
+
 /* Parse and validate everything; fills params and the output options. */
 static int parse_request(struct pe_http *h, struct MHD_Connection *conn, const struct pe_table_def *def,
 			 struct pe_params *p, struct pe_out *o, struct pe_err *err)
@@ -131,6 +150,8 @@ static int parse_request(struct pe_http *h, struct MHD_Connection *conn, const s
 		rc = pe_params_finish(p, err);
 	if (rc == 0)
 		rc = check_size(h, p, err);
+	if (rc == 0)
+		rc = check_output(p, o, err);
 	return rc;
 }
 
