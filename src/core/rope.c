@@ -385,10 +385,18 @@ static void store_row(const struct job *j, size_t r, void *out)
 	store_generic(j, j->s, oc + plane);
 }
 
-static void rows(struct job *j, void *out)
+/* 0, or the pe_cancelled() code that stopped it between blocks of rows. */
+static int rows(struct job *j, void *out)
 {
+	size_t every = pe_cancel_rows(2 * j->h), since = every;
+	int rc = 0;
 	for (size_t r0 = 0; r0 < j->len; r0 += j->block) {
 		size_t nb = j->len - r0 < j->block ? j->len - r0 : j->block;
+		if ((since += nb) >= every) {
+			since = 0;
+			if ((rc = pe_cancelled()) != 0)
+				break;
+		}
 		int formed_in_kernel = j->use_rec && j->pl.cfg.compat != PE_COMPAT_GGML;
 		if (!formed_in_kernel)
 			pe_rope_angles(&j->pl, j->offset + (int64_t)r0, nb, j->t);
@@ -405,6 +413,7 @@ static void rows(struct job *j, void *out)
 	}
 	if (j->stream)
 		j->k->rope_fence();
+	return rc;
 }
 
 static int rope_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
@@ -412,9 +421,9 @@ static int rope_compute(const struct pe_params *p, enum pe_dtype dt, void *out, 
 	struct job j;
 	if (job_init(&j, p, dt, out) != 0)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	rows(&j, out);
+	int rc = rows(&j, out);
 	job_destroy(&j);
-	return 0;
+	return rc ? pe_cancel_err(rc, err) : 0;
 }
 
 /* rope/inv_freq: exact and hf give the inverse frequencies; ggml, whose angles come from a float

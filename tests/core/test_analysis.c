@@ -235,6 +235,35 @@ START_TEST(cancel_checked_between_blocks)
 }
 END_TEST
 
+/* The big table kernels check between blocks of rows too: 16 Mi elements take milliseconds. */
+static int table_with_deadline(const char *table, double deadline)
+{
+	struct pe_params p;
+	struct pe_err err = {0};
+	pe_params_init(&p, pe_table_find(table));
+	ck_assert_int_eq(pe_params_set(&p, "len", "65536", &err), 0);
+	ck_assert_int_eq(pe_params_set(&p, "dim", "128", &err), 0);
+	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
+	float *out = malloc((size_t)2 * 65536 * 128 * sizeof *out);
+	pe_cancel_set_deadline(pe_monotonic() + deadline);
+	int rc = pe_table_compute(&p, PE_F32, out, &err);
+	pe_cancel_set_deadline(0);
+	free(out);
+	pe_params_destroy(&p);
+	return rc;
+}
+
+START_TEST(tables_cancelled_between_rows)
+{
+	ck_assert_int_eq(table_with_deadline("sinusoidal", 1e-6), PE_ETIMEOUT);
+	ck_assert_int_eq(table_with_deadline("sinusoidal", 3600), 0);
+	if (!pe_table_find("rope"))
+		return;
+	ck_assert_int_eq(table_with_deadline("rope", 1e-6), PE_ETIMEOUT);
+	ck_assert_int_eq(table_with_deadline("rope", 3600), 0);
+}
+END_TEST
+
 START_TEST(validation_names_parameters)
 {
 	struct pe_params p;
@@ -270,6 +299,7 @@ static Suite *analysis_suite(void)
 	tcase_add_test(tc, cost_from_parameters);
 	tcase_add_test(tc, cancelled_computations_stop);
 	tcase_add_test(tc, cancel_checked_between_blocks);
+	tcase_add_test(tc, tables_cancelled_between_rows);
 	suite_add_tcase(s, tc);
 	return s;
 }
