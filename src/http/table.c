@@ -460,6 +460,21 @@ out:
 	return ret;
 }
 
+/* What a waiter is told when the job it waited for failed (the job's detail does not reach it). */
+static const char *failure_text(int code)
+{
+	switch (code) {
+	case PE_EBUSY:
+		return "the job queue is full; retry shortly";
+	case PE_ETIMEOUT:
+		return "the computation was stopped at job_timeout";
+	case PE_EDRAINING:
+		return "the service is shutting down";
+	default:
+		return "the computation failed";
+	}
+}
+
 enum MHD_Result pe_table_resume(struct req *r, struct MHD_Connection *conn)
 {
 	struct waiter *w = r->w;
@@ -469,8 +484,7 @@ enum MHD_Result pe_table_resume(struct req *r, struct MHD_Connection *conn)
 		return pe_http_problem(r, conn, &err);
 	}
 	if (w->code != 0 || !w->entry) {
-		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "",
-			   w->code == PE_EBUSY ? "the job queue is full; retry shortly" : "the computation failed");
+		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "", "%s", failure_text(w->code));
 		return pe_http_problem(r, conn, &err);
 	}
 	struct pe_cache_entry *e = w->entry;
