@@ -57,6 +57,8 @@ START_TEST(overflowing_dtype_is_400_naming_dtype)
 		snprintf(path, sizeof path, "/v1/rope/inv_freq?dim=8&scaling=linear&factor=1e-300&format=%s", fmts[i]);
 		expect_400(&d, path, "dtype");
 	}
+	/* the refusal is not remembered as a result: asked again, the same answer */
+	expect_400(&d, "/v1/alibi?heads=8&q_len=2&offset=4503599627370496&dtype=f16&format=npy", "dtype");
 	/* head 0 of 8 has slope 1/2: 131040/2 = 65520 rounds to infinity in f16, 131033/2 to 65504 */
 	expect_400(&d, "/v1/alibi?heads=8&q_len=4&offset=131037&dtype=f16&format=npy", "dtype");
 	expect_200(&d, "/v1/alibi?heads=8&q_len=4&offset=131030&dtype=f16&format=npy");
