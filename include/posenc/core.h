@@ -28,7 +28,7 @@ enum pe_ptype {
 	PE_PT_REAL, /* finite double */
 	PE_PT_ENUM, /* one of choices[] */
 	PE_PT_BOOL, /* 0/1/true/false */
-	PE_PT_LIST  /* comma-separated finite doubles */
+	PE_PT_LIST  /* comma-separated finite doubles (integers only with PE_LIST_INTEGERS) */
 };
 
 struct pe_param_spec {
@@ -40,6 +40,11 @@ struct pe_param_spec {
 	const char *help;            /* one line for --help and docs */
 };
 
+/* As the choices of a LIST: a list of integers, each value decimal digits only (optional leading
+ * '-', no exponent, point or '+'), as INT values are; |value| <= 2^53 so doubles hold it exactly. */
+extern const char *const pe_list_integers[];
+#define PE_LIST_INTEGERS pe_list_integers
+
 struct pe_param_val {
 	int set;        /* given by the client or filled from a default */
 	int given;      /* given by the client */
@@ -50,6 +55,7 @@ struct pe_param_val {
 };
 
 struct pe_params;
+struct pe_cost;
 
 struct pe_table_def {
 	const char *name;    /* "sinusoidal", "rope/inv_freq" */
@@ -62,6 +68,13 @@ struct pe_table_def {
 	int (*shape)(const struct pe_params *p, struct pe_shape *s);
 	/* Write the whole table into out (count(shape) elements of dt). */
 	int (*compute)(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err);
+	/* Optional: the largest |value| of the table (masked entries aside), from the parameters, as the
+	 * compute function would produce it in double (at most a few ulps above): whether a dtype can
+	 * hold the table is then known before it is computed (pe_table_check_dtype). NULL: every value
+	 * is known to fit f16 (|v| <= 65504), or the table decides nothing in advance. */
+	double (*max_abs)(const struct pe_params *p);
+	/* Optional: the cost beyond the output (see struct pe_cost); NULL when there is none. */
+	int (*cost)(const struct pe_params *p, struct pe_cost *c);
 	/* Optional scalar reported beside the table (RoPE attention_scaling); NULL if none. */
 	const char *extra_name;
 	double (*extra)(const struct pe_params *p);
@@ -126,8 +139,45 @@ enum pe_dtype pe_transform_work_dtype(enum pe_dtype in);
 int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err);
 
 /* g[i*n + j] = dot(rows[i], rows[j]) for n rows of d doubles, summed in double: the position
- * similarity of /v1/analysis/similarity, for tables the core does not make (learned ones). */
+ * similarity of /v1/analysis/similarity, for tables the core does not make (learned ones).
+ * Blocked, vectorised, each pair computed once (see pe_gram); never cancelled. */
 void pe_gram_f64(const double *rows, size_t n, size_t d, double *g);
+/* The same into out (n*n elements of dt), stopping between blocks when pe_cancelled() says so:
+ * 0, or that code with err set (out is then partly written). Each product is the dot product
+ * summed in double in blocks and vector lanes: |error| <= (d/2 + 8) * 2^-53 * sum_k |x_k y_k|. */
+int pe_gram(const double *rows, size_t n, size_t d, enum pe_dtype dt, void *out, struct pe_err *err);
+
+/* ---- bounded work ----
+ * What a request costs beyond its output, decided from the parameters before anything is
+ * allocated: the largest intermediate table it builds (elements; a server holds it to the same
+ * max_elements as the output) and the work of an analysis (multiply-adds, or their equivalent),
+ * each with the parameter to name when it is too much. Tables without a cost callback report 0. */
+struct pe_cost {
+	uint64_t intermediate;
+	const char *intermediate_param;
+	uint64_t work;
+	const char *work_param;
+};
+int pe_table_cost(const struct pe_params *p, struct pe_cost *c);
+
+/* Can dt hold every value of the table (from the def's max_abs)? 0, or PE_EINVAL naming "dtype"
+ * when the largest value would round to infinity in dt. */
+int pe_table_check_dtype(const struct pe_params *p, enum pe_dtype dt, struct pe_err *err);
+/* The same check on values already computed (learned tables, resampled): 0, or PE_EINVAL naming
+ * "dtype" when some finite v[i] would round to infinity in dt. */
+int pe_check_dtype_range(const double *v, size_t n, enum pe_dtype dt, struct pe_err *err);
+
+/* ---- cancellation ----
+ * A computation stops early (returning PE_ETIMEOUT or PE_EDRAINING with err set) when the calling
+ * thread's deadline has passed or pe_cancel_all() was called; long kernels check between blocks
+ * of work, and pe_table_compute / pe_transform_apply on entry. A worker sets the deadline of the
+ * job it runs (CLOCK_MONOTONIC seconds as pe_monotonic() gives, 0 for none) and clears it after.
+ * pe_cancel_all() is for shutdown and cannot be undone. All thread-safe. */
+double pe_monotonic(void);
+void pe_cancel_set_deadline(double deadline);
+void pe_cancel_all(void);
+int pe_cancelled(void); /* 0, PE_ETIMEOUT or PE_EDRAINING */
+int pe_cancel_err(int code, struct pe_err *err); /* set err for a pe_cancelled() code; returns code */
 
 /* SIMD dispatch: chosen once at first use, the best tier the CPU has (AVX-512 F+DQ, AVX2+FMA+F16C,
  * scalar; the enum is in that order), unless the environment variable POSENC_ISA names one:

@@ -172,7 +172,9 @@ struct pe_png_layout {
 	double lo, hi;                 /* values at the bar's bottom and top (NaN if nothing finite) */
 };
 
-/* Plan the picture without drawing it (reads the data once for its range). Errors as below. */
+/* Plan the picture without drawing it (reads the data once for its range). Errors as below.
+ * t->data NULL: only the shape is checked and laid out (no range: lo = hi = NaN), which decides
+ * every error but memory before the table exists. */
 int pe_png_plan(const struct pe_tensor_view *t, const struct pe_png_options *o,
 		struct pe_png_layout *out, struct pe_err *err);
 /* Append the PNG of t to b. o may be NULL (defaults). Errors: PE_EINVAL naming "format" (rank > 3,

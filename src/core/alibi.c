@@ -145,6 +145,29 @@ static int bias_compute(const struct pe_params *p, enum pe_dtype dt, void *out, 
 	return 0;
 }
 
+/* The largest |bias| of the unmasked entries: the largest slope (head 0, or head m, the first of
+ * the interleaved ones, when heads is not a power of two) times the largest |k - q_pos| that is
+ * not masked, the same double product the table rounds. */
+static double bias_max_abs(const struct pe_params *p)
+{
+	int64_t heads = pe_param_int(p, "heads"), q_len = pe_param_int(p, "q_len");
+	int64_t k_len = pe_param_int(p, "k_len"), offset = pe_param_int(p, "offset");
+	double max_bias = pe_param_real(p, "max_bias"), s = slope(heads, 0, max_bias);
+	int64_t m = 1;
+	while (m * 2 <= heads)
+		m *= 2;
+	if (heads > m && slope(heads, m, max_bias) > s)
+		s = slope(heads, m, max_bias);
+	int64_t rel_min = -(offset + q_len - 1), rel_max = k_len - 1 - offset; /* rel = k - q_pos */
+	if (pe_param_enum(p, "mask") == MASK_CAUSAL) {
+		if (rel_min > 0)
+			return 0; /* every entry masked */
+		rel_max = rel_max < 0 ? rel_max : 0;
+	}
+	int64_t a = rel_min < 0 ? -rel_min : rel_min, b = rel_max < 0 ? -rel_max : rel_max;
+	return s * (double)(a > b ? a : b);
+}
+
 const struct pe_table_def pe_table_alibi_slopes = {
 	.name = "alibi/slopes",
 	.summary = "ALiBi head slopes (paper / BLOOM rule for any head count; MPT alibi_bias_max)",
@@ -164,4 +187,5 @@ const struct pe_table_def pe_table_alibi = {
 	.check = bias_check,
 	.shape = bias_shape,
 	.compute = bias_compute,
+	.max_abs = bias_max_abs,
 };

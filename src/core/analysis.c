@@ -8,10 +8,17 @@
  * encoding is a 400 naming it), in double, and the products are summed in double.
  *
  * rope-decay: RoFormer §3.4.3's long-term decay, the mean over j = 1..d/2 of |Σ_{k<j} e^{i·r·θ_k}|
- * with θ_k = base^(−2k/d), for relative distances r = 0 .. max_distance−1. */
+ * with θ_k = base^(−2k/d), for relative distances r = 0 .. max_distance−1.
+ *
+ * Both are bounded before they start (pe_table_cost): similarity's encoding table (len·dim, twice
+ * that for rope) is an intermediate table, and its work is len·(len+1)/2·dim multiply-adds;
+ * rope-decay's is max_distance·dim/2 terms, each counted as PE_DECAY_TERM_COST multiply-adds (a
+ * term is a complex rotation, an addition and a square root: about that many multiply-adds' time).
+ * The kernels check pe_cancelled() between blocks: a Gram block of 32×32 pairs, 64 distances. */
+#include "core/gram.h"
+#include "core/kernels.h"
 #include "core/tables.h"
 
-#include <complex.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +31,7 @@ static const char *const variants[] = {"vaswani", "concat", "t2t", NULL};
 static const char *const scalings[] = {"none", "linear", "ntk", "dynamic", "yarn", "longrope", "llama3", NULL};
 
 #define MAX_SIM_LEN 8192.0
+#define DECAY_BLOCK 64 /* distances between cancellation checks */
 
 static const struct pe_param_spec sim_params[] = {
 	{"encoding", PE_PT_ENUM, "sinusoidal", 0, 0, encodings, "which encoding's positions to compare"},
@@ -90,15 +98,79 @@ static void rotate_ones(double *t, size_t len, size_t dim)
 	}
 }
 
-void pe_gram_f64(const double *rows, size_t n, size_t d, double *g)
+/* Tile (ib, jb) of the Gram matrix, a of ni rows by nj columns, into out[n, n] of dt at (ib, jb)
+ * and, off the diagonal, transposed at (jb, ib). */
+static void store_tile(const double *tile, size_t n, size_t ib, size_t ni, size_t jb, size_t nj,
+		       enum pe_dtype dt, void *out)
 {
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = i; j < n; j++) {
-			double acc = 0;
-			for (size_t k = 0; k < d; k++)
-				acc += rows[i * d + k] * rows[j * d + k];
-			g[i * n + j] = g[j * n + i] = acc;
+	size_t esz = pe_dtype_size(dt);
+	char *o = out;
+	double col[PE_GRAM_BLOCK];
+	for (size_t a = 0; a < ni; a++)
+		pe_store_f64(dt, o + ((ib + a) * n + jb) * esz, tile + a * nj, nj);
+	if (ib == jb)
+		return;
+	for (size_t b = 0; b < nj; b++) {
+		for (size_t a = 0; a < ni; a++)
+			col[a] = tile[a * nj + b];
+		pe_store_f64(dt, o + ((jb + b) * n + ib) * esz, col, ni);
+	}
+}
+
+/* Each pair of rows once (blocks on and above the diagonal), the block kernel of the best ISA;
+ * cancel: check pe_cancelled() between blocks. */
+static int gram(const double *rows, size_t n, size_t d, enum pe_dtype dt, void *out, int cancel,
+		struct pe_err *err)
+{
+	void (*block)(const double *, size_t, size_t, size_t, size_t, size_t, double *) =
+		pe_isa_active() >= PE_ISA_AVX2 ? pe_gram_block_avx2 : pe_gram_block_scalar;
+	double tile[PE_GRAM_BLOCK * PE_GRAM_BLOCK];
+	for (size_t ib = 0; ib < n; ib += PE_GRAM_BLOCK) {
+		size_t ni = n - ib < PE_GRAM_BLOCK ? n - ib : PE_GRAM_BLOCK;
+		for (size_t jb = ib; jb < n; jb += PE_GRAM_BLOCK) {
+			size_t nj = n - jb < PE_GRAM_BLOCK ? n - jb : PE_GRAM_BLOCK;
+			int rc = cancel ? pe_cancelled() : 0;
+			if (rc)
+				return pe_cancel_err(rc, err);
+			block(rows, d, ib, ni, jb, nj, tile);
+			store_tile(tile, n, ib, ni, jb, nj, dt, out);
 		}
+	}
+	return 0;
+}
+
+void pe_gram_f64(const double *rows, size_t n, size_t d, double *g) { gram(rows, n, d, PE_F64, g, 0, NULL); }
+
+int pe_gram(const double *rows, size_t n, size_t d, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	return gram(rows, n, d, dt, out, 1, err);
+}
+
+static int sim_cost(const struct pe_params *p, struct pe_cost *c)
+{
+	uint64_t len = (uint64_t)pe_param_int(p, "len"), dim = (uint64_t)pe_param_int(p, "dim");
+	c->intermediate = (pe_param_enum(p, "encoding") == ENC_ROPE ? 2 : 1) * len * dim;
+	c->intermediate_param = "dim";
+	c->work = len * (len + 1) / 2 * dim; /* len <= 8192, dim <= 65536: no overflow */
+	c->work_param = "len";
+	return 0;
+}
+
+/* |G_ij| <= G_ii by Cauchy-Schwarz. Sinusoidal rows hold dim/2 sin/cos pairs: G_ii <= dim/2 + 1,
+ * within f16 for every dim allowed (nothing to decide). RoPE's rotated all-ones vectors keep the
+ * norm of the all-ones vector scaled by attention_scaling: G_ii = dim * att^2. */
+static double sim_max_abs(const struct pe_params *p)
+{
+	if (pe_param_enum(p, "encoding") != ENC_ROPE)
+		return 0;
+	const struct pe_table_def *def = pe_table_find("rope");
+	struct pe_params t;
+	double att = 1;
+	pe_params_init(&t, def);
+	if (def && def->extra && pe_params_derive(p, &t, NULL) == 0 && pe_params_finish(&t, NULL) == 0)
+		att = def->extra(&t);
+	pe_params_destroy(&t);
+	return (double)pe_param_int(p, "dim") * att * att;
 }
 
 static int sim_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
@@ -108,18 +180,16 @@ static int sim_compute(const struct pe_params *p, enum pe_dtype dt, void *out, s
 	double *t = encoding_table(p, rope ? "rope" : "sinusoidal", &count, err);
 	if (!t)
 		return err && err->code ? err->code : PE_ENOMEM;
-	if (rope)
-		rotate_ones(t, len, dim);
-	double *g = malloc(len * len * sizeof *g);
-	if (!g) {
-		free(t);
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	int rc = pe_cancelled();
+	if (rc)
+		pe_cancel_err(rc, err);
+	else {
+		if (rope)
+			rotate_ones(t, len, dim);
+		rc = pe_gram(t, len, dim, dt, out, err);
 	}
-	pe_gram_f64(t, len, dim, g);
-	pe_store_f64(dt, out, g, len * len);
-	free(g);
 	free(t);
-	return 0;
+	return rc;
 }
 
 const struct pe_table_def pe_table_analysis_similarity = {
@@ -131,6 +201,8 @@ const struct pe_table_def pe_table_analysis_similarity = {
 	.check = sim_check,
 	.shape = sim_shape,
 	.compute = sim_compute,
+	.cost = sim_cost,
+	.max_abs = sim_max_abs,
 };
 
 /* ---- rope-decay ---- */
@@ -155,31 +227,54 @@ static int decay_shape(const struct pe_params *p, struct pe_shape *s)
 	return 0;
 }
 
+static int decay_cost(const struct pe_params *p, struct pe_cost *c)
+{
+	c->work = (uint64_t)pe_param_int(p, "max_distance") * (uint64_t)(pe_param_int(p, "dim") / 2) *
+		  PE_DECAY_TERM_COST;
+	c->work_param = "max_distance";
+	return 0;
+}
+
+/* v[r] for r in [r0, r0 + n): the angles r·θ_k in one vectorised sin/cos (within 1 ulp each), then
+ * the partial sums in order of k, |z| as sqrt(re² + im²) (|z| <= h: no overflow). */
+static void decay_rows(const double *theta, size_t h, size_t r0, size_t n, double *scratch, double *v)
+{
+	const struct pe_kernel_table *k = pe_kernels();
+	double *ang = scratch, *sn = scratch + h, *cs = scratch + 2 * h;
+	for (size_t r = r0; r < r0 + n; r++) {
+		for (size_t i = 0; i < h; i++)
+			ang[i] = (double)r * theta[i];
+		k->sincos_f64(ang, sn, cs, h);
+		double re = 0, im = 0, acc = 0;
+		for (size_t i = 0; i < h; i++) {
+			re += cs[i];
+			im += sn[i];
+			acc += sqrt(re * re + im * im);
+		}
+		v[r - r0] = acc / (double)h;
+	}
+}
+
 static int decay_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
 {
 	size_t h = (size_t)pe_param_int(p, "dim") / 2, n = (size_t)pe_param_int(p, "max_distance");
+	size_t esz = pe_dtype_size(dt);
 	double base = pe_param_real(p, "base");
-	double *v = malloc(n * sizeof *v), *theta = malloc(h * sizeof *theta);
-	if (!v || !theta) {
-		free(v);
-		free(theta);
+	double v[DECAY_BLOCK], *theta = malloc(4 * h * sizeof *theta);
+	if (!theta)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	}
 	for (size_t k = 0; k < h; k++)
 		theta[k] = pow(base, -(double)(2 * k) / (double)(2 * h));
-	for (size_t r = 0; r < n; r++) {
-		double complex partial = 0;
-		double acc = 0;
-		for (size_t k = 0; k < h; k++) {
-			partial += cexp(I * (double)r * theta[k]);
-			acc += cabs(partial);
-		}
-		v[r] = acc / (double)h;
+	int rc = 0;
+	for (size_t r0 = 0; r0 < n && rc == 0; r0 += DECAY_BLOCK) {
+		size_t m = n - r0 < DECAY_BLOCK ? n - r0 : DECAY_BLOCK;
+		if ((rc = pe_cancelled()) != 0)
+			break;
+		decay_rows(theta, h, r0, m, theta + h, v);
+		pe_store_f64(dt, (char *)out + r0 * esz, v, m);
 	}
-	pe_store_f64(dt, out, v, n);
-	free(v);
 	free(theta);
-	return 0;
+	return rc ? pe_cancel_err(rc, err) : 0;
 }
 
 const struct pe_table_def pe_table_analysis_rope_decay = {
@@ -191,4 +286,5 @@ const struct pe_table_def pe_table_analysis_rope_decay = {
 	.check = decay_check,
 	.shape = decay_shape,
 	.compute = decay_compute,
+	.cost = decay_cost,
 };

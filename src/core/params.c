@@ -28,6 +28,8 @@ static int index_or_abort(const struct pe_params *p, const char *name)
 	return i;
 }
 
+const char *const pe_list_integers[] = {NULL};
+
 void pe_params_init(struct pe_params *p, const struct pe_table_def *def)
 {
 	memset(p, 0, sizeof *p);
@@ -76,6 +78,22 @@ static int parse_real(const char *s, size_t len, double *out)
 	if (end != tmp + len || !isfinite(v) || errno == ERANGE)
 		return -1;
 	*out = v;
+	return 0;
+}
+
+/* One integer of a list (len bytes of s): decimal digits only, as parse_int, read into a double
+ * (list values are doubles; integers beyond 2^53 could not be held exactly and are refused). */
+static int parse_int_n(const char *s, size_t len, double *out)
+{
+	char tmp[24];
+	int64_t v;
+	if (len == 0 || len >= sizeof tmp)
+		return -1;
+	memcpy(tmp, s, len);
+	tmp[len] = 0;
+	if (parse_int(tmp, &v) != 0 || v > (INT64_C(1) << 53) || v < -(INT64_C(1) << 53))
+		return -1;
+	*out = (double)v;
 	return 0;
 }
 
@@ -136,10 +154,11 @@ static int parse_list(const struct pe_param_spec *sp, const char *s, struct pe_p
 	for (size_t i = 0; i < n; i++) {
 		const char *e = strchr(c, ',');
 		size_t len = e ? (size_t)(e - c) : strlen(c);
-		if (parse_real(c, len, &vals[i]) != 0) {
+		int integer = sp->choices == PE_LIST_INTEGERS;
+		if ((integer ? parse_int_n(c, len, &vals[i]) : parse_real(c, len, &vals[i])) != 0) {
 			free(vals);
-			return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is not a finite number", sp->name,
-					  i + 1);
+			return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is not %s", sp->name, i + 1,
+					  integer ? "a decimal integer" : "a finite number");
 		}
 		if (check_range(sp, vals[i], err) != 0) {
 			free(vals);
@@ -272,7 +291,9 @@ static int canonical_value(const struct pe_param_spec *sp, const struct pe_param
 				buf[len++] = ',';
 			if (len >= cap)
 				return -1;
-			int w = canonical_real(v->list[k], buf + len, cap - len);
+			int w = sp->choices == PE_LIST_INTEGERS
+					? snprintf(buf + len, cap - len, "%lld", (long long)v->list[k])
+					: canonical_real(v->list[k], buf + len, cap - len);
 			if (w < 0 || (size_t)w >= cap - len)
 				return -1;
 			len += (size_t)w;
@@ -318,7 +339,50 @@ int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, str
 	if (p->def->fixed_dtype != PE_DTYPE_COUNT_ && dt != p->def->fixed_dtype)
 		return pe_err_set(err, PE_EINVAL, "dtype", "/v1/%s is always %s", p->def->name,
 				  pe_dtype_name(p->def->fixed_dtype));
-	return p->def->compute(p, dt, out, err);
+	int rc = pe_cancelled();
+	return rc ? pe_cancel_err(rc, err) : p->def->compute(p, dt, out, err);
+}
+
+/* Does v round to infinity in dt? (Only for finite v; i32 tables never get here.) */
+static int overflows(double v, enum pe_dtype dt)
+{
+	switch (dt) {
+	case PE_F16:
+		return isinf(pe_f16_to_f32(pe_f64_to_f16(v)));
+	case PE_BF16:
+		return isinf(pe_bf16_to_f32(pe_f64_to_bf16(v)));
+	case PE_F32:
+		return isinf((float)v);
+	default:
+		return 0;
+	}
+}
+
+static int dtype_too_narrow(double v, enum pe_dtype dt, struct pe_err *err)
+{
+	return pe_err_set(err, PE_EINVAL, "dtype", "values reach %.6g, which %s cannot hold (it rounds to infinity): "
+			  "choose a wider dtype (%s)", v, pe_dtype_name(dt), dt == PE_F32 ? "f64" : "f32, f64");
+}
+
+int pe_table_check_dtype(const struct pe_params *p, enum pe_dtype dt, struct pe_err *err)
+{
+	double m = p->def->max_abs ? p->def->max_abs(p) : 0;
+	return overflows(m, dt) ? dtype_too_narrow(m, dt, err) : 0;
+}
+
+int pe_check_dtype_range(const double *v, size_t n, enum pe_dtype dt, struct pe_err *err)
+{
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(v[i]) && overflows(v[i], dt))
+			return dtype_too_narrow(v[i], dt, err);
+	return 0;
+}
+
+int pe_table_cost(const struct pe_params *p, struct pe_cost *c)
+{
+	memset(c, 0, sizeof *c);
+	c->intermediate_param = c->work_param = "";
+	return p->def->cost ? p->def->cost(p, c) : 0;
 }
 
 int pe_transform_shape(const struct pe_params *p, const struct pe_shape *in, struct pe_shape *out,
@@ -333,7 +397,8 @@ int pe_transform_apply(const struct pe_params *p, const struct pe_tensor_mut *x,
 {
 	if (x->dtype != PE_F32 && x->dtype != PE_F64)
 		return pe_err_set(err, PE_EINTERNAL, "", "transforms work in f32 or f64");
-	return p->def->apply(p, x, out, final_dt, err);
+	int rc = pe_cancelled();
+	return rc ? pe_cancel_err(rc, err) : p->def->apply(p, x, out, final_dt, err);
 }
 
 enum pe_dtype pe_transform_work_dtype(enum pe_dtype in) { return in == PE_F64 ? PE_F64 : PE_F32; }

@@ -194,13 +194,24 @@ int pe_resample_grid(const double *in, size_t prefix, size_t h, size_t w, size_t
 	rc = make(&tw, w, ow, f32);
 	if (rc == 0)
 		rc = make(&th, h, oh, f32);
-	if (rc == 0 && (h > SIZE_MAX / ow / d / sizeof *tmp || !(tmp = malloc(h * ow * d * sizeof *tmp))))
+	/* The two passes commute; the one that leaves the smaller intermediate goes first, so it never
+	 * exceeds sqrt(input x output) elements (a tall grid resampled to one wide row would otherwise
+	 * build h x ow x d: gigabytes from a small table and a small answer). */
+	int rows_first = oh * w < h * ow;
+	size_t th_rows = rows_first ? oh : h, tw_cols = rows_first ? w : ow;
+	if (rc == 0 && (th_rows > SIZE_MAX / tw_cols / d / sizeof *tmp ||
+			!(tmp = malloc(th_rows * tw_cols * d * sizeof *tmp))))
 		rc = PE_ENOMEM;
 	if (rc != 0)
 		goto out;
 	memcpy(out, in, prefix * d * sizeof *in);
-	apply(in + prefix * d, tmp, h, w, d, &tw);
-	apply(tmp, out + prefix * d, 1, h, ow * d, &th);
+	if (rows_first) {
+		apply(in + prefix * d, tmp, 1, h, w * d, &th);
+		apply(tmp, out + prefix * d, oh, w, d, &tw);
+	} else {
+		apply(in + prefix * d, tmp, h, w, d, &tw);
+		apply(tmp, out + prefix * d, 1, h, ow * d, &th);
+	}
 out:
 	free(tmp);
 	taps_destroy(&tw);

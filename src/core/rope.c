@@ -385,10 +385,18 @@ static void store_row(const struct job *j, size_t r, void *out)
 	store_generic(j, j->s, oc + plane);
 }
 
-static void rows(struct job *j, void *out)
+/* 0, or the pe_cancelled() code that stopped it between blocks of rows. */
+static int rows(struct job *j, void *out)
 {
+	size_t every = pe_cancel_rows(2 * j->h), since = every;
+	int rc = 0;
 	for (size_t r0 = 0; r0 < j->len; r0 += j->block) {
 		size_t nb = j->len - r0 < j->block ? j->len - r0 : j->block;
+		if ((since += nb) >= every) {
+			since = 0;
+			if ((rc = pe_cancelled()) != 0)
+				break;
+		}
 		int formed_in_kernel = j->use_rec && j->pl.cfg.compat != PE_COMPAT_GGML;
 		if (!formed_in_kernel)
 			pe_rope_angles(&j->pl, j->offset + (int64_t)r0, nb, j->t);
@@ -405,6 +413,7 @@ static void rows(struct job *j, void *out)
 	}
 	if (j->stream)
 		j->k->rope_fence();
+	return rc;
 }
 
 static int rope_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
@@ -412,9 +421,9 @@ static int rope_compute(const struct pe_params *p, enum pe_dtype dt, void *out, 
 	struct job j;
 	if (job_init(&j, p, dt, out) != 0)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	rows(&j, out);
+	int rc = rows(&j, out);
 	job_destroy(&j);
-	return 0;
+	return rc ? pe_cancel_err(rc, err) : 0;
 }
 
 /* rope/inv_freq: exact and hf give the inverse frequencies; ggml, whose angles come from a float
@@ -431,6 +440,25 @@ static int inv_freq_compute(const struct pe_params *p, enum pe_dtype dt, void *o
 	return 0;
 }
 
+/* The largest inverse frequency (a factor far below 1 makes them huge): the plan is dim/2 numbers,
+ * cheap to make while validating. 0 when it cannot be made (the computation then fails). */
+static double inv_freq_max_abs(const struct pe_params *p)
+{
+	struct pe_rope_plan pl;
+	if (pe_rope_plan_init(&pl, p) != 0)
+		return 0;
+	if (pl.cfg.compat == PE_COMPAT_GGML)
+		pe_rope_angles(&pl, 1, 1, pl.w);
+	double m = 0;
+	for (size_t k = 0; k < pl.cfg.h; k++)
+		m = fabs(pl.w[k]) > m ? fabs(pl.w[k]) : m;
+	pe_rope_plan_destroy(&pl);
+	return m;
+}
+
+/* cos and sin times attention_scaling: at most |attention_scaling| (reached at angle 0). */
+static double rope_max_abs(const struct pe_params *p) { return fabs(attention_scaling(p)); }
+
 const struct pe_table_def pe_table_rope = {
 	.name = "rope",
 	.summary = "Rotary position embedding cos/sin tables (RoPE) with every transformers scaling",
@@ -440,6 +468,7 @@ const struct pe_table_def pe_table_rope = {
 	.check = check,
 	.shape = rope_shape,
 	.compute = rope_compute,
+	.max_abs = rope_max_abs,
 	.extra_name = "attention_scaling",
 	.extra = attention_scaling,
 	.panel_labels = pe_cos_sin_labels,
@@ -454,6 +483,7 @@ const struct pe_table_def pe_table_rope_inv_freq = {
 	.check = check,
 	.shape = inv_freq_shape,
 	.compute = inv_freq_compute,
+	.max_abs = inv_freq_max_abs,
 	.extra_name = "attention_scaling",
 	.extra = attention_scaling,
 };

@@ -493,9 +493,12 @@ static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struc
 	struct job j;
 	if (job_init(&j, p, dt) != 0)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	size_t row_bytes = j.dim * pe_dtype_size(dt);
+	size_t row_bytes = j.dim * pe_dtype_size(dt), every = pe_cancel_rows(j.dim);
+	int rc = 0;
 	for (size_t r = 0; r < j.len; r++) {
 		char *o = (char *)out + r * row_bytes;
+		if (r % every == 0 && (rc = pe_cancelled()) != 0)
+			break;
 		if (j.fused && r % DIRECT_ROWS != 0) {
 			if (r % CHECKPOINT_ROWS == 0)
 				checkpoint_advance(&j);
@@ -514,7 +517,7 @@ static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struc
 			store_generic(&j, o);
 	}
 	job_destroy(&j);
-	return 0;
+	return rc ? pe_cancel_err(rc, err) : 0;
 }
 
 const struct pe_table_def pe_table_sinusoidal = {

@@ -23,6 +23,17 @@ void *pe_table_derived(const struct pe_params *from, const struct pe_table_def *
  * float (else its frequencies overflow or vanish). 0, or PE_EINVAL naming it. */
 int pe_check_float32_range(const struct pe_params *p, const char *name, struct pe_err *err);
 
+/* rope-decay's work per term (a sin/cos pair, two additions, a square root), in multiply-adds of
+ * the similarity kernel's time; documented with max_analysis_cost (README). */
+#define PE_DECAY_TERM_COST 64
+
+/* Rows between two pe_cancelled() checks in a table of row_elems elements per row: about 2^20
+ * elements (a millisecond or so of work), at least one row. */
+static inline size_t pe_cancel_rows(size_t row_elems)
+{
+	return row_elems >= ((size_t)1 << 20) ? 1 : ((size_t)1 << 20) / (row_elems ? row_elems : 1);
+}
+
 /* Common parameter ranges. */
 #define PE_MAX_LEN ((double)(1u << 30))     /* positions per table */
 #define PE_MAX_DIM 65536.0                  /* embedding width */

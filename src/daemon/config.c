@@ -70,6 +70,8 @@ static const struct key keys[] = {
 	BYTES(response_budget_bytes, 1 << 20, INT64_C(1) << 40,
 	      "bytes of responses being built or sent outside the cache; 503 beyond"),
 	INT(max_elements, 1, INT64_C(1) << 34, "largest table one request may produce, in elements"),
+	INT(max_analysis_cost, 1, INT64_C(1) << 50,
+	    "work one /v1/analysis request may cost, in multiply-adds (similarity: len*(len+1)/2*dim)"),
 	BYTES(max_body_bytes, 1, INT64_C(1) << 36, "largest request body in bytes"),
 	INT(max_queue, 1, 1000000, "jobs waiting for a worker before answering 503"),
 	INT(max_connections, 1, 1000000, "open connections in total"),

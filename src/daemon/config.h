@@ -26,6 +26,7 @@ struct pe_config {
 	int64_t cache_bytes;           /* LRU budget */
 	int64_t response_budget_bytes; /* responses being built or sent, outside the cache (503 beyond) */
 	int64_t max_elements;          /* largest table one request may produce */
+	int64_t max_analysis_cost;     /* multiply-adds one analysis request may cost */
 	int64_t max_body_bytes;        /* largest request body */
 	int64_t max_queue;             /* jobs waiting for a worker before 503 */
 	int64_t max_connections;       /* total */

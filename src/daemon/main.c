@@ -1,10 +1,11 @@
 /* posencd: load the configuration, wire cache, worker pool, metrics and the HTTP server together,
  * then wait for SIGTERM/SIGINT and drain: readiness goes 503, the listening socket closes, work
- * already accepted finishes (up to shutdown_timeout), and the process exits 0. The store of
+ * already accepted finishes (up to shutdown_timeout; then it is cancelled), and the process exits 0. The store of
  * learned tables is opened (data_dir created and scanned) before anything is served; a data_dir
  * that cannot be used stops the start with status 1.
  *
- * Signals are blocked in every thread (they inherit the mask) and taken by sigtimedwait here. */
+ * Signals are blocked in every thread (they inherit the mask) and taken by sigwait here; the ones
+ * with no job (SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, ...) are logged and ignored, never fatal. */
 #include "daemon/assets.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
@@ -14,10 +15,12 @@
 #include "posenc/posenc.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -117,6 +120,7 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.bind = c->bind,
 		.port = (uint16_t)c->port,
 		.max_elements = (uint64_t)c->max_elements,
+		.max_analysis_cost = (uint64_t)c->max_analysis_cost,
 		.max_body_bytes = (uint64_t)c->max_body_bytes,
 		.max_header_bytes = (size_t)c->max_header_bytes,
 		.max_response_bytes = (uint64_t)c->max_elements * 32 + (1u << 20),
@@ -138,24 +142,40 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 	return pe_http_start(&o, err);
 }
 
+/* Signals that would end the process by default but have no job here: operators, supervisors and
+ * stray scripts send them (SIGHUP when a terminal closes, SIGUSR1/2 to "reload" or "dump",
+ * SIGALRM...). They are taken like SIGTERM, logged and otherwise ignored: only SIGTERM and SIGINT
+ * stop posencd. SIGPIPE (a peer gone while we write) is ignored outright: it is thread-directed. */
+static const int quiet_signals[] = {SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGIO, SIGPWR};
+
+static void wanted_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	for (size_t i = 0; i < sizeof quiet_signals / sizeof quiet_signals[0]; i++)
+		sigaddset(set, quiet_signals[i]);
+}
+
+/* Wait for SIGTERM or SIGINT; the quiet signals that come meanwhile are logged. */
 static int wait_for_signal(void)
 {
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	int sig;
-	while (sigwait(&set, &sig) != 0)
-		;
-	return sig;
+	wanted_signals(&set);
+	for (;;) {
+		int sig;
+		if (sigwait(&set, &sig) != 0)
+			continue;
+		if (sig == SIGTERM || sig == SIGINT)
+			return sig;
+		pe_log(PE_LOG_INFO, "signal", json_pack("{s:s, s:s}", "signal", sigabbrev_np(sig), "action", "ignored"));
+	}
 }
 
 static void block_signals(void)
 {
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
+	wanted_signals(&set);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
@@ -168,17 +188,54 @@ static double now_s(void)
 }
 
 /* Wait (bounded by shutdown_timeout) until no computation is queued or running and every request
- * begun has been answered in full. */
-static void drain(struct daemon *d, struct pe_http *h)
+ * begun has been answered in full. Returns 1 if work was still under way at the deadline. */
+static int drain(struct daemon *d, struct pe_http *h, double deadline)
 {
-	double deadline = now_s() + (double)d->cfg.shutdown_timeout;
 	for (;;) {
 		struct pe_pool_stats ps;
 		pe_pool_stats(d->pool, &ps);
-		if ((ps.queued == 0 && ps.running == 0 && pe_http_active(h) == 0) || now_s() > deadline)
-			break;
+		if (ps.queued == 0 && ps.running == 0 && pe_http_active(h) == 0)
+			return 0;
+		if (now_s() > deadline)
+			return 1;
 		usleep(10000);
 	}
+}
+
+/* After shutdown_timeout every computation is told to stop (running kernels at their next check
+ * between blocks, queued jobs as they start) and the waiting requests are answered 503; the pool
+ * then empties in moments. Work that cannot be stopped (a long encoding) gets ABANDON_GRACE_S more
+ * seconds before the process exits without it, so SIGTERM always ends within shutdown_timeout
+ * plus that grace. */
+#define ABANDON_GRACE_S 3
+
+static void *abandon_watchdog(void *arg)
+{
+	struct daemon *d = arg;
+	sleep(ABANDON_GRACE_S);
+	struct pe_pool_stats ps;
+	pe_pool_stats(d->pool, &ps);
+	pe_log(PE_LOG_WARN, "stop", json_pack("{s:s, s:I, s:I}", "detail", "work abandoned after shutdown_timeout",
+					      "running", (json_int_t)ps.running, "queued", (json_int_t)ps.queued));
+	pe_log_flush();
+	_exit(0);
+	return NULL;
+}
+
+static void stop_work(struct daemon *d, struct pe_http *h, int overdue)
+{
+	if (overdue) {
+		struct pe_pool_stats ps;
+		pe_pool_stats(d->pool, &ps);
+		pe_log(PE_LOG_WARN, "shutdown_timeout",
+		       json_pack("{s:I, s:I}", "running", (json_int_t)ps.running, "queued", (json_int_t)ps.queued));
+		pe_cancel_all();
+		pthread_t t;
+		if (pthread_create(&t, NULL, abandon_watchdog, d) == 0)
+			pthread_detach(t);
+	}
+	pe_http_tick(h, 1);
+	pe_pool_free(d->pool);
 }
 
 /* The store's findings in data_dir (quarantined or foreign files) as warnings. */
@@ -257,11 +314,10 @@ int main(int argc, char **argv)
 	log_start(&d, pe_http_port(h));
 	int sig = wait_for_signal();
 	pe_log(PE_LOG_INFO, "draining", json_pack("{s:s}", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+	double deadline = now_s() + (double)d.cfg.shutdown_timeout;
 	pe_http_drain(h);
 	pe_pool_close(d.pool);
-	drain(&d, h);
-	pe_http_tick(h, 1);
-	pe_pool_free(d.pool);
+	stop_work(&d, h, drain(&d, h, deadline));
 	atomic_store(&d.http, NULL);
 	pe_http_stop(h);
 	pe_cache_free(d.cache);

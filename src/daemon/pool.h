@@ -25,7 +25,9 @@ int pe_pool_submit(struct pe_pool *p, void (*work)(void *), void *arg);
 /* Refuse new jobs from now on; accepted ones still run. */
 void pe_pool_close(struct pe_pool *p);
 void pe_pool_stats(struct pe_pool *p, struct pe_pool_stats *out);
-/* Run what was accepted to completion, stop the loop thread, free. */
+/* Run what was accepted to completion, stop the loop thread, free. At shutdown the caller first
+ * calls pe_cancel_all() (posenc/core.h): running kernels then stop at their next check and jobs
+ * still queued fail as they start, so this join takes moments, not the queue's work. */
 void pe_pool_free(struct pe_pool *p);
 
 #endif

@@ -62,6 +62,7 @@ struct pe_http_options {
 	const char *bind;
 	uint16_t port;              /* 0 = any free port */
 	uint64_t max_elements, max_body_bytes, max_response_bytes;
+	uint64_t max_analysis_cost; /* work of one analysis request (pe_table_cost), multiply-adds */
 	size_t max_header_bytes; /* libmicrohttpd's per-connection pool: request line + headers */
 	unsigned max_connections, max_connections_per_ip, connection_timeout_s, job_timeout_s;
 	const char *cors_origins;   /* "*" or a comma list */

@@ -43,6 +43,7 @@ struct table_body {
 struct job {
 	struct pe_http *h;
 	struct pe_params params;
+	double deadline; /* pe_monotonic() time past which the computation stops (job_timeout) */
 	struct pe_out out;
 	char etag[40];
 	size_t keylen;
@@ -98,18 +99,51 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
 	return q->failed ? MHD_NO : MHD_YES;
 }
 
+/* Everything a request would cost, from its parameters, before anything is allocated: the table
+ * and any intermediate table against max_elements, an analysis' work against max_analysis_cost. */
 static int check_size(const struct pe_http *h, const struct pe_params *p, struct pe_err *err)
 {
 	struct pe_shape s;
+	struct pe_cost c;
 	int rc = pe_table_shape(p, &s), overflow;
+	if (rc == 0)
+		rc = pe_table_cost(p, &c);
 	if (rc != 0)
 		return pe_err_set(err, rc, "", "cannot size this table");
 	size_t n = pe_shape_count(&s, &overflow);
 	if (overflow || n > h->opt.max_elements)
-		return pe_err_set(err, PE_ETOOBIG, p->def->params[0].name,
+		return pe_err_set(err, PE_ETOOBIG, *c.work_param ? c.work_param : p->def->params[0].name,
 				  "the table would have %s elements; the limit is %" PRIu64,
 				  overflow ? "too many" : "more", h->opt.max_elements);
+	if (c.intermediate > h->opt.max_elements)
+		return pe_err_set(err, PE_ETOOBIG, c.intermediate_param,
+				  "the table this needs would have %" PRIu64 " elements; the limit is %" PRIu64,
+				  c.intermediate, h->opt.max_elements);
+	if (c.work > h->opt.max_analysis_cost)
+		return pe_err_set(err, PE_ETOOBIG, c.work_param,
+				  "this would cost %" PRIu64 " multiply-adds; max_analysis_cost is %" PRIu64, c.work,
+				  h->opt.max_analysis_cost);
 	return 0;
+}
+
+/* What can only fail once the table exists is decided here from the parameters, so the client
+ * gets a problem naming the parameter (a job's failure reaches its waiters as a bare code): a
+ * dtype too narrow for the values, a picture that cannot be drawn. Run on a miss only (a cached
+ * key passed it already; rope/inv_freq's check makes its dim/2 frequencies, ~1 ms at dim 65536). */
+static int check_output(const struct pe_params *p, const struct pe_out *o, struct pe_err *err)
+{
+	int rc = pe_table_check_dtype(p, o->dt, err);
+	if (rc != 0 || o->fmt != PE_FMT_PNG)
+		return rc;
+	struct pe_tensor_view v = {.dtype = o->dt, .data = NULL}; /* NULL: lay out the shape only */
+	struct pe_png_options po;
+	struct pe_png_layout lay;
+	pe_table_shape(p, &v.shape);
+	pe_png_options_init(&po);
+	po.cmap = (enum pe_cmap)o->cmap;
+	po.scale = o->scale;
+	po.labels = p->def->panel_labels;
+	return pe_png_plan(&v, &po, &lay, err);
 }
 
 /* Parse and validate everything; fills params and the output options. */
@@ -318,9 +352,15 @@ static void job_run(void *arg)
 	struct pe_buf out;
 	pe_buf_init(&out, j->h->opt.max_response_bytes);
 	pe_buf_set_budget(&out, j->h->opt.budget);
-	int rc = pe_table_shape(&j->params, &s);
+	pe_cancel_set_deadline(j->deadline); /* the waiters have been answered 503 by then */
+	int rc = pe_cancelled(); /* expired while queued, or shutting down: no work at all */
+	if (rc != 0)
+		pe_cancel_err(rc, &err);
+	else
+		rc = pe_table_shape(&j->params, &s);
 	if (rc == 0)
 		rc = encode(j, &s, &out, &err);
+	pe_cancel_set_deadline(0);
 	struct table_body *b = rc == 0 ? make_body(j, &s, &out) : NULL;
 	pe_buf_destroy(&out);
 	if (b) {
@@ -340,6 +380,7 @@ static struct job *job_new(struct pe_http *h, struct pe_params *p, const struct 
 	if (!j)
 		return NULL;
 	j->h = h;
+	j->deadline = pe_monotonic() + (double)h->opt.job_timeout_s;
 	j->params = *p; /* takes over the list allocations */
 	memset(p, 0, sizeof *p);
 	j->out = *o;
@@ -383,6 +424,11 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, struct
 			pe_waiter_unref(w);
 		}
 		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+		return pe_http_problem(r, conn, &err);
+	}
+	if (rc == PE_CACHE_MISS && check_output(p, o, &err) != 0) {
+		pe_cache_fail(h->opt.cache, key, keylen, err.code); /* completes w: drops the cache's reference */
+		pe_waiter_unref(w);
 		return pe_http_problem(r, conn, &err);
 	}
 	r->w = w;
@@ -433,6 +479,23 @@ out:
 	return ret;
 }
 
+/* What a waiter is told when the job it waited for failed (the job's detail does not reach it). */
+static const char *failure_text(int code)
+{
+	switch (code) {
+	case PE_EBUSY:
+		return "the job queue or the response memory budget is full; retry shortly";
+	case PE_ETOOBIG:
+		return "building the response needs more memory than response_budget_bytes";
+	case PE_ETIMEOUT:
+		return "the computation was stopped at job_timeout";
+	case PE_EDRAINING:
+		return "the service is shutting down";
+	default:
+		return "the computation failed";
+	}
+}
+
 enum MHD_Result pe_table_resume(struct req *r, struct MHD_Connection *conn)
 {
 	struct waiter *w = r->w;
@@ -442,10 +505,7 @@ enum MHD_Result pe_table_resume(struct req *r, struct MHD_Connection *conn)
 		return pe_http_problem(r, conn, &err);
 	}
 	if (w->code != 0 || !w->entry) {
-		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "",
-			   w->code == PE_EBUSY	  ? "the job queue or the response memory budget is full; retry shortly"
-			   : w->code == PE_ETOOBIG ? "building the response needs more memory than response_budget_bytes"
-						   : "the computation failed");
+		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "", "%s", failure_text(w->code));
 		return pe_http_problem(r, conn, &err);
 	}
 	struct pe_cache_entry *e = w->entry;

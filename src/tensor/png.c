@@ -243,6 +243,10 @@ int pe_png_plan(const struct pe_tensor_view *t, const struct pe_png_options *o,
 	lay->bar_h = stack_bottom - lay->y0 > BAR_MIN_H ? stack_bottom - lay->y0 : BAR_MIN_H;
 	lay->width = lay->bar_x - BAR_GAP + DECOR_W;
 	lay->height = lay->bar_y + lay->bar_h + MARGIN;
+	if (!t->data) { /* the shape alone (pe_png_plan's contract) */
+		lay->lo = lay->hi = NAN;
+		return 0;
+	}
 
 	int rc = scan_range(t, &g, o->cmap, lay);
 	return rc ? pe_err_set(err, rc, "", "out of memory planning the PNG") : 0;

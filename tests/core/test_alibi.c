@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define DATA "tests/data/alibi"
 
@@ -164,6 +165,66 @@ START_TEST(diagonal_and_mask)
 }
 END_TEST
 
+/* pe_table_check_dtype decides from the parameters exactly what computing would show: the largest
+ * unmasked |bias| of the f64 table (found here by computing it) rounds to infinity in f16 iff the
+ * check refuses f16, naming dtype; f32 and f64 hold every ALiBi table. */
+START_TEST(dtype_check_matches_the_table)
+{
+	static const char *const cases[][5] = {
+		/* heads, q_len, k_len, offset, mask */
+		{"8", "4", "4", "131037", "none"},   {"8", "4", "4", "131030", "none"},
+		{"12", "3", "5", "87370", "none"},   {"12", "3", "5", "87370", "causal"},
+		{"6", "2", "300000", "-10", "none"}, {"6", "2", "300000", "-10", "causal"},
+		{"1", "5", "5", "16773120", "none"}, {"3", "2", "2", "4503599627370496", "causal"},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		struct pe_params p;
+		struct pe_err err = {0};
+		pe_params_init(&p, pe_table_find("alibi"));
+		static const char *const keys[] = {"heads", "q_len", "k_len", "offset", "mask"};
+		for (int k = 0; k < 5; k++)
+			ck_assert_int_eq(pe_params_set(&p, keys[k], cases[c][k], &err), 0);
+		ck_assert_int_eq(pe_params_finish(&p, &err), 0);
+		struct pe_shape sh;
+		int of;
+		pe_table_shape(&p, &sh);
+		size_t n = pe_shape_count(&sh, &of);
+		double *t = malloc(n * sizeof *t), m = 0;
+		ck_assert_int_eq(pe_table_compute(&p, PE_F64, t, &err), 0);
+		for (size_t i = 0; i < n; i++)
+			if (t[i] != -DBL_MAX && fabs(t[i]) > m)
+				m = fabs(t[i]);
+		int inf16 = isinf(pe_f16_to_f32(pe_f64_to_f16(m)));
+		memset(&err, 0, sizeof err);
+		int rc = pe_table_check_dtype(&p, PE_F16, &err);
+		ck_assert_msg(rc == (inf16 ? PE_EINVAL : 0), "case %zu: max %.17g, check %d", c, m, rc);
+		if (rc)
+			ck_assert_str_eq(err.param, "dtype");
+		ck_assert_int_eq(pe_table_check_dtype(&p, PE_F32, NULL), 0);
+		ck_assert_int_eq(pe_table_check_dtype(&p, PE_F64, NULL), 0);
+		free(t);
+		pe_params_destroy(&p);
+	}
+}
+END_TEST
+
+/* The helper for values already computed (learned tables): the first value that rounds to
+ * infinity in the dtype is refused, naming dtype; f16's largest finite 65504 and the values that
+ * round down to it pass, 65520 (the tie, to even = infinity) does not. */
+START_TEST(dtype_range_of_values)
+{
+	double ok[] = {0, -65504, 65519.99, 1e-30, NAN}, bad[] = {1, 65520}, big[] = {3.5e38};
+	struct pe_err err = {0};
+	ck_assert_int_eq(pe_check_dtype_range(ok, 5, PE_F16, &err), 0);
+	ck_assert_int_eq(pe_check_dtype_range(bad, 2, PE_F16, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "dtype");
+	ck_assert_int_eq(pe_check_dtype_range(bad, 2, PE_F32, NULL), 0);
+	ck_assert_int_eq(pe_check_dtype_range(big, 1, PE_F32, NULL), PE_EINVAL);
+	ck_assert_int_eq(pe_check_dtype_range(big, 1, PE_BF16, NULL), PE_EINVAL);
+	ck_assert_int_eq(pe_check_dtype_range(big, 1, PE_F64, NULL), 0);
+}
+END_TEST
+
 START_TEST(validation_names_the_parameter)
 {
 	static const struct {
@@ -204,6 +265,8 @@ static Suite *suite(void)
 	tcase_add_test(unit, bias_defaults);
 	tcase_add_test(unit, bias_offset_is_a_kv_cache_position);
 	tcase_add_test(unit, diagonal_and_mask);
+	tcase_add_test(unit, dtype_check_matches_the_table);
+	tcase_add_test(unit, dtype_range_of_values);
 	tcase_add_test(unit, validation_names_the_parameter);
 	suite_add_tcase(s, unit);
 	return s;

@@ -6,6 +6,7 @@
 #include "support/pe_check.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,173 @@ START_TEST(rope_decay_closed_form)
 }
 END_TEST
 
+/* pe_gram against a long double sum of the same products: within its documented bound
+ * (d/2 + 8) u sum|x y|, on every ISA, for sizes that leave partial tiles, blocks and k chunks;
+ * each pair is computed once, so the matrix is exactly symmetric. */
+static void gram_case(size_t n, size_t d)
+{
+	double *x = malloc(n * d * sizeof *x), *g = malloc(n * n * sizeof *g);
+	uint64_t s = 0x9e3779b97f4a7c15ull ^ (n * 131 + d);
+	for (size_t i = 0; i < n * d; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		x[i] = (double)(int64_t)(s >> 11) / 4503599627370496.0 - 1; /* [-1, 1) */
+	}
+	for (int isa = PE_ISA_SCALAR; isa <= PE_ISA_AVX512; isa++) {
+		if (pe_isa_force((enum pe_isa)isa) != 0)
+			continue;
+		struct pe_err err = {0};
+		ck_assert_int_eq(pe_gram(x, n, d, PE_F64, g, &err), 0);
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j < n; j++) {
+				long double ref = 0, mag = 0;
+				for (size_t k = 0; k < d; k++) {
+					ref += (long double)x[i * d + k] * x[j * d + k];
+					mag += fabsl((long double)x[i * d + k] * x[j * d + k]);
+				}
+				double bound = ((double)d / 2 + 8) * 0x1p-53 * (double)mag;
+				ck_assert_msg(fabs(g[i * n + j] - (double)ref) <= bound, "%s n=%zu d=%zu [%zu,%zu]: %.17g vs %.17Lg",
+					      pe_isa_name(), n, d, i, j, g[i * n + j], ref);
+				ck_assert(g[i * n + j] == g[j * n + i]);
+			}
+	}
+	free(x);
+	free(g);
+}
+
+START_TEST(gram_within_bound_on_every_isa)
+{
+	gram_case(1, 1);
+	gram_case(5, 3);
+	gram_case(37, 1037);
+	gram_case(70, 9);
+	gram_case(33, 512);
+}
+END_TEST
+
+/* Cost from the parameters alone: similarity's encoding table and multiply-adds, rope-decay's terms. */
+START_TEST(cost_from_parameters)
+{
+	struct pe_params p;
+	struct pe_cost c;
+	struct pe_err err = {0};
+	pe_params_init(&p, pe_table_find("analysis/similarity"));
+	ck_assert_int_eq(pe_params_set(&p, "encoding", "rope", &err), 0);
+	ck_assert_int_eq(pe_params_set(&p, "len", "8192", &err), 0);
+	ck_assert_int_eq(pe_params_set(&p, "dim", "65536", &err), 0);
+	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
+	ck_assert_int_eq(pe_table_cost(&p, &c), 0);
+	ck_assert_uint_eq(c.intermediate, 2ull * 8192 * 65536);
+	ck_assert_str_eq(c.intermediate_param, "dim");
+	ck_assert_uint_eq(c.work, 8192ull * 8193 / 2 * 65536);
+	ck_assert_str_eq(c.work_param, "len");
+	pe_params_destroy(&p);
+	pe_params_init(&p, pe_table_find("analysis/rope-decay"));
+	ck_assert_int_eq(pe_params_set(&p, "dim", "65536", &err), 0);
+	ck_assert_int_eq(pe_params_set(&p, "max_distance", "1048576", &err), 0);
+	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
+	ck_assert_int_eq(pe_table_cost(&p, &c), 0);
+	ck_assert_uint_eq(c.intermediate, 0);
+	ck_assert_uint_gt(c.work, 1048576ull * 32768);
+	ck_assert_str_eq(c.work_param, "max_distance");
+	pe_params_destroy(&p);
+	pe_params_init(&p, pe_table_find("sinusoidal"));
+	ck_assert_int_eq(pe_params_set(&p, "len", "4", &err), 0);
+	ck_assert_int_eq(pe_params_set(&p, "dim", "8", &err), 0);
+	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
+	ck_assert_int_eq(pe_table_cost(&p, &c), 0);
+	ck_assert_uint_eq(c.intermediate + c.work, 0);
+	pe_params_destroy(&p);
+}
+END_TEST
+
+/* A thread whose deadline has passed computes nothing: the analyses stop at their first check,
+ * every table at pe_table_compute; without a deadline the same call works. After pe_cancel_all()
+ * (shutdown) everything stops with PE_EDRAINING. */
+static int compute_code(const char *table, const char *const *kv)
+{
+	struct pe_params p;
+	struct pe_err err = {0};
+	pe_params_init(&p, pe_table_find(table));
+	for (int i = 0; kv[i]; i += 2)
+		ck_assert_int_eq(pe_params_set(&p, kv[i], kv[i + 1], &err), 0);
+	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
+	struct pe_shape s;
+	int of;
+	pe_table_shape(&p, &s);
+	double *out = malloc(pe_shape_count(&s, &of) * sizeof *out);
+	int rc = pe_table_compute(&p, PE_F64, out, &err);
+	if (rc)
+		ck_assert_msg(err.code == rc && err.detail[0], "no detail for %d", rc);
+	free(out);
+	pe_params_destroy(&p);
+	return rc;
+}
+
+START_TEST(cancelled_computations_stop)
+{
+	const char *sim[] = {"len", "100", "dim", "64", NULL}, *decay[] = {"max_distance", "300", NULL},
+		   *sin[] = {"len", "4", "dim", "8", NULL};
+	ck_assert_int_eq(compute_code("analysis/similarity", sim), 0);
+	pe_cancel_set_deadline(pe_monotonic() - 1);
+	ck_assert_int_eq(pe_cancelled(), PE_ETIMEOUT);
+	ck_assert_int_eq(compute_code("analysis/similarity", sim), PE_ETIMEOUT);
+	ck_assert_int_eq(compute_code("analysis/rope-decay", decay), PE_ETIMEOUT);
+	ck_assert_int_eq(compute_code("sinusoidal", sin), PE_ETIMEOUT);
+	pe_cancel_set_deadline(pe_monotonic() + 3600);
+	ck_assert_int_eq(compute_code("analysis/rope-decay", decay), 0);
+	pe_cancel_set_deadline(0);
+	ck_assert_int_eq(compute_code("sinusoidal", sin), 0);
+	pe_cancel_all(); /* this test runs in its own process (check forks) */
+	ck_assert_int_eq(compute_code("sinusoidal", sin), PE_EDRAINING);
+	ck_assert_int_eq(compute_code("analysis/similarity", sim), PE_EDRAINING);
+}
+END_TEST
+
+/* The kernels check between blocks, not only on entry: a deadline that passes while the Gram
+ * runs stops it part-way (a similarity of 2048 positions takes far longer than a microsecond). */
+START_TEST(cancel_checked_between_blocks)
+{
+	size_t n = 2048, d = 64;
+	double *x = calloc(n * d, sizeof *x), *g = malloc(n * n * sizeof *g);
+	struct pe_err err = {0};
+	pe_cancel_set_deadline(pe_monotonic() + 1e-6);
+	ck_assert_int_eq(pe_gram(x, n, d, PE_F64, g, &err), PE_ETIMEOUT);
+	pe_cancel_set_deadline(0);
+	ck_assert_int_eq(pe_gram(x, n, d, PE_F64, g, &err), 0);
+	free(x);
+	free(g);
+}
+END_TEST
+
+/* The big table kernels check between blocks of rows too: 16 Mi elements take milliseconds. */
+static int table_with_deadline(const char *table, double deadline)
+{
+	struct pe_params p;
+	struct pe_err err = {0};
+	pe_params_init(&p, pe_table_find(table));
+	ck_assert_int_eq(pe_params_set(&p, "len", "65536", &err), 0);
+	ck_assert_int_eq(pe_params_set(&p, "dim", "128", &err), 0);
+	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
+	float *out = malloc((size_t)2 * 65536 * 128 * sizeof *out);
+	pe_cancel_set_deadline(pe_monotonic() + deadline);
+	int rc = pe_table_compute(&p, PE_F32, out, &err);
+	pe_cancel_set_deadline(0);
+	free(out);
+	pe_params_destroy(&p);
+	return rc;
+}
+
+START_TEST(tables_cancelled_between_rows)
+{
+	ck_assert_int_eq(table_with_deadline("sinusoidal", 1e-6), PE_ETIMEOUT);
+	ck_assert_int_eq(table_with_deadline("sinusoidal", 3600), 0);
+	if (!pe_table_find("rope"))
+		return;
+	ck_assert_int_eq(table_with_deadline("rope", 1e-6), PE_ETIMEOUT);
+	ck_assert_int_eq(table_with_deadline("rope", 3600), 0);
+}
+END_TEST
+
 START_TEST(validation_names_parameters)
 {
 	struct pe_params p;
@@ -127,6 +295,11 @@ static Suite *analysis_suite(void)
 	tcase_add_test(tc, rope_similarity_depends_on_distance_only);
 	tcase_add_test(tc, rope_decay_closed_form);
 	tcase_add_test(tc, validation_names_parameters);
+	tcase_add_test(tc, gram_within_bound_on_every_isa);
+	tcase_add_test(tc, cost_from_parameters);
+	tcase_add_test(tc, cancelled_computations_stop);
+	tcase_add_test(tc, cancel_checked_between_blocks);
+	tcase_add_test(tc, tables_cancelled_between_rows);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -325,6 +325,7 @@ static const struct pe_param_spec all_spec[] = {
 	{"b", PE_PT_BOOL, "0", 0, 1, NULL, "bool"},
 	{"l", PE_PT_LIST, "", 0, 10, NULL, "list"},
 	{"r", PE_PT_INT, NULL, 1, 100, NULL, "required"},
+	{"il", PE_PT_LIST, "", -1e300, 1e300, PE_LIST_INTEGERS, "integer list"},
 };
 static int all_shape(const struct pe_params *p, struct pe_shape *s)
 {
@@ -381,6 +382,17 @@ START_TEST(bool_and_list)
 		ck_assert_msg(all_query(q, NULL, 0, &err) == PE_EINVAL, "%s accepted", q);
 		ck_assert_str_eq(err.param, "l");
 	}
+	/* integer lists take plain decimal integers only, as INT parameters do (README) */
+	static const char *const bad_int_list[] = {"1e3", "1,1e3", "1.0", "1,2.5", "+4", "1,0x10", "1, 2",
+						   "9007199254740993", "1,-"};
+	for (size_t i = 0; i < sizeof bad_int_list / sizeof bad_int_list[0]; i++) {
+		snprintf(q, sizeof q, "r=1&il=%s", bad_int_list[i]);
+		memset(&err, 0, sizeof err);
+		ck_assert_msg(all_query(q, NULL, 0, &err) == PE_EINVAL, "%s accepted", q);
+		ck_assert_str_eq(err.param, "il");
+	}
+	ck_assert_int_eq(all_query("r=1&il=1000,-2,0,9007199254740992", a, sizeof a, &err), 0);
+	ck_assert_msg(strstr(a, "il=1000,-2,0,9007199254740992") != NULL, "canonical %s", a);
 	/* at most PE_MAX_LIST values */
 	size_t cap = 2 * (PE_MAX_LIST + 1) + 8;
 	char *big = malloc(cap);

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #define DIR "tests/data/resample"
 
@@ -154,6 +155,46 @@ START_TEST(constant_stays_constant)
 }
 END_TEST
 
+/* A grid shrunk in height and stretched in width resamples rows first (the smaller intermediate):
+ * the result equals the two passes done one at a time, columns first, through same-size (identity)
+ * resamples of the other axis, within a few ulps. */
+START_TEST(pass_order_does_not_matter)
+{
+	size_t h = 6, w = 3, d = 2, oh = 2, ow = 9;
+	double in[6 * 3 * 2], a[2 * 9 * 2], mid[6 * 9 * 2], b[2 * 9 * 2];
+	for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+		in[i] = sin(0.7 * (double)i) + 0.01 * (double)(i * i % 7);
+	for (int aa = 0; aa < 2; aa++) {
+		ck_assert_int_eq(pe_resample_grid(in, 0, h, w, d, a, oh, ow, aa, PE_F64), 0);
+		ck_assert_int_eq(pe_resample_grid(in, 0, h, w, d, mid, h, ow, aa, PE_F64), 0);
+		ck_assert_int_eq(pe_resample_grid(mid, 0, h, ow, d, b, oh, ow, aa, PE_F64), 0);
+		for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+			ck_assert_msg(fabs(a[i] - b[i]) <= 1e-14, "antialias %d [%zu]: %.17g vs %.17g", aa, i, a[i], b[i]);
+	}
+}
+END_TEST
+
+/* A tall grid made one wide row needs no h x ow x d intermediate: 4096 x 1 to 1 x 65536 of 8
+ * columns would have taken 2 GiB; with the address space capped at 512 MiB it must still work. */
+START_TEST(tall_to_wide_stays_small)
+{
+#if !defined(__SANITIZE_ADDRESS__) /* ASan reserves terabytes of address space */
+	struct rlimit rl = {(rlim_t)512 << 20, (rlim_t)512 << 20};
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &rl), 0);
+#endif
+	size_t h = 4096, ow = 65536, d = 8;
+	double *in = calloc(h * d, sizeof *in), *out = malloc(ow * d * sizeof *out);
+	ck_assert(in && out);
+	for (size_t i = 0; i < h * d; i++)
+		in[i] = 1.5;
+	ck_assert_int_eq(pe_resample_grid(in, 0, h, 1, d, out, 1, ow, 1, PE_F64), 0);
+	for (size_t i = 0; i < ow * d; i++)
+		ck_assert_msg(fabs(out[i] - 1.5) < 1e-12, "[%zu] %.17g", i, out[i]);
+	free(in);
+	free(out);
+}
+END_TEST
+
 START_TEST(zero_sizes_refused)
 {
 	double x[4] = {0}, y[4];
@@ -176,6 +217,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, same_size_is_identity);
 	tcase_add_loop_test(tc, constant_stays_constant, 0, 2);
 	tcase_add_test(tc, zero_sizes_refused);
+	tcase_add_test(tc, pass_order_does_not_matter);
+	tcase_add_test(tc, tall_to_wide_stays_small);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -70,6 +70,7 @@ static void expect_defaults(const struct pe_config *c)
 	ck_assert_int_eq(c->cache_bytes, 268435456);
 	ck_assert_int_eq(c->response_budget_bytes, 536870912);
 	ck_assert_int_eq(c->max_elements, 67108864);
+	ck_assert_int_eq(c->max_analysis_cost, INT64_C(4294967296));
 	ck_assert_int_eq(c->max_body_bytes, 268435456);
 	ck_assert_int_eq(c->max_queue, 256);
 	ck_assert_int_eq(c->max_connections, 1024);
@@ -106,7 +107,7 @@ START_TEST(defaults_match_config_file)
 	json_error_t jerr;
 	json_t *root = json_load_file("config/posenc.json", 0, &jerr);
 	ck_assert_msg(root != NULL, "config/posenc.json: %s", jerr.text);
-	ck_assert_uint_eq(json_object_size(root), 23);
+	ck_assert_uint_eq(json_object_size(root), 24);
 #define INT_EQ(f) ck_assert_int_eq(cfg.f, json_integer_value(json_object_get(root, #f)))
 #define STR_EQ(f) ck_assert_str_eq(cfg.f, json_string_value(json_object_get(root, #f)))
 	INT_EQ(port);
@@ -120,6 +121,7 @@ START_TEST(defaults_match_config_file)
 	INT_EQ(cache_bytes);
 	INT_EQ(response_budget_bytes);
 	INT_EQ(max_elements);
+	INT_EQ(max_analysis_cost);
 	INT_EQ(max_body_bytes);
 	INT_EQ(max_queue);
 	INT_EQ(max_connections);
