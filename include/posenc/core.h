@@ -62,6 +62,11 @@ struct pe_table_def {
 	int (*shape)(const struct pe_params *p, struct pe_shape *s);
 	/* Write the whole table into out (count(shape) elements of dt). */
 	int (*compute)(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err);
+	/* Optional (NULL: whole tables only): rows [row0, row0 + nrows) of one plane, the bytes compute
+	 * writes there, into out (nrows * row elements). Rows are the second-to-last axis; a plane is
+	 * an index of the leading axis of a rank-3 table (0 for rank 2). See pe_table_compute_rows. */
+	int (*compute_rows)(const struct pe_params *p, enum pe_dtype dt, size_t plane, size_t row0, size_t nrows,
+			    void *out, struct pe_err *err);
 	/* Optional scalar reported beside the table (RoPE attention_scaling); NULL if none. */
 	const char *extra_name;
 	double (*extra)(const struct pe_params *p);
@@ -124,6 +129,15 @@ int pe_transform_apply(const struct pe_params *p, const struct pe_tensor_mut *x,
 /* Working dtype of a transform for an input dtype: PE_F64 for f64, else PE_F32. */
 enum pe_dtype pe_transform_work_dtype(enum pe_dtype in);
 int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err);
+/* A block of a table, for writers that stream a large table through a small buffer: rows
+ * [row0, row0 + nrows) of plane `plane` (see compute_rows), byte for byte what pe_table_compute
+ * writes there, for any row0 (blocks starting at multiples of PE_TABLE_ROW_ALIGN cost no more than
+ * their rows). A table without compute_rows, a plane or row out of range: PE_EINTERNAL (ask
+ * pe_table_rows_supported first). Thread-safe as pe_table_compute. */
+#define PE_TABLE_ROW_ALIGN 1024
+int pe_table_rows_supported(const struct pe_params *p);
+int pe_table_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t plane, size_t row0, size_t nrows,
+			  void *out, struct pe_err *err);
 
 /* g[i*n + j] = dot(rows[i], rows[j]) for n rows of d doubles, summed in double: the position
  * similarity of /v1/analysis/similarity, for tables the core does not make (learned ones). */

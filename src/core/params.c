@@ -321,6 +321,28 @@ int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, str
 	return p->def->compute(p, dt, out, err);
 }
 
+int pe_table_rows_supported(const struct pe_params *p)
+{
+	struct pe_shape s;
+	return p->def->compute_rows && p->def->shape && p->def->shape(p, &s) == 0 && s.rank >= 2 && s.rank <= 3;
+}
+
+int pe_table_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t plane, size_t row0, size_t nrows,
+			  void *out, struct pe_err *err)
+{
+	struct pe_shape s;
+	if (!pe_table_rows_supported(p) || p->def->shape(p, &s) != 0)
+		return pe_err_set(err, PE_EINTERNAL, "", "/v1/%s is computed whole only", p->def->name);
+	size_t planes = s.rank == 3 ? s.dim[0] : 1, rows = s.dim[s.rank - 2];
+	if (plane >= planes || row0 > rows || nrows > rows - row0)
+		return pe_err_set(err, PE_EINTERNAL, "", "rows %zu+%zu of plane %zu are outside the table", row0, nrows,
+				  plane);
+	if (p->def->fixed_dtype != PE_DTYPE_COUNT_ && dt != p->def->fixed_dtype)
+		return pe_err_set(err, PE_EINVAL, "dtype", "/v1/%s is always %s", p->def->name,
+				  pe_dtype_name(p->def->fixed_dtype));
+	return nrows ? p->def->compute_rows(p, dt, plane, row0, nrows, out, err) : 0;
+}
+
 int pe_transform_shape(const struct pe_params *p, const struct pe_shape *in, struct pe_shape *out,
 		       struct pe_err *err)
 {
