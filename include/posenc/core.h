@@ -64,7 +64,8 @@ struct pe_table_def {
 	int (*compute)(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err);
 	/* Optional (NULL: whole tables only): rows [row0, row0 + nrows) of one plane, the bytes compute
 	 * writes there, into out (nrows * row elements). Rows are the second-to-last axis; a plane is
-	 * an index of the leading axis of a rank-3 table (0 for rank 2). See pe_table_compute_rows. */
+	 * an index of the leading axis of a rank-3 table (0 for rank 2), or PE_TABLE_ALL_PLANES. See
+	 * pe_table_compute_rows. */
 	int (*compute_rows)(const struct pe_params *p, enum pe_dtype dt, size_t plane, size_t row0, size_t nrows,
 			    void *out, struct pe_err *err);
 	/* Optional scalar reported beside the table (RoPE attention_scaling); NULL if none. */
@@ -135,6 +136,7 @@ int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, str
  * their rows). A table without compute_rows, a plane or row out of range: PE_EINTERNAL (ask
  * pe_table_rows_supported first). Thread-safe as pe_table_compute. */
 #define PE_TABLE_ROW_ALIGN 1024
+#define PE_TABLE_ALL_PLANES ((size_t)-1) /* as plane: every plane's rows, out is [planes, nrows, ...] */
 int pe_table_rows_supported(const struct pe_params *p);
 int pe_table_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t plane, size_t row0, size_t nrows,
 			  void *out, struct pe_err *err);

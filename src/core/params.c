@@ -334,7 +334,7 @@ int pe_table_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t pl
 	if (!pe_table_rows_supported(p) || p->def->shape(p, &s) != 0)
 		return pe_err_set(err, PE_EINTERNAL, "", "/v1/%s is computed whole only", p->def->name);
 	size_t planes = s.rank == 3 ? s.dim[0] : 1, rows = s.dim[s.rank - 2];
-	if (plane >= planes || row0 > rows || nrows > rows - row0)
+	if ((plane >= planes && plane != PE_TABLE_ALL_PLANES) || row0 > rows || nrows > rows - row0)
 		return pe_err_set(err, PE_EINTERNAL, "", "rows %zu+%zu of plane %zu are outside the table", row0, nrows,
 				  plane);
 	if (p->def->fixed_dtype != PE_DTYPE_COUNT_ && dt != p->def->fixed_dtype)

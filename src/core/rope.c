@@ -426,7 +426,7 @@ static int rope_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t
 	struct job j;
 	if (job_init(&j, p, dt, n) != 0)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	rows(&j, r0, n, (int)plane, out);
+	rows(&j, r0, n, plane == PE_TABLE_ALL_PLANES ? -1 : (int)plane, out);
 	job_destroy(&j);
 	return 0;
 }

@@ -67,6 +67,18 @@ static void check_blocks(const struct pe_params *p, enum pe_dtype dt, const char
 				      pe_dtype_name(dt), pl, r0, n);
 		}
 	free(buf);
+	if (planes == 1)
+		return;
+	buf = malloc(planes * block * row_bytes); /* every plane at once */
+	ck_assert_ptr_nonnull(buf);
+	for (size_t k = nblocks; k-- > 0;) {
+		size_t r0 = k * block, n = rows - r0 < block ? rows - r0 : block;
+		ck_assert_int_eq(pe_table_compute_rows(p, dt, PE_TABLE_ALL_PLANES, r0, n, buf, &err), 0);
+		for (size_t pl = 0; pl < planes; pl++)
+			ck_assert_msg(!memcmp(buf + pl * n * row_bytes, whole + (pl * rows + r0) * row_bytes, n * row_bytes),
+				      "%s %s: all planes, plane %zu rows %zu+%zu differ", what, pe_dtype_name(dt), pl, r0, n);
+	}
+	free(buf);
 }
 
 static void check_case(const struct tcase *c)
