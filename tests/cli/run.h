@@ -1,8 +1,8 @@
 /* Running the CLI binary (build/posenc, or $POSENC_CLI) from a CLI test, with what the -o and
  * streaming tests need around it: stdout to a captured pipe or to a descriptor the test chose, a
  * descriptor kept open as N for /dev/fd/N, a umask, a file size limit, running as nobody, and the
- * child's resource usage (wait4) for its peak RSS. Static functions: each test program includes it
- * once. */
+ * child's resource usage (wait4) for its peak RSS. Static inline functions: each test program
+ * includes it once and uses what it needs. */
 #ifndef PE_TEST_CLI_RUN_H
 #define PE_TEST_CLI_RUN_H
 
@@ -43,7 +43,7 @@ static const char *crun_path(void)
 	return p && *p ? p : "build/posenc";
 }
 
-static void crun_free(struct crun *r)
+static inline void crun_free(struct crun *r)
 {
 	free(r->out);
 	free(r->err);
@@ -143,7 +143,7 @@ static void crun_argv(struct crun *r, const struct crun_opts *o, const char *con
 }
 
 /* crun_argv with the arguments inline, NULL-terminated. */
-static void crun(struct crun *r, const struct crun_opts *o, ...)
+static inline void crun(struct crun *r, const struct crun_opts *o, ...)
 {
 	const char *args[64];
 	int n = 0;
@@ -158,14 +158,14 @@ static void crun(struct crun *r, const struct crun_opts *o, ...)
 	crun_argv(r, o, args);
 }
 
-static void crun_expect_ok(const struct crun *r)
+static inline void crun_expect_ok(const struct crun *r)
 {
 	ck_assert_msg(r->status == 0, "status %d, stderr: %s", r->status, r->err ? r->err : "");
 	ck_assert_uint_eq(r->nerr, 0);
 }
 
 /* Status 1 and one stderr line that contains both `path` and `cause`. */
-static void crun_expect_io_error(const struct crun *r, const char *path, const char *cause)
+static inline void crun_expect_io_error(const struct crun *r, const char *path, const char *cause)
 {
 	ck_assert_msg(r->status == 1, "status %d, expected 1; stderr: %s", r->status, r->err ? r->err : "");
 	ck_assert_msg(r->nerr > 9 && !strncmp(r->err, "posenc: ", 8), "stderr: %s", r->err ? r->err : "");
