@@ -95,35 +95,39 @@ static int stream_rows(const struct cli_request *r, struct sink *s, struct pe_er
 }
 
 /* Rank-3 tables whose later planes fit in SPILL_BYTES (rope up to 64 MiB): every plane of a block
- * at once, the first plane written as computed and the others kept in an anonymous mapping (huge
- * pages where the kernel has them: a few faults instead of one per 4 KiB) until the first plane is
- * out, so each row is computed once instead of once per plane. */
+ * at once, the first plane into the block buffer and written as computed, the others straight into
+ * an anonymous mapping (huge pages where the kernel has them: a few faults instead of one per
+ * 4 KiB) that is written once the first plane is out. Each row is computed once instead of once per
+ * plane. */
 static int spill_planes(const struct cli_request *r, struct sink *s, size_t planes, size_t rows, size_t row_bytes,
 			struct pe_err *err)
 {
-	size_t plane_bytes = rows * row_bytes, nb = block_rows(planes * row_bytes, rows), huge = (size_t)2 << 20;
+	size_t plane_bytes = rows * row_bytes, nb = block_rows(row_bytes, rows), huge = (size_t)2 << 20;
 	size_t map_len = (planes - 1) * plane_bytes + huge;
-	char *buf = aligned_alloc(64, (planes * nb * row_bytes + 63) / 64 * 64);
+	char *buf = aligned_alloc(64, (nb * row_bytes + 63) / 64 * 64);
+	void **outs = calloc(planes, sizeof *outs);
 	char *map = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int rc = 0;
-	if (!buf || map == MAP_FAILED) {
+	if (!buf || !outs || map == MAP_FAILED) {
 		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory for %zu bytes of planes", map_len);
 		goto out;
 	}
 	char *spill = (char *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
 	madvise(spill, map_len - (size_t)(spill - map), MADV_HUGEPAGE); /* a hint: fine if refused */
+	outs[0] = buf;
 	for (size_t r0 = 0; r0 < rows && rc == 0; r0 += nb) {
 		size_t n = rows - r0 < nb ? rows - r0 : nb;
-		rc = pe_table_compute_rows(&r->params, r->dt, PE_TABLE_ALL_PLANES, r0, n, buf, err);
+		for (size_t p = 1; p < planes; p++)
+			outs[p] = spill + (p - 1) * plane_bytes + r0 * row_bytes;
+		rc = pe_table_compute_planes(&r->params, r->dt, r0, n, outs, err);
 		if (rc == 0)
 			rc = put_rows(s, buf, n, err);
-		for (size_t p = 1; p < planes && rc == 0; p++)
-			memcpy(spill + (p - 1) * plane_bytes + r0 * row_bytes, buf + p * n * row_bytes, n * row_bytes);
 	}
 	for (size_t p = 1; p < planes && rc == 0; p++)
 		rc = put_rows(s, spill + (p - 1) * plane_bytes, rows, err);
 out:
 	free(buf);
+	free(outs);
 	if (map != MAP_FAILED)
 		munmap(map, map_len);
 	return rc;

@@ -386,14 +386,14 @@ static void store_row(const struct job *j, char *oc, char *os)
 	store_generic(j, j->s, os);
 }
 
-/* Rows [r0, r0 + n) of both planes (plane < 0: out is [2, n, dim]) or of one plane (out is
- * [n, dim]). The recurrence starts at the anchor at or before r0; rows before r0 are computed
- * and dropped, so every block is byte for byte the whole table's rows. */
-static void rows(struct job *j, size_t r0, size_t n, int plane, void *out)
+/* Rows [r0, r0 + n) of the cos plane into oc and of the sin plane into os (NULL: not wanted, the
+ * row goes to a scratch row). The recurrence starts at the anchor at or before r0; rows before r0
+ * are computed and dropped, so every block is byte for byte the whole table's rows. */
+static void rows(struct job *j, size_t r0, size_t n, char *oc, char *os)
 {
-	size_t esz = pe_dtype_size(j->dt), row_bytes = j->dim * esz, plane_bytes = n * row_bytes;
+	size_t row_bytes = j->dim * pe_dtype_size(j->dt);
 	size_t first = j->use_rec ? r0 - r0 % PE_ROPE_ANCHOR_ROWS : r0, end = r0 + n;
-	char *scratch = (char *)(j->row + 2 * j->dim); /* a row of the plane not asked for */
+	char *scratch = (char *)(j->row + 2 * j->dim); /* a row of a plane not asked for */
 	for (size_t b0 = first; b0 < end; b0 += j->block) {
 		size_t nb = end - b0 < j->block ? end - b0 : j->block;
 		int formed_in_kernel = j->use_rec && j->pl.cfg.compat != PE_COMPAT_GGML;
@@ -409,24 +409,21 @@ static void rows(struct job *j, size_t r0, size_t n, int plane, void *out)
 				j->k->sincos_f64(t, j->s, j->c, j->h);
 			if (r < r0)
 				continue;
-			char *o = (char *)out + (r - r0) * row_bytes;
-			if (plane < 0)
-				store_row(j, o, o + plane_bytes);
-			else
-				store_row(j, plane == 0 ? o : scratch, plane == 0 ? scratch : o);
+			size_t at = (r - r0) * row_bytes;
+			store_row(j, oc ? oc + at : scratch, os ? os + at : scratch);
 		}
 	}
 	if (j->stream)
 		j->k->rope_fence();
 }
 
-static int rope_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t plane, size_t r0, size_t n,
-			     void *out, struct pe_err *err)
+static int rope_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
+			     struct pe_err *err)
 {
 	struct job j;
 	if (job_init(&j, p, dt, n) != 0)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	rows(&j, r0, n, plane == PE_TABLE_ALL_PLANES ? -1 : (int)plane, out);
+	rows(&j, r0, n, out[0], out[1]);
 	job_destroy(&j);
 	return 0;
 }
@@ -437,7 +434,7 @@ static int rope_compute(const struct pe_params *p, enum pe_dtype dt, void *out, 
 	size_t len = (size_t)pe_param_int(p, "len");
 	if (job_init(&j, p, dt, len) != 0)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	rows(&j, 0, len, -1, out);
+	rows(&j, 0, len, out, (char *)out + len * j.dim * pe_dtype_size(dt));
 	job_destroy(&j);
 	return 0;
 }

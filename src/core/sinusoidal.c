@@ -535,20 +535,22 @@ static void rows(struct job *j, size_t r0, size_t n, void *out)
 	}
 }
 
-static int compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t plane, size_t r0, size_t n,
-			void *out, struct pe_err *err)
+static int compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
+			struct pe_err *err)
 {
 	struct job j;
+	if (!out[0])
+		return 0;
 	if (job_init(&j, p, dt) != 0)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	rows(&j, r0, n, out);
+	rows(&j, r0, n, out[0]);
 	job_destroy(&j);
 	return 0;
 }
 
 static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
 {
-	return compute_rows(p, dt, 0, 0, (size_t)pe_param_int(p, "len"), out, err);
+	return compute_rows(p, dt, 0, (size_t)pe_param_int(p, "len"), &out, err);
 }
 
 const struct pe_table_def pe_table_sinusoidal = {
