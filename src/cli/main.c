@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static int exit_status(int code)
 {
@@ -45,15 +46,28 @@ static int help(const struct cli_args *a, struct pe_err *err)
 	return fflush(stdout) == 0 ? 0 : pe_err_set(err, PE_EIO, "", "cannot write to standard output");
 }
 
+/* Raw bytes on a terminal are garbage on the screen (and can leave it in a strange state). */
+static int check_terminal(const struct cli_request *r, const struct cli_out *o, struct pe_err *err)
+{
+	if ((r->fmt != PE_FMT_BIN && r->fmt != PE_FMT_NPY) || !isatty(o->fd))
+		return 0;
+	return pe_err_set(err, PE_EINVAL, "format", "not writing %s to a terminal: redirect the output, "
+			  "or give -o FILE (or --format json / csv)", pe_format_name(r->fmt));
+}
+
 static int run(const struct cli_args *a, struct pe_err *err)
 {
 	struct cli_request r;
 	struct cli_out o;
 	int rc = cli_request_init(&r, a, err);
-	if (rc == 0 && (rc = cli_out_open(&o, a->output, err)) == 0) {
-		rc = cli_render(&r, &o, err);
+	if (rc == 0)
+		rc = cli_out_open(&o, a->output, err);
+	if (rc == 0) {
+		rc = check_terminal(&r, &o, err);
 		if (rc == 0)
-			rc = cli_out_commit(&o, err);
+			rc = cli_render(&r, &o, err);
+		if (rc == 0)
+			rc = cli_out_commit(&o, err); /* cleans up after itself on failure */
 		else
 			cli_out_abort(&o);
 	}

@@ -346,7 +346,7 @@ static int row_layout(const struct pe_params *p, size_t *planes, size_t *rows, s
 int pe_table_compute_planes(const struct pe_params *p, enum pe_dtype dt, size_t row0, size_t nrows,
 			    void *const *out, struct pe_err *err)
 {
-	size_t planes, rows, row_bytes;
+	size_t planes = 0, rows = 0, row_bytes = 0;
 	int rc = row_layout(p, &planes, &rows, &row_bytes, dt, err);
 	if (rc != 0)
 		return rc;
@@ -358,7 +358,7 @@ int pe_table_compute_planes(const struct pe_params *p, enum pe_dtype dt, size_t 
 int pe_table_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t plane, size_t row0, size_t nrows,
 			  void *out, struct pe_err *err)
 {
-	size_t planes, rows, row_bytes;
+	size_t planes = 0, rows = 0, row_bytes = 0;
 	int rc = row_layout(p, &planes, &rows, &row_bytes, dt, err);
 	if (rc != 0)
 		return rc;

@@ -5,7 +5,7 @@
  * (1,3 behaves as a null device, 1,7 as a full one; skipped with a message without CAP_MKNOD),
  * /dev/fd/N on a pipe, /dev/stdout on an appending file, a closed pipe (EPIPE), a file size limit
  * (EFBIG, the disk-full path of a regular file), a directory without write permission (run as
- * nobody when root). The real /dev/null and other real devices are never touched. After every
+ * nobody when root), bin and npy on a terminal (a pseudo-terminal). The real /dev/null and other real devices are never touched. After every
  * case the directory holds exactly what it should: no temporary file is left behind. */
 #include "posenc/posenc.h"
 #include "cli/run.h"
@@ -537,6 +537,37 @@ START_TEST(directory_is_refused)
 }
 END_TEST
 
+/* bin and npy are refused on a terminal (a pseudo-terminal of our own), before any byte; text
+ * formats go through. */
+START_TEST(binary_is_not_written_to_a_terminal)
+{
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	ck_assert_int_ge(m, 0);
+	ck_assert_int_eq(grantpt(m), 0);
+	ck_assert_int_eq(unlockpt(m), 0);
+	int t = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
+	ck_assert_int_ge(t, 0);
+	struct crun_opts o = {.out_fd = t};
+	struct crun r;
+	const char *fmts[] = {"bin", "npy"};
+	for (int i = 0; i < 2; i++) {
+		crun(&r, &o, "sinusoidal", "--len", "2", "--dim", "2", "--format", fmts[i], NULL);
+		ck_assert_msg(r.status == 2 && r.err && !strncmp(r.err, "posenc: --format: not writing", 29),
+			      "status %d, stderr %s", r.status, r.err ? r.err : "");
+		crun_free(&r);
+	}
+	struct pollfd pf = {m, POLLIN, 0};
+	ck_assert_int_eq(poll(&pf, 1, 0), 0); /* nothing reached the terminal */
+	crun(&r, &o, "sinusoidal", "--len", "2", "--dim", "2", "--format", "csv", NULL);
+	crun_expect_ok(&r);
+	crun_free(&r);
+	char buf[256];
+	ck_assert_int_gt(read(m, buf, sizeof buf), 0);
+	close(t);
+	close(m);
+}
+END_TEST
+
 static Suite *output_suite(void)
 {
 	Suite *s = suite_create("cli_output");
@@ -558,6 +589,7 @@ static Suite *output_suite(void)
 	tcase_add_test(fail, file_that_cannot_grow_is_left_as_it_was);
 	tcase_add_test(fail, unwritable_directory_is_eacces);
 	tcase_add_test(fail, directory_is_refused);
+	tcase_add_test(fail, binary_is_not_written_to_a_terminal);
 	suite_add_tcase(s, fail);
 	return s;
 }
