@@ -4,7 +4,8 @@
  *   missing or a regular file a hidden temporary sibling (".NAME.XXXXXX", same directory, so
  *                             rename(2) is atomic), fsync'ed and renamed over PATH at the end: PATH
  *                             is either the whole new output or left as it was. An existing file
- *                             keeps its permission bits; a new one gets 0666 & ~umask, as creat(2).
+ *                             keeps its permission bits (and its owner, where we may set it); a
+ *                             new one gets 0666 & ~umask, as creat(2).
  *   a symlink                 followed (relative targets from the link's directory) to the file it
  *                             names, which is replaced as above: the link stays a link
  *   /dev/stdout, /dev/stderr, the descriptor itself, written in place (opening the /proc link would
@@ -144,6 +145,9 @@ static int open_replace(struct cli_out *o, const struct stat *st, int exists, st
 	}
 	tmp_live = 1;
 	o->kind = CLI_OUT_REPLACE;
+	if (exists && fchown(o->fd, st->st_uid, st->st_gid) != 0) {
+		/* not root: the new file is ours, as a plain rewrite by us would leave it */
+	}
 	return 0;
 }
 

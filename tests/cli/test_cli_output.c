@@ -159,6 +159,20 @@ START_TEST(existing_file_keeps_its_mode)
 		ck_assert_int_eq(unlink(path), 0);
 		crun_free(&r);
 	}
+	/* as root, a file of another user stays that user's */
+	if (geteuid() == 0) {
+		write_file(path, "old", 0640);
+		ck_assert_int_eq(chown(path, 65534, 65534), 0);
+		struct crun r;
+		crun(&r, &plain, ARGS, "-o", path, NULL);
+		crun_expect_ok(&r);
+		struct stat st;
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert_uint_eq(st.st_uid, 65534);
+		ck_assert_uint_eq(st.st_gid, 65534);
+		expect_file(path, want, len, 0640);
+		crun_free(&r);
+	}
 	free(want);
 	remove_tree(d.path);
 }
