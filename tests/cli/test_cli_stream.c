@@ -1,8 +1,9 @@
 /* The CLI streams (src/cli/render.c): its output, produced block by block, is byte for byte the
  * whole-table encoding (pe_table_compute, then pe_json_write_table + "\n", pe_npy_write,
  * pe_bin_write or pe_csv_write, as the CLI wrote before it streamed) for every table kind and
- * format, including tables of many blocks, rope's two paths (planes held in memory, and planes
- * computed one after the other once they are too large for that) and tables computed whole. And
+ * format, including tables of many blocks, the two paths of rank-3 tables (later planes held in
+ * memory, and planes computed one after the other once they are too large for that) and tables
+ * computed whole. And
  * its peak RSS (wait4's ru_maxrss) stays under 64 MiB for tables far larger than that, written to
  * a pipe this test drains. */
 #include "posenc/posenc.h"
@@ -26,8 +27,11 @@ static const struct tcase cases[] = {
 	{"rope", "len=3000&dim=64&compat=hf", ALL_FMTS},               /* planes held in memory */
 	{"rope", "len=1500&dim=16&layout=interleaved&dtype=bf16", (1u << PE_FMT_JSON | 1u << PE_FMT_BIN | 1u << PE_FMT_CSV)},
 	{"rope", "len=17000&dim=256&dtype=f64", RAW_FMTS},             /* 34 MiB planes: one after the other */
-	{"alibi", "heads=3&q_len=40&k_len=50", ALL_FMTS},              /* computed whole, rank 3 */
-	{"relative/t5", "q_len=20&k_len=30", ALL_FMTS},                /* i32 */
+	{"alibi", "heads=3&q_len=40&k_len=50", ALL_FMTS},              /* heads held in memory */
+	{"alibi", "heads=3&q_len=2100&k_len=2100&mask=causal", RAW_FMTS}, /* 17 MiB heads: one by one */
+	{"relative/t5", "q_len=2000&k_len=30", ALL_FMTS},              /* i32 */
+	{"relative/xl", "len=3000&dim=64&clamp_len=900", ALL_FMTS},
+	{"sinusoidal2d", "height=5&width=7&dim=16", ALL_FMTS},         /* computed whole */
 	{"rope/inv_freq", "dim=16", ALL_FMTS},                         /* rank 1 */
 	{"alibi/slopes", "heads=5", ALL_FMTS},
 };
@@ -156,6 +160,13 @@ START_TEST(rss_of_a_1gib_rope_table)
 }
 END_TEST
 
+START_TEST(rss_of_a_512mib_alibi_table)
+{
+	expect_small_rss((size_t)512 << 20, "alibi", "--heads", "8", "--q-len", "4096", "--k-len", "4096", "--format", "bin",
+			 NULL);
+}
+END_TEST
+
 START_TEST(rss_of_large_json_and_csv)
 {
 	expect_small_rss(0, "sinusoidal", "--len", "16384", "--dim", "1024", NULL);  /* ~190 MB of JSON */
@@ -175,6 +186,7 @@ static Suite *stream_suite(void)
 	TCase *rss = tcase_create("rss");
 	tcase_set_timeout(rss, 300);
 	tcase_add_test(rss, rss_of_a_1gib_rope_table);
+	tcase_add_test(rss, rss_of_a_512mib_alibi_table);
 	tcase_add_test(rss, rss_of_large_json_and_csv);
 	suite_add_tcase(s, rss);
 	return s;

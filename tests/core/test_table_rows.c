@@ -2,7 +2,8 @@
  *
  * For each table with a row computation, parameter sets that take each path of its computation
  * (sinusoidal: fused f32, recurrence for f16/bf16 and hf, direct f64, odd dims, t2t; rope: exact,
- * hf, ggml, scalings, both layouts, every dtype), computed whole and then in blocks of sizes that
+ * hf, ggml, scalings, both layouts, every dtype; alibi with and without the causal mask, T5
+ * buckets, Transformer-XL sinusoids), computed whole and then in blocks of sizes that
  * start on and off the anchors (1, 7, 63, 64, 65, 1000, 1024, 1500 rows), at each ISA the CPU has. */
 #include "posenc/posenc.h"
 #include "support/pe_check.h"
@@ -29,6 +30,10 @@ static const struct tcase cases[] = {
 	{"rope", "len=1300&dim=24&scaling=yarn&factor=4&original_max_position_embeddings=256"},
 	{"rope", "len=1300&dim=16&scaling=dynamic&factor=2&original_max_position_embeddings=512&offset=7"},
 	{"rope", "len=1&dim=8"},
+	{"alibi", "heads=3&q_len=1100&k_len=40"},
+	{"alibi", "heads=12&q_len=1030&k_len=9&offset=5&mask=causal"},
+	{"relative/t5", "q_len=1100&k_len=30"},
+	{"relative/xl", "len=1100&dim=16&clamp_len=700&compat=hf"},
 };
 
 static const size_t blocks[] = {1, 7, 63, 64, 65, 1000, 1024, 1500};
@@ -94,12 +99,15 @@ static void check_case(const struct tcase *c)
 	ck_assert_int_eq(pe_table_shape(&p, &s), 0);
 	int overflow;
 	for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
-		size_t bytes = pe_shape_count(&s, &overflow) * pe_dtype_size(dts[d]);
+		if (p.def->fixed_dtype != PE_DTYPE_COUNT_ && dts[d] != PE_F32)
+			continue;
+		enum pe_dtype dt = p.def->fixed_dtype != PE_DTYPE_COUNT_ ? p.def->fixed_dtype : dts[d];
+		size_t bytes = pe_shape_count(&s, &overflow) * pe_dtype_size(dt);
 		char *whole = malloc(bytes);
 		ck_assert_ptr_nonnull(whole);
-		ck_assert_int_eq(pe_table_compute(&p, dts[d], whole, &err), 0);
+		ck_assert_int_eq(pe_table_compute(&p, dt, whole, &err), 0);
 		for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
-			check_blocks(&p, dts[d], whole, &s, blocks[b], what);
+			check_blocks(&p, dt, whole, &s, blocks[b], what);
 		free(whole);
 	}
 	pe_params_destroy(&p);
