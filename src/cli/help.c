@@ -57,7 +57,7 @@ static void put_options(FILE *f)
 		"                              .json .npy .bin .csv, otherwise json)\n"
 		"  --dtype f32|f64|f16|bf16    element type (default f32; integer tables are always i32;\n"
 		"                              bf16 cannot be npy)\n"
-		"  -o FILE                     write FILE instead of standard output (- is stdout). A\n"
+		"  -o, --output FILE           write FILE instead of standard output (- is stdout). A\n"
 		"                              file, or a symlink's target, is replaced atomically (a\n"
 		"                              temporary file, then rename) and keeps its mode; a device,\n"
 		"                              FIFO, socket or /dev/fd/N is written in place\n"

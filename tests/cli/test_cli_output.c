@@ -178,6 +178,36 @@ START_TEST(existing_file_keeps_its_mode)
 }
 END_TEST
 
+/* --output is -o's long spelling (--output FILE, --output=FILE); given with -o it is a repeat. */
+START_TEST(output_long_spelling)
+{
+	struct tmpdir d;
+	char path[128], eq[160];
+	size_t len;
+	char *want = expected(&len);
+	tmpdir_make(&d);
+	in_dir(&d, "t.bin", path, sizeof path);
+	snprintf(eq, sizeof eq, "--output=%s", path);
+	struct crun_opts o = {.set_umask = 1, .umask_ = 022};
+	struct crun r;
+	crun(&r, &o, ARGS, "--output", path, NULL);
+	crun_expect_ok(&r);
+	expect_file(path, want, len, 0644);
+	crun_free(&r);
+	ck_assert_int_eq(unlink(path), 0);
+	crun(&r, &o, ARGS, eq, NULL);
+	crun_expect_ok(&r);
+	expect_file(path, want, len, 0644);
+	crun_free(&r);
+	crun(&r, &o, ARGS, "-o", path, "--output", path, NULL);
+	ck_assert_msg(r.status == 2 && r.err && !strncmp(r.err, "posenc: -o: given more than once", 32), "stderr %s",
+		      r.err ? r.err : "");
+	crun_free(&r);
+	free(want);
+	remove_tree(d.path);
+}
+END_TEST
+
 /* ---- symlinks ---- */
 
 static void expect_link(const char *path, const char *target)
@@ -589,6 +619,7 @@ static Suite *output_suite(void)
 	tcase_add_test(files, new_file_gets_0666_less_umask);
 	tcase_add_test(files, existing_file_keeps_its_mode);
 	tcase_add_test(files, symlink_target_is_replaced);
+	tcase_add_test(files, output_long_spelling);
 	suite_add_tcase(s, files);
 	TCase *inplace = tcase_create("in_place");
 	tcase_add_test(inplace, fifo_is_written_in_place);
