@@ -75,6 +75,12 @@ struct pe_table_def {
 	double (*max_abs)(const struct pe_params *p);
 	/* Optional: the cost beyond the output (see struct pe_cost); NULL when there is none. */
 	int (*cost)(const struct pe_params *p, struct pe_cost *c);
+	/* Optional (NULL: whole tables only): rows [row0, row0 + nrows) of the table, the bytes compute
+	 * writes there. Rows are the second-to-last axis; out[k] receives plane k's rows (nrows * row
+	 * elements), or nothing when NULL; a plane is an index of a rank-3 table's leading axis (rank
+	 * 2: one plane). See pe_table_compute_rows. */
+	int (*compute_rows)(const struct pe_params *p, enum pe_dtype dt, size_t row0, size_t nrows,
+			    void *const *out, struct pe_err *err);
 	/* Optional scalar reported beside the table (RoPE attention_scaling); NULL if none. */
 	const char *extra_name;
 	double (*extra)(const struct pe_params *p);
@@ -137,6 +143,20 @@ int pe_transform_apply(const struct pe_params *p, const struct pe_tensor_mut *x,
 /* Working dtype of a transform for an input dtype: PE_F64 for f64, else PE_F32. */
 enum pe_dtype pe_transform_work_dtype(enum pe_dtype in);
 int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err);
+/* A block of a table, for writers that stream a large table through a small buffer: rows
+ * [row0, row0 + nrows) of plane `plane` (see compute_rows), or of every plane one after the other
+ * with PE_TABLE_ALL_PLANES (out is then [planes, nrows, ...]), byte for byte what
+ * pe_table_compute writes there, for any row0 (blocks starting at multiples of
+ * PE_TABLE_ROW_ALIGN cost no more than their rows). pe_table_compute_planes: out[k] for plane k,
+ * NULL for a plane not wanted. A table without compute_rows, a plane or row out of range:
+ * PE_EINTERNAL (ask pe_table_rows_supported first). Thread-safe as pe_table_compute. */
+#define PE_TABLE_ROW_ALIGN 1024
+#define PE_TABLE_ALL_PLANES ((size_t)-1)
+int pe_table_rows_supported(const struct pe_params *p);
+int pe_table_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t plane, size_t row0, size_t nrows,
+			  void *out, struct pe_err *err);
+int pe_table_compute_planes(const struct pe_params *p, enum pe_dtype dt, size_t row0, size_t nrows,
+			    void *const *out, struct pe_err *err);
 
 /* g[i*n + j] = dot(rows[i], rows[j]) for n rows of d doubles, summed in double: the position
  * similarity of /v1/analysis/similarity, for tables the core does not make (learned ones).

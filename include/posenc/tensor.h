@@ -192,4 +192,27 @@ int pe_gzip(struct pe_buf *out, const void *data, size_t len, int level);
 /* ---- CSV ---- */
 int pe_csv_write(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err);
 
+/* ---- streamed documents (src/tensor/rows.c) ----
+ * A table in any of json, npy, bin or csv, written a block of rows at a time into a buffer the
+ * caller empties between blocks, so that a table of any size needs only a block's memory. The
+ * bytes are exactly those of pe_json_write_table, pe_npy_write, pe_bin_write and pe_csv_write for
+ * the whole table. A row is `width` elements of the last axis (rank 0 and CSV's rank 1: one
+ * element); rows come in C order, `rows` in all. begin writes the header, end the trailer. */
+struct pe_row_writer {
+	enum pe_format fmt;
+	struct pe_shape shape;
+	enum pe_dtype dtype;
+	size_t width, rows, next; /* elements per row, rows in the table, rows written */
+};
+/* PE_EINVAL naming "format" (png) or "dtype" (bf16 npy); p may be NULL (JSON then has no
+ * "encoding" and "params"). */
+int pe_row_writer_begin(struct pe_row_writer *w, enum pe_format fmt, const struct pe_params *p,
+			const struct pe_shape *s, enum pe_dtype dt, struct pe_buf *b, struct pe_err *err);
+/* Append nrows rows (nrows * width elements at data). Past the table's rows: PE_EINTERNAL; a
+ * NaN or infinity in json or csv: PE_EINTERNAL naming the element's index in the table. */
+int pe_row_writer_rows(struct pe_row_writer *w, const void *data, size_t nrows, struct pe_buf *b,
+		       struct pe_err *err);
+/* The trailer, once every row is written (else PE_EINTERNAL). */
+int pe_row_writer_end(struct pe_row_writer *w, struct pe_buf *b, struct pe_err *err);
+
 #endif

@@ -21,6 +21,8 @@ static const char **special_slot(struct cli_args *a, const char *name)
 		return &a->dtype;
 	if (!strcmp(name, "max_elements"))
 		return &a->max_elements;
+	if (!strcmp(name, "output")) /* -o's long spelling, what a new user tries first */
+		return &a->output;
 	return NULL;
 }
 
@@ -60,7 +62,8 @@ static int long_option(int argc, char **argv, int *i, struct cli_args *a, struct
 		goto out;
 	}
 	const char **slot = special_slot(a, key);
-	const char *shown = slot == &a->max_elements ? "max-elements" : key; /* a CLI option, not a query name */
+	/* a CLI option, not a query name; --output is -o in messages */
+	const char *shown = slot == &a->max_elements ? "max-elements" : slot == &a->output ? "o" : key;
 	const char *value = eq ? eq + 1 : NULL;
 	if (!value) {
 		if (*i >= argc || strncmp(argv[*i], "--", 2) == 0) {

@@ -3,8 +3,9 @@
  * A run goes through the same steps as GET /v1/<table> in src/http/table.c, one file each:
  *   args.c     argv -> struct cli_args (syntax only: which option, which value)
  *   request.c  args -> struct cli_request (table, pe_params_set/finish, format, dtype, size bound)
- *   render.c   request -> bytes (compute the table, encode it)
- *   output.c   bytes -> stdout, or -o FILE through a temporary file and rename
+ *   render.c   request -> bytes, block by block (compute rows, encode them, write them)
+ *   output.c   where the bytes go: stdout, -o FILE through a temporary file and rename, or a
+ *              device / FIFO / socket / descriptor in place
  *   help.c     --help, PATH --help and --version, generated from the registry
  *   main.c     the glue and the exit status
  * Nothing here names a table: everything comes from pe_table_all() and each table's spec.
@@ -53,16 +54,32 @@ const struct pe_table_def *cli_table_lookup(const char *path);
 int cli_request_init(struct cli_request *r, const struct cli_args *a, struct pe_err *err);
 void cli_request_destroy(struct cli_request *r);
 
-/* The encoded output: data is malloc'ed and owned by the caller. */
-struct cli_bytes {
-	char *data;
-	size_t len;
+/* The output (output.c): standard output, a file replaced atomically, or a device, FIFO, socket
+ * or descriptor written in place. One at a time per process (the temporary file's name is kept
+ * for the signal handler). */
+enum cli_out_kind { CLI_OUT_STDOUT, CLI_OUT_FD, CLI_OUT_REPLACE, CLI_OUT_IN_PLACE };
+struct cli_out {
+	enum cli_out_kind kind;
+	const char *path;          /* -o as given, for messages (NULL: stdout) */
+	int fd;
+	unsigned mode;             /* REPLACE: the mode the file gets */
+	char target[4096];         /* REPLACE: the file renamed over (a symlink's target) */
 };
 
-int cli_render(const struct cli_request *r, struct cli_bytes *out, struct pe_err *err);
+/* Open PATH (NULL or "-": stdout) by what it is. Errors: PE_EIO, err->param "o", one line naming
+ * PATH and the cause. */
+int cli_out_open(struct cli_out *o, const char *path, struct pe_err *err);
+int cli_out_write(struct cli_out *o, const void *data, size_t len, struct pe_err *err);
+/* Finish: fsync and rename a replaced file, close a device. On failure nothing is left behind. */
+int cli_out_commit(struct cli_out *o, struct pe_err *err);
+/* Give up: the temporary file is removed; whatever was written in place stays. */
+void cli_out_abort(struct cli_out *o);
 
-/* Write len bytes to stdout (path NULL or "-") or atomically to path. PE_EIO with a detail. */
-int cli_output_write(const char *path, const void *data, size_t len, struct pe_err *err);
+/* Compute the table and write it to o as it is produced: rows in blocks through a small buffer
+ * for tables with a row computation (pe_table_compute_rows), otherwise computed whole first; the
+ * encoded text goes out a slice at a time, so memory stays under 64 MiB for any table size
+ * (a few MiB but for rank-3 tables' held planes, at most 32 MiB). */
+int cli_render(const struct cli_request *r, struct cli_out *o, struct pe_err *err);
 
 void cli_help_main(FILE *f);
 void cli_help_table(FILE *f, const struct pe_table_def *def);

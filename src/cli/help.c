@@ -57,8 +57,10 @@ static void put_options(FILE *f)
 		"                              .json .npy .bin .csv, otherwise json)\n"
 		"  --dtype f32|f64|f16|bf16    element type (default f32; integer tables are always i32;\n"
 		"                              bf16 cannot be npy)\n"
-		"  -o FILE                     write FILE (atomically: a temporary file, then rename)\n"
-		"                              instead of standard output\n"
+		"  -o, --output FILE           write FILE instead of standard output (- is stdout). A\n"
+		"                              file, or a symlink's target, is replaced atomically (a\n"
+		"                              temporary file, then rename) and keeps its mode; a device,\n"
+		"                              FIFO, socket or /dev/fd/N is written in place\n"
 		"  --max-elements N            refuse tables of more than N elements (default %zu)\n"
 		"  -h, --help                  this text; after PATH, that table's parameters\n"
 		"  --version                   print the version\n",
@@ -79,7 +81,9 @@ void cli_help_main(FILE *f)
 	fputc('\n', f);
 	put_options(f);
 	fprintf(f, "\nExit status: 0 success, 2 bad usage or parameter (one line on stderr naming it),\n"
-		   "1 input/output or other failure. A failed run never leaves a partial -o file.\n");
+		   "1 input/output or other failure. A failed run never leaves a partial -o file\n"
+		   "(standard output, a pipe or a device may have received part of the table: it is\n"
+		   "written as it is computed). bin and npy are not written to a terminal.\n");
 }
 
 void cli_help_table(FILE *f, const struct pe_table_def *def)

@@ -3,12 +3,16 @@
  *
  * This file only sequences the steps (see cli.h) and owns the exit status: 0 on success, 2 when
  * the command line or a parameter is wrong (the HTTP 4xx cases), 1 for everything else (I/O, out
- * of memory). Every failure is one line on stderr, "posenc: --param: detail", and nothing is
- * written to stdout or FILE, because the table is computed and encoded in full before writing. */
+ * of memory). Every failure is one line on stderr, "posenc: --param: detail". Everything a command
+ * line can get wrong is checked before the output is opened; the table is then written as it is
+ * computed (render.c), so a later failure (a full disk, a closed pipe) can leave a partial write on
+ * standard output or a device, but never a partial -o file (output.c). */
 #include "cli/cli.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static int exit_status(int code)
 {
@@ -42,16 +46,31 @@ static int help(const struct cli_args *a, struct pe_err *err)
 	return fflush(stdout) == 0 ? 0 : pe_err_set(err, PE_EIO, "", "cannot write to standard output");
 }
 
+/* Raw bytes on a terminal are garbage on the screen (and can leave it in a strange state). */
+static int check_terminal(const struct cli_request *r, const struct cli_out *o, struct pe_err *err)
+{
+	if ((r->fmt != PE_FMT_BIN && r->fmt != PE_FMT_NPY) || !isatty(o->fd))
+		return 0;
+	return pe_err_set(err, PE_EINVAL, "format", "not writing %s to a terminal: redirect the output, "
+			  "or give -o FILE (or --format json / csv)", pe_format_name(r->fmt));
+}
+
 static int run(const struct cli_args *a, struct pe_err *err)
 {
 	struct cli_request r;
-	struct cli_bytes out = {0};
+	struct cli_out o;
 	int rc = cli_request_init(&r, a, err);
 	if (rc == 0)
-		rc = cli_render(&r, &out, err);
-	if (rc == 0)
-		rc = cli_output_write(a->output, out.data, out.len, err);
-	free(out.data);
+		rc = cli_out_open(&o, a->output, err);
+	if (rc == 0) {
+		rc = check_terminal(&r, &o, err);
+		if (rc == 0)
+			rc = cli_render(&r, &o, err);
+		if (rc == 0)
+			rc = cli_out_commit(&o, err); /* cleans up after itself on failure */
+		else
+			cli_out_abort(&o);
+	}
 	cli_request_destroy(&r);
 	return rc;
 }
@@ -60,6 +79,8 @@ int main(int argc, char **argv)
 {
 	struct cli_args a;
 	struct pe_err err = {0};
+	signal(SIGPIPE, SIG_IGN); /* a closed pipe or a file size limit: an error line, status 1 */
+	signal(SIGXFSZ, SIG_IGN);
 	int rc = cli_args_parse(argc, argv, &a, &err);
 	if (rc == 0 && (a.help || a.version))
 		rc = help(&a, &err);

@@ -1,60 +1,171 @@
-/* Compute a validated request's table and encode it into bytes.
+/* Compute a validated request's table and write it, block by block.
  *
- * bin is the computed buffer itself (no copy); json, npy and csv are encoded from it by the
- * tensor layer, so the bytes are the ones the daemon serves for the same parameters, except that
- * JSON gets a final newline as command-line output should. The encoded buffer is unbounded by
- * design: --max-elements, checked before this runs, is the memory limit of the CLI. */
+ * Tables with a row computation (pe_table_rows_supported: sinusoidal, rope, alibi, relative/t5,
+ * relative/xl) are computed BLOCK_BYTES of rows at a time into one reused buffer, small enough to
+ * stay in the cache, so no page of a large table is ever faulted in. Rank-3 tables go out in C
+ * order, plane after plane: while the planes after the first fit in SPILL_BYTES, every block
+ * computes all planes at once and the later ones wait in memory (spill_planes: rope's sin plane
+ * costs no second pass); larger ones are computed plane by plane (each block's other planes are
+ * computed and dropped). Other tables (sinusoidal2d, rope2d, the analyses, slopes, frequencies)
+ * are computed whole, then written the same way. bin and npy rows go out as computed; json and csv
+ * rows are encoded by the tensor layer's row writer (pe_row_writer) TEXT_ELEMS elements at a time
+ * into one reused text buffer. The bytes equal the daemon's for the same parameters (the row
+ * writer reproduces pe_json_write_table, pe_npy_write, pe_csv_write), except that JSON gets a
+ * final newline as command-line output should. */
 #include "cli/cli.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
-static int encode(const struct cli_request *r, const struct pe_tensor_view *t, struct pe_buf *b,
-		  struct pe_err *err)
+#define BLOCK_BYTES ((size_t)256 << 10) /* rows computed per block: about this many bytes */
+#define MIN_BLOCK_BYTES ((size_t)16 << 20) /* up to 64 rows even when rows are wide */
+#define TEXT_ELEMS ((size_t)1 << 16)     /* elements encoded between two writes */
+#define SPILL_BYTES ((size_t)32 << 20)   /* later planes held in memory up to this (spill_planes) */
+
+struct sink {
+	struct cli_out *o;
+	struct pe_row_writer w;
+	struct pe_buf text;
+	int raw; /* bin, npy: rows are written as they are */
+};
+
+static int flush_text(struct sink *s, struct pe_err *err)
 {
-	switch (r->fmt) {
-	case PE_FMT_JSON: {
-		int rc = pe_json_write_table(b, &r->params, t, err);
-		return rc ? rc : pe_buf_append(b, "\n", 1);
-	}
-	case PE_FMT_NPY:
-		return pe_npy_write(b, t, err);
-	case PE_FMT_CSV:
-		return pe_csv_write(b, t, err);
-	default:
-		return pe_err_set(err, PE_EINTERNAL, "format", "format %s is not written here", pe_format_name(r->fmt));
-	}
+	int rc = cli_out_write(s->o, s->text.data, s->text.len, err);
+	s->text.len = 0;
+	return rc;
 }
 
-int cli_render(const struct cli_request *r, struct cli_bytes *out, struct pe_err *err)
+/* nrows whole rows of the writer at data. */
+static int put_rows(struct sink *s, const char *data, size_t nrows, struct pe_err *err)
+{
+	size_t row_bytes = s->w.width * pe_dtype_size(s->w.dtype);
+	if (s->raw) {
+		s->w.next += nrows;
+		return cli_out_write(s->o, data, nrows * row_bytes, err);
+	}
+	size_t step = s->w.width < TEXT_ELEMS ? TEXT_ELEMS / s->w.width : 1;
+	for (size_t i = 0; i < nrows; i += step) {
+		size_t n = nrows - i < step ? nrows - i : step;
+		int rc = pe_row_writer_rows(&s->w, data + i * row_bytes, n, &s->text, err);
+		if (rc == 0)
+			rc = flush_text(s, err);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Rows per block: BLOCK_BYTES worth, a multiple of 64 (rope's anchors) when that many fit, and at
+ * least 64 while 64 rows take at most MIN_BLOCK_BYTES (blocks that start off an anchor replay up
+ * to 63 rows). */
+static size_t block_rows(size_t row_bytes, size_t rows)
+{
+	size_t n = BLOCK_BYTES / row_bytes;
+	if (n >= 64)
+		n -= n % 64;
+	else if (row_bytes <= MIN_BLOCK_BYTES / 64)
+		n = 64;
+	n = n ? n : 1;
+	return n < rows ? n : rows;
+}
+
+static int spill_planes(const struct cli_request *r, struct sink *s, size_t planes, size_t rows, size_t row_bytes,
+			struct pe_err *err);
+
+static int stream_rows(const struct cli_request *r, struct sink *s, struct pe_err *err)
+{
+	const struct pe_shape *sh = &r->shape;
+	size_t planes = sh->rank == 3 ? sh->dim[0] : 1, rows = sh->dim[sh->rank - 2];
+	size_t row_bytes = sh->dim[sh->rank - 1] * pe_dtype_size(r->dt), nb = block_rows(row_bytes, rows);
+	if (planes > 1 && rows * row_bytes <= SPILL_BYTES / (planes - 1))
+		return spill_planes(r, s, planes, rows, row_bytes, err);
+	char *buf = aligned_alloc(64, (nb * row_bytes + 63) / 64 * 64);
+	if (!buf)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory for a block of %zu bytes", nb * row_bytes);
+	int rc = 0;
+	for (size_t p = 0; p < planes && rc == 0; p++)
+		for (size_t r0 = 0; r0 < rows && rc == 0; r0 += nb) {
+			size_t n = rows - r0 < nb ? rows - r0 : nb;
+			rc = pe_table_compute_rows(&r->params, r->dt, p, r0, n, buf, err);
+			if (rc == 0)
+				rc = put_rows(s, buf, n, err);
+		}
+	free(buf);
+	return rc;
+}
+
+/* Rank-3 tables whose later planes fit in SPILL_BYTES (rope up to 64 MiB): every plane of a block
+ * at once, the first plane into the block buffer and written as computed, the others straight into
+ * an anonymous mapping (huge pages where the kernel has them: a few faults instead of one per
+ * 4 KiB) that is written once the first plane is out. Each row is computed once instead of once per
+ * plane. */
+static int spill_planes(const struct cli_request *r, struct sink *s, size_t planes, size_t rows, size_t row_bytes,
+			struct pe_err *err)
+{
+	size_t plane_bytes = rows * row_bytes, nb = block_rows(row_bytes, rows), huge = (size_t)2 << 20;
+	size_t map_len = (planes - 1) * plane_bytes + huge;
+	char *buf = aligned_alloc(64, (nb * row_bytes + 63) / 64 * 64);
+	void **outs = calloc(planes, sizeof *outs);
+	char *map = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int rc = 0;
+	if (!buf || !outs || map == MAP_FAILED) {
+		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory for %zu bytes of planes", map_len);
+		goto out;
+	}
+	char *spill = (char *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
+	madvise(spill, map_len - (size_t)(spill - map), MADV_HUGEPAGE); /* a hint: fine if refused */
+	outs[0] = buf;
+	for (size_t r0 = 0; r0 < rows && rc == 0; r0 += nb) {
+		size_t n = rows - r0 < nb ? rows - r0 : nb;
+		for (size_t p = 1; p < planes; p++)
+			outs[p] = spill + (p - 1) * plane_bytes + r0 * row_bytes;
+		rc = pe_table_compute_planes(&r->params, r->dt, r0, n, outs, err);
+		if (rc == 0)
+			rc = put_rows(s, buf, n, err);
+	}
+	for (size_t p = 1; p < planes && rc == 0; p++)
+		rc = put_rows(s, spill + (p - 1) * plane_bytes, rows, err);
+out:
+	free(buf);
+	free(outs);
+	if (map != MAP_FAILED)
+		munmap(map, map_len);
+	return rc;
+}
+
+static int whole_table(const struct cli_request *r, struct sink *s, struct pe_err *err)
 {
 	size_t raw = r->count * pe_dtype_size(r->dt); /* cannot overflow: checked by the request */
-	struct pe_buf b;
-	pe_buf_init(&b, SIZE_MAX);
-	out->data = NULL;
-	out->len = 0;
 	char *table = malloc(raw ? raw : 1);
 	if (!table)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory for a table of %zu bytes", raw);
 	int rc = pe_table_compute(&r->params, r->dt, table, err);
-	if (rc != 0)
-		goto out;
-	if (r->fmt == PE_FMT_BIN) {
-		out->data = table;
-		out->len = raw;
-		table = NULL;
-		goto out;
-	}
-	struct pe_tensor_view t = {.shape = r->shape, .dtype = r->dt, .data = table};
-	rc = encode(r, &t, &b, err);
+	if (rc == 0)
+		rc = put_rows(s, table, s->w.rows, err);
+	free(table);
+	return rc;
+}
+
+int cli_render(const struct cli_request *r, struct cli_out *o, struct pe_err *err)
+{
+	struct sink s = {.o = o, .raw = r->fmt == PE_FMT_BIN || r->fmt == PE_FMT_NPY};
+	pe_buf_init(&s.text, SIZE_MAX);
+	int rc = pe_row_writer_begin(&s.w, r->fmt, &r->params, &r->shape, r->dt, &s.text, err);
+	if (rc == 0)
+		rc = flush_text(&s, err);
+	if (rc == 0)
+		rc = pe_table_rows_supported(&r->params) ? stream_rows(r, &s, err) : whole_table(r, &s, err);
+	if (rc == 0)
+		rc = pe_row_writer_end(&s.w, &s.text, err);
+	if (rc == 0 && r->fmt == PE_FMT_JSON)
+		rc = pe_buf_append(&s.text, "\n", 1);
+	if (rc == 0)
+		rc = flush_text(&s, err);
 	if (rc == PE_ENOMEM && !err->detail[0])
 		pe_err_set(err, rc, "", "out of memory while writing %s", pe_format_name(r->fmt));
-	if (rc == 0)
-		out->data = pe_buf_steal(&b, &out->len);
-	if (rc == 0 && !out->data)
-		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
-out:
-	pe_buf_destroy(&b);
-	free(table);
+	pe_buf_destroy(&s.text);
 	return rc;
 }

@@ -5,7 +5,8 @@
  *
  * Format, when --format is not given, comes from the -o file's extension (.json .npy .csv .bin,
  * any case) and is otherwise json, the HTTP default: what lands on a terminal and what goes
- * into a pipe are the same bytes. png is an HTTP format the CLI does not write. */
+ * into a pipe are the same bytes. png is an HTTP format the CLI does not write: --format png and
+ * -o NAME.png (without --format) are refused rather than writing JSON into a .png file. */
 #include "cli/cli.h"
 
 #include <ctype.h>
@@ -38,15 +39,27 @@ static int format_from_name(const char *file, enum pe_format *fmt)
 	return -1;
 }
 
+/* -o NAME.png without --format: the daemon's picture format, which the CLI does not write; JSON
+ * in a .png file would only surprise. */
+static int png_name(const char *file)
+{
+	const char *slash = strrchr(file, '/'), *dot = strrchr(file, '.');
+	return dot && (!slash || dot > slash) && !strcasecmp(dot + 1, "png");
+}
+
 static int pick_format(const char *s, const char *output, enum pe_format *fmt, struct pe_err *err)
 {
 	if (!s) {
+		if (output && png_name(output))
+			return pe_err_set(err, PE_EINVAL, "o", "posenc does not write PNG (posencd's format=png does): "
+				"name the file .json, .npy, .bin or .csv, or give --format");
 		if (!output || !strcmp(output, "-") || format_from_name(output, fmt) != 0)
 			*fmt = PE_FMT_JSON;
 		return 0;
 	}
 	if (pe_format_parse(s, fmt) != 0 || !(CLI_FORMATS >> *fmt & 1))
-		return pe_err_set(err, PE_EINVAL, "format", "format must be one of: json, npy, bin, csv");
+		return pe_err_set(err, PE_EINVAL, "format", "format must be one of: json, npy, bin, csv%s",
+				  !strcasecmp(s, "png") ? " (png is served by posencd only)" : "");
 	return 0;
 }
 

@@ -118,29 +118,54 @@ static void bias_chunk(double s, int64_t rel0, size_t n, int causal, double lowe
 	}
 }
 
-static int bias_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+/* Rows [r0, r0 + n) of head h into o. An entry depends on the head and k - q_pos only: lut[j]
+ * (scratch of q_len + k_len - 1 entries) holds rel = j + rel_min, and query row i (rel from
+ * -(offset + i)) is the slice starting at q_len - 1 - i. */
+static void bias_rows(const struct pe_params *p, enum pe_dtype dt, int64_t h, size_t r0, size_t n, char *lut,
+		      char *o)
 {
 	int64_t heads = pe_param_int(p, "heads"), q_len = pe_param_int(p, "q_len");
 	int64_t k_len = pe_param_int(p, "k_len"), offset = pe_param_int(p, "offset");
 	int causal = pe_param_enum(p, "mask") == MASK_CAUSAL;
-	double max_bias = pe_param_real(p, "max_bias"), lowest = pe_dtype_lowest(dt), v[CHUNK];
+	double lowest = pe_dtype_lowest(dt), v[CHUNK], s = slope(heads, h, pe_param_real(p, "max_bias"));
 	size_t esz = pe_dtype_size(dt), nrel = (size_t)(q_len + k_len - 1), row = (size_t)k_len * esz;
-	/* An entry depends on the head and k - q_pos only: lut[j] holds rel = j + rel_min, and query
-	 * row i (rel from -(offset + i)) is the slice starting at q_len - 1 - i. */
 	int64_t rel_min = -(offset + q_len - 1);
-	char *lut = malloc(nrel * esz), *o = out;
+	for (size_t j = 0; j < nrel; j += CHUNK) {
+		size_t m = nrel - j < CHUNK ? nrel - j : CHUNK;
+		bias_chunk(s, rel_min + (int64_t)j, m, causal, lowest, v);
+		pe_store_f64(dt, lut + j * esz, v, m);
+	}
+	for (size_t i = r0; i < r0 + n; i++, o += row)
+		memcpy(o, lut + ((size_t)q_len - 1 - i) * esz, row);
+}
+
+static char *bias_lut(const struct pe_params *p, enum pe_dtype dt)
+{
+	return malloc((size_t)(pe_param_int(p, "q_len") + pe_param_int(p, "k_len") - 1) * pe_dtype_size(dt));
+}
+
+static int bias_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
+			     struct pe_err *err)
+{
+	char *lut = bias_lut(p, dt);
 	if (!lut)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	for (int64_t h = 0; h < heads; h++) {
-		double s = slope(heads, h, max_bias);
-		for (size_t j = 0; j < nrel; j += CHUNK) {
-			size_t n = nrel - j < CHUNK ? nrel - j : CHUNK;
-			bias_chunk(s, rel_min + (int64_t)j, n, causal, lowest, v);
-			pe_store_f64(dt, lut + j * esz, v, n);
-		}
-		for (int64_t i = 0; i < q_len; i++, o += row)
-			memcpy(o, lut + (size_t)(q_len - 1 - i) * esz, row);
-	}
+	for (int64_t h = 0; h < pe_param_int(p, "heads"); h++)
+		if (out[h])
+			bias_rows(p, dt, h, r0, n, lut, out[h]);
+	free(lut);
+	return 0;
+}
+
+static int bias_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	size_t q_len = (size_t)pe_param_int(p, "q_len");
+	size_t plane = q_len * (size_t)pe_param_int(p, "k_len") * pe_dtype_size(dt);
+	char *lut = bias_lut(p, dt);
+	if (!lut)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	for (int64_t h = 0; h < pe_param_int(p, "heads"); h++)
+		bias_rows(p, dt, h, 0, q_len, lut, (char *)out + (size_t)h * plane);
 	free(lut);
 	return 0;
 }
@@ -188,4 +213,5 @@ const struct pe_table_def pe_table_alibi = {
 	.shape = bias_shape,
 	.compute = bias_compute,
 	.max_abs = bias_max_abs,
+	.compute_rows = bias_compute_rows,
 };

@@ -385,6 +385,60 @@ int pe_table_cost(const struct pe_params *p, struct pe_cost *c)
 	return p->def->cost ? p->def->cost(p, c) : 0;
 }
 
+int pe_table_rows_supported(const struct pe_params *p)
+{
+	struct pe_shape s;
+	return p->def->compute_rows && p->def->shape && p->def->shape(p, &s) == 0 && s.rank >= 2 && s.rank <= 3;
+}
+
+/* The table's planes and rows per plane, or PE_EINTERNAL for a table without row computation. */
+static int row_layout(const struct pe_params *p, size_t *planes, size_t *rows, size_t *row_bytes, enum pe_dtype dt,
+		      struct pe_err *err)
+{
+	struct pe_shape s;
+	if (!pe_table_rows_supported(p) || p->def->shape(p, &s) != 0)
+		return pe_err_set(err, PE_EINTERNAL, "", "/v1/%s is computed whole only", p->def->name);
+	if (p->def->fixed_dtype != PE_DTYPE_COUNT_ && dt != p->def->fixed_dtype)
+		return pe_err_set(err, PE_EINVAL, "dtype", "/v1/%s is always %s", p->def->name,
+				  pe_dtype_name(p->def->fixed_dtype));
+	*planes = s.rank == 3 ? s.dim[0] : 1;
+	*rows = s.dim[s.rank - 2];
+	*row_bytes = s.dim[s.rank - 1] * pe_dtype_size(dt);
+	return 0;
+}
+
+int pe_table_compute_planes(const struct pe_params *p, enum pe_dtype dt, size_t row0, size_t nrows,
+			    void *const *out, struct pe_err *err)
+{
+	size_t planes = 0, rows = 0, row_bytes = 0;
+	int rc = row_layout(p, &planes, &rows, &row_bytes, dt, err);
+	if (rc != 0)
+		return rc;
+	if (row0 > rows || nrows > rows - row0)
+		return pe_err_set(err, PE_EINTERNAL, "", "rows %zu+%zu are outside the table", row0, nrows);
+	return nrows ? p->def->compute_rows(p, dt, row0, nrows, out, err) : 0;
+}
+
+int pe_table_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t plane, size_t row0, size_t nrows,
+			  void *out, struct pe_err *err)
+{
+	size_t planes = 0, rows = 0, row_bytes = 0;
+	int rc = row_layout(p, &planes, &rows, &row_bytes, dt, err);
+	if (rc != 0)
+		return rc;
+	if (plane >= planes && plane != PE_TABLE_ALL_PLANES)
+		return pe_err_set(err, PE_EINTERNAL, "", "the table has no plane %zu", plane);
+	void **outs = calloc(planes, sizeof *outs);
+	if (!outs)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	for (size_t k = 0; k < planes; k++)
+		if (plane == k || plane == PE_TABLE_ALL_PLANES)
+			outs[k] = (char *)out + (plane == k ? 0 : k * nrows * row_bytes);
+	rc = pe_table_compute_planes(p, dt, row0, nrows, outs, err);
+	free(outs);
+	return rc;
+}
+
 int pe_transform_shape(const struct pe_params *p, const struct pe_shape *in, struct pe_shape *out,
 		       struct pe_err *err)
 {

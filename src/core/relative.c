@@ -94,7 +94,9 @@ static int32_t t5_bucket(const struct t5 *t, int64_t rel)
 	return (int32_t)(bucket + (large < t->last ? large : t->last));
 }
 
-static int t5_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+/* Rows [r0, r0 + n) (query positions) of the table into out. */
+static int t5_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
+			   struct pe_err *err)
 {
 	int64_t q_len = pe_param_int(p, "q_len"), k_len = pe_param_int(p, "k_len");
 	size_t nrel = (size_t)(q_len + k_len - 1);
@@ -105,11 +107,16 @@ static int t5_compute(const struct pe_params *p, enum pe_dtype dt, void *out, st
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	for (size_t j = 0; j < nrel; j++)
 		lut[j] = t5_bucket(&t, (int64_t)j - (q_len - 1));
-	int32_t *o = out;
-	for (int64_t q = 0; q < q_len; q++)
-		memcpy(o + (size_t)q * (size_t)k_len, lut + (q_len - 1 - q), (size_t)k_len * sizeof *lut);
+	int32_t *o = out[0];
+	for (size_t q = r0; q < r0 + n; q++)
+		memcpy(o + (q - r0) * (size_t)k_len, lut + ((size_t)q_len - 1 - q), (size_t)k_len * sizeof *lut);
 	free(lut);
 	return 0;
+}
+
+static int t5_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	return t5_compute_rows(p, dt, 0, (size_t)pe_param_int(p, "q_len"), &out, err);
 }
 
 /* ---- xl ---- */
@@ -137,7 +144,9 @@ static int xl_shape(const struct pe_params *p, struct pe_shape *s)
 	return 0;
 }
 
-static int xl_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+/* Rows [r0, r0 + n) into out: each row from its own position, so any block is the table's. */
+static int xl_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
+			   struct pe_err *err)
 {
 	int64_t len = pe_param_int(p, "len"), clamp = pe_param_int(p, "clamp_len");
 	size_t dim = (size_t)pe_param_int(p, "dim"), h = dim / 2, esz = pe_dtype_size(dt);
@@ -147,8 +156,8 @@ static int xl_compute(const struct pe_params *p, enum pe_dtype dt, void *out, st
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	double *w = buf, *ang = w + h, *s = ang + h, *c = s + h;
 	pe_inv_freq_pow(pe_param_real(p, "base"), h, 2, (double)dim, hf, w);
-	char *o = out;
-	for (int64_t r = 0; r < len; r++, o += dim * esz) {
+	char *o = out[0];
+	for (int64_t r = (int64_t)r0; r < (int64_t)(r0 + n); r++, o += dim * esz) {
 		int64_t pos = len - 1 - r;
 		if (clamp > 0 && pos > clamp)
 			pos = clamp;
@@ -160,6 +169,11 @@ static int xl_compute(const struct pe_params *p, enum pe_dtype dt, void *out, st
 	return 0;
 }
 
+static int xl_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	return xl_compute_rows(p, dt, 0, (size_t)pe_param_int(p, "len"), &out, err);
+}
+
 const struct pe_table_def pe_table_relative_t5 = {
 	.name = "relative/t5",
 	.summary = "T5 relative-position buckets of k - q (transformers' _relative_position_bucket), int32",
@@ -169,6 +183,7 @@ const struct pe_table_def pe_table_relative_t5 = {
 	.check = t5_check,
 	.shape = t5_shape,
 	.compute = t5_compute,
+	.compute_rows = t5_compute_rows,
 };
 
 const struct pe_table_def pe_table_relative_xl = {
@@ -180,4 +195,5 @@ const struct pe_table_def pe_table_relative_xl = {
 	.check = xl_check,
 	.shape = xl_shape,
 	.compute = xl_compute,
+	.compute_rows = xl_compute_rows,
 };

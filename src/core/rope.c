@@ -291,7 +291,7 @@ struct job {
 	int64_t offset;
 	int fmode, interleaved, use_rec, stream;
 	enum pe_dtype dt;
-	double *buf; /* one allocation: t, c, s, recurrence state, a double row pair */
+	double *buf; /* one allocation: t, c, s, recurrence state, a double row pair, a scratch row */
 	double *t, *c, *s, *row;
 };
 
@@ -307,7 +307,8 @@ static int recurrence_order(const struct job *j)
 	return pe_rope_rec_order(last, wmax, j->pl.cfg.compat != PE_COMPAT_EXACT);
 }
 
-static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, void *out)
+/* nrows: the rows this call writes (large f32 blocks bypass the cache). */
+static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, size_t nrows)
 {
 	memset(j, 0, sizeof *j);
 	int rc = pe_rope_plan_init(&j->pl, p);
@@ -323,10 +324,10 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, 
 	j->interleaved = pe_param_enum(p, "layout") == L_INTERLEAVED;
 	int order = recurrence_order(j);
 	j->use_rec = order != PE_REC_DIRECT;
-	j->stream = dt == PE_F32 && 2 * j->len * j->dim * 4 >= STREAM_BYTES;
+	j->stream = dt == PE_F32 && 2 * nrows * j->dim * 4 >= STREAM_BYTES;
 	size_t h = j->h;
 	j->block = BLOCK_ELEMS / h < 1 ? 1 : BLOCK_ELEMS / h > 64 ? 64 : BLOCK_ELEMS / h;
-	j->buf = malloc(sizeof(double) * (j->block * h + 2 * h + 5 * h + 2 * j->dim) + sizeof(float) * h);
+	j->buf = malloc(sizeof(double) * (j->block * h + 2 * h + 5 * h + 4 * j->dim) + sizeof(float) * h);
 	if (!j->buf) {
 		pe_rope_plan_destroy(&j->pl);
 		return PE_ENOMEM;
@@ -338,7 +339,7 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, 
 	j->rec = (struct pe_rope_rec){h, j->pl.w, cw, sw, sw + h, sw + 2 * h, sw + 3 * h, order == PE_REC_FIRST_ORDER, NULL, NULL};
 	j->row = sw + 4 * h;
 	if (j->pl.cfg.compat == PE_COMPAT_HF) { /* the float frequencies, for the kernel's hf angles */
-		float *wf = (float *)(j->row + 2 * j->dim);
+		float *wf = (float *)(j->row + 3 * j->dim);
 		for (size_t i = 0; i < h; i++)
 			wf[i] = (float)j->pl.w[i];
 		j->rec.wf = wf;
@@ -372,26 +373,32 @@ static void store_generic(const struct job *j, const double *v, char *o)
 	pe_store_f64(j->dt, o, j->row, j->dim);
 }
 
-static void store_row(const struct job *j, size_t r, void *out)
+/* Row r's cos and sin into oc and os (either may be the scratch row pair when a block wants one
+ * plane only). */
+static void store_row(const struct job *j, char *oc, char *os)
 {
-	size_t esz = pe_dtype_size(j->dt), plane = j->len * j->dim * esz;
-	char *oc = (char *)out + r * j->dim * esz;
 	if (j->dt == PE_F32) {
 		j->k->rope_store_f32(j->c, j->s, j->h, j->pl.att, j->fmode, j->interleaved, j->stream, (float *)oc,
-				     (float *)(oc + plane));
+				     (float *)os);
 		return;
 	}
 	store_generic(j, j->c, oc);
-	store_generic(j, j->s, oc + plane);
+	store_generic(j, j->s, os);
 }
 
-/* 0, or the pe_cancelled() code that stopped it between blocks of rows. */
-static int rows(struct job *j, void *out)
+/* Rows [r0, r0 + n) of the cos plane into oc and of the sin plane into os (NULL: not wanted, the
+ * row goes to a scratch row). The recurrence starts at the anchor at or before r0; rows before r0
+ * are computed and dropped, so every block is byte for byte the whole table's rows. 0, or the
+ * pe_cancelled() code that stopped it between blocks of rows. */
+static int rows(struct job *j, size_t r0, size_t n, char *oc, char *os)
 {
+	size_t row_bytes = j->dim * pe_dtype_size(j->dt);
+	size_t first = j->use_rec ? r0 - r0 % PE_ROPE_ANCHOR_ROWS : r0, end = r0 + n;
+	char *scratch = (char *)(j->row + 2 * j->dim); /* a row of a plane not asked for */
 	size_t every = pe_cancel_rows(2 * j->h), since = every;
 	int rc = 0;
-	for (size_t r0 = 0; r0 < j->len; r0 += j->block) {
-		size_t nb = j->len - r0 < j->block ? j->len - r0 : j->block;
+	for (size_t b0 = first; b0 < end; b0 += j->block) {
+		size_t nb = end - b0 < j->block ? end - b0 : j->block;
 		if ((since += nb) >= every) {
 			since = 0;
 			if ((rc = pe_cancelled()) != 0)
@@ -399,16 +406,19 @@ static int rows(struct job *j, void *out)
 		}
 		int formed_in_kernel = j->use_rec && j->pl.cfg.compat != PE_COMPAT_GGML;
 		if (!formed_in_kernel)
-			pe_rope_angles(&j->pl, j->offset + (int64_t)r0, nb, j->t);
+			pe_rope_angles(&j->pl, j->offset + (int64_t)b0, nb, j->t);
 		for (size_t b = 0; b < nb; b++) {
-			size_t r = r0 + b;
+			size_t r = b0 + b;
 			const double *t = formed_in_kernel ? NULL : j->t + b * j->h;
 			if (j->use_rec)
 				j->k->rope_row(&j->rec, (double)(j->offset + (int64_t)r), t, r % PE_ROPE_ANCHOR_ROWS == 0,
 					       j->c, j->s);
 			else
 				j->k->sincos_f64(t, j->s, j->c, j->h);
-			store_row(j, r, out);
+			if (r < r0)
+				continue;
+			size_t at = (r - r0) * row_bytes;
+			store_row(j, oc ? oc + at : scratch, os ? os + at : scratch);
 		}
 	}
 	if (j->stream)
@@ -416,12 +426,24 @@ static int rows(struct job *j, void *out)
 	return rc;
 }
 
+static int rope_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
+			     struct pe_err *err)
+{
+	struct job j;
+	if (job_init(&j, p, dt, n) != 0)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	int rc = rows(&j, r0, n, out[0], out[1]);
+	job_destroy(&j);
+	return rc ? pe_cancel_err(rc, err) : 0;
+}
+
 static int rope_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
 {
 	struct job j;
-	if (job_init(&j, p, dt, out) != 0)
+	size_t len = (size_t)pe_param_int(p, "len");
+	if (job_init(&j, p, dt, len) != 0)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	int rc = rows(&j, out);
+	int rc = rows(&j, 0, len, out, (char *)out + len * j.dim * pe_dtype_size(dt));
 	job_destroy(&j);
 	return rc ? pe_cancel_err(rc, err) : 0;
 }
@@ -469,6 +491,7 @@ const struct pe_table_def pe_table_rope = {
 	.shape = rope_shape,
 	.compute = rope_compute,
 	.max_abs = rope_max_abs,
+	.compute_rows = rope_compute_rows,
 	.extra_name = "attention_scaling",
 	.extra = attention_scaling,
 	.panel_labels = pe_cos_sin_labels,

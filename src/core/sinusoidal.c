@@ -12,7 +12,8 @@
  * float(-log_inc))), angle = float(p) * w rounded to float, then sin/cos of that float angle,
  * rounded to float.
  *
- * Rows are produced in order, each written once. For f32/f16/bf16 output, sin/cos come from RoPE's
+ * Rows are produced in order, each written once; compute_rows starts a block anywhere by replaying
+ * the anchors before it (seek), so blocks are byte for byte the whole table's rows. For f32/f16/bf16 output, sin/cos come from RoPE's
  * angle-addition recurrence (kernels.h rope_row, as rope.c uses it): anchored every
  * PE_ROPE_ANCHOR_ROWS rows on directly computed values and corrected to each row's own angle (the
  * exact double product or hf's float one), so every value is within 2^-44 of the exact sin/cos of
@@ -488,36 +489,72 @@ static void store_generic(const struct job *j, void *o)
 	pe_store_f64(j->dt, o, j->row, j->dim);
 }
 
-static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+/* Bring the state to row r0 as if rows from the last anchor on had been produced (compute_rows
+ * starting inside the table): the fused path's direct row, its checkpoints up to r0 and the steps
+ * since the last one (into the row buffer); the recurrence's anchor row and the rows after it. */
+static void seek(struct job *j, size_t r0)
 {
-	struct job j;
-	if (job_init(&j, p, dt) != 0)
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	size_t row_bytes = j.dim * pe_dtype_size(dt), every = pe_cancel_rows(j.dim);
+	if (j->fused && r0 % DIRECT_ROWS != 0) {
+		size_t d = r0 - r0 % DIRECT_ROWS, c = r0 - r0 % CHECKPOINT_ROWS;
+		row_sincos(j, d);
+		checkpoint_save(j);
+		for (size_t k = d + CHECKPOINT_ROWS; k < r0; k += CHECKPOINT_ROWS)
+			checkpoint_advance(j);
+		for (size_t r = c > d ? c : d + 1; r < r0; r++)
+			j->k->sin_row_f32(&j->rec, (double)(j->offset + (int64_t)r), j->lo, j->hi,
+					  j->variant == V_VASWANI, (float *)j->row);
+	} else if (!j->fused && j->use_rec) {
+		for (size_t r = r0 - r0 % PE_ROPE_ANCHOR_ROWS; r < r0; r++)
+			row_sincos(j, r);
+	}
+}
+
+/* Rows [r0, r0 + n) of the table into out: 0, or the pe_cancelled() code that stopped it. */
+static int rows(struct job *j, size_t r0, size_t n, void *out)
+{
+	size_t row_bytes = j->dim * pe_dtype_size(j->dt), every = pe_cancel_rows(j->dim);
 	int rc = 0;
-	for (size_t r = 0; r < j.len; r++) {
-		char *o = (char *)out + r * row_bytes;
-		if (r % every == 0 && (rc = pe_cancelled()) != 0)
+	seek(j, r0);
+	for (size_t r = r0; r < r0 + n; r++) {
+		char *o = (char *)out + (r - r0) * row_bytes;
+		if ((r - r0) % every == 0 && (rc = pe_cancelled()) != 0)
 			break;
-		if (j.fused && r % DIRECT_ROWS != 0) {
+		if (j->fused && r % DIRECT_ROWS != 0) {
 			if (r % CHECKPOINT_ROWS == 0)
-				checkpoint_advance(&j);
-			j.k->sin_row_f32(&j.rec, (double)(j.offset + (int64_t)r), j.lo, j.hi, j.variant == V_VASWANI,
-					 (float *)o);
-			if (j.dim & 1) /* t2t's zero column (vaswani with odd dim is not fused) */
-				((float *)o)[j.dim - 1] = 0.0f;
+				checkpoint_advance(j);
+			j->k->sin_row_f32(&j->rec, (double)(j->offset + (int64_t)r), j->lo, j->hi,
+					  j->variant == V_VASWANI, (float *)o);
+			if (j->dim & 1) /* t2t's zero column (vaswani with odd dim is not fused) */
+				((float *)o)[j->dim - 1] = 0.0f;
 			continue;
 		}
-		row_sincos(&j, r);
-		if (j.fused)
-			checkpoint_save(&j);
-		if (dt == PE_F32)
-			store_f32(&j, (float *)o);
+		row_sincos(j, r);
+		if (j->fused)
+			checkpoint_save(j);
+		if (j->dt == PE_F32)
+			store_f32(j, (float *)o);
 		else
-			store_generic(&j, o);
+			store_generic(j, o);
 	}
+	return rc;
+}
+
+static int compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
+			struct pe_err *err)
+{
+	struct job j;
+	if (!out[0])
+		return 0;
+	if (job_init(&j, p, dt) != 0)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	int rc = rows(&j, r0, n, out[0]);
 	job_destroy(&j);
 	return rc ? pe_cancel_err(rc, err) : 0;
+}
+
+static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	return compute_rows(p, dt, 0, (size_t)pe_param_int(p, "len"), &out, err);
 }
 
 const struct pe_table_def pe_table_sinusoidal = {
@@ -529,4 +566,5 @@ const struct pe_table_def pe_table_sinusoidal = {
 	.check = check,
 	.shape = shape,
 	.compute = compute,
+	.compute_rows = compute_rows,
 };

@@ -17,6 +17,10 @@ size_t pe_fmt_width(enum pe_dtype dt);
  * digits in wide words past each number). */
 size_t pe_fmt_list(const struct pe_tensor_view *t, size_t start, size_t n, char *buf);
 
+/* The table document up to and including "data": (json.c's head, for rows.c's streamed
+ * documents; t->data is not read). 0, PE_EINTERNAL (a non-finite extra value) or a buffer error. */
+int pe_json_write_head(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t);
+
 /* The float32 list printer's AVX-512 tier (shortest_avx512.c), fed by shortest.c. A layout says
  * how one number's text is laid out from its sign, digit count n and scientific exponent x: byte i
  * of the text is digit shuffle[i] of a 16-byte slot holding the decimal's nine digits (digits 2-9

@@ -310,6 +310,11 @@ static int write_head(struct pe_buf *b, const struct pe_params *p, const struct 
 	return rc ? rc : pe_buf_puts(b, "\"data\":");
 }
 
+int pe_json_write_head(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t)
+{
+	return write_head(b, p, t);
+}
+
 int pe_json_write_table(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t,
 			struct pe_err *err)
 {

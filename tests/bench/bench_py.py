@@ -3,8 +3,10 @@ cos/sin construction, each on one thread, timed the way tests/bench/bench_kernel
 
 Run with Debian's /usr/bin/python3 (it has numpy and torch). Output lines, as bench_kernels:
     sample <name> <seconds>  |  info <name> <text>  |  skip <name> <reason>
-Usage: bench_py.py [reps] [apply]   (default 5; one warm-up run is not reported; "apply": only the
-RoPE apply row, for bench.sh to alternate it with HTTP round trips)
+Usage: bench_py.py [reps] [apply|cli]   (default 5; one warm-up run is not reported; "apply": only the
+RoPE apply row, for bench.sh to alternate it with HTTP round trips; "cli": only the tables of the
+CLI rows, torch_cli_rope (HF cos/sin 65536x128, base 500000) and torch_cli_sin (the seeds'
+PositionalEncoding(1024, 16384)), 64 MiB each as posenc's)
 """
 import os
 import sys
@@ -16,6 +18,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 REPS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 ONLY_APPLY = len(sys.argv) > 2 and sys.argv[2] == "apply"
+ONLY_CLI = len(sys.argv) > 2 and sys.argv[2] == "cli"
 
 
 def timed(name, fn):
@@ -32,7 +35,7 @@ except ImportError:
     np = None
     print("skip np_seed_sin numpy is not installed for this python")
 
-if np is not None and not ONLY_APPLY:
+if np is not None and not ONLY_APPLY and not ONLY_CLI:
     # ../shared/seeds/000*.txt, get_position_encoding, verbatim.
     def get_position_encoding(seq_length, model_dim):
         pos = np.arange(seq_length)[:, np.newaxis]
@@ -55,6 +58,8 @@ except ImportError:
     torch = None
     print("skip torch_seed_sin torch is not installed for this python")
     print("skip torch_hf_rope torch is not installed for this python")
+    print("skip torch_cli_rope torch is not installed for this python")
+    print("skip torch_cli_sin torch is not installed for this python")
 
 if torch is not None:
     torch.set_num_threads(1)
@@ -84,6 +89,12 @@ if torch is not None:
         freqs = torch.outer(t, inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos(), emb.sin()
+
+    if ONLY_CLI:
+        print(f"info torch_cli_rope torch {torch.__version__}, threads {torch.get_num_threads()}")
+        timed("torch_cli_rope", lambda: hf_rope(65536, 128, 500000.0))
+        timed("torch_cli_sin", lambda: PositionalEncoding(1024, max_length=16384))
+        sys.exit(0)
 
     # HF apply_rotary_pos_emb for one tensor: q * cos + rotate_half(q) * sin, cos/sin precomputed
     # (as a model computes them once per forward), q of shape [1, 32, 2048, 128].

@@ -556,6 +556,8 @@ static const struct bad bad_cases[] = {
 	{{"sinusoidal", "extra", "--len", "4", "--dim", "8"}, "", 2},
 	{{"sinusoidal", "-x", "--len", "4", "--dim", "8"}, "", 2},
 	{{"sinusoidal", "--len", "4", "--dim", "8", "-o", "/nonexistent-dir/x.json"}, "o", 1},
+	/* the CLI writes no PNG: a .png name without --format is refused, not filled with JSON */
+	{{"sinusoidal", "--len", "4", "--dim", "8", "-o", "/nonexistent-dir/heat.PNG"}, "o", 2},
 };
 
 START_TEST(errors_name_the_parameter)

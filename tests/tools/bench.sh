@@ -41,7 +41,7 @@ missing=()
 command -v nginx >/dev/null 2>&1 || missing+=(nginx-light)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
-if [ ${#missing[@]} -gt 0 ]; then
+if [ ${#missing[@]} -gt 0 ] && [ "${BENCH_ONLY:-}" != cli ]; then # the CLI section needs none of them
 	[ "$(id -u)" -eq 0 ] || die "missing ${missing[*]}: run as root, or apt-get install them"
 	log "installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
@@ -142,6 +142,76 @@ mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
 
 ROWS=()
 row() { ROWS+=("| $1 | $2 | $3 | $4 | $5 | $6 |"); } # what | posenc | anchor | ratio | target | verdict
+
+# ================================================================ CLI
+# The whole `posenc` process (exec, compute, write) for a 64 MiB table into /dev/null by a shell
+# redirection, beside `head -c 64M /dev/zero > /dev/null` (the same bytes through the same kind of
+# redirection: what "pipe speed" means here) and PyTorch building the same table in-process on one
+# thread (bench_py.py cli: Hugging Face's cos/sin, and the seeds' PositionalEncoding for the
+# sinusoidal table; interpreter start-up not counted). The three processes alternate, 4 runs of
+# each per round; times from bash's EPOCHREALTIME around each command. `BENCH_ONLY=cli` runs this
+# section alone (no nginx, wrk or daemon) and prints its rows.
+cli_elapsed() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.9f\n", b - a}'; }
+cli_section() {
+	local cli=$BUILD/posenc f=$OUT/cli.txt t0 t1
+	local rope=(rope --len 65536 --dim 128 --base 500000 --format bin) sin=(sinusoidal --len 16384 --dim 1024 --format bin)
+	: >"$f"
+	if [ ! -x "$cli" ]; then
+		row "CLI: posenc ${rope[*]} > /dev/null" "skipped: $cli is missing" "head -c 64M" "—" "≤ 3× head" "—"
+		return
+	fi
+	log "cli: $ROUNDS rounds of head / posenc rope / posenc sinusoidal, alternating, and bench_py.py cli"
+	for r in $(seq $((ROUNDS * 4))); do
+		t0=$EPOCHREALTIME; head -c 64M /dev/zero >/dev/null; t1=$EPOCHREALTIME
+		echo "sample cli_head $(cli_elapsed "$t0" "$t1")" >>"$f"
+		t0=$EPOCHREALTIME; "$cli" "${rope[@]}" >/dev/null; t1=$EPOCHREALTIME
+		echo "sample cli_rope $(cli_elapsed "$t0" "$t1")" >>"$f"
+		t0=$EPOCHREALTIME; "$cli" "${sin[@]}" >/dev/null; t1=$EPOCHREALTIME
+		echo "sample cli_sin $(cli_elapsed "$t0" "$t1")" >>"$f"
+		if [ $((r % 4)) -eq 0 ]; then
+			if [ -x "$PY" ]; then
+				"$PY" tests/bench/bench_py.py 3 cli >>"$f" 2>>"$OUT/bench_py.err" ||
+					echo "skip torch_cli_rope bench_py.py failed (see $OUT/bench_py.err)" >>"$f"
+			else
+				echo "skip torch_cli_rope $PY is missing" >>"$f"
+			fi
+		fi
+	done
+	local bytes
+	bytes=$("$cli" "${rope[@]}" | wc -c)
+	cli_row "CLI: posenc ${rope[*]} > /dev/null ($(mib "$bytes")), whole process" cli_rope cli_head "head -c 64M /dev/zero > /dev/null" time "<=" 3 "≤ 3× head"
+	cli_row "CLI: the same rope table vs PyTorch in-process, HF inv_freq→outer→cat→cos/sin (base 500000), 1 thread" cli_rope torch_cli_rope "PyTorch" speed ">=" 4 "≥ 4× faster"
+	bytes=$("$cli" "${sin[@]}" | wc -c)
+	cli_row "CLI: posenc ${sin[*]} > /dev/null ($(mib "$bytes")), whole process" cli_sin cli_head "head -c 64M /dev/zero > /dev/null" time "<=" 3 "≤ 3× head"
+	cli_row "CLI: the same sinusoidal table vs PyTorch in-process, the seeds' PositionalEncoding(1024, 16384), 1 thread" cli_sin torch_cli_sin "PyTorch" speed ">=" 4 "≥ 4× faster"
+}
+# cli_row LABEL A B ANCHOR_LABEL MODE OP LIMIT TARGET_TEXT: as kernel_row (below), from $OUT/cli.txt.
+cli_row() {
+	local f=$OUT/cli.txt why ma mb ra rtext v=—
+	why=$(skipped "$2" "$f")
+	[ -z "$why" ] && why=$(skipped "$3" "$f")
+	ma=$(median "$2" "$f")
+	mb=$(median "$3" "$f")
+	if [ -n "$why" ] || [ -z "$ma" ] || [ -z "$mb" ]; then
+		row "$1" "skipped: ${why:-no samples}" "$4" "—" "$8" "—"
+		return
+	fi
+	set -- "$@" $ma $mb # $9 $10: A's median and count, $11 $12: B's
+	if [ "$5" = time ]; then
+		ra=$(div "$9" "${11}")
+		rtext="${ra}× its time"
+	else
+		ra=$(div "${11}" "$9")
+		rtext=$(faster "$ra")
+	fi
+	v=$(verdict "$ra" "$6" "$7")
+	row "$1" "$(fmt_s "$9") (n=${10})" "$4 $(fmt_s "${11}") (n=${12})" "$rtext" "$8" "$v"
+}
+if [ "${BENCH_ONLY:-}" = cli ]; then
+	cli_section
+	printf '%s\n' "| measurement | posenc | anchor (same run) | ratio | target | verdict |" "|---|---|---|---|---|---|" "${ROWS[@]}"
+	exit 0
+fi
 
 # ================================================================ 1. kernels
 log "kernels: $ROUNDS rounds of bench_kernels and bench_py.py, alternating"
@@ -496,6 +566,8 @@ row "RSS after 10 000 mixed requests (curl -Z, 16 at a time; $ok × 200, $hits h
 	"VmRSS $(mib $((rss * 1024)))" "cache_bytes $(mib $CACHE) + idle RSS $(mib $((idle * 1024))) + 32 MiB in flight = $(mib $BUDGET)" \
 	"$(div $((rss * 1024)) $BUDGET)× budget" "≤ 1× budget" "$(verdict "$(div $((rss * 1024)) $BUDGET)" "<=" 1)"
 stop_pid "$PD_PID"
+
+cli_section
 
 # ================================================================ the table
 CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
