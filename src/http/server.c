@@ -5,7 +5,16 @@
  * (MHD_suspend_connection, always inside the handler, before the waiter can complete) and resumed
  * exactly once by whichever comes first: the cache's waiter callback (on a worker thread) or the
  * deadline tick. Both transitions happen under wait_lock, so a resume never precedes its suspend
- * and never happens twice. Suspended connections must all be resumed before MHD_stop_daemon. */
+ * and never happens twice. Suspended connections must all be resumed before MHD_stop_daemon.
+ *
+ * The first handler call checks the head's framing (framing.c; refused heads are answered and the
+ * connection closed, the body unread) and lets the handler decide whether it wants the body. A
+ * refusal decided then (pe_http_refuse) is answered here for every handler alike: at once when no
+ * body byte would be sent in vain, else after the body is read and dropped within linger_bytes
+ * and linger_timeout, since clients without Expect: 100-continue send it regardless and would
+ * otherwise see a reset instead of the answer. Connections past max_connections are closed at
+ * accept (accept_cb), and libmicrohttpd's own Content-Length errors are answered through its log
+ * (answer_length_errors). */
 #include "http/internal.h"
 #include "http/framing.h"
 #include "http/problem.h"
