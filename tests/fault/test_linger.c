@@ -194,6 +194,17 @@ int main(int argc, char **argv)
 	int st = daemon_stop(&d, SIGTERM, 30);
 	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
 
+	/* the defaults (max_body_bytes 256 MiB, linger_bytes 1 GiB): 300 MiB is answered too */
+	const char *defaults[] = {"--data-dir", dir, NULL};
+	daemon_start(&d, defaults);
+	if (client_py[0]) {
+		char line[2048];
+		py_request(d.port, "POST", "/v1/rope/apply", "application/x-npy", 300 * MIB, NULL, line, sizeof line);
+		check(py_problem(line, 413), "defaults: http.client posting 300 MiB gets the 413 (got: %.160s)", line);
+	}
+	st = daemon_stop(&d, SIGTERM, 30);
+	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
+
 	const char *bounded[] = {"--max-body-bytes", "1Mi", "--linger-bytes", "8Mi", "--linger-timeout", "1", "--data-dir", dir, NULL};
 	daemon_start(&d, bounded);
 	endless(d.port, "text/plain", "a 415");
