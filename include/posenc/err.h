@@ -25,7 +25,8 @@
 	X(BUSY, 503, "overloaded", "Service overloaded")                             \
 	X(DRAINING, 503, "draining", "Service draining")                             \
 	X(TIMEOUT, 503, "job-timeout", "Computation timed out")                      \
-	X(NOSPACE, 507, "insufficient-storage", "Insufficient storage")
+	X(NOSPACE, 507, "insufficient-storage", "Insufficient storage")              \
+	X(NOTIMPL, 501, "not-implemented", "Not implemented")
 
 enum pe_errno {
 	PE_OK = 0,

@@ -32,6 +32,8 @@ struct pe_config {
 	int64_t max_connections;       /* total */
 	int64_t max_connections_per_ip;
 	int64_t connection_timeout;    /* seconds of inactivity before a connection is closed */
+	int64_t linger_bytes;          /* body bytes read and dropped after a refusal, to answer it */
+	int64_t linger_timeout;        /* seconds spent on that at most */
 	int64_t job_timeout;           /* seconds a request may wait for its computation */
 	char auth_token[256];          /* "" = none: only loopback clients may write */
 	char cors_origins[1024];       /* comma list or "*" */

@@ -127,6 +127,8 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.max_connections = (unsigned)c->max_connections,
 		.max_connections_per_ip = (unsigned)c->max_connections_per_ip,
 		.connection_timeout_s = (unsigned)c->connection_timeout,
+		.linger_bytes = (uint64_t)c->linger_bytes,
+		.linger_timeout_s = (unsigned)c->linger_timeout,
 		.job_timeout_s = (unsigned)c->job_timeout,
 		.cors_origins = c->cors_origins,
 		.tls_cert_pem = d->tls_cert,

@@ -65,6 +65,12 @@ struct pe_http_options {
 	uint64_t max_analysis_cost; /* work of one analysis request (pe_table_cost), multiply-adds */
 	size_t max_header_bytes; /* libmicrohttpd's per-connection pool: request line + headers */
 	unsigned max_connections, max_connections_per_ip, connection_timeout_s, job_timeout_s;
+	/* A request refused before its body is read (413 from Content-Length, 405, 415, 401/403) is
+	 * answered once the body is read and dropped, up to linger_bytes in linger_timeout_s; past
+	 * either, the connection is cut. Declared bodies past linger_bytes, and clients that sent
+	 * Expect: 100-continue, are answered at once. */
+	uint64_t linger_bytes;
+	unsigned linger_timeout_s;
 	const char *cors_origins;   /* "*" or a comma list */
 	const char *tls_cert_pem, *tls_key_pem; /* PEM text (NUL-terminated); NULL = plain HTTP */
 	const struct pe_http_static *statics; /* files served as they are (/openapi.yaml, the dashboard) */

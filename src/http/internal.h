@@ -28,11 +28,12 @@ struct waiter {
 
 /* A TCP connection, watched for requests that are read too slowly (slowloris): libmicrohttpd's
  * connection timeout only catches silence, not a byte every second. Fields under track_lock. */
-enum { PH_HEADERS, PH_BODY, PH_ANSWER };
+enum { PH_HEADERS, PH_BODY, PH_DISCARD, PH_ANSWER };
 struct ctrack {
 	int fd, phase;
 	double since;   /* when the current phase began */
 	uint64_t bytes; /* body bytes read in PH_BODY */
+	struct MHD_Connection *conn;
 	struct ctrack *prev, *next;
 };
 
@@ -50,6 +51,8 @@ struct pe_http {
 	struct waiter waiting; /* list head */
 	pthread_mutex_t track_lock;
 	struct ctrack tracks; /* list head of open connections */
+	atomic_uint nconns;   /* open connections (accepted, not yet closed) */
+	unsigned conn_limit;  /* max_connections, lowered to what the fd limit allows */
 	size_t nwaiting;
 	struct MHD_Response **statics; /* one shared response per opt.statics[i] */
 	pthread_mutex_t scratch_lock;
@@ -78,6 +81,13 @@ struct req {
 	struct pe_buf body;
 	int body_too_big, answered;
 	int request_id_given;   /* the client sent X-Request-Id: every response must echo it */
+	/* Framing (framing.h) and a refusal decided before the body is read (code 0: none). */
+	int has_body, chunked, expect_continue;
+	uint64_t declared;      /* Content-Length */
+	struct pe_err refusal;
+	enum MHD_Result (*refusal_answer)(struct req *r, struct MHD_Connection *conn, const struct pe_err *err);
+	uint64_t dropped;       /* body bytes read and dropped after a refusal or past max_body_bytes */
+	int close;              /* answer with Connection: close */
 };
 
 double pe_http_now(void);
@@ -88,6 +98,14 @@ int pe_http_def_route(const struct pe_table_def *def);
 enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int status,
 			      struct MHD_Response *resp);
 enum MHD_Result pe_http_problem(struct req *r, struct MHD_Connection *conn, const struct pe_err *err);
+/* Record a refusal decided on the first call, before the body is read (413 from Content-Length,
+ * 405, 415, 401/403, 400 on the query). server.c answers it, with answer (NULL: pe_http_problem):
+ * at once when no body follows, the client waits for 100 Continue, or the declared body is past
+ * linger_bytes; otherwise once the body has been read and dropped, so that clients that send
+ * their whole body before reading (Python's http.client) see the answer, not a reset. MHD_YES. */
+enum MHD_Result pe_http_refuse(struct req *r, const struct pe_err *err,
+			       enum MHD_Result (*answer)(struct req *r, struct MHD_Connection *conn,
+							 const struct pe_err *err));
 /* 304 Not Modified for a representation with this ETag and Cache-Control. */
 enum MHD_Result pe_http_not_modified(struct req *r, struct MHD_Connection *conn, const char *etag,
 				      const char *cache_control);
@@ -105,12 +123,12 @@ void pe_waiter_complete(struct waiter *w, struct pe_cache_entry *entry, void *re
 void pe_waiter_suspend(struct waiter *w);
 
 /* Transforms (transform.c). */
-/* Decide on the first call whether the body is wanted: answers 413 / 415 at once when not. */
+/* Decide on the first call whether the body is wanted: refuses (pe_http_refuse) 405 / 413 / 415. */
 enum MHD_Result pe_transform_begin(struct req *r, struct MHD_Connection *conn);
 enum MHD_Result pe_transform_request(struct req *r, struct MHD_Connection *conn);
 
 /* Learned tables (learned.c): /v1/learned and /v1/learned/{name}, every method. begin runs on the
- * first handler call (may answer at once: 401/403/405/413/415), request once the body (if any) is
+ * first handler call (may refuse: 401/403/405/413/415, pe_http_refuse), request once the body (if any) is
  * complete in r->body. */
 enum MHD_Result pe_learned_begin(struct req *r, struct MHD_Connection *conn);
 enum MHD_Result pe_learned_request(struct req *r, struct MHD_Connection *conn);

@@ -219,8 +219,7 @@ static enum MHD_Result problem(struct req *r, struct MHD_Connection *conn, const
 
 static enum MHD_Result answer_now(struct req *r, struct MHD_Connection *conn, const struct pe_err *err)
 {
-	r->answered = 1;
-	return problem(r, conn, err);
+	return pe_http_refuse(r, err, problem); /* server.c answers, once any body is dropped */
 }
 
 /* A JSON document (stolen), with the given status and extra headers. */

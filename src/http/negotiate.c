@@ -34,6 +34,7 @@ static int parse_quality(const char *params, const char *end)
 	return 1000;
 }
 
+/* How specifically a media range names mime: 3 exactly, 2 as type/\*, 1 as \*\/\*, 0 not at all. */
 static int range_matches(const char *range, size_t len, const char *mime)
 {
 	if (len == 3 && memcmp(range, "*/*", 3) == 0)
@@ -41,37 +42,42 @@ static int range_matches(const char *range, size_t len, const char *mime)
 	const char *slash = strchr(mime, '/');
 	size_t tlen = (size_t)(slash - mime);
 	if (len == tlen + 2 && strncasecmp(range, mime, tlen) == 0 && range[tlen] == '/' && range[tlen + 1] == '*')
-		return 1;
-	return len == strlen(mime) && strncasecmp(range, mime, len) == 0;
+		return 2;
+	return len == strlen(mime) && strncasecmp(range, mime, len) == 0 ? 3 : 0;
 }
 
-/* Best offered format for the Accept header: highest q, then the offered order (JSON first). */
+/* A format's quality is that of the most specific range naming it (RFC 9110 §12.5.1: so
+ * "application/json;q=0, *\/\*" refuses JSON and accepts the rest); q=0 is "not acceptable".
+ * The best format has the highest quality, then the most specific range, then comes first in
+ * the offered order (JSON first). */
 static int pick_from_accept(const char *accept, unsigned offered, enum pe_format *out)
 {
-	int best_q = 0, best_specific = -1;
-	const char *p = accept;
-	while (*p) {
+	int q[PE_FMT_COUNT_] = {0}, spec[PE_FMT_COUNT_] = {0};
+	for (const char *p = accept; *p;) {
 		p = skip_ws(p);
 		const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
 		const char *semi = memchr(p, ';', (size_t)(end - p));
 		const char *rend = semi ? semi : end;
 		while (rend > p && (rend[-1] == ' ' || rend[-1] == '\t'))
 			rend--;
-		int q = semi ? parse_quality(semi + 1, end) : 1000;
-		int specific = memchr(p, '*', (size_t)(rend - p)) == NULL;
+		int rq = semi ? parse_quality(semi + 1, end) : 1000;
 		for (int f = 0; f < PE_FMT_COUNT_; f++) {
-			if (!(offered & PE_FMT_BIT(f)) || !range_matches(p, (size_t)(rend - p), pe_format_mime(f)))
-				continue;
-			if (q > best_q || (q == best_q && q > 0 && specific > best_specific)) {
-				best_q = q;
-				best_specific = specific;
-				*out = (enum pe_format)f;
+			int s = (offered & PE_FMT_BIT(f)) ? range_matches(p, (size_t)(rend - p), pe_format_mime(f)) : 0;
+			if (s > spec[f]) {
+				spec[f] = s;
+				q[f] = rq;
 			}
-			break; /* a range matches the first offered format it covers */
 		}
 		p = comma ? comma + 1 : end;
 	}
-	return best_q > 0 ? 0 : -1;
+	int best = -1;
+	for (int f = 0; f < PE_FMT_COUNT_; f++)
+		if (q[f] > 0 && (best < 0 || q[f] > q[best] || (q[f] == q[best] && spec[f] > spec[best])))
+			best = f;
+	if (best < 0)
+		return -1;
+	*out = (enum pe_format)best;
+	return 0;
 }
 
 int pe_negotiate_format(const char *format_param, const char *accept, unsigned offered, enum pe_format *out,

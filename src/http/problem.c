@@ -15,7 +15,7 @@ static void printable_copy(char *dst, const char *src, size_t cap)
 	dst[i] = 0;
 }
 
-struct MHD_Response *pe_problem_response(const struct pe_err *err, const char *allow, int *status, size_t *len)
+char *pe_problem_json(const struct pe_err *err, int *status, size_t *len)
 {
 	char detail[PE_ERR_DETAIL_MAX], param[PE_ERR_PARAM_MAX];
 	printable_copy(detail, err->detail, sizeof detail);
@@ -32,9 +32,16 @@ struct MHD_Response *pe_problem_response(const struct pe_err *err, const char *a
 		json_object_set_new(o, "param", json_string(param));
 	char *body = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(o);
+	if (body)
+		*len = strlen(body);
+	return body;
+}
+
+struct MHD_Response *pe_problem_response(const struct pe_err *err, const char *allow, int *status, size_t *len)
+{
+	char *body = pe_problem_json(err, status, len);
 	if (!body)
 		return NULL;
-	*len = strlen(body);
 	struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(*len, body, free);
 	if (!r) {
 		free(body);

@@ -10,5 +10,7 @@
 /* A fresh response (caller queues and destroys it); *status gets the HTTP status. Adds Allow for
  * 405 (allow may be NULL) and Retry-After for 503; *len gets the body's length. NULL only when out of memory. */
 struct MHD_Response *pe_problem_response(const struct pe_err *err, const char *allow, int *status, size_t *len);
+/* The problem document alone (malloc'd, NUL-terminated, caller frees); NULL when out of memory. */
+char *pe_problem_json(const struct pe_err *err, int *status, size_t *len);
 
 #endif

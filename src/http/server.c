@@ -5,13 +5,25 @@
  * (MHD_suspend_connection, always inside the handler, before the waiter can complete) and resumed
  * exactly once by whichever comes first: the cache's waiter callback (on a worker thread) or the
  * deadline tick. Both transitions happen under wait_lock, so a resume never precedes its suspend
- * and never happens twice. Suspended connections must all be resumed before MHD_stop_daemon. */
+ * and never happens twice. Suspended connections must all be resumed before MHD_stop_daemon.
+ *
+ * The first handler call checks the head's framing (framing.c; refused heads are answered and the
+ * connection closed, the body unread) and lets the handler decide whether it wants the body. A
+ * refusal decided then (pe_http_refuse) is answered here for every handler alike: at once when no
+ * body byte would be sent in vain, else after the body is read and dropped within linger_bytes
+ * and linger_timeout, since clients without Expect: 100-continue send it regardless and would
+ * otherwise see a reset instead of the answer. Connections past max_connections are closed at
+ * accept (accept_cb), and libmicrohttpd's own Content-Length errors are answered through its log
+ * (answer_length_errors). */
 #include "http/internal.h"
+#include "http/framing.h"
 #include "http/problem.h"
 
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <stdarg.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,16 +95,21 @@ static int origin_listed(const char *list, const char *origin)
 	return 0;
 }
 
+/* With a list of origins the headers depend on the request's Origin, so every response that
+ * passes here says Vary: Origin, also when this Origin is absent or not listed: otherwise a
+ * shared cache could hand the answer without Access-Control-Allow-Origin to a listed origin. */
 void pe_http_add_cors(struct pe_http *h, struct MHD_Connection *conn, struct MHD_Response *resp)
 {
 	const char *origin = conn ? MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin") : NULL;
 	if (pe_http_cors_static(h))
 		MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
-	else if (origin && origin_listed(h->cors_origins, origin)) {
+	else {
+		if (*h->cors_origins)
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin");
+		if (!origin || !origin_listed(h->cors_origins, origin))
+			return;
 		MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin");
-	} else
-		return;
+	}
 	MHD_add_response_header(resp, "Access-Control-Expose-Headers",
 				"ETag, X-PE-Shape, X-PE-Dtype, X-PE-Cache, X-PE-Attention-Scaling, X-Request-Id");
 }
@@ -104,6 +121,8 @@ enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int st
 	if (!resp)
 		return MHD_NO;
 	MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+	if (r->close)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	r->status = status;
 	enum MHD_Result rc = MHD_queue_response(conn, (unsigned)status, resp);
 	MHD_destroy_response(resp);
@@ -226,8 +245,9 @@ void pe_waiter_suspend(struct waiter *w)
 /* ---- slow readers ---- */
 
 /* Headers must be complete within connection_timeout of the connection's start (or of the end of
- * its previous request), and a body must average at least 1 KiB/s once that time has passed:
- * otherwise the socket is shut down (MHD then closes the connection). Answers are not timed. */
+ * its previous request), a body must average at least 1 KiB/s once that time has passed, and a
+ * refused request's body must be dropped within linger_timeout: otherwise the socket is shut
+ * down (MHD then closes the connection). Answers are not timed. */
 #define MIN_BODY_RATE 1024.0
 
 static void notify_connection_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -237,11 +257,12 @@ static void notify_connection_cb(void *cls, struct MHD_Connection *conn, void **
 	struct ctrack *ct = *socket_context;
 	pthread_mutex_lock(&h->track_lock);
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		atomic_fetch_add(&h->nconns, 1);
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		ct = calloc(1, sizeof *ct);
 		if (ct && ci) {
 			*ct = (struct ctrack){.fd = ci->connect_fd, .phase = PH_HEADERS, .since = pe_http_now(),
-					      .prev = &h->tracks, .next = h->tracks.next};
+					      .conn = conn, .prev = &h->tracks, .next = h->tracks.next};
 			h->tracks.next->prev = ct;
 			h->tracks.next = ct;
 		} else {
@@ -249,11 +270,14 @@ static void notify_connection_cb(void *cls, struct MHD_Connection *conn, void **
 			ct = NULL;
 		}
 		*socket_context = ct;
-	} else if (ct) {
-		ct->prev->next = ct->next;
-		ct->next->prev = ct->prev;
-		free(ct);
-		*socket_context = NULL;
+	} else {
+		atomic_fetch_sub(&h->nconns, 1);
+		if (ct) {
+			ct->prev->next = ct->next;
+			ct->next->prev = ct->prev;
+			free(ct);
+			*socket_context = NULL;
+		}
 	}
 	pthread_mutex_unlock(&h->track_lock);
 }
@@ -281,7 +305,8 @@ static void cut_slow_readers(struct pe_http *h, double now)
 	for (struct ctrack *ct = h->tracks.next; ct != &h->tracks; ct = ct->next) {
 		double age = now - ct->since;
 		int slow = (ct->phase == PH_HEADERS && age > limit) ||
-			   (ct->phase == PH_BODY && age > limit && (double)ct->bytes < age * MIN_BODY_RATE);
+			   (ct->phase == PH_BODY && age > limit && (double)ct->bytes < age * MIN_BODY_RATE) ||
+			   (ct->phase == PH_DISCARD && age > (double)h->opt.linger_timeout_s);
 		if (slow)
 			shutdown(ct->fd, SHUT_RDWR);
 	}
@@ -450,16 +475,41 @@ static const char *cors_methods(const char *url)
 	return "GET, HEAD, OPTIONS";
 }
 
+/* Is method one of the comma-separated list's entries, exactly (case-sensitive, as methods are)? */
+static int method_listed(const char *list, const char *method)
+{
+	size_t mlen = strlen(method);
+	for (const char *p = list; *p;) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		size_t len = strcspn(p, ", ");
+		if (len && len == mlen && memcmp(p, method, len) == 0)
+			return 1;
+		p += len;
+	}
+	return 0;
+}
+
+static int route_of(const struct pe_http *h, const char *url, const struct pe_table_def **def, int *stat);
+
 static enum MHD_Result serve_preflight(struct req *r, struct MHD_Connection *conn, const char *url)
 {
+	const struct pe_table_def *def;
+	int stat;
+	int learned = !strcmp(url, "/v1/learned") || !strncmp(url, "/v1/learned/", 12);
+	int transform = strncmp(url, "/v1/", 4) == 0 && pe_transform_find(url + 4);
+	if (!learned && !transform && route_of(r->h, url, &def, &stat) < 0) {
+		struct pe_err err = {0};
+		pe_err_set(&err, PE_ENOTFOUND, "", "no resource at this path");
+		return pe_http_problem(r, conn, &err);
+	}
 	struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 	if (!resp)
 		return MHD_NO;
 	const char *want = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Access-Control-Request-Method");
 	const char *methods = cors_methods(url);
-	int learned = !strcmp(url, "/v1/learned") || !strncmp(url, "/v1/learned/", 12);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, learned ? "GET, HEAD, PUT, DELETE, OPTIONS" : methods);
-	if (want && strstr(methods, want) && strlen(want) >= 3) {
+	if (want && method_listed(methods, want)) {
 		pe_http_add_cors(r->h, conn, resp);
 		MHD_add_response_header(resp, "Access-Control-Allow-Methods", methods);
 		MHD_add_response_header(resp, "Access-Control-Allow-Headers",
@@ -579,29 +629,123 @@ static void begin_request(struct pe_http *h, struct req *r, struct MHD_Connectio
 	assign_request_id(h, r, conn);
 }
 
-static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+/* ---- framing and refusals ---- */
+
+static enum MHD_Result framing_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
-	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
-		(*(int *)cls)++;
+	pe_framing_header(cls, key, strlen(key), value ? value : "", value ? strlen(value) : 0);
 	return MHD_YES;
 }
 
-/* Framing a proxy and this server could read differently (request smuggling), and bodies on
- * methods that take none (which would otherwise be read and dropped to the end): refused before a
- * byte of body is read. 0 when the request may go on. */
-static int framing_problem(struct req *r, struct MHD_Connection *conn, const char *method, struct pe_err *err)
+/* Framing a proxy and this server could read differently (request smuggling), transfer codings
+ * other than chunked and a missing Host: answered at once, and the connection closed with the
+ * body unread (framing.c). 0 when the request may go on, with its body described in r. */
+static int read_framing(struct req *r, struct MHD_Connection *conn, const char *version, struct pe_err *err)
 {
-	int n = 0;
-	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &n);
-	if (n > 1)
-		return pe_err_set(err, PE_EBODY, "Content-Length", "Content-Length is given more than once");
-	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-	int has_body = (cl && strtoull(cl, NULL, 10) > 0) || te;
-	if (has_body && (!strcmp(method, "GET") || !strcmp(method, "HEAD") || !strcmp(method, "DELETE") ||
-			 !strcmp(method, "OPTIONS")))
-		return pe_err_set(err, PE_EBODY, "body", "%s takes no body", method);
-	return 0;
+	struct pe_framing f;
+	pe_framing_init(&f);
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, framing_field, &f);
+	int rc = pe_framing_finish(&f, version, err);
+	r->has_body = f.body != PE_BODY_NONE;
+	r->chunked = f.body == PE_BODY_CHUNKED;
+	r->declared = f.length;
+	r->expect_continue = f.expect_continue;
+	return rc;
+}
+
+static int takes_no_body(const char *method)
+{
+	return !strcmp(method, "GET") || !strcmp(method, "HEAD") || !strcmp(method, "DELETE") || !strcmp(method, "OPTIONS");
+}
+
+/* A body on a route that reads none (all but transforms and /v1/learned): 404 or 405, decided
+ * before the body is read. */
+static int unwanted_body(struct req *r, const char *url, const char *method, struct pe_err *err)
+{
+	const struct pe_table_def *def;
+	int stat;
+	if (route_of(r->h, url, &def, &stat) < 0)
+		return pe_err_set(err, PE_ENOTFOUND, "", "no resource at this path");
+	return pe_err_set(err, PE_EMETHOD, "", "%s is not allowed here; use GET", method);
+}
+
+enum MHD_Result pe_http_refuse(struct req *r, const struct pe_err *err,
+			       enum MHD_Result (*answer)(struct req *r, struct MHD_Connection *conn, const struct pe_err *err))
+{
+	r->refusal = *err;
+	r->refusal_answer = answer;
+	return MHD_YES;
+}
+
+static enum MHD_Result answer_refusal(struct req *r, struct MHD_Connection *conn)
+{
+	r->answered = 1;
+	return r->refusal_answer ? r->refusal_answer(r, conn, &r->refusal) : pe_http_problem(r, conn, &r->refusal);
+}
+
+/* The refusal now, when no body byte will be sent in vain (none follows, the client waits for
+ * 100 Continue, which MHD then does not send) or the declared body is past what we would drop:
+ * MHD closes the connection after it. Otherwise the body is read and dropped first (nginx's
+ * lingering close), within linger_bytes and linger_timeout. */
+static enum MHD_Result refuse_early(struct pe_http *h, struct req *r, struct MHD_Connection *conn)
+{
+	int now = !r->has_body || r->expect_continue || h->opt.linger_bytes == 0 ||
+		  (!r->chunked && r->declared > h->opt.linger_bytes);
+	if (now) {
+		r->close = r->has_body;
+		return answer_refusal(r, conn);
+	}
+	track_phase(h, conn, PH_DISCARD, 0);
+	return MHD_YES;
+}
+
+static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version)
+{
+	struct pe_err err = {0};
+	if (read_framing(r, conn, version, &err) != 0) {
+		r->answered = r->close = 1;
+		return pe_http_problem(r, conn, &err);
+	}
+	enum MHD_Result rc = MHD_YES;
+	if (r->has_body && takes_no_body(method)) {
+		pe_err_set(&err, PE_EBODY, "body", "%s takes no body", method);
+		pe_http_refuse(r, &err, NULL);
+	} else if (!strcmp(method, "OPTIONS"))
+		return MHD_YES; /* a CORS preflight: answered once the request is read */
+	else if (strncmp(url, "/v1/", 4) == 0 && (r->transform = pe_transform_find(url + 4)) != NULL)
+		rc = pe_transform_begin(r, conn);
+	else if (!strcmp(url, "/v1/learned") || !strncmp(url, "/v1/learned/", 12)) {
+		r->learned = 1;
+		rc = pe_learned_begin(r, conn);
+	} else if (r->has_body) {
+		unwanted_body(r, url, method, &err);
+		pe_http_refuse(r, &err, NULL);
+	}
+	if (rc != MHD_YES)
+		return rc;
+	if (r->refusal.code)
+		return refuse_early(h, r, conn);
+	/* Answer on a later call, once MHD has read the whole request: a response queued on the
+	 * first call makes MHD close the connection instead of keeping it alive. */
+	return MHD_YES;
+}
+
+/* Body bytes: collected for transforms and learned PUTs, dropped after a refusal or past
+ * max_body_bytes (a 413 once the body ends), but no more than linger_bytes of them: past that the
+ * connection is cut (MHD_NO). */
+static enum MHD_Result body_bytes(struct pe_http *h, struct req *r, struct MHD_Connection *conn, const char *data,
+				  size_t n)
+{
+	if (!r->refusal.code && !r->body_too_big && (r->transform || r->learned)) {
+		track_phase(h, conn, PH_BODY, n);
+		if (pe_buf_append(&r->body, data, n) == 0)
+			return MHD_YES;
+		r->body_too_big = 1; /* keep reading (and dropping) to answer 413 at the end */
+	}
+	track_phase(h, conn, PH_DISCARD, n);
+	r->dropped += n;
+	return r->dropped > h->opt.linger_bytes ? MHD_NO : MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -618,36 +762,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = r;
 		atomic_fetch_add(&h->active, 1);
 		track_phase(h, conn, PH_BODY, 0);
-		struct pe_err err = {0};
-		if (framing_problem(r, conn, method, &err) != 0) {
-			r->answered = 1;
-			return pe_http_problem(r, conn, &err);
-		}
-		if (!strcmp(method, "OPTIONS"))
-			return MHD_YES; /* a CORS preflight: answered once the request is read */
-		if (strncmp(url, "/v1/", 4) == 0 && (r->transform = pe_transform_find(url + 4)) != NULL)
-			return pe_transform_begin(r, conn);
-		if (!strcmp(url, "/v1/learned") || !strncmp(url, "/v1/learned/", 12)) {
-			r->learned = 1;
-			return pe_learned_begin(r, conn);
-		}
-		/* Answer on a later call, once MHD has read the whole request: a response queued on the
-		 * first call makes MHD close the connection instead of keeping it alive. */
-		return MHD_YES;
+		return first_call(h, r, conn, url, method, version);
 	}
 	if (r->on_resume)
 		return r->on_resume(r, conn);
 	if (*upload_data_size != 0) {
-		track_phase(h, conn, PH_BODY, *upload_data_size);
-		if ((r->transform || r->learned) && !r->body_too_big && !r->answered &&
-		    pe_buf_append(&r->body, upload_data, *upload_data_size) != 0)
-			r->body_too_big = 1; /* keep reading (and discarding) to answer 413 at the end */
+		size_t n = *upload_data_size;
 		*upload_data_size = 0;
-		return MHD_YES;
+		return body_bytes(h, r, conn, upload_data, n);
 	}
 	track_phase(h, conn, PH_ANSWER, 0);
 	if (r->answered)
 		return MHD_YES;
+	if (r->refusal.code) {
+		r->close = 1;
+		return answer_refusal(r, conn);
+	}
 	if (!strcmp(method, "OPTIONS"))
 		return serve_preflight(r, conn, url);
 	if (r->transform)
@@ -685,6 +815,105 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	free(r);
 	*con_cls = NULL;
 	atomic_fetch_sub(&h->active, 1);
+}
+
+/* ---- connection limits ---- */
+
+/* libmicrohttpd stops accepting at its CONNECTION_LIMIT, so clients past it wait in the listen
+ * backlog until one closes (or time out there). Instead MHD's limit is set CONN_SLACK above ours
+ * (closed connections are counted until MHD cleans them up) and this accept policy closes a
+ * connection past max_connections at once. The per-IP limit is MHD's, checked before this. */
+#define CONN_SLACK 64
+#define FD_RESERVE 128 /* listening socket, epoll, ITC, log and store files, libuv */
+
+static enum MHD_Result accept_cb(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct pe_http *h = cls;
+	return atomic_load(&h->nconns) < h->conn_limit ? MHD_YES : MHD_NO;
+}
+
+/* The connections admitted: want, or fewer when the process may not open that many descriptors
+ * (accept() would fail, and MHD stop accepting: the backlog again). The soft limit is raised
+ * towards the hard one first. */
+static unsigned fit_fd_limit(unsigned want)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)want + CONN_SLACK + FD_RESERVE;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return want;
+	rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+		return want;
+	unsigned fit = rl.rlim_cur > CONN_SLACK + FD_RESERVE + 1 ? (unsigned)(rl.rlim_cur - CONN_SLACK - FD_RESERVE) : 1;
+	fprintf(stderr, "posencd: max_connections %u lowered to %u to fit the open-file limit (%llu)\n", want, fit,
+		(unsigned long long)rl.rlim_cur);
+	return fit;
+}
+
+/* ---- libmicrohttpd's own answers ---- */
+
+/* A problem+json answer written straight to a socket (plain HTTP only), for the one case below. */
+static void write_problem(int fd, const struct pe_err *err)
+{
+	int status;
+	size_t len = 0;
+	char *body = pe_problem_json(err, &status, &len);
+	char head[512];
+	const char *reason = MHD_get_reason_phrase_for((unsigned)status);
+	int n = body ? snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\n"
+				"Cache-Control: no-store\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+				status, reason ? reason : "Error", len)
+		     : -1;
+	char *all = n > 0 && (size_t)n < sizeof head ? malloc((size_t)n + len) : NULL;
+	if (all) {
+		memcpy(all, head, (size_t)n);
+		memcpy(all + n, body, len);
+		ssize_t w = send(fd, all, (size_t)n + len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)w;
+	}
+	free(all);
+	free(body);
+}
+
+/* libmicrohttpd 0.9.75 answers a Content-Length that is not a number, or past 64 bits, itself,
+ * before any callback of ours, with an HTML page and its status line and headers sent twice.
+ * Its log line is the only sign. The connection it concerns is the one whose head has been
+ * parsed (MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE is known) without our handler having seen the
+ * request (still PH_HEADERS), and whose Content-Length framing.c refuses: it gets the 400 / 413
+ * problem+json written to its socket (with TLS, nothing), then the socket is shut down, so that
+ * MHD's own answer fails to go out and MHD closes the connection. */
+static void answer_length_errors(struct pe_http *h)
+{
+	pthread_mutex_lock(&h->track_lock);
+	for (struct ctrack *ct = h->tracks.next; ct != &h->tracks; ct = ct->next) {
+		if (ct->phase != PH_HEADERS || !ct->conn ||
+		    !MHD_get_connection_info(ct->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE))
+			continue;
+		const char *cl = MHD_lookup_connection_value(ct->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		struct pe_framing f;
+		struct pe_err err = {0};
+		pe_framing_init(&f);
+		if (cl)
+			pe_framing_header(&f, MHD_HTTP_HEADER_CONTENT_LENGTH, strlen(MHD_HTTP_HEADER_CONTENT_LENGTH), cl,
+					  strlen(cl));
+		if (!cl || (!f.length_bad && !f.length_overflow))
+			continue;
+		pe_framing_finish(&f, "HTTP/1.1", &err);
+		if (!h->opt.tls_cert_pem)
+			write_problem(ct->fd, &err);
+		shutdown(ct->fd, SHUT_RDWR);
+		ct->phase = PH_ANSWER;
+	}
+	pthread_mutex_unlock(&h->track_lock);
+}
+
+/* MHD's messages go to stderr as with its default logger. */
+static void mhd_log_cb(void *cls, const char *fmt, va_list ap)
+{
+	vfprintf(stderr, fmt, ap);
+	if (strstr(fmt, "Content-Length"))
+		answer_length_errors(cls);
 }
 
 /* ---- lifecycle ---- */
@@ -812,10 +1041,12 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 	struct MHD_OptionItem tls[3];
 	unsigned flags = (opt->tls_cert_pem ? MHD_USE_TLS : 0) | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
 			 MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
-	h->mhd = MHD_start_daemon(flags, opt->port, NULL, NULL, on_request, h,
+	h->conn_limit = fit_fd_limit(opt->max_connections ? opt->max_connections : 1);
+	h->mhd = MHD_start_daemon(flags, opt->port, accept_cb, h, on_request, h,
+				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, h, /* first, to see every message */
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				  MHD_OPTION_CONNECTION_LIMIT, opt->max_connections,
+				  MHD_OPTION_CONNECTION_LIMIT, h->conn_limit + CONN_SLACK,
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, opt->max_connections_per_ip,
 				  MHD_OPTION_CONNECTION_TIMEOUT, opt->connection_timeout_s,
 				  /* MHD clears the pool on every keep-alive request: the default 32 KiB holds

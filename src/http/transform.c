@@ -2,7 +2,8 @@
  * transformed tensor back.
  *
  * The first handler call decides whether the body is wanted at all: wrong method (405), body type
- * (415) and a Content-Length over max_body_bytes (413) are answered before a byte of body is read.
+ * (415) and a Content-Length over max_body_bytes (413) are refused before a byte of body is read
+ * (server.c answers them, after dropping the body when the client sends it regardless).
  * The body is then collected in a buffer bounded by max_body_bytes (chunked bodies are capped as
  * they arrive). The work (decode, apply, encode) runs on a worker: the connection is suspended
  * like a table miss. Bodies are decoded in place where the format allows (npy and raw f32/f64 are
@@ -49,8 +50,7 @@ static enum MHD_Result answer_now(struct req *r, struct MHD_Connection *conn, in
 {
 	struct pe_err err = {0};
 	pe_err_set(&err, code, param, "%s", detail);
-	r->answered = 1;
-	return pe_http_problem(r, conn, &err);
+	return pe_http_refuse(r, &err, NULL);
 }
 
 static int body_kind_of(const char *ctype, enum body_kind *k)

@@ -72,6 +72,8 @@ static void check_config(const struct pe_config *c)
 	RANGE(max_connections_per_ip, 1, 1000000);
 	RANGE(connection_timeout, 1, 86400);
 	RANGE(job_timeout, 1, 86400);
+	RANGE(linger_bytes, 0, INT64_C(1) << 40);
+	RANGE(linger_timeout, 1, 3600);
 	RANGE(shutdown_timeout, 0, 3600);
 	if ((int)cfg.log_level < PE_LOG_ERROR || (int)cfg.log_level > PE_LOG_DEBUG)
 		FAIL("log_level %d", (int)cfg.log_level);

@@ -52,6 +52,29 @@ START_TEST(not_acceptable)
 }
 END_TEST
 
+/* q=0 on a specific type overrides a wildcard that would cover it (issue 21 item 8), whichever
+ * comes first; a more specific range sets a type's quality even when it is lower. */
+START_TEST(zero_quality_overrides_wildcards)
+{
+	enum pe_format f;
+	ck_assert_int_eq(pick(NULL, "application/json;q=0, */*", &f), 0);
+	ck_assert_int_ne(f, PE_FMT_JSON);
+	ck_assert_int_eq(pick(NULL, "*/*, application/json;q=0", &f), 0);
+	ck_assert_int_ne(f, PE_FMT_JSON);
+	ck_assert_int_eq(pick(NULL, "application/*, application/json;q=0", &f), 0);
+	ck_assert_int_ne(f, PE_FMT_JSON);
+	ck_assert_int_eq(pick(NULL, "application/json;q=0, application/x-npy;q=0, application/octet-stream;q=0, */*", &f),
+			 PE_ENOTACCEPT);
+	ck_assert_int_eq(pick(NULL, "application/*;q=0, application/octet-stream", &f), 0);
+	ck_assert_int_eq(f, PE_FMT_BIN);
+	/* a specific q=0.1 for JSON beats the wildcard's q=1 for it: npy (q 0.5) wins */
+	ck_assert_int_eq(pick(NULL, "*/*;q=0.5, application/json;q=0.1", &f), 0);
+	ck_assert_int_eq(f, PE_FMT_NPY);
+	ck_assert_int_eq(pick(NULL, "application/x-npy;q=0.3, application/octet-stream;q=0.7, application/json;q=0.5", &f), 0);
+	ck_assert_int_eq(f, PE_FMT_BIN);
+}
+END_TEST
+
 START_TEST(format_param_wins)
 {
 	enum pe_format f;
@@ -102,6 +125,7 @@ static Suite *negotiate_suite(void)
 	tcase_add_test(tc, defaults_to_json);
 	tcase_add_test(tc, accept_with_quality);
 	tcase_add_test(tc, not_acceptable);
+	tcase_add_test(tc, zero_quality_overrides_wildcards);
 	tcase_add_test(tc, format_param_wins);
 	tcase_add_test(tc, etag_matching);
 	tcase_add_test(tc, gzip_acceptance);
