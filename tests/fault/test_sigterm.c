@@ -55,8 +55,10 @@ static void shutdown_timeout_honoured(void)
 			 "/v1/analysis/rope-decay?dim=65536&max_distance=1048576&base=%d&format=bin", 10000 + i);
 		pthread_create(&jobs[i].th, NULL, client, &jobs[i]);
 	}
+	/* Submitted is not yet started: on a busy machine a worker may take a while to pick its job. */
 	double t_wait = now_s() + 20;
-	while (metric(d.port, "posenc_jobs_total") < LONG_JOBS && now_s() < t_wait)
+	while ((metric(d.port, "posenc_jobs_total") < LONG_JOBS || metric(d.port, "posenc_jobs_in_flight") < 2) &&
+	       now_s() < t_wait)
 		sleep_s(0.01);
 	double running = metric(d.port, "posenc_jobs_in_flight"), queued = metric(d.port, "posenc_queue_depth");
 	check(running == 2 && queued == LONG_JOBS - 2, "at SIGTERM: %.0f jobs running, %.0f queued (2 and %d expected)",
