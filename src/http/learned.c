@@ -28,6 +28,12 @@
  * if not, the waiter's deadline is lifted under wait_lock (so the tick can no longer expire it)
  * and the answer waits for the outcome, which is only a rename and an fsync away.
  *
+ * Bounded work and values: a similarity's dot products are held to max_analysis_cost (the core's
+ * count, pe_gram_cost) before any job, and a job stops at job_timeout (pe_gram checks between
+ * blocks; a job that starts late does nothing). A dtype too narrow for the answer is a 400 naming
+ * dtype: decided here from the version's largest |value| (the store keeps it) where that decides
+ * it, else by the job on the values it made, whose failure (PE_EINVAL) names dtype at get_resume.
+ *
  * Access control: writes need "Authorization: Bearer <auth_token>" when a token is configured,
  * compared through SHA-256 digests so that the time taken reveals neither the token nor its
  * length; with no token only loopback clients may write. Reads are open.
