@@ -166,6 +166,9 @@ void pe_gram_f64(const double *rows, size_t n, size_t d, double *g);
  * 0, or that code with err set (out is then partly written). Each product is the dot product
  * summed in double in blocks and vector lanes: |error| <= (d/2 + 8) * 2^-53 * sum_k |x_k y_k|. */
 int pe_gram(const double *rows, size_t n, size_t d, enum pe_dtype dt, void *out, struct pe_err *err);
+/* The work of pe_gram for n rows of d elements, n·(n+1)/2·d multiply-adds (each pair once), as
+ * pe_table_cost counts it for /v1/analysis/similarity; UINT64_MAX when that does not fit. */
+uint64_t pe_gram_cost(uint64_t n, uint64_t d);
 
 /* ---- bounded work ----
  * What a request costs beyond its output, decided from the parameters before anything is

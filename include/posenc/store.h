@@ -42,6 +42,9 @@ struct pe_store_meta {
 	uint64_t bytes;          /* rows * cols * dtype size: the elements only */
 	uint8_t sha256[32];      /* of the elements as stored (little-endian, C order) */
 	int64_t created_ms;      /* Unix time of the upload, milliseconds */
+	double max_abs;          /* the largest |element| (every element is finite), as double: computed
+				  * whenever the elements pass through the store (put, the start-up scan, a
+				  * read), not kept in the file; ignored as an input of pe_store_put */
 };
 
 /* Events worth an operator's attention: "quarantine" (file moved aside, detail says why),

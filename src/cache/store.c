@@ -47,6 +47,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <nettle/sha2.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -321,6 +322,29 @@ static int read_full(int fd, void *buf, size_t len, off_t off)
 	return 0;
 }
 
+/* The largest |element| of n elements of dt, or m if that is larger (NaN elements are skipped). */
+static double max_abs_of(enum pe_dtype dt, const void *data, size_t n, double m)
+{
+	const uint8_t *p = data;
+	for (size_t i = 0; i < n; i++) {
+		double v;
+		if (dt == PE_F64) {
+			memcpy(&v, p + 8 * i, 8);
+		} else if (dt == PE_F32) {
+			float f;
+			memcpy(&f, p + 4 * i, 4);
+			v = f;
+		} else {
+			uint16_t h;
+			memcpy(&h, p + 2 * i, 2);
+			v = pe_f16_to_f32(h);
+		}
+		if (fabs(v) > m)
+			m = fabs(v);
+	}
+	return m;
+}
+
 /* Verify an open table file against its name; *data (if data is not NULL) gets the elements.
  * Returns 0, or -1 with why set (damage), or a negative PE_E* code (PE_ENOMEM). */
 static int load(int fd, const char *name, struct pe_store_meta *m, void **data, const char **why)
@@ -342,13 +366,15 @@ static int load(int fd, const char *name, struct pe_store_meta *m, void **data, 
 	if (!(buf = malloc(step ? step : 1)))
 		return PE_ENOMEM;
 	sha256_init(&c);
-	for (uint64_t off = 0; off < m->bytes; off += step) {
+	m->max_abs = 0;
+	for (uint64_t off = 0; off < m->bytes; off += step) { /* CHUNK is a multiple of every element size */
 		size_t len = m->bytes - off < step ? (size_t)(m->bytes - off) : step;
 		if (read_full(fd, buf, len, (off_t)(HEADER + off)) != 0) {
 			*why = "read error";
 			goto out;
 		}
 		sha256_update(&c, len, (const uint8_t *)buf);
+		m->max_abs = max_abs_of(m->dtype, buf, len / pe_dtype_size(m->dtype), m->max_abs);
 	}
 	sha256_digest(&c, SHA256_DIGEST_SIZE, sum);
 	if (memcmp(sum, m->sha256, 32) != 0) {
@@ -789,6 +815,7 @@ int pe_store_put(struct pe_store *s, struct pe_store_meta *m, const void *data, 
 		return pe_err_set(err, PE_ETOOBIG, "body", "the table is %llu bytes; max_table_bytes is %llu",
 				  (unsigned long long)m->bytes, (unsigned long long)s->max_table_bytes);
 	sha256(data, (size_t)m->bytes, m->sha256);
+	m->max_abs = max_abs_of(m->dtype, data, (size_t)(m->rows * m->cols), 0);
 	m->created_ms = now_ms();
 	if ((rc = reserve(s, m, err)) != 0)
 		return rc;

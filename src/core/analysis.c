@@ -146,12 +146,20 @@ int pe_gram(const double *rows, size_t n, size_t d, enum pe_dtype dt, void *out,
 	return gram(rows, n, d, dt, out, 1, err);
 }
 
+uint64_t pe_gram_cost(uint64_t n, uint64_t d)
+{
+	uint64_t pairs = n % 2 == 0 ? n / 2 : (n + 1) / 2, other = n % 2 == 0 ? n + 1 : n, work;
+	if (n == UINT64_MAX || __builtin_mul_overflow(pairs, other, &pairs) || __builtin_mul_overflow(pairs, d, &work))
+		return UINT64_MAX;
+	return work;
+}
+
 static int sim_cost(const struct pe_params *p, struct pe_cost *c)
 {
 	uint64_t len = (uint64_t)pe_param_int(p, "len"), dim = (uint64_t)pe_param_int(p, "dim");
 	c->intermediate = (pe_param_enum(p, "encoding") == ENC_ROPE ? 2 : 1) * len * dim;
 	c->intermediate_param = "dim";
-	c->work = len * (len + 1) / 2 * dim; /* len <= 8192, dim <= 65536: no overflow */
+	c->work = pe_gram_cost(len, dim);
 	c->work_param = "len";
 	return 0;
 }

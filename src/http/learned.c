@@ -28,6 +28,12 @@
  * if not, the waiter's deadline is lifted under wait_lock (so the tick can no longer expire it)
  * and the answer waits for the outcome, which is only a rename and an fsync away.
  *
+ * Bounded work and values: a similarity's dot products are held to max_analysis_cost (the core's
+ * count, pe_gram_cost) before any job, and a job stops at job_timeout (pe_gram checks between
+ * blocks; a job that starts late does nothing). A dtype too narrow for the answer is a 400 naming
+ * dtype: decided here from the version's largest |value| (the store keeps it) where that decides
+ * it, else by the job on the values it made, whose failure (PE_EINVAL) names dtype at get_resume.
+ *
  * Access control: writes need "Authorization: Bearer <auth_token>" when a token is configured,
  * compared through SHA-256 digests so that the time taken reveals neither the token nor its
  * length; with no token only loopback clients may write. Reads are open.
@@ -79,7 +85,7 @@ static const struct pe_param_spec get_specs[] = {
 };
 static const struct pe_param_spec put_specs[] = {
 	{"prefix_tokens", PE_PT_INT, "", 0, 1048576, NULL, "rows before the grid (class / register tokens)"},
-	{"grid", PE_PT_LIST, "", 1, 1048576, NULL, "the patch grid as height,width"},
+	{"grid", PE_PT_LIST, "", 1, 1048576, PE_LIST_INTEGERS, "the patch grid as height,width"},
 };
 static const struct pe_table_def get_def = {.name = "learned", .params = get_specs, .nparams = 4,
 					    .fixed_dtype = PE_DTYPE_COUNT_, .check = get_check};
@@ -106,7 +112,7 @@ static int put_check(struct pe_params *p, struct pe_err *err)
 {
 	size_t n;
 	const double *g = pe_param_list(p, "grid", &n);
-	if (g && (n != 2 || g[0] != floor(g[0]) || g[1] != floor(g[1])))
+	if (g && n != 2)
 		return pe_err_set(err, PE_EINVAL, "grid", "grid must be two positive integers: height,width");
 	if (given(p, "prefix_tokens") && !g)
 		return pe_err_set(err, PE_EINVAL, "prefix_tokens", "prefix_tokens describes a ViT table: give grid too");
@@ -619,6 +625,7 @@ struct lbody {
 
 struct gjob {
 	struct pe_http *h;
+	double deadline;           /* pe_monotonic() time past which the work stops (job_timeout) */
 	struct pe_store_meta meta; /* the version the key names */
 	struct pe_params params;
 	struct pe_out out;
@@ -679,23 +686,26 @@ static double *table_values(const struct gjob *j, const void *data, struct pe_er
 	return y;
 }
 
-/* Replace the (resampled) table's values [rows, cols] by their dot products [rows, rows]. */
-static int similarity_of(const struct gjob *j, double **v, struct pe_err *err)
+/* The answer's values in the output dtype: the (resampled) table rounded, or its dot products
+ * [rows, rows] computed straight into it (cancellable between blocks). A value that rounds to
+ * infinity is PE_EINVAL naming dtype: every stored element is finite, so an infinity here is an
+ * overflow of the dtype (or of float64, for dot products of values past 1e154), never data. */
+static int typed_values(const struct gjob *j, const double *v, void *typed, size_t n, struct pe_err *err)
 {
-	size_t rows = j->shape.dim[0], cols = (size_t)j->meta.cols;
-	int rc;
-	double *g = pe_budget_malloc(j->h->opt.budget, rows * rows * sizeof *g, &rc);
-	if (!g) {
-		pe_budget_free_block(j->h->opt.budget, *v);
-		return pe_err_set(err, rc, "", "out of memory");
-	}
-	pe_gram_f64(*v, rows, cols, g);
-	pe_budget_free_block(j->h->opt.budget, *v);
-	*v = g;
+	if (j->similarity) {
+		int rc = pe_gram(v, j->shape.dim[0], (size_t)j->meta.cols, j->out.dt, typed, err);
+		if (rc != 0)
+			return rc;
+	} else
+		pe_store_f64(j->out.dt, typed, v, n);
+	struct pe_tensor_view t = {.shape = j->shape, .dtype = j->out.dt, .data = typed};
+	if (pe_first_nonfinite(&t, n) < n)
+		return pe_err_set(err, PE_EINVAL, "dtype", "the %s reach beyond what %s can hold",
+				  j->similarity ? "dot products" : "resampled values", pe_dtype_name(j->out.dt));
 	return 0;
 }
 
-/* Read, resample, round to the output dtype and encode into out. */
+/* Read, resample, round to the output dtype (or take the dot products) and encode into out. */
 static int produce(struct gjob *j, struct pe_buf *out, struct pe_err *err)
 {
 	struct pe_store_meta m;
@@ -705,17 +715,16 @@ static int produce(struct gjob *j, struct pe_buf *out, struct pe_err *err)
 	int rc = pe_store_read(j->h->opt.store, j->meta.name, &j->meta, &m, &data, err);
 	if (rc == 0 && !(v = table_values(j, data, err)))
 		rc = err->code ? err->code : PE_ENOMEM;
-	if (rc == 0 && j->similarity && (rc = similarity_of(j, &v, err)) != 0)
-		v = NULL;
+	free(data);
 	if (rc == 0 && !(typed = pe_budget_malloc(j->h->opt.budget, n * pe_dtype_size(j->out.dt), &rc)))
 		pe_err_set(err, rc, "", "out of memory");
+	if (rc == 0)
+		rc = typed_values(j, v, typed, n, err);
+	pe_budget_free_block(j->h->opt.budget, v);
 	if (rc == 0) {
-		pe_store_f64(j->out.dt, typed, v, n);
 		struct pe_tensor_view t = {.shape = j->shape, .dtype = j->out.dt, .data = typed};
 		rc = pe_out_encode(&j->out, &j->params, &t, out, err);
 	}
-	free(data);
-	pe_budget_free_block(j->h->opt.budget, v);
 	pe_budget_free_block(j->h->opt.budget, typed);
 	return rc;
 }
@@ -734,7 +743,15 @@ static void gjob_run(void *arg)
 	struct lbody *b = calloc(1, sizeof *b);
 	pe_buf_init(&out, j->h->opt.max_response_bytes);
 	pe_buf_set_budget(&out, j->h->opt.budget);
-	int rc = b ? produce(j, &out, &err) : PE_ENOMEM;
+	pe_cancel_set_deadline(j->deadline); /* the waiters have been answered 503 by then */
+	int rc = pe_cancelled();              /* expired while queued, or shutting down: no work */
+	if (rc != 0)
+		pe_cancel_err(rc, &err);
+	else
+		rc = b ? produce(j, &out, &err) : PE_ENOMEM;
+	pe_cancel_set_deadline(0);
+	if (rc == PE_EINVAL && strcmp(err.param, "dtype") != 0)
+		rc = PE_EINTERNAL; /* everything else was checked before the job: get_resume reads EINVAL as dtype */
 	if (rc == 0) {
 		b->out = j->out;
 		pe_shape_format(&j->shape, b->shape, sizeof b->shape);
@@ -780,6 +797,13 @@ static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, s
 static const char *failure_detail(int code)
 {
 	switch (code) {
+	case PE_EINVAL:
+		return "the values (resampled, or their dot products) reach beyond what this dtype can hold (they "
+		       "round to infinity): choose a wider dtype";
+	case PE_ETIMEOUT:
+		return "the computation was stopped at job_timeout";
+	case PE_EDRAINING:
+		return "the service is shutting down";
 	case PE_ENOTFOUND:
 		return "the table no longer exists (deleted, or its file removed from data_dir)";
 	case PE_EBUSY:
@@ -800,7 +824,8 @@ static enum MHD_Result get_resume(struct req *r, struct MHD_Connection *conn)
 	if (w->state == W_EXPIRED)
 		pe_err_set(&err, PE_ETIMEOUT, "", "the table was not ready within job_timeout");
 	else if (w->code != 0 || !w->entry)
-		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, w->code == PE_ENOTFOUND ? "name" : "", "%s",
+		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL,
+			   w->code == PE_ENOTFOUND ? "name" : w->code == PE_EINVAL ? "dtype" : "", "%s",
 			   failure_detail(w->code));
 	if (err.code)
 		return problem(r, conn, &err);
@@ -833,15 +858,43 @@ static int result_shape(const struct pe_http *h, const struct pe_store_meta *m, 
 	return 0;
 }
 
-/* The similarity of the (resampled) table: [rows, rows], checked against max_elements. */
-static int similarity_shape(const struct pe_http *h, struct pe_shape *s, struct pe_err *err)
+/* The parameter that sets the rows of the answer (for a 413 about its size). */
+static const char *rows_param(const struct pe_params *p, const char *fallback)
 {
-	uint64_t n;
+	return given(p, "len") ? "len" : given(p, "height") ? "height" : fallback;
+}
+
+/* The similarity of the (resampled) table: [rows, rows] against max_elements, and the work of its
+ * dot products (the core's count, as for the other encodings) against max_analysis_cost. */
+static int similarity_shape(const struct pe_http *h, const struct pe_store_meta *m, const struct pe_params *p,
+			    struct pe_shape *s, struct pe_err *err)
+{
+	uint64_t n, work = pe_gram_cost(s->dim[0], m->cols);
 	if (__builtin_mul_overflow((uint64_t)s->dim[0], (uint64_t)s->dim[0], &n) || n > h->opt.max_elements)
-		return pe_err_set(err, PE_ETOOBIG, "encoding", "the similarity matrix would have more than %" PRIu64
-				  " elements", h->opt.max_elements);
+		return pe_err_set(err, PE_ETOOBIG, rows_param(p, "encoding"), "the similarity matrix would have more "
+				  "than %" PRIu64 " elements", h->opt.max_elements);
+	if (work > h->opt.max_analysis_cost)
+		return pe_err_set(err, PE_ETOOBIG, rows_param(p, "encoding"), "this would cost %" PRIu64 " multiply-adds; "
+				  "max_analysis_cost is %" PRIu64, work, h->opt.max_analysis_cost);
 	s->dim[1] = s->dim[0];
 	return 0;
+}
+
+/* Can the output dtype hold the answer? Decided here, before any work, wherever the stored table's
+ * largest |element| decides it: the table as stored (exactly), or its dot products (the row holding
+ * that element has a dot product with itself of at least its square: if the square overflows, so
+ * does the answer). Resampled answers (bicubic overshoots, linear may miss the peak) and dot
+ * products below that bound are checked by the job on the values it makes (typed_values). */
+static int check_dtype(const struct pe_store_meta *m, const struct pe_params *p, enum pe_dtype dt, int similarity,
+		       struct pe_err *err)
+{
+	if (given(p, "len") || given(p, "height"))
+		return 0;
+	double top = similarity ? m->max_abs * m->max_abs : m->max_abs;
+	if (!isfinite(top))
+		return pe_err_set(err, PE_EINVAL, "dtype", "the dot products reach beyond what even f64 can hold "
+				  "(the table holds %.6g)", m->max_abs);
+	return pe_check_dtype_range(&top, 1, dt, err);
 }
 
 /* "learned/<name>@<sha256>:<dtype>:<rows>x<cols>:<prefix_tokens>:<grid_h>x<grid_w>?<canonical
@@ -878,8 +931,8 @@ static struct gjob *gjob_new(struct pe_http *h, const struct pe_store_meta *m, s
 	struct gjob *j = malloc(sizeof *j + keylen + 1);
 	if (!j)
 		return NULL;
-	*j = (struct gjob){.h = h, .meta = *m, .params = *p, .out = *o, .shape = *s, .similarity = similarity,
-			   .keylen = keylen};
+	*j = (struct gjob){.h = h, .deadline = pe_monotonic() + (double)h->opt.job_timeout_s, .meta = *m, .params = *p,
+			   .out = *o, .shape = *s, .similarity = similarity, .keylen = keylen};
 	memset(p, 0, sizeof *p); /* the job owns the parameters now */
 	memcpy(j->etag, etag, sizeof j->etag);
 	memcpy(j->key, key, keylen + 1);
@@ -939,7 +992,9 @@ static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, co
 	if (rc == 0)
 		rc = result_shape(r->h, &m, &p, &s, &err);
 	if (rc == 0 && similarity)
-		rc = similarity_shape(r->h, &s, &err);
+		rc = similarity_shape(r->h, &m, &p, &s, &err);
+	if (rc == 0)
+		rc = check_dtype(&m, &p, o.dt, similarity, &err);
 	if (rc == 0 && atomic_load(&r->h->draining))
 		rc = pe_err_set(&err, PE_EDRAINING, "", "the service is shutting down");
 	if (rc == 0 && (keylen = make_key(&m, &p, &o, similarity, key, r->etag)) < 0)

@@ -372,12 +372,23 @@ static void tjob_free(struct tjob *j)
 	free(j);
 }
 
+/* The job stops at its request's deadline (job_timeout, when its waiter is answered 503) like a
+ * table's: kernels check between blocks, pe_transform_apply on entry. A job that starts past it,
+ * or after shutdown cancelled everything, does nothing at all: not even decode the body. */
 static void tjob_run(void *arg)
 {
 	struct tjob *j = arg;
 	struct result *res = calloc(1, sizeof *res);
-	if (res)
+	pthread_mutex_lock(&j->h->wait_lock); /* the deadline is the waiter's, read where it is written */
+	double deadline = j->w->deadline;
+	pthread_mutex_unlock(&j->h->wait_lock);
+	pe_cancel_set_deadline(deadline);
+	int rc = pe_cancelled();
+	if (res && rc != 0)
+		pe_cancel_err(rc, &res->err);
+	else if (res)
 		run(j, res);
+	pe_cancel_set_deadline(0);
 	pe_waiter_complete(j->w, NULL, res, res ? 0 : PE_ENOMEM);
 	tjob_free(j);
 }

@@ -1,7 +1,8 @@
 /* End-to-end test of /v1/analysis/similarity?encoding=learned:{name}: a table uploaded over HTTP,
  * its [n, n] dot products (summed in double, row by row in channel order, as computed here too),
  * with len= resampling first, cached and ETagged by the table's content, and the errors (with the
- * text of their detail). */
+ * text of their detail). The work is bounded like the core's analyses (issue 21, family A): by
+ * max_analysis_cost before it starts, and by job_timeout while it runs. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
 
@@ -95,12 +96,108 @@ START_TEST(similarity_of_an_upload)
 }
 END_TEST
 
+/* PUT rows x cols f32 values as /v1/learned/<name>; the status. */
+static long put_table(const struct pe_daemon *d, const char *name, int rows, int cols, const float *t)
+{
+	struct pe_tensor_view v = {.shape = {2, {(size_t)rows, (size_t)cols}}, .dtype = PE_F32, .data = t};
+	struct pe_buf b;
+	struct pe_resp r;
+	char path[128];
+	const char *ct[] = {"Content-Type: application/x-npy", NULL};
+	pe_buf_init(&b, (size_t)1 << 28);
+	ck_assert_int_eq(pe_npy_write(&b, &v, NULL), 0);
+	snprintf(path, sizeof path, "/v1/learned/%s", name);
+	pe_request(d, "PUT", path, ct, b.data, b.len, &r);
+	long status = r.status;
+	pe_resp_free(&r);
+	pe_buf_destroy(&b);
+	return status;
+}
+
+static float *ramp(int n)
+{
+	float *t = malloc((size_t)n * sizeof *t);
+	for (int i = 0; i < n; i++)
+		t[i] = (float)(i % 13) / 13.0f;
+	return t;
+}
+
+static void expect(const struct pe_daemon *d, const char *path, long status, const char *param)
+{
+	struct pe_resp r;
+	char want[64];
+	pe_get(d, path, &r);
+	snprintf(want, sizeof want, "\"param\":\"%s\"", param ? param : "");
+	ck_assert_msg(r.status == status && (!param || (r.body && strstr(r.body, want))), "%s: %ld %s", path, r.status,
+		      r.body ? r.body : "");
+	pe_resp_free(&r);
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* The dot products' work, rows*(rows+1)/2*cols multiply-adds, is held to max_analysis_cost before
+ * any work (413 naming what sets the rows), as the core's encodings are: [400, 16] costs 1283200. */
+START_TEST(similarity_cost_is_bounded)
+{
+	char dir[64];
+	snprintf(dir, sizeof dir, "/tmp/posenc-simcost-%d", (int)getpid());
+	const char *args[] = {"--data-dir", dir, "--max-analysis-cost", "1000000", NULL};
+	struct pe_daemon d;
+	pe_daemon_start(&d, args);
+	float *t = ramp(400 * 16);
+	ck_assert_int_eq(put_table(&d, "wide", 8, 16, t), 201);
+	ck_assert_int_eq(put_table(&d, "tall", 400, 16, t), 201);
+	free(t);
+	expect(&d, "/v1/analysis/similarity?encoding=learned:wide&format=bin", 200, NULL);
+	/* 353 rows: 999664 multiply-adds; 354 rows: 1005360 */
+	expect(&d, "/v1/analysis/similarity?encoding=learned:wide&len=353&format=bin", 200, NULL);
+	expect(&d, "/v1/analysis/similarity?encoding=learned:wide&len=354&format=bin", 413, "len");
+	expect(&d, "/v1/analysis/similarity?encoding=learned:tall&format=bin", 413, "encoding");
+	expect(&d, "/v1/learned/tall?format=bin", 200, NULL); /* the table itself costs no analysis */
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+	remove_dir(dir);
+}
+END_TEST
+
+/* One worker, job_timeout 1 s, no practical cost limit: dot products that would run for many
+ * seconds (4096 rows of 4096) get 503 at job_timeout and stop there, so that same worker serves
+ * the next request at once instead of leaving it to time out behind them. */
+START_TEST(similarity_stops_at_job_timeout)
+{
+	char dir[64];
+	snprintf(dir, sizeof dir, "/tmp/posenc-simtime-%d", (int)getpid());
+	const char *args[] = {"--data-dir", dir, "--workers", "1", "--job-timeout", "1", "--max-analysis-cost",
+			      "1000000000000000", NULL};
+	struct pe_daemon d;
+	pe_daemon_start(&d, args);
+	float *t = ramp(2 * 4096);
+	ck_assert_int_eq(put_table(&d, "big", 2, 4096, t), 201);
+	ck_assert_int_eq(put_table(&d, "small", 2, 2, t), 201);
+	free(t);
+	struct pe_resp r;
+	pe_get(&d, "/v1/analysis/similarity?encoding=learned:big&len=4096&format=bin", &r);
+	ck_assert_msg(r.status == 503 && r.body && strstr(r.body, "job-timeout"), "%ld %s", r.status,
+		      r.body ? r.body : "");
+	pe_resp_free(&r);
+	expect(&d, "/v1/learned/small?format=bin", 200, NULL);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+	remove_dir(dir);
+}
+END_TEST
+
 static Suite *learned_similarity_suite(void)
 {
 	Suite *s = suite_create("e2e_learned_similarity");
 	TCase *tc = tcase_create("similarity");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, similarity_of_an_upload);
+	tcase_add_test(tc, similarity_cost_is_bounded);
+	tcase_add_test(tc, similarity_stops_at_job_timeout);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2,7 +2,8 @@
  * JSON nested and {"shape","data"}), output format and dtype overrides, the arithmetic against
  * the core's own tables (x*xscale + PE in float32, scores + bias with the mask at the output
  * dtype's lowest value), and the errors: 405, 415, 413 before and while reading, lying bodies,
- * shape/parameter mismatches. */
+ * shape/parameter mismatches. A job that starts after its job_timeout, or after shutdown cancelled
+ * all work, does none (with the HTTP layer in this process, its jobs held and run by the test). */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
 
@@ -10,8 +11,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "http/http.h"
 #include "posenc/posenc.h"
 
 static struct pe_daemon D;
@@ -228,6 +232,92 @@ START_TEST(body_limits)
 }
 END_TEST
 
+/* ---- a transform job that starts too late does nothing (issue 21, family A) ----
+ * The HTTP layer runs in this process with a submit hook that holds the job instead of running it,
+ * so the test decides when it runs: after its request's job_timeout, or after shutdown cancelled
+ * all work. It must then not even decode the body. Seen through the response budget: its limit of
+ * one byte refuses (and counts) any reservation, and decoding this raw f16 body reserves one
+ * (the float32 working copy), as does everything after it. */
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	void (*work)(void *);
+	void *arg;
+} held = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL};
+
+static int hold_cb(void *ctx, void (*work)(void *), void *arg)
+{
+	pthread_mutex_lock(&held.lock);
+	held.work = work;
+	held.arg = arg;
+	pthread_cond_signal(&held.cond);
+	pthread_mutex_unlock(&held.lock);
+	return 0;
+}
+
+struct poster {
+	struct pe_daemon d;
+	struct pe_resp r;
+};
+
+static void *post_cb(void *arg)
+{
+	struct poster *p = arg;
+	uint16_t x[2 * 4 * 8] = {0};
+	const char *hs[] = {"Content-Type: application/octet-stream", NULL};
+	pe_request(&p->d, "POST", "/v1/rope/apply?shape=2,4,8&dtype=f16&format=json", hs, x, sizeof x, &p->r);
+	return NULL;
+}
+
+/* Post a transform, let late() make it too late, run the held job here; no reservation was tried. */
+static void run_late_job(void (*late)(struct pe_http *h))
+{
+	struct pe_budget *bg = pe_budget_new(1);
+	struct pe_http_options o = {.bind = "127.0.0.1", .max_elements = 1 << 20, .max_body_bytes = 1 << 20,
+				    .max_response_bytes = 1 << 24, .max_analysis_cost = 1 << 30, .max_connections = 8,
+				    .max_connections_per_ip = 8, .connection_timeout_s = 30, .job_timeout_s = 1,
+				    .budget = bg, .hooks = {.submit = hold_cb}};
+	struct pe_err err = {0};
+	struct pe_http *h = pe_http_start(&o, &err);
+	ck_assert_msg(h != NULL, "%s", err.detail);
+	struct poster p = {.d = {.port = pe_http_port(h)}};
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, post_cb, &p), 0);
+	pthread_mutex_lock(&held.lock);
+	while (!held.work)
+		pthread_cond_wait(&held.cond, &held.lock);
+	pthread_mutex_unlock(&held.lock);
+	late(h);
+	held.work(held.arg); /* as a worker would, now */
+	pthread_join(t, NULL);
+	ck_assert_msg(p.r.status == 503, "%ld %s", p.r.status, p.r.body ? p.r.body : "");
+	pe_resp_free(&p.r);
+	struct pe_budget_stats st;
+	pe_budget_stats(bg, &st);
+	ck_assert_msg(st.refused == 0, "the late job tried %llu reservations", (unsigned long long)st.refused);
+	pe_http_tick(h, 1);
+	pe_http_stop(h);
+	pe_budget_free(bg);
+}
+
+/* job_timeout (1 s) passes while the job is queued; the tick answers 503 as the daemon's would. */
+static void past_deadline(struct pe_http *h)
+{
+	double until = pe_monotonic() + 1.25;
+	while (pe_monotonic() < until)
+		usleep(50000);
+	pe_http_tick(h, 0);
+}
+
+static void shutting_down(struct pe_http *h) { pe_cancel_all(); }
+
+START_TEST(transform_queued_past_job_timeout_does_nothing) { run_late_job(past_deadline); }
+END_TEST
+
+START_TEST(transform_queued_at_shutdown_does_nothing) { run_late_job(shutting_down); }
+END_TEST
+
 static Suite *transforms_suite(void)
 {
 	Suite *s = suite_create("e2e_transforms");
@@ -240,6 +330,11 @@ static Suite *transforms_suite(void)
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, body_limits);
 	suite_add_tcase(s, tc);
+	TCase *late = tcase_create("late");
+	tcase_set_timeout(late, 30);
+	tcase_add_test(late, transform_queued_past_job_timeout_does_nothing);
+	tcase_add_test(late, transform_queued_at_shutdown_does_nothing);
+	suite_add_tcase(s, late);
 	return s;
 }
 

@@ -12,7 +12,8 @@
  * key buffer the server uses; pe_params_canonical never writes past a too-small buffer; for
  * tables, the canonical form is a fixpoint (parsed back, it gives the same parameters and the
  * same canonical text: the key and the "params" a JSON response shows are a valid request for
- * the same table); small tables are computed into exactly-sized buffers and f32/f64 tables and
+ * the same table); small tables (in output, and in pe_table_cost's work and intermediate table)
+ * are computed into exactly-sized buffers and f32/f64 tables and
  * RoPE's attention_scaling must be finite; small transforms are applied to a few input shapes,
  * in place and out of place, which must agree bit for bit.
  *
@@ -30,6 +31,7 @@
 
 #define KEY_CAP (PE_MAX_LIST * 26 + 4096) /* the cache key buffer of src/http/table.c */
 #define MAX_COMPUTE 16384                 /* elements computed per input */
+#define MAX_WORK ((uint64_t)1 << 22)      /* pe_table_cost's work and intermediate elements per input */
 
 #define FAIL(...)                                               \
 	do {                                                    \
@@ -168,6 +170,12 @@ static void compute_table(const struct pe_params *p, const char *path, uint32_t 
 		FAIL("%s: rank %d", path, s.rank);
 	size_t n = pe_shape_count(&s, &overflow);
 	if (overflow || n > MAX_COMPUTE)
+		return;
+	/* A small output can still be much work (rope-decay at dim 65536: seconds per input) */
+	struct pe_cost c;
+	if (pe_table_cost(p, &c) != 0)
+		FAIL("%s: pe_table_cost failed after pe_params_finish accepted", path);
+	if (c.work > MAX_WORK || c.intermediate > MAX_WORK)
 		return;
 	static const enum pe_dtype dts[] = {PE_F32, PE_F64, PE_F16, PE_BF16};
 	enum pe_dtype dt = p->def->fixed_dtype != PE_DTYPE_COUNT_ ? p->def->fixed_dtype : dts[h % 4];
