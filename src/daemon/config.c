@@ -450,7 +450,10 @@ static void print_help(const struct pe_config *cfg)
 			if (opt[j] == '_')
 				opt[j] = '-';
 		key_env_name(k, env, sizeof env);
-		printf("  %-27s %s\n  %-27s default ", opt, k->help, "");
+		if (n > 27) /* too long for the column: the option on a line of its own */
+			printf("  %s\n  %-27s %s\n  %-27s default ", opt, "", k->help, "");
+		else
+			printf("  %-27s %s\n  %-27s default ", opt, k->help, "");
 		print_value(cfg, k);
 		printf(", ");
 		print_range(k);

@@ -550,6 +550,17 @@ START_TEST(help_lists_every_option)
 	};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
 		ck_assert_msg(strstr(out, want[i]) != NULL, "--help lacks \"%s\":\n%s", want[i], out);
+	/* Every description starts in the same column, even after an option too long for it. */
+	for (const char *line = out; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line)) {
+		size_t len = strcspn(line, "\n");
+		size_t words = 0; /* "--name METAVAR" alone on its line: the description follows below */
+		for (size_t i = 2; i < len; i++)
+			words += line[i] != ' ' && line[i - 1] == ' ';
+		if (strncmp(line, "  --", 4) != 0 || len <= 30 || words <= 2)
+			continue;
+		ck_assert_msg(line[29] == ' ' && line[30] != ' ',
+			      "--help: a description out of its column: %.*s", (int)len, line);
+	}
 	free(out);
 }
 END_TEST
