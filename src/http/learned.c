@@ -712,7 +712,7 @@ static int produce(struct gjob *j, struct pe_buf *out, struct pe_err *err)
 	if (rc == 0) {
 		pe_store_f64(j->out.dt, typed, v, n);
 		struct pe_tensor_view t = {.shape = j->shape, .dtype = j->out.dt, .data = typed};
-		rc = pe_out_encode(&j->out, &j->params, &t, out, err);
+		rc = pe_out_encode(&j->out, &j->h->opt.parallel, &j->params, &t, out, err);
 	}
 	free(data);
 	pe_budget_free_block(j->h->opt.budget, v);
