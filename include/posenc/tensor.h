@@ -125,10 +125,21 @@ int pe_bin_write(struct pe_buf *b, const struct pe_tensor_view *t);
  * (then "encoding" and "params" are omitted). */
 int pe_json_write_table(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t,
 			struct pe_err *err);
-/* The same bytes as pe_json_write_table, the rows encoded by up to `threads` threads (1 = this
- * one; small tables always use one). */
+/* Threads an encoder may borrow: this layer starts none. run(ctx, n, fn, arg) calls fn(arg, k)
+ * once for each k in [0, n), on the calling thread and on whichever of the owner's threads are free
+ * to help, and returns when every call has returned; it must finish when none is free (the caller
+ * then runs every chunk). width: threads that can work at once, the caller included. run NULL:
+ * the caller runs the chunks one after the other (the same bytes; tests, and callers without
+ * threads). The daemon's worker pool is one (pe_pool_parallel_hook). */
+struct pe_parallel {
+	void (*run)(void *ctx, size_t n, void (*fn)(void *arg, size_t k), void *arg);
+	void *ctx;
+	unsigned width;
+};
+/* The same bytes as pe_json_write_table; a big table's rows are split into par->width chunks (at
+ * most 8) encoded through par. par NULL or width 1, or a small table: this thread alone. */
 int pe_json_write_table_mt(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t,
-			   unsigned threads, struct pe_err *err);
+			   const struct pe_parallel *par, struct pe_err *err);
 /* Only the nested "data" array. */
 int pe_json_write_data(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err);
 /* A JSON tensor body: a bare nested array of numbers, or {"shape":[...],"data":[...]} (data

@@ -3,28 +3,47 @@
  * (+ FMA, F16C) and scalar, in that order. POSENC_ISA=scalar|avx2|avx512 picks a tier for tests
  * and benchmarks (one the CPU lacks falls back to the best it has), as SLEEF's and redis'
  * dispatchers do. The AVX-512 tier differs from AVX2 only in the kernels that have an AVX-512 twin
- * (kernels.c) and in the float32 list printer (src/tensor/shortest_avx512.c). */
-#include "posenc/core.h"
+ * (kernels.c) and in the float32 list printer (src/tensor/shortest_avx512.c).
+ *
+ * This is the one place that asks the CPU what it has (__builtin_cpu_supports); other files ask
+ * pe_cpu_has() (isa.h) or pe_isa_active(). */
+#include "core/isa.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 static atomic_int active = -1;
+static atomic_int features = -1; /* enum pe_cpu_feature bits */
 
-static int cpu_has_avx2(void)
+static unsigned read_features(void)
 {
 	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-	       __builtin_cpu_supports("f16c");
+	unsigned f = 0;
+	if (__builtin_cpu_supports("fma"))
+		f |= PE_CPU_FMA;
+	if (__builtin_cpu_supports("avx2"))
+		f |= PE_CPU_AVX2;
+	if (__builtin_cpu_supports("f16c"))
+		f |= PE_CPU_F16C;
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+	    __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl"))
+		f |= PE_CPU_AVX512;
+	return f;
 }
 
-static int cpu_has_avx512(void)
+int pe_cpu_has(unsigned want)
 {
-	return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-	       __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
-	       __builtin_cpu_supports("avx512vl");
+	int f = atomic_load_explicit(&features, memory_order_acquire);
+	if (f < 0) { /* racing first callers all store the same bits */
+		f = (int)read_features();
+		atomic_store_explicit(&features, f, memory_order_release);
+	}
+	return ((unsigned)f & want) == want;
 }
+
+#define AVX2_TIER (PE_CPU_AVX2 | PE_CPU_FMA | PE_CPU_F16C)
 
 static int cpu_has(enum pe_isa isa)
 {
@@ -32,9 +51,9 @@ static int cpu_has(enum pe_isa isa)
 	case PE_ISA_SCALAR:
 		return 1;
 	case PE_ISA_AVX2:
-		return cpu_has_avx2();
+		return pe_cpu_has(AVX2_TIER);
 	case PE_ISA_AVX512:
-		return cpu_has_avx512();
+		return pe_cpu_has(AVX2_TIER | PE_CPU_AVX512);
 	}
 	return 0;
 }
@@ -49,7 +68,7 @@ static enum pe_isa detect(void)
 	for (size_t i = 0; env && i < sizeof names / sizeof names[0]; i++)
 		if (strcmp(env, names[i].name) == 0 && cpu_has(names[i].isa))
 			return names[i].isa;
-	return cpu_has_avx512() ? PE_ISA_AVX512 : cpu_has_avx2() ? PE_ISA_AVX2 : PE_ISA_SCALAR;
+	return cpu_has(PE_ISA_AVX512) ? PE_ISA_AVX512 : cpu_has(PE_ISA_AVX2) ? PE_ISA_AVX2 : PE_ISA_SCALAR;
 }
 
 enum pe_isa pe_isa_active(void)

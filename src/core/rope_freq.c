@@ -8,9 +8,9 @@
  *          double, exactly the operations of the float64 reference (tests/ref/gen_rope.py).
  *   hf     PyTorch float32 as HF writes it: x_i = float(2i)/float(dim), base ** x through PyTorch's
  *          CPU pow (16 elements at a time through SLEEF's powf u10, the remainder through libm: see
- *          torch_powf), then every tensor operation rounded to float in HF's order; scalars that
- *          HF computes in Python (NTK bases, YaRN's correction range, wavelength thresholds) stay
- *          double until PyTorch casts them to float.
+ *          pe_torch_powf in torchmath.c), then every tensor operation rounded to float in HF's
+ *          order; scalars that HF computes in Python (NTK bases, YaRN's correction range,
+ *          wavelength thresholds) stay double until PyTorch casts them to float.
  *   ggml   llama.cpp's CPU rope cache (ggml_rope_cache_init / rope_yarn) and its converter's
  *          llama3 freq factors, in float with libm's powf/logf.
  *
@@ -18,34 +18,10 @@
  * per frequency. */
 #include "core/rope.h"
 #include "core/tables.h"
+#include "core/torchmath.h"
 
 #include <math.h>
-#include <sleef.h>
 #include <stdlib.h>
-
-/* The FMA build of SLEEF's scalar powf: sleef.h declares it only under -mfma, but every libsleef
- * has it, and it gives the bits of the AVX2 Sleef_powf8_u10 that PyTorch's kernels call. */
-float Sleef_powf1_u10purecfma(float x, float y);
-
-static int cpu_has_fma(void)
-{
-	static int cached = -1;
-	if (cached < 0) {
-		__builtin_cpu_init();
-		cached = __builtin_cpu_supports("fma") ? 1 : 0;
-	}
-	return cached;
-}
-
-/* Element i of n of PyTorch's float32 `base ** x` on an AVX2 CPU: its loop runs 16 floats at a time
- * through SLEEF and finishes the remainder with std::pow (libm). Checked element for element against
- * PyTorch 1.13 by the known answers. Without FMA, SLEEF's portable u10 powf (within 1 ulp). */
-static float torch_powf(float x, float y, size_t i, size_t n)
-{
-	if (i < n / 16 * 16)
-		return cpu_has_fma() ? Sleef_powf1_u10purecfma(x, y) : Sleef_powf_u10(x, y);
-	return powf(x, y);
-}
 
 void pe_rope_cfg_get(const struct pe_params *p, struct pe_rope_cfg *c)
 {
@@ -202,7 +178,7 @@ static void freqs_exact(const struct pe_rope_cfg *c, double *w)
 static void pow_hf(const struct pe_rope_cfg *c, double base, float *pw)
 {
 	for (size_t i = 0; i < c->h; i++)
-		pw[i] = torch_powf((float)base, (float)(2 * i) / (float)c->dim, i, c->h);
+		pw[i] = pe_torch_powf((float)base, (float)(2 * i) / (float)c->dim, i, c->h);
 }
 
 /* HF's llama3 on float32 tensors. `2*pi / t` is t.reciprocal() * 2*pi in PyTorch, and comparisons

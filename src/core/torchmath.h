@@ -2,6 +2,10 @@
 #ifndef PE_CORE_TORCHMATH_H
 #define PE_CORE_TORCHMATH_H
 
+#include <stddef.h>
+
 float pe_torch_expf(float x);
+/* Element i of n of PyTorch's float32 `base ** x` (a scalar base, a tensor of exponents). */
+float pe_torch_powf(float base, float x, size_t i, size_t n);
 
 #endif

@@ -138,6 +138,7 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.cache = d->cache,
 		.budget = d->budget,
 		.store = d->store,
+		.parallel = pe_pool_parallel_hook(d->pool),
 		.auth_token = c->auth_token,
 		.hooks = {.ctx = d, .submit = submit_hook, .observe = observe_hook, .render_metrics = render_hook},
 	};

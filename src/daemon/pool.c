@@ -1,129 +1,238 @@
-/* Worker pool over libuv (see pool.h). Other threads push jobs onto a locked list and wake the
- * loop with uv_async_send (the only thread-safe libuv call; it coalesces, so the callback drains
- * the whole list). The loop thread hands each job to uv_queue_work. Shutdown is asked of the loop
- * the same way and happens there: the loop closes its handles once no job is in flight. */
+/* Worker pool (see pool.h). One lock guards the job queue (a list, counted against max_queue), the
+ * list of parallel tasks that still have chunks nobody took, and the stack of idle workers. Each
+ * idle worker sleeps on its own condition variable, so whoever has work wakes exactly one thread
+ * and knows which (a submit wakes one for the job; a parallel task wakes one per spare chunk).
+ * A woken or finishing worker looks for chunks first, then jobs: a chunk belongs to a request that
+ * already holds a worker and is nearly answered.
+ *
+ * A parallel task lives on its caller's stack. Chunks are claimed under the lock; the caller runs
+ * chunks too, and once all are claimed it waits only for those others are running, never for a
+ * thread to come free, so it cannot deadlock when every worker is such a caller. A helper touches
+ * the task only under the lock, and the last one out signals the caller, who may then return. */
 #include "daemon/pool.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <uv.h>
 
 struct job {
-	uv_work_t req;
-	struct pe_pool *pool;
 	void (*work)(void *);
 	void *arg;
 	struct job *next;
 };
 
+struct task {
+	void (*fn)(void *arg, size_t k);
+	void *arg;
+	size_t n, next, done; /* chunks; the next to claim; finished (under the pool's lock) */
+	uv_cond_t all_done;
+	struct task *older;
+};
+
+struct worker {
+	struct pe_pool *pool;
+	uv_thread_t thread;
+	uv_cond_t wake;
+	int woken;
+	struct worker *next_idle;
+};
+
 struct pe_pool {
-	uv_loop_t loop;
-	uv_async_t wake;
-	uv_timer_t timer;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	struct job *head, *tail; /* submitted, not yet handed to libuv */
-	size_t max_queue, inflight; /* inflight: handed to libuv, after_work not yet run (loop thread) */
-	int closed, stopping, handles_closed;
+	uv_mutex_t lock;
+	struct job *head, *tail; /* accepted, not started */
+	struct task *tasks;      /* parallel tasks with chunks left to claim, newest first */
+	struct worker *idle;     /* sleeping workers, most recently idle first */
+	struct worker *workers;
+	unsigned nworkers, width;
+	size_t max_queue;
+	int closed, stopping;
+	/* the ticker */
 	void (*tick)(void *);
 	void *tick_arg;
+	unsigned tick_ms;
+	int tick_stop, has_ticker;
+	uv_thread_t ticker;
+	uv_cond_t tick_cv;
 	atomic_size_t queued, running;
 	atomic_uint_fast64_t submitted, completed, rejected;
 };
 
-static void close_handles(struct pe_pool *p)
+/* ---- under the lock ---- */
+
+static void wake(struct worker *w)
 {
-	if (p->handles_closed)
-		return;
-	p->handles_closed = 1;
-	uv_close((uv_handle_t *)&p->wake, NULL);
-	uv_close((uv_handle_t *)&p->timer, NULL);
+	w->woken = 1;
+	uv_cond_signal(&w->wake);
 }
 
-static void work_cb(uv_work_t *req)
+static struct worker *pop_idle(struct pe_pool *p)
 {
-	struct job *j = req->data;
-	atomic_fetch_sub(&j->pool->queued, 1);
-	atomic_fetch_add(&j->pool->running, 1);
+	struct worker *w = p->idle;
+	if (w)
+		p->idle = w->next_idle;
+	return w;
+}
+
+/* Claim the next chunk of the newest task that has one; unlink a task whose last chunk this is. */
+static struct task *claim(struct pe_pool *p, size_t *k)
+{
+	struct task *t = p->tasks;
+	if (!t)
+		return NULL;
+	*k = t->next++;
+	if (t->next == t->n)
+		p->tasks = t->older;
+	return t;
+}
+
+static void unlink_task(struct pe_pool *p, struct task *t)
+{
+	for (struct task **at = &p->tasks; *at; at = &(*at)->older)
+		if (*at == t) {
+			*at = t->older;
+			return;
+		}
+}
+
+/* ---- workers ---- */
+
+static void run_chunk(struct pe_pool *p, struct task *t, size_t k)
+{
+	uv_mutex_unlock(&p->lock);
+	t->fn(t->arg, k);
+	uv_mutex_lock(&p->lock);
+	if (++t->done == t->n)
+		uv_cond_signal(&t->all_done);
+}
+
+static void run_job(struct pe_pool *p)
+{
+	struct job *j = p->head;
+	p->head = j->next;
+	if (!p->head)
+		p->tail = NULL;
+	atomic_fetch_add(&p->running, 1); /* before queued drops: never both 0 while a job is live */
+	atomic_fetch_sub(&p->queued, 1);
+	uv_mutex_unlock(&p->lock);
 	j->work(j->arg);
-	atomic_fetch_sub(&j->pool->running, 1);
-}
-
-static void after_work_cb(uv_work_t *req, int status)
-{
-	struct job *j = req->data;
-	struct pe_pool *p = j->pool;
 	free(j);
 	atomic_fetch_add(&p->completed, 1);
-	p->inflight--;
-	pthread_mutex_lock(&p->lock);
-	int done = p->stopping && !p->head && p->inflight == 0;
-	pthread_mutex_unlock(&p->lock);
-	if (done)
-		close_handles(p);
+	atomic_fetch_sub(&p->running, 1);
+	uv_mutex_lock(&p->lock);
 }
 
-static void wake_cb(uv_async_t *h)
+static void worker_main(void *arg)
 {
-	struct pe_pool *p = h->data;
-	pthread_mutex_lock(&p->lock);
-	struct job *list = p->head;
-	p->head = p->tail = NULL;
-	int stopping = p->stopping;
-	pthread_mutex_unlock(&p->lock);
-	for (struct job *j = list, *next; j; j = next) {
-		next = j->next;
-		j->req.data = j;
-		p->inflight++;
-		uv_queue_work(&p->loop, &j->req, work_cb, after_work_cb);
+	struct worker *w = arg;
+	struct pe_pool *p = w->pool;
+	uv_mutex_lock(&p->lock);
+	for (;;) {
+		size_t k;
+		struct task *t = claim(p, &k);
+		if (t)
+			run_chunk(p, t, k);
+		else if (p->head)
+			run_job(p);
+		else if (p->stopping)
+			break;
+		else {
+			w->woken = 0;
+			w->next_idle = p->idle;
+			p->idle = w;
+			while (!w->woken)
+				uv_cond_wait(&w->wake, &p->lock);
+		}
 	}
-	if (stopping && p->inflight == 0)
-		close_handles(p);
+	uv_mutex_unlock(&p->lock);
 }
 
-static void timer_cb(uv_timer_t *t)
-{
-	struct pe_pool *p = t->data;
-	if (p->tick)
-		p->tick(p->tick_arg);
-}
+/* ---- the ticker ---- */
 
-static void *loop_main(void *arg)
+static void ticker_main(void *arg)
 {
 	struct pe_pool *p = arg;
-	uv_run(&p->loop, UV_RUN_DEFAULT);
-	return NULL;
+	uint64_t period = (uint64_t)p->tick_ms * 1000000u, due = uv_hrtime() + period;
+	uv_mutex_lock(&p->lock);
+	while (!p->tick_stop) {
+		uint64_t now = uv_hrtime();
+		if (now < due) {
+			uv_cond_timedwait(&p->tick_cv, &p->lock, due - now);
+			continue;
+		}
+		uv_mutex_unlock(&p->lock);
+		p->tick(p->tick_arg);
+		due = uv_hrtime() + period; /* as a repeating uv_timer: no burst after a slow tick */
+		uv_mutex_lock(&p->lock);
+	}
+	uv_mutex_unlock(&p->lock);
+}
+
+/* ---- life ---- */
+
+/* Stop and join the first `started` workers and the ticker. */
+static void stop_threads(struct pe_pool *p, unsigned started)
+{
+	uv_mutex_lock(&p->lock);
+	p->closed = p->stopping = 1;
+	for (struct worker *w; (w = pop_idle(p));)
+		wake(w);
+	uv_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < started; i++)
+		uv_thread_join(&p->workers[i].thread);
+	uv_mutex_lock(&p->lock); /* the ticker runs until the last job is done: jobs need its deadlines */
+	p->tick_stop = 1;
+	uv_cond_signal(&p->tick_cv);
+	uv_mutex_unlock(&p->lock);
+	if (p->has_ticker)
+		uv_thread_join(&p->ticker);
+}
+
+static void destroy(struct pe_pool *p)
+{
+	for (unsigned i = 0; i < p->nworkers; i++)
+		uv_cond_destroy(&p->workers[i].wake);
+	uv_cond_destroy(&p->tick_cv);
+	uv_mutex_destroy(&p->lock);
+	free(p->workers);
+	free(p);
+}
+
+static int start_threads(struct pe_pool *p)
+{
+	unsigned i = 0;
+	while (i < p->nworkers && uv_thread_create(&p->workers[i].thread, worker_main, &p->workers[i]) == 0)
+		i++;
+	p->has_ticker = i == p->nworkers && p->tick && uv_thread_create(&p->ticker, ticker_main, p) == 0;
+	if (i == p->nworkers && (p->has_ticker || !p->tick))
+		return 0;
+	stop_threads(p, i);
+	return PE_EINTERNAL;
 }
 
 struct pe_pool *pe_pool_new(unsigned workers, size_t max_queue, void (*tick)(void *), void *tick_arg,
 			    unsigned tick_ms, struct pe_err *err)
 {
-	char n[16];
-	snprintf(n, sizeof n, "%u", workers);
-	setenv("UV_THREADPOOL_SIZE", n, 1); /* read by libuv once, at its first queued work */
 	struct pe_pool *p = calloc(1, sizeof *p);
+	if (p && workers && !(p->workers = calloc(workers, sizeof *p->workers))) {
+		free(p);
+		p = NULL;
+	}
 	if (!p) {
 		pe_err_set(err, PE_ENOMEM, "workers", "out of memory");
 		return NULL;
 	}
-	p->max_queue = max_queue;
-	p->tick = tick;
-	p->tick_arg = tick_arg;
-	pthread_mutex_init(&p->lock, NULL);
-	if (uv_loop_init(&p->loop) != 0 || uv_async_init(&p->loop, &p->wake, wake_cb) != 0 ||
-	    uv_timer_init(&p->loop, &p->timer) != 0) {
-		pe_err_set(err, PE_EINTERNAL, "workers", "cannot start the event loop");
-		free(p);
-		return NULL;
+	*p = (struct pe_pool){.workers = p->workers, .nworkers = workers, .max_queue = max_queue, .tick = tick,
+			      .tick_arg = tick_arg, .tick_ms = tick_ms ? tick_ms : 1};
+	unsigned cpus = uv_available_parallelism(); /* the CPUs this process may run on */
+	p->width = workers < cpus ? workers : cpus;
+	int rc = uv_mutex_init(&p->lock) | uv_cond_init(&p->tick_cv);
+	for (unsigned i = 0; i < workers; i++) {
+		p->workers[i].pool = p;
+		rc |= uv_cond_init(&p->workers[i].wake);
 	}
-	p->wake.data = p;
-	p->timer.data = p;
-	uv_timer_start(&p->timer, timer_cb, tick_ms, tick_ms);
-	if (pthread_create(&p->thread, NULL, loop_main, p) != 0) {
-		pe_err_set(err, PE_EINTERNAL, "workers", "cannot start the loop thread");
-		free(p);
+	if (rc != 0 || workers == 0 || start_threads(p) != 0) {
+		destroy(p);
+		pe_err_set(err, PE_EINTERNAL, "workers", "cannot start %u worker threads", workers);
 		return NULL;
 	}
 	return p;
@@ -134,8 +243,9 @@ int pe_pool_submit(struct pe_pool *p, void (*work)(void *), void *arg)
 	struct job *j = malloc(sizeof *j);
 	if (!j)
 		return PE_ENOMEM;
-	*j = (struct job){.pool = p, .work = work, .arg = arg};
-	pthread_mutex_lock(&p->lock);
+	*j = (struct job){.work = work, .arg = arg};
+	struct worker *w = NULL;
+	uv_mutex_lock(&p->lock);
 	int rc = p->closed ? PE_EDRAINING : atomic_load(&p->queued) >= p->max_queue ? PE_EBUSY : 0;
 	if (rc == 0) {
 		if (p->tail)
@@ -145,22 +255,63 @@ int pe_pool_submit(struct pe_pool *p, void (*work)(void *), void *arg)
 		p->tail = j;
 		atomic_fetch_add(&p->queued, 1);
 		atomic_fetch_add(&p->submitted, 1);
+		if ((w = pop_idle(p)))
+			wake(w);
 	}
-	pthread_mutex_unlock(&p->lock);
+	uv_mutex_unlock(&p->lock);
 	if (rc != 0) {
 		atomic_fetch_add(&p->rejected, 1);
 		free(j);
-		return rc;
 	}
-	uv_async_send(&p->wake);
-	return 0;
+	return rc;
+}
+
+void pe_pool_parallel(struct pe_pool *p, size_t n, void (*fn)(void *arg, size_t k), void *arg)
+{
+	if (n < 2 || p->nworkers < 2) {
+		for (size_t k = 0; k < n; k++)
+			fn(arg, k);
+		return;
+	}
+	struct task t = {.fn = fn, .arg = arg, .n = n};
+	if (uv_cond_init(&t.all_done) != 0) {
+		for (size_t k = 0; k < n; k++)
+			fn(arg, k);
+		return;
+	}
+	uv_mutex_lock(&p->lock);
+	t.older = p->tasks;
+	p->tasks = &t;
+	struct worker *w;
+	for (size_t spare = n - 1; spare > 0 && (w = pop_idle(p)); spare--)
+		wake(w);
+	while (t.next < t.n) {
+		size_t k = t.next++;
+		if (t.next == t.n)
+			unlink_task(p, &t);
+		run_chunk(p, &t, k);
+	}
+	while (t.done < t.n)
+		uv_cond_wait(&t.all_done, &p->lock);
+	uv_mutex_unlock(&p->lock);
+	uv_cond_destroy(&t.all_done);
+}
+
+static void parallel_cb(void *ctx, size_t n, void (*fn)(void *arg, size_t k), void *arg)
+{
+	pe_pool_parallel(ctx, n, fn, arg);
+}
+
+struct pe_parallel pe_pool_parallel_hook(struct pe_pool *p)
+{
+	return (struct pe_parallel){.run = parallel_cb, .ctx = p, .width = p->width};
 }
 
 void pe_pool_close(struct pe_pool *p)
 {
-	pthread_mutex_lock(&p->lock);
+	uv_mutex_lock(&p->lock);
 	p->closed = 1;
-	pthread_mutex_unlock(&p->lock);
+	uv_mutex_unlock(&p->lock);
 }
 
 void pe_pool_stats(struct pe_pool *p, struct pe_pool_stats *out)
@@ -176,13 +327,6 @@ void pe_pool_free(struct pe_pool *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->lock);
-	p->closed = 1;
-	p->stopping = 1;
-	pthread_mutex_unlock(&p->lock);
-	uv_async_send(&p->wake);
-	pthread_join(p->thread, NULL);
-	uv_loop_close(&p->loop);
-	pthread_mutex_destroy(&p->lock);
-	free(p);
+	stop_threads(p, p->nworkers);
+	destroy(p);
 }

@@ -1,12 +1,22 @@
-/* The worker pool: a libuv loop on its own thread feeding uv_queue_work (UV_THREADPOOL_SIZE =
- * workers), with admission control (libuv's queue is unbounded; ours stops at max_queue) and a
- * periodic tick on the loop thread. pe_pool_submit is the only entry point other threads use. */
+/* The worker pool: the one owner of posencd's compute threads. `workers` threads take jobs from a
+ * bounded queue (max_queue; past it submit says PE_EBUSY and the request gets 503), and the same
+ * threads help a running job with its parallel parts (pe_pool_parallel: the JSON encoder's rows),
+ * so a request never uses more threads than `workers`. A ticker thread calls tick every tick_ms
+ * (the HTTP layer's deadline check for waiting requests); it computes nothing.
+ *
+ * The threads, locks and condition variables are libuv's portable ones (uv_thread_t, uv_mutex_t,
+ * uv_cond_t; the ticker waits with uv_cond_timedwait on uv_hrtime's monotonic clock). There is no
+ * libuv loop and no libuv threadpool: the pool is ours, so it is sized by `workers` directly and
+ * its queue is the bounded one; a submit wakes a sleeping worker itself, with no thread between
+ * the HTTP thread and the worker. Helpers are not pinned to CPUs: waking a sleeping worker was
+ * measured as fast as the pinned, freshly created helper threads the encoder used to start. */
 #ifndef PE_DAEMON_POOL_H
 #define PE_DAEMON_POOL_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "posenc/err.h"
+#include "posenc/tensor.h"
 
 struct pe_pool;
 
@@ -16,18 +26,27 @@ struct pe_pool_stats {
 	size_t running; /* on a worker now */
 };
 
-/* tick(tick_arg) runs on the loop thread every tick_ms (tick may be NULL). NULL on failure. */
+/* tick(tick_arg) runs on the ticker thread every tick_ms (tick may be NULL: no ticker). NULL with
+ * err filled on failure. */
 struct pe_pool *pe_pool_new(unsigned workers, size_t max_queue, void (*tick)(void *), void *tick_arg,
 			    unsigned tick_ms, struct pe_err *err);
 /* Run work(arg) on a worker. 0, PE_EBUSY when max_queue jobs are waiting, PE_EDRAINING after
- * pe_pool_close. Thread-safe. */
+ * pe_pool_close, PE_ENOMEM. Thread-safe. */
 int pe_pool_submit(struct pe_pool *p, void (*work)(void *), void *arg);
+/* fn(arg, k) for every k in [0, n), returning when all have returned. The calling thread takes the
+ * chunks in order and workers with nothing to do take the next ones as they come free; with none
+ * free, the caller runs them all. So a job on every worker calling this at once still finishes, and
+ * the threads at work never outnumber the workers (plus a caller that is not one). Any thread. */
+void pe_pool_parallel(struct pe_pool *p, size_t n, void (*fn)(void *arg, size_t k), void *arg);
+/* The same as a hook for layers below the daemon (the JSON encoder): width is the number of threads
+ * that can work at once on this machine (workers, at most the CPUs this process may use). */
+struct pe_parallel pe_pool_parallel_hook(struct pe_pool *p);
 /* Refuse new jobs from now on; accepted ones still run. */
 void pe_pool_close(struct pe_pool *p);
 void pe_pool_stats(struct pe_pool *p, struct pe_pool_stats *out);
-/* Run what was accepted to completion, stop the loop thread, free. At shutdown the caller first
- * calls pe_cancel_all() (posenc/core.h): running kernels then stop at their next check and jobs
- * still queued fail as they start, so this join takes moments, not the queue's work. */
+/* Run what was accepted to completion, stop the threads, free. At shutdown the caller first calls
+ * pe_cancel_all() (posenc/core.h): running kernels then stop at their next check and jobs still
+ * queued fail as they start, so this join takes moments, not the queue's work. */
 void pe_pool_free(struct pe_pool *p);
 
 #endif

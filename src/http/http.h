@@ -78,6 +78,7 @@ struct pe_http_options {
 	struct pe_cache *cache;
 	struct pe_budget *budget;   /* response bytes being built or sent (NULL: unbounded) */
 	struct pe_store *store;     /* learned tables (/v1/learned) */
+	struct pe_parallel parallel; /* the workers' help for big encodes (run NULL: one thread) */
 	const char *auth_token;     /* bearer token for writes; "" or NULL: loopback clients only */
 	struct pe_http_hooks hooks;
 };

@@ -723,7 +723,7 @@ static int produce(struct gjob *j, struct pe_buf *out, struct pe_err *err)
 	pe_budget_free_block(j->h->opt.budget, v);
 	if (rc == 0) {
 		struct pe_tensor_view t = {.shape = j->shape, .dtype = j->out.dt, .data = typed};
-		rc = pe_out_encode(&j->out, &j->params, &t, out, err);
+		rc = pe_out_encode(&j->out, &j->h->opt.parallel, &j->params, &t, out, err);
 	}
 	pe_budget_free_block(j->h->opt.budget, typed);
 	return rc;

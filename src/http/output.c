@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 int pe_out_is_param(const char *key)
 {
@@ -95,23 +94,13 @@ int pe_out_key(const struct pe_out *o, char *buf, size_t cap)
 
 int pe_out_raw_direct(const struct pe_out *o) { return o->fmt == PE_FMT_BIN; }
 
-static unsigned encode_threads(void)
-{
-	static unsigned n;
-	if (!n) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-		n = c < 1 ? 1 : c > 8 ? 8 : (unsigned)c;
-	}
-	return n;
-}
-
-static int encode_plain(const struct pe_out *o, const struct pe_params *p, const struct pe_tensor_view *t,
-			struct pe_buf *out, struct pe_err *err)
+static int encode_plain(const struct pe_out *o, const struct pe_parallel *par, const struct pe_params *p,
+			const struct pe_tensor_view *t, struct pe_buf *out, struct pe_err *err)
 {
 	switch (o->fmt) {
 	case PE_FMT_JSON:
-		/* p NULL: no encoding/params fields; big tables are encoded by every core */
-		return pe_json_write_table_mt(out, p, t, encode_threads(), err);
+		/* p NULL: no encoding/params fields; big tables are encoded with par's threads */
+		return pe_json_write_table_mt(out, p, t, par, err);
 	case PE_FMT_NPY:
 		return pe_npy_write(out, t, err);
 	case PE_FMT_BIN:
@@ -131,15 +120,15 @@ static int encode_plain(const struct pe_out *o, const struct pe_params *p, const
 	}
 }
 
-int pe_out_encode(const struct pe_out *o, const struct pe_params *p, const struct pe_tensor_view *t,
-		  struct pe_buf *out, struct pe_err *err)
+int pe_out_encode(const struct pe_out *o, const struct pe_parallel *par, const struct pe_params *p,
+		  const struct pe_tensor_view *t, struct pe_buf *out, struct pe_err *err)
 {
 	if (!o->gzip)
-		return encode_plain(o, p, t, out, err);
+		return encode_plain(o, par, p, t, out, err);
 	struct pe_buf plain;
 	pe_buf_init(&plain, out->max);
 	pe_buf_set_budget(&plain, out->budget); /* the uncompressed text counts too */
-	int rc = encode_plain(o, p, t, &plain, err);
+	int rc = encode_plain(o, par, p, t, &plain, err);
 	if (rc == 0 && (rc = pe_gzip(out, plain.data, plain.len, 6)) != 0)
 		pe_err_set(err, rc, "", "cannot compress the response");
 	pe_buf_destroy(&plain);

@@ -33,10 +33,11 @@ int pe_out_resolve(struct pe_out *o, const struct pe_out_query *q, struct MHD_Co
 /* "|f32|json|gz" into buf (the output part of a cache key). */
 int pe_out_key(const struct pe_out *o, char *buf, size_t cap);
 
-/* Encode t into out (appended). p (may be NULL) gives the JSON "encoding" and "params" fields.
+/* Encode t into out (appended). p (may be NULL) gives the JSON "encoding" and "params" fields;
+ * par (may be NULL) lends threads to big JSON documents.
  * When o->fmt is bin, callers may compute straight into out instead (see pe_out_raw_direct). */
-int pe_out_encode(const struct pe_out *o, const struct pe_params *p, const struct pe_tensor_view *t,
-		  struct pe_buf *out, struct pe_err *err);
+int pe_out_encode(const struct pe_out *o, const struct pe_parallel *par, const struct pe_params *p,
+		  const struct pe_tensor_view *t, struct pe_buf *out, struct pe_err *err);
 /* Formats whose body is the raw tensor bytes, which a producer can write straight into the buffer. */
 int pe_out_raw_direct(const struct pe_out *o);
 

@@ -305,7 +305,7 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	else if ((rc = pe_table_compute(&j->params, j->out.dt, tmp.p, err)) == 0) {
 		t.data = tmp.p;
-		rc = pe_out_encode(&j->out, &j->params, &t, out, err);
+		rc = pe_out_encode(&j->out, &j->h->opt.parallel, &j->params, &t, out, err);
 	}
 	scratch_give(j->h, tmp);
 	pe_budget_give(j->h->opt.budget, raw ? raw : 1);

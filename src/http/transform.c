@@ -338,7 +338,7 @@ static void run(struct tjob *j, struct result *res)
 	pe_shape_format(&os, res->shape, sizeof res->shape);
 	if (answer_in_body(j, &v, n_out, res))
 		goto done;
-	if ((rc = pe_out_encode(&res->out, NULL, &v, &out, err)) != 0)
+	if ((rc = pe_out_encode(&res->out, &j->h->opt.parallel, NULL, &v, &out, err)) != 0)
 		goto done;
 	res->data = pe_buf_steal(&out, &res->len);
 	res->budget = j->h->opt.budget;

@@ -13,9 +13,6 @@
 #include "posenc/tensor.h"
 #include "tensor/internal.h"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -340,29 +337,29 @@ int pe_json_write_table(struct pe_buf *b, const struct pe_params *p, const struc
 }
 
 /* ---- the table document, encoded by several threads ----
- * The rows of the outermost axis are split into chunks, each encoded by its own thread (numbers
- * are printed independently, so the bytes equal the one-thread document). Every chunk writes
- * straight into its own window of the final buffer, reserved once from the width bound (the
- * window's pe_buf has max == cap, so it can never move or grow: a chunk that did not fit would
- * fail with PE_ETOOBIG, and the document falls back to one thread); the chunks are then moved
- * together in order. No scratch buffers: each page of the answer is faulted in once, by the thread
- * that writes it and in one call (pe_mem_prefault), and each helper is started on its own CPU.
- * Worth it from about 64 Ki elements. */
+ * The rows of the outermost axis are split into chunks, each encoded as one call of the caller's
+ * pe_parallel (numbers are printed independently, so the bytes equal the one-thread document).
+ * This layer starts no thread: the threads are the daemon's workers (pe_parallel in tensor.h).
+ * Every chunk writes straight into its own window of the final buffer, reserved once from the
+ * width bound (the window's pe_buf has max == cap, so it can never move or grow: a chunk that did
+ * not fit would fail with PE_ETOOBIG, and the document falls back to one thread); the chunks are
+ * then moved together in order. No scratch buffers: each page of the answer is faulted in once, by
+ * the thread that writes it and in one call (pe_mem_prefault). Worth it from about 64 Ki elements. */
+
+#define MAX_CHUNKS 8
 
 struct chunk {
 	struct pe_tensor_view view;
 	struct pe_buf win; /* a window of the final buffer */
 	size_t at, count;  /* its offset there; the chunk's elements */
 	int rc;
-	pthread_t thread;
 };
 
-static void *encode_chunk(void *arg)
+static void encode_chunk(void *arg, size_t k)
 {
-	struct chunk *c = arg;
+	struct chunk *c = (struct chunk *)arg + k;
 	pe_mem_prefault(c->win.data, c->win.cap); /* each thread its own window's pages */
 	c->rc = write_data(&c->win, &c->view, c->count); /* the whole view was checked */
-	return NULL;
 }
 
 static void chunk_view(const struct pe_tensor_view *t, size_t r0, size_t r1, struct pe_tensor_view *v)
@@ -400,47 +397,15 @@ static int plan_windows(struct pe_buf *b, const struct pe_tensor_view *t, struct
 	return 1;
 }
 
-/* Thread attributes that place helper k on the k-th allowed CPU after the caller's, so that the
- * chunks start in parallel at once (left to itself, the scheduler was measured to start a helper
- * on the caller's CPU and to run both halves time-shared for milliseconds on a 2-vCPU VM). 0 when
- * the affinity cannot be read; the helper then goes wherever the scheduler puts it. */
-static int helper_attr(pthread_attr_t *a, unsigned k)
+/* Every chunk, through par when it can run them (else here, in order). */
+static void run_chunks(const struct pe_parallel *par, struct chunk *c, unsigned n)
 {
-	cpu_set_t allowed, one;
-	int cpu = sched_getcpu();
-	if (cpu < 0 || sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2)
-		return 0;
-	for (unsigned step = 0; step < k; cpu = (cpu + 1) % CPU_SETSIZE) /* ends: another CPU is allowed */
-		if (CPU_ISSET((cpu + 1) % CPU_SETSIZE, &allowed))
-			step++;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	if (pthread_attr_init(a) != 0)
-		return 0;
-	if (pthread_attr_setaffinity_np(a, sizeof one, &one) == 0)
-		return 1;
-	pthread_attr_destroy(a);
-	return 0;
-}
-
-/* Run the chunks, the first on this thread; a chunk whose thread cannot start runs here too. */
-static void run_chunks(struct chunk *c, unsigned n)
-{
-	unsigned started[8] = {0};
-	for (unsigned k = 1; k < n; k++) {
-		pthread_attr_t a;
-		int placed = helper_attr(&a, k);
-		started[k] = pthread_create(&c[k].thread, placed ? &a : NULL, encode_chunk, &c[k]) == 0;
-		if (placed)
-			pthread_attr_destroy(&a);
+	if (par->run) {
+		par->run(par->ctx, n, encode_chunk, c);
+		return;
 	}
-	encode_chunk(&c[0]);
-	for (unsigned k = 1; k < n; k++) {
-		if (started[k])
-			pthread_join(c[k].thread, NULL);
-		else
-			encode_chunk(&c[k]);
-	}
+	for (unsigned k = 0; k < n; k++)
+		encode_chunk(c, k);
 }
 
 /* Move the chunks together: "[rows]" of each joined as "[rows,rows...]". */
@@ -455,25 +420,26 @@ static void join_chunks(struct pe_buf *b, const struct chunk *c, unsigned n)
 }
 
 int pe_json_write_table_mt(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t,
-			   unsigned threads, struct pe_err *err)
+			   const struct pe_parallel *par, struct pe_err *err)
 {
 	size_t count = 0;
 	if (check_view(t, &count, err) != 0)
 		return err && err->code ? err->code : PE_EINTERNAL;
-	if (threads > 8)
-		threads = 8;
-	if (threads < 2 || t->shape.rank < 2 || t->shape.dim[0] < threads || count < 65536)
+	unsigned n = par ? par->width : 1;
+	if (n > MAX_CHUNKS)
+		n = MAX_CHUNKS;
+	if (n < 2 || t->shape.rank < 2 || t->shape.dim[0] < n || count < 65536)
 		return pe_json_write_table(b, p, t, err);
 	size_t start = b->len;
-	struct chunk c[8];
+	struct chunk c[MAX_CHUNKS];
 	int rc = write_head(b, p, t);
-	if (rc == 0 && !plan_windows(b, t, c, threads)) {
+	if (rc == 0 && !plan_windows(b, t, c, n)) {
 		b->len = start; /* too big for the windows' bound: one thread, to the byte */
 		return pe_json_write_table(b, p, t, err);
 	}
 	if (rc == 0) {
-		run_chunks(c, threads);
-		for (unsigned k = 0; k < threads && rc == 0; k++)
+		run_chunks(par, c, n);
+		for (unsigned k = 0; k < n && rc == 0; k++)
 			rc = c[k].rc;
 	}
 	if (rc == PE_ETOOBIG) { /* a window was too narrow (the bound is wrong): one thread */
@@ -481,7 +447,7 @@ int pe_json_write_table_mt(struct pe_buf *b, const struct pe_params *p, const st
 		return pe_json_write_table(b, p, t, err);
 	}
 	if (rc == 0) {
-		join_chunks(b, c, threads);
+		join_chunks(b, c, n);
 		rc = pe_buf_append(b, "}", 1);
 	}
 	if (rc != 0) {

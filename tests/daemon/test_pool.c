@@ -1,13 +1,19 @@
-/* Unit tests of the libuv worker pool: every accepted job runs exactly once on a worker thread,
- * admission stops at max_queue with PE_EBUSY, close refuses with PE_EDRAINING, the tick runs,
- * and free runs what was accepted before returning. */
+/* Unit tests of the worker pool: every accepted job runs exactly once on a worker thread,
+ * admission stops at max_queue with PE_EBUSY, close refuses with PE_EDRAINING, the tick runs (and
+ * keeps running while free drains the queue), and free runs what was accepted before returning.
+ * pe_pool_parallel: every chunk exactly once, on the caller and workers only; with every worker
+ * busy the caller runs them all; with every worker a caller at once it still finishes; the JSON
+ * encoder through the pool's hook writes the bytes of one thread. */
 #include "support/pe_check.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "daemon/pool.h"
+#include "posenc/core.h"
 
 static atomic_int ran, ticks;
 static pthread_t main_thread;
@@ -32,6 +38,19 @@ static void blocking_job(void *arg)
 
 static void tick_cb(void *arg) { atomic_fetch_add(&ticks, 1); }
 
+/* Poll stats until running reaches want (bounded: the assertion after says what was seen). */
+static void wait_running(struct pe_pool *p, size_t want)
+{
+	struct pe_pool_stats s;
+	for (int i = 0; i < 5000; i++) {
+		pe_pool_stats(p, &s);
+		if (s.running == want)
+			break;
+		usleep(1000);
+	}
+	ck_assert_uint_eq(s.running, want);
+}
+
 START_TEST(runs_every_job_once)
 {
 	struct pe_err err = {0};
@@ -44,7 +63,17 @@ START_TEST(runs_every_job_once)
 		atomic_init(&per[i], 0);
 		ck_assert_int_eq(pe_pool_submit(p, count_job, &per[i]), 0);
 	}
-	pe_pool_free(p); /* runs what was accepted */
+	struct pe_pool_stats s;
+	for (int i = 0; i < 5000; i++) {
+		pe_pool_stats(p, &s);
+		if (s.completed == 200)
+			break;
+		usleep(1000);
+	}
+	ck_assert_uint_eq(s.completed, 200);
+	ck_assert_uint_eq(s.submitted, 200);
+	ck_assert_uint_eq(s.queued + s.running + s.rejected, 0);
+	pe_pool_free(p);
 	ck_assert_int_eq(atomic_load(&ran), 200);
 	for (int i = 0; i < 200; i++)
 		ck_assert_int_eq(atomic_load(&per[i]), 1);
@@ -60,24 +89,19 @@ START_TEST(admission_and_close)
 	struct pe_pool *p = pe_pool_new(1, 2, NULL, NULL, 50, &err);
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(pe_pool_submit(p, blocking_job, NULL), 0);
-	/* wait until the first job occupies the only worker */
-	struct pe_pool_stats s;
-	for (int i = 0; i < 2000; i++) {
-		pe_pool_stats(p, &s);
-		if (s.running == 1)
-			break;
-		usleep(1000);
-	}
-	ck_assert_uint_eq(s.running, 1);
+	wait_running(p, 1); /* the first job occupies the only worker */
 	ck_assert_int_eq(pe_pool_submit(p, blocking_job, NULL), 0);
 	ck_assert_int_eq(pe_pool_submit(p, blocking_job, NULL), 0);
 	ck_assert_int_eq(pe_pool_submit(p, blocking_job, NULL), PE_EBUSY);
+	struct pe_pool_stats s;
 	pe_pool_stats(p, &s);
 	ck_assert_uint_eq(s.queued, 2);
 	ck_assert_uint_eq(s.rejected, 1);
 	ck_assert_uint_eq(s.submitted, 3);
 	pe_pool_close(p);
 	ck_assert_int_eq(pe_pool_submit(p, blocking_job, NULL), PE_EDRAINING);
+	pe_pool_stats(p, &s);
+	ck_assert_uint_eq(s.rejected, 2);
 	atomic_store(&gate, 1);
 	pe_pool_free(p);
 	ck_assert_int_eq(atomic_load(&ran), 3);
@@ -97,6 +121,248 @@ START_TEST(tick_runs)
 }
 END_TEST
 
+/* ---- shutdown with queued jobs ---- */
+
+static atomic_int saw_cancel;
+
+/* A queued request's job at shutdown: it checks the cancel flag first, as the HTTP jobs do. */
+static void cancellable_job(void *arg)
+{
+	if (pe_cancelled())
+		atomic_fetch_add(&saw_cancel, 1);
+	atomic_fetch_add(&ran, 1);
+}
+
+/* A job that needs the tick to go on (the HTTP layer's deadlines): it returns after two more. */
+static void needs_ticks_job(void *arg)
+{
+	int t0 = atomic_load(&ticks);
+	while (atomic_load(&ticks) < t0 + 2)
+		usleep(1000);
+	atomic_fetch_add(&ran, 1);
+}
+
+static void *free_pool(void *arg)
+{
+	pe_pool_free(arg);
+	return NULL;
+}
+
+/* main.c at SIGTERM past shutdown_timeout: close, pe_cancel_all, free. Every queued job still runs
+ * (once, and it sees the cancellation, so it fails fast), free returns only after all of them, and
+ * the tick keeps coming until the last job is done. */
+START_TEST(shutdown_with_queued_jobs)
+{
+	struct pe_err err = {0};
+	atomic_store(&ran, 0);
+	atomic_store(&gate, 0);
+	atomic_store(&ticks, 0);
+	struct pe_pool *p = pe_pool_new(1, 100, tick_cb, NULL, 2, &err);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(pe_pool_submit(p, blocking_job, NULL), 0);
+	wait_running(p, 1);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(pe_pool_submit(p, cancellable_job, NULL), 0);
+	ck_assert_int_eq(pe_pool_submit(p, needs_ticks_job, NULL), 0);
+	struct pe_pool_stats s;
+	pe_pool_stats(p, &s);
+	ck_assert_uint_eq(s.queued, 6);
+	pe_pool_close(p);
+	pe_cancel_all();
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, free_pool, p), 0);
+	ck_assert_int_eq(atomic_load(&ran), 0); /* free waits for the blocked job */
+	atomic_store(&gate, 1);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(atomic_load(&ran), 7);
+	ck_assert_int_eq(atomic_load(&saw_cancel), 5);
+}
+END_TEST
+
+/* ---- parallel ---- */
+
+#define MAX_THREADS 8
+
+struct par {
+	atomic_int hits[64];
+	pthread_t seen[MAX_THREADS + 1];
+	int nseen;
+	pthread_mutex_t lock;
+};
+
+static void par_init(struct par *x)
+{
+	memset(x, 0, sizeof *x);
+	pthread_mutex_init(&x->lock, NULL);
+}
+
+static void note_thread(struct par *x)
+{
+	pthread_mutex_lock(&x->lock);
+	int known = 0;
+	for (int i = 0; i < x->nseen; i++)
+		known |= pthread_equal(x->seen[i], pthread_self());
+	if (!known) {
+		ck_assert_int_lt(x->nseen, MAX_THREADS + 1);
+		x->seen[x->nseen++] = pthread_self();
+	}
+	pthread_mutex_unlock(&x->lock);
+}
+
+static void chunk_fn(void *arg, size_t k)
+{
+	struct par *x = arg;
+	atomic_fetch_add(&x->hits[k], 1);
+	note_thread(x);
+	for (int i = 0; i < 100; i++) /* something to share */
+		sched_yield();
+}
+
+static int ran_on(const struct par *x, pthread_t t)
+{
+	for (int i = 0; i < x->nseen; i++)
+		if (pthread_equal(x->seen[i], t))
+			return 1;
+	return 0;
+}
+
+/* Every chunk once; the threads that ran them are the caller and at most `workers` others. */
+START_TEST(parallel_every_chunk_once)
+{
+	struct pe_err err = {0};
+	struct pe_pool *p = pe_pool_new(3, 10, NULL, NULL, 50, &err);
+	ck_assert_ptr_nonnull(p);
+	for (size_t n = 0; n <= 64; n += 7) {
+		struct par x;
+		par_init(&x);
+		pe_pool_parallel(p, n, chunk_fn, &x);
+		for (size_t k = 0; k < 64; k++)
+			ck_assert_int_eq(atomic_load(&x.hits[k]), k < n ? 1 : 0);
+		ck_assert_int_le(x.nseen, 4);
+		if (n)
+			ck_assert(ran_on(&x, pthread_self())); /* the caller takes part */
+	}
+	struct pe_parallel h = pe_pool_parallel_hook(p);
+	ck_assert_uint_ge(h.width, 1);
+	ck_assert_uint_le(h.width, 3);
+	struct par x;
+	par_init(&x);
+	h.run(h.ctx, 5, chunk_fn, &x);
+	for (size_t k = 0; k < 5; k++)
+		ck_assert_int_eq(atomic_load(&x.hits[k]), 1);
+	struct pe_pool_stats s;
+	pe_pool_stats(p, &s);
+	ck_assert_uint_eq(s.submitted, 0); /* chunks are not jobs */
+	pe_pool_free(p);
+}
+END_TEST
+
+/* Every worker busy and the queue full: the caller runs every chunk itself, and nothing waits. */
+START_TEST(parallel_all_workers_busy)
+{
+	struct pe_err err = {0};
+	atomic_store(&gate, 0);
+	atomic_store(&ran, 0);
+	struct pe_pool *p = pe_pool_new(2, 2, NULL, NULL, 50, &err);
+	ck_assert_ptr_nonnull(p);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(pe_pool_submit(p, blocking_job, NULL), 0);
+		if (i == 1)
+			wait_running(p, 2);
+	}
+	ck_assert_int_eq(pe_pool_submit(p, blocking_job, NULL), PE_EBUSY);
+	struct par x;
+	par_init(&x);
+	pe_pool_parallel(p, 16, chunk_fn, &x);
+	for (size_t k = 0; k < 16; k++)
+		ck_assert_int_eq(atomic_load(&x.hits[k]), 1);
+	ck_assert_int_eq(x.nseen, 1);
+	ck_assert(ran_on(&x, pthread_self()));
+	atomic_store(&gate, 1);
+	pe_pool_free(p);
+	ck_assert_int_eq(atomic_load(&ran), 4);
+}
+END_TEST
+
+/* Every worker is a job that calls pe_pool_parallel at the same moment (a barrier lines them up):
+ * nobody is free to help, and all of them finish. */
+static pthread_barrier_t line_up;
+static struct par many[4];
+
+static struct pe_pool *shared_pool;
+
+static void encoder_job(void *arg)
+{
+	struct par *x = arg;
+	pthread_barrier_wait(&line_up);
+	pe_pool_parallel(shared_pool, 32, chunk_fn, x);
+	atomic_fetch_add(&ran, 1);
+}
+
+START_TEST(parallel_every_worker_a_caller)
+{
+	struct pe_err err = {0};
+	atomic_store(&ran, 0);
+	enum { W = 4 };
+	pthread_barrier_init(&line_up, NULL, W);
+	shared_pool = pe_pool_new(W, 10, NULL, NULL, 50, &err);
+	ck_assert_ptr_nonnull(shared_pool);
+	for (int w = 0; w < W; w++) {
+		par_init(&many[w]);
+		ck_assert_int_eq(pe_pool_submit(shared_pool, encoder_job, &many[w]), 0);
+	}
+	pe_pool_free(shared_pool); /* returns once every job is done: a deadlock is a test timeout */
+	ck_assert_int_eq(atomic_load(&ran), W);
+	for (int w = 0; w < W; w++)
+		for (size_t k = 0; k < 32; k++)
+			ck_assert_int_eq(atomic_load(&many[w].hits[k]), 1);
+	pthread_barrier_destroy(&line_up);
+}
+END_TEST
+
+/* The JSON encoder through the pool's hook: the bytes of one thread, from a job (the daemon's case)
+ * and from a thread outside the pool. */
+static struct pe_tensor_view big;
+static struct pe_buf one;
+static atomic_int json_ok;
+
+static void check_json(struct pe_pool *p)
+{
+	struct pe_parallel h = pe_pool_parallel_hook(p);
+	h.width = 4; /* chunks even on a machine with fewer CPUs */
+	struct pe_buf b;
+	pe_buf_init(&b, 1u << 30);
+	int ok = pe_json_write_table_mt(&b, NULL, &big, &h, NULL) == 0 && b.len == one.len &&
+		 memcmp(b.data, one.data, one.len) == 0;
+	atomic_fetch_add(&json_ok, ok);
+	pe_buf_destroy(&b);
+}
+
+static void json_job(void *arg) { check_json(arg); }
+
+START_TEST(json_through_the_pool)
+{
+	size_t rows = 300, cols = 500;
+	float *v = malloc(rows * cols * sizeof *v);
+	for (size_t i = 0; i < rows * cols; i++)
+		v[i] = (float)i * 0.37f - 1000.0f;
+	big = (struct pe_tensor_view){{2, {rows, cols}}, PE_F32, v};
+	pe_buf_init(&one, 1u << 30);
+	ck_assert_int_eq(pe_json_write_table(&one, NULL, &big, NULL), 0);
+	struct pe_err err = {0};
+	struct pe_pool *p = pe_pool_new(2, 10, NULL, NULL, 50, &err);
+	ck_assert_ptr_nonnull(p);
+	atomic_store(&json_ok, 0);
+	check_json(p);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pe_pool_submit(p, json_job, p), 0);
+	pe_pool_free(p);
+	ck_assert_int_eq(atomic_load(&json_ok), 5);
+	pe_buf_destroy(&one);
+	free(v);
+}
+END_TEST
+
 static Suite *pool_suite(void)
 {
 	Suite *s = suite_create("pool");
@@ -105,7 +371,15 @@ static Suite *pool_suite(void)
 	tcase_add_test(tc, runs_every_job_once);
 	tcase_add_test(tc, admission_and_close);
 	tcase_add_test(tc, tick_runs);
+	tcase_add_test(tc, shutdown_with_queued_jobs);
 	suite_add_tcase(s, tc);
+	TCase *par = tcase_create("parallel");
+	tcase_set_timeout(par, 30);
+	tcase_add_test(par, parallel_every_chunk_once);
+	tcase_add_test(par, parallel_all_workers_busy);
+	tcase_add_test(par, parallel_every_worker_a_caller);
+	tcase_add_test(par, json_through_the_pool);
+	suite_add_tcase(s, par);
 	return s;
 }
 

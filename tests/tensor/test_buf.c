@@ -205,14 +205,14 @@ START_TEST(steal_holds_what_it_counts)
 	ck_assert_int_eq(p[len - 1], 'x');
 	free(p);
 
-	/* the real case: a large table as JSON (several encoding threads, windows from the bound) */
+	/* the real case: a large table as JSON (two chunks, windows from the bound) */
 	size_t rows = 256, cols = 1024;
 	float *v = malloc(rows * cols * sizeof *v);
 	for (size_t i = 0; i < rows * cols; i++)
 		v[i] = (float)(i % 7) * 0.5f; /* short numbers: the text is far below its bound */
 	struct pe_tensor_view t = {{2, {rows, cols}}, PE_F32, v};
 	pe_buf_init(&b, 64u << 20);
-	ck_assert_int_eq(pe_json_write_table_mt(&b, NULL, &t, 2, NULL), 0);
+	ck_assert_int_eq(pe_json_write_table_mt(&b, NULL, &t, &(struct pe_parallel){.width = 2}, NULL), 0);
 	size_t cap = b.cap;
 	p = pe_buf_steal(&b, &len);
 	ck_assert_uint_lt(len * 2, cap); /* the estimate was well above the text */

@@ -9,6 +9,7 @@
 #include <float.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -516,7 +517,39 @@ START_TEST(extra_and_no_params)
 }
 END_TEST
 
-/* Several threads give exactly the bytes of one, for ranks 2 and 3, uneven splits and dtypes. */
+/* A pe_parallel with a thread of its own for every chunk but the first (which the caller runs), so
+ * the chunks really run at once; counts its calls. */
+struct spawner {
+	void (*fn)(void *, size_t);
+	void *arg;
+	size_t k;
+};
+static unsigned spawn_calls;
+
+static void *spawned(void *arg)
+{
+	struct spawner *s = arg;
+	s->fn(s->arg, s->k);
+	return NULL;
+}
+
+static void spawn_run(void *ctx, size_t n, void (*fn)(void *arg, size_t k), void *arg)
+{
+	pthread_t th[16];
+	struct spawner sp[16];
+	ck_assert_uint_le(n, 16);
+	spawn_calls++;
+	for (size_t k = 1; k < n; k++) {
+		sp[k] = (struct spawner){fn, arg, k};
+		ck_assert_int_eq(pthread_create(&th[k], NULL, spawned, &sp[k]), 0);
+	}
+	fn(arg, 0);
+	for (size_t k = 1; k < n; k++)
+		pthread_join(th[k], NULL);
+}
+
+/* Chunks through a hook give exactly the bytes of one thread, for ranks 2 and 3, uneven splits and
+ * dtypes: on threads of their own (spawn_run) and one after another on the caller (run NULL). */
 START_TEST(threaded_equals_single)
 {
 	static const struct {
@@ -542,23 +575,27 @@ START_TEST(threaded_equals_single)
 				((uint16_t *)data)[i] = pe_f64_to_f16(v);
 		}
 		t.data = data;
-		for (unsigned threads = 2; threads <= 5; threads++) {
+		for (unsigned threads = 2; threads <= 10; threads++) { /* past 8: 8 chunks */
+			struct pe_parallel par = {.run = threads % 2 ? NULL : spawn_run, .width = threads};
 			struct pe_buf one, many;
 			pe_buf_init(&one, 1u << 30);
 			pe_buf_init(&many, 1u << 30);
 			ck_assert_int_eq(pe_json_write_table(&one, NULL, &t, NULL), 0);
-			ck_assert_int_eq(pe_json_write_table_mt(&many, NULL, &t, threads, NULL), 0);
+			unsigned calls = spawn_calls;
+			ck_assert_int_eq(pe_json_write_table_mt(&many, NULL, &t, &par, NULL), 0);
+			int small = n < 65536 || cases[c].d0 < (threads < 8 ? threads : 8); /* one thread, no hook */
+			ck_assert_uint_eq(spawn_calls - calls, par.run && !small ? 1 : 0);
 			ck_assert_uint_eq(one.len, many.len);
 			ck_assert_msg(memcmp(one.data, many.data, one.len) == 0, "case %zu, %u threads", c, threads);
 			/* a max the width bound does not fit under but the document does: written by one
 			 * thread to the byte; one byte less: too big, and nothing is left behind */
 			struct pe_buf tight;
 			pe_buf_init(&tight, one.len);
-			ck_assert_int_eq(pe_json_write_table_mt(&tight, NULL, &t, threads, NULL), 0);
+			ck_assert_int_eq(pe_json_write_table_mt(&tight, NULL, &t, &par, NULL), 0);
 			ck_assert_msg(tight.len == one.len && memcmp(one.data, tight.data, one.len) == 0, "case %zu", c);
 			pe_buf_destroy(&tight);
 			pe_buf_init(&tight, one.len - 1);
-			ck_assert_int_eq(pe_json_write_table_mt(&tight, NULL, &t, threads, NULL), PE_ETOOBIG);
+			ck_assert_int_eq(pe_json_write_table_mt(&tight, NULL, &t, &par, NULL), PE_ETOOBIG);
 			ck_assert_uint_eq(tight.len, 0);
 			pe_buf_destroy(&tight);
 			pe_buf_destroy(&one);
