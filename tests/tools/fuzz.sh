@@ -45,8 +45,9 @@ probe || { echo "fuzz: ${CLANG:-clang} cannot build libFuzzer targets (run 'make
 
 # ---- build ----
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+# The library is compiled as the Makefile compiles it, without -Itests; the fuzz targets see tests/.
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing \
-	-Iinclude -Isrc -Itests $(pkg-config --cflags jansson) $SAN"
+	-Iinclude -Isrc $(pkg-config --cflags jansson) $SAN"
 # The core libraries as the Makefile links them (LIBS_CORE), so a new dependency needs no edit here.
 LIBS_CORE=$(sed -n 's/^LIBS_CORE *:= *//p' Makefile)
 LIBS="$(pkg-config --libs jansson) ${LIBS_CORE:--ldeflate -lsleef -lm} -pthread"
@@ -92,7 +93,7 @@ ar rcs "$OUT/libposenc-fuzz.a" "${lib_objs[@]}" "$assets"
 for t in "${TARGETS[@]}"; do
 	[ -f "tests/fuzz/fuzz_$t.c" ] || { echo "fuzz: no target '$t' (tests/fuzz/fuzz_$t.c)" >&2; exit 2; }
 	# shellcheck disable=SC2086
-	"$CLANG" $CFLAGS -Werror -fsanitize=fuzzer "tests/fuzz/fuzz_$t.c" "$OUT/libposenc-fuzz.a" $LIBS \
+	"$CLANG" $CFLAGS -Itests -Werror -fsanitize=fuzzer "tests/fuzz/fuzz_$t.c" "$OUT/libposenc-fuzz.a" $LIBS \
 		-o "$OUT/fuzz_$t"
 done
 echo "fuzz: built ${TARGETS[*]} with $CLANG into $OUT/"
