@@ -1,12 +1,14 @@
 # posenc build. `make run` and `make test` are the two commands a fresh Debian machine needs; both
-# install missing packages first (make deps, as root). Layers build into build/libposenc.a
-# (core, tensor, cache), build/posencd (+ http, daemon) and build/posenc (the CLI).
+# install missing packages first (make deps, as root: tests/tools/deps.sh is the only place that
+# installs anything). `make check` is the inner loop: build, layer check, unit and e2e tests, and no
+# package installation. Layers build into build/libposenc.a (core, tensor, cache), build/posencd
+# (+ http, daemon) and build/posenc (the CLI). Only test code is compiled with -Itests.
 
 CC       ?= cc
 BUILD    ?= build
 OPT      ?= -O2
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
-	-Wno-unused-parameter -g -fno-strict-aliasing -Iinclude -Isrc -Itests
+	-Wno-unused-parameter -g -fno-strict-aliasing -Iinclude -Isrc
 PKGS     := libmicrohttpd jansson libuv
 CFLAGS   += $(OPT) $(CFLAGS_BASE)
 AVX2FLAGS := -mavx2 -mfma -mf16c
@@ -28,20 +30,30 @@ CLI_OBJ    := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/src/daemon/main.o,$(DAEMON_OBJ))
 
 UNIT_SRC   := $(wildcard tests/core/test_*.c tests/tensor/test_*.c tests/cache/test_*.c \
-	tests/http/test_*.c tests/daemon/test_*.c tests/cli/test_*.c)
+	tests/http/test_*.c tests/daemon/test_*.c tests/cli/test_*.c tests/support/test_*.c)
 E2E_SRC    := $(wildcard tests/e2e/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:%.c=$(BUILD)/%)
 E2E_BIN    := $(E2E_SRC:%.c=$(BUILD)/%)
-TEST_SUPPORT := $(BUILD)/obj/tests/support/pe_check.o
-E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o
+# tests/support: pe_check (check main, ulps), pe_table (a table from a query) for every check
+# program; the spawner and the HTTP assertions for e2e and fault tests alike, libcurl for e2e.
+TEST_SUPPORT := $(BUILD)/obj/tests/support/pe_check.o $(BUILD)/obj/tests/support/pe_table.o
+SPAWN_SUPPORT := $(BUILD)/obj/tests/support/pe_spawn.o $(BUILD)/obj/tests/support/pe_http.o
+E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o $(SPAWN_SUPPORT)
 
-.PHONY: all deps run test unit e2e fault fuzz ops browser asan lint bench clean test-exhaustive
+.PHONY: all deps run test check layers unit e2e fault fuzz ops browser asan lint bench clean test-exhaustive
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/libposenc.a $(BUILD)/posencd $(if $(CLI_SRC),$(BUILD)/posenc)
 
+# Package groups (tests/tools/deps.sh): `make deps` installs all of them; each target that needs
+# packages names its groups below (make DEPS="..." deps).
+DEPS ?= all
 deps:
-	@./tests/tools/deps.sh
+	@./tests/tools/deps.sh $(DEPS)
+
+# Test code (tests/support objects, test programs) sees tests/ on its include path; src/ does not.
+$(BUILD)/obj/tests/%.o: CFLAGS += -Itests
+TEST_CFLAGS := -Itests
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -67,21 +79,39 @@ $(BUILD)/posenc: $(CLI_OBJ) $(BUILD)/libposenc.a
 # daemon and e2e tests also link the daemon layers' objects (all but main).
 LIB_TEST_BIN := $(filter $(BUILD)/tests/core/% $(BUILD)/tests/tensor/% $(BUILD)/tests/cache/% \
 	$(BUILD)/tests/cli/% $(BUILD)/tests/exhaustive/%,$(UNIT_BIN) $(BUILD)/tests/exhaustive/test_shortest_all)
-SRV_TEST_BIN := $(filter-out $(LIB_TEST_BIN),$(UNIT_BIN) $(E2E_BIN))
+SUPPORT_TEST_BIN := $(filter $(BUILD)/tests/support/%,$(UNIT_BIN))
+SRV_TEST_BIN := $(filter-out $(LIB_TEST_BIN) $(SUPPORT_TEST_BIN),$(UNIT_BIN) $(E2E_BIN))
 
 $(LIB_TEST_BIN): $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(BUILD)/libposenc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(TEST_SUPPORT) $(BUILD)/libposenc.a $(LIBS_CORE) $(TEST_LIBS) \
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_SUPPORT) $(BUILD)/libposenc.a $(LIBS_CORE) $(TEST_LIBS) \
 		$(shell pkg-config --libs jansson 2>/dev/null)
 
 $(SRV_TEST_BIN): $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(BUILD)/libposenc.a $(DAEMON_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DPE_BUILD_DIR='"$(BUILD)"' -o $@ $< $(TEST_SUPPORT) \
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(PKG_CFLAGS) -DPE_BUILD_DIR='"$(BUILD)"' -o $@ $< $(TEST_SUPPORT) \
 		$(if $(findstring /e2e/,$@),$(E2E_SUPPORT)) $(DAEMON_LIB_OBJ) $(BUILD)/libposenc.a \
 		$(PKG_LIBS) $(LIBS_CORE) $(TEST_LIBS)
 
+# The test of tests/support itself (the spawner starts build/posencd: `make unit` builds all first).
+$(SUPPORT_TEST_BIN): $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(SPAWN_SUPPORT) $(BUILD)/libposenc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(TEST_SUPPORT) $(SPAWN_SUPPORT) $(BUILD)/libposenc.a \
+		$(LIBS_CORE) $(TEST_LIBS) $(shell pkg-config --libs jansson 2>/dev/null)
+
 $(E2E_BIN): $(E2E_SUPPORT)
 $(E2E_SUPPORT): CFLAGS += -DPE_BUILD_DIR='"$(BUILD)"'
+$(SPAWN_SUPPORT): CFLAGS += $(shell pkg-config --cflags jansson 2>/dev/null)
+
+# The inner loop: everything `make test` builds and its fast suites, without installing anything.
+check: all layers
+	$(MAKE) unit
+	$(MAKE) e2e
+
+# No #include in src/ reaches up a layer (tests/tools/layers.py), and the check itself refuses
+# planted violations.
+layers:
+	@./tests/tools/test_layers.sh
 
 unit: all $(UNIT_BIN)
 	@./tests/tools/run-tests.sh unit $(UNIT_BIN)
@@ -95,15 +125,16 @@ FAULT_SRC  := $(wildcard tests/fault/test_*.c)
 FAULT_BIN  := $(FAULT_SRC:%.c=$(BUILD)/%)
 FUZZ_SECONDS ?= 60
 
-$(FAULT_BIN): $(BUILD)/tests/fault/%: tests/fault/%.c tests/fault/fault.h
+$(FAULT_BIN): $(BUILD)/tests/fault/%: tests/fault/%.c tests/fault/fault.h $(SPAWN_SUPPORT)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DPE_BUILD_DIR='"$(BUILD)"' -o $@ $< -pthread
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(SPAWN_SUPPORT) $(shell pkg-config --libs jansson 2>/dev/null) -pthread
 
 fault: all $(FAULT_BIN)
 	@./tests/tools/run-tests.sh fault $(FAULT_BIN)
 
 # libFuzzer targets (clang, ASan + UBSan) for every parser, FUZZ_SECONDS each.
 fuzz:
+	@./tests/tools/deps.sh fuzz
 	FUZZ_SECONDS=$(FUZZ_SECONDS) ./tests/tools/fuzz.sh
 
 # Deployment checks: the Dockerfile's steps on plain Debian, manifests, and a scale-out behind nginx.
@@ -112,14 +143,18 @@ ops: all
 
 # The dashboard in Debian's Chromium driven by playwright-core (installs both when missing).
 browser: $(BUILD)/posencd
+	@./tests/tools/deps.sh browser
 	@POSENCD=$(BUILD)/posencd ./tests/browser/run.sh
 
-run: deps
+run:
+	@./tests/tools/deps.sh build
 	$(MAKE) all
 	./$(BUILD)/posencd
 
-test: deps
+test:
+	@./tests/tools/deps.sh build test ops lint browser
 	$(MAKE) all
+	$(MAKE) layers
 	$(MAKE) unit
 	$(MAKE) e2e
 	$(MAKE) fault
@@ -128,23 +163,26 @@ test: deps
 	$(MAKE) browser
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in its own build tree.
-asan: deps
+asan:
+	@./tests/tools/deps.sh build test
 	$(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		unit e2e fault
 
 lint:
+	@./tests/tools/deps.sh lint
 	@./tests/tools/lint-openapi.sh
 
 # Benchmarks build in their own -O3 tree (make compares times, not flags, so a shared tree would
 # keep -O2 objects).
 BENCH_BUILD := build/bench/o3
-bench: deps
+bench:
+	@./tests/tools/deps.sh build bench
 	$(MAKE) BUILD=$(BENCH_BUILD) OPT="-O3" all $(BENCH_BUILD)/tests/bench/bench_kernels
 	BUILD=$(BENCH_BUILD) ./tests/tools/bench.sh
 
 $(BUILD)/tests/bench/bench_kernels: tests/bench/bench_kernels.c $(BUILD)/libposenc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/libposenc.a $(shell pkg-config --libs jansson) $(LIBS_CORE)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/libposenc.a $(shell pkg-config --libs jansson) $(LIBS_CORE)
 
 test-exhaustive: all
 	$(MAKE) $(BUILD)/tests/exhaustive/test_shortest_all

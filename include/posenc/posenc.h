@@ -3,10 +3,7 @@
 #ifndef POSENC_POSENC_H
 #define POSENC_POSENC_H
 
-#define PE_VERSION "0.1.0"
-/* Bumped whenever any served number or byte layout changes: it is part of every ETag. */
-#define PE_OUTPUT_EPOCH "2"
-
+#include "posenc/version.h"
 #include "posenc/err.h"
 #include "posenc/dtype.h"
 #include "posenc/core.h"

@@ -15,7 +15,9 @@
 
 #include <stddef.h>
 #include <stdio.h>
-#include "posenc/posenc.h"
+#include "posenc/core.h"
+#include "posenc/tensor.h"
+#include "posenc/version.h"
 
 #define CLI_DEFAULT_MAX_ELEMENTS ((size_t)1 << 28)
 

@@ -2,8 +2,8 @@
 # Browser tests of the dashboard (tests/browser/*.test.mjs): Debian's Chromium driven by
 # playwright-core (pinned in tests/package.json) against a real build/posencd on a free port.
 #
-# Installs what is missing first: the chromium package (apt, as root) and the npm packages
-# (npm ci in tests/). Starts posencd on --port 0 --bind 127.0.0.1, reads the port from its JSON
+# Needs the chromium package and the npm packages of tests/ (make deps installs both; make browser
+# runs tests/tools/deps.sh browser first). Starts posencd on --port 0 --bind 127.0.0.1, reads the port from its JSON
 # start line, runs node's built-in test runner (TAP), stops the daemon, and ends with one line
 # "browser: N passed, N failed"; exits non-zero when a test failed or nothing ran. Screenshots and
 # the daemon's log are written to build/browser/.
@@ -14,24 +14,15 @@ out=$root/build/browser
 daemon=${POSENCD:-$root/build/posencd}
 chromium=${PE_CHROMIUM:-/usr/bin/chromium}
 
-if [ ! -x "$chromium" ]; then
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "browser: $chromium is missing (as root: apt-get install chromium)" >&2
-		exit 1
-	fi
-	echo "browser: installing chromium"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq chromium >/dev/null
-fi
+[ -x "$chromium" ] || { echo "browser: $chromium is missing (run 'make deps' as root)" >&2; exit 1; }
 for tool in node npm; do
 	command -v "$tool" >/dev/null || { echo "browser: $tool not found (run 'make deps' as root)" >&2; exit 1; }
 done
 pinned=$(node -p 'require("./tests/package.json").devDependencies["playwright-core"]')
 installed=$(node -p 'try { require("./tests/node_modules/playwright-core/package.json").version } catch (e) { "" }')
 if [ "$installed" != "$pinned" ]; then
-	echo "browser: installing playwright-core $pinned into tests/node_modules"
-	(cd tests && npm ci --no-audit --no-fund --include=dev --loglevel=error)
+	echo "browser: playwright-core $pinned is not in tests/node_modules (run 'make deps')" >&2
+	exit 1
 fi
 [ -x "$daemon" ] || { echo "browser: $daemon not built (make build/posencd)" >&2; exit 1; }
 daemon=$(realpath "$daemon") # it starts in a scratch directory

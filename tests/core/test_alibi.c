@@ -117,7 +117,7 @@ START_TEST(bias_defaults)
 		struct pe_params p;
 		struct pe_err err;
 		char key[256];
-		ck_assert_int_eq(pe_kat_params(&p, "alibi", cases[i].query, &err), 0);
+		ck_assert_int_eq(pe_query_params(&p, "alibi", cases[i].query, &err), 0);
 		ck_assert_int_gt(pe_params_canonical(&p, key, sizeof key), 0);
 		ck_assert_str_eq(key, cases[i].canonical);
 		pe_params_destroy(&p);

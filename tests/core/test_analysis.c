@@ -4,6 +4,7 @@
  * decay mean_j |Σ_{k<j} e^{i r θ_k}| written with real sums. f64 results within a few ulps of
  * sums that are accumulated in another order; the RoPE matrix depends only on i − j. */
 #include "support/pe_check.h"
+#include "support/pe_table.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -12,21 +13,12 @@
 
 #include "posenc/posenc.h"
 
-static double *run(const char *table, const char *const *kv, size_t *n)
+static double *run(const char *table, const char *query, size_t *n)
 {
-	struct pe_params p;
-	struct pe_err err = {0};
-	pe_params_init(&p, pe_table_find(table));
-	for (int i = 0; kv[i]; i += 2)
-		ck_assert_msg(pe_params_set(&p, kv[i], kv[i + 1], &err) == 0, "%s", err.detail);
-	ck_assert_msg(pe_params_finish(&p, &err) == 0, "%s", err.detail);
 	struct pe_shape s;
 	int of;
-	pe_table_shape(&p, &s);
+	double *out = pe_query_table(table, query, PE_F64, &s);
 	*n = pe_shape_count(&s, &of);
-	double *out = malloc(*n * sizeof *out);
-	ck_assert_int_eq(pe_table_compute(&p, PE_F64, out, &err), 0);
-	pe_params_destroy(&p);
 	return out;
 }
 
@@ -39,7 +31,7 @@ static void close_to(double got, double want, double scale, const char *what, si
 
 START_TEST(sinusoidal_similarity_closed_form)
 {
-	const char *kv[] = {"len", "40", "dim", "16", "offset", "7", NULL};
+	const char *kv = "len=40&dim=16&offset=7";
 	size_t n;
 	double *g = run("analysis/similarity", kv, &n);
 	ck_assert_uint_eq(n, 1600);
@@ -58,7 +50,7 @@ START_TEST(rope_similarity_depends_on_distance_only)
 {
 	if (!pe_table_find("rope"))
 		return; /* rope not registered in this build */
-	const char *kv[] = {"encoding", "rope", "len", "32", "dim", "16", "base", "500", NULL};
+	const char *kv = "encoding=rope&len=32&dim=16&base=500";
 	size_t n;
 	double *g = run("analysis/similarity", kv, &n);
 	for (size_t i = 0; i < 32; i++)
@@ -76,7 +68,7 @@ END_TEST
 
 START_TEST(rope_decay_closed_form)
 {
-	const char *kv[] = {"dim", "64", "base", "10000", "max_distance", "300", NULL};
+	const char *kv = "dim=64&base=10000&max_distance=300";
 	size_t n;
 	double *v = run("analysis/rope-decay", kv, &n);
 	ck_assert_uint_eq(n, 300);
@@ -179,14 +171,11 @@ END_TEST
 /* A thread whose deadline has passed computes nothing: the analyses stop at their first check,
  * every table at pe_table_compute; without a deadline the same call works. After pe_cancel_all()
  * (shutdown) everything stops with PE_EDRAINING. */
-static int compute_code(const char *table, const char *const *kv)
+static int compute_code(const char *table, const char *query)
 {
 	struct pe_params p;
 	struct pe_err err = {0};
-	pe_params_init(&p, pe_table_find(table));
-	for (int i = 0; kv[i]; i += 2)
-		ck_assert_int_eq(pe_params_set(&p, kv[i], kv[i + 1], &err), 0);
-	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
+	ck_assert_int_eq(pe_query_params(&p, table, query, &err), 0);
 	struct pe_shape s;
 	int of;
 	pe_table_shape(&p, &s);
@@ -201,8 +190,7 @@ static int compute_code(const char *table, const char *const *kv)
 
 START_TEST(cancelled_computations_stop)
 {
-	const char *sim[] = {"len", "100", "dim", "64", NULL}, *decay[] = {"max_distance", "300", NULL},
-		   *sin[] = {"len", "4", "dim", "8", NULL};
+	const char *sim = "len=100&dim=64", *decay = "max_distance=300", *sin = "len=4&dim=8";
 	ck_assert_int_eq(compute_code("analysis/similarity", sim), 0);
 	pe_cancel_set_deadline(pe_monotonic() - 1);
 	ck_assert_int_eq(pe_cancelled(), PE_ETIMEOUT);

@@ -7,26 +7,11 @@
  * needs to have every parameter type. */
 #include "posenc/core.h"
 #include "support/pe_check.h"
+#include "support/pe_table.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Apply "k=v&k=v" to p; returns the first error (err filled) or 0. Does not call finish. */
-static int set_query(struct pe_params *p, const char *query, struct pe_err *err)
-{
-	char *q = strdup(query), *save = NULL;
-	int rc = 0;
-	ck_assert_ptr_nonnull(q);
-	for (char *kv = strtok_r(q, "&", &save); kv && rc == 0; kv = strtok_r(NULL, "&", &save)) {
-		char *eq = strchr(kv, '=');
-		ck_assert_msg(eq != NULL, "test query without '=': %s", kv);
-		*eq = 0;
-		rc = pe_params_set(p, kv, eq + 1, err);
-	}
-	free(q);
-	return rc;
-}
 
 /* Parse and finish query on table; expect PE_EINVAL naming param, with detail containing want
  * (if not NULL). */
@@ -34,10 +19,7 @@ static void expect_fail(const char *table, const char *query, const char *param,
 {
 	struct pe_params p;
 	struct pe_err err = {0};
-	pe_params_init(&p, pe_table_find(table));
-	int rc = set_query(&p, query, &err);
-	if (rc == 0)
-		rc = pe_params_finish(&p, &err);
+	int rc = pe_query_params(&p, table, query, &err);
 	ck_assert_msg(rc == PE_EINVAL, "%s: rc %d, expected PE_EINVAL", query, rc);
 	ck_assert_int_eq(err.code, PE_EINVAL);
 	ck_assert_msg(strcmp(err.param, param) == 0, "%s: err.param '%s', expected '%s' (%s)", query, err.param,
@@ -53,9 +35,7 @@ static void canonical(const char *table, const char *query, char *buf, size_t ca
 {
 	struct pe_params p;
 	struct pe_err err = {0};
-	pe_params_init(&p, pe_table_find(table));
-	ck_assert_msg(set_query(&p, query, &err) == 0, "%s: %s (%s)", query, err.detail, err.param);
-	ck_assert_msg(pe_params_finish(&p, &err) == 0, "%s: %s (%s)", query, err.detail, err.param);
+	ck_assert_msg(pe_query_params(&p, table, query, &err) == 0, "%s: %s (%s)", query, err.detail, err.param);
 	int n = pe_params_canonical(&p, buf, cap);
 	ck_assert_msg(n > 0 && (size_t)n == strlen(buf), "%s: canonical returned %d", query, n);
 	pe_params_destroy(&p);
@@ -255,7 +235,7 @@ START_TEST(canonical_buffer_too_small)
 	struct pe_err err = {0};
 	char buf[256];
 	pe_params_init(&p, pe_table_find(SIN));
-	ck_assert_int_eq(set_query(&p, "len=4&dim=4", &err), 0);
+	ck_assert_int_eq(pe_query_set(&p, "len=4&dim=4", NULL, &err), 0);
 	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
 	int n = pe_params_canonical(&p, buf, sizeof buf);
 	ck_assert_int_gt(n, 0);
@@ -267,7 +247,7 @@ START_TEST(canonical_buffer_too_small)
 	/* The last value's canonical text (1e+03) is not its only round-tripping spelling (1000): a
 	 * buffer one byte short fails too, instead of fitting the other spelling (found by fuzzing). */
 	pe_params_init(&p, pe_table_find(SIN));
-	ck_assert_int_eq(set_query(&p, "len=4&dim=4&variant=t2t&max_timescale=1000", &err), 0);
+	ck_assert_int_eq(pe_query_set(&p, "len=4&dim=4&variant=t2t&max_timescale=1000", NULL, &err), 0);
 	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
 	n = pe_params_canonical(&p, buf, sizeof buf);
 	ck_assert_int_gt(n, 0);
@@ -295,7 +275,7 @@ START_TEST(accessors_after_finish)
 	struct pe_params p;
 	struct pe_err err = {0};
 	pe_params_init(&p, pe_table_find(SIN));
-	ck_assert_int_eq(set_query(&p, "dim=6&len=3&variant=t2t&base=1e3&offset=12", &err), 0);
+	ck_assert_int_eq(pe_query_set(&p, "dim=6&len=3&variant=t2t&base=1e3&offset=12", NULL, &err), 0);
 	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
 	ck_assert_int_eq(pe_param_int(&p, "len"), 3);
 	ck_assert_int_eq(pe_param_int(&p, "dim"), 6);
@@ -345,7 +325,7 @@ static int all_query(const char *query, char *canon, size_t cap, struct pe_err *
 {
 	struct pe_params p;
 	pe_params_init(&p, &all_types);
-	int rc = set_query(&p, query, err);
+	int rc = pe_query_set(&p, query, NULL, err);
 	if (rc == 0)
 		rc = pe_params_finish(&p, err);
 	if (rc == 0 && canon)

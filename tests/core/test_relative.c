@@ -77,7 +77,7 @@ START_TEST(t5_is_int32_only)
 {
 	struct pe_params p;
 	struct pe_err err;
-	ck_assert_int_eq(pe_kat_params(&p, "relative/t5", "q_len=3", &err), 0);
+	ck_assert_int_eq(pe_query_params(&p, "relative/t5", "q_len=3", &err), 0);
 	float out[9];
 	ck_assert_int_eq(pe_table_compute(&p, PE_F32, out, &err), PE_EINVAL);
 	ck_assert_str_eq(err.param, "dtype");
@@ -251,9 +251,9 @@ START_TEST(validation_names_the_parameter)
 	/* the smallest valid T5 configurations */
 	struct pe_params p;
 	struct pe_err err;
-	ck_assert_int_eq(pe_kat_params(&p, "relative/t5", "q_len=4&num_buckets=4&max_distance=2", &err), 0);
+	ck_assert_int_eq(pe_query_params(&p, "relative/t5", "q_len=4&num_buckets=4&max_distance=2", &err), 0);
 	pe_params_destroy(&p);
-	ck_assert_int_eq(pe_kat_params(&p, "relative/t5", "q_len=4&num_buckets=2&max_distance=2&bidirectional=0", &err), 0);
+	ck_assert_int_eq(pe_query_params(&p, "relative/t5", "q_len=4&num_buckets=2&max_distance=2&bidirectional=0", &err), 0);
 	pe_params_destroy(&p);
 }
 END_TEST

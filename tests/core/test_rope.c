@@ -177,7 +177,7 @@ START_TEST(hf_follows_torch_at_large_positions)
 			continue;
 		struct pe_params p;
 		struct pe_err err;
-		ck_assert_int_eq(pe_kat_params(&p, "rope", pe_kat_str(c, "query"), &err), 0);
+		ck_assert_int_eq(pe_query_params(&p, "rope", pe_kat_str(c, "query"), &err), 0);
 		int64_t offset = pe_param_int(&p, "offset");
 		pe_params_destroy(&p);
 		if (offset < LARGE_POSITION)
@@ -255,7 +255,7 @@ static double recurrence_error(const char *query, int first_order, uint64_t *che
 {
 	struct pe_params p;
 	struct pe_err err;
-	ck_assert_msg(pe_kat_params(&p, "rope", query, &err) == 0, "%s: %s", query, err.detail);
+	ck_assert_msg(pe_query_params(&p, "rope", query, &err) == 0, "%s: %s", query, err.detail);
 	struct pe_rope_plan pl;
 	ck_assert_int_eq(pe_rope_plan_init(&pl, &p), 0);
 	size_t h = pl.cfg.h, len = (size_t)pe_param_int(&p, "len");
@@ -333,7 +333,7 @@ START_TEST(long_table_f32)
 	for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
 		struct pe_params p;
 		struct pe_err err;
-		ck_assert_int_eq(pe_kat_params(&p, "rope", queries[q], &err), 0);
+		ck_assert_int_eq(pe_query_params(&p, "rope", queries[q], &err), 0);
 		struct pe_rope_plan pl;
 		ck_assert_int_eq(pe_rope_plan_init(&pl, &p), 0);
 		size_t h = pl.cfg.h, dim = pl.cfg.dim, len = (size_t)pe_param_int(&p, "len");
@@ -381,7 +381,7 @@ START_TEST(any_alignment)
 		struct pe_err err;
 		struct pe_shape s;
 		int ov;
-		ck_assert_int_eq(pe_kat_params(&p, "rope", queries[q], &err), 0);
+		ck_assert_int_eq(pe_query_params(&p, "rope", queries[q], &err), 0);
 		pe_table_shape(&p, &s);
 		size_t n = pe_shape_count(&s, &ov);
 		float *a = malloc((n + 8) * 4), *b = malloc((n + 8) * 4);
@@ -404,7 +404,7 @@ static double extra_of(const char *table, const char *query)
 {
 	struct pe_params p;
 	struct pe_err err;
-	ck_assert_msg(pe_kat_params(&p, table, query, &err) == 0, "%s: %s", query, err.detail);
+	ck_assert_msg(pe_query_params(&p, table, query, &err) == 0, "%s: %s", query, err.detail);
 	ck_assert_str_eq(p.def->extra_name, "attention_scaling");
 	double v = p.def->extra(&p);
 	pe_params_destroy(&p);
@@ -606,7 +606,7 @@ static void canonical(const char *table, const char *query, char *out, size_t ca
 {
 	struct pe_params p;
 	struct pe_err err;
-	ck_assert_msg(pe_kat_params(&p, table, query, &err) == 0, "%s: %s", query, err.detail);
+	ck_assert_msg(pe_query_params(&p, table, query, &err) == 0, "%s: %s", query, err.detail);
 	ck_assert_int_gt(pe_params_canonical(&p, out, cap), 0);
 	pe_params_destroy(&p);
 }

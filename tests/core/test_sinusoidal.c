@@ -14,6 +14,7 @@
 #include "core/kernels.h"
 #include "posenc/core.h"
 #include "support/pe_check.h"
+#include "support/pe_table.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -109,33 +110,18 @@ static void free_cases(void)
  * Returns the table (count(shape) elements of dt); *offset gets the parsed first position. */
 static void *run(const char *query, enum pe_dtype dt, size_t want_n, int64_t *offset)
 {
-	const struct pe_table_def *def = pe_table_find("sinusoidal");
-	ck_assert_ptr_nonnull(def);
-	struct pe_params p;
-	struct pe_err err = {0};
-	pe_params_init(&p, def);
-	char *q = strdup(query), *save = NULL;
-	ck_assert_ptr_nonnull(q);
-	for (char *kv = strtok_r(q, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
-		char *eq = strchr(kv, '=');
-		ck_assert_msg(eq != NULL, "%s: no '=' in '%s'", query, kv);
-		*eq = 0;
-		int rc = pe_params_set(&p, kv, eq + 1, &err);
-		ck_assert_msg(rc == 0, "%s: %s=%s rejected: %s", query, kv, eq + 1, err.detail);
-	}
-	ck_assert_msg(pe_params_finish(&p, &err) == 0, "%s: %s", query, err.detail);
 	struct pe_shape s;
-	ck_assert_int_eq(pe_table_shape(&p, &s), 0);
 	int ov;
+	void *out = pe_query_table("sinusoidal", query, dt, &s);
 	ck_assert_int_eq(s.rank, 2);
 	ck_assert_uint_eq(pe_shape_count(&s, &ov), want_n);
-	void *out = malloc(want_n * pe_dtype_size(dt));
-	ck_assert_ptr_nonnull(out);
-	ck_assert_msg(pe_table_compute(&p, dt, out, &err) == 0, "%s: %s", query, err.detail);
-	if (offset)
+	if (offset) {
+		struct pe_params p;
+		struct pe_err err;
+		ck_assert_int_eq(pe_query_params(&p, "sinusoidal", query, &err), 0);
 		*offset = pe_param_int(&p, "offset");
-	pe_params_destroy(&p);
-	free(q);
+		pe_params_destroy(&p);
+	}
 	return out;
 }
 

@@ -7,6 +7,7 @@
  * start on and off the anchors (1, 7, 63, 64, 65, 1000, 1024, 1500 rows), at each ISA the CPU has. */
 #include "posenc/posenc.h"
 #include "support/pe_check.h"
+#include "support/pe_table.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,16 +41,8 @@ static const size_t blocks[] = {1, 7, 63, 64, 65, 1000, 1024, 1500};
 
 static void params_from(struct pe_params *p, const char *table, const char *query)
 {
-	struct pe_err err = {0};
-	char *q = strdup(query), *save = NULL;
-	pe_params_init(p, pe_table_find(table));
-	for (char *kv = strtok_r(q, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
-		char *eq = strchr(kv, '=');
-		*eq = 0;
-		ck_assert_msg(pe_params_set(p, kv, eq + 1, &err) == 0, "%s: %s", kv, err.detail);
-	}
-	ck_assert_msg(pe_params_finish(p, &err) == 0, "%s?%s: %s", table, query, err.detail);
-	free(q);
+	struct pe_err err;
+	ck_assert_msg(pe_query_params(p, table, query, &err) == 0, "%s?%s: %s: %s", table, query, err.param, err.detail);
 }
 
 /* Blocks of `block` rows, plane by plane, against the whole table. Blocks are computed last to

@@ -151,7 +151,7 @@ static int far_case(json_t *c)
 {
 	struct pe_params p;
 	struct pe_err err;
-	ck_assert_int_eq(pe_kat_params(&p, pe_kat_str(c, "table"), pe_kat_str(c, "query"), &err), 0);
+	ck_assert_int_eq(pe_query_params(&p, pe_kat_str(c, "table"), pe_kat_str(c, "query"), &err), 0);
 	int far = pe_param_int(&p, "height") >= 500 || pe_param_int(&p, "width") >= 500;
 	pe_params_destroy(&p);
 	return far && pe_kat_has(c, "torch_f32");

@@ -45,7 +45,7 @@ static void make_dir(void)
 static void remove_dir(void)
 {
 	char cmd[128];
-	if (D.pid > 0)
+	if (D.s.pid > 0)
 		pe_daemon_stop(&D, SIGKILL);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	ck_assert_int_eq(system(cmd), 0);
@@ -113,33 +113,11 @@ static void put_table(const char *path, size_t rows, size_t cols, float seed, lo
 	free(v);
 }
 
-static json_t *body_json(const struct pe_resp *r)
-{
-	json_error_t e;
-	json_t *j = json_loadb(r->body, r->len, 0, &e);
-	ck_assert_msg(j != NULL, "invalid JSON (%s): %.200s", e.text, r->body);
-	return j;
-}
-
-static void assert_problem(const struct pe_resp *r, long status, const char *param)
-{
-	char buf[128];
-	ck_assert_msg(r->status == status, "status %ld, want %ld: %s", r->status, status, r->body);
-	ck_assert_str_eq(pe_resp_header(r, "Content-Type", buf, sizeof buf), "application/problem+json");
-	json_t *j = body_json(r);
-	ck_assert_int_eq(json_integer_value(json_object_get(j, "status")), status);
-	if (param)
-		ck_assert_msg(json_string_value(json_object_get(j, "param")) &&
-				      !strcmp(json_string_value(json_object_get(j, "param")), param),
-			      "param of %s is not %s", r->body, param);
-	json_decref(j);
-}
-
 static void get_problem(const char *path, long status, const char *param)
 {
 	struct pe_resp r;
 	pe_get(&D, path, &r);
-	assert_problem(&r, status, param);
+	pe_assert_problem(&r, status, param);
 	pe_resp_free(&r);
 }
 
@@ -148,7 +126,7 @@ static json_t *list(void)
 	struct pe_resp r;
 	pe_get(&D, "/v1/learned", &r);
 	ck_assert_int_eq(r.status, 200);
-	json_t *j = body_json(&r);
+	json_t *j = pe_resp_json(&r);
 	pe_resp_free(&r);
 	return j;
 }
@@ -189,7 +167,7 @@ START_TEST(put_get_every_format)
 	put("/v1/learned/bert.pos", &b, &r);
 	ck_assert_int_eq(r.status, 201);
 	ck_assert_str_eq(pe_resp_header(&r, "Location", h, sizeof h), "/v1/learned/bert.pos");
-	json_t *m = body_json(&r);
+	json_t *m = pe_resp_json(&r);
 	ck_assert_str_eq(json_string_value(json_object_get(m, "name")), "bert.pos");
 	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(m, "shape"), 0)), 6);
 	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(m, "shape"), 1)), 4);
@@ -225,7 +203,7 @@ START_TEST(put_get_every_format)
 		ck_assert(((double *)r.body)[i] == v[i]);
 	pe_resp_free(&r);
 	pe_get(&D, "/v1/learned/bert.pos", &r); /* JSON by default */
-	json_t *j = body_json(&r), *data = json_object_get(j, "data");
+	json_t *j = pe_resp_json(&r), *data = json_object_get(j, "data");
 	ck_assert_uint_eq(json_array_size(data), 6);
 	for (size_t i = 0; i < 24; i++)
 		ck_assert((float)json_number_value(json_array_get(json_array_get(data, i / 4), i % 4)) == v[i]);
@@ -290,7 +268,7 @@ START_TEST(replace_changes_etag_never_stale)
 	pe_resp_free(&r);
 	get_problem("/v1/learned/t?format=bin", 404, "name");
 	pe_request(&D, "DELETE", "/v1/learned/t", NULL, NULL, 0, &r);
-	assert_problem(&r, 404, "name");
+	pe_assert_problem(&r, 404, "name");
 	pe_resp_free(&r);
 	json_t *l = list();
 	ck_assert_int_eq(json_integer_value(json_object_get(l, "count")), 0);
@@ -308,11 +286,11 @@ START_TEST(wrong_methods)
 	struct pe_resp r;
 	char h[64];
 	pe_request(&D, "POST", "/v1/learned/x", NULL, "a", 1, &r);
-	assert_problem(&r, 405, NULL);
+	pe_assert_problem(&r, 405, NULL);
 	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "GET, HEAD, PUT, DELETE");
 	pe_resp_free(&r);
 	pe_request(&D, "PUT", "/v1/learned", NULL, "a", 1, &r);
-	assert_problem(&r, 405, NULL);
+	pe_assert_problem(&r, 405, NULL);
 	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "GET, HEAD");
 	pe_resp_free(&r);
 	get_problem("/v1/learned?x=1", 400, "x");
@@ -430,10 +408,10 @@ START_TEST(upload_errors)
 
 	npy(&b, PE_F32, 10, 4, v); /* header says 160 bytes of data; send 80 */
 	put_with("/v1/learned/liar", b.data, b.len - 80, NULL, &r);
-	assert_problem(&r, 400, "body");
+	pe_assert_problem(&r, 400, "body");
 	pe_resp_free(&r);
 	put_with("/v1/learned/junk", "not an npy file", 15, NULL, &r);
-	assert_problem(&r, 400, "body");
+	pe_assert_problem(&r, 400, "body");
 	pe_resp_free(&r);
 	pe_buf_destroy(&b);
 
@@ -442,43 +420,43 @@ START_TEST(upload_errors)
 	pe_buf_init(&b, 1 << 20);
 	pe_npy_write(&b, &t, NULL);
 	put("/v1/learned/ints", &b, &r);
-	assert_problem(&r, 400, "body");
+	pe_assert_problem(&r, 400, "body");
 	pe_resp_free(&r);
 	pe_buf_destroy(&b);
 	t = (struct pe_tensor_view){.shape = {3, {2, 2, 2}}, .dtype = PE_F32, .data = v};
 	pe_buf_init(&b, 1 << 20);
 	pe_npy_write(&b, &t, NULL);
 	put("/v1/learned/rank3", &b, &r);
-	assert_problem(&r, 400, "body");
+	pe_assert_problem(&r, 400, "body");
 	pe_resp_free(&r);
 	pe_buf_destroy(&b);
 	v[3] = NAN;
 	npy(&b, PE_F32, 2, 2, v);
 	put("/v1/learned/nan", &b, &r);
-	assert_problem(&r, 400, "body");
+	pe_assert_problem(&r, 400, "body");
 	pe_resp_free(&r);
 	pe_buf_destroy(&b);
 	v[3] = 0;
 
 	npy(&b, PE_F32, 6, 2, v);
 	put("/v1/learned/g?prefix_tokens=1&grid=2,2", &b, &r);
-	assert_problem(&r, 400, "grid");
+	pe_assert_problem(&r, 400, "grid");
 	pe_resp_free(&r);
 	put("/v1/learned/g?prefix_tokens=2", &b, &r);
-	assert_problem(&r, 400, "prefix_tokens");
+	pe_assert_problem(&r, 400, "prefix_tokens");
 	pe_resp_free(&r);
 	put("/v1/learned/g?grid=2", &b, &r);
-	assert_problem(&r, 400, "grid");
+	pe_assert_problem(&r, 400, "grid");
 	pe_resp_free(&r);
 	put("/v1/learned/g?grid=2.5,2", &b, &r);
-	assert_problem(&r, 400, "grid");
+	pe_assert_problem(&r, 400, "grid");
 	pe_resp_free(&r);
 	put("/v1/learned/g?color=red", &b, &r);
-	assert_problem(&r, 400, "color");
+	pe_assert_problem(&r, 400, "color");
 	pe_resp_free(&r);
 	const char *form[] = {"Content-Type: application/json", NULL};
 	pe_request(&D, "PUT", "/v1/learned/g", form, b.data, b.len, &r);
-	assert_problem(&r, 415, "Content-Type");
+	pe_assert_problem(&r, 415, "Content-Type");
 	pe_resp_free(&r);
 	pe_buf_destroy(&b);
 
@@ -493,7 +471,7 @@ START_TEST(upload_errors)
 	float *big = calloc(1100, sizeof *big);
 	npy(&b, PE_F32, 1100, 1, big);
 	put("/v1/learned/big", &b, &r);
-	assert_problem(&r, 413, "body");
+	pe_assert_problem(&r, 413, "body");
 	pe_resp_free(&r);
 	pe_buf_destroy(&b);
 	free(big);
@@ -557,18 +535,18 @@ START_TEST(token_required_for_writes)
 	float *v = ramp(4, 0);
 	npy(&b, PE_F32, 2, 2, v);
 	put_with("/v1/learned/t", b.data, b.len, NULL, &r);
-	assert_problem(&r, 401, "Authorization");
+	pe_assert_problem(&r, 401, "Authorization");
 	ck_assert_ptr_nonnull(pe_resp_header(&r, "WWW-Authenticate", h, sizeof h));
 	ck_assert_int_eq(strncmp(h, "Bearer", 6), 0);
 	pe_resp_free(&r);
 	put_with("/v1/learned/t", b.data, b.len, "Authorization: Basic czNjcmV0LXRva2Vu", &r);
-	assert_problem(&r, 401, "Authorization");
+	pe_assert_problem(&r, 401, "Authorization");
 	pe_resp_free(&r);
 	put_with("/v1/learned/t", b.data, b.len, "Authorization: Bearer s3cret-tokem", &r);
-	assert_problem(&r, 403, "Authorization");
+	pe_assert_problem(&r, 403, "Authorization");
 	pe_resp_free(&r);
 	put_with("/v1/learned/t", b.data, b.len, "Authorization: Bearer s3cret", &r);
-	assert_problem(&r, 403, "Authorization");
+	pe_assert_problem(&r, 403, "Authorization");
 	pe_resp_free(&r);
 	put_with("/v1/learned/t", b.data, b.len, "Authorization: Bearer s3cret-token", &r);
 	ck_assert_int_eq(r.status, 201);
@@ -582,7 +560,7 @@ START_TEST(token_required_for_writes)
 	ck_assert_msg(strncmp(buf, "HTTP/1.1 401", 12) == 0, "%s", buf);
 	const char *none[] = {NULL};
 	pe_request(&D, "DELETE", "/v1/learned/t", none, NULL, 0, &r);
-	assert_problem(&r, 401, "Authorization");
+	pe_assert_problem(&r, 401, "Authorization");
 	pe_resp_free(&r);
 	const char *auth[] = {"Authorization: bearer s3cret-token", NULL};
 	pe_request(&D, "DELETE", "/v1/learned/t", auth, NULL, 0, &r);
@@ -822,11 +800,11 @@ START_TEST(write_answered_503_never_lands)
 	float *v = ramp(4, 9);
 	npy(&b, PE_F32, 2, 2, v);
 	put("/v1/learned/late", &b, &r);
-	assert_problem(&r, 503, NULL);
+	pe_assert_problem(&r, 503, NULL);
 	ck_assert_msg(strstr(r.body, "nothing changed") != NULL, "%s", r.body);
 	pe_resp_free(&r);
 	pe_request(&D, "DELETE", "/v1/learned/kept", NULL, NULL, 0, &r); /* waits behind it, expires too */
-	assert_problem(&r, 503, NULL);
+	pe_assert_problem(&r, 503, NULL);
 	ck_assert_msg(strstr(r.body, "nothing changed") != NULL, "%s", r.body);
 	pe_resp_free(&r);
 	ck_assert_int_eq(unlink(gate), 0);
@@ -854,7 +832,7 @@ static atomic_int writing, put_failures, put_count;
 static void *put_loop(void *arg)
 {
 	char url[160];
-	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/learned/w%d", D.port, (int)(intptr_t)arg);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/learned/w%d", D.s.port, (int)(intptr_t)arg);
 	struct pe_buf b;
 	float *v = ramp(256 * 256, (float)(intptr_t)arg);
 	npy(&b, PE_F32, 256, 256, v);
@@ -876,7 +854,7 @@ START_TEST(second_daemon_changes_nothing)
 {
 	start(NULL);
 	char path[160], cmd[600], f[512];
-	snprintf(path, sizeof path, "%s/.tmp-x.%d.1", dir, D.pid); /* as an upload in progress leaves it */
+	snprintf(path, sizeof path, "%s/.tmp-x.%d.1", dir, D.s.pid); /* as an upload in progress leaves it */
 	FILE *t = fopen(path, "w");
 	ck_assert_ptr_nonnull(t);
 	fputs("PETABLE1", t);
@@ -888,7 +866,7 @@ START_TEST(second_daemon_changes_nothing)
 	while (atomic_load(&put_count) < 3)
 		usleep(1000);
 	snprintf(cmd, sizeof cmd, "%s --port %d --bind 127.0.0.1 --data-dir %s >%s/out2.txt 2>%s/err2.txt", pe_daemon_bin(),
-		 D.port, dir, dir, dir);
+		 D.s.port, dir, dir, dir);
 	int st = system(cmd);
 	atomic_store(&writing, 0);
 	for (int i = 0; i < 3; i++)
@@ -903,7 +881,7 @@ START_TEST(second_daemon_changes_nothing)
 	ck_assert_int_eq(atomic_load(&put_failures), 0);
 	files(f, sizeof f);
 	char want[64];
-	snprintf(want, sizeof want, ".tmp-x.%d.1|", D.pid);
+	snprintf(want, sizeof want, ".tmp-x.%d.1|", D.s.pid);
 	ck_assert_msg(strstr(f, want) != NULL, "%s", f);
 	snprintf(cmd, sizeof cmd, "ls -A '%s/quarantine' | wc -l", dir);
 	FILE *p = popen(cmd, "r");
@@ -1021,7 +999,7 @@ START_TEST(sigkill_during_uploads)
 	for (int round = 0; round < 4; round++) {
 		pthread_t t[WRITERS];
 		struct writer w[WRITERS];
-		crash_port = D.port;
+		crash_port = D.s.port;
 		atomic_store(&acks, 0);
 		for (int i = 0; i < WRITERS; i++) {
 			w[i] = (struct writer){i, seed + (unsigned)(round * WRITERS + i)};

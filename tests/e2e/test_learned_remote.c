@@ -142,53 +142,16 @@ static const char *make_namespaces(void)
 	return NULL;
 }
 
-/* posencd in ns_d on every address there (lo and vd), with extra arguments; its pid, *port set. */
-static pid_t daemon_start(const char *const *extra, int *port)
+/* posencd in ns_d on every address there (lo and vd), with extra arguments (at most 4), through the
+ * tests' one spawner; d->s.port set. */
+static void daemon_start(struct pe_daemon *d, const char *const *extra)
 {
-	char log[128];
-	snprintf(log, sizeof log, "%s/daemon.log", dir);
-	const char *argv[32] = {"ip", "netns", "exec", ns_d, pe_daemon_bin(), "--port", "0", "--bind", "0.0.0.0",
-				"--data-dir", dir, "--log-level", "info"};
-	int n = 13;
-	for (int i = 0; extra && extra[i] && n < 31; i++)
-		argv[n++] = extra[i];
-	argv[n] = NULL;
-	unlink(log);
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (fd < 0 || dup2(fd, 1) < 0)
-			_exit(127);
-		execvp("ip", (char *const *)argv); /* ip execs posencd in place: same pid */
-		_exit(127);
-	}
-	*port = 0;
-	for (int i = 0; i < 1000 && !*port; i++) {
-		char text[8192] = "";
-		FILE *f = fopen(log, "r");
-		if (f) {
-			text[fread(text, 1, sizeof text - 1, f)] = 0;
-			fclose(f);
-		}
-		const char *p = strstr(text, "\"event\":\"start\"");
-		const char *q = p ? strstr(p, "\"port\":") : NULL;
-		*port = q ? atoi(q + 7) : 0;
-		int st;
-		ck_assert_msg(*port || waitpid(pid, &st, WNOHANG) == 0, "posencd exited during start-up in %s", ns_d);
-		if (!*port)
-			usleep(10000);
-	}
-	ck_assert_msg(*port > 0, "posencd did not report its port");
-	return pid;
-}
-
-static int daemon_stop(pid_t pid)
-{
-	int st = 0;
-	kill(pid, SIGTERM);
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	const char *wrap[] = {"ip", "netns", "exec", ns_d, NULL}; /* ip execs posencd in place: same pid */
+	const char *args[8] = {"--data-dir", dir};
+	for (int i = 0, n = 2; extra && extra[i] && n < 7; i++)
+		args[n++] = extra[i];
+	struct pe_spawn_opts opts = {.wrap = wrap, .bind = "0.0.0.0"};
+	pe_daemon_start_opts(d, args, &opts);
 }
 
 /* The status of METHOD http://host:port/v1/learned/t sent by curl from inside ns (-1 if curl
@@ -251,22 +214,24 @@ START_TEST(remote_writes_need_a_token)
 		return;
 	}
 	write_table();
-	int port;
-	pid_t pid = daemon_start(NULL, &port);
+	struct pe_daemon d;
+	daemon_start(&d, NULL);
+	int port = d.s.port;
 	ck_assert_int_eq(remote(port, "PUT", NULL, 1), 403); /* no token configured: remote clients may not write */
 	ck_assert_int_eq(local(port, "PUT", 1), 201);        /* loopback may */
 	ck_assert_int_eq(remote(port, "GET", NULL, 0), 200); /* reads are open */
 	ck_assert_int_eq(remote(port, "DELETE", NULL, 0), 403);
 	ck_assert_int_eq(remote(port, "PUT", "Authorization: Bearer x", 1), 403);
-	ck_assert_int_eq(daemon_stop(pid), 0);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 
 	const char *with_token[] = {"--auth-token", "tok", NULL};
-	pid = daemon_start(with_token, &port);
+	daemon_start(&d, with_token);
+	port = d.s.port;
 	ck_assert_int_eq(remote(port, "PUT", "Authorization: Bearer tok", 1), 200);
 	ck_assert_int_eq(remote(port, "DELETE", NULL, 0), 401);
 	ck_assert_int_eq(remote(port, "DELETE", "Authorization: Bearer tok", 0), 204);
 	ck_assert_int_eq(local(port, "PUT", 1), 401); /* with a token, loopback needs it too */
-	ck_assert_int_eq(daemon_stop(pid), 0);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 	cleanup();
 	ck_assert(!ns_exists(ns_d) && !ns_exists(ns_c)); /* gone, and the veth pair with them */
 	ck_assert_str_eq(dir, "");

@@ -4,6 +4,7 @@
  * endpoints, configuration errors, and draining on SIGTERM. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
+#include "support/pe_table.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -37,54 +38,6 @@ static void stop_default(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-/* The table the core computes for a query string, in dtype dt (caller frees). */
-static void *core_table(const char *table, const char *query, enum pe_dtype dt, size_t *count)
-{
-	struct pe_params p;
-	struct pe_err err = {0};
-	pe_params_init(&p, pe_table_find(table));
-	char *q = strdup(query), *save = NULL;
-	for (char *kv = strtok_r(q, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
-		char *eq = strchr(kv, '=');
-		*eq = 0;
-		if (strcmp(kv, "dtype") && strcmp(kv, "format"))
-			ck_assert_int_eq(pe_params_set(&p, kv, eq + 1, &err), 0);
-	}
-	free(q);
-	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
-	struct pe_shape s;
-	int of;
-	pe_table_shape(&p, &s);
-	*count = pe_shape_count(&s, &of);
-	void *out = malloc(*count * pe_dtype_size(dt));
-	ck_assert_int_eq(pe_table_compute(&p, dt, out, &err), 0);
-	pe_params_destroy(&p);
-	return out;
-}
-
-static json_t *body_json(const struct pe_resp *r)
-{
-	json_error_t e;
-	json_t *j = json_loadb(r->body, r->len, 0, &e);
-	ck_assert_msg(j != NULL, "invalid JSON: %s", e.text);
-	return j;
-}
-
-static void assert_problem(const struct pe_resp *r, long status, const char *param)
-{
-	char buf[128];
-	ck_assert_int_eq(r->status, status);
-	ck_assert_str_eq(pe_resp_header(r, "Content-Type", buf, sizeof buf), "application/problem+json");
-	json_t *j = body_json(r);
-	ck_assert_int_eq(json_integer_value(json_object_get(j, "status")), status);
-	ck_assert_ptr_nonnull(json_string_value(json_object_get(j, "title")));
-	ck_assert_ptr_nonnull(json_string_value(json_object_get(j, "detail")));
-	ck_assert(strncmp(json_string_value(json_object_get(j, "type")), "https://posenc.dev/problems/", 28) == 0);
-	if (param)
-		ck_assert_str_eq(json_string_value(json_object_get(j, "param")), param);
-	json_decref(j);
-}
-
 START_TEST(json_table_matches_core_and_caches)
 {
 	struct pe_resp a, b;
@@ -101,15 +54,14 @@ START_TEST(json_table_matches_core_and_caches)
 	ck_assert_ptr_nonnull(pe_resp_header(&a, "ETag", etag, sizeof etag));
 	ck_assert_int_eq(etag[0], '"');
 
-	json_t *j = body_json(&a);
+	json_t *j = pe_resp_json(&a);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "encoding")), "sinusoidal");
 	ck_assert_str_eq(json_string_value(json_object_get(j, "dtype")), "f32");
 	json_t *params = json_object_get(j, "params");
 	ck_assert_int_eq(json_integer_value(json_object_get(params, "offset")), 3);
 	ck_assert_str_eq(json_string_value(json_object_get(params, "variant")), "vaswani");
 	ck_assert_int_eq(json_array_size(json_object_get(j, "shape")), 2);
-	size_t n;
-	float *ref = core_table("sinusoidal", "len=7&dim=10&offset=3", PE_F32, &n);
+	float *ref = pe_query_table("sinusoidal", "len=7&dim=10&offset=3", PE_F32, NULL);
 	json_t *data = json_object_get(j, "data");
 	ck_assert_int_eq(json_array_size(data), 7);
 	for (size_t r = 0; r < 7; r++)
@@ -139,8 +91,10 @@ static void check_binary(const char *query, enum pe_dtype dt, size_t header)
 	pe_get(&D, path, &r);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_str_eq(pe_resp_header(&r, "X-PE-Dtype", h, sizeof h), pe_dtype_name(dt));
-	size_t n;
-	void *ref = core_table("sinusoidal", query, dt, &n);
+	struct pe_shape s;
+	int of;
+	void *ref = pe_query_table("sinusoidal", query, dt, &s);
+	size_t n = pe_shape_count(&s, &of);
 	ck_assert_uint_eq(r.len, header + n * pe_dtype_size(dt));
 	ck_assert(memcmp(r.body + header, ref, n * pe_dtype_size(dt)) == 0);
 	free(ref);
@@ -188,7 +142,7 @@ START_TEST(accept_negotiation)
 	pe_resp_free(&r);
 	const char *html[] = {"Accept: text/html", NULL};
 	pe_request(&D, "GET", "/v1/sinusoidal?len=2&dim=2", html, NULL, 0, &r);
-	assert_problem(&r, 406, "Accept");
+	pe_assert_problem(&r, 406, "Accept");
 	pe_resp_free(&r);
 	/* format= wins over Accept */
 	pe_request(&D, "GET", "/v1/sinusoidal?len=2&dim=2&format=json", html, NULL, 0, &r);
@@ -261,12 +215,12 @@ START_TEST(errors_are_problems)
 		if (cases[i].status == 200)
 			ck_assert_int_eq(r.status, 200);
 		else
-			assert_problem(&r, cases[i].status, cases[i].param);
+			pe_assert_problem(&r, cases[i].status, cases[i].param);
 		pe_resp_free(&r);
 	}
 	char h[64];
 	pe_request(&D, "POST", "/v1/sinusoidal?len=2&dim=2", NULL, "x", 1, &r);
-	assert_problem(&r, 405, NULL);
+	pe_assert_problem(&r, 405, NULL);
 	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "GET, HEAD");
 	pe_resp_free(&r);
 }
@@ -302,19 +256,6 @@ START_TEST(operations_endpoints)
 }
 END_TEST
 
-static double metric(const char *name)
-{
-	struct pe_resp r;
-	pe_get(&D, "/metrics", &r);
-	char pat[128];
-	snprintf(pat, sizeof pat, "\n%s ", name);
-	const char *p = strstr(r.body, pat);
-	ck_assert_msg(p != NULL, "no metric %s", name);
-	double v = atof(p + strlen(pat));
-	pe_resp_free(&r);
-	return v;
-}
-
 struct fetch {
 	const char *path;
 	struct pe_resp r;
@@ -330,7 +271,7 @@ static void *fetch_thread(void *arg)
 START_TEST(single_flight)
 {
 	enum { N = 24 };
-	double jobs0 = metric("posenc_jobs_total");
+	double jobs0 = pe_metric(&D, "posenc_jobs_total");
 	struct fetch f[N];
 	pthread_t t[N];
 	for (int i = 0; i < N; i++) {
@@ -346,7 +287,7 @@ START_TEST(single_flight)
 	}
 	for (int i = 0; i < N; i++) /* f[0] is every comparison's reference: free all at the end */
 		pe_resp_free(&f[i].r);
-	ck_assert_int_eq((int)(metric("posenc_jobs_total") - jobs0), 1);
+	ck_assert_int_eq((int)(pe_metric(&D, "posenc_jobs_total") - jobs0), 1);
 }
 END_TEST
 
@@ -373,7 +314,7 @@ START_TEST(queue_limit_503)
 		if (f[i].r.status == 200)
 			ok++;
 		else {
-			assert_problem(&f[i].r, 503, NULL);
+			pe_assert_problem(&f[i].r, 503, NULL);
 			ck_assert_ptr_nonnull(pe_resp_header(&f[i].r, "Retry-After", h, sizeof h));
 			busy++;
 		}
@@ -397,7 +338,7 @@ START_TEST(sigterm_finishes_inflight)
 	pthread_t t;
 	pthread_create(&t, NULL, fetch_thread, &f);
 	usleep(30000); /* the request is being computed */
-	kill(d.pid, SIGTERM);
+	kill(d.s.pid, SIGTERM);
 	pthread_join(t, NULL);
 	D = saved;
 	ck_assert_int_eq(f.r.status, 200);

@@ -6,6 +6,7 @@
  * all work, does none (with the HTTP layer in this process, its jobs held and run by the test). */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
+#include "support/pe_table.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -27,45 +28,12 @@ static void start(void)
 }
 static void stop(void) { ck_assert_int_eq(pe_daemon_stop(&D, SIGTERM), 0); }
 
-static void *table(const char *name, const char *query, enum pe_dtype dt)
-{
-	struct pe_params p;
-	struct pe_err err = {0};
-	pe_params_init(&p, pe_table_find(name));
-	char *q = strdup(query), *save = NULL;
-	for (char *kv = strtok_r(q, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
-		char *eq = strchr(kv, '=');
-		*eq = 0;
-		ck_assert_int_eq(pe_params_set(&p, kv, eq + 1, &err), 0);
-	}
-	free(q);
-	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
-	struct pe_shape s;
-	int of;
-	pe_table_shape(&p, &s);
-	void *out = malloc(pe_shape_count(&s, &of) * pe_dtype_size(dt));
-	ck_assert_int_eq(pe_table_compute(&p, dt, out, &err), 0);
-	pe_params_destroy(&p);
-	return out;
-}
-
 static void post(const char *path, const char *ctype, const void *body, size_t len, struct pe_resp *r)
 {
 	char h[96];
 	snprintf(h, sizeof h, "Content-Type: %s", ctype);
 	const char *hs[] = {h, NULL};
 	pe_request(&D, "POST", path, hs, body, len, r);
-}
-
-static void assert_problem(const struct pe_resp *r, long status, const char *param)
-{
-	ck_assert_int_eq(r->status, status);
-	json_t *j = json_loadb(r->body, r->len, 0, NULL);
-	ck_assert_ptr_nonnull(j);
-	ck_assert_int_eq(json_integer_value(json_object_get(j, "status")), status);
-	if (param)
-		ck_assert_str_eq(json_string_value(json_object_get(j, "param")), param);
-	json_decref(j);
 }
 
 /* x [2, 5, 8] f32 of distinct values */
@@ -86,7 +54,7 @@ START_TEST(sinusoidal_add_raw_f32)
 	ck_assert_str_eq(pe_resp_header(&r, "X-PE-Shape", h, sizeof h), "2,5,8");
 	ck_assert_str_eq(pe_resp_header(&r, "Cache-Control", h, sizeof h), "no-store");
 	ck_assert_uint_eq(r.len, sizeof x);
-	float *pe = table("sinusoidal", "len=5&dim=8&offset=3", PE_F32), *y = (float *)r.body;
+	float *pe = pe_query_table("sinusoidal", "len=5&dim=8&offset=3", PE_F32, NULL), *y = (float *)r.body;
 	for (size_t i = 0; i < 80; i++) {
 		float scaled = x[i] * 2.0f, want = scaled + pe[i % 40];
 		ck_assert_msg(pe_ulp_f32(y[i], want) == 0, "element %zu: %a vs %a", i, y[i], want);
@@ -114,7 +82,7 @@ START_TEST(sinusoidal_concat_npy_f16_in)
 	ck_assert_int_eq(y.dtype, PE_F16);
 	ck_assert_int_eq(y.shape.dim[0], 3);
 	ck_assert_int_eq(y.shape.dim[1], 10);
-	float *pe = table("sinusoidal", "len=3&dim=6", PE_F32);
+	float *pe = pe_query_table("sinusoidal", "len=3&dim=6", PE_F32, NULL);
 	const uint16_t *yd = y.data;
 	for (int row = 0; row < 3; row++) {
 		for (int c = 0; c < 4; c++)
@@ -137,7 +105,7 @@ START_TEST(alibi_json_with_mask_and_dtypes)
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_uint_eq(r.len, 24 * 8);
 	/* JSON input computes in f32 unless f64 is asked: here f64 */
-	double *bias = table("alibi", "heads=2&q_len=3&k_len=4", PE_F64), *y = (double *)r.body;
+	double *bias = pe_query_table("alibi", "heads=2&q_len=3&k_len=4", PE_F64, NULL), *y = (double *)r.body;
 	for (int i = 0; i < 24; i++) {
 		int col = i % 4, row = (i / 4) % 3, off = 1; /* offset = k_len - q_len */
 		double x = i < 12 ? i + 1 : -(i - 11);
@@ -160,7 +128,7 @@ START_TEST(errors)
 	struct pe_resp r;
 	float x[8] = {0};
 	pe_request(&D, "GET", "/v1/alibi/apply", NULL, NULL, 0, &r);
-	assert_problem(&r, 405, NULL);
+	pe_assert_problem(&r, 405, NULL);
 	char h[32];
 	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "POST");
 	pe_resp_free(&r);
@@ -186,7 +154,7 @@ START_TEST(errors)
 			post(bad[i].path, bad[i].ctype, bad[i].body, strlen(bad[i].body), &r);
 		else
 			post(bad[i].path, bad[i].ctype, x, sizeof x, &r);
-		assert_problem(&r, bad[i].status, bad[i].param);
+		pe_assert_problem(&r, bad[i].status, bad[i].param);
 		pe_resp_free(&r);
 	}
 	post("/v1/sinusoidal/apply?shape=2,4&xscale=-3e38", "application/octet-stream", x, sizeof x, &r);
@@ -199,7 +167,7 @@ START_TEST(errors)
 	memcpy(npy, lying, sizeof lying - 1);
 	npy[127] = '\n';
 	post("/v1/sinusoidal/apply", "application/x-npy", npy, sizeof npy, &r);
-	assert_problem(&r, 400, NULL);
+	pe_assert_problem(&r, 400, NULL);
 	pe_resp_free(&r);
 }
 END_TEST
@@ -221,12 +189,12 @@ START_TEST(body_limits)
 	 * body, which could reset the connection before the 413 was read */
 	const char *expect[] = {"Content-Type: application/octet-stream", "Expect: 100-continue", NULL};
 	pe_request(&D, "POST", "/v1/alibi/apply?shape=1,1,250000", expect, body, big, &r);
-	assert_problem(&r, 413, "body");
+	pe_assert_problem(&r, 413, "body");
 	pe_resp_free(&r);
 	/* chunked: no Content-Length, capped as it arrives */
 	const char *chunked[] = {"Content-Type: application/octet-stream", "Transfer-Encoding: chunked", NULL};
 	pe_request(&D, "POST", "/v1/alibi/apply?shape=1,1,250000", chunked, body, big, &r);
-	assert_problem(&r, 413, "body");
+	pe_assert_problem(&r, 413, "body");
 	pe_resp_free(&r);
 	free(body);
 }

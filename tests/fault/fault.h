@@ -1,13 +1,15 @@
-/* Fault tests: shared helpers (header-only, so each tests/fault/test_*.c is one program built with
- * plain cc and -pthread). Each test starts its own posencd on --port 0 --bind 127.0.0.1, reads the
- * port from the JSON start line on its stdout, misbehaves at it over raw sockets, counts checks
- * and ends with "<name>: N passed, M failed" (exit 1 on any failure).
+/* Fault tests: shared helpers. Each tests/fault/test_*.c is one program (no libcheck) linked with
+ * the test support objects: it starts its own posencd through the spawner the e2e tests use
+ * (tests/support/pe_spawn.h: --port 0 --bind 127.0.0.1, the port read from the JSON start line),
+ * misbehaves at it over raw sockets (the helpers below), judges answers with the shared HTTP
+ * assertions (tests/support/pe_http.h), counts checks and ends with "<name>: N passed, M failed"
+ * (exit 1 on any failure).
  *
- * Cleanup is the C form of a shell trap: every daemon started is killed on exit, on SIGINT /
- * SIGTERM / SIGHUP, and by a watchdog alarm when a test overruns its time limit. The daemon is
- * $POSENC_BIN, else PE_BUILD_DIR/posencd. Under a sanitizer or valgrind (detected from the
- * daemon's memory map) timing- and RSS-sensitive checks are relaxed; exit status 0 after SIGTERM
- * is always checked, which in the asan build also means LeakSanitizer found no leak. */
+ * Cleanup is the C form of a shell trap: every daemon started is killed on exit (the spawner's
+ * atexit), on SIGINT / SIGTERM / SIGHUP, and by a watchdog alarm when a test overruns its time
+ * limit. The daemon is $POSENC_BIN, else PE_BUILD_DIR/posencd. Under a sanitizer or valgrind
+ * timing- and RSS-sensitive checks are relaxed; exit status 0 after SIGTERM is always checked,
+ * which in the asan build also means LeakSanitizer found no leak. */
 #ifndef PE_FAULT_H
 #define PE_FAULT_H
 
@@ -33,9 +35,8 @@
 #include <unistd.h>
 #include <dirent.h>
 
-#ifndef PE_BUILD_DIR
-#define PE_BUILD_DIR "build"
-#endif
+#include "support/pe_http.h"
+#include "support/pe_spawn.h"
 
 /* ---- checks ---- */
 
@@ -84,37 +85,9 @@ static inline void sleep_s(double s)
 
 /* ---- daemons and cleanup ---- */
 
-#define MAX_DAEMONS 8
-static pid_t fault_pids[MAX_DAEMONS];
-static char fault_logs[MAX_DAEMONS][2][128];
-
-struct daemon {
-	pid_t pid;
-	int port, slot;
-	char out[128], err[128]; /* stdout (JSON log lines) and stderr files */
-};
-
-static inline void fault_cleanup(void)
-{
-	for (int i = 0; i < MAX_DAEMONS; i++) {
-		if (fault_pids[i] > 0) {
-			kill(fault_pids[i], SIGKILL);
-			waitpid(fault_pids[i], NULL, 0);
-			fault_pids[i] = 0;
-		}
-		for (int k = 0; k < 2; k++)
-			if (fault_logs[i][k][0]) {
-				unlink(fault_logs[i][k]);
-				fault_logs[i][k][0] = 0;
-			}
-	}
-}
-
 static inline void fault_on_signal(int sig)
 {
-	for (int i = 0; i < MAX_DAEMONS; i++)
-		if (fault_pids[i] > 0)
-			kill(fault_pids[i], SIGKILL);
+	pe_spawn_kill_all();
 	if (sig == SIGALRM) {
 		static const char msg[] = "fault: time limit exceeded\n";
 		ssize_t w = write(1, msg, sizeof msg - 1);
@@ -129,7 +102,7 @@ static inline void fault_init(const char *name, unsigned limit_s)
 {
 	fault_name = name;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	atexit(fault_cleanup);
+	atexit(pe_spawn_cleanup);
 	signal(SIGINT, fault_on_signal);
 	signal(SIGTERM, fault_on_signal);
 	signal(SIGHUP, fault_on_signal);
@@ -150,139 +123,30 @@ static inline int fault_finish(void)
 	return fault_fail ? 1 : 0;
 }
 
-static inline const char *daemon_bin(void)
-{
-	const char *env = getenv("POSENC_BIN");
-	return env && *env ? env : PE_BUILD_DIR "/posencd";
-}
-
-static inline char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 4096, n = 0, r;
-	char *buf = malloc(cap + 1);
-	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += r;
-		if (n == cap) {
-			char *nb = realloc(buf, 2 * cap + 1);
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	fclose(f);
-	if (buf)
-		buf[n] = 0;
-	if (len)
-		*len = n;
-	return buf;
-}
+static inline const char *daemon_bin(void) { return pe_spawn_bin(); }
+static inline char *read_file(const char *path, size_t *len) { return pe_spawn_read(path, len); }
 
 /* Start posencd with extra arguments (NULL-terminated, may be NULL); exits the test if it does
  * not report its port within 20 s. */
-static inline void daemon_start(struct daemon *d, const char *const *extra)
+static inline void daemon_start(struct pe_spawn *d, const char *const *extra)
 {
-	memset(d, 0, sizeof *d);
-	int slot = 0;
-	while (slot < MAX_DAEMONS && fault_pids[slot] > 0)
-		slot++;
-	if (slot == MAX_DAEMONS) {
-		printf("%s: too many daemons\n", fault_name);
-		exit(2);
-	}
-	d->slot = slot;
-	snprintf(d->out, sizeof d->out, "/tmp/posenc-fault-%d-%d.out", (int)getpid(), slot);
-	snprintf(d->err, sizeof d->err, "/tmp/posenc-fault-%d-%d.err", (int)getpid(), slot);
-	snprintf(fault_logs[slot][0], sizeof fault_logs[slot][0], "%s", d->out);
-	snprintf(fault_logs[slot][1], sizeof fault_logs[slot][1], "%s", d->err);
-	const char *argv[64] = {daemon_bin(), "--port", "0", "--bind", "127.0.0.1", "--log-level", "info"};
-	int n = 7;
-	for (int i = 0; extra && extra[i] && n < 62; i++)
-		argv[n++] = extra[i];
-	argv[n] = NULL;
-	unlink(d->out); /* a reused slot must not show the last daemon's start line */
-	unlink(d->err);
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid < 0) {
-		perror("fork");
-		exit(2);
-	}
-	if (pid == 0) {
-		int o = open(d->out, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(d->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
-			_exit(127);
-		signal(SIGPIPE, SIG_DFL);
-		alarm(0);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	d->pid = fault_pids[slot] = pid;
-	for (int i = 0; i < 2000 && !d->port; i++) {
-		char *log = read_file(d->out, NULL);
-		const char *p = log ? strstr(log, "\"event\":\"start\"") : NULL;
-		const char *q = p ? strstr(p, "\"port\":") : NULL;
-		if (q)
-			d->port = atoi(q + 7);
-		free(log);
-		int st;
-		if (!d->port && waitpid(pid, &st, WNOHANG) == pid) {
-			fault_pids[slot] = 0;
-			char *err = read_file(d->err, NULL);
-			printf("%s: %s exited during start-up: %s\n", fault_name, argv[0], err ? err : "");
-			free(err);
-			exit(2);
-		}
-		if (!d->port)
-			sleep_s(0.01);
-	}
-	if (!d->port) {
-		printf("%s: %s did not report its port\n", fault_name, argv[0]);
+	char why[4096];
+	if (pe_spawn_start(d, extra, NULL, why, sizeof why) != 0) {
+		printf("%s: %s\n", fault_name, why);
 		exit(2);
 	}
 }
 
-/* Signal and wait up to timeout_s: the exit status, 128 + signal if killed, -1 if it did not
- * exit (then it is killed). The daemon's stderr is shown when the status is not 0 or it holds a
- * sanitizer report. */
-static inline int daemon_stop(struct daemon *d, int sig, double timeout_s)
+/* Signal and wait up to timeout_s (pe_spawn_stop): the exit status, 128 + signal if killed, -1
+ * if it did not exit (then it is killed). */
+static inline int daemon_stop(struct pe_spawn *d, int sig, double timeout_s)
 {
-	int st = 0, rc = -1;
-	if (d->pid <= 0)
-		return -1;
-	kill(d->pid, sig);
-	double end = now_s() + timeout_s;
-	while (now_s() < end) {
-		pid_t r = waitpid(d->pid, &st, WNOHANG);
-		if (r == d->pid) {
-			rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-			break;
-		}
-		sleep_s(0.01);
-	}
-	if (rc == -1) {
-		kill(d->pid, SIGKILL);
-		waitpid(d->pid, &st, 0);
-	}
-	size_t n = 0;
-	char *err = read_file(d->err, &n);
-	if (err && n && (rc != 0 || strstr(err, "Sanitizer") || strstr(err, "runtime error"))) {
-		const char *tail = n > 6000 ? err + n - 6000 : err;
-		printf("%s: posencd stderr%s:\n%s\n", fault_name, n > 6000 ? " (last 6000 bytes)" : "", tail);
-	}
-	free(err);
-	fault_pids[d->slot] = 0;
-	d->pid = 0;
-	return rc;
+	fflush(stdout); /* its stderr, if shown, comes after what we said */
+	return pe_spawn_stop(d, sig, timeout_s);
 }
 
-static inline int daemon_alive(const struct daemon *d) { return d->pid > 0 && kill(d->pid, 0) == 0 && waitpid(d->pid, NULL, WNOHANG) == 0; }
+static inline int daemon_alive(const struct pe_spawn *d) { return pe_spawn_alive(d); }
+static inline int daemon_instrumented(const struct pe_spawn *d) { return pe_spawn_instrumented(d); }
 
 /* VmRSS in KiB (0 if unknown). */
 static inline long rss_kib(pid_t pid)
@@ -308,21 +172,6 @@ static inline int fd_count(pid_t pid)
 		n += e->d_name[0] != '.';
 	closedir(dir);
 	return n;
-}
-
-/* Under ASan or valgrind memory and time behave differently. */
-static inline int daemon_instrumented(const struct daemon *d)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/maps", (int)d->pid);
-	char *m = read_file(path, NULL);
-	int yes = m && (strstr(m, "libasan") || strstr(m, "vgpreload") || strstr(m, "valgrind") || strstr(m, "libtsan"));
-	free(m);
-	if (!yes) { /* a statically linked sanitizer leaves no library in the map: go by the build */
-		const char *bin = daemon_bin();
-		yes = strstr(bin, "asan") != NULL || strstr(bin, "valgrind") != NULL;
-	}
-	return yes;
 }
 
 /* ---- sockets and HTTP ---- */
@@ -421,25 +270,7 @@ static inline void resp_free(struct resp *r)
 /* Value of a header in r->head into buf; NULL if absent. */
 static inline const char *resp_header(const struct resp *r, const char *name, char *buf, size_t cap)
 {
-	size_t nl = strlen(name);
-	for (const char *line = strstr(r->head, "\r\n"); line && line[2];) {
-		line += 2;
-		const char *eol = strstr(line, "\r\n");
-		size_t len = eol ? (size_t)(eol - line) : strlen(line);
-		if (len > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0) {
-			const char *v = line + nl + 1;
-			while (*v == ' ')
-				v++;
-			size_t vl = (size_t)(line + len - v);
-			if (vl >= cap)
-				vl = cap - 1;
-			memcpy(buf, v, vl);
-			buf[vl] = 0;
-			return buf;
-		}
-		line = eol;
-	}
-	return NULL;
+	return pe_http_header(r->head, name, buf, cap);
 }
 
 /* Read one response from fd (blocking with poll, timeout_ms overall). Bodies are read by
@@ -544,41 +375,25 @@ static inline int http_get(int port, const char *path, int timeout_ms, struct re
 	return http_request(port, NULL, "GET", path, "", NULL, 0, timeout_ms, r);
 }
 
-/* A metric's value from /metrics (first sample whose line starts with name), or -1. */
+/* A metric's value from /metrics (its first sample, pe_http_metric), or -1. */
 static inline double metric(int port, const char *name)
 {
 	struct resp r;
 	double v = -1;
-	if (http_get(port, "/metrics", 5000, &r) == 0 && r.status == 200) {
-		size_t nl = strlen(name);
-		for (const char *p = r.body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-			if (strncmp(p, name, nl) == 0 && (p[nl] == ' ' || p[nl] == '{')) {
-				const char *sp = strchr(p, ' ');
-				if (sp)
-					v = atof(sp + 1);
-				break;
-			}
-	}
+	if (http_get(port, "/metrics", 5000, &r) == 0 && r.status == 200 && !pe_http_metric(r.body, name, &v))
+		v = -1;
 	resp_free(&r);
 	return v;
 }
 
-/* Is the body an RFC 9457 problem document with this status (and, if param, naming it)? */
+/* Is the response an RFC 9457 problem document with this status (and, if param, naming it)?
+ * The checks are pe_http_is_problem's (tests also ask this of answers that may rightly be
+ * something else, so the reason it is not is not printed). */
 static inline int is_problem(const struct resp *r, int status, const char *param)
 {
-	char ct[128], want[96];
-	if (r->status != status || !resp_header(r, "Content-Type", ct, sizeof ct) ||
-	    strncmp(ct, "application/problem+json", 24) != 0 || !r->body)
-		return 0;
-	snprintf(want, sizeof want, "\"status\":%d", status);
-	if (!strstr(r->body, want))
-		return 0;
-	if (param) {
-		snprintf(want, sizeof want, "\"param\":\"%s\"", param);
-		if (!strstr(r->body, want))
-			return 0;
-	}
-	return 1;
+	char ct[128], why[1024];
+	const char *type = resp_header(r, "Content-Type", ct, sizeof ct);
+	return pe_http_is_problem(r->status, type, r->body, r->body ? r->body_len : 0, status, param, why, sizeof why);
 }
 
 #endif

@@ -59,7 +59,7 @@ static void *wait_whole(void *arg)
 int main(void)
 {
 	fault_init("abandon", 90);
-	struct daemon d;
+	struct pe_spawn d;
 	const char *args[] = {"--workers", "2", "--cache-bytes", "1048576", NULL};
 	daemon_start(&d, args);
 	int instrumented = daemon_instrumented(&d);

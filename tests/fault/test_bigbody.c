@@ -30,7 +30,7 @@ static int head_only_m(int port, const char *method, const char *path, const cha
 int main(void)
 {
 	fault_init("bigbody", 60);
-	struct daemon d;
+	struct pe_spawn d;
 	const char *args[] = {"--max-body-bytes", "1048576", NULL};
 	daemon_start(&d, args);
 	double slack = daemon_instrumented(&d) ? 3 : 1;

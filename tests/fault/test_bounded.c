@@ -43,7 +43,7 @@ static void cut_and_served(int port, const char *path, int round)
 int main(void)
 {
 	fault_init("bounded", 240);
-	struct daemon d;
+	struct pe_spawn d;
 	daemon_start(&d, NULL);
 	expect_refused(d.port, "/v1/analysis/similarity?encoding=sinusoidal&len=8192&dim=65536", "dim");
 	expect_refused(d.port, "/v1/analysis/similarity?encoding=rope&len=8192&dim=65536", "dim");

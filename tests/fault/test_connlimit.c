@@ -49,7 +49,7 @@ int main(void)
 {
 	fault_init("connlimit", 120);
 	static int fds[IDLE];
-	struct daemon d;
+	struct pe_spawn d;
 
 	/* 40 idle connections against --max-connections 40 */
 	const char *small[] = {"--max-connections", "40", "--max-connections-per-ip", "1000", NULL};

@@ -199,7 +199,7 @@ int main(void)
 		perror("mkdtemp");
 		return 2;
 	}
-	struct daemon d;
+	struct pe_spawn d;
 	const char *args[] = {"--data-dir", dir, NULL};
 	daemon_start(&d, args);
 	smuggling(d.port);

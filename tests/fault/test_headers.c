@@ -55,7 +55,7 @@ static void expect_refusal(int port, const char *what, const char *head, const c
 int main(void)
 {
 	fault_init("headers", 60);
-	struct daemon d;
+	struct pe_spawn d;
 	daemon_start(&d, NULL);
 	struct resp r;
 	http_get(d.port, "/healthz", 2000, &r);

@@ -21,7 +21,7 @@ static double budget_settles(int port, double within_s)
 int main(void)
 {
 	fault_init("idlerss", 120);
-	struct daemon d;
+	struct pe_spawn d;
 	const char *args[] = {"--cache-bytes", "32Mi", "--workers", "2", NULL};
 	daemon_start(&d, args);
 	struct resp r;

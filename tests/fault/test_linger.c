@@ -184,7 +184,7 @@ int main(int argc, char **argv)
 		perror("mkdtemp");
 		return 2;
 	}
-	struct daemon d;
+	struct pe_spawn d;
 	const char *args[] = {"--max-body-bytes", "64Mi", "--auth-token", "s3cret", "--data-dir", dir, NULL};
 	daemon_start(&d, args);
 	if (client_py[0])

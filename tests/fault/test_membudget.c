@@ -99,7 +99,7 @@ static double metric_settles(int port, const char *name, double want, double wit
 int main(void)
 {
 	fault_init("membudget", 120);
-	struct daemon d;
+	struct pe_spawn d;
 	const char *args[] = {"--cache-bytes", "32Mi", "--response-budget-bytes", "64Mi", "--workers", "2",
 			      "--max-queue", "100", "--job-timeout", "60", "--connection-timeout", "120", NULL};
 	daemon_start(&d, args);

@@ -73,7 +73,7 @@ static int queue_drained(int port, double within_s)
 int main(void)
 {
 	fault_init("overload", 90);
-	struct daemon d;
+	struct pe_spawn d;
 	const char *args[] = {"--workers", "1", "--max-queue", "2", NULL};
 	daemon_start(&d, args);
 	static struct job jobs[CLIENTS];

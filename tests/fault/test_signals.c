@@ -14,7 +14,7 @@ static const struct {
 };
 
 /* Does the daemon's log show that sig was ignored? Waits up to 2 s for the line. */
-static int logged_ignored(const struct daemon *d, const char *name)
+static int logged_ignored(const struct pe_spawn *d, const char *name)
 {
 	char want[64];
 	snprintf(want, sizeof want, "\"signal\":\"%s\"", name);
@@ -32,7 +32,7 @@ static int logged_ignored(const struct daemon *d, const char *name)
 int main(void)
 {
 	fault_init("signals", 60);
-	struct daemon d;
+	struct pe_spawn d;
 	const char *args[] = {"--workers", "1", NULL};
 	daemon_start(&d, args);
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {

@@ -44,7 +44,7 @@ static int keepalive_get(int fd, const char *path, struct resp *r)
 /* Two rope-decay jobs of minutes each running, four queued; SIGTERM with shutdown_timeout 2. */
 static void shutdown_timeout_honoured(void)
 {
-	struct daemon d;
+	struct pe_spawn d;
 	const char *args[] = {"--workers", "2", "--shutdown-timeout", "2", "--job-timeout", "600",
 			      "--max-analysis-cost", "1000000000000000", NULL};
 	daemon_start(&d, args);
@@ -88,7 +88,7 @@ static void shutdown_timeout_honoured(void)
 int main(void)
 {
 	fault_init("sigterm", 150);
-	struct daemon d;
+	struct pe_spawn d;
 	const char *args[] = {"--workers", "2", "--shutdown-timeout", "30", NULL};
 	daemon_start(&d, args);
 	struct resp r;

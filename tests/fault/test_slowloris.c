@@ -66,7 +66,7 @@ static int open_slow(struct slow *s, int port, const char *src, const char *firs
 int main(void)
 {
 	fault_init("slowloris", 60);
-	struct daemon d;
+	struct pe_spawn d;
 	char timeout[16], per_ip[16];
 	snprintf(timeout, sizeof timeout, "%d", TIMEOUT);
 	snprintf(per_ip, sizeof per_ip, "%d", PER_IP);

@@ -95,7 +95,7 @@ static void *upload_run(void *arg)
 	return NULL;
 }
 
-static void second_daemon(struct daemon *d)
+static void second_daemon(struct pe_spawn *d)
 {
 	char tmp[64], path[160], cmd[600];
 	snprintf(tmp, sizeof tmp, ".tmp-held.%d.1", d->pid); /* as an upload in progress leaves it */
@@ -137,7 +137,7 @@ static void second_daemon(struct daemon *d)
 
 /* ---- files changed behind posencd's back ---- */
 
-static void removed_file(struct daemon *d)
+static void removed_file(struct pe_spawn *d)
 {
 	size_t len;
 	char *body = npy(8, 4, 1, &len), path[160];
@@ -158,7 +158,7 @@ static void removed_file(struct daemon *d)
 
 /* ---- the write gate: a write answered 503 never lands ---- */
 
-static void held_writes(struct daemon *d, const char *gate)
+static void held_writes(struct pe_spawn *d, const char *gate)
 {
 	size_t len;
 	char *body = npy(8, 4, 7, &len);
@@ -192,7 +192,7 @@ int main(void)
 	path_of(gate, sizeof gate, "gate");
 	setenv("POSENC_TEST_WRITE_GATE", gate, 1);
 
-	struct daemon d;
+	struct pe_spawn d;
 	const char *args[] = {"--data-dir", dir, "--workers", "2", "--max-table-bytes", "33554432", NULL};
 	daemon_start(&d, args);
 	second_daemon(&d);

@@ -91,7 +91,7 @@ static const struct req_case post_cases[] = {
 int main(void)
 {
 	fault_init("strict", 60);
-	struct daemon d;
+	struct pe_spawn d;
 	daemon_start(&d, NULL);
 	for (size_t i = 0; i < sizeof post_cases / sizeof post_cases[0]; i++) {
 		const struct req_case *c = &post_cases[i];

@@ -1,5 +1,6 @@
 /* End-to-end test support (see pe_daemon.h). */
 #include "support/pe_daemon.h"
+#include "support/pe_http.h"
 
 #include <check.h>
 #include <curl/curl.h>
@@ -17,98 +18,30 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef PE_BUILD_DIR
-#define PE_BUILD_DIR "build"
-#endif
-
-const char *pe_daemon_bin(void)
-{
-	const char *env = getenv("POSENC_BIN");
-	return env ? env : PE_BUILD_DIR "/posencd";
-}
+const char *pe_daemon_bin(void) { return pe_spawn_bin(); }
 
 char *pe_daemon_log(const struct pe_daemon *d)
 {
-	FILE *f = fopen(d->log_path, "rb");
-	if (!f)
-		return strdup("");
-	char *buf = NULL;
-	size_t cap = 0, len = 0, n;
-	char chunk[4096];
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-		if (len + n + 1 > cap) {
-			cap = (len + n + 1) * 2;
-			buf = realloc(buf, cap);
-		}
-		memcpy(buf + len, chunk, n);
-		len += n;
-	}
-	fclose(f);
-	if (!buf)
-		return strdup("");
-	buf[len] = 0;
-	return buf;
+	char *log = pe_spawn_read(d->s.out, NULL);
+	return log ? log : strdup("");
 }
 
-static int find_port(const char *log)
+void pe_daemon_start_opts(struct pe_daemon *d, const char *const *argv_extra, const struct pe_spawn_opts *opts)
 {
-	const char *p = strstr(log, "\"event\":\"start\"");
-	if (!p)
-		return 0;
-	const char *q = strstr(p, "\"port\":");
-	return q ? atoi(q + 7) : 0;
+	char why[2048];
+	memset(d, 0, sizeof *d);
+	int rc = pe_spawn_start(&d->s, argv_extra, opts, why, sizeof why);
+	ck_assert_msg(rc == 0, "%s", why);
 }
 
 void pe_daemon_start(struct pe_daemon *d, const char *const *argv_extra)
 {
-	memset(d, 0, sizeof *d);
-	snprintf(d->log_path, sizeof d->log_path, "/tmp/posenc-e2e-%d-%ld.log", (int)getpid(), (long)random());
-	const char *args[64] = {pe_daemon_bin(), "--port", "0", "--bind", "127.0.0.1", "--log-level", "info"};
-	int n = 7;
-	for (int i = 0; argv_extra && argv_extra[i] && n < 62; i++)
-		args[n++] = argv_extra[i];
-	args[n] = NULL;
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int fd = open(d->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(fd, 1);
-		execv(args[0], (char *const *)args);
-		_exit(127);
-	}
-	d->pid = pid;
-	for (int i = 0; i < 1000 && !d->port; i++) {
-		char *log = pe_daemon_log(d);
-		d->port = find_port(log);
-		free(log);
-		if (!d->port) {
-			int st;
-			ck_assert_msg(waitpid(pid, &st, WNOHANG) == 0, "posencd exited during start-up");
-			usleep(10000);
-		}
-	}
-	ck_assert_msg(d->port > 0, "posencd did not report its port");
+	pe_daemon_start_opts(d, argv_extra, NULL);
 }
 
 int pe_daemon_stop(struct pe_daemon *d, int sig)
 {
-	int st = 0;
-	if (d->pid <= 0)
-		return -1;
-	kill(d->pid, sig);
-	for (int i = 0; i < 2000; i++) {
-		pid_t r = waitpid(d->pid, &st, WNOHANG);
-		if (r == d->pid) {
-			d->pid = 0;
-			unlink(d->log_path);
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		}
-		usleep(10000);
-	}
-	kill(d->pid, SIGKILL);
-	waitpid(d->pid, &st, 0);
-	d->pid = 0;
-	return -1;
+	return pe_spawn_stop(&d->s, sig, 20.0);
 }
 
 struct sink {
@@ -135,9 +68,9 @@ void pe_request(const struct pe_daemon *d, const char *method, const char *path,
 {
 	char url[4096];
 	if (d->cainfo)
-		snprintf(url, sizeof url, "https://localhost:%d%s", d->port, path);
+		snprintf(url, sizeof url, "https://localhost:%d%s", d->s.port, path);
 	else
-		snprintf(url, sizeof url, "http://127.0.0.1:%d%s", d->port, path);
+		snprintf(url, sizeof url, "http://127.0.0.1:%d%s", d->s.port, path);
 	CURL *c = curl_easy_init();
 	ck_assert_ptr_nonnull(c);
 	struct sink b = {0}, h = {0};
@@ -177,24 +110,34 @@ void pe_get(const struct pe_daemon *d, const char *path, struct pe_resp *r)
 
 const char *pe_resp_header(const struct pe_resp *r, const char *name, char *buf, size_t cap)
 {
-	size_t nlen = strlen(name);
-	for (const char *line = r->headers; line && *line;) {
-		const char *eol = strstr(line, "\r\n");
-		size_t len = eol ? (size_t)(eol - line) : strlen(line);
-		if (len > nlen && line[nlen] == ':' && strncasecmp(line, name, nlen) == 0) {
-			const char *v = line + nlen + 1;
-			while (*v == ' ')
-				v++;
-			size_t vlen = (size_t)(line + len - v);
-			if (vlen >= cap)
-				vlen = cap - 1;
-			memcpy(buf, v, vlen);
-			buf[vlen] = 0;
-			return buf;
-		}
-		line = eol ? eol + 2 : NULL;
-	}
-	return NULL;
+	return pe_http_header(r->headers, name, buf, cap);
+}
+
+json_t *pe_resp_json(const struct pe_resp *r)
+{
+	json_error_t e;
+	json_t *j = json_loadb(r->body, r->len, 0, &e);
+	ck_assert_msg(j != NULL, "invalid JSON (%s): %.200s", e.text, r->body);
+	return j;
+}
+
+void pe_assert_problem(const struct pe_resp *r, long status, const char *param)
+{
+	char ct[128], why[1024];
+	const char *type = pe_resp_header(r, "Content-Type", ct, sizeof ct);
+	ck_assert_msg(pe_http_is_problem(r->status, type, r->body, r->len, status, param, why, sizeof why), "%s", why);
+}
+
+double pe_metric(const struct pe_daemon *d, const char *name)
+{
+	struct pe_resp r;
+	double v = 0;
+	pe_get(d, "/metrics", &r);
+	ck_assert_int_eq(r.status, 200);
+	int found = pe_http_metric(r.body, name, &v);
+	pe_resp_free(&r);
+	ck_assert_msg(found, "no metric %s", name);
+	return v;
 }
 
 void pe_resp_free(struct pe_resp *r)
@@ -209,7 +152,7 @@ size_t pe_raw_exchange(const struct pe_daemon *d, const char *request, size_t le
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	ck_assert_int_ge(fd, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)d->port)};
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)d->s.port)};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
 	ck_assert_int_eq(send(fd, request, len, MSG_NOSIGNAL), (ssize_t)len);

@@ -1,21 +1,25 @@
-/* End-to-end test support: start the real posencd on port 0, read the bound port from its start
- * log line, speak HTTP to it with libcurl, stop it with a signal and collect its exit status. */
+/* End-to-end test support: the real posencd started through the one spawner (pe_spawn.h), HTTP
+ * to it with libcurl, and the shared HTTP assertions (pe_http.h) as check assertions. */
 #ifndef PE_TEST_DAEMON_H
 #define PE_TEST_DAEMON_H
 
 #include <stddef.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
+#include "support/pe_spawn.h"
+
 struct pe_daemon {
-	pid_t pid;
-	int port;
-	char log_path[256];
+	struct pe_spawn s;  /* s.pid, s.port, s.out (its JSON log) */
 	const char *cainfo; /* set to a CA/certificate file to speak HTTPS to localhost */
 };
 
 /* argv_extra: NULL-terminated extra arguments (e.g. "--workers", "1", NULL), may be NULL.
- * Aborts the test if the daemon does not report its port within 10 s. */
+ * Fails the test if the daemon does not report its port (within 20 s). */
 void pe_daemon_start(struct pe_daemon *d, const char *const *argv_extra);
+/* The same with spawner options (a wrapper command, another --bind). */
+void pe_daemon_start_opts(struct pe_daemon *d, const char *const *argv_extra, const struct pe_spawn_opts *opts);
 /* Send sig and wait (up to 20 s); returns the exit status, or 128+signal if killed by one. */
 int pe_daemon_stop(struct pe_daemon *d, int sig);
 /* The daemon's stdout so far (caller frees). */
@@ -35,6 +39,14 @@ void pe_get(const struct pe_daemon *d, const char *path, struct pe_resp *r);
 /* Value of a response header (case-insensitive name) into buf; NULL if absent. */
 const char *pe_resp_header(const struct pe_resp *r, const char *name, char *buf, size_t cap);
 void pe_resp_free(struct pe_resp *r);
+
+/* The body parsed as JSON (caller decrefs); fails the test if it is not JSON. */
+json_t *pe_resp_json(const struct pe_resp *r);
+/* Fails the test unless r is an RFC 9457 problem for status (naming param, if not NULL); the
+ * checks are pe_http_is_problem's. */
+void pe_assert_problem(const struct pe_resp *r, long status, const char *param);
+/* The value of a metric's first sample from GET /metrics; fails the test if there is none. */
+double pe_metric(const struct pe_daemon *d, const char *name);
 
 /* Send raw bytes on a new TCP connection and read what comes back until the peer closes, cap is
  * reached or timeout_ms passes; returns the number of bytes read (buf NUL-terminated). */

@@ -1,14 +1,16 @@
 /* Known-answer test helpers: read a tests/data/<dir>/cases.json manifest written by
  * tests/ref/kat.py, drive a table through the core exactly as a client's query would (find, init,
- * set every key=value, finish, shape, compute), and track ulp distances per comparison.
+ * set every key=value, finish, shape, compute: support/pe_table.h), and track ulp distances per
+ * comparison.
  *
- * Header-only (static inline) so that any test program can include it without a Makefile change:
- * the test link line names one support object, pe_check.o. Every failure is a check assertion. */
+ * Header-only (static inline): every check program links pe_check.o and pe_table.o, which is all
+ * it needs. Every failure is a check assertion. */
 #ifndef PE_TEST_KAT_H
 #define PE_TEST_KAT_H
 
 #include "posenc/core.h"
 #include "support/pe_check.h"
+#include "support/pe_table.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -78,53 +80,14 @@ static inline void *pe_kat_file(const struct pe_kat *k, json_t *c, const char *f
 	return p;
 }
 
-/* Set every key=value of query on p; returns the first error (err filled) or 0. */
-static inline int pe_kat_set_query(struct pe_params *p, const char *query, struct pe_err *err)
-{
-	char *q = strdup(query), *save = NULL;
-	int rc = 0;
-	ck_assert_ptr_nonnull(q);
-	for (char *kv = strtok_r(q, "&", &save); kv && rc == 0; kv = strtok_r(NULL, "&", &save)) {
-		char *eq = strchr(kv, '=');
-		ck_assert_msg(eq != NULL, "%s: no '=' in '%s'", query, kv);
-		*eq = 0;
-		rc = pe_params_set(p, kv, eq + 1, err);
-	}
-	free(q);
-	return rc;
-}
-
-/* Parse and validate a query for a table (init, set, finish); returns 0 or the error code with
- * err filled. p must be destroyed by the caller either way. */
-static inline int pe_kat_params(struct pe_params *p, const char *table, const char *query, struct pe_err *err)
-{
-	const struct pe_table_def *def = pe_table_find(table);
-	ck_assert_msg(def != NULL, "no table %s", table);
-	pe_params_init(p, def);
-	pe_err_clear(err);
-	int rc = pe_kat_set_query(p, query, err);
-	return rc ? rc : pe_params_finish(p, err);
-}
-
 /* Compute a table for a valid query as dtype dt; its shape must equal want. Caller frees. */
 static inline void *pe_kat_run(const char *table, const char *query, enum pe_dtype dt, const struct pe_shape *want)
 {
-	struct pe_params p;
-	struct pe_err err;
-	int rc = pe_kat_params(&p, table, query, &err);
-	ck_assert_msg(rc == 0, "/v1/%s?%s rejected: %s: %s", table, query, err.param, err.detail);
 	struct pe_shape s;
-	int overflow;
-	ck_assert_int_eq(pe_table_shape(&p, &s), 0);
+	void *out = pe_query_table(table, query, dt, &s);
 	ck_assert_int_eq(s.rank, want->rank);
 	for (int i = 0; i < s.rank; i++)
 		ck_assert_msg(s.dim[i] == want->dim[i], "%s: axis %d is %zu, expected %zu", query, i, s.dim[i], want->dim[i]);
-	size_t n = pe_shape_count(&s, &overflow);
-	void *out = malloc(n * pe_dtype_size(dt));
-	ck_assert_ptr_nonnull(out);
-	rc = pe_table_compute(&p, dt, out, &err);
-	ck_assert_msg(rc == 0, "/v1/%s?%s: %s", table, query, err.detail);
-	pe_params_destroy(&p);
 	return out;
 }
 
@@ -133,7 +96,7 @@ static inline void pe_kat_rejects(const char *table, const char *query, const ch
 {
 	struct pe_params p;
 	struct pe_err err;
-	int rc = pe_kat_params(&p, table, query, &err);
+	int rc = pe_query_params(&p, table, query, &err);
 	pe_params_destroy(&p);
 	ck_assert_msg(rc == PE_EINVAL, "/v1/%s?%s: accepted (rc %d), expected an error naming %s", table, query, rc,
 		      param);

@@ -42,11 +42,7 @@ command -v nginx >/dev/null 2>&1 || missing+=(nginx-light)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ] && [ "${BENCH_ONLY:-}" != cli ]; then # the CLI section needs none of them
-	[ "$(id -u)" -eq 0 ] || die "missing ${missing[*]}: run as root, or apt-get install them"
-	log "installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	die "missing ${missing[*]}: run 'make deps' as root (make bench does)"
 fi
 
 # ---------------------------------------------------------------- binaries at -O3

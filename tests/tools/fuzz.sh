@@ -14,8 +14,8 @@
 # config target also needs src/daemon/config.c and the embedded defaults (src/daemon/assets.S);
 # the framing target the HTTP layer's pure parsers (src/http/framing.c, negotiate.c).
 # Each run starts from the committed seeds (tests/fuzz/corpus/<target>/) plus what earlier runs
-# found (build/fuzz/corpus/<target>/, not committed). clang and the compiler-rt runtime are
-# apt-get installed when missing (as root).
+# found (build/fuzz/corpus/<target>/, not committed). clang and the compiler-rt runtime come from
+# `make deps` (tests/tools/deps.sh fuzz); `make fuzz` runs that first.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -41,28 +41,13 @@ probe() { # can $CLANG build and link a libFuzzer program?
 	rm -rf "$d"
 	return $rc
 }
-need_pkgs=()
-probe || need_pkgs+=(clang libclang-rt-14-dev)
-for p in libjansson-dev libsleef-dev libdeflate-dev nettle-dev libpng-dev pkg-config; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
-done
-if [ ${#need_pkgs[@]} -gt 0 ]; then
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "fuzz: missing packages: ${need_pkgs[*]} (run as root to install them)" >&2
-		exit 1
-	fi
-	echo "fuzz: installing ${need_pkgs[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
-	[ -n "$CLANG" ] || CLANG=clang
-	probe || { echo "fuzz: $CLANG cannot build libFuzzer targets" >&2; exit 1; }
-fi
+probe || { echo "fuzz: ${CLANG:-clang} cannot build libFuzzer targets (run 'make deps' as root)" >&2; exit 1; }
 
 # ---- build ----
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+# The library is compiled as the Makefile compiles it, without -Itests; the fuzz targets see tests/.
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing \
-	-Iinclude -Isrc -Itests $(pkg-config --cflags jansson) $SAN"
+	-Iinclude -Isrc $(pkg-config --cflags jansson) $SAN"
 # The core libraries as the Makefile links them (LIBS_CORE), so a new dependency needs no edit here.
 LIBS_CORE=$(sed -n 's/^LIBS_CORE *:= *//p' Makefile)
 LIBS="$(pkg-config --libs jansson) ${LIBS_CORE:--ldeflate -lsleef -lm} -pthread"
@@ -108,7 +93,7 @@ ar rcs "$OUT/libposenc-fuzz.a" "${lib_objs[@]}" "$assets"
 for t in "${TARGETS[@]}"; do
 	[ -f "tests/fuzz/fuzz_$t.c" ] || { echo "fuzz: no target '$t' (tests/fuzz/fuzz_$t.c)" >&2; exit 2; }
 	# shellcheck disable=SC2086
-	"$CLANG" $CFLAGS -Werror -fsanitize=fuzzer "tests/fuzz/fuzz_$t.c" "$OUT/libposenc-fuzz.a" $LIBS \
+	"$CLANG" $CFLAGS -Itests -Werror -fsanitize=fuzzer "tests/fuzz/fuzz_$t.c" "$OUT/libposenc-fuzz.a" $LIBS \
 		-o "$OUT/fuzz_$t"
 done
 echo "fuzz: built ${TARGETS[*]} with $CLANG into $OUT/"

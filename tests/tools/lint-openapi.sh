@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lint openapi.yaml with Redocly CLI, the exact version pinned in tests/package.json and locked in
-# tests/package-lock.json. Installs it into tests/node_modules (npm ci) when it is missing or not
-# the pinned version. tests/redocly.yaml extends recommended-strict, so every problem Redocly
+# tests/package-lock.json, which `make deps` (tests/tools/deps.sh lint) installs into
+# tests/node_modules; fails when it is missing or not the pinned version. tests/redocly.yaml extends recommended-strict, so every problem Redocly
 # reports is an error and fails this script. Needs node and npm (make deps installs Debian's).
 set -euo pipefail
 tests=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,8 +15,8 @@ done
 pinned=$(node -p 'require("./package.json").devDependencies["@redocly/cli"]')
 installed=$(node -p 'try { require("./node_modules/@redocly/cli/package.json").version } catch (e) { "" }')
 if [ "$installed" != "$pinned" ] || [ ! -x node_modules/.bin/redocly ]; then
-	echo "lint-openapi: installing @redocly/cli $pinned into tests/node_modules"
-	npm ci --no-audit --no-fund --include=dev --loglevel=error
+	echo "lint-openapi: @redocly/cli $pinned is not in tests/node_modules (run 'make deps')" >&2
+	exit 1
 fi
 
 # No usage telemetry and no update check: the result must depend on the repository only.

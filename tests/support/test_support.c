@@ -1,0 +1,175 @@
+/* Tests of the shared test support itself: the HTTP assertions (pe_http) accept what they should
+ * and refuse each defect, the spawner (pe_spawn) reports why a daemon did not start and kills at
+ * exit only the daemons of the process that exits, and pe_query_table computes what the core
+ * computes for the same parameters. */
+#include "support/pe_check.h"
+#include "support/pe_http.h"
+#include "support/pe_spawn.h"
+#include "support/pe_table.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PROBLEM_CT "application/problem+json"
+#define GOOD "{\"type\":\"https://posenc.dev/problems/invalid-parameter\",\"title\":\"t\",\"status\":400," \
+	     "\"detail\":\"d\",\"param\":\"len\"}"
+
+static int problem(long status, const char *ct, const char *body, long want, const char *param)
+{
+	char why[512] = "";
+	int ok = pe_http_is_problem(status, ct, body, strlen(body), want, param, why, sizeof why);
+	ck_assert_msg(ok || why[0], "refused without a reason");
+	return ok;
+}
+
+START_TEST(problem_accepts_and_refuses)
+{
+	ck_assert(problem(400, PROBLEM_CT, GOOD, 400, "len"));
+	ck_assert(problem(400, PROBLEM_CT, GOOD, 400, NULL));
+	ck_assert(!problem(404, PROBLEM_CT, GOOD, 400, NULL));                /* HTTP status */
+	ck_assert(!problem(400, PROBLEM_CT, GOOD, 404, NULL));                /* "status" member */
+	ck_assert(!problem(400, "application/json", GOOD, 400, NULL));       /* media type */
+	ck_assert(!problem(400, NULL, GOOD, 400, NULL));                      /* no Content-Type */
+	ck_assert(!problem(400, PROBLEM_CT, GOOD, 400, "dim"));               /* names another parameter */
+	ck_assert(!problem(400, PROBLEM_CT, "not json", 400, NULL));
+	ck_assert(!problem(400, PROBLEM_CT, "[400]", 400, NULL));
+	ck_assert(!problem(400, PROBLEM_CT, "{\"type\":\"https://posenc.dev/problems/x\",\"status\":400,\"detail\":\"d\"}",
+			   400, NULL)); /* no title */
+	ck_assert(!problem(400, PROBLEM_CT, "{\"type\":\"https://posenc.dev/problems/x\",\"title\":\"t\",\"status\":400}",
+			   400, NULL)); /* no detail */
+	ck_assert(!problem(400, PROBLEM_CT, "{\"type\":\"about:blank\",\"title\":\"t\",\"status\":400,\"detail\":\"d\"}", 400,
+			   NULL));
+	ck_assert(!problem(400, PROBLEM_CT, "{\"type\":\"https://posenc.dev/problems/x\",\"title\":\"t\",\"status\":\"400\","
+					    "\"detail\":\"d\"}",
+			   400, NULL)); /* status as a string */
+}
+END_TEST
+
+START_TEST(header_lookup)
+{
+	const char *head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-PE-Shape:  4,8\r\n"
+			   "content-length: 12\r\n\r\n";
+	char buf[16];
+	ck_assert_str_eq(pe_http_header(head, "content-type", buf, sizeof buf), "text/plain");
+	ck_assert_str_eq(pe_http_header(head, "X-PE-Shape", buf, sizeof buf), "4,8");
+	ck_assert_str_eq(pe_http_header(head, "Content-Length", buf, sizeof buf), "12");
+	ck_assert_ptr_null(pe_http_header(head, "Content", buf, sizeof buf)); /* a prefix is not a name */
+	ck_assert_ptr_null(pe_http_header(head, "ETag", buf, sizeof buf));
+	ck_assert_str_eq(pe_http_header(head, "Content-Type", buf, 5), "text"); /* truncated to cap - 1 */
+}
+END_TEST
+
+START_TEST(metric_samples)
+{
+	const char *text = "# HELP posenc_jobs_total jobs\nposenc_jobs_total_x 9\nposenc_jobs_total 42\n"
+			   "posenc_requests_total{code=\"a b\",x=\"1\"} 7\n";
+	double v = 0;
+	ck_assert(pe_http_metric(text, "posenc_jobs_total", &v));
+	ck_assert(v == 42);
+	ck_assert(pe_http_metric(text, "posenc_requests_total", &v));
+	ck_assert(v == 7);
+	ck_assert(!pe_http_metric(text, "posenc_jobs", &v));
+	ck_assert(!pe_http_metric(text, "posenc_missing", &v));
+}
+END_TEST
+
+START_TEST(query_table_is_the_core_table)
+{
+	struct pe_params p;
+	struct pe_err err;
+	struct pe_shape s;
+	int of;
+	ck_assert_int_eq(pe_query_params(&p, "sinusoidal", "len=5&dim=6&offset=2", &err), 0);
+	double want[30];
+	ck_assert_int_eq(pe_table_compute(&p, PE_F64, want, &err), 0);
+	pe_params_destroy(&p);
+	double *got = pe_query_table("sinusoidal", "format=npy&len=5&dim=6&offset=2&dtype=f64", PE_F64, &s);
+	ck_assert_int_eq(s.rank, 2);
+	ck_assert_uint_eq(pe_shape_count(&s, &of), 30);
+	ck_assert(memcmp(got, want, sizeof want) == 0);
+	free(got);
+	/* pe_query_params skips nothing: dtype is not a table parameter */
+	ck_assert_int_eq(pe_query_params(&p, "sinusoidal", "len=5&dim=6&dtype=f64", &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "dtype");
+	pe_params_destroy(&p);
+}
+END_TEST
+
+START_TEST(spawn_says_why)
+{
+	struct pe_spawn d;
+	char why[4096] = "";
+	const char *bad[] = {"--workers", "0", NULL};
+	ck_assert_int_eq(pe_spawn_start(&d, bad, NULL, why, sizeof why), -1);
+	ck_assert_msg(strstr(why, "exited during start-up") != NULL, "%s", why);
+	ck_assert_msg(strstr(why, "workers") != NULL, "the daemon's stderr is not in the reason: %s", why);
+}
+END_TEST
+
+/* A daemon started by the parent survives the exit of a child (forked after it) that started
+ * nothing; one started in a child dies when the child exits without stopping it. */
+START_TEST(spawn_cleanup_is_per_process)
+{
+	struct pe_spawn mine;
+	char why[4096], dir[2][64], cmd[160];
+	int fds[2];
+	for (int i = 0; i < 2; i++) { /* one data_dir per daemon */
+		snprintf(dir[i], sizeof dir[i], "/tmp/posenc-support-XXXXXX");
+		ck_assert_ptr_nonnull(mkdtemp(dir[i]));
+	}
+	const char *args[2][3] = {{"--data-dir", dir[0], NULL}, {"--data-dir", dir[1], NULL}};
+	ck_assert_int_eq(pe_spawn_start(&mine, args[0], NULL, why, sizeof why), 0);
+	pid_t idle = fork(); /* a child that starts nothing (a check test after an unchecked fixture) */
+	ck_assert_int_ge(idle, 0);
+	if (idle == 0)
+		exit(0); /* atexit: pe_spawn_cleanup */
+	int st;
+	ck_assert_int_eq(waitpid(idle, &st, 0), idle);
+	/* had the child's exit killed it, it would not exit 0 on SIGTERM */
+	ck_assert_int_eq(pe_spawn_stop(&mine, SIGTERM, 20), 0);
+	ck_assert_int_eq(pipe(fds), 0);
+	pid_t child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		struct pe_spawn d;
+		pid_t pid = pe_spawn_start(&d, args[1], NULL, why, sizeof why) == 0 ? d.pid : -1;
+		if (pid < 0)
+			fprintf(stderr, "child: %s\n", why);
+		ssize_t w = write(fds[1], &pid, sizeof pid);
+		exit(w == sizeof pid ? 0 : 1); /* atexit: pe_spawn_cleanup */
+	}
+	pid_t theirs = -1;
+	close(fds[1]);
+	ck_assert_int_eq(read(fds[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(child, &st, 0), child);
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+	ck_assert_int_gt(theirs, 0);
+	/* the child reaped its daemon before exiting: no such process any more */
+	ck_assert_msg(kill(theirs, 0) == -1 && errno == ESRCH, "the child's daemon %d outlived it", (int)theirs);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir[0], dir[1]);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("support");
+	TCase *tc = tcase_create("support");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, problem_accepts_and_refuses);
+	tcase_add_test(tc, header_lookup);
+	tcase_add_test(tc, metric_samples);
+	tcase_add_test(tc, query_table_is_the_core_table);
+	tcase_add_test(tc, spawn_says_why);
+	tcase_add_test(tc, spawn_cleanup_is_per_process);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(suite)
