@@ -85,7 +85,7 @@ compile() { # src obj extra-flags...
 }
 
 lib_objs=()
-for src in src/core/*.c src/tensor/*.c src/cache/*.c src/daemon/config.c src/http/framing.c src/http/negotiate.c; do
+for src in src/core/*.c src/tensor/*.c src/cache/*.c src/store/*.c src/daemon/config.c src/http/framing.c src/http/negotiate.c; do
 	obj="$OUT/obj/${src%.c}.o"
 	extra=(-fsanitize=fuzzer-no-link)
 	case "$src" in

@@ -1,4 +1,4 @@
-/* Tests for the durable store of learned tables (src/cache/store.c, include/posenc/store.h).
+/* Tests for the durable store of learned tables (src/store/store.c, include/posenc/store.h).
  *
  * The store's source is compiled into this program with write() and fsync() routed through
  * wrappers, so a test can make the disk "fill up" in the middle of an upload and check that the
@@ -42,7 +42,7 @@ static int t_fsync(int fd)
 
 #define write t_write
 #define fsync t_fsync
-#include "cache/store.c"
+#include "store/store.c"
 #undef write
 #undef fsync
 
