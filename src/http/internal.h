@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include "http/http.h"
+#include "posenc/output.h"
 #include "posenc/posenc.h"
 
 /* A request waiting for a computation. Shared between the request (MHD thread) and the cache's
@@ -112,6 +113,12 @@ enum MHD_Result pe_http_not_modified(struct req *r, struct MHD_Connection *conn,
 /* CORS headers for a response to this connection (per cors_origins). */
 void pe_http_add_cors(struct pe_http *h, struct MHD_Connection *conn, struct MHD_Response *resp);
 int pe_http_cors_static(const struct pe_http *h); /* 1 when the CORS headers are request-independent */
+
+/* Tensor output (response.c): negotiation from the request's Accept and Accept-Encoding, and the
+ * content headers (Content-Type, Content-Encoding, Vary) of the chosen output. */
+int pe_http_out_resolve(struct pe_out *o, const struct pe_out_query *q, struct MHD_Connection *conn,
+			enum pe_dtype fixed_dtype, unsigned offered, struct pe_err *err);
+void pe_http_out_headers(const struct pe_out *o, struct MHD_Response *resp);
 
 /* Waiters (server.c). */
 struct waiter *pe_waiter_new(struct pe_http *h, struct MHD_Connection *conn);

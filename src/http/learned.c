@@ -37,8 +37,6 @@
  * (a decoded %3F) is not cut short. MHD decodes %2F into '/' and stops at %00: the name is
  * checked after decoding, so neither reaches the file system. */
 #include "http/internal.h"
-#include "http/negotiate.h"
-#include "http/output.h"
 #include "http/problem.h"
 #include "posenc/resample.h"
 #include "posenc/store.h"
@@ -766,7 +764,7 @@ static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, s
 	}
 	r->cache_hit = hit;
 	r->bytes = b->len;
-	pe_out_headers(&b->out, resp);
+	pe_http_out_headers(&b->out, resp);
 	MHD_add_response_header(resp, "X-PE-Shape", b->shape);
 	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(b->out.dt));
 	MHD_add_response_header(resp, "X-PE-Cache", hit ? "hit" : "miss");
@@ -933,7 +931,7 @@ static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, co
 	enum MHD_Result ret;
 	int rc = parse_query(conn, &get_def, &p, &q, similarity ? "encoding" : NULL, &err), keylen = -1;
 	if (rc == 0)
-		rc = pe_out_resolve(&o, &q, conn, PE_DTYPE_COUNT_, OFFERED, &err);
+		rc = pe_http_out_resolve(&o, &q, conn, PE_DTYPE_COUNT_, OFFERED, &err);
 	if (rc == 0 && pe_store_stat(r->h->opt.store, name, &m) != 0)
 		rc = pe_err_set(&err, PE_ENOTFOUND, "name", "no learned table named %s", name);
 	if (rc == 0)

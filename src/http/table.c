@@ -14,8 +14,6 @@
  * it: from then on the cache counts it (by its allocation sizes), and if it leaves the cache while
  * still being sent, the cache charges it back to the budget until MHD lets go of it. */
 #include "http/internal.h"
-#include "http/negotiate.h"
-#include "http/output.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -154,7 +152,7 @@ static int parse_request(struct pe_http *h, struct MHD_Connection *conn, const s
 	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
 	if (q.failed)
 		return q.failed;
-	int rc = pe_out_resolve(o, &q.out, conn, def->fixed_dtype, OFFERED, err);
+	int rc = pe_http_out_resolve(o, &q.out, conn, def->fixed_dtype, OFFERED, err);
 	if (rc == 0)
 		rc = pe_params_finish(p, err);
 	if (rc == 0)
@@ -179,7 +177,7 @@ static int make_key(const struct pe_params *p, const struct pe_out *o, char *key
 
 static void add_table_headers(const struct table_body *b, struct MHD_Response *resp, const char *cache)
 {
-	pe_out_headers(&b->out, resp);
+	pe_http_out_headers(&b->out, resp);
 	MHD_add_response_header(resp, "X-PE-Shape", b->shape);
 	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(b->out.dt));
 	MHD_add_response_header(resp, "X-PE-Cache", cache);

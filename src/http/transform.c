@@ -10,8 +10,6 @@
  * transformed inside the body buffer), so a request costs about twice its body at most. Results
  * depend on the body, so they are not cached (Cache-Control: no-store). */
 #include "http/internal.h"
-#include "http/negotiate.h"
-#include "http/output.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -410,7 +408,7 @@ static enum MHD_Result transform_resume(struct req *r, struct MHD_Connection *co
 		return MHD_NO;
 	}
 	r->bytes = res->len;
-	pe_out_headers(&res->out, resp);
+	pe_http_out_headers(&res->out, resp);
 	MHD_add_response_header(resp, "X-PE-Shape", res->shape);
 	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(res->out.dt));
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
