@@ -76,6 +76,7 @@ struct req {
 	const char *allow;       /* Allow header for a 405 (default "GET, HEAD") */
 	/* Set while suspended: what answers when the connection resumes. */
 	enum MHD_Result (*on_resume)(struct req *r, struct MHD_Connection *conn);
+	const void *resume_arg;  /* for on_resume */
 	/* Requests with a body (transforms): collected here, bounded by max_body_bytes. */
 	const struct pe_table_def *transform;
 	int learned;             /* a /v1/learned request: learned.c answers */
@@ -144,7 +145,6 @@ enum MHD_Result pe_learned_similarity(struct req *r, struct MHD_Connection *conn
 
 /* Tables (table.c). */
 enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, const struct pe_table_def *def);
-enum MHD_Result pe_table_resume(struct req *r, struct MHD_Connection *conn);
 void pe_table_free_scratch(struct pe_http *h); /* when no job runs any more */
 
 #endif

@@ -16,7 +16,7 @@
  * Caching: a GET is keyed by "learned/<name>@<version>?<resampling>|<dtype>|<format>...", where the
  * version is everything that shapes the answer (the elements' sha256, dtype, shape, prefix_tokens
  * and grid), so a replaced table is never served from the cache, not even one re-uploaded with the
- * same bytes and another grid; the ETag is a hash of that key.
+ * same bytes and another grid; the ETag is a hash of that key (produce.c, as every cached answer's).
  * Learned tables change, so responses say Cache-Control: no-cache (revalidate with If-None-Match)
  * instead of immutable. A miss reads the file with the version it expects; if the table was
  * replaced in between, the request fails with 503 and Retry-After rather than fill the key with
@@ -36,7 +36,7 @@
  * query's length is recomputed from the arguments (decoded the same way), so a path holding a '?'
  * (a decoded %3F) is not cut short. MHD decodes %2F into '/' and stops at %00: the name is
  * checked after decoding, so neither reaches the file system. */
-#include "http/internal.h"
+#include "http/produce.h"
 #include "http/problem.h"
 #include "posenc/resample.h"
 #include "posenc/store.h"
@@ -607,14 +607,6 @@ static enum MHD_Result write_item(struct req *r, struct MHD_Connection *conn, co
 
 /* ---- GET of a table: the cache, and the job that reads, resamples and encodes ---- */
 
-struct lbody {
-	char *data;
-	size_t len;
-	struct pe_out out;
-	char shape[64];
-	char etag[40];
-};
-
 struct gjob {
 	struct pe_http *h;
 	struct pe_store_meta meta; /* the version the key names */
@@ -622,17 +614,7 @@ struct gjob {
 	struct pe_out out;
 	struct pe_shape shape;     /* of the result */
 	int similarity;            /* answer the [rows, rows] dot products instead of the table */
-	char etag[40];
-	size_t keylen;
-	char key[];
 };
-
-static void lbody_free(void *value)
-{
-	struct lbody *b = value;
-	free(b->data);
-	free(b);
-}
 
 static double elem(enum pe_dtype dt, const void *data, size_t i)
 {
@@ -693,9 +675,10 @@ static int similarity_of(const struct gjob *j, double **v, struct pe_err *err)
 	return 0;
 }
 
-/* Read, resample, round to the output dtype and encode into out. */
-static int produce(struct gjob *j, struct pe_buf *out, struct pe_err *err)
+/* The producer: read, resample, round to the output dtype and encode into out. */
+static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, struct pe_err *err)
 {
+	struct gjob *j = arg;
 	struct pe_store_meta m;
 	void *data = NULL, *typed = NULL;
 	double *v = NULL;
@@ -715,65 +698,17 @@ static int produce(struct gjob *j, struct pe_buf *out, struct pe_err *err)
 	free(data);
 	pe_budget_free_block(j->h->opt.budget, v);
 	pe_budget_free_block(j->h->opt.budget, typed);
+	if (rc == 0)
+		pe_shape_format(&j->shape, info->shape, sizeof info->shape);
 	return rc;
 }
 
-static void gjob_free(struct gjob *j)
+static void gjob_free_cb(void *arg)
 {
+	struct gjob *j = arg;
 	pe_params_destroy(&j->params);
 	free(j);
 }
-
-static void gjob_run(void *arg)
-{
-	struct gjob *j = arg;
-	struct pe_err err = {0};
-	struct pe_buf out;
-	struct lbody *b = calloc(1, sizeof *b);
-	pe_buf_init(&out, j->h->opt.max_response_bytes);
-	pe_buf_set_budget(&out, j->h->opt.budget);
-	int rc = b ? produce(j, &out, &err) : PE_ENOMEM;
-	if (rc == 0) {
-		b->out = j->out;
-		pe_shape_format(&j->shape, b->shape, sizeof b->shape);
-		memcpy(b->etag, j->etag, sizeof b->etag);
-		b->data = pe_buf_steal(&out, &b->len);
-		size_t held = pe_mem_size(b->data); /* the cache counts it from here (pe_cache_set_budget) */
-		pe_cache_fill(j->h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b), lbody_free);
-		pe_budget_give(j->h->opt.budget, held);
-	} else {
-		free(b);
-		pe_cache_fail(j->h->opt.cache, j->key, j->keylen, rc);
-	}
-	pe_buf_destroy(&out);
-	gjob_free(j);
-}
-
-static void release_entry_cb(void *cls) { pe_cache_release(cls); }
-
-/* Answer from a cache entry; takes over the caller's reference, which the response holds until
- * MHD has sent the bytes. */
-static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, struct pe_cache_entry *e, int hit)
-{
-	struct lbody *b = pe_cache_value(e);
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, release_entry_cb, e);
-	if (!resp) {
-		pe_cache_release(e);
-		return MHD_NO;
-	}
-	r->cache_hit = hit;
-	r->bytes = b->len;
-	pe_http_out_headers(&b->out, resp);
-	MHD_add_response_header(resp, "X-PE-Shape", b->shape);
-	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(b->out.dt));
-	MHD_add_response_header(resp, "X-PE-Cache", hit ? "hit" : "miss");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, b->etag);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	pe_http_add_cors(r->h, conn, resp);
-	return pe_http_queue(r, conn, 200, resp);
-}
-
 
 static const char *failure_detail(int code)
 {
@@ -791,20 +726,9 @@ static const char *failure_detail(int code)
 	}
 }
 
-static enum MHD_Result get_resume(struct req *r, struct MHD_Connection *conn)
+static void failure_cb(int code, struct pe_err *err)
 {
-	struct waiter *w = r->w;
-	struct pe_err err = {0};
-	if (w->state == W_EXPIRED)
-		pe_err_set(&err, PE_ETIMEOUT, "", "the table was not ready within job_timeout");
-	else if (w->code != 0 || !w->entry)
-		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, w->code == PE_ENOTFOUND ? "name" : "", "%s",
-			   failure_detail(w->code));
-	if (err.code)
-		return problem(r, conn, &err);
-	struct pe_cache_entry *e = w->entry;
-	w->entry = NULL; /* serve_entry takes the reference */
-	return serve_entry(r, conn, e, 0);
+	pe_err_set(err, code, code == PE_ENOTFOUND ? "name" : "", "%s", failure_detail(code));
 }
 
 /* The shape of the answer for this table and these parameters; errors name the parameter. */
@@ -843,79 +767,50 @@ static int similarity_shape(const struct pe_http *h, struct pe_shape *s, struct 
 }
 
 /* "learned/<name>@<sha256>:<dtype>:<rows>x<cols>:<prefix_tokens>:<grid_h>x<grid_w>?<canonical
- * parameters>|<dtype>|<format>..." and its ETag: the version part holds every field of the table
- * that shapes an answer (pe_store_same_version), so none can change under a cached key. */
+ * parameters>|<dtype>|<format>...": the version part holds every field of the table that
+ * shapes an answer (pe_store_same_version), so none can change under a cached key. */
 static int make_key(const struct pe_store_meta *m, const struct pe_params *p, const struct pe_out *o, int similarity,
-		    char *key, char etag[40])
+		    char *key)
 {
 	char sha[65];
-	uint8_t d[32];
 	hex(m->sha256, 32, sha);
 	int n = snprintf(key, KEY_MAX, "%s/%s@%s:%s:%" PRIu64 "x%" PRIu64 ":%" PRIu64 ":%" PRIu64 "x%" PRIu64 "?",
 			 similarity ? "similarity/learned" : "learned", m->name, sha, pe_dtype_name(m->dtype), m->rows,
 			 m->cols, m->prefix_tokens, m->grid_h, m->grid_w);
 	int c = n > 0 && n < KEY_MAX ? pe_params_canonical(p, key + n, KEY_MAX - (size_t)n) : -1;
 	int t = c >= 0 ? pe_out_key(o, key + n + c, KEY_MAX - (size_t)(n + c)) : -1;
-	if (t < 0)
-		return -1;
-	struct sha256_ctx ctx;
-	sha256_init(&ctx);
-	sha256_update(&ctx, strlen(PE_OUTPUT_EPOCH) + 1, (const uint8_t *)PE_OUTPUT_EPOCH "\n");
-	sha256_update(&ctx, (size_t)(n + c + t), (const uint8_t *)key);
-	sha256_digest(&ctx, sizeof d, d);
-	etag[0] = '"';
-	hex(d, 16, etag + 1);
-	memcpy(etag + 33, "\"", 2);
-	return n + c + t;
+	return t < 0 ? -1 : n + c + t;
 }
 
-static struct gjob *gjob_new(struct pe_http *h, const struct pe_store_meta *m, struct pe_params *p,
-			     const struct pe_out *o, const struct pe_shape *s, int similarity, const char *key,
-			     size_t keylen, const char *etag)
+struct miss {
+	struct pe_http *h;
+	const struct pe_store_meta *meta;
+	struct pe_params *params;
+	const struct pe_out *out;
+	const struct pe_shape *shape;
+	int similarity;
+};
+
+/* A miss (MHD thread): the job takes over the parameters. */
+static void *gjob_new_cb(void *ctx, struct pe_err *err)
 {
-	struct gjob *j = malloc(sizeof *j + keylen + 1);
+	struct miss *m = ctx;
+	struct gjob *j = malloc(sizeof *j);
 	if (!j)
 		return NULL;
-	*j = (struct gjob){.h = h, .meta = *m, .params = *p, .out = *o, .shape = *s, .similarity = similarity,
-			   .keylen = keylen};
-	memset(p, 0, sizeof *p); /* the job owns the parameters now */
-	memcpy(j->etag, etag, sizeof j->etag);
-	memcpy(j->key, key, keylen + 1);
+	*j = (struct gjob){.h = m->h, .meta = *m->meta, .params = *m->params, .out = *m->out, .shape = *m->shape,
+			   .similarity = m->similarity};
+	memset(m->params, 0, sizeof *m->params);
 	return j;
 }
 
-/* Hit: answer. Under way: wait. Miss: this request computes on the pool. */
-static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const struct pe_store_meta *m,
-			      struct pe_params *p, const struct pe_out *o, const struct pe_shape *s, int similarity,
-			      const char *key, size_t keylen)
-{
-	struct pe_http *h = r->h;
-	struct pe_err err = {0};
-	struct pe_cache_entry *e = NULL;
-	struct waiter *w = pe_waiter_new(h, conn);
-	int rc = w ? pe_cache_acquire(h->opt.cache, key, keylen, pe_waiter_ready_cb, w, &e) : PE_ENOMEM;
-	if (rc == PE_CACHE_HIT || rc < 0) {
-		pe_waiter_unref(w);
-		pe_waiter_unref(w);
-		if (rc == PE_CACHE_HIT)
-			return serve_entry(r, conn, e, 1);
-		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
-		return problem(r, conn, &err);
-	}
-	r->w = w;
-	r->on_resume = get_resume;
-	if (rc == PE_CACHE_MISS) {
-		struct gjob *j = gjob_new(h, m, p, o, s, similarity, key, keylen, r->etag);
-		int sub = j ? h->opt.hooks.submit(h->opt.hooks.ctx, gjob_run, j) : PE_ENOMEM;
-		if (sub != 0) {
-			if (j)
-				gjob_free(j);
-			pe_cache_fail(h->opt.cache, key, keylen, sub);
-		}
-	}
-	pe_waiter_suspend(w);
-	return MHD_YES;
-}
+static const struct pe_producer producer = {
+	.cache_control = "no-cache",
+	.job_new_cb = gjob_new_cb,
+	.produce_cb = produce_cb,
+	.job_free_cb = gjob_free_cb,
+	.failure_cb = failure_cb,
+};
 
 /* GET a table (similarity 0) or its position similarity (1: /v1/analysis/similarity with
  * encoding=learned:{name}, whose "encoding" parameter was read by the caller). */
@@ -940,15 +835,13 @@ static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, co
 		rc = similarity_shape(r->h, &s, &err);
 	if (rc == 0 && atomic_load(&r->h->draining))
 		rc = pe_err_set(&err, PE_EDRAINING, "", "the service is shutting down");
-	if (rc == 0 && (keylen = make_key(&m, &p, &o, similarity, key, r->etag)) < 0)
+	if (rc == 0 && (keylen = make_key(&m, &p, &o, similarity, key)) < 0)
 		rc = pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
-	const char *inm = rc ? NULL : MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	struct miss ms = {.h = r->h, .meta = &m, .params = &p, .out = &o, .shape = &s, .similarity = similarity};
 	if (rc != 0)
 		ret = problem(r, conn, &err);
-	else if (inm && pe_etag_matches(inm, r->etag))
-		ret = pe_http_not_modified(r, conn, r->etag, "no-cache");
 	else
-		ret = lookup(r, conn, &m, &p, &o, &s, similarity, key, (size_t)keylen);
+		ret = pe_produce_answer(r, conn, &producer, &o, key, (size_t)keylen, &ms);
 	pe_params_destroy(&p);
 	return ret;
 }
