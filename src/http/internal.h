@@ -146,5 +146,8 @@ enum MHD_Result pe_learned_similarity(struct req *r, struct MHD_Connection *conn
 /* Tables (table.c). */
 enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, const struct pe_table_def *def);
 void pe_table_free_scratch(struct pe_http *h); /* when no job runs any more */
+/* The response header of a table's extra value: "X-PE-" and its JSON name (extra_name) in
+ * header case ("attention_scaling": "X-PE-Attention-Scaling"). */
+void pe_table_extra_header(const struct pe_table_def *def, char *out, size_t cap);
 
 #endif

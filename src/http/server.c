@@ -351,7 +351,7 @@ static enum MHD_Result serve_readyz(struct req *r, struct MHD_Connection *conn)
 		static const char body[] = "{\"status\":\"draining\"}\n";
 		struct MHD_Response *resp = text_response(body, sizeof body - 1, "application/json", 0);
 		if (resp)
-			MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, PE_HTTP_RETRY_AFTER);
 		return pe_http_queue(r, conn, 503, resp);
 	}
 	static const char body[] = "{\"status\":\"ready\"}\n";

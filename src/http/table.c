@@ -7,6 +7,7 @@
  * key with PE_EBUSY (503 + Retry-After). */
 #include "http/produce.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +215,17 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 	return rc;
 }
 
+void pe_table_extra_header(const struct pe_table_def *def, char *out, size_t cap)
+{
+	size_t n = (size_t)snprintf(out, cap, "X-PE-");
+	int word_start = 1;
+	for (const char *c = def->extra_name; *c && n + 1 < cap; c++) {
+		out[n++] = *c == '_' ? '-' : word_start ? (char)toupper((unsigned char)*c) : *c;
+		word_start = *c == '_';
+	}
+	out[n] = 0;
+}
+
 /* The producer: compute and encode the table, and name its extra header. */
 static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, struct pe_err *err)
 {
@@ -227,7 +239,7 @@ static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, 
 	pe_shape_format(&s, info->shape, sizeof info->shape);
 	const struct pe_table_def *def = j->params.def;
 	if (def->extra && def->extra_name) {
-		snprintf(info->extra_name, sizeof info->extra_name, "X-PE-%s", "Attention-Scaling");
+		pe_table_extra_header(def, info->extra_name, sizeof info->extra_name);
 		info->extra[pe_fmt_f64(def->extra(&j->params), info->extra)] = 0;
 	}
 	return 0;
