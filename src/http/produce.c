@@ -10,7 +10,13 @@
  * Memory: the job's output buffer is reserved against the response budget (opt.budget) as it
  * grows. The finished body's reservation ends when the cache takes it: from then on the cache
  * counts it (by its allocation sizes), and if it leaves the cache while still being sent, the
- * cache charges it back to the budget until MHD lets go of it. */
+ * cache charges it back to the budget until MHD lets go of it.
+ *
+ * Scratch blocks: the tables of the formats that are not computed in place go through a scratch
+ * block. Up to two blocks of at most SCRATCH_KEEP bytes are kept between jobs, already faulted
+ * in: a fresh 1.5 MiB block for a 512x768 f32 table cost ~0.5 ms of page faults per request,
+ * before the encoding can start (measured A/B on the cold JSON request: 7.4-7.6 ms against
+ * 7.8-8.2). So at most 4 MiB stay resident for them. */
 #include "http/produce.h"
 
 #include <inttypes.h>
@@ -20,6 +26,13 @@
 
 /* The shared MHD_Response of a cached body and its headers, counted with the body. */
 #define RESPONSE_OVERHEAD 1024
+#define SCRATCH_KEEP ((size_t)2 << 20)
+#define NKEPT 2
+
+struct pe_produce {
+	pthread_mutex_t lock;
+	struct pe_scratch kept[NKEPT];
+};
 
 struct body {
 	char *data;
@@ -41,6 +54,62 @@ struct job {
 	size_t keylen;
 	char key[]; /* the cache key */
 };
+
+/* ---- the module's state: scratch blocks ---- */
+
+struct pe_produce *pe_produce_new(void)
+{
+	struct pe_produce *p = calloc(1, sizeof *p);
+	if (p)
+		pthread_mutex_init(&p->lock, NULL);
+	return p;
+}
+
+void pe_produce_free(struct pe_produce *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < NKEPT; i++)
+		free(p->kept[i].p);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+struct pe_scratch pe_produce_scratch_take(struct pe_http *h, size_t n)
+{
+	struct pe_produce *p = h->produce;
+	struct pe_scratch s = {0};
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < NKEPT && !s.p; i++)
+		if (p->kept[i].cap >= n) {
+			s = p->kept[i];
+			p->kept[i] = (struct pe_scratch){0};
+		}
+	pthread_mutex_unlock(&p->lock);
+	if (!s.p && (s.p = malloc(n)) != NULL) {
+		s.cap = n;
+		pe_mem_prefault(s.p, n);
+	}
+	return s;
+}
+
+/* Keep the block if it is small enough and a place is free (else the smaller kept one makes
+ * way); free what is not kept. */
+void pe_produce_scratch_give(struct pe_http *h, struct pe_scratch s)
+{
+	struct pe_produce *p = h->produce;
+	if (s.cap <= SCRATCH_KEEP) {
+		pthread_mutex_lock(&p->lock);
+		for (size_t i = 0; i < NKEPT; i++)
+			if (p->kept[i].cap < s.cap) {
+				struct pe_scratch out = p->kept[i];
+				p->kept[i] = s;
+				s = out;
+			}
+		pthread_mutex_unlock(&p->lock);
+	}
+	free(s.p);
+}
 
 /* ---- ETags ---- */
 

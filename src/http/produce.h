@@ -32,6 +32,20 @@ struct pe_producer {
 	void (*failure_cb)(int code, struct pe_err *err);
 };
 
+/* The per-server state of this module (scratch blocks kept between jobs); NULL when out of memory. */
+struct pe_produce *pe_produce_new(void);
+void pe_produce_free(struct pe_produce *p); /* when no job runs any more */
+
+/* Scratch blocks for producers that compute a table before encoding it (JSON, CSV, PNG, gzip):
+ * up to two blocks of at most 2 MiB are kept between jobs, already faulted in. take gives a block
+ * of at least n bytes (p NULL when out of memory); give keeps or frees it. Any thread. */
+struct pe_scratch {
+	void *p;
+	size_t cap;
+};
+struct pe_scratch pe_produce_scratch_take(struct pe_http *h, size_t n);
+void pe_produce_scratch_give(struct pe_http *h, struct pe_scratch s);
+
 /* The strong ETag of a cache key, from the key and PE_OUTPUT_EPOCH only: equal on every replica
  * and across restarts. */
 void pe_produce_etag(const char *key, size_t keylen, char out[40]);

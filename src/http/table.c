@@ -1,10 +1,11 @@
 /* GET /v1/<table>: parameters, negotiation and the cache key here; the cache, single flight,
  * the job, ETag and 304 in produce.c, which calls back into this file's producer to compute and
- * encode the table on a worker thread.
+ * encode the table on a worker thread. The GET path of a table reads in these two files.
  *
  * Memory: the job builds under the response budget (opt.budget): its scratch table and its output
  * buffer are reserved before they are allocated, and a reservation that does not fit fails the
  * key with PE_EBUSY (503 + Retry-After). */
+#include "http/handler.h"
 #include "http/produce.h"
 
 #include <ctype.h>
@@ -131,58 +132,6 @@ static int make_key(const struct pe_params *p, const struct pe_out *o, char *key
 
 /* ---- the job: compute and encode (worker thread) ---- */
 
-/* ---- scratch tables ----
- * The tables of the formats that are not computed in place (JSON, CSV, PNG, gzip'd, bf16 npy) go
- * through a scratch block. Up to two blocks of at most SCRATCH_KEEP bytes are kept between jobs,
- * already faulted in: a fresh 1.5 MiB block for a 512x768 f32 table cost ~0.5 ms of page faults
- * per request, before the encoding can start (measured A/B on the cold JSON request: 7.4-7.6 ms
- * against 7.8-8.2). So at most 4 MiB stay resident for them. */
-
-#define SCRATCH_KEEP ((size_t)2 << 20)
-
-/* A block of at least n bytes: a kept one when one is big enough, else a new one, faulted in. */
-static struct pe_scratch scratch_take(struct pe_http *h, size_t n)
-{
-	struct pe_scratch s = {0};
-	pthread_mutex_lock(&h->scratch_lock);
-	for (size_t i = 0; i < sizeof h->scratch / sizeof h->scratch[0] && !s.p; i++)
-		if (h->scratch[i].cap >= n) {
-			s = h->scratch[i];
-			h->scratch[i] = (struct pe_scratch){0};
-		}
-	pthread_mutex_unlock(&h->scratch_lock);
-	if (!s.p && (s.p = malloc(n)) != NULL) {
-		s.cap = n;
-		pe_mem_prefault(s.p, n);
-	}
-	return s;
-}
-
-/* Keep the block for the next job if it is small enough and a place is free (else the smaller
- * kept one makes way); free what is not kept. */
-static void scratch_give(struct pe_http *h, struct pe_scratch s)
-{
-	if (s.cap <= SCRATCH_KEEP) {
-		pthread_mutex_lock(&h->scratch_lock);
-		for (size_t i = 0; i < sizeof h->scratch / sizeof h->scratch[0]; i++)
-			if (h->scratch[i].cap < s.cap) {
-				struct pe_scratch out = h->scratch[i];
-				h->scratch[i] = s;
-				s = out;
-			}
-		pthread_mutex_unlock(&h->scratch_lock);
-	}
-	free(s.p);
-}
-
-void pe_table_free_scratch(struct pe_http *h)
-{
-	for (size_t i = 0; i < sizeof h->scratch / sizeof h->scratch[0]; i++) {
-		free(h->scratch[i].p);
-		h->scratch[i] = (struct pe_scratch){0};
-	}
-}
-
 /* Compute the table and encode it into out. bin and npy are computed straight into the response
  * buffer (after npy's header); the others go through a scratch table. */
 static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, struct pe_err *err)
@@ -203,14 +152,14 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 	}
 	if ((rc = pe_budget_take(j->h->opt.budget, raw ? raw : 1)) != 0)
 		return pe_err_set(err, rc, "", "the response memory budget is full");
-	struct pe_scratch tmp = scratch_take(j->h, raw ? raw : 1);
+	struct pe_scratch tmp = pe_produce_scratch_take(j->h, raw ? raw : 1);
 	if (!tmp.p)
 		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	else if ((rc = pe_table_compute(&j->params, j->out.dt, tmp.p, err)) == 0) {
 		t.data = tmp.p;
 		rc = pe_out_encode(&j->out, &j->params, &t, out, err);
 	}
-	scratch_give(j->h, tmp);
+	pe_produce_scratch_give(j->h, tmp);
 	pe_budget_give(j->h->opt.budget, raw ? raw : 1);
 	return rc;
 }
@@ -340,3 +289,25 @@ out:
 	pe_params_destroy(&p);
 	return ret;
 }
+
+/* ---- the handler ---- */
+
+static int match_cb(void *hctx, const char *url, const void **target)
+{
+	const struct pe_table_def *def = strncmp(url, "/v1/", 4) == 0 ? pe_table_find(url + 4) : NULL;
+	*target = def;
+	return def ? pe_http_def_route(def) : -1;
+}
+
+static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
+{
+	return pe_table_request(r, conn, r->target);
+}
+
+const struct pe_handler pe_table_handler = {
+	.name = "tables",
+	.match_cb = match_cb,
+	.allow = "GET, HEAD, OPTIONS",
+	.cors_methods = "GET, HEAD, OPTIONS",
+	.finish_cb = finish_cb,
+};

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "http/internal.h"
+#include "http/handler.h"
 
 static double one(const struct pe_params *p) { return 1.0; }
 
