@@ -2,7 +2,7 @@
  * table (table.c); /v1/analysis/similarity?encoding=learned:{name} is the similarity of a table
  * that lives in the store, not the core (learned_get.c). */
 #include "http/handler.h"
-#include "http/learned.h"
+#include "http/learned_get.h"
 
 #include <string.h>
 

@@ -29,7 +29,7 @@
  * state for the request (r->ctx). MHD decodes %2F into '/' and stops at %00: the name is checked
  * after decoding, so neither reaches the file system. */
 #include "http/handler.h"
-#include "http/learned.h"
+#include "http/learned_get.h"
 #include "http/problem.h"
 #include "posenc/store.h"
 

@@ -10,7 +10,7 @@
  * instead of immutable. A miss reads the file with the version it expects; if the table was
  * replaced in between, the request fails with 503 and Retry-After rather than fill the key with
  * another version's bytes. */
-#include "http/learned.h"
+#include "http/learned_get.h"
 #include "http/produce.h"
 #include "posenc/resample.h"
 

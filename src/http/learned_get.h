@@ -1,7 +1,7 @@
-/* The learned-table handler's files (learned.c: routes, the list, writes; learned_get.c: reading
- * a table through the cache), and what the analysis handler borrows from them. */
-#ifndef PE_HTTP_LEARNED_H
-#define PE_HTTP_LEARNED_H
+/* Reading learned tables (learned_get.c), for the learned-table handler (learned.c: routes, the
+ * list, writes) and the analysis handler (the similarity of a stored table). */
+#ifndef PE_HTTP_LEARNED_GET_H
+#define PE_HTTP_LEARNED_GET_H
 
 #include "http/internal.h"
 #include "posenc/store.h"
