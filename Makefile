@@ -18,7 +18,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LIBS_CORE  := -lnettle -lpng -ldeflate -lsleef -lm
 TEST_LIBS  := $(shell pkg-config --libs check 2>/dev/null) -lcurl -pthread
 
-LIB_SRC    := $(wildcard src/core/*.c src/tensor/*.c src/cache/*.c)
+LIB_SRC    := $(wildcard src/core/*.c src/tensor/*.c src/cache/*.c src/store/*.c)
 DAEMON_SRC := $(wildcard src/http/*.c src/daemon/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c)
 ASSET_SRC  := $(wildcard src/daemon/*.S)
@@ -29,7 +29,7 @@ CLI_OBJ    := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 # Daemon objects other than main, linked into tests of the http and daemon layers.
 DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/src/daemon/main.o,$(DAEMON_OBJ))
 
-UNIT_SRC   := $(wildcard tests/core/test_*.c tests/tensor/test_*.c tests/cache/test_*.c \
+UNIT_SRC   := $(wildcard tests/core/test_*.c tests/tensor/test_*.c tests/cache/test_*.c tests/store/test_*.c \
 	tests/http/test_*.c tests/daemon/test_*.c tests/cli/test_*.c tests/support/test_*.c)
 E2E_SRC    := $(wildcard tests/e2e/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:%.c=$(BUILD)/%)
@@ -77,7 +77,7 @@ $(BUILD)/posenc: $(CLI_OBJ) $(BUILD)/libposenc.a
 
 # Tests: one check program per file. core/tensor/cache/cli tests link the library only; http,
 # daemon and e2e tests also link the daemon layers' objects (all but main).
-LIB_TEST_BIN := $(filter $(BUILD)/tests/core/% $(BUILD)/tests/tensor/% $(BUILD)/tests/cache/% \
+LIB_TEST_BIN := $(filter $(BUILD)/tests/core/% $(BUILD)/tests/tensor/% $(BUILD)/tests/cache/% $(BUILD)/tests/store/% \
 	$(BUILD)/tests/cli/% $(BUILD)/tests/exhaustive/%,$(UNIT_BIN) $(BUILD)/tests/exhaustive/test_shortest_all)
 SUPPORT_TEST_BIN := $(filter $(BUILD)/tests/support/%,$(UNIT_BIN))
 SRV_TEST_BIN := $(filter-out $(LIB_TEST_BIN) $(SUPPORT_TEST_BIN),$(UNIT_BIN) $(E2E_BIN))

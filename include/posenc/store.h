@@ -1,7 +1,7 @@
 /* posenc store: learned position tables (BERT, GPT-2, ViT embeddings users upload) kept durably in
  * one directory, data_dir.
  *
- * On disk (see src/cache/store.c for the byte layout): one file per table, <name>.table, a 256-byte
+ * On disk (see src/store/store.c for the byte layout): one file per table, <name>.table, a 256-byte
  * header (shape, dtype, grid, creation time, the SHA-256 of the elements, and a SHA-256 of the
  * header itself) followed by the elements. Uploads are written to .tmp-* files first; damaged or
  * leftover files are moved to data_dir/quarantine/ and never served. quarantine/ is bounded (files

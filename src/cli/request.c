@@ -8,6 +8,7 @@
  * into a pipe are the same bytes. png is an HTTP format the CLI does not write: --format png and
  * -o NAME.png (without --format) are refused rather than writing JSON into a .png file. */
 #include "cli/cli.h"
+#include "posenc/output.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -63,22 +64,14 @@ static int pick_format(const char *s, const char *output, enum pe_format *fmt, s
 	return 0;
 }
 
-/* As the HTTP layer: integer tables have one dtype; bf16 has no npy spelling. */
+/* The HTTP layer's choice (pe_out_pick_dtype), with the CLI's spelling of the bf16 hint. */
 static int pick_dtype(const struct pe_table_def *def, const char *s, enum pe_format fmt, enum pe_dtype *dt,
 		      struct pe_err *err)
 {
-	if (def->fixed_dtype != PE_DTYPE_COUNT_) {
-		*dt = def->fixed_dtype;
-		if (s && strcmp(s, pe_dtype_name(*dt)) != 0)
-			return pe_err_set(err, PE_EINVAL, "dtype", "%s is always %s", def->name, pe_dtype_name(*dt));
-		return 0;
-	}
-	*dt = PE_F32;
-	if (s && (pe_dtype_parse(s, dt) != 0 || *dt == PE_I32))
-		return pe_err_set(err, PE_EINVAL, "dtype", "dtype must be one of: f32, f64, f16, bf16");
-	if (fmt == PE_FMT_NPY && *dt == PE_BF16)
-		return pe_err_set(err, PE_EINVAL, "dtype", "bf16 has no NumPy dtype; use --format bin (raw bf16) or --dtype f32");
-	return 0;
+	int rc = pe_out_pick_dtype(s, def->fixed_dtype, fmt, dt, err);
+	if (rc != 0 && def->fixed_dtype == PE_DTYPE_COUNT_ && fmt == PE_FMT_NPY && *dt == PE_BF16)
+		pe_err_set(err, rc, "dtype", "bf16 has no NumPy dtype; use --format bin (raw bf16) or --dtype f32");
+	return rc;
 }
 
 static int parse_max_elements(const char *s, size_t *out, struct pe_err *err)

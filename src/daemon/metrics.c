@@ -1,11 +1,20 @@
 /* Prometheus metrics (see metrics.h). Statuses are counted in a fixed table of the codes this
- * service answers with (anything else lands in "other"), so observe never allocates. */
+ * service answers with (anything else lands in "other"), so observe never allocates: those of
+ * the error table (include/posenc/err.h, every problem+json answer) and the few that are not
+ * errors. */
 #include "daemon/metrics.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 
-static const int statuses[] = {200, 201, 204, 304, 400, 401, 403, 404, 405, 406, 413, 415, 499, 500, 503, 507};
+/* Success and 499 (the client went away first), then every error's; repeats are counted in the
+ * first slot of their status. */
+static const int statuses[] = {
+	200, 201, 204, 304, 499,
+#define PE_METRICS_STATUS_(name, status, slug, title) status,
+	PE_ERRNO_MAP(PE_METRICS_STATUS_)
+#undef PE_METRICS_STATUS_
+};
 #define NSTATUS (sizeof statuses / sizeof statuses[0] + 1) /* + other */
 static const double bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 				0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
@@ -38,6 +47,19 @@ static size_t status_slot(int status)
 	return NSTATUS - 1;
 }
 
+/* The slots in the order of their status (other last), each status once: rendered in that order. */
+static size_t sorted_slots(size_t order[NSTATUS])
+{
+	size_t n = 0;
+	for (int status = 100; status < 600; status++) {
+		size_t s = status_slot(status);
+		if (s < NSTATUS - 1)
+			order[n++] = s;
+	}
+	order[n++] = NSTATUS - 1;
+	return n;
+}
+
 static void add_double(_Atomic double *a, double v)
 {
 	double old = atomic_load(a);
@@ -62,8 +84,10 @@ static int render_requests(struct pe_metrics *m, struct pe_buf *out)
 {
 	int rc = pe_buf_puts(out, "# HELP posenc_requests_total HTTP requests answered, by route and status.\n"
 				  "# TYPE posenc_requests_total counter\n");
+	size_t order[NSTATUS], nslots = sorted_slots(order);
 	for (int r = 0; r < PE_ROUTE_MAX && rc == 0; r++)
-		for (size_t s = 0; s < NSTATUS && rc == 0; s++) {
+		for (size_t k = 0; k < nslots && rc == 0; k++) {
+			size_t s = order[k];
 			uint64_t n = atomic_load(&m->requests[r][s]);
 			if (!n)
 				continue;

@@ -1,5 +1,15 @@
-/* Internal to src/http: the server and per-request state shared by server.c (lifecycle, routing,
- * operations endpoints, suspended requests) and table.c (table requests and their jobs). */
+/* Internal to src/http: the server and one request's state, and the modules every handler uses.
+ *
+ *   server.c      lifecycle and libmicrohttpd's callbacks: framing, refusals, body bytes
+ *   router.c      matches a URL to a registered handler (handlers.c) and dispatches to it
+ *   routes.c      metric route labels
+ *   response.c    queueing answers: problem+json, 304, tensor content headers, early refusals
+ *   cors.c        CORS headers
+ *   waiter.c      requests suspended while a job computes their answer
+ *   conn_guard.c  slow clients, connection limits, libmicrohttpd's own error answers
+ *   produce.c     the cached GET path (produce.h)
+ * and one file per endpoint family (handler.h). Handlers call these modules; none of them calls
+ * a handler except through the callbacks of struct pe_handler. */
 #ifndef PE_HTTP_INTERNAL_H
 #define PE_HTTP_INTERNAL_H
 
@@ -7,17 +17,19 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include "http/http.h"
+#include "posenc/output.h"
 #include "posenc/posenc.h"
 
-/* A request waiting for a computation. Shared between the request (MHD thread) and the cache's
- * waiter callback (a worker thread), hence refcounted; state moves under h->wait_lock. */
+/* A request waiting for a computation. Shared between the request (MHD thread) and whoever
+ * completes it (the cache's waiter callback or a job, on a worker thread), hence refcounted;
+ * state moves under h->wait_lock. */
 enum waiter_state { W_NEW, W_SUSPENDED, W_DONE, W_EXPIRED };
 
 struct waiter {
 	atomic_int refs;
 	int state;
-	struct pe_cache_entry *entry; /* a table's result when state == W_DONE and code == 0 */
-	void *result;                 /* or a transform's (freed with result_free if never served) */
+	struct pe_cache_entry *entry; /* a cached answer when state == W_DONE and code == 0 */
+	void *result;                 /* or a job's own result (freed with result_free if never served) */
 	void (*result_free)(void *);
 	int code;
 	double deadline;
@@ -26,16 +38,9 @@ struct waiter {
 	struct waiter *prev, *next; /* in h->waiting while W_SUSPENDED */
 };
 
-/* A TCP connection, watched for requests that are read too slowly (slowloris): libmicrohttpd's
- * connection timeout only catches silence, not a byte every second. Fields under track_lock. */
-enum { PH_HEADERS, PH_BODY, PH_DISCARD, PH_ANSWER };
-struct ctrack {
-	int fd, phase;
-	double since;   /* when the current phase began */
-	uint64_t bytes; /* body bytes read in PH_BODY */
-	struct MHD_Connection *conn;
-	struct ctrack *prev, *next;
-};
+struct pe_conn_guard;
+struct pe_router;
+struct pe_produce;
 
 struct pe_http {
 	struct MHD_Daemon *mhd;
@@ -49,18 +54,13 @@ struct pe_http {
 	int listen_fd; /* returned by MHD_quiesce_daemon, -1 before */
 	pthread_mutex_t wait_lock;
 	struct waiter waiting; /* list head */
-	pthread_mutex_t track_lock;
-	struct ctrack tracks; /* list head of open connections */
-	atomic_uint nconns;   /* open connections (accepted, not yet closed) */
-	unsigned conn_limit;  /* max_connections, lowered to what the fd limit allows */
 	size_t nwaiting;
-	struct MHD_Response **statics; /* one shared response per opt.statics[i] */
-	pthread_mutex_t scratch_lock;
-	struct pe_scratch {
-		void *p;
-		size_t cap;
-	} scratch[2]; /* table.c's scratch tables kept between jobs, faulted in (cap 0: none) */
+	struct pe_conn_guard *guard;
+	struct pe_router *router;
+	struct pe_produce *produce;
 };
+
+struct pe_handler;
 
 struct req {
 	struct pe_http *h;
@@ -73,11 +73,19 @@ struct req {
 	char path[512];          /* path and query, as logged (truncated past 511 bytes) */
 	char request_id[72];
 	const char *allow;       /* Allow header for a 405 (default "GET, HEAD") */
+	/* The handler that serves the URL (NULL: none, 404), what its match found (a table's
+	 * definition), its metric label, and its own state for this request (freed by its
+	 * req_free_cb when the request ends). */
+	const struct pe_handler *handler;
+	const void *target;
+	int matched_route;
+	void *ctx;
+	void *hctx;              /* the handler's context (one per server) */
 	/* Set while suspended: what answers when the connection resumes. */
 	enum MHD_Result (*on_resume)(struct req *r, struct MHD_Connection *conn);
-	/* Requests with a body (transforms): collected here, bounded by max_body_bytes. */
-	const struct pe_table_def *transform;
-	int learned;             /* a /v1/learned request: learned.c answers */
+	const void *resume_arg;  /* for on_resume */
+	/* A body the handler wants (begin_cb set body_wanted): collected through its body_cb. */
+	int body_wanted;
 	struct pe_buf body;
 	int body_too_big, answered;
 	int request_id_given;   /* the client sent X-Request-Id: every response must echo it */
@@ -90,14 +98,14 @@ struct req {
 	int close;              /* answer with Connection: close */
 };
 
-double pe_http_now(void);
-/* Metric route label index of a table or transform. */
-int pe_http_def_route(const struct pe_table_def *def);
+/* ---- response.c ---- */
 
 /* Queue a response and record its status; destroys resp. */
 enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int status,
 			      struct MHD_Response *resp);
 enum MHD_Result pe_http_problem(struct req *r, struct MHD_Connection *conn, const struct pe_err *err);
+/* A response over body (len bytes, not copied unless copy) with this Content-Type. */
+struct MHD_Response *pe_http_text(const char *body, size_t len, const char *type, int copy);
 /* Record a refusal decided on the first call, before the body is read (413 from Content-Length,
  * 405, 415, 401/403, 400 on the query). server.c answers it, with answer (NULL: pe_http_problem):
  * at once when no body follows, the client waits for 100 Continue, or the declared body is past
@@ -109,11 +117,25 @@ enum MHD_Result pe_http_refuse(struct req *r, const struct pe_err *err,
 /* 304 Not Modified for a representation with this ETag and Cache-Control. */
 enum MHD_Result pe_http_not_modified(struct req *r, struct MHD_Connection *conn, const char *etag,
 				      const char *cache_control);
-/* CORS headers for a response to this connection (per cors_origins). */
+/* Tensor output: negotiation from the request's Accept and Accept-Encoding, and the content
+ * headers (Content-Type, Content-Encoding, Vary) of the chosen output. */
+int pe_http_out_resolve(struct pe_out *o, const struct pe_out_query *q, struct MHD_Connection *conn,
+			enum pe_dtype fixed_dtype, unsigned offered, struct pe_err *err);
+void pe_http_out_headers(const struct pe_out *o, struct MHD_Response *resp);
+/* A body_cb for handlers that take the body whole into r->body (bounded by the limit they gave
+ * pe_buf_init in begin_cb): 0, or -1 once it is past that limit. */
+int pe_http_body_collect(struct req *r, const char *data, size_t n);
+
+/* ---- cors.c ---- */
+
+/* CORS headers for a response to this connection (per cors_origins; conn NULL: none listed). */
 void pe_http_add_cors(struct pe_http *h, struct MHD_Connection *conn, struct MHD_Response *resp);
 int pe_http_cors_static(const struct pe_http *h); /* 1 when the CORS headers are request-independent */
+/* Is method one of the comma-separated list's entries, exactly (case-sensitive)? */
+int pe_http_method_listed(const char *list, const char *method);
 
-/* Waiters (server.c). */
+/* ---- waiter.c ---- */
+
 struct waiter *pe_waiter_new(struct pe_http *h, struct MHD_Connection *conn);
 void pe_waiter_unref(struct waiter *w);
 void pe_waiter_ready_cb(void *arg, struct pe_cache_entry *entry, int code); /* the cache callback */
@@ -121,23 +143,17 @@ void pe_waiter_ready_cb(void *arg, struct pe_cache_entry *entry, int code); /* t
 void pe_waiter_complete(struct waiter *w, struct pe_cache_entry *entry, void *result, int code);
 /* Suspend conn until w completes (or resume at once if it already has). */
 void pe_waiter_suspend(struct waiter *w);
+/* Any thread: has w's request been answered 503 at its deadline? */
+int pe_waiter_expired(struct waiter *w);
+/* Any thread: PE_ETIMEOUT if w expired; else 0, and w can no longer expire (its deadline is
+ * lifted): for a change that must not land once its request was answered 503. */
+int pe_waiter_pin(struct waiter *w);
+/* Resume every suspended request past its deadline (all of them with expire_all). */
+void pe_waiter_expire(struct pe_http *h, int expire_all);
 
-/* Transforms (transform.c). */
-/* Decide on the first call whether the body is wanted: refuses (pe_http_refuse) 405 / 413 / 415. */
-enum MHD_Result pe_transform_begin(struct req *r, struct MHD_Connection *conn);
-enum MHD_Result pe_transform_request(struct req *r, struct MHD_Connection *conn);
+/* ---- routes.c ---- */
 
-/* Learned tables (learned.c): /v1/learned and /v1/learned/{name}, every method. begin runs on the
- * first handler call (may refuse: 401/403/405/413/415, pe_http_refuse), request once the body (if any) is
- * complete in r->body. */
-enum MHD_Result pe_learned_begin(struct req *r, struct MHD_Connection *conn);
-enum MHD_Result pe_learned_request(struct req *r, struct MHD_Connection *conn);
-/* /v1/analysis/similarity?encoding=learned:{name}: the stored table's position similarity. */
-enum MHD_Result pe_learned_similarity(struct req *r, struct MHD_Connection *conn, const char *name);
-
-/* Tables (table.c). */
-enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, const struct pe_table_def *def);
-enum MHD_Result pe_table_resume(struct req *r, struct MHD_Connection *conn);
-void pe_table_free_scratch(struct pe_http *h); /* when no job runs any more */
+/* Metric route label index of a table or transform. */
+int pe_http_def_route(const struct pe_table_def *def);
 
 #endif

@@ -13,14 +13,7 @@
  * the list and cache hits on the MHD thread; everything that touches the disk runs on the pool,
  * the connection suspended on a waiter like a transform (PUT, DELETE) or a table miss (GET).
  *
- * Caching: a GET is keyed by "learned/<name>@<version>?<resampling>|<dtype>|<format>...", where the
- * version is everything that shapes the answer (the elements' sha256, dtype, shape, prefix_tokens
- * and grid), so a replaced table is never served from the cache, not even one re-uploaded with the
- * same bytes and another grid; the ETag is a hash of that key.
- * Learned tables change, so responses say Cache-Control: no-cache (revalidate with If-None-Match)
- * instead of immutable. A miss reads the file with the version it expects; if the table was
- * replaced in between, the request fails with 503 and Retry-After rather than fill the key with
- * another version's bytes.
+ * GET of a table: learned_get.c (through the cache, produce.c).
  *
  * Writes and job_timeout: a PUT or DELETE answered 503 at job_timeout must not land afterwards.
  * The job asks just before its change becomes visible (the store's commit callback, under the
@@ -28,25 +21,16 @@
  * if not, the waiter's deadline is lifted under wait_lock (so the tick can no longer expire it)
  * and the answer waits for the outcome, which is only a rename and an fsync away.
  *
- * Bounded work and values: a similarity's dot products are held to max_analysis_cost (the core's
- * count, pe_gram_cost) before any job, and a job stops at job_timeout (pe_gram checks between
- * blocks; a job that starts late does nothing). A dtype too narrow for the answer is a 400 naming
- * dtype: decided here from the version's largest |value| (the store keeps it) where that decides
- * it, else by the job on the values it made, whose failure (PE_EINVAL) names dtype at get_resume.
- *
  * Access control: writes need "Authorization: Bearer <auth_token>" when a token is configured,
  * compared through SHA-256 digests so that the time taken reveals neither the token nor its
  * length; with no token only loopback clients may write. Reads are open.
  *
- * The path: server.c hands over r->path, the decoded path followed by the query as logged; the
- * query's length is recomputed from the arguments (decoded the same way), so a path holding a '?'
- * (a decoded %3F) is not cut short. MHD decodes %2F into '/' and stops at %00: the name is
- * checked after decoding, so neither reaches the file system. */
-#include "http/internal.h"
-#include "http/negotiate.h"
-#include "http/output.h"
+ * The path: begin_cb keeps the request's URL (decoded by MHD, without the query) as the handler's
+ * state for the request (r->ctx). MHD decodes %2F into '/' and stops at %00: the name is checked
+ * after decoding, so neither reaches the file system. */
+#include "http/handler.h"
+#include "http/learned_get.h"
 #include "http/problem.h"
-#include "posenc/resample.h"
 #include "posenc/store.h"
 
 #include <arpa/inet.h>
@@ -67,46 +51,19 @@
 #define ALLOW_LIST "GET, HEAD"
 #define ALLOW_ITEM "GET, HEAD, PUT, DELETE"
 #define NPY_HEADER_MAX 65546 /* npy magic, version, length and the longest 1.0 header */
-#define KEY_MAX 512
-#define OFFERED                                                                                   \
-	(PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV) | \
-	 PE_FMT_BIT(PE_FMT_PNG))
 
 /* ---- parameters: strict parsing through the core's parameter machinery ---- */
 
-static int get_check(struct pe_params *p, struct pe_err *err);
 static int put_check(struct pe_params *p, struct pe_err *err);
+static int given(const struct pe_params *p, const char *name) { return p->v[pe_param_index(p->def, name)].given; }
 
-static const struct pe_param_spec get_specs[] = {
-	{"len", PE_PT_INT, "", 1, 16777216, NULL, "rows to resample a table without a grid to (linear)"},
-	{"height", PE_PT_INT, "", 1, 65536, NULL, "grid rows to resample to (bicubic), with width"},
-	{"width", PE_PT_INT, "", 1, 65536, NULL, "grid columns to resample to (bicubic), with height"},
-	{"antialias", PE_PT_BOOL, "0", 0, 1, NULL, "antialiased bicubic (timm's resample_abs_pos_embed default)"},
-};
 static const struct pe_param_spec put_specs[] = {
 	{"prefix_tokens", PE_PT_INT, "", 0, 1048576, NULL, "rows before the grid (class / register tokens)"},
 	{"grid", PE_PT_LIST, "", 1, 1048576, PE_LIST_INTEGERS, "the patch grid as height,width"},
 };
-static const struct pe_table_def get_def = {.name = "learned", .params = get_specs, .nparams = 4,
-					    .fixed_dtype = PE_DTYPE_COUNT_, .check = get_check};
 static const struct pe_table_def put_def = {.name = "learned", .params = put_specs, .nparams = 2,
 					    .fixed_dtype = PE_DTYPE_COUNT_, .check = put_check};
 static const struct pe_table_def list_def = {.name = "learned", .fixed_dtype = PE_DTYPE_COUNT_};
-
-static int given(const struct pe_params *p, const char *name) { return p->v[pe_param_index(p->def, name)].given; }
-
-static int get_check(struct pe_params *p, struct pe_err *err)
-{
-	int len = given(p, "len"), h = given(p, "height"), w = given(p, "width");
-	if (h != w)
-		return pe_err_set(err, PE_EINVAL, h ? "width" : "height", "height and width resample a grid together: "
-				  "give %s too", h ? "width" : "height");
-	if (len && h)
-		return pe_err_set(err, PE_EINVAL, "len", "len resamples a table without a grid; height and width a grid");
-	if (given(p, "antialias") && !h)
-		return pe_err_set(err, PE_EINVAL, "antialias", "antialias applies to height and width (bicubic)");
-	return 0;
-}
 
 static int put_check(struct pe_params *p, struct pe_err *err)
 {
@@ -119,56 +76,14 @@ static int put_check(struct pe_params *p, struct pe_err *err)
 	return 0;
 }
 
-struct query {
-	struct pe_params *params;
-	struct pe_out_query *out; /* NULL: output options are not parameters here */
-	const char *skip;         /* a key answered elsewhere (similarity's "encoding"), or NULL */
-	struct pe_err *err;
-	int failed;
-};
-
-static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
-				 const char *value, size_t value_size)
-{
-	struct query *q = cls;
-	if (strlen(key) != key_size || (value && strlen(value) != value_size))
-		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s contains a NUL byte", key);
-	else if (q->skip && !strcmp(key, q->skip))
-		return MHD_YES;
-	else if (q->out && pe_out_is_param(key))
-		q->failed = pe_out_take(q->out, key, value, q->err);
-	else
-		q->failed = pe_params_set(q->params, key, value ? value : "", q->err);
-	return q->failed ? MHD_NO : MHD_YES;
-}
-
-/* Parse the query into p (initialised here; the caller destroys it) and out. */
-static int parse_query(struct MHD_Connection *conn, const struct pe_table_def *def, struct pe_params *p,
-		       struct pe_out_query *out, const char *skip, struct pe_err *err)
-{
-	struct query q = {.params = p, .out = out, .skip = skip, .err = err};
-	pe_params_init(p, def);
-	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
-	return q.failed ? q.failed : pe_params_finish(p, err);
-}
-
 /* ---- the path ---- */
 
-static enum MHD_Result count_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+/* 0: the list; 1: an item, *name (not NUL-terminated) of *len bytes. */
+static int target(const struct req *r, const char **name, size_t *len)
 {
-	*(size_t *)cls += 1 + strlen(key) + (value ? 1 + strlen(value) : 0);
-	return MHD_YES;
-}
-
-/* 0: the list; 1: an item, *name (not NUL-terminated) of *len bytes; -1: the logged path was cut. */
-static int target(const struct req *r, struct MHD_Connection *conn, const char **name, size_t *len)
-{
-	size_t query = 0, n = strlen(r->path);
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, count_arg, &query);
-	if (n + 1 >= sizeof r->path || query > n || n - query < strlen(PREFIX))
-		return -1;
-	*name = r->path + strlen(PREFIX) + 1;
-	*len = n - query - strlen(PREFIX);
+	const char *url = r->ctx;
+	*name = url + strlen(PREFIX) + 1;
+	*len = strlen(url) - strlen(PREFIX);
 	if (*len == 0)
 		return 0;
 	(*len)--; /* the '/' */
@@ -176,13 +91,12 @@ static int target(const struct req *r, struct MHD_Connection *conn, const char *
 }
 
 /* The item's name, checked, into buf. */
-static int item_name(const struct req *r, struct MHD_Connection *conn, char buf[PE_STORE_NAME_MAX + 1],
+static int item_name(const struct req *r, char buf[PE_STORE_NAME_MAX + 1],
 		     struct pe_err *err)
 {
 	const char *name;
 	size_t len;
-	if (target(r, conn, &name, &len) < 0)
-		return pe_err_set(err, PE_EINVAL, "name", "the request target is too long");
+	target(r, &name, &len);
 	int rc = pe_store_name_check(name, len, err);
 	if (rc == 0) {
 		memcpy(buf, name, len);
@@ -199,12 +113,6 @@ static void sha256_of(const void *data, size_t len, uint8_t out[32])
 	sha256_init(&c);
 	sha256_update(&c, len, data);
 	sha256_digest(&c, SHA256_DIGEST_SIZE, out);
-}
-
-static void hex(const uint8_t *p, size_t n, char *out)
-{
-	for (size_t i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", p[i]);
 }
 
 /* pe_http_problem, plus WWW-Authenticate on a 401. */
@@ -254,7 +162,7 @@ static json_t *meta_json(const struct pe_store_meta *m)
 	char sha[65], created[40];
 	struct tm tm;
 	time_t sec = (time_t)(m->created_ms / 1000);
-	hex(m->sha256, 32, sha);
+	pe_learned_hex(m->sha256, 32, sha);
 	gmtime_r(&sec, &tm);
 	size_t n = strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(created + n, sizeof created - n, ".%03dZ", (int)(m->created_ms % 1000));
@@ -347,7 +255,7 @@ static int begin_put(struct req *r, struct MHD_Connection *conn, struct pe_err *
 	uint64_t limit = body_limit(r->h);
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
-	int rc = parse_query(conn, &put_def, &p, NULL, NULL, err);
+	int rc = pe_learned_parse_query(conn, &put_def, &p, NULL, NULL, err);
 	pe_params_destroy(&p);
 	if (rc != 0)
 		return rc;
@@ -361,23 +269,27 @@ static int begin_put(struct req *r, struct MHD_Connection *conn, struct pe_err *
 	pe_buf_init(&r->body, (size_t)limit);
 	if (declared && pe_buf_reserve(&r->body, (size_t)declared) != 0)
 		return pe_err_set(err, PE_ENOMEM, "body", "out of memory");
+	r->body_wanted = 1;
 	return 0;
 }
 
-enum MHD_Result pe_learned_begin(struct req *r, struct MHD_Connection *conn)
+/* The first call of every request here: keep the URL, route by method; writes are authorised
+ * and their name and query checked before a byte of body is read. */
+static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
 	struct pe_err err = {0};
 	const char *name;
 	size_t len;
-	int kind = target(r, conn, &name, &len);
+	if (!(r->ctx = strdup(url)))
+		return MHD_NO;
+	int kind = target(r, &name, &len);
 	int put = !strcmp(r->method, "PUT"), del = !strcmp(r->method, "DELETE");
 	int read = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD");
-	r->route = PE_ROUTE_LEARNED;
 	r->allow = kind == 0 ? ALLOW_LIST : ALLOW_ITEM;
 	char checked[PE_STORE_NAME_MAX + 1];
 	if (!read && (kind == 0 || !(put || del)))
 		pe_err_set(&err, PE_EMETHOD, "", "%s is not allowed here; use %s", r->method, r->allow);
-	else if ((put || del) && authorize(r, conn, &err) == 0 && item_name(r, conn, checked, &err) == 0 && put)
+	else if ((put || del) && authorize(r, conn, &err) == 0 && item_name(r, checked, &err) == 0 && put)
 		begin_put(r, conn, &err);
 	return err.code ? answer_now(r, conn, &err) : MHD_YES;
 }
@@ -391,7 +303,7 @@ static enum MHD_Result serve_list(struct req *r, struct MHD_Connection *conn)
 	struct pe_store_meta *all = NULL;
 	size_t n = 0;
 	uint64_t bytes = 0, max_bytes, max_table;
-	int rc = parse_query(conn, &list_def, &p, NULL, NULL, &err);
+	int rc = pe_learned_parse_query(conn, &list_def, &p, NULL, NULL, &err);
 	pe_params_destroy(&p);
 	if (rc == 0 && pe_store_list(r->h->opt.store, &all, &n) != 0)
 		rc = pe_err_set(&err, PE_ENOMEM, "", "out of memory");
@@ -488,26 +400,7 @@ static void wjob_free(struct wjob *j)
 
 /* The store's commit callback: call the write off if its request was already answered 503 (the
  * waiter expired); otherwise make sure it no longer can be, so the answer will be the outcome. */
-static int pin_waiter_cb(void *arg)
-{
-	struct waiter *w = arg;
-	int rc = 0;
-	pthread_mutex_lock(&w->h->wait_lock);
-	if (w->state == W_EXPIRED)
-		rc = PE_ETIMEOUT;
-	else
-		w->deadline = INFINITY;
-	pthread_mutex_unlock(&w->h->wait_lock);
-	return rc;
-}
-
-static int waiter_expired(struct waiter *w)
-{
-	pthread_mutex_lock(&w->h->wait_lock);
-	int expired = w->state == W_EXPIRED;
-	pthread_mutex_unlock(&w->h->wait_lock);
-	return expired;
-}
+static int pin_waiter_cb(void *arg) { return pe_waiter_pin(arg); }
 
 /* For tests only: while the file POSENC_TEST_WRITE_GATE names exists (at most a minute), writes
  * wait here before they reach the store, so a test can let job_timeout pass first. */
@@ -522,7 +415,7 @@ static void test_write_gate(void)
 static void wjob_run(void *arg)
 {
 	struct wjob *j = arg;
-	struct wresult *res = waiter_expired(j->w) ? NULL : calloc(1, sizeof *res);
+	struct wresult *res = pe_waiter_expired(j->w) ? NULL : calloc(1, sizeof *res);
 	struct pe_store *st = j->h->opt.store;
 	const void *data = NULL;
 	if (res)
@@ -596,7 +489,7 @@ static enum MHD_Result write_item(struct req *r, struct MHD_Connection *conn, co
 	snprintf(j->meta.name, sizeof j->meta.name, "%s", name);
 	if (r->body_too_big)
 		rc = pe_err_set(&err, PE_ETOOBIG, "body", "the body is over %" PRIu64 " bytes", body_limit(r->h));
-	else if (!del && (rc = parse_query(conn, &put_def, &p, NULL, NULL, &err)) == 0) {
+	else if (!del && (rc = pe_learned_parse_query(conn, &put_def, &p, NULL, NULL, &err)) == 0) {
 		size_t n;
 		const double *g = pe_param_list(&p, "grid", &n);
 		j->meta.grid_h = g ? (uint64_t)g[0] : 0;
@@ -613,431 +506,37 @@ static enum MHD_Result write_item(struct req *r, struct MHD_Connection *conn, co
 	return start_write(r, conn, j);
 }
 
-/* ---- GET of a table: the cache, and the job that reads, resamples and encodes ---- */
+/* ---- the handler ---- */
 
-struct lbody {
-	char *data;
-	size_t len;
-	struct pe_out out;
-	char shape[64];
-	char etag[40];
-};
-
-struct gjob {
-	struct pe_http *h;
-	double deadline;           /* pe_monotonic() time past which the work stops (job_timeout) */
-	struct pe_store_meta meta; /* the version the key names */
-	struct pe_params params;
-	struct pe_out out;
-	struct pe_shape shape;     /* of the result */
-	int similarity;            /* answer the [rows, rows] dot products instead of the table */
-	char etag[40];
-	size_t keylen;
-	char key[];
-};
-
-static void lbody_free(void *value)
+static int match_cb(void *hctx, const char *url, const void **target)
 {
-	struct lbody *b = value;
-	free(b->data);
-	free(b);
+	return !strcmp(url, PREFIX) || !strncmp(url, PREFIX "/", strlen(PREFIX) + 1) ? PE_ROUTE_LEARNED : -1;
 }
 
-static double elem(enum pe_dtype dt, const void *data, size_t i)
-{
-	if (dt == PE_F64)
-		return ((const double *)data)[i];
-	if (dt == PE_F16)
-		return pe_f16_to_f32(((const uint16_t *)data)[i]);
-	return ((const float *)data)[i];
-}
-
-/* The table as float64, resampled as the parameters say: [shape] values (caller frees). */
-static double *table_values(const struct gjob *j, const void *data, struct pe_err *err)
-{
-	const struct pe_store_meta *m = &j->meta;
-	size_t n = (size_t)(m->rows * m->cols), nout = j->shape.dim[0] * (size_t)m->cols; /* rows x cols */
-	struct pe_budget *bg = j->h->opt.budget;
-	int rc = 0;
-	double *x = pe_budget_malloc(bg, n * sizeof *x, &rc), *y = NULL;
-	enum pe_dtype coord = m->dtype == PE_F64 ? PE_F64 : PE_F32;
-	if (!x) {
-		pe_err_set(err, rc, "", rc == PE_EBUSY ? "the response memory budget is full; retry" : "out of memory");
-		return NULL;
-	}
-	for (size_t i = 0; i < n; i++)
-		x[i] = elem(m->dtype, data, i);
-	if (!given(&j->params, "len") && !given(&j->params, "height"))
-		return x;
-	y = pe_budget_malloc(bg, nout * sizeof *y, &rc);
-	if (y && given(&j->params, "len"))
-		rc = pe_resample_linear(x, (size_t)m->rows, (size_t)m->cols, y, nout / (size_t)m->cols, coord);
-	else if (y)
-		rc = pe_resample_grid(x, (size_t)m->prefix_tokens, (size_t)m->grid_h, (size_t)m->grid_w,
-				      (size_t)m->cols, y, (size_t)pe_param_int(&j->params, "height"),
-				      (size_t)pe_param_int(&j->params, "width"), (int)pe_param_int(&j->params, "antialias"),
-				      coord);
-	pe_budget_free_block(bg, x);
-	if (rc != 0) {
-		pe_budget_free_block(bg, y);
-		pe_err_set(err, rc, "", "cannot resample the table");
-		return NULL;
-	}
-	return y;
-}
-
-/* The answer's values in the output dtype: the (resampled) table rounded, or its dot products
- * [rows, rows] computed straight into it (cancellable between blocks). A value that rounds to
- * infinity is PE_EINVAL naming dtype: every stored element is finite, so an infinity here is an
- * overflow of the dtype (or of float64, for dot products of values past 1e154), never data. */
-static int typed_values(const struct gjob *j, const double *v, void *typed, size_t n, struct pe_err *err)
-{
-	if (j->similarity) {
-		int rc = pe_gram(v, j->shape.dim[0], (size_t)j->meta.cols, j->out.dt, typed, err);
-		if (rc != 0)
-			return rc;
-	} else
-		pe_store_f64(j->out.dt, typed, v, n);
-	struct pe_tensor_view t = {.shape = j->shape, .dtype = j->out.dt, .data = typed};
-	if (pe_first_nonfinite(&t, n) < n)
-		return pe_err_set(err, PE_EINVAL, "dtype", "the %s reach beyond what %s can hold",
-				  j->similarity ? "dot products" : "resampled values", pe_dtype_name(j->out.dt));
-	return 0;
-}
-
-/* Read, resample, round to the output dtype (or take the dot products) and encode into out. */
-static int produce(struct gjob *j, struct pe_buf *out, struct pe_err *err)
-{
-	struct pe_store_meta m;
-	void *data = NULL, *typed = NULL;
-	double *v = NULL;
-	size_t n = j->shape.dim[0] * j->shape.dim[1];
-	int rc = pe_store_read(j->h->opt.store, j->meta.name, &j->meta, &m, &data, err);
-	if (rc == 0 && !(v = table_values(j, data, err)))
-		rc = err->code ? err->code : PE_ENOMEM;
-	free(data);
-	if (rc == 0 && !(typed = pe_budget_malloc(j->h->opt.budget, n * pe_dtype_size(j->out.dt), &rc)))
-		pe_err_set(err, rc, "", "out of memory");
-	if (rc == 0)
-		rc = typed_values(j, v, typed, n, err);
-	pe_budget_free_block(j->h->opt.budget, v);
-	if (rc == 0) {
-		struct pe_tensor_view t = {.shape = j->shape, .dtype = j->out.dt, .data = typed};
-		rc = pe_out_encode(&j->out, &j->h->opt.parallel, &j->params, &t, out, err);
-	}
-	pe_budget_free_block(j->h->opt.budget, typed);
-	return rc;
-}
-
-static void gjob_free(struct gjob *j)
-{
-	pe_params_destroy(&j->params);
-	free(j);
-}
-
-static void gjob_run(void *arg)
-{
-	struct gjob *j = arg;
-	struct pe_err err = {0};
-	struct pe_buf out;
-	struct lbody *b = calloc(1, sizeof *b);
-	pe_buf_init(&out, j->h->opt.max_response_bytes);
-	pe_buf_set_budget(&out, j->h->opt.budget);
-	pe_cancel_set_deadline(j->deadline); /* the waiters have been answered 503 by then */
-	int rc = pe_cancelled();              /* expired while queued, or shutting down: no work */
-	if (rc != 0)
-		pe_cancel_err(rc, &err);
-	else
-		rc = b ? produce(j, &out, &err) : PE_ENOMEM;
-	pe_cancel_set_deadline(0);
-	if (rc == PE_EINVAL && strcmp(err.param, "dtype") != 0)
-		rc = PE_EINTERNAL; /* everything else was checked before the job: get_resume reads EINVAL as dtype */
-	if (rc == 0) {
-		b->out = j->out;
-		pe_shape_format(&j->shape, b->shape, sizeof b->shape);
-		memcpy(b->etag, j->etag, sizeof b->etag);
-		b->data = pe_buf_steal(&out, &b->len);
-		size_t held = pe_mem_size(b->data); /* the cache counts it from here (pe_cache_set_budget) */
-		pe_cache_fill(j->h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b), lbody_free);
-		pe_budget_give(j->h->opt.budget, held);
-	} else {
-		free(b);
-		pe_cache_fail(j->h->opt.cache, j->key, j->keylen, rc);
-	}
-	pe_buf_destroy(&out);
-	gjob_free(j);
-}
-
-static void release_entry_cb(void *cls) { pe_cache_release(cls); }
-
-/* Answer from a cache entry; takes over the caller's reference, which the response holds until
- * MHD has sent the bytes. */
-static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, struct pe_cache_entry *e, int hit)
-{
-	struct lbody *b = pe_cache_value(e);
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, release_entry_cb, e);
-	if (!resp) {
-		pe_cache_release(e);
-		return MHD_NO;
-	}
-	r->cache_hit = hit;
-	r->bytes = b->len;
-	pe_out_headers(&b->out, resp);
-	MHD_add_response_header(resp, "X-PE-Shape", b->shape);
-	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(b->out.dt));
-	MHD_add_response_header(resp, "X-PE-Cache", hit ? "hit" : "miss");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, b->etag);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	pe_http_add_cors(r->h, conn, resp);
-	return pe_http_queue(r, conn, 200, resp);
-}
-
-
-static const char *failure_detail(int code)
-{
-	switch (code) {
-	case PE_EINVAL:
-		return "the values (resampled, or their dot products) reach beyond what this dtype can hold (they "
-		       "round to infinity): choose a wider dtype";
-	case PE_ETIMEOUT:
-		return "the computation was stopped at job_timeout";
-	case PE_EDRAINING:
-		return "the service is shutting down";
-	case PE_ENOTFOUND:
-		return "the table no longer exists (deleted, or its file removed from data_dir)";
-	case PE_EBUSY:
-		return "the table was replaced while this request ran, or the job queue or the response memory budget is full; retry";
-	case PE_EIO:
-		return "the stored table is damaged; it was quarantined";
-	case PE_ETOOBIG:
-		return "the response would exceed the size limit";
-	default:
-		return "the table could not be produced";
-	}
-}
-
-static enum MHD_Result get_resume(struct req *r, struct MHD_Connection *conn)
-{
-	struct waiter *w = r->w;
-	struct pe_err err = {0};
-	if (w->state == W_EXPIRED)
-		pe_err_set(&err, PE_ETIMEOUT, "", "the table was not ready within job_timeout");
-	else if (w->code != 0 || !w->entry)
-		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL,
-			   w->code == PE_ENOTFOUND ? "name" : w->code == PE_EINVAL ? "dtype" : "", "%s",
-			   failure_detail(w->code));
-	if (err.code)
-		return problem(r, conn, &err);
-	struct pe_cache_entry *e = w->entry;
-	w->entry = NULL; /* serve_entry takes the reference */
-	return serve_entry(r, conn, e, 0);
-}
-
-/* The shape of the answer for this table and these parameters; errors name the parameter. */
-static int result_shape(const struct pe_http *h, const struct pe_store_meta *m, const struct pe_params *p,
-			struct pe_shape *s, struct pe_err *err)
-{
-	uint64_t rows = m->rows, cells, n;
-	if (given(p, "len") && m->grid_h)
-		return pe_err_set(err, PE_EINVAL, "len", "%s has a %" PRIu64 "x%" PRIu64 " grid: resample it with height "
-				  "and width", m->name, m->grid_h, m->grid_w);
-	if (given(p, "height") && !m->grid_h)
-		return pe_err_set(err, PE_EINVAL, "height", "%s has no grid (upload it with grid=h,w): resample it with "
-				  "len", m->name);
-	if (given(p, "len"))
-		rows = (uint64_t)pe_param_int(p, "len");
-	if (given(p, "height") && (__builtin_mul_overflow((uint64_t)pe_param_int(p, "height"),
-							  (uint64_t)pe_param_int(p, "width"), &cells) ||
-				   __builtin_add_overflow(cells, m->prefix_tokens, &rows)))
-		rows = UINT64_MAX;
-	if (__builtin_mul_overflow(rows, m->cols, &n) || n > h->opt.max_elements)
-		return pe_err_set(err, PE_ETOOBIG, given(p, "len") ? "len" : given(p, "height") ? "height" : "",
-				  "the table would have more than %" PRIu64 " elements", h->opt.max_elements);
-	*s = (struct pe_shape){.rank = 2, .dim = {(size_t)rows, (size_t)m->cols}};
-	return 0;
-}
-
-/* The parameter that sets the rows of the answer (for a 413 about its size). */
-static const char *rows_param(const struct pe_params *p, const char *fallback)
-{
-	return given(p, "len") ? "len" : given(p, "height") ? "height" : fallback;
-}
-
-/* The similarity of the (resampled) table: [rows, rows] against max_elements, and the work of its
- * dot products (the core's count, as for the other encodings) against max_analysis_cost. */
-static int similarity_shape(const struct pe_http *h, const struct pe_store_meta *m, const struct pe_params *p,
-			    struct pe_shape *s, struct pe_err *err)
-{
-	uint64_t n, work = pe_gram_cost(s->dim[0], m->cols);
-	if (__builtin_mul_overflow((uint64_t)s->dim[0], (uint64_t)s->dim[0], &n) || n > h->opt.max_elements)
-		return pe_err_set(err, PE_ETOOBIG, rows_param(p, "encoding"), "the similarity matrix would have more "
-				  "than %" PRIu64 " elements", h->opt.max_elements);
-	if (work > h->opt.max_analysis_cost)
-		return pe_err_set(err, PE_ETOOBIG, rows_param(p, "encoding"), "this would cost %" PRIu64 " multiply-adds; "
-				  "max_analysis_cost is %" PRIu64, work, h->opt.max_analysis_cost);
-	s->dim[1] = s->dim[0];
-	return 0;
-}
-
-/* Can the output dtype hold the answer? Decided here, before any work, wherever the stored table's
- * largest |element| decides it: the table as stored (exactly), or its dot products (the row holding
- * that element has a dot product with itself of at least its square: if the square overflows, so
- * does the answer). Resampled answers (bicubic overshoots, linear may miss the peak) and dot
- * products below that bound are checked by the job on the values it makes (typed_values). */
-static int check_dtype(const struct pe_store_meta *m, const struct pe_params *p, enum pe_dtype dt, int similarity,
-		       struct pe_err *err)
-{
-	if (given(p, "len") || given(p, "height"))
-		return 0;
-	double top = similarity ? m->max_abs * m->max_abs : m->max_abs;
-	if (!isfinite(top))
-		return pe_err_set(err, PE_EINVAL, "dtype", "the dot products reach beyond what even f64 can hold "
-				  "(the table holds %.6g)", m->max_abs);
-	return pe_check_dtype_range(&top, 1, dt, err);
-}
-
-/* "learned/<name>@<sha256>:<dtype>:<rows>x<cols>:<prefix_tokens>:<grid_h>x<grid_w>?<canonical
- * parameters>|<dtype>|<format>..." and its ETag: the version part holds every field of the table
- * that shapes an answer (pe_store_same_version), so none can change under a cached key. */
-static int make_key(const struct pe_store_meta *m, const struct pe_params *p, const struct pe_out *o, int similarity,
-		    char *key, char etag[40])
-{
-	char sha[65];
-	uint8_t d[32];
-	hex(m->sha256, 32, sha);
-	int n = snprintf(key, KEY_MAX, "%s/%s@%s:%s:%" PRIu64 "x%" PRIu64 ":%" PRIu64 ":%" PRIu64 "x%" PRIu64 "?",
-			 similarity ? "similarity/learned" : "learned", m->name, sha, pe_dtype_name(m->dtype), m->rows,
-			 m->cols, m->prefix_tokens, m->grid_h, m->grid_w);
-	int c = n > 0 && n < KEY_MAX ? pe_params_canonical(p, key + n, KEY_MAX - (size_t)n) : -1;
-	int t = c >= 0 ? pe_out_key(o, key + n + c, KEY_MAX - (size_t)(n + c)) : -1;
-	if (t < 0)
-		return -1;
-	struct sha256_ctx ctx;
-	sha256_init(&ctx);
-	sha256_update(&ctx, strlen(PE_OUTPUT_EPOCH) + 1, (const uint8_t *)PE_OUTPUT_EPOCH "\n");
-	sha256_update(&ctx, (size_t)(n + c + t), (const uint8_t *)key);
-	sha256_digest(&ctx, sizeof d, d);
-	etag[0] = '"';
-	hex(d, 16, etag + 1);
-	memcpy(etag + 33, "\"", 2);
-	return n + c + t;
-}
-
-static struct gjob *gjob_new(struct pe_http *h, const struct pe_store_meta *m, struct pe_params *p,
-			     const struct pe_out *o, const struct pe_shape *s, int similarity, const char *key,
-			     size_t keylen, const char *etag)
-{
-	struct gjob *j = malloc(sizeof *j + keylen + 1);
-	if (!j)
-		return NULL;
-	*j = (struct gjob){.h = h, .deadline = pe_monotonic() + (double)h->opt.job_timeout_s, .meta = *m, .params = *p,
-			   .out = *o, .shape = *s, .similarity = similarity, .keylen = keylen};
-	memset(p, 0, sizeof *p); /* the job owns the parameters now */
-	memcpy(j->etag, etag, sizeof j->etag);
-	memcpy(j->key, key, keylen + 1);
-	return j;
-}
-
-/* Hit: answer. Under way: wait. Miss: this request computes on the pool. */
-static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const struct pe_store_meta *m,
-			      struct pe_params *p, const struct pe_out *o, const struct pe_shape *s, int similarity,
-			      const char *key, size_t keylen)
-{
-	struct pe_http *h = r->h;
-	struct pe_err err = {0};
-	struct pe_cache_entry *e = NULL;
-	struct waiter *w = pe_waiter_new(h, conn);
-	int rc = w ? pe_cache_acquire(h->opt.cache, key, keylen, pe_waiter_ready_cb, w, &e) : PE_ENOMEM;
-	if (rc == PE_CACHE_HIT || rc < 0) {
-		pe_waiter_unref(w);
-		pe_waiter_unref(w);
-		if (rc == PE_CACHE_HIT)
-			return serve_entry(r, conn, e, 1);
-		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
-		return problem(r, conn, &err);
-	}
-	r->w = w;
-	r->on_resume = get_resume;
-	if (rc == PE_CACHE_MISS) {
-		struct gjob *j = gjob_new(h, m, p, o, s, similarity, key, keylen, r->etag);
-		int sub = j ? h->opt.hooks.submit(h->opt.hooks.ctx, gjob_run, j) : PE_ENOMEM;
-		if (sub != 0) {
-			if (j)
-				gjob_free(j);
-			pe_cache_fail(h->opt.cache, key, keylen, sub);
-		}
-	}
-	pe_waiter_suspend(w);
-	return MHD_YES;
-}
-
-/* GET a table (similarity 0) or its position similarity (1: /v1/analysis/similarity with
- * encoding=learned:{name}, whose "encoding" parameter was read by the caller). */
-static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, const char *name, int similarity)
-{
-	struct pe_err err = {0};
-	struct pe_params p;
-	struct pe_out_query q = {0};
-	struct pe_out o;
-	struct pe_store_meta m;
-	struct pe_shape s = {0};
-	char key[KEY_MAX];
-	enum MHD_Result ret;
-	int rc = parse_query(conn, &get_def, &p, &q, similarity ? "encoding" : NULL, &err), keylen = -1;
-	if (rc == 0)
-		rc = pe_out_resolve(&o, &q, conn, PE_DTYPE_COUNT_, OFFERED, &err);
-	if (rc == 0 && pe_store_stat(r->h->opt.store, name, &m) != 0)
-		rc = pe_err_set(&err, PE_ENOTFOUND, "name", "no learned table named %s", name);
-	if (rc == 0)
-		rc = result_shape(r->h, &m, &p, &s, &err);
-	if (rc == 0 && similarity)
-		rc = similarity_shape(r->h, &m, &p, &s, &err);
-	if (rc == 0)
-		rc = check_dtype(&m, &p, o.dt, similarity, &err);
-	if (rc == 0 && atomic_load(&r->h->draining))
-		rc = pe_err_set(&err, PE_EDRAINING, "", "the service is shutting down");
-	if (rc == 0 && (keylen = make_key(&m, &p, &o, similarity, key, r->etag)) < 0)
-		rc = pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
-	const char *inm = rc ? NULL : MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
-	if (rc != 0)
-		ret = problem(r, conn, &err);
-	else if (inm && pe_etag_matches(inm, r->etag))
-		ret = pe_http_not_modified(r, conn, r->etag, "no-cache");
-	else
-		ret = lookup(r, conn, &m, &p, &o, &s, similarity, key, (size_t)keylen);
-	pe_params_destroy(&p);
-	return ret;
-}
-
-static enum MHD_Result get_item(struct req *r, struct MHD_Connection *conn, const char *name)
-{
-	return get_common(r, conn, name, 0);
-}
-
-enum MHD_Result pe_learned_similarity(struct req *r, struct MHD_Connection *conn, const char *name)
-{
-	struct pe_err err = {0}, why = {0};
-	if (pe_store_name_check(name, strlen(name), &why) != 0) { /* why, not err: the detail is formatted into err */
-		pe_err_set(&err, PE_EINVAL, "encoding", "encoding=learned:{name} needs a valid table name: %s", why.detail);
-		return problem(r, conn, &err);
-	}
-	return get_common(r, conn, name, 1);
-}
-
-/* ---- the final call ---- */
-
-enum MHD_Result pe_learned_request(struct req *r, struct MHD_Connection *conn)
+/* The request is complete (a PUT's body in r->body). */
+static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 {
 	struct pe_err err = {0};
 	char name[PE_STORE_NAME_MAX + 1];
 	const char *n;
 	size_t len;
-	if (target(r, conn, &n, &len) == 0)
+	if (target(r, &n, &len) == 0)
 		return serve_list(r, conn);
-	if (item_name(r, conn, name, &err) != 0)
+	if (item_name(r, name, &err) != 0)
 		return problem(r, conn, &err);
 	if (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))
-		return get_item(r, conn, name);
+		return pe_learned_get(r, conn, name);
 	return write_item(r, conn, name);
 }
+
+/* Writes to learned tables are never opened by CORS: their preflight gets no Allow-Origin. */
+const struct pe_handler pe_learned_handler = {
+	.name = "learned tables",
+	.match_cb = match_cb,
+	.allow = "GET, HEAD, PUT, DELETE, OPTIONS",
+	.cors_methods = "GET, HEAD, OPTIONS",
+	.begin_cb = begin_cb,
+	.body_cb = pe_http_body_collect,
+	.finish_cb = finish_cb,
+	.req_free_cb = free,
+};

@@ -52,6 +52,6 @@ struct MHD_Response *pe_problem_response(const struct pe_err *err, const char *a
 	if (*status == 405 && allow)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
 	if (*status == 503)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, PE_HTTP_RETRY_AFTER);
 	return r;
 }

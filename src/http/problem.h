@@ -6,6 +6,8 @@
 #include "posenc/err.h"
 
 #define PE_PROBLEM_TYPE_BASE "https://posenc.dev/problems/"
+/* Retry-After of every 503 (overloaded, draining, job timeout, and /readyz while draining). */
+#define PE_HTTP_RETRY_AFTER "1"
 
 /* A fresh response (caller queues and destroys it); *status gets the HTTP status. Adds Allow for
  * 405 (allow may be NULL) and Retry-After for 503; *len gets the body's length. NULL only when out of memory. */

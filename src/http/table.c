@@ -1,74 +1,29 @@
-/* GET /v1/<table>: parameters, negotiation, ETag and 304, the cache, and the job that computes
- * and encodes a table on a worker thread.
- *
- * A cached table is a struct table_body: the encoded bytes plus one MHD_Response built once with
- * every header ("X-PE-Cache: hit"), queued as is on any number of connections (MHD refcounts it
- * and sends the buffer without copying). The body's bytes belong to that shared response and are
- * freed by its free callback when MHD drops its last use; the cache owns the response. Requests
- * that need their own headers (a miss, a listed CORS origin) get a response over the same bytes
- * that holds a cache reference until MHD is done with it.
+/* GET /v1/<table>: parameters, negotiation and the cache key here; the cache, single flight,
+ * the job, ETag and 304 in produce.c, which calls back into this file's producer to compute and
+ * encode the table on a worker thread. The GET path of a table reads in these two files.
  *
  * Memory: the job builds under the response budget (opt.budget): its scratch table and its output
  * buffer are reserved before they are allocated, and a reservation that does not fit fails the
- * key with PE_EBUSY (503 + Retry-After). The finished body's reservation ends when the cache takes
- * it: from then on the cache counts it (by its allocation sizes), and if it leaves the cache while
- * still being sent, the cache charges it back to the budget until MHD lets go of it. */
-#include "http/internal.h"
-#include "http/negotiate.h"
-#include "http/output.h"
+ * key with PE_EBUSY (503 + Retry-After). */
+#include "http/handler.h"
+#include "http/produce.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define KEY_MAX (PE_MAX_LIST * 26 + 4096)
-/* The shared MHD_Response of a cached body and its headers, counted with the body. */
-#define RESPONSE_OVERHEAD 1024
 #define OFFERED                                                                                  \
 	(PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV) | \
 	 PE_FMT_BIT(PE_FMT_PNG))
 
-struct table_body {
-	char *data;
-	size_t len;
-	struct MHD_Response *shared;
-	struct pe_out out;
-	char shape[160];
-	char etag[40];
-	char extra_name[32];
-	char extra[PE_NUM_MAX + 1]; /* header value, "" if the table reports none */
-};
-
 struct job {
 	struct pe_http *h;
 	struct pe_params params;
-	double deadline; /* pe_monotonic() time past which the computation stops (job_timeout) */
 	struct pe_out out;
-	char etag[40];
-	size_t keylen;
-	char key[]; /* the cache key */
 };
-
-/* ---- keys and ETags ---- */
-
-static uint64_t fnv1a(const char *s, size_t n, uint64_t h)
-{
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-/* A strong ETag from the canonical key only: equal on every replica and across restarts. */
-static void make_etag(const char *key, size_t len, char out[40])
-{
-	uint64_t a = fnv1a(PE_OUTPUT_EPOCH, strlen(PE_OUTPUT_EPOCH), 0xcbf29ce484222325ull);
-	a = fnv1a(key, len, a);
-	uint64_t b = fnv1a(key, len, 0x84222325cbf29ce4ull ^ (uint64_t)len);
-	snprintf(out, 40, "\"%016" PRIx64 "%016" PRIx64 "\"", a, b);
-}
 
 /* ---- query parsing ---- */
 
@@ -154,7 +109,7 @@ static int parse_request(struct pe_http *h, struct MHD_Connection *conn, const s
 	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
 	if (q.failed)
 		return q.failed;
-	int rc = pe_out_resolve(o, &q.out, conn, def->fixed_dtype, OFFERED, err);
+	int rc = pe_http_out_resolve(o, &q.out, conn, def->fixed_dtype, OFFERED, err);
 	if (rc == 0)
 		rc = pe_params_finish(p, err);
 	if (rc == 0)
@@ -175,110 +130,7 @@ static int make_key(const struct pe_params *p, const struct pe_out *o, char *key
 	return t < 0 ? -1 : n + t;
 }
 
-/* ---- responses ---- */
-
-static void add_table_headers(const struct table_body *b, struct MHD_Response *resp, const char *cache)
-{
-	pe_out_headers(&b->out, resp);
-	MHD_add_response_header(resp, "X-PE-Shape", b->shape);
-	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(b->out.dt));
-	MHD_add_response_header(resp, "X-PE-Cache", cache);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, b->etag);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "public, max-age=31536000, immutable");
-	if (b->extra[0])
-		MHD_add_response_header(resp, b->extra_name, b->extra);
-}
-
-static void release_entry_cb(void *cls) { pe_cache_release(cls); }
-
-/* Answer from a cache entry; takes over the caller's reference. */
-static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, struct pe_cache_entry *e, int hit)
-{
-	struct table_body *b = pe_cache_value(e);
-	r->cache_hit = hit;
-	r->bytes = b->len;
-	if (hit && pe_http_cors_static(r->h) && !r->request_id_given) {
-		r->status = 200;
-		enum MHD_Result rc = MHD_queue_response(conn, 200, b->shared);
-		pe_cache_release(e);
-		return rc;
-	}
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, release_entry_cb, e);
-	if (!resp) {
-		pe_cache_release(e);
-		return MHD_NO;
-	}
-	add_table_headers(b, resp, hit ? "hit" : "miss");
-	pe_http_add_cors(r->h, conn, resp);
-	return pe_http_queue(r, conn, 200, resp);
-}
-
-
-/* ---- the job: compute, encode, fill the cache (worker thread) ---- */
-
-static void body_free_cb(void *cls)
-{
-	struct table_body *b = cls;
-	free(b->data);
-	free(b);
-}
-
-/* The cache's destructor: drop the cache's use of the shared response; MHD frees the body when
- * the last connection sending it is done. */
-static void body_release_cb(void *value) { MHD_destroy_response(((struct table_body *)value)->shared); }
-
-/* ---- scratch tables ----
- * The tables of the formats that are not computed in place (JSON, CSV, PNG, gzip'd, bf16 npy) go
- * through a scratch block. Up to two blocks of at most SCRATCH_KEEP bytes are kept between jobs,
- * already faulted in: a fresh 1.5 MiB block for a 512x768 f32 table cost ~0.5 ms of page faults
- * per request, before the encoding can start (measured A/B on the cold JSON request: 7.4-7.6 ms
- * against 7.8-8.2). So at most 4 MiB stay resident for them. */
-
-#define SCRATCH_KEEP ((size_t)2 << 20)
-
-/* A block of at least n bytes: a kept one when one is big enough, else a new one, faulted in. */
-static struct pe_scratch scratch_take(struct pe_http *h, size_t n)
-{
-	struct pe_scratch s = {0};
-	pthread_mutex_lock(&h->scratch_lock);
-	for (size_t i = 0; i < sizeof h->scratch / sizeof h->scratch[0] && !s.p; i++)
-		if (h->scratch[i].cap >= n) {
-			s = h->scratch[i];
-			h->scratch[i] = (struct pe_scratch){0};
-		}
-	pthread_mutex_unlock(&h->scratch_lock);
-	if (!s.p && (s.p = malloc(n)) != NULL) {
-		s.cap = n;
-		pe_mem_prefault(s.p, n);
-	}
-	return s;
-}
-
-/* Keep the block for the next job if it is small enough and a place is free (else the smaller
- * kept one makes way); free what is not kept. */
-static void scratch_give(struct pe_http *h, struct pe_scratch s)
-{
-	if (s.cap <= SCRATCH_KEEP) {
-		pthread_mutex_lock(&h->scratch_lock);
-		for (size_t i = 0; i < sizeof h->scratch / sizeof h->scratch[0]; i++)
-			if (h->scratch[i].cap < s.cap) {
-				struct pe_scratch out = h->scratch[i];
-				h->scratch[i] = s;
-				s = out;
-			}
-		pthread_mutex_unlock(&h->scratch_lock);
-	}
-	free(s.p);
-}
-
-void pe_table_free_scratch(struct pe_http *h)
-{
-	for (size_t i = 0; i < sizeof h->scratch / sizeof h->scratch[0]; i++) {
-		free(h->scratch[i].p);
-		h->scratch[i] = (struct pe_scratch){0};
-	}
-}
+/* ---- the job: compute and encode (worker thread) ---- */
 
 /* Compute the table and encode it into out. bin and npy are computed straight into the response
  * buffer (after npy's header); the others go through a scratch table. */
@@ -300,144 +152,108 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 	}
 	if ((rc = pe_budget_take(j->h->opt.budget, raw ? raw : 1)) != 0)
 		return pe_err_set(err, rc, "", "the response memory budget is full");
-	struct pe_scratch tmp = scratch_take(j->h, raw ? raw : 1);
+	struct pe_scratch tmp = pe_produce_scratch_take(j->h, raw ? raw : 1);
 	if (!tmp.p)
 		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	else if ((rc = pe_table_compute(&j->params, j->out.dt, tmp.p, err)) == 0) {
 		t.data = tmp.p;
 		rc = pe_out_encode(&j->out, &j->h->opt.parallel, &j->params, &t, out, err);
 	}
-	scratch_give(j->h, tmp);
+	pe_produce_scratch_give(j->h, tmp);
 	pe_budget_give(j->h->opt.budget, raw ? raw : 1);
 	return rc;
 }
 
-static struct table_body *make_body(struct job *j, const struct pe_shape *s, struct pe_buf *out)
+void pe_table_extra_header(const struct pe_table_def *def, char *out, size_t cap)
 {
-	struct table_body *b = calloc(1, sizeof *b);
-	if (!b)
-		return NULL;
-	b->out = j->out;
-	pe_shape_format(s, b->shape, sizeof b->shape);
-	memcpy(b->etag, j->etag, sizeof b->etag);
-	const struct pe_table_def *def = j->params.def;
-	if (def->extra && def->extra_name) {
-		snprintf(b->extra_name, sizeof b->extra_name, "X-PE-%s", "Attention-Scaling");
-		b->extra[pe_fmt_f64(def->extra(&j->params), b->extra)] = 0;
+	size_t n = (size_t)snprintf(out, cap, "X-PE-");
+	int word_start = 1;
+	for (const char *c = def->extra_name; *c && n + 1 < cap; c++) {
+		out[n++] = *c == '_' ? '-' : word_start ? (char)toupper((unsigned char)*c) : *c;
+		word_start = *c == '_';
 	}
-	b->data = pe_buf_steal(out, &b->len);
-	b->shared = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, body_free_cb, b);
-	if (!b->shared) {
-		pe_budget_free_block(j->h->opt.budget, b->data);
-		free(b);
-		return NULL;
-	}
-	add_table_headers(b, b->shared, "hit");
-	if (pe_http_cors_static(j->h))
-		pe_http_add_cors(j->h, NULL, b->shared);
-	return b;
+	out[n] = 0;
 }
 
-static void job_free(struct job *j)
+/* The producer: compute and encode the table, and name its extra header. */
+static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, struct pe_err *err)
 {
+	struct job *j = arg;
+	struct pe_shape s;
+	int rc = pe_table_shape(&j->params, &s);
+	if (rc == 0)
+		rc = encode(j, &s, out, err);
+	if (rc != 0)
+		return rc;
+	pe_shape_format(&s, info->shape, sizeof info->shape);
+	const struct pe_table_def *def = j->params.def;
+	if (def->extra && def->extra_name) {
+		pe_table_extra_header(def, info->extra_name, sizeof info->extra_name);
+		info->extra[pe_fmt_f64(def->extra(&j->params), info->extra)] = 0;
+	}
+	return 0;
+}
+
+static void job_free_cb(void *arg)
+{
+	struct job *j = arg;
 	pe_params_destroy(&j->params);
 	free(j);
 }
 
-static void job_run(void *arg)
+/* What a waiter is told when the job it waited for failed (the job's detail does not reach it). */
+static void failure_cb(int code, struct pe_err *err)
 {
-	struct job *j = arg;
-	struct pe_err err = {0};
-	struct pe_shape s;
-	struct pe_buf out;
-	pe_buf_init(&out, j->h->opt.max_response_bytes);
-	pe_buf_set_budget(&out, j->h->opt.budget);
-	pe_cancel_set_deadline(j->deadline); /* the waiters have been answered 503 by then */
-	int rc = pe_cancelled(); /* expired while queued, or shutting down: no work at all */
-	if (rc != 0)
-		pe_cancel_err(rc, &err);
-	else
-		rc = pe_table_shape(&j->params, &s);
-	if (rc == 0)
-		rc = encode(j, &s, &out, &err);
-	pe_cancel_set_deadline(0);
-	struct table_body *b = rc == 0 ? make_body(j, &s, &out) : NULL;
-	pe_buf_destroy(&out);
-	if (b) {
-		size_t held = pe_mem_size(b->data); /* reserved by out; the cache counts it from here */
-		pe_cache_fill(j->h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b) + RESPONSE_OVERHEAD,
-			      body_release_cb);
-		pe_budget_give(j->h->opt.budget, held);
-	} else
-		pe_cache_fail(j->h->opt.cache, j->key, j->keylen, rc ? rc : PE_ENOMEM);
-	job_free(j);
-}
-
-static struct job *job_new(struct pe_http *h, struct pe_params *p, const struct pe_out *o, const char *key,
-			   size_t keylen, const char *etag)
-{
-	struct job *j = malloc(sizeof *j + keylen + 1);
-	if (!j)
-		return NULL;
-	j->h = h;
-	j->deadline = pe_monotonic() + (double)h->opt.job_timeout_s;
-	j->params = *p; /* takes over the list allocations */
-	memset(p, 0, sizeof *p);
-	j->out = *o;
-	memcpy(j->etag, etag, sizeof j->etag);
-	memcpy(j->key, key, keylen + 1);
-	j->keylen = keylen;
-	return j;
+	const char *text;
+	switch (code) {
+	case PE_EBUSY:
+		text = "the job queue or the response memory budget is full; retry shortly";
+		break;
+	case PE_ETOOBIG:
+		text = "building the response needs more memory than response_budget_bytes";
+		break;
+	case PE_ETIMEOUT:
+		text = "the computation was stopped at job_timeout";
+		break;
+	case PE_EDRAINING:
+		text = "the service is shutting down";
+		break;
+	default:
+		text = "the computation failed";
+	}
+	pe_err_set(err, code, "", "%s", text);
 }
 
 /* ---- the request ---- */
 
-/* A miss: this request computes. Submission failures fail the key, which answers every waiter. */
-static void start_job(struct pe_http *h, struct pe_params *p, const struct pe_out *o, const char *key, size_t keylen,
-		      const char *etag)
+struct miss {
+	struct pe_http *h;
+	struct pe_params *params;
+	const struct pe_out *out;
+};
+
+/* A miss (MHD thread): what can fail only once the table exists is checked first, then the job
+ * takes over the parameters. */
+static void *job_new_cb(void *ctx, struct pe_err *err)
 {
-	struct job *j = job_new(h, p, o, key, keylen, etag);
-	int rc = j ? h->opt.hooks.submit(h->opt.hooks.ctx, job_run, j) : PE_ENOMEM;
-	if (rc != 0) {
-		if (j)
-			job_free(j);
-		pe_cache_fail(h->opt.cache, key, keylen, rc);
-	}
+	struct miss *m = ctx;
+	if (check_output(m->params, m->out, err) != 0)
+		return NULL;
+	struct job *j = malloc(sizeof *j);
+	if (!j)
+		return NULL;
+	*j = (struct job){.h = m->h, .params = *m->params, .out = *m->out};
+	memset(m->params, 0, sizeof *m->params); /* the job owns the list allocations now */
+	return j;
 }
 
-static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, struct pe_params *p,
-			      const struct pe_out *o, const char *key, size_t keylen)
-{
-	struct pe_http *h = r->h;
-	struct pe_err err = {0};
-	struct waiter *w = pe_waiter_new(h, conn);
-	struct pe_cache_entry *e = NULL;
-	int rc = w ? pe_cache_acquire(h->opt.cache, key, keylen, pe_waiter_ready_cb, w, &e) : PE_ENOMEM;
-	if (rc == PE_CACHE_HIT) {
-		pe_waiter_unref(w);
-		pe_waiter_unref(w);
-		return serve_entry(r, conn, e, 1);
-	}
-	if (rc < 0) {
-		if (w) {
-			pe_waiter_unref(w);
-			pe_waiter_unref(w);
-		}
-		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
-		return pe_http_problem(r, conn, &err);
-	}
-	if (rc == PE_CACHE_MISS && check_output(p, o, &err) != 0) {
-		pe_cache_fail(h->opt.cache, key, keylen, err.code); /* completes w: drops the cache's reference */
-		pe_waiter_unref(w);
-		return pe_http_problem(r, conn, &err);
-	}
-	r->w = w;
-	r->on_resume = pe_table_resume;
-	if (rc == PE_CACHE_MISS)
-		start_job(h, p, o, key, keylen, r->etag);
-	pe_waiter_suspend(w);
-	return MHD_YES;
-}
+static const struct pe_producer producer = {
+	.cache_control = "public, max-age=31536000, immutable",
+	.job_new_cb = job_new_cb,
+	.produce_cb = produce_cb,
+	.job_free_cb = job_free_cb,
+	.failure_cb = failure_cb,
+};
 
 enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, const struct pe_table_def *def)
 {
@@ -461,54 +277,37 @@ enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, con
 	int keylen = make_key(&p, &o, small, sizeof small);
 	if (keylen < 0 && (key = malloc(KEY_MAX)) != NULL)
 		keylen = make_key(&p, &o, key, KEY_MAX);
-	const char *k = key ? key : small;
 	if (keylen < 0) {
 		pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
 		ret = pe_http_problem(r, conn, &err);
 		goto out;
 	}
-	make_etag(k, (size_t)keylen, r->etag);
-	const char *inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
-	if (inm && pe_etag_matches(inm, r->etag))
-		ret = pe_http_not_modified(r, conn, r->etag, "public, max-age=31536000, immutable");
-	else
-		ret = lookup(r, conn, &p, &o, k, (size_t)keylen);
+	struct miss m = {.h = h, .params = &p, .out = &o};
+	ret = pe_produce_answer(r, conn, &producer, &o, key ? key : small, (size_t)keylen, &m);
 out:
 	free(key);
 	pe_params_destroy(&p);
 	return ret;
 }
 
-/* What a waiter is told when the job it waited for failed (the job's detail does not reach it). */
-static const char *failure_text(int code)
+/* ---- the handler ---- */
+
+static int match_cb(void *hctx, const char *url, const void **target)
 {
-	switch (code) {
-	case PE_EBUSY:
-		return "the job queue or the response memory budget is full; retry shortly";
-	case PE_ETOOBIG:
-		return "building the response needs more memory than response_budget_bytes";
-	case PE_ETIMEOUT:
-		return "the computation was stopped at job_timeout";
-	case PE_EDRAINING:
-		return "the service is shutting down";
-	default:
-		return "the computation failed";
-	}
+	const struct pe_table_def *def = strncmp(url, "/v1/", 4) == 0 ? pe_table_find(url + 4) : NULL;
+	*target = def;
+	return def ? pe_http_def_route(def) : -1;
 }
 
-enum MHD_Result pe_table_resume(struct req *r, struct MHD_Connection *conn)
+static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 {
-	struct waiter *w = r->w;
-	struct pe_err err = {0};
-	if (w->state == W_EXPIRED) {
-		pe_err_set(&err, PE_ETIMEOUT, "", "the table was not ready within job_timeout");
-		return pe_http_problem(r, conn, &err);
-	}
-	if (w->code != 0 || !w->entry) {
-		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "", "%s", failure_text(w->code));
-		return pe_http_problem(r, conn, &err);
-	}
-	struct pe_cache_entry *e = w->entry;
-	w->entry = NULL; /* serve_entry takes the reference */
-	return serve_entry(r, conn, e, 0);
+	return pe_table_request(r, conn, r->target);
 }
+
+const struct pe_handler pe_table_handler = {
+	.name = "tables",
+	.match_cb = match_cb,
+	.allow = "GET, HEAD, OPTIONS",
+	.cors_methods = "GET, HEAD, OPTIONS",
+	.finish_cb = finish_cb,
+};

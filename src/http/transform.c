@@ -9,9 +9,7 @@
  * like a table miss. Bodies are decoded in place where the format allows (npy and raw f32/f64 are
  * transformed inside the body buffer), so a request costs about twice its body at most. Results
  * depend on the body, so they are not cached (Cache-Control: no-store). */
-#include "http/internal.h"
-#include "http/negotiate.h"
-#include "http/output.h"
+#include "http/handler.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -74,11 +72,11 @@ static const char *content_type(struct MHD_Connection *conn)
 	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 }
 
-enum MHD_Result pe_transform_begin(struct req *r, struct MHD_Connection *conn)
+/* The first call: refuse what can be refused before the body is read, else want the body. */
+static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
 	struct pe_http *h = r->h;
 	enum body_kind kind;
-	r->route = pe_http_def_route(r->transform);
 	r->allow = "POST";
 	if (strcmp(r->method, "POST") != 0)
 		return answer_now(r, conn, PE_EMETHOD, "", "use POST with a tensor body");
@@ -97,6 +95,7 @@ enum MHD_Result pe_transform_begin(struct req *r, struct MHD_Connection *conn)
 	pe_buf_init(&r->body, h->opt.max_body_bytes);
 	if (declared && pe_buf_reserve(&r->body, (size_t)declared) != 0)
 		return answer_now(r, conn, PE_ENOMEM, "body", "out of memory");
+	r->body_wanted = 1;
 	return MHD_YES;
 }
 
@@ -421,7 +420,7 @@ static enum MHD_Result transform_resume(struct req *r, struct MHD_Connection *co
 		return MHD_NO;
 	}
 	r->bytes = res->len;
-	pe_out_headers(&res->out, resp);
+	pe_http_out_headers(&res->out, resp);
 	MHD_add_response_header(resp, "X-PE-Shape", res->shape);
 	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(res->out.dt));
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
@@ -455,7 +454,7 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 		return NULL;
 	}
 	j->h = r->h;
-	pe_params_init(&j->params, r->transform);
+	pe_params_init(&j->params, r->target);
 	body_kind_of(content_type(conn), &j->kind);
 	struct tquery q = {.params = &j->params, .err = err};
 	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, tquery_arg, &q);
@@ -476,7 +475,8 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 	return j;
 }
 
-enum MHD_Result pe_transform_request(struct req *r, struct MHD_Connection *conn)
+/* The body is complete: the job. */
+static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 {
 	struct pe_err err = {0};
 	if (r->body_too_big) {
@@ -504,3 +504,20 @@ enum MHD_Result pe_transform_request(struct req *r, struct MHD_Connection *conn)
 	pe_waiter_suspend(w);
 	return MHD_YES;
 }
+
+static int match_cb(void *hctx, const char *url, const void **target)
+{
+	const struct pe_table_def *def = strncmp(url, "/v1/", 4) == 0 ? pe_transform_find(url + 4) : NULL;
+	*target = def;
+	return def ? pe_http_def_route(def) : -1;
+}
+
+const struct pe_handler pe_transform_handler = {
+	.name = "transforms",
+	.match_cb = match_cb,
+	.allow = "POST, OPTIONS",
+	.cors_methods = "POST, OPTIONS",
+	.begin_cb = begin_cb,
+	.body_cb = pe_http_body_collect,
+	.finish_cb = finish_cb,
+};

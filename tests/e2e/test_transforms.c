@@ -249,7 +249,7 @@ static void run_late_job(void (*late)(struct pe_http *h))
 	struct pe_err err = {0};
 	struct pe_http *h = pe_http_start(&o, &err);
 	ck_assert_msg(h != NULL, "%s", err.detail);
-	struct poster p = {.d = {.port = pe_http_port(h)}};
+	struct poster p = {.d = {.s = {.port = pe_http_port(h)}}};
 	pthread_t t;
 	ck_assert_int_eq(pthread_create(&t, NULL, post_cb, &p), 0);
 	pthread_mutex_lock(&held.lock);

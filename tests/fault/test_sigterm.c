@@ -123,13 +123,19 @@ int main(void)
 	sleep_s(0.3);
 
 	/* Readiness on the already-open connection. */
+	char ready_ra[32] = "", table_ra[32] = "";
 	int rc = keepalive_get(ka, "/readyz", &r);
 	check(rc == 0 && r.status == 503, "/readyz 503 on a connection opened before SIGTERM (status %d)", r.status);
+	resp_header(&r, "Retry-After", ready_ra, sizeof ready_ra);
 	resp_free(&r);
 	rc = keepalive_get(ka, "/v1/sinusoidal?len=8&dim=8&offset=31337", &r);
 	check(rc == 0 && is_problem(&r, 503, NULL), "a new table request on that connection: 503 draining (status %d)",
 	      r.status);
+	resp_header(&r, "Retry-After", table_ra, sizeof table_ra);
 	resp_free(&r);
+	/* one Retry-After for every 503, the draining /readyz's included */
+	check(ready_ra[0] && !strcmp(ready_ra, table_ra), "Retry-After: /readyz says \"%s\", a 503 problem \"%s\"",
+	      ready_ra, table_ra);
 	close(ka);
 
 	/* New connections: refused (not left hanging in the listen backlog). */

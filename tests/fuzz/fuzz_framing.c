@@ -1,5 +1,5 @@
 /* libFuzzer target: request framing and the header parsers of the HTTP layer (src/http/framing.c,
- * src/http/negotiate.c), the checks posencd runs on every request head before anything else.
+ * src/tensor/negotiate.c), the checks posencd runs on every request head before anything else.
  *
  * Input: raw request bytes. They are split as libmicrohttpd 0.9.75 splits a head: lines end at
  * "\n" (a "\r" before it dropped); the first is the request line, whose last space-separated word
@@ -22,7 +22,7 @@
 #include <strings.h>
 
 #include "http/framing.h"
-#include "http/negotiate.h"
+#include "posenc/output.h"
 
 #define FAIL(...)                                               \
 	do {                                                    \

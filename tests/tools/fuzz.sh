@@ -12,7 +12,7 @@
 # The library sources are compiled here with clang and -fsanitize=fuzzer-no-link (coverage for
 # the fuzzer, ASan, UBSan): build/libposenc.a is gcc-built without that instrumentation. The
 # config target also needs src/daemon/config.c and the embedded defaults (src/daemon/assets.S);
-# the framing target the HTTP layer's pure parsers (src/http/framing.c, negotiate.c).
+# the framing target the HTTP layer's pure parsers (src/http/framing.c; negotiation is in src/tensor/).
 # Each run starts from the committed seeds (tests/fuzz/corpus/<target>/) plus what earlier runs
 # found (build/fuzz/corpus/<target>/, not committed). clang and the compiler-rt runtime come from
 # `make deps` (tests/tools/deps.sh fuzz); `make fuzz` runs that first.
@@ -70,7 +70,7 @@ compile() { # src obj extra-flags...
 }
 
 lib_objs=()
-for src in src/core/*.c src/tensor/*.c src/cache/*.c src/daemon/config.c src/http/framing.c src/http/negotiate.c; do
+for src in src/core/*.c src/tensor/*.c src/cache/*.c src/store/*.c src/daemon/config.c src/http/framing.c; do
 	obj="$OUT/obj/${src%.c}.o"
 	extra=(-fsanitize=fuzzer-no-link)
 	case "$src" in

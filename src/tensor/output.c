@@ -1,6 +1,5 @@
-/* Output options and encoding of tensor responses (see output.h). */
-#include "http/output.h"
-#include "http/negotiate.h"
+/* Output options and encoding of tensor responses (see include/posenc/output.h). */
+#include "posenc/output.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +24,7 @@ int pe_out_take(struct pe_out_query *q, const char *key, const char *value, stru
 	return 0;
 }
 
-static int pick_dtype(const char *s, enum pe_dtype fixed, enum pe_format fmt, enum pe_dtype *dt, struct pe_err *err)
+int pe_out_pick_dtype(const char *s, enum pe_dtype fixed, enum pe_format fmt, enum pe_dtype *dt, struct pe_err *err)
 {
 	if (fixed != PE_DTYPE_COUNT_) {
 		*dt = fixed;
@@ -70,17 +69,15 @@ static int pick_png(struct pe_out *o, const struct pe_out_query *q, struct pe_er
 	return 0;
 }
 
-int pe_out_resolve(struct pe_out *o, const struct pe_out_query *q, struct MHD_Connection *conn,
+int pe_out_resolve(struct pe_out *o, const struct pe_out_query *q, const char *accept, const char *accept_encoding,
 		   enum pe_dtype fixed_dtype, unsigned offered, struct pe_err *err)
 {
-	const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 	int rc = pe_negotiate_format(q->format, accept, offered, &o->fmt, err);
 	if (rc == 0)
-		rc = pick_dtype(q->dtype, fixed_dtype, o->fmt, &o->dt, err);
+		rc = pe_out_pick_dtype(q->dtype, fixed_dtype, o->fmt, &o->dt, err);
 	if (rc == 0)
 		rc = pick_png(o, q, err);
-	const char *ae = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
-	o->gzip = rc == 0 && compressible(o->fmt) && pe_accepts_gzip(ae);
+	o->gzip = rc == 0 && compressible(o->fmt) && pe_accepts_gzip(accept_encoding);
 	return rc;
 }
 
@@ -133,13 +130,4 @@ int pe_out_encode(const struct pe_out *o, const struct pe_parallel *par, const s
 		pe_err_set(err, rc, "", "cannot compress the response");
 	pe_buf_destroy(&plain);
 	return rc;
-}
-
-void pe_out_headers(const struct pe_out *o, struct MHD_Response *resp)
-{
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, pe_format_mime(o->fmt));
-	if (o->gzip)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
-	/* format may come from Accept and gzip from Accept-Encoding, whatever this one's format is */
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
 }

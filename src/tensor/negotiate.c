@@ -1,5 +1,5 @@
 /* Content negotiation (RFC 9110 §12.5.1 Accept with q-values) and If-None-Match matching. */
-#include "http/negotiate.h"
+#include "posenc/output.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
-/* Tests for the durable store of learned tables (src/cache/store.c, include/posenc/store.h).
+/* Tests for the durable store of learned tables (src/store/, include/posenc/store.h).
  *
- * The store's source is compiled into this program with write() and fsync() routed through
+ * The store's sources are compiled into this program with write() and fsync() routed through
  * wrappers, so a test can make the disk "fill up" in the middle of an upload and check that the
  * old version survives and no temporary file is left. Each test works in its own directory under
  * /tmp. Crash states are built by hand (truncated, corrupted, renamed and temporary files), since
@@ -42,7 +42,10 @@ static int t_fsync(int fd)
 
 #define write t_write
 #define fsync t_fsync
-#include "cache/store.c"
+#include "store/format.c"
+#include "store/quarantine.c"
+#include "store/open.c"
+#include "store/store.c"
 #undef write
 #undef fsync
 
@@ -128,7 +131,7 @@ static void assert_reads(struct pe_store *s, const char *name, const void *want,
 	ck_assert_uint_eq(m.bytes, bytes);
 	ck_assert_int_eq(memcmp(got, want, bytes), 0);
 	uint8_t sum[32];
-	sha256(want, bytes, sum);
+	store_sha256(want, bytes, sum);
 	ck_assert_int_eq(memcmp(m.sha256, sum, 32), 0);
 	free(got);
 }
@@ -185,7 +188,7 @@ START_TEST(put_read_list)
 	struct pe_store_meta m = meta("gpt2.wpe", PE_F32, 4, 3);
 	put_ok(s, &m, v, 0);
 	ck_assert_uint_eq(m.bytes, 48);
-	ck_assert_int_ge(m.created_ms, now_ms() - 10000);
+	ck_assert_int_ge(m.created_ms, store_now_ms() - 10000);
 	assert_reads(s, "gpt2.wpe", v, 48);
 	struct pe_store_meta *all, st;
 	size_t n;

@@ -1,7 +1,7 @@
 /* Unit tests of content negotiation (format= and Accept with q-values) and If-None-Match. */
 #include "support/pe_check.h"
 
-#include "http/negotiate.h"
+#include "posenc/output.h"
 
 #define ALL (PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN))
 

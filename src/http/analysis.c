@@ -1,0 +1,35 @@
+/* GET /v1/analysis/...: the analysis tables of the registry (similarity, ...), answered like every
+ * table (table.c); /v1/analysis/similarity?encoding=learned:{name} is the similarity of a table
+ * that lives in the store, not the core (learned_get.c). */
+#include "http/handler.h"
+#include "http/learned_get.h"
+
+#include <string.h>
+
+#define PREFIX "/v1/analysis/"
+
+static int match_cb(void *hctx, const char *url, const void **target)
+{
+	const struct pe_table_def *def = strncmp(url, PREFIX, strlen(PREFIX)) == 0 ? pe_table_find(url + 4) : NULL;
+	*target = def;
+	return def ? pe_http_def_route(def) : -1;
+}
+
+static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
+{
+	const struct pe_table_def *def = r->target;
+	const char *enc = !strcmp(def->name, "analysis/similarity")
+				  ? MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "encoding")
+				  : NULL;
+	if (enc && !strncmp(enc, "learned:", 8))
+		return pe_learned_similarity(r, conn, enc + 8);
+	return pe_table_request(r, conn, def);
+}
+
+const struct pe_handler pe_analysis_handler = {
+	.name = "analysis",
+	.match_cb = match_cb,
+	.allow = "GET, HEAD, OPTIONS",
+	.cors_methods = "GET, HEAD, OPTIONS",
+	.finish_cb = finish_cb,
+};

@@ -1,0 +1,244 @@
+/* The connection guard (see conn_guard.h).
+ *
+ * Slow clients: headers must be complete within connection_timeout of the connection's start (or
+ * of the end of its previous request), a body must average at least 1 KiB/s once that time has
+ * passed, and a refused request's body must be dropped within linger_timeout: otherwise the
+ * socket is shut down (MHD then closes the connection). Answers are not timed. libmicrohttpd's
+ * connection timeout only catches silence, not a byte every second.
+ *
+ * Limits: connections past max_connections are closed at accept (accept_cb), and targets with
+ * thousands of query arguments are cut before libmicrohttpd parses them (uri_cb).
+ *
+ * libmicrohttpd's own Content-Length errors are answered with problem+json through its log
+ * (answer_length_errors). */
+#include "http/conn_guard.h"
+#include "http/framing.h"
+#include "http/problem.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#define MIN_BODY_RATE 1024.0
+/* libmicrohttpd stops accepting at its CONNECTION_LIMIT, so clients past it wait in the listen
+ * backlog until one closes (or time out there). Instead MHD's limit is set CONN_SLACK above ours
+ * (closed connections are counted until MHD cleans them up) and accept_cb closes a connection
+ * past max_connections at once. The per-IP limit is MHD's, checked before this. */
+#define CONN_SLACK 64
+#define FD_RESERVE 128 /* listening socket, epoll, ITC, log and store files, libuv */
+
+/* A TCP connection, watched for requests that are read too slowly. Fields under lock. */
+struct ctrack {
+	int fd, phase;
+	double since;   /* when the current phase began */
+	uint64_t bytes; /* body bytes read in PH_BODY */
+	struct MHD_Connection *conn;
+	struct ctrack *prev, *next;
+};
+
+struct pe_conn_guard {
+	pthread_mutex_t lock;
+	struct ctrack tracks; /* list head of open connections */
+	atomic_uint nconns;   /* open connections (accepted, not yet closed) */
+	unsigned conn_limit;  /* max_connections, lowered to what the fd limit allows */
+	unsigned connection_timeout_s, linger_timeout_s;
+	int tls;
+};
+
+/* The connections admitted: want, or fewer when the process may not open that many descriptors
+ * (accept() would fail, and MHD stop accepting: the backlog again). The soft limit is raised
+ * towards the hard one first. */
+static unsigned fit_fd_limit(unsigned want)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)want + CONN_SLACK + FD_RESERVE;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return want;
+	rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+		return want;
+	unsigned fit = rl.rlim_cur > CONN_SLACK + FD_RESERVE + 1 ? (unsigned)(rl.rlim_cur - CONN_SLACK - FD_RESERVE) : 1;
+	fprintf(stderr, "posencd: max_connections %u lowered to %u to fit the open-file limit (%llu)\n", want, fit,
+		(unsigned long long)rl.rlim_cur);
+	return fit;
+}
+
+struct pe_conn_guard *pe_conn_guard_new(const struct pe_http_options *opt)
+{
+	struct pe_conn_guard *g = calloc(1, sizeof *g);
+	if (!g)
+		return NULL;
+	pthread_mutex_init(&g->lock, NULL);
+	g->tracks.next = g->tracks.prev = &g->tracks;
+	g->conn_limit = fit_fd_limit(opt->max_connections ? opt->max_connections : 1);
+	g->connection_timeout_s = opt->connection_timeout_s;
+	g->linger_timeout_s = opt->linger_timeout_s;
+	g->tls = opt->tls_cert_pem != NULL;
+	return g;
+}
+
+void pe_conn_guard_free(struct pe_conn_guard *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+}
+
+unsigned pe_conn_guard_mhd_limit(const struct pe_conn_guard *g) { return g->conn_limit + CONN_SLACK; }
+
+enum MHD_Result pe_conn_guard_accept_cb(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct pe_conn_guard *g = cls;
+	return atomic_load(&g->nconns) < g->conn_limit ? MHD_YES : MHD_NO;
+}
+
+void pe_conn_guard_notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
+			     enum MHD_ConnectionNotificationCode toe)
+{
+	struct pe_conn_guard *g = cls;
+	struct ctrack *ct = *socket_context;
+	pthread_mutex_lock(&g->lock);
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		atomic_fetch_add(&g->nconns, 1);
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		ct = calloc(1, sizeof *ct);
+		if (ct && ci) {
+			*ct = (struct ctrack){.fd = ci->connect_fd, .phase = PH_HEADERS, .since = pe_monotonic(),
+					      .conn = conn, .prev = &g->tracks, .next = g->tracks.next};
+			g->tracks.next->prev = ct;
+			g->tracks.next = ct;
+		} else {
+			free(ct);
+			ct = NULL;
+		}
+		*socket_context = ct;
+	} else {
+		atomic_fetch_sub(&g->nconns, 1);
+		if (ct) {
+			ct->prev->next = ct->next;
+			ct->next->prev = ct->prev;
+			free(ct);
+			*socket_context = NULL;
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+void pe_conn_guard_phase(struct pe_conn_guard *g, struct MHD_Connection *conn, int phase, size_t bytes)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct ctrack *ct = ci ? ci->socket_context : NULL;
+	if (!ct)
+		return;
+	pthread_mutex_lock(&g->lock);
+	if (ct->phase != phase) {
+		ct->phase = phase;
+		ct->since = pe_monotonic();
+		ct->bytes = 0;
+	}
+	ct->bytes += bytes;
+	pthread_mutex_unlock(&g->lock);
+}
+
+void pe_conn_guard_cut(struct pe_conn_guard *g, double now)
+{
+	double limit = (double)g->connection_timeout_s;
+	pthread_mutex_lock(&g->lock);
+	for (struct ctrack *ct = g->tracks.next; ct != &g->tracks; ct = ct->next) {
+		double age = now - ct->since;
+		int slow = (ct->phase == PH_HEADERS && age > limit) ||
+			   (ct->phase == PH_BODY && age > limit && (double)ct->bytes < age * MIN_BODY_RATE) ||
+			   (ct->phase == PH_DISCARD && age > (double)g->linger_timeout_s);
+		if (slow)
+			shutdown(ct->fd, SHUT_RDWR);
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* ---- libmicrohttpd's own answers ---- */
+
+/* A problem+json answer written straight to a socket (plain HTTP only), for the one case below. */
+static void write_problem(int fd, const struct pe_err *err)
+{
+	int status;
+	size_t len = 0;
+	char *body = pe_problem_json(err, &status, &len);
+	char head[512];
+	const char *reason = MHD_get_reason_phrase_for((unsigned)status);
+	int n = body ? snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\n"
+				"Cache-Control: no-store\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+				status, reason ? reason : "Error", len)
+		     : -1;
+	char *all = n > 0 && (size_t)n < sizeof head ? malloc((size_t)n + len) : NULL;
+	if (all) {
+		memcpy(all, head, (size_t)n);
+		memcpy(all + n, body, len);
+		ssize_t w = send(fd, all, (size_t)n + len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)w;
+	}
+	free(all);
+	free(body);
+}
+
+/* libmicrohttpd 0.9.75 answers a Content-Length that is not a number, or past 64 bits, itself,
+ * before any callback of ours, with an HTML page and its status line and headers sent twice.
+ * Its log line is the only sign. The connection it concerns is the one whose head has been
+ * parsed (MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE is known) without our handler having seen the
+ * request (still PH_HEADERS), and whose Content-Length framing.c refuses: it gets the 400 / 413
+ * problem+json written to its socket (with TLS, nothing), then the socket is shut down, so that
+ * MHD's own answer fails to go out and MHD closes the connection. */
+static void answer_length_errors(struct pe_conn_guard *g)
+{
+	pthread_mutex_lock(&g->lock);
+	for (struct ctrack *ct = g->tracks.next; ct != &g->tracks; ct = ct->next) {
+		if (ct->phase != PH_HEADERS || !ct->conn ||
+		    !MHD_get_connection_info(ct->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE))
+			continue;
+		const char *cl = MHD_lookup_connection_value(ct->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		struct pe_framing f;
+		struct pe_err err = {0};
+		pe_framing_init(&f);
+		if (cl)
+			pe_framing_header(&f, MHD_HTTP_HEADER_CONTENT_LENGTH, strlen(MHD_HTTP_HEADER_CONTENT_LENGTH), cl,
+					  strlen(cl));
+		if (!cl || (!f.length_bad && !f.length_overflow))
+			continue;
+		pe_framing_finish(&f, "HTTP/1.1", &err);
+		if (!g->tls)
+			write_problem(ct->fd, &err);
+		shutdown(ct->fd, SHUT_RDWR);
+		ct->phase = PH_ANSWER;
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* MHD's messages go to stderr as with its default logger. */
+void pe_conn_guard_log_cb(void *cls, const char *fmt, va_list ap)
+{
+	vfprintf(stderr, fmt, ap);
+	if (strstr(fmt, "Content-Length"))
+		answer_length_errors(cls);
+}
+
+/* Called with the raw request target before MHD parses it. libmicrohttpd 0.9.75 stores every
+ * query argument in the connection's fixed pool and, when thousands of them exhaust it, answers
+ * nothing and leaves the connection hanging: such a target is cut off here at once. */
+#define MAX_QUERY_ARGS 256
+
+void *pe_conn_guard_uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	size_t amps = 0;
+	for (const char *q = strchr(uri, '?'); q && *q; q++)
+		amps += *q == '&' || *q == ';';
+	if (amps > MAX_QUERY_ARGS) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (ci)
+			shutdown(ci->connect_fd, SHUT_RDWR);
+	}
+	return NULL;
+}

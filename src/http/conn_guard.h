@@ -1,0 +1,28 @@
+/* The connection guard: clients too slow to be served (slowloris), the connection limits, and the
+ * answers libmicrohttpd would otherwise give itself. Its callbacks are libmicrohttpd's (their cls
+ * is the guard); server.c hands them over when it starts the daemon. */
+#ifndef PE_HTTP_CONN_GUARD_H
+#define PE_HTTP_CONN_GUARD_H
+
+#include "http/internal.h"
+
+/* What a connection is doing, for the slow-client rules (see conn_guard.c). */
+enum { PH_HEADERS, PH_BODY, PH_DISCARD, PH_ANSWER };
+
+struct pe_conn_guard *pe_conn_guard_new(const struct pe_http_options *opt);
+void pe_conn_guard_free(struct pe_conn_guard *g);
+/* libmicrohttpd's MHD_OPTION_CONNECTION_LIMIT: above max_connections, see accept_cb. */
+unsigned pe_conn_guard_mhd_limit(const struct pe_conn_guard *g);
+
+/* conn enters phase (and read bytes more body bytes in it). */
+void pe_conn_guard_phase(struct pe_conn_guard *g, struct MHD_Connection *conn, int phase, size_t bytes);
+/* Shut down the sockets of clients past their time (the tick). */
+void pe_conn_guard_cut(struct pe_conn_guard *g, double now);
+
+enum MHD_Result pe_conn_guard_accept_cb(void *cls, const struct sockaddr *addr, socklen_t addrlen);
+void pe_conn_guard_notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
+			     enum MHD_ConnectionNotificationCode toe);
+void pe_conn_guard_log_cb(void *cls, const char *fmt, va_list ap);
+void *pe_conn_guard_uri_cb(void *cls, const char *uri, struct MHD_Connection *conn);
+
+#endif

@@ -1,0 +1,326 @@
+/* The produce-and-cache path (see produce.h).
+ *
+ * A cached answer is a struct body: the encoded bytes plus one MHD_Response built once with every
+ * header ("X-PE-Cache: hit"), queued as is on any number of connections (MHD refcounts it and
+ * sends the buffer without copying). The bytes belong to that shared response and are freed by
+ * its free callback when MHD drops its last use; the cache owns the response. Requests that need
+ * their own headers (a miss, a listed CORS origin, an echoed X-Request-Id) get a response over
+ * the same bytes that holds a cache reference until MHD is done with it.
+ *
+ * Memory: the job's output buffer is reserved against the response budget (opt.budget) as it
+ * grows. The finished body's reservation ends when the cache takes it: from then on the cache
+ * counts it (by its allocation sizes), and if it leaves the cache while still being sent, the
+ * cache charges it back to the budget until MHD lets go of it.
+ *
+ * Scratch blocks: the tables of the formats that are not computed in place go through a scratch
+ * block. Up to two blocks of at most SCRATCH_KEEP bytes are kept between jobs, already faulted
+ * in: a fresh 1.5 MiB block for a 512x768 f32 table cost ~0.5 ms of page faults per request,
+ * before the encoding can start (measured A/B on the cold JSON request: 7.4-7.6 ms against
+ * 7.8-8.2). So at most 4 MiB stay resident for them. */
+#include "http/produce.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The shared MHD_Response of a cached body and its headers, counted with the body. */
+#define RESPONSE_OVERHEAD 1024
+#define SCRATCH_KEEP ((size_t)2 << 20)
+#define NKEPT 2
+
+struct pe_produce {
+	pthread_mutex_t lock;
+	struct pe_scratch kept[NKEPT];
+};
+
+struct body {
+	char *data;
+	size_t len;
+	struct MHD_Response *shared;
+	const struct pe_producer *pr;
+	struct pe_out out;
+	struct pe_body_info info;
+	char etag[40];
+};
+
+struct job {
+	struct pe_http *h;
+	const struct pe_producer *pr;
+	void *job;       /* the producer's */
+	double deadline; /* pe_monotonic() time past which the computation stops (job_timeout) */
+	struct pe_out out;
+	char etag[40];
+	size_t keylen;
+	char key[]; /* the cache key */
+};
+
+/* ---- the module's state: scratch blocks ---- */
+
+struct pe_produce *pe_produce_new(void)
+{
+	struct pe_produce *p = calloc(1, sizeof *p);
+	if (p)
+		pthread_mutex_init(&p->lock, NULL);
+	return p;
+}
+
+void pe_produce_free(struct pe_produce *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < NKEPT; i++)
+		free(p->kept[i].p);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+struct pe_scratch pe_produce_scratch_take(struct pe_http *h, size_t n)
+{
+	struct pe_produce *p = h->produce;
+	struct pe_scratch s = {0};
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < NKEPT && !s.p; i++)
+		if (p->kept[i].cap >= n) {
+			s = p->kept[i];
+			p->kept[i] = (struct pe_scratch){0};
+		}
+	pthread_mutex_unlock(&p->lock);
+	if (!s.p && (s.p = malloc(n)) != NULL) {
+		s.cap = n;
+		pe_mem_prefault(s.p, n);
+	}
+	return s;
+}
+
+/* Keep the block if it is small enough and a place is free (else the smaller kept one makes
+ * way); free what is not kept. */
+void pe_produce_scratch_give(struct pe_http *h, struct pe_scratch s)
+{
+	struct pe_produce *p = h->produce;
+	if (s.cap <= SCRATCH_KEEP) {
+		pthread_mutex_lock(&p->lock);
+		for (size_t i = 0; i < NKEPT; i++)
+			if (p->kept[i].cap < s.cap) {
+				struct pe_scratch out = p->kept[i];
+				p->kept[i] = s;
+				s = out;
+			}
+		pthread_mutex_unlock(&p->lock);
+	}
+	free(s.p);
+}
+
+/* ---- ETags ---- */
+
+static uint64_t fnv1a(const char *s, size_t n, uint64_t h)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+void pe_produce_etag(const char *key, size_t len, char out[40])
+{
+	uint64_t a = fnv1a(PE_OUTPUT_EPOCH, strlen(PE_OUTPUT_EPOCH), 0xcbf29ce484222325ull);
+	a = fnv1a(key, len, a);
+	uint64_t b = fnv1a(key, len, 0x84222325cbf29ce4ull ^ (uint64_t)len);
+	snprintf(out, 40, "\"%016" PRIx64 "%016" PRIx64 "\"", a, b);
+}
+
+/* ---- responses ---- */
+
+static void add_headers(const struct body *b, struct MHD_Response *resp, const char *cache)
+{
+	pe_http_out_headers(&b->out, resp);
+	MHD_add_response_header(resp, "X-PE-Shape", b->info.shape);
+	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(b->out.dt));
+	MHD_add_response_header(resp, "X-PE-Cache", cache);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, b->etag);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, b->pr->cache_control);
+	if (b->info.extra_name[0] && b->info.extra[0])
+		MHD_add_response_header(resp, b->info.extra_name, b->info.extra);
+}
+
+static void release_entry_cb(void *cls) { pe_cache_release(cls); }
+
+/* Answer from a cache entry; takes over the caller's reference. */
+static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, struct pe_cache_entry *e, int hit)
+{
+	struct body *b = pe_cache_value(e);
+	r->cache_hit = hit;
+	r->bytes = b->len;
+	if (hit && pe_http_cors_static(r->h) && !r->request_id_given) {
+		r->status = 200;
+		enum MHD_Result rc = MHD_queue_response(conn, 200, b->shared);
+		pe_cache_release(e);
+		return rc;
+	}
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, release_entry_cb, e);
+	if (!resp) {
+		pe_cache_release(e);
+		return MHD_NO;
+	}
+	add_headers(b, resp, hit ? "hit" : "miss");
+	pe_http_add_cors(r->h, conn, resp);
+	return pe_http_queue(r, conn, 200, resp);
+}
+
+/* ---- the job (worker thread) ---- */
+
+static void body_free_cb(void *cls)
+{
+	struct body *b = cls;
+	free(b->data);
+	free(b);
+}
+
+/* The cache's destructor: drop the cache's use of the shared response; MHD frees the body when
+ * the last connection sending it is done. */
+static void body_release_cb(void *value) { MHD_destroy_response(((struct body *)value)->shared); }
+
+/* The encoded bytes in out become b's, behind its shared response. */
+static int make_body(struct job *j, struct body *b, struct pe_buf *out)
+{
+	b->pr = j->pr;
+	b->out = j->out;
+	memcpy(b->etag, j->etag, sizeof b->etag);
+	b->data = pe_buf_steal(out, &b->len);
+	b->shared = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, body_free_cb, b);
+	if (!b->shared) {
+		pe_budget_free_block(j->h->opt.budget, b->data);
+		return PE_ENOMEM;
+	}
+	add_headers(b, b->shared, "hit");
+	if (pe_http_cors_static(j->h))
+		pe_http_add_cors(j->h, NULL, b->shared);
+	return 0;
+}
+
+static void job_free(struct job *j)
+{
+	if (j->job)
+		j->pr->job_free_cb(j->job);
+	free(j);
+}
+
+static void job_run(void *arg)
+{
+	struct job *j = arg;
+	struct pe_http *h = j->h;
+	struct pe_err err = {0};
+	struct pe_buf out;
+	struct body *b = calloc(1, sizeof *b);
+	pe_buf_init(&out, h->opt.max_response_bytes);
+	pe_buf_set_budget(&out, h->opt.budget);
+	pe_cancel_set_deadline(j->deadline); /* the waiters have been answered 503 by then */
+	int rc = pe_cancelled();             /* expired while queued, or shutting down: no work at all */
+	if (rc != 0)
+		pe_cancel_err(rc, &err);
+	else if (!b)
+		rc = PE_ENOMEM;
+	else
+		rc = j->pr->produce_cb(j->job, &out, &b->info, &err);
+	pe_cancel_set_deadline(0);
+	if (rc == 0)
+		rc = make_body(j, b, &out);
+	pe_buf_destroy(&out);
+	if (rc == 0) {
+		size_t held = pe_mem_size(b->data); /* reserved by out; the cache counts it from here */
+		pe_cache_fill(h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b) + RESPONSE_OVERHEAD,
+			      body_release_cb);
+		pe_budget_give(h->opt.budget, held);
+	} else {
+		free(b);
+		pe_cache_fail(h->opt.cache, j->key, j->keylen, rc);
+	}
+	job_free(j);
+}
+
+/* ---- the request ---- */
+
+static enum MHD_Result produce_resume(struct req *r, struct MHD_Connection *conn)
+{
+	struct waiter *w = r->w;
+	struct pe_err err = {0};
+	if (w->state == W_EXPIRED) {
+		pe_err_set(&err, PE_ETIMEOUT, "", "the table was not ready within job_timeout");
+		return pe_http_problem(r, conn, &err);
+	}
+	if (w->code != 0 || !w->entry) {
+		const struct pe_producer *pr = r->resume_arg;
+		pr->failure_cb(w->code ? w->code : PE_EINTERNAL, &err);
+		return pe_http_problem(r, conn, &err);
+	}
+	struct pe_cache_entry *e = w->entry;
+	w->entry = NULL; /* serve_entry takes the reference */
+	return serve_entry(r, conn, e, 0);
+}
+
+/* A miss: this request computes. Failures fail the key, which answers every waiter. */
+static int start_job(struct req *r, const struct pe_producer *pr, const struct pe_out *o, const char *key,
+		     size_t keylen, void *ctx, struct pe_err *err)
+{
+	struct pe_http *h = r->h;
+	struct job *j = malloc(sizeof *j + keylen + 1);
+	if (!j)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	*j = (struct job){.h = h, .pr = pr, .deadline = pe_monotonic() + (double)h->opt.job_timeout_s, .out = *o,
+			  .keylen = keylen};
+	memcpy(j->etag, r->etag, sizeof j->etag);
+	memcpy(j->key, key, keylen + 1);
+	if (!(j->job = pr->job_new_cb(ctx, err))) {
+		free(j);
+		return err->code ? err->code : pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	}
+	int rc = h->opt.hooks.submit(h->opt.hooks.ctx, job_run, j);
+	if (rc != 0) {
+		job_free(j);
+		pe_cache_fail(h->opt.cache, key, keylen, rc); /* this request hears it on resuming */
+	}
+	return 0;
+}
+
+/* Hit: answer. Under way: wait. Miss: this request computes on the pool. */
+static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const struct pe_producer *pr,
+			      const struct pe_out *o, const char *key, size_t keylen, void *ctx)
+{
+	struct pe_http *h = r->h;
+	struct pe_err err = {0};
+	struct waiter *w = pe_waiter_new(h, conn);
+	struct pe_cache_entry *e = NULL;
+	int rc = w ? pe_cache_acquire(h->opt.cache, key, keylen, pe_waiter_ready_cb, w, &e) : PE_ENOMEM;
+	if (rc == PE_CACHE_HIT || rc < 0) {
+		if (w) {
+			pe_waiter_unref(w);
+			pe_waiter_unref(w);
+		}
+		if (rc == PE_CACHE_HIT)
+			return serve_entry(r, conn, e, 1);
+		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+		return pe_http_problem(r, conn, &err);
+	}
+	if (rc == PE_CACHE_MISS && start_job(r, pr, o, key, keylen, ctx, &err) != 0) {
+		pe_cache_fail(h->opt.cache, key, keylen, err.code); /* completes w: drops the cache's reference */
+		pe_waiter_unref(w);
+		return pe_http_problem(r, conn, &err);
+	}
+	r->w = w;
+	r->on_resume = produce_resume;
+	r->resume_arg = pr;
+	pe_waiter_suspend(w);
+	return MHD_YES;
+}
+
+enum MHD_Result pe_produce_answer(struct req *r, struct MHD_Connection *conn, const struct pe_producer *pr,
+				  const struct pe_out *o, const char *key, size_t keylen, void *ctx)
+{
+	pe_produce_etag(key, keylen, r->etag);
+	const char *inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	if (inm && pe_etag_matches(inm, r->etag))
+		return pe_http_not_modified(r, conn, r->etag, pr->cache_control);
+	return lookup(r, conn, pr, o, key, keylen, ctx);
+}

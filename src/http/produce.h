@@ -1,0 +1,58 @@
+/* One path from a GET to its cached answer, for every handler whose answers are cached (tables,
+ * learned tables): key -> If-None-Match -> cache lookup -> single flight -> job on the pool ->
+ * suspend -> resume -> serve the shared response.
+ *
+ * A handler parses and validates the request, forms the cache key (everything that shapes the
+ * bytes, output options included) and calls pe_produce_answer with its producer. Only the
+ * request that misses makes a job (job_new_cb); the job's produce_cb runs on a worker under
+ * job_timeout (pe_cancelled) and writes the encoded answer; every request waiting on the key is
+ * answered from the one body. */
+#ifndef PE_HTTP_PRODUCE_H
+#define PE_HTTP_PRODUCE_H
+
+#include "http/internal.h"
+
+/* What a producer tells about its answer besides the bytes: response headers. */
+struct pe_body_info {
+	char shape[160];           /* X-PE-Shape, "2048,512" */
+	char extra_name[40];       /* a header of the table's own ("X-PE-Attention-Scaling"), "" for none */
+	char extra[PE_NUM_MAX + 1];
+};
+
+struct pe_producer {
+	const char *cache_control; /* of every answer, 304s included */
+	/* A miss (MHD thread): the job that computes the key, or NULL with err set (the request is
+	 * answered with err, and so is every request that waits on the key). ctx: the handler's. */
+	void *(*job_new_cb)(void *ctx, struct pe_err *err);
+	/* Compute and encode the answer into out (appended), fill info (worker thread). */
+	int (*produce_cb)(void *job, struct pe_buf *out, struct pe_body_info *info, struct pe_err *err);
+	void (*job_free_cb)(void *job);
+	/* The problem a waiting request gets when the job failed with code (its detail reaches only
+	 * the job): fills err. */
+	void (*failure_cb)(int code, struct pe_err *err);
+};
+
+/* The per-server state of this module (scratch blocks kept between jobs); NULL when out of memory. */
+struct pe_produce *pe_produce_new(void);
+void pe_produce_free(struct pe_produce *p); /* when no job runs any more */
+
+/* Scratch blocks for producers that compute a table before encoding it (JSON, CSV, PNG, gzip):
+ * up to two blocks of at most 2 MiB are kept between jobs, already faulted in. take gives a block
+ * of at least n bytes (p NULL when out of memory); give keeps or frees it. Any thread. */
+struct pe_scratch {
+	void *p;
+	size_t cap;
+};
+struct pe_scratch pe_produce_scratch_take(struct pe_http *h, size_t n);
+void pe_produce_scratch_give(struct pe_http *h, struct pe_scratch s);
+
+/* The strong ETag of a cache key, from the key and PE_OUTPUT_EPOCH only: equal on every replica
+ * and across restarts. */
+void pe_produce_etag(const char *key, size_t keylen, char out[40]);
+
+/* Answer r from the cache entry for key, or compute it. o: the negotiated output (the key's
+ * output part). ctx is passed to job_new_cb on a miss. */
+enum MHD_Result pe_produce_answer(struct req *r, struct MHD_Connection *conn, const struct pe_producer *pr,
+				  const struct pe_out *o, const char *key, size_t keylen, void *ctx);
+
+#endif
