@@ -777,7 +777,7 @@ START_TEST(help_lists_every_table)
 		snprintf(line, sizeof line, "\n  %-26s  %s\n", all[k]->name, all[k]->summary ? all[k]->summary : "");
 		ck_assert_msg(strstr(r.out, line) != NULL, "--help lacks the line for %s", all[k]->name);
 	}
-	for (const char *o = "--format\0--dtype\0-o FILE\0--max-elements\0--version\0"; *o; o += strlen(o) + 1)
+	for (const char *o = "--format\0--dtype\0-o FILE\0--max-elements\0--max-analysis-cost\0--version\0"; *o; o += strlen(o) + 1)
 		ck_assert_msg(strstr(r.out, o) != NULL, "--help lacks %s", o);
 	run_free(&r);
 	run_cli(&r, "-h", NULL);
