@@ -101,11 +101,14 @@ static int parse_limit(const char *s, const char *name, uint64_t dflt, uint64_t 
 	return 0;
 }
 
-/* Like the HTTP 413, the error names the table's first parameter (the usual size driver). */
+/* Like the HTTP 413, the error names the parameter that drives the size: an analysis' work
+ * parameter (len, max_distance), else the table's first parameter. Needs r->cost. */
 static int check_size(struct cli_request *r, size_t max, struct pe_err *err)
 {
 	const struct pe_table_def *def = r->params.def;
 	const char *param = def->nparams > 0 ? def->params[0].name : "max-elements";
+	if (*r->cost.work_param)
+		param = r->cost.work_param;
 	int overflow, rc = pe_table_shape(&r->params, &r->shape);
 	if (rc != 0)
 		return pe_err_set(err, rc, "", "cannot size this table");
@@ -123,12 +126,9 @@ static int check_size(struct cli_request *r, size_t max, struct pe_err *err)
 /* What the table needs beyond itself (pe_table_cost), as posencd decides its 413: an intermediate
  * table (analysis/similarity's encoding table) against --max-elements like the output, an
  * analysis' work against --max-analysis-cost, each naming the parameter that drives it. */
-static int check_cost(struct cli_request *r, size_t max, uint64_t max_cost, struct pe_err *err)
+static int check_cost(const struct cli_request *r, size_t max, uint64_t max_cost, struct pe_err *err)
 {
-	struct pe_cost *c = &r->cost;
-	int rc = pe_table_cost(&r->params, c);
-	if (rc != 0)
-		return pe_err_set(err, rc, "", "cannot size this table");
+	const struct pe_cost *c = &r->cost;
 	if (c->intermediate > max)
 		return pe_err_set(err, PE_ETOOBIG, c->intermediate_param, "the table this needs would have %" PRIu64
 				  " elements, more than --max-elements %zu", c->intermediate, max);
@@ -163,6 +163,8 @@ int cli_request_init(struct cli_request *r, const struct cli_args *a, struct pe_
 		rc = pick_dtype(def, a->dtype, r->fmt, &r->dt, err);
 	if (rc == 0)
 		rc = pe_params_finish(&r->params, err);
+	if (rc == 0 && (rc = pe_table_cost(&r->params, &r->cost)) != 0)
+		pe_err_set(err, rc, "", "cannot size this table");
 	if (rc == 0)
 		rc = check_size(r, (size_t)max, err);
 	if (rc == 0)
