@@ -21,9 +21,22 @@ static const char **special_slot(struct cli_args *a, const char *name)
 		return &a->dtype;
 	if (!strcmp(name, "max_elements"))
 		return &a->max_elements;
+	if (!strcmp(name, "max_analysis_cost"))
+		return &a->max_analysis_cost;
 	if (!strcmp(name, "output")) /* -o's long spelling, what a new user tries first */
 		return &a->output;
 	return NULL;
+}
+
+/* How messages name an option: as typed on the command line (dashes), -o for --output; a
+ * table parameter by its query name. */
+static const char *shown_name(const struct cli_args *a, const char **slot, const char *key)
+{
+	if (slot == &a->max_elements)
+		return "max-elements";
+	if (slot == &a->max_analysis_cost)
+		return "max-analysis-cost";
+	return slot == &a->output ? "o" : key;
 }
 
 /* A special option's value; param names it for the error ("format", "o"). */
@@ -62,8 +75,7 @@ static int long_option(int argc, char **argv, int *i, struct cli_args *a, struct
 		goto out;
 	}
 	const char **slot = special_slot(a, key);
-	/* a CLI option, not a query name; --output is -o in messages */
-	const char *shown = slot == &a->max_elements ? "max-elements" : slot == &a->output ? "o" : key;
+	const char *shown = shown_name(a, slot, key);
 	const char *value = eq ? eq + 1 : NULL;
 	if (!value) {
 		if (*i >= argc || strncmp(argv[*i], "--", 2) == 0) {

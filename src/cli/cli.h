@@ -14,12 +14,15 @@
 #define PE_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "posenc/core.h"
 #include "posenc/tensor.h"
 #include "posenc/version.h"
 
 #define CLI_DEFAULT_MAX_ELEMENTS ((size_t)1 << 28)
+/* posencd's max_analysis_cost default: the work of one analysis, in multiply-adds (pe_table_cost). */
+#define CLI_DEFAULT_MAX_ANALYSIS_COST ((uint64_t)1 << 32)
 
 /* One "--key value" of a table parameter; key is the HTTP query name (dashes made underscores). */
 struct cli_kv {
@@ -31,7 +34,7 @@ struct cli_args {
 	const char *path; /* the table, as typed; NULL if none */
 	int help, version;
 	/* Special options, borrowed from argv; NULL when not given. */
-	const char *format, *dtype, *output, *max_elements;
+	const char *format, *dtype, *output, *max_elements, *max_analysis_cost;
 	struct cli_kv *kv; /* table parameters in argv order (heap) */
 	size_t nkv;
 };
@@ -47,12 +50,15 @@ struct cli_request {
 	enum pe_dtype dt;
 	struct pe_shape shape;
 	size_t count; /* elements, at most --max-elements */
+	struct pe_cost cost; /* intermediate at most --max-elements, work at most --max-analysis-cost */
 };
 
 /* The table for PATH ("rope/inv_freq"; a leading "/v1/" is accepted too), or NULL. */
 const struct pe_table_def *cli_table_lookup(const char *path);
-/* Validate everything the way the HTTP layer does, before any large allocation.
- * PE_ENOTFOUND for an unknown table, PE_EINVAL / PE_ETOOBIG naming the parameter. */
+/* Validate everything the way the HTTP layer does, before any large allocation: the table and
+ * any intermediate table it needs against --max-elements, an analysis' work against
+ * --max-analysis-cost (pe_table_cost). PE_ENOTFOUND for an unknown table, PE_EINVAL /
+ * PE_ETOOBIG naming the parameter. */
 int cli_request_init(struct cli_request *r, const struct cli_args *a, struct pe_err *err);
 void cli_request_destroy(struct cli_request *r);
 

@@ -3,6 +3,7 @@
  * help, so a table registered tomorrow is documented here without a change to this file. */
 #include "cli/cli.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 #define COL 30 /* where the help text starts */
@@ -61,10 +62,14 @@ static void put_options(FILE *f)
 		"                              file, or a symlink's target, is replaced atomically (a\n"
 		"                              temporary file, then rename) and keeps its mode; a device,\n"
 		"                              FIFO, socket or /dev/fd/N is written in place\n"
-		"  --max-elements N            refuse tables of more than N elements (default %zu)\n"
+		"  --max-elements N            refuse tables of more than N elements, and analyses that\n"
+		"                              would build one on the way (default %zu)\n"
+		"  --max-analysis-cost N       refuse an analysis (analysis/...) costing more than N\n"
+		"                              multiply-adds (default %" PRIu64 ", as posencd's\n"
+		"                              max_analysis_cost; similarity: len*(len+1)/2*dim)\n"
 		"  -h, --help                  this text; after PATH, that table's parameters\n"
 		"  --version                   print the version\n",
-		CLI_DEFAULT_MAX_ELEMENTS);
+		CLI_DEFAULT_MAX_ELEMENTS, CLI_DEFAULT_MAX_ANALYSIS_COST);
 }
 
 void cli_help_main(FILE *f)

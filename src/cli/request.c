@@ -1,6 +1,7 @@
 /* From parsed arguments to a validated request, in the order GET /v1/<table> uses
  * (src/http/table.c): every parameter through pe_params_set in the order given, then the format,
- * the dtype, pe_params_finish, and the size bound, all before anything large is allocated. So a
+ * the dtype, pe_params_finish, and the size bounds (the table, an intermediate table and an
+ * analysis' work: pe_table_cost), all before anything large is allocated. So a
  * command line fails exactly when the same query string would, naming the same parameter.
  *
  * Format, when --format is not given, comes from the -o file's extension (.json .npy .csv .bin,
@@ -12,6 +13,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -74,28 +76,32 @@ static int pick_dtype(const struct pe_table_def *def, const char *s, enum pe_for
 	return rc;
 }
 
-static int parse_max_elements(const char *s, size_t *out, struct pe_err *err)
+/* --max-elements N, --max-analysis-cost N: a decimal integer in 1 .. max; *out = dflt if s is NULL. */
+static int parse_limit(const char *s, const char *name, uint64_t dflt, uint64_t max, uint64_t *out,
+		       struct pe_err *err)
 {
-	*out = CLI_DEFAULT_MAX_ELEMENTS;
+	*out = dflt;
 	if (!s)
 		return 0;
 	for (const char *c = s; *c; c++)
 		if (!isdigit((unsigned char)*c))
-			return pe_err_set(err, PE_EINVAL, "max-elements", "max-elements must be a positive integer");
+			return pe_err_set(err, PE_EINVAL, name, "%s must be a positive integer", name);
 	errno = 0;
 	unsigned long long v = strtoull(s, NULL, 10);
-	if (errno == ERANGE || v == 0 || v > SIZE_MAX)
-		return pe_err_set(err, PE_EINVAL, "max-elements", "max-elements must be between 1 and %zu",
-				  (size_t)SIZE_MAX);
-	*out = (size_t)v;
+	if (errno == ERANGE || v == 0 || v > max)
+		return pe_err_set(err, PE_EINVAL, name, "%s must be between 1 and %" PRIu64, name, max);
+	*out = (uint64_t)v;
 	return 0;
 }
 
-/* Like the HTTP 413, the error names the table's first parameter (the usual size driver). */
+/* Like the HTTP 413, the error names the parameter that drives the size: an analysis' work
+ * parameter (len, max_distance), else the table's first parameter. Needs r->cost. */
 static int check_size(struct cli_request *r, size_t max, struct pe_err *err)
 {
 	const struct pe_table_def *def = r->params.def;
 	const char *param = def->nparams > 0 ? def->params[0].name : "max-elements";
+	if (*r->cost.work_param)
+		param = r->cost.work_param;
 	int overflow, rc = pe_table_shape(&r->params, &r->shape);
 	if (rc != 0)
 		return pe_err_set(err, rc, "", "cannot size this table");
@@ -110,6 +116,24 @@ static int check_size(struct cli_request *r, size_t max, struct pe_err *err)
 	return 0;
 }
 
+/* What the table needs beyond itself (pe_table_cost), as posencd decides its 413: an intermediate
+ * table (analysis/similarity's encoding table) against --max-elements like the output, an
+ * analysis' work against --max-analysis-cost, each naming the parameter that drives it. */
+static int check_cost(const struct cli_request *r, size_t max, uint64_t max_cost, struct pe_err *err)
+{
+	const struct pe_cost *c = &r->cost;
+	if (c->intermediate > max)
+		return pe_err_set(err, PE_ETOOBIG, c->intermediate_param, "the table this needs would have %" PRIu64
+				  " elements, more than --max-elements %zu", c->intermediate, max);
+	if (c->work > max_cost && c->work == UINT64_MAX)
+		return pe_err_set(err, PE_ETOOBIG, c->work_param, "this would cost more than 2^64 multiply-adds, "
+				  "more than --max-analysis-cost %" PRIu64, max_cost);
+	if (c->work > max_cost)
+		return pe_err_set(err, PE_ETOOBIG, c->work_param, "this would cost %" PRIu64 " multiply-adds, more "
+				  "than --max-analysis-cost %" PRIu64, c->work, max_cost);
+	return 0;
+}
+
 int cli_request_init(struct cli_request *r, const struct cli_args *a, struct pe_err *err)
 {
 	memset(r, 0, sizeof *r);
@@ -120,17 +144,24 @@ int cli_request_init(struct cli_request *r, const struct cli_args *a, struct pe_
 	int rc = 0;
 	for (size_t i = 0; i < a->nkv && rc == 0; i++)
 		rc = pe_params_set(&r->params, a->kv[i].key, a->kv[i].value, err);
-	size_t max = 0;
+	uint64_t max = 0, max_cost = 0;
 	if (rc == 0)
-		rc = parse_max_elements(a->max_elements, &max, err);
+		rc = parse_limit(a->max_elements, "max-elements", CLI_DEFAULT_MAX_ELEMENTS, SIZE_MAX, &max, err);
+	if (rc == 0)
+		rc = parse_limit(a->max_analysis_cost, "max-analysis-cost", CLI_DEFAULT_MAX_ANALYSIS_COST, UINT64_MAX,
+				 &max_cost, err);
 	if (rc == 0)
 		rc = pick_format(a->format, a->output, &r->fmt, err);
 	if (rc == 0)
 		rc = pick_dtype(def, a->dtype, r->fmt, &r->dt, err);
 	if (rc == 0)
 		rc = pe_params_finish(&r->params, err);
+	if (rc == 0 && (rc = pe_table_cost(&r->params, &r->cost)) != 0)
+		pe_err_set(err, rc, "", "cannot size this table");
 	if (rc == 0)
-		rc = check_size(r, max, err);
+		rc = check_size(r, (size_t)max, err);
+	if (rc == 0)
+		rc = check_cost(r, (size_t)max, max_cost, err);
 	return rc;
 }
 

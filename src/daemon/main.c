@@ -1,11 +1,12 @@
 /* posencd: load the configuration, wire cache, worker pool, metrics and the HTTP server together,
- * then wait for SIGTERM/SIGINT and drain: readiness goes 503, the listening socket closes, work
- * already accepted finishes (up to shutdown_timeout; then it is cancelled), and the process exits 0. The store of
+ * then wait for SIGTERM/SIGINT/SIGQUIT and drain: readiness goes 503, the listening socket
+ * closes, work already accepted finishes (up to shutdown_timeout; then it is cancelled), and the process exits 0. The store of
  * learned tables is opened (data_dir created and scanned) before anything is served; a data_dir
  * that cannot be used stops the start with status 1.
  *
- * Signals are blocked in every thread (they inherit the mask) and taken by sigwait here; the ones
- * with no job (SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, ...) are logged and ignored, never fatal. */
+ * Signals are blocked in every thread (they inherit the mask) and taken by sigwait here; all but
+ * the three that drain and the fault signals (SIGHUP, SIGUSR1, SIGALRM, SIGXCPU, SIGRTMIN+n, ...)
+ * are logged and ignored, never fatal. */
 #include "daemon/assets.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -145,34 +147,94 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 	return pe_http_start(&o, err);
 }
 
-/* Signals that would end the process by default but have no job here: operators, supervisors and
- * stray scripts send them (SIGHUP when a terminal closes, SIGUSR1/2 to "reload" or "dump",
- * SIGALRM...). They are taken like SIGTERM, logged and otherwise ignored: only SIGTERM and SIGINT
- * stop posencd. SIGPIPE (a peer gone while we write) is ignored outright: it is thread-directed. */
-static const int quiet_signals[] = {SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGIO, SIGPWR};
+/* Every signal is taken by sigwait in the main thread (blocked everywhere else), so no signal's
+ * default action ends posencd undrained. SIGTERM, SIGINT and SIGQUIT (the graceful stop of some
+ * supervisors and images, and Ctrl-\) drain; all the others are logged and otherwise ignored:
+ * operators, supervisors and stray scripts send SIGHUP, SIGUSR1/2 to "reload" or "dump", resource
+ * limits SIGXCPU/SIGXFSZ (a write past RLIMIT_FSIZE then fails with EFBIG instead), job control
+ * SIGTSTP/SIGTTIN/SIGTTOU (which would stop it), real-time signals... Left alone:
+ *   - the fault signals SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT, which must keep crashing loudly
+ *     (a synchronous SIGTRAP or SIGSYS, from a breakpoint or seccomp, is forced by the kernel and
+ *     kills anyway; only one sent from outside is ignored);
+ *   - SIGPIPE, ignored outright (a peer gone while we write; it is thread-directed);
+ *   - SIGKILL and SIGSTOP, which nothing can catch;
+ *   - glibc's internal signals (32 and 33, below SIGRTMIN), which sigaddset refuses: see
+ *     ignore_internal_signals. */
+static const int fault_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+
+static int stops(int sig) { return sig == SIGTERM || sig == SIGINT || sig == SIGQUIT; }
 
 static void wanted_signals(sigset_t *set)
 {
-	sigemptyset(set);
-	sigaddset(set, SIGTERM);
-	sigaddset(set, SIGINT);
-	for (size_t i = 0; i < sizeof quiet_signals / sizeof quiet_signals[0]; i++)
-		sigaddset(set, quiet_signals[i]);
+	sigfillset(set); /* glibc leaves its internal signals out */
+	for (size_t i = 0; i < sizeof fault_signals / sizeof fault_signals[0]; i++)
+		sigdelset(set, fault_signals[i]);
+	sigdelset(set, SIGPIPE);
+	sigdelset(set, SIGKILL);
+	sigdelset(set, SIGSTOP);
 }
 
-/* Wait for SIGTERM or SIGINT; the quiet signals that come meanwhile are logged. */
+/* "HUP", "TERM"; real-time signals as bash's kill -l names them: "RTMIN", "RTMIN+3" in the lower
+ * half, "RTMAX-3", "RTMAX" in the upper. */
+static const char *signal_name(int sig, char *buf, size_t cap)
+{
+	const char *abbrev = sig < SIGRTMIN ? sigabbrev_np(sig) : NULL;
+	if (abbrev)
+		return abbrev;
+	if (sig == SIGRTMIN)
+		return "RTMIN";
+	if (sig == SIGRTMAX)
+		return "RTMAX";
+	if (sig < SIGRTMIN || sig > SIGRTMAX)
+		snprintf(buf, cap, "%d", sig);
+	else if (sig - SIGRTMIN <= (SIGRTMAX - SIGRTMIN) / 2)
+		snprintf(buf, cap, "RTMIN+%d", sig - SIGRTMIN);
+	else
+		snprintf(buf, cap, "RTMAX-%d", SIGRTMAX - sig);
+	return buf;
+}
+
+/* Wait for a signal that stops posencd; the others that come meanwhile are logged. */
 static int wait_for_signal(void)
 {
 	sigset_t set;
 	wanted_signals(&set);
 	for (;;) {
 		int sig;
+		char buf[16];
 		if (sigwait(&set, &sig) != 0)
 			continue;
-		if (sig == SIGTERM || sig == SIGINT)
+		if (stops(sig))
 			return sig;
-		pe_log(PE_LOG_INFO, "signal", json_pack("{s:s, s:s}", "signal", sigabbrev_np(sig), "action", "ignored"));
+		pe_log(PE_LOG_INFO, "signal",
+		       json_pack("{s:s, s:s}", "signal", signal_name(sig, buf, sizeof buf), "action", "ignored"));
 	}
+}
+
+/* glibc keeps signals 32 and 33 (SIGCANCEL, SIGSETXID) for itself and refuses them to sigaction
+ * and sigprocmask, installing its handlers when it first needs them (pthread_cancel, setuid in a
+ * threaded process). Until then their default action is to terminate, so `kill -32` would end
+ * posencd: any of them still at SIG_DFL is set to SIG_IGN with the system call itself. glibc
+ * installs its own handler over that if it ever needs one. The kernel's struct is written out
+ * for x86-64 and arm64 (handler first; flags, restorer and mask zero for SIG_IGN). */
+static void ignore_internal_signals(void)
+{
+#if defined(SYS_rt_sigaction) && (defined(__x86_64__) || defined(__aarch64__))
+	for (int sig = 1; sig < SIGRTMIN; sig++) {
+		sigset_t probe;
+		sigemptyset(&probe);
+		if (sigaddset(&probe, sig) == 0)
+			continue; /* an ordinary signal: wanted_signals has it (or leaves it alone) */
+		struct {
+			void (*handler)(int);
+			unsigned long flags;
+			void (*restorer)(void);
+			unsigned long mask[2];
+		} cur = {0}, ign = {.handler = SIG_IGN};
+		if (syscall(SYS_rt_sigaction, sig, NULL, &cur, _NSIG / 8) == 0 && cur.handler == SIG_DFL)
+			syscall(SYS_rt_sigaction, sig, &ign, NULL, _NSIG / 8);
+	}
+#endif
 }
 
 static void block_signals(void)
@@ -181,6 +243,7 @@ static void block_signals(void)
 	wanted_signals(&set);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	ignore_internal_signals();
 }
 
 static double now_s(void)
@@ -316,7 +379,9 @@ int main(int argc, char **argv)
 	atomic_store(&d.http, h);
 	log_start(&d, pe_http_port(h));
 	int sig = wait_for_signal();
-	pe_log(PE_LOG_INFO, "draining", json_pack("{s:s}", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+	char name[16];
+	snprintf(name, sizeof name, "SIG%s", sigabbrev_np(sig));
+	pe_log(PE_LOG_INFO, "draining", json_pack("{s:s}", "signal", name));
 	double deadline = now_s() + (double)d.cfg.shutdown_timeout;
 	pe_http_drain(h);
 	pe_pool_close(d.pool);
