@@ -16,8 +16,11 @@
  * and the directory fsynced: from then on the table survives a crash or power loss, and at no
  * moment can a reader or a restart see a partial file. pe_store_delete likewise.
  *
- * Threads: every function is thread-safe. An in-memory index answers stat and list without I/O;
- * put, delete and read do file I/O (milliseconds to seconds): call them from worker threads.
+ * Threads: every function is thread-safe. An in-memory index answers stat and list, after one
+ * fstatat per table named (the file's identity against the one indexed): a file changed behind
+ * the store's back is dealt with before they answer, so what they say is the file's current
+ * version. Reading it again then (only then) costs what a read does. put, delete and read do file
+ * I/O (milliseconds to seconds): call them from worker threads.
  * Ownership: metadata is returned by value (copies); buffers returned through pointers belong to
  * the caller (free()). */
 #ifndef POSENC_STORE_H
@@ -88,9 +91,13 @@ int pe_store_put(struct pe_store *s, struct pe_store_meta *m, const void *data, 
 /* 0, PE_ENOTFOUND, PE_EIO, or commit's code. */
 int pe_store_delete(struct pe_store *s, const char *name, pe_store_commit_cb commit, void *commit_arg,
 		    struct pe_err *err);
-/* The current metadata of name: 0 or PE_ENOTFOUND. */
+/* The current metadata of name: 0 or PE_ENOTFOUND. Current means the file's: when its stat
+ * differs from the one indexed, the file is verified again first (pe_store_read's rules: a
+ * vanished file drops the table, another valid version is adopted, a damaged file is quarantined;
+ * the last two are PE_ENOTFOUND here). */
 int pe_store_stat(struct pe_store *s, const char *name, struct pe_store_meta *out);
-/* Every table's metadata sorted by name, in *out (caller frees; NULL when *n is 0). 0 or PE_ENOMEM. */
+/* Every table's metadata sorted by name, in *out (caller frees; NULL when *n is 0), each checked
+ * against its file as pe_store_stat does. 0 or PE_ENOMEM. */
 int pe_store_list(struct pe_store *s, struct pe_store_meta **out, size_t *n);
 /* Two metadata describe the same version of a table when everything that shapes its responses is
  * equal: the elements' SHA-256, dtype, shape, prefix_tokens and grid (not the creation time). */

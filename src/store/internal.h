@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define MAGIC "PETABLE1"
@@ -33,6 +34,21 @@ struct qfile {
 	int64_t when_ns; /* moved there (ctime at start) */
 };
 
+/* What the index knows of a table's file when it loaded or wrote it: a stat that differs means
+ * the file was changed behind the store's back (removed, renamed over, written in place). */
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+};
+
+/* One table of the index. */
+struct entry {
+	struct pe_store_meta m;
+	struct file_id id;
+};
+
 struct pe_store {
 	int dirfd, qfd, lockfd; /* data_dir, data_dir/quarantine and the lock file */
 	uint64_t max_bytes, max_table_bytes;
@@ -43,7 +59,7 @@ struct pe_store {
 	pe_store_log_cb log;
 	void *log_arg;
 	pthread_mutex_t lock;
-	struct pe_store_meta *tables; /* sorted by name */
+	struct entry *tables; /* sorted by name */
 	size_t n, cap;
 	uint64_t bytes, reserved; /* committed, and reserved by uploads in progress */
 	uint64_t tmp_seq;
@@ -93,6 +109,7 @@ void store_quarantine(struct pe_store *s, const char *file, uint64_t bytes, cons
 int store_q_load(struct pe_store *s);
 
 /* store.c (callers hold the lock) */
-int store_index_set(struct pe_store *s, const struct pe_store_meta *m);
+/* Index m, whose file st describes (stat'ed before it was read, or after it was renamed into place). */
+int store_index_set(struct pe_store *s, const struct pe_store_meta *m, const struct stat *st);
 
 #endif

@@ -42,12 +42,13 @@ static int scan_entry(struct pe_store *s, const char *file)
 	memcpy(name, file, len);
 	name[len] = 0;
 	int fd = openat(s->dirfd, file, OPEN_FLAGS);
-	int rc = fd < 0 ? (why = "cannot open", -1) : store_load(fd, name, &m, NULL, &why);
+	int rc = fd < 0 ? (why = "cannot open", -1) : fstat(fd, &st) != 0 ? (why = "cannot stat", -1)
+						       : store_load(fd, name, &m, NULL, &why);
 	if (fd >= 0)
 		close(fd);
 	if (rc == -1)
 		store_quarantine(s, file, (uint64_t)st.st_size, why);
-	return rc == 0 ? store_index_set(s, &m) : rc == -1 ? 0 : rc;
+	return rc == 0 ? store_index_set(s, &m, &st) : rc == -1 ? 0 : rc;
 }
 
 struct names {

@@ -3,8 +3,8 @@
  * (a replaced table is never served stale), resampling over HTTP against PyTorch's known answers,
  * upload errors and limits (400 / 413 before reading / 507), hostile names sent raw, access
  * control (token; remote clients are tested in namespaces by test_learned_remote.c), the start-up
- * scan, the store telling the truth (a re-upload with other metadata, a file removed behind its
- * back, a FIFO in data_dir, a write answered 503, a second daemon on the same data_dir), and a
+ * scan, the store telling the truth (a re-upload with other metadata, a file removed or replaced
+ * behind its back, even when its answers are cached, a FIFO in data_dir, a write answered 503, a second daemon on the same data_dir), and a
  * crash test: SIGKILL during a stream of uploads, then everything acknowledged must come back
  * intact and nothing partial be listed. */
 #include "support/pe_check.h"
@@ -764,6 +764,72 @@ START_TEST(removed_file_is_404)
 }
 END_TEST
 
+/* GET name (json) sending If-None-Match: inm (when not NULL); the answer in *r. */
+static void get_json(const char *path, const char *etag, struct pe_resp *r)
+{
+	char inm[96];
+	snprintf(inm, sizeof inm, "If-None-Match: %s", etag ? etag : "");
+	const char *hs[] = {inm, NULL};
+	pe_request(&D, "GET", path, etag ? hs : NULL, NULL, 0, r);
+}
+
+/* Cached answers do not outlive the file: replaced behind posencd's back (renamed over, as a
+ * restore would), the next GET, though its key was cached, serves the file's version (new ETag,
+ * the old one no longer 304); removed, a GET whose answer was cached is a 404 and the list
+ * forgets the table, before anything misses the cache. */
+START_TEST(cached_answers_follow_the_file)
+{
+	start(NULL);
+	struct pe_resp r;
+	char path[160], saved[160], e1[64], e2[64], h[64];
+	snprintf(path, sizeof path, "%s/one.table", dir);
+	snprintf(saved, sizeof saved, "%s/saved", dir);
+	put_table("/v1/learned/one", 8, 2, 5, 201);
+	ck_assert_int_eq(link(path, saved), 0); /* a valid [8, 2] one.table, kept aside */
+	put_table("/v1/learned/one", 4, 4, 0, 200);
+	for (int i = 0; i < 2; i++) {
+		get_json("/v1/learned/one?format=json", NULL, &r);
+		ck_assert_int_eq(r.status, 200);
+		ck_assert_str_eq(pe_resp_header(&r, "X-PE-Cache", h, sizeof h), i ? "hit" : "miss");
+		ck_assert_str_eq(pe_resp_header(&r, "X-PE-Shape", h, sizeof h), "4,4");
+		ck_assert_ptr_nonnull(pe_resp_header(&r, "ETag", e1, sizeof e1));
+		pe_resp_free(&r);
+	}
+
+	ck_assert_int_eq(rename(saved, path), 0);
+	get_json("/v1/learned/one?format=json", e1, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(pe_resp_header(&r, "X-PE-Shape", h, sizeof h), "8,2");
+	ck_assert_str_ne(pe_resp_header(&r, "ETag", e2, sizeof e2), e1);
+	json_t *j = pe_resp_json(&r);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "data")), 8);
+	json_decref(j);
+	pe_resp_free(&r);
+	json_t *l = list();
+	json_t *one = listed(l, "one");
+	ck_assert_ptr_nonnull(one);
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(one, "shape"), 0)), 8);
+	json_decref(l);
+	ck_assert(log_has("\"event\":\"adopted\",\"file\":\"one.table\""));
+	get_json("/v1/learned/one?format=json", e2, &r); /* cached again, under the new version */
+	ck_assert_int_eq(r.status, 304);
+	pe_resp_free(&r);
+
+	ck_assert_int_eq(unlink(path), 0);
+	for (int i = 0; i < 2; i++)
+		get_problem("/v1/learned/one?format=json", 404, "name");
+	get_json("/v1/learned/one?format=json", e2, &r);
+	pe_assert_problem(&r, 404, "name");
+	pe_resp_free(&r);
+	l = list();
+	ck_assert_ptr_null(listed(l, "one"));
+	ck_assert_int_eq(json_integer_value(json_object_get(l, "count")), 0);
+	json_decref(l);
+	ck_assert(log_has("\"event\":\"vanished\",\"file\":\"one.table\""));
+	stop();
+}
+END_TEST
+
 /* A FIFO named like a table must not block start-up (open() on a FIFO waits for a writer). */
 START_TEST(fifo_in_data_dir_does_not_block)
 {
@@ -1037,6 +1103,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, sigkill_during_uploads);
 	tcase_add_test(tc, reupload_same_bytes_other_metadata);
 	tcase_add_test(tc, removed_file_is_404);
+	tcase_add_test(tc, cached_answers_follow_the_file);
 	tcase_add_test(tc, fifo_in_data_dir_does_not_block);
 	tcase_add_test(tc, write_answered_503_never_lands);
 	tcase_add_test(tc, second_daemon_changes_nothing);

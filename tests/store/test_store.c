@@ -727,6 +727,109 @@ START_TEST(replaced_file_is_adopted)
 }
 END_TEST
 
+/* stat and list answer for the file as it is now, before any read: a file removed behind the
+ * store's back is not found and leaves the list (the other tables stay). */
+START_TEST(stat_and_list_see_a_removed_file)
+{
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	float *v = values(6, 1);
+	struct pe_store_meta a = meta("a", PE_F32, 3, 2), b = meta("b", PE_F32, 3, 2), st, *all = NULL;
+	size_t n;
+	uint64_t bytes;
+	char path[400];
+	put_ok(s, &a, v, 0);
+	put_ok(s, &b, v, 0);
+	file_path("a.table", path, sizeof path);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(pe_store_list(s, &all, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(all[0].name, "b");
+	free(all);
+	ck_assert_int_eq(pe_store_stat(s, "a", &st), PE_ENOTFOUND);
+	ck_assert_int_eq(pe_store_stat(s, "b", &st), 0);
+	ck_assert_msg(strstr(events, "vanished a.table|") != NULL, "%s", events);
+	file_path("b.table", path, sizeof path);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(pe_store_stat(s, "b", &st), PE_ENOTFOUND);
+	ck_assert_int_eq(pe_store_list(s, &all, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	pe_store_usage(s, &bytes, &n);
+	ck_assert_uint_eq(bytes, 0);
+	ck_assert_uint_eq(n, 0);
+	free(v);
+	pe_store_close(s);
+}
+END_TEST
+
+/* A file replaced behind the store's back (renamed over, as a restore would): stat and list give
+ * the version on disk before any read, so a version-keyed cache cannot serve the old one. */
+START_TEST(stat_and_list_see_a_replaced_file)
+{
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	float *v1 = values(6, 1), *v2 = values(8, 2);
+	struct pe_store_meta m1 = meta("x", PE_F32, 3, 2), m2 = meta("x", PE_F32, 4, 2), st, *all = NULL;
+	char path[400], saved[400];
+	size_t n;
+	uint64_t bytes;
+	put_ok(s, &m1, v1, 0);
+	file_path("x.table", path, sizeof path);
+	file_path("saved", saved, sizeof saved);
+	ck_assert_int_eq(link(path, saved), 0); /* keep version 1's file */
+	put_ok(s, &m2, v2, 1);
+	ck_assert_int_eq(pe_store_stat(s, "x", &st), 0);
+	ck_assert(pe_store_same_version(&st, &m2));
+	ck_assert_int_eq(rename(saved, path), 0);
+	ck_assert_int_eq(pe_store_list(s, &all, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert(pe_store_same_version(&all[0], &m1));
+	ck_assert_uint_eq(all[0].rows, 3);
+	free(all);
+	ck_assert_int_eq(pe_store_stat(s, "x", &st), 0);
+	ck_assert(pe_store_same_version(&st, &m1));
+	ck_assert_msg(strstr(events, "adopted x.table|") != NULL, "%s", events);
+	pe_store_usage(s, &bytes, &n);
+	ck_assert_uint_eq(bytes, 24);
+	/* and back, through stat alone */
+	ck_assert_int_eq(link(path, saved), 0);
+	put_ok(s, &m2, v2, 1);
+	ck_assert_int_eq(rename(saved, path), 0);
+	ck_assert_int_eq(pe_store_stat(s, "x", &st), 0);
+	ck_assert(pe_store_same_version(&st, &m1));
+	assert_reads(s, "x", v1, 24);
+	free(v1);
+	free(v2);
+	pe_store_close(s);
+}
+END_TEST
+
+/* A file written in place (same inode, same size): stat notices, verifies it again, and
+ * quarantines it; the read says damaged. A file merely touched stays, silently. */
+START_TEST(stat_sees_a_file_changed_in_place)
+{
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	float *v = values(8, 1);
+	struct pe_store_meta m = meta("x", PE_F32, 4, 2), t = meta("t", PE_F32, 4, 2), st, got;
+	struct pe_err err = {0};
+	char path[400];
+	void *data = (void *)1;
+	put_ok(s, &m, v, 0);
+	put_ok(s, &t, v, 0);
+	file_path("t.table", path, sizeof path);
+	struct timespec times[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+	ck_assert_int_eq(pe_store_stat(s, "t", &st), 0);
+	ck_assert(pe_store_same_version(&st, &t));
+	ck_assert_msg(strstr(events, "t.table") == NULL, "%s", events);
+	flip("x.table", HEADER + 5);
+	ck_assert_int_eq(pe_store_stat(s, "x", &st), PE_ENOTFOUND);
+	ck_assert_msg(strstr(events, "quarantine x.table|") != NULL, "%s", events);
+	ck_assert_int_eq(pe_store_read(s, "x", &m, &got, &data, &err), PE_ENOTFOUND);
+	assert_reads(s, "t", v, 32);
+	free(v);
+	pe_store_close(s);
+}
+END_TEST
+
 /* Every field that shapes a response tells versions apart, the creation time does not. */
 START_TEST(versions_differ_by_every_field)
 {
@@ -960,6 +1063,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, read_refuses_special_files);
 	tcase_add_test(tc, vanished_file_is_not_found);
 	tcase_add_test(tc, replaced_file_is_adopted);
+	tcase_add_test(tc, stat_and_list_see_a_removed_file);
+	tcase_add_test(tc, stat_and_list_see_a_replaced_file);
+	tcase_add_test(tc, stat_sees_a_file_changed_in_place);
 	tcase_add_test(tc, versions_differ_by_every_field);
 	tcase_add_test(tc, write_called_off_changes_nothing);
 	tcase_add_test(tc, quarantine_is_bounded);
