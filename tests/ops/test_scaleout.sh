@@ -54,7 +54,7 @@ done
 # ---- three replicas on free loopback ports: the port comes from the JSON start line ----
 start_replica() { # start_replica INDEX
 	local i=$1 port=
-	"$daemon" --port 0 --bind 127.0.0.1 --workers 1 --shutdown-timeout 20 --log-level info \
+	"$daemon" --port 0 --bind 127.0.0.1 --data-dir "$tmp/data$i" --workers 1 --shutdown-timeout 20 --log-level info \
 		>"$tmp/r$i.out" 2>"$tmp/r$i.err" &
 	replica_pid[$i]=$!
 	for _ in $(seq 100); do
