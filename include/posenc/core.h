@@ -180,6 +180,10 @@ struct pe_cost {
 	const char *intermediate_param;
 	uint64_t work;
 	const char *work_param;
+	/* The most bytes compute allocates besides its output (intermediate tables, per-job arrays):
+	 * a server reserves them on its memory budget before the job computes. Named by
+	 * intermediate_param when set, else work_param. */
+	uint64_t scratch_bytes;
 };
 int pe_table_cost(const struct pe_params *p, struct pe_cost *c);
 

@@ -41,6 +41,9 @@ size_t pe_mem_size(const void *p);
  * pe_budget_free_block(b, block). */
 void *pe_budget_malloc(struct pe_budget *b, size_t n, int *rc);
 void pe_budget_free_block(struct pe_budget *b, void *p); /* gives back pe_mem_size(p); NULL is fine */
+/* The widest a text writer (JSON data, CSV) prints one element of dt, its separator included: the
+ * per-element worst case a budget estimate multiplies by the element count. */
+size_t pe_budget_text_width(enum pe_dtype dt);
 
 /* ---- bounded buffer ----
  * With a budget (pe_buf_set_budget, before anything is written), the buffer holds a reservation

@@ -14,7 +14,9 @@
  * that for rope) is an intermediate table, and its work is len·(len+1)/2·dim multiply-adds;
  * rope-decay's is max_distance·dim/2 terms, each counted as PE_DECAY_TERM_COST multiply-adds (a
  * term is a complex rotation, an addition and a square root: about that many multiply-adds' time).
- * The kernels check pe_cancelled() between blocks: a Gram block of 32×32 pairs, 64 distances. */
+ * The kernels check pe_cancelled() between blocks: a Gram block of 32×32 pairs, 64 distances.
+ * Their allocations are counted in scratch_bytes (the float64 encoding table; rope-decay's 2·dim
+ * doubles), which a server reserves on its memory budget before the job computes. */
 #include "core/gram.h"
 #include "core/kernels.h"
 #include "core/tables.h"
@@ -159,6 +161,7 @@ static int sim_cost(const struct pe_params *p, struct pe_cost *c)
 	uint64_t len = (uint64_t)pe_param_int(p, "len"), dim = (uint64_t)pe_param_int(p, "dim");
 	c->intermediate = (pe_param_enum(p, "encoding") == ENC_ROPE ? 2 : 1) * len * dim;
 	c->intermediate_param = "dim";
+	c->scratch_bytes = c->intermediate * sizeof(double); /* encoding_table's float64 table */
 	c->work = pe_gram_cost(len, dim);
 	c->work_param = "len";
 	return 0;
@@ -240,6 +243,8 @@ static int decay_cost(const struct pe_params *p, struct pe_cost *c)
 	c->work = (uint64_t)pe_param_int(p, "max_distance") * (uint64_t)(pe_param_int(p, "dim") / 2) *
 		  PE_DECAY_TERM_COST;
 	c->work_param = "max_distance";
+	c->scratch_bytes = 4 * (uint64_t)(pe_param_int(p, "dim") / 2) * sizeof(double); /* decay_compute's */
+	c->intermediate_param = "dim";
 	return 0;
 }
 

@@ -16,7 +16,12 @@
  * blocks; produce.c sets the deadline, and a job that starts late does nothing). A dtype too
  * narrow for the answer is a 400 naming dtype: decided here from the version's largest |value|
  * (the store keeps it) where that decides it, else by the job on the values it made, whose
- * failure (PE_EINVAL) names dtype in failure_cb. */
+ * failure (PE_EINVAL) names dtype in failure_cb.
+ *
+ * Memory: everything a job allocates is reserved on the response budget first: the file's
+ * elements as read, their float64 copy, the resampled copy, the values in the output dtype and the
+ * output buffer. The most it holds at once is added up on a miss before the job exists
+ * (job_need): more than the whole budget is a 413 naming what sizes it, without any work. */
 #include "http/learned_get.h"
 #include "http/produce.h"
 #include "posenc/resample.h"
@@ -179,11 +184,15 @@ static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, 
 	struct pe_store_meta m;
 	void *data = NULL, *typed = NULL;
 	double *v = NULL;
-	size_t n = j->shape.dim[0] * j->shape.dim[1];
-	int rc = pe_store_read(j->h->opt.store, j->meta.name, &j->meta, &m, &data, err);
+	size_t n = j->shape.dim[0] * j->shape.dim[1], file = (size_t)j->meta.bytes;
+	int rc = pe_budget_take(j->h->opt.budget, file); /* the elements as read, below */
+	if (rc != 0)
+		return pe_err_set(err, rc, "", "the response memory budget is full; retry");
+	rc = pe_store_read(j->h->opt.store, j->meta.name, &j->meta, &m, &data, err);
 	if (rc == 0 && !(v = table_values(j, data, err)))
 		rc = err->code ? err->code : PE_ENOMEM;
 	free(data);
+	pe_budget_give(j->h->opt.budget, file);
 	if (rc == 0 && !(typed = pe_budget_malloc(j->h->opt.budget, n * pe_dtype_size(j->out.dt), &rc)))
 		pe_err_set(err, rc, "", "out of memory");
 	if (rc == 0)
@@ -323,12 +332,57 @@ struct miss {
 	const struct pe_out *out;
 	const struct pe_shape *shape;
 	int similarity;
+	size_t keylen;
 };
 
-/* A miss (MHD thread): the job takes over the parameters. */
+/* The most produce_cb holds on the budget at once for output o (its steps in order): the file's
+ * elements with their float64 copy and the resampled copy; the values (float64) with the answer
+ * in the output dtype; that with the output buffer. */
+static uint64_t job_need(const struct miss *m, const struct pe_out *o, size_t keylen, const struct pe_png_layout *png)
+{
+	const struct pe_store_meta *t = m->meta;
+	int overflow, resampled = given(m->params, "len") || given(m->params, "height");
+	uint64_t f64 = sizeof(double), n = pe_produce_mul(t->rows, t->cols);
+	uint64_t values = pe_produce_mul(pe_produce_mul(m->shape->dim[0], t->cols), f64); /* rows before similarity */
+	uint64_t count = pe_shape_count(m->shape, &overflow);
+	uint64_t typed = overflow ? UINT64_MAX : pe_produce_mul(count, pe_dtype_size(o->dt));
+	uint64_t read = pe_produce_add(pe_produce_add(t->bytes, pe_produce_mul(n, f64)), resampled ? values : 0);
+	uint64_t out = pe_produce_out_bound(o, m->shape, 2 * keylen + 1024, png);
+	uint64_t need = pe_produce_add(values, typed);
+	need = need > read ? need : read;
+	return pe_produce_add(typed, out) > need ? pe_produce_add(typed, out) : need;
+}
+
+/* Could the job ever fit in the response budget? The 413 names format when the answer would fit
+ * as bin, else what sets its rows. A picture's size comes from its layout, which the shape alone
+ * decides (a shape that cannot be drawn is the job's error to report). */
+static int check_budget(const struct miss *m, struct pe_err *err)
+{
+	struct pe_budget_stats st;
+	struct pe_png_layout lay;
+	struct pe_tensor_view v = {.shape = *m->shape, .dtype = m->out->dt, .data = NULL};
+	struct pe_png_options po;
+	pe_png_options_init(&po);
+	po.cmap = (enum pe_cmap)m->out->cmap;
+	po.scale = m->out->scale;
+	int png = m->out->fmt == PE_FMT_PNG && pe_png_plan(&v, &po, &lay, &(struct pe_err){0}) == 0;
+	struct pe_out bin = {.fmt = PE_FMT_BIN, .dt = m->out->dt};
+	uint64_t need = job_need(m, m->out->fmt == PE_FMT_PNG && !png ? &bin : m->out, m->keylen, png ? &lay : NULL);
+	pe_budget_stats(m->h->opt.budget, &st);
+	if (!m->h->opt.budget || need <= st.limit)
+		return 0;
+	const char *param = job_need(m, &bin, 0, NULL) <= st.limit ? "format"
+								   : rows_param(m->params, m->similarity ? "encoding" : "name");
+	return pe_produce_budget_check(m->h, need, param, err);
+}
+
+/* A miss (MHD thread): whether the job could fit in the response budget at all; then the job
+ * takes over the parameters. */
 static void *gjob_new_cb(void *ctx, struct pe_err *err)
 {
 	struct miss *m = ctx;
+	if (check_budget(m, err) != 0)
+		return NULL;
 	struct gjob *j = malloc(sizeof *j);
 	if (!j)
 		return NULL;
@@ -373,7 +427,8 @@ static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, co
 		rc = pe_err_set(&err, PE_EDRAINING, "", "the service is shutting down");
 	if (rc == 0 && (keylen = make_key(&m, &p, &o, similarity, key)) < 0)
 		rc = pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
-	struct miss ms = {.h = r->h, .meta = &m, .params = &p, .out = &o, .shape = &s, .similarity = similarity};
+	struct miss ms = {.h = r->h, .meta = &m, .params = &p, .out = &o, .shape = &s, .similarity = similarity,
+			  .keylen = keylen > 0 ? (size_t)keylen : 0};
 	if (rc != 0)
 		ret = pe_http_problem(r, conn, &err);
 	else

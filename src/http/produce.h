@@ -46,6 +46,26 @@ struct pe_scratch {
 struct pe_scratch pe_produce_scratch_take(struct pe_http *h, size_t n);
 void pe_produce_scratch_give(struct pe_http *h, struct pe_scratch s);
 
+/* ---- the response budget, decided before a job ----
+ * A job reserves on opt.budget before it allocates: its output buffer as it grows, and every
+ * intermediate (scratch tables, the core's own arrays, a learned table's file and float64 copy).
+ * So that a response which could never fit is refused at once (413) instead of after the work, a
+ * producer's job_new_cb adds up the most its job will hold at once from the parameters, with the
+ * bound below for the output, and asks pe_produce_budget_check. */
+
+/* The most the output buffer of a job reserves for t's shape and dtype encoded as o says (gzip:
+ * the text and its compressed copy together). head: the most a JSON document's head takes (the
+ * encoding and its parameters; ignored by other formats); png: the picture's layout (format=png
+ * only, else NULL). Saturates at UINT64_MAX. */
+uint64_t pe_produce_out_bound(const struct pe_out *o, const struct pe_shape *s, size_t head,
+			      const struct pe_png_layout *png);
+/* Saturating sums and products for these estimates. */
+uint64_t pe_produce_add(uint64_t a, uint64_t b);
+uint64_t pe_produce_mul(uint64_t a, uint64_t b);
+/* 0 when need bytes fit in the whole response budget (or there is none); else PE_ETOOBIG naming
+ * param (counted as a refusal, like a reservation over the limit). */
+int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param, struct pe_err *err);
+
 /* The strong ETag of a cache key, from the key and PE_OUTPUT_EPOCH only: equal on every replica
  * and across restarts. */
 void pe_produce_etag(const char *key, size_t keylen, char out[40]);

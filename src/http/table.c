@@ -2,9 +2,12 @@
  * the job, ETag and 304 in produce.c, which calls back into this file's producer to compute and
  * encode the table on a worker thread. The GET path of a table reads in these two files.
  *
- * Memory: the job builds under the response budget (opt.budget): its scratch table and its output
- * buffer are reserved before they are allocated, and a reservation that does not fit fails the
- * key with PE_EBUSY (503 + Retry-After). */
+ * Memory: the job builds under the response budget (opt.budget): its scratch table, what the
+ * core's compute allocates besides its output (pe_cost's scratch_bytes: an analysis' encoding
+ * table) and its output buffer are reserved before they are allocated, and a reservation that
+ * does not fit now fails the key with PE_EBUSY (503 + Retry-After). The most the job can hold at
+ * once is added up on a miss before the job exists (job_new_cb): more than the whole budget is a
+ * 413 naming the parameter that sizes it, without any work. */
 #include "http/handler.h"
 #include "http/produce.h"
 
@@ -23,6 +26,7 @@ struct job {
 	struct pe_http *h;
 	struct pe_params params;
 	struct pe_out out;
+	size_t scratch_bytes; /* reserved around pe_table_compute: what it allocates besides the table */
 };
 
 /* ---- query parsing ---- */
@@ -85,20 +89,60 @@ static int check_size(const struct pe_http *h, const struct pe_params *p, struct
  * gets a problem naming the parameter (a job's failure reaches its waiters as a bare code): a
  * dtype too narrow for the values, a picture that cannot be drawn. Run on a miss only (a cached
  * key passed it already; rope/inv_freq's check makes its dim/2 frequencies, ~1 ms at dim 65536). */
-static int check_output(const struct pe_params *p, const struct pe_out *o, struct pe_err *err)
+static int check_output(const struct pe_params *p, const struct pe_out *o, struct pe_png_layout *lay,
+			struct pe_err *err)
 {
 	int rc = pe_table_check_dtype(p, o->dt, err);
 	if (rc != 0 || o->fmt != PE_FMT_PNG)
 		return rc;
 	struct pe_tensor_view v = {.dtype = o->dt, .data = NULL}; /* NULL: lay out the shape only */
 	struct pe_png_options po;
-	struct pe_png_layout lay;
 	pe_table_shape(p, &v.shape);
 	pe_png_options_init(&po);
 	po.cmap = (enum pe_cmap)o->cmap;
 	po.scale = o->scale;
 	po.labels = p->def->panel_labels;
-	return pe_png_plan(&v, &po, &lay, err);
+	return pe_png_plan(&v, &po, lay, err);
+}
+
+/* The most the job holds on the response budget at once (encode's order): the output buffer and
+ * the compute's scratch_bytes, for bin and npy; else the scratch table with, first, the compute's
+ * scratch_bytes, then the output buffer. */
+static uint64_t job_need(const struct pe_out *o, const struct pe_shape *s, uint64_t scratch, uint64_t out)
+{
+	int overflow;
+	if (pe_out_raw_direct(o) || (o->fmt == PE_FMT_NPY && o->dt != PE_BF16))
+		return pe_produce_add(out, scratch);
+	uint64_t raw = pe_produce_mul(pe_shape_count(s, &overflow), pe_dtype_size(o->dt));
+	return pe_produce_add(overflow ? UINT64_MAX : raw, scratch > out ? scratch : out);
+}
+
+/* Could the job ever fit in the response budget? The 413 names what sizes the excess: the
+ * intermediate's parameter when that alone is too much, format when the table would fit as bin,
+ * else the table's size parameter. */
+static int check_budget(struct pe_http *h, const struct pe_params *p, const struct pe_out *o,
+			const struct pe_png_layout *lay, size_t keylen, uint64_t *scratch, struct pe_err *err)
+{
+	struct pe_shape s;
+	struct pe_cost c;
+	if (pe_table_shape(p, &s) != 0 || pe_table_cost(p, &c) != 0)
+		return pe_err_set(err, PE_EINTERNAL, "", "cannot size this table");
+	*scratch = c.scratch_bytes;
+	/* JSON's head: the parameters as the key holds them, quoted and keyed */
+	uint64_t out = pe_produce_out_bound(o, &s, 2 * keylen + 1024, o->fmt == PE_FMT_PNG ? lay : NULL);
+	uint64_t need = job_need(o, &s, c.scratch_bytes, out);
+	struct pe_budget_stats st;
+	pe_budget_stats(h->opt.budget, &st);
+	if (!h->opt.budget || need <= st.limit)
+		return 0;
+	struct pe_out bin = {.fmt = PE_FMT_BIN, .dt = o->dt};
+	uint64_t need_bin = job_need(&bin, &s, c.scratch_bytes, pe_produce_out_bound(&bin, &s, 0, NULL));
+	const char *param = *c.work_param ? c.work_param : p->def->params[0].name;
+	if (c.scratch_bytes > out && *c.intermediate_param)
+		param = c.intermediate_param;
+	else if (need_bin <= st.limit)
+		param = "format";
+	return pe_produce_budget_check(h, need, param, err);
 }
 
 /* Parse and validate everything; fills params and the output options. */
@@ -132,6 +176,17 @@ static int make_key(const struct pe_params *p, const struct pe_out *o, char *key
 
 /* ---- the job: compute and encode (worker thread) ---- */
 
+/* pe_table_compute with what it allocates besides the table reserved on the budget first. */
+static int compute(struct job *j, void *out, struct pe_err *err)
+{
+	int rc = pe_budget_take(j->h->opt.budget, j->scratch_bytes);
+	if (rc != 0)
+		return pe_err_set(err, rc, "", "the response memory budget is full");
+	rc = pe_table_compute(&j->params, j->out.dt, out, err);
+	pe_budget_give(j->h->opt.budget, j->scratch_bytes);
+	return rc;
+}
+
 /* Compute the table and encode it into out. bin and npy are computed straight into the response
  * buffer (after npy's header); the others go through a scratch table. */
 static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, struct pe_err *err)
@@ -145,7 +200,7 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 			return pe_err_set(err, rc, "", "the response would exceed the size limit");
 		if (hdr)
 			pe_npy_write_header(out->data, &t);
-		rc = pe_table_compute(&j->params, j->out.dt, out->data + hdr, err);
+		rc = compute(j, out->data + hdr, err);
 		if (rc == 0)
 			out->len = hdr + raw;
 		return rc;
@@ -155,7 +210,7 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 	struct pe_scratch tmp = pe_produce_scratch_take(j->h, raw ? raw : 1);
 	if (!tmp.p)
 		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	else if ((rc = pe_table_compute(&j->params, j->out.dt, tmp.p, err)) == 0) {
+	else if ((rc = compute(j, tmp.p, err)) == 0) {
 		t.data = tmp.p;
 		rc = pe_out_encode(&j->out, &j->h->opt.parallel, &j->params, &t, out, err);
 	}
@@ -230,19 +285,23 @@ struct miss {
 	struct pe_http *h;
 	struct pe_params *params;
 	const struct pe_out *out;
+	size_t keylen;
 };
 
-/* A miss (MHD thread): what can fail only once the table exists is checked first, then the job
- * takes over the parameters. */
+/* A miss (MHD thread): what can fail only once the table exists is checked first, and whether the
+ * job could fit in the response budget at all; then the job takes over the parameters. */
 static void *job_new_cb(void *ctx, struct pe_err *err)
 {
 	struct miss *m = ctx;
-	if (check_output(m->params, m->out, err) != 0)
+	struct pe_png_layout lay;
+	uint64_t scratch = 0;
+	if (check_output(m->params, m->out, &lay, err) != 0 ||
+	    check_budget(m->h, m->params, m->out, &lay, m->keylen, &scratch, err) != 0)
 		return NULL;
 	struct job *j = malloc(sizeof *j);
 	if (!j)
 		return NULL;
-	*j = (struct job){.h = m->h, .params = *m->params, .out = *m->out};
+	*j = (struct job){.h = m->h, .params = *m->params, .out = *m->out, .scratch_bytes = (size_t)scratch};
 	memset(m->params, 0, sizeof *m->params); /* the job owns the list allocations now */
 	return j;
 }
@@ -282,7 +341,7 @@ enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, con
 		ret = pe_http_problem(r, conn, &err);
 		goto out;
 	}
-	struct miss m = {.h = h, .params = &p, .out = &o};
+	struct miss m = {.h = h, .params = &p, .out = &o, .keylen = (size_t)keylen};
 	ret = pe_produce_answer(r, conn, &producer, &o, key ? key : small, (size_t)keylen, &m);
 out:
 	free(key);

@@ -12,6 +12,7 @@
  * Blocks are counted by their usable size (malloc_usable_size), the bytes the allocator really
  * holds for them. */
 #include "posenc/tensor.h"
+#include "tensor/internal.h"
 
 #include <malloc.h>
 #include <stdatomic.h>
@@ -97,3 +98,5 @@ void pe_budget_free_block(struct pe_budget *b, void *p)
 	pe_budget_give(b, pe_mem_size(p));
 	free(p);
 }
+
+size_t pe_budget_text_width(enum pe_dtype dt) { return pe_fmt_width(dt); }
