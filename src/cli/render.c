@@ -9,9 +9,9 @@
  * (each block's other planes are computed and dropped). Other tables (the analyses, slopes,
  * frequencies) are computed whole, then written the same way. bin and npy rows go out as
  * computed; json and csv rows are encoded by the tensor layer's row writer (pe_row_writer)
- * TEXT_ELEMS elements at a time into one reused text buffer. The bytes equal the daemon's for the same parameters (the row
- * writer reproduces pe_json_write_table, pe_npy_write, pe_csv_write), except that JSON gets a
- * final newline as command-line output should. */
+ * TEXT_ELEMS elements at a time into one reused text buffer. The bytes equal the daemon's for the
+ * same parameters (the row writer reproduces pe_json_write_table, pe_npy_write, pe_csv_write),
+ * except that JSON gets a final newline as command-line output should. */
 #include "cli/cli.h"
 
 #include <stdint.h>
