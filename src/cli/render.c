@@ -1,17 +1,17 @@
 /* Compute a validated request's table and write it, block by block.
  *
- * Tables with a row computation (pe_table_rows_supported: sinusoidal, rope, alibi, relative/t5,
- * relative/xl) are computed BLOCK_BYTES of rows at a time into one reused buffer, small enough to
- * stay in the cache, so no page of a large table is ever faulted in. Rank-3 tables go out in C
- * order, plane after plane: while the planes after the first fit in SPILL_BYTES, every block
- * computes all planes at once and the later ones wait in memory (spill_planes: rope's sin plane
- * costs no second pass); larger ones are computed plane by plane (each block's other planes are
- * computed and dropped). Other tables (sinusoidal2d, rope2d, the analyses, slopes, frequencies)
- * are computed whole, then written the same way. bin and npy rows go out as computed; json and csv
- * rows are encoded by the tensor layer's row writer (pe_row_writer) TEXT_ELEMS elements at a time
- * into one reused text buffer. The bytes equal the daemon's for the same parameters (the row
- * writer reproduces pe_json_write_table, pe_npy_write, pe_csv_write), except that JSON gets a
- * final newline as command-line output should. */
+ * Tables with a row computation (pe_table_rows_supported: sinusoidal, sinusoidal2d, rope, rope2d,
+ * alibi, relative/t5, relative/xl) are computed BLOCK_BYTES of rows at a time into one reused
+ * buffer, small enough to stay in the cache, so no page of a large table is ever faulted in.
+ * Rank-3 tables go out in C order, plane after plane: while the planes after the first fit in
+ * SPILL_BYTES, every block computes all planes at once and the later ones wait in memory
+ * (spill_planes: rope's sin plane costs no second pass); larger ones are computed plane by plane
+ * (each block's other planes are computed and dropped). Other tables (the analyses, slopes,
+ * frequencies) are computed whole, then written the same way. bin and npy rows go out as
+ * computed; json and csv rows are encoded by the tensor layer's row writer (pe_row_writer)
+ * TEXT_ELEMS elements at a time into one reused text buffer. The bytes equal the daemon's for the
+ * same parameters (the row writer reproduces pe_json_write_table, pe_npy_write, pe_csv_write),
+ * except that JSON gets a final newline as command-line output should. */
 #include "cli/cli.h"
 
 #include <stdint.h>

@@ -11,7 +11,9 @@
  * compat=exact: double (angles.h), one rounding. compat=hf: torch float32 frequencies, angles and
  * cos/sin, as the model computes them. Sin/cos of each coordinate are computed once and rounded
  * once into the dtype (a width x dim/2 table for the columns, dim/2 values per row); output rows
- * are copies of those blocks. */
+ * are copies of those blocks. A block of rows (compute_rows, which the whole table goes through
+ * too) tabulates only the columns and grid rows it covers: the CLI streams a table of any size
+ * through a small buffer. */
 #include "core/angles.h"
 #include "core/tables.h"
 
@@ -51,40 +53,58 @@ static void copy_row(char *o, size_t blk, const char *row, const char *col)
 		memcpy(o + b * blk, (b & 1) ? col : row, blk);
 }
 
-static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+/* Rows [r0, r0 + n) of the cos plane into out[0] and of the sin plane into out[1] (either may be
+ * NULL). Only the columns the block's patches use are tabulated (all width of them once the block
+ * spans a grid row, else at most n), entry t holding column (x0 + t) % width; each grid row's
+ * values are made once per block. Every value comes from its coordinate alone, so a block is byte
+ * for byte the whole table's rows wherever it starts. */
+static int compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
+			struct pe_err *err)
 {
-	size_t height = (size_t)pe_param_int(p, "height"), width = (size_t)pe_param_int(p, "width");
-	size_t dim = (size_t)pe_param_int(p, "dim"), q = dim / 4;
+	size_t width = (size_t)pe_param_int(p, "width"), dim = (size_t)pe_param_int(p, "dim"), q = dim / 4;
 	int hf = pe_param_enum(p, "compat") == PE_COMPAT_HF;
-	size_t esz = pe_dtype_size(dt), blk = q * esz, plane = height * width * dim * esz;
+	size_t esz = pe_dtype_size(dt), blk = q * esz, x0 = r0 % width, ncols = n < width ? n : width;
 	double *buf = malloc(sizeof(double) * 4 * q);
-	char *tab = malloc(blk * (2 * width + 2)); /* column sin, column cos, row sin, row cos, in dt */
+	char *tab = malloc(blk * (2 * ncols + 2)); /* column sin, column cos, row sin, row cos, in dt */
 	if (!buf || !tab) {
 		free(buf);
 		free(tab);
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	}
 	double *w = buf, *ang = w + q, *s = ang + q, *c = s + q;
-	char *cs = tab, *cc = cs + blk * width, *rs = cc + blk * width, *rc = rs + blk;
+	char *cs = tab, *cc = cs + blk * ncols, *rs = cc + blk * ncols, *rc = rs + blk;
+	char *oc = out[0], *os = out[1];
 	pe_inv_freq_pow(pe_param_real(p, "base"), q, 2, (double)(dim / 2), hf, w);
-	for (size_t x = 0; x < width; x++) {
-		pe_sincos_at((double)x, w, q, hf, ang, s, c);
-		pe_store_f64(dt, cs + x * blk, s, q);
-		pe_store_f64(dt, cc + x * blk, c, q);
+	for (size_t t = 0; t < ncols; t++) {
+		pe_sincos_at((double)((x0 + t) % width), w, q, hf, ang, s, c);
+		pe_store_f64(dt, cs + t * blk, s, q);
+		pe_store_f64(dt, cc + t * blk, c, q);
 	}
-	char *o = out;
-	for (size_t r = 0; r < height; r++) {
+	size_t j1 = r0 + n, at = 0;
+	for (size_t r = r0 / width; r * width < j1; r++) {
 		pe_sincos_at((double)r, w, q, hf, ang, s, c);
 		pe_store_f64(dt, rs, s, q);
 		pe_store_f64(dt, rc, c, q);
-		for (size_t x = 0; x < width; x++, o += 4 * blk) {
-			copy_row(o, blk, rc, cc + x * blk);
-			copy_row(o + plane, blk, rs, cs + x * blk);
+		size_t xa = r * width < r0 ? r0 - r * width : 0, xb = j1 - r * width < width ? j1 - r * width : width;
+		for (size_t x = xa; x < xb; x++, at += 4 * blk) {
+			size_t t = (x + width - x0) % width;
+			if (oc)
+				copy_row(oc + at, blk, rc, cc + t * blk);
+			if (os)
+				copy_row(os + at, blk, rs, cs + t * blk);
 		}
 	}
 	free(buf);
 	free(tab);
 	return 0;
+}
+
+static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	struct pe_shape sh;
+	shape(p, &sh);
+	void *planes[2] = {out, (char *)out + sh.dim[1] * sh.dim[2] * pe_dtype_size(dt)};
+	return compute_rows(p, dt, 0, sh.dim[1], planes, err);
 }
 
 const struct pe_table_def pe_table_rope2d = {
@@ -96,5 +116,6 @@ const struct pe_table_def pe_table_rope2d = {
 	.check = check,
 	.shape = shape,
 	.compute = compute,
+	.compute_rows = compute_rows,
 	.panel_labels = pe_cos_sin_labels,
 };

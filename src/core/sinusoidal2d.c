@@ -14,7 +14,9 @@
  *
  * A patch row is a permutation of the sin/cos of its row and column coordinates, so those are
  * computed once per coordinate and rounded once into the dtype (a width x dim/2 table for the
- * columns, dim/2 values per row); output rows are copies of those blocks. */
+ * columns, dim/2 values per row); output rows are copies of those blocks. A block of rows
+ * (compute_rows, which the whole table goes through too) tabulates only the columns and grid rows
+ * it covers: the CLI streams a table of any size through a small buffer. */
 #include "core/angles.h"
 #include "core/tables.h"
 
@@ -64,37 +66,49 @@ static void coord(double pos, const double *w, size_t q, int float_angles, int r
 		}
 }
 
-static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+/* Rows [r0, r0 + n) of the table: the cls zero rows the block holds, then its patches. Only the
+ * columns the block's patches use are tabulated (all width of them once the block spans a grid
+ * row, else at most n), entry t holding column (x0 + t) % width; each grid row's values are made
+ * once per block. Every value comes from its coordinate alone, so a block is byte for byte the
+ * whole table's rows wherever it starts. */
+static int compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
+			struct pe_err *err)
 {
-	size_t height = (size_t)pe_param_int(p, "height"), width = (size_t)pe_param_int(p, "width");
-	size_t dim = (size_t)pe_param_int(p, "dim"), q = dim / 4, cls = (size_t)pe_param_int(p, "cls_token");
+	size_t width = (size_t)pe_param_int(p, "width"), dim = (size_t)pe_param_int(p, "dim"), q = dim / 4;
+	size_t cls = (size_t)pe_param_int(p, "cls_token"), esz = pe_dtype_size(dt), blk = q * esz;
 	int timm = pe_param_enum(p, "variant") == V_TIMM, hf = pe_param_enum(p, "compat") == PE_COMPAT_HF;
 	int float_angles = hf && timm;
-	size_t esz = pe_dtype_size(dt), blk = q * esz;
+	size_t zeros = r0 < cls ? (cls - r0 < n ? cls - r0 : n) : 0;
+	memset(out[0], 0, zeros * dim * esz); /* all-zero bits are 0.0 in every float dtype */
+	if (zeros == n)
+		return 0;
+	size_t j0 = r0 + zeros - cls, j1 = r0 + n - cls, x0 = j0 % width;
+	size_t ncols = j1 - j0 < width ? j1 - j0 : width;
 	double *buf = malloc(sizeof(double) * 4 * q);
-	char *tab = malloc(blk * (2 * width + 2)); /* column sin, column cos, row sin, row cos, in dt */
+	char *tab = malloc(blk * (2 * ncols + 2)); /* column sin, column cos, row sin, row cos, in dt */
 	if (!buf || !tab) {
 		free(buf);
 		free(tab);
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	}
 	double *w = buf, *ang = w + q, *s = ang + q, *c = s + q;
-	char *cs = tab, *cc = cs + blk * width, *rs = cc + blk * width, *rc = rs + blk;
+	char *cs = tab, *cc = cs + blk * ncols, *rs = cc + blk * ncols, *rc = rs + blk;
 	pe_inv_freq_pow(pe_param_real(p, "base"), q, 1, (double)q, float_angles, w);
-	for (size_t x = 0; x < width; x++) {
-		coord((double)x, w, q, float_angles, hf, ang, s, c);
-		pe_store_f64(dt, cs + x * blk, s, q);
-		pe_store_f64(dt, cc + x * blk, c, q);
+	for (size_t t = 0; t < ncols; t++) {
+		coord((double)((x0 + t) % width), w, q, float_angles, hf, ang, s, c);
+		pe_store_f64(dt, cs + t * blk, s, q);
+		pe_store_f64(dt, cc + t * blk, c, q);
 	}
-	memset(out, 0, cls * dim * esz); /* all-zero bits are 0.0 in every float dtype */
-	char *o = (char *)out + cls * dim * esz;
-	for (size_t r = 0; r < height; r++) {
+	char *o = (char *)out[0] + zeros * dim * esz;
+	for (size_t r = j0 / width; r * width < j1; r++) {
 		coord((double)r, w, q, float_angles, hf, ang, s, c);
 		pe_store_f64(dt, rs, s, q);
 		pe_store_f64(dt, rc, c, q);
-		for (size_t x = 0; x < width; x++, o += 4 * blk) {
-			const char *mae[4] = {cs + x * blk, cc + x * blk, rs, rc};
-			const char *tim[4] = {rs, cs + x * blk, rc, cc + x * blk};
+		size_t xa = r * width < j0 ? j0 - r * width : 0, xb = j1 - r * width < width ? j1 - r * width : width;
+		for (size_t x = xa; x < xb; x++, o += 4 * blk) {
+			size_t t = (x + width - x0) % width;
+			const char *mae[4] = {cs + t * blk, cc + t * blk, rs, rc};
+			const char *tim[4] = {rs, cs + t * blk, rc, cc + t * blk};
 			for (int b = 0; b < 4; b++)
 				memcpy(o + b * blk, (timm ? tim : mae)[b], blk);
 		}
@@ -102,6 +116,13 @@ static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struc
 	free(buf);
 	free(tab);
 	return 0;
+}
+
+static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	struct pe_shape sh;
+	shape(p, &sh);
+	return compute_rows(p, dt, 0, sh.dim[0], &out, err);
 }
 
 const struct pe_table_def pe_table_sinusoidal2d = {
@@ -113,4 +134,5 @@ const struct pe_table_def pe_table_sinusoidal2d = {
 	.check = check,
 	.shape = shape,
 	.compute = compute,
+	.compute_rows = compute_rows,
 };

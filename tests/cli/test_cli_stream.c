@@ -31,7 +31,13 @@ static const struct tcase cases[] = {
 	{"alibi", "heads=3&q_len=2100&k_len=2100&mask=causal", RAW_FMTS}, /* 17 MiB heads: one by one */
 	{"relative/t5", "q_len=2000&k_len=30", ALL_FMTS},              /* i32 */
 	{"relative/xl", "len=3000&dim=64&clamp_len=900", ALL_FMTS},
-	{"sinusoidal2d", "height=5&width=7&dim=16", ALL_FMTS},         /* computed whole */
+	{"sinusoidal2d", "height=5&width=7&dim=16", ALL_FMTS},
+	{"sinusoidal2d", "height=60&width=50&dim=96&cls_token=1&variant=timm&compat=hf", ALL_FMTS}, /* blocks */
+	{"sinusoidal2d", "height=3&width=900&dim=768&cls_token=70&dtype=f16", ALL_FMTS}, /* grid rows > a block */
+	{"rope2d", "height=40&width=75&dim=64&compat=hf", ALL_FMTS},  /* planes held in memory */
+	{"rope2d", "height=5&width=7&dim=8&dtype=f16", ALL_FMTS},
+	{"rope2d", "height=100&width=170&dim=256&dtype=f64", RAW_FMTS}, /* 34 MiB planes: one after the other */
+	{"analysis/similarity", "encoding=sinusoidal&len=300&dim=16", ALL_FMTS}, /* computed whole */
 	{"rope/inv_freq", "dim=16", ALL_FMTS},                         /* rank 1 */
 	{"alibi/slopes", "heads=5", ALL_FMTS},
 };
@@ -167,6 +173,20 @@ START_TEST(rss_of_a_512mib_alibi_table)
 }
 END_TEST
 
+/* The 2-D tables: 256 MiB of sinusoidal2d (one cls row), 512 MiB of rope2d (planes too large to
+ * hold, computed one after the other), and JSON of both. */
+START_TEST(rss_of_large_2d_tables)
+{
+	expect_small_rss(((size_t)256 * 256 + 1) * 1024 * 4, "sinusoidal2d", "--height", "256", "--width", "256",
+			 "--dim", "1024", "--cls-token", "1", "--format", "bin", NULL);
+	expect_small_rss((size_t)2 * 256 * 256 * 1024 * 4, "rope2d", "--height", "256", "--width", "256", "--dim",
+			 "1024", "--format", "bin", NULL);
+	expect_small_rss(0, "sinusoidal2d", "--height", "128", "--width", "128", "--dim", "1024", "--variant", "timm",
+			 "--compat", "hf", NULL); /* 64 MiB of f32, ~190 MB of JSON */
+	expect_small_rss(0, "rope2d", "--height", "96", "--width", "96", "--dim", "1024", "--format", "csv", NULL);
+}
+END_TEST
+
 START_TEST(rss_of_large_json_and_csv)
 {
 	expect_small_rss(0, "sinusoidal", "--len", "16384", "--dim", "1024", NULL);  /* ~190 MB of JSON */
@@ -188,6 +208,7 @@ static Suite *stream_suite(void)
 	tcase_add_test(rss, rss_of_a_1gib_rope_table);
 	tcase_add_test(rss, rss_of_a_512mib_alibi_table);
 	tcase_add_test(rss, rss_of_large_json_and_csv);
+	tcase_add_test(rss, rss_of_large_2d_tables);
 	suite_add_tcase(s, rss);
 	return s;
 }

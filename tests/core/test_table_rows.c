@@ -3,7 +3,9 @@
  * For each table with a row computation, parameter sets that take each path of its computation
  * (sinusoidal: fused f32, recurrence for f16/bf16 and hf, direct f64, odd dims, t2t; rope: exact,
  * hf, ggml, scalings, both layouts, every dtype; alibi with and without the causal mask, T5
- * buckets, Transformer-XL sinusoids), computed whole and then in blocks of sizes that
+ * buckets, Transformer-XL sinusoids; sinusoidal2d's mae and timm layouts, exact and hf, with cls
+ * rows before, inside and past a block; rope2d exact and hf; grids wider and narrower than a
+ * block), computed whole and then in blocks of sizes that
  * start on and off the anchors (1, 7, 63, 64, 65, 1000, 1024, 1500 rows), at each ISA the CPU has. */
 #include "posenc/posenc.h"
 #include "support/pe_check.h"
@@ -35,6 +37,16 @@ static const struct tcase cases[] = {
 	{"alibi", "heads=12&q_len=1030&k_len=9&offset=5&mask=causal"},
 	{"relative/t5", "q_len=1100&k_len=30"},
 	{"relative/xl", "len=1100&dim=16&clamp_len=700&compat=hf"},
+	{"sinusoidal2d", "height=37&width=41&dim=16"},
+	{"sinusoidal2d", "height=30&width=50&dim=32&cls_token=1&variant=timm"},
+	{"sinusoidal2d", "height=25&width=60&dim=20&cls_token=70&compat=hf"},
+	{"sinusoidal2d", "height=20&width=70&dim=8&cls_token=3&variant=timm&compat=hf&base=100"},
+	{"sinusoidal2d", "height=2&width=1100&dim=12&cls_token=1"},
+	{"sinusoidal2d", "height=1100&width=1&dim=4&cls_token=1100"},
+	{"rope2d", "height=37&width=41&dim=16"},
+	{"rope2d", "height=20&width=70&dim=32&compat=hf"},
+	{"rope2d", "height=2&width=1100&dim=8&base=100"},
+	{"rope2d", "height=1100&width=1&dim=12&compat=hf"},
 };
 
 static const size_t blocks[] = {1, 7, 63, 64, 65, 1000, 1024, 1500};
