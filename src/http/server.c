@@ -82,9 +82,55 @@ static void begin_request(struct pe_http *h, struct req *r, struct MHD_Connectio
 
 /* ---- framing and refusals ---- */
 
-static enum MHD_Result framing_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+/* libmicrohttpd 0.9.75 parses a header line in place: "Name\0", the blanks after the colon,
+ * "value\0", then the line end (CR and LF zeroed as well), then the next line. Two things framing
+ * must refuse are lost in the strings it hands out, and found from that layout instead:
+ *  - a NUL byte in a value: value_size is the value's strlen, so "Content-Length: 0\0 47" arrives
+ *    as "0" (and what follows would run as a request). The byte after the value's NUL is then
+ *    neither a zeroed line end nor the first byte of the next field's name.
+ *  - an obs-fold: the continuation is appended to the previous field's NAME, copied to new pool
+ *    memory, so that name no longer sits just before its value.
+ * A NUL directly before the line end hides nothing and is not seen. */
+struct framing_walk {
+	struct pe_framing f;
+	const char *value_end; /* the NUL ending the previous field's value; NULL before the first */
+	const char *name;      /* the previous field's name */
+	size_t name_len;
+};
+
+static int name_before_value(const char *key, size_t key_len, const char *value)
 {
-	pe_framing_header(cls, key, strlen(key), value ? value : "", value ? strlen(value) : 0);
+	if ((uintptr_t)value <= (uintptr_t)key + key_len || key[key_len] != 0)
+		return 0;
+	const char *p = key + key_len + 1;
+	while (p < value && (*p == ' ' || *p == '\t'))
+		p++;
+	return p == value;
+}
+
+/* Did the previous value end at its line end (next: the next field's name, or NULL at the end)? */
+static void check_value_end(struct framing_walk *w, const char *next)
+{
+	if (w->value_end && w->value_end[1] != 0 && w->value_end + 1 != next)
+		pe_framing_bad(&w->f, w->name, w->name_len);
+}
+
+static enum MHD_Result framing_field(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				     const char *value, size_t value_size)
+{
+	struct framing_walk *w = cls;
+	if (!value)
+		value = "", value_size = 0;
+	check_value_end(w, key);
+	if (name_before_value(key, key_size, value))
+		w->value_end = value + value_size;
+	else {
+		w->value_end = NULL;
+		pe_framing_bad(&w->f, key, key_size);
+	}
+	w->name = key;
+	w->name_len = key_size;
+	pe_framing_header(&w->f, key, key_size, value, value_size);
 	return MHD_YES;
 }
 
@@ -93,14 +139,16 @@ static enum MHD_Result framing_field(void *cls, enum MHD_ValueKind kind, const c
  * body unread (framing.c). 0 when the request may go on, with its body described in r. */
 static int read_framing(struct req *r, struct MHD_Connection *conn, const char *version, struct pe_err *err)
 {
-	struct pe_framing f;
-	pe_framing_init(&f);
-	MHD_get_connection_values(conn, MHD_HEADER_KIND, framing_field, &f);
-	int rc = pe_framing_finish(&f, version, err);
-	r->has_body = f.body != PE_BODY_NONE;
-	r->chunked = f.body == PE_BODY_CHUNKED;
-	r->declared = f.length;
-	r->expect_continue = f.expect_continue;
+	struct framing_walk w = {0};
+	pe_framing_init(&w.f);
+	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, framing_field, &w);
+	check_value_end(&w, NULL);
+	struct pe_framing *f = &w.f;
+	int rc = pe_framing_finish(f, version, err);
+	r->has_body = f->body != PE_BODY_NONE;
+	r->chunked = f->body == PE_BODY_CHUNKED;
+	r->declared = f->length;
+	r->expect_continue = f->expect_continue;
 	return rc;
 }
 
