@@ -9,7 +9,15 @@
  * alike: at once when no body byte would be sent in vain, else after the body is read and
  * dropped within linger_bytes and linger_timeout, since clients without Expect: 100-continue send
  * it regardless and would otherwise see a reset instead of the answer. Requests that wait for a
- * job are suspended on a waiter (waiter.c) and answered by the handler's on_resume. */
+ * job are suspended on a waiter (waiter.c) and answered by the handler's on_resume.
+ *
+ * A body a handler keeps (r->body) is memory a client controls, so it is reserved on the response
+ * budget (opt.budget) before it is held: the declared Content-Length at once, a chunked body as it
+ * grows (each block the buffer will allocate, before it does). When the budget cannot take
+ * it the body is released and the request refused through the same path: 503 with Retry-After
+ * (413 when the body alone is larger than the whole budget), the rest of the body dropped. The
+ * reservation is a non-blocking compare-and-swap, and it is given back when the request ends (the
+ * handler may have handed the bytes to its job, which runs while the request waits). */
 #include "http/internal.h"
 #include "http/conn_guard.h"
 #include "http/framing.h"
@@ -179,6 +187,49 @@ static enum MHD_Result refuse_early(struct pe_http *h, struct req *r, struct MHD
 	return MHD_YES;
 }
 
+/* ---- the body's memory, on the response budget ---- */
+
+/* Refuse a body the budget cannot hold: its memory released, the rest of it dropped. */
+static void refuse_body(struct req *r, int rc, uint64_t bytes)
+{
+	struct pe_err err = {0};
+	pe_buf_destroy(&r->body);
+	pe_budget_give(r->h->opt.budget, r->body_held);
+	r->body_held = 0;
+	r->body_wanted = 0;
+	if (rc == PE_ETOOBIG)
+		pe_err_set(&err, PE_ETOOBIG, "body", "a body of %llu bytes needs more memory than the server's whole "
+			   "budget (response_budget_bytes)", (unsigned long long)bytes);
+	else
+		pe_err_set(&err, rc == PE_EBUSY ? PE_EBUSY : PE_ENOMEM, "body",
+			   "the memory budget for request bodies and responses is full; retry");
+	pe_http_refuse(r, &err, NULL);
+}
+
+/* Reserve on the budget the block r->body will have once it holds `more` bytes more (exactly
+ * what the buffer will allocate: its own doubling included). 0 or the budget's code (PE_EBUSY;
+ * PE_ETOOBIG when that block is larger than the whole budget). */
+static int hold_body(struct req *r, uint64_t more)
+{
+	size_t target = more > r->body.max ? 0 : pe_buf_block_after(&r->body, (size_t)more);
+	if (target <= r->body_held)
+		return 0; /* no growth, or past max: the handler's body_cb refuses it (413) */
+	int rc = pe_budget_take(r->h->opt.budget, target - r->body_held);
+	if (rc == 0)
+		r->body_held = target;
+	return rc;
+}
+
+/* After the handler's begin_cb wanted the body: reserve its declared length now. */
+static void reserve_declared(struct req *r)
+{
+	if (!r->body_wanted || r->refusal.code)
+		return;
+	int rc = hold_body(r, r->chunked || r->declared < r->body.len ? 0 : r->declared - r->body.len);
+	if (rc != 0)
+		refuse_body(r, rc, r->declared);
+}
+
 static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version)
 {
@@ -194,8 +245,10 @@ static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_C
 		pe_http_refuse(r, &err, NULL);
 	} else if (!strcmp(method, "OPTIONS"))
 		return MHD_YES; /* a CORS preflight: answered once the request is read */
-	else
+	else {
 		rc = pe_router_begin(r, conn, url, method);
+		reserve_declared(r);
+	}
 	if (rc != MHD_YES)
 		return rc;
 	if (r->refusal.code)
@@ -213,9 +266,18 @@ static enum MHD_Result body_bytes(struct pe_http *h, struct req *r, struct MHD_C
 {
 	if (!r->refusal.code && !r->body_too_big && r->body_wanted) {
 		pe_conn_guard_phase(h->guard, conn, PH_BODY, n);
-		if (pe_router_body(r, data, n) == 0)
+		int rc = hold_body(r, n);
+		if (rc != 0)
+			refuse_body(r, rc, (uint64_t)r->body.len + n);
+		else if (pe_router_body(r, data, n) == 0) {
+			size_t have = pe_mem_size(r->body.data); /* the allocator's rounding past the reservation */
+			if (have > r->body_held) {
+				pe_budget_charge(h->opt.budget, have - r->body_held);
+				r->body_held = have;
+			}
 			return MHD_YES;
-		r->body_too_big = 1; /* keep reading (and dropping) to answer 413 at the end */
+		} else
+			r->body_too_big = 1; /* keep reading (and dropping) to answer 413 at the end */
 	}
 	pe_conn_guard_phase(h->guard, conn, PH_DISCARD, n);
 	r->dropped += n;
@@ -281,6 +343,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	pe_waiter_unref(r->w);
 	pe_router_end(r);
 	pe_buf_destroy(&r->body);
+	pe_budget_give(h->opt.budget, r->body_held);
 	free(r);
 	*con_cls = NULL;
 	atomic_fetch_sub(&h->active, 1);
