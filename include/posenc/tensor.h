@@ -63,6 +63,10 @@ void pe_buf_destroy(struct pe_buf *b);
  * PE_ENOMEM. */
 int pe_buf_reserve(struct pe_buf *b, size_t more);
 int pe_buf_append(struct pe_buf *b, const void *p, size_t n);
+/* The bytes b's block will take once pe_buf_reserve(b, more) has grown it, without a budget (an
+ * allocator may round up by less than a page); 0 when more is past max. For a caller that counts
+ * a buffer's memory itself (the HTTP layer's request bodies). */
+size_t pe_buf_block_after(const struct pe_buf *b, size_t more);
 int pe_buf_puts(struct pe_buf *b, const char *s);
 int pe_buf_printf(struct pe_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Hand the bytes to the caller; the buffer is left empty. The block is first shrunk to len + 1

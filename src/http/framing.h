@@ -25,6 +25,7 @@ struct pe_framing {
 	int length_bad;      /* a Content-Length that is not 1*DIGIT, or past 2^64 - 1 */
 	int length_overflow;
 	int te_chunked;      /* the (only) Transfer-Encoding is exactly "chunked" */
+	int te_blank;        /* a Transfer-Encoding that is "chunked" only once blanks are trimmed */
 	int bad_field;       /* a field name that is not a token, or a control byte in a value */
 	char bad_name[48];   /* that name, printable, for the problem's detail */
 };
@@ -33,6 +34,9 @@ void pe_framing_init(struct pe_framing *f);
 /* One header field; name and value need not be NUL-terminated. */
 void pe_framing_header(struct pe_framing *f, const char *name, size_t name_len, const char *value,
 		       size_t value_len);
+/* Mark the field name malformed (400, param "header"): for what only the caller can see, such as
+ * a field libmicrohttpd joined from an obs-fold or a value cut short by a NUL byte. */
+void pe_framing_bad(struct pe_framing *f, const char *name, size_t name_len);
 /* The verdict for a request of this version ("HTTP/1.1"; MHD admits HTTP/1.x only). 0: the request
  * may go on (f->body says what follows); else, with err filled: PE_EBODY (400, param
  * Content-Length or Transfer-Encoding), PE_EINVAL (400, param Host, or "header" for a malformed

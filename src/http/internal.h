@@ -87,6 +87,7 @@ struct req {
 	/* A body the handler wants (begin_cb set body_wanted): collected through its body_cb. */
 	int body_wanted;
 	struct pe_buf body;
+	size_t body_held;       /* reserved on opt.budget for body's memory (server.c), until the end */
 	int body_too_big, answered;
 	int request_id_given;   /* the client sent X-Request-Id: every response must echo it */
 	/* Framing (framing.h) and a refusal decided before the body is read (code 0: none). */

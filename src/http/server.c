@@ -9,7 +9,15 @@
  * alike: at once when no body byte would be sent in vain, else after the body is read and
  * dropped within linger_bytes and linger_timeout, since clients without Expect: 100-continue send
  * it regardless and would otherwise see a reset instead of the answer. Requests that wait for a
- * job are suspended on a waiter (waiter.c) and answered by the handler's on_resume. */
+ * job are suspended on a waiter (waiter.c) and answered by the handler's on_resume.
+ *
+ * A body a handler keeps (r->body) is memory a client controls, so it is reserved on the response
+ * budget (opt.budget) before it is held: the declared Content-Length at once, a chunked body as it
+ * grows (each block the buffer will allocate, before it does). When the budget cannot take
+ * it the body is released and the request refused through the same path: 503 with Retry-After
+ * (413 when the body alone is larger than the whole budget), the rest of the body dropped. The
+ * reservation is a non-blocking compare-and-swap, and it is given back when the request ends (the
+ * handler may have handed the bytes to its job, which runs while the request waits). */
 #include "http/internal.h"
 #include "http/conn_guard.h"
 #include "http/framing.h"
@@ -82,9 +90,55 @@ static void begin_request(struct pe_http *h, struct req *r, struct MHD_Connectio
 
 /* ---- framing and refusals ---- */
 
-static enum MHD_Result framing_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+/* libmicrohttpd 0.9.75 parses a header line in place: "Name\0", the blanks after the colon,
+ * "value\0", then the line end (CR and LF zeroed as well), then the next line. Two things framing
+ * must refuse are lost in the strings it hands out, and found from that layout instead:
+ *  - a NUL byte in a value: value_size is the value's strlen, so "Content-Length: 0\0 47" arrives
+ *    as "0" (and what follows would run as a request). The byte after the value's NUL is then
+ *    neither a zeroed line end nor the first byte of the next field's name.
+ *  - an obs-fold: the continuation is appended to the previous field's NAME, copied to new pool
+ *    memory, so that name no longer sits just before its value.
+ * A NUL directly before the line end hides nothing and is not seen. */
+struct framing_walk {
+	struct pe_framing f;
+	const char *value_end; /* the NUL ending the previous field's value; NULL before the first */
+	const char *name;      /* the previous field's name */
+	size_t name_len;
+};
+
+static int name_before_value(const char *key, size_t key_len, const char *value)
 {
-	pe_framing_header(cls, key, strlen(key), value ? value : "", value ? strlen(value) : 0);
+	if ((uintptr_t)value <= (uintptr_t)key + key_len || key[key_len] != 0)
+		return 0;
+	const char *p = key + key_len + 1;
+	while (p < value && (*p == ' ' || *p == '\t'))
+		p++;
+	return p == value;
+}
+
+/* Did the previous value end at its line end (next: the next field's name, or NULL at the end)? */
+static void check_value_end(struct framing_walk *w, const char *next)
+{
+	if (w->value_end && w->value_end[1] != 0 && w->value_end + 1 != next)
+		pe_framing_bad(&w->f, w->name, w->name_len);
+}
+
+static enum MHD_Result framing_field(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				     const char *value, size_t value_size)
+{
+	struct framing_walk *w = cls;
+	if (!value)
+		value = "", value_size = 0;
+	check_value_end(w, key);
+	if (name_before_value(key, key_size, value))
+		w->value_end = value + value_size;
+	else {
+		w->value_end = NULL;
+		pe_framing_bad(&w->f, key, key_size);
+	}
+	w->name = key;
+	w->name_len = key_size;
+	pe_framing_header(&w->f, key, key_size, value, value_size);
 	return MHD_YES;
 }
 
@@ -93,14 +147,16 @@ static enum MHD_Result framing_field(void *cls, enum MHD_ValueKind kind, const c
  * body unread (framing.c). 0 when the request may go on, with its body described in r. */
 static int read_framing(struct req *r, struct MHD_Connection *conn, const char *version, struct pe_err *err)
 {
-	struct pe_framing f;
-	pe_framing_init(&f);
-	MHD_get_connection_values(conn, MHD_HEADER_KIND, framing_field, &f);
-	int rc = pe_framing_finish(&f, version, err);
-	r->has_body = f.body != PE_BODY_NONE;
-	r->chunked = f.body == PE_BODY_CHUNKED;
-	r->declared = f.length;
-	r->expect_continue = f.expect_continue;
+	struct framing_walk w = {0};
+	pe_framing_init(&w.f);
+	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, framing_field, &w);
+	check_value_end(&w, NULL);
+	struct pe_framing *f = &w.f;
+	int rc = pe_framing_finish(f, version, err);
+	r->has_body = f->body != PE_BODY_NONE;
+	r->chunked = f->body == PE_BODY_CHUNKED;
+	r->declared = f->length;
+	r->expect_continue = f->expect_continue;
 	return rc;
 }
 
@@ -131,6 +187,49 @@ static enum MHD_Result refuse_early(struct pe_http *h, struct req *r, struct MHD
 	return MHD_YES;
 }
 
+/* ---- the body's memory, on the response budget ---- */
+
+/* Refuse a body the budget cannot hold: its memory released, the rest of it dropped. */
+static void refuse_body(struct req *r, int rc, uint64_t bytes)
+{
+	struct pe_err err = {0};
+	pe_buf_destroy(&r->body);
+	pe_budget_give(r->h->opt.budget, r->body_held);
+	r->body_held = 0;
+	r->body_wanted = 0;
+	if (rc == PE_ETOOBIG)
+		pe_err_set(&err, PE_ETOOBIG, "body", "a body of %llu bytes needs more memory than the server's whole "
+			   "budget (response_budget_bytes)", (unsigned long long)bytes);
+	else
+		pe_err_set(&err, rc == PE_EBUSY ? PE_EBUSY : PE_ENOMEM, "body",
+			   "the memory budget for request bodies and responses is full; retry");
+	pe_http_refuse(r, &err, NULL);
+}
+
+/* Reserve on the budget the block r->body will have once it holds `more` bytes more (exactly
+ * what the buffer will allocate: its own doubling included). 0 or the budget's code (PE_EBUSY;
+ * PE_ETOOBIG when that block is larger than the whole budget). */
+static int hold_body(struct req *r, uint64_t more)
+{
+	size_t target = more > r->body.max ? 0 : pe_buf_block_after(&r->body, (size_t)more);
+	if (target <= r->body_held)
+		return 0; /* no growth, or past max: the handler's body_cb refuses it (413) */
+	int rc = pe_budget_take(r->h->opt.budget, target - r->body_held);
+	if (rc == 0)
+		r->body_held = target;
+	return rc;
+}
+
+/* After the handler's begin_cb wanted the body: reserve its declared length now. */
+static void reserve_declared(struct req *r)
+{
+	if (!r->body_wanted || r->refusal.code)
+		return;
+	int rc = hold_body(r, r->chunked || r->declared < r->body.len ? 0 : r->declared - r->body.len);
+	if (rc != 0)
+		refuse_body(r, rc, r->declared);
+}
+
 static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version)
 {
@@ -146,8 +245,10 @@ static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_C
 		pe_http_refuse(r, &err, NULL);
 	} else if (!strcmp(method, "OPTIONS"))
 		return MHD_YES; /* a CORS preflight: answered once the request is read */
-	else
+	else {
 		rc = pe_router_begin(r, conn, url, method);
+		reserve_declared(r);
+	}
 	if (rc != MHD_YES)
 		return rc;
 	if (r->refusal.code)
@@ -165,9 +266,18 @@ static enum MHD_Result body_bytes(struct pe_http *h, struct req *r, struct MHD_C
 {
 	if (!r->refusal.code && !r->body_too_big && r->body_wanted) {
 		pe_conn_guard_phase(h->guard, conn, PH_BODY, n);
-		if (pe_router_body(r, data, n) == 0)
+		int rc = hold_body(r, n);
+		if (rc != 0)
+			refuse_body(r, rc, (uint64_t)r->body.len + n);
+		else if (pe_router_body(r, data, n) == 0) {
+			size_t have = pe_mem_size(r->body.data); /* the allocator's rounding past the reservation */
+			if (have > r->body_held) {
+				pe_budget_charge(h->opt.budget, have - r->body_held);
+				r->body_held = have;
+			}
 			return MHD_YES;
-		r->body_too_big = 1; /* keep reading (and dropping) to answer 413 at the end */
+		} else
+			r->body_too_big = 1; /* keep reading (and dropping) to answer 413 at the end */
 	}
 	pe_conn_guard_phase(h->guard, conn, PH_DISCARD, n);
 	r->dropped += n;
@@ -233,6 +343,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	pe_waiter_unref(r->w);
 	pe_router_end(r);
 	pe_buf_destroy(&r->body);
+	pe_budget_give(h->opt.budget, r->body_held);
 	free(r);
 	*con_cls = NULL;
 	atomic_fetch_sub(&h->active, 1);

@@ -68,6 +68,17 @@ static size_t grown_cap(const struct pe_buf *b, size_t want)
 	return cap < want ? want : cap;
 }
 
+size_t pe_buf_block_after(const struct pe_buf *b, size_t more)
+{
+	if (more > b->max - b->len)
+		return 0;
+	size_t want = b->len + more;
+	if (want <= b->cap && b->data)
+		return pe_mem_size(b->data);
+	size_t cap = grown_cap(b, want);
+	return b->data ? cap + 1 : (cap + 1 + 63) & ~(size_t)63;
+}
+
 /* Reserve on the budget what growing to cap adds: *bytes to allocate, *extra newly reserved. */
 static int take_for(struct pe_buf *b, size_t cap, size_t *bytes, size_t *extra)
 {

@@ -1,12 +1,13 @@
 /* HTTP framing (RFC 9112; issue 21 items 5, 6, 8 and 17) over raw sockets.
  *
  * Smuggling: a head a proxy could frame differently from posencd (Content-Length with
- * Transfer-Encoding, a space or tab before a field's colon, chunked on HTTP/1.0) is a 400 and the
+ * Transfer-Encoding, a space or tab before a field's colon, chunked on HTTP/1.0, "chunked " with a
+ * blank after it, an obs-fold, a NUL byte in a value) is a 400 and the
  * connection closes; the bytes after it, a "DELETE /v1/learned/t" that would run as loopback and
  * without a token, never run: exactly one response comes back and the table is still there.
  * Transfer codings other than chunked are a 501 at once (not a 30 s wait). HTTP/1.1 without Host,
  * or with two, is a 400. libmicrohttpd's own answers to a malformed or overlong Content-Length
- * come as one problem+json (not HTML with the status line twice); an HTTP/2 preface gets one
+ * come as one problem+json (not HTML with the status line twice), "11 " included; an HTTP/2 preface gets one
  * well-formed answer or a close. */
 #include "fault/fault.h"
 
@@ -123,6 +124,30 @@ static void smuggling(int port)
 		 "POST /v1/sinusoidal/apply HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 		 "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
 		 "Transfer-Encoding"},
+		/* libmicrohttpd reads "chunked " as no coding and the body until close: a desync */
+		{"Transfer-Encoding: \"chunked \" (a trailing space)",
+		 "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+		 "Transfer-Encoding: chunked \r\n\r\n8\r\n[[1, 2]]\r\n0\r\n\r\n",
+		 "Transfer-Encoding"},
+		{"Transfer-Encoding: \"chunked\\t\" (a trailing tab)",
+		 "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+		 "Transfer-Encoding: chunked\t\r\n\r\n8\r\n[[1, 2]]\r\n0\r\n\r\n",
+		 "Transfer-Encoding"},
+		/* obs-fold (RFC 9112 5.2): libmicrohttpd joins the fold onto the name and frames no body */
+		{"Content-Length: 49, then an obs-fold \" 49\"",
+		 "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+		 "Content-Length: 49\r\n 49\r\n\r\n",
+		 "header"},
+		{"Content-Length: 5, then an obs-fold \" 0\"",
+		 "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+		 "Content-Length: 5\r\n 0\r\n\r\n",
+		 "header"},
+		{"an empty Content-Length, then an obs-fold \"\\t49\"",
+		 "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+		 "Content-Length:\r\n\t49\r\n\r\n",
+		 "header"},
+		{"an obs-fold in another field",
+		 "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\r\n b\r\n\r\n", "header"},
 		{"two Content-Length fields",
 		 "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 		 "Content-Length: 0\r\nContent-Length: 0\r\n\r\n",
@@ -133,6 +158,27 @@ static void smuggling(int port)
 		int ok = one_problem(port, req, 400, cases[i].param, out, sizeof out);
 		check(ok, "%s, a DELETE behind it: one 400 problem+json naming %s, then close (got: %.200s)", cases[i].what,
 		      cases[i].param, out);
+		check(table_exists(port), "... and the DELETE never ran: /v1/learned/t is still there");
+	}
+}
+
+/* A NUL byte in a header value (libmicrohttpd hands values out as C strings, cut at the NUL). */
+static void nul_bytes(int port)
+{
+	static const char post[] = "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+				   "Content-Length: 0\00049\r\n\r\n" DELETE_T;
+	static const char get[] = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\000b\r\n\r\n" DELETE_T;
+	static const struct {
+		const char *what, *req;
+		size_t len;
+	} cases[] = {{"Content-Length: 0\\x0049 on a POST", post, sizeof post - 1},
+		     {"X-A: a\\x00b on a GET", get, sizeof get - 1}};
+	char out[8192], want[] = "HTTP/1.1 400 ";
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		size_t n = exchange(port, cases[i].req, cases[i].len, out, sizeof out, 5000);
+		check(n > 0 && strncmp(out, want, strlen(want)) == 0 && status_lines(out) == 1 &&
+			      strstr(out, "application/problem+json") && strstr(out, "\"param\":\"header\""),
+		      "%s, a DELETE behind it: one 400 problem+json naming header, then close (got: %.200s)", cases[i].what, out);
 		check(table_exists(port), "... and the DELETE never ran: /v1/learned/t is still there");
 	}
 }
@@ -176,7 +222,8 @@ static void mhd_answers(int port)
 	static const struct {
 		const char *value;
 		int status;
-	} lengths[] = {{"abc", 400}, {"-1", 400}, {"1e3", 400}, {"5, 5", 400}, {"99999999999999999999999", 413}};
+	} lengths[] = {{"abc", 400}, {"-1", 400}, {"1e3", 400}, {"5, 5", 400}, {"11 ", 400}, {"11\t", 400},
+		       {"99999999999999999999999", 413}};
 	char req[512], out[8192];
 	for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
 		snprintf(req, sizeof req, "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -203,6 +250,7 @@ int main(void)
 	const char *args[] = {"--data-dir", dir, NULL};
 	daemon_start(&d, args);
 	smuggling(d.port);
+	nul_bytes(d.port);
 	transfer_codings(d.port);
 	host(d.port);
 	mhd_answers(d.port);

@@ -238,6 +238,28 @@ START_TEST(first_block_exact)
 }
 END_TEST
 
+/* pe_buf_block_after predicts the block every growth allocates (the HTTP layer reserves a request
+ * body's memory from it before the buffer grows): never less than what is then held. */
+START_TEST(block_after_predicts_growth)
+{
+	struct pe_buf b;
+	pe_buf_init(&b, 1 << 20);
+	static char data[5000];
+	size_t steps[] = {1, 63, 100, 1000, 2500, 5000, 5000, 4096, 3};
+	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		size_t predicted = pe_buf_block_after(&b, steps[i]);
+		ck_assert_int_eq(pe_buf_append(&b, data, steps[i]), 0);
+		size_t real = pe_mem_size(b.data);
+		ck_assert_uint_ge(predicted, b.cap + 1);
+		ck_assert_uint_ge(real, predicted);
+		ck_assert_uint_lt(real - predicted, 4096); /* the allocator's rounding only */
+	}
+	ck_assert_uint_eq(pe_buf_block_after(&b, (1 << 20) - b.len + 1), 0); /* past max */
+	ck_assert_uint_eq(pe_buf_block_after(&b, 0), pe_mem_size(b.data));
+	pe_buf_destroy(&b);
+}
+END_TEST
+
 START_TEST(budget_take_charge_give)
 {
 	struct pe_budget *g = pe_budget_new(1000);
@@ -415,6 +437,7 @@ static Suite *buf_suite(void)
 	tcase_add_test(tc, max_zero);
 	tcase_add_test(tc, geometric_growth);
 	tcase_add_test(tc, growth_clamped_to_max);
+	tcase_add_test(tc, block_after_predicts_growth);
 	tcase_add_test(tc, printf_at_limit);
 	tcase_add_test(tc, steal);
 	tcase_add_test(tc, steal_holds_what_it_counts);
