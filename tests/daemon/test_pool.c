@@ -7,6 +7,8 @@
 #include "support/pe_check.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +80,46 @@ START_TEST(runs_every_job_once)
 	for (int i = 0; i < 200; i++)
 		ck_assert_int_eq(atomic_load(&per[i]), 1);
 	ck_assert_int_eq(atomic_load(&on_main), 0);
+}
+END_TEST
+
+/* Each worker keeps to one CPU (when the process may use two or more), so a big JSON document's
+ * helper starts on another CPU than its caller: every job sees a one-CPU affinity, and the two
+ * workers of a 2-worker pool two different CPUs. */
+static atomic_int cpu_seen[2];
+
+static void affinity_job(void *arg)
+{
+	cpu_set_t s;
+	int i = *(int *)arg, one = -1;
+	if (pthread_getaffinity_np(pthread_self(), sizeof s, &s) == 0 && CPU_COUNT(&s) == 1)
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &s))
+				one = c;
+	atomic_store(&cpu_seen[i], one + 1);
+	usleep(200000); /* hold this worker so the other job goes to the other one */
+}
+
+START_TEST(workers_keep_to_distinct_cpus)
+{
+	cpu_set_t allowed;
+	ck_assert_int_eq(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+	if (CPU_COUNT(&allowed) < 2) {
+		fprintf(stderr, "pool: one CPU here; pinning not checked\n");
+		return;
+	}
+	struct pe_err err = {0};
+	struct pe_pool *p = pe_pool_new(2, 10, NULL, NULL, 50, &err);
+	ck_assert_ptr_nonnull(p);
+	static int idx[2] = {0, 1};
+	atomic_store(&cpu_seen[0], 0);
+	atomic_store(&cpu_seen[1], 0);
+	ck_assert_int_eq(pe_pool_submit(p, affinity_job, &idx[0]), 0);
+	ck_assert_int_eq(pe_pool_submit(p, affinity_job, &idx[1]), 0);
+	pe_pool_free(p); /* runs both */
+	int a = atomic_load(&cpu_seen[0]) - 1, b = atomic_load(&cpu_seen[1]) - 1;
+	ck_assert_msg(a >= 0 && b >= 0, "a worker without a one-CPU affinity (%d, %d)", a, b);
+	ck_assert_msg(a != b, "both workers on CPU %d", a);
 }
 END_TEST
 
@@ -369,6 +411,7 @@ static Suite *pool_suite(void)
 	TCase *tc = tcase_create("pool");
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, runs_every_job_once);
+	tcase_add_test(tc, workers_keep_to_distinct_cpus);
 	tcase_add_test(tc, admission_and_close);
 	tcase_add_test(tc, tick_runs);
 	tcase_add_test(tc, shutdown_with_queued_jobs);
