@@ -148,17 +148,21 @@ static inline int daemon_stop(struct pe_spawn *d, int sig, double timeout_s)
 static inline int daemon_alive(const struct pe_spawn *d) { return pe_spawn_alive(d); }
 static inline int daemon_instrumented(const struct pe_spawn *d) { return pe_spawn_instrumented(d); }
 
-/* VmRSS in KiB (0 if unknown). */
-static inline long rss_kib(pid_t pid)
+/* A "Vm...:" field of /proc/<pid>/status in KiB (0 if unknown). */
+static inline long status_kib(pid_t pid, const char *field)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
 	char *s = read_file(path, NULL);
-	const char *p = s ? strstr(s, "VmRSS:") : NULL;
-	long v = p ? strtol(p + 6, NULL, 10) : 0;
+	const char *p = s ? strstr(s, field) : NULL;
+	long v = p ? strtol(p + strlen(field), NULL, 10) : 0;
 	free(s);
 	return v;
 }
+
+/* VmRSS (resident now) and VmHWM (the peak) in KiB. */
+static inline long rss_kib(pid_t pid) { return status_kib(pid, "VmRSS:"); }
+static inline long hwm_kib(pid_t pid) { return status_kib(pid, "VmHWM:"); }
 
 static inline int fd_count(pid_t pid)
 {
@@ -227,6 +231,28 @@ static inline int send_all(int fd, const void *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+/* A slow reader: connect with a 4 KiB receive buffer and send GET path; the answer is left unread
+ * (the server's send then stalls). The socket, or -1. */
+static inline int slow_reader_open(int port, const char *path)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int small = 4096;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	char req[256];
+	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || send_all(fd, req, (size_t)n) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /* Has the peer closed (or reset) the connection? Waits up to wait_ms for it. Data that arrives

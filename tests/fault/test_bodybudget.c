@@ -20,17 +20,6 @@
 #define CONSTANT_MIB 16 /* libmicrohttpd's pools, stacks, the allocator */
 #define PATH "/v1/sinusoidal/apply?shape=2048,1024"
 
-static long hwm_kib(pid_t pid)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	char *s = read_file(path, NULL);
-	const char *p = s ? strstr(s, "VmHWM:") : NULL;
-	long v = p ? strtol(p + 6, NULL, 10) : 0;
-	free(s);
-	return v;
-}
-
 #define CHUNK 65536
 
 /* Send the body in 64 KiB chunks, all but the last-chunk that ends it. */

@@ -61,24 +61,6 @@ static void sweep(int port, const char *what, const char *path_fmt, const char *
 	      n200, n413, first413, bad, late200);
 }
 
-/* Connect with a small receive buffer and ask for path; the answer is left unread. */
-static int slow_reader(int port, const char *path)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int small = 4096;
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small) != 0)
-		return -1;
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	char req[256];
-	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
-	if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || send_all(fd, req, (size_t)n) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static void refused_while_held(int port, const char *what, const char *path)
 {
 	struct resp r;
@@ -126,7 +108,7 @@ static void intermediates_reserved(void)
 	static const char sim[] = "/v1/analysis/similarity?encoding=rope&len=8&dim=8192&format=bin";
 	static const char decay[] = "/v1/analysis/rope-decay?dim=65536&max_distance=4&format=bin";
 	daemon_start(&d, args);
-	int fd = slow_reader(d.port, "/v1/sinusoidal?len=2048&dim=2048&format=bin"); /* 16 MiB */
+	int fd = slow_reader_open(d.port, "/v1/sinusoidal?len=2048&dim=2048&format=bin"); /* 16 MiB */
 	double end = now_s() + 30, held = 0;
 	while (now_s() < end && (held = metric(d.port, "posenc_response_budget_bytes")) < 16.0 * MIB)
 		sleep_s(0.05);
@@ -180,7 +162,7 @@ static void learned_read_reserved(void)
 	resp_free(&r);
 	free(body);
 	budget_settles(d.port);
-	int fd = slow_reader(d.port, "/v1/sinusoidal?len=2048&dim=2048&format=bin"); /* 16 MiB */
+	int fd = slow_reader_open(d.port, "/v1/sinusoidal?len=2048&dim=2048&format=bin"); /* 16 MiB */
 	double end = now_s() + 30, held = 0;
 	while (now_s() < end && (held = metric(d.port, "posenc_response_budget_bytes")) < 16.0 * MIB)
 		sleep_s(0.05);

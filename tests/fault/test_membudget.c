@@ -22,36 +22,6 @@ struct reader {
 	int fd, status, retry_after, problem;
 };
 
-/* VmHWM (peak resident set) in KiB. */
-static long hwm_kib(pid_t pid)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	char *s = read_file(path, NULL);
-	const char *p = s ? strstr(s, "VmHWM:") : NULL;
-	long v = p ? strtol(p + 6, NULL, 10) : 0;
-	free(s);
-	return v;
-}
-
-/* Connect with a small receive buffer and send the request; the answer is left unread. */
-static int reader_open(int port, const char *path)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int small = 4096;
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small) != 0)
-		return -1;
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	char req[256];
-	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
-	if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || send_all(fd, req, (size_t)n) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* Read only as far as the end of the headers (a 503's small body comes along); the rest of a
  * 200 stays unread. */
 static void reader_head(struct reader *r, int timeout_ms)
@@ -116,7 +86,7 @@ int main(void)
 	for (int i = 0; i < READERS; i++) {
 		char path[128];
 		snprintf(path, sizeof path, "/v1/sinusoidal?len=%d&dim=%d&offset=%d&format=bin", LEN, DIM, i);
-		rd[i] = (struct reader){.fd = reader_open(d.port, path)};
+		rd[i] = (struct reader){.fd = slow_reader_open(d.port, path)};
 	}
 	int ok200 = 0, ok503 = 0, other = 0;
 	for (int i = 0; i < READERS; i++) {
@@ -162,7 +132,7 @@ int main(void)
 	for (int i = 0; i < JSON_READERS; i++) {
 		char path[128];
 		snprintf(path, sizeof path, "/v1/sinusoidal?len=2048&dim=1024&offset=%d&format=json", 100 + i);
-		rd[i] = (struct reader){.fd = reader_open(d.port, path)};
+		rd[i] = (struct reader){.fd = slow_reader_open(d.port, path)};
 	}
 	for (int i = 0; i < JSON_READERS; i++) {
 		reader_head(&rd[i], 60000);
