@@ -108,10 +108,12 @@ check: all layers
 	$(MAKE) unit
 	$(MAKE) e2e
 
-# No #include in src/ reaches up a layer (tests/tools/layers.py), and the check itself refuses
-# planted violations.
-layers:
+# No #include in src/ reaches up a layer (tests/tools/layers.py) and no two object files of src/
+# need each other (tests/tools/file_cycles.py, from nm); each check also refuses planted violations.
+layers: all
 	@./tests/tools/test_layers.sh
+	@./tests/tools/test_file_cycles.sh
+	@./tests/tools/file_cycles.py $(BUILD)
 
 unit: all $(UNIT_BIN)
 	@./tests/tools/run-tests.sh unit $(UNIT_BIN)

@@ -48,10 +48,17 @@ static const struct pe_param_spec sim_params[] = {
 	{"original_max_position_embeddings", PE_PT_INT, "", 1, PE_MAX_LEN, NULL, "rope: pre-scaling context length"},
 };
 
+/* The definition of an encoding analysed here, named as in encodings[]; NULL for another name.
+ * By reference, not through the registry (which lists these analyses: no cycle between files). */
+static const struct pe_table_def *encoding_def(const char *name)
+{
+	return !strcmp(name, "sinusoidal") ? &pe_table_sinusoidal : !strcmp(name, "rope") ? &pe_table_rope : NULL;
+}
+
 /* The encoding's table in double: sinusoidal [len, dim], rope [2, len, dim]. */
 static double *encoding_table(const struct pe_params *p, const char *name, size_t *count, struct pe_err *err)
 {
-	const struct pe_table_def *def = pe_table_find(name);
+	const struct pe_table_def *def = encoding_def(name);
 	if (!def) {
 		pe_err_set(err, PE_EINVAL, "encoding", "encoding=%s is not available", name);
 		return NULL;
@@ -70,7 +77,7 @@ static int sim_check(struct pe_params *p, struct pe_err *err)
 	} else if (pe_param_isset(p, "variant"))
 		return pe_err_set(err, PE_EINVAL, "variant", "variant applies to encoding=sinusoidal only");
 	/* the encoding's own checks, now, so an error names its parameter instead of failing later */
-	const struct pe_table_def *def = pe_table_find(encodings[pe_param_enum(p, "encoding")]);
+	const struct pe_table_def *def = encoding_def(encodings[pe_param_enum(p, "encoding")]);
 	if (!def)
 		return pe_err_set(err, PE_EINVAL, "encoding", "this encoding is not available");
 	struct pe_params t;
@@ -174,7 +181,7 @@ static double sim_max_abs(const struct pe_params *p)
 {
 	if (pe_param_enum(p, "encoding") != ENC_ROPE)
 		return 0;
-	const struct pe_table_def *def = pe_table_find("rope");
+	const struct pe_table_def *def = &pe_table_rope;
 	struct pe_params t;
 	double att = 1;
 	pe_params_init(&t, def);

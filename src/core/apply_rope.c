@@ -78,7 +78,7 @@ static void *rope_rows(const struct pe_params *p, size_t rd, int64_t first, size
 	int scaling = pe_param_enum(p, "scaling");
 	int reads_seq_len = scaling == PE_ROPE_DYNAMIC || scaling == PE_ROPE_LONGROPE;
 	const char *const kv[] = {"dim", dim, "offset", off, "len", n, reads_seq_len ? "seq_len" : NULL, seq_len, NULL};
-	return pe_table_derived(p, pe_table_find("rope"), kv, dt, NULL, err);
+	return pe_table_derived(p, &pe_table_rope, kv, dt, NULL, err);
 }
 
 struct geometry {

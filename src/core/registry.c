@@ -3,9 +3,6 @@
 
 #include <string.h>
 
-const char *const pe_compat_exact_hf[] = {"exact", "hf", NULL};
-const char *const pe_cos_sin_labels[] = {"cos", "sin", NULL};
-
 static const struct pe_table_def *const all[] = {
 	&pe_table_sinusoidal,
 	&pe_table_sinusoidal2d,
