@@ -123,6 +123,26 @@ static void check_value_end(struct framing_walk *w, const char *next)
 		pe_framing_bad(&w->f, w->name, w->name_len);
 }
 
+/* Did the header section end with the empty line right after the last field? libmicrohttpd 0.9.75
+ * also ends it, without a word, at a line with an empty name (": x", ":"), and parses the lines
+ * after it as the next request (a smuggled DELETE would run). The request line and the fields sit
+ * in one buffer from the method on, and MHD reports the section's size (the empty line included):
+ * after the last value's end (its zeroed CR, or LF) only that line's end and the empty line may
+ * follow, 4 bytes with CRLF, 2 with bare LFs. Anything else (a mixed 3 included, which an
+ * empty-name line with bare LFs also gives) is refused. Layouts this cannot place are let pass. */
+static void check_section_end(struct framing_walk *w, struct MHD_Connection *conn, const char *method)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	if (!w->value_end || !ci || (uintptr_t)w->value_end <= (uintptr_t)method)
+		return;
+	size_t upto = (size_t)(w->value_end - method);
+	if (upto >= ci->header_size)
+		return;
+	size_t rest = ci->header_size - upto;
+	if (rest != 4 && rest != 2)
+		pe_framing_bad(&w->f, w->name, w->name_len);
+}
+
 static enum MHD_Result framing_field(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
 				     const char *value, size_t value_size)
 {
@@ -145,12 +165,14 @@ static enum MHD_Result framing_field(void *cls, enum MHD_ValueKind kind, const c
 /* Framing a proxy and this server could read differently (request smuggling), transfer codings
  * other than chunked and a missing Host: answered at once, and the connection closed with the
  * body unread (framing.c). 0 when the request may go on, with its body described in r. */
-static int read_framing(struct req *r, struct MHD_Connection *conn, const char *version, struct pe_err *err)
+static int read_framing(struct req *r, struct MHD_Connection *conn, const char *method, const char *version,
+			struct pe_err *err)
 {
 	struct framing_walk w = {0};
 	pe_framing_init(&w.f);
 	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, framing_field, &w);
 	check_value_end(&w, NULL);
+	check_section_end(&w, conn, method);
 	struct pe_framing *f = &w.f;
 	int rc = pe_framing_finish(f, version, err);
 	r->has_body = f->body != PE_BODY_NONE;
@@ -234,7 +256,7 @@ static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_C
 				  const char *method, const char *version)
 {
 	struct pe_err err = {0};
-	if (read_framing(r, conn, version, &err) != 0) {
+	if (read_framing(r, conn, method, version, &err) != 0) {
 		r->answered = r->close = 1;
 		return pe_http_problem(r, conn, &err);
 	}

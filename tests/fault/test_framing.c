@@ -148,6 +148,14 @@ static void smuggling(int port)
 		 "header"},
 		{"an obs-fold in another field",
 		 "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\r\n b\r\n\r\n", "header"},
+		/* libmicrohttpd ends the header section at a line with an empty name, without a word, and
+		 * reads what follows as the next request: here the DELETE's own lines */
+		{"a field line with an empty name \": x\"",
+		 "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n: x\r\n", "header"},
+		{"a field line with an empty name \":x\"", "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n:x\r\n",
+		 "header"},
+		{"a field line \":\" alone", "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n:\r\n", "header"},
+		{"a field line \":\" alone, bare LFs", "GET /healthz HTTP/1.1\nHost: 127.0.0.1\n:\n", "header"},
 		{"two Content-Length fields",
 		 "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 		 "Content-Length: 0\r\nContent-Length: 0\r\n\r\n",
