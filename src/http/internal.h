@@ -88,6 +88,8 @@ struct req {
 	int body_wanted;
 	struct pe_buf body;
 	size_t body_held;       /* reserved on opt.budget for body's memory (server.c), until the end */
+	int body_sized;         /* body's buffer was sized from Content-Length by the handler: its pages
+				 * count as they are written (server.c, body_resident) */
 	int body_too_big, answered;
 	int request_id_given;   /* the client sent X-Request-Id: every response must echo it */
 	/* Framing (framing.h) and a refusal decided before the body is read (code 0: none). */

@@ -228,28 +228,49 @@ static void refuse_body(struct req *r, int rc, uint64_t bytes)
 	pe_http_refuse(r, &err, NULL);
 }
 
-/* Reserve on the budget the block r->body will have once it holds `more` bytes more (exactly
- * what the buffer will allocate: its own doubling included). 0 or the budget's code (PE_EBUSY;
- * PE_ETOOBIG when that block is larger than the whole budget). */
+/* What a body buffer of `block` bytes holding `len` occupies when a handler sized it from
+ * Content-Length at once: small blocks whole; blocks from 128 KiB up are mappings of their own
+ * (mallopt in main), whose pages count once written, so the bytes written rounded up to 64 KiB.
+ * A buffer that grows (chunked) counts its whole block: realloc may hold old and new a moment. */
+#define BODY_MAPPED ((size_t)128 << 10)
+#define BODY_STEP ((size_t)64 << 10)
+
+static size_t body_resident(size_t block, size_t len)
+{
+	size_t touched = len > SIZE_MAX - BODY_STEP ? SIZE_MAX : (len + BODY_STEP - 1) / BODY_STEP * BODY_STEP;
+	return block < BODY_MAPPED || touched > block ? block : touched;
+}
+
+/* Reserve on the budget what r->body will occupy once it holds `more` bytes more (its block after
+ * the buffer's own growth; body_resident for a buffer sized at once): a body holds only as much as
+ * it has sent (a client trickling a large declared body holds what arrived, not what it
+ * promised). 0 or the budget's code (PE_EBUSY; PE_ETOOBIG past the whole budget). */
 static int hold_body(struct req *r, uint64_t more)
 {
-	size_t target = more > r->body.max ? 0 : pe_buf_block_after(&r->body, (size_t)more);
+	if (more > r->body.max || (size_t)more > r->body.max - r->body.len)
+		return 0; /* past max: the handler's body_cb refuses it (413) */
+	size_t block = pe_buf_block_after(&r->body, (size_t)more);
+	size_t target = r->body_sized ? body_resident(block, r->body.len + (size_t)more) : block;
 	if (target <= r->body_held)
-		return 0; /* no growth, or past max: the handler's body_cb refuses it (413) */
+		return 0;
 	int rc = pe_budget_take(r->h->opt.budget, target - r->body_held);
 	if (rc == 0)
 		r->body_held = target;
 	return rc;
 }
 
-/* After the handler's begin_cb wanted the body: reserve its declared length now. */
+/* After the handler's begin_cb wanted the body: a declared length the whole budget can never
+ * hold is a 413 now; anything else is reserved as it arrives (hold_body). */
 static void reserve_declared(struct req *r)
 {
-	if (!r->body_wanted || r->refusal.code)
+	struct pe_budget_stats st;
+	if (!r->body_wanted || r->refusal.code || r->chunked)
 		return;
-	int rc = hold_body(r, r->chunked || r->declared < r->body.len ? 0 : r->declared - r->body.len);
-	if (rc != 0)
-		refuse_body(r, rc, r->declared);
+	pe_budget_stats(r->h->opt.budget, &st);
+	if (st.limit && r->declared > st.limit)
+		refuse_body(r, PE_ETOOBIG, r->declared);
+	else
+		r->body_sized = r->body.cap >= r->declared && r->body.cap >= BODY_MAPPED;
 }
 
 static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_Connection *conn, const char *url,
@@ -293,6 +314,8 @@ static enum MHD_Result body_bytes(struct pe_http *h, struct req *r, struct MHD_C
 			refuse_body(r, rc, (uint64_t)r->body.len + n);
 		else if (pe_router_body(r, data, n) == 0) {
 			size_t have = pe_mem_size(r->body.data); /* the allocator's rounding past the reservation */
+			if (r->body_sized)
+				have = body_resident(have, r->body.len);
 			if (have > r->body_held) {
 				pe_budget_charge(h->opt.budget, have - r->body_held);
 				r->body_held = have;
