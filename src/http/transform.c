@@ -10,6 +10,7 @@
  * transformed inside the body buffer), so a request costs about twice its body at most. Results
  * depend on the body, so they are not cached (Cache-Control: no-store). */
 #include "http/handler.h"
+#include "http/produce.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -292,6 +293,39 @@ static int answer_in_body(struct tjob *j, const struct pe_tensor_view *v, size_t
 }
 
 /* Decode, apply, encode into res. Every buffer is freed here whatever happens. */
+/* Everything the job holds at once, the request body included (the server holds it on the budget
+ * until the answer): working copy, reshaped result, wider output copy and the encoded answer (none
+ * when the answer can be the body itself). When that is past the whole budget, the budget can
+ * never hold it: a 413 now, naming what sets the size, rather than a 503 whose retries could never
+ * succeed. */
+static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, enum pe_dtype wd, enum pe_dtype dt,
+		      size_t n_in, const struct pe_shape *os, size_t n_out, struct pe_err *err)
+{
+	struct pe_budget_stats st;
+	pe_budget_stats(j->h->opt.budget, &st);
+	if (!st.limit)
+		return 0;
+	int reshaped = memcmp(os, &in->shape, sizeof *os) != 0;
+	uint64_t need = j->body_len;
+	if (in->dtype != wd)
+		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(wd)));
+	if (reshaped)
+		need = pe_produce_add(need, pe_produce_mul(n_out, pe_dtype_size(wd)));
+	if (pe_dtype_size(dt) > pe_dtype_size(wd))
+		need = pe_produce_add(need, pe_produce_mul(n_out, pe_dtype_size(dt)));
+	struct pe_out o = j->out;
+	o.dt = dt;
+	int in_place = !o.gzip && (o.fmt == PE_FMT_BIN || o.fmt == PE_FMT_NPY) && dt == in->dtype && !reshaped;
+	if (!in_place && o.fmt != PE_FMT_PNG)
+		need = pe_produce_add(need, pe_produce_out_bound(&o, os, 0, NULL));
+	if (need <= st.limit)
+		return 0;
+	int text = o.fmt == PE_FMT_JSON || o.fmt == PE_FMT_CSV;
+	return pe_err_set(err, PE_ETOOBIG, text ? "format" : pe_dtype_size(dt) > pe_dtype_size(in->dtype) ? "dtype" : "body",
+			  "this transform would hold up to %" PRIu64 " bytes at once (the body, its working copies and "
+			  "the answer): more than response_budget_bytes (%zu)", need, st.limit);
+}
+
 static void run(struct tjob *j, struct result *res)
 {
 	struct pe_err *err = &res->err;
@@ -315,6 +349,8 @@ static void run(struct tjob *j, struct result *res)
 		goto done;
 	}
 	enum pe_dtype wd = pe_transform_work_dtype(j->kind == BODY_JSON ? dt : in.dtype);
+	if ((rc = check_need(j, &in, wd, dt, n_in, &os, n_out, err)) != 0)
+		goto done;
 	if ((rc = to_work(&in, wd, n_in, &x, &x_alloc, j->h->opt.budget, err)) != 0)
 		goto done;
 	y = (struct pe_tensor_mut){.shape = os, .dtype = wd, .data = x.data};

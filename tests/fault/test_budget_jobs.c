@@ -79,6 +79,43 @@ static void served_alone(int port, const char *what, const char *path)
 	resp_free(&r);
 }
 
+/* A transform whose body, working copy and JSON answer together exceed the whole budget (second
+ * hostile round: each piece fit alone, so every try was a 503 "retry shortly", forever): a 413 naming
+ * format, twice alike, and a smaller one is served. */
+static void transform_past_the_budget(int port)
+{
+	size_t rows = 200, cols = 256, cap = rows * (cols * 2 + 4) + 8, n = 0;
+	char *body = malloc(cap);
+	if (!body) {
+		check(0, "out of memory in the test");
+		return;
+	}
+	body[n++] = '[';
+	for (size_t i = 0; i < rows; i++) {
+		body[n++] = '[';
+		for (size_t k = 0; k < cols; k++)
+			n += (size_t)snprintf(body + n, cap - n, k + 1 < cols ? "0," : "0");
+		n += (size_t)snprintf(body + n, cap - n, i + 1 < rows ? "]," : "]");
+	}
+	body[n++] = ']';
+	for (int t = 0; t < 2; t++) {
+		struct resp r;
+		int got = http_request(port, NULL, "POST", "/v1/sinusoidal/apply", "Content-Type: application/json\r\n", body, n,
+				       30000, &r);
+		check(got == 0 && is_problem(&r, 413, "format"),
+		      "a %zux%zu JSON transform past the 1 MiB budget, try %d: 413 naming format (%d %.120s)", rows, cols, t + 1,
+		      r.status, r.body ? r.body : "");
+		resp_free(&r);
+	}
+	struct resp r;
+	static const char two[] = "[[1.0, 2.0]]";
+	int got = http_request(port, NULL, "POST", "/v1/sinusoidal/apply", "Content-Type: application/json\r\n", two,
+			       sizeof two - 1, 30000, &r);
+	check(got == 0 && r.status == 200, "a small transform is served (%d)", r.status);
+	resp_free(&r);
+	free(body);
+}
+
 static void before_the_work(void)
 {
 	struct pe_spawn d;
@@ -96,6 +133,7 @@ static void before_the_work(void)
 	check(got == 0 && is_problem(&r, 413, "dim") && metric(d.port, "posenc_jobs_total") == jobs,
 	      "an analysis whose encoding table alone exceeds the budget: 413 naming dim, no job (%d)", r.status);
 	resp_free(&r);
+	transform_past_the_budget(d.port);
 	int st = daemon_stop(&d, SIGTERM, 30);
 	check(st == 0, "exit status %d after SIGTERM", st);
 }
