@@ -128,23 +128,29 @@ static int render_histogram(struct pe_metrics *m, struct pe_buf *out)
 	return rc;
 }
 
-static int render_one(struct pe_buf *out, const char *name, const char *type, const char *help, double v)
+/* A metric of one value: its name, type, help text and value. */
+struct row {
+	const char *name, *type, *help;
+	double v;
+};
+
+static int render_rows(struct pe_buf *out, const struct row *rows, size_t n)
 {
-	return pe_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = pe_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", rows[i].name, rows[i].help, rows[i].name,
+				   rows[i].type, rows[i].name, rows[i].v);
+	return rc;
 }
 
 /* The learned-table store: its tables and its quarantine (bounded, see store.h). */
 static int render_store(struct pe_metrics *m, struct pe_buf *out)
 {
 	struct pe_store_stats s;
-	int rc = 0;
 	if (!m->store)
 		return 0;
 	pe_store_stats(m->store, &s);
-	const struct {
-		const char *name, *type, *help;
-		double v;
-	} rows[] = {
+	const struct row rows[] = {
 		{"posenc_store_tables", "gauge", "Learned tables stored.", (double)s.tables},
 		{"posenc_store_bytes", "gauge", "Bytes of the learned tables' elements (store_max_bytes bounds them).", (double)s.bytes},
 		{"posenc_store_quarantine_files", "gauge", "Files in data_dir/quarantine/.", (double)s.quarantine_files},
@@ -152,9 +158,7 @@ static int render_store(struct pe_metrics *m, struct pe_buf *out)
 		{"posenc_store_quarantined_total", "counter", "Damaged or leftover files quarantined (or deleted) since start.", (double)s.quarantined_total},
 		{"posenc_store_quarantine_dropped_total", "counter", "Old quarantined files deleted to make room since start.", (double)s.quarantine_dropped_total},
 	};
-	for (size_t i = 0; i < sizeof rows / sizeof rows[0] && rc == 0; i++)
-		rc = render_one(out, rows[i].name, rows[i].type, rows[i].help, rows[i].v);
-	return rc;
+	return render_rows(out, rows, sizeof rows / sizeof rows[0]);
 }
 
 int pe_metrics_render(struct pe_metrics *m, struct pe_cache *cache, struct pe_pool *pool, struct pe_buf *out)
@@ -168,10 +172,7 @@ int pe_metrics_render(struct pe_metrics *m, struct pe_cache *cache, struct pe_po
 		pe_cache_stats(cache, &cs);
 	if (pool)
 		pe_pool_stats(pool, &ps);
-	const struct {
-		const char *name, *type, *help;
-		double v;
-	} rows[] = {
+	const struct row rows[] = {
 		{"posenc_cache_hits_total", "counter", "Cache lookups answered from the cache.", (double)cs.hits},
 		{"posenc_cache_misses_total", "counter", "Cache lookups that started a computation.", (double)cs.misses},
 		{"posenc_cache_joins_total", "counter", "Requests that joined a computation already under way.", (double)cs.joins},
@@ -183,8 +184,8 @@ int pe_metrics_render(struct pe_metrics *m, struct pe_cache *cache, struct pe_po
 		{"posenc_queue_depth", "gauge", "Computations waiting for a worker.", (double)ps.queued},
 		{"posenc_jobs_in_flight", "gauge", "Computations running on a worker.", (double)ps.running},
 	};
-	for (size_t i = 0; i < sizeof rows / sizeof rows[0] && rc == 0; i++)
-		rc = render_one(out, rows[i].name, rows[i].type, rows[i].help, rows[i].v);
+	if (rc == 0)
+		rc = render_rows(out, rows, sizeof rows / sizeof rows[0]);
 	return rc ? rc : render_store(m, out);
 }
 
@@ -192,14 +193,12 @@ int pe_metrics_render_budget(const struct pe_budget *b, struct pe_buf *out)
 {
 	struct pe_budget_stats s;
 	pe_budget_stats(b, &s);
-	int rc = render_one(out, "posenc_response_budget_bytes", "gauge",
-			    "Bytes of responses being built or sent, outside the cache's count.", (double)s.used);
-	if (rc == 0)
-		rc = render_one(out, "posenc_response_budget_limit_bytes", "gauge", "response_budget_bytes.",
-				(double)s.limit);
-	if (rc == 0)
-		rc = render_one(out, "posenc_response_budget_refused_total", "counter",
-				"Reservations refused because the response budget was full (answered 503).",
-				(double)s.refused);
-	return rc;
+	const struct row rows[] = {
+		{"posenc_response_budget_bytes", "gauge", "Bytes of responses being built or sent, outside the cache's count.",
+		 (double)s.used},
+		{"posenc_response_budget_limit_bytes", "gauge", "response_budget_bytes.", (double)s.limit},
+		{"posenc_response_budget_refused_total", "counter",
+		 "Reservations refused because the response budget was full (answered 503).", (double)s.refused},
+	};
+	return render_rows(out, rows, sizeof rows / sizeof rows[0]);
 }
