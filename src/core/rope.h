@@ -82,4 +82,11 @@ double pe_rope_attention_scaling(const struct pe_rope_cfg *c);
 /* Target angles of rows pos0 .. pos0+nrows-1, row-major into t[nrows][h], in the plan's arithmetic. */
 void pe_rope_angles(const struct pe_rope_plan *pl, int64_t pos0, size_t nrows, double *t);
 
+
+/* M-RoPE (mrope_sections.c): mrope_section = (t, h, w) frequencies per position row, summing to
+ * half = dim/2; pe_mrope_row_of(sec, interleaved, k) is the row (0 t, 1 h, 2 w) that frequency k
+ * (0 <= k < half) turns with. The check names `mrope_section` in err. */
+int pe_mrope_sections_check(const double *sec, size_t n, size_t half, int interleaved, struct pe_err *err);
+int pe_mrope_row_of(const double sec[3], int interleaved, size_t k);
+
 #endif
