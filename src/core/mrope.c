@@ -73,8 +73,11 @@ static int check_rope(struct pe_params *p, int64_t max_position, struct pe_err *
 		return rc;
 	size_t n;
 	const double *sec = pe_param_list(p, "mrope_section", &n);
-	rc = pe_mrope_sections_check(sec, n, (size_t)pe_param_int(p, "dim") / 2, (int)pe_param_int(p, "interleaved"), err);
-	return rc ? rc : check_angles(p, max_position, err);
+	struct pe_err e = {0};
+	rc = pe_mrope_sections_check(sec, n, (size_t)pe_param_int(p, "dim") / 2, (int)pe_param_int(p, "interleaved"), &e);
+	if (rc)
+		return pe_err_set(err, rc, "mrope_section", "mrope_section: %s", e.detail);
+	return check_angles(p, max_position, err);
 }
 
 static int table_check(struct pe_params *p, struct pe_err *err)

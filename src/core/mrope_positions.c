@@ -37,7 +37,7 @@ static int64_t number(const char **s)
 
 static int bad(struct pe_err *err, size_t i, const char *why)
 {
-	return pe_err_set(err, PE_EINVAL, "segments", "segment %zu: %s (segments are text:N, image:TxHxW, video:TxHxW)",
+	return pe_err_set(err, PE_EINVAL, "segments", "segments: segment %zu: %s (text:N, image:TxHxW or video:TxHxW)",
 			  i + 1, why);
 }
 
@@ -85,7 +85,7 @@ static int parse_one(const char *s, size_t i, int64_t merge, struct pe_mrope_seg
 	}
 	if (g->h % merge || g->w % merge)
 		return pe_err_set(err, PE_EINVAL, "segments",
-				  "segment %zu: the grid %lldx%lld is not divisible by spatial_merge_size %lld", i + 1,
+				  "segments: segment %zu: the grid %lldx%lld is not divisible by spatial_merge_size %lld", i + 1,
 				  (long long)g->h, (long long)g->w, (long long)merge);
 	g->n = grid_tokens(g->t, g->h, g->w, merge);
 	return 0;
@@ -98,7 +98,7 @@ int pe_mrope_seq_parse(struct pe_mrope_seq *q, const char *text, int64_t merge, 
 	for (const char *c = text; *c; c++)
 		n += *c == ',';
 	if (n > PE_MROPE_MAX_SEGMENTS)
-		return pe_err_set(err, PE_EINVAL, "segments", "more than %d segments", PE_MROPE_MAX_SEGMENTS);
+		return pe_err_set(err, PE_EINVAL, "segments", "segments: more than %d segments", PE_MROPE_MAX_SEGMENTS);
 	if (merge < 1)
 		return pe_err_set(err, PE_EINVAL, "spatial_merge_size", "spatial_merge_size must be at least 1");
 	if (!(q->seg = calloc(n, sizeof *q->seg)))
@@ -109,7 +109,7 @@ int pe_mrope_seq_parse(struct pe_mrope_seq *q, const char *text, int64_t merge, 
 		if (rc)
 			return rc;
 		if (q->seg[i].n < 0 || q->seg[i].n > (int64_t)(PE_MROPE_MAX_TOKENS - q->tokens))
-			return pe_err_set(err, PE_EINVAL, "segments", "the sequence holds more than %u tokens",
+			return pe_err_set(err, PE_EINVAL, "segments", "segments: the sequence holds more than %u tokens",
 					  PE_MROPE_MAX_TOKENS);
 		q->tokens += (size_t)q->seg[i].n;
 		q->videos += q->seg[i].kind == PE_MROPE_VIDEO;
@@ -201,10 +201,10 @@ int pe_mrope_positions(const struct pe_mrope_seq *q, const struct pe_mrope_time 
 	for (size_t i = 0; i < q->n; i++) {
 		const struct pe_mrope_seg *g = &q->seg[i];
 		int64_t m = segment_max(tm, g, video, next);
+		const char *who = tm->variant == PE_MROPE_QWEN25VL && g->kind == PE_MROPE_VIDEO ? "second_per_grid_t" : "segments";
 		if (m < 0)
-			return pe_err_set(err, PE_EINVAL,
-					  tm->variant == PE_MROPE_QWEN25VL && g->kind == PE_MROPE_VIDEO ? "second_per_grid_t" : "segments",
-					  "segment %zu: positions would exceed %.0f (int32)", i + 1, PE_MROPE_MAX_POSITION);
+			return pe_err_set(err, PE_EINVAL, who, "%s: segment %zu's positions would exceed %.0f (int32)", who, i + 1,
+					  PE_MROPE_MAX_POSITION);
 		if (out)
 			segment_write(tm, g, video, next, out, q->tokens, col);
 		col += (size_t)g->n;
