@@ -152,16 +152,15 @@ static void store(const struct job *j, const double *v, char *o)
 	pe_store_f64(j->dt, o, j->row, j->dim);
 }
 
-/* Token r's cos and sin rows. */
-static void token(struct job *j, const int64_t *pos, size_t seq, size_t r, char *oc, char *os)
+/* A token's cos and sin rows, at the positions `at` of its three rows (t, h, w). */
+static void token(struct job *j, const int32_t at[3], char *oc, char *os)
 {
 	size_t h = j->h;
 	for (size_t q = 0; q < 3; q++) {
-		int64_t at = pos[q * seq + r];
-		if (q && at == pos[(q - 1) * seq + r])
+		if (q && at[q] == at[q - 1])
 			memcpy(j->t3 + q * h, j->t3 + (q - 1) * h, h * sizeof(double));
 		else
-			pe_rope_angles(&j->pl, at, 1, j->t3 + q * h);
+			pe_rope_angles(&j->pl, at[q], 1, j->t3 + q * h);
 	}
 	for (size_t k = 0; k < h; k++)
 		j->t[k] = j->t3[j->row_of[k] * h + k];
@@ -170,56 +169,84 @@ static void token(struct job *j, const int64_t *pos, size_t seq, size_t r, char 
 	store(j, j->s, os);
 }
 
-/* Rows [r0, r0 + n) of both planes (oc, os: NULL for a plane not wanted). */
-static int rows(const struct pe_params *p, const int64_t *pos, size_t seq, enum pe_dtype dt, size_t r0, size_t n,
-		char *oc, char *os, struct pe_err *err)
+/* Where the tokens' positions come from: an array [3][seq] (the POST form), or the params' sequence
+ * (q, tm), BLOCK tokens at a time into a small buffer. */
+#define BLOCK 1024
+struct source {
+	const int32_t *pos;
+	size_t seq;
+	struct pe_mrope_seq q;
+	struct pe_mrope_time tm;
+};
+
+/* Rows [r0, r0 + n) of both planes (oc, os: NULL for a plane not wanted). 0, or the error (the
+ * pe_cancelled() code between blocks). */
+static int rows(const struct pe_params *p, const struct source *src, enum pe_dtype dt, size_t r0, size_t n, char *oc,
+		char *os, struct pe_err *err)
 {
 	struct job j;
 	if (job_init(&j, p, dt) != 0)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	size_t row_bytes = j.dim * pe_dtype_size(dt), every = pe_cancel_rows(2 * j.h);
-	char *scratch = malloc(row_bytes);
+	size_t row_bytes = j.dim * pe_dtype_size(dt);
+	/* a row of a plane not wanted, then a block of positions (row_bytes is a multiple of 4: dim is even) */
+	char *scratch = malloc(row_bytes + 3 * BLOCK * sizeof(int32_t));
 	int rc = scratch ? 0 : pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		if (i % every == 0 && (rc = pe_cancelled()) != 0) {
+	int32_t *blk = scratch ? (int32_t *)(void *)(scratch + row_bytes) : NULL;
+	int64_t max;
+	for (size_t b0 = 0; b0 < n && rc == 0; b0 += BLOCK) {
+		size_t nb = n - b0 < BLOCK ? n - b0 : BLOCK, stride = nb;
+		const int32_t *at = blk;
+		if ((rc = pe_cancelled()) != 0) {
 			pe_cancel_err(rc, err);
 			break;
 		}
-		token(&j, pos, seq, r0 + i, oc ? oc + i * row_bytes : scratch, os ? os + i * row_bytes : scratch);
+		if (src->pos) {
+			at = src->pos + r0 + b0;
+			stride = src->seq;
+		} else if ((rc = pe_mrope_positions(&src->q, &src->tm, r0 + b0, nb, blk, &max, err)) != 0) {
+			break;
+		}
+		for (size_t i = 0; i < nb; i++) {
+			const int32_t three[3] = {at[i], at[stride + i], at[2 * stride + i]};
+			size_t o = (b0 + i) * row_bytes;
+			token(&j, three, oc ? oc + o : scratch, os ? os + o : scratch);
+		}
 	}
 	free(scratch);
 	job_destroy(&j);
 	return rc;
 }
 
-int pe_mrope_table_compute(const struct pe_params *p, const int64_t *pos, size_t seq, enum pe_dtype dt, void *out,
+int pe_mrope_table_compute(const struct pe_params *p, const int32_t *pos, size_t seq, enum pe_dtype dt, void *out,
 			   struct pe_err *err)
 {
+	struct source src = {.pos = pos, .seq = seq};
 	size_t plane = seq * (size_t)pe_param_int(p, "dim") * pe_dtype_size(dt);
-	return rows(p, pos, seq, dt, 0, seq, out, (char *)out + plane, err);
+	return rows(p, &src, dt, 0, seq, out, (char *)out + plane, err);
+}
+
+/* Rows of the table from the params' sequence. */
+static int sequence_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, char *oc, char *os,
+			 struct pe_err *err)
+{
+	struct source src = {0};
+	int rc = pe_mrope_sequence_get(p, &src.q, &src.tm, err);
+	if (rc == 0)
+		rc = rows(p, &src, dt, r0, n, oc, os, err);
+	pe_mrope_seq_destroy(&src.q);
+	return rc;
 }
 
 static int table_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
 			      struct pe_err *err)
 {
-	int64_t *pos;
-	size_t seq;
-	int rc = pe_mrope_sequence_positions(p, &pos, &seq, err);
-	if (rc == 0)
-		rc = rows(p, pos, seq, dt, r0, n, out[0], out[1], err);
-	free(pos);
-	return rc;
+	return sequence_rows(p, dt, r0, n, out[0], out[1], err);
 }
 
 static int table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
 {
-	int64_t *pos;
-	size_t seq;
-	int rc = pe_mrope_sequence_positions(p, &pos, &seq, err);
-	if (rc == 0)
-		rc = pe_mrope_table_compute(p, pos, seq, dt, out, err);
-	free(pos);
-	return rc;
+	size_t seq = pe_mrope_sequence_tokens(p), plane = seq * (size_t)pe_param_int(p, "dim") * pe_dtype_size(dt);
+	return sequence_rows(p, dt, 0, seq, out, (char *)out + plane, err);
 }
 
 static int table_shape(const struct pe_params *p, struct pe_shape *s)
@@ -229,14 +256,6 @@ static int table_shape(const struct pe_params *p, struct pe_shape *s)
 	s->dim[1] = pe_mrope_sequence_tokens(p);
 	s->dim[2] = (size_t)pe_param_int(p, "dim");
 	return s->dim[1] ? 0 : PE_ENOMEM;
-}
-
-/* The positions, held while the table is computed. */
-static int table_cost(const struct pe_params *p, struct pe_cost *c)
-{
-	c->scratch_bytes = 3 * (uint64_t)pe_mrope_sequence_tokens(p) * sizeof(int64_t);
-	c->intermediate_param = "segments";
-	return 0;
 }
 
 static double attention_scaling(const struct pe_params *p)
@@ -258,7 +277,6 @@ const struct pe_table_def pe_table_rope_mrope = {
 	.shape = table_shape,
 	.compute = table_compute,
 	.max_abs = max_abs,
-	.cost = table_cost,
 	.compute_rows = table_compute_rows,
 	.extra_name = "attention_scaling",
 	.extra = attention_scaling,

@@ -50,13 +50,13 @@ struct pe_mrope_time {
 	size_t nsecond;
 };
 
-/* The positions of q into out ([3][q->tokens] int64, row-major: t, h, w; NULL: none written) and
- * the largest one into *max (mrope_position_delta = *max + 1 - tokens). Qwen2.5-VL's video time
+/* The positions of q's tokens [first, first + count) into out ([3][count] int32, row-major: t, h,
+ * w; NULL: none written) and the largest position of the whole sequence into *max (mrope_position_delta = *max + 1 - tokens). Qwen2.5-VL's video time
  * index is trunc(float(float(t) * float(second_per_grid_t)) * float(tokens_per_second)), as
  * PyTorch computes it; images have time 0. 0, or PE_EINVAL naming the parameter that makes a
  * position exceed PE_MROPE_MAX_POSITION. */
-int pe_mrope_positions(const struct pe_mrope_seq *q, const struct pe_mrope_time *tm, int64_t *out, int64_t *max,
-		       struct pe_err *err);
+int pe_mrope_positions(const struct pe_mrope_seq *q, const struct pe_mrope_time *tm, size_t first, size_t count,
+		       int32_t *out, int64_t *max, struct pe_err *err);
 
 /* The parameters of a sequence, shared by both GET tables (mrope_positions.c). */
 extern const char *const pe_mrope_variants[];
@@ -74,8 +74,11 @@ extern const char *const pe_mrope_variants[];
 int pe_mrope_sequence_check(struct pe_params *p, int64_t *max, struct pe_err *err);
 /* Tokens of a checked params' sequence (0 only when memory is short). */
 size_t pe_mrope_sequence_tokens(const struct pe_params *p);
-/* Its positions, [3][*tokens] in a new array (caller frees). */
-int pe_mrope_sequence_positions(const struct pe_params *p, int64_t **pos, size_t *tokens, struct pe_err *err);
+/* Its sequence parsed (free q with pe_mrope_seq_destroy, also after a failure) and its time rule. */
+int pe_mrope_sequence_get(const struct pe_params *p, struct pe_mrope_seq *q, struct pe_mrope_time *tm,
+			  struct pe_err *err);
+/* Its tokens [first, first + count) into out ([3][count]), as pe_mrope_positions. */
+int pe_mrope_sequence_positions(const struct pe_params *p, size_t first, size_t count, int32_t *out, struct pe_err *err);
 
 /* The table definitions' shared parts (mrope.c). A params of pe_mrope_body_def (the POST form:
  * no segments, positions from the body) is finished with pe_mrope_body_finish, which checks it
@@ -83,7 +86,7 @@ int pe_mrope_sequence_positions(const struct pe_params *p, int64_t **pos, size_t
  * positions pos ([3][seq], each in 0 .. max_position) into out. */
 extern const struct pe_table_def pe_mrope_body_def;
 int pe_mrope_body_finish(struct pe_params *p, int64_t max_position, struct pe_err *err);
-int pe_mrope_table_compute(const struct pe_params *p, const int64_t *pos, size_t seq, enum pe_dtype dt, void *out,
+int pe_mrope_table_compute(const struct pe_params *p, const int32_t *pos, size_t seq, enum pe_dtype dt, void *out,
 			   struct pe_err *err);
 
 #endif

@@ -9,7 +9,7 @@
  * times tokens_per_second (in float32, as PyTorch) and gives images time 0. Positions only grow from one
  * segment to the next, so a segment's largest position (start + max(time(T-1), H/m-1, W/m-1)) is
  * the largest so far: the delta and the bounds are found from the segments alone, without the
- * O(tokens) walk. The response carries mrope_position_delta = max + 1 - seq (X-PE-Mrope-Delta). */
+ * walk over every token. The response carries mrope_position_delta = max + 1 - seq (X-PE-Mrope-Delta). */
 #include "core/mrope.h"
 #include "core/tables.h"
 
@@ -171,30 +171,29 @@ static int64_t segment_max(const struct pe_mrope_time *tm, const struct pe_mrope
 	return start + m > (int64_t)PE_MROPE_MAX_POSITION ? -1 : start + m;
 }
 
-/* Write segment g's positions from column col of the [3][tokens] rows. */
+/* Write the tokens of segment g (starting at position `start`, at column col of the sequence)
+ * that fall in the window [first, first + count) into the rows of out ([3][count]). */
 static void segment_write(const struct pe_mrope_time *tm, const struct pe_mrope_seg *g, size_t video, int64_t start,
-			  int64_t *out, size_t tokens, size_t col)
+			  size_t col, size_t first, size_t count, int32_t *out)
 {
-	int64_t *rt = out + col, *rh = out + tokens + col, *rw = out + 2 * tokens + col;
-	if (g->kind == PE_MROPE_TEXT) {
-		for (int64_t i = 0; i < g->n; i++)
-			rt[i] = rh[i] = rw[i] = start + i;
-		return;
-	}
-	int64_t gh = g->h / tm->merge, gw = g->w / tm->merge, k = 0;
-	for (int64_t i = 0; i < g->t; i++) {
-		int64_t t = start + time_index(tm, g, video, i);
-		for (int64_t j = 0; j < gh; j++)
-			for (int64_t l = 0; l < gw; l++, k++) {
-				rt[k] = t;
-				rh[k] = start + j;
-				rw[k] = start + l;
-			}
+	size_t k0 = first > col ? first - col : 0, k1 = first + count - col;
+	k1 = k1 < (size_t)g->n ? k1 : (size_t)g->n;
+	int64_t gh = g->h / tm->merge, gw = g->w / tm->merge;
+	for (size_t k = k0; k < k1; k++) {
+		int32_t *o = out + (col + k - first);
+		if (g->kind == PE_MROPE_TEXT) {
+			o[0] = o[count] = o[2 * count] = (int32_t)(start + (int64_t)k);
+			continue;
+		}
+		int64_t frame = (int64_t)k / (gh * gw), rest = (int64_t)k % (gh * gw);
+		o[0] = (int32_t)(start + time_index(tm, g, video, frame));
+		o[count] = (int32_t)(start + rest / gw);
+		o[2 * count] = (int32_t)(start + rest % gw);
 	}
 }
 
-int pe_mrope_positions(const struct pe_mrope_seq *q, const struct pe_mrope_time *tm, int64_t *out, int64_t *max,
-		       struct pe_err *err)
+int pe_mrope_positions(const struct pe_mrope_seq *q, const struct pe_mrope_time *tm, size_t first, size_t count,
+		       int32_t *out, int64_t *max, struct pe_err *err)
 {
 	int64_t next = 0;
 	size_t col = 0, video = 0;
@@ -205,8 +204,8 @@ int pe_mrope_positions(const struct pe_mrope_seq *q, const struct pe_mrope_time 
 		if (m < 0)
 			return pe_err_set(err, PE_EINVAL, who, "%s: segment %zu's positions would exceed %.0f (int32)", who, i + 1,
 					  PE_MROPE_MAX_POSITION);
-		if (out)
-			segment_write(tm, g, video, next, out, q->tokens, col);
+		if (out && col < first + count && col + (size_t)g->n > first)
+			segment_write(tm, g, video, next, col, first, count, out);
 		col += (size_t)g->n;
 		video += g->kind == PE_MROPE_VIDEO;
 		next = m + 1;
@@ -254,7 +253,7 @@ int pe_mrope_sequence_check(struct pe_params *p, int64_t *max, struct pe_err *er
 		rc = pe_err_set(err, PE_EINVAL, "second_per_grid_t", "second_per_grid_t has %zu values for %zu videos",
 				tm.nsecond, q.videos);
 	if (rc == 0)
-		rc = pe_mrope_positions(&q, &tm, NULL, max, err);
+		rc = pe_mrope_positions(&q, &tm, 0, 0, NULL, max, err);
 	char *canon = rc == 0 ? malloc((size_t)PE_MROPE_MAX_TEXT + 1) : NULL;
 	if (canon && pe_mrope_seq_format(&q, canon, (size_t)PE_MROPE_MAX_TEXT + 1) >= 0) {
 		char **text = &p->v[pe_param_index(p->def, "segments")].text;
@@ -267,24 +266,22 @@ int pe_mrope_sequence_check(struct pe_params *p, int64_t *max, struct pe_err *er
 	return rc;
 }
 
-int pe_mrope_sequence_positions(const struct pe_params *p, int64_t **pos, size_t *tokens, struct pe_err *err)
+int pe_mrope_sequence_get(const struct pe_params *p, struct pe_mrope_seq *q, struct pe_mrope_time *tm,
+			  struct pe_err *err)
+{
+	time_get(p, tm);
+	return sequence(p, q, err);
+}
+
+int pe_mrope_sequence_positions(const struct pe_params *p, size_t first, size_t count, int32_t *out, struct pe_err *err)
 {
 	struct pe_mrope_seq q;
 	struct pe_mrope_time tm;
 	int64_t max;
-	*pos = NULL;
-	int rc = sequence(p, &q, err);
-	time_get(p, &tm);
-	if (rc == 0 && !(*pos = malloc(3 * q.tokens * sizeof **pos)))
-		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	int rc = pe_mrope_sequence_get(p, &q, &tm, err);
 	if (rc == 0)
-		rc = pe_mrope_positions(&q, &tm, *pos, &max, err);
-	*tokens = q.tokens;
+		rc = pe_mrope_positions(&q, &tm, first, count, out, &max, err);
 	pe_mrope_seq_destroy(&q);
-	if (rc) {
-		free(*pos);
-		*pos = NULL;
-	}
 	return rc;
 }
 
@@ -310,18 +307,11 @@ static int shape(const struct pe_params *p, struct pe_shape *s)
 	return s->dim[1] ? 0 : PE_ENOMEM;
 }
 
+/* Straight into the output: positions are int32 by the check. */
 static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
 {
-	int64_t *pos;
-	size_t n;
-	int rc = pe_mrope_sequence_positions(p, &pos, &n, err);
-	if (rc)
-		return rc;
-	int32_t *o = out;
-	for (size_t i = 0; i < 3 * n; i++)
-		o[i] = (int32_t)pos[i];
-	free(pos);
-	return 0;
+	size_t n = pe_mrope_sequence_tokens(p);
+	return n ? pe_mrope_sequence_positions(p, 0, n, out, err) : pe_err_set(err, PE_ENOMEM, "", "out of memory");
 }
 
 static double delta(const struct pe_params *p)
@@ -330,18 +320,10 @@ static double delta(const struct pe_params *p)
 	struct pe_mrope_time tm;
 	int64_t max = -1;
 	time_get(p, &tm);
-	if (sequence(p, &q, NULL) == 0 && pe_mrope_positions(&q, &tm, NULL, &max, NULL) == 0)
+	if (sequence(p, &q, NULL) == 0 && pe_mrope_positions(&q, &tm, 0, 0, NULL, &max, NULL) == 0)
 		max = max + 1 - (int64_t)q.tokens;
 	pe_mrope_seq_destroy(&q);
 	return (double)max;
-}
-
-/* The positions held while they are narrowed into the table. */
-static int cost(const struct pe_params *p, struct pe_cost *c)
-{
-	c->scratch_bytes = 3 * (uint64_t)pe_mrope_sequence_tokens(p) * sizeof(int64_t);
-	c->intermediate_param = "segments";
-	return 0;
 }
 
 const struct pe_table_def pe_table_rope_mrope_positions = {
@@ -353,7 +335,6 @@ const struct pe_table_def pe_table_rope_mrope_positions = {
 	.check = check,
 	.shape = shape,
 	.compute = compute,
-	.cost = cost,
 	.extra_name = "mrope_position_delta",
 	.extra = delta,
 	.extra_header = "X-PE-Mrope-Delta",

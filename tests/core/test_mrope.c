@@ -289,10 +289,9 @@ START_TEST(rows_and_body_match_whole)
 		ck_assert_mem_eq(part, whole + r0 * dim, nr * dim * 4);
 		ck_assert_mem_eq(part + nr * dim, whole + (seq + r0) * dim, nr * dim * 4);
 	}
-	int64_t *pos, max = 0;
-	size_t n;
-	ck_assert_int_eq(pe_mrope_sequence_positions(&p, &pos, &n, &err), 0);
-	ck_assert_uint_eq(n, seq);
+	size_t n = seq;
+	int32_t *pos = malloc(3 * n * sizeof *pos), max = 0;
+	ck_assert_int_eq(pe_mrope_sequence_positions(&p, 0, n, pos, &err), 0);
 	for (size_t j = 0; j < 3 * n; j++)
 		max = pos[j] > max ? pos[j] : max;
 	pe_params_init(&b, &pe_mrope_body_def);
@@ -306,6 +305,42 @@ START_TEST(rows_and_body_match_whole)
 	pe_params_destroy(&p);
 	free(pos);
 	free(part);
+	free(whole);
+}
+END_TEST
+
+/* Past the first block of positions (1024 tokens), the table from the sequence equals the table
+ * of the same positions given whole, and windows of positions equal the whole sequence's. */
+START_TEST(long_sequence_blocks)
+{
+	static const char seg[] = "segments=text:5,image:1x28x28,text:3,video:8x28x28,text:4";
+	struct pe_shape s;
+	float *whole = pe_query_table("rope/mrope", "dim=8&mrope_section=1,1,2&segments=text:5,image:1x28x28,text:3,video:8x28x28,text:4", PE_F32, &s);
+	size_t seq = s.dim[1];
+	ck_assert_uint_eq(seq, 1776);
+	int32_t *pos = pe_query_table("rope/mrope/positions", seg, PE_I32, NULL), max = 0;
+	for (size_t j = 0; j < 3 * seq; j++)
+		max = pos[j] > max ? pos[j] : max;
+	struct pe_params b, p;
+	struct pe_err err = {0};
+	pe_params_init(&b, &pe_mrope_body_def);
+	ck_assert_int_eq(pe_query_set(&b, "dim=8&mrope_section=1,1,2", NULL, &err), 0);
+	ck_assert_int_eq(pe_mrope_body_finish(&b, max, &err), 0);
+	float *given = malloc(2 * seq * 8 * sizeof *given);
+	ck_assert_int_eq(pe_mrope_table_compute(&b, pos, seq, PE_F32, given, &err), 0);
+	ck_assert_mem_eq(given, whole, 2 * seq * 8 * 4);
+	ck_assert_int_eq(pe_query_params(&p, "rope/mrope/positions", seg, &err), 0);
+	int32_t win[3 * 300];
+	static const size_t firsts[] = {0, 3, 200, 1000, 1476};
+	for (size_t i = 0; i < sizeof firsts / sizeof firsts[0]; i++) {
+		ck_assert_int_eq(pe_mrope_sequence_positions(&p, firsts[i], 300, win, &err), 0);
+		for (int r = 0; r < 3; r++)
+			ck_assert_mem_eq(win + r * 300, pos + r * seq + firsts[i], 300 * 4);
+	}
+	pe_params_destroy(&p);
+	pe_params_destroy(&b);
+	free(given);
+	free(pos);
 	free(whole);
 }
 END_TEST
@@ -360,6 +395,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, exact_vs_numpy, 0, 2);
 	tcase_add_loop_test(tc, hf_vs_torch, 0, 2);
 	tcase_add_test(tc, rows_and_body_match_whole);
+	tcase_add_test(tc, long_sequence_blocks);
 	tcase_add_test(tc, dynamic_seq_len_default);
 	tcase_add_test(tc, canonical_segments);
 	suite_add_tcase(s, tc);
