@@ -180,7 +180,7 @@ struct source {
 };
 
 /* Rows [r0, r0 + n) of both planes (oc, os: NULL for a plane not wanted). 0, or the error (the
- * pe_cancelled() code between blocks). */
+ * pe_cancelled() code, checked between blocks of about 2^20 values). */
 static int rows(const struct pe_params *p, const struct source *src, enum pe_dtype dt, size_t r0, size_t n, char *oc,
 		char *os, struct pe_err *err)
 {
@@ -193,8 +193,9 @@ static int rows(const struct pe_params *p, const struct source *src, enum pe_dty
 	int rc = scratch ? 0 : pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	int32_t *blk = scratch ? (int32_t *)(void *)(scratch + row_bytes) : NULL;
 	int64_t max;
-	for (size_t b0 = 0; b0 < n && rc == 0; b0 += BLOCK) {
-		size_t nb = n - b0 < BLOCK ? n - b0 : BLOCK, stride = nb;
+	size_t block = pe_cancel_rows(2 * j.h) < BLOCK ? pe_cancel_rows(2 * j.h) : BLOCK; /* ~1 ms between checks */
+	for (size_t b0 = 0; b0 < n && rc == 0; b0 += block) {
+		size_t nb = n - b0 < block ? n - b0 : block, stride = nb;
 		const int32_t *at = blk;
 		if ((rc = pe_cancelled()) != 0) {
 			pe_cancel_err(rc, err);
