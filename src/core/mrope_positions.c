@@ -5,11 +5,13 @@
  * Each segment starts one past the largest position before it (0 first). Text tokens take the same
  * position on all three rows, one more per token. A vision segment of grid T x H x W (before the
  * m x m merge) holds T * (H/m) * (W/m) tokens in (t, h, w) order; token (i, j, k) sits at start +
- * (time(i), j, k): time(i) = i for Qwen2-VL; Qwen2.5-VL scales a video's by its second_per_grid_t
- * times tokens_per_second (in float32, as PyTorch) and gives images time 0. Positions only grow from one
- * segment to the next, so a segment's largest position (start + max(time(T-1), H/m-1, W/m-1)) is
- * the largest so far: the delta and the bounds are found from the segments alone, without the
- * walk over every token. The response carries mrope_position_delta = max + 1 - seq (X-PE-Mrope-Delta). */
+ * (time(i), j, k): time(i) = i for Qwen2-VL; Qwen2.5-VL scales a video's by its
+ * second_per_grid_t times tokens_per_second (in float32, as PyTorch) and gives images time 0.
+ * Positions only grow from one segment to the next, so a segment's largest position
+ * (start + max(time(T-1), H/m-1, W/m-1)) is the largest so far: the delta and the bounds come from
+ * the segments alone, without a walk over every token, and any window of tokens is written
+ * without the ones before it. The response carries mrope_position_delta = max + 1 - seq
+ * (X-PE-Mrope-Delta). */
 #include "core/mrope.h"
 #include "core/tables.h"
 

@@ -163,6 +163,24 @@ START_TEST(segments_bounded)
 	ck_assert_uint_eq(q.tokens, PE_MROPE_MAX_SEGMENTS);
 	pe_mrope_seq_destroy(&q);
 	free(s);
+	/* the text itself: at most PE_MROPE_MAX_TEXT bytes (a TEXT parameter's max) */
+	struct pe_params p;
+	size_t len = (size_t)PE_MROPE_MAX_TEXT + 1;
+	char *t = malloc(len + 1);
+	memcpy(t, "text:", 5);
+	memset(t + 5, '0', len - 6);
+	t[len - 1] = '1';
+	t[len] = 0;
+	pe_params_init(&p, pe_table_find("rope/mrope/positions"));
+	ck_assert_int_eq(pe_params_set(&p, "segments", t, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "segments");
+	t[len - 1] = 0; /* one byte shorter: within the limit, and the value is still checked */
+	t[len - 2] = '1';
+	ck_assert_int_eq(pe_params_set(&p, "segments", t, &err), 0);
+	ck_assert_int_eq(pe_params_finish(&p, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "segments");
+	pe_params_destroy(&p);
+	free(t);
 }
 END_TEST
 
