@@ -11,7 +11,11 @@
  * the two attention matrices and outputs) is reserved on the response budget around the
  * computation, the JSON text as it grows (pe_buf with the budget). Before a job exists the most
  * it can hold at once is added up; past the whole budget that is a 413 naming len, without work.
- * The parameters' own limits (len², len·dim) are the core's check. */
+ * The parameters' own limits (len², len·dim) are the core's check.
+ *
+ * A GET with an output parameter (format=, dtype=, cmap=, scale=) is answered as the registered
+ * table analysis/order, the attention pair [2, len, len], by table.c like every table (the
+ * dashboard's Tables view and format=png/npy). */
 #include "http/handler.h"
 #include "http/produce.h"
 #include "posenc/order.h"
@@ -215,7 +219,7 @@ static enum MHD_Result serve_get(struct req *r, struct MHD_Connection *conn)
 	else if (parse_query(conn, &p, &err) == 0 && pe_params_finish(&p, &err) == 0) {
 		n = snprintf(key, KEY_MAX, "v1/analysis/order?");
 		int c = pe_params_canonical(&p, key + n, KEY_MAX - (size_t)n - 8);
-		n = c < 0 ? -1 : n + c + snprintf(key + n + c, 8, "&json");
+		n = c < 0 ? -1 : n + c + snprintf(key + n + c, 8, "|order");
 		if (n < 0)
 			pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
 	}
@@ -482,6 +486,21 @@ static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, cons
 	return MHD_YES;
 }
 
+static enum MHD_Result has_output_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	*(int *)cls |= pe_out_is_param(key);
+	return MHD_YES;
+}
+
+/* A GET with format= (or dtype=, cmap=, scale=) asks for the registered table, the attention pair
+ * [2, len, len], in any table format (table.c); without, the whole analysis as JSON. */
+static int wants_table(struct MHD_Connection *conn)
+{
+	int found = 0;
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, has_output_arg, &found);
+	return found;
+}
+
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 {
 	if (atomic_load(&r->h->draining)) {
@@ -489,7 +508,9 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 		pe_err_set(&err, PE_EDRAINING, "", "the service is shutting down");
 		return pe_http_problem(r, conn, &err);
 	}
-	return !strcmp(r->method, "POST") ? serve_post(r, conn) : serve_get(r, conn);
+	if (!strcmp(r->method, "POST"))
+		return serve_post(r, conn);
+	return wants_table(conn) ? pe_table_request(r, conn, r->target) : serve_get(r, conn);
 }
 
 static int match_cb(void *hctx, const char *url, const void **target)

@@ -199,6 +199,29 @@ START_TEST(get_is_cached)
 }
 END_TEST
 
+/* An output parameter asks for the registered table: the attention pair [2, len, len], here as
+ * float64 bin, the same numbers as the document's. */
+START_TEST(format_gives_the_attention_pair)
+{
+	struct pe_resp r, t;
+	char h[64];
+	start();
+	get("encoding=sinusoidal&len=5&dim=6&perm=1,0,2,4,3", &r);
+	get("encoding=sinusoidal&len=5&dim=6&perm=1,0,2,4,3&format=bin&dtype=f64", &t);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_int_eq(t.status, 200);
+	ck_assert_str_eq(pe_resp_header(&t, "X-PE-Shape", h, sizeof h), "2,5,5");
+	ck_assert_uint_eq(t.len, 2 * 25 * 8);
+	json_t *doc = pe_resp_json(&r);
+	matrix_close(doc, "attention", (const double *)t.body, 5, 5, "bin");
+	matrix_close(doc, "attention_permuted", (const double *)t.body + 25, 5, 5, "bin");
+	json_decref(doc);
+	pe_resp_free(&r);
+	pe_resp_free(&t);
+	stop();
+}
+END_TEST
+
 static void get_refused(const char *query, long status, const char *param)
 {
 	struct pe_resp r;
@@ -219,7 +242,7 @@ START_TEST(get_validation)
 	get_refused("encoding=rope&dim=5", 400, "dim");
 	get_refused("encoding=none&max_bias=2", 400, "max_bias");
 	get_refused("encoding=nope", 400, "encoding");
-	get_refused("format=npy", 400, "format");
+	get_refused("format=npy&perm=1,1", 400, "perm");
 	struct pe_resp r;
 	pe_request(&D, "PUT", "/v1/analysis/order", NULL, NULL, 0, &r);
 	pe_assert_problem(&r, 405, NULL);
@@ -297,6 +320,7 @@ static Suite *order_suite(void)
 	tcase_add_test(tc, get_and_post_known_answers);
 	tcase_add_test(tc, post_float32);
 	tcase_add_test(tc, get_is_cached);
+	tcase_add_test(tc, format_gives_the_attention_pair);
 	tcase_add_test(tc, get_validation);
 	tcase_add_test(tc, post_validation);
 	tcase_add_test(tc, budget_refused_before_the_job);
