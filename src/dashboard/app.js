@@ -8,6 +8,7 @@
  *   RoPE decay          /v1/analysis/rope-decay (RoFormer §3.4.3), optionally for several bases.
  *   exact vs hf         |exact − hf| (or ggml) of one table as a heatmap plus its maximum per
  *                       position: where float32 arithmetic drifts at long positions.
+ *   Why order matters   /v1/analysis/order: attention on a sentence and on it reordered (order.js).
  *
  * Every view builds its controls from the catalogue, fetches format=bin tables from the same
  * origin, draws them itself, shows the curl and Python snippets for exactly those requests, and
@@ -22,6 +23,7 @@ import { Heatmap, MAX_GRID } from './heatmap.js';
 import { LineChart, fmtTick } from './charts.js';
 import { COLORMAPS } from './colormap.js';
 import { curlText, pythonText, snippetBox } from './snippets.js';
+import { OrderView } from './order.js';
 
 /* How to name the axes of each table; tables not listed get generic names. rowStart(form) is the
  * position of row 0 (offset), so tick labels and read-outs show real positions. */
@@ -562,6 +564,7 @@ async function main() {
 		similarity: has('analysis/similarity') ? new SimilarityView(catalogue) : new MissingView('view-similarity', 'analysis/similarity'),
 		decay: has('analysis/rope-decay') ? new DecayView(catalogue) : new MissingView('view-decay', 'analysis/rope-decay'),
 		compat: hasAlt ? new CompatView(catalogue) : new MissingView('view-compat', 'a table with compat=hf'),
+		order: has('analysis/order') ? new OrderView(catalogue) : new MissingView('view-order', 'analysis/order'),
 	};
 	window.posencDashboard = views; /* for the console and the browser tests */
 	setupTabs(views);
