@@ -7,7 +7,8 @@
  *
  * The parameters are those of the registered table "analysis/order" (pe_table_find): encoding,
  * len, dim, perm, seed, tokens and the encodings' own. That table is the pair of attention
- * matrices [2, len, len]; pe_order_compute gives everything. Thread-safe, re-entrant. */
+ * matrices [2, len, len] (the CLI's posenc analysis/order); pe_order_compute gives everything.
+ * Thread-safe, re-entrant. */
 #ifndef POSENC_ORDER_H
 #define POSENC_ORDER_H
 

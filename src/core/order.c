@@ -15,8 +15,9 @@
  *
  * Limits (posenc/order.h) are checked in the parameters' check, before any allocation: len² and
  * len·dim. As a registered table ("analysis/order", for the CLI and the registry), the table is
- * the two attention matrices [2, len, len] and output_difference its extra value; the HTTP
- * handler (src/http/order.c) answers the whole result as JSON. */
+ * the two attention matrices [2, len, len] (no extra value: it would compute everything again,
+ * outside what a server reserves for compute); the HTTP handler (src/http/order.c) answers the
+ * whole result as JSON. */
 #include "posenc/order.h"
 #include "core/tables.h"
 
@@ -390,16 +391,6 @@ static int order_compute(const struct pe_params *p, enum pe_dtype dt, void *out,
 	return 0;
 }
 
-static double order_difference(const struct pe_params *p)
-{
-	struct pe_order_result r;
-	if (pe_order_compute(p, NULL, &r, NULL) != 0)
-		return NAN;
-	double d = r.output_difference;
-	pe_order_result_destroy(&r);
-	return d;
-}
-
 static int order_cost(const struct pe_params *p, struct pe_cost *c)
 {
 	uint64_t len = (uint64_t)pe_param_int(p, "len"), dim = (uint64_t)pe_param_int(p, "dim");
@@ -421,7 +412,5 @@ const struct pe_table_def pe_table_analysis_order = {
 	.shape = order_shape,
 	.compute = order_compute,
 	.cost = order_cost,
-	.extra_name = "output_difference",
-	.extra = order_difference,
 	.panel_labels = labels,
 };
