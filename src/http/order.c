@@ -98,6 +98,18 @@ static uint64_t job_need(const struct pe_params *p, size_t keylen, uint64_t extr
 	return pe_produce_add(pe_produce_add(pe_order_bytes(len, dim), text_bound(len, dim, keylen)), extra);
 }
 
+/* The analysis' work (pe_table_cost) against max_analysis_cost, as for every analysis (table.c). */
+static int check_cost(const struct pe_http *h, const struct pe_params *p, const char *param, struct pe_err *err)
+{
+	struct pe_cost c;
+	if (pe_table_cost(p, &c) != 0)
+		return pe_err_set(err, PE_EINTERNAL, "", "cannot size this analysis");
+	if (c.work > h->opt.max_analysis_cost)
+		return pe_err_set(err, PE_ETOOBIG, param, "this would cost %" PRIu64 " multiply-adds; max_analysis_cost is %" PRIu64,
+				  c.work, h->opt.max_analysis_cost);
+	return 0;
+}
+
 /* Compute (X, or the generator's) and write the document into out, the core's arrays reserved on
  * the budget while they live. */
 static int answer(struct pe_http *h, const struct pe_params *p, const double *x, struct pe_buf *out,
@@ -216,7 +228,8 @@ static enum MHD_Result serve_get(struct req *r, struct MHD_Connection *conn)
 	pe_params_init(&p, order_def());
 	if (!key)
 		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
-	else if (parse_query(conn, &p, &err) == 0 && pe_params_finish(&p, &err) == 0) {
+	else if (parse_query(conn, &p, &err) == 0 && pe_params_finish(&p, &err) == 0 &&
+		 check_cost(r->h, &p, "len", &err) == 0) {
 		n = snprintf(key, KEY_MAX, "v1/analysis/order?");
 		int c = pe_params_canonical(&p, key + n, KEY_MAX - (size_t)n - 8);
 		n = c < 0 ? -1 : n + c + snprintf(key + n + c, 8, "|order");
@@ -314,7 +327,7 @@ static void run_post(struct pjob *j, struct result *res)
 		rc = pe_err_set(err, PE_EBODY, "body", "X must be float64 or float32");
 		goto done;
 	}
-	if ((rc = take_shape(&j->params, &v.shape, err)) != 0)
+	if ((rc = take_shape(&j->params, &v.shape, err)) != 0 || (rc = check_cost(j->h, &j->params, "body", err)) != 0)
 		goto done;
 	size_t n = pe_shape_count(&v.shape, &of);
 	if ((rc = pe_produce_budget_check(j->h, job_need(&j->params, 0, pe_produce_add(j->body_len, n * 8)), "body",

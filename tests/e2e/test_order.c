@@ -312,6 +312,37 @@ START_TEST(budget_refused_before_the_job)
 }
 END_TEST
 
+/* The analysis' work is held to max_analysis_cost like every analysis: 413 before any job. */
+START_TEST(work_within_max_analysis_cost)
+{
+	const char *args[] = {"--max-analysis-cost", "1000", NULL};
+	double x[16] = {0};
+	size_t n;
+	char *npy = npy_of(x, 4, 4, PE_F64, &n);
+	struct pe_resp r;
+	pe_daemon_start(&D, args);
+	get("len=2&dim=2", &r);
+	ck_assert_int_eq(r.status, 200);
+	pe_resp_free(&r);
+	double jobs = pe_metric(&D, "posenc_jobs_total");
+	get("len=8&dim=16", &r);
+	pe_assert_problem(&r, 413, "len");
+	pe_resp_free(&r);
+	ck_assert(pe_metric(&D, "posenc_jobs_total") == jobs);
+	post("", "application/x-npy", npy, n, &r);
+	ck_assert_int_eq(r.status, 200);
+	pe_resp_free(&r);
+	free(npy);
+	double big[8 * 16] = {0};
+	npy = npy_of(big, 8, 16, PE_F64, &n);
+	post("", "application/x-npy", npy, n, &r);
+	pe_assert_problem(&r, 413, "body");
+	pe_resp_free(&r);
+	free(npy);
+	stop();
+}
+END_TEST
+
 static Suite *order_suite(void)
 {
 	Suite *s = suite_create("e2e_order");
@@ -324,6 +355,7 @@ static Suite *order_suite(void)
 	tcase_add_test(tc, get_validation);
 	tcase_add_test(tc, post_validation);
 	tcase_add_test(tc, budget_refused_before_the_job);
+	tcase_add_test(tc, work_within_max_analysis_cost);
 	suite_add_tcase(s, tc);
 	return s;
 }
