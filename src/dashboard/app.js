@@ -10,6 +10,7 @@
  *                       position: where float32 arithmetic drifts at long positions.
  *   M-RoPE              mrope.js: the t, h, w position rows of a text+image+video sequence and
  *                       which frequency follows which row.
+ *   Why order matters   /v1/analysis/order: attention on a sentence and on it reordered (order.js).
  *
  * Every view builds its controls from the catalogue, fetches format=bin tables from the same
  * origin, draws them itself, shows the curl and Python snippets for exactly those requests, and
@@ -25,6 +26,7 @@ import { LineChart, fmtTick } from './charts.js';
 import { COLORMAPS } from './colormap.js';
 import { curlText, pythonText, snippetBox } from './snippets.js';
 import { MropeView } from './mrope.js';
+import { OrderView } from './order.js';
 
 /* How to name the axes of each table; tables not listed get generic names. rowStart(form) is the
  * position of row 0 (offset), so tick labels and read-outs show real positions. */
@@ -566,6 +568,7 @@ async function main() {
 		decay: has('analysis/rope-decay') ? new DecayView(catalogue) : new MissingView('view-decay', 'analysis/rope-decay'),
 		compat: hasAlt ? new CompatView(catalogue) : new MissingView('view-compat', 'a table with compat=hf'),
 		mrope: has('rope/mrope') && has('rope/mrope/positions') ? new MropeView(catalogue) : new MissingView('view-mrope', 'rope/mrope'),
+		order: has('analysis/order') ? new OrderView(catalogue) : new MissingView('view-order', 'analysis/order'),
 	};
 	window.posencDashboard = views; /* for the console and the browser tests */
 	setupTabs(views);
