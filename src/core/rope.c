@@ -160,7 +160,7 @@ static int check_scaling(struct pe_params *p, const struct pe_rope_cfg *c, struc
 	if (c->scaling == PE_ROPE_LONGROPE)
 		return check_longrope(p, c, err);
 	if (c->scaling == PE_ROPE_LLAMA3 && c->low_freq_factor > c->high_freq_factor)
-		return pe_err_set(err, PE_EINVAL, "high_freq_factor", "high_freq_factor must be greater than low_freq_factor");
+		return pe_err_set(err, PE_EINVAL, "high_freq_factor", "high_freq_factor must be at least low_freq_factor (equal: Llama 4's step)");
 	return 0;
 }
 
