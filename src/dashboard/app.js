@@ -35,7 +35,7 @@ const AXES = {
 	'sinusoidal': { y: 'position', x: 'dimension', rowStart: offsetOf },
 	'sinusoidal2d': { y: 'patch (row-major, cls first)', x: 'dimension' },
 	'rope': { panels: ['cos', 'sin'], y: 'position', x: 'dimension', rowStart: offsetOf },
-	'rope2d': { panels: ['cos', 'sin'], y: 'patch (row-major)', x: 'dimension' },
+	'rope2d': { panels: ['cos', 'sin'], y: 'patch (in the model\'s order)', x: 'dimension' },
 	'alibi': {
 		panels: (i) => `head ${i}`, y: 'query position', x: 'key',
 		rowStart: (form) => {
