@@ -427,8 +427,11 @@ static void run(struct tjob *j, struct result *res)
 	struct pe_buf out;
 	pe_buf_init(&out, j->h->opt.max_response_bytes);
 	pe_buf_set_budget(&out, j->h->opt.budget);
-	if ((rc = decode(j, &in, &owned, err)) != 0)
+	if ((rc = decode(j, &in, &owned, err)) != 0) {
+		if (j->multipart && !strcmp(err->param, "body")) /* the tensor came in the part x */
+			snprintf(err->param, sizeof err->param, "x");
 		goto done;
+	}
 	in_alloc = owned ? in.data : NULL;
 	enum pe_dtype dt = output_dtype(j, in.dtype, &bad, err);
 	if (bad || (rc = pe_transform_shape(&j->params, &in.shape, &os, err)) != 0)

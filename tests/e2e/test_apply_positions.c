@@ -399,6 +399,9 @@ START_TEST(refusals)
 	expect_form(&d, "offset=5", ok, 2, 400, "offset");
 	expect_form(&d, "positions=0,1,2,3", ok, 2, 400, "positions");
 	expect_form(&d, "", text_x, 2, 400, "x");
+	static const char broken[] = "\x93NUMPY\x01\x00\x02\x00{}"; /* a header dict without its keys */
+	const struct form_part bad_npy[] = {{"x", "application/x-npy", broken, sizeof broken - 1}};
+	expect_form(&d, "", bad_npy, 1, 400, "x");                                /* a broken npy in x */
 	struct pe_resp r;
 	const char *hs[] = {"Content-Type: application/x-npy", NULL};
 	pe_request(&d, "POST", "/v1/rope/apply?mrope_section=4,2,2", hs, x, xlen, &r);
