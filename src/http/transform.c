@@ -49,7 +49,6 @@ struct tjob {
 	struct pe_budget *body_budget; /* the body's reservation (a multipart part), else NULL */
 	char *pos;                     /* the positions part (npy), or NULL */
 	size_t pos_len;
-	char x_type[PE_MP_TYPE_MAX];   /* the x part's Content-Type ("" for a plain body) */
 	int multipart;
 };
 
@@ -452,7 +451,8 @@ static void run(struct tjob *j, struct result *res)
 	    !(y.data = y_alloc = pe_budget_malloc(j->h->opt.budget, (n_out ? n_out : 1) * pe_dtype_size(wd), &rc)))
 		goto done;
 	struct pe_positions pos;
-	if (j->pos && ((rc = decode_positions(j, &pos, err)) != 0 || (rc = pe_rope_apply_positions(&j->params, &pos, &x, err)) != 0))
+	if (j->pos && ((rc = decode_positions(j, &pos, err)) != 0 ||
+		       (rc = pe_rope_apply_positions(&j->params, &pos, &x, err)) != 0))
 		goto done;
 	if ((!j->pos && (rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0) ||
 	    (rc = to_output(&y, dt, n_out, &o_alloc, j->h->opt.budget, err)) != 0)
@@ -635,7 +635,6 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 	}
 	if (m) {
 		struct pe_mp_part *pp = pe_mp_get(m, "positions");
-		snprintf(j->x_type, sizeof j->x_type, "%s", x->type);
 		j->body = pe_buf_steal(&x->buf, &j->body_len);
 		j->body_budget = r->h->opt.budget;
 		j->multipart = 1;
