@@ -402,6 +402,8 @@ START_TEST(refusals)
 	static const char broken[] = "\x93NUMPY\x01\x00\x02\x00{}"; /* a header dict without its keys */
 	const struct form_part bad_npy[] = {{"x", "application/x-npy", broken, sizeof broken - 1}};
 	expect_form(&d, "", bad_npy, 1, 400, "x");                                /* a broken npy in x */
+	const struct form_part empty_x[] = {{"x", "application/x-npy", "", 0}, {"positions", NULL, p, plen}};
+	expect_form(&d, "", empty_x, 2, 400, "x");
 	struct pe_resp r;
 	const char *hs[] = {"Content-Type: application/x-npy", NULL};
 	pe_request(&d, "POST", "/v1/rope/apply?mrope_section=4,2,2", hs, x, xlen, &r);
@@ -415,6 +417,12 @@ START_TEST(refusals)
 	pe_resp_free(&r);
 	const char *no_boundary[] = {"Content-Type: multipart/form-data", NULL};
 	pe_request(&d, "POST", "/v1/rope/apply", no_boundary, body, blen, &r);
+	pe_assert_problem(&r, 400, "Content-Type");
+	pe_resp_free(&r);
+	char long_boundary[6000] = "Content-Type: multipart/form-data; boundary=";
+	memset(long_boundary + strlen(long_boundary), 'b', 5000); /* past MHD_PostProcessor's buffer */
+	const char *too_long[] = {long_boundary, NULL};
+	pe_request(&d, "POST", "/v1/rope/apply", too_long, body, blen, &r);
 	pe_assert_problem(&r, 400, "Content-Type");
 	pe_resp_free(&r);
 	const char *urlenc[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
