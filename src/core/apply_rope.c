@@ -213,7 +213,7 @@ static int map_shape(const struct geometry *g, const struct pe_shape *xs, int ax
 	if (r == 2 && (axis == 0 || (m->batch != 1 && m->batch != xs->dim[0])))
 		return pe_err_set(err, PE_EINVAL, "positions", axis == 0 ? "[batch, seq] positions need a batch axis before seq_axis"
 				  : "positions have %zu batch rows; x's first axis has %zu", m->batch, xs->dim[0]);
-	m->per_batch = m->batch == 1 ? g->outer : g->outer / m->batch;
+	m->per_batch = m->batch <= 1 ? g->outer : g->outer / m->batch; /* batch 0: x is empty */
 	return 0;
 }
 

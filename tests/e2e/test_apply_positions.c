@@ -438,6 +438,15 @@ START_TEST(refusals)
 	pe_request(&d, "POST", "/v1/rope/apply", form_headers, enc, sizeof enc - 1, &r);
 	pe_assert_problem(&r, 400, "x");
 	pe_resp_free(&r);
+	/* an empty batch with [0, seq] positions: an empty answer */
+	size_t es[] = {0, 2, 4, 16}, elen, eps[] = {0, 4}, eplen;
+	char *ex = npy_x(es, 4, &elen), *ep = npy_ints(pos, eps, 2, 1, &eplen);
+	const struct form_part empty_batch[] = {{"x", NULL, ex, elen}, {"positions", NULL, ep, eplen}};
+	post_form(&d, "format=bin", empty_batch, 2, &r);
+	ck_assert_msg(r.status == 200 && r.len == 0, "an empty batch: %ld %s", r.status, r.body);
+	pe_resp_free(&r);
+	free(ex);
+	free(ep);
 	/* and a good one still works on the same daemon */
 	post_form(&d, "", ok, 2, &r);
 	ck_assert_int_eq(r.status, 200);
