@@ -195,9 +195,9 @@ static int sim_cost(const struct pe_params *p, struct pe_cost *c)
 	uint64_t len = (uint64_t)pe_param_int(p, "len"), dim = (uint64_t)pe_param_int(p, "dim");
 	c->intermediate = (pe_param_enum(p, "encoding") == ENC_ROPE ? 2 : 1) * len * dim;
 	c->intermediate_param = "dim";
-	/* sim_compute's: X whole in double, RoPE's sin rows, the Gram job's tiles */
-	c->scratch_bytes = len * dim * sizeof(double) + (pe_param_enum(p, "encoding") == ENC_ROPE ? ENC_SCRATCH_BYTES + dim * sizeof(double) : 0) +
-			   ((uint64_t)16 << 10);
+	/* sim_compute's: X whole in double, RoPE's sin rows (enc_init), the Gram job's tiles */
+	uint64_t sin_rows = pe_param_enum(p, "encoding") == ENC_ROPE ? ENC_SCRATCH_BYTES + dim * sizeof(double) : 0;
+	c->scratch_bytes = len * dim * sizeof(double) + sin_rows + ((uint64_t)16 << 10);
 	c->work = pe_gram_cost(len, dim);
 	c->work_param = "len";
 	return 0;

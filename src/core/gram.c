@@ -111,7 +111,7 @@ int pe_gram_rows(const struct pe_gram_src *s, size_t r0, size_t m, enum pe_dtype
 {
 	if (r0 > s->n || m > s->n - r0)
 		return pe_err_set(err, PE_EINTERNAL, "", "rows %zu+%zu are outside the matrix", r0, m);
-	struct gram_job *g = malloc(sizeof *g);
+	struct gram_job job, *g = &job; /* on the stack: over rows in memory nothing is allocated */
 	size_t xrows = s->rows ? m : rows_in(GRAM_XS_BYTES, s->d, PE_GRAM_BLOCK);
 	size_t yrows = s->rows ? s->n : rows_in(GRAM_YS_BYTES, s->d, PE_TABLE_ROW_ALIGN);
 	xrows = xrows < m ? xrows : m;
@@ -119,7 +119,7 @@ int pe_gram_rows(const struct pe_gram_src *s, size_t r0, size_t m, enum pe_dtype
 	double *xbuf = s->rows ? NULL : malloc((xrows * s->d + 1) * sizeof(double));
 	double *ybuf = s->rows ? NULL : malloc((yrows * s->d + 1) * sizeof(double));
 	int rc = 0;
-	if (!g || (!s->rows && (!xbuf || !ybuf))) {
+	if (!s->rows && (!xbuf || !ybuf)) {
 		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
 		goto out;
 	}
@@ -141,7 +141,6 @@ int pe_gram_rows(const struct pe_gram_src *s, size_t r0, size_t m, enum pe_dtype
 			rc = columns(g, s, xs, i0, ni, r0 + m, s->n, 0, ybuf, yrows);
 	}
 out:
-	free(g);
 	free(xbuf);
 	free(ybuf);
 	return rc;

@@ -43,6 +43,7 @@ static const struct tcase cases[] = {
 	{"analysis/similarity", "encoding=sinusoidal&len=150&dim=24&offset=9&dtype=bf16",
 	 (1u << PE_FMT_JSON | 1u << PE_FMT_BIN | 1u << PE_FMT_CSV)},
 	{"analysis/rope-decay", "dim=16&max_distance=150000&dtype=f64", ALL_FMTS}, /* rank 1 by blocks */
+	{"analysis/rope-decay", "dim=4&max_distance=140000", ALL_FMTS},  /* f32: the list printer's fast path */
 	{"analysis/rope-decay", "dim=8&max_distance=5", ALL_FMTS},
 	{"rope/inv_freq", "dim=16", ALL_FMTS},                         /* rank 1, computed whole */
 	{"alibi/slopes", "heads=5", ALL_FMTS},
