@@ -103,6 +103,15 @@ struct enc {
 	size_t sn_rows;
 };
 
+/* Rows of RoPE's sin plane made at once: ENC_SCRATCH_BYTES of them (whole blocks of
+ * PE_TABLE_ROW_ALIGN when that many fit), at least one, at most len. */
+static size_t sin_rows(size_t len, size_t d)
+{
+	size_t n = ENC_SCRATCH_BYTES / (d * sizeof(double));
+	n = n >= PE_TABLE_ROW_ALIGN ? n - n % PE_TABLE_ROW_ALIGN : n ? n : 1;
+	return n < len ? n : len;
+}
+
 static int enc_init(struct enc *e, const struct pe_params *p, struct pe_err *err)
 {
 	memset(e, 0, sizeof *e);
@@ -116,9 +125,7 @@ static int enc_init(struct enc *e, const struct pe_params *p, struct pe_err *err
 	if (rc == 0)
 		rc = pe_params_finish(&e->t, err);
 	if (rc == 0 && e->rope) {
-		e->sn_rows = ENC_SCRATCH_BYTES / (e->d * sizeof(double));
-		e->sn_rows = e->sn_rows >= PE_TABLE_ROW_ALIGN ? e->sn_rows - e->sn_rows % PE_TABLE_ROW_ALIGN
-			     : e->sn_rows ? e->sn_rows : 1;
+		e->sn_rows = sin_rows((size_t)pe_param_int(p, "len"), e->d);
 		if (!(e->sn = malloc(e->sn_rows * e->d * sizeof(double))))
 			rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	}
@@ -195,9 +202,9 @@ static int sim_cost(const struct pe_params *p, struct pe_cost *c)
 	uint64_t len = (uint64_t)pe_param_int(p, "len"), dim = (uint64_t)pe_param_int(p, "dim");
 	c->intermediate = (pe_param_enum(p, "encoding") == ENC_ROPE ? 2 : 1) * len * dim;
 	c->intermediate_param = "dim";
-	/* sim_compute's: X whole in double, RoPE's sin rows (enc_init), the Gram job's tiles */
-	uint64_t sin_rows = pe_param_enum(p, "encoding") == ENC_ROPE ? ENC_SCRATCH_BYTES + dim * sizeof(double) : 0;
-	c->scratch_bytes = len * dim * sizeof(double) + sin_rows + ((uint64_t)16 << 10);
+	/* sim_compute's: X whole in double and RoPE's sin rows (at most as many again) */
+	uint64_t sn = pe_param_enum(p, "encoding") == ENC_ROPE ? sin_rows((size_t)len, (size_t)dim) * dim : 0;
+	c->scratch_bytes = (len * dim + sn) * sizeof(double);
 	c->work = pe_gram_cost(len, dim);
 	c->work_param = "len";
 	return 0;
