@@ -195,12 +195,15 @@ START_TEST(rss_of_large_2d_tables)
 END_TEST
 
 /* The analyses: a 512 MiB similarity (its encoding's rows made again for each block of output
- * rows, its Gram rows computed a block at a time), 64 MiB of f32 similarity as CSV, and the
- * largest rope-decay as JSON (one list of 2^20 numbers, written a slice at a time). */
+ * rows, its Gram rows computed a block at a time), a small one whose encoding rows alone take
+ * 80 MiB (made in sub-blocks of rows and blocks of columns), 64 MiB of f32 similarity as CSV, and
+ * the largest rope-decay as JSON (one list of 2^20 numbers, written a slice at a time). */
 START_TEST(rss_of_large_analyses)
 {
 	expect_small_rss((size_t)512 << 20, "analysis/similarity", "--encoding", "rope", "--len", "8192", "--dim", "64",
 			 "--dtype", "f64", "--format", "bin", NULL);
+	expect_small_rss((size_t)160 * 160 * 4, "analysis/similarity", "--len", "160", "--dim", "65536", "--format", "bin",
+			 NULL);
 	expect_small_rss(0, "analysis/similarity", "--len", "4096", "--dim", "32", "--format", "csv", NULL);
 	expect_small_rss(0, "analysis/rope-decay", "--max-distance", "1048576", "--dim", "2", "--dtype", "f64", NULL);
 }
