@@ -164,9 +164,11 @@ test:
 	$(MAKE) lint
 	$(MAKE) browser
 
-# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in its own build tree.
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in its own build tree; the
+# CLI tests run that tree's CLI (they run $POSENC_CLI, else build/posenc).
 asan:
 	@./tests/tools/deps.sh build test
+	POSENC_CLI=build/asan/posenc \
 	$(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		unit e2e fault
 
