@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KEY_MAX (PE_MAX_LIST * 26 + 4096)
 #define OFFERED                                                                                  \
 	(PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV) | \
 	 PE_FMT_BIT(PE_FMT_PNG))
@@ -159,6 +158,20 @@ static int parse_request(struct pe_http *h, struct MHD_Connection *conn, const s
 	if (rc == 0)
 		rc = check_size(h, p, err);
 	return rc;
+}
+
+/* Room for any key of these parameters: a list value's canonical form is at most 24 characters
+ * and a comma, a text parameter's is its own text, a scalar's at most 24 characters; 4096 for the
+ * path, the separators and the output options. (A fixed size failed long keys: two lists of 4096
+ * values, or M-RoPE's segments with its second_per_grid_t, are over 100 KB.) */
+static size_t key_cap(const struct pe_params *p)
+{
+	size_t cap = 4096;
+	for (int i = 0; i < p->def->nparams; i++) {
+		const struct pe_param_val *v = &p->v[i];
+		cap += strlen(p->def->params[i].name) + 32 + 26 * v->nlist + (v->text ? strlen(v->text) : 0);
+	}
+	return cap;
 }
 
 static int make_key(const struct pe_params *p, const struct pe_out *o, char *key, size_t cap)
@@ -338,8 +351,9 @@ enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, con
 	}
 	char small[4096]; /* most keys fit; long factor lists take the heap */
 	int keylen = make_key(&p, &o, small, sizeof small);
-	if (keylen < 0 && (key = malloc(KEY_MAX)) != NULL)
-		keylen = make_key(&p, &o, key, KEY_MAX);
+	size_t cap = key_cap(&p);
+	if (keylen < 0 && (key = malloc(cap)) != NULL)
+		keylen = make_key(&p, &o, key, cap);
 	if (keylen < 0) {
 		pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
 		ret = pe_http_problem(r, conn, &err);
