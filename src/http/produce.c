@@ -16,7 +16,35 @@
  * block. Up to two blocks of at most SCRATCH_KEEP bytes are kept between jobs, already faulted
  * in: a fresh 1.5 MiB block for a 512x768 f32 table cost ~0.5 ms of page faults per request,
  * before the encoding can start (measured A/B on the cold JSON request: 7.4-7.6 ms against
- * 7.8-8.2). So at most 4 MiB stay resident for them. */
+ * 7.8-8.2). So at most 4 MiB stay resident for them.
+ *
+ * Inline work: a miss whose job the producer estimates at most inline_max_us (default 50 us) is
+ * computed, encoded and put in the cache on the HTTP thread that parsed it, and answered at once:
+ * no suspend, no pool, no resume. Everything else is the pooled path's: the same job (budget,
+ * deadline, scratch), the key filled or failed in the cache (single flight: the request's waiter
+ * is registered as on the pool path and completed by that fill, before pe_produce_answer returns),
+ * the same ETag, headers and "miss", and posenc_jobs_total counts it (hooks.ran_inline; also
+ * posenc_jobs_inline_total). The estimate (pe_produce_estimate_ns) is elements x a per-format
+ * cost + the core's work + a fixed part, measured with tests/bench/bench_inline.c (below); PNG is
+ * never inline (3-5 ms at any size), and a producer without an estimate (learned tables, read
+ * from the store) never is. So the HTTP thread is held at most about inline_max_us per request:
+ * a table too large for it always takes the pool and can never block the thread (fault test
+ * test_inline holds one on the only worker and gets small tables answered meanwhile).
+ *   Why 50 us: a 16x16 f32 JSON table takes ~14 us to compute and encode and a 32x32 ~27 us
+ * (bench_inline, AMD EPYC), while the trip through the pool (suspend, a worker's wake-up, the
+ * resume through MHD's ITC, the handler again) measured ~60-130 more CPU-us per request at one
+ * connection (A/B, --inline-max-us 50 against 0: 62-96 CPU-us against 123-196, 1.5-3.4x the
+ * requests/s). 50 us keeps JSON up to ~1100 elements (32x32) and bin/npy up to ~24k elements
+ * inline; past that the work itself dominates and the pool's parallelism pays, and 16 clients
+ * each holding the thread 50 us delay another by under 1 ms. Under many concurrent misses on a
+ * saturated machine the pool can still give more requests/s (its three threads against one; A/B
+ * at -c16, load 3.6-4.5 on 2 vCPUs: 5.4-7.5k against 10-12.6k req/s, CPU per request alike):
+ * inline_max_us 0 restores that.
+ *   Another request for a key being computed inline: with MHD's one epoll thread it cannot be
+ * parsed until the computation is done (it then hits). Were MHD ever run with several threads,
+ * it would find the key pending in the cache (PE_CACHE_WAIT), suspend on its waiter as for a
+ * pooled job, and be resumed by the inline computation's pe_cache_fill like any joiner: single
+ * flight holds either way, as the cache, not the thread, owns it. */
 #include "http/produce.h"
 
 #include <inttypes.h>

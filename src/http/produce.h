@@ -1,12 +1,13 @@
 /* One path from a GET to its cached answer, for every handler whose answers are cached (tables,
  * learned tables): key -> If-None-Match -> cache lookup -> single flight -> job on the pool ->
- * suspend -> resume -> serve the shared response.
+ * suspend -> resume -> serve the shared response; or, for a job estimated small, job on this
+ * thread -> serve, with no suspension.
  *
  * A handler parses and validates the request, forms the cache key (everything that shapes the
  * bytes, output options included) and calls pe_produce_answer with its producer. Only the
- * request that misses makes a job (job_new_cb); the job's produce_cb runs on a worker under
- * job_timeout (pe_cancelled) and writes the encoded answer; every request waiting on the key is
- * answered from the one body. */
+ * request that misses makes a job (job_new_cb); the job's produce_cb runs on a worker (or on the
+ * HTTP thread, when estimate_cb says at most inline_max_us) under job_timeout (pe_cancelled) and
+ * writes the encoded answer; every request waiting on the key is answered from the one body. */
 #ifndef PE_HTTP_PRODUCE_H
 #define PE_HTTP_PRODUCE_H
 

@@ -2,7 +2,10 @@
  * produce.c's inline estimate (ns per element of each format) is taken from. Each line:
  *   sample <format> <len>x<dim> <ns per element> <µs per table>
  * the median of 201 repetitions of compute + encode of a distinct sinusoidal table (a new
- * offset each), one thread, as the HTTP thread would run it. Diagnostic only: nothing asserts. */
+ * offset each), one thread, as the HTTP thread would run it. Diagnostic only: nothing asserts.
+ * Build (after make all) and run:
+ *   cc -O3 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -o build/bench_inline tests/bench/bench_inline.c \
+ *      build/libposenc.a -ljansson -lnettle -lpng -ldeflate -lsleef -lm && build/bench_inline */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

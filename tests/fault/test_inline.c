@@ -155,6 +155,7 @@ static void same_answers(int a, int b)
 		{"/v1/analysis/similarity?encoding=rope&len=8&dim=16", ""},
 	};
 	static const char *hdrs[] = {"ETag", "X-PE-Shape", "X-PE-Dtype", "Content-Type", "Content-Encoding", "X-PE-Cache"};
+	double inl0 = metric(a, "posenc_jobs_inline_total");
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
 		struct resp ra, rb;
 		int same = http_request(a, NULL, "GET", t[i].path, t[i].headers, NULL, 0, 10000, &ra) == 0 &&
@@ -176,8 +177,8 @@ static void same_answers(int a, int b)
 	size_t n = sizeof t / sizeof t[0];
 	check(metric(b, "posenc_jobs_inline_total") == 0 && metric(b, "posenc_jobs_total") == (double)n,
 	      "--inline-max-us 0: %zu computations, none inline", n);
-	check(metric(a, "posenc_jobs_inline_total") >= (double)n - 1, "default threshold: these small ones inline "
-	      "(%.0f of %zu; gzip'd JSON is estimated dearer)", metric(a, "posenc_jobs_inline_total"), n);
+	double inl = metric(a, "posenc_jobs_inline_total") - inl0;
+	check(inl == (double)n, "default inline_max_us: all %zu of these small ones inline (%.0f)", n, inl);
 }
 
 /* Access log lines of an inline miss and the following hit. */
