@@ -15,7 +15,8 @@
 # Knobs (environment): BENCH_ROUNDS, BENCH_WRK_SECONDS (5), BENCH_COLD_SECONDS (3),
 # BENCH_NGINX_WORKERS (1), BENCH_SMALL_CONNS (64), BENCH_LARGE_CONNS (16), BENCH_COLD_CONNS (16),
 # BENCH_MIXED_LARGE_Q / BENCH_MIXED_LARGE_CONNS (the mixed load's large tables: 512×768 JSON, 2);
-# BENCH_ONLY=cli or BENCH_ONLY=small runs one section (see each).
+# BENCH_ONLY=cli or BENCH_ONLY=small runs one section (see each); BENCH_PE_ARGS adds flags to the
+# HTTP section's posencd (an A/B: BENCH_PE_ARGS='--inline-max-us 0' computes every miss on the pool).
 # Raw outputs (wrk logs, samples, configs) stay in build/bench/ for a second look.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -307,7 +308,8 @@ fi # SMALL_ONLY
 
 # ================================================================ 2. HTTP
 log "http: posencd (--workers 2, cache 1 GiB) and nginx on loopback"
-start_posencd http --workers 2 --cache-bytes 1Gi
+# shellcheck disable=SC2086 # BENCH_PE_ARGS: extra posencd flags for an A/B (e.g. --inline-max-us 0)
+start_posencd http --workers 2 --cache-bytes 1Gi ${BENCH_PE_ARGS:-}
 HTTP_PID=$PD_PID
 PE=$PD_URL
 CHECK_PID=$HTTP_PID
@@ -487,7 +489,7 @@ if [ "$SMALL_ONLY" = 1 ]; then
 	NGINX_PID=
 	{
 		echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) vCPU; load average at the start: $LOAD0, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-		echo "- posenc $(git rev-parse --short HEAD 2>/dev/null || echo '?'), built -O3 ($BUILD); medians of $ROUNDS rounds, posencd and nginx alternating"
+		echo "- posenc $(git rev-parse --short HEAD 2>/dev/null || echo '?'), built -O3 ($BUILD), posencd --workers 2 ${BENCH_PE_ARGS:-}; medians of $ROUNDS rounds, posencd and nginx alternating"
 		echo
 		printf '%s\n' "| measurement | posenc | anchor (same run) | ratio | target | verdict |" "|---|---|---|---|---|---|" "${ROWS[@]}"
 	} | tee build/bench-small.md
