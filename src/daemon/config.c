@@ -81,6 +81,8 @@ static const struct key keys[] = {
 	      "body bytes read and dropped after a refusal (413, 405, 415, 401/403) so the client reads it"),
 	INT(linger_timeout, 1, 3600, "seconds a refused request's body may take to be dropped"),
 	INT(job_timeout, 1, 86400, "seconds a request may wait for its computation"),
+	INT(inline_max_us, 0, 1000,
+	    "computations estimated at most this many microseconds run on the HTTP thread; 0: all on the pool"),
 	STR(auth_token, 0, "bearer token for writes; empty: only loopback clients may write"),
 	STR(cors_origins, 0, "allowed CORS origins: comma-separated list or *; empty: no CORS"),
 	ENUM(log_level, level_names, "least severe message logged"),

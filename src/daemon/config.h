@@ -35,6 +35,7 @@ struct pe_config {
 	int64_t linger_bytes;          /* body bytes read and dropped after a refusal, to answer it */
 	int64_t linger_timeout;        /* seconds spent on that at most */
 	int64_t job_timeout;           /* seconds a request may wait for its computation */
+	int64_t inline_max_us;         /* estimated µs of work computed on the HTTP thread; 0 = none */
 	char auth_token[256];          /* "" = none: only loopback clients may write */
 	char cors_origins[1024];       /* comma list or "*" */
 	enum pe_log_level log_level;

@@ -44,6 +44,12 @@ static int submit_hook(void *ctx, void (*work)(void *), void *arg)
 	return pe_pool_submit(d->pool, work, arg);
 }
 
+static void ran_inline_hook(void *ctx)
+{
+	struct daemon *d = ctx;
+	pe_pool_count_inline(d->pool);
+}
+
 static void observe_hook(void *ctx, const struct pe_http_request_info *info)
 {
 	struct daemon *d = ctx;
@@ -134,6 +140,7 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.linger_bytes = (uint64_t)c->linger_bytes,
 		.linger_timeout_s = (unsigned)c->linger_timeout,
 		.job_timeout_s = (unsigned)c->job_timeout,
+		.inline_max_us = (unsigned)c->inline_max_us,
 		.cors_origins = c->cors_origins,
 		.tls_cert_pem = d->tls_cert,
 		.tls_key_pem = d->tls_key,
@@ -144,7 +151,7 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.store = d->store,
 		.parallel = pe_pool_parallel_hook(d->pool),
 		.auth_token = c->auth_token,
-		.hooks = {.ctx = d, .submit = submit_hook, .observe = observe_hook, .render_metrics = render_hook},
+		.hooks = {.ctx = d, .submit = submit_hook, .ran_inline = ran_inline_hook, .observe = observe_hook, .render_metrics = render_hook},
 	};
 	return pe_http_start(&o, err);
 }

@@ -1,6 +1,7 @@
 /* GET /v1/<table>: parameters, negotiation and the cache key here; the cache, single flight,
  * the job, ETag and 304 in produce.c, which calls back into this file's producer to compute and
- * encode the table on a worker thread. The GET path of a table reads in these two files.
+ * encode the table (on the HTTP thread when its estimate is small, else on a worker). The GET
+ * path of a table reads in these two files.
  *
  * Memory: the job builds under the response budget (opt.budget): its scratch table, what the
  * core's compute allocates besides its output (pe_cost's scratch_bytes: an analysis' encoding
@@ -26,6 +27,7 @@ struct job {
 	struct pe_params params;
 	struct pe_out out;
 	size_t scratch_bytes; /* reserved around pe_table_compute: what it allocates besides the table */
+	uint64_t estimate_ns; /* pe_produce_estimate_ns: whether it runs on the HTTP thread */
 };
 
 /* ---- query parsing ---- */
@@ -120,13 +122,17 @@ static uint64_t job_need(const struct pe_out *o, const struct pe_shape *s, uint6
  * intermediate's parameter when that alone is too much, format when the table would fit as bin,
  * else the table's size parameter. */
 static int check_budget(struct pe_http *h, const struct pe_params *p, const struct pe_out *o,
-			const struct pe_png_layout *lay, size_t keylen, uint64_t *scratch, struct pe_err *err)
+			const struct pe_png_layout *lay, size_t keylen, uint64_t *scratch, uint64_t *estimate,
+			struct pe_err *err)
 {
 	struct pe_shape s;
 	struct pe_cost c;
+	int overflow;
 	if (pe_table_shape(p, &s) != 0 || pe_table_cost(p, &c) != 0)
 		return pe_err_set(err, PE_EINTERNAL, "", "cannot size this table");
 	*scratch = c.scratch_bytes;
+	uint64_t n = pe_shape_count(&s, &overflow);
+	*estimate = pe_produce_estimate_ns(o, overflow ? UINT64_MAX : n, pe_produce_add(c.work, c.intermediate));
 	/* JSON's head: the parameters as the key holds them, quoted and keyed */
 	uint64_t out = pe_produce_out_bound(o, &s, 2 * keylen + 1024, o->fmt == PE_FMT_PNG ? lay : NULL);
 	uint64_t need = job_need(o, &s, c.scratch_bytes, out);
@@ -266,6 +272,8 @@ static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, 
 	return 0;
 }
 
+static uint64_t estimate_cb(void *arg) { return ((struct job *)arg)->estimate_ns; }
+
 static void job_free_cb(void *arg)
 {
 	struct job *j = arg;
@@ -311,14 +319,15 @@ static void *job_new_cb(void *ctx, struct pe_err *err)
 {
 	struct miss *m = ctx;
 	struct pe_png_layout lay;
-	uint64_t scratch = 0;
+	uint64_t scratch = 0, estimate = UINT64_MAX;
 	if (check_output(m->params, m->out, &lay, err) != 0 ||
-	    check_budget(m->h, m->params, m->out, &lay, m->keylen, &scratch, err) != 0)
+	    check_budget(m->h, m->params, m->out, &lay, m->keylen, &scratch, &estimate, err) != 0)
 		return NULL;
 	struct job *j = malloc(sizeof *j);
 	if (!j)
 		return NULL;
-	*j = (struct job){.h = m->h, .params = *m->params, .out = *m->out, .scratch_bytes = (size_t)scratch};
+	*j = (struct job){.h = m->h, .params = *m->params, .out = *m->out, .scratch_bytes = (size_t)scratch,
+			  .estimate_ns = estimate};
 	memset(m->params, 0, sizeof *m->params); /* the job owns the list allocations now */
 	return j;
 }
@@ -328,6 +337,7 @@ static const struct pe_producer producer = {
 	.job_new_cb = job_new_cb,
 	.produce_cb = produce_cb,
 	.job_free_cb = job_free_cb,
+	.estimate_cb = estimate_cb,
 	.failure_cb = failure_cb,
 };
 
