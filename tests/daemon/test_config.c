@@ -107,12 +107,13 @@ START_TEST(defaults_match_config_file)
 	json_error_t jerr;
 	json_t *root = json_load_file("config/posenc.json", 0, &jerr);
 	ck_assert_msg(root != NULL, "config/posenc.json: %s", jerr.text);
-	ck_assert_uint_eq(json_object_size(root), 26);
+	ck_assert_uint_eq(json_object_size(root), 27);
 #define INT_EQ(f) ck_assert_int_eq(cfg.f, json_integer_value(json_object_get(root, #f)))
 #define STR_EQ(f) ck_assert_str_eq(cfg.f, json_string_value(json_object_get(root, #f)))
 	INT_EQ(port);
 	STR_EQ(bind);
 	STR_EQ(data_dir);
+	STR_EQ(store_url);
 	INT_EQ(store_max_bytes);
 	INT_EQ(max_table_bytes);
 	INT_EQ(quarantine_max_bytes);
@@ -517,6 +518,8 @@ START_TEST(help_lists_every_option)
 		"default \"0.0.0.0\", at most 63 bytes, env POSENC_BIND\n",
 		"--data-dir TEXT",
 		"default \"./data\", at most 4095 bytes, env POSENC_DATA_DIR\n",
+		"--store-url TEXT",
+		"default \"file:\", at most 1023 bytes, env POSENC_STORE_URL\n",
 		"--store-max-bytes BYTES",
 		"default 1073741824, range 1..1125899906842624, env POSENC_STORE_MAX_BYTES\n",
 		"--max-table-bytes BYTES",

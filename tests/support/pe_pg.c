@@ -1,0 +1,174 @@
+/* A private PostgreSQL cluster for tests (see pe_pg.h). Commands run through system(): initdb,
+ * pg_ctl and psql, with the paths quoted; as root they run as "postgres" through runuser. */
+#include "support/pe_pg.h"
+
+#include <arpa/inet.h>
+#include <glob.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_CLUSTERS 4
+
+static struct pe_pg *live[MAX_CLUSTERS];
+static pid_t live_owner[MAX_CLUSTERS];
+static int armed;
+
+static const char *bindir(void)
+{
+	static char dir[256];
+	const char *env = getenv("PE_PG_BINDIR");
+	glob_t g;
+	if (env && *env)
+		return env;
+	if (!dir[0] && glob("/usr/lib/postgresql/*/bin/initdb", 0, NULL, &g) == 0) {
+		/* the last in glob's (sorted) order: the newest version with one digit more is rare enough */
+		snprintf(dir, sizeof dir, "%.*s", (int)(strlen(g.gl_pathv[g.gl_pathc - 1]) - strlen("/initdb")),
+			 g.gl_pathv[g.gl_pathc - 1]);
+		globfree(&g);
+	}
+	return dir;
+}
+
+/* "<bindir>/<tool>" or just "<tool>" (from $PATH). */
+static void tool(const char *name, char *out, size_t cap)
+{
+	const char *d = bindir();
+	snprintf(out, cap, "%s%s%s", d, *d ? "/" : "", name);
+}
+
+/* The prefix that runs a command as the cluster's owner. */
+static const char *as_owner(void) { return geteuid() == 0 ? "runuser -u postgres -- " : ""; }
+
+int pe_pg_available(void)
+{
+	char t[300], cmd[400];
+	tool("initdb", t, sizeof t);
+	snprintf(cmd, sizeof cmd, "'%s' --version >/dev/null 2>&1", t);
+	return system(cmd) == 0 && (geteuid() != 0 || getpwnam("postgres") != NULL);
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static void cleanup(void)
+{
+	for (int i = 0; i < MAX_CLUSTERS; i++)
+		if (live[i] && live_owner[i] == getpid())
+			pe_pg_destroy(live[i]);
+}
+
+static void remember(struct pe_pg *pg)
+{
+	if (!armed) {
+		atexit(cleanup);
+		armed = 1;
+	}
+	for (int i = 0; i < MAX_CLUSTERS; i++)
+		if (!live[i] || live_owner[i] != getpid()) {
+			live[i] = pg;
+			live_owner[i] = getpid();
+			return;
+		}
+}
+
+static int run_ctl(const struct pe_pg *pg, const char *args)
+{
+	char t[300], cmd[1200];
+	tool("pg_ctl", t, sizeof t);
+	snprintf(cmd, sizeof cmd, "%s'%s' -D '%s/data' -l '%s/log' -w -t 60 %s >>'%s/ctl.out' 2>&1", as_owner(), t,
+		 pg->dir, pg->dir, args, pg->dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static int start_server(struct pe_pg *pg)
+{
+	char args[400];
+	snprintf(args, sizeof args, "-o \"-p %d -k '%s' -c listen_addresses=127.0.0.1 -c fsync=off\" start", pg->port,
+		 pg->dir);
+	return run_ctl(pg, args);
+}
+
+int pe_pg_start(struct pe_pg *pg, char *why, size_t cap)
+{
+	char t[300], cmd[1000];
+	struct passwd *pw = geteuid() == 0 ? getpwnam("postgres") : NULL;
+	memset(pg, 0, sizeof *pg);
+	snprintf(pg->dir, sizeof pg->dir, "%s/posenc-pg-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(pg->dir))
+		return snprintf(why, cap, "mkdtemp failed"), -1;
+	if (geteuid() == 0 && (!pw || chown(pg->dir, pw->pw_uid, pw->pw_gid) != 0))
+		return snprintf(why, cap, "cannot give %s to the postgres user", pg->dir), -1;
+	remember(pg);
+	tool("initdb", t, sizeof t);
+	snprintf(cmd, sizeof cmd, "%s'%s' -D '%s/data' -U posenc --auth=trust -N -E UTF8 --locale=C >'%s/initdb.out' 2>&1",
+		 as_owner(), t, pg->dir, pg->dir);
+	if (system(cmd) != 0)
+		return snprintf(why, cap, "initdb failed (see %s/initdb.out)", pg->dir), -1;
+	for (int tries = 0; tries < 3; tries++) {
+		if ((pg->port = free_port()) < 0)
+			continue;
+		snprintf(pg->url, sizeof pg->url, "postgresql://posenc@127.0.0.1:%d/postgres", pg->port);
+		if (start_server(pg) == 0) {
+			pg->running = 1;
+			return 0;
+		}
+	}
+	return snprintf(why, cap, "pg_ctl start failed (see %s/log)", pg->dir), -1;
+}
+
+int pe_pg_stop(struct pe_pg *pg, const char *mode)
+{
+	char args[64];
+	snprintf(args, sizeof args, "-m %s stop", mode);
+	int rc = run_ctl(pg, args);
+	if (rc == 0)
+		pg->running = 0;
+	return rc;
+}
+
+int pe_pg_restart(struct pe_pg *pg)
+{
+	int rc = start_server(pg);
+	if (rc == 0)
+		pg->running = 1;
+	return rc;
+}
+
+int pe_pg_sql(const struct pe_pg *pg, const char *sql)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd, "psql -X -q -v ON_ERROR_STOP=1 '%s' -c \"%s\" >>'%s/psql.out' 2>&1", pg->url, sql,
+		 pg->dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+void pe_pg_destroy(struct pe_pg *pg)
+{
+	char cmd[300];
+	if (!pg->dir[0])
+		return;
+	if (pg->running)
+		pe_pg_stop(pg, "immediate");
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", pg->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "pe_pg: cannot remove %s\n", pg->dir);
+	for (int i = 0; i < MAX_CLUSTERS; i++)
+		if (live[i] == pg)
+			live[i] = NULL;
+	pg->dir[0] = 0;
+}

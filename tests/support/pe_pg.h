@@ -1,0 +1,35 @@
+/* A private PostgreSQL cluster for tests: initdb in a temporary directory, started with pg_ctl on
+ * a free loopback port (listen_addresses 127.0.0.1, its unix socket in the same directory), trust
+ * authentication for the user "posenc", removed at the end. As root, initdb and the server run as
+ * the "postgres" user (initdb refuses root), and the directory is chown'ed to it.
+ *
+ * The binaries: $PE_PG_BINDIR, else the newest /usr/lib/postgresql/<version>/bin, else $PATH.
+ * Every cluster a process starts is remembered, and stopped (immediate) and removed by an atexit
+ * handler if the test did not: a failed check test leaves nothing running. No libcheck here:
+ * failures are returned with a reason. */
+#ifndef PE_TEST_PG_H
+#define PE_TEST_PG_H
+
+#include <stddef.h>
+
+struct pe_pg {
+	char dir[128];  /* the cluster's directory: data/, the socket, log */
+	int port;
+	char url[256];  /* postgresql://posenc@127.0.0.1:<port>/postgres */
+	int running;
+};
+
+/* Is PostgreSQL installed (initdb found)? Tests that need it say so and pass when it is not. */
+int pe_pg_available(void);
+/* initdb and start. 0, or -1 with why. */
+int pe_pg_start(struct pe_pg *pg, char *why, size_t cap);
+/* pg_ctl stop -m mode ("fast", "immediate"). 0 or -1. */
+int pe_pg_stop(struct pe_pg *pg, const char *mode);
+/* Start it again (after pe_pg_stop), on the same port. 0 or -1. */
+int pe_pg_restart(struct pe_pg *pg);
+/* Run one SQL command through psql; 0 when it succeeded. */
+int pe_pg_sql(const struct pe_pg *pg, const char *sql);
+/* Stop (immediate) and remove. */
+void pe_pg_destroy(struct pe_pg *pg);
+
+#endif
