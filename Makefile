@@ -53,7 +53,7 @@ deps:
 
 # Test code (tests/support objects, test programs) sees tests/ on its include path; src/ does not.
 $(BUILD)/obj/tests/%.o: CFLAGS += -Itests
-TEST_CFLAGS := -Itests
+TEST_CFLAGS := -Itests $(shell pkg-config --cflags libpq 2>/dev/null)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

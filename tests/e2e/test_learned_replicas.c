@@ -266,6 +266,22 @@ static void *traffic(void *arg)
 	return NULL;
 }
 
+/* Tables and /readyz from A only. */
+static void *traffic_a(void *arg)
+{
+	const char *paths[] = {"/v1/sinusoidal?len=64&dim=32", "/readyz"};
+	for (int i = 0; atomic_load(&traffic_on); i++) {
+		struct pe_resp r;
+		pe_get(&A, paths[i % 2], &r);
+		if (r.status != 200)
+			atomic_fetch_add(&traffic_bad, 1);
+		atomic_fetch_add(&traffic_n, 1);
+		pe_resp_free(&r);
+		usleep(5000);
+	}
+	return NULL;
+}
+
 static void expect_503(const struct pe_daemon *d, const char *method, const char *path)
 {
 	struct pe_resp r;
@@ -344,6 +360,56 @@ START_TEST(database_down_and_back_under_traffic)
 }
 END_TEST
 
+/* ---- a database that stops answering (frozen: connections open, nothing comes back) ---- */
+
+START_TEST(unanswering_database_cannot_hold_requests)
+{
+	char sha[65], etag[128], got[65];
+	pthread_t t;
+	start(&A, "a");
+	ck_assert_int_eq(put_table(&A, "cached", 32, 1, sha), 201);
+	ck_assert_int_eq(get_table(&A, "cached", etag, got), 200);
+	atomic_store(&traffic_on, 1);
+	atomic_store(&traffic_bad, 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, traffic_a, NULL), 0);
+	ck_assert_int_eq(pe_pg_freeze(&PG, 1), 0);
+	/* a write now waits for the database until the operation timeout (10 s), then 503; meanwhile
+	 * the listener's liveness query goes unanswered and the store is declared down */
+	ck_assert_int_eq(put_table(&A, "stuck", 4, 1, NULL), 503);
+	until_metric(&A, "posenc_store_up", 0, 20);
+	double t0 = now_s();
+	ck_assert_int_eq(put_table(&A, "fast", 4, 1, NULL), 503); /* down: refused without waiting */
+	ck_assert_msg(now_s() - t0 < 5, "a write waited %.1f s on a database known to be down", now_s() - t0);
+	ck_assert_int_eq(get_table(&A, "cached", etag, got), 200);
+	ck_assert_int_eq(pe_pg_freeze(&PG, 0), 0);
+	until_metric(&A, "posenc_store_up", 1, 30);
+	ck_assert_int_eq(put_table(&A, "after", 4, 1, NULL), 201);
+	atomic_store(&traffic_on, 0);
+	pthread_join(t, NULL);
+	ck_assert_msg(atomic_load(&traffic_bad) == 0, "%d of %d table or readyz answers were not 200",
+		      atomic_load(&traffic_bad), atomic_load(&traffic_n));
+}
+END_TEST
+
+/* ---- every row's SHA-256 is checked when read ---- */
+
+START_TEST(damaged_row_is_never_served)
+{
+	char etag[128], got[65];
+	struct pe_resp r;
+	start(&A, "a");
+	ck_assert_int_eq(put_table(&A, "rot", 4, 1, NULL), 201);
+	ck_assert_int_eq(pe_pg_sql(&PG, "UPDATE posenc_learned SET data = set_byte(data, 5, get_byte(data, 5) # 1) "
+				   "WHERE name = 'rot'"),
+			 0);
+	ck_assert_int_eq(get_table(&A, "rot", etag, got), 500);
+	pe_get(&A, "/v1/learned/rot?format=npy", &r);
+	pe_assert_problem(&r, 500, NULL);
+	ck_assert_msg(strstr(r.body, "damaged") != NULL, "%s", r.body);
+	pe_resp_free(&r);
+}
+END_TEST
+
 /* ---- start-up with the database down ---- */
 
 START_TEST(starts_with_the_database_down)
@@ -376,6 +442,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, reconnect_catches_up);
 	tcase_add_test(tc, database_down_and_back_under_traffic);
 	tcase_add_test(tc, starts_with_the_database_down);
+	tcase_add_test(tc, unanswering_database_cannot_hold_requests);
+	tcase_add_test(tc, damaged_row_is_never_served);
 	suite_add_tcase(s, tc);
 	return s;
 }

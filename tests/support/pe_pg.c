@@ -3,6 +3,8 @@
 #include "support/pe_pg.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <signal.h>
 #include <glob.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -157,11 +159,65 @@ int pe_pg_sql(const struct pe_pg *pg, const char *sql)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* The postmaster's pid (from postmaster.pid), or -1. */
+static pid_t postmaster(const struct pe_pg *pg)
+{
+	char path[200];
+	long pid = -1;
+	snprintf(path, sizeof path, "%s/data/postmaster.pid", pg->dir);
+	FILE *f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &pid) != 1)
+			pid = -1;
+		fclose(f);
+	}
+	return (pid_t)pid;
+}
+
+/* The parent of pid (from /proc/<pid>/stat), or -1. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')'); /* "pid (comm) state ppid ..." */
+	long ppid = -1;
+	char state;
+	return p && sscanf(p + 1, " %c %ld", &state, &ppid) == 2 ? (pid_t)ppid : -1;
+}
+
+int pe_pg_freeze(struct pe_pg *pg, int frozen)
+{
+	pid_t pm = postmaster(pg);
+	int sig = frozen ? SIGSTOP : SIGCONT;
+	DIR *d = opendir("/proc");
+	if (pm <= 0 || !d) {
+		if (d)
+			closedir(d);
+		return -1;
+	}
+	kill(pm, sig);
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		pid_t pid = (pid_t)atol(e->d_name);
+		if (pid > 0 && parent_of(pid) == pm)
+			kill(pid, sig); /* the cluster's backends and helpers: the postmaster's children */
+	}
+	closedir(d);
+	pg->frozen = frozen;
+	return 0;
+}
+
 void pe_pg_destroy(struct pe_pg *pg)
 {
 	char cmd[300];
 	if (!pg->dir[0])
 		return;
+	if (pg->frozen)
+		pe_pg_freeze(pg, 0);
 	if (pg->running)
 		pe_pg_stop(pg, "immediate");
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", pg->dir);

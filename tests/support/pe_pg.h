@@ -17,6 +17,7 @@ struct pe_pg {
 	int port;
 	char url[256];  /* postgresql://posenc@127.0.0.1:<port>/postgres */
 	int running;
+	int frozen;
 };
 
 /* Is PostgreSQL installed (initdb found)? Tests that need it say so and pass when it is not. */
@@ -29,6 +30,9 @@ int pe_pg_stop(struct pe_pg *pg, const char *mode);
 int pe_pg_restart(struct pe_pg *pg);
 /* Run one SQL command through psql; 0 when it succeeded. */
 int pe_pg_sql(const struct pe_pg *pg, const char *sql);
+/* Freeze (SIGSTOP) or thaw (SIGCONT) the server and its backends: connections stay open and nothing
+ * answers, as with a database host that stopped answering. 0 or -1. */
+int pe_pg_freeze(struct pe_pg *pg, int frozen);
 /* Stop (immediate) and remove. */
 void pe_pg_destroy(struct pe_pg *pg);
 
