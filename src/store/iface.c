@@ -1,6 +1,5 @@
 /* The store's public functions (include/posenc/store.h): each dispatches to the implementation
- * the store was opened with (iface.h), and what does not depend on it lives here: the rules for
- * names and what makes two metadata the same version. */
+ * the store was opened with (iface.h). What does not depend on it (names, versions) is names.c. */
 #include "store/iface.h"
 
 #include <stdio.h>
@@ -61,30 +60,4 @@ void pe_store_limits(const struct pe_store *s, uint64_t *max_bytes, uint64_t *ma
 {
 	*max_bytes = s->max_bytes;
 	*max_table_bytes = s->max_table_bytes;
-}
-
-int pe_store_name_check(const char *name, size_t len, struct pe_err *err)
-{
-	if (len == 0 || len > PE_STORE_NAME_MAX)
-		return pe_err_set(err, PE_EINVAL, "name", "name must be 1 to %d characters, got %zu", PE_STORE_NAME_MAX,
-				  len);
-	if (name[0] == '.')
-		return pe_err_set(err, PE_EINVAL, "name", "name must not start with a dot");
-	for (size_t i = 0; i < len; i++) {
-		char c = name[i];
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-		      c == '_' || c == '-'))
-			return pe_err_set(err, PE_EINVAL, "name",
-					  "name may hold only A-Z a-z 0-9 . _ - (byte %zu is 0x%02x)", i + 1,
-					  (unsigned)(unsigned char)c);
-	}
-	return 0;
-}
-
-
-int pe_store_same_version(const struct pe_store_meta *a, const struct pe_store_meta *b)
-{
-	return !memcmp(a->sha256, b->sha256, 32) && a->dtype == b->dtype && a->rows == b->rows && a->cols == b->cols &&
-	       a->prefix_tokens == b->prefix_tokens && a->grid_h == b->grid_h && a->grid_w == b->grid_w &&
-	       !strcmp(a->name, b->name);
 }

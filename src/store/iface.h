@@ -1,9 +1,9 @@
 /* Internal to src/store: the store interface (a table of operations) that include/posenc/store.h's
  * functions dispatch through, and the two implementations' constructors:
- *   iface.c   the public functions: dispatch, and what every store shares (names, versions)
+ *   iface.c   the public functions: dispatch to the implementation
+ *   names.c   what every store shares: names, versions
  *   file.c    the file store (store.c, format.c, quarantine.c, open.c) behind the table
- *   pg.c      the PostgreSQL store: connections, schema, put/delete/read (pg_listen.c: the index
- *             kept current through LISTEN/NOTIFY, reconnection; pg_wire.c: binary values) */
+ *   pg*.c     the PostgreSQL store (its files: pg.h) */
 #ifndef PE_STORE_IFACE_H
 #define PE_STORE_IFACE_H
 
