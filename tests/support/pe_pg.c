@@ -11,14 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
-
-#define MAX_CLUSTERS 4
-
-static struct pe_pg *live[MAX_CLUSTERS];
-static pid_t live_owner[MAX_CLUSTERS];
-static int armed;
 
 static const char *bindir(void)
 {
@@ -67,27 +64,6 @@ static int free_port(void)
 	return port;
 }
 
-static void cleanup(void)
-{
-	for (int i = 0; i < MAX_CLUSTERS; i++)
-		if (live[i] && live_owner[i] == getpid())
-			pe_pg_destroy(live[i]);
-}
-
-static void remember(struct pe_pg *pg)
-{
-	if (!armed) {
-		atexit(cleanup);
-		armed = 1;
-	}
-	for (int i = 0; i < MAX_CLUSTERS; i++)
-		if (!live[i] || live_owner[i] != getpid()) {
-			live[i] = pg;
-			live_owner[i] = getpid();
-			return;
-		}
-}
-
 static int run_ctl(const struct pe_pg *pg, const char *args)
 {
 	char t[300], cmd[1200];
@@ -105,17 +81,53 @@ static int start_server(struct pe_pg *pg)
 	return run_ctl(pg, args);
 }
 
+/* The watcher (see pe_pg.h): the end of the pipe it reads is its only copy; the test process's
+ * end is close-on-exec, so the daemons and commands it starts do not keep the watcher waiting. */
+static int watch(struct pe_pg *pg)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -1;
+	pid_t w = fork();
+	if (w < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (w == 0) {
+		char c = 0;
+		ssize_t n;
+		close(p[1]);
+		setsid(); /* out of the test's process group, which check SIGKILLs when the test ends */
+		while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
+			;
+		if (n == 1 && c == 'x')
+			_exit(0); /* pe_pg_destroy cleaned up */
+		pe_pg_freeze(pg, 0);
+		pg->running = 1;
+		pg->watch_fd = -1;
+		pe_pg_destroy(pg);
+		_exit(0);
+	}
+	close(p[0]);
+	pg->watch_fd = p[1];
+	pg->watcher = (int)w;
+	return 0;
+}
+
 int pe_pg_start(struct pe_pg *pg, char *why, size_t cap)
 {
 	char t[300], cmd[1000];
 	struct passwd *pw = geteuid() == 0 ? getpwnam("postgres") : NULL;
 	memset(pg, 0, sizeof *pg);
+	pg->watch_fd = -1;
 	snprintf(pg->dir, sizeof pg->dir, "%s/posenc-pg-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(pg->dir))
 		return snprintf(why, cap, "mkdtemp failed"), -1;
 	if (geteuid() == 0 && (!pw || chown(pg->dir, pw->pw_uid, pw->pw_gid) != 0))
 		return snprintf(why, cap, "cannot give %s to the postgres user", pg->dir), -1;
-	remember(pg);
+	if (watch(pg) != 0)
+		return snprintf(why, cap, "cannot start the cluster's watcher"), -1;
 	tool("initdb", t, sizeof t);
 	snprintf(cmd, sizeof cmd, "%s'%s' -D '%s/data' -U posenc --auth=trust -N -E UTF8 --locale=C >'%s/initdb.out' 2>&1",
 		 as_owner(), t, pg->dir, pg->dir);
@@ -223,8 +235,12 @@ void pe_pg_destroy(struct pe_pg *pg)
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", pg->dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "pe_pg: cannot remove %s\n", pg->dir);
-	for (int i = 0; i < MAX_CLUSTERS; i++)
-		if (live[i] == pg)
-			live[i] = NULL;
 	pg->dir[0] = 0;
+	if (pg->watch_fd >= 0) { /* goodbye: the watcher has nothing left to do */
+		if (write(pg->watch_fd, "x", 1) != 1)
+			fprintf(stderr, "pe_pg: cannot tell the watcher\n");
+		close(pg->watch_fd);
+		waitpid(pg->watcher, NULL, 0);
+		pg->watch_fd = -1;
+	}
 }

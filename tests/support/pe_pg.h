@@ -4,9 +4,10 @@
  * the "postgres" user (initdb refuses root), and the directory is chown'ed to it.
  *
  * The binaries: $PE_PG_BINDIR, else the newest /usr/lib/postgresql/<version>/bin, else $PATH.
- * Every cluster a process starts is remembered, and stopped (immediate) and removed by an atexit
- * handler if the test did not: a failed check test leaves nothing running. No libcheck here:
- * failures are returned with a reason. */
+ * Every cluster has a watcher: a small process that waits on a pipe the test process holds, and
+ * stops (immediate) and removes the cluster when that pipe closes without pe_pg_destroy having
+ * said goodbye, so a check test that fails (check ends it with _exit: no atexit handler runs)
+ * or is killed leaves nothing running. No libcheck here: failures are returned with a reason. */
 #ifndef PE_TEST_PG_H
 #define PE_TEST_PG_H
 
@@ -18,6 +19,8 @@ struct pe_pg {
 	char url[256];  /* postgresql://posenc@127.0.0.1:<port>/postgres */
 	int running;
 	int frozen;
+	int watch_fd;   /* the pipe the watcher waits on (-1: none) */
+	int watcher;    /* its pid */
 };
 
 /* Is PostgreSQL installed (initdb found)? Tests that need it say so and pass when it is not. */
