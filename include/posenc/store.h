@@ -90,7 +90,7 @@ struct pe_store_options {
  * "data_dir"): PE_EBUSY when another process holds data_dir (nothing was changed), PE_EIO when the
  * directory cannot be created, locked or read. The lock is held until pe_store_close.
  * PostgreSQL: parse the URI (NULL with PE_EINVAL naming "store_url" when libpq refuses it), start
- * the listener thread and wait up to op_timeout_ms for the first connection (the schema created or
+ * the listener thread and wait up to 3 s for the first connection (the schema created or
  * checked, the index loaded). A database that cannot be reached yet is not an error: the store
  * starts down and connects on its own (the log callback says "store_down" / "store_up"). A schema
  * of a newer version than this build knows is an error (PE_EIO). */

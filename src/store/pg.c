@@ -34,7 +34,7 @@ enum { OK, SQL_FAILED, CONN_FAILED };
 static int step(PGconn *c, const char *sql, int n, const char *const *vals, const int *lens, const int *fmts,
 		int64_t deadline, PGresult **out, char *why, size_t cap)
 {
-	PGresult *r = pg_run(c, sql, n, vals, lens, fmts, 0, n == 0, deadline);
+	PGresult *r = pg_run(c, sql, n, vals, lens, fmts, 0, n == 0, deadline, -1);
 	if (out)
 		*out = NULL;
 	if (!r) {
@@ -313,7 +313,7 @@ static int read_op(struct pe_store *b, const char *name, const struct pe_store_m
 	if (rc != 0)
 		return rc;
 	PGresult *r = pg_run(sl->c, "SELECT " PG_META_COLS ", data FROM posenc_learned WHERE name = $1", 1, v, NULL, NULL,
-			     1, 0, pg_now_ms() + s->op_ms);
+			     1, 0, pg_now_ms() + s->op_ms, -1);
 	if (!r)
 		rc = pg_unavailable(s, err, "reading", sl->c);
 	else if (PQresultStatus(r) != PGRES_TUPLES_OK)
@@ -423,12 +423,13 @@ static int conn_params(struct pgstore *s, const char *url, struct pe_err *err)
 	return 0;
 }
 
-/* Wait for the listener's first attempt (at most the operation timeout and a second). */
+/* Wait for the listener's first attempt, at most PG_START_WAIT_S: a database that does not answer
+ * must not hold the start (tables need none); the store is then down and connects later. */
 static void wait_first(struct pgstore *s)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += s->op_ms / 1000 + 2;
+	ts.tv_sec += PG_START_WAIT_S;
 	pthread_mutex_lock(&s->lock);
 	while (!s->tried && !s->fatal)
 		if (pthread_cond_timedwait(&s->changed, &s->lock, &ts) != 0)

@@ -27,7 +27,8 @@
 #define PG_BACKOFF_MIN_MS 100
 #define PG_BACKOFF_MAX_MS 5000
 #define PG_SLOT_WAIT_MS 250       /* the longest a worker waits for a free connection */
-#define PG_PING_MS 1000           /* the listener's liveness query, when idle that long */
+#define PG_PING_MS 1000
+#define PG_START_WAIT_S 3         /* pe_store_open waits this long at most for the first connection */           /* the listener's liveness query, when idle that long */
 #define PG_META_COLS "name, dtype, nrows, ncols, prefix_tokens, grid_h, grid_w, bytes, sha256, created_ms, " \
 		     "max_abs, generation"
 
@@ -75,14 +76,14 @@ struct pgstore {
 /* pg_conn.c */
 int64_t pg_now_ms(void);
 /* Connect within deadline (pg_now_ms()), non-blocking mode, synchronous_commit on and a
- * statement_timeout; NULL with why filled. */
+ * statement_timeout; NULL with why filled. Given up at once when the store closes. */
 PGconn *pg_connect(struct pgstore *s, int64_t deadline, char *why, size_t cap);
 /* One statement: sql with n text or binary parameters (fmts may be NULL: all text; NULL vals and
  * n 0 with simple 1: the simple protocol, several statements allowed), results binary when
- * binary. The last result, or NULL when the connection failed or the deadline passed (the
- * connection is then unusable: release it as failed). */
+ * binary. The last result, or NULL when the connection failed, the deadline passed or abort_fd
+ * (-1: none) became readable (the connection is then unusable: release it as failed). */
 PGresult *pg_run(PGconn *c, const char *sql, int n, const char *const *vals, const int *lens, const int *fmts,
-		 int binary, int simple, int64_t deadline);
+		 int binary, int simple, int64_t deadline, int abort_fd);
 /* A connection from the pool for one operation: 0, PE_EUNAVAIL (the store is down, or connecting
  * failed), PE_EBUSY (every slot stayed busy for PG_SLOT_WAIT_MS); err filled. */
 int pg_acquire(struct pgstore *s, int64_t deadline, struct pg_slot **slot, struct pe_err *err);

@@ -25,8 +25,9 @@ int64_t pg_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Wait for events on c's socket until deadline: 1 ready, 0 timed out, -1 error. */
-static int wait_sock(PGconn *c, short events, int64_t deadline)
+/* Wait for events on c's socket until deadline: 1 ready, 0 timed out, -1 error or abort_fd
+ * (the listener's wake pipe, -1: none) became readable or closed: the store is closing. */
+static int wait_sock(PGconn *c, short events, int64_t deadline, int abort_fd)
 {
 	int fd = PQsocket(c);
 	if (fd < 0)
@@ -35,8 +36,10 @@ static int wait_sock(PGconn *c, short events, int64_t deadline)
 		int64_t left = deadline - pg_now_ms();
 		if (left <= 0)
 			return 0;
-		struct pollfd p = {.fd = fd, .events = events};
-		int rc = poll(&p, 1, (int)(left > 1000 ? 1000 : left));
+		struct pollfd p[2] = {{.fd = fd, .events = events}, {.fd = abort_fd, .events = POLLIN}};
+		int rc = poll(p, abort_fd >= 0 ? 2 : 1, (int)(left > 1000 ? 1000 : left));
+		if (rc > 0 && abort_fd >= 0 && p[1].revents)
+			return -1;
 		if (rc > 0)
 			return 1;
 		if (rc < 0 && errno != EINTR)
@@ -63,7 +66,7 @@ PGconn *pg_connect(struct pgstore *s, int64_t deadline, char *why, size_t cap)
 		return NULL;
 	}
 	while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
-		int w = wait_sock(c, st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline);
+		int w = wait_sock(c, st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline, s->wake[0]);
 		if (w <= 0) {
 			copy_why(why, cap, w == 0 ? "connecting timed out" : "cannot connect", NULL);
 			PQfinish(c);
@@ -79,7 +82,7 @@ PGconn *pg_connect(struct pgstore *s, int64_t deadline, char *why, size_t cap)
 	}
 	char set[160];
 	snprintf(set, sizeof set, "SET synchronous_commit TO on; SET statement_timeout TO %u", s->op_ms);
-	PGresult *r = pg_run(c, set, 0, NULL, NULL, NULL, 0, 1, deadline);
+	PGresult *r = pg_run(c, set, 0, NULL, NULL, NULL, 0, 1, deadline, s->wake[0]);
 	int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
 	if (!ok) {
 		copy_why(why, cap, "cannot set up the session", c);
@@ -92,19 +95,19 @@ PGconn *pg_connect(struct pgstore *s, int64_t deadline, char *why, size_t cap)
 }
 
 PGresult *pg_run(PGconn *c, const char *sql, int n, const char *const *vals, const int *lens, const int *fmts,
-		 int binary, int simple, int64_t deadline)
+		 int binary, int simple, int64_t deadline, int abort_fd)
 {
 	PGresult *last = NULL, *r;
 	int sent = simple ? PQsendQuery(c, sql) : PQsendQueryParams(c, sql, n, NULL, vals, lens, fmts, binary);
 	if (!sent)
 		return NULL;
 	for (int f; (f = PQflush(c)) != 0;) { /* the parameters may be 64 MiB: sent as the socket takes them */
-		if (f < 0 || wait_sock(c, POLLOUT | POLLIN, deadline) <= 0 || !PQconsumeInput(c))
+		if (f < 0 || wait_sock(c, POLLOUT | POLLIN, deadline, abort_fd) <= 0 || !PQconsumeInput(c))
 			return NULL;
 	}
 	for (;;) {
 		while (PQisBusy(c)) {
-			if (wait_sock(c, POLLIN, deadline) <= 0 || !PQconsumeInput(c)) {
+			if (wait_sock(c, POLLIN, deadline, abort_fd) <= 0 || !PQconsumeInput(c)) {
 				PQclear(last);
 				return NULL;
 			}

@@ -34,21 +34,21 @@ void pg_note(struct pgstore *s, const char *event, const char *detail)
 		s->log(s->log_arg, event, "store_url", detail);
 }
 
-static int command(PGconn *c, const char *sql, int64_t deadline)
+static int command(PGconn *c, const char *sql, int64_t deadline, int abort_fd)
 {
-	PGresult *r = pg_run(c, sql, 0, NULL, NULL, NULL, 0, 1, deadline);
+	PGresult *r = pg_run(c, sql, 0, NULL, NULL, NULL, 0, 1, deadline, abort_fd);
 	int ok = r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
 	PQclear(r);
 	return ok ? 0 : -1;
 }
 
 /* Create the schema when missing. 0; -1 (a failure: retry later); -2 (a newer version: why). */
-static int schema(PGconn *c, int64_t deadline, char *why, size_t cap)
+static int schema(PGconn *c, int64_t deadline, int ab, char *why, size_t cap)
 {
 	if (command(c, "BEGIN; SELECT pg_advisory_xact_lock(" SCHEMA_LOCK "); CREATE TABLE IF NOT EXISTS "
-		       "posenc_schema_version (version integer NOT NULL)", deadline) != 0)
+		       "posenc_schema_version (version integer NOT NULL)", deadline, ab) != 0)
 		return -1;
-	PGresult *r = pg_run(c, "SELECT max(version) FROM posenc_schema_version", 0, NULL, NULL, NULL, 0, 0, deadline);
+	PGresult *r = pg_run(c, "SELECT max(version) FROM posenc_schema_version", 0, NULL, NULL, NULL, 0, 0, deadline, ab);
 	int rc = -1;
 	if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
 		int v = PQgetisnull(r, 0, 0) ? 0 : atoi(PQgetvalue(r, 0, 0));
@@ -57,10 +57,10 @@ static int schema(PGconn *c, int64_t deadline, char *why, size_t cap)
 				 PG_SCHEMA_VERSION);
 			rc = -2;
 		} else
-			rc = v == PG_SCHEMA_VERSION ? 0 : command(c, SCHEMA_V1, deadline);
+			rc = v == PG_SCHEMA_VERSION ? 0 : command(c, SCHEMA_V1, deadline, ab);
 	}
 	PQclear(r);
-	if (command(c, rc == 0 ? "COMMIT" : "ROLLBACK", deadline) != 0 && rc == 0)
+	if (command(c, rc == 0 ? "COMMIT" : "ROLLBACK", deadline, ab) != 0 && rc == 0)
 		rc = -1;
 	return rc;
 }
@@ -68,7 +68,8 @@ static int schema(PGconn *c, int64_t deadline, char *why, size_t cap)
 /* Every row's metadata into the index (replacing it). */
 static int load(struct pgstore *s, PGconn *c, int64_t deadline)
 {
-	PGresult *r = pg_run(c, "SELECT " PG_META_COLS " FROM posenc_learned", 0, NULL, NULL, NULL, 1, 0, deadline);
+	PGresult *r = pg_run(c, "SELECT " PG_META_COLS " FROM posenc_learned", 0, NULL, NULL, NULL, 1, 0, deadline,
+			     s->wake[0]);
 	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
 		PQclear(r);
 		return -1;
@@ -113,7 +114,7 @@ static PGconn *establish(struct pgstore *s, char *why, size_t cap)
 	PGconn *c = pg_connect(s, deadline, why, cap);
 	if (!c)
 		return NULL;
-	int rc = schema(c, deadline, why, cap);
+	int rc = schema(c, deadline, s->wake[0], why, cap);
 	if (rc == -2) {
 		pthread_mutex_lock(&s->lock);
 		s->fatal = 1;
@@ -121,7 +122,7 @@ static PGconn *establish(struct pgstore *s, char *why, size_t cap)
 		pthread_mutex_unlock(&s->lock);
 	} else if (rc != 0)
 		snprintf(why, cap, "cannot create or check the schema: %.150s", PQerrorMessage(c));
-	else if (command(c, "LISTEN " PG_CHANNEL, deadline) != 0 || load(s, c, deadline) != 0)
+	else if (command(c, "LISTEN " PG_CHANNEL, deadline, s->wake[0]) != 0 || load(s, c, deadline) != 0)
 		snprintf(why, cap, "cannot listen or load the index: %.150s", PQerrorMessage(c));
 	else
 		return c;

@@ -11,8 +11,11 @@
 #include "support/pe_daemon.h"
 #include "support/pe_pg.h"
 
+#include <arpa/inet.h>
 #include <jansson.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <nettle/sha2.h>
 #include <pthread.h>
 #include <signal.h>
@@ -427,6 +430,38 @@ START_TEST(starts_with_the_database_down)
 }
 END_TEST
 
+/* ---- a database host that accepts connections and never answers ---- */
+
+START_TEST(black_holed_database_holds_neither_start_nor_stop)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0); /* listens, never accepts: the kernel completes the
+						     handshake and nothing ever answers */
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	ck_assert_int_eq(listen(fd, 64), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	char url[128], data[128];
+	snprintf(url, sizeof url, "postgresql://posenc@127.0.0.1:%d/postgres", ntohs(a.sin_port));
+	snprintf(data, sizeof data, "%s/a", dir);
+	const char *args[] = {"--data-dir", data, "--store-url", url, NULL};
+	double t0 = now_s();
+	pe_daemon_start(&A, args);
+	ck_assert_msg(now_s() - t0 < 10, "the start waited %.1f s for a database that never answers", now_s() - t0);
+	ck_assert_int_eq(pe_metric(&A, "posenc_store_up"), 0);
+	struct pe_resp r;
+	pe_get(&A, "/v1/sinusoidal?len=4&dim=4", &r);
+	ck_assert_int_eq(r.status, 200);
+	pe_resp_free(&r);
+	ck_assert_int_eq(put_table(&A, "t", 4, 1, NULL), 503);
+	t0 = now_s();
+	ck_assert_int_eq(pe_daemon_stop(&A, SIGTERM), 0); /* while the listener waits on the black hole */
+	ck_assert_msg(now_s() - t0 < 5, "SIGTERM took %.1f s: the store's close waited on the database", now_s() - t0);
+	close(fd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("e2e_learned_replicas");
@@ -444,6 +479,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, starts_with_the_database_down);
 	tcase_add_test(tc, unanswering_database_cannot_hold_requests);
 	tcase_add_test(tc, damaged_row_is_never_served);
+	tcase_add_test(tc, black_holed_database_holds_neither_start_nor_stop);
 	suite_add_tcase(s, tc);
 	return s;
 }
