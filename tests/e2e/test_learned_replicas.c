@@ -126,20 +126,20 @@ static long get_table(const struct pe_daemon *d, const char *name, char etag[128
 	return status;
 }
 
-/* Poll d until name answers want (and, when sha is given, with those elements) or limit seconds
- * pass; returns the seconds it took, or -1. */
+/* Poll d until name answers want (and, when sha is given, with those elements); returns the
+ * seconds it took, or -1 if no request sent within limit seconds got that answer. (A request sent
+ * before the limit counts even if a loaded machine makes it slow to come back.) */
 static double until_seen(const struct pe_daemon *d, const char *name, long want, const char *sha, double limit)
 {
 	char etag[128], got[65];
 	double t0 = now_s();
-	for (;;) {
+	for (double sent = t0; sent - t0 <= limit; sent = now_s()) {
 		long st = get_table(d, name, etag, got);
 		if (st == want && (!sha || !strcmp(got, sha)))
-			return now_s() - t0;
-		if (now_s() - t0 > limit)
-			return -1;
+			return sent - t0;
 		usleep(10000);
 	}
+	return -1;
 }
 
 /* ---- writes through one replica, seen by the other ---- */
