@@ -430,6 +430,22 @@ START_TEST(starts_with_the_database_down)
 }
 END_TEST
 
+/* ---- the largest table max_table_bytes allows, through the database as binary bytea ---- */
+
+START_TEST(largest_table_round_trips)
+{
+	char sha[65], etag[128], got[65];
+	start(&A, "a");
+	start(&B, "b");
+	size_t rows = ((size_t)64 << 20) / (8 * sizeof(float)); /* 64 MiB of f32 elements, 8 columns */
+	ck_assert_int_eq(put_table(&A, "big", rows, 3, sha), 201);
+	ck_assert_msg(until_seen(&B, "big", 200, sha, 1.0) >= 0, "B did not serve the 64 MiB table");
+	ck_assert_int_eq(get_table(&B, "big", etag, got), 200);
+	ck_assert_str_eq(got, sha);
+	ck_assert_int_eq(put_table(&A, "bigger", rows + 1, 3, NULL), 413);
+}
+END_TEST
+
 /* ---- a database host that accepts connections and never answers ---- */
 
 START_TEST(black_holed_database_holds_neither_start_nor_stop)
@@ -480,6 +496,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, unanswering_database_cannot_hold_requests);
 	tcase_add_test(tc, damaged_row_is_never_served);
 	tcase_add_test(tc, black_holed_database_holds_neither_start_nor_stop);
+	tcase_add_test(tc, largest_table_round_trips);
 	suite_add_tcase(s, tc);
 	return s;
 }
