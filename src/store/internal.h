@@ -1,10 +1,11 @@
-/* Internal to src/store: the store's state and the layout of its files, shared by
+/* Internal to src/store: the file store's state (struct fstore) and the layout of its files, shared by
  *   store.c       the index, writing and reading tables (the contract: include/posenc/store.h)
  *   format.c      the table file: its header, and verifying a file against it
  *   quarantine.c  damaged and leftover files, moved aside and bounded
  *   open.c        opening data_dir: the lock, the scan, closing
  *   file.c        the operations table (iface.h) over these
- * The design is described at the top of store.c. */
+ * The design is described at the top of store.c. The PostgreSQL store (pg.h) reuses the checks and
+ * hashing of format.c (store_meta_check, store_sha256, store_max_abs). */
 #ifndef PE_STORE_INTERNAL_H
 #define PE_STORE_INTERNAL_H
 
