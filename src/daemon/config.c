@@ -61,6 +61,7 @@ static const struct key keys[] = {
 	INT(port, 0, 65535, "TCP port to listen on; 0 picks a free port and logs it"),
 	ADDR(bind, "address to listen on (IPv4 or IPv6 literal)"),
 	STR(data_dir, 1, "directory holding learned tables"),
+	STR(store_url, 1, "learned-table store: file: (data_dir) or postgresql://... (shared by replicas)"),
 	BYTES(store_max_bytes, 1, INT64_C(1) << 50, "bytes of all learned tables together"),
 	BYTES(max_table_bytes, 1, INT64_C(1) << 36, "bytes of one learned table (its elements)"),
 	BYTES(quarantine_max_bytes, 0, INT64_C(1) << 50, "bytes data_dir/quarantine/ may hold (oldest dropped)"),

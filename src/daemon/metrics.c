@@ -157,6 +157,11 @@ static int render_store(struct pe_metrics *m, struct pe_buf *out)
 		{"posenc_store_quarantine_bytes", "gauge", "Bytes in data_dir/quarantine/ (quarantine_max_bytes bounds them).", (double)s.quarantine_bytes},
 		{"posenc_store_quarantined_total", "counter", "Damaged or leftover files quarantined (or deleted) since start.", (double)s.quarantined_total},
 		{"posenc_store_quarantine_dropped_total", "counter", "Old quarantined files deleted to make room since start.", (double)s.quarantine_dropped_total},
+		{"posenc_store_remote", "gauge", "1: learned tables live in PostgreSQL (store_url postgresql://); 0: in data_dir.", (double)s.remote},
+		{"posenc_store_up", "gauge", "1 when the store can be reached (always, for file:); 0 while the database is down.", (double)s.up},
+		{"posenc_store_reconnects_total", "counter", "Connections to the database re-established after a loss since start.", (double)s.reconnects_total},
+		{"posenc_store_notifications_total", "counter", "Changes learned from the database's notifications (every replica's writes) since start.", (double)s.notifications_total},
+		{"posenc_store_unavailable_total", "counter", "Store operations answered 503 because the database could not be reached.", (double)s.unavailable_total},
 	};
 	return render_rows(out, rows, sizeof rows / sizeof rows[0]);
 }

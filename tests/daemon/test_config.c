@@ -114,6 +114,7 @@ START_TEST(defaults_match_config_file)
 	INT_EQ(port);
 	STR_EQ(bind);
 	STR_EQ(data_dir);
+	STR_EQ(store_url);
 	INT_EQ(store_max_bytes);
 	INT_EQ(max_table_bytes);
 	INT_EQ(quarantine_max_bytes);
@@ -519,6 +520,8 @@ START_TEST(help_lists_every_option)
 		"default \"0.0.0.0\", at most 63 bytes, env POSENC_BIND\n",
 		"--data-dir TEXT",
 		"default \"./data\", at most 4095 bytes, env POSENC_DATA_DIR\n",
+		"--store-url TEXT",
+		"default \"file:\", at most 1023 bytes, env POSENC_STORE_URL\n",
 		"--store-max-bytes BYTES",
 		"default 1073741824, range 1..1125899906842624, env POSENC_STORE_MAX_BYTES\n",
 		"--max-table-bytes BYTES",
