@@ -108,7 +108,7 @@ START_TEST(defaults_match_config_file)
 	json_error_t jerr;
 	json_t *root = json_load_file("config/posenc.json", 0, &jerr);
 	ck_assert_msg(root != NULL, "config/posenc.json: %s", jerr.text);
-	ck_assert_uint_eq(json_object_size(root), 27);
+	ck_assert_uint_eq(json_object_size(root), 28);
 #define INT_EQ(f) ck_assert_int_eq(cfg.f, json_integer_value(json_object_get(root, #f)))
 #define STR_EQ(f) ck_assert_str_eq(cfg.f, json_string_value(json_object_get(root, #f)))
 	INT_EQ(port);
