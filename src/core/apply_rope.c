@@ -247,35 +247,58 @@ static int distinct_positions(struct pos_map *m, size_t count, struct pe_err *er
 
 #define RUN_MAX 4096 /* rows of one rope table */
 
+/* The /v1/rope parameters of this request's rows: its own, at the largest position (so the
+ * table's checks of its angles cover every row) and one row long; spans take their offsets. */
+static int rope_params_at(const struct pe_params *p, size_t rd, int64_t last, struct pe_params *t, struct pe_err *err)
+{
+	char dim[32], off[32], seq_len[32];
+	snprintf(dim, sizeof dim, "%zu", rd);
+	snprintf(off, sizeof off, "%lld", (long long)last);
+	snprintf(seq_len, sizeof seq_len, "%lld", (long long)last + 1);
+	int scaling = pe_param_enum(p, "scaling");
+	int reads_seq_len = scaling == PE_ROPE_DYNAMIC || scaling == PE_ROPE_LONGROPE;
+	const char *const kv[] = {"dim", dim, "offset", off, "len", "1", reads_seq_len ? "seq_len" : NULL, seq_len, NULL};
+	pe_params_init(t, &pe_table_rope);
+	int rc = pe_params_derive(p, t, err);
+	for (size_t i = 0; kv[i] && rc == 0; i += 2)
+		if (!t->v[pe_param_index(t->def, kv[i])].given)
+			rc = pe_params_set(t, kv[i], kv[i + 1], err);
+	return rc ? rc : pe_params_finish(t, err);
+}
+
 /* Rows of the distinct positions: runs of u at most four rows per position apart (and at most
- * RUN_MAX rows) each computed as one rope table, and their rows copied out. */
+ * RUN_MAX rows) each computed as one rope table would hold them (a lone position as a one-row
+ * table), all through one plan (pe_rope_spans), so a position costs its row, not a table's set-up. */
 static int gather_rows(const struct pe_params *p, struct pos_map *m, size_t rd, enum pe_dtype dt, struct pe_err *err)
 {
 	size_t esz = pe_dtype_size(dt), row = rd * esz;
-	if (m->nu > SIZE_MAX / (2 * row) || !(m->cs = malloc(m->nu * 2 * row)))
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	int64_t end = m->u[m->nu - 1] + 1;
-	for (size_t i = 0; i < m->nu;) {
+	struct pe_params t;
+	struct pe_rope_spans *sp = NULL;
+	char *tab = NULL;
+	size_t most = m->nu < RUN_MAX / 4 ? 4 * m->nu : RUN_MAX; /* the longest span a run can have */
+	int rc = rope_params_at(p, rd, m->u[m->nu - 1], &t, err);
+	if (rc == 0 && (m->nu > SIZE_MAX / (2 * row) || !(m->cs = malloc(m->nu * 2 * row)) ||
+			!(tab = malloc(2 * most * row)) || !(sp = pe_rope_spans_new(&t, dt))))
+		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	for (size_t i = 0; rc == 0 && i < m->nu;) {
 		size_t j = i + 1;
 		while (j < m->nu && (uint64_t)(m->u[j] - m->u[i]) < RUN_MAX &&
 		       (uint64_t)(m->u[j] - m->u[i] + 1) <= 4 * (uint64_t)(j - i + 1))
 			j++;
 		size_t span = (size_t)(m->u[j - 1] - m->u[i] + 1);
-		char *t = rope_rows(p, rd, m->u[i], span, end, dt, err);
-		if (!t)
-			return err && err->code ? err->code : PE_ENOMEM;
+		if ((rc = pe_rope_spans_rows(sp, m->u[i], span, tab, tab + span * row, err)) != 0)
+			break;
 		for (size_t k = i; k < j; k++) {
 			size_t r = (size_t)(m->u[k] - m->u[i]);
-			memcpy(m->cs + (2 * k) * row, t + r * row, row);
-			memcpy(m->cs + (2 * k + 1) * row, t + (span + r) * row, row);
+			memcpy(m->cs + (2 * k) * row, tab + r * row, row);
+			memcpy(m->cs + (2 * k + 1) * row, tab + (span + r) * row, row);
 		}
-		free(t);
 		i = j;
-		int rc = pe_cancelled();
-		if (rc)
-			return pe_cancel_err(rc, err);
 	}
-	return 0;
+	pe_rope_spans_free(sp);
+	free(tab);
+	pe_params_destroy(&t);
+	return rc;
 }
 
 /* Index of position v in m->u (present by construction). */
