@@ -202,8 +202,8 @@ static int map_shape(const struct geometry *g, const struct pe_shape *xs, int ax
 	if (mrope && (s->rank < 1 || s->dim[0] != 3))
 		return pe_err_set(err, PE_EINVAL, "positions", "M-RoPE positions are [3, seq] or [3, batch, seq] (t, h, w rows)");
 	if (r != 1 && r != 2)
-		return pe_err_set(err, PE_EINVAL, "positions", "positions must be %s[seq] or %s[batch, seq], got rank %d",
-				  mrope ? "[3, ...]: " : "", mrope ? "[3, " : "", s->rank);
+		return pe_err_set(err, PE_EINVAL, "positions", "positions must be %s, got rank %d",
+				  mrope ? "[3, seq] or [3, batch, seq]" : "[seq] or [batch, seq]", s->rank);
 	m->rows = mrope ? 3 : 1;
 	m->seq = s->dim[s->rank - 1];
 	m->batch = r == 2 ? s->dim[lead] : 1;
@@ -263,7 +263,9 @@ static int rope_params_at(const struct pe_params *p, size_t rd, int64_t last, st
 	for (size_t i = 0; kv[i] && rc == 0; i += 2)
 		if (!t->v[pe_param_index(t->def, kv[i])].given)
 			rc = pe_params_set(t, kv[i], kv[i + 1], err);
-	return rc ? rc : pe_params_finish(t, err);
+	if (rc == 0 && (rc = pe_params_finish(t, err)) != 0 && err && !strcmp(err->param, "offset"))
+		snprintf(err->param, sizeof err->param, "positions"); /* the largest position is past its range */
+	return rc;
 }
 
 /* Rows of the distinct positions: runs of u at most four rows per position apart (and at most
