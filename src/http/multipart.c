@@ -54,8 +54,33 @@ void pe_mp_want(struct pe_mp *m, const char *name, size_t max)
 	pe_buf_set_budget(&p->buf, m->budget);
 }
 
+/* MHD_PostProcessor takes the boundary as everything after the first "boundary=" of the
+ * Content-Type (quotes stripped): a parameter after it (`boundary=B; charset=utf-8`), or that text
+ * inside another parameter's value, would make it look for a boundary the body does not have, and
+ * the whole body would pass as a preamble. Such a header is refused rather than misread: 0 when
+ * MHD reads the boundary the header means (or finds none, which it refuses itself). */
+static int boundary_misread(const char *ctype)
+{
+	const char *b = ctype ? strstr(ctype, "boundary=") : NULL, *v = b ? b + 9 : NULL;
+	if (!b)
+		return 0;
+	const char *before = b;
+	while (before > ctype && (before[-1] == ' ' || before[-1] == '\t'))
+		before--;
+	if (before == ctype || before[-1] != ';')
+		return 1; /* not a parameter of its own */
+	size_t n = strlen(v);
+	if (*v == '"')
+		return n < 2 || v[n - 1] != '"' || memchr(v + 1, '"', n - 2) != NULL;
+	return strcspn(v, "; \t,\"") != n;
+}
+
 int pe_mp_begin(struct pe_mp *m, struct MHD_Connection *conn, struct pe_err *err)
 {
+	const char *ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (boundary_misread(ctype))
+		return pe_err_set(err, PE_EINVAL, "Content-Type", "boundary= must be the last parameter of Content-Type, "
+				  "one token or one quoted string (multipart/form-data; boundary=XYZ)");
 	int rc = pe_budget_take(m->budget, PE_MP_PP_BYTES);
 	if (rc != 0)
 		return pe_err_set(err, rc, "body", "the memory budget for request bodies and responses is full; retry");

@@ -431,6 +431,20 @@ START_TEST(refusals)
 	pe_request(&d, "POST", "/v1/rope/apply", too_long, body, blen, &r);
 	pe_assert_problem(&r, 400, "Content-Type");
 	pe_resp_free(&r);
+	/* a parameter after boundary=, or boundary= inside another parameter: libmicrohttpd would take
+	 * the wrong boundary and read the whole body as a preamble */
+	const char *after[] = {"Content-Type: multipart/form-data; boundary=" FORM_BOUNDARY "; charset=utf-8", NULL};
+	pe_request(&d, "POST", "/v1/rope/apply", after, body, blen, &r);
+	pe_assert_problem(&r, 400, "Content-Type");
+	pe_resp_free(&r);
+	const char *inside[] = {"Content-Type: multipart/form-data; a=\"boundary=x\"; boundary=" FORM_BOUNDARY, NULL};
+	pe_request(&d, "POST", "/v1/rope/apply", inside, body, blen, &r);
+	pe_assert_problem(&r, 400, "Content-Type");
+	pe_resp_free(&r);
+	const char *first[] = {"Content-Type: multipart/form-data; charset=utf-8; boundary=\"" FORM_BOUNDARY "\"", NULL};
+	pe_request(&d, "POST", "/v1/rope/apply", first, body, blen, &r);
+	ck_assert_msg(r.status == 200, "boundary= last and quoted: %ld %s", r.status, r.body);
+	pe_resp_free(&r);
 	const char *urlenc[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
 	pe_request(&d, "POST", "/v1/rope/apply", urlenc, "x=1", 3, &r);
 	pe_assert_problem(&r, 415, "Content-Type");
