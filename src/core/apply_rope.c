@@ -12,8 +12,10 @@
  * Per-token positions (pe_rope_apply_positions: a positions tensor posted beside x, [seq],
  * [batch, seq], and for M-RoPE [3, seq] / [3, batch, seq]) use the same rows: the distinct
  * positions are sorted, and runs of them no sparser than one in four get one rope table each
- * (a lone position its own one-row table), so a row is the same bytes whichever request asked for
- * it. Memory is the distinct positions (8 bytes each) and their cos/sin rows, never the span.
+ * (a lone position its own one-row table), all through one rope plan (pe_rope_spans), so a row is
+ * the same bytes whichever request asked for it and a scattered position costs its row, not a
+ * table's set-up. Memory is the distinct positions (8 bytes each), their cos/sin rows and one run's
+ * table (at most 4096 rows), never the span; the server reserves it on its budget beforehand.
  * M-RoPE (mrope_section=t,h,w, Qwen2-VL's apply_multimodal_rotary_pos_emb; interleaved=1 for
  * Qwen3-VL): channel c turns with frequency k (c mod rd/2, or c/2 for layout=interleaved), whose
  * position is row pe_mrope_row_of(k) of the three; each vector's cos/sin are gathered from the
