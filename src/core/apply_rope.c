@@ -12,8 +12,10 @@
  * Per-token positions (pe_rope_apply_positions: a positions tensor posted beside x, [seq],
  * [batch, seq], and for M-RoPE [3, seq] / [3, batch, seq]) use the same rows: the distinct
  * positions are sorted, and runs of them no sparser than one in four get one rope table each
- * (a lone position its own one-row table), so a row is the same bytes whichever request asked for
- * it. Memory is the distinct positions (8 bytes each) and their cos/sin rows, never the span.
+ * (a lone position its own one-row table), all through one rope plan (pe_rope_spans), so a row is
+ * the same bytes whichever request asked for it and a scattered position costs its row, not a
+ * table's set-up. Memory is the distinct positions (8 bytes each), their cos/sin rows and one run's
+ * table (at most 4096 rows), never the span; the server reserves it on its budget beforehand.
  * M-RoPE (mrope_section=t,h,w, Qwen2-VL's apply_multimodal_rotary_pos_emb; interleaved=1 for
  * Qwen3-VL): channel c turns with frequency k (c mod rd/2, or c/2 for layout=interleaved), whose
  * position is row pe_mrope_row_of(k) of the three; each vector's cos/sin are gathered from the
@@ -202,8 +204,8 @@ static int map_shape(const struct geometry *g, const struct pe_shape *xs, int ax
 	if (mrope && (s->rank < 1 || s->dim[0] != 3))
 		return pe_err_set(err, PE_EINVAL, "positions", "M-RoPE positions are [3, seq] or [3, batch, seq] (t, h, w rows)");
 	if (r != 1 && r != 2)
-		return pe_err_set(err, PE_EINVAL, "positions", "positions must be %s[seq] or %s[batch, seq], got rank %d",
-				  mrope ? "[3, ...]: " : "", mrope ? "[3, " : "", s->rank);
+		return pe_err_set(err, PE_EINVAL, "positions", "positions must be %s, got rank %d",
+				  mrope ? "[3, seq] or [3, batch, seq]" : "[seq] or [batch, seq]", s->rank);
 	m->rows = mrope ? 3 : 1;
 	m->seq = s->dim[s->rank - 1];
 	m->batch = r == 2 ? s->dim[lead] : 1;
@@ -247,35 +249,60 @@ static int distinct_positions(struct pos_map *m, size_t count, struct pe_err *er
 
 #define RUN_MAX 4096 /* rows of one rope table */
 
+/* The /v1/rope parameters of this request's rows: its own, at the largest position (so the
+ * table's checks of its angles cover every row) and one row long; spans take their offsets. */
+static int rope_params_at(const struct pe_params *p, size_t rd, int64_t last, struct pe_params *t, struct pe_err *err)
+{
+	char dim[32], off[32], seq_len[32];
+	snprintf(dim, sizeof dim, "%zu", rd);
+	snprintf(off, sizeof off, "%lld", (long long)last);
+	snprintf(seq_len, sizeof seq_len, "%lld", (long long)last + 1);
+	int scaling = pe_param_enum(p, "scaling");
+	int reads_seq_len = scaling == PE_ROPE_DYNAMIC || scaling == PE_ROPE_LONGROPE;
+	const char *const kv[] = {"dim", dim, "offset", off, "len", "1", reads_seq_len ? "seq_len" : NULL, seq_len, NULL};
+	pe_params_init(t, &pe_table_rope);
+	int rc = pe_params_derive(p, t, err);
+	for (size_t i = 0; kv[i] && rc == 0; i += 2)
+		if (!t->v[pe_param_index(t->def, kv[i])].given)
+			rc = pe_params_set(t, kv[i], kv[i + 1], err);
+	if (rc == 0 && (rc = pe_params_finish(t, err)) != 0 && err && !strcmp(err->param, "offset"))
+		snprintf(err->param, sizeof err->param, "positions"); /* the largest position is past its range */
+	return rc;
+}
+
 /* Rows of the distinct positions: runs of u at most four rows per position apart (and at most
- * RUN_MAX rows) each computed as one rope table, and their rows copied out. */
+ * RUN_MAX rows) each computed as one rope table would hold them (a lone position as a one-row
+ * table), all through one plan (pe_rope_spans), so a position costs its row, not a table's set-up. */
 static int gather_rows(const struct pe_params *p, struct pos_map *m, size_t rd, enum pe_dtype dt, struct pe_err *err)
 {
 	size_t esz = pe_dtype_size(dt), row = rd * esz;
-	if (m->nu > SIZE_MAX / (2 * row) || !(m->cs = malloc(m->nu * 2 * row)))
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	int64_t end = m->u[m->nu - 1] + 1;
-	for (size_t i = 0; i < m->nu;) {
+	struct pe_params t;
+	struct pe_rope_spans *sp = NULL;
+	char *tab = NULL;
+	size_t most = m->nu < RUN_MAX / 4 ? 4 * m->nu : RUN_MAX; /* the longest span a run can have */
+	int rc = rope_params_at(p, rd, m->u[m->nu - 1], &t, err);
+	if (rc == 0 && (m->nu > SIZE_MAX / (2 * row) || !(m->cs = malloc(m->nu * 2 * row)) ||
+			!(tab = malloc(2 * most * row)) || !(sp = pe_rope_spans_new(&t, dt))))
+		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	for (size_t i = 0; rc == 0 && i < m->nu;) {
 		size_t j = i + 1;
 		while (j < m->nu && (uint64_t)(m->u[j] - m->u[i]) < RUN_MAX &&
 		       (uint64_t)(m->u[j] - m->u[i] + 1) <= 4 * (uint64_t)(j - i + 1))
 			j++;
 		size_t span = (size_t)(m->u[j - 1] - m->u[i] + 1);
-		char *t = rope_rows(p, rd, m->u[i], span, end, dt, err);
-		if (!t)
-			return err && err->code ? err->code : PE_ENOMEM;
+		if ((rc = pe_rope_spans_rows(sp, m->u[i], span, tab, tab + span * row, err)) != 0)
+			break;
 		for (size_t k = i; k < j; k++) {
 			size_t r = (size_t)(m->u[k] - m->u[i]);
-			memcpy(m->cs + (2 * k) * row, t + r * row, row);
-			memcpy(m->cs + (2 * k + 1) * row, t + (span + r) * row, row);
+			memcpy(m->cs + (2 * k) * row, tab + r * row, row);
+			memcpy(m->cs + (2 * k + 1) * row, tab + (span + r) * row, row);
 		}
-		free(t);
 		i = j;
-		int rc = pe_cancelled();
-		if (rc)
-			return pe_cancel_err(rc, err);
 	}
-	return 0;
+	pe_rope_spans_free(sp);
+	free(tab);
+	pe_params_destroy(&t);
+	return rc;
 }
 
 /* Index of position v in m->u (present by construction). */

@@ -452,6 +452,42 @@ static int rope_compute(const struct pe_params *p, enum pe_dtype dt, void *out, 
 	return rc ? pe_cancel_err(rc, err) : 0;
 }
 
+/* The rows of one rope table's parameters at many offsets (per-token positions): one plan for all
+ * of them, each span computed as rows() computes a table of that offset and length, so byte for
+ * byte the table /v1/rope?offset=..&len=.. gives. p's own offset and len are not used. */
+struct pe_rope_spans {
+	struct job j;
+};
+
+struct pe_rope_spans *pe_rope_spans_new(const struct pe_params *p, enum pe_dtype dt)
+{
+	struct pe_rope_spans *s = malloc(sizeof *s);
+	if (s && job_init(&s->j, p, dt, 1) != 0) {
+		free(s);
+		s = NULL;
+	}
+	return s;
+}
+
+int pe_rope_spans_rows(struct pe_rope_spans *s, int64_t offset, size_t len, void *oc, void *os, struct pe_err *err)
+{
+	struct job *j = &s->j;
+	j->offset = offset;
+	j->len = len;
+	int order = recurrence_order(j);
+	j->use_rec = order != PE_REC_DIRECT;
+	j->rec.first_order = order == PE_REC_FIRST_ORDER;
+	int rc = rows(j, 0, len, oc, os);
+	return rc ? pe_cancel_err(rc, err) : 0;
+}
+
+void pe_rope_spans_free(struct pe_rope_spans *s)
+{
+	if (s)
+		job_destroy(&s->j);
+	free(s);
+}
+
 /* rope/inv_freq: exact and hf give the inverse frequencies; ggml, whose angles come from a float
  * chain rather than from a frequency, gives its angles at position 1. */
 static int inv_freq_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)

@@ -83,6 +83,15 @@ double pe_rope_attention_scaling(const struct pe_rope_cfg *c);
 void pe_rope_angles(const struct pe_rope_plan *pl, int64_t pos0, size_t nrows, double *t);
 
 
+/* Rows of the rope table p (a /v1/rope parameter set) at many offsets, with one plan: spans_rows
+ * writes what /v1/rope?offset=offset&len=len (p's other parameters) holds, the cos plane into oc
+ * and the sin plane into os, each [len][dim] in dt. p was checked at its own offset and len: keep
+ * every span within them (angles no larger). new: NULL when out of memory. */
+struct pe_rope_spans;
+struct pe_rope_spans *pe_rope_spans_new(const struct pe_params *p, enum pe_dtype dt);
+int pe_rope_spans_rows(struct pe_rope_spans *s, int64_t offset, size_t len, void *oc, void *os, struct pe_err *err);
+void pe_rope_spans_free(struct pe_rope_spans *s);
+
 /* M-RoPE (mrope_sections.c): mrope_section = (t, h, w) frequencies per position row, summing to
  * half = dim/2; pe_mrope_row_of(sec, interleaved, k) is the row (0 t, 1 h, 2 w) that frequency k
  * (0 <= k < half) turns with. The check names `mrope_section` in err. */

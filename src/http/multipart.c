@@ -1,7 +1,8 @@
 /* multipart/form-data bodies, parsed by libmicrohttpd's MHD_PostProcessor as they arrive; the
  * parts are assembled here (pe_mp_data_cb), each in a pe_buf bounded by the handler's maximum and
  * reserved on the response budget before it grows, so a multipart body costs what its wanted
- * parts hold, never more than a plain body of the same size.
+ * parts hold. A buffer doubles as it grows, but with a Content-Length never past what the rest of
+ * the body could add to it: a body held half sent costs about what was sent, not twice that.
  *
  * What a hostile body meets:
  *  - the body's bytes are counted against max_body_bytes (chunked ones included): 413 past it;
@@ -22,6 +23,7 @@
 #include "http/multipart.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -52,12 +54,39 @@ void pe_mp_want(struct pe_mp *m, const char *name, size_t max)
 	pe_buf_set_budget(&p->buf, m->budget);
 }
 
+/* MHD_PostProcessor takes the boundary as everything after the first "boundary=" of the
+ * Content-Type (quotes stripped): a parameter after it (`boundary=B; charset=utf-8`), or that text
+ * inside another parameter's value, would make it look for a boundary the body does not have, and
+ * the whole body would pass as a preamble. Such a header is refused rather than misread: 0 when
+ * MHD reads the boundary the header means (or finds none, which it refuses itself). */
+static int boundary_misread(const char *ctype)
+{
+	const char *b = ctype ? strstr(ctype, "boundary=") : NULL, *v = b ? b + 9 : NULL;
+	if (!b)
+		return 0;
+	const char *before = b;
+	while (before > ctype && (before[-1] == ' ' || before[-1] == '\t'))
+		before--;
+	if (before == ctype || before[-1] != ';')
+		return 1; /* not a parameter of its own */
+	size_t n = strlen(v);
+	if (*v == '"')
+		return n < 2 || v[n - 1] != '"' || memchr(v + 1, '"', n - 2) != NULL;
+	return strcspn(v, "; \t,\"") != n;
+}
+
 int pe_mp_begin(struct pe_mp *m, struct MHD_Connection *conn, struct pe_err *err)
 {
+	const char *ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (boundary_misread(ctype))
+		return pe_err_set(err, PE_EINVAL, "Content-Type", "boundary= must be the last parameter of Content-Type, "
+				  "one token or one quoted string (multipart/form-data; boundary=XYZ)");
 	int rc = pe_budget_take(m->budget, PE_MP_PP_BYTES);
 	if (rc != 0)
 		return pe_err_set(err, rc, "body", "the memory budget for request bodies and responses is full; retry");
 	m->held = PE_MP_PP_BYTES;
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	m->declared = cl ? strtoull(cl, NULL, 10) : 0; /* framing.c let only digits through */
 	m->pp = MHD_create_post_processor(conn, PE_MP_PP_BUFFER, pe_mp_data_cb, m);
 	if (!m->pp) {
 		pe_mp_destroy(m);
@@ -167,6 +196,12 @@ int pe_mp_feed(struct pe_mp *m, const char *data, size_t n)
 		snprintf(d, sizeof d, "the body is over max_body_bytes (%llu)", (unsigned long long)m->max_body);
 		return fail(m, m->pp ? PE_ETOOBIG : PE_EINTERNAL, "body", m->pp ? d : "no multipart reader");
 	}
+	if (m->declared) /* no part outgrows the rest of the body: its buffer doubles up to that, no further */
+		for (size_t i = 0; i < m->nparts; i++) {
+			struct pe_buf *b = &m->part[i].buf;
+			if (m->declared - m->fed < b->max - b->len)
+				b->max = b->len + (size_t)(m->declared - m->fed);
+		}
 	m->fed += n;
 	if (MHD_post_process(m->pp, data, n) == MHD_YES)
 		return 0;

@@ -27,6 +27,7 @@ struct pe_mp {
 	size_t nparts;
 	struct pe_mp_part *cur;  /* the part whose bytes arrive now */
 	uint64_t fed, max_body;  /* body bytes given to pe_mp_feed, and their limit */
+	uint64_t declared;       /* the body's Content-Length; 0 when chunked */
 	struct pe_budget *budget;
 	size_t held;             /* PE_MP_PP_BYTES while a post processor lives */
 	struct MHD_PostProcessor *pp;

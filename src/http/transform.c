@@ -377,6 +377,34 @@ static int answer_in_body(struct tjob *j, const struct pe_tensor_view *v, size_t
 	return 1;
 }
 
+/* What pe_rope_apply_positions allocates for `count` positions (apply_rope.c): the distinct
+ * positions (8 bytes each), their cos/sin rows, and one run's rope table (at most 4096 rows, or
+ * four per position), rows of at most the last axis in the working dtype. */
+static uint64_t positions_scratch(uint64_t count, const struct pe_tensor_mut *in, enum pe_dtype wd)
+{
+	uint64_t last = in->shape.rank ? in->shape.dim[in->shape.rank - 1] : 0;
+	uint64_t row = pe_produce_mul(2 * last, pe_dtype_size(wd)), run = count < 1024 ? 4 * count : 4096;
+	return pe_produce_add(pe_produce_mul(count, 8), pe_produce_mul(pe_produce_add(count, run), row));
+}
+
+/* The positions part applied to x, its scratch held on the budget meanwhile: a job whose
+ * positions need more than the budget has left waits its turn (503) like any other memory. */
+static int apply_positions(struct tjob *j, const struct pe_tensor_mut *in, struct pe_tensor_mut *x, struct pe_err *err)
+{
+	struct pe_positions pos;
+	int rc = decode_positions(j, &pos, err), of;
+	if (rc != 0)
+		return rc;
+	size_t held = (size_t)positions_scratch(pe_shape_count(&pos.shape, &of), in, x->dtype);
+	if ((rc = pe_budget_take(j->h->opt.budget, held)) != 0)
+		return pe_err_set(err, rc, rc == PE_ETOOBIG ? "positions" : "", rc == PE_ETOOBIG ?
+				  "the positions need more memory than the server's whole budget (response_budget_bytes)" :
+				  "the response memory budget is full; retry shortly");
+	rc = pe_rope_apply_positions(&j->params, &pos, x, err);
+	pe_budget_give(j->h->opt.budget, held);
+	return rc;
+}
+
 /* Decode, apply, encode into res. Every buffer is freed here whatever happens. */
 /* Everything the job holds at once, the request body included (the server holds it on the budget
  * until the answer): working copy, reshaped result, wider output copy and the encoded answer (none
@@ -392,11 +420,8 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, enum
 		return 0;
 	int reshaped = memcmp(os, &in->shape, sizeof *os) != 0;
 	uint64_t need = j->body_len;
-	if (j->pos) { /* the part, the distinct positions and their cos/sin rows (apply_rope.c) */
-		uint64_t npos = (j->pos_len + 7) / 4, last = in->shape.rank ? in->shape.dim[in->shape.rank - 1] : 0;
-		need = pe_produce_add(need, pe_produce_add(j->pos_len, pe_produce_mul(npos, 8)));
-		need = pe_produce_add(need, pe_produce_mul(pe_produce_mul(npos, 2 * last), pe_dtype_size(wd)));
-	}
+	if (j->pos) /* the part, and at most one position per 4 of its bytes */
+		need = pe_produce_add(need, pe_produce_add(j->pos_len, positions_scratch((j->pos_len + 7) / 4, in, wd)));
 	if (in->dtype != wd)
 		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(wd)));
 	if (reshaped)
@@ -450,9 +475,7 @@ static void run(struct tjob *j, struct result *res)
 	if (memcmp(&os, &in.shape, sizeof os) != 0 &&
 	    !(y.data = y_alloc = pe_budget_malloc(j->h->opt.budget, (n_out ? n_out : 1) * pe_dtype_size(wd), &rc)))
 		goto done;
-	struct pe_positions pos;
-	if (j->pos && ((rc = decode_positions(j, &pos, err)) != 0 ||
-		       (rc = pe_rope_apply_positions(&j->params, &pos, &x, err)) != 0))
+	if (j->pos && (rc = apply_positions(j, &in, &x, err)) != 0)
 		goto done;
 	if ((!j->pos && (rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0) ||
 	    (rc = to_output(&y, dt, n_out, &o_alloc, j->h->opt.budget, err)) != 0)

@@ -282,8 +282,8 @@ static int parse_descr(struct hdr *h, enum pe_dtype *dt)
 		h->wide = 1;
 		return 0;
 	}
-	return fail(h->err, "unsupported dtype '%.*s'; expected '<f4', '<f8', '<f2' or '<i4'",
-		    (int)(n > 32 ? 32 : n), s);
+	return fail(h->err, "unsupported dtype '%.*s'; expected %s", (int)(n > 32 ? 32 : n), s,
+		    h->index ? "'<i4' or '<i8'" : "'<f4', '<f8', '<f2' or '<i4'");
 }
 
 /* One non-negative Python int literal; Python 2 writers may append 'L' (format 1.0 and 2.0). */

@@ -399,6 +399,12 @@ START_TEST(refusals)
 	expect_form(&d, "offset=5", ok, 2, 400, "offset");
 	expect_form(&d, "positions=0,1,2,3", ok, 2, 400, "positions");
 	expect_form(&d, "", text_x, 2, 400, "x");
+	int64_t far[] = {0, 1, 2, (int64_t)1 << 31}; /* llama.cpp's positions are int32 */
+	size_t farlen;
+	char *pfar = npy_ints(far, ps, 1, 1, &farlen);
+	const struct form_part far_pos[] = {{"x", NULL, x, xlen}, {"positions", NULL, pfar, farlen}};
+	expect_form(&d, "compat=ggml", far_pos, 2, 400, "positions");             /* not offset: none was given */
+	free(pfar);
 	static const char broken[] = "\x93NUMPY\x01\x00\x02\x00{}"; /* a header dict without its keys */
 	const struct form_part bad_npy[] = {{"x", "application/x-npy", broken, sizeof broken - 1}};
 	expect_form(&d, "", bad_npy, 1, 400, "x");                                /* a broken npy in x */
@@ -424,6 +430,20 @@ START_TEST(refusals)
 	const char *too_long[] = {long_boundary, NULL};
 	pe_request(&d, "POST", "/v1/rope/apply", too_long, body, blen, &r);
 	pe_assert_problem(&r, 400, "Content-Type");
+	pe_resp_free(&r);
+	/* a parameter after boundary=, or boundary= inside another parameter: libmicrohttpd would take
+	 * the wrong boundary and read the whole body as a preamble */
+	const char *after[] = {"Content-Type: multipart/form-data; boundary=" FORM_BOUNDARY "; charset=utf-8", NULL};
+	pe_request(&d, "POST", "/v1/rope/apply", after, body, blen, &r);
+	pe_assert_problem(&r, 400, "Content-Type");
+	pe_resp_free(&r);
+	const char *inside[] = {"Content-Type: multipart/form-data; a=\"boundary=x\"; boundary=" FORM_BOUNDARY, NULL};
+	pe_request(&d, "POST", "/v1/rope/apply", inside, body, blen, &r);
+	pe_assert_problem(&r, 400, "Content-Type");
+	pe_resp_free(&r);
+	const char *first[] = {"Content-Type: multipart/form-data; charset=utf-8; boundary=\"" FORM_BOUNDARY "\"", NULL};
+	pe_request(&d, "POST", "/v1/rope/apply", first, body, blen, &r);
+	ck_assert_msg(r.status == 200, "boundary= last and quoted: %ld %s", r.status, r.body);
 	pe_resp_free(&r);
 	const char *urlenc[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
 	pe_request(&d, "POST", "/v1/rope/apply", urlenc, "x=1", 3, &r);
