@@ -329,6 +329,7 @@ static void run_post(struct pjob *j, struct result *res)
 	}
 	if ((rc = take_shape(&j->params, &v.shape, err)) != 0 || (rc = check_cost(j->h, &j->params, "body", err)) != 0)
 		goto done;
+	j->params.v[pe_param_index(j->params.def, "seed")].set = 0; /* X is the body's: no seed in the answer's params */
 	size_t n = pe_shape_count(&v.shape, &of);
 	if ((rc = pe_produce_budget_check(j->h, job_need(&j->params, 0, pe_produce_add(j->body_len, n * 8)), "body",
 					  err)) != 0)

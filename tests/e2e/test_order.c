@@ -166,6 +166,8 @@ START_TEST(post_float32)
 	ck_assert(memcmp(r32.body, r64.body, r32.len) == 0);
 	json_t *d32 = pe_resp_json(&r32);
 	ck_assert(json_is_false(json_object_get(d32, "equivariant")));
+	/* the params echo what the answer depends on: X is the body's, so no generator seed */
+	ck_assert_ptr_null(json_object_get(json_object_get(d32, "params"), "seed"));
 	json_decref(d32);
 	pe_resp_free(&r32);
 	pe_resp_free(&r64);
