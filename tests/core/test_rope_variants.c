@@ -400,11 +400,17 @@ START_TEST(validation_names_the_parameter)
 		{"rope2d", "height=4&width=4&dim=10&variant=llama4", "dim"},
 		{"rope2d", "height=4&width=4&dim=6&variant=pixtral", "dim"},
 		{"rope2d", "height=4&width=4&dim=8&variant=pixtral&compat=ggml", "compat"},
+		/* float32 angles past FLT_MAX (cos, sin NaN): refused as /v1/rope refuses them */
+		{"rope2d", "height=64&width=1&dim=256&base=1.2e-38&compat=hf", "base"},
+		{"rope2d", "height=64&width=2&dim=256&base=1.2e-38&compat=hf&variant=pixtral", "base"},
+		{"rope2d", "height=8&width=8&dim=256&base=1.2e-38&compat=hf&variant=llama4", "base"},
 		{"rope", "len=4&dim=8&scaling=llama3&factor=8&original_max_position_embeddings=64&low_freq_factor=4"
 			 "&high_freq_factor=1", "high_freq_factor"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+	/* the smallest base keeps its small grids (every angle finite) */
+	free(table2d("height=1&width=2&dim=256&base=1.2e-38&compat=hf", PE_F32, 2, 256));
 	/* the grid bound is inclusive */
 	free(table2d("height=64&width=2&dim=8&variant=pixtral&max_patches_per_side=64", PE_F32, 128, 8));
 }
