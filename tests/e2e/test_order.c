@@ -287,6 +287,11 @@ START_TEST(post_validation)
 	post_refused("perm=0,0", "application/x-npy", bnpy, nb, 400, "perm");
 	post_refused("", "application/json", "[[1,2],[3,4]]", 13, 415, "Content-Type");
 	post_refused("", "application/x-npy", "not npy", 7, 400, "body");
+	/* a body larger than any X's npy can be is refused as too large, not read whole and parsed */
+	size_t huge = 4u << 20;
+	char *junk = calloc(huge, 1);
+	post_refused("", "application/x-npy", junk, huge, 413, "body");
+	free(junk);
 	stop();
 	free(npy);
 	free(bnpy);
