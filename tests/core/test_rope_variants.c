@@ -205,6 +205,30 @@ START_TEST(llama3_step_edge_is_refused)
 }
 END_TEST
 
+/* Factors that differ in double but not in float32 (their difference below float's smallest
+ * subnormal): compat=hf's smoothing divides by (float)(high - low) = 0 as transformers' does, NaN
+ * for a wavelength in the medium band. Frequencies near 1e-38 put a wavelength near 1e38, where
+ * low = 1/wavelength is that small: the band is that one wavelength, and it is refused. */
+START_TEST(llama3_factors_equal_in_float_are_refused)
+{
+	double *w = inv_freq("dim=2000&base=3e38&compat=hf", 1000);
+	size_t i = 0;
+	for (size_t k = 0; k < 1000; k++) /* the pair whose float32 wavelength is nearest 1e38 */
+		if (fabs(log((double)((1.0f / (float)w[k]) * (float)(2 * M_PI))) - log(1e38)) <
+		    fabs(log((double)((1.0f / (float)w[i]) * (float)(2 * M_PI))) - log(1e38)))
+			i = k;
+	float wavelen = (1.0f / (float)w[i]) * (float)(2 * M_PI);
+	double lo = 1 / (double)wavelen, hi = lo + 1e-46;
+	ck_assert(isfinite(wavelen) && hi != lo && (float)(hi - lo) == 0 && (float)(1 / lo) == wavelen);
+	char q[256];
+	snprintf(q, sizeof q,
+		 "dim=2000&base=3e38&compat=hf&scaling=llama3&factor=8&original_max_position_embeddings=1"
+		 "&low_freq_factor=%.17g&high_freq_factor=%.17g", lo, hi);
+	pe_kat_rejects("rope/inv_freq", q, "high_freq_factor");
+	free(w);
+}
+END_TEST
+
 /* ---- rope2d ----------------------------------------------------------------------------------- */
 
 static void *table2d(const char *query, enum pe_dtype dt, size_t rows, size_t dim)
@@ -431,6 +455,7 @@ static Suite *suite(void)
 	tcase_set_timeout(unit, 120);
 	tcase_add_test(unit, llama3_equal_factors_is_a_step);
 	tcase_add_test(unit, llama3_step_edge_is_refused);
+	tcase_add_test(unit, llama3_factors_equal_in_float_are_refused);
 	tcase_add_test(unit, merge_order_permutes_row_major_rows);
 	tcase_add_test(unit, default_table_and_key_unchanged);
 	tcase_add_test(unit, llama4_class_token_and_pairs);
