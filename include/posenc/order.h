@@ -27,7 +27,7 @@ struct pe_order_result {
 	double *attention, *attention_permuted; /* [len, len], row-stochastic */
 	double *output, *output_permuted;       /* [len, dim] */
 	double output_difference;               /* max |output_permuted - perm(output)| */
-	int equivariant;                        /* output_difference <= PE_ORDER_EQUIVARIANT_TOL */
+	int equivariant;                        /* output_difference <= PE_ORDER_EQUIVARIANT_TOL·(1 + max|X|) */
 	void *block;                            /* owns the four arrays */
 };
 

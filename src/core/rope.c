@@ -220,6 +220,13 @@ static int check_finite(struct pe_params *p, const struct pe_rope_cfg *c, struct
 		return pe_err_set(err, PE_EINVAL, "low_freq_factor",
 				  "a wavelength equals original_max_position_embeddings / low_freq_factor exactly: with "
 				  "low_freq_factor == high_freq_factor transformers' smoothing there is 0/0 (NaN)");
+	/* Any other NaN (fmax below would pass over it): llama3's factors so close that their
+	 * difference is 0 in float32, so that the smoothing divides by 0 as transformers' does. */
+	if (edge)
+		return c->scaling == PE_ROPE_LLAMA3
+			? pe_err_set(err, PE_EINVAL, "high_freq_factor",
+				     "high_freq_factor - low_freq_factor is 0 in the mode's arithmetic: the smoothing is x/0 (NaN)")
+			: pe_err_set(err, PE_EINVAL, culprit(c), "%s makes a frequency NaN", culprit(c));
 	if (!(amax < limit / 4)) /* also catches NaN */
 		return pe_err_set(err, PE_EINVAL, culprit(c), "%s makes the rotation angles overflow", culprit(c));
 	if (!(att > 0 && att <= F16_MAX))

@@ -30,6 +30,7 @@
 #include "core/angles.h"
 #include "core/tables.h"
 
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,8 @@ static int check_grid(struct pe_params *p, struct pe_err *err)
 	return 0;
 }
 
+static int check_angles(const struct pe_params *p, struct pe_err *err);
+
 static int check(struct pe_params *p, struct pe_err *err)
 {
 	int rc;
@@ -111,7 +114,9 @@ static int check(struct pe_params *p, struct pe_err *err)
 	/* The row-major Qwen2-VL table keeps the key it had before variants existed (its ETag, its cache entries). */
 	if (pe_param_enum(p, "variant") == V_QWEN2VL && pe_param_int(p, "spatial_merge_size") == 1)
 		val(p, "variant")->set = val(p, "spatial_merge_size")->set = 0;
-	return pe_check_float32_range(p, "base", err);
+	if ((rc = pe_check_float32_range(p, "base", err)) != 0)
+		return rc;
+	return check_angles(p, err);
 }
 
 static int shape(const struct pe_params *p, struct pe_shape *s)
@@ -228,6 +233,32 @@ static void frequencies(const struct pe_params *p, struct grid *g, double *full)
 		g->wr[k] = full[2 * k];
 		g->wc[k] = full[2 * k + 1];
 	}
+}
+
+/* Every angle finite in the mode's arithmetic (as /v1/rope's check): with compat=hf a base near
+ * float's smallest makes frequencies near 1e38, and coordinate * frequency is infinity in float,
+ * its cos and sin NaN. The largest angle is the largest frequency times the largest coordinate. */
+static int check_angles(const struct pe_params *p, struct pe_err *err)
+{
+	struct grid g = {0};
+	size_t q = (size_t)pe_param_int(p, "dim") / 4;
+	double *w = malloc(4 * q * sizeof *w), amax = 0;
+	if (!w)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	g.q = q;
+	g.variant = pe_param_enum(p, "variant");
+	g.hf = pe_param_enum(p, "compat") == PE_COMPAT_HF;
+	g.wr = w;
+	g.wc = w + q;
+	frequencies(p, &g, w + 2 * q);
+	int64_t h = pe_param_int(p, "height"), wd = pe_param_int(p, "width");
+	double last = (double)(h > wd ? h : wd) - (g.variant == V_LLAMA4 ? 0 : 1);
+	for (size_t k = 0; k < 2 * q; k++)
+		amax = w[k] * last > amax || w[k] != w[k] ? w[k] * last : amax;
+	free(w);
+	if (!(amax < (g.hf ? FLT_MAX : DBL_MAX) / 4))
+		return pe_err_set(err, PE_EINVAL, "base", "base makes the rotation angles overflow");
+	return 0;
 }
 
 /* Rows [r0, r0 + n) of the cos plane into out[0] and of the sin plane into out[1] (either may be

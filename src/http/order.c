@@ -29,6 +29,15 @@
 #define PATH "/v1/analysis/order"
 #define NUM_WIDTH 26 /* the widest shortest double, and its comma */
 #define HEAD_BYTES 4096
+/* The largest body that can hold a valid X: PE_ORDER_MAX_CELLS float64 values after an npy
+ * header of at most 64 KiB (NumPy's are a few hundred bytes). A bigger body is refused as it
+ * arrives, not read whole (up to max_body_bytes) to fail the npy parse. */
+#define MAX_BODY ((uint64_t)PE_ORDER_MAX_CELLS * 8 + 65536 + 12)
+
+static uint64_t body_limit(const struct pe_http *h)
+{
+	return h->opt.max_body_bytes < MAX_BODY ? h->opt.max_body_bytes : MAX_BODY;
+}
 
 static const struct pe_table_def *order_def(void) { return pe_table_find("analysis/order"); }
 
@@ -329,6 +338,7 @@ static void run_post(struct pjob *j, struct result *res)
 	}
 	if ((rc = take_shape(&j->params, &v.shape, err)) != 0 || (rc = check_cost(j->h, &j->params, "body", err)) != 0)
 		goto done;
+	j->params.v[pe_param_index(j->params.def, "seed")].set = 0; /* X is the body's: no seed in the answer's params */
 	size_t n = pe_shape_count(&v.shape, &of);
 	if ((rc = pe_produce_budget_check(j->h, job_need(&j->params, 0, pe_produce_add(j->body_len, n * 8)), "body",
 					  err)) != 0)
@@ -427,7 +437,8 @@ static enum MHD_Result serve_post(struct req *r, struct MHD_Connection *conn)
 {
 	struct pe_err err = {0};
 	if (r->body_too_big) {
-		pe_err_set(&err, PE_ETOOBIG, "body", "the body is over max_body_bytes (%" PRIu64 ")", r->h->opt.max_body_bytes);
+		pe_err_set(&err, PE_ETOOBIG, "body", "the body is over %" PRIu64 " bytes (the largest X as npy, or max_body_bytes)",
+			   body_limit(r->h));
 		return pe_http_problem(r, conn, &err);
 	}
 	struct pjob *j = calloc(1, sizeof *j);
@@ -474,7 +485,7 @@ static int is_npy(const char *ctype)
 }
 
 /* The first call: GET and HEAD take no body; a POST's is refused before it is read when its type
- * or declared length is wrong, else collected up to max_body_bytes. */
+ * or declared length is wrong, else collected up to the largest X's npy (or max_body_bytes). */
 static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
 	struct pe_http *h = r->h;
@@ -490,9 +501,9 @@ static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, cons
 		return refuse(r, PE_EMEDIATYPE, "Content-Type", "X must be sent as application/x-npy");
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
-	if (declared > h->opt.max_body_bytes)
-		return refuse(r, PE_ETOOBIG, "body", "the body is over max_body_bytes");
-	pe_buf_init(&r->body, h->opt.max_body_bytes);
+	if (declared > body_limit(h))
+		return refuse(r, PE_ETOOBIG, "body", "the body is over the largest X as npy, or max_body_bytes");
+	pe_buf_init(&r->body, (size_t)body_limit(h));
 	if (declared && pe_buf_reserve(&r->body, (size_t)declared) != 0)
 		return refuse(r, PE_ENOMEM, "body", "out of memory");
 	r->body_wanted = 1;

@@ -198,6 +198,36 @@ START_TEST(overflowing_values_refused)
 }
 END_TEST
 
+/* Without an encoding the verdict is equivariant for an X of large values too: rows of length 1e8
+ * at nearly the same angle keep the attention spread (scores differ by a few units), so summing
+ * in the permuted order moves the outputs (~1e8) by ulps of 1e8, far above an absolute 1e-9. */
+START_TEST(large_values_still_equivariant)
+{
+	enum { L = 64 };
+	char q[64 + 4 * L];
+	size_t n = (size_t)snprintf(q, sizeof q, "len=%d&dim=2&perm=", L);
+	double x[2 * L];
+	for (int i = 0; i < L; i++) {
+		double th = (double)((i * 37) % L - L / 2) * 8e-10;
+		x[2 * i] = 1e8 * cos(th);
+		x[2 * i + 1] = 1e8 * sin(th);
+		n += (size_t)snprintf(q + n, sizeof q - n, "%s%d", i ? "," : "", (i * 5 + 3) % L);
+	}
+	struct pe_params p;
+	struct pe_order_result r;
+	struct pe_err err = {0};
+	params_of(&p, q);
+	ck_assert_int_eq(pe_order_compute(&p, x, &r, &err), 0);
+	double amax = 0;
+	for (size_t i = 0; i < (size_t)L * L; i++)
+		amax = r.attention[i] > amax ? r.attention[i] : amax;
+	ck_assert_msg(amax < 0.99, "the attention saturated (%g): the case tests nothing", amax);
+	ck_assert_msg(r.equivariant, "encoding=none judged order-sensitive: output_difference %g", r.output_difference);
+	pe_order_result_destroy(&r);
+	pe_params_destroy(&p);
+}
+END_TEST
+
 /* The registered table is the two attention matrices. */
 START_TEST(table_is_the_attention_pair)
 {
@@ -223,6 +253,7 @@ static Suite *order_suite(void)
 	tcase_add_test(tc, tokens_share_rows);
 	tcase_add_test(tc, validation_names_parameters);
 	tcase_add_test(tc, overflowing_values_refused);
+	tcase_add_test(tc, large_values_still_equivariant);
 	tcase_add_test(tc, table_is_the_attention_pair);
 	suite_add_tcase(s, tc);
 	return s;

@@ -205,6 +205,30 @@ START_TEST(llama3_step_edge_is_refused)
 }
 END_TEST
 
+/* Factors that differ in double but not in float32 (their difference below float's smallest
+ * subnormal): compat=hf's smoothing divides by (float)(high - low) = 0 as transformers' does, NaN
+ * for a wavelength in the medium band. Frequencies near 1e-38 put a wavelength near 1e38, where
+ * low = 1/wavelength is that small: the band is that one wavelength, and it is refused. */
+START_TEST(llama3_factors_equal_in_float_are_refused)
+{
+	double *w = inv_freq("dim=2000&base=3e38&compat=hf", 1000);
+	size_t i = 0;
+	for (size_t k = 0; k < 1000; k++) /* the pair whose float32 wavelength is nearest 1e38 */
+		if (fabs(log((double)((1.0f / (float)w[k]) * (float)(2 * M_PI))) - log(1e38)) <
+		    fabs(log((double)((1.0f / (float)w[i]) * (float)(2 * M_PI))) - log(1e38)))
+			i = k;
+	float wavelen = (1.0f / (float)w[i]) * (float)(2 * M_PI);
+	double lo = 1 / (double)wavelen, hi = lo + 1e-46;
+	ck_assert(isfinite(wavelen) && hi != lo && (float)(hi - lo) == 0 && (float)(1 / lo) == wavelen);
+	char q[256];
+	snprintf(q, sizeof q,
+		 "dim=2000&base=3e38&compat=hf&scaling=llama3&factor=8&original_max_position_embeddings=1"
+		 "&low_freq_factor=%.17g&high_freq_factor=%.17g", lo, hi);
+	pe_kat_rejects("rope/inv_freq", q, "high_freq_factor");
+	free(w);
+}
+END_TEST
+
 /* ---- rope2d ----------------------------------------------------------------------------------- */
 
 static void *table2d(const char *query, enum pe_dtype dt, size_t rows, size_t dim)
@@ -400,11 +424,17 @@ START_TEST(validation_names_the_parameter)
 		{"rope2d", "height=4&width=4&dim=10&variant=llama4", "dim"},
 		{"rope2d", "height=4&width=4&dim=6&variant=pixtral", "dim"},
 		{"rope2d", "height=4&width=4&dim=8&variant=pixtral&compat=ggml", "compat"},
+		/* float32 angles past FLT_MAX (cos, sin NaN): refused as /v1/rope refuses them */
+		{"rope2d", "height=64&width=1&dim=256&base=1.2e-38&compat=hf", "base"},
+		{"rope2d", "height=64&width=2&dim=256&base=1.2e-38&compat=hf&variant=pixtral", "base"},
+		{"rope2d", "height=8&width=8&dim=256&base=1.2e-38&compat=hf&variant=llama4", "base"},
 		{"rope", "len=4&dim=8&scaling=llama3&factor=8&original_max_position_embeddings=64&low_freq_factor=4"
 			 "&high_freq_factor=1", "high_freq_factor"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+	/* the smallest base keeps its small grids (every angle finite) */
+	free(table2d("height=1&width=2&dim=256&base=1.2e-38&compat=hf", PE_F32, 2, 256));
 	/* the grid bound is inclusive */
 	free(table2d("height=64&width=2&dim=8&variant=pixtral&max_patches_per_side=64", PE_F32, 128, 8));
 }
@@ -425,6 +455,7 @@ static Suite *suite(void)
 	tcase_set_timeout(unit, 120);
 	tcase_add_test(unit, llama3_equal_factors_is_a_step);
 	tcase_add_test(unit, llama3_step_edge_is_refused);
+	tcase_add_test(unit, llama3_factors_equal_in_float_are_refused);
 	tcase_add_test(unit, merge_order_permutes_row_major_rows);
 	tcase_add_test(unit, default_table_and_key_unchanged);
 	tcase_add_test(unit, llama4_class_token_and_pairs);

@@ -166,6 +166,8 @@ START_TEST(post_float32)
 	ck_assert(memcmp(r32.body, r64.body, r32.len) == 0);
 	json_t *d32 = pe_resp_json(&r32);
 	ck_assert(json_is_false(json_object_get(d32, "equivariant")));
+	/* the params echo what the answer depends on: X is the body's, so no generator seed */
+	ck_assert_ptr_null(json_object_get(json_object_get(d32, "params"), "seed"));
 	json_decref(d32);
 	pe_resp_free(&r32);
 	pe_resp_free(&r64);
@@ -285,6 +287,11 @@ START_TEST(post_validation)
 	post_refused("perm=0,0", "application/x-npy", bnpy, nb, 400, "perm");
 	post_refused("", "application/json", "[[1,2],[3,4]]", 13, 415, "Content-Type");
 	post_refused("", "application/x-npy", "not npy", 7, 400, "body");
+	/* a body larger than any X's npy can be is refused as too large, not read whole and parsed */
+	size_t huge = 4u << 20;
+	char *junk = calloc(huge, 1);
+	post_refused("", "application/x-npy", junk, huge, 413, "body");
+	free(junk);
 	stop();
 	free(npy);
 	free(bnpy);
