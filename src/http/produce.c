@@ -245,6 +245,27 @@ int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param,
 #define EST_TEXT_F64_NS 70
 #define EST_GZIP_NS 500
 
+/* The computation's own costs, the worst measured over every table (one thread, the machine
+ * loaded; a hostile client picks the worst): wide sinusoidal tables take ~1 ns per element, but
+ * elements that each need their own pow/log/sin/cos take up to ~28 (rope/inv_freq, relative/t5
+ * with k_len=1, rope's compat=hf/ggml at large offsets), f16 and bf16 ~12 more (rope at dim 128:
+ * 221 us against 36 in f32), and every row (innermost vector) a fixed ~40-110 (rope at dim 2,
+ * sinusoidal at dim 1, M-RoPE at dim 2: 10-23x what elements alone predicted). An intermediate
+ * element (an analysis' encoding table, analysis/order's Gaussian X) costs up to ~150; a
+ * multiply-add of an analysis about 1. */
+#define EST_COMPUTE_NS 30
+#define EST_NARROW_NS 15
+#define EST_ROW_NS 120
+#define EST_INTERMEDIATE_NS 150
+
+uint64_t pe_produce_compute_ns(enum pe_dtype dt, uint64_t elements, uint64_t rows, uint64_t intermediate,
+			       uint64_t madds)
+{
+	uint64_t per = EST_COMPUTE_NS + (dt == PE_F16 || dt == PE_BF16 ? EST_NARROW_NS : 0);
+	uint64_t ns = pe_produce_add(pe_produce_mul(elements, per), pe_produce_mul(rows, EST_ROW_NS));
+	return pe_produce_add(pe_produce_add(ns, pe_produce_mul(intermediate, EST_INTERMEDIATE_NS)), madds);
+}
+
 uint64_t pe_produce_estimate_ns(const struct pe_out *o, uint64_t elements, uint64_t work)
 {
 	uint64_t per;
