@@ -25,7 +25,10 @@
  * is registered as on the pool path and completed by that fill, before pe_produce_answer returns),
  * the same ETag, headers and "miss", and posenc_jobs_total counts it (hooks.ran_inline; also
  * posenc_jobs_inline_total). The estimate (pe_produce_estimate_ns) is elements x a per-format
- * cost + the core's work + a fixed part, measured with tests/bench/bench_inline.c (below); PNG is
+ * cost + a fixed part, measured with tests/bench/bench_inline.c (below), + the computation at the
+ * worst cost measured over every table (pe_produce_compute_ns: per element, per row, the core's
+ * intermediate table and work; a narrow table's rows or a pow per element cost 10-20x what a
+ * wide sinusoidal table's elements do, and a client picks its table); PNG is
  * never inline (3-5 ms at any size), and a producer without an estimate (learned tables, read
  * from the store) never is. So the HTTP thread is held at most about inline_max_us per request:
  * a table too large for it always takes the pool and can never block the thread (fault test
@@ -34,8 +37,8 @@
  * (bench_inline, AMD EPYC), while the trip through the pool (suspend, a worker's wake-up, the
  * resume through MHD's ITC, the handler again) measured ~60-130 more CPU-us per request at one
  * connection (A/B, --inline-max-us 50 against 0: 62-96 CPU-us against 123-196, 1.5-3.4x the
- * requests/s). 50 us keeps JSON up to ~1100 elements (32x32) and bin/npy up to ~24k elements
- * inline; past that the work itself dominates and the pool's parallelism pays, and 16 clients
+ * requests/s). 50 us keeps f32 JSON up to ~600 elements (24x24; 16x16 at ~23 us estimated, ~14
+ * measured) and bin/npy up to ~1300 (32x32) inline, every table's worst case included; past that the work itself dominates and the pool's parallelism pays, and 16 clients
  * each holding the thread 50 us delay another by under 1 ms. Under many concurrent misses on a
  * saturated machine the pool can still give more requests/s (its three threads against one; A/B
  * at -c16, load 3.6-4.5 on 2 vCPUs: 5.4-7.5k against 10-12.6k req/s, CPU per request alike):
@@ -244,6 +247,28 @@ int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param,
 #define EST_TEXT_NS 40
 #define EST_TEXT_F64_NS 70
 #define EST_GZIP_NS 500
+
+/* The computation's own costs, the worst measured over every table (one thread, the machine
+ * loaded; a hostile client picks the worst): wide sinusoidal tables take ~1 ns per element, but
+ * elements that each need their own pow/log/sin/cos take up to ~28 (rope/inv_freq, relative/t5
+ * with k_len=1, rope's compat=hf/ggml at large offsets), f16 and bf16 up to ~12 more all told
+ * (rope at dim 128: 221 us against 36 in f32), and a row (innermost vector) 40-110 all told at
+ * widths 1-4 (rope at dim 2, sinusoidal at dim 1, M-RoPE at dim 2: 10-23x what elements alone
+ * predicted), which a row's fixed 80 plus its elements' 30 each covers. An intermediate
+ * element (an analysis' encoding table, analysis/order's Gaussian X) costs up to ~150; a
+ * multiply-add of an analysis about 1. */
+#define EST_COMPUTE_NS 30
+#define EST_NARROW_NS 10
+#define EST_ROW_NS 80
+#define EST_INTERMEDIATE_NS 150
+
+uint64_t pe_produce_compute_ns(enum pe_dtype dt, uint64_t elements, uint64_t rows, uint64_t intermediate,
+			       uint64_t madds)
+{
+	uint64_t per = EST_COMPUTE_NS + (dt == PE_F16 || dt == PE_BF16 ? EST_NARROW_NS : 0);
+	uint64_t ns = pe_produce_add(pe_produce_mul(elements, per), pe_produce_mul(rows, EST_ROW_NS));
+	return pe_produce_add(pe_produce_add(ns, pe_produce_mul(intermediate, EST_INTERMEDIATE_NS)), madds);
+}
 
 uint64_t pe_produce_estimate_ns(const struct pe_out *o, uint64_t elements, uint64_t work)
 {

@@ -72,9 +72,18 @@ int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param,
 
 /* ---- inline work ----
  * The time a job would take, estimated from its element count and format with the per-element
- * costs tests/bench/bench_inline.c measures, plus work (the core's pe_cost: multiply-adds and
- * intermediate elements, about a nanosecond each). Saturates. */
+ * costs tests/bench/bench_inline.c measures, plus work (nanoseconds: pe_produce_compute_ns).
+ * Saturates. */
 uint64_t pe_produce_estimate_ns(const struct pe_out *o, uint64_t elements, uint64_t work);
+/* The computation's time in the worst case over the tables: elements of dtype dt, rows
+ * (innermost vectors: every one has a fixed cost, which dominates narrow tables), intermediate
+ * elements and multiply-adds (the core's pe_cost). Saturates. */
+uint64_t pe_produce_compute_ns(enum pe_dtype dt, uint64_t elements, uint64_t rows, uint64_t intermediate,
+			       uint64_t madds);
+
+/* A /v1/<table> job's estimate for params p (finished) and output o: what decides whether it runs
+ * on the HTTP thread (table.c; UINT64_MAX when the table cannot be sized). */
+uint64_t pe_table_estimate_ns(const struct pe_params *p, const struct pe_out *o);
 
 /* The strong ETag of a cache key, from the key and PE_OUTPUT_EPOCH only: equal on every replica
  * and across restarts. */

@@ -118,6 +118,28 @@ static uint64_t job_need(const struct pe_out *o, const struct pe_shape *s, uint6
 	return pe_produce_add(overflow ? UINT64_MAX : raw, scratch > out ? scratch : out);
 }
 
+/* The job's time (whether it may run on the HTTP thread): encoding o, and computing s's elements
+ * and rows with c's intermediate table and work, each at the worst cost measured over the
+ * tables (pe_produce_compute_ns). */
+static uint64_t estimate_ns(const struct pe_out *o, const struct pe_shape *s, const struct pe_cost *c)
+{
+	int overflow;
+	uint64_t n = pe_shape_count(s, &overflow), last = s->rank ? s->dim[s->rank - 1] : 1;
+	if (overflow)
+		return UINT64_MAX;
+	uint64_t rows = last ? n / last : 0;
+	return pe_produce_estimate_ns(o, n, pe_produce_compute_ns(o->dt, n, rows, c->intermediate, c->work));
+}
+
+uint64_t pe_table_estimate_ns(const struct pe_params *p, const struct pe_out *o)
+{
+	struct pe_shape s;
+	struct pe_cost c;
+	if (pe_table_shape(p, &s) != 0 || pe_table_cost(p, &c) != 0)
+		return UINT64_MAX;
+	return estimate_ns(o, &s, &c);
+}
+
 /* Could the job ever fit in the response budget? The 413 names what sizes the excess: the
  * intermediate's parameter when that alone is too much, format when the table would fit as bin,
  * else the table's size parameter. */
@@ -127,12 +149,10 @@ static int check_budget(struct pe_http *h, const struct pe_params *p, const stru
 {
 	struct pe_shape s;
 	struct pe_cost c;
-	int overflow;
 	if (pe_table_shape(p, &s) != 0 || pe_table_cost(p, &c) != 0)
 		return pe_err_set(err, PE_EINTERNAL, "", "cannot size this table");
 	*scratch = c.scratch_bytes;
-	uint64_t n = pe_shape_count(&s, &overflow);
-	*estimate = pe_produce_estimate_ns(o, overflow ? UINT64_MAX : n, pe_produce_add(c.work, c.intermediate));
+	*estimate = estimate_ns(o, &s, &c);
 	/* JSON's head: the parameters as the key holds them, quoted and keyed */
 	uint64_t out = pe_produce_out_bound(o, &s, 2 * keylen + 1024, o->fmt == PE_FMT_PNG ? lay : NULL);
 	uint64_t need = job_need(o, &s, c.scratch_bytes, out);

@@ -1,0 +1,99 @@
+/* The inline estimate's verdict (src/http/table.c pe_table_estimate_ns, produce.c): tables whose
+ * elements are few but each costly, or whose rows are many and narrow, must not be judged small
+ * enough for the HTTP thread at the default inline_max_us (50 us). Each case below is a request a
+ * hostile client can send, measured at 4-23x the old estimate's verdict (116-1170 us where the
+ * old formula said 11-99 us: compute + encode, one thread). The issue's own target, a 16x16 f32
+ * JSON table, stays inline. Asserts verdicts on parameters only, never times. */
+#include "support/pe_check.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "http/produce.h"
+
+#define INLINE_MAX_NS (50u * 1000u) /* the default inline_max_us */
+
+/* The estimate of /v1/<table>?<query> encoded as fmt in dt; query is "k=v&k=v". */
+static uint64_t estimate(const char *table, const char *query, enum pe_format fmt, enum pe_dtype dt)
+{
+	struct pe_params p;
+	struct pe_err err = {0};
+	char q[256];
+	const struct pe_table_def *def = pe_table_find(table);
+	ck_assert_ptr_nonnull(def);
+	pe_params_init(&p, def);
+	snprintf(q, sizeof q, "%s", query);
+	for (char *save = NULL, *kv = strtok_r(q, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(kv, '=');
+		ck_assert_ptr_nonnull(eq);
+		*eq = 0;
+		ck_assert_msg(pe_params_set(&p, kv, eq + 1, &err) == 0, "%s: %s", kv, err.detail);
+	}
+	ck_assert_msg(pe_params_finish(&p, &err) == 0, "%s?%s: %s", table, query, err.detail);
+	struct pe_out o = {.fmt = fmt, .dt = dt};
+	uint64_t ns = pe_table_estimate_ns(&p, &o);
+	pe_params_destroy(&p);
+	return ns;
+}
+
+static void not_inline(const char *table, const char *query, enum pe_format fmt, enum pe_dtype dt)
+{
+	uint64_t ns = estimate(table, query, fmt, dt);
+	ck_assert_msg(ns > INLINE_MAX_NS, "%s?%s estimated %llu ns: inline, but it takes far longer", table, query,
+		      (unsigned long long)ns);
+}
+
+START_TEST(narrow_rows_not_inline)
+{
+	/* ~40-110 ns per row whatever the width: 820 us, 1040 us, 430 us, 620 us, 440 us measured */
+	not_inline("sinusoidal", "len=20000&dim=1", PE_FMT_BIN, PE_F32);
+	not_inline("rope", "len=10000&dim=2&compat=ggml", PE_FMT_BIN, PE_F32);
+	not_inline("rope/mrope", "segments=text:2000&dim=2&mrope_section=1,0,0", PE_FMT_BIN, PE_F32);
+	not_inline("rope2d", "height=5000&width=1&dim=4", PE_FMT_BIN, PE_F32);
+	not_inline("relative/xl", "len=10000&dim=2", PE_FMT_BIN, PE_F32);
+	not_inline("relative/t5", "q_len=20000&k_len=1", PE_FMT_BIN, PE_I32);
+}
+END_TEST
+
+START_TEST(costly_elements_not_inline)
+{
+	/* a pow per element (116 us), half-precision stores (221 us), M-RoPE's gathers (107 us) */
+	not_inline("rope/inv_freq", "dim=8192", PE_FMT_BIN, PE_F32);
+	not_inline("rope", "len=64&dim=128", PE_FMT_BIN, PE_BF16);
+	not_inline("rope", "len=64&dim=128&compat=hf", PE_FMT_BIN, PE_F16);
+	not_inline("rope/mrope", "segments=text:64&dim=128", PE_FMT_BIN, PE_F32);
+}
+END_TEST
+
+START_TEST(analysis_intermediate_not_inline)
+{
+	/* a tiny answer over a wide encoding table: 200 us, 296 us, 1170 us measured */
+	not_inline("analysis/similarity", "len=2&dim=8000", PE_FMT_BIN, PE_F32);
+	not_inline("analysis/similarity", "len=4&dim=4096&encoding=rope", PE_FMT_BIN, PE_F32);
+	not_inline("analysis/order", "len=2&dim=4000&encoding=rope", PE_FMT_BIN, PE_F32);
+}
+END_TEST
+
+START_TEST(small_table_still_inline)
+{
+	/* the cold 16x16 JSON miss */
+	ck_assert_uint_le(estimate("sinusoidal", "len=16&dim=16", PE_FMT_JSON, PE_F32), INLINE_MAX_NS);
+	ck_assert_uint_le(estimate("rope", "len=16&dim=16", PE_FMT_JSON, PE_F32), INLINE_MAX_NS);
+	/* PNG never */
+	ck_assert_uint_eq(estimate("sinusoidal", "len=4&dim=4", PE_FMT_PNG, PE_F32), UINT64_MAX);
+}
+END_TEST
+
+static Suite *estimate_suite(void)
+{
+	Suite *s = suite_create("inline_estimate");
+	TCase *tc = tcase_create("inline_estimate");
+	tcase_add_test(tc, narrow_rows_not_inline);
+	tcase_add_test(tc, costly_elements_not_inline);
+	tcase_add_test(tc, analysis_intermediate_not_inline);
+	tcase_add_test(tc, small_table_still_inline);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(estimate_suite)
