@@ -184,6 +184,10 @@ bench:
 	$(MAKE) BUILD=$(BENCH_BUILD) OPT="-O3" all $(BENCH_BUILD)/tests/bench/bench_kernels
 	BUILD=$(BENCH_BUILD) ./tests/tools/bench.sh
 
+$(BUILD)/tests/bench/bench_checks: tests/bench/bench_checks.c $(BUILD)/libposenc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/libposenc.a $(shell pkg-config --libs jansson) $(LIBS_CORE)
+
 $(BUILD)/tests/bench/bench_kernels: tests/bench/bench_kernels.c $(BUILD)/libposenc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/libposenc.a $(shell pkg-config --libs jansson) $(LIBS_CORE)

@@ -36,20 +36,19 @@ static const struct pe_param_spec body_params[] = {MROPE_TABLE_PARAMS};
 /* ---- validation ---- */
 
 /* Every angle and value finite in the mode's arithmetic for positions up to max_position (as
- * /v1/rope's check does for its rows). */
+ * /v1/rope's check does for its rows; cheap where pe_rope_freq_verdict's bound decides). */
 static int check_angles(const struct pe_params *p, int64_t max_position, struct pe_err *err)
 {
-	struct pe_rope_plan pl;
-	if (pe_rope_plan_init(&pl, p) != 0)
+	double last = (double)max_position + 1;
+	double limit = pe_param_enum(p, "compat") == PE_COMPAT_EXACT ? DBL_MAX : FLT_MAX;
+	int v = pe_rope_freq_verdict(p, last, limit / 4, 0);
+	if (v == PE_ENOMEM)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	double last = (double)max_position + 1, amax = 0;
-	double limit = pl.cfg.compat == PE_COMPAT_EXACT ? DBL_MAX : FLT_MAX;
-	for (size_t i = 0; i < pl.cfg.h; i++)
-		amax = fmax(amax, fabs(pl.w[i]) * last);
-	double att = pl.att;
-	pe_rope_plan_destroy(&pl);
+	struct pe_rope_cfg c;
+	pe_rope_cfg_get(p, &c);
+	double att = pe_rope_attention_scaling(&c);
 	const char *who = pe_param_isset(p, "factor") ? "factor" : "base";
-	if (!(amax < limit / 4))
+	if (v == PE_FREQ_BIG)
 		return pe_err_set(err, PE_EINVAL, who, "%s makes the rotation angles overflow", who);
 	if (!(att > 0 && att <= F16_MAX))
 		return pe_err_set(err, PE_EINVAL, who, "attention_scaling %g is beyond f16's range", att);

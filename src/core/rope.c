@@ -200,35 +200,74 @@ static const char *culprit(const struct pe_rope_cfg *c)
 	return c->base < 1 ? "base" : "factor";
 }
 
-/* Every frequency, angle and value finite in the mode's arithmetic (float for hf and ggml), and
- * every value within f16's range: no NaN or infinity can reach a table or its JSON. */
-static int check_finite(struct pe_params *p, const struct pe_rope_cfg *c, struct pe_err *err)
+/* Every frequency of the plan scanned: the largest |w_i| (NaNs passed over) and whether one is NaN.
+ * PE_ENOMEM when the plan cannot be made. */
+static int scan_freqs(const struct pe_params *p, double *amax, int *nan)
 {
 	struct pe_rope_plan pl;
 	if (pe_rope_plan_init(&pl, p) != 0)
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	double last = has_param(p, "len") ? (double)pe_param_int(p, "offset") + (double)pe_param_int(p, "len") : 1;
-	double limit = c->compat == PE_COMPAT_EXACT ? DBL_MAX : FLT_MAX, amax = 0;
-	for (size_t i = 0; i < c->h; i++)
-		amax = fmax(amax, fabs(pl.w[i]) * last);
-	double att = pl.att;
-	int edge = 0; /* llama3's step (low == high) has NaN exactly on its edge, as transformers has */
-	for (size_t i = 0; i < c->h; i++)
-		edge |= isnan(pl.w[i]);
+		return PE_ENOMEM;
+	*amax = 0;
+	*nan = 0;
+	for (size_t i = 0; i < pl.cfg.h; i++) {
+		*amax = fmax(*amax, fabs(pl.w[i]));
+		*nan |= isnan(pl.w[i]);
+	}
 	pe_rope_plan_destroy(&pl);
-	if (edge && c->scaling == PE_ROPE_LLAMA3 && c->low_freq_factor == c->high_freq_factor)
+	return 0;
+}
+
+static int force_scan; /* tests: always scan (the verdict before the cheap bound) */
+
+void pe_rope_freq_force_scan(int on) { force_scan = on; }
+
+int pe_rope_freq_verdict(const struct pe_params *p, double last, double lim, int nan_first)
+{
+	struct pe_rope_cfg c;
+	double m, u;
+	pe_rope_cfg_get(p, &c);
+	if (!force_scan && pe_rope_freq_bound(&c, &m, &u) == 0) {
+		if (isnan(m) && nan_first)
+			return PE_FREQ_NAN;
+		if (!isnan(m) && !(m * last < lim)) /* a frequency of the plan itself */
+			return PE_FREQ_BIG;
+		if (!isnan(m) && u * last < lim) /* every frequency a number, none above u */
+			return PE_FREQ_OK;
+	}
+	int nan;
+	if (scan_freqs(p, &m, &nan) != 0)
+		return PE_ENOMEM;
+	if (nan && nan_first)
+		return PE_FREQ_NAN;
+	/* the largest product is the product of the largest: rounding is monotone */
+	return m * last < lim ? PE_FREQ_OK : PE_FREQ_BIG;
+}
+
+/* Every frequency, angle and value finite in the mode's arithmetic (float for hf and ggml), and
+ * every value within f16's range: no NaN or infinity can reach a table or its JSON. Cheap
+ * (pe_rope_freq_bound) where it can be; this runs on the HTTP thread for every request. */
+static int check_finite(struct pe_params *p, const struct pe_rope_cfg *c, struct pe_err *err)
+{
+	double last = has_param(p, "len") ? (double)pe_param_int(p, "offset") + (double)pe_param_int(p, "len") : 1;
+	double limit = c->compat == PE_COMPAT_EXACT ? DBL_MAX : FLT_MAX;
+	int v = pe_rope_freq_verdict(p, last, limit / 4, 1);
+	if (v == PE_ENOMEM)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	/* llama3's step (low == high) has NaN exactly on its edge, as transformers has */
+	if (v == PE_FREQ_NAN && c->scaling == PE_ROPE_LLAMA3 && c->low_freq_factor == c->high_freq_factor)
 		return pe_err_set(err, PE_EINVAL, "low_freq_factor",
 				  "a wavelength equals original_max_position_embeddings / low_freq_factor exactly: with "
 				  "low_freq_factor == high_freq_factor transformers' smoothing there is 0/0 (NaN)");
-	/* Any other NaN (fmax below would pass over it): llama3's factors so close that their
-	 * difference is 0 in float32, so that the smoothing divides by 0 as transformers' does. */
-	if (edge)
+	/* Any other NaN: llama3's factors so close that their difference is 0 in float32, so that the
+	 * smoothing divides by 0 as transformers' does. */
+	if (v == PE_FREQ_NAN)
 		return c->scaling == PE_ROPE_LLAMA3
 			? pe_err_set(err, PE_EINVAL, "high_freq_factor",
 				     "high_freq_factor - low_freq_factor is 0 in the mode's arithmetic: the smoothing is x/0 (NaN)")
 			: pe_err_set(err, PE_EINVAL, culprit(c), "%s makes a frequency NaN", culprit(c));
-	if (!(amax < limit / 4)) /* also catches NaN */
+	if (v == PE_FREQ_BIG)
 		return pe_err_set(err, PE_EINVAL, culprit(c), "%s makes the rotation angles overflow", culprit(c));
+	double att = pe_rope_attention_scaling(c);
 	if (!(att > 0 && att <= F16_MAX))
 		return pe_err_set(err, PE_EINVAL, culprit(c), "%s makes attention_scaling %g, beyond f16's range",
 				  culprit(c), att);
@@ -509,16 +548,30 @@ static int inv_freq_compute(const struct pe_params *p, enum pe_dtype dt, void *o
 	return 0;
 }
 
-/* The largest inverse frequency (a factor far below 1 makes them huge): the plan is dim/2 numbers,
- * cheap to make while validating. 0 when it cannot be made (the computation then fails). */
+/* How many of f16, bf16, f32 round v to infinity (more the larger v is). */
+static int overflow_class(double v)
+{
+	return isinf(pe_f16_to_f32(pe_f64_to_f16(v))) + isinf(pe_bf16_to_f32(pe_f64_to_bf16(v))) + isinf((float)v);
+}
+
+/* The largest inverse frequency (a factor far below 1 makes them huge), for the dtype check. The
+ * cheap bound's witness when every dtype's verdict is the same for it and for the bound (the true
+ * maximum lies between them); else the plan scanned. 0 when it cannot be made (the computation then
+ * fails). */
 static double inv_freq_max_abs(const struct pe_params *p)
 {
+	struct pe_rope_cfg c;
+	double m, u;
+	pe_rope_cfg_get(p, &c);
+	if (c.compat != PE_COMPAT_GGML && !force_scan && pe_rope_freq_bound(&c, &m, &u) == 0 && !isnan(m) &&
+	    isfinite(u) && overflow_class(m) == overflow_class(u))
+		return m;
 	struct pe_rope_plan pl;
 	if (pe_rope_plan_init(&pl, p) != 0)
 		return 0;
 	if (pl.cfg.compat == PE_COMPAT_GGML)
 		pe_rope_angles(&pl, 1, 1, pl.w);
-	double m = 0;
+	m = 0;
 	for (size_t k = 0; k < pl.cfg.h; k++)
 		m = fabs(pl.w[k]) > m ? fabs(pl.w[k]) : m;
 	pe_rope_plan_destroy(&pl);

@@ -76,6 +76,21 @@ struct pe_rope_plan {
 int pe_rope_plan_init(struct pe_rope_plan *pl, const struct pe_params *p);
 void pe_rope_plan_destroy(struct pe_rope_plan *pl);
 
+/* Cheap bounds on the plan's frequencies for validation, without building the plan (rope_freq.c
+ * says why they hold): *m is the largest |w_i| of a few indices the plan has (NaN when one of them
+ * is NaN), *u an upper bound of every |w_i| (every w_i a number when *u is finite). -1 when the case
+ * has no cheap bound (ggml, llama3, hf dynamic NTK past the original context): build the plan. */
+int pe_rope_freq_bound(const struct pe_rope_cfg *c, double *m, double *u);
+
+/* Whether every frequency w_i of p's plan is a number with |w_i| * last < lim: PE_FREQ_OK,
+ * PE_FREQ_NAN (a w_i is NaN; only with nan_first, else NaNs are passed over), PE_FREQ_BIG, or
+ * PE_ENOMEM. Cheap through pe_rope_freq_bound where that decides, else the plan is built and
+ * scanned; both give the same verdict (tests/core/test_rope_checks.c). */
+enum { PE_FREQ_OK = 0, PE_FREQ_NAN = 1, PE_FREQ_BIG = 2 };
+int pe_rope_freq_verdict(const struct pe_params *p, double last, double lim, int nan_first);
+/* Tests only (not thread-safe): 1 makes every verdict scan the plan, as before the cheap bound. */
+void pe_rope_freq_force_scan(int on);
+
 /* attention_scaling alone, as reported beside the table. */
 double pe_rope_attention_scaling(const struct pe_rope_cfg *c);
 

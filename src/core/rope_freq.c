@@ -27,6 +27,7 @@
 #include "core/tables.h"
 #include "core/torchmath.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -400,4 +401,130 @@ void pe_rope_angles(const struct pe_rope_plan *pl, int64_t pos0, size_t nrows, d
 				t[i] = pd * w[i];
 		}
 	}
+}
+
+/* ---- cheap verdicts for validation --------------------------------------------------------- */
+
+/* Validation asks whether every frequency is a number with |w_i| * last < lim. Building the plan
+ * costs a pow per frequency (milliseconds at dim 65536, on the HTTP thread), so for the monotone
+ * cases the answer comes from the two ends instead, plus a proof that the middle cannot do worse:
+ *
+ *   pos_i = pow(base, x_i) is monotone in the mathematical x_i (exact) or in the float x_i of
+ *   HF's grid (hf), and each computed pos_i is within a relative e of its true value while it is a
+ *   normal number (e <= 2^-50 in double, <= 2^-22 for SLEEF's powf u10 and libm's powf). So every
+ *   computed pos_i is >= min(computed ends) * (1 - e)^2, and w_i (1/pos, then /factor: roundings,
+ *   monotone) is <= max(w at the ends) * (1 + 2^-16) (generous). YaRN's blend of 1/(factor*pos)
+ *   and 1/pos with factor >= 1 is at most 1/pos times the same slack. LongRoPE's 1/(f_i * pos_i) is
+ *   at most max 1/f_i times the largest 1/pos, and its smallest factor's own w is a witness.
+ *
+ * A witness (an end, LongRoPE's smallest factor) is computed exactly as the plan computes it, so a
+ * witness that fails is the plan's own failure. Unknown (-1, scan the plan) whenever the argument
+ * does not cover the case: ggml, llama3 (its NaN edge names another parameter), hf's dynamic base
+ * past original_max_position_embeddings, a subnormal pow at an end, or a bound between the witness
+ * and the limit (a band 2^-16 wide). */
+
+#define BOUND_SLACK (1 + 0x1p-16)
+#define BOUND_ABS 1e-30 /* covers w rounding into subnormals; far below any limit */
+
+/* One frequency as freqs_exact / freqs_hf compute it (w), and its unscaled 1/pos (extra). */
+static void freq_at(const struct pe_rope_cfg *c, double base, double low, double high, size_t i, double *w,
+		    double *extra)
+{
+	if (c->compat == PE_COMPAT_EXACT) {
+		double pos = pow(base, x_exact(c, i));
+		*extra = 1.0 / pos;
+		switch (c->scaling) {
+		case PE_ROPE_LINEAR:
+			*w = 1.0 / pos / c->factor;
+			break;
+		case PE_ROPE_YARN: {
+			double ramp = fmin(fmax(((double)i - low) / (high - low), 0), 1), ef = 1 - ramp;
+			*w = 1.0 / (c->factor * pos) * (1 - ef) + 1.0 / pos * ef;
+			break;
+		}
+		case PE_ROPE_LONGROPE:
+			*w = 1.0 / (longrope_factors(c)[i] * pos);
+			break;
+		default:
+			*w = 1.0 / pos;
+		}
+		return;
+	}
+	float pw = pe_torch_powf((float)base, (float)(2 * i) / (float)c->dim, i, c->h), v;
+	*extra = (double)(1.0f / pw);
+	switch (c->scaling) {
+	case PE_ROPE_LINEAR:
+		v = (1.0f / pw) / (float)c->factor;
+		break;
+	case PE_ROPE_YARN:
+		v = yarn_hf(c, i, pw, low, high);
+		break;
+	case PE_ROPE_LONGROPE:
+		v = 1.0f / ((float)longrope_factors(c)[i] * pw);
+		break;
+	default:
+		v = 1.0f / pw;
+	}
+	*w = (double)v;
+}
+
+static int bound_covers(const struct pe_rope_cfg *c)
+{
+	if (c->compat == PE_COMPAT_GGML || c->scaling == PE_ROPE_LLAMA3)
+		return 0;
+	if (c->compat == PE_COMPAT_HF && c->scaling == PE_ROPE_DYNAMIC && c->seq_len > c->orig)
+		return 0; /* HF's float32 dynamic base */
+	return 1;
+}
+
+/* LongRoPE: the smallest factor (as the mode rounds it) and its index; 0 when one is not a
+ * positive normal number there (no bound then). */
+static int longrope_min(const struct pe_rope_cfg *c, double *fmin, size_t *at)
+{
+	const double *f = longrope_factors(c);
+	double m = INFINITY;
+	for (size_t i = 0; i < c->h; i++) {
+		double v = c->compat == PE_COMPAT_HF ? (double)(float)f[i] : f[i];
+		if (v < m) {
+			m = v;
+			*at = i;
+		}
+	}
+	*fmin = m;
+	return c->compat == PE_COMPAT_HF ? m >= FLT_MIN && m <= FLT_MAX : m >= DBL_MIN;
+}
+
+int pe_rope_freq_bound(const struct pe_rope_cfg *c, double *m, double *u)
+{
+	if (!bound_covers(c))
+		return -1;
+	double base = ntk_base(c), low = 0, high = 1, w[3], extra[3], fmin = 1;
+	size_t idx[3] = {0, c->h - 1, 0}, n = 2;
+	if (c->scaling == PE_ROPE_YARN)
+		yarn_range(c, &low, &high);
+	int ok = 1;
+	if (c->scaling == PE_ROPE_LONGROPE) {
+		ok = longrope_min(c, &fmin, &idx[2]);
+		n = 3;
+	}
+	*m = 0;
+	for (size_t k = 0; k < n; k++) {
+		freq_at(c, base, low, high, idx[k], &w[k], &extra[k]);
+		if (isnan(w[k])) {
+			*m = *u = NAN;
+			return 0;
+		}
+		*m = fmax(*m, fabs(w[k]));
+	}
+	/* the ends' 1/pos must be normal numbers for the relative error argument */
+	double xmax = fmax(extra[0], extra[1]), pmax = c->compat == PE_COMPAT_HF ? 0x1p125 : 0x1p1021;
+	if (!ok || !(xmax <= pmax))
+		return *u = INFINITY, 0;
+	if (c->scaling == PE_ROPE_YARN)
+		*u = xmax * BOUND_SLACK + BOUND_ABS;
+	else if (c->scaling == PE_ROPE_LONGROPE)
+		*u = xmax / fmin * BOUND_SLACK + BOUND_ABS;
+	else
+		*u = *m * BOUND_SLACK + BOUND_ABS;
+	return 0;
 }
