@@ -445,6 +445,9 @@ static void freq_at(const struct pe_rope_cfg *c, double base, double low, double
 		case PE_ROPE_LONGROPE:
 			*w = 1.0 / (longrope_factors(c)[i] * pos);
 			break;
+		case PE_ROPE_LLAMA3:
+			*w = llama3_exact(c, 1.0 / pos);
+			break;
 		default:
 			*w = 1.0 / pos;
 		}
@@ -462,6 +465,9 @@ static void freq_at(const struct pe_rope_cfg *c, double base, double low, double
 	case PE_ROPE_LONGROPE:
 		v = 1.0f / ((float)longrope_factors(c)[i] * pw);
 		break;
+	case PE_ROPE_LLAMA3:
+		v = llama3_hf(c, 1.0f / pw);
+		break;
 	default:
 		v = 1.0f / pw;
 	}
@@ -470,11 +476,55 @@ static void freq_at(const struct pe_rope_cfg *c, double base, double low, double
 
 static int bound_covers(const struct pe_rope_cfg *c)
 {
-	if (c->compat == PE_COMPAT_GGML || c->scaling == PE_ROPE_LLAMA3)
+	if (c->compat == PE_COMPAT_GGML)
 		return 0;
 	if (c->compat == PE_COMPAT_HF && c->scaling == PE_ROPE_DYNAMIC && c->seq_len > c->orig)
 		return 0; /* HF's float32 dynamic base */
 	return 1;
+}
+
+static int float_normal(double v)
+{
+	float f = (float)v;
+	return isnormal(f) && f > 0;
+}
+
+/* llama3 with low == high is NaN where a computed wavelength equals the edge t = orig / low (as
+ * the mode rounds it). The true wavelength 2 pi B^x is strictly monotone in x = 2i/dim, and the
+ * computed one is within 8 eps of the true one at a grid point within 2^-24 of x, so an equal one
+ * lies within dim/2 (8 eps/|ln B|) + 1 indices of where the true one crosses t: [*a, *b] covers
+ * them (empty when *a > *b). 0 when that window is not small or cannot be placed. */
+static int llama3_edge_window(const struct pe_rope_cfg *c, size_t *a, size_t *b)
+{
+	int hf = c->compat == PE_COMPAT_HF;
+	double B = hf ? (double)(float)c->base : c->base, t = (double)c->orig / c->low_freq_factor;
+	if (hf)
+		t = (double)(float)t;
+	if (B == 1) { /* every frequency the same */
+		*a = *b = 0;
+		return 1;
+	}
+	double lb = fabs(log(B)), eps = hf ? 0x1p-24 : 0x1p-53, half = (double)c->dim / 2;
+	double win = 8 * eps * half / lb + 4, at = log(t / (2 * M_PI)) / log(B) * half;
+	if (!(hf ? float_normal(t) : t >= DBL_MIN && t <= DBL_MAX) || !(win <= 64) || !isfinite(at))
+		return 0;
+	double lo = fmax(floor(at - win), 0), hi = fmin(ceil(at + win), (double)c->h - 1);
+	*a = lo > hi ? 1 : (size_t)lo;
+	*b = lo > hi ? 0 : (size_t)hi;
+	return 1;
+}
+
+/* llama3 with low < high: no NaN, and every w_i at most k times the largest 1/pos_i, when the
+ * smoothing stays within [-1/64, 1 + 1/64] (its rounding error over high - low is small) and
+ * every threshold is a normal number in the mode's arithmetic. 0: not shown (scan). */
+static int llama3_smooth_bounded(const struct pe_rope_cfg *c, double *k)
+{
+	double lo = c->low_freq_factor, hi = c->high_freq_factor, orig = (double)c->orig;
+	*k = 1 + 1.0 / 32;
+	if (c->compat == PE_COMPAT_EXACT)
+		return hi / lo >= 1 + 0x1p-20 && orig / hi >= 1e-300 && orig / lo <= DBL_MAX;
+	return hi / lo >= 1 + 0x1p-10 && float_normal(lo) && float_normal(hi) && float_normal(hi - lo) &&
+	       float_normal(c->factor) && float_normal(orig) && (float)(orig / hi) >= 1e-37f && float_normal(orig / lo);
 }
 
 /* LongRoPE: the smallest factor (as the mode rounds it) and its index; 0 when one is not a
@@ -494,34 +544,64 @@ static int longrope_min(const struct pe_rope_cfg *c, double *fmin, size_t *at)
 	return c->compat == PE_COMPAT_HF ? m >= FLT_MIN && m <= FLT_MAX : m >= DBL_MIN;
 }
 
+/* compat=ggml without freq factors (none, linear, yarn; ntk and dynamic are refused before):
+ * w_i = pow(theta_scale, i) * (freq_scale (1 - ramp) + ramp), monotone in i for none and linear,
+ * at most pow(theta_scale, i) for yarn (freq_scale = 1/factor <= 1, ramp in [0, 1]). */
+static int ggml_bound(const struct pe_rope_cfg *c, double *m, double *u)
+{
+	struct pe_rope_ggml g;
+	if (c->scaling == PE_ROPE_LLAMA3 || c->scaling == PE_ROPE_LONGROPE || plan_ggml(c, &g) != 0)
+		return -1;
+	double w0 = ggml_step(&g, 0), w1 = ggml_step(&g, c->h - 1);
+	if (isnan(w0) || isnan(w1)) {
+		*m = *u = NAN;
+		return 0;
+	}
+	*m = fmax(fabs(w0), fabs(w1));
+	double top = c->scaling == PE_ROPE_YARN ? fmax(1, pow((double)g.theta_scale, (double)(c->h - 1))) : *m;
+	*u = top * BOUND_SLACK + BOUND_ABS;
+	return 0;
+}
+
+#define MAX_WITNESS 140
+
 int pe_rope_freq_bound(const struct pe_rope_cfg *c, double *m, double *u)
 {
+	if (c->compat == PE_COMPAT_GGML)
+		return ggml_bound(c, m, u);
 	if (!bound_covers(c))
 		return -1;
-	double base = ntk_base(c), low = 0, high = 1, w[3], extra[3], fmin = 1;
-	size_t idx[3] = {0, c->h - 1, 0}, n = 2;
+	double base = ntk_base(c), low = 0, high = 1, w, extra, fmin = 1, k = 1, xmax = 0;
+	size_t idx[MAX_WITNESS] = {0, c->h - 1}, n = 2, a = 1, b = 0;
+	int ok = 1;
 	if (c->scaling == PE_ROPE_YARN)
 		yarn_range(c, &low, &high);
-	int ok = 1;
-	if (c->scaling == PE_ROPE_LONGROPE) {
-		ok = longrope_min(c, &fmin, &idx[2]);
-		n = 3;
-	}
+	if (c->scaling == PE_ROPE_LONGROPE)
+		ok = longrope_min(c, &fmin, &idx[n++]);
+	if (c->scaling == PE_ROPE_LLAMA3 && c->low_freq_factor == c->high_freq_factor)
+		ok = llama3_edge_window(c, &a, &b);
+	else if (c->scaling == PE_ROPE_LLAMA3)
+		ok = llama3_smooth_bounded(c, &k);
+	for (size_t i = a; ok && i <= b && n < MAX_WITNESS; i++)
+		idx[n++] = i;
 	*m = 0;
-	for (size_t k = 0; k < n; k++) {
-		freq_at(c, base, low, high, idx[k], &w[k], &extra[k]);
-		if (isnan(w[k])) {
+	for (size_t j = 0; j < n; j++) {
+		freq_at(c, base, low, high, idx[j], &w, &extra);
+		if (isnan(w)) {
 			*m = *u = NAN;
 			return 0;
 		}
-		*m = fmax(*m, fabs(w[k]));
+		*m = fmax(*m, fabs(w));
+		if (j < 2)
+			xmax = fmax(xmax, extra);
 	}
+	if (!ok && c->scaling == PE_ROPE_LLAMA3)
+		return -1; /* a NaN elsewhere, which names another parameter, is not ruled out */
 	/* the ends' 1/pos must be normal numbers for the relative error argument */
-	double xmax = fmax(extra[0], extra[1]), pmax = c->compat == PE_COMPAT_HF ? 0x1p125 : 0x1p1021;
-	if (!ok || !(xmax <= pmax))
+	if (!ok || !(xmax <= (c->compat == PE_COMPAT_HF ? 0x1p125 : 0x1p1021)))
 		return *u = INFINITY, 0;
-	if (c->scaling == PE_ROPE_YARN)
-		*u = xmax * BOUND_SLACK + BOUND_ABS;
+	if (c->scaling == PE_ROPE_YARN || c->scaling == PE_ROPE_LLAMA3)
+		*u = xmax * k * BOUND_SLACK + BOUND_ABS;
 	else if (c->scaling == PE_ROPE_LONGROPE)
 		*u = xmax / fmin * BOUND_SLACK + BOUND_ABS;
 	else

@@ -10,6 +10,7 @@
  * factors, llama3's equal factors, and bases and factors tuned so that the largest angle lands
  * within 1e-3 .. 1e-15 (relative) of the overflow limit on either side. */
 #include "core/rope.h"
+#include "core/torchmath.h"
 #include "core/tables.h"
 #include "posenc/core.h"
 #include "support/pe_check.h"
@@ -156,6 +157,32 @@ static size_t some_dim(int longrope)
 	return 2 * (1 + pick(longrope ? 512 : 2048));
 }
 
+/* llama3 put on its step's edge: low = high = orig / (pair i's wavelength as the mode computes
+ * it), so that a wavelength may equal orig / low exactly (NaN, refused), or with high one step
+ * above low (factors equal in float, or nearly equal in double). */
+static void llama3_edge(struct req *r, int compat, size_t dim)
+{
+	size_t h = dim / 2, i = pick(h);
+	double base = some_base(), orig = (double)(1 + pick(100000)), wl;
+	if (pick(3) == 0) { /* wavelengths near 1e38: low and high equal in float, not in double */
+		base = logunif(1e20, 3.4e38);
+		orig = 1;
+	}
+	if (compat == 1) {
+		float pw = pe_torch_powf((float)base, (float)(2 * i) / (float)dim, i, h);
+		wl = (double)((1.0f / (1.0f / pw)) * (float)(2 * M_PI));
+	} else {
+		wl = 2 * M_PI / (1.0 / pow(base, (double)(2 * i) / (double)dim));
+	}
+	double lo = orig / wl, hi = pick(2) ? lo : pick(2) ? nextafter(lo, INFINITY) : lo * (1 + 0x1p-30);
+	add(r, "scaling", "llama3");
+	add(r, "base", "%.17g", base);
+	add(r, "factor", "%.17g", pick(2) ? 8.0 : some_factor());
+	add(r, "original_max_position_embeddings", "%.0f", orig);
+	add(r, "low_freq_factor", "%.17g", lo);
+	add(r, "high_freq_factor", "%.17g", hi);
+}
+
 /* A random request of table t (0 rope, 1 inv_freq, 2 mrope). */
 static void make(struct req *r, int t)
 {
@@ -175,6 +202,10 @@ static void make(struct req *r, int t)
 		add(r, "len", "%lld", (long long)len);
 		add(r, "offset", "%lld", (long long)off);
 		last = (double)off + (double)len;
+	}
+	if (pick(8) == 0) {
+		llama3_edge(r, compat, dim);
+		return;
 	}
 	if (pick(6) == 0) { /* tuned to the overflow limit */
 		near_limit(r, compat, dim, last);
@@ -242,7 +273,7 @@ static void describe(const struct req *r)
 
 START_TEST(cheap_verdict_equals_the_scan)
 {
-	int t = _i, accepted = 0, refused = 0, fast = 0;
+	int t = _i, accepted = 0, refused = 0, fast = 0, nan = 0;
 	rng = 0x9e3779b97f4a7c15u + (uint64_t)t;
 	for (int k = 0; k < CASES; k++) {
 		struct req r = {0};
@@ -255,14 +286,16 @@ START_TEST(cheap_verdict_equals_the_scan)
 		ck_assert_int_eq(a.dtypes, b.dtypes);
 		accepted += a.rc == 0;
 		refused += a.rc != 0;
+		nan += strstr(a.param, "freq_factor") != NULL;
 		fast += a.rc == 0 && cheap(&r);
 		req_free(&r);
 	}
-	printf("%s: %d accepted (%d decided cheaply), %d refused\n", t == 0 ? "rope" : t == 1 ? "inv_freq" : "mrope",
-	       accepted, fast, refused);
+	printf("%s: %d accepted (%d decided cheaply), %d refused (%d naming a llama3 freq factor)\n",
+	       t == 0 ? "rope" : t == 1 ? "inv_freq" : "mrope", accepted, fast, refused, nan);
 	ck_assert_int_gt(accepted, CASES / 10);
 	ck_assert_int_gt(refused, CASES / 20);
 	ck_assert_int_gt(fast, accepted / 3);
+	ck_assert_int_gt(nan, 5);
 }
 END_TEST
 
@@ -285,6 +318,7 @@ static const struct edge {
 	{"rope/inv_freq", "dim=8&base=1e-10", ""},
 	{"rope/inv_freq", "dim=8&scaling=yarn&factor=4&original_max_position_embeddings=4096&base=1e-200", ""},
 	{"rope", "len=1&dim=128&scaling=llama3&factor=8&original_max_position_embeddings=8192&low_freq_factor=1&high_freq_factor=1", ""},
+	{"rope", "len=4&dim=8&scaling=llama3&factor=8&original_max_position_embeddings=1&low_freq_factor=0.15915494309189535&high_freq_factor=0.15915494309189535", "low_freq_factor"},
 	{"rope", "len=1&dim=2&scaling=llama3&factor=8&original_max_position_embeddings=2&low_freq_factor=1&high_freq_factor=1&base=3.1415926535897931", ""},
 };
 
