@@ -221,6 +221,8 @@ static int force_scan; /* tests: always scan (the verdict before the cheap bound
 
 void pe_rope_freq_force_scan(int on) { force_scan = on; }
 
+int pe_rope_freq_force_scanning(void) { return force_scan; }
+
 int pe_rope_freq_verdict(const struct pe_params *p, double last, double lim, int nan_first)
 {
 	struct pe_rope_cfg c;

@@ -90,6 +90,7 @@ enum { PE_FREQ_OK = 0, PE_FREQ_NAN = 1, PE_FREQ_BIG = 2 };
 int pe_rope_freq_verdict(const struct pe_params *p, double last, double lim, int nan_first);
 /* Tests only (not thread-safe): 1 makes every verdict scan the plan, as before the cheap bound. */
 void pe_rope_freq_force_scan(int on);
+int pe_rope_freq_force_scanning(void);
 
 /* attention_scaling alone, as reported beside the table. */
 double pe_rope_attention_scaling(const struct pe_rope_cfg *c);

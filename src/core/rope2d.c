@@ -28,9 +28,12 @@
  * CLI streams a table of any size through a small buffer, and every value comes from its
  * coordinate alone: a block is byte for byte the whole table's rows wherever it starts. */
 #include "core/angles.h"
+#include "core/rope.h"
 #include "core/tables.h"
+#include "core/torchmath.h"
 
 #include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,28 +238,59 @@ static void frequencies(const struct pe_params *p, struct grid *g, double *full)
 	}
 }
 
+/* Frequency k of the n that pe_inv_freq_pow(base, n, 2, den, hf) makes, alone. */
+static double freq_at(double base, size_t k, size_t n, double den, int hf)
+{
+	double num = (double)(2 * k);
+	if (hf)
+		return (double)(1.0f / pe_torch_powf((float)base, (float)num / (float)den, k, n));
+	return 1.0 / pow(base, num / den);
+}
+
+/* Cheap verdict of check_angles from the two end frequencies (the list 1/base^x over increasing x
+ * is monotone; each computed value is within 2^-22 of the true one while base^x is a normal
+ * number, so none exceeds the larger end by more than BOUND_SLACK): 1 refused (an end itself
+ * fails), 0 accepted, -1 not decided (the frequencies are scanned). */
+#define BOUND_SLACK (1 + 0x1p-16)
+static int angles_bound(const struct pe_params *p, const struct grid *g, double last, double lim)
+{
+	size_t n = g->variant == V_PIXTRAL ? 2 * g->q : g->q;
+	double den = (double)(g->variant == V_PIXTRAL ? 4 * g->q : 2 * g->q), base = pe_param_real(p, "base");
+	double e0 = freq_at(base, 0, n, den, g->hf), e1 = freq_at(base, n - 1, n, den, g->hf), m = fmax(e0, e1);
+	if (!(e0 * last < lim) || !(e1 * last < lim))
+		return 1;
+	if (m <= (g->hf ? 0x1p125 : 0x1p1021) && (m * BOUND_SLACK + 1e-30) * last < lim)
+		return 0;
+	return -1;
+}
+
 /* Every angle finite in the mode's arithmetic (as /v1/rope's check): with compat=hf a base near
  * float's smallest makes frequencies near 1e38, and coordinate * frequency is infinity in float,
- * its cos and sin NaN. The largest angle is the largest frequency times the largest coordinate. */
+ * its cos and sin NaN. The largest angle is the largest frequency times the largest coordinate.
+ * Decided from the end frequencies where angles_bound can (this runs on the HTTP thread). */
 static int check_angles(const struct pe_params *p, struct pe_err *err)
 {
 	struct grid g = {0};
 	size_t q = (size_t)pe_param_int(p, "dim") / 4;
-	double *w = malloc(4 * q * sizeof *w), amax = 0;
-	if (!w)
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	g.q = q;
 	g.variant = pe_param_enum(p, "variant");
 	g.hf = pe_param_enum(p, "compat") == PE_COMPAT_HF;
-	g.wr = w;
-	g.wc = w + q;
-	frequencies(p, &g, w + 2 * q);
 	int64_t h = pe_param_int(p, "height"), wd = pe_param_int(p, "width");
-	double last = (double)(h > wd ? h : wd) - (g.variant == V_LLAMA4 ? 0 : 1);
-	for (size_t k = 0; k < 2 * q; k++)
-		amax = w[k] * last > amax || w[k] != w[k] ? w[k] * last : amax;
-	free(w);
-	if (!(amax < (g.hf ? FLT_MAX : DBL_MAX) / 4))
+	double last = (double)(h > wd ? h : wd) - (g.variant == V_LLAMA4 ? 0 : 1), lim = (g.hf ? FLT_MAX : DBL_MAX) / 4;
+	int v = pe_rope_freq_force_scanning() ? -1 : angles_bound(p, &g, last, lim);
+	if (v < 0) {
+		double *w = malloc(4 * q * sizeof *w), amax = 0;
+		if (!w)
+			return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		g.wr = w;
+		g.wc = w + q;
+		frequencies(p, &g, w + 2 * q);
+		for (size_t k = 0; k < 2 * q; k++)
+			amax = w[k] * last > amax || w[k] != w[k] ? w[k] * last : amax;
+		free(w);
+		v = !(amax < lim);
+	}
+	if (v)
 		return pe_err_set(err, PE_EINVAL, "base", "base makes the rotation angles overflow");
 	return 0;
 }

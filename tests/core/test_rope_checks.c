@@ -183,9 +183,34 @@ static void llama3_edge(struct req *r, int compat, size_t dim)
 	add(r, "high_freq_factor", "%.17g", hi);
 }
 
-/* A random request of table t (0 rope, 1 inv_freq, 2 mrope). */
+/* rope2d: its own frequency list (1/base^x over the pairs of a quarter or half of dim). */
+static void make2d(struct req *r)
+{
+	static const char *const variants[] = {"qwen2vl", "pixtral", "llama4"};
+	int hf = (int)pick(2);
+	size_t dim = pick(40) == 0 ? 65536 : 4 * (1 + pick(pick(2) ? 16 : 1024));
+	int64_t side = pick(2) ? 1 + (int64_t)pick(4) : 1 + (int64_t)pick(4000);
+	r->table = "rope2d";
+	add(r, "dim", "%zu", dim);
+	add(r, "compat", "%s", hf ? "hf" : "exact");
+	add(r, "variant", "%s", variants[pick(3)]);
+	add(r, "height", "%lld", (long long)side);
+	add(r, "width", "%lld", (long long)(pick(2) ? side : 1));
+	if (pick(3) == 0) { /* the largest angle tuned to float's limit */
+		double x = 1 - 4.0 / (double)dim, lim = FLT_MAX / 4 / (double)(side > 1 ? side - 1 : 1);
+		add(r, "base", "%.17g", pow(lim * (1 + (pick(2) ? 1 : -1) * pow(10, -3 - (double)pick(13))), -1 / x));
+	} else {
+		add(r, "base", "%.17g", some_base());
+	}
+}
+
+/* A random request of table t (0 rope, 1 inv_freq, 2 mrope, 3 rope2d). */
 static void make(struct req *r, int t)
 {
+	if (t == 3) {
+		make2d(r);
+		return;
+	}
 	r->table = t == 0 ? "rope" : t == 1 ? "rope/inv_freq" : "rope/mrope";
 	int sc = (int)pick(7), compat = t == 2 ? (int)pick(2) : (int)pick(3);
 	size_t dim = some_dim(sc == 5);
@@ -287,13 +312,15 @@ START_TEST(cheap_verdict_equals_the_scan)
 		accepted += a.rc == 0;
 		refused += a.rc != 0;
 		nan += strstr(a.param, "freq_factor") != NULL;
-		fast += a.rc == 0 && cheap(&r);
+		fast += a.rc == 0 && t < 3 && cheap(&r);
 		req_free(&r);
 	}
 	printf("%s: %d accepted (%d decided cheaply), %d refused (%d naming a llama3 freq factor)\n",
-	       t == 0 ? "rope" : t == 1 ? "inv_freq" : "mrope", accepted, fast, refused, nan);
+	       t == 0 ? "rope" : t == 1 ? "inv_freq" : t == 2 ? "mrope" : "rope2d", accepted, fast, refused, nan);
 	ck_assert_int_gt(accepted, CASES / 10);
 	ck_assert_int_gt(refused, CASES / 20);
+	if (t == 3)
+		return;
 	ck_assert_int_gt(fast, accepted / 3);
 	ck_assert_int_gt(nan, 5);
 }
@@ -355,7 +382,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("rope_checks");
 	TCase *tc = tcase_create("cheap verdict");
 	tcase_set_timeout(tc, 300);
-	tcase_add_loop_test(tc, cheap_verdict_equals_the_scan, 0, 3);
+	tcase_add_loop_test(tc, cheap_verdict_equals_the_scan, 0, 4);
 	tcase_add_loop_test(tc, edges_equal_the_scan, 0, sizeof edges / sizeof edges[0]);
 	suite_add_tcase(s, tc);
 	return s;
