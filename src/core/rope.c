@@ -565,8 +565,8 @@ static double inv_freq_max_abs(const struct pe_params *p)
 	struct pe_rope_cfg c;
 	double m, u;
 	pe_rope_cfg_get(p, &c);
-	if (c.compat != PE_COMPAT_GGML && !force_scan && pe_rope_freq_bound(&c, &m, &u) == 0 && !isnan(m) &&
-	    isfinite(u) && overflow_class(m) == overflow_class(u))
+	int r = force_scan ? -1 : c.compat == PE_COMPAT_GGML ? pe_rope_ggml_angle_bound(&c, &m, &u) : pe_rope_freq_bound(&c, &m, &u);
+	if (r == 0 && !isnan(m) && isfinite(u) && overflow_class(m) == overflow_class(u))
 		return m;
 	struct pe_rope_plan pl;
 	if (pe_rope_plan_init(&pl, p) != 0)

@@ -81,6 +81,9 @@ void pe_rope_plan_destroy(struct pe_rope_plan *pl);
  * is NaN), *u an upper bound of every |w_i| (every w_i a number when *u is finite). -1 when the case
  * has no cheap bound (ggml, llama3, hf dynamic NTK past the original context): build the plan. */
 int pe_rope_freq_bound(const struct pe_rope_cfg *c, double *m, double *u);
+/* The same for compat=ggml's angles at position 1 (rope/inv_freq's values): -1 for llama3 and
+ * longrope (freq factors). */
+int pe_rope_ggml_angle_bound(const struct pe_rope_cfg *c, double *m, double *u);
 
 /* Whether every frequency w_i of p's plan is a number with |w_i| * last < lim: PE_FREQ_OK,
  * PE_FREQ_NAN (a w_i is NaN; only with nan_first, else NaNs are passed over), PE_FREQ_BIG, or

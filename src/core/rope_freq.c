@@ -608,3 +608,26 @@ int pe_rope_freq_bound(const struct pe_rope_cfg *c, double *m, double *u)
 		*u = *m * BOUND_SLACK + BOUND_ABS;
 	return 0;
 }
+
+/* compat=ggml's rope/inv_freq values (its angles at position 1) without freq factors: theta runs
+ * the float chain 1, *= theta_scale, ... (monotone: each rounded product moves the same way), the
+ * angle is freq_scale * theta (none, linear: monotone in theta, so the ends are the extremes) or,
+ * for yarn, a blend of freq_scale * theta and theta with freq_scale <= 1 (at most theta, up to
+ * rounding). *m: the larger end angle; *u: a bound of every angle. -1 for llama3 and longrope. */
+int pe_rope_ggml_angle_bound(const struct pe_rope_cfg *c, double *m, double *u)
+{
+	struct pe_rope_ggml g;
+	if (c->compat != PE_COMPAT_GGML || c->scaling == PE_ROPE_LLAMA3 || c->scaling == PE_ROPE_LONGROPE ||
+	    plan_ggml(c, &g) != 0)
+		return -1;
+	float theta = 1.0f;
+	for (size_t i = 0; i + 1 < c->h; i++)
+		theta *= g.theta_scale;
+	double a0 = fabs((double)ggml_angle(&g, 1.0f, 0, ggml_ramp_mix(&g, 0)));
+	double a1 = fabs((double)ggml_angle(&g, theta, c->h - 1, ggml_ramp_mix(&g, c->h - 1)));
+	*m = fmax(a0, a1);
+	if (isnan(a0) || isnan(a1))
+		return -1;
+	*u = c->scaling == PE_ROPE_YARN ? fmax(1, (double)theta) * BOUND_SLACK + BOUND_ABS : *m;
+	return 0;
+}

@@ -232,6 +232,17 @@ static void make(struct req *r, int t)
 		llama3_edge(r, compat, dim);
 		return;
 	}
+	if (t == 1 && pick(4) == 0) { /* the largest value tuned to a dtype's largest */
+		static const double top[] = {65504, 65520, 65519.99, 3.3895313892515355e38, 3.3961775292304611e38, FLT_MAX};
+		double x = (double)(dim - 2) / (double)dim, v = top[pick(6)] * (1 + (pick(2) ? 1 : -1) * pow(10, -3 - (double)pick(13)));
+		if (pick(2) || dim == 2) {
+			add(r, "base", "%.17g", pow(v, -1 / (x > 0 ? x : 1)));
+		} else {
+			add(r, "scaling", "linear");
+			add(r, "factor", "%.17g", 1 / v);
+		}
+		return;
+	}
 	if (pick(6) == 0) { /* tuned to the overflow limit */
 		near_limit(r, compat, dim, last);
 		return;
