@@ -115,6 +115,15 @@ static const char *take_kv(struct cli_args *a, const char *key)
 	return NULL;
 }
 
+/* The url's escaped '+' (%2B, the only escape a plan's url has) back in place. */
+static void unescape_plus(char *s)
+{
+	char *w = s;
+	for (; *s; s++)
+		*w++ = !strncmp(s, "%2B", 3) ? (s += 2, '+') : *s;
+	*w = 0;
+}
+
 /* The url's query as the command line's table parameters (keys on the heap, values in cp). */
 static int rewrite(struct cli_args *a, struct cli_plan *cp, const struct pe_plan_enc *e, struct pe_err *err)
 {
@@ -137,6 +146,7 @@ static int rewrite(struct cli_args *a, struct cli_plan *cp, const struct pe_plan
 		if (!eq)
 			continue;
 		*eq = 0;
+		unescape_plus(eq + 1);
 		if (!(kv[a->nkv].key = strdup(tok)))
 			return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 		kv[a->nkv++].value = eq + 1;

@@ -159,6 +159,24 @@ static int64_t cap_len(const struct pe_table_def *def, const struct pe_plan_enc 
 	return lo;
 }
 
+/* u with every '+' (of an exponent, "1e+04") as %2B: in a query a '+' reads as a space. A new
+ * string; u is freed. */
+static char *escape_plus(char *u)
+{
+	size_t n = 0;
+	for (const char *c = u; c && *c; c++)
+		n += *c == '+';
+	if (!u || !n)
+		return u;
+	char *o = malloc(strlen(u) + 2 * n + 1), *w = o;
+	for (const char *c = u; o && *c; c++)
+		w = *c == '+' ? memcpy(w, "%2B", 3), w + 3 : (*w = *c, w + 1);
+	if (o)
+		*w = 0;
+	free(u);
+	return o;
+}
+
 /* "/v1/<table>?k=v&...&<len_key>=len" as planned, for a table this posenc cannot check. */
 static char *plain_url(const struct pe_plan_enc *e, int64_t len)
 {
@@ -173,7 +191,7 @@ static char *plain_url(const struct pe_plan_enc *e, int64_t len)
 		n += (size_t)snprintf(u + n, cap - n, "%c%s=%s", k ? '&' : '?', e->params[k].key, e->params[k].value);
 	if (e->len_key)
 		snprintf(u + n, cap - n, "%c%s=%lld", e->nparams ? '&' : '?', e->len_key, (long long)len);
-	return u;
+	return escape_plus(u);
 }
 
 static char *canonical_url(const struct pe_table_def *def, const struct pe_params *p)
@@ -187,7 +205,7 @@ static char *canonical_url(const struct pe_table_def *def, const struct pe_param
 		free(u);
 		return NULL;
 	}
-	return u;
+	return escape_plus(u);
 }
 
 /* Without a table posenc can check: rope-like tables are 2·len·rotary_dim elements. */
