@@ -120,7 +120,7 @@ static int read_dims(struct cfg *c, struct dims *d)
 	    (rc = first_int(c, positions, &d->max_pos, NULL)) < 0 || (rc = first_int(c, head_dim, &hd, NULL)) < 0)
 		return rc;
 	if (!hd && (!w || w % h))
-		return bad(c, w ? "head_dim" : "hidden_size",
+		return bad(c, "hidden_size",
 			   "no head_dim, and hidden_size (%lld) is not a multiple of num_attention_heads (%lld)", (long long)w,
 			   (long long)h);
 	if (h > 65536 || w > (1 << 24) || l > PE_PLAN_MAX_LAYERS || hd > 65536)

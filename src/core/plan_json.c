@@ -3,7 +3,6 @@
  * 1 MiB body of "[[],[],...]" cannot take more than PE_JSON_MAX_NODES nodes. */
 #include "core/plan_json.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,26 +163,44 @@ bad:
 	return NULL;
 }
 
+static const char *digits(const char *q, const char *end)
+{
+	while (q < end && *q >= '0' && *q <= '9')
+		q++;
+	return q;
+}
+
+/* A number by JSON's grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, finite as a double. */
 static int number(struct rd *r, double *out)
 {
-	const char *q = r->p;
-	if (q < r->end && *q == '-')
+	const char *q = r->p, *e = r->end, *d;
+	if (q < e && *q == '-')
 		q++;
-	if (q >= r->end || *q < '0' || *q > '9' || (*q == '0' && q + 1 < r->end && q[1] >= '0' && q[1] <= '9'))
+	if (q >= e || *q < '0' || *q > '9')
 		return fail(r, PE_EBODY, "bad number");
-	while (q < r->end && strchr("0123456789.eE+-", *q))
+	q = *q == '0' ? q + 1 : digits(q, e);
+	if (q < e && *q == '.') {
+		if ((d = digits(q + 1, e)) == q + 1)
+			return fail(r, PE_EBODY, "bad number");
+		q = d;
+	}
+	if (q < e && (*q == 'e' || *q == 'E')) {
 		q++;
+		if (q < e && (*q == '+' || *q == '-'))
+			q++;
+		if ((d = digits(q, e)) == q)
+			return fail(r, PE_EBODY, "bad number");
+		q = d;
+	}
 	char tmp[64];
 	size_t n = (size_t)(q - r->p);
 	if (n >= sizeof tmp)
 		return fail(r, PE_EBODY, "number too long");
 	memcpy(tmp, r->p, n);
 	tmp[n] = 0;
-	char *e;
-	errno = 0;
-	*out = strtod(tmp, &e);
-	if (e != tmp + n || !isfinite(*out))
-		return fail(r, PE_EBODY, "bad number");
+	*out = strtod(tmp, NULL);
+	if (!isfinite(*out))
+		return fail(r, PE_EBODY, "number out of range");
 	r->p = q;
 	return 0;
 }
