@@ -22,6 +22,7 @@ import { Heatmap, MAX_GRID } from './heatmap.js';
 import { LineChart, fmtTick } from './charts.js';
 import { COLORMAPS } from './colormap.js';
 import { curlText, pythonText, snippetBox } from './snippets.js';
+import { PlanView } from './plan.js'; /* Model plan: POST /v1/plan (plan.js) */
 
 /* How to name the axes of each table; tables not listed get generic names. rowStart(form) is the
  * position of row 0 (offset), so tick labels and read-outs show real positions. */
@@ -562,6 +563,7 @@ async function main() {
 		similarity: has('analysis/similarity') ? new SimilarityView(catalogue) : new MissingView('view-similarity', 'analysis/similarity'),
 		decay: has('analysis/rope-decay') ? new DecayView(catalogue) : new MissingView('view-decay', 'analysis/rope-decay'),
 		compat: hasAlt ? new CompatView(catalogue) : new MissingView('view-compat', 'a table with compat=hf'),
+		plan: new PlanView(),
 	};
 	window.posencDashboard = views; /* for the console and the browser tests */
 	setupTabs(views);
