@@ -102,8 +102,8 @@ int cli_plan_main(int argc, char **argv)
 	}
 	if (rc == 0)
 		return 0;
-	fprintf(stderr, "posenc: %s%s%s\n", err.param[0] ? "--" : "", err.param, err.param[0] ? ": " : "");
-	fprintf(stderr, "%s\n", err.detail[0] ? err.detail : pe_err_title(rc));
+	fprintf(stderr, "posenc: %s%s%s%s\n", err.param[0] ? "--" : "", err.param, err.param[0] ? ": " : "",
+		err.detail[0] ? err.detail : pe_err_title(rc));
 	return rc == PE_EINVAL || rc == PE_ETOOBIG ? 2 : 1;
 }
 
