@@ -794,8 +794,11 @@ static int family_t5(struct cfg *c)
 	int rc = read_dims(c, &d);
 	if (rc < 0)
 		return rc;
-	if ((rc = num(c, "d_kv", &dkv)) < 0 || (rc > 0 && (d.head_dim = (int)dkv, 0)) ||
-	    (rc = num(c, "relative_attention_num_buckets", &nb)) < 0 || (rc = num(c, "relative_attention_max_distance", &md)) < 0)
+	if ((rc = num(c, "d_kv", &dkv)) < 0)
+		return rc;
+	if (rc > 0 && dkv >= 1 && dkv <= 65536)
+		d.head_dim = (int)dkv; /* T5's head width, not d_model / num_heads */
+	if ((rc = num(c, "relative_attention_num_buckets", &nb)) < 0 || (rc = num(c, "relative_attention_max_distance", &md)) < 0)
 		return rc;
 	if (rc == 0)
 		pe_plan_warn(c->plan, "no relative_attention_max_distance: 128 (T5's value)");
