@@ -28,7 +28,8 @@ enum pe_ptype {
 	PE_PT_REAL, /* finite double */
 	PE_PT_ENUM, /* one of choices[] */
 	PE_PT_BOOL, /* 0/1/true/false */
-	PE_PT_LIST  /* comma-separated finite doubles (integers only with PE_LIST_INTEGERS) */
+	PE_PT_LIST, /* comma-separated finite doubles (integers only with PE_LIST_INTEGERS) */
+	PE_PT_TEXT  /* a string of at most max bytes, parsed by the table's check (M-RoPE's segments) */
 };
 
 struct pe_param_spec {
@@ -52,6 +53,7 @@ struct pe_param_val {
 	double r;       /* REAL (also INT as double) */
 	double *list;   /* LIST values (heap, owned by the params) */
 	size_t nlist;
+	char *text;     /* TEXT value (heap, owned by the params; a check may rewrite it canonically) */
 };
 
 struct pe_params;
@@ -84,6 +86,8 @@ struct pe_table_def {
 	/* Optional scalar reported beside the table (RoPE attention_scaling); NULL if none. */
 	const char *extra_name;
 	double (*extra)(const struct pe_params *p);
+	/* Optional: the response header of the extra value (NULL: "X-PE-" and extra_name in header case). */
+	const char *extra_header;
 	/* Rank-3 tables: names of the leading axis' entries for pictures ({"cos", "sin", NULL}), or NULL. */
 	const char *const *panel_labels;
 	/* Transforms (POST /v1/<name>, e.g. "rope/apply") leave shape and compute NULL and set these.

@@ -30,7 +30,8 @@ struct pe_plan_param {
 struct pe_plan_enc {
 	const char *kind;   /* rope, mrope, alibi, relative/t5, sinusoidal, sinusoidal2d, learned, none */
 	const char *table;  /* the table's path without /v1/ ("rope", "rope/mrope"); NULL for none */
-	const char *len_key; /* the table's length parameter ("len", "q_len"), or NULL */
+	const char *len_key; /* the table's length parameter ("len", "q_len", "segments"), or NULL */
+	const char *len_prefix; /* written before the length ("text:" for M-RoPE's segments), or NULL */
 	/* Which layers: a name ("all", "sliding_attention", "full_attention", "encoder", "decoder")
 	 * or, when layers is NULL, the layer indices layer_list[0 .. nlayers). */
 	const char *layers;

@@ -10,7 +10,7 @@
 
 static const char *const metavar[] = {
 	[PE_PT_INT] = "INT", [PE_PT_REAL] = "REAL", [PE_PT_ENUM] = "NAME",
-	[PE_PT_BOOL] = "0|1", [PE_PT_LIST] = "LIST",
+	[PE_PT_BOOL] = "0|1", [PE_PT_LIST] = "LIST", [PE_PT_TEXT] = "TEXT",
 };
 
 static void put_number(FILE *f, double x)
@@ -45,6 +45,8 @@ static void put_constraints(FILE *f, const struct pe_param_spec *sp)
 		break;
 	case PE_PT_BOOL:
 		fputs("; 0/1 or false/true", f);
+		break;
+	case PE_PT_TEXT:
 		break;
 	}
 	fputc('\n', f);

@@ -40,7 +40,9 @@ void pe_params_destroy(struct pe_params *p)
 {
 	for (int i = 0; i < PE_MAX_PARAMS; i++) {
 		free(p->v[i].list);
+		free(p->v[i].text);
 		p->v[i].list = NULL;
+		p->v[i].text = NULL;
 	}
 }
 
@@ -200,6 +202,12 @@ static int parse_value(const struct pe_param_spec *sp, const char *s, struct pe_
 		return 0;
 	case PE_PT_LIST:
 		return parse_list(sp, s, v, err);
+	case PE_PT_TEXT:
+		if ((double)strlen(s) > sp->max)
+			return pe_err_set(err, PE_EINVAL, sp->name, "%s is longer than %.0f bytes", sp->name, sp->max);
+		if (!(v->text = strdup(s)))
+			return pe_err_set(err, PE_ENOMEM, sp->name, "out of memory");
+		return 0;
 	}
 	return PE_EINTERNAL;
 }
@@ -284,6 +292,8 @@ static int canonical_value(const struct pe_param_spec *sp, const struct pe_param
 		return canonical_real(v->r, buf, cap);
 	case PE_PT_ENUM:
 		return snprintf(buf, cap, "%s", sp->choices[v->i]);
+	case PE_PT_TEXT:
+		return snprintf(buf, cap, "%s", v->text);
 	case PE_PT_LIST: {
 		size_t len = 0;
 		for (size_t k = 0; k < v->nlist; k++) {

@@ -339,10 +339,15 @@ static int mrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 		return bad(c, name, "%s sums to %d, not head_dim / 2 = %d", name, s[0] + s[1] + s[2], r->rotary_dim / 2);
 	e->kind = "mrope";
 	e->table = "rope/mrope";
+	e->len_key = "segments"; /* the url's sequence: len text tokens */
+	e->len_prefix = "text:";
 	pe_plan_param(e, "mrope_section", "%d,%d,%d", s[0], s[1], s[2]);
 	pe_plan_param(e, "interleaved", "%d", il && il->type == PE_JSON_BOOL && il->num ? 1 : 0);
-	pe_plan_note(e, "positions are three rows (temporal, height, width); for text alone all three are the token "
-		     "index and the table equals /v1/rope's");
+	if (!strcmp(c->plan->model_type, "qwen2_5_vl"))
+		pe_plan_param(e, "variant", "qwen25vl"); /* its videos' time positions: tokens_per_second */
+	pe_plan_note(e, "positions are three rows (temporal, height, width); the url's sequence is len text tokens, "
+		     "where all three are the token index and the table equals /v1/rope's: give segments= with the "
+		     "images and videos of a prompt for theirs");
 	return 0;
 }
 

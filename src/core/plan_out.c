@@ -115,12 +115,12 @@ void pe_plan_destroy(struct pe_plan *plan)
 static int table_params(const struct pe_table_def *def, const struct pe_plan_enc *e, int64_t len,
 			struct pe_params *p, struct pe_err *err)
 {
-	char lenbuf[24];
+	char lenbuf[40];
 	int rc = 0;
 	pe_params_init(p, def);
 	for (size_t k = 0; k < e->nparams && rc == 0; k++)
 		rc = pe_params_set(p, e->params[k].key, e->params[k].value, err);
-	snprintf(lenbuf, sizeof lenbuf, "%lld", (long long)len);
+	snprintf(lenbuf, sizeof lenbuf, "%s%lld", e->len_prefix ? e->len_prefix : "", (long long)len);
 	if (rc == 0 && e->len_key)
 		rc = pe_params_set(p, e->len_key, lenbuf, err);
 	if (rc == 0)
@@ -180,7 +180,7 @@ static char *escape_plus(char *u)
 /* "/v1/<table>?k=v&...&<len_key>=len" as planned, for a table this posenc cannot check. */
 static char *plain_url(const struct pe_plan_enc *e, int64_t len)
 {
-	size_t cap = 64 + strlen(e->table);
+	size_t cap = 96 + strlen(e->table);
 	for (size_t k = 0; k < e->nparams; k++)
 		cap += strlen(e->params[k].key) + strlen(e->params[k].value) + 2;
 	char *u = malloc(cap);
@@ -190,7 +190,8 @@ static char *plain_url(const struct pe_plan_enc *e, int64_t len)
 	for (size_t k = 0; k < e->nparams; k++)
 		n += (size_t)snprintf(u + n, cap - n, "%c%s=%s", k ? '&' : '?', e->params[k].key, e->params[k].value);
 	if (e->len_key)
-		snprintf(u + n, cap - n, "%c%s=%lld", e->nparams ? '&' : '?', e->len_key, (long long)len);
+		snprintf(u + n, cap - n, "%c%s=%s%lld", e->nparams ? '&' : '?', e->len_key, e->len_prefix ? e->len_prefix : "",
+			 (long long)len);
 	return escape_plus(u);
 }
 
@@ -364,7 +365,8 @@ static void put_enc(struct sb *b, const struct pe_plan_enc *e)
 		put_value(b, e->params[k].value);
 	}
 	if (e->len_key && e->len)
-		putf(b, "%s\"%s\":%lld", e->nparams ? "," : "", e->len_key, (long long)e->len);
+		putf(b, e->len_prefix ? "%s\"%s\":\"%s%lld\"" : "%s\"%s\":%s%lld", e->nparams ? "," : "", e->len_key,
+		     e->len_prefix ? e->len_prefix : "", (long long)e->len);
 	puts_(b, "},\"head_dim\":");
 	e->head_dim ? putf(b, "%d", e->head_dim) : puts_(b, "null");
 	puts_(b, ",\"rotary_dim\":");

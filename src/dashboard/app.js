@@ -1,4 +1,4 @@
-/* posenc dashboard: the page's entry point and its four views.
+/* posenc dashboard: the page's entry point and its views.
  *
  *   Tables              any table of the catalogue (GET /v1) with its parameters: rank 1 as a line
  *                       chart, rank 2 as a heatmap, rank 3 (RoPE cos/sin, ALiBi per head) as
@@ -8,6 +8,8 @@
  *   RoPE decay          /v1/analysis/rope-decay (RoFormer §3.4.3), optionally for several bases.
  *   exact vs hf         |exact − hf| (or ggml) of one table as a heatmap plus its maximum per
  *                       position: where float32 arithmetic drifts at long positions.
+ *   M-RoPE              mrope.js: the t, h, w position rows of a text+image+video sequence and
+ *                       which frequency follows which row.
  *
  * Every view builds its controls from the catalogue, fetches format=bin tables from the same
  * origin, draws them itself, shows the curl and Python snippets for exactly those requests, and
@@ -22,6 +24,7 @@ import { Heatmap, MAX_GRID } from './heatmap.js';
 import { LineChart, fmtTick } from './charts.js';
 import { COLORMAPS } from './colormap.js';
 import { curlText, pythonText, snippetBox } from './snippets.js';
+import { MropeView } from './mrope.js';
 import { PlanView } from './plan.js'; /* Model plan: POST /v1/plan (plan.js) */
 
 /* How to name the axes of each table; tables not listed get generic names. rowStart(form) is the
@@ -563,6 +566,7 @@ async function main() {
 		similarity: has('analysis/similarity') ? new SimilarityView(catalogue) : new MissingView('view-similarity', 'analysis/similarity'),
 		decay: has('analysis/rope-decay') ? new DecayView(catalogue) : new MissingView('view-decay', 'analysis/rope-decay'),
 		compat: hasAlt ? new CompatView(catalogue) : new MissingView('view-compat', 'a table with compat=hf'),
+		mrope: has('rope/mrope') && has('rope/mrope/positions') ? new MropeView(catalogue) : new MissingView('view-mrope', 'rope/mrope'),
 		plan: new PlanView(),
 	};
 	window.posencDashboard = views; /* for the console and the browser tests */

@@ -41,7 +41,7 @@ void pe_http_add_cors(struct pe_http *h, struct MHD_Connection *conn, struct MHD
 		MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
 	}
 	MHD_add_response_header(resp, "Access-Control-Expose-Headers",
-				"ETag, X-PE-Shape, X-PE-Dtype, X-PE-Cache, X-PE-Attention-Scaling, X-Request-Id");
+				"ETag, X-PE-Shape, X-PE-Dtype, X-PE-Cache, X-PE-Attention-Scaling, X-PE-Mrope-Delta, X-Request-Id");
 }
 
 int pe_http_method_listed(const char *list, const char *method)

@@ -54,7 +54,7 @@ static enum MHD_Result serve_metrics(struct req *r, struct MHD_Connection *conn)
 
 static json_t *param_json(const struct pe_param_spec *sp)
 {
-	static const char *const types[] = {"integer", "number", "enum", "boolean", "list"};
+	static const char *const types[] = {"integer", "number", "enum", "boolean", "list", "string"};
 	json_t *o = json_pack("{s:s, s:s, s:b, s:s}", "name", sp->name, "type", types[sp->type], "required",
 			      sp->def == NULL, "help", sp->help ? sp->help : "");
 	if (sp->def && *sp->def)

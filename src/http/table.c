@@ -221,6 +221,10 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 
 void pe_table_extra_header(const struct pe_table_def *def, char *out, size_t cap)
 {
+	if (def->extra_header) {
+		snprintf(out, cap, "%s", def->extra_header);
+		return;
+	}
 	size_t n = (size_t)snprintf(out, cap, "X-PE-");
 	int word_start = 1;
 	for (const char *c = def->extra_name; *c && n + 1 < cap; c++) {

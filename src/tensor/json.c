@@ -244,6 +244,8 @@ static int put_value(struct pe_buf *b, const struct pe_param_spec *sp, const str
 		return put_string(b, sp->choices[v->i]);
 	case PE_PT_LIST:
 		return put_list(b, v->list, v->nlist);
+	case PE_PT_TEXT:
+		return put_string(b, v->text);
 	}
 	return PE_EINTERNAL;
 }

@@ -131,7 +131,9 @@ def plan_of(cfg):
         sec = scaling["mrope_section"]
         il = 1 if scaling.get("mrope_interleaved") else 0
         q = (f"dim={head_dim}&base={num_text(get('rope_theta'))}&mrope_section={sec[0]},{sec[1]},{sec[2]}"
-             f"&interleaved={il}&len={LEN}")
+             f"&interleaved={il}&segments=text:{LEN}")
+        if mt == "qwen2_5_vl":  # its own get_rope_index (time-scaled videos); text alone is the same
+            q += "&variant=qwen25vl"
         return [{"kind": "mrope", "table": "rope/mrope", "layers": "all", "query": q, "head_dim": head_dim,
                  "rotary_dim": head_dim, "softmax_scale": sm, "attention_scaling": 1.0,
                  "same_as": f"dim={head_dim}&base={num_text(get('rope_theta'))}&len={LEN}"}]

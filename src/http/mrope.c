@@ -1,0 +1,335 @@
+/* /v1/rope/mrope: GET is the registry's table (segments in the query), answered by table.c like any
+ * table; POST takes the positions in the body instead, an int32 npy [3, seq] (rows t, h, w, as
+ * get_rope_index returns them or /v1/rope/mrope/positions serves them), and answers the same
+ * [2, seq, dim] table of those positions (pe_mrope_body_def: the table's parameters without the
+ * sequence's). /v1/rope/mrope/positions needs nothing here: its delta header is the table's extra.
+ *
+ * The POST body is refused before it is read when its type is not application/x-npy or its
+ * Content-Length is over max_body_bytes, then collected under that bound (as transform.c). The
+ * work runs on a worker (suspended like a table miss): the body's shape, dtype and values are
+ * checked, the table is sized against max_elements and the response budget before it is
+ * allocated. Answers depend on the body: not cached (Cache-Control: no-store). */
+#include "core/mrope.h"
+#include "http/handler.h"
+#include "http/produce.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PATH "/v1/rope/mrope"
+#define OFFERED (PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV))
+
+extern const struct pe_table_def pe_table_rope_mrope;
+
+struct result {
+	struct pe_err err; /* err.code != 0: answer with this problem */
+	char *data;
+	size_t len;
+	struct pe_out out;
+	char shape[160], extra[64];
+	struct pe_budget *budget;
+	size_t held;
+};
+
+struct mjob {
+	struct pe_http *h;
+	struct waiter *w;
+	struct pe_params params;
+	struct pe_out out;
+	char *body;
+	size_t body_len;
+};
+
+static int is_post(const struct req *r) { return !strcmp(r->method, "POST"); }
+
+static enum MHD_Result refuse(struct req *r, int code, const char *param, const char *detail)
+{
+	struct pe_err err = {0};
+	pe_err_set(&err, code, param, "%s", detail);
+	return pe_http_refuse(r, &err, NULL);
+}
+
+/* First call: GET, HEAD and OPTIONS go on without a body; a POST must be npy within max_body_bytes. */
+static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, const char *url)
+{
+	struct pe_http *h = r->h;
+	r->allow = "GET, HEAD, POST";
+	if (!is_post(r)) {
+		int known = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD") || !strcmp(r->method, "OPTIONS");
+		if (!known || r->has_body)
+			return refuse(r, PE_EMETHOD, "", "use GET with the segments, or POST positions as application/x-npy");
+		return MHD_YES;
+	}
+	if (atomic_load(&h->draining))
+		return refuse(r, PE_EDRAINING, "", "the service is shutting down");
+	const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (!ct || strcspn(ct, "; \t") != 17 || strncasecmp(ct, "application/x-npy", 17) != 0)
+		return refuse(r, PE_EMEDIATYPE, "Content-Type", "the body must be application/x-npy: int32 positions [3, seq]");
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+	if (declared > h->opt.max_body_bytes) {
+		char d[128];
+		snprintf(d, sizeof d, "the body is %llu bytes; the limit is %" PRIu64, declared, h->opt.max_body_bytes);
+		return refuse(r, PE_ETOOBIG, "body", d);
+	}
+	pe_buf_init(&r->body, h->opt.max_body_bytes);
+	if (declared && pe_buf_reserve(&r->body, (size_t)declared) != 0)
+		return refuse(r, PE_ENOMEM, "body", "out of memory");
+	r->body_wanted = 1;
+	return MHD_YES;
+}
+
+/* ---- the job (worker) ---- */
+
+/* The body's positions: an int32 [3, seq] npy of values >= 0; their largest into *max. */
+static int positions(struct mjob *j, const int32_t **pos, size_t *seq, int64_t *max, struct pe_err *err)
+{
+	struct pe_tensor_view v;
+	int rc = pe_npy_parse(j->body, j->body_len, j->h->opt.max_elements, &v, err), of;
+	if (rc != 0)
+		return rc;
+	if (v.dtype != PE_I32)
+		return pe_err_set(err, PE_EBODY, "body", "positions must be int32 ('<i4'), got %s", pe_dtype_name(v.dtype));
+	if (v.shape.rank != 2 || v.shape.dim[0] != 3 || v.shape.dim[1] == 0)
+		return pe_err_set(err, PE_EBODY, "body", "positions are [3, seq] (rows t, h, w) with seq >= 1");
+	*seq = v.shape.dim[1];
+	if ((uintptr_t)v.data % 4) { /* odd hand-made header: the buffer start is malloc-aligned */
+		memmove(j->body, v.data, pe_shape_count(&v.shape, &of) * 4);
+		v.data = j->body;
+	}
+	*pos = v.data;
+	*max = 0;
+	for (size_t i = 0; i < 3 * *seq; i++) {
+		if ((*pos)[i] < 0)
+			return pe_err_set(err, PE_EBODY, "body", "position %zu is negative (%d)", i, (int)(*pos)[i]);
+		*max = (*pos)[i] > *max ? (*pos)[i] : *max;
+	}
+	return 0;
+}
+
+/* Could the table and its answer ever fit? Elements against max_elements, bytes (the body held by
+ * the server, the table, the encoded answer) against the response budget. */
+static int check_size(struct mjob *j, const struct pe_shape *s, struct pe_err *err)
+{
+	int of;
+	size_t n = pe_shape_count(s, &of);
+	if (of || n > j->h->opt.max_elements)
+		return pe_err_set(err, PE_ETOOBIG, "body", "the table would have more than %" PRIu64 " elements",
+				  j->h->opt.max_elements);
+	uint64_t need = pe_produce_add(j->body_len, pe_produce_mul(n, pe_dtype_size(j->out.dt)));
+	need = pe_produce_add(need, pe_produce_out_bound(&j->out, s, 4096, NULL));
+	return pe_produce_budget_check(j->h, need, j->out.fmt == PE_FMT_JSON || j->out.fmt == PE_FMT_CSV ? "format" : "body",
+				       err);
+}
+
+static void run(struct mjob *j, struct result *res)
+{
+	struct pe_err *err = &res->err;
+	struct pe_buf out;
+	const int32_t *pos = NULL;
+	size_t seq = 0;
+	int64_t max = 0;
+	void *table = NULL;
+	int rc;
+	pe_buf_init(&out, j->h->opt.max_response_bytes);
+	pe_buf_set_budget(&out, j->h->opt.budget);
+	if ((rc = positions(j, &pos, &seq, &max, err)) != 0 || (rc = pe_mrope_body_finish(&j->params, max, err)) != 0 ||
+	    (rc = pe_table_check_dtype(&j->params, j->out.dt, err)) != 0)
+		goto done;
+	struct pe_shape s = {.rank = 3, .dim = {2, seq, (size_t)pe_param_int(&j->params, "dim")}};
+	if ((rc = check_size(j, &s, err)) != 0)
+		goto done;
+	int of;
+	if (!(table = pe_budget_malloc(j->h->opt.budget, pe_shape_count(&s, &of) * pe_dtype_size(j->out.dt), &rc)))
+		goto done;
+	if ((rc = pe_mrope_table_compute(&j->params, pos, seq, j->out.dt, table, err)) != 0)
+		goto done;
+	struct pe_tensor_view v = {.shape = s, .dtype = j->out.dt, .data = table};
+	if ((rc = pe_out_encode(&j->out, &j->h->opt.parallel, &j->params, &v, &out, err)) != 0)
+		goto done;
+	res->out = j->out;
+	pe_shape_format(&s, res->shape, sizeof res->shape);
+	res->extra[pe_fmt_f64(j->params.def->extra(&j->params), res->extra)] = 0;
+	res->data = pe_buf_steal(&out, &res->len);
+	res->budget = j->h->opt.budget;
+	res->held = pe_mem_size(res->data);
+done:
+	if (rc == PE_EBUSY && !err->code)
+		pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
+	else if (rc != 0 && !err->code)
+		pe_err_set(err, rc, "", "the table failed");
+	pe_buf_destroy(&out);
+	pe_budget_free_block(j->h->opt.budget, table);
+}
+
+static void result_free(void *p)
+{
+	struct result *res = p;
+	pe_budget_give(res->budget, res->held);
+	free(res->data);
+	free(res);
+}
+
+static void mjob_free(struct mjob *j)
+{
+	pe_params_destroy(&j->params);
+	free(j->body);
+	free(j);
+}
+
+/* As a transform's job: stops at its request's deadline, does nothing past it. */
+static void mjob_run(void *arg)
+{
+	struct mjob *j = arg;
+	struct result *res = calloc(1, sizeof *res);
+	pthread_mutex_lock(&j->h->wait_lock);
+	double deadline = j->w->deadline;
+	pthread_mutex_unlock(&j->h->wait_lock);
+	pe_cancel_set_deadline(deadline);
+	int rc = pe_cancelled();
+	if (res && rc != 0)
+		pe_cancel_err(rc, &res->err);
+	else if (res)
+		run(j, res);
+	pe_cancel_set_deadline(0);
+	pe_waiter_complete(j->w, NULL, res, res ? 0 : PE_ENOMEM);
+	mjob_free(j);
+}
+
+/* ---- answering (MHD thread) ---- */
+
+static void free_result_cb(void *cls) { result_free(cls); }
+
+static enum MHD_Result resume_cb(struct req *r, struct MHD_Connection *conn)
+{
+	struct waiter *w = r->w;
+	struct pe_err err = {0};
+	if (w->state == W_EXPIRED) {
+		pe_err_set(&err, PE_ETIMEOUT, "", "the table did not finish within job_timeout");
+		return pe_http_problem(r, conn, &err);
+	}
+	struct result *res = w->result;
+	if (w->code || !res) {
+		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "",
+			   w->code == PE_EBUSY ? "the job queue is full; retry shortly" : "the table failed");
+		return pe_http_problem(r, conn, &err);
+	}
+	if (res->err.code)
+		return pe_http_problem(r, conn, &res->err);
+	w->result = NULL; /* the response frees it */
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer_with_free_callback_cls(res->len, res->data, free_result_cb, res);
+	if (!resp) {
+		result_free(res);
+		return MHD_NO;
+	}
+	char extra_header[64];
+	pe_table_extra_header(&pe_mrope_body_def, extra_header, sizeof extra_header);
+	r->bytes = res->len;
+	pe_http_out_headers(&res->out, resp);
+	MHD_add_response_header(resp, "X-PE-Shape", res->shape);
+	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(res->out.dt));
+	MHD_add_response_header(resp, extra_header, res->extra);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	pe_http_add_cors(r->h, conn, resp);
+	return pe_http_queue(r, conn, 200, resp);
+}
+
+struct mquery {
+	struct pe_params *params;
+	struct pe_out_query out;
+	struct pe_err *err;
+	int failed;
+};
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				 const char *value, size_t value_size)
+{
+	struct mquery *q = cls;
+	if (strlen(key) != key_size || (value && strlen(value) != value_size))
+		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s contains a NUL byte", key);
+	else if (pe_out_is_param(key))
+		q->failed = pe_out_take(&q->out, key, value, q->err);
+	else if (pe_param_index(&pe_table_rope_mrope, key) >= 0 && pe_param_index(&pe_mrope_body_def, key) < 0)
+		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s does not apply to POST: the body gives the positions", key);
+	else
+		q->failed = pe_params_set(q->params, key, value ? value : "", q->err);
+	return q->failed ? MHD_NO : MHD_YES;
+}
+
+static struct mjob *mjob_new(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
+{
+	struct mjob *j = calloc(1, sizeof *j);
+	if (!j) {
+		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		return NULL;
+	}
+	j->h = r->h;
+	pe_params_init(&j->params, &pe_mrope_body_def);
+	struct mquery q = {.params = &j->params, .err = err};
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
+	int rc = q.failed;
+	if (rc == 0)
+		rc = pe_http_out_resolve(&j->out, &q.out, conn, PE_DTYPE_COUNT_, OFFERED, err);
+	if (rc != 0) {
+		mjob_free(j);
+		return NULL;
+	}
+	j->body = pe_buf_steal(&r->body, &j->body_len);
+	return j;
+}
+
+static enum MHD_Result post(struct req *r, struct MHD_Connection *conn)
+{
+	struct pe_err err = {0};
+	if (r->body_too_big) {
+		pe_err_set(&err, PE_ETOOBIG, "body", "the body is over max_body_bytes (%" PRIu64 ")", r->h->opt.max_body_bytes);
+		return pe_http_problem(r, conn, &err);
+	}
+	struct mjob *j = mjob_new(r, conn, &err);
+	if (!j)
+		return pe_http_problem(r, conn, &err);
+	struct waiter *w = pe_waiter_new(r->h, conn);
+	if (!w) {
+		mjob_free(j);
+		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+		return pe_http_problem(r, conn, &err);
+	}
+	w->result_free = result_free;
+	j->w = w;
+	r->w = w;
+	r->on_resume = resume_cb;
+	int rc = r->h->opt.hooks.submit(r->h->opt.hooks.ctx, mjob_run, j);
+	if (rc != 0) {
+		mjob_free(j);
+		pe_waiter_complete(w, NULL, NULL, rc);
+	}
+	pe_waiter_suspend(w);
+	return MHD_YES;
+}
+
+static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
+{
+	return is_post(r) ? post(r, conn) : pe_table_request(r, conn, &pe_table_rope_mrope);
+}
+
+static int match_cb(void *hctx, const char *url, const void **target)
+{
+	if (strcmp(url, PATH) != 0)
+		return -1;
+	*target = &pe_table_rope_mrope;
+	return pe_http_def_route(&pe_table_rope_mrope);
+}
+
+const struct pe_handler pe_mrope_handler = {
+	.name = "mrope",
+	.match_cb = match_cb,
+	.allow = "GET, HEAD, POST, OPTIONS",
+	.cors_methods = "GET, HEAD, POST, OPTIONS",
+	.begin_cb = begin_cb,
+	.body_cb = pe_http_body_collect,
+	.finish_cb = finish_cb,
+};

@@ -1,0 +1,276 @@
+/* End-to-end test of M-RoPE against a real posencd: GET /v1/rope/mrope/positions against the known
+ * answers of tests/ref/gen_mrope.py (every format, the X-PE-Mrope-Delta header and the JSON
+ * field), GET /v1/rope/mrope (ETag and 304 as every table), POST /v1/rope/mrope with those
+ * positions as an npy body (the same table as the segments give), and the refusals: bad segments,
+ * sections, bodies, media types, sizes, each a problem naming its parameter. */
+#include "support/pe_check.h"
+#include "support/pe_daemon.h"
+#include "support/pe_kat.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "posenc/posenc.h"
+
+#define DATA_DIR "tests/data/mrope"
+#define TABLE_Q "dim=16&mrope_section=2,3,3&base=1000000&segments=text:5,image:1x8x8,text:3,video:3x8x8,text:4"
+#define SEGMENTS "segments=text:5,image:1x8x8,text:3,video:3x8x8,text:4"
+
+static void get(const struct pe_daemon *d, const char *path, const char *query, struct pe_resp *r)
+{
+	char url[8192];
+	snprintf(url, sizeof url, "%s?%s", path, query);
+	pe_get(d, url, r);
+}
+
+START_TEST(positions_match_known_answers)
+{
+	struct pe_daemon d;
+	struct pe_kat k;
+	size_t checked = 0;
+	pe_daemon_start(&d, NULL);
+	pe_kat_load(&k, DATA_DIR);
+	for (size_t i = 0; i < pe_kat_count(&k); i++) {
+		json_t *c = pe_kat_case(&k, i);
+		if (strcmp(pe_kat_str(c, "table"), "rope/mrope/positions"))
+			continue;
+		struct pe_shape s;
+		size_t n = pe_kat_shape(c, &s);
+		const char *query = pe_kat_str(c, "query");
+		long delta = (long)json_integer_value(json_object_get(c, "mrope_position_delta"));
+		int32_t *ref = pe_kat_file(&k, c, "ref_i32", n * 4);
+		char q[4096], hdr[64], want[32];
+		struct pe_resp r;
+		struct pe_tensor_view v;
+		snprintf(want, sizeof want, "%ld", delta);
+		snprintf(q, sizeof q, "%s&format=npy", query);
+		get(&d, "/v1/rope/mrope/positions", q, &r);
+		ck_assert_msg(r.status == 200, "%s: %ld %s", query, r.status, r.body);
+		ck_assert_int_eq(pe_npy_parse(r.body, r.len, 1 << 24, &v, NULL), 0);
+		ck_assert_int_eq(v.dtype, PE_I32);
+		ck_assert_int_eq(memcmp(&v.shape, &s, sizeof s), 0);
+		ck_assert_mem_eq(v.data, ref, n * 4);
+		ck_assert_str_eq(pe_resp_header(&r, "X-PE-Mrope-Delta", hdr, sizeof hdr), want);
+		pe_resp_free(&r);
+		snprintf(q, sizeof q, "%s&format=bin", query);
+		get(&d, "/v1/rope/mrope/positions", q, &r);
+		ck_assert_uint_eq(r.len, n * 4);
+		ck_assert_mem_eq(r.body, ref, n * 4);
+		pe_resp_free(&r);
+		snprintf(q, sizeof q, "%s&format=json", query);
+		get(&d, "/v1/rope/mrope/positions", q, &r);
+		json_t *j = pe_resp_json(&r);
+		ck_assert_int_eq(json_integer_value(json_object_get(j, "mrope_position_delta")), delta);
+		json_t *row2 = json_array_get(json_object_get(j, "data"), 2);
+		ck_assert_uint_eq(json_array_size(row2), s.dim[1]);
+		for (size_t t = 0; t < s.dim[1]; t++)
+			ck_assert_int_eq(json_integer_value(json_array_get(row2, t)), ref[2 * s.dim[1] + t]);
+		json_decref(j);
+		pe_resp_free(&r);
+		snprintf(q, sizeof q, "%s&format=csv", query);
+		get(&d, "/v1/rope/mrope/positions", q, &r);
+		ck_assert_int_eq(r.status, 200);
+		char first[32];
+		int w = snprintf(first, sizeof first, "%d,%d,", ref[0], ref[1]);
+		ck_assert_msg(!strncmp(r.body, first, (size_t)w), "%s: csv starts %.20s", query, r.body);
+		pe_resp_free(&r);
+		free(ref);
+		checked++;
+	}
+	pe_kat_free(&k);
+	ck_assert_uint_ge(checked, 5);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
+/* The POST form with the positions the GET form uses gives the same table, byte for byte. */
+START_TEST(post_positions_match_get)
+{
+	struct pe_daemon d;
+	struct pe_resp pos, a, b;
+	struct pe_tensor_view va, vb;
+	char hdr[64];
+	pe_daemon_start(&d, NULL);
+	get(&d, "/v1/rope/mrope/positions", SEGMENTS "&format=npy", &pos);
+	ck_assert_int_eq(pos.status, 200);
+	get(&d, "/v1/rope/mrope", TABLE_Q "&format=npy&scaling=yarn&factor=4&original_max_position_embeddings=64", &a);
+	ck_assert_msg(a.status == 200, "%ld %s", a.status, a.body);
+	const char *hs[] = {"Content-Type: application/x-npy", NULL};
+	pe_request(&d, "POST",
+		   "/v1/rope/mrope?dim=16&mrope_section=2,3,3&base=1000000&format=npy&scaling=yarn&factor=4&"
+		   "original_max_position_embeddings=64",
+		   hs, pos.body, pos.len, &b);
+	ck_assert_msg(b.status == 200, "%ld %s", b.status, b.body);
+	ck_assert_int_eq(pe_npy_parse(a.body, a.len, 1 << 24, &va, NULL), 0);
+	ck_assert_int_eq(pe_npy_parse(b.body, b.len, 1 << 24, &vb, NULL), 0);
+	ck_assert_int_eq(memcmp(&va.shape, &vb.shape, sizeof va.shape), 0);
+	ck_assert_uint_eq(va.shape.dim[1], 76);
+	ck_assert_mem_eq(va.data, vb.data, 2 * 76 * 16 * 4);
+	ck_assert_str_eq(pe_resp_header(&b, "X-PE-Shape", hdr, sizeof hdr), pe_resp_header(&a, "X-PE-Shape", hdr + 32, 32));
+	ck_assert_str_eq(pe_resp_header(&b, "Cache-Control", hdr, sizeof hdr), "no-store");
+	ck_assert_ptr_nonnull(pe_resp_header(&b, "X-PE-Attention-Scaling", hdr, sizeof hdr));
+	ck_assert_str_eq(hdr, pe_resp_header(&a, "X-PE-Attention-Scaling", hdr + 32, 32));
+	pe_resp_free(&b);
+	/* JSON answers carry the parameters and attention_scaling as the GET form's */
+	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3&format=json", hs, pos.body, pos.len, &b);
+	json_t *j = pe_resp_json(&b);
+	ck_assert_double_eq(json_number_value(json_object_get(j, "attention_scaling")), 1.0);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "params"), "dim")), 16);
+	json_decref(j);
+	pe_resp_free(&b);
+	pe_resp_free(&a);
+	pe_resp_free(&pos);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
+START_TEST(get_is_a_cached_table)
+{
+	struct pe_daemon d;
+	struct pe_resp a, b;
+	char etag[128], line[160];
+	pe_daemon_start(&d, NULL);
+	get(&d, "/v1/rope/mrope", TABLE_Q, &a);
+	ck_assert_int_eq(a.status, 200);
+	ck_assert_ptr_nonnull(pe_resp_header(&a, "ETag", etag, sizeof etag));
+	snprintf(line, sizeof line, "If-None-Match: %s", etag);
+	const char *hs[] = {line, NULL};
+	pe_request(&d, "GET", "/v1/rope/mrope?" TABLE_Q, hs, NULL, 0, &b);
+	ck_assert_int_eq(b.status, 304);
+	pe_resp_free(&b);
+	/* the same sequence written differently is the same representation */
+	pe_request(&d, "GET", "/v1/rope/mrope?dim=16&mrope_section=2,3,3&base=1000000&segments=text:05,image:1x08x8,text:3,video:3x8x8,text:4",
+		   hs, NULL, 0, &b);
+	ck_assert_int_eq(b.status, 304);
+	pe_resp_free(&b);
+	pe_resp_free(&a);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
+START_TEST(refusals_name_the_parameter)
+{
+	static const struct {
+		const char *path, *query, *param;
+		long status;
+	} bad[] = {
+		{"/v1/rope/mrope/positions", "segments=image:1x27x28", "segments", 400},
+		{"/v1/rope/mrope/positions", "segments=text:5,picture:1x2x2", "segments", 400},
+		{"/v1/rope/mrope/positions", "segments=text:16777217", "segments", 400},
+		{"/v1/rope/mrope/positions", "tokens_per_second=3", "tokens_per_second", 400},
+		{"/v1/rope/mrope/positions", "variant=qwen25vl&segments=video:1x2x2&second_per_grid_t=1,2", "second_per_grid_t", 400},
+		{"/v1/rope/mrope", "dim=16&mrope_section=2,3", "mrope_section", 400},
+		{"/v1/rope/mrope", "dim=16&mrope_section=2,3,2", "mrope_section", 400},
+		{"/v1/rope/mrope", "dim=16&mrope_section=2,3,3&compat=ggml", "compat", 400},
+		{"/v1/rope/mrope", "dim=16&mrope_section=2,3,3&len=4", "len", 400},
+		{"/v1/rope/mrope", "dim=16&mrope_section=2,3,3&segments=text:16777216", "segments", 413},
+	};
+	struct pe_daemon d;
+	pe_daemon_start(&d, NULL);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct pe_resp r;
+		get(&d, bad[i].path, bad[i].query, &r);
+		pe_assert_problem(&r, bad[i].status, bad[i].param);
+		pe_resp_free(&r);
+	}
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
+/* An npy header for shape (rows, cols) of descr, then data bytes; returns the length. */
+static size_t npy(char *buf, const char *descr, size_t rows, size_t cols, const void *data, size_t bytes)
+{
+	char head[128];
+	int n = snprintf(head, sizeof head, "{'descr': '%s', 'fortran_order': False, 'shape': (%zu, %zu), }", descr, rows, cols);
+	size_t total = 10 + (size_t)n + 1, pad = (64 - total % 64) % 64;
+	memcpy(buf, "\x93NUMPY\x01\x00", 8);
+	buf[8] = (char)((n + 1 + pad) & 0xff);
+	buf[9] = (char)((n + 1 + pad) >> 8);
+	memcpy(buf + 10, head, (size_t)n);
+	memset(buf + 10 + n, ' ', pad);
+	buf[10 + n + pad] = '\n';
+	memcpy(buf + total + pad, data, bytes);
+	return total + pad + bytes;
+}
+
+START_TEST(post_refusals)
+{
+	struct pe_daemon d;
+	struct pe_resp r;
+	char body[512];
+	const int32_t ok[6] = {0, 1, 0, 1, 0, 1}, neg[6] = {0, 1, 0, -1, 0, 1};
+	const float f[6] = {0};
+	const char *npy_h[] = {"Content-Type: application/x-npy", NULL}, *text_h[] = {"Content-Type: text/plain", NULL};
+	pe_daemon_start(&d, NULL);
+	size_t n = npy(body, "<i4", 3, 2, ok, sizeof ok);
+	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, body, n, &r);
+	ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+	pe_resp_free(&r);
+	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3&" SEGMENTS, npy_h, body, n, &r);
+	pe_assert_problem(&r, 400, "segments");
+	pe_resp_free(&r);
+	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", text_h, body, n, &r);
+	pe_assert_problem(&r, 415, "Content-Type");
+	pe_resp_free(&r);
+	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,4", npy_h, body, n, &r);
+	pe_assert_problem(&r, 400, "mrope_section");
+	pe_resp_free(&r);
+	n = npy(body, "<i4", 3, 2, neg, sizeof neg);
+	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, body, n, &r);
+	pe_assert_problem(&r, 400, "body");
+	pe_resp_free(&r);
+	n = npy(body, "<f4", 3, 2, f, sizeof f);
+	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, body, n, &r);
+	pe_assert_problem(&r, 400, "body");
+	pe_resp_free(&r);
+	n = npy(body, "<i4", 2, 3, ok, sizeof ok);
+	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, body, n, &r);
+	pe_assert_problem(&r, 400, "body");
+	pe_resp_free(&r);
+	pe_request(&d, "PUT", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, body, n, &r);
+	ck_assert_int_eq(r.status, 405);
+	pe_resp_free(&r);
+	pe_request(&d, "POST", "/v1/rope/mrope/positions", npy_h, body, n, &r);
+	ck_assert_int_eq(r.status, 405);
+	pe_resp_free(&r);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
+/* A body over max_body_bytes is refused from its Content-Length, naming body. */
+START_TEST(post_body_bounded)
+{
+	struct pe_daemon d;
+	struct pe_resp r;
+	const char *argv[] = {"--max-body-bytes", "1024", NULL};
+	const char *hs[] = {"Content-Type: application/x-npy", NULL};
+	size_t len = 4096;
+	char *body = calloc(1, len);
+	pe_daemon_start(&d, argv);
+	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", hs, body, len, &r);
+	pe_assert_problem(&r, 413, "body");
+	pe_resp_free(&r);
+	free(body);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("e2e_mrope");
+	TCase *tc = tcase_create("mrope");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, positions_match_known_answers);
+	tcase_add_test(tc, post_positions_match_get);
+	tcase_add_test(tc, get_is_a_cached_table);
+	tcase_add_test(tc, refusals_name_the_parameter);
+	tcase_add_test(tc, post_refusals);
+	tcase_add_test(tc, post_body_bounded);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(suite)

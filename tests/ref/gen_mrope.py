@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""Known answers for /v1/rope/mrope/positions and /v1/rope/mrope (M-RoPE: Qwen2-VL, Qwen2.5-VL,
+Qwen3-VL), from references written independently of the C core (layout and conventions:
+tests/ref/kat.py).
+
+Regenerate (from the repository root, with Debian's Python, which has numpy and torch):
+
+    /usr/bin/python3 tests/ref/gen_mrope.py
+
+It rewrites tests/data/mrope/; tests/core/test_mrope.c reads it. Files per case:
+
+  rope/mrope/positions  ref_i32 [3, seq]: transformers' get_rope_index (Qwen2-VL; Qwen2.5-VL with
+             its time scaling) re-done on segments instead of token ids, on torch int64 tensors:
+             each block starts at the previous block's max + 1, text is arange on all three rows,
+             a vision block is stack(t_index, h_index, w_index) over the merged (t, h, w) grid,
+             Qwen2.5-VL's video t_index = (arange(t) * second_per_grid_t * tokens_per_second).long()
+             with second_per_grid_t a float32 tensor as the processor gives it, images 0.
+             Extra field mrope_position_delta = max + 1 - seq.
+  rope/mrope ref_f64 [2, seq, dim]: float64 from the published formulas: inv_freq as
+             transformers' rope init functions (gen_rope.inv_freq_f64), angles float64(position) *
+             inv_freq for each of the three position rows, cat(freqs, freqs), cos/sin times
+             attention_scaling, then apply_multimodal_rotary_pos_emb's split: the dim channels cut
+             into mrope_section * 2 chunks, chunk i from row i % 3 (Qwen2-VL) - or, interleaved=1,
+             Qwen3-VL's apply_interleaved_mrope on the frequencies (rows 1 and 2 take the channels
+             1::3 and 2::3 below 3 * their section) before cat. compat=exact's definition.
+             torch_f32: the same in PyTorch float32 in transformers' order (hf_query = query +
+             compat=hf): inv_freq (gen_rope.hf_inv_freq), inv_freq[None, None, :, None] @
+             position_ids[:, :, None, :].float(), cat, .cos() / .sin() * attention_scaling, split.
+             dynamic / longrope take seq_len = max position + 1 (dynamic_rope_update).
+"""
+import sys
+
+import kat  # noqa: F401  (before numpy: see kat.py)
+import numpy as np
+import torch
+
+import gen_rope  # transformers' inv_freq and attention_scaling per scaling (float64 and torch float32)
+
+GEN = "tests/ref/gen_mrope.py"
+SEQ_DEFAULTS = {"variant": "qwen2vl", "spatial_merge_size": "2", "tokens_per_second": "2",
+                "mrope_section": "16,24,24", "interleaved": "0", "dim": "128"}
+
+MIX = "text:5,image:1x28x28,text:3,video:8x28x28,text:4"
+SMALL = "text:5,image:1x8x8,text:3,video:3x8x8,text:4"
+Q25 = "variant=qwen25vl&segments=text:2,video:6x8x12,text:1,image:2x4x4,video:5x4x6,text:3&second_per_grid_t=0.3,1.7"
+
+POSITION_CASES = [
+    ("pos_qwen2vl_mix", "segments=" + MIX),
+    ("pos_qwen25vl_two_videos", Q25),
+    ("pos_qwen25vl_tps", "variant=qwen25vl&segments=video:4x4x4,text:2,video:3x2x2&tokens_per_second=25"),
+    ("pos_qwen25vl_fractions", "variant=qwen25vl&segments=text:1,video:40x2x2&second_per_grid_t=0.3&tokens_per_second=25"),
+    ("pos_merge1_adjacent", "spatial_merge_size=1&segments=image:1x3x5,video:3x2x2,text:2,image:2x1x1"),
+    ("pos_text_only", "segments=text:17"),
+    ("pos_merge4", "spatial_merge_size=4&segments=text:3,image:2x16x8,text:1"),
+]
+
+TABLE_CASES = [
+    ("qwen2vl_d128", "dim=128&mrope_section=16,24,24&base=1000000&segments=" + SMALL),
+    ("qwen3vl_interleaved_d128", "dim=128&mrope_section=24,20,20&interleaved=1&base=5000000&segments=" + SMALL),
+    ("qwen25vl_d64", "dim=64&mrope_section=8,12,12&base=1000000&" + Q25),
+    ("interleaved_short_d20", "dim=20&mrope_section=4,3,3&interleaved=1&segments=text:2,image:1x6x4,text:1"),
+    ("empty_w_d16", "dim=16&mrope_section=5,3,0&segments=text:2,image:1x4x4"),
+    ("yarn_d64", "dim=64&mrope_section=8,12,12&scaling=yarn&factor=4&original_max_position_embeddings=2048&segments=" + SMALL),
+    ("dynamic_d32", "dim=32&mrope_section=4,6,6&scaling=dynamic&factor=2&original_max_position_embeddings=16&segments=" + SMALL),
+    ("linear_d16", "dim=16&mrope_section=2,3,3&scaling=linear&factor=2.5&segments=text:3,video:2x4x4"),
+    ("longrope_d16", "dim=16&mrope_section=2,3,3&scaling=longrope&factor=32&original_max_position_embeddings=16&short_factor="
+     + gen_rope.SHORT8 + "&long_factor=" + gen_rope.LONG8 + "&segments=" + SMALL),
+    ("far_d32", "dim=32&mrope_section=4,6,6&variant=qwen25vl&segments=text:1,video:3x2x2,text:2&tokens_per_second=1000000"
+     "&second_per_grid_t=500"),
+]
+
+
+def params(query):
+    return kat.parse_query(query, SEQ_DEFAULTS)
+
+
+def segments(p):
+    out = []
+    for s in p["segments"].split(","):
+        kind, spec = s.split(":")
+        out.append((kind, [int(x) for x in spec.split("x")]))
+    return out
+
+
+def get_rope_index(p):
+    """[3, seq] int64 positions and mrope_position_delta of the query's sequence."""
+    m, variant, tps = int(p["spatial_merge_size"]), p["variant"], float(p["tokens_per_second"])
+    second = [float(x) for x in p["second_per_grid_t"].split(",")] if "second_per_grid_t" in p else None
+    blocks, video = [], 0
+    for kind, dims in segments(p):
+        st_idx = int(blocks[-1].max()) + 1 if blocks else 0
+        if kind == "text":
+            blocks.append(torch.arange(dims[0]).view(1, -1).expand(3, -1) + st_idx)
+            continue
+        t, h, w = dims[0], dims[1] // m, dims[2] // m
+        rng = torch.arange(t).view(-1, 1).expand(-1, h * w)
+        if variant == "qwen2vl":
+            t_index = rng.flatten()
+        elif kind == "image":
+            t_index = (rng * 0 * tps).long().flatten()
+        else:
+            spg = torch.tensor(second[video] if second else 1.0, dtype=torch.float32)
+            time = rng * spg * tps
+            assert time.dtype == torch.float32
+            t_index = time.long().flatten()
+        video += kind == "video"
+        h_index = torch.arange(h).view(1, -1, 1).expand(t, -1, w).flatten()
+        w_index = torch.arange(w).view(1, 1, -1).expand(t, h, -1).flatten()
+        blocks.append(torch.stack([t_index, h_index, w_index]) + st_idx)
+    pos = torch.cat(blocks, dim=1)
+    assert pos.shape[0] == 3 and int(pos.max()) < 2**31
+    return pos, int(pos.max()) + 1 - pos.shape[1]
+
+
+def sections(p):
+    return [int(x) for x in p["mrope_section"].split(",")]
+
+
+def split_channels(p, emb):
+    """apply_multimodal_rotary_pos_emb: emb [3, seq, dim] -> [seq, dim], chunk i from row i % 3."""
+    sec = sections(p) * 2
+    if isinstance(emb, np.ndarray):
+        cuts = np.cumsum(sec)[:-1]
+        return np.concatenate([c[i % 3] for i, c in enumerate(np.split(emb, cuts, axis=-1))], axis=-1)
+    return torch.cat([c[i % 3] for i, c in enumerate(emb.split(sec, dim=-1))], dim=-1)
+
+
+def interleave(p, freqs):
+    """Qwen3-VL's apply_interleaved_mrope: freqs [3, seq, dim/2] -> [seq, dim/2]."""
+    sec = sections(p)
+    out = freqs[0].copy() if isinstance(freqs, np.ndarray) else freqs[0].clone()
+    for row, offset in ((1, 1), (2, 2)):
+        idx = slice(offset, sec[row] * 3, 3)
+        out[..., idx] = freqs[row][..., idx]
+    return out
+
+
+def cos_sin(p, freqs, att, lib):
+    """[2, seq, dim] from the three rows' frequencies [3, seq, dim/2]."""
+    cat = np.concatenate if lib is np else torch.cat
+    if p["interleaved"] == "1":
+        emb = cat((interleave(p, freqs),) * 2, -1)
+        return [emb.cos() * att if lib is torch else np.cos(emb) * att,
+                emb.sin() * att if lib is torch else np.sin(emb) * att]
+    emb = cat((freqs, freqs), -1)
+    c = emb.cos() * att if lib is torch else np.cos(emb) * att
+    s = emb.sin() * att if lib is torch else np.sin(emb) * att
+    return [split_channels(p, c), split_channels(p, s)]
+
+
+def rope_cfg(query, pos):
+    c = gen_rope.Cfg(query, "rope/mrope")
+    if "seq_len" not in params(query):
+        c.seq_len = int(pos.max()) + 1
+    return c
+
+
+def table_f64(query, pos):
+    p, c = params(query), rope_cfg(query, pos)
+    freqs = pos.numpy().astype(np.float64)[:, :, None] * gen_rope.inv_freq_f64(c)[None, None, :]
+    kat.check_libm(freqs)
+    return np.stack(cos_sin(p, freqs, gen_rope.attention_scaling(c), np))
+
+
+def table_torch(query, pos):
+    p, c = params(query), rope_cfg(query, pos)
+    inv_freq = gen_rope.hf_inv_freq(c)
+    position_ids = pos[:, None, :]  # [3, batch 1, seq]
+    inv_freq_expanded = inv_freq[None, None, :, None].float().expand(3, 1, -1, 1)
+    freqs = (inv_freq_expanded @ position_ids[:, :, None, :].float()).transpose(2, 3)[:, 0]
+    out = torch.stack(cos_sin(p, freqs, gen_rope.attention_scaling(c), torch))
+    assert out.dtype == torch.float32
+    return out.numpy()
+
+
+def versions():
+    return {"numpy": np.__version__, "torch": torch.__version__}
+
+
+def main():
+    torch.set_num_threads(1)
+    m = kat.Manifest("mrope", GEN)
+    for name, query in POSITION_CASES:
+        pos, delta = get_rope_index(params(query))
+        m.add(name, "rope/mrope/positions", query, tuple(pos.shape), {"ref_i32": pos.numpy()},
+              mrope_position_delta=delta)
+    for name, query in TABLE_CASES:
+        pos, delta = get_rope_index(params(query))
+        c = rope_cfg(query, pos)
+        dim = int(params(query)["dim"])
+        m.add(name, "rope/mrope", query, (2, pos.shape[1], dim),
+              {"ref_f64": table_f64(query, pos), "torch_f32": table_torch(query, pos)},
+              hf_query=query + "&compat=hf", attention_scaling=gen_rope.attention_scaling(c),
+              mrope_position_delta=delta)
+    total = m.save(versions())
+    print(f"{len(m.cases)} cases, {total} bytes in {m.dir}", file=sys.stderr)
+    assert total <= 2 << 20, "keep the committed data small"
+
+
+if __name__ == "__main__":
+    main()
