@@ -144,6 +144,19 @@ int pe_transform_shape(const struct pe_params *p, const struct pe_shape *in, str
 		       struct pe_err *err);
 int pe_transform_apply(const struct pe_params *p, const struct pe_tensor_mut *x, struct pe_tensor_mut *out,
 		       enum pe_dtype final_dt, struct pe_err *err);
+/* rope/apply with per-token positions (POST /v1/rope/apply as multipart/form-data): positions as
+ * the client sent them, int32 or int64 (wide) in host order, C order, aligned for their size;
+ * shape [seq] (shared by every vector of x; vLLM's [num_tokens] with x [num_tokens, heads, head_dim]
+ * and seq_axis=-3), [batch, seq] (batch 1, or the length of x's first axis, before seq_axis); with
+ * mrope_section, [3, seq] or [3, batch, seq]. x (working dtype, as pe_transform_apply) is rotated in
+ * place. 0, or PE_EINVAL naming "positions" (shape, range), "mrope_section" or "offset". */
+struct pe_positions {
+	struct pe_shape shape;
+	int wide;
+	const void *data;
+};
+int pe_rope_apply_positions(const struct pe_params *p, const struct pe_positions *pos, struct pe_tensor_mut *x,
+			    struct pe_err *err);
 /* Working dtype of a transform for an input dtype: PE_F64 for f64, else PE_F32. */
 enum pe_dtype pe_transform_work_dtype(enum pe_dtype in);
 int pe_table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err);

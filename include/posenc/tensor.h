@@ -121,6 +121,11 @@ size_t pe_npy_write_header(char *out, const struct pe_tensor_view *t);
  * declared count (PE_ETOOBIG past it); other errors are PE_EBODY with a detail. */
 int pe_npy_parse(const void *data, size_t len, size_t max_elements, struct pe_tensor_view *out,
 		 struct pe_err *err);
+/* The same, for index arrays (positions) that NumPy saves as int64 by default: '<i8' is accepted
+ * besides the float dtypes and '<i4'. For '<i8' data *wide is set and out->dtype is PE_I32 (posenc
+ * has no 64-bit dtype): its elements are then 8 bytes each. */
+int pe_npy_parse_index(const void *data, size_t len, size_t max_elements, struct pe_tensor_view *out, int *wide,
+		       struct pe_err *err);
 
 /* ---- bin: raw little-endian elements ---- */
 int pe_bin_write(struct pe_buf *b, const struct pe_tensor_view *t);

@@ -17,6 +17,7 @@ static const struct pe_table_def *const all[] = {
 	&pe_table_rope_mrope_positions,
 	&pe_table_analysis_similarity,
 	&pe_table_analysis_rope_decay,
+	&pe_table_analysis_order,
 };
 
 static const struct pe_table_def *const transforms[] = {

@@ -159,11 +159,8 @@ static int check_scaling(struct pe_params *p, const struct pe_rope_cfg *c, struc
 		return check_yarn(p, c, err);
 	if (c->scaling == PE_ROPE_LONGROPE)
 		return check_longrope(p, c, err);
-	if (c->scaling == PE_ROPE_LLAMA3 && c->low_freq_factor == c->high_freq_factor)
-		return pe_err_set(err, PE_EINVAL, "high_freq_factor",
-				  "low_freq_factor and high_freq_factor must differ (the smoothing divides by their difference)");
 	if (c->scaling == PE_ROPE_LLAMA3 && c->low_freq_factor > c->high_freq_factor)
-		return pe_err_set(err, PE_EINVAL, "high_freq_factor", "high_freq_factor must be greater than low_freq_factor");
+		return pe_err_set(err, PE_EINVAL, "high_freq_factor", "high_freq_factor must be at least low_freq_factor (equal: Llama 4's step)");
 	return 0;
 }
 
@@ -215,7 +212,14 @@ static int check_finite(struct pe_params *p, const struct pe_rope_cfg *c, struct
 	for (size_t i = 0; i < c->h; i++)
 		amax = fmax(amax, fabs(pl.w[i]) * last);
 	double att = pl.att;
+	int edge = 0; /* llama3's step (low == high) has NaN exactly on its edge, as transformers has */
+	for (size_t i = 0; i < c->h; i++)
+		edge |= isnan(pl.w[i]);
 	pe_rope_plan_destroy(&pl);
+	if (edge && c->scaling == PE_ROPE_LLAMA3 && c->low_freq_factor == c->high_freq_factor)
+		return pe_err_set(err, PE_EINVAL, "low_freq_factor",
+				  "a wavelength equals original_max_position_embeddings / low_freq_factor exactly: with "
+				  "low_freq_factor == high_freq_factor transformers' smoothing there is 0/0 (NaN)");
 	if (!(amax < limit / 4)) /* also catches NaN */
 		return pe_err_set(err, PE_EINVAL, culprit(c), "%s makes the rotation angles overflow", culprit(c));
 	if (!(att > 0 && att <= F16_MAX))

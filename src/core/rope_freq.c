@@ -15,7 +15,14 @@
  *          llama3 freq factors, in float with libm's powf/logf.
  *
  * Angles: exact p*w_i in double; hf float(float(p)*w_i); ggml theta = float(p), theta *= theta_scale
- * per frequency. */
+ * per frequency.
+ *
+ * llama3 with low_freq_factor == high_freq_factor (Llama 4: 1 and 1) is a step: wavelengths above
+ * original_max_position_embeddings / low_freq_factor are divided by factor, the rest kept, in all
+ * three arithmetics (HF computes its smoothing term for every frequency but selects it only where
+ * neither comparison holds; llama.cpp's converter, whose assert is commented out "for Llama4",
+ * takes the same branches). A wavelength exactly on the edge is NaN in HF and in the converter
+ * (x / 0.0 with x = 0 or not, then inf - inf); it is NaN here too, and /v1/rope refuses it. */
 #include "core/rope.h"
 #include "core/tables.h"
 #include "core/torchmath.h"
@@ -140,6 +147,8 @@ static double llama3_exact(const struct pe_rope_cfg *c, double w)
 		return w;
 	if (wavelen > orig / lo)
 		return w / c->factor;
+	if (hi == lo)
+		return NAN; /* the step's edge itself: transformers' smoothing is 0/0 or inf - inf there */
 	double smooth = (orig / wavelen - lo) / (hi - lo);
 	return (1 - smooth) * w / c->factor + smooth * w;
 }
@@ -189,10 +198,13 @@ static float llama3_hf(const struct pe_rope_cfg *c, float w)
 	float f = (float)c->factor;
 	float wavelen = (1.0f / w) * (float)(2 * M_PI);
 	float inv_llama = wavelen > (float)(orig / lo) ? w / f : w;
-	float smooth = ((1.0f / wavelen) * (float)orig - (float)lo) / (float)(hi - lo);
-	float smoothed = (1.0f - smooth) * inv_llama / f + smooth * inv_llama;
 	int medium = !(wavelen < (float)(orig / hi)) && !(wavelen > (float)(orig / lo));
-	return medium ? smoothed : inv_llama;
+	if (!medium)
+		return inv_llama;
+	if (hi == lo)
+		return NAN; /* smooth = x / 0.0 is +-inf or NaN, and the blend NaN */
+	float smooth = ((1.0f / wavelen) * (float)orig - (float)lo) / (float)(hi - lo);
+	return (1.0f - smooth) * inv_llama / f + smooth * inv_llama;
 }
 
 static float yarn_hf(const struct pe_rope_cfg *c, size_t i, float pos, double low, double high)
@@ -248,6 +260,8 @@ static float llama3_ggml_factor(const struct pe_rope_cfg *c, float freq)
 		return 1.0f;
 	if (wavelen > (float)(orig / lo))
 		return (float)c->factor;
+	if (hi == lo)
+		return NAN; /* the converter's 1 / ((1 - inf) / factor + inf) */
 	float smooth = ((1.0f / wavelen) * (float)orig - (float)lo) / (float)(hi - lo);
 	return 1.0f / ((1.0f - smooth) / (float)c->factor + smooth);
 }

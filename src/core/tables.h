@@ -11,7 +11,7 @@ extern const struct pe_table_def pe_table_relative_t5, pe_table_relative_xl;
 extern const struct pe_table_def pe_table_rope, pe_table_rope_inv_freq;
 extern const struct pe_table_def pe_table_rope_mrope, pe_table_rope_mrope_positions; /* mrope.c, mrope_positions.c */
 extern const struct pe_table_def pe_transform_sinusoidal_apply, pe_transform_alibi_apply, pe_transform_rope_apply;
-extern const struct pe_table_def pe_table_analysis_similarity, pe_table_analysis_rope_decay;
+extern const struct pe_table_def pe_table_analysis_similarity, pe_table_analysis_rope_decay, pe_table_analysis_order;
 
 /* The table `def` for the parameters `from` gave that def shares (pe_params_derive), plus the
  * NULL-terminated name, value pairs of kv where `from` did not give that name, computed into a new

@@ -22,5 +22,6 @@ ASSET(pe_asset_dashboard_heatmap_js, "src/dashboard/heatmap.js")
 ASSET(pe_asset_dashboard_charts_js, "src/dashboard/charts.js")
 ASSET(pe_asset_dashboard_snippets_js, "src/dashboard/snippets.js")
 ASSET(pe_asset_dashboard_mrope_js, "src/dashboard/mrope.js")
+ASSET(pe_asset_dashboard_order_js, "src/dashboard/order.js")
 ASSET(pe_asset_dashboard_plan_js, "src/dashboard/plan.js")
 	.section .note.GNU-stack,"",@progbits

@@ -10,6 +10,7 @@
  *                       position: where float32 arithmetic drifts at long positions.
  *   M-RoPE              mrope.js: the t, h, w position rows of a text+image+video sequence and
  *                       which frequency follows which row.
+ *   Why order matters   /v1/analysis/order: attention on a sentence and on it reordered (order.js).
  *
  * Every view builds its controls from the catalogue, fetches format=bin tables from the same
  * origin, draws them itself, shows the curl and Python snippets for exactly those requests, and
@@ -25,6 +26,7 @@ import { LineChart, fmtTick } from './charts.js';
 import { COLORMAPS } from './colormap.js';
 import { curlText, pythonText, snippetBox } from './snippets.js';
 import { MropeView } from './mrope.js';
+import { OrderView } from './order.js';
 import { PlanView } from './plan.js'; /* Model plan: POST /v1/plan (plan.js) */
 
 /* How to name the axes of each table; tables not listed get generic names. rowStart(form) is the
@@ -34,7 +36,7 @@ const AXES = {
 	'sinusoidal': { y: 'position', x: 'dimension', rowStart: offsetOf },
 	'sinusoidal2d': { y: 'patch (row-major, cls first)', x: 'dimension' },
 	'rope': { panels: ['cos', 'sin'], y: 'position', x: 'dimension', rowStart: offsetOf },
-	'rope2d': { panels: ['cos', 'sin'], y: 'patch (row-major)', x: 'dimension' },
+	'rope2d': { panels: ['cos', 'sin'], y: 'patch (in the model\'s order)', x: 'dimension' },
 	'alibi': {
 		panels: (i) => `head ${i}`, y: 'query position', x: 'key',
 		rowStart: (form) => {
@@ -567,6 +569,7 @@ async function main() {
 		decay: has('analysis/rope-decay') ? new DecayView(catalogue) : new MissingView('view-decay', 'analysis/rope-decay'),
 		compat: hasAlt ? new CompatView(catalogue) : new MissingView('view-compat', 'a table with compat=hf'),
 		mrope: has('rope/mrope') && has('rope/mrope/positions') ? new MropeView(catalogue) : new MissingView('view-mrope', 'rope/mrope'),
+		order: has('analysis/order') ? new OrderView(catalogue) : new MissingView('view-order', 'analysis/order'),
 		plan: new PlanView(),
 	};
 	window.posencDashboard = views; /* for the console and the browser tests */

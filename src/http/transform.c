@@ -8,8 +8,15 @@
  * they arrive). The work (decode, apply, encode) runs on a worker: the connection is suspended
  * like a table miss. Bodies are decoded in place where the format allows (npy and raw f32/f64 are
  * transformed inside the body buffer), so a request costs about twice its body at most. Results
- * depend on the body, so they are not cached (Cache-Control: no-store). */
+ * depend on the body, so they are not cached (Cache-Control: no-store).
+ *
+ * rope/apply also takes multipart/form-data (curl -F x=@q.npy -F positions=@pos.npy): a part x,
+ * the tensor as a plain body would send it (npy, JSON, or raw with shape=), and a part positions,
+ * an npy int32/int64 tensor of per-token positions (pe_rope_apply_positions). The parts are read
+ * by multipart.c as they arrive, on the response budget like a plain body; the x part is then
+ * the job's body (decoded and answered in place the same way) and holds its own reservation. */
 #include "http/handler.h"
+#include "http/multipart.h"
 #include "http/produce.h"
 
 #include <inttypes.h>
@@ -39,6 +46,10 @@ struct tjob {
 	char *raw_shape, *dtype; /* query strings (copies) or NULL */
 	char *body;
 	size_t body_len;
+	struct pe_budget *body_budget; /* the body's reservation (a multipart part), else NULL */
+	char *pos;                     /* the positions part (npy), or NULL */
+	size_t pos_len;
+	int multipart;
 };
 
 static const unsigned OFFERED =
@@ -73,6 +84,48 @@ static const char *content_type(struct MHD_Connection *conn)
 	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 }
 
+/* ---- multipart (rope/apply) ---- */
+
+static void mp_free_cb(void *ctx)
+{
+	pe_mp_destroy(ctx);
+	free(ctx);
+}
+
+/* The parts' limits: x as a plain body; positions at most max_elements int64 and an npy header. */
+static enum MHD_Result begin_multipart(struct req *r, struct MHD_Connection *conn)
+{
+	struct pe_http *h = r->h;
+	struct pe_err err = {0};
+	struct pe_mp *m = malloc(sizeof *m);
+	if (!m)
+		return answer_now(r, conn, PE_ENOMEM, "", "out of memory");
+	pe_mp_init(m, h->opt.max_body_bytes, h->opt.budget);
+	uint64_t pos_max = h->opt.max_elements > (UINT64_MAX - 65536) / 8 ? UINT64_MAX : h->opt.max_elements * 8 + 65536;
+	pe_mp_want(m, "x", h->opt.max_body_bytes);
+	pe_mp_want(m, "positions", (size_t)(pos_max < h->opt.max_body_bytes ? pos_max : h->opt.max_body_bytes));
+	r->ctx = m;
+	if (pe_mp_begin(m, conn, &err) != 0)
+		return pe_http_refuse(r, &err, NULL);
+	/* the server reserves nothing for r->body (max 0): the parts hold their own reservations */
+	pe_buf_init(&r->body, 0);
+	r->body_wanted = 1;
+	return MHD_YES;
+}
+
+/* Body bytes: the plain body collected whole, a multipart one through its reader. */
+static int body_cb(struct req *r, const char *data, size_t n)
+{
+	struct pe_mp *m = r->ctx;
+	if (!m)
+		return pe_http_body_collect(r, data, n);
+	if (pe_mp_feed(m, data, n) != 0) {
+		pe_mp_destroy(m);
+		pe_http_refuse(r, &m->err, NULL); /* the rest is dropped (lingering close), then the answer */
+	}
+	return 0;
+}
+
 /* The first call: refuse what can be refused before the body is read, else want the body. */
 static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
@@ -83,9 +136,15 @@ static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, cons
 		return answer_now(r, conn, PE_EMETHOD, "", "use POST with a tensor body");
 	if (atomic_load(&h->draining))
 		return answer_now(r, conn, PE_EDRAINING, "", "the service is shutting down");
-	if (body_kind_of(content_type(conn), &kind) != 0)
+	int form = pe_mp_is_form(content_type(conn));
+	if (form && strcmp(((const struct pe_table_def *)r->target)->name, "rope/apply") != 0)
 		return answer_now(r, conn, PE_EMEDIATYPE, "Content-Type",
-				  "the body must be application/x-npy, application/octet-stream or application/json");
+				  "multipart/form-data is for rope/apply; send the tensor as application/x-npy, "
+				  "application/octet-stream or application/json");
+	if (!form && body_kind_of(content_type(conn), &kind) != 0)
+		return answer_now(r, conn, PE_EMEDIATYPE, "Content-Type",
+				  "the body must be application/x-npy, application/octet-stream, application/json "
+				  "or (rope/apply) multipart/form-data");
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
 	if (declared > h->opt.max_body_bytes) {
@@ -93,6 +152,8 @@ static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, cons
 		snprintf(d, sizeof d, "the body is %llu bytes; the limit is %" PRIu64, declared, h->opt.max_body_bytes);
 		return answer_now(r, conn, PE_ETOOBIG, "body", d);
 	}
+	if (form)
+		return begin_multipart(r, conn);
 	pe_buf_init(&r->body, h->opt.max_body_bytes);
 	if (declared && pe_buf_reserve(&r->body, (size_t)declared) != 0)
 		return answer_now(r, conn, PE_ENOMEM, "body", "out of memory");
@@ -192,6 +253,28 @@ static int decode(struct tjob *j, struct pe_tensor_mut *t, int *owned, struct pe
 	return 0;
 }
 
+/* The positions part: an npy int32/int64 tensor, aligned for its elements, errors naming it. */
+static int decode_positions(struct tjob *j, struct pe_positions *pos, struct pe_err *err)
+{
+	struct pe_tensor_view v;
+	int wide = 0, rc = pe_npy_parse_index(j->pos, j->pos_len, j->h->opt.max_elements, &v, &wide, err);
+	if (rc == 0 && v.dtype != PE_I32)
+		rc = pe_err_set(err, PE_EBODY, "positions", "positions must be integers: an npy '<i4' or '<i8' array, "
+				"not %s", pe_dtype_name(v.dtype));
+	if (rc != 0) {
+		snprintf(err->param, sizeof err->param, "positions");
+		return rc;
+	}
+	size_t esz = wide ? 8 : 4;
+	int of;
+	if ((uintptr_t)v.data % esz != 0) { /* odd hand-made header */
+		memmove(j->pos, v.data, pe_shape_count(&v.shape, &of) * esz);
+		v.data = j->pos;
+	}
+	*pos = (struct pe_positions){.shape = v.shape, .wide = wide, .data = v.data};
+	return 0;
+}
+
 /* Element i of t as double (any float dtype). */
 static double elem(const struct pe_tensor_mut *t, size_t i)
 {
@@ -288,6 +371,8 @@ static int answer_in_body(struct tjob *j, const struct pe_tensor_view *v, size_t
 	} else
 		return 0;
 	res->data = j->body;
+	res->budget = j->body_budget; /* a part carries its reservation to the answer */
+	res->held = j->body_budget ? pe_mem_size(j->body) : 0;
 	j->body = NULL;
 	return 1;
 }
@@ -307,6 +392,11 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, enum
 		return 0;
 	int reshaped = memcmp(os, &in->shape, sizeof *os) != 0;
 	uint64_t need = j->body_len;
+	if (j->pos) { /* the part, the distinct positions and their cos/sin rows (apply_rope.c) */
+		uint64_t npos = (j->pos_len + 7) / 4, last = in->shape.rank ? in->shape.dim[in->shape.rank - 1] : 0;
+		need = pe_produce_add(need, pe_produce_add(j->pos_len, pe_produce_mul(npos, 8)));
+		need = pe_produce_add(need, pe_produce_mul(pe_produce_mul(npos, 2 * last), pe_dtype_size(wd)));
+	}
 	if (in->dtype != wd)
 		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(wd)));
 	if (reshaped)
@@ -336,8 +426,11 @@ static void run(struct tjob *j, struct result *res)
 	struct pe_buf out;
 	pe_buf_init(&out, j->h->opt.max_response_bytes);
 	pe_buf_set_budget(&out, j->h->opt.budget);
-	if ((rc = decode(j, &in, &owned, err)) != 0)
+	if ((rc = decode(j, &in, &owned, err)) != 0) {
+		if (j->multipart && !strcmp(err->param, "body")) /* the tensor came in the part x */
+			snprintf(err->param, sizeof err->param, "x");
 		goto done;
+	}
 	in_alloc = owned ? in.data : NULL;
 	enum pe_dtype dt = output_dtype(j, in.dtype, &bad, err);
 	if (bad || (rc = pe_transform_shape(&j->params, &in.shape, &os, err)) != 0)
@@ -357,7 +450,11 @@ static void run(struct tjob *j, struct result *res)
 	if (memcmp(&os, &in.shape, sizeof os) != 0 &&
 	    !(y.data = y_alloc = pe_budget_malloc(j->h->opt.budget, (n_out ? n_out : 1) * pe_dtype_size(wd), &rc)))
 		goto done;
-	if ((rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0 ||
+	struct pe_positions pos;
+	if (j->pos && ((rc = decode_positions(j, &pos, err)) != 0 ||
+		       (rc = pe_rope_apply_positions(&j->params, &pos, &x, err)) != 0))
+		goto done;
+	if ((!j->pos && (rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0) ||
 	    (rc = to_output(&y, dt, n_out, &o_alloc, j->h->opt.budget, err)) != 0)
 		goto done;
 	res->out = j->out;
@@ -403,7 +500,8 @@ static void tjob_free(struct tjob *j)
 	pe_params_destroy(&j->params);
 	free(j->raw_shape);
 	free(j->dtype);
-	free(j->body);
+	pe_budget_free_block(j->body_budget, j->body);
+	pe_budget_free_block(j->body_budget, j->pos);
 	free(j);
 }
 
@@ -482,6 +580,30 @@ static int pick_format(struct tjob *j, const struct pe_out_query *q, struct MHD_
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
+/* What the x part holds, as a plain body's Content-Type would say: npy by its magic, the part's
+ * own Content-Type when it names JSON or npy (curl -F sends application/octet-stream for a
+ * file), raw bytes when shape= describes them, JSON when it looks like JSON. */
+static int x_part_kind(const struct pe_mp_part *x, const char *shape, enum body_kind *k, struct pe_err *err)
+{
+	const char *d = x->buf.data;
+	size_t n = x->buf.len, i = 0;
+	if (n >= 6 && !memcmp(d, "\x93NUMPY", 6))
+		*k = BODY_NPY;
+	else if (body_kind_of(x->type, k) == 0 && *k != BODY_BIN)
+		return 0;
+	else if (shape)
+		*k = BODY_BIN;
+	else {
+		while (i < n && (d[i] == ' ' || d[i] == '\t' || d[i] == '\r' || d[i] == '\n'))
+			i++;
+		if (i == n || (d[i] != '[' && d[i] != '{'))
+			return pe_err_set(err, PE_EBODY, "x", "the x part is neither .npy nor JSON; raw bytes need shape= "
+					  "(and dtype=)");
+		*k = BODY_JSON;
+	}
+	return 0;
+}
+
 static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
 {
 	struct tjob *j = calloc(1, sizeof *j);
@@ -491,12 +613,16 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 	}
 	j->h = r->h;
 	pe_params_init(&j->params, r->target);
+	struct pe_mp *m = r->ctx;
+	struct pe_mp_part *x = m ? pe_mp_get(m, "x") : NULL;
 	body_kind_of(content_type(conn), &j->kind);
 	struct tquery q = {.params = &j->params, .err = err};
 	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, tquery_arg, &q);
 	int rc = q.failed;
 	if (rc == 0)
 		rc = pe_params_finish(&j->params, err);
+	if (rc == 0 && m)
+		rc = x_part_kind(x, q.shape, &j->kind, err);
 	if (rc == 0 && q.shape && j->kind != BODY_BIN)
 		rc = pe_err_set(err, PE_EINVAL, "shape", "shape= describes application/octet-stream bodies only");
 	if (rc == 0)
@@ -507,7 +633,15 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 		tjob_free(j);
 		return NULL;
 	}
-	j->body = pe_buf_steal(&r->body, &j->body_len);
+	if (m) {
+		struct pe_mp_part *pp = pe_mp_get(m, "positions");
+		j->body = pe_buf_steal(&x->buf, &j->body_len);
+		j->body_budget = r->h->opt.budget;
+		j->multipart = 1;
+		if (pp)
+			j->pos = pe_buf_steal(&pp->buf, &j->pos_len);
+	} else
+		j->body = pe_buf_steal(&r->body, &j->body_len);
 	return j;
 }
 
@@ -517,6 +651,12 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 	struct pe_err err = {0};
 	if (r->body_too_big) {
 		pe_err_set(&err, PE_ETOOBIG, "body", "the body is over max_body_bytes (%" PRIu64 ")", r->h->opt.max_body_bytes);
+		return pe_http_problem(r, conn, &err);
+	}
+	if (r->ctx && pe_mp_end(r->ctx, &err) != 0)
+		return pe_http_problem(r, conn, &err);
+	if (r->ctx && !pe_mp_get(r->ctx, "x")) {
+		pe_err_set(&err, PE_EBODY, "x", "a multipart/form-data body needs a part named x (the tensor)");
 		return pe_http_problem(r, conn, &err);
 	}
 	struct tjob *j = tjob_new(r, conn, &err);
@@ -554,6 +694,7 @@ const struct pe_handler pe_transform_handler = {
 	.allow = "POST, OPTIONS",
 	.cors_methods = "POST, OPTIONS",
 	.begin_cb = begin_cb,
-	.body_cb = pe_http_body_collect,
+	.body_cb = body_cb,
 	.finish_cb = finish_cb,
+	.req_free_cb = mp_free_cb,
 };

@@ -153,6 +153,8 @@ struct hdr {
 	const char *s;
 	size_t i, n, base;
 	int version;
+	int index; /* pe_npy_parse_index: '<i8' is accepted too */
+	int wide;  /* the data is '<i8' */
 	struct pe_err *err;
 };
 
@@ -274,6 +276,11 @@ static int parse_descr(struct hdr *h, enum pe_dtype *dt)
 			*dt = codes[k].dt;
 			return 0;
 		}
+	}
+	if (h->index && n == 3 && s[0] != '>' && !memcmp(s + 1, "i8", 2)) {
+		*dt = PE_I32;
+		h->wide = 1;
+		return 0;
 	}
 	return fail(h->err, "unsupported dtype '%.*s'; expected '<f4', '<f8', '<f2' or '<i4'",
 		    (int)(n > 32 ? 32 : n), s);
@@ -434,11 +441,11 @@ static int parse_preamble(const unsigned char *p, size_t len, int *version, size
 }
 
 /* Element count within max_elements, and exactly count * size data bytes. */
-static int check_data(const struct header *hd, size_t avail, size_t max_elements, struct pe_err *err)
+static int check_data(const struct header *hd, size_t size, size_t avail, size_t max_elements, struct pe_err *err)
 {
 	char sh[PE_MAX_RANK * 22 + 8];
 	int overflow;
-	size_t count = pe_shape_count(&hd->shape, &overflow), size = pe_dtype_size(hd->dt);
+	size_t count = pe_shape_count(&hd->shape, &overflow);
 	shape_repr(&hd->shape, sh, sizeof sh);
 	if (overflow || count > SIZE_MAX / size)
 		return fail(err, "shape %s has more elements than can exist", sh);
@@ -448,15 +455,16 @@ static int check_data(const struct header *hd, size_t avail, size_t max_elements
 				  max_elements);
 	if (avail < count * size)
 		return fail(err, "truncated data: shape %s of %s needs %zu bytes, %zu present", sh,
-			    pe_dtype_name(hd->dt), count * size, avail);
+			    size == 8 && hd->dt == PE_I32 ? "i64" : pe_dtype_name(hd->dt), count * size, avail);
 	if (avail > count * size)
 		return fail(err, "%zu bytes after the data: shape %s of %s needs %zu bytes, %zu present",
-			    avail - count * size, sh, pe_dtype_name(hd->dt), count * size, avail);
+			    avail - count * size, sh, size == 8 && hd->dt == PE_I32 ? "i64" : pe_dtype_name(hd->dt),
+			    count * size, avail);
 	return 0;
 }
 
-int pe_npy_parse(const void *data, size_t len, size_t max_elements, struct pe_tensor_view *out,
-		 struct pe_err *err)
+static int parse_npy(const void *data, size_t len, size_t max_elements, int index, int *wide,
+		     struct pe_tensor_view *out, struct pe_err *err)
 {
 	const unsigned char *p = data;
 	int version = 0;
@@ -467,14 +475,30 @@ int pe_npy_parse(const void *data, size_t len, size_t max_elements, struct pe_te
 	int rc = parse_preamble(p, len, &version, &hlen, &off, err);
 	if (rc != 0)
 		return rc;
-	struct hdr h = {.s = (const char *)p + off, .i = 0, .n = hlen, .base = off, .version = version, .err = err};
+	struct hdr h = {.s = (const char *)p + off, .i = 0, .n = hlen, .base = off, .version = version,
+			.index = index, .err = err};
 	if ((rc = parse_dict(&h, &hd)) != 0)
 		return rc;
 	size_t data_off = off + hlen;
-	if ((rc = check_data(&hd, len - data_off, max_elements, err)) != 0)
+	if ((rc = check_data(&hd, h.wide ? 8 : pe_dtype_size(hd.dt), len - data_off, max_elements, err)) != 0)
 		return rc;
 	out->shape = hd.shape;
 	out->dtype = hd.dt;
 	out->data = p + data_off;
+	if (wide)
+		*wide = h.wide;
 	return 0;
+}
+
+int pe_npy_parse(const void *data, size_t len, size_t max_elements, struct pe_tensor_view *out,
+		 struct pe_err *err)
+{
+	return parse_npy(data, len, max_elements, 0, NULL, out, err);
+}
+
+int pe_npy_parse_index(const void *data, size_t len, size_t max_elements, struct pe_tensor_view *out, int *wide,
+		       struct pe_err *err)
+{
+	*wide = 0;
+	return parse_npy(data, len, max_elements, 1, wide, out, err);
 }

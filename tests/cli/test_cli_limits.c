@@ -21,6 +21,7 @@ static const struct cost_case cases[] = {
 	{"analysis/similarity", {"--len", "16", "--dim", "64", NULL}},
 	{"analysis/similarity", {"--encoding", "rope", "--len", "9", "--dim", "32", NULL}},
 	{"analysis/rope-decay", {"--max-distance", "10", "--dim", "8", NULL}},
+	{"analysis/order", {"--encoding", "rope", "--len", "4", "--dim", "16", NULL}},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 

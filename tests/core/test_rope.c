@@ -534,7 +534,6 @@ START_TEST(rejects_naming_the_parameter)
 			 "&attention_factor=1.1", "mscale"},
 		{"rope", "len=4&dim=8&scaling=yarn&factor=2&original_max_position_embeddings=64&attention_factor=0", "attention_factor"},
 		{"rope", "len=4&dim=8&scaling=yarn&factor=2&original_max_position_embeddings=64&truncate=2", "truncate"},
-		{"rope", "len=4&dim=8&scaling=llama3&factor=8&original_max_position_embeddings=64&low_freq_factor=4", "high_freq_factor"},
 		{"rope", "len=4&dim=8&scaling=llama3&factor=8&original_max_position_embeddings=64&low_freq_factor=4"
 			 "&high_freq_factor=1", "high_freq_factor"},
 		{"rope", "len=4&dim=8&scaling=llama3&factor=8&original_max_position_embeddings=64&low_freq_factor=0", "low_freq_factor"},

@@ -12,7 +12,8 @@
 # The library sources are compiled here with clang and -fsanitize=fuzzer-no-link (coverage for
 # the fuzzer, ASan, UBSan): build/libposenc.a is gcc-built without that instrumentation. The
 # config target also needs src/daemon/config.c and the embedded defaults (src/daemon/assets.S);
-# the framing target the HTTP layer's pure parsers (src/http/framing.c; negotiation is in src/tensor/).
+# the framing target the HTTP layer's pure parsers (src/http/framing.c; negotiation is in src/tensor/);
+# the multipart target src/http/multipart.c over libmicrohttpd's MHD_PostProcessor.
 # Each run starts from the committed seeds (tests/fuzz/corpus/<target>/) plus what earlier runs
 # found (build/fuzz/corpus/<target>/, not committed). clang and the compiler-rt runtime come from
 # `make deps` (tests/tools/deps.sh fuzz); `make fuzz` runs that first.
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/../.."
 
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
 OUT=build/fuzz
-ALL_TARGETS=(params npy json_tensor config shortest framing segments)
+ALL_TARGETS=(params npy json_tensor config shortest framing segments multipart)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL_TARGETS[@]}")
 
@@ -50,7 +51,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -fno-s
 	-Iinclude -Isrc $(pkg-config --cflags jansson) $SAN"
 # The core libraries as the Makefile links them (LIBS_CORE), so a new dependency needs no edit here.
 LIBS_CORE=$(sed -n 's/^LIBS_CORE *:= *//p' Makefile)
-LIBS="$(pkg-config --libs jansson) ${LIBS_CORE:--ldeflate -lsleef -lm} -pthread"
+LIBS="$(pkg-config --libs jansson libmicrohttpd) ${LIBS_CORE:--ldeflate -lsleef -lm} -pthread"
 mkdir -p "$OUT/obj" "$OUT/crashes"
 
 # Compile src when its object is missing or older than it, any header, this script (flags) or
@@ -70,7 +71,7 @@ compile() { # src obj extra-flags...
 }
 
 lib_objs=()
-for src in src/core/*.c src/tensor/*.c src/cache/*.c src/store/*.c src/daemon/config.c src/http/framing.c; do
+for src in src/core/*.c src/tensor/*.c src/cache/*.c src/store/*.c src/daemon/config.c src/http/framing.c src/http/multipart.c; do
 	obj="$OUT/obj/${src%.c}.o"
 	extra=(-fsanitize=fuzzer-no-link)
 	case "$src" in

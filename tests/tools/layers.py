@@ -18,7 +18,8 @@ RANK = {"core": 0, "tensor": 1, "cache": 2, "store": 2, "http": 3, "daemon": 4}
 ALLOWED = {layer: {l for l, r in RANK.items() if r <= rank} for layer, rank in RANK.items()}
 ALLOWED["cli"] = {"core", "tensor", "cli"}
 PUBLIC = {
-    "version.h": "core", "err.h": "core", "plan.h": "core", "dtype.h": "core", "core.h": "core", "resample.h": "core",
+    "version.h": "core", "err.h": "core", "dtype.h": "core", "core.h": "core", "resample.h": "core", "order.h": "core",
+    "plan.h": "core",
     "tensor.h": "tensor", "output.h": "tensor", "cache.h": "cache", "store.h": "store",
     "posenc.h": "cache",  # the umbrella header: err, dtype, core, tensor, cache
 }

@@ -1,0 +1,546 @@
+/* /v1/analysis/order: self-attention on X and on X permuted, with and without a positional
+ * encoding (src/core/order.c), answered as one JSON document: attention, attention_permuted,
+ * output, output_permuted, output_difference, equivariant.
+ *
+ * GET draws X from the seeded generator: the answer depends on the query only, so it goes the
+ * cached way of every table (produce.c: ETag, 304, single flight, the job on the pool). POST
+ * takes X as an npy body [len, dim] (f64 or f32; len and dim, when given, must agree with it) and
+ * runs as an uncached job like a transform (transform.c: waiter, suspend, answer on resume).
+ *
+ * Memory: what the core allocates (pe_order_bytes: X and its permutation, the encoding's table,
+ * the two attention matrices and outputs) is reserved on the response budget around the
+ * computation, the JSON text as it grows (pe_buf with the budget). Before a job exists the most
+ * it can hold at once is added up; past the whole budget that is a 413 naming len, without work.
+ * The parameters' own limits (len², len·dim) are the core's check.
+ *
+ * A GET with an output parameter (format=, dtype=, cmap=, scale=) is answered as the registered
+ * table analysis/order, the attention pair [2, len, len], by table.c like every table (the
+ * dashboard's Tables view and format=png/npy). */
+#include "http/handler.h"
+#include "http/produce.h"
+#include "posenc/order.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PATH "/v1/analysis/order"
+#define NUM_WIDTH 26 /* the widest shortest double, and its comma */
+#define HEAD_BYTES 4096
+
+static const struct pe_table_def *order_def(void) { return pe_table_find("analysis/order"); }
+
+/* ---- the answer ---- */
+
+static int put_matrix(struct pe_buf *b, const char *name, const double *v, size_t rows, size_t cols)
+{
+	char num[PE_NUM_MAX];
+	int rc = pe_buf_printf(b, ",\"%s\":[", name);
+	for (size_t i = 0; i < rows && rc == 0; i++) {
+		rc = pe_buf_puts(b, i ? ",[" : "[");
+		for (size_t c = 0; c < cols && rc == 0; c++) {
+			size_t n = pe_fmt_f64(v[i * cols + c], num);
+			rc = c ? pe_buf_append(b, ",", 1) : 0;
+			if (rc == 0)
+				rc = pe_buf_append(b, num, n);
+		}
+		if (rc == 0)
+			rc = pe_buf_append(b, "]", 1);
+	}
+	return rc == 0 ? pe_buf_append(b, "]", 1) : rc;
+}
+
+static int put_document(struct pe_buf *b, const struct pe_params *p, const struct pe_order_result *r)
+{
+	char num[PE_NUM_MAX];
+	size_t n, len = r->len;
+	const double *perm = pe_param_list(p, "perm", &n);
+	int rc = pe_buf_puts(b, "{\"encoding\":\"");
+	if (rc == 0)
+		rc = pe_buf_printf(b, "%s\",\"params\":", order_def()->params[0].choices[pe_param_enum(p, "encoding")]);
+	if (rc == 0)
+		rc = pe_json_write_params(b, p);
+	if (rc == 0)
+		rc = pe_buf_printf(b, ",\"len\":%zu,\"dim\":%zu,\"perm\":[", len, r->dim);
+	for (size_t i = 0; i < len && rc == 0; i++)
+		rc = pe_buf_printf(b, "%s%zu", i ? "," : "", perm ? (size_t)perm[i] : len - 1 - i);
+	if (rc == 0)
+		rc = pe_buf_append(b, "]", 1);
+	if (rc == 0)
+		rc = put_matrix(b, "attention", r->attention, len, len);
+	if (rc == 0)
+		rc = put_matrix(b, "attention_permuted", r->attention_permuted, len, len);
+	if (rc == 0)
+		rc = put_matrix(b, "output", r->output, len, r->dim);
+	if (rc == 0)
+		rc = put_matrix(b, "output_permuted", r->output_permuted, len, r->dim);
+	if (rc == 0) {
+		num[pe_fmt_f64(r->output_difference, num)] = 0;
+		rc = pe_buf_printf(b, ",\"output_difference\":%s,\"equivariant\":%s}\n", num,
+				   r->equivariant ? "true" : "false");
+	}
+	return rc;
+}
+
+/* The most the answer's text takes. */
+static uint64_t text_bound(uint64_t len, uint64_t dim, size_t keylen)
+{
+	uint64_t nums = 2 * len * len + 2 * len * dim;
+	return nums * NUM_WIDTH + 8 * len + 12 * len + 2 * keylen + HEAD_BYTES;
+}
+
+/* The most a job holds at once: the core's arrays (and a POST's float64 X) with the answer. */
+static uint64_t job_need(const struct pe_params *p, size_t keylen, uint64_t extra)
+{
+	uint64_t len = (uint64_t)pe_param_int(p, "len"), dim = (uint64_t)pe_param_int(p, "dim");
+	return pe_produce_add(pe_produce_add(pe_order_bytes(len, dim), text_bound(len, dim, keylen)), extra);
+}
+
+/* The analysis' work (pe_table_cost) against max_analysis_cost, as for every analysis (table.c). */
+static int check_cost(const struct pe_http *h, const struct pe_params *p, const char *param, struct pe_err *err)
+{
+	struct pe_cost c;
+	if (pe_table_cost(p, &c) != 0)
+		return pe_err_set(err, PE_EINTERNAL, "", "cannot size this analysis");
+	if (c.work > h->opt.max_analysis_cost)
+		return pe_err_set(err, PE_ETOOBIG, param, "this would cost %" PRIu64 " multiply-adds; max_analysis_cost is %" PRIu64,
+				  c.work, h->opt.max_analysis_cost);
+	return 0;
+}
+
+/* Compute (X, or the generator's) and write the document into out, the core's arrays reserved on
+ * the budget while they live. */
+static int answer(struct pe_http *h, const struct pe_params *p, const double *x, struct pe_buf *out,
+		  struct pe_err *err)
+{
+	size_t scratch = (size_t)pe_order_bytes((uint64_t)pe_param_int(p, "len"), (uint64_t)pe_param_int(p, "dim"));
+	struct pe_order_result r;
+	int rc = pe_budget_take(h->opt.budget, scratch);
+	if (rc != 0)
+		return pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
+	if ((rc = pe_order_compute(p, x, &r, err)) == 0) {
+		if ((rc = put_document(out, p, &r)) != 0)
+			pe_err_set(err, rc, "", rc == PE_EBUSY ? "the response memory budget is full; retry shortly"
+							       : "the answer would exceed the size limit");
+		pe_order_result_destroy(&r);
+	}
+	pe_budget_give(h->opt.budget, scratch);
+	return rc;
+}
+
+/* ---- GET: the cached way ---- */
+
+struct job {
+	struct pe_http *h;
+	struct pe_params params;
+};
+
+struct miss {
+	struct pe_http *h;
+	struct pe_params *params;
+	size_t keylen;
+};
+
+static void *job_new_cb(void *ctx, struct pe_err *err)
+{
+	struct miss *m = ctx;
+	if (pe_produce_budget_check(m->h, job_need(m->params, m->keylen, 0), "len", err) != 0)
+		return NULL;
+	struct job *j = malloc(sizeof *j);
+	if (!j)
+		return NULL;
+	*j = (struct job){.h = m->h, .params = *m->params};
+	memset(m->params, 0, sizeof *m->params); /* the job owns the list allocations now */
+	return j;
+}
+
+static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, struct pe_err *err)
+{
+	struct job *j = arg;
+	int rc = answer(j->h, &j->params, NULL, out, err);
+	if (rc == 0)
+		snprintf(info->shape, sizeof info->shape, "%lld,%lld", (long long)pe_param_int(&j->params, "len"),
+			 (long long)pe_param_int(&j->params, "dim"));
+	return rc;
+}
+
+static void job_free_cb(void *arg)
+{
+	struct job *j = arg;
+	pe_params_destroy(&j->params);
+	free(j);
+}
+
+static void failure_cb(int code, struct pe_err *err)
+{
+	pe_err_set(err, code, "", "%s",
+		   code == PE_EBUSY	? "the job queue or the response memory budget is full; retry shortly"
+		   : code == PE_ETIMEOUT ? "the computation was stopped at job_timeout"
+		   : code == PE_EDRAINING ? "the service is shutting down"
+					  : "the computation failed");
+}
+
+static const struct pe_producer producer = {
+	.cache_control = "public, max-age=31536000, immutable",
+	.job_new_cb = job_new_cb,
+	.produce_cb = produce_cb,
+	.job_free_cb = job_free_cb,
+	.failure_cb = failure_cb,
+};
+
+struct query {
+	struct pe_params *params;
+	struct pe_err *err;
+	int failed;
+};
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				 const char *value, size_t value_size)
+{
+	struct query *q = cls;
+	if (strlen(key) != key_size || (value && strlen(value) != value_size))
+		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s contains a NUL byte", key);
+	else if (!*key)
+		q->failed = pe_err_set(q->err, PE_EINVAL, "", "a query parameter has an empty name");
+	else
+		q->failed = pe_params_set(q->params, key, value ? value : "", q->err);
+	return q->failed ? MHD_NO : MHD_YES;
+}
+
+static int parse_query(struct MHD_Connection *conn, struct pe_params *p, struct pe_err *err)
+{
+	struct query q = {.params = p, .err = err};
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
+	return q.failed;
+}
+
+#define KEY_MAX (PE_MAX_LIST * 2 * 26 + 4096) /* perm and tokens at their longest */
+
+static enum MHD_Result serve_get(struct req *r, struct MHD_Connection *conn)
+{
+	struct pe_err err = {0};
+	struct pe_params p;
+	enum MHD_Result ret;
+	char *key = malloc(KEY_MAX);
+	int n = -1;
+	pe_params_init(&p, order_def());
+	if (!key)
+		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+	else if (parse_query(conn, &p, &err) == 0 && pe_params_finish(&p, &err) == 0 &&
+		 check_cost(r->h, &p, "len", &err) == 0) {
+		n = snprintf(key, KEY_MAX, "v1/analysis/order?");
+		int c = pe_params_canonical(&p, key + n, KEY_MAX - (size_t)n - 8);
+		n = c < 0 ? -1 : n + c + snprintf(key + n + c, 8, "|order");
+		if (n < 0)
+			pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
+	}
+	if (n < 0) {
+		ret = pe_http_problem(r, conn, &err);
+	} else {
+		struct pe_out o = {.fmt = PE_FMT_JSON, .dt = PE_F64};
+		struct miss m = {.h = r->h, .params = &p, .keylen = (size_t)n};
+		ret = pe_produce_answer(r, conn, &producer, &o, key, (size_t)n, &m);
+	}
+	free(key);
+	pe_params_destroy(&p);
+	return ret;
+}
+
+/* ---- POST: X in the body ---- */
+
+struct result {
+	struct pe_err err;
+	char *data;
+	size_t len;
+	struct pe_budget *budget;
+	size_t held;
+};
+
+struct pjob {
+	struct pe_http *h;
+	struct waiter *w;
+	struct pe_params params;
+	char *body;
+	size_t body_len;
+};
+
+/* X's shape sets len and dim (a value given in the query must agree); then the parameters'
+ * own checks, limits included. */
+static int take_shape(struct pe_params *p, const struct pe_shape *s, struct pe_err *err)
+{
+	static const char *const names[] = {"len", "dim"};
+	if (s->rank != 2)
+		return pe_err_set(err, PE_EBODY, "body", "X must be a 2-D array [len, dim]");
+	if ((double)s->dim[0] * (double)s->dim[0] > PE_ORDER_MAX_LEN2 ||
+	    (double)s->dim[0] * (double)s->dim[1] > PE_ORDER_MAX_CELLS)
+		return pe_err_set(err, PE_ETOOBIG, "body", "X is [%zu, %zu]: len^2 and len*dim must be at most %.0f",
+				  s->dim[0], s->dim[1], PE_ORDER_MAX_CELLS);
+	for (int k = 0; k < 2; k++) {
+		char v[24];
+		if (p->v[pe_param_index(p->def, names[k])].given) {
+			if ((size_t)pe_param_int(p, names[k]) != s->dim[k])
+				return pe_err_set(err, PE_EBODY, "body", "X has %s %zu but %s=%lld", names[k], s->dim[k],
+						  names[k], (long long)pe_param_int(p, names[k]));
+			continue;
+		}
+		snprintf(v, sizeof v, "%zu", s->dim[k]);
+		int rc = pe_params_set(p, names[k], v, err);
+		if (rc != 0)
+			return rc;
+	}
+	return pe_params_finish(p, err);
+}
+
+/* X as float64 (f64 or f32 elements, any alignment), finite. */
+static int to_f64(const struct pe_tensor_view *v, size_t n, double *x, struct pe_err *err)
+{
+	const char *d = v->data;
+	for (size_t i = 0; i < n; i++) {
+		if (v->dtype == PE_F64)
+			memcpy(&x[i], d + 8 * i, 8);
+		else {
+			float f;
+			memcpy(&f, d + 4 * i, 4);
+			x[i] = f;
+		}
+		if (!(x[i] - x[i] == 0))
+			return pe_err_set(err, PE_EBODY, "body", "X[%zu][%zu] is not finite", i / v->shape.dim[1],
+					  i % v->shape.dim[1]);
+	}
+	return 0;
+}
+
+static void run_post(struct pjob *j, struct result *res)
+{
+	struct pe_err *err = &res->err;
+	struct pe_tensor_view v;
+	struct pe_buf out;
+	double *x = NULL;
+	int rc, of;
+	pe_buf_init(&out, j->h->opt.max_response_bytes);
+	pe_buf_set_budget(&out, j->h->opt.budget);
+	if ((rc = pe_npy_parse(j->body, j->body_len, (size_t)PE_ORDER_MAX_CELLS, &v, err)) != 0)
+		goto done;
+	if (v.dtype != PE_F64 && v.dtype != PE_F32) {
+		rc = pe_err_set(err, PE_EBODY, "body", "X must be float64 or float32");
+		goto done;
+	}
+	if ((rc = take_shape(&j->params, &v.shape, err)) != 0 || (rc = check_cost(j->h, &j->params, "body", err)) != 0)
+		goto done;
+	size_t n = pe_shape_count(&v.shape, &of);
+	if ((rc = pe_produce_budget_check(j->h, job_need(&j->params, 0, pe_produce_add(j->body_len, n * 8)), "body",
+					  err)) != 0)
+		goto done;
+	if (!(x = pe_budget_malloc(j->h->opt.budget, (n ? n : 1) * sizeof *x, &rc))) {
+		pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
+		goto done;
+	}
+	if ((rc = to_f64(&v, n, x, err)) != 0 || (rc = answer(j->h, &j->params, x, &out, err)) != 0)
+		goto done;
+	res->data = pe_buf_steal(&out, &res->len);
+	res->budget = j->h->opt.budget;
+	res->held = pe_mem_size(res->data);
+done:
+	if (rc != 0 && !err->code)
+		pe_err_set(err, rc, "", "the computation failed");
+	pe_budget_free_block(j->h->opt.budget, x);
+	pe_buf_destroy(&out);
+}
+
+static void result_free(void *p)
+{
+	struct result *res = p;
+	pe_budget_give(res->budget, res->held);
+	free(res->data);
+	free(res);
+}
+
+static void pjob_free(struct pjob *j)
+{
+	pe_params_destroy(&j->params);
+	free(j->body);
+	free(j);
+}
+
+static void pjob_run(void *arg)
+{
+	struct pjob *j = arg;
+	struct result *res = calloc(1, sizeof *res);
+	pthread_mutex_lock(&j->h->wait_lock);
+	double deadline = j->w->deadline;
+	pthread_mutex_unlock(&j->h->wait_lock);
+	pe_cancel_set_deadline(deadline);
+	int rc = pe_cancelled();
+	if (res && rc != 0)
+		pe_cancel_err(rc, &res->err);
+	else if (res)
+		run_post(j, res);
+	pe_cancel_set_deadline(0);
+	pe_waiter_complete(j->w, NULL, res, res ? 0 : PE_ENOMEM);
+	pjob_free(j);
+}
+
+static void free_result_cb(void *cls) { result_free(cls); }
+
+static enum MHD_Result post_resume(struct req *r, struct MHD_Connection *conn)
+{
+	struct waiter *w = r->w;
+	struct pe_err err = {0};
+	struct result *res = w->result;
+	if (w->state == W_EXPIRED)
+		pe_err_set(&err, PE_ETIMEOUT, "", "the computation did not finish within job_timeout");
+	else if (w->code || !res)
+		failure_cb(w->code ? w->code : PE_EINTERNAL, &err);
+	else if (res->err.code)
+		err = res->err;
+	if (err.code)
+		return pe_http_problem(r, conn, &err);
+	w->result = NULL; /* the response frees it */
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer_with_free_callback_cls(res->len, res->data, free_result_cb, res);
+	if (!resp) {
+		result_free(res);
+		return MHD_NO;
+	}
+	r->bytes = res->len;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	pe_http_add_cors(r->h, conn, resp);
+	return pe_http_queue(r, conn, 200, resp);
+}
+
+/* The query of a POST: no generator parameters (X is the body's). */
+static int post_params(struct MHD_Connection *conn, struct pe_params *p, struct pe_err *err)
+{
+	static const char *const gen_only[] = {"seed", "tokens"};
+	int rc = parse_query(conn, p, err);
+	for (size_t i = 0; i < 2 && rc == 0; i++)
+		if (p->v[pe_param_index(p->def, gen_only[i])].given)
+			rc = pe_err_set(err, PE_EINVAL, gen_only[i], "%s draws X for a GET; a POST brings X in its body",
+					gen_only[i]);
+	return rc;
+}
+
+static enum MHD_Result serve_post(struct req *r, struct MHD_Connection *conn)
+{
+	struct pe_err err = {0};
+	if (r->body_too_big) {
+		pe_err_set(&err, PE_ETOOBIG, "body", "the body is over max_body_bytes (%" PRIu64 ")", r->h->opt.max_body_bytes);
+		return pe_http_problem(r, conn, &err);
+	}
+	struct pjob *j = calloc(1, sizeof *j);
+	if (!j)
+		return MHD_NO;
+	j->h = r->h;
+	pe_params_init(&j->params, order_def());
+	if (post_params(conn, &j->params, &err) != 0) {
+		pjob_free(j);
+		return pe_http_problem(r, conn, &err);
+	}
+	struct waiter *w = pe_waiter_new(r->h, conn);
+	if (!w) {
+		pjob_free(j);
+		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+		return pe_http_problem(r, conn, &err);
+	}
+	j->body = pe_buf_steal(&r->body, &j->body_len);
+	w->result_free = result_free;
+	j->w = w;
+	r->w = w;
+	r->on_resume = post_resume;
+	int rc = r->h->opt.hooks.submit(r->h->opt.hooks.ctx, pjob_run, j);
+	if (rc != 0) {
+		pjob_free(j);
+		pe_waiter_complete(w, NULL, NULL, rc);
+	}
+	pe_waiter_suspend(w);
+	return MHD_YES;
+}
+
+/* ---- the handler ---- */
+
+static enum MHD_Result refuse(struct req *r, int code, const char *param, const char *detail)
+{
+	struct pe_err err = {0};
+	pe_err_set(&err, code, param, "%s", detail);
+	return pe_http_refuse(r, &err, NULL);
+}
+
+static int is_npy(const char *ctype)
+{
+	return ctype && strcspn(ctype, "; \t") == 17 && strncasecmp(ctype, "application/x-npy", 17) == 0;
+}
+
+/* The first call: GET and HEAD take no body; a POST's is refused before it is read when its type
+ * or declared length is wrong, else collected up to max_body_bytes. */
+static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, const char *url)
+{
+	struct pe_http *h = r->h;
+	int post = !strcmp(r->method, "POST");
+	r->allow = "GET, HEAD, POST";
+	if (!post && strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
+		return refuse(r, PE_EMETHOD, "", "use GET, or POST with X as an npy body");
+	if (!post)
+		return r->has_body ? refuse(r, PE_EMETHOD, "", "a GET takes no body; POST X as application/x-npy") : MHD_YES;
+	if (atomic_load(&h->draining))
+		return refuse(r, PE_EDRAINING, "", "the service is shutting down");
+	if (!is_npy(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
+		return refuse(r, PE_EMEDIATYPE, "Content-Type", "X must be sent as application/x-npy");
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+	if (declared > h->opt.max_body_bytes)
+		return refuse(r, PE_ETOOBIG, "body", "the body is over max_body_bytes");
+	pe_buf_init(&r->body, h->opt.max_body_bytes);
+	if (declared && pe_buf_reserve(&r->body, (size_t)declared) != 0)
+		return refuse(r, PE_ENOMEM, "body", "out of memory");
+	r->body_wanted = 1;
+	return MHD_YES;
+}
+
+static enum MHD_Result has_output_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	*(int *)cls |= pe_out_is_param(key);
+	return MHD_YES;
+}
+
+/* A GET with format= (or dtype=, cmap=, scale=) asks for the registered table, the attention pair
+ * [2, len, len], in any table format (table.c); without, the whole analysis as JSON. */
+static int wants_table(struct MHD_Connection *conn)
+{
+	int found = 0;
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, has_output_arg, &found);
+	return found;
+}
+
+static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
+{
+	if (atomic_load(&r->h->draining)) {
+		struct pe_err err = {0};
+		pe_err_set(&err, PE_EDRAINING, "", "the service is shutting down");
+		return pe_http_problem(r, conn, &err);
+	}
+	if (!strcmp(r->method, "POST"))
+		return serve_post(r, conn);
+	return wants_table(conn) ? pe_table_request(r, conn, r->target) : serve_get(r, conn);
+}
+
+static int match_cb(void *hctx, const char *url, const void **target)
+{
+	const struct pe_table_def *def = order_def();
+	if (strcmp(url, PATH) != 0 || !def)
+		return -1;
+	*target = def;
+	return pe_http_def_route(def);
+}
+
+const struct pe_handler pe_order_handler = {
+	.name = "order",
+	.match_cb = match_cb,
+	.allow = "GET, HEAD, POST, OPTIONS",
+	.cors_methods = "GET, HEAD, POST, OPTIONS",
+	.begin_cb = begin_cb,
+	.body_cb = pe_http_body_collect,
+	.finish_cb = finish_cb,
+};
