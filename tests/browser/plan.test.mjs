@@ -61,6 +61,7 @@ describe('model plan', () => {
 	test('a dropped config.json is planned', async () => {
 		const p = await openPage(browser.context, '#plan');
 		const text = config('t5-small.json');
+		await p.page.waitForSelector('#plan-config'); /* the views are built once the catalogue is in */
 		await p.page.evaluate((t) => {
 			const dt = new DataTransfer();
 			dt.items.add(new File([t], 'config.json', { type: 'application/json' }));
