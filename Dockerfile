@@ -12,12 +12,13 @@
 #   docker run --rm -p 8080:8080 posenc
 #   docker run --rm -p 9000:9000 -e POSENC_PORT=9000 -e POSENC_WORKERS=4 posenc
 
-# nettle-dev (SHA-256 of learned tables) comes in with libmicrohttpd-dev, through libgnutls28-dev.
+# nettle-dev (SHA-256 of learned tables) comes in with libmicrohttpd-dev, through libgnutls28-dev;
+# libpq-dev is the PostgreSQL client (store_url postgresql://), libpq5 at run time.
 FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential pkg-config \
-      libmicrohttpd-dev libjansson-dev libuv1-dev libsleef-dev libdeflate-dev libpng-dev \
+      libmicrohttpd-dev libjansson-dev libuv1-dev libsleef-dev libdeflate-dev libpng-dev libpq-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -29,7 +30,7 @@ FROM debian:bookworm-slim
 # zlib1g as one of libpng16-16.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libc6 libmicrohttpd12 libjansson4 libuv1 libsleef3 libdeflate0 libpng16-16 libnettle8 \
+      libc6 libmicrohttpd12 libjansson4 libuv1 libsleef3 libdeflate0 libpng16-16 libnettle8 libpq5 \
  && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 posenc \
  && useradd --system --uid 10001 --gid posenc --home-dir /var/lib/posenc --no-create-home \

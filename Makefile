@@ -9,13 +9,13 @@ BUILD    ?= build
 OPT      ?= -O2
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wno-unused-parameter -g -fno-strict-aliasing -Iinclude -Isrc
-PKGS     := libmicrohttpd jansson libuv
+PKGS     := libmicrohttpd jansson libuv libpq
 CFLAGS   += $(OPT) $(CFLAGS_BASE)
 AVX2FLAGS := -mavx2 -mfma -mf16c
 AVX512FLAGS := -mavx512f -mavx512dq -mavx512cd -mavx512bw -mavx512vl -mavx2 -mfma -mf16c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-LIBS_CORE  := -lnettle -lpng -ldeflate -lsleef -lm
+LIBS_CORE  := -lnettle -lpng -ldeflate -lsleef -lpq -lm
 TEST_LIBS  := $(shell pkg-config --libs check 2>/dev/null) -lcurl -pthread
 
 LIB_SRC    := $(wildcard src/core/*.c src/tensor/*.c src/cache/*.c src/store/*.c)
@@ -38,7 +38,7 @@ E2E_BIN    := $(E2E_SRC:%.c=$(BUILD)/%)
 # program; the spawner and the HTTP assertions for e2e and fault tests alike, libcurl for e2e.
 TEST_SUPPORT := $(BUILD)/obj/tests/support/pe_check.o $(BUILD)/obj/tests/support/pe_table.o
 SPAWN_SUPPORT := $(BUILD)/obj/tests/support/pe_spawn.o $(BUILD)/obj/tests/support/pe_http.o
-E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o $(SPAWN_SUPPORT)
+E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o $(BUILD)/obj/tests/support/pe_pg.o $(SPAWN_SUPPORT)
 
 .PHONY: all deps run test check layers unit e2e fault fuzz ops browser asan lint bench clean test-exhaustive
 .DELETE_ON_ERROR:
@@ -53,7 +53,7 @@ deps:
 
 # Test code (tests/support objects, test programs) sees tests/ on its include path; src/ does not.
 $(BUILD)/obj/tests/%.o: CFLAGS += -Itests
-TEST_CFLAGS := -Itests
+TEST_CFLAGS := -Itests $(shell pkg-config --cflags libpq 2>/dev/null)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -164,9 +164,11 @@ test:
 	$(MAKE) lint
 	$(MAKE) browser
 
-# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in its own build tree.
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in its own build tree; the
+# CLI tests run that tree's CLI (they run $POSENC_CLI, else build/posenc).
 asan:
 	@./tests/tools/deps.sh build test
+	POSENC_CLI=build/asan/posenc \
 	$(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		unit e2e fault
 

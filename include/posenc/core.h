@@ -78,9 +78,9 @@ struct pe_table_def {
 	/* Optional: the cost beyond the output (see struct pe_cost); NULL when there is none. */
 	int (*cost)(const struct pe_params *p, struct pe_cost *c);
 	/* Optional (NULL: whole tables only): rows [row0, row0 + nrows) of the table, the bytes compute
-	 * writes there. Rows are the second-to-last axis; out[k] receives plane k's rows (nrows * row
-	 * elements), or nothing when NULL; a plane is an index of a rank-3 table's leading axis (rank
-	 * 2: one plane). See pe_table_compute_rows. */
+	 * writes there. Rows are the second-to-last axis (rank 1: the elements); out[k] receives plane
+	 * k's rows (nrows * row elements), or nothing when NULL; a plane is an index of a rank-3
+	 * table's leading axis (ranks 1 and 2: one plane). See pe_table_compute_rows. */
 	int (*compute_rows)(const struct pe_params *p, enum pe_dtype dt, size_t row0, size_t nrows,
 			    void *const *out, struct pe_err *err);
 	/* Optional scalar reported beside the table (RoPE attention_scaling); NULL if none. */

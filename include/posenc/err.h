@@ -26,6 +26,7 @@
 	X(BUSY, 503, "overloaded", "Service overloaded")                             \
 	X(DRAINING, 503, "draining", "Service draining")                             \
 	X(TIMEOUT, 503, "job-timeout", "Computation timed out")                      \
+	X(UNAVAIL, 503, "store-unavailable", "Store unavailable")                   \
 	X(NOSPACE, 507, "insufficient-storage", "Insufficient storage")              \
 	X(NOTIMPL, 501, "not-implemented", "Not implemented")
 

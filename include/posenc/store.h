@@ -1,7 +1,22 @@
-/* posenc store: learned position tables (BERT, GPT-2, ViT embeddings users upload) kept durably in
- * one directory, data_dir.
+/* posenc store: learned position tables (BERT, GPT-2, ViT embeddings users upload) kept durably,
+ * behind one interface with two implementations, chosen by pe_store_options.url:
  *
- * On disk (see src/store/store.c for the byte layout): one file per table, <name>.table, a 256-byte
+ *   "file:" (or NULL / "")   the embedded store: one directory, data_dir, one process (below).
+ *   "postgresql://..."       a PostgreSQL database shared by every replica (src/store/pg.c): the
+ *                            tables live in the database; each process keeps an index of their
+ *                            metadata in memory, loaded at connection and kept current through
+ *                            LISTEN/NOTIFY, so stat and list never wait for the database.
+ *
+ * Callers (the HTTP handlers) do not know which one they hold: the contract below holds for both,
+ * with the differences said where they matter. PostgreSQL: put answers 0 only after COMMIT with
+ * synchronous_commit on; a replacement is one transaction; writes of one database are serialised
+ * (a transaction advisory lock); every row keeps its SHA-256, checked on read. While the database
+ * cannot be reached, put, delete and read fail fast with PE_EUNAVAIL (nothing waits on a database
+ * known to be down), stat and list answer from the last index known, and a background thread
+ * reconnects with backoff and reloads the index (catching up on what it missed).
+ *
+ * The file store on disk (see src/store/store.c for the byte layout): one file per table,
+ * <name>.table, a 256-byte
  * header (shape, dtype, grid, creation time, the SHA-256 of the elements, and a SHA-256 of the
  * header itself) followed by the elements. Uploads are written to .tmp-* files first; damaged or
  * leftover files are moved to data_dir/quarantine/ and never served. quarantine/ is bounded (files
@@ -20,7 +35,7 @@
  * fstatat per table named (the file's identity against the one indexed): a file changed behind
  * the store's back is dealt with before they answer, so what they say is the file's current
  * version. Reading it again then (only then) costs what a read does. put, delete and read do file
- * I/O (milliseconds to seconds): call them from worker threads.
+ * I/O (milliseconds to seconds) or talk to the database: call them from worker threads.
  * Ownership: metadata is returned by value (copies); buffers returned through pointers belong to
  * the caller (free()). */
 #ifndef POSENC_STORE_H
@@ -62,12 +77,23 @@ struct pe_store_options {
 	size_t quarantine_max_files;   /* ... and files (0: nothing is kept, damaged files are deleted) */
 	pe_store_log_cb log;      /* may be NULL */
 	void *log_arg;
+	const char *url;          /* "file:" (NULL, ""): data_dir; "postgresql://" or "postgres://": a
+				   * libpq connection URI (its own parameters win over the defaults the
+				   * store adds: connect_timeout, keepalives, application_name) */
+	unsigned max_conns;       /* PostgreSQL: connections for put/delete/read at most (0: 2); the
+				   * listener has its own */
+	unsigned op_timeout_ms;   /* PostgreSQL: one operation's deadline, connecting included (0: 10 s) */
 };
 
-/* Create the directory (and its parents) if missing, lock it, then scan it: every valid table is
+/* File store: create the directory (and its parents) if missing, lock it, then scan it: every valid table is
  * indexed, temporary and damaged files are quarantined (and logged). NULL with err filled (param
  * "data_dir"): PE_EBUSY when another process holds data_dir (nothing was changed), PE_EIO when the
- * directory cannot be created, locked or read. The lock is held until pe_store_close. */
+ * directory cannot be created, locked or read. The lock is held until pe_store_close.
+ * PostgreSQL: parse the URI (NULL with PE_EINVAL naming "store_url" when libpq refuses it), start
+ * the listener thread and wait up to 3 s for the first connection (the schema created or
+ * checked, the index loaded). A database that cannot be reached yet is not an error: the store
+ * starts down and connects on its own (the log callback says "store_down" / "store_up"). A schema
+ * of a newer version than this build knows is an error (PE_EIO). */
 struct pe_store *pe_store_open(const struct pe_store_options *o, struct pe_err *err);
 void pe_store_close(struct pe_store *s); /* NULL is fine */
 
@@ -88,7 +114,9 @@ typedef int (*pe_store_commit_cb)(void *arg);
  * PE_ENOSPACE (over max_bytes, or the disk is full), PE_EIO, or commit's code. */
 int pe_store_put(struct pe_store *s, struct pe_store_meta *m, const void *data, int *replaced,
 		 pe_store_commit_cb commit, void *commit_arg, struct pe_err *err);
-/* 0, PE_ENOTFOUND, PE_EIO, or commit's code. */
+/* 0, PE_ENOTFOUND, PE_EIO, or commit's code. PostgreSQL, for put and delete alike: PE_EUNAVAIL
+ * when the database cannot be reached (nothing changed, except when the connection was lost
+ * during COMMIT: then err says the outcome is unknown), PE_EBUSY when every connection is busy. */
 int pe_store_delete(struct pe_store *s, const char *name, pe_store_commit_cb commit, void *commit_arg,
 		    struct pe_err *err);
 /* The current metadata of name: 0 or PE_ENOTFOUND. Current means the file's: when its stat
@@ -108,7 +136,8 @@ int pe_store_same_version(const struct pe_store_meta *a, const struct pe_store_m
  * when its file was removed behind the store's back or is no longer a regular file: the table is
  * then dropped from the index), PE_EBUSY (replaced by another version meanwhile, retry; a file
  * replaced behind the store's back by another valid table is adopted), PE_EIO (the file is damaged:
- * it is quarantined and the table dropped), PE_ENOMEM. */
+ * it is quarantined and the table dropped), PE_ENOMEM. PostgreSQL: PE_EIO when the row's elements do not
+ * match its SHA-256, PE_EUNAVAIL when the database cannot be reached. */
 int pe_store_read(struct pe_store *s, const char *name, const struct pe_store_meta *want, struct pe_store_meta *m,
 		  void **data, struct pe_err *err);
 /* Tables and the sum of their bytes. */
@@ -121,6 +150,11 @@ struct pe_store_stats {
 	uint64_t quarantine_bytes;
 	uint64_t quarantined_total;  /* files moved to quarantine/ (or deleted as damaged) since open */
 	uint64_t quarantine_dropped_total; /* old quarantined files deleted to make room, since open */
+	int remote;                  /* 1: PostgreSQL (the rest below is about it; file: up = 1) */
+	int up;                      /* the database can be reached now */
+	uint64_t reconnects_total;   /* connections (re)established by the listener since open, minus the first */
+	uint64_t notifications_total; /* changes learned from other replicas (NOTIFY) */
+	uint64_t unavailable_total;  /* operations answered PE_EUNAVAIL */
 };
 void pe_store_stats(struct pe_store *s, struct pe_store_stats *out);
 /* The limits it was opened with. */

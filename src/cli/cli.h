@@ -84,10 +84,10 @@ int cli_out_commit(struct cli_out *o, struct pe_err *err);
 void cli_out_abort(struct cli_out *o);
 
 /* Compute the table and write it to o as it is produced: rows in blocks through a small buffer
- * for tables with a row computation (pe_table_compute_rows), otherwise computed whole first; the
- * encoded text goes out a slice at a time, so memory stays under 64 MiB for any size of a table
- * with a row computation (a few MiB but for rank-3 tables' held planes, at most 32 MiB); the
- * analysis tables, slopes and frequencies are held whole (bounded by --max-elements). */
+ * for tables with a row computation (pe_table_compute_rows: every table but slopes and
+ * frequencies, which are computed whole first and are small); the encoded text goes out a slice
+ * at a time, so memory stays under 64 MiB for any size of table (a few MiB but for rank-3 tables'
+ * held planes, at most 32 MiB, and similarity's encoding rows, at most about 11 MiB). */
 int cli_render(const struct cli_request *r, struct cli_out *o, struct pe_err *err);
 
 /* Model plans (plan.c): `posenc plan config.json`, and --config on a table's command line, which

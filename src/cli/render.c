@@ -1,17 +1,19 @@
 /* Compute a validated request's table and write it, block by block.
  *
  * Tables with a row computation (pe_table_rows_supported: sinusoidal, sinusoidal2d, rope, rope2d,
- * alibi, relative/t5, relative/xl) are computed BLOCK_BYTES of rows at a time into one reused
- * buffer, small enough to stay in the cache, so no page of a large table is ever faulted in.
- * Rank-3 tables go out in C order, plane after plane: while the planes after the first fit in
- * SPILL_BYTES, every block computes all planes at once and the later ones wait in memory
+ * alibi, relative/t5, relative/xl, and the analyses: similarity's Gram rows, rope-decay's
+ * distances) are computed BLOCK_BYTES of rows at a time into one reused buffer, small enough to
+ * stay in the cache, so no page of a large table is ever faulted in. Rank-1 tables' rows are their
+ * elements. Rank-3 tables go out in C order, plane after plane: while the planes after the first
+ * fit in SPILL_BYTES, every block computes all planes at once and the later ones wait in memory
  * (spill_planes: rope's sin plane costs no second pass); larger ones are computed plane by plane
- * (each block's other planes are computed and dropped). Other tables (the analyses, slopes,
- * frequencies) are computed whole, then written the same way. bin and npy rows go out as
- * computed; json and csv rows are encoded by the tensor layer's row writer (pe_row_writer)
- * TEXT_ELEMS elements at a time into one reused text buffer. The bytes equal the daemon's for the
- * same parameters (the row writer reproduces pe_json_write_table, pe_npy_write, pe_csv_write),
- * except that JSON gets a final newline as command-line output should. */
+ * (each block's other planes are computed and dropped). The tables left (slopes, frequencies: a
+ * few thousand numbers at most) are computed whole, then written the same way. bin and npy rows go
+ * out as computed; json and csv rows are encoded by the tensor layer's row writer (pe_row_writer)
+ * TEXT_ELEMS elements at a time into one reused text buffer (a rank-1 JSON list, one row of the
+ * writer, a slice of it at a time: put_list_part). The bytes equal the daemon's for the same
+ * parameters (the row writer reproduces pe_json_write_table, pe_npy_write, pe_csv_write), except
+ * that JSON gets a final newline as command-line output should. */
 #include "cli/cli.h"
 
 #include <stdint.h>
@@ -29,6 +31,7 @@ struct sink {
 	struct pe_row_writer w;
 	struct pe_buf text;
 	int raw; /* bin, npy: rows are written as they are */
+	size_t done; /* elements written */
 };
 
 static int flush_text(struct sink *s, struct pe_err *err)
@@ -38,23 +41,63 @@ static int flush_text(struct sink *s, struct pe_err *err)
 	return rc;
 }
 
-/* nrows whole rows of the writer at data. */
-static int put_rows(struct sink *s, const char *data, size_t nrows, struct pe_err *err)
+/* Elements [done, done + n) of a rank-1 JSON table, whose one row is the whole list: the numbers
+ * come from a CSV row writer over [1, m] (pe_fmt_list, JSON's own printer for a row) TEXT_ELEMS
+ * at a time, its newline dropped, inside the list's brackets; the table's row writer then only
+ * closes the document. */
+static int put_list_part(struct sink *s, const char *data, size_t n, struct pe_err *err)
 {
-	size_t row_bytes = s->w.width * pe_dtype_size(s->w.dtype);
-	if (s->raw) {
-		s->w.next += nrows;
-		return cli_out_write(s->o, data, nrows * row_bytes, err);
-	}
-	size_t step = s->w.width < TEXT_ELEMS ? TEXT_ELEMS / s->w.width : 1;
-	for (size_t i = 0; i < nrows; i += step) {
-		size_t n = nrows - i < step ? nrows - i : step;
-		int rc = pe_row_writer_rows(&s->w, data + i * row_bytes, n, &s->text, err);
+	size_t esz = pe_dtype_size(s->w.dtype), total = s->w.width;
+	for (size_t i = 0; i < n; i += TEXT_ELEMS) {
+		size_t m = n - i < TEXT_ELEMS ? n - i : TEXT_ELEMS;
+		struct pe_tensor_view t = {.shape = {.rank = 1, .dim = {m}}, .dtype = s->w.dtype, .data = data + i * esz};
+		size_t bad = pe_first_nonfinite(&t, m);
+		if (bad < m)
+			return pe_err_set(err, PE_EINTERNAL, "", "element %zu is not finite", s->done + bad);
+		struct pe_shape row = {.rank = 2, .dim = {1, m}};
+		struct pe_row_writer cw;
+		int rc = pe_buf_append(&s->text, s->done ? "," : "[", 1);
+		if (rc == 0)
+			rc = pe_row_writer_begin(&cw, PE_FMT_CSV, NULL, &row, s->w.dtype, &s->text, err);
+		if (rc == 0)
+			rc = pe_row_writer_rows(&cw, data + i * esz, 1, &s->text, err);
+		if (rc == 0) {
+			s->text.len--; /* the CSV line's newline */
+			s->done += m;
+			if (s->done == total && (rc = pe_buf_append(&s->text, "]", 1)) == 0)
+				s->w.next = 1;
+		}
 		if (rc == 0)
 			rc = flush_text(s, err);
 		if (rc != 0)
 			return rc;
 	}
+	return 0;
+}
+
+/* n elements of the table at data, continuing where the last call stopped: whole rows of the
+ * writer (any n for bin, npy and rank-1 CSV, whose rows are elements; rank-1 JSON: any n). */
+static int put(struct sink *s, const char *data, size_t n, struct pe_err *err)
+{
+	size_t width = s->w.width;
+	if (s->raw) {
+		s->done += n;
+		s->w.next = width ? s->done / width : 0;
+		return cli_out_write(s->o, data, n * pe_dtype_size(s->w.dtype), err);
+	}
+	if (n % width != 0 || s->done % width != 0)
+		return put_list_part(s, data, n, err);
+	size_t row_bytes = width * pe_dtype_size(s->w.dtype), nrows = n / width;
+	size_t step = width < TEXT_ELEMS ? TEXT_ELEMS / width : 1;
+	for (size_t i = 0; i < nrows; i += step) {
+		size_t k = nrows - i < step ? nrows - i : step;
+		int rc = pe_row_writer_rows(&s->w, data + i * row_bytes, k, &s->text, err);
+		if (rc == 0)
+			rc = flush_text(s, err);
+		if (rc != 0)
+			return rc;
+	}
+	s->done += n;
 	return 0;
 }
 
@@ -78,8 +121,9 @@ static int spill_planes(const struct cli_request *r, struct sink *s, size_t plan
 static int stream_rows(const struct cli_request *r, struct sink *s, struct pe_err *err)
 {
 	const struct pe_shape *sh = &r->shape;
-	size_t planes = sh->rank == 3 ? sh->dim[0] : 1, rows = sh->dim[sh->rank - 2];
-	size_t row_bytes = sh->dim[sh->rank - 1] * pe_dtype_size(r->dt), nb = block_rows(row_bytes, rows);
+	size_t planes = sh->rank == 3 ? sh->dim[0] : 1, rows = sh->rank >= 2 ? sh->dim[sh->rank - 2] : sh->dim[0];
+	size_t row_elems = sh->rank >= 2 ? sh->dim[sh->rank - 1] : 1; /* rank 1: rows are elements */
+	size_t row_bytes = row_elems * pe_dtype_size(r->dt), nb = block_rows(row_bytes, rows);
 	if (planes > 1 && rows * row_bytes <= SPILL_BYTES / (planes - 1))
 		return spill_planes(r, s, planes, rows, row_bytes, err);
 	char *buf = aligned_alloc(64, (nb * row_bytes + 63) / 64 * 64);
@@ -91,7 +135,7 @@ static int stream_rows(const struct cli_request *r, struct sink *s, struct pe_er
 			size_t n = rows - r0 < nb ? rows - r0 : nb;
 			rc = pe_table_compute_rows(&r->params, r->dt, p, r0, n, buf, err);
 			if (rc == 0)
-				rc = put_rows(s, buf, n, err);
+				rc = put(s, buf, n * row_elems, err);
 		}
 	free(buf);
 	return rc;
@@ -124,10 +168,10 @@ static int spill_planes(const struct cli_request *r, struct sink *s, size_t plan
 			outs[p] = spill + (p - 1) * plane_bytes + r0 * row_bytes;
 		rc = pe_table_compute_planes(&r->params, r->dt, r0, n, outs, err);
 		if (rc == 0)
-			rc = put_rows(s, buf, n, err);
+			rc = put(s, buf, n * r->shape.dim[2], err);
 	}
 	for (size_t p = 1; p < planes && rc == 0; p++)
-		rc = put_rows(s, spill + (p - 1) * plane_bytes, rows, err);
+		rc = put(s, spill + (p - 1) * plane_bytes, rows * r->shape.dim[2], err);
 out:
 	free(buf);
 	free(outs);
@@ -144,7 +188,7 @@ static int whole_table(const struct cli_request *r, struct sink *s, struct pe_er
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory for a table of %zu bytes", raw);
 	int rc = pe_table_compute(&r->params, r->dt, table, err);
 	if (rc == 0)
-		rc = put_rows(s, table, s->w.rows, err);
+		rc = put(s, table, r->count, err);
 	free(table);
 	return rc;
 }

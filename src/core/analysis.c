@@ -3,20 +3,24 @@
  * similarity: [len, len] dot products between the encodings of every pair of positions. For
  * sinusoidal tables the rows themselves; for RoPE the rotated all-ones vectors q_i = R(i)·1, whose
  * products q_i·k_j depend only on i − j (RoPE's relative property; attention_scaling² included).
- * The encoding's own table is computed through the registry with the parameters the client gave
- * (the main ones of each encoding are accepted here; one that does not apply to the chosen
- * encoding is a 400 naming it), in double, and the products are summed in double.
+ * The encoding's own table is computed through its row computation with the parameters the client
+ * gave (the main ones of each encoding are accepted here; one that does not apply to the chosen
+ * encoding is a 400 naming it), in double, and the products are summed in double (gram.c). Both
+ * tables also compute any block of their rows (compute_rows, what the CLI streams), with the
+ * whole table's bytes: the whole similarity makes its encoding rows X once and takes each pair
+ * once; a block of rows makes X a block at a time, so its memory does not grow with len or dim.
  *
  * rope-decay: RoFormer §3.4.3's long-term decay, the mean over j = 1..d/2 of |Σ_{k<j} e^{i·r·θ_k}|
  * with θ_k = base^(−2k/d), for relative distances r = 0 .. max_distance−1.
  *
  * Both are bounded before they start (pe_table_cost): similarity's encoding table (len·dim, twice
- * that for rope) is an intermediate table, and its work is len·(len+1)/2·dim multiply-adds;
+ * that for rope's two planes) is an intermediate table, and its work is len·(len+1)/2·dim
+ * multiply-adds (a block of rows costs at most twice its share: pairs with rows outside it);
  * rope-decay's is max_distance·dim/2 terms, each counted as PE_DECAY_TERM_COST multiply-adds (a
  * term is a complex rotation, an addition and a square root: about that many multiply-adds' time).
  * The kernels check pe_cancelled() between blocks: a Gram block of 32×32 pairs, 64 distances.
- * Their allocations are counted in scratch_bytes (the float64 encoding table; rope-decay's 2·dim
- * doubles), which a server reserves on its memory budget before the job computes. */
+ * Their allocations are counted in scratch_bytes (the float64 rows X, rope's sin rows; rope-decay's
+ * 2·dim doubles), which a server reserves on its memory budget before the job computes. */
 #include "core/gram.h"
 #include "core/kernels.h"
 #include "core/tables.h"
@@ -55,17 +59,6 @@ static const struct pe_table_def *encoding_def(const char *name)
 	return !strcmp(name, "sinusoidal") ? &pe_table_sinusoidal : !strcmp(name, "rope") ? &pe_table_rope : NULL;
 }
 
-/* The encoding's table in double: sinusoidal [len, dim], rope [2, len, dim]. */
-static double *encoding_table(const struct pe_params *p, const char *name, size_t *count, struct pe_err *err)
-{
-	const struct pe_table_def *def = encoding_def(name);
-	if (!def) {
-		pe_err_set(err, PE_EINVAL, "encoding", "encoding=%s is not available", name);
-		return NULL;
-	}
-	return pe_table_derived(p, def, NULL, PE_F64, count, err);
-}
-
 static int sim_check(struct pe_params *p, struct pe_err *err)
 {
 	static const char *const rope_only[] = {"scaling", "factor", "original_max_position_embeddings"};
@@ -96,71 +89,112 @@ static int sim_shape(const struct pe_params *p, struct pe_shape *s)
 	return 0;
 }
 
-/* Rows of the RoPE table (half layout, the default: rotate_half(1) is [-1 | +1]) made into rotated
- * all-ones vectors x·cos + rotate_half(x)·sin, written over the cos half. */
-static void rotate_ones(double *t, size_t len, size_t dim)
+/* The rows X the similarity compares, made a block at a time: the encoding's table through its
+ * own row computation, in double (so any block has the bytes of the whole table); for RoPE the
+ * cos and sin planes of ENC_SCRATCH_BYTES of rows at a time (half layout, the default:
+ * rotate_half(1) is [-1 | +1]) made into the rotated all-ones vectors x·cos + rotate_half(x)·sin. */
+#define ENC_SCRATCH_BYTES ((size_t)1 << 20)
+
+struct enc {
+	struct pe_params t; /* the encoding's parameters, finished */
+	int rope;
+	size_t d;
+	double *sn;    /* rope: the sin plane of sn_rows rows */
+	size_t sn_rows;
+};
+
+/* Rows of RoPE's sin plane made at once: ENC_SCRATCH_BYTES of them (whole blocks of
+ * PE_TABLE_ROW_ALIGN when that many fit), at least one, at most len. */
+static size_t sin_rows(size_t len, size_t d)
 {
-	const double *sn = t + len * dim;
-	for (size_t i = 0; i < len * dim; i++) {
-		size_t c = i % dim;
-		t[i] = c < dim / 2 ? t[i] - sn[i] : t[i] + sn[i];
+	size_t n = ENC_SCRATCH_BYTES / (d * sizeof(double));
+	n = n >= PE_TABLE_ROW_ALIGN ? n - n % PE_TABLE_ROW_ALIGN : n ? n : 1;
+	return n < len ? n : len;
+}
+
+static int enc_init(struct enc *e, const struct pe_params *p, struct pe_err *err)
+{
+	memset(e, 0, sizeof *e);
+	e->rope = pe_param_enum(p, "encoding") == ENC_ROPE;
+	e->d = (size_t)pe_param_int(p, "dim");
+	const struct pe_table_def *def = encoding_def(encodings[pe_param_enum(p, "encoding")]);
+	if (!def)
+		return pe_err_set(err, PE_EINVAL, "encoding", "this encoding is not available");
+	pe_params_init(&e->t, def);
+	int rc = pe_params_derive(p, &e->t, err);
+	if (rc == 0)
+		rc = pe_params_finish(&e->t, err);
+	if (rc == 0 && e->rope) {
+		e->sn_rows = sin_rows((size_t)pe_param_int(p, "len"), e->d);
+		if (!(e->sn = malloc(e->sn_rows * e->d * sizeof(double))))
+			rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	}
+	return rc;
 }
 
-/* Tile (ib, jb) of the Gram matrix, a of ni rows by nj columns, into out[n, n] of dt at (ib, jb)
- * and, off the diagonal, transposed at (jb, ib). */
-static void store_tile(const double *tile, size_t n, size_t ib, size_t ni, size_t jb, size_t nj,
-		       enum pe_dtype dt, void *out)
+static void enc_destroy(struct enc *e)
 {
-	size_t esz = pe_dtype_size(dt);
-	char *o = out;
-	double col[PE_GRAM_BLOCK];
-	for (size_t a = 0; a < ni; a++)
-		pe_store_f64(dt, o + ((ib + a) * n + jb) * esz, tile + a * nj, nj);
-	if (ib == jb)
-		return;
-	for (size_t b = 0; b < nj; b++) {
-		for (size_t a = 0; a < ni; a++)
-			col[a] = tile[a * nj + b];
-		pe_store_f64(dt, o + ((jb + b) * n + ib) * esz, col, ni);
+	if (e->t.def)
+		pe_params_destroy(&e->t);
+	free(e->sn);
+}
+
+/* x·cos + rotate_half(x)·sin for x = 1, over the cos rows. */
+static void rotate_ones(double *cs, const double *sn, size_t nrows, size_t dim)
+{
+	for (size_t i = 0; i < nrows * dim; i++)
+		cs[i] = i % dim < dim / 2 ? cs[i] - sn[i] : cs[i] + sn[i];
+}
+
+/* struct pe_gram_src's make: rows [r0, r0 + m) of X into out. */
+static int enc_rows_cb(void *ctx, size_t r0, size_t m, double *out, struct pe_err *err)
+{
+	struct enc *e = ctx;
+	if (!e->rope)
+		return pe_table_compute_rows(&e->t, PE_F64, 0, r0, m, out, err);
+	int rc = 0;
+	for (size_t k = 0; k < m && rc == 0; k += e->sn_rows) {
+		size_t c = m - k < e->sn_rows ? m - k : e->sn_rows;
+		void *planes[2] = {out + k * e->d, e->sn};
+		rc = pe_table_compute_planes(&e->t, PE_F64, r0 + k, c, planes, err);
+		if (rc == 0)
+			rotate_ones(out + k * e->d, e->sn, c, e->d);
 	}
+	return rc;
 }
 
-/* Each pair of rows once (blocks on and above the diagonal), the block kernel of the best ISA;
- * cancel: check pe_cancelled() between blocks. */
-static int gram(const double *rows, size_t n, size_t d, enum pe_dtype dt, void *out, int cancel,
-		struct pe_err *err)
+/* Rows [r0, r0 + n) of the similarity: X made a block at a time (memory bounded whatever len and
+ * dim, see gram.c), or, for the whole table, X made whole first and each pair taken once. */
+static int sim_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, int whole, void *out,
+		    struct pe_err *err)
 {
-	void (*block)(const double *, size_t, size_t, size_t, size_t, size_t, double *) =
-		pe_isa_active() >= PE_ISA_AVX2 ? pe_gram_block_avx2 : pe_gram_block_scalar;
-	double tile[PE_GRAM_BLOCK * PE_GRAM_BLOCK];
-	for (size_t ib = 0; ib < n; ib += PE_GRAM_BLOCK) {
-		size_t ni = n - ib < PE_GRAM_BLOCK ? n - ib : PE_GRAM_BLOCK;
-		for (size_t jb = ib; jb < n; jb += PE_GRAM_BLOCK) {
-			size_t nj = n - jb < PE_GRAM_BLOCK ? n - jb : PE_GRAM_BLOCK;
-			int rc = cancel ? pe_cancelled() : 0;
-			if (rc)
-				return pe_cancel_err(rc, err);
-			block(rows, d, ib, ni, jb, nj, tile);
-			store_tile(tile, n, ib, ni, jb, nj, dt, out);
-		}
+	struct enc e;
+	size_t len = (size_t)pe_param_int(p, "len");
+	int rc = enc_init(&e, p, err);
+	struct pe_gram_src s = {.make = enc_rows_cb, .ctx = &e, .n = len, .d = e.d};
+	double *x = NULL;
+	if (rc == 0 && whole) {
+		if (!(x = malloc(len * e.d * sizeof *x)))
+			rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		else if ((rc = enc_rows_cb(&e, 0, len, x, err)) == 0)
+			s.rows = x;
 	}
-	return 0;
+	if (rc == 0)
+		rc = pe_gram_rows(&s, r0, n, dt, out, 1, err);
+	free(x);
+	enc_destroy(&e);
+	return rc;
 }
 
-void pe_gram_f64(const double *rows, size_t n, size_t d, double *g) { gram(rows, n, d, PE_F64, g, 0, NULL); }
-
-int pe_gram(const double *rows, size_t n, size_t d, enum pe_dtype dt, void *out, struct pe_err *err)
+static int sim_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
+			    struct pe_err *err)
 {
-	return gram(rows, n, d, dt, out, 1, err);
+	return sim_rows(p, dt, r0, n, 0, out[0], err);
 }
 
-uint64_t pe_gram_cost(uint64_t n, uint64_t d)
+static int sim_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
 {
-	uint64_t pairs = n % 2 == 0 ? n / 2 : (n + 1) / 2, other = n % 2 == 0 ? n + 1 : n, work;
-	if (n == UINT64_MAX || __builtin_mul_overflow(pairs, other, &pairs) || __builtin_mul_overflow(pairs, d, &work))
-		return UINT64_MAX;
-	return work;
+	return sim_rows(p, dt, 0, (size_t)pe_param_int(p, "len"), 1, out, err);
 }
 
 static int sim_cost(const struct pe_params *p, struct pe_cost *c)
@@ -168,7 +202,9 @@ static int sim_cost(const struct pe_params *p, struct pe_cost *c)
 	uint64_t len = (uint64_t)pe_param_int(p, "len"), dim = (uint64_t)pe_param_int(p, "dim");
 	c->intermediate = (pe_param_enum(p, "encoding") == ENC_ROPE ? 2 : 1) * len * dim;
 	c->intermediate_param = "dim";
-	c->scratch_bytes = c->intermediate * sizeof(double); /* encoding_table's float64 table */
+	/* sim_compute's: X whole in double and RoPE's sin rows (at most as many again) */
+	uint64_t sn = pe_param_enum(p, "encoding") == ENC_ROPE ? sin_rows((size_t)len, (size_t)dim) * dim : 0;
+	c->scratch_bytes = (len * dim + sn) * sizeof(double);
 	c->work = pe_gram_cost(len, dim);
 	c->work_param = "len";
 	return 0;
@@ -191,25 +227,6 @@ static double sim_max_abs(const struct pe_params *p)
 	return (double)pe_param_int(p, "dim") * att * att;
 }
 
-static int sim_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
-{
-	size_t len = (size_t)pe_param_int(p, "len"), dim = (size_t)pe_param_int(p, "dim"), count;
-	int rope = pe_param_enum(p, "encoding") == ENC_ROPE;
-	double *t = encoding_table(p, rope ? "rope" : "sinusoidal", &count, err);
-	if (!t)
-		return err && err->code ? err->code : PE_ENOMEM;
-	int rc = pe_cancelled();
-	if (rc)
-		pe_cancel_err(rc, err);
-	else {
-		if (rope)
-			rotate_ones(t, len, dim);
-		rc = pe_gram(t, len, dim, dt, out, err);
-	}
-	free(t);
-	return rc;
-}
-
 const struct pe_table_def pe_table_analysis_similarity = {
 	.name = "analysis/similarity",
 	.summary = "Dot products between the encodings of every pair of positions (sinusoidal, rope)",
@@ -219,6 +236,7 @@ const struct pe_table_def pe_table_analysis_similarity = {
 	.check = sim_check,
 	.shape = sim_shape,
 	.compute = sim_compute,
+	.compute_rows = sim_compute_rows,
 	.cost = sim_cost,
 	.max_abs = sim_max_abs,
 };
@@ -275,9 +293,12 @@ static void decay_rows(const double *theta, size_t h, size_t r0, size_t n, doubl
 	}
 }
 
-static int decay_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+/* Distances [r0, r0 + n) (the whole table is its one block): each value depends on its distance
+ * alone, so any block has the whole table's bytes. */
+static int decay_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
+			      struct pe_err *err)
 {
-	size_t h = (size_t)pe_param_int(p, "dim") / 2, n = (size_t)pe_param_int(p, "max_distance");
+	size_t h = (size_t)pe_param_int(p, "dim") / 2;
 	size_t esz = pe_dtype_size(dt);
 	double base = pe_param_real(p, "base");
 	double v[DECAY_BLOCK], *theta = malloc(4 * h * sizeof *theta);
@@ -286,15 +307,20 @@ static int decay_compute(const struct pe_params *p, enum pe_dtype dt, void *out,
 	for (size_t k = 0; k < h; k++)
 		theta[k] = pow(base, -(double)(2 * k) / (double)(2 * h));
 	int rc = 0;
-	for (size_t r0 = 0; r0 < n && rc == 0; r0 += DECAY_BLOCK) {
-		size_t m = n - r0 < DECAY_BLOCK ? n - r0 : DECAY_BLOCK;
+	for (size_t b = 0; b < n && rc == 0; b += DECAY_BLOCK) {
+		size_t m = n - b < DECAY_BLOCK ? n - b : DECAY_BLOCK;
 		if ((rc = pe_cancelled()) != 0)
 			break;
-		decay_rows(theta, h, r0, m, theta + h, v);
-		pe_store_f64(dt, (char *)out + r0 * esz, v, m);
+		decay_rows(theta, h, r0 + b, m, theta + h, v);
+		pe_store_f64(dt, (char *)out[0] + b * esz, v, m);
 	}
 	free(theta);
 	return rc ? pe_cancel_err(rc, err) : 0;
+}
+
+static int decay_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	return decay_compute_rows(p, dt, 0, (size_t)pe_param_int(p, "max_distance"), &out, err);
 }
 
 const struct pe_table_def pe_table_analysis_rope_decay = {
@@ -306,5 +332,6 @@ const struct pe_table_def pe_table_analysis_rope_decay = {
 	.check = decay_check,
 	.shape = decay_shape,
 	.compute = decay_compute,
+	.compute_rows = decay_compute_rows,
 	.cost = decay_cost,
 };

@@ -56,7 +56,7 @@ static inline void gram_tile(const double *const a[4], const double *const b[2],
 			acc[r * ldacc + c] += t[r][c];
 }
 
-void GRAM_BLOCK_NAME(const double *rows, size_t d, size_t i0, size_t ni, size_t j0, size_t nj, double *acc)
+void GRAM_BLOCK_NAME(const double *xs, const double *ys, size_t d, size_t ni, size_t nj, double *acc)
 {
 	for (size_t x = 0; x < ni * nj; x++)
 		acc[x] = 0;
@@ -66,12 +66,12 @@ void GRAM_BLOCK_NAME(const double *rows, size_t d, size_t i0, size_t ni, size_t 
 			size_t ra = ni - i < 4 ? ni - i : 4;
 			const double *a[4];
 			for (size_t r = 0; r < 4; r++)
-				a[r] = rows + (i0 + i + (r < ra ? r : ra - 1)) * d + k0;
+				a[r] = xs + (i + (r < ra ? r : ra - 1)) * d + k0;
 			for (size_t j = 0; j < nj; j += 2) {
 				size_t rb = nj - j < 2 ? nj - j : 2;
 				const double *b[2];
 				for (size_t c = 0; c < 2; c++)
-					b[c] = rows + (j0 + j + (c < rb ? c : rb - 1)) * d + k0;
+					b[c] = ys + (j + (c < rb ? c : rb - 1)) * d + k0;
 				gram_tile(a, b, kn, ra, rb, acc + i * nj + j, nj);
 			}
 		}

@@ -398,7 +398,7 @@ int pe_table_cost(const struct pe_params *p, struct pe_cost *c)
 int pe_table_rows_supported(const struct pe_params *p)
 {
 	struct pe_shape s;
-	return p->def->compute_rows && p->def->shape && p->def->shape(p, &s) == 0 && s.rank >= 2 && s.rank <= 3;
+	return p->def->compute_rows && p->def->shape && p->def->shape(p, &s) == 0 && s.rank >= 1 && s.rank <= 3;
 }
 
 /* The table's planes and rows per plane, or PE_EINTERNAL for a table without row computation. */
@@ -412,8 +412,8 @@ static int row_layout(const struct pe_params *p, size_t *planes, size_t *rows, s
 		return pe_err_set(err, PE_EINVAL, "dtype", "/v1/%s is always %s", p->def->name,
 				  pe_dtype_name(p->def->fixed_dtype));
 	*planes = s.rank == 3 ? s.dim[0] : 1;
-	*rows = s.dim[s.rank - 2];
-	*row_bytes = s.dim[s.rank - 1] * pe_dtype_size(dt);
+	*rows = s.rank >= 2 ? s.dim[s.rank - 2] : s.dim[0]; /* rank 1: a row is one element */
+	*row_bytes = (s.rank >= 2 ? s.dim[s.rank - 1] : 1) * pe_dtype_size(dt);
 	return 0;
 }
 

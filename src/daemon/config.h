@@ -17,7 +17,8 @@ enum pe_log_level { PE_LOG_ERROR, PE_LOG_WARN, PE_LOG_INFO, PE_LOG_DEBUG };
 struct pe_config {
 	int64_t port;                  /* 0..65535; 0 = pick a free port and log it */
 	char bind[64];                 /* IPv4/IPv6 address literal, default "0.0.0.0" */
-	char data_dir[4096];           /* learned tables live here */
+	char data_dir[4096];           /* learned tables live here (store_url file:) */
+	char store_url[1024];          /* "file:" (data_dir) or a postgresql:// URI shared by replicas */
 	int64_t store_max_bytes;       /* all learned tables together */
 	int64_t max_table_bytes;       /* one learned table */
 	int64_t quarantine_max_bytes;  /* data_dir/quarantine/, beside the tables (oldest files dropped) */
@@ -35,6 +36,7 @@ struct pe_config {
 	int64_t linger_bytes;          /* body bytes read and dropped after a refusal, to answer it */
 	int64_t linger_timeout;        /* seconds spent on that at most */
 	int64_t job_timeout;           /* seconds a request may wait for its computation */
+	int64_t inline_max_us;         /* estimated µs of work computed on the HTTP thread; 0 = none */
 	char auth_token[256];          /* "" = none: only loopback clients may write */
 	char cors_origins[1024];       /* comma list or "*" */
 	enum pe_log_level log_level;

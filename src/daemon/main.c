@@ -1,8 +1,10 @@
 /* posencd: load the configuration, wire cache, worker pool, metrics and the HTTP server together,
  * then wait for SIGTERM/SIGINT/SIGQUIT and drain: readiness goes 503, the listening socket
  * closes, work already accepted finishes (up to shutdown_timeout; then it is cancelled), and the process exits 0. The store of
- * learned tables is opened (data_dir created and scanned) before anything is served; a data_dir
- * that cannot be used stops the start with status 1.
+ * learned tables is opened (file: data_dir created and scanned; postgresql: the first connection
+ * tried) before anything is served; a data_dir that cannot be used stops the start with status 1,
+ * a store_url that is not one stops it with status 2. A database that cannot be reached does not:
+ * the store connects on its own (tables never need it).
  *
  * Signals are blocked in every thread (they inherit the mask) and taken by sigwait here; all but
  * the three that drain and the fault signals (SIGHUP, SIGUSR1, SIGALRM, SIGXCPU, SIGRTMIN+n, ...)
@@ -42,6 +44,12 @@ static int submit_hook(void *ctx, void (*work)(void *), void *arg)
 {
 	struct daemon *d = ctx;
 	return pe_pool_submit(d->pool, work, arg);
+}
+
+static void ran_inline_hook(void *ctx)
+{
+	struct daemon *d = ctx;
+	pe_pool_count_inline(d->pool);
 }
 
 static void observe_hook(void *ctx, const struct pe_http_request_info *info)
@@ -135,6 +143,7 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.linger_bytes = (uint64_t)c->linger_bytes,
 		.linger_timeout_s = (unsigned)c->linger_timeout,
 		.job_timeout_s = (unsigned)c->job_timeout,
+		.inline_max_us = (unsigned)c->inline_max_us,
 		.cors_origins = c->cors_origins,
 		.tls_cert_pem = d->tls_cert,
 		.tls_key_pem = d->tls_key,
@@ -145,7 +154,7 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.store = d->store,
 		.parallel = pe_pool_parallel_hook(d->pool),
 		.auth_token = c->auth_token,
-		.hooks = {.ctx = d, .submit = submit_hook, .observe = observe_hook, .render_metrics = render_hook},
+		.hooks = {.ctx = d, .submit = submit_hook, .ran_inline = ran_inline_hook, .observe = observe_hook, .render_metrics = render_hook},
 	};
 	return pe_http_start(&o, err);
 }
@@ -307,26 +316,39 @@ static void stop_work(struct daemon *d, struct pe_http *h, int overdue)
 	pe_pool_free(d->pool);
 }
 
-/* The store's findings in data_dir (quarantined or foreign files) as warnings. */
+/* The store's findings (quarantined or foreign files in data_dir; the database down, up again)
+ * as warnings, "store_up" as information. */
 static void store_log(void *arg, const char *event, const char *file, const char *detail)
 {
-	pe_log(PE_LOG_WARN, event, json_pack("{s:s, s:s}", "file", file, "detail", detail));
+	pe_log(strcmp(event, "store_up") ? PE_LOG_WARN : PE_LOG_INFO, event,
+	       json_pack("{s:s, s:s}", "file", file, "detail", detail));
 }
 
-/* Create and scan data_dir; NULL with err filled if it cannot be used. */
+/* At most this many database connections for reads and writes: half the workers (at least one,
+ * at most 8), so a database that stops answering holds at most half of them until the operation
+ * timeout while the others keep computing tables. */
+static unsigned store_conns(const struct pe_config *c)
+{
+	int64_t n = c->workers / 2;
+	return n < 1 ? 1 : n > 8 ? 8 : (unsigned)n;
+}
+
+/* Open the store store_url names (file: creates and scans data_dir); NULL with err filled if it
+ * cannot be used. The URI is never logged (it may hold a password). */
 static struct pe_store *open_store(const struct pe_config *c, struct pe_err *err)
 {
 	struct pe_store_options o = {.dir = c->data_dir, .max_bytes = (uint64_t)c->store_max_bytes,
 				     .max_table_bytes = (uint64_t)c->max_table_bytes,
 				     .quarantine_max_bytes = (uint64_t)c->quarantine_max_bytes,
-				     .quarantine_max_files = PE_STORE_QUARANTINE_FILES, .log = store_log};
+				     .quarantine_max_files = PE_STORE_QUARANTINE_FILES, .log = store_log,
+				     .url = c->store_url, .max_conns = store_conns(c)};
 	struct pe_store *s = pe_store_open(&o, err);
-	uint64_t bytes;
-	size_t n;
+	struct pe_store_stats st;
 	if (s) {
-		pe_store_usage(s, &bytes, &n);
-		pe_log(PE_LOG_INFO, "store", json_pack("{s:s, s:I, s:I}", "data_dir", c->data_dir, "tables",
-						       (json_int_t)n, "bytes", (json_int_t)bytes));
+		pe_store_stats(s, &st);
+		pe_log(PE_LOG_INFO, "store", json_pack("{s:s, s:s, s:b, s:I, s:I}", "kind", st.remote ? "postgresql" : "file",
+						       "data_dir", st.remote ? "" : c->data_dir, "up", st.up, "tables",
+						       (json_int_t)st.tables, "bytes", (json_int_t)st.bytes));
 	}
 	return s;
 }
@@ -362,7 +384,7 @@ int main(int argc, char **argv)
 	block_signals();
 	if (!(d.store = open_store(&d.cfg, &err))) {
 		fprintf(stderr, "posencd: %s\n", err.detail);
-		return 1;
+		return err.code == PE_EINVAL ? 2 : 1;
 	}
 	d.cache = pe_cache_new((size_t)d.cfg.cache_bytes);
 	d.budget = pe_budget_new((size_t)d.cfg.response_budget_bytes);

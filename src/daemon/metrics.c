@@ -157,6 +157,11 @@ static int render_store(struct pe_metrics *m, struct pe_buf *out)
 		{"posenc_store_quarantine_bytes", "gauge", "Bytes in data_dir/quarantine/ (quarantine_max_bytes bounds them).", (double)s.quarantine_bytes},
 		{"posenc_store_quarantined_total", "counter", "Damaged or leftover files quarantined (or deleted) since start.", (double)s.quarantined_total},
 		{"posenc_store_quarantine_dropped_total", "counter", "Old quarantined files deleted to make room since start.", (double)s.quarantine_dropped_total},
+		{"posenc_store_remote", "gauge", "1: learned tables live in PostgreSQL (store_url postgresql://); 0: in data_dir.", (double)s.remote},
+		{"posenc_store_up", "gauge", "1 when the store can be reached (always, for file:); 0 while the database is down.", (double)s.up},
+		{"posenc_store_reconnects_total", "counter", "Connections to the database re-established after a loss since start.", (double)s.reconnects_total},
+		{"posenc_store_notifications_total", "counter", "Changes learned from the database's notifications (every replica's writes) since start.", (double)s.notifications_total},
+		{"posenc_store_unavailable_total", "counter", "Store operations answered 503 because the database could not be reached.", (double)s.unavailable_total},
 	};
 	return render_rows(out, rows, sizeof rows / sizeof rows[0]);
 }
@@ -179,7 +184,8 @@ int pe_metrics_render(struct pe_metrics *m, struct pe_cache *cache, struct pe_po
 		{"posenc_cache_evictions_total", "counter", "Entries evicted to stay within cache_bytes.", (double)cs.evictions},
 		{"posenc_cache_bytes", "gauge", "Bytes held by the cache.", (double)cs.bytes},
 		{"posenc_cache_entries", "gauge", "Entries held by the cache.", (double)cs.entries},
-		{"posenc_jobs_total", "counter", "Computations accepted by the worker pool.", (double)ps.submitted},
+		{"posenc_jobs_total", "counter", "Computations accepted by the worker pool or run inline on the HTTP thread.", (double)ps.submitted},
+		{"posenc_jobs_inline_total", "counter", "Computations small enough to run on the HTTP thread (counted in posenc_jobs_total too).", (double)ps.inlined},
 		{"posenc_jobs_rejected_total", "counter", "Computations refused because the queue was full.", (double)ps.rejected},
 		{"posenc_queue_depth", "gauge", "Computations waiting for a worker.", (double)ps.queued},
 		{"posenc_jobs_in_flight", "gauge", "Computations running on a worker.", (double)ps.running},

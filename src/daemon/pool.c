@@ -57,7 +57,7 @@ struct pe_pool {
 	uv_thread_t ticker;
 	uv_cond_t tick_cv;
 	atomic_size_t queued, running;
-	atomic_uint_fast64_t submitted, completed, rejected;
+	atomic_uint_fast64_t submitted, completed, rejected, inlined;
 };
 
 /* ---- under the lock ---- */
@@ -333,6 +333,13 @@ struct pe_parallel pe_pool_parallel_hook(struct pe_pool *p)
 	return (struct pe_parallel){.run = parallel_cb, .ctx = p, .width = p->width};
 }
 
+void pe_pool_count_inline(struct pe_pool *p)
+{
+	atomic_fetch_add(&p->inlined, 1);
+	atomic_fetch_add(&p->submitted, 1);
+	atomic_fetch_add(&p->completed, 1);
+}
+
 void pe_pool_close(struct pe_pool *p)
 {
 	uv_mutex_lock(&p->lock);
@@ -345,6 +352,7 @@ void pe_pool_stats(struct pe_pool *p, struct pe_pool_stats *out)
 	out->submitted = atomic_load(&p->submitted);
 	out->completed = atomic_load(&p->completed);
 	out->rejected = atomic_load(&p->rejected);
+	out->inlined = atomic_load(&p->inlined);
 	out->queued = atomic_load(&p->queued);
 	out->running = atomic_load(&p->running);
 }

@@ -21,7 +21,8 @@
 struct pe_pool;
 
 struct pe_pool_stats {
-	uint64_t submitted, completed, rejected;
+	uint64_t submitted, completed, rejected; /* inline computations counted in submitted and completed */
+	uint64_t inlined; /* computations that ran on the HTTP thread (pe_pool_count_inline) */
 	size_t queued;  /* accepted, not yet started */
 	size_t running; /* on a worker now */
 };
@@ -41,6 +42,9 @@ void pe_pool_parallel(struct pe_pool *p, size_t n, void (*fn)(void *arg, size_t 
 /* The same as a hook for layers below the daemon (the JSON encoder): width is the number of threads
  * that can work at once on this machine (workers, at most the CPUs this process may use). */
 struct pe_parallel pe_pool_parallel_hook(struct pe_pool *p);
+/* Count a computation that ran elsewhere (on the HTTP thread, too small to be worth a job): it
+ * counts as submitted and completed, and as inlined. Thread-safe. */
+void pe_pool_count_inline(struct pe_pool *p);
 /* Refuse new jobs from now on; accepted ones still run. */
 void pe_pool_close(struct pe_pool *p);
 void pe_pool_stats(struct pe_pool *p, struct pe_pool_stats *out);

@@ -3,8 +3,9 @@
  * (the worker pool, metrics, readiness), so nothing here reaches up into src/daemon.
  *
  * Threads: MHD runs one internal epoll thread that parses, routes and answers cache hits. Misses
- * suspend their connection and become jobs through hooks.submit; the job runs on a pool thread,
- * fills the cache, and the cache's waiter callback resumes every connection waiting on that key. */
+ * whose work is estimated under inline_max_us are computed right there; the others suspend their
+ * connection and become jobs through hooks.submit; the job runs on a pool thread, fills the cache,
+ * and the cache's waiter callback resumes every connection waiting on that key. */
 #ifndef PE_HTTP_HTTP_H
 #define PE_HTTP_HTTP_H
 
@@ -45,6 +46,8 @@ struct pe_http_hooks {
 	void *ctx;
 	/* Run work(arg) on a worker thread. 0, PE_EBUSY (queue full) or PE_EDRAINING. Thread: MHD. */
 	int (*submit)(void *ctx, void (*work)(void *arg), void *arg);
+	/* A computation ran on the HTTP thread instead (produce.h: inline work), for the job metrics. */
+	void (*ran_inline)(void *ctx);
 	/* A request finished (any thread that completes requests: the MHD thread). */
 	void (*observe)(void *ctx, const struct pe_http_request_info *info);
 	/* Prometheus text for /metrics into out. */
@@ -66,6 +69,7 @@ struct pe_http_options {
 	uint64_t max_analysis_cost; /* work of one analysis request (pe_table_cost), multiply-adds */
 	size_t max_header_bytes; /* libmicrohttpd's per-connection pool: request line + headers */
 	unsigned max_connections, max_connections_per_ip, connection_timeout_s, job_timeout_s;
+	unsigned inline_max_us; /* work estimated at most this is computed on the HTTP thread (produce.h) */
 	/* A request refused before its body is read (413 from Content-Length, 405, 415, 401/403) is
 	 * answered once the body is read and dropped, up to linger_bytes in linger_timeout_s; past
 	 * either, the connection is cut. Declared bodies past linger_bytes, and clients that sent

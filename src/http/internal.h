@@ -146,6 +146,8 @@ void pe_waiter_ready_cb(void *arg, struct pe_cache_entry *entry, int code); /* t
 void pe_waiter_complete(struct waiter *w, struct pe_cache_entry *entry, void *result, int code);
 /* Suspend conn until w completes (or resume at once if it already has). */
 void pe_waiter_suspend(struct waiter *w);
+/* Has w been completed (its entry, result or code are set) without being suspended? */
+int pe_waiter_done(struct waiter *w);
 /* Any thread: has w's request been answered 503 at its deadline? */
 int pe_waiter_expired(struct waiter *w);
 /* Any thread: PE_ETIMEOUT if w expired; else 0, and w can no longer expire (its deadline is

@@ -232,7 +232,9 @@ static const char *failure_detail(int code)
 	case PE_EBUSY:
 		return "the table was replaced while this request ran, or the job queue or the response memory budget is full; retry";
 	case PE_EIO:
-		return "the stored table is damaged; it was quarantined";
+		return "the stored table is damaged (its checksum does not match; a file is quarantined)";
+	case PE_EUNAVAIL:
+		return "the learned-table database cannot be reached; retry";
 	case PE_ETOOBIG:
 		return "the response would exceed the size limit";
 	default:
@@ -415,8 +417,9 @@ static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, co
 	int rc = pe_learned_parse_query(conn, &get_def, &p, &q, similarity ? "encoding" : NULL, &err), keylen = -1;
 	if (rc == 0)
 		rc = pe_http_out_resolve(&o, &q, conn, PE_DTYPE_COUNT_, OFFERED, &err);
-	if (rc == 0 && pe_store_stat(r->h->opt.store, name, &m) != 0)
-		rc = pe_err_set(&err, PE_ENOTFOUND, "name", "no learned table named %s", name);
+	if (rc == 0 && (rc = pe_store_stat(r->h->opt.store, name, &m)) != 0)
+		rc = rc == PE_EUNAVAIL ? pe_err_set(&err, rc, "", "the learned-table database cannot be reached; retry")
+				       : pe_err_set(&err, PE_ENOTFOUND, "name", "no learned table named %s", name);
 	if (rc == 0)
 		rc = result_shape(r->h, &m, &p, &s, &err);
 	if (rc == 0 && similarity)

@@ -16,13 +16,43 @@
  * block. Up to two blocks of at most SCRATCH_KEEP bytes are kept between jobs, already faulted
  * in: a fresh 1.5 MiB block for a 512x768 f32 table cost ~0.5 ms of page faults per request,
  * before the encoding can start (measured A/B on the cold JSON request: 7.4-7.6 ms against
- * 7.8-8.2). So at most 4 MiB stay resident for them. */
+ * 7.8-8.2). So at most 4 MiB stay resident for them.
+ *
+ * Inline work: a miss whose job the producer estimates at most inline_max_us (default 50 us) is
+ * computed, encoded and put in the cache on the HTTP thread that parsed it, and answered at once:
+ * no suspend, no pool, no resume. Everything else is the pooled path's: the same job (budget,
+ * deadline, scratch), the key filled or failed in the cache (single flight: the request's waiter
+ * is registered as on the pool path and completed by that fill, before pe_produce_answer returns),
+ * the same ETag, headers and "miss", and posenc_jobs_total counts it (hooks.ran_inline; also
+ * posenc_jobs_inline_total). The estimate (pe_produce_estimate_ns) is elements x a per-format
+ * cost + the core's work + a fixed part, measured with tests/bench/bench_inline.c (below); PNG is
+ * never inline (3-5 ms at any size), and a producer without an estimate (learned tables, read
+ * from the store) never is. So the HTTP thread is held at most about inline_max_us per request:
+ * a table too large for it always takes the pool and can never block the thread (fault test
+ * test_inline holds one on the only worker and gets small tables answered meanwhile).
+ *   Why 50 us: a 16x16 f32 JSON table takes ~14 us to compute and encode and a 32x32 ~27 us
+ * (bench_inline, AMD EPYC), while the trip through the pool (suspend, a worker's wake-up, the
+ * resume through MHD's ITC, the handler again) measured ~60-130 more CPU-us per request at one
+ * connection (A/B, --inline-max-us 50 against 0: 62-96 CPU-us against 123-196, 1.5-3.4x the
+ * requests/s). 50 us keeps JSON up to ~1100 elements (32x32) and bin/npy up to ~24k elements
+ * inline; past that the work itself dominates and the pool's parallelism pays, and 16 clients
+ * each holding the thread 50 us delay another by under 1 ms. Under many concurrent misses on a
+ * saturated machine the pool can still give more requests/s (its three threads against one; A/B
+ * at -c16, load 3.6-4.5 on 2 vCPUs: 5.4-7.5k against 10-12.6k req/s, CPU per request alike):
+ * inline_max_us 0 restores that, at the price of small tables queueing behind large ones (the
+ * bench's mixed load: 679 against 3381 small req/s, p99 107 against 42 ms; README, Benchmarks).
+ *   Another request for a key being computed inline: with MHD's one epoll thread it cannot be
+ * parsed until the computation is done (it then hits). Were MHD ever run with several threads,
+ * it would find the key pending in the cache (PE_CACHE_WAIT), suspend on its waiter as for a
+ * pooled job, and be resumed by the inline computation's pe_cache_fill like any joiner: single
+ * flight holds either way, as the cache, not the thread, owns it. */
 #include "http/produce.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The shared MHD_Response of a cached body and its headers, counted with the body. */
 #define RESPONSE_OVERHEAD 1024
@@ -32,6 +62,7 @@
 struct pe_produce {
 	pthread_mutex_t lock;
 	struct pe_scratch kept[NKEPT];
+	const char *gate; /* POSENC_TEST_JOB_GATE, read once (see test_job_gate) */
 };
 
 struct body {
@@ -60,8 +91,12 @@ struct job {
 struct pe_produce *pe_produce_new(void)
 {
 	struct pe_produce *p = calloc(1, sizeof *p);
-	if (p)
+	if (p) {
 		pthread_mutex_init(&p->lock, NULL);
+		p->gate = getenv("POSENC_TEST_JOB_GATE");
+		if (p->gate && !*p->gate)
+			p->gate = NULL;
+	}
 	return p;
 }
 
@@ -197,6 +232,37 @@ int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param,
 			  need, st.limit, fmt ? "a binary format (bin, npy)" : "a smaller ", fmt ? "" : param);
 }
 
+/* ---- inline work ---- */
+
+/* Per-element costs in nanoseconds and the fixed cost of a job (parameters, buffers, headers),
+ * measured with tests/bench/bench_inline.c (-O3, AMD EPYC, one thread; medians of 201 distinct
+ * sinusoidal tables, 16x16 to 128x128): bin and npy 0.9-1.8 ns per element past ~3 us; JSON and
+ * CSV 23-36 (f32: shortest round-trip digits; f64 prints twice the digits); gzip'd text 230-480
+ * in all; PNG 3.2-4.7 ms whatever the size (libpng and zlib set up per image), so never inline. */
+#define EST_FIXED_NS 3000
+#define EST_RAW_NS 2
+#define EST_TEXT_NS 40
+#define EST_TEXT_F64_NS 70
+#define EST_GZIP_NS 500
+
+uint64_t pe_produce_estimate_ns(const struct pe_out *o, uint64_t elements, uint64_t work)
+{
+	uint64_t per;
+	switch (o->fmt) {
+	case PE_FMT_BIN:
+	case PE_FMT_NPY:
+		per = EST_RAW_NS;
+		break;
+	case PE_FMT_JSON:
+	case PE_FMT_CSV:
+		per = o->gzip ? EST_GZIP_NS : o->dt == PE_F64 ? EST_TEXT_F64_NS : EST_TEXT_NS;
+		break;
+	default:
+		return UINT64_MAX;
+	}
+	return pe_produce_add(pe_produce_add(pe_produce_mul(elements, per), work), EST_FIXED_NS);
+}
+
 /* ---- ETags ---- */
 
 static uint64_t fnv1a(const char *s, size_t n, uint64_t h)
@@ -293,9 +359,27 @@ static void job_free(struct job *j)
 	free(j);
 }
 
-static void job_run(void *arg)
+/* For tests only: while the file POSENC_TEST_JOB_GATE names exists (at most a minute), a pooled
+ * job whose cache key contains the file's text waits here before it computes, so a test can hold
+ * a big table in flight for as long as it needs, deterministically. Inline work never waits. */
+static void test_job_gate(const struct job *j)
 {
-	struct job *j = arg;
+	const char *path = j->h->produce->gate;
+	char text[128];
+	FILE *f;
+	for (int i = 0; path && i < 6000 && (f = fopen(path, "r")) != NULL; i++) {
+		size_t n = fread(text, 1, sizeof text - 1, f);
+		fclose(f);
+		text[n] = 0;
+		if (!n || !memmem(j->key, j->keylen, text, n))
+			break;
+		usleep(10000);
+	}
+}
+
+/* Compute, encode and publish j's answer (fill or fail its key), on whichever thread runs it. */
+static void job_compute(struct job *j)
+{
 	struct pe_http *h = j->h;
 	struct pe_err err = {0};
 	struct pe_buf out;
@@ -323,6 +407,14 @@ static void job_run(void *arg)
 		free(b);
 		pe_cache_fail(h->opt.cache, j->key, j->keylen, rc);
 	}
+}
+
+/* A job on a worker. */
+static void job_run(void *arg)
+{
+	struct job *j = arg;
+	test_job_gate(j);
+	job_compute(j);
 	job_free(j);
 }
 
@@ -346,9 +438,19 @@ static enum MHD_Result produce_resume(struct req *r, struct MHD_Connection *conn
 	return serve_entry(r, conn, e, 0);
 }
 
-/* A miss: this request computes. Failures fail the key, which answers every waiter. */
+/* Is j's work small enough for the HTTP thread (the producer's estimate, within inline_max_us)? */
+static int small_enough(const struct pe_http *h, const struct job *j)
+{
+	if (!j->pr->estimate_cb || !h->opt.inline_max_us)
+		return 0;
+	return j->pr->estimate_cb(j->job) <= (uint64_t)h->opt.inline_max_us * 1000;
+}
+
+/* A miss: this request computes, here when the work is small (the key is filled or failed before
+ * this returns, and *inlined is set), else on the pool. Failures fail the key, which answers
+ * every waiter. */
 static int start_job(struct req *r, const struct pe_producer *pr, const struct pe_out *o, const char *key,
-		     size_t keylen, void *ctx, struct pe_err *err)
+		     size_t keylen, void *ctx, int *inlined, struct pe_err *err)
 {
 	struct pe_http *h = r->h;
 	struct job *j = malloc(sizeof *j + keylen + 1);
@@ -361,6 +463,14 @@ static int start_job(struct req *r, const struct pe_producer *pr, const struct p
 	if (!(j->job = pr->job_new_cb(ctx, err))) {
 		free(j);
 		return err->code ? err->code : pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	}
+	if (small_enough(h, j)) {
+		job_compute(j);
+		job_free(j);
+		if (h->opt.hooks.ran_inline)
+			h->opt.hooks.ran_inline(h->opt.hooks.ctx);
+		*inlined = 1;
+		return 0;
 	}
 	int rc = h->opt.hooks.submit(h->opt.hooks.ctx, job_run, j);
 	if (rc != 0) {
@@ -389,7 +499,8 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
 		return pe_http_problem(r, conn, &err);
 	}
-	if (rc == PE_CACHE_MISS && start_job(r, pr, o, key, keylen, ctx, &err) != 0) {
+	int inlined = 0;
+	if (rc == PE_CACHE_MISS && start_job(r, pr, o, key, keylen, ctx, &inlined, &err) != 0) {
 		pe_cache_fail(h->opt.cache, key, keylen, err.code); /* completes w: drops the cache's reference */
 		pe_waiter_unref(w);
 		return pe_http_problem(r, conn, &err);
@@ -397,6 +508,8 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 	r->w = w;
 	r->on_resume = produce_resume;
 	r->resume_arg = pr;
+	if (inlined && pe_waiter_done(w)) /* filled (or failed) on this thread: answer now */
+		return produce_resume(r, conn);
 	pe_waiter_suspend(w);
 	return MHD_YES;
 }

@@ -1,12 +1,13 @@
 /* One path from a GET to its cached answer, for every handler whose answers are cached (tables,
  * learned tables): key -> If-None-Match -> cache lookup -> single flight -> job on the pool ->
- * suspend -> resume -> serve the shared response.
+ * suspend -> resume -> serve the shared response; or, for a job estimated small, job on this
+ * thread -> serve, with no suspension.
  *
  * A handler parses and validates the request, forms the cache key (everything that shapes the
  * bytes, output options included) and calls pe_produce_answer with its producer. Only the
- * request that misses makes a job (job_new_cb); the job's produce_cb runs on a worker under
- * job_timeout (pe_cancelled) and writes the encoded answer; every request waiting on the key is
- * answered from the one body. */
+ * request that misses makes a job (job_new_cb); the job's produce_cb runs on a worker (or on the
+ * HTTP thread, when estimate_cb says at most inline_max_us) under job_timeout (pe_cancelled) and
+ * writes the encoded answer; every request waiting on the key is answered from the one body. */
 #ifndef PE_HTTP_PRODUCE_H
 #define PE_HTTP_PRODUCE_H
 
@@ -27,6 +28,9 @@ struct pe_producer {
 	/* Compute and encode the answer into out (appended), fill info (worker thread). */
 	int (*produce_cb)(void *job, struct pe_buf *out, struct pe_body_info *info, struct pe_err *err);
 	void (*job_free_cb)(void *job);
+	/* The job's work in estimated nanoseconds (pe_produce_estimate_ns): at most inline_max_us and
+	 * it is computed on the HTTP thread, without suspending. NULL: always on the pool. */
+	uint64_t (*estimate_cb)(void *job);
 	/* The problem a waiting request gets when the job failed with code (its detail reaches only
 	 * the job): fills err. */
 	void (*failure_cb)(int code, struct pe_err *err);
@@ -65,6 +69,12 @@ uint64_t pe_produce_mul(uint64_t a, uint64_t b);
 /* 0 when need bytes fit in the whole response budget (or there is none); else PE_ETOOBIG naming
  * param (counted as a refusal, like a reservation over the limit). */
 int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param, struct pe_err *err);
+
+/* ---- inline work ----
+ * The time a job would take, estimated from its element count and format with the per-element
+ * costs tests/bench/bench_inline.c measures, plus work (the core's pe_cost: multiply-adds and
+ * intermediate elements, about a nanosecond each). Saturates. */
+uint64_t pe_produce_estimate_ns(const struct pe_out *o, uint64_t elements, uint64_t work);
 
 /* The strong ETag of a cache key, from the key and PE_OUTPUT_EPOCH only: equal on every replica
  * and across restarts. */

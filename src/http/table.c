@@ -1,6 +1,7 @@
 /* GET /v1/<table>: parameters, negotiation and the cache key here; the cache, single flight,
  * the job, ETag and 304 in produce.c, which calls back into this file's producer to compute and
- * encode the table on a worker thread. The GET path of a table reads in these two files.
+ * encode the table (on the HTTP thread when its estimate is small, else on a worker). The GET
+ * path of a table reads in these two files.
  *
  * Memory: the job builds under the response budget (opt.budget): its scratch table, what the
  * core's compute allocates besides its output (pe_cost's scratch_bytes: an analysis' encoding
@@ -17,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KEY_MAX (PE_MAX_LIST * 26 + 4096)
 #define OFFERED                                                                                  \
 	(PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV) | \
 	 PE_FMT_BIT(PE_FMT_PNG))
@@ -27,6 +27,7 @@ struct job {
 	struct pe_params params;
 	struct pe_out out;
 	size_t scratch_bytes; /* reserved around pe_table_compute: what it allocates besides the table */
+	uint64_t estimate_ns; /* pe_produce_estimate_ns: whether it runs on the HTTP thread */
 };
 
 /* ---- query parsing ---- */
@@ -121,13 +122,17 @@ static uint64_t job_need(const struct pe_out *o, const struct pe_shape *s, uint6
  * intermediate's parameter when that alone is too much, format when the table would fit as bin,
  * else the table's size parameter. */
 static int check_budget(struct pe_http *h, const struct pe_params *p, const struct pe_out *o,
-			const struct pe_png_layout *lay, size_t keylen, uint64_t *scratch, struct pe_err *err)
+			const struct pe_png_layout *lay, size_t keylen, uint64_t *scratch, uint64_t *estimate,
+			struct pe_err *err)
 {
 	struct pe_shape s;
 	struct pe_cost c;
+	int overflow;
 	if (pe_table_shape(p, &s) != 0 || pe_table_cost(p, &c) != 0)
 		return pe_err_set(err, PE_EINTERNAL, "", "cannot size this table");
 	*scratch = c.scratch_bytes;
+	uint64_t n = pe_shape_count(&s, &overflow);
+	*estimate = pe_produce_estimate_ns(o, overflow ? UINT64_MAX : n, pe_produce_add(c.work, c.intermediate));
 	/* JSON's head: the parameters as the key holds them, quoted and keyed */
 	uint64_t out = pe_produce_out_bound(o, &s, 2 * keylen + 1024, o->fmt == PE_FMT_PNG ? lay : NULL);
 	uint64_t need = job_need(o, &s, c.scratch_bytes, out);
@@ -159,6 +164,20 @@ static int parse_request(struct pe_http *h, struct MHD_Connection *conn, const s
 	if (rc == 0)
 		rc = check_size(h, p, err);
 	return rc;
+}
+
+/* Room for any key of these parameters: a list value's canonical form is at most 24 characters
+ * and a comma, a text parameter's is its own text, a scalar's at most 24 characters; 4096 for the
+ * path, the separators and the output options. (A fixed size failed long keys: two lists of 4096
+ * values, or M-RoPE's segments with its second_per_grid_t, are over 100 KB.) */
+static size_t key_cap(const struct pe_params *p)
+{
+	size_t cap = 4096;
+	for (int i = 0; i < p->def->nparams; i++) {
+		const struct pe_param_val *v = &p->v[i];
+		cap += strlen(p->def->params[i].name) + 32 + 26 * v->nlist + (v->text ? strlen(v->text) : 0);
+	}
+	return cap;
 }
 
 static int make_key(const struct pe_params *p, const struct pe_out *o, char *key, size_t cap)
@@ -253,6 +272,8 @@ static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, 
 	return 0;
 }
 
+static uint64_t estimate_cb(void *arg) { return ((struct job *)arg)->estimate_ns; }
+
 static void job_free_cb(void *arg)
 {
 	struct job *j = arg;
@@ -298,14 +319,15 @@ static void *job_new_cb(void *ctx, struct pe_err *err)
 {
 	struct miss *m = ctx;
 	struct pe_png_layout lay;
-	uint64_t scratch = 0;
+	uint64_t scratch = 0, estimate = UINT64_MAX;
 	if (check_output(m->params, m->out, &lay, err) != 0 ||
-	    check_budget(m->h, m->params, m->out, &lay, m->keylen, &scratch, err) != 0)
+	    check_budget(m->h, m->params, m->out, &lay, m->keylen, &scratch, &estimate, err) != 0)
 		return NULL;
 	struct job *j = malloc(sizeof *j);
 	if (!j)
 		return NULL;
-	*j = (struct job){.h = m->h, .params = *m->params, .out = *m->out, .scratch_bytes = (size_t)scratch};
+	*j = (struct job){.h = m->h, .params = *m->params, .out = *m->out, .scratch_bytes = (size_t)scratch,
+			  .estimate_ns = estimate};
 	memset(m->params, 0, sizeof *m->params); /* the job owns the list allocations now */
 	return j;
 }
@@ -315,6 +337,7 @@ static const struct pe_producer producer = {
 	.job_new_cb = job_new_cb,
 	.produce_cb = produce_cb,
 	.job_free_cb = job_free_cb,
+	.estimate_cb = estimate_cb,
 	.failure_cb = failure_cb,
 };
 
@@ -338,8 +361,9 @@ enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, con
 	}
 	char small[4096]; /* most keys fit; long factor lists take the heap */
 	int keylen = make_key(&p, &o, small, sizeof small);
-	if (keylen < 0 && (key = malloc(KEY_MAX)) != NULL)
-		keylen = make_key(&p, &o, key, KEY_MAX);
+	size_t cap = key_cap(&p);
+	if (keylen < 0 && (key = malloc(cap)) != NULL)
+		keylen = make_key(&p, &o, key, cap);
 	if (keylen < 0) {
 		pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
 		ret = pe_http_problem(r, conn, &err);

@@ -88,6 +88,14 @@ void pe_waiter_suspend(struct waiter *w)
 	pthread_mutex_unlock(&h->wait_lock);
 }
 
+int pe_waiter_done(struct waiter *w)
+{
+	pthread_mutex_lock(&w->h->wait_lock);
+	int done = w->state == W_DONE;
+	pthread_mutex_unlock(&w->h->wait_lock);
+	return done;
+}
+
 int pe_waiter_expired(struct waiter *w)
 {
 	pthread_mutex_lock(&w->h->wait_lock);

@@ -1,13 +1,16 @@
-/* Internal to src/store: the store's state and the layout of its files, shared by
+/* Internal to src/store: the file store's state (struct fstore) and the layout of its files, shared by
  *   store.c       the index, writing and reading tables (the contract: include/posenc/store.h)
  *   format.c      the table file: its header, and verifying a file against it
  *   quarantine.c  damaged and leftover files, moved aside and bounded
  *   open.c        opening data_dir: the lock, the scan, closing
- * The design is described at the top of store.c. */
+ *   file.c        the operations table (iface.h) over these
+ * The design is described at the top of store.c. The PostgreSQL store (pg.h) reuses the checks and
+ * hashing of format.c (store_meta_check, store_sha256, store_max_abs). */
 #ifndef PE_STORE_INTERNAL_H
 #define PE_STORE_INTERNAL_H
 
 #include "posenc/store.h"
+#include "store/iface.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -49,7 +52,9 @@ struct entry {
 	struct file_id id;
 };
 
-struct pe_store {
+struct fstore {
+	struct pe_store base; /* first: the interface (iface.h) */
+
 	int dirfd, qfd, lockfd; /* data_dir, data_dir/quarantine and the lock file */
 	uint64_t max_bytes, max_table_bytes;
 	uint64_t q_max_bytes, q_bytes;
@@ -74,7 +79,7 @@ static inline int64_t store_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static inline void store_note(struct pe_store *s, const char *event, const char *file, const char *detail)
+static inline void store_note(struct fstore *s, const char *event, const char *file, const char *detail)
 {
 	if (s->log)
 		s->log(s->log_arg, event, file, detail);
@@ -104,12 +109,25 @@ int store_load(int fd, const char *name, struct pe_store_meta *m, void **data, c
 
 /* quarantine.c (callers hold the lock, or are pe_store_open) */
 /* Move data_dir/file (bytes long) to quarantine/, logged with why. */
-void store_quarantine(struct pe_store *s, const char *file, uint64_t bytes, const char *why);
+void store_quarantine(struct fstore *s, const char *file, uint64_t bytes, const char *why);
 /* Read quarantine/ at open: its files, oldest first, trimmed to the limits. */
-int store_q_load(struct pe_store *s);
+int store_q_load(struct fstore *s);
+
+/* store.c: the file store's operations (the contract: include/posenc/store.h) */
+int fstore_put(struct fstore *s, struct pe_store_meta *m, const void *data, int *replaced, pe_store_commit_cb cb,
+	       void *cb_arg, struct pe_err *err);
+int fstore_delete(struct fstore *s, const char *name, pe_store_commit_cb cb, void *cb_arg, struct pe_err *err);
+int fstore_stat(struct fstore *s, const char *name, struct pe_store_meta *out);
+int fstore_list(struct fstore *s, struct pe_store_meta **out, size_t *n);
+int fstore_read(struct fstore *s, const char *name, const struct pe_store_meta *want, struct pe_store_meta *m,
+		void **data, struct pe_err *err);
+void fstore_stats(struct fstore *s, struct pe_store_stats *out);
+/* open.c */
+struct fstore *fstore_open(const struct pe_store_options *o, struct pe_err *err);
+void fstore_close(struct fstore *s);
 
 /* store.c (callers hold the lock) */
 /* Index m, whose file st describes (stat'ed before it was read, or after it was renamed into place). */
-int store_index_set(struct pe_store *s, const struct pe_store_meta *m, const struct stat *st);
+int store_index_set(struct fstore *s, const struct pe_store_meta *m, const struct stat *st);
 
 #endif

@@ -16,7 +16,7 @@ static int has_suffix(const char *s, const char *suffix)
 }
 
 /* One entry of data_dir at start: index it, quarantine it, or leave it alone. */
-static int scan_entry(struct pe_store *s, const char *file)
+static int scan_entry(struct fstore *s, const char *file)
 {
 	char name[FILE_MAX];
 	struct pe_store_meta m;
@@ -69,7 +69,7 @@ static int names_push(struct names *l, const char *name)
 	return (l->v[l->n] = strdup(name)) != NULL ? (l->n++, 0) : PE_ENOMEM;
 }
 
-static int scan(struct pe_store *s, struct pe_err *err)
+static int scan(struct fstore *s, struct pe_err *err)
 {
 	struct names l = {0};
 	int fd = dup(s->dirfd), rc = 0;
@@ -134,7 +134,7 @@ static int make_dirs(const char *dir)
 
 /* The one-daemon-per-data_dir lock, taken before anything in data_dir is touched; the holder's
  * pid is written into the file for the loser's message. 0, or err filled. */
-static int take_lock(struct pe_store *s, const char *dir, struct pe_err *err)
+static int take_lock(struct fstore *s, const char *dir, struct pe_err *err)
 {
 	char pid[32] = "";
 	s->lockfd = openat(s->dirfd, LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -157,9 +157,9 @@ static int take_lock(struct pe_store *s, const char *dir, struct pe_err *err)
 	return 0;
 }
 
-struct pe_store *pe_store_open(const struct pe_store_options *o, struct pe_err *err)
+struct fstore *fstore_open(const struct pe_store_options *o, struct pe_err *err)
 {
-	struct pe_store *s = calloc(1, sizeof *s);
+	struct fstore *s = calloc(1, sizeof *s);
 	int e;
 	if (!s) {
 		pe_err_set(err, PE_ENOMEM, "", "out of memory");
@@ -192,11 +192,11 @@ struct pe_store *pe_store_open(const struct pe_store_options *o, struct pe_err *
 		goto fail;
 	return s;
 fail:
-	pe_store_close(s);
+	fstore_close(s);
 	return NULL;
 }
 
-void pe_store_close(struct pe_store *s)
+void fstore_close(struct fstore *s)
 {
 	if (!s)
 		return;

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int q_push(struct pe_store *s, const char *name, uint64_t bytes, int64_t when_ns)
+static int q_push(struct fstore *s, const char *name, uint64_t bytes, int64_t when_ns)
 {
 	if (s->nq == s->qcap) {
 		size_t cap = s->qcap ? 2 * s->qcap : 16;
@@ -28,7 +28,7 @@ static int q_push(struct pe_store *s, const char *name, uint64_t bytes, int64_t 
 }
 
 /* Delete the oldest file of quarantine/ (and forget it even if it is already gone). */
-static void q_drop_oldest(struct pe_store *s)
+static void q_drop_oldest(struct fstore *s)
 {
 	char detail[PE_ERR_DETAIL_MAX];
 	struct qfile *f = &s->q[0];
@@ -45,7 +45,7 @@ static void q_drop_oldest(struct pe_store *s)
 }
 
 /* Drop the oldest until bytes more (in one more file) fit. */
-static void q_make_room(struct pe_store *s, uint64_t bytes)
+static void q_make_room(struct fstore *s, uint64_t bytes)
 {
 	while (s->nq && (s->nq + 1 > s->q_max_files || s->q_bytes + bytes > s->q_max_bytes))
 		q_drop_oldest(s);
@@ -55,7 +55,7 @@ static void q_make_room(struct pe_store *s, uint64_t bytes)
 
 /* Move file (bytes long) into quarantine/ as file.<ms>[.<k>], sync both directories, log it. A
  * file that can never fit the quarantine's limits is deleted instead. */
-void store_quarantine(struct pe_store *s, const char *file, uint64_t bytes, const char *why)
+void store_quarantine(struct fstore *s, const char *file, uint64_t bytes, const char *why)
 {
 	char dest[FILE_MAX + 48 + 256], detail[sizeof dest + 512];
 	long long ms = (long long)store_now_ms();
@@ -93,7 +93,7 @@ static int q_older(const void *a, const void *b)
 }
 
 /* What quarantine/ holds at start (regular files only), oldest first, then within the limits. */
-int store_q_load(struct pe_store *s)
+int store_q_load(struct fstore *s)
 {
 	int fd = dup(s->qfd), rc = 0;
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;

@@ -54,30 +54,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- names ---- */
-
-int pe_store_name_check(const char *name, size_t len, struct pe_err *err)
-{
-	if (len == 0 || len > PE_STORE_NAME_MAX)
-		return pe_err_set(err, PE_EINVAL, "name", "name must be 1 to %d characters, got %zu", PE_STORE_NAME_MAX,
-				  len);
-	if (name[0] == '.')
-		return pe_err_set(err, PE_EINVAL, "name", "name must not start with a dot");
-	for (size_t i = 0; i < len; i++) {
-		char c = name[i];
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-		      c == '_' || c == '-'))
-			return pe_err_set(err, PE_EINVAL, "name",
-					  "name may hold only A-Z a-z 0-9 . _ - (byte %zu is 0x%02x)", i + 1,
-					  (unsigned)(unsigned char)c);
-	}
-	return 0;
-}
-
 /* ---- the index (callers hold the lock) ---- */
 
 /* Position of name, or where it would go (*found says which). */
-static size_t find(const struct pe_store *s, const char *name, int *found)
+static size_t find(const struct fstore *s, const char *name, int *found)
 {
 	size_t lo = 0, hi = s->n;
 	while (lo < hi) {
@@ -109,7 +89,7 @@ static int same_id(const struct file_id *a, const struct file_id *b)
 	       a->ctime.tv_nsec == b->ctime.tv_nsec;
 }
 
-int store_index_set(struct pe_store *s, const struct pe_store_meta *m, const struct stat *st)
+int store_index_set(struct fstore *s, const struct pe_store_meta *m, const struct stat *st)
 {
 	int found;
 	size_t i = find(s, m->name, &found);
@@ -133,7 +113,7 @@ int store_index_set(struct pe_store *s, const struct pe_store_meta *m, const str
 	return 0;
 }
 
-static void index_remove(struct pe_store *s, size_t i)
+static void index_remove(struct fstore *s, size_t i)
 {
 	s->bytes -= s->tables[i].m.bytes;
 	memmove(&s->tables[i], &s->tables[i + 1], (s->n - i - 1) * sizeof *s->tables);
@@ -156,7 +136,7 @@ static int write_full(int fd, const void *buf, size_t len)
 }
 
 /* Make room for bytes (replacing name frees its old bytes once committed). */
-static int reserve(struct pe_store *s, const struct pe_store_meta *m, struct pe_err *err)
+static int reserve(struct fstore *s, const struct pe_store_meta *m, struct pe_err *err)
 {
 	int found, rc = 0;
 	pthread_mutex_lock(&s->lock);
@@ -175,7 +155,7 @@ static int reserve(struct pe_store *s, const struct pe_store_meta *m, struct pe_
 
 /* Write header and data into a new temporary file, fsynced; its name into tmp, and in *fdp the file,
  * left open (commit stats it once renamed into place, for the index). */
-static int write_temp(struct pe_store *s, const struct pe_store_meta *m, const void *data, char tmp[FILE_MAX],
+static int write_temp(struct fstore *s, const struct pe_store_meta *m, const void *data, char tmp[FILE_MAX],
 		      int *fdp, struct pe_err *err)
 {
 	uint8_t h[HEADER];
@@ -209,7 +189,7 @@ static int called_off(struct pe_err *err, int code)
 /* Rename the temporary file (fd, closed here) into place, sync the directory, update the index
  * (which follows the directory: a rename done is indexed even if the sync then fails). Unless cb
  * calls it off. */
-static int commit(struct pe_store *s, const struct pe_store_meta *m, const char *tmp, int fd, int *replaced,
+static int commit(struct fstore *s, const struct pe_store_meta *m, const char *tmp, int fd, int *replaced,
 		  pe_store_commit_cb cb, void *arg, struct pe_err *err)
 {
 	char file[FILE_MAX];
@@ -241,7 +221,7 @@ static int commit(struct pe_store *s, const struct pe_store_meta *m, const char 
 	return rc;
 }
 
-int pe_store_put(struct pe_store *s, struct pe_store_meta *m, const void *data, int *replaced, pe_store_commit_cb cb,
+int fstore_put(struct fstore *s, struct pe_store_meta *m, const void *data, int *replaced, pe_store_commit_cb cb,
 		 void *cb_arg, struct pe_err *err)
 {
 	const char *why, *param;
@@ -269,7 +249,7 @@ int pe_store_put(struct pe_store *s, struct pe_store_meta *m, const void *data, 
 	return commit(s, m, tmp, fd, replaced, cb, cb_arg, err);
 }
 
-int pe_store_delete(struct pe_store *s, const char *name, pe_store_commit_cb cb, void *cb_arg, struct pe_err *err)
+int fstore_delete(struct fstore *s, const char *name, pe_store_commit_cb cb, void *cb_arg, struct pe_err *err)
 {
 	char file[FILE_MAX];
 	int found, rc = 0;
@@ -296,40 +276,19 @@ int pe_store_delete(struct pe_store *s, const char *name, pe_store_commit_cb cb,
 
 /* ---- reading ---- */
 
-void pe_store_usage(struct pe_store *s, uint64_t *bytes, size_t *tables)
-{
-	pthread_mutex_lock(&s->lock);
-	*bytes = s->bytes;
-	*tables = s->n;
-	pthread_mutex_unlock(&s->lock);
-}
-
-void pe_store_limits(const struct pe_store *s, uint64_t *max_bytes, uint64_t *max_table_bytes)
-{
-	*max_bytes = s->max_bytes;
-	*max_table_bytes = s->max_table_bytes;
-}
-
-int pe_store_same_version(const struct pe_store_meta *a, const struct pe_store_meta *b)
-{
-	return !memcmp(a->sha256, b->sha256, 32) && a->dtype == b->dtype && a->rows == b->rows && a->cols == b->cols &&
-	       a->prefix_tokens == b->prefix_tokens && a->grid_h == b->grid_h && a->grid_w == b->grid_w &&
-	       !strcmp(a->name, b->name);
-}
-
-void pe_store_stats(struct pe_store *s, struct pe_store_stats *out)
+void fstore_stats(struct fstore *s, struct pe_store_stats *out)
 {
 	pthread_mutex_lock(&s->lock);
 	*out = (struct pe_store_stats){.tables = s->n, .bytes = s->bytes, .quarantine_files = s->nq,
 				       .quarantine_bytes = s->q_bytes, .quarantined_total = s->quarantined,
-				       .quarantine_dropped_total = s->q_dropped};
+				       .quarantine_dropped_total = s->q_dropped, .up = 1};
 	pthread_mutex_unlock(&s->lock);
 }
 
 /* ---- healing: the directory changed behind the store's back ---- */
 
 /* Is name's directory entry still the inode of fd? */
-static int same_file(struct pe_store *s, const char *file, int fd, struct stat *a)
+static int same_file(struct fstore *s, const char *file, int fd, struct stat *a)
 {
 	struct stat b;
 	return fstat(fd, a) == 0 && fstatat(s->dirfd, file, &b, AT_SYMLINK_NOFOLLOW) == 0 && a->st_ino == b.st_ino &&
@@ -338,7 +297,7 @@ static int same_file(struct pe_store *s, const char *file, int fd, struct stat *
 
 /* A damaged file found while serving: quarantine it unless it was replaced meanwhile (the file
  * under the name must still be the inode that was read). 1 if it was quarantined. */
-static int drop_damaged(struct pe_store *s, const char *name, int fd, const char *why)
+static int drop_damaged(struct fstore *s, const char *name, int fd, const char *why)
 {
 	char file[FILE_MAX];
 	struct stat a;
@@ -358,7 +317,7 @@ static int drop_damaged(struct pe_store *s, const char *name, int fd, const char
 /* The file of version cur is gone (or is not a regular file any more), and not through this
  * store: if the index still says cur and the directory agrees, drop the table (PE_ENOTFOUND).
  * Otherwise the table changed through the store meanwhile: PE_ENOTFOUND or PE_EBUSY (retry). */
-static int heal_gone(struct pe_store *s, const struct pe_store_meta *cur, const char *why, struct pe_err *err)
+static int heal_gone(struct fstore *s, const struct pe_store_meta *cur, const char *why, struct pe_err *err)
 {
 	char file[FILE_MAX];
 	struct stat st;
@@ -383,7 +342,7 @@ static int heal_gone(struct pe_store *s, const struct pe_store_meta *cur, const 
 /* fd (st: its stat before it was read) holds the valid version m of seen's table. If the index
  * still holds seen and the name is still fd's inode, index m with st: served from now on (logged
  * when the version differs; the same version gets the new identity silently). */
-static void settle(struct pe_store *s, const struct entry *seen, const struct pe_store_meta *m,
+static void settle(struct fstore *s, const struct entry *seen, const struct pe_store_meta *m,
 		   const struct stat *st, int fd)
 {
 	char file[FILE_MAX];
@@ -401,7 +360,7 @@ static void settle(struct pe_store *s, const struct entry *seen, const struct pe
 /* seen's file changed: read and verify what is there now (without the lock: this reads the
  * whole file), then adopt it (settle), drop the table if the file is gone, or quarantine it.
  * PE_EIO when it quarantined the file (*why says why), else 0: look again. */
-static int reload(struct pe_store *s, const struct entry *seen, const char **why)
+static int reload(struct fstore *s, const struct entry *seen, const char **why)
 {
 	char file[FILE_MAX];
 	struct pe_store_meta m;
@@ -427,7 +386,7 @@ enum { FRESH, GONE, CHANGED };
 
 /* Is entry i's file still what the index recorded? One fstatat, no reading (lock held). GONE:
  * removed or not a regular file (why says which). A stat failing otherwise counts as FRESH. */
-static int check_entry(struct pe_store *s, size_t i, const char **why)
+static int check_entry(struct fstore *s, size_t i, const char **why)
 {
 	char file[FILE_MAX];
 	struct stat st;
@@ -441,7 +400,7 @@ static int check_entry(struct pe_store *s, size_t i, const char **why)
 	return same_id(&id, &s->tables[i].id) ? FRESH : CHANGED;
 }
 
-static void vanish(struct pe_store *s, size_t i, const char *why)
+static void vanish(struct fstore *s, size_t i, const char *why)
 {
 	char file[FILE_MAX];
 	store_table_file(s->tables[i].m.name, file);
@@ -453,7 +412,7 @@ static void vanish(struct pe_store *s, size_t i, const char *why)
  * PE_ENOTFOUND, or PE_EIO when the reload found the file damaged and quarantined it (*why says
  * why). A file that keeps changing under the reload is given up on after a few tries: the
  * index's entry is returned, and the next call looks again. */
-static int lookup(struct pe_store *s, const char *name, struct entry *out, const char **why)
+static int lookup(struct fstore *s, const char *name, struct entry *out, const char **why)
 {
 	for (int tries = 0;; tries++) {
 		int found, c = FRESH;
@@ -475,7 +434,7 @@ static int lookup(struct pe_store *s, const char *name, struct entry *out, const
 	}
 }
 
-int pe_store_stat(struct pe_store *s, const char *name, struct pe_store_meta *out)
+int fstore_stat(struct fstore *s, const char *name, struct pe_store_meta *out)
 {
 	struct entry e;
 	const char *why;
@@ -486,7 +445,7 @@ int pe_store_stat(struct pe_store *s, const char *name, struct pe_store_meta *ou
 }
 
 /* Check every entry against its file: drop the vanished ones, reload the changed ones. */
-static void check_all(struct pe_store *s)
+static void check_all(struct fstore *s)
 {
 	struct entry *changed = NULL;
 	size_t n = 0;
@@ -510,7 +469,7 @@ static void check_all(struct pe_store *s)
 	free(changed);
 }
 
-int pe_store_list(struct pe_store *s, struct pe_store_meta **out, size_t *n)
+int fstore_list(struct fstore *s, struct pe_store_meta **out, size_t *n)
 {
 	int rc = 0;
 	check_all(s);
@@ -527,7 +486,7 @@ int pe_store_list(struct pe_store *s, struct pe_store_meta **out, size_t *n)
 	return rc;
 }
 
-int pe_store_read(struct pe_store *s, const char *name, const struct pe_store_meta *want, struct pe_store_meta *m,
+int fstore_read(struct fstore *s, const char *name, const struct pe_store_meta *want, struct pe_store_meta *m,
 		  void **data, struct pe_err *err)
 {
 	char file[FILE_MAX];

@@ -1,5 +1,6 @@
 -- wrk script for `make bench`: every request is a distinct, never-cached table (a new offset), so
--- each one is a cache miss that suspends the connection, runs a job on the worker pool and resumes.
+-- each one is a cache miss: computed on the HTTP thread when small enough (inline_max_us), else a
+-- job on the worker pool while the connection is suspended.
 -- PE_COLD_PATH is the table without offset; PE_COLD_BASE keeps separate runs from sharing offsets.
 -- Each wrk thread gets its own offset range (threads do not share Lua state).
 local path = os.getenv("PE_COLD_PATH") or "/v1/sinusoidal?len=16&dim=16"

@@ -37,8 +37,15 @@ static const struct tcase cases[] = {
 	{"rope2d", "height=40&width=75&dim=64&compat=hf", ALL_FMTS},  /* planes held in memory */
 	{"rope2d", "height=5&width=7&dim=8&dtype=f16", ALL_FMTS},
 	{"rope2d", "height=100&width=170&dim=256&dtype=f64", RAW_FMTS}, /* 34 MiB planes: one after the other */
-	{"analysis/similarity", "encoding=sinusoidal&len=300&dim=16", ALL_FMTS}, /* computed whole */
-	{"rope/inv_freq", "dim=16", ALL_FMTS},                         /* rank 1 */
+	{"analysis/similarity", "encoding=sinusoidal&len=300&dim=16", ALL_FMTS}, /* Gram rows by blocks */
+	{"analysis/similarity", "encoding=rope&len=700&dim=48&base=500&dtype=f64", ALL_FMTS}, /* 5 blocks */
+	{"analysis/similarity", "encoding=rope&len=90&dim=40&compat=hf&dtype=f16", ALL_FMTS},
+	{"analysis/similarity", "encoding=sinusoidal&len=150&dim=24&offset=9&dtype=bf16",
+	 (1u << PE_FMT_JSON | 1u << PE_FMT_BIN | 1u << PE_FMT_CSV)},
+	{"analysis/rope-decay", "dim=16&max_distance=150000&dtype=f64", ALL_FMTS}, /* rank 1 by blocks */
+	{"analysis/rope-decay", "dim=4&max_distance=140000", ALL_FMTS},  /* f32: the list printer's fast path */
+	{"analysis/rope-decay", "dim=8&max_distance=5", ALL_FMTS},
+	{"rope/inv_freq", "dim=16", ALL_FMTS},                         /* rank 1, computed whole */
 	{"alibi/slopes", "heads=5", ALL_FMTS},
 };
 
@@ -187,6 +194,21 @@ START_TEST(rss_of_large_2d_tables)
 }
 END_TEST
 
+/* The analyses: a 512 MiB similarity (its encoding's rows made again for each block of output
+ * rows, its Gram rows computed a block at a time), a small one whose encoding rows alone take
+ * 80 MiB (made in sub-blocks of rows and blocks of columns), 64 MiB of f32 similarity as CSV, and
+ * the largest rope-decay as JSON (one list of 2^20 numbers, written a slice at a time). */
+START_TEST(rss_of_large_analyses)
+{
+	expect_small_rss((size_t)512 << 20, "analysis/similarity", "--encoding", "rope", "--len", "8192", "--dim", "64",
+			 "--dtype", "f64", "--format", "bin", NULL);
+	expect_small_rss((size_t)160 * 160 * 4, "analysis/similarity", "--len", "160", "--dim", "65536", "--format", "bin",
+			 NULL);
+	expect_small_rss(0, "analysis/similarity", "--len", "4096", "--dim", "32", "--format", "csv", NULL);
+	expect_small_rss(0, "analysis/rope-decay", "--max-distance", "1048576", "--dim", "2", "--dtype", "f64", NULL);
+}
+END_TEST
+
 START_TEST(rss_of_large_json_and_csv)
 {
 	expect_small_rss(0, "sinusoidal", "--len", "16384", "--dim", "1024", NULL);  /* ~190 MB of JSON */
@@ -209,6 +231,7 @@ static Suite *stream_suite(void)
 	tcase_add_test(rss, rss_of_a_512mib_alibi_table);
 	tcase_add_test(rss, rss_of_large_json_and_csv);
 	tcase_add_test(rss, rss_of_large_2d_tables);
+	tcase_add_test(rss, rss_of_large_analyses);
 	suite_add_tcase(s, rss);
 	return s;
 }

@@ -77,6 +77,7 @@ static void expect_defaults(const struct pe_config *c)
 	ck_assert_int_eq(c->max_connections_per_ip, 256);
 	ck_assert_int_eq(c->connection_timeout, 30);
 	ck_assert_int_eq(c->job_timeout, 30);
+	ck_assert_int_eq(c->inline_max_us, 50);
 	ck_assert_str_eq(c->auth_token, "");
 	ck_assert_str_eq(c->cors_origins, "*");
 	ck_assert_int_eq(c->log_level, PE_LOG_INFO);
@@ -107,12 +108,13 @@ START_TEST(defaults_match_config_file)
 	json_error_t jerr;
 	json_t *root = json_load_file("config/posenc.json", 0, &jerr);
 	ck_assert_msg(root != NULL, "config/posenc.json: %s", jerr.text);
-	ck_assert_uint_eq(json_object_size(root), 26);
+	ck_assert_uint_eq(json_object_size(root), 28);
 #define INT_EQ(f) ck_assert_int_eq(cfg.f, json_integer_value(json_object_get(root, #f)))
 #define STR_EQ(f) ck_assert_str_eq(cfg.f, json_string_value(json_object_get(root, #f)))
 	INT_EQ(port);
 	STR_EQ(bind);
 	STR_EQ(data_dir);
+	STR_EQ(store_url);
 	INT_EQ(store_max_bytes);
 	INT_EQ(max_table_bytes);
 	INT_EQ(quarantine_max_bytes);
@@ -128,6 +130,7 @@ START_TEST(defaults_match_config_file)
 	INT_EQ(max_connections_per_ip);
 	INT_EQ(connection_timeout);
 	INT_EQ(job_timeout);
+	INT_EQ(inline_max_us);
 	INT_EQ(linger_bytes);
 	INT_EQ(linger_timeout);
 	STR_EQ(auth_token);
@@ -517,6 +520,8 @@ START_TEST(help_lists_every_option)
 		"default \"0.0.0.0\", at most 63 bytes, env POSENC_BIND\n",
 		"--data-dir TEXT",
 		"default \"./data\", at most 4095 bytes, env POSENC_DATA_DIR\n",
+		"--store-url TEXT",
+		"default \"file:\", at most 1023 bytes, env POSENC_STORE_URL\n",
 		"--store-max-bytes BYTES",
 		"default 1073741824, range 1..1125899906842624, env POSENC_STORE_MAX_BYTES\n",
 		"--max-table-bytes BYTES",

@@ -6,10 +6,16 @@
  * scan, the store telling the truth (a re-upload with other metadata, a file removed or replaced
  * behind its back, even when its answers are cached, a FIFO in data_dir, a write answered 503, a second daemon on the same data_dir), and a
  * crash test: SIGKILL during a stream of uploads, then everything acknowledged must come back
- * intact and nothing partial be listed. */
+ * intact and nothing partial be listed.
+ *
+ * Every test that is about the store's contract rather than its files runs twice: against the file
+ * store (tcase "learned") and against PostgreSQL (tcase "learned_pg": a private cluster per test,
+ * support/pe_pg.h, with --store-url; what "files" means there is the rows of posenc_learned). The
+ * tests of data_dir itself (damage, quarantine, FIFOs, the lock) run on the file store only. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
 #include "support/pe_kat.h"
+#include "support/pe_pg.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -32,6 +38,8 @@
 
 static struct pe_daemon D;
 static char dir[64];
+static int pg_mode;  /* the test runs against PostgreSQL */
+static struct pe_pg PG;
 
 /* ---- fixtures and helpers ---- */
 
@@ -51,11 +59,25 @@ static void remove_dir(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
+static void make_dir_pg(void)
+{
+	char why[200];
+	make_dir();
+	pg_mode = 1;
+	ck_assert_msg(pe_pg_start(&PG, why, sizeof why) == 0, "%s", why);
+}
+
+static void remove_dir_pg(void)
+{
+	remove_dir();
+	pe_pg_destroy(&PG);
+}
+
 /* posencd on data_dir dir, with extra arguments (NULL-terminated, may be NULL). */
 static void start(const char *const *extra)
 {
-	const char *args[32] = {"--data-dir", dir, "--workers", "2"};
-	int n = 4;
+	const char *args[32] = {"--data-dir", dir, "--workers", "2", "--store-url", pg_mode ? PG.url : "file:"};
+	int n = 6;
 	for (int i = 0; extra && extra[i] && n < 31; i++)
 		args[n++] = extra[i];
 	args[n] = NULL;
@@ -141,11 +163,16 @@ static json_t *listed(json_t *doc, const char *name)
 	return NULL;
 }
 
-/* Entries of data_dir (not quarantine/ nor the lock file), '|'-joined. */
+/* Entries of data_dir (not quarantine/ nor the lock file), '|'-joined; with PostgreSQL, the rows of
+ * posenc_learned as the files they would be. */
 static void files(char *out, size_t cap)
 {
-	char cmd[200];
-	snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -v -e '^quarantine$' -e '^.posencd.lock$' | tr '\\n' '|'", dir);
+	char cmd[400];
+	if (pg_mode)
+		snprintf(cmd, sizeof cmd, "psql -X -At '%s' -c \"SELECT name || '.table' FROM posenc_learned ORDER BY name\" "
+			 "| tr '\\n' '|'", PG.url);
+	else
+		snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -v -e '^quarantine$' -e '^.posencd.lock$' | tr '\\n' '|'", dir);
 	FILE *p = popen(cmd, "r");
 	ck_assert_ptr_nonnull(p);
 	size_t n = fread(out, 1, cap - 1, p);
@@ -1108,6 +1135,25 @@ static Suite *suite(void)
 	tcase_add_test(tc, write_answered_503_never_lands);
 	tcase_add_test(tc, second_daemon_changes_nothing);
 	suite_add_tcase(s, tc);
+	if (!pe_pg_available()) {
+		fprintf(stderr, "e2e_learned: PostgreSQL is not installed: the learned_pg cases are skipped\n");
+		return s;
+	}
+	TCase *pg = tcase_create("learned_pg"); /* the same contract, on PostgreSQL */
+	tcase_set_timeout(pg, 300);
+	tcase_add_checked_fixture(pg, make_dir_pg, remove_dir_pg);
+	tcase_add_test(pg, put_get_every_format);
+	tcase_add_test(pg, replace_changes_etag_never_stale);
+	tcase_add_test(pg, wrong_methods);
+	tcase_add_test(pg, resampling_matches_torch);
+	tcase_add_test(pg, resampling_errors);
+	tcase_add_test(pg, upload_errors);
+	tcase_add_test(pg, hostile_names);
+	tcase_add_test(pg, token_required_for_writes);
+	tcase_add_test(pg, sigkill_during_uploads);
+	tcase_add_test(pg, reupload_same_bytes_other_metadata);
+	tcase_add_test(pg, write_answered_503_never_lands);
+	suite_add_tcase(s, pg);
 	return s;
 }
 

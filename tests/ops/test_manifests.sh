@@ -109,6 +109,9 @@ if /usr/bin/python3 -c 'import yaml' 2>/dev/null; then
 	    res(pdb is not None and all(labels.get(k) == v for k, v in pdb["spec"]["selector"]["matchLabels"].items())
 	        and int(pdb["spec"].get("maxUnavailable", 0)) < hpa["spec"]["minReplicas"],
 	        "PodDisruptionBudget: selects the pods and leaves replicas up")
+	    refs = {e["name"]: e.get("valueFrom", {}).get("secretKeyRef") for e in c.get("env") or []}
+	    res(refs.get("POSENC_STORE_URL") is not None and "POSENC_STORE_URL" not in env,
+	        "Deployment: POSENC_STORE_URL (it holds a password) comes from a Secret, never a literal")
 	    kus = k8s.get("Kustomization")
 	    res(kus is None or all(r in docs for r in kus["resources"]), "kustomization.yaml: lists files that exist")
 	if "compose.yaml" in docs:
@@ -126,6 +129,17 @@ if /usr/bin/python3 -c 'import yaml' 2>/dev/null; then
 	    shutdown = int(env.get("POSENC_SHUTDOWN_TIMEOUT", default_shutdown))
 	    res(g is not None and int(g.group(1)) > shutdown, f"compose.yaml: stop_grace_period > shutdown_timeout {shutdown}")
 	    res(any(str(v).endswith(":" + data_dir) for v in pe.get("volumes", [])), f"compose.yaml: a volume at {data_dir}")
+	    shared = {n: v for n, v in s.items() if "shared-store" in (v.get("profiles") or [])}
+	    pg = shared.get("postgres", {})
+	    res("healthcheck" in pg, "compose.yaml: profile shared-store has a postgres service with a health check")
+	    reps = [n for n, v in shared.items() if n != "postgres"]
+	    for n in reps:
+	        e = {k: str(v) for k, v in (shared[n].get("environment") or {}).items()}
+	        check_env_names(e, f"compose.yaml {n}")
+	        res(e.get("POSENC_STORE_URL", "").startswith("postgresql://") and
+	            (shared[n].get("depends_on") or {}).get("postgres", {}).get("condition") == "service_healthy",
+	            f"compose.yaml {n}: store_url postgresql://, started once postgres is healthy")
+	    res(len(reps) >= 2, f"compose.yaml: profile shared-store runs {len(reps)} replicas on the shared store")
 	EOF
 	while IFS= read -r line; do
 		case $line in

@@ -7,9 +7,15 @@
 #     sends the failed idempotent GETs to the next replica);
 #   - a SIGTERMed replica drains: /readyz turns 503 (or new connections fail) while a slow
 #     request is still in flight, that request completes with 200 and every byte, the daemon exits
-#     0, and requests through nginx meanwhile all succeed.
-# Everything it starts is stopped by the EXIT trap, also on failure or interrupt. Needs nginx and
-# curl; uses build/posencd (POSENCD=path to override; SCALEOUT_KEEP=1 keeps the logs in /tmp). Prints "scaleout: N passed, M failed".
+#     0, and requests through nginx meanwhile all succeed;
+#   - learned tables, with the replicas sharing one PostgreSQL store (store_url; a private cluster
+#     made with initdb in the temporary prefix, on a free loopback port): a table PUT through nginx
+#     is served by every replica within a second with the same bytes and ETag, and so are its
+#     replacement and its deletion.
+# Everything it starts is stopped by the EXIT trap, also on failure or interrupt. Needs nginx,
+# curl, python3 and PostgreSQL's initdb/pg_ctl (Debian's postgresql; as root they run as the
+# postgres user); uses build/posencd (POSENCD=path to override; SCALEOUT_KEEP=1 keeps the logs in
+# /tmp). Prints "scaleout: N passed, M failed".
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,7 +25,9 @@ nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 tmp=$(mktemp -d /tmp/posenc-scaleout.XXXXXX)
 pass=0 failed=0
 replica_pid=() replica_port=() bg_pids=()
-nginx_started=0
+nginx_started=0 pg_started=0
+pg_bin=${PE_PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
 cleanup() {
 	local p
@@ -30,6 +38,9 @@ cleanup() {
 		kill -QUIT "$(cat "$tmp/nginx.pid")" 2>/dev/null
 		for _ in $(seq 50); do [ -e "$tmp/nginx.pid" ] || break; sleep 0.05; done
 		[ -s "$tmp/nginx.pid" ] && kill -KILL "$(cat "$tmp/nginx.pid")" 2>/dev/null
+	fi
+	if [ "$pg_started" = 1 ]; then
+		as_pg "$pg_bin/pg_ctl" -D "$tmp/pg/data" -m immediate -w stop >/dev/null 2>&1
 	fi
 	wait 2>/dev/null
 	exec 3>&- 2>/dev/null
@@ -47,14 +58,36 @@ finish() {
 	exit
 }
 
-for tool in "$daemon" "$nginx_bin" curl sha256sum; do
-	command -v "$tool" >/dev/null 2>&1 || { bad "$tool is missing (make all; make deps installs nginx-light and curl)"; finish; }
+for tool in "$daemon" "$nginx_bin" curl sha256sum python3 "$pg_bin/initdb" "$pg_bin/pg_ctl"; do
+	command -v "$tool" >/dev/null 2>&1 || { bad "$tool is missing (make all; make deps installs nginx, curl, postgresql)"; finish; }
 done
+
+# ---- the shared store: a private PostgreSQL cluster on a free loopback port ----
+start_pg() {
+	mkdir -p "$tmp/pg"
+	[ "$(id -u)" = 0 ] && chown postgres "$tmp/pg"
+	as_pg "$pg_bin/initdb" -D "$tmp/pg/data" -U posenc --auth=trust -N -E UTF8 --locale=C >"$tmp/pg/initdb.out" 2>&1 ||
+		return 1
+	for _ in 1 2 3 4 5; do
+		pgport=$((20000 + RANDOM % 40000))
+		if as_pg "$pg_bin/pg_ctl" -D "$tmp/pg/data" -l "$tmp/pg/log" -w -t 60 \
+			-o "-p $pgport -k $tmp/pg -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null 2>&1; then
+			pg_started=1
+			store_url="postgresql://posenc@127.0.0.1:$pgport/postgres"
+			return 0
+		fi
+	done
+	return 1
+}
+chmod 0755 "$tmp"
+start_pg || { bad "PostgreSQL did not start: $(tail -3 "$tmp/pg/initdb.out" "$tmp/pg/log" 2>/dev/null)"; finish; }
+ok "PostgreSQL on 127.0.0.1:$pgport, the replicas' shared store of learned tables"
 
 # ---- three replicas on free loopback ports: the port comes from the JSON start line ----
 start_replica() { # start_replica INDEX
 	local i=$1 port=
-	"$daemon" --port 0 --bind 127.0.0.1 --data-dir "$tmp/data$i" --workers 1 --shutdown-timeout 20 --log-level info \
+	"$daemon" --port 0 --bind 127.0.0.1 --data-dir "$tmp/data$i" --store-url "$store_url" --workers 1 \
+		--shutdown-timeout 20 --log-level info \
 		>"$tmp/r$i.out" 2>"$tmp/r$i.err" &
 	replica_pid[$i]=$!
 	for _ in $(seq 100); do
@@ -161,6 +194,55 @@ same_everywhere() {
 for u in "${urls[@]}"; do
 	check "same bytes and ETag from replicas 1-3 and nginx (miss, then HIT), 304 across replicas: $u" same_everywhere "$u"
 done
+
+# ---- learned tables: written through nginx, read from every replica ----
+npy() { # npy FILE ROWS COLS SEED: a float32 table, and the sha256 of its elements on stdout
+	python3 - "$@" <<-'PY'
+	import hashlib, math, struct, sys
+	path, rows, cols, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+	data = struct.pack("<%df" % (rows * cols), *[seed + math.sin(i * 0.37) for i in range(rows * cols)])
+	head = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (rows, cols)
+	head += " " * ((64 - (10 + len(head) + 1) % 64) % 64) + "\n"
+	with open(path, "wb") as f:
+	    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode() + data)
+	print(hashlib.sha256(data).hexdigest())
+	PY
+}
+put_lb() { # put_lb NAME FILE: the status of a PUT through nginx
+	curl -sS -o "$tmp/put.body" -w '%{http_code}' -X PUT -H 'Content-Type: application/x-npy' \
+		--data-binary "@$2" "http://127.0.0.1:$lb/v1/learned/$1" 2>>"$tmp/curl.err" || true
+}
+# every_replica NAME WANT [SHA]: within a second, every replica answers WANT for the table (and,
+# for 200, the elements with SHA); the same ETag everywhere. The ETag in $learned_etag.
+every_replica() {
+	local name=$1 want=$2 sha=${3:-} i=1 code= etag= t0 ok_all
+	t0=$(date +%s%N)
+	while :; do # a round started within the second counts, however long a loaded machine takes
+		[ $((($(date +%s%N) - t0) / 1000000)) -gt 1000 ] && { echo "  replica $i: $code for $name after 1 s"; return 1; }
+		ok_all=1 learned_etag=
+		for i in 1 2 3; do
+			code=$(get "http://127.0.0.1:${replica_port[$i]}/v1/learned/$name?format=bin&dtype=f32" "l$i")
+			[ "$code" = "$want" ] || { ok_all=0; break; }
+			[ "$want" = 200 ] || continue
+			[ "$(sha256sum <"$tmp/l$i.body" | cut -d' ' -f1)" = "$sha" ] || { ok_all=0; break; }
+			etag=$(header "l$i" ETag)
+			[ -z "$learned_etag" ] && learned_etag=$etag
+			[ "$etag" = "$learned_etag" ] || { ok_all=0; break; }
+		done
+		[ "$ok_all" = 1 ] && return 0
+		sleep 0.02
+	done
+}
+sha1=$(npy "$tmp/t1.npy" 16 8 1) sha2=$(npy "$tmp/t2.npy" 32 8 2)
+check "a learned table PUT through nginx: 201" test "$(put_lb shared "$tmp/t1.npy")" = 201
+check "every replica serves it within 1 s, the same bytes and ETag" every_replica shared 200 "$sha1"
+etag1=$learned_etag
+check "replaced through nginx: 200" test "$(put_lb shared "$tmp/t2.npy")" = 200
+check "every replica serves the replacement within 1 s, with a new ETag" \
+	eval 'every_replica shared 200 "$sha2" && [ "$learned_etag" != "$etag1" ]'
+code=$(curl -sS -o /dev/null -w '%{http_code}' -X DELETE "http://127.0.0.1:$lb/v1/learned/shared" 2>>"$tmp/curl.err")
+check "deleted through nginx: $code" test "$code" = 204
+check "every replica answers 404 within 1 s" every_replica shared 404
 
 # ---- SIGKILL one replica in the middle of a request stream through nginx ----
 # Three concurrent clients, 100 GETs each, every URL distinct so the cache never answers.

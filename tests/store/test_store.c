@@ -427,7 +427,7 @@ START_TEST(disk_full_keeps_old_version)
 	char files[512];
 	listing(NULL, files, sizeof files);
 	ck_assert_str_eq(files, "quarantine|x.table|");
-	ck_assert_uint_eq(s->reserved, 0);
+	ck_assert_uint_eq(((struct fstore *)s)->reserved, 0);
 	free(v1);
 	free(v2);
 	pe_store_close(s);
@@ -549,7 +549,7 @@ START_TEST(concurrent_puts)
 	}
 	pe_store_usage(s, &bytes, &n);
 	ck_assert_uint_eq(bytes, sum);
-	ck_assert_uint_eq(s->reserved, 0);
+	ck_assert_uint_eq(((struct fstore *)s)->reserved, 0);
 	char files[1024];
 	listing(NULL, files, sizeof files);
 	ck_assert_ptr_null(strstr(files, ".tmp-"));
@@ -879,9 +879,9 @@ static int gate_cb(void *arg)
 {
 	struct gate *g = arg;
 	g->calls++;
-	g->locked = pthread_mutex_trylock(&g->s->lock) == EBUSY; /* called under the store's lock */
+	g->locked = pthread_mutex_trylock(&((struct fstore *)g->s)->lock) == EBUSY; /* called under the store's lock */
 	if (!g->locked)
-		pthread_mutex_unlock(&g->s->lock);
+		pthread_mutex_unlock(&((struct fstore *)g->s)->lock);
 	return g->code;
 }
 
@@ -906,7 +906,7 @@ START_TEST(write_called_off_changes_nothing)
 	char files[512];
 	listing(NULL, files, sizeof files);
 	ck_assert_str_eq(files, "quarantine|x.table|"); /* no temporary file left */
-	ck_assert_uint_eq(s->reserved, 0);
+	ck_assert_uint_eq(((struct fstore *)s)->reserved, 0);
 	pe_store_close(s);
 	s = open_store(1 << 20, 1 << 20);
 	assert_reads(s, "x", v1, 24);

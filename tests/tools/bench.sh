@@ -13,7 +13,10 @@
 #            driven by wrk on loopback; cold misses with tests/bench/cold.lua; single flight
 #   memory   VmHWM / VmRSS of fresh posencd processes from /proc/<pid>/status
 # Knobs (environment): BENCH_ROUNDS, BENCH_WRK_SECONDS (5), BENCH_COLD_SECONDS (3),
-# BENCH_NGINX_WORKERS (1), BENCH_SMALL_CONNS (64), BENCH_LARGE_CONNS (16), BENCH_COLD_CONNS (16).
+# BENCH_NGINX_WORKERS (1), BENCH_SMALL_CONNS (64), BENCH_LARGE_CONNS (16), BENCH_COLD_CONNS (16),
+# BENCH_MIXED_LARGE_Q / BENCH_MIXED_LARGE_CONNS (the mixed load's large tables: 512×768 JSON, 2);
+# BENCH_ONLY=cli or BENCH_ONLY=small runs one section (see each); BENCH_PE_ARGS adds flags to the
+# HTTP section's posencd (an A/B: BENCH_PE_ARGS='--inline-max-us 0' computes every miss on the pool).
 # Raw outputs (wrk logs, samples, configs) stay in build/bench/ for a second look.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,6 +33,8 @@ PY=/usr/bin/python3
 OUT=build/bench
 SMALL_Q='len=16&dim=16'
 LARGE_Q='len=512&dim=768&format=bin'
+MIXED_LARGE_Q=${BENCH_MIXED_LARGE_Q:-'len=512&dim=768'}
+MIXED_LARGE_C=${BENCH_MIXED_LARGE_CONNS:-2}
 T_START=$(date +%s)
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -209,6 +214,13 @@ if [ "${BENCH_ONLY:-}" = cli ]; then
 	exit 0
 fi
 
+# `BENCH_ONLY=small` runs only the small-request HTTP rows (cached and cold 16×16 JSON beside nginx,
+# CPU per miss against per hit, the mixed load) on one posencd and one nginx, and prints them.
+SMALL_ONLY=0
+[ "${BENCH_ONLY:-}" = small ] && SMALL_ONLY=1
+K=$OUT/kernels.txt
+ISA="(kernels not run)"
+if [ "$SMALL_ONLY" = 0 ]; then
 # ================================================================ 1. kernels
 log "kernels: $ROUNDS rounds of bench_kernels and bench_py.py, alternating"
 K=$OUT/kernels.txt
@@ -292,10 +304,12 @@ start_posencd cold-json --workers 2 --cache-bytes 1Gi
 cold_json "$PD_URL" fresh
 alive "$PD_PID" cold-json
 stop_pid "$PD_PID"
+fi # SMALL_ONLY
 
 # ================================================================ 2. HTTP
 log "http: posencd (--workers 2, cache 1 GiB) and nginx on loopback"
-start_posencd http --workers 2 --cache-bytes 1Gi
+# shellcheck disable=SC2086 # BENCH_PE_ARGS: extra posencd flags for an A/B (e.g. --inline-max-us 0)
+start_posencd http --workers 2 --cache-bytes 1Gi ${BENCH_PE_ARGS:-}
 HTTP_PID=$PD_PID
 PE=$PD_URL
 CHECK_PID=$HTTP_PID
@@ -398,9 +412,12 @@ run_wrk() {
 		END {gsub(/ +/, " ", err); printf "%s %s %s %.3g %s\n", rps + 0, p99 + 0, reqs + 0,
 			reqs ? ticks / hz * 1e6 / reqs : 0, (err == "" ? "-" : err)}' "$f" |
 		tee -a "$OUT/wrk/$name.txt" >/dev/null
-	echo "$name $(tail -1 "$OUT/wrk/$name.txt")" >>"$OUT/wrk/runs.log"
+	echo "$name $(tail -1 "$OUT/wrk/$name.txt") load $(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/wrk/runs.log"
+	cut -d' ' -f1 /proc/loadavg >>"$OUT/wrk/$name.load"
 }
-for n in pe_small ng_small pe_large ng_large pe_cold; do : >"$OUT/wrk/$n.txt"; done
+rm -f "$OUT"/wrk/*.load
+for n in pe_small ng_small pe_large ng_large pe_cold ng_cold pe_mixed; do : >"$OUT/wrk/$n.txt"; done
+: >"$OUT/wrk/mixed-large.txt"
 COLD_MISSES=0
 COLD_REQS=0
 for r in $(seq "$ROUNDS"); do
@@ -413,6 +430,17 @@ for r in $(seq "$ROUNDS"); do
 	m1=$(metric "$PE" posenc_cache_misses_total)
 	COLD_MISSES=$((COLD_MISSES + m1 - m0))
 	COLD_REQS=$((COLD_REQS + $(tail -1 "$OUT/wrk/pe_cold.txt" | cut -d' ' -f3)))
+	SERVER_PIDS=$NGINX_PIDS run_wrk ng_cold "$COLD_C" "$COLD_S" "$NGX/small.json"
+	# mixed: the same cold small misses while MIXED_LARGE_C connections ask for large cold tables
+	PE_COLD_PATH="/v1/sinusoidal?$MIXED_LARGE_Q" PE_COLD_BASE=$((r * 10000000000 + 5000000000)) \
+		wrk -t1 -c"$MIXED_LARGE_C" -d"$((COLD_S + 1))s" -s tests/bench/cold.lua "$PE/" >"$OUT/wrk/mixed-large.$r.out" 2>&1 &
+	LARGE_WRK=$!
+	sleep 0.5
+	PE_COLD_PATH="/v1/sinusoidal?$SMALL_Q" PE_COLD_BASE=$((r * 10000000000 + 2000000000)) SERVER_PIDS=$HTTP_PID \
+		run_wrk pe_mixed "$COLD_C" "$COLD_S" "$PE/" tests/bench/cold.lua
+	wait "$LARGE_WRK" || true
+	awk '/requests in/ {print $1}' "$OUT/wrk/mixed-large.$r.out" >>"$OUT/wrk/mixed-large.txt"
+	[ "$SMALL_ONLY" = 1 ] && continue
 	SERVER_PIDS=$HTTP_PID run_wrk pe_large "$LARGE_C" "$WRK_S" "$PE/v1/sinusoidal?$LARGE_Q"
 	SERVER_PIDS=$NGINX_PIDS run_wrk ng_large "$LARGE_C" "$WRK_S" "$NGX/large.bin"
 done
@@ -432,13 +460,41 @@ http_rows() { # http_rows LABEL PE NG TARGET
 	row "$label: requests/s${e:+ (errors: $e)}" "$(fmt_n "$ra") (n=$(wc -l <"$a"); ${ca} CPU-µs/req)" "nginx $(fmt_n "$rb") (n=$(wc -l <"$b"); ${cb} CPU-µs/req)" "${ratio}× nginx" "≥ ${lim}×" "$(verdict "$ratio" ">=" "$lim")"
 	row "$label: p99 latency" "$la ms" "nginx $lb ms" "$(div "$la" "$lb")× nginx's" "reported" "—"
 }
-http_rows "cached small, 16×16 JSON ($SMALL_BODY B body; headers $SMALL_HDR), wrk -t$WRK_T -c$SMALL_C -d${WRK_S}s" pe_small ng_small 0.8
-http_rows "cached large, 512×768 f32 bin ($(mib "$LARGE_BODY")), wrk -t$WRK_T -c$LARGE_C -d${WRK_S}s" pe_large ng_large 1.0
+http_rows "cached small, 16×16 JSON ($SMALL_BODY B body; headers $SMALL_HDR), wrk -t$WRK_T -c$SMALL_C -d${WRK_S}s (load $(col "$OUT/wrk/pe_small.load" 1))" pe_small ng_small 1.0
+[ "$SMALL_ONLY" = 0 ] && http_rows "cached large, 512×768 f32 bin ($(mib "$LARGE_BODY")), wrk -t$WRK_T -c$LARGE_C -d${WRK_S}s" pe_large ng_large 1.0
 CR=$(col "$OUT/wrk/pe_cold.txt" 1)
 CL=$(col "$OUT/wrk/pe_cold.txt" 2)
 row "cold misses, distinct 16×16 JSON (new offset each; $COLD_MISSES misses for $COLD_REQS completed requests), wrk -t$WRK_T -c$COLD_C -d${COLD_S}s cold.lua: requests/s, p99$( e=$(errs "$OUT/wrk/pe_cold.txt"); [ -n "$e" ] && echo " (errors: $e)")" \
 	"$(fmt_n "$CR") (n=$(wc -l <"$OUT/wrk/pe_cold.txt"); $(col "$OUT/wrk/pe_cold.txt" 4) CPU-µs/req), p99 $CL ms" "nginx static 16×16 $(fmt_n "$(col "$OUT/wrk/ng_small.txt" 1)"), p99 $(col "$OUT/wrk/ng_small.txt" 2) ms" \
 	"$(div "$CR" "$(col "$OUT/wrk/ng_small.txt" 1)")× nginx" "reported" "—"
+# The same cold misses against nginx at the same connection count (alternating, same rounds); a miss
+# small enough for inline work (inline_max_us) is computed on the HTTP thread without suspending.
+NCR=$(col "$OUT/wrk/ng_cold.txt" 1)
+row "cold misses, distinct 16×16 JSON, computed inline, beside nginx at the same -c$COLD_C (load $(col "$OUT/wrk/pe_cold.load" 1)): requests/s" \
+	"$(fmt_n "$CR") (n=$(wc -l <"$OUT/wrk/pe_cold.txt"))" "nginx static 16×16 -c$COLD_C $(fmt_n "$NCR") (n=$(wc -l <"$OUT/wrk/ng_cold.txt"); $(col "$OUT/wrk/ng_cold.txt" 4) CPU-µs/req)" \
+	"$(div "$CR" "$NCR")× nginx" "≥ 0.7×" "$(verdict "$(div "$CR" "$NCR")" ">=" 0.7)"
+row "cold misses, distinct 16×16 JSON: p99 latency beside nginx at -c$COLD_C" "$CL ms" "nginx $(col "$OUT/wrk/ng_cold.txt" 2) ms" \
+	"$(div "$CL" "$(col "$OUT/wrk/ng_cold.txt" 2)")× nginx's" "reported" "—"
+CPU_MISS=$(col "$OUT/wrk/pe_cold.txt" 4)
+CPU_HIT=$(col "$OUT/wrk/pe_small.txt" 4)
+row "posencd CPU time per cold 16×16 miss against per cached hit (process utime+stime from /proc/PID/stat around each wrk run, divided by its requests)" \
+	"$CPU_MISS CPU-µs/miss" "$CPU_HIT CPU-µs/hit" "$(div "$CPU_MISS" "$CPU_HIT")× a hit" "≤ 2×" "$(verdict "$(div "$CPU_MISS" "$CPU_HIT")" "<=" 2)"
+ML=$(col "$OUT/wrk/pe_mixed.txt" 2)
+row "mixed load: cold 16×16 JSON misses (wrk -c$COLD_C) while $MIXED_LARGE_C connections ask for cold $MIXED_LARGE_Q ($(col "$OUT/wrk/mixed-large.txt" 1) large tables per ${COLD_S}s run; load $(col "$OUT/wrk/pe_mixed.load" 1)): small-request p99$( e=$(errs "$OUT/wrk/pe_mixed.txt"); [ -n "$e" ] && echo " (errors: $e)")" \
+	"p99 $ML ms, $(fmt_n "$(col "$OUT/wrk/pe_mixed.txt" 1)") small req/s (n=$(wc -l <"$OUT/wrk/pe_mixed.txt"))" "nginx static 16×16 -c$COLD_C p99 $(col "$OUT/wrk/ng_cold.txt" 2) ms" \
+	"—" "< 5 ms" "$(verdict "$ML" "<=" 5)"
+if [ "$SMALL_ONLY" = 1 ]; then
+	stop_pid "$HTTP_PID"
+	kill "$NGINX_PID" 2>/dev/null || true
+	NGINX_PID=
+	{
+		echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) vCPU; load average at the start: $LOAD0, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+		echo "- posenc $(git rev-parse --short HEAD 2>/dev/null || echo '?'), built -O3 ($BUILD), posencd --workers 2 ${BENCH_PE_ARGS:-}; medians of $ROUNDS rounds, posencd and nginx alternating"
+		echo
+		printf '%s\n' "| measurement | posenc | anchor (same run) | ratio | target | verdict |" "|---|---|---|---|---|---|" "${ROWS[@]}"
+	} | tee build/bench-small.md
+	exit 0
+fi
 
 # 50 identical concurrent cold requests: one computation.
 SF_URL="$PE/v1/sinusoidal?len=4096&dim=1024&offset=777000111"

@@ -20,9 +20,10 @@ pkgs=() npm=0 clang=0
 for g in "${groups[@]}"; do
 	case $g in
 	build) pkgs+=(build-essential pkg-config libmicrohttpd-dev libjansson-dev libuv1-dev libsleef-dev libdeflate-dev
-		libpng-dev zlib1g-dev nettle-dev) ;;
-	test) pkgs+=(check libsubunit-dev libcurl4-openssl-dev curl openssl python3 iproute2) ;;
-	ops) pkgs+=(nginx python3-yaml curl) ;;
+		libpng-dev zlib1g-dev nettle-dev libpq-dev) ;;
+	# postgresql: the learned_pg and replica tests run a private cluster (initdb, pg_ctl, psql)
+	test) pkgs+=(check libsubunit-dev libcurl4-openssl-dev curl openssl python3 iproute2 postgresql) ;;
+	ops) pkgs+=(nginx python3-yaml curl postgresql) ;;
 	lint) npm=1 ;;
 	browser) npm=1 pkgs+=(chromium) ;;
 	fuzz) clang=1 pkgs+=(libjansson-dev libsleef-dev libdeflate-dev nettle-dev libpng-dev pkg-config) ;;

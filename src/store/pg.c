@@ -1,0 +1,475 @@
+/* The PostgreSQL store (the contract: include/posenc/store.h; the design: pg.h).
+ *
+ * Schema (version 1, created by pg_listen.c): posenc_learned(name text PRIMARY KEY, dtype,
+ * nrows, ncols, prefix_tokens, grid_h, grid_w, bytes, sha256 bytea, created_ms, max_abs,
+ * generation, data bytea STORAGE EXTERNAL), the sequence posenc_generation and
+ * posenc_schema_version. Elements travel as binary bytea in both directions (PQexecParams-style
+ * binary parameters and results): a 64 MiB table is 64 MiB on the wire, never escaped text.
+ *
+ * A write is one transaction on a pooled connection (synchronous_commit on for the session):
+ * BEGIN; the write lock (pg_advisory_xact_lock: writes of every replica serialise, which makes
+ * the space check exact and generations follow commit order); the space check and a generation;
+ * the INSERT ... ON CONFLICT DO UPDATE (or DELETE) and pg_notify with the new metadata; the
+ * caller's commit callback, which may still call it off (ROLLBACK); COMMIT. Answering only after
+ * COMMIT returned means an acknowledged write is in the database's WAL, flushed: a posencd killed
+ * after it loses nothing, and readers (of any replica) see the old row or the new one, never a mix.
+ * When the connection breaks during COMMIT, the outcome is unknown and the error says so.
+ *
+ * Reads fetch the row and check its elements against the SHA-256 kept with them (and the length
+ * against the shape) before anything is served: a damaged row is PE_EIO, never data. */
+#include "store/pg.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+#define WRITE_LOCK "7300617"
+
+static struct pgstore *pg(struct pe_store *b) { return (struct pgstore *)b; }
+
+/* ---- one step of a transaction ---- */
+
+enum { OK, SQL_FAILED, CONN_FAILED };
+
+/* Run one statement; *out (may be NULL) keeps its result. why filled on failure. */
+static int step(PGconn *c, const char *sql, int n, const char *const *vals, const int *lens, const int *fmts,
+		int64_t deadline, PGresult **out, char *why, size_t cap)
+{
+	PGresult *r = pg_run(c, sql, n, vals, lens, fmts, 0, n == 0, deadline, -1);
+	if (out)
+		*out = NULL;
+	if (!r) {
+		snprintf(why, cap, "%.*s", (int)strcspn(PQerrorMessage(c), "\n"), PQerrorMessage(c));
+		if (!why[0])
+			snprintf(why, cap, "no answer within the operation timeout");
+		return CONN_FAILED;
+	}
+	ExecStatusType st = PQresultStatus(r);
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+		const char *m = PQresultErrorMessage(r);
+		snprintf(why, cap, "%.*s", (int)strcspn(m, "\n"), m);
+		PQclear(r);
+		return SQL_FAILED;
+	}
+	if (out)
+		*out = r;
+	else
+		PQclear(r);
+	return OK;
+}
+
+/* End a transaction that failed (or was called off) with code; the connection is kept only
+ * when the ROLLBACK works. */
+static int abort_tx(struct pgstore *s, PGconn *c, int code, int64_t deadline, int *failed)
+{
+	char why[160];
+	if (*failed || step(c, "ROLLBACK", 0, NULL, NULL, NULL, deadline, NULL, why, sizeof why) != OK)
+		*failed = 1;
+	return code;
+}
+
+/* A step's failure as the operation's error. */
+static int step_error(struct pgstore *s, int how, const char *why, int *failed, struct pe_err *err)
+{
+	if (how == CONN_FAILED) {
+		*failed = 1;
+		pthread_mutex_lock(&s->lock);
+		s->unavailable++;
+		pthread_mutex_unlock(&s->lock);
+		return pe_err_set(err, PE_EUNAVAIL, "", "the learned-table database cannot be reached (%.150s); nothing "
+				  "changed; retry", why);
+	}
+	return pe_err_set(err, PE_EIO, "", "the database refused the write: %.180s", why);
+}
+
+static int called_off(struct pe_err *err, int code)
+{
+	return pe_err_set(err, code, "", "the write was called off before it was committed; nothing changed");
+}
+
+/* COMMIT, and its outcome: 0, or an error saying whether anything may have changed. */
+static int commit(struct pgstore *s, PGconn *c, int64_t deadline, int *failed, struct pe_err *err)
+{
+	char why[160];
+	int how = step(c, "COMMIT", 0, NULL, NULL, NULL, deadline, NULL, why, sizeof why);
+	if (how == OK)
+		return 0;
+	*failed = 1;
+	pthread_mutex_lock(&s->lock);
+	s->unavailable++;
+	pthread_mutex_unlock(&s->lock);
+	return pe_err_set(err, how == CONN_FAILED ? PE_EUNAVAIL : PE_EIO, "", "the connection failed during COMMIT "
+			  "(%.120s): the write may or may not have been applied (GET tells); retry", why);
+}
+
+/* BEGIN, the write lock, and a generation; the sum of the other tables' bytes and whether name
+ * exists. */
+static int begin_write(struct pgstore *s, PGconn *c, const char *name, int64_t deadline, int64_t *gen,
+		       uint64_t *others, int *exists, int *failed, struct pe_err *err)
+{
+	char why[200];
+	PGresult *r;
+	const char *v[] = {name};
+	int how = step(c, "BEGIN; SELECT pg_advisory_xact_lock(" WRITE_LOCK ")", 0, NULL, NULL, NULL, deadline, NULL,
+		       why, sizeof why);
+	if (how == OK)
+		how = step(c, "SELECT (SELECT coalesce(sum(bytes), 0) FROM posenc_learned WHERE name <> $1)::bigint, "
+			      "(SELECT count(*) FROM posenc_learned WHERE name = $1), nextval('posenc_generation')",
+			   1, v, NULL, NULL, deadline, &r, why, sizeof why);
+	if (how != OK) {
+		step_error(s, how, why, failed, err);
+		return abort_tx(s, c, err->code, deadline, failed);
+	}
+	*others = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+	*exists = atoi(PQgetvalue(r, 0, 1)) > 0;
+	*gen = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+	PQclear(r);
+	return 0;
+}
+
+/* ---- put ---- */
+
+static int write_row(struct pgstore *s, PGconn *c, const struct pe_store_meta *m, const void *data, int64_t gen,
+		     int64_t deadline, int *failed, struct pe_err *err)
+{
+	char num[9][32], payload[512], why[200];
+	snprintf(num[0], 32, "%" PRIu64, m->rows);
+	snprintf(num[1], 32, "%" PRIu64, m->cols);
+	snprintf(num[2], 32, "%" PRIu64, m->prefix_tokens);
+	snprintf(num[3], 32, "%" PRIu64, m->grid_h);
+	snprintf(num[4], 32, "%" PRIu64, m->grid_w);
+	snprintf(num[5], 32, "%" PRIu64, m->bytes);
+	snprintf(num[6], 32, "%" PRId64, m->created_ms);
+	snprintf(num[7], 32, "%.17g", m->max_abs);
+	snprintf(num[8], 32, "%" PRId64, gen);
+	const char *v[] = {m->name, pe_dtype_name(m->dtype), num[0], num[1], num[2], num[3], num[4], num[5],
+			   (const char *)m->sha256, num[6], num[7], num[8], data};
+	int lens[13] = {0}, fmts[13] = {0};
+	lens[8] = 32, fmts[8] = 1;
+	lens[12] = (int)m->bytes, fmts[12] = 1; /* max_table_bytes is at most 2^36: see pg_open's check */
+	int how = step(c, "INSERT INTO posenc_learned (" PG_META_COLS ", data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+			  "$9, $10, $11, $12, $13) ON CONFLICT (name) DO UPDATE SET dtype = EXCLUDED.dtype, nrows = "
+			  "EXCLUDED.nrows, ncols = EXCLUDED.ncols, prefix_tokens = EXCLUDED.prefix_tokens, grid_h = "
+			  "EXCLUDED.grid_h, grid_w = EXCLUDED.grid_w, bytes = EXCLUDED.bytes, sha256 = EXCLUDED.sha256, "
+			  "created_ms = EXCLUDED.created_ms, max_abs = EXCLUDED.max_abs, generation = "
+			  "EXCLUDED.generation, data = EXCLUDED.data",
+		       13, v, lens, fmts, deadline, NULL, why, sizeof why);
+	pg_payload_put(m, gen, payload, sizeof payload);
+	const char *pv[] = {payload};
+	if (how == OK)
+		how = step(c, "SELECT pg_notify('" PG_CHANNEL "', $1)", 1, pv, NULL, NULL, deadline, NULL, why, sizeof why);
+	return how == OK ? 0 : step_error(s, how, why, failed, err);
+}
+
+static int put_tx(struct pgstore *s, PGconn *c, struct pe_store_meta *m, const void *data, int *replaced,
+		  pe_store_commit_cb cb, void *arg, int64_t *gen, int *failed, struct pe_err *err)
+{
+	int64_t deadline = pg_now_ms() + s->op_ms;
+	uint64_t others;
+	int rc = begin_write(s, c, m->name, deadline, gen, &others, replaced, failed, err);
+	if (rc != 0)
+		return rc;
+	if (others + m->bytes > s->base.max_bytes)
+		rc = pe_err_set(err, PE_ENOSPACE, "", "the store holds %" PRIu64 " bytes of other tables; this one needs %"
+				PRIu64 " more; store_max_bytes is %" PRIu64, others, m->bytes, s->base.max_bytes);
+	else if ((rc = write_row(s, c, m, data, *gen, deadline, failed, err)) == 0 && cb && (rc = cb(arg)) != 0)
+		rc = called_off(err, rc);
+	if (rc != 0)
+		return abort_tx(s, c, rc, deadline, failed);
+	return commit(s, c, deadline, failed, err);
+}
+
+static int put_op(struct pe_store *b, struct pe_store_meta *m, const void *data, int *replaced, pe_store_commit_cb cb,
+		  void *arg, struct pe_err *err)
+{
+	struct pgstore *s = pg(b);
+	const char *why, *param;
+	struct pg_slot *sl;
+	int64_t gen = 0;
+	int failed = 0, rep = 0;
+	int rc = pe_store_name_check(m->name, strnlen(m->name, sizeof m->name), err);
+	if (rc != 0)
+		return rc;
+	if (store_meta_check(m, &why, &param) != 0)
+		return pe_err_set(err, PE_EINVAL, param, "%s", why);
+	if (m->bytes > b->max_table_bytes)
+		return pe_err_set(err, PE_ETOOBIG, "body", "the table is %" PRIu64 " bytes; max_table_bytes is %" PRIu64,
+				  m->bytes, b->max_table_bytes);
+	store_sha256(data, (size_t)m->bytes, m->sha256);
+	m->max_abs = store_max_abs(m->dtype, data, (size_t)(m->rows * m->cols), 0);
+	m->created_ms = store_now_ms();
+	if ((rc = pg_acquire(s, pg_now_ms() + s->op_ms, &sl, err)) != 0)
+		return rc;
+	rc = put_tx(s, sl->c, m, data, &rep, cb, arg, &gen, &failed, err);
+	pg_release(s, sl, failed);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		pg_index_put(s, m, gen);
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (replaced)
+		*replaced = rep;
+	return rc;
+}
+
+/* ---- delete ---- */
+
+static int del_tx(struct pgstore *s, PGconn *c, const char *name, pe_store_commit_cb cb, void *arg, int64_t *gen,
+		  int *failed, struct pe_err *err)
+{
+	int64_t deadline = pg_now_ms() + s->op_ms;
+	uint64_t others;
+	int exists, rc = begin_write(s, c, name, deadline, gen, &others, &exists, failed, err);
+	char payload[128], why[200];
+	if (rc != 0)
+		return rc;
+	snprintf(payload, sizeof payload, "D %" PRId64 " %s", *gen, name);
+	const char *v[] = {name}, *pv[] = {payload};
+	int how = OK;
+	if (!exists)
+		rc = pe_err_set(err, PE_ENOTFOUND, "name", "no learned table named %s", name);
+	else if ((how = step(c, "DELETE FROM posenc_learned WHERE name = $1", 1, v, NULL, NULL, deadline, NULL, why,
+			     sizeof why)) != OK ||
+		 (how = step(c, "SELECT pg_notify('" PG_CHANNEL "', $1)", 1, pv, NULL, NULL, deadline, NULL, why,
+			     sizeof why)) != OK)
+		rc = step_error(s, how, why, failed, err);
+	else if (cb && (rc = cb(arg)) != 0)
+		rc = called_off(err, rc);
+	if (rc != 0)
+		return abort_tx(s, c, rc, deadline, failed);
+	return commit(s, c, deadline, failed, err);
+}
+
+static int del_op(struct pe_store *b, const char *name, pe_store_commit_cb cb, void *arg, struct pe_err *err)
+{
+	struct pgstore *s = pg(b);
+	struct pg_slot *sl;
+	int64_t gen = 0;
+	int failed = 0;
+	if (pe_store_name_check(name, strlen(name), err) != 0)
+		return PE_EINVAL;
+	int rc = pg_acquire(s, pg_now_ms() + s->op_ms, &sl, err);
+	if (rc != 0)
+		return rc;
+	rc = del_tx(s, sl->c, name, cb, arg, &gen, &failed, err);
+	pg_release(s, sl, failed);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		pg_index_del(s, name, gen);
+		pthread_mutex_unlock(&s->lock);
+	}
+	return rc;
+}
+
+/* ---- reading ---- */
+
+/* The row of name is gone: drop the index's entry if it is still the version the caller saw. */
+static int gone(struct pgstore *s, const char *name, struct pe_err *err)
+{
+	pthread_mutex_lock(&s->lock);
+	const struct pg_entry *e = pg_index_find(s, name);
+	if (e)
+		pg_index_del(s, name, e->gen + 1); /* any later write of name drew a larger generation */
+	pthread_mutex_unlock(&s->lock);
+	return pe_err_set(err, PE_ENOTFOUND, "name", "no learned table named %s", name);
+}
+
+/* The row (binary result r) as the table: verified, copied into *data. */
+static int take_row(struct pgstore *s, const PGresult *r, const char *name, const struct pe_store_meta *want,
+		    struct pe_store_meta *m, void **data, struct pe_err *err)
+{
+	int64_t gen;
+	const char *why;
+	uint8_t sum[32];
+	if (pg_row_meta(r, 0, m, &gen, &why) != 0 || PQgetisnull(r, 0, 12))
+		return pe_err_set(err, PE_EIO, "", "the stored table %s is damaged (%s)", name, why);
+	const char *bytes = PQgetvalue(r, 0, 12);
+	size_t len = (size_t)PQgetlength(r, 0, 12);
+	if (len != m->bytes)
+		return pe_err_set(err, PE_EIO, "", "the stored table %s is damaged (%zu bytes of elements, its shape says "
+				  "%" PRIu64 ")", name, len, m->bytes);
+	store_sha256(bytes, len, sum);
+	if (memcmp(sum, m->sha256, 32) != 0)
+		return pe_err_set(err, PE_EIO, "", "the stored table %s is damaged (its elements do not match their "
+				  "SHA-256)", name);
+	pthread_mutex_lock(&s->lock);
+	pg_index_put(s, m, gen);
+	pthread_mutex_unlock(&s->lock);
+	if (want && !pe_store_same_version(m, want))
+		return pe_err_set(err, PE_EBUSY, "", "the table %s was replaced while this request ran; retry", name);
+	if (!(*data = malloc(len ? len : 1)))
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	memcpy(*data, bytes, len);
+	return 0;
+}
+
+static int read_op(struct pe_store *b, const char *name, const struct pe_store_meta *want, struct pe_store_meta *m,
+		   void **data, struct pe_err *err)
+{
+	struct pgstore *s = pg(b);
+	struct pg_slot *sl;
+	const char *v[] = {name};
+	*data = NULL;
+	int rc = pg_acquire(s, pg_now_ms() + s->op_ms, &sl, err);
+	if (rc != 0)
+		return rc;
+	PGresult *r = pg_run(sl->c, "SELECT " PG_META_COLS ", data FROM posenc_learned WHERE name = $1", 1, v, NULL, NULL,
+			     1, 0, pg_now_ms() + s->op_ms, -1);
+	if (!r)
+		rc = pg_unavailable(s, err, "reading", sl->c);
+	else if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = pe_err_set(err, PE_EIO, "", "the database refused the read: %.180s", PQresultErrorMessage(r));
+	pg_release(s, sl, r == NULL);
+	if (rc == 0)
+		rc = PQntuples(r) == 0 ? gone(s, name, err) : take_row(s, r, name, want, m, data, err);
+	PQclear(r);
+	return rc;
+}
+
+static int stat_op(struct pe_store *b, const char *name, struct pe_store_meta *out)
+{
+	struct pgstore *s = pg(b);
+	pthread_mutex_lock(&s->lock);
+	const struct pg_entry *e = pg_index_find(s, name);
+	int rc = e ? 0 : s->up ? PE_ENOTFOUND : PE_EUNAVAIL;
+	if (e)
+		*out = e->m;
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+static int list_op(struct pe_store *b, struct pe_store_meta **out, size_t *n)
+{
+	struct pgstore *s = pg(b);
+	int rc = 0;
+	pthread_mutex_lock(&s->lock);
+	*n = s->n;
+	*out = NULL;
+	if (s->n && !(*out = malloc(s->n * sizeof **out)))
+		rc = PE_ENOMEM;
+	for (size_t i = 0; rc == 0 && i < s->n; i++)
+		(*out)[i] = s->t[i].m;
+	pthread_mutex_unlock(&s->lock);
+	if (rc)
+		*n = 0;
+	return rc;
+}
+
+static void stats_op(struct pe_store *b, struct pe_store_stats *out)
+{
+	struct pgstore *s = pg(b);
+	pthread_mutex_lock(&s->lock);
+	*out = (struct pe_store_stats){.tables = s->n, .bytes = s->bytes, .remote = 1, .up = s->up,
+				       .reconnects_total = s->epoch > 1 ? s->epoch - 1 : 0,
+				       .notifications_total = s->notifications, .unavailable_total = s->unavailable};
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- opening and closing ---- */
+
+static void close_op(struct pe_store *b)
+{
+	struct pgstore *s = pg(b);
+	pg_listen_stop(s);
+	for (unsigned i = 0; i < s->nslots; i++)
+		PQfinish(s->slots[i].c);
+	free(s->slots);
+	for (size_t i = 0; s->keys && s->keys[i]; i++) {
+		free(s->keys[i]);
+		free(s->vals[i]);
+	}
+	free(s->keys);
+	free(s->vals);
+	free(s->t);
+	pthread_cond_destroy(&s->changed);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+static const struct store_ops pg_ops = {put_op, del_op, stat_op, list_op, read_op, stats_op, close_op};
+
+/* Connection parameters: the URI's, then these defaults for what it does not set. */
+static int conn_params(struct pgstore *s, const char *url, struct pe_err *err)
+{
+	char tcp_user[32], connect[16];
+	snprintf(tcp_user, sizeof tcp_user, "%u", s->op_ms);
+	snprintf(connect, sizeof connect, "%u", s->op_ms / 1000 < 2 ? 2 : s->op_ms / 1000);
+	const char *defaults[][2] = {{"connect_timeout", connect}, {"keepalives", "1"}, {"keepalives_idle", "5"},
+				     {"keepalives_interval", "2"}, {"keepalives_count", "3"},
+				     {"tcp_user_timeout", tcp_user}, {"application_name", "posencd"}};
+	char *msg = NULL;
+	PQconninfoOption *o = PQconninfoParse(url, &msg);
+	if (!o) {
+		pe_err_set(err, PE_EINVAL, "store_url", "store_url is not a libpq URI: %.*s",
+			   msg ? (int)strcspn(msg, "\n") : 0, msg ? msg : "");
+		PQfreemem(msg);
+		return PE_EINVAL;
+	}
+	size_t n = 0, k = 0;
+	for (PQconninfoOption *p = o; p->keyword; p++)
+		n++;
+	s->keys = calloc(n + 1, sizeof *s->keys);
+	s->vals = calloc(n + 1, sizeof *s->vals);
+	for (PQconninfoOption *p = o; s->keys && s->vals && p->keyword; p++) {
+		const char *v = p->val;
+		for (size_t d = 0; !v && d < sizeof defaults / sizeof defaults[0]; d++)
+			if (!strcmp(p->keyword, defaults[d][0]))
+				v = defaults[d][1];
+		if (v && (s->keys[k] = strdup(p->keyword)) && !(s->vals[k++] = strdup(v)))
+			break;
+	}
+	PQconninfoFree(o);
+	if (!s->keys || !s->vals || (k && !s->vals[k - 1]))
+		return pe_err_set(err, PE_ENOMEM, "store_url", "out of memory");
+	return 0;
+}
+
+/* Wait for the listener's first attempt, at most PG_START_WAIT_S: a database that does not answer
+ * must not hold the start (tables need none); the store is then down and connects later. */
+static void wait_first(struct pgstore *s)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += PG_START_WAIT_S;
+	pthread_mutex_lock(&s->lock);
+	while (!s->tried && !s->fatal)
+		if (pthread_cond_timedwait(&s->changed, &s->lock, &ts) != 0)
+			break;
+	pthread_mutex_unlock(&s->lock);
+}
+
+struct pe_store *store_pg_open(const struct pe_store_options *o, struct pe_err *err)
+{
+	struct pgstore *s = calloc(1, sizeof *s);
+	if (!s) {
+		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		return NULL;
+	}
+	s->base = (struct pe_store){.ops = &pg_ops, .max_bytes = o->max_bytes, .max_table_bytes = o->max_table_bytes};
+	s->op_ms = o->op_timeout_ms ? o->op_timeout_ms : 10000;
+	s->nslots = o->max_conns ? o->max_conns : 2;
+	s->log = o->log;
+	s->log_arg = o->log_arg;
+	s->wake[0] = s->wake[1] = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->changed, NULL);
+	if (o->max_table_bytes > INT32_MAX) {
+		pe_err_set(err, PE_EINVAL, "max_table_bytes", "with a postgresql:// store_url, max_table_bytes is at most "
+			   "2147483647 (libpq's parameter length)");
+		goto fail;
+	}
+	if (!(s->slots = calloc(s->nslots, sizeof *s->slots))) {
+		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		goto fail;
+	}
+	if (conn_params(s, o->url, err) != 0 || pg_listen_start(s, err) != 0)
+		goto fail;
+	wait_first(s);
+	if (s->fatal) {
+		pe_err_set(err, PE_EIO, "store_url", "%s", s->fatal_why);
+		goto fail;
+	}
+	return &s->base;
+fail:
+	close_op(&s->base);
+	return NULL;
+}

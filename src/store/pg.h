@@ -1,0 +1,113 @@
+/* Internal to the PostgreSQL store (the contract: include/posenc/store.h):
+ *   pg.c         opening and closing, put, delete, read: the operations table
+ *   pg_conn.c    connections with deadlines: connecting, queries, the bounded pool
+ *   pg_index.c   the in-memory index of metadata and the rule that orders changes to it
+ *   pg_listen.c  the listener thread: schema, LISTEN/NOTIFY, the up/down state, reconnection
+ *
+ * The database holds, per table, one row of posenc_learned (metadata, the SHA-256 and the elements
+ * as bytea) with a generation: a number from the sequence posenc_generation drawn by every write
+ * (put or delete) inside its transaction, after it took the one write lock (a transaction advisory
+ * lock), so generations follow commit order. Every write sends a NOTIFY with its generation and
+ * the table's metadata in the same transaction (delivered on commit, in commit order, to every
+ * listening replica, the writer's own too). The index applies a change only when its generation
+ * is newer than what it holds for that name; recent deletes are remembered (tombstones) so that a
+ * late put of an older generation cannot bring a deleted table back. */
+#ifndef PE_STORE_PG_H
+#define PE_STORE_PG_H
+
+#include "store/internal.h"
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define PG_CHANNEL "posenc_learned"
+#define PG_SCHEMA_VERSION 1
+#define PG_TOMBS 256              /* recent deletes remembered */
+#define PG_BACKOFF_MIN_MS 100
+#define PG_BACKOFF_MAX_MS 5000
+#define PG_SLOT_WAIT_MS 250       /* the longest a worker waits for a free connection */
+#define PG_PING_MS 1000
+#define PG_START_WAIT_S 3         /* pe_store_open waits this long at most for the first connection */           /* the listener's liveness query, when idle that long */
+#define PG_META_COLS "name, dtype, nrows, ncols, prefix_tokens, grid_h, grid_w, bytes, sha256, created_ms, " \
+		     "max_abs, generation"
+
+struct pg_entry {
+	struct pe_store_meta m;
+	int64_t gen;
+};
+
+struct pg_tomb {
+	char name[PE_STORE_NAME_MAX + 1];
+	int64_t gen;
+};
+
+struct pg_slot {
+	PGconn *c;      /* NULL: not connected */
+	uint64_t epoch; /* the listener's connection count when it was made: older ones are dropped */
+	int busy;
+};
+
+struct pgstore {
+	struct pe_store base;
+	char **keys, **vals;       /* libpq connection parameters, NULL-terminated (each malloc'ed) */
+	unsigned op_ms;
+	pe_store_log_cb log;
+	void *log_arg;
+
+	pthread_mutex_t lock;      /* everything below */
+	pthread_cond_t changed;    /* a slot freed, the state changed */
+	struct pg_entry *t;        /* the index, sorted by name */
+	size_t n, cap;
+	uint64_t bytes;
+	struct pg_tomb tombs[PG_TOMBS];
+	size_t next_tomb;
+	int up, fatal, stopping, tried; /* tried: the first connection attempt is over */
+	char fatal_why[PE_ERR_DETAIL_MAX];
+	uint64_t epoch;            /* connections the listener made */
+	uint64_t notifications, unavailable;
+	struct pg_slot *slots;
+	unsigned nslots;
+
+	pthread_t listener;
+	int wake[2];               /* a pipe: close wakes the listener */
+};
+
+/* pg_conn.c */
+int64_t pg_now_ms(void);
+/* Connect within deadline (pg_now_ms()), non-blocking mode, synchronous_commit on and a
+ * statement_timeout; NULL with why filled. Given up at once when the store closes. */
+PGconn *pg_connect(struct pgstore *s, int64_t deadline, char *why, size_t cap);
+/* One statement: sql with n text or binary parameters (fmts may be NULL: all text; NULL vals and
+ * n 0 with simple 1: the simple protocol, several statements allowed), results binary when
+ * binary. The last result, or NULL when the connection failed, the deadline passed or abort_fd
+ * (-1: none) became readable (the connection is then unusable: release it as failed). */
+PGresult *pg_run(PGconn *c, const char *sql, int n, const char *const *vals, const int *lens, const int *fmts,
+		 int binary, int simple, int64_t deadline, int abort_fd);
+/* A connection from the pool for one operation: 0, PE_EUNAVAIL (the store is down, or connecting
+ * failed), PE_EBUSY (every slot stayed busy for PG_SLOT_WAIT_MS); err filled. */
+int pg_acquire(struct pgstore *s, int64_t deadline, struct pg_slot **slot, struct pe_err *err);
+/* Give it back; failed: the connection is closed. */
+void pg_release(struct pgstore *s, struct pg_slot *slot, int failed);
+int pg_unavailable(struct pgstore *s, struct pe_err *err, const char *what, PGconn *c);
+
+/* pg_index.c (callers hold the lock) */
+void pg_index_put(struct pgstore *s, const struct pe_store_meta *m, int64_t gen);
+void pg_index_del(struct pgstore *s, const char *name, int64_t gen);
+/* The held entry of name, or NULL. */
+const struct pg_entry *pg_index_find(const struct pgstore *s, const char *name);
+/* Replace the whole index (a reload after connecting); e is taken over. */
+void pg_index_replace(struct pgstore *s, struct pg_entry *e, size_t n);
+/* Row i of a result with PG_META_COLS first (binary): 0, or -1 with why (not a valid table). */
+int pg_row_meta(const PGresult *r, int i, struct pe_store_meta *m, int64_t *gen, const char **why);
+/* A notification's payload applied: "P <gen> <meta...>" or "D <gen> <name>". -1 if malformed. */
+int pg_apply_payload(struct pgstore *s, const char *payload);
+/* The payload of a put (cap >= 512). */
+void pg_payload_put(const struct pe_store_meta *m, int64_t gen, char *out, size_t cap);
+
+/* pg_listen.c */
+int pg_listen_start(struct pgstore *s, struct pe_err *err);
+void pg_listen_stop(struct pgstore *s);
+void pg_note(struct pgstore *s, const char *event, const char *detail);
+
+#endif

@@ -1,0 +1,247 @@
+/* The PostgreSQL store's listener: one thread with its own connection that (1) creates or checks
+ * the schema, (2) LISTENs on posenc_learned, (3) loads the index, then declares the store up and
+ * applies every notification as it comes (other replicas' writes, within milliseconds). Its
+ * connection is the store's liveness probe: a query when idle for PG_PING_MS must answer within
+ * the operation timeout, and any failure declares the store down (put, delete and read then fail
+ * at once with PE_EUNAVAIL) and reconnects with exponential backoff (PG_BACKOFF_MIN_MS doubling to
+ * PG_BACKOFF_MAX_MS). LISTEN is issued before the reload, so a write committed while the index
+ * was being loaded is notified afterwards: a replica that reconnects misses nothing.
+ *
+ * Schema: posenc_schema_version holds the version this layout is (1); created, with the tables,
+ * in one transaction under an advisory lock, so replicas starting together do not race. A newer
+ * version than this build knows keeps the store down (and pe_store_open fails): a later version
+ * migrates, an older one must not write into what it does not understand. */
+#include "store/pg.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define SCHEMA_LOCK "7300616"
+#define SCHEMA_V1                                                                                           \
+	"CREATE TABLE posenc_learned (name text PRIMARY KEY, dtype text NOT NULL, nrows bigint NOT NULL, "  \
+	"ncols bigint NOT NULL, prefix_tokens bigint NOT NULL, grid_h bigint NOT NULL, grid_w bigint NOT NULL, " \
+	"bytes bigint NOT NULL, sha256 bytea NOT NULL, created_ms bigint NOT NULL, max_abs double precision NOT NULL, " \
+	"generation bigint NOT NULL, data bytea NOT NULL); "                                               \
+	"ALTER TABLE posenc_learned ALTER COLUMN data SET STORAGE EXTERNAL; "                                \
+	"CREATE SEQUENCE posenc_generation; "                                                               \
+	"INSERT INTO posenc_schema_version (version) VALUES (1)"
+
+void pg_note(struct pgstore *s, const char *event, const char *detail)
+{
+	if (s->log)
+		s->log(s->log_arg, event, "store_url", detail);
+}
+
+static int command(PGconn *c, const char *sql, int64_t deadline, int abort_fd)
+{
+	PGresult *r = pg_run(c, sql, 0, NULL, NULL, NULL, 0, 1, deadline, abort_fd);
+	int ok = r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
+	PQclear(r);
+	return ok ? 0 : -1;
+}
+
+/* Create the schema when missing. 0; -1 (a failure: retry later); -2 (a newer version: why). */
+static int schema(PGconn *c, int64_t deadline, int ab, char *why, size_t cap)
+{
+	if (command(c, "BEGIN; SELECT pg_advisory_xact_lock(" SCHEMA_LOCK "); CREATE TABLE IF NOT EXISTS "
+		       "posenc_schema_version (version integer NOT NULL)", deadline, ab) != 0)
+		return -1;
+	PGresult *r = pg_run(c, "SELECT max(version) FROM posenc_schema_version", 0, NULL, NULL, NULL, 0, 0, deadline, ab);
+	int rc = -1;
+	if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+		int v = PQgetisnull(r, 0, 0) ? 0 : atoi(PQgetvalue(r, 0, 0));
+		if (v > PG_SCHEMA_VERSION) {
+			snprintf(why, cap, "the database's schema is version %d; this posencd knows version %d", v,
+				 PG_SCHEMA_VERSION);
+			rc = -2;
+		} else
+			rc = v == PG_SCHEMA_VERSION ? 0 : command(c, SCHEMA_V1, deadline, ab);
+	}
+	PQclear(r);
+	if (command(c, rc == 0 ? "COMMIT" : "ROLLBACK", deadline, ab) != 0 && rc == 0)
+		rc = -1;
+	return rc;
+}
+
+/* Every row's metadata into the index (replacing it). */
+static int load(struct pgstore *s, PGconn *c, int64_t deadline)
+{
+	PGresult *r = pg_run(c, "SELECT " PG_META_COLS " FROM posenc_learned", 0, NULL, NULL, NULL, 1, 0, deadline,
+			     s->wake[0]);
+	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+		PQclear(r);
+		return -1;
+	}
+	int n = PQntuples(r);
+	size_t k = 0;
+	struct pg_entry *e = malloc((size_t)(n ? n : 1) * sizeof *e);
+	for (int i = 0; e && i < n; i++) {
+		const char *why;
+		if (pg_row_meta(r, i, &e[k].m, &e[k].gen, &why) == 0)
+			k++;
+		else
+			pg_note(s, "ignored", why); /* a row posencd did not write */
+	}
+	PQclear(r);
+	if (!e)
+		return -1;
+	pthread_mutex_lock(&s->lock);
+	pg_index_replace(s, e, k);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+static void set_up(struct pgstore *s, int up, const char *why)
+{
+	pthread_mutex_lock(&s->lock);
+	int was = s->up, first = !s->tried;
+	s->up = up;
+	if (up)
+		s->epoch++;
+	s->tried = 1;
+	pthread_cond_broadcast(&s->changed);
+	pthread_mutex_unlock(&s->lock);
+	if (was != up || first)
+		pg_note(s, up ? "store_up" : "store_down", why ? why : "connected; index loaded");
+}
+
+/* Connect, set up, load: the connection, or NULL with why. */
+static PGconn *establish(struct pgstore *s, char *why, size_t cap)
+{
+	int64_t deadline = pg_now_ms() + s->op_ms;
+	PGconn *c = pg_connect(s, deadline, why, cap);
+	if (!c)
+		return NULL;
+	int rc = schema(c, deadline, s->wake[0], why, cap);
+	if (rc == -2) {
+		pthread_mutex_lock(&s->lock);
+		s->fatal = 1;
+		snprintf(s->fatal_why, sizeof s->fatal_why, "%s", why);
+		pthread_mutex_unlock(&s->lock);
+	} else if (rc != 0)
+		snprintf(why, cap, "cannot create or check the schema: %.150s", PQerrorMessage(c));
+	else if (command(c, "LISTEN " PG_CHANNEL, deadline, s->wake[0]) != 0 || load(s, c, deadline) != 0)
+		snprintf(why, cap, "cannot listen or load the index: %.150s", PQerrorMessage(c));
+	else
+		return c;
+	PQfinish(c);
+	return NULL;
+}
+
+static int stopping(struct pgstore *s)
+{
+	pthread_mutex_lock(&s->lock);
+	int st = s->stopping;
+	pthread_mutex_unlock(&s->lock);
+	return st;
+}
+
+/* Drain notifications and results; -1 when the connection failed. *busy: a ping is unanswered. */
+static int consume(struct pgstore *s, PGconn *c, int *busy)
+{
+	if (!PQconsumeInput(c))
+		return -1;
+	for (PGnotify *n; (n = PQnotifies(c)) != NULL; PQfreemem(n))
+		if (pg_apply_payload(s, n->extra) != 0)
+			pg_note(s, "ignored", "a notification posencd cannot read");
+	while (*busy && !PQisBusy(c)) {
+		PGresult *r = PQgetResult(c);
+		if (!r) {
+			*busy = 0;
+			break;
+		}
+		int ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+		PQclear(r);
+		if (!ok)
+			return -1;
+	}
+	return PQstatus(c) == CONNECTION_BAD ? -1 : 0;
+}
+
+/* Serve notifications until the connection fails or the store stops. */
+static void serve(struct pgstore *s, PGconn *c)
+{
+	int busy = 0;
+	int64_t last = pg_now_ms(), sent = 0;
+	while (!stopping(s)) {
+		struct pollfd p[2] = {{.fd = PQsocket(c), .events = POLLIN}, {.fd = s->wake[0], .events = POLLIN}};
+		int rc = poll(p, 2, 200);
+		int64_t now = pg_now_ms();
+		if (rc < 0 && errno != EINTR)
+			return;
+		if (rc > 0 && p[0].revents) {
+			if (consume(s, c, &busy) != 0)
+				return;
+			last = now;
+		}
+		if (busy && now - sent > s->op_ms)
+			return; /* the database stopped answering */
+		if (!busy && now - last >= PG_PING_MS) {
+			if (!PQsendQuery(c, "SELECT 1") || PQflush(c) < 0)
+				return;
+			busy = 1;
+			sent = last = now;
+		}
+	}
+}
+
+/* Sleep ms, or less when the store stops. */
+static void pause_ms(struct pgstore *s, int ms)
+{
+	struct pollfd p = {.fd = s->wake[0], .events = POLLIN};
+	poll(&p, 1, ms);
+}
+
+static void *listener(void *arg)
+{
+	struct pgstore *s = arg;
+	int backoff = PG_BACKOFF_MIN_MS;
+	uint64_t connects = 0;
+	while (!stopping(s)) {
+		char why[PE_ERR_DETAIL_MAX];
+		PGconn *c = establish(s, why, sizeof why);
+		if (c) {
+			backoff = PG_BACKOFF_MIN_MS;
+			connects++;
+			set_up(s, 1, connects > 1 ? "reconnected; index reloaded" : NULL);
+			serve(s, c);
+			PQfinish(c);
+			if (stopping(s))
+				break;
+			set_up(s, 0, "the connection to the database was lost; reconnecting");
+		} else {
+			set_up(s, 0, why);
+		}
+		pause_ms(s, backoff);
+		backoff = backoff * 2 > PG_BACKOFF_MAX_MS ? PG_BACKOFF_MAX_MS : backoff * 2;
+	}
+	return NULL;
+}
+
+int pg_listen_start(struct pgstore *s, struct pe_err *err)
+{
+	if (pipe2(s->wake, O_CLOEXEC) != 0)
+		return pe_err_set(err, PE_EIO, "store_url", "cannot create a pipe: %s", strerror(errno));
+	if (pthread_create(&s->listener, NULL, listener, s) != 0) {
+		close(s->wake[0]);
+		close(s->wake[1]);
+		s->wake[0] = s->wake[1] = -1;
+		return pe_err_set(err, PE_EIO, "store_url", "cannot start the listener thread");
+	}
+	return 0;
+}
+
+void pg_listen_stop(struct pgstore *s)
+{
+	if (s->wake[1] < 0)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->stopping = 1;
+	pthread_mutex_unlock(&s->lock);
+	close(s->wake[1]); /* wakes poll in serve and pause_ms */
+	pthread_join(s->listener, NULL);
+	close(s->wake[0]);
+	s->wake[0] = s->wake[1] = -1;
+}
