@@ -19,6 +19,7 @@
 	X(NOTACCEPT, 406, "not-acceptable", "Not acceptable")                        \
 	X(TOOBIG, 413, "too-large", "Content too large")                             \
 	X(MEDIATYPE, 415, "unsupported-media-type", "Unsupported media type")        \
+	X(UNPROCESSABLE, 422, "unsupported-config", "Unsupported model configuration") \
 	X(NOMEM, 500, "out-of-memory", "Out of memory")                              \
 	X(INTERNAL, 500, "internal", "Internal error")                               \
 	X(IO, 500, "io", "Input/output error")                                       \

@@ -90,6 +90,19 @@ void cli_out_abort(struct cli_out *o);
  * held planes, at most 32 MiB, and similarity's encoding rows, at most about 11 MiB). */
 int cli_render(const struct cli_request *r, struct cli_out *o, struct pe_err *err);
 
+/* Model plans (plan.c): `posenc plan config.json`, and --config on a table's command line, which
+ * replaces PATH and the table parameters by the encoding the plan names (nothing when no --config;
+ * cli_plan_destroy after cli_args_destroy: the parameters' values live in it). */
+#include "posenc/plan.h"
+struct cli_plan {
+	struct pe_plan plan;
+	int has_plan;
+	char *query;
+};
+int cli_plan_main(int argc, char **argv);
+int cli_plan_config(struct cli_args *a, struct cli_plan *cp, struct pe_err *err);
+void cli_plan_destroy(struct cli_plan *cp);
+
 void cli_help_main(FILE *f);
 void cli_help_table(FILE *f, const struct pe_table_def *def);
 void cli_help_version(FILE *f);

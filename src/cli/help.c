@@ -86,6 +86,11 @@ void cli_help_main(FILE *f)
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "  %-26s  %s\n", all[i]->name, all[i]->summary ? all[i]->summary : "");
 	fputc('\n', f);
+	fprintf(f, "Model plans (what POST /v1/plan answers for a Hugging Face config.json):\n"
+		   "  posenc plan [--len N] [--max-elements N] config.json   print the plan (JSON)\n"
+		   "  posenc rope --config config.json [--len N] [--layers L] -o t.npy\n"
+		   "                              the table the plan names (--layers picks one of several:\n"
+		   "                              sliding_attention, full_attention, encoder, decoder, a layer)\n\n");
 	put_options(f);
 	fprintf(f, "\nExit status: 0 success, 2 bad usage or parameter (one line on stderr naming it),\n"
 		   "1 input/output or other failure. A failed run never leaves a partial -o file\n"

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int exit_status(int code)
@@ -78,10 +79,15 @@ static int run(const struct cli_args *a, struct pe_err *err)
 int main(int argc, char **argv)
 {
 	struct cli_args a;
+	struct cli_plan cp = {0};
 	struct pe_err err = {0};
 	signal(SIGPIPE, SIG_IGN); /* a closed pipe or a file size limit: an error line, status 1 */
 	signal(SIGXFSZ, SIG_IGN);
+	if (argc >= 2 && !strcmp(argv[1], "plan"))
+		return cli_plan_main(argc, argv);
 	int rc = cli_args_parse(argc, argv, &a, &err);
+	if (rc == 0 && a.path && !a.help && !a.version)
+		rc = cli_plan_config(&a, &cp, &err);
 	if (rc == 0 && (a.help || a.version))
 		rc = help(&a, &err);
 	else if (rc == 0 && !a.path)
@@ -90,5 +96,6 @@ int main(int argc, char **argv)
 	else if (rc == 0)
 		rc = run(&a, &err);
 	cli_args_destroy(&a);
+	cli_plan_destroy(&cp);
 	return rc == 0 ? 0 : report(&err, rc);
 }

@@ -16,8 +16,9 @@
  *                             the device into a file.
  * Output is written as it is produced (render.c streams), so a failure halfway leaves a partial
  * write on standard output or in place; a replaced file is then left as it was. Every failure is
- * PE_EIO with one line naming PATH and the cause (strerror). SIGINT, SIGTERM and SIGHUP while a
- * temporary file exists unlink it and then take their default action. SIGPIPE is the caller's
+ * PE_EIO with one line naming PATH and the cause (strerror). A signal that would end the process
+ * (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGXCPU, ...: caught[]) while a temporary file exists
+ * unlinks it and then takes its default action; one the caller ignores (nohup) stays ignored. SIGPIPE is the caller's
  * (main.c ignores it, so a closed pipe is an EPIPE error here). */
 #include "cli/cli.h"
 
@@ -35,7 +36,14 @@
 
 #define MAX_LINKS 40 /* as the kernel's ELOOP limit */
 
-static const int caught[] = {SIGINT, SIGTERM, SIGHUP};
+/* The signals whose default action ends the process (those that dump core too: SIGPIPE and SIGXFSZ
+ * are ignored by main.c). One that the caller ignores stays ignored (nohup's SIGHUP, a background
+ * job's SIGINT and SIGQUIT): only those at their default action are caught, and each gets its old
+ * action back afterwards. */
+static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU};
+#define NCAUGHT (sizeof caught / sizeof caught[0])
+static struct sigaction saved[NCAUGHT];
+static int installed[NCAUGHT];
 static char tmp_path[PATH_MAX + 16]; /* the live temporary file; read by the handler */
 static volatile sig_atomic_t tmp_live;
 
@@ -51,12 +59,20 @@ static void catch_signals(int on)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on ? unlink_tmp_cb : SIG_DFL;
+	sa.sa_handler = unlink_tmp_cb;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof caught / sizeof caught[0]; i++)
+	for (size_t i = 0; i < NCAUGHT; i++)
 		sigaddset(&sa.sa_mask, caught[i]);
-	for (size_t i = 0; i < sizeof caught / sizeof caught[0]; i++)
-		sigaction(caught[i], &sa, NULL);
+	for (size_t i = 0; i < NCAUGHT; i++) {
+		if (!on) {
+			if (installed[i])
+				sigaction(caught[i], &saved[i], NULL);
+			installed[i] = 0;
+		} else if (!installed[i] && sigaction(caught[i], NULL, &saved[i]) == 0 &&
+			   saved[i].sa_handler == SIG_DFL && !(saved[i].sa_flags & SA_SIGINFO)) {
+			installed[i] = sigaction(caught[i], &sa, NULL) == 0;
+		}
+	}
 }
 
 static int fail(const struct cli_out *o, const char *what, int e, struct pe_err *err)

@@ -4,17 +4,20 @@
  * alibi, relative/t5, relative/xl, and the analyses: similarity's Gram rows, rope-decay's
  * distances) are computed BLOCK_BYTES of rows at a time into one reused buffer, small enough to
  * stay in the cache, so no page of a large table is ever faulted in. Rank-1 tables' rows are their
- * elements. Rank-3 tables go out in C order, plane after plane: while the planes after the first
+ * elements; rope/mrope/positions' three rows (up to 16 Mi tokens each) go out a window of tokens at a
+ * time (stream_positions). Rank-3 tables go out in C order, plane after plane: while the planes after the first
  * fit in SPILL_BYTES, every block computes all planes at once and the later ones wait in memory
  * (spill_planes: rope's sin plane costs no second pass); larger ones are computed plane by plane
  * (each block's other planes are computed and dropped). The tables left (slopes, frequencies: a
- * few thousand numbers at most) are computed whole, then written the same way. bin and npy rows go
+ * few thousand numbers at most; analysis/order, at most 2^18) are computed whole, then written the same way. bin and npy rows go
  * out as computed; json and csv rows are encoded by the tensor layer's row writer (pe_row_writer)
- * TEXT_ELEMS elements at a time into one reused text buffer (a rank-1 JSON list, one row of the
- * writer, a slice of it at a time: put_list_part). The bytes equal the daemon's for the same
+ * TEXT_ELEMS elements at a time into one reused text buffer (rows wider than that, as a rank-1 JSON
+ * list, one row of the writer, a slice at a time: put_slices). The bytes equal the daemon's for the same
  * parameters (the row writer reproduces pe_json_write_table, pe_npy_write, pe_csv_write), except
  * that JSON gets a final newline as command-line output should. */
 #include "cli/cli.h"
+#include "core/mrope.h" /* pe_mrope_sequence_positions: a window of tokens */
+#include "core/tables.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,6 +28,7 @@
 #define MIN_BLOCK_BYTES ((size_t)16 << 20) /* up to 64 rows even when rows are wide */
 #define TEXT_ELEMS ((size_t)1 << 16)     /* elements encoded between two writes */
 #define SPILL_BYTES ((size_t)32 << 20)   /* later planes held in memory up to this (spill_planes) */
+#define POS_TOKENS ((size_t)1 << 16)     /* rope/mrope/positions: tokens per window (stream_positions) */
 
 struct sink {
 	struct cli_out *o;
@@ -41,22 +45,30 @@ static int flush_text(struct sink *s, struct pe_err *err)
 	return rc;
 }
 
-/* Elements [done, done + n) of a rank-1 JSON table, whose one row is the whole list: the numbers
- * come from a CSV row writer over [1, m] (pe_fmt_list, JSON's own printer for a row) TEXT_ELEMS
- * at a time, its newline dropped, inside the list's brackets; the table's row writer then only
- * closes the document. */
-static int put_list_part(struct sink *s, const char *data, size_t n, struct pe_err *err)
+/* Elements [done, done + n) of a rank-1 or rank-2 JSON or CSV table, in slices of rows (a rank-1
+ * JSON list is one row; rope/mrope/positions' rows are up to 16 Mi tokens wide): the numbers come
+ * from a CSV row writer over [1, m] (pe_fmt_list, JSON's own printer for a row) TEXT_ELEMS at a
+ * time, its newline dropped; a row opens with "[" (",[" after the first: the table's row writer
+ * opened the outer list of rank 2) and closes with "]" in JSON, ends with a newline in CSV. The
+ * table's row writer then only closes the document. */
+static int put_slices(struct sink *s, const char *data, size_t n, struct pe_err *err)
 {
-	size_t esz = pe_dtype_size(s->w.dtype), total = s->w.width;
-	for (size_t i = 0; i < n; i += TEXT_ELEMS) {
-		size_t m = n - i < TEXT_ELEMS ? n - i : TEXT_ELEMS;
+	size_t esz = pe_dtype_size(s->w.dtype), width = s->w.width;
+	int json = s->w.fmt == PE_FMT_JSON;
+	if (s->w.shape.rank > 2 || !width)
+		return pe_err_set(err, PE_EINTERNAL, "", "cannot write part of a row of this table");
+	for (size_t i = 0; i < n;) {
+		size_t col = s->done % width, m = n - i;
+		m = m < TEXT_ELEMS ? m : TEXT_ELEMS;
+		m = m < width - col ? m : width - col;
 		struct pe_tensor_view t = {.shape = {.rank = 1, .dim = {m}}, .dtype = s->w.dtype, .data = data + i * esz};
 		size_t bad = pe_first_nonfinite(&t, m);
 		if (bad < m)
 			return pe_err_set(err, PE_EINTERNAL, "", "element %zu is not finite", s->done + bad);
 		struct pe_shape row = {.rank = 2, .dim = {1, m}};
 		struct pe_row_writer cw;
-		int rc = pe_buf_append(&s->text, s->done ? "," : "[", 1);
+		const char *open = !json ? "" : s->done ? ",[" : "[";
+		int rc = col ? pe_buf_append(&s->text, ",", 1) : pe_buf_append(&s->text, open, strlen(open));
 		if (rc == 0)
 			rc = pe_row_writer_begin(&cw, PE_FMT_CSV, NULL, &row, s->w.dtype, &s->text, err);
 		if (rc == 0)
@@ -64,8 +76,11 @@ static int put_list_part(struct sink *s, const char *data, size_t n, struct pe_e
 		if (rc == 0) {
 			s->text.len--; /* the CSV line's newline */
 			s->done += m;
-			if (s->done == total && (rc = pe_buf_append(&s->text, "]", 1)) == 0)
-				s->w.next = 1;
+			i += m;
+			if (s->done % width == 0) {
+				s->w.next = s->done / width;
+				rc = pe_buf_append(&s->text, json ? "]" : "\n", 1);
+			}
 		}
 		if (rc == 0)
 			rc = flush_text(s, err);
@@ -86,7 +101,7 @@ static int put(struct sink *s, const char *data, size_t n, struct pe_err *err)
 		return cli_out_write(s->o, data, n * pe_dtype_size(s->w.dtype), err);
 	}
 	if (n % width != 0 || s->done % width != 0)
-		return put_list_part(s, data, n, err);
+		return put_slices(s, data, n, err);
 	size_t row_bytes = width * pe_dtype_size(s->w.dtype), nrows = n / width;
 	size_t step = width < TEXT_ELEMS ? TEXT_ELEMS / width : 1;
 	for (size_t i = 0; i < nrows; i += step) {
@@ -180,6 +195,28 @@ out:
 	return rc;
 }
 
+/* rope/mrope/positions, [3, seq] with seq up to PE_MROPE_MAX_TOKENS: its rows (t, h, w) are too
+ * wide to hold, so each row goes out POS_TOKENS tokens at a time, the window's three rows computed
+ * (pe_mrope_sequence_positions: any window without the tokens before it) and its row kept. */
+static int stream_positions(const struct cli_request *r, struct sink *s, struct pe_err *err)
+{
+	size_t seq = r->shape.dim[1];
+	int32_t *buf = malloc(3 * POS_TOKENS * sizeof *buf);
+	if (!buf)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	int rc = 0;
+	for (size_t k = 0; k < 3 && rc == 0; k++)
+		for (size_t first = 0; first < seq && rc == 0; first += POS_TOKENS) {
+			size_t n = seq - first < POS_TOKENS ? seq - first : POS_TOKENS;
+			rc = pe_mrope_sequence_positions(&r->params, first, n, buf, err);
+			if (rc == 0)
+				rc = s->raw ? put(s, (const char *)(buf + k * n), n, err)
+					    : put_slices(s, (const char *)(buf + k * n), n, err);
+		}
+	free(buf);
+	return rc;
+}
+
 static int whole_table(const struct cli_request *r, struct sink *s, struct pe_err *err)
 {
 	size_t raw = r->count * pe_dtype_size(r->dt); /* cannot overflow: checked by the request */
@@ -200,7 +237,9 @@ int cli_render(const struct cli_request *r, struct cli_out *o, struct pe_err *er
 	int rc = pe_row_writer_begin(&s.w, r->fmt, &r->params, &r->shape, r->dt, &s.text, err);
 	if (rc == 0)
 		rc = flush_text(&s, err);
-	if (rc == 0)
+	if (rc == 0 && r->params.def == &pe_table_rope_mrope_positions)
+		rc = stream_positions(r, &s, err);
+	else if (rc == 0)
 		rc = pe_table_rows_supported(&r->params) ? stream_rows(r, &s, err) : whole_table(r, &s, err);
 	if (rc == 0)
 		rc = pe_row_writer_end(&s.w, &s.text, err);

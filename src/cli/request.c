@@ -1,7 +1,8 @@
 /* From parsed arguments to a validated request, in the order GET /v1/<table> uses
  * (src/http/table.c): every parameter through pe_params_set in the order given, then the format,
  * the dtype, pe_params_finish, and the size bounds (the table, an intermediate table and an
- * analysis' work: pe_table_cost), all before anything large is allocated. So a
+ * analysis' work: pe_table_cost), then whether the dtype holds the values (pe_table_check_dtype), all
+ * before anything large is allocated or written. So a
  * command line fails exactly when the same query string would, naming the same parameter.
  *
  * Format, when --format is not given, comes from the -o file's extension (.json .npy .csv .bin,
@@ -162,6 +163,8 @@ int cli_request_init(struct cli_request *r, const struct cli_args *a, struct pe_
 		rc = check_size(r, (size_t)max, err);
 	if (rc == 0)
 		rc = check_cost(r, (size_t)max, max_cost, err);
+	if (rc == 0) /* a dtype too narrow for the values: posencd's 400 (check_output), before any byte */
+		rc = pe_table_check_dtype(&r->params, r->dt, err);
 	return rc;
 }
 

@@ -9,8 +9,16 @@
  *   hf     PyTorch float32 as HF writes it: x_i = float(2i)/float(dim), base ** x through PyTorch's
  *          CPU pow (16 elements at a time through SLEEF's powf u10, the remainder through libm: see
  *          pe_torch_powf in torchmath.c), then every tensor operation rounded to float in HF's
- *          order; scalars that HF computes in Python (NTK bases, YaRN's correction range,
- *          wavelength thresholds) stay double until PyTorch casts them to float.
+ *          order; scalars that HF computes in Python (static NTK base, YaRN's correction range,
+ *          wavelength thresholds) stay double until PyTorch casts them to float. Dynamic NTK past
+ *          original_max_position_embeddings is the exception: current transformers (the
+ *          position_ids rotary forward and dynamic_rope_update, through the 5.x rope_parameters code)
+ *          recomputes it with seq_len = torch.max(position_ids) + 1, an int64 tensor, so the base is
+ *          a float32 tensor:
+ *          x = float(float(float(factor)*float(seq_len)) / float(orig)) - float(factor - 1),
+ *          base' = float(float(base) * float(pow(double(x), dim/(dim-2)))). Older releases
+ *          (_set_cos_sin_cache(seq_len) with a Python int, before about 4.38) kept it in double,
+ *          as compat=exact does; compat=hf follows current HF.
  *   ggml   llama.cpp's CPU rope cache (ggml_rope_cache_init / rope_yarn) and its converter's
  *          llama3 freq factors, in float with libm's powf/logf.
  *
@@ -102,7 +110,7 @@ double pe_rope_attention_scaling(const struct pe_rope_cfg *c)
 
 /* ---- shared scalars ------------------------------------------------------------------------ */
 
-/* Base after static or dynamic NTK (Python double in HF), else the base. */
+/* Base after static or dynamic NTK in double (exact; HF's static NTK, a Python float), else the base. */
 static double ntk_base(const struct pe_rope_cfg *c)
 {
 	double d = (double)c->dim, e = d / (d - 2);
@@ -111,6 +119,21 @@ static double ntk_base(const struct pe_rope_cfg *c)
 	if (c->scaling == PE_ROPE_DYNAMIC && c->seq_len > c->orig)
 		return c->base * pow(c->factor * (double)c->seq_len / (double)c->orig - (c->factor - 1), e);
 	return c->base;
+}
+
+/* HF's dynamic NTK base past orig: seq_len is the int64 tensor torch.max(position_ids) + 1, so every
+ * step is a float32 tensor op with the Python scalars cast to float, except that PyTorch raises a
+ * float tensor to a Python-float power in double and rounds once (measured against torch 1.13.1). */
+static double ntk_base_hf(const struct pe_rope_cfg *c)
+{
+	if (c->scaling != PE_ROPE_DYNAMIC || c->seq_len <= c->orig)
+		return ntk_base(c);
+	double d = (double)c->dim;
+	float x = (float)c->factor * (float)c->seq_len;
+	x = x / (float)c->orig;
+	x = x - (float)(c->factor - 1);
+	float scale = (float)pow((double)x, d / (d - 2));
+	return (double)((float)c->base * scale);
 }
 
 /* YaRN's find_correction_range: [low, high] in dimension-pair units, high > low. */
@@ -222,7 +245,7 @@ static void freqs_hf(const struct pe_rope_cfg *c, float *pw, double *w)
 	double low = 0, high = 1;
 	if (c->scaling == PE_ROPE_YARN)
 		yarn_range(c, &low, &high);
-	pow_hf(c, ntk_base(c), pw);
+	pow_hf(c, ntk_base_hf(c), pw);
 	for (size_t i = 0; i < c->h; i++) {
 		float v;
 		switch (c->scaling) {

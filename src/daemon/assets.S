@@ -23,4 +23,5 @@ ASSET(pe_asset_dashboard_charts_js, "src/dashboard/charts.js")
 ASSET(pe_asset_dashboard_snippets_js, "src/dashboard/snippets.js")
 ASSET(pe_asset_dashboard_mrope_js, "src/dashboard/mrope.js")
 ASSET(pe_asset_dashboard_order_js, "src/dashboard/order.js")
+ASSET(pe_asset_dashboard_plan_js, "src/dashboard/plan.js")
 	.section .note.GNU-stack,"",@progbits

@@ -37,7 +37,7 @@ struct daemon {
 	struct pe_http *_Atomic http;
 	struct pe_store *store;
 	char *tls_cert, *tls_key;
-	struct pe_http_static statics[12]; /* embedded files: openapi.yaml and the dashboard */
+	struct pe_http_static statics[13]; /* embedded files: openapi.yaml and the dashboard */
 };
 
 static int submit_hook(void *ctx, void (*work)(void *), void *arg)
@@ -126,6 +126,7 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 	DASHBOARD_JS(9, snippets);
 	DASHBOARD_JS(10, mrope);
 	DASHBOARD_JS(11, order);
+	DASHBOARD_JS(12, plan);
 #undef DASHBOARD_JS
 #undef STATIC
 	struct pe_http_options o = {

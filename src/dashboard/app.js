@@ -27,6 +27,7 @@ import { COLORMAPS } from './colormap.js';
 import { curlText, pythonText, snippetBox } from './snippets.js';
 import { MropeView } from './mrope.js';
 import { OrderView } from './order.js';
+import { PlanView } from './plan.js'; /* Model plan: POST /v1/plan (plan.js) */
 
 /* How to name the axes of each table; tables not listed get generic names. rowStart(form) is the
  * position of row 0 (offset), so tick labels and read-outs show real positions. */
@@ -569,6 +570,7 @@ async function main() {
 		compat: hasAlt ? new CompatView(catalogue) : new MissingView('view-compat', 'a table with compat=hf'),
 		mrope: has('rope/mrope') && has('rope/mrope/positions') ? new MropeView(catalogue) : new MissingView('view-mrope', 'rope/mrope'),
 		order: has('analysis/order') ? new OrderView(catalogue) : new MissingView('view-order', 'analysis/order'),
+		plan: new PlanView(),
 	};
 	window.posencDashboard = views; /* for the console and the browser tests */
 	setupTabs(views);

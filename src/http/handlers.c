@@ -3,12 +3,13 @@
 #include "http/handler.h"
 
 extern const struct pe_handler pe_static_handler, pe_ops_handler, pe_learned_handler, pe_transform_handler,
-	pe_order_handler, pe_analysis_handler, pe_mrope_handler, pe_table_handler;
+	pe_order_handler, pe_analysis_handler, pe_mrope_handler, pe_table_handler, pe_plan_handler;
 
 const struct pe_handler *const pe_http_handlers[] = {
 	&pe_static_handler,    /* static_files.c: /openapi.yaml, the dashboard */
 	&pe_ops_handler,       /* ops.c: /healthz /readyz /metrics /v1 */
 	&pe_learned_handler,   /* learned.c: /v1/learned[/{name}] */
+	&pe_plan_handler,      /* plan.c: POST /v1/plan */
 	&pe_transform_handler, /* transform.c: POST /v1/<transform> */
 	&pe_order_handler,     /* order.c: /v1/analysis/order (GET, POST) */
 	&pe_analysis_handler,  /* analysis.c: /v1/analysis/... */

@@ -21,7 +21,8 @@ struct pe_http;
  * (PE_ROUTE_TABLE0 + its index), named by the table's path ("sinusoidal", "rope/inv_freq"). */
 #define PE_HTTP_ROUTES(X)                                                                         \
 	X(OTHER, "other") X(HEALTHZ, "healthz") X(READYZ, "readyz") X(METRICS, "metrics")          \
-	X(OPENAPI, "openapi") X(DASHBOARD, "dashboard") X(CATALOGUE, "catalogue") X(LEARNED, "learned")
+	X(OPENAPI, "openapi") X(DASHBOARD, "dashboard") X(CATALOGUE, "catalogue") X(LEARNED, "learned") \
+	X(PLAN, "plan")
 
 enum pe_http_route {
 #define PE_HTTP_ROUTE_ENUM_(id, name) PE_ROUTE_##id,

@@ -1,6 +1,6 @@
 /* /v1/rope/mrope: GET is the registry's table (segments in the query), answered by table.c like any
- * table; POST takes the positions in the body instead, an int32 npy [3, seq] (rows t, h, w, as
- * get_rope_index returns them or /v1/rope/mrope/positions serves them), and answers the same
+ * table; POST takes the positions in the body instead, an int32 or int64 npy [3, seq] (rows t, h,
+ * w, as get_rope_index returns them or /v1/rope/mrope/positions serves them), and answers the same
  * [2, seq, dim] table of those positions (pe_mrope_body_def: the table's parameters without the
  * sequence's). /v1/rope/mrope/positions needs nothing here: its delta header is the table's extra.
  *
@@ -67,7 +67,8 @@ static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, cons
 		return refuse(r, PE_EDRAINING, "", "the service is shutting down");
 	const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (!ct || strcspn(ct, "; \t") != 17 || strncasecmp(ct, "application/x-npy", 17) != 0)
-		return refuse(r, PE_EMEDIATYPE, "Content-Type", "the body must be application/x-npy: int32 positions [3, seq]");
+		return refuse(r, PE_EMEDIATYPE, "Content-Type",
+			      "the body must be application/x-npy: int32 or int64 positions [3, seq]");
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
 	if (declared > h->opt.max_body_bytes) {
@@ -84,25 +85,45 @@ static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, cons
 
 /* ---- the job (worker) ---- */
 
-/* The body's positions: an int32 [3, seq] npy of values >= 0; their largest into *max. */
+/* int64 positions narrowed to int32 in place (element i moves from byte 8i to 4i, read before any
+ * later write reaches it); each within 0 .. PE_MROPE_MAX_POSITION, else a 400 naming the body. */
+static int narrow_positions(char *data, size_t n, struct pe_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		int64_t v;
+		memcpy(&v, data + 8 * i, 8);
+		if (v < 0)
+			return pe_err_set(err, PE_EBODY, "body", "position %zu is negative (%" PRId64 ")", i, v);
+		if ((double)v > PE_MROPE_MAX_POSITION)
+			return pe_err_set(err, PE_EBODY, "body", "position %zu (%" PRId64 ") is over %.0f", i, v,
+					  PE_MROPE_MAX_POSITION);
+		int32_t w = (int32_t)v;
+		memcpy(data + 4 * i, &w, 4);
+	}
+	return 0;
+}
+
+/* The body's positions: an int32 or int64 [3, seq] npy (NumPy's default int and get_rope_index's
+ * dtype are int64) of values >= 0, as int32 at the start of the body; their largest into *max. */
 static int positions(struct mjob *j, const int32_t **pos, size_t *seq, int64_t *max, struct pe_err *err)
 {
 	struct pe_tensor_view v;
-	int rc = pe_npy_parse(j->body, j->body_len, j->h->opt.max_elements, &v, err), of;
+	int wide = 0, of, rc = pe_npy_parse_index(j->body, j->body_len, j->h->opt.max_elements, &v, &wide, err);
 	if (rc != 0)
 		return rc;
 	if (v.dtype != PE_I32)
-		return pe_err_set(err, PE_EBODY, "body", "positions must be int32 ('<i4'), got %s", pe_dtype_name(v.dtype));
+		return pe_err_set(err, PE_EBODY, "body", "positions must be integers ('<i4' or '<i8'), got %s",
+				  pe_dtype_name(v.dtype));
 	if (v.shape.rank != 2 || v.shape.dim[0] != 3 || v.shape.dim[1] == 0)
 		return pe_err_set(err, PE_EBODY, "body", "positions are [3, seq] (rows t, h, w) with seq >= 1");
 	*seq = v.shape.dim[1];
-	if ((uintptr_t)v.data % 4) { /* odd hand-made header: the buffer start is malloc-aligned */
-		memmove(j->body, v.data, pe_shape_count(&v.shape, &of) * 4);
-		v.data = j->body;
-	}
-	*pos = v.data;
+	size_t n = pe_shape_count(&v.shape, &of);
+	memmove(j->body, v.data, n * (wide ? 8 : 4)); /* the buffer start is malloc-aligned */
+	if (wide && (rc = narrow_positions(j->body, n, err)) != 0)
+		return rc;
+	*pos = (const int32_t *)(void *)j->body;
 	*max = 0;
-	for (size_t i = 0; i < 3 * *seq; i++) {
+	for (size_t i = 0; i < n; i++) {
 		if ((*pos)[i] < 0)
 			return pe_err_set(err, PE_EBODY, "body", "position %zu is negative (%d)", i, (int)(*pos)[i]);
 		*max = (*pos)[i] > *max ? (*pos)[i] : *max;

@@ -227,6 +227,26 @@ START_TEST(help_documents_the_limits)
 }
 END_TEST
 
+/* A dtype too narrow for the values is refused before any byte, naming dtype, as posencd's 400:
+ * RoPE's similarity has G_ii = dim (65536 at dim 65536), beyond f16's 65504. Every format, since
+ * bin and npy used to write infinities and json half a document before failing. */
+static const char *const formats[] = {"bin", "npy", "json", "csv"};
+
+START_TEST(dtype_too_narrow_refused)
+{
+	struct crun r;
+	struct crun_opts o = {0};
+	crun(&r, &o, "analysis/similarity", "--encoding", "rope", "--len", "2", "--dim", "65536", "--dtype", "f16",
+	     "--format", formats[_i], NULL);
+	expect_refused(&r, "dtype", "f16 cannot hold");
+	crun_free(&r);
+	crun(&r, &o, "analysis/similarity", "--encoding", "rope", "--len", "2", "--dim", "65536", "--dtype", "f32",
+	     "--format", formats[_i], NULL);
+	crun_expect_ok(&r);
+	crun_free(&r);
+}
+END_TEST
+
 static Suite *limits_suite(void)
 {
 	Suite *s = suite_create("cli_limits");
@@ -239,6 +259,7 @@ static Suite *limits_suite(void)
 	tcase_add_loop_test(t, bad_max_analysis_cost_values, 0, (int)(sizeof bad_values / sizeof bad_values[0]));
 	tcase_add_test(t, max_analysis_cost_given_twice);
 	tcase_add_test(t, help_documents_the_limits);
+	tcase_add_loop_test(t, dtype_too_narrow_refused, 0, (int)(sizeof formats / sizeof formats[0]));
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -43,6 +43,9 @@ static const struct tcase cases[] = {
 	{"analysis/similarity", "encoding=sinusoidal&len=150&dim=24&offset=9&dtype=bf16",
 	 (1u << PE_FMT_JSON | 1u << PE_FMT_BIN | 1u << PE_FMT_CSV)},
 	{"analysis/rope-decay", "dim=16&max_distance=150000&dtype=f64", ALL_FMTS}, /* rank 1 by blocks */
+	/* rope/mrope/positions: [3, seq] rows written a window of tokens at a time (2^16 a window) */
+	{"rope/mrope/positions", "segments=text:1", ALL_FMTS},
+	{"rope/mrope/positions", "segments=text:70000,image:2x8x8,video:3x256x256,text:5&variant=qwen25vl", ALL_FMTS},
 	{"analysis/rope-decay", "dim=4&max_distance=140000", ALL_FMTS},  /* f32: the list printer's fast path */
 	{"analysis/rope-decay", "dim=8&max_distance=5", ALL_FMTS},
 	{"rope/inv_freq", "dim=16", ALL_FMTS},                         /* rank 1, computed whole */
@@ -209,6 +212,16 @@ START_TEST(rss_of_large_analyses)
 }
 END_TEST
 
+/* rope/mrope/positions at its largest sequence (2^24 tokens): 192 MiB of i32 in three rows of 64 MiB
+ * each, ~420 MB as JSON or CSV (it was computed whole: 335 MB peak RSS for the JSON). */
+START_TEST(rss_of_the_largest_mrope_positions)
+{
+	expect_small_rss((size_t)3 << 26, "rope/mrope/positions", "--segments", "text:16777216", "--format", "bin", NULL);
+	expect_small_rss(0, "rope/mrope/positions", "--segments", "text:16777215,image:1x2x2", "--format", "json", NULL);
+	expect_small_rss(0, "rope/mrope/positions", "--segments", "video:1024x128x128", "--format", "csv", NULL);
+}
+END_TEST
+
 START_TEST(rss_of_large_json_and_csv)
 {
 	expect_small_rss(0, "sinusoidal", "--len", "16384", "--dim", "1024", NULL);  /* ~190 MB of JSON */
@@ -232,6 +245,7 @@ static Suite *stream_suite(void)
 	tcase_add_test(rss, rss_of_large_json_and_csv);
 	tcase_add_test(rss, rss_of_large_2d_tables);
 	tcase_add_test(rss, rss_of_large_analyses);
+	tcase_add_test(rss, rss_of_the_largest_mrope_positions);
 	suite_add_tcase(s, rss);
 	return s;
 }

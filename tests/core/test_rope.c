@@ -207,6 +207,47 @@ START_TEST(hf_follows_torch_at_large_positions)
 }
 END_TEST
 
+/* HF's dynamic NTK base is a float32 tensor (seq_len = torch.max(position_ids) + 1): far past
+ * original_max_position_embeddings a double base moves frequencies by an ulp and the cos at the
+ * last position by ~1e-4, so there inv_freq must be bit-identical and the table within 1 ulp. */
+START_TEST(hf_dynamic_long_seq_len)
+{
+	struct pe_kat k;
+	struct pe_kat_max mi = {.what = "hf dynamic inv_freq vs torch, seq_len >= 1e5"};
+	struct pe_kat_max mt = {.what = "hf dynamic rope vs torch, seq_len >= 1e5"};
+	pe_kat_load(&k, DATA_DIR);
+	for (size_t i = 0; i < pe_kat_count(&k); i++) {
+		json_t *c = pe_kat_case(&k, i);
+		struct pe_params p;
+		struct pe_err err;
+		const char *table = pe_kat_str(c, "table"), *query = pe_kat_str(c, "hf_query");
+		ck_assert_int_eq(pe_query_params(&p, table, query, &err), 0);
+		struct pe_rope_cfg cfg;
+		pe_rope_cfg_get(&p, &cfg);
+		int64_t seq_len = cfg.seq_len;
+		if (!strcmp(table, "rope") && !pe_param_isset(&p, "seq_len"))
+			seq_len = pe_param_int(&p, "offset") + pe_param_int(&p, "len");
+		pe_params_destroy(&p);
+		if (cfg.scaling != PE_ROPE_DYNAMIC || seq_len < 100000)
+			continue;
+		struct pe_shape s;
+		size_t n = pe_kat_shape(c, &s);
+		float *torch = pe_kat_file(&k, c, "torch_f32", n * 4);
+		float *got = pe_kat_run(table, query, PE_F32, &s);
+		struct pe_kat_max *into = strcmp(table, "rope") ? &mi : &mt;
+		for (size_t j = 0; j < n; j++)
+			pe_kat_max_add(into, pe_ulp_f32(got[j], torch[j]), query, j);
+		free(torch);
+		free(got);
+	}
+	pe_kat_free(&k);
+	ck_assert_uint_gt(mi.count, 0);
+	ck_assert_uint_gt(mt.count, 0);
+	pe_kat_max_check(&mi, 0);
+	pe_kat_max_check(&mt, 1);
+}
+END_TEST
+
 START_TEST(scalar_and_avx2_agree)
 {
 	if (pe_isa_force(PE_ISA_AVX2) != 0) {
@@ -673,6 +714,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, ggml_vs_emulation, 0, 2);
 	tcase_add_loop_test(tc, inv_freq_bit_identical, 0, 2);
 	tcase_add_loop_test(tc, hf_follows_torch_at_large_positions, 0, 2);
+	tcase_add_test(tc, hf_dynamic_long_seq_len);
 	tcase_add_test(tc, scalar_and_avx2_agree);
 	suite_add_tcase(s, tc);
 	TCase *tr = tcase_create("recurrence");

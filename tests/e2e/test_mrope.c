@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,68 @@ static size_t npy(char *buf, const char *descr, size_t rows, size_t cols, const 
 	return total + pad + bytes;
 }
 
+/* POST one body, 200 expected; the answer's bytes. */
+static void post_ok(const struct pe_daemon *d, const char *query, const char *body, size_t len, struct pe_resp *r)
+{
+	const char *hs[] = {"Content-Type: application/x-npy", NULL};
+	char url[512];
+	snprintf(url, sizeof url, "/v1/rope/mrope?%s", query);
+	pe_request(d, "POST", url, hs, body, len, r);
+	ck_assert_msg(r->status == 200, "%ld %s", r->status, r->body);
+}
+
+/* get_rope_index returns int64 and NumPy's default int is int64: an '<i8' body answers exactly as
+ * the same positions in '<i4' (large positions too), and int64 values past int32 are a 400. */
+START_TEST(post_int64_positions_equal_int32)
+{
+	struct pe_daemon d;
+	struct pe_resp pos, a, b;
+	struct pe_tensor_view v;
+	static char b4[4096], b8[4096];
+	static int32_t p4[3 * 76], q4[3 * 76];
+	static int64_t q8[3 * 76];
+	pe_daemon_start(&d, NULL);
+	get(&d, "/v1/rope/mrope/positions", SEGMENTS "&format=npy", &pos);
+	ck_assert_int_eq(pos.status, 200);
+	ck_assert_int_eq(pe_npy_parse(pos.body, pos.len, 1 << 24, &v, NULL), 0);
+	ck_assert_uint_eq(v.shape.dim[1], 76);
+	memcpy(p4, v.data, sizeof p4);
+	static const char *const queries[] = {
+		"dim=16&mrope_section=2,3,3&base=1000000&format=npy",
+		"dim=16&mrope_section=2,3,3&format=npy&compat=hf&scaling=dynamic&factor=2&original_max_position_embeddings=16",
+	};
+	static const int32_t shift[] = {0, 2147483000};
+	for (size_t s = 0; s < 2; s++) {
+		for (size_t i = 0; i < 3 * 76; i++) {
+			q4[i] = p4[i] + (i % 76 == 75 ? shift[s] : 0);
+			q8[i] = q4[i];
+		}
+		size_t n4 = npy(b4, "<i4", 3, 76, q4, sizeof q4), n8 = npy(b8, "<i8", 3, 76, q8, sizeof q8);
+		for (size_t q = 0; q < 2; q++) {
+			post_ok(&d, queries[q], b4, n4, &a);
+			post_ok(&d, queries[q], b8, n8, &b);
+			ck_assert_uint_gt(a.len, 2 * 76 * 16 * 4);
+			ck_assert_uint_eq(a.len, b.len);
+			ck_assert_mem_eq(a.body, b.body, a.len);
+			pe_resp_free(&a);
+			pe_resp_free(&b);
+		}
+	}
+	const char *npy_h[] = {"Content-Type: application/x-npy", NULL};
+	static const int64_t bad[] = {2147483648LL, INT64_MAX, -1, INT64_MIN};
+	for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+		int64_t row[6] = {0, 1, 0, 1, 0, 1};
+		row[3] = bad[k];
+		size_t n = npy(b8, "<i8", 3, 2, row, sizeof row);
+		pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, b8, n, &a);
+		pe_assert_problem(&a, 400, "body");
+		pe_resp_free(&a);
+	}
+	pe_resp_free(&pos);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
 START_TEST(post_refusals)
 {
 	struct pe_daemon d;
@@ -334,6 +397,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, post_positions_match_get);
 	tcase_add_test(tc, get_is_a_cached_table);
 	tcase_add_test(tc, refusals_name_the_parameter);
+	tcase_add_test(tc, post_int64_positions_equal_int32);
 	tcase_add_test(tc, post_refusals);
 	tcase_add_test(tc, post_body_bounded);
 	tcase_add_test(tc, long_key_is_served);

@@ -20,7 +20,9 @@ It rewrites tests/data/rope/ and prints a summary; tests/core/test_rope.c reads 
              _compute_*_parameters functions re-implemented here on torch tensors, then the rotary
              forward: inv_freq[None, :, None] @ position_ids[:, None, :].float(), cat(freqs, freqs)
              (half) or repeat_interleave(freqs, 2) (interleaved), .cos() / .sin(), times
-             attention_scaling; torch.set_num_threads(1). rope/inv_freq: HF's inv_freq.
+             attention_scaling; torch.set_num_threads(1). rope/inv_freq: HF's inv_freq. Dynamic NTK
+             past original_max_position_embeddings takes seq_len as the int64 tensor that
+             dynamic_rope_update passes (torch.max(position_ids) + 1), so its base is float32.
   ggml_f32   (cases llama.cpp can express; ggml_query) llama.cpp's CPU rope cache emulated in NumPy
              float32 with libm's powf/logf/cosf/sinf through ctypes: theta_scale =
              powf(base, -2/n_dims), theta = float(p) multiplied by theta_scale once per pair, divided
@@ -70,6 +72,10 @@ CASES = [
     ("dynamic_d32_f2_short", "len=20&dim=32&scaling=dynamic&factor=2&original_max_position_embeddings=4096", False, False),
     ("dynamic_d48_seq", "len=33&dim=48&scaling=dynamic&factor=3.5&original_max_position_embeddings=2048&seq_len=100000&offset=5",
      False, False),
+    # HF's dynamic NTK base is a float32 tensor expression: at this length a double base moves 24 of 64
+    # frequencies by an ulp and cos at the last position by ~1e-4
+    ("dynamic_d128_long", "len=4&dim=128&base=1e6&scaling=dynamic&factor=4&original_max_position_embeddings=4096&offset=777773",
+     False, False),
     ("yarn_d64_f4", "len=64&dim=64&scaling=yarn&factor=4&original_max_position_embeddings=2048", True, True),
     ("yarn_d64_f8_off1e6", "len=24&dim=64&scaling=yarn&factor=8&original_max_position_embeddings=4096&offset=1000000",
      False, True),
@@ -100,6 +106,8 @@ INV_FREQ_CASES = [
     ("inv_linear_d64", "dim=64&scaling=linear&factor=2.5", True),
     ("inv_ntk_d128", "dim=128&scaling=ntk&factor=4", False),
     ("inv_dynamic_d64", "dim=64&scaling=dynamic&factor=4&original_max_position_embeddings=2048&seq_len=9000", False),
+    ("inv_dynamic_d128_long", "dim=128&base=1e6&scaling=dynamic&factor=4&original_max_position_embeddings=4096&seq_len=777777",
+     False),
     ("inv_yarn_d128", "dim=128&scaling=yarn&factor=32&original_max_position_embeddings=4096&base=1e6", True),
     ("inv_yarn_d80_notrunc", "dim=80&scaling=yarn&factor=4&original_max_position_embeddings=32768&truncate=0&base=1e6", False),
     ("inv_longrope_long", "dim=16&scaling=longrope&factor=32&original_max_position_embeddings=4096&seq_len=4097&short_factor="
@@ -244,8 +252,23 @@ def rope_mp(c, ang):
 
 # ---- PyTorch float32 in transformers' order (compat=hf) -----------------------------------------
 
+def hf_base(c):
+    """The base as transformers passes it to the float32 pow. Dynamic NTK past orig is recomputed by
+    dynamic_rope_update with seq_len = torch.max(position_ids) + 1, an int64 tensor: the whole
+    expression is then a float32 0-dim tensor (the other scalings, and dynamic within orig, use the
+    Python-float base computed at init)."""
+    if c.scaling != "dynamic" or c.seq_len <= c.orig:
+        return scaled_base(c)
+    d = c.dim
+    seq_len = torch.tensor(c.seq_len, dtype=torch.int64)
+    seq_len = torch.maximum(seq_len, torch.tensor(c.orig, dtype=seq_len.dtype))
+    base = c.base * ((c.factor * seq_len / c.orig) - (c.factor - 1)) ** (d / (d - 2))
+    assert base.dtype == torch.float32 and base.dim() == 0
+    return base
+
+
 def hf_inv_freq(c):
-    dim, base = c.dim, scaled_base(c)
+    dim, base = c.dim, hf_base(c)
     inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
     if c.scaling == "linear":
         inv_freq /= c.factor

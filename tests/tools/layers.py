@@ -19,6 +19,7 @@ ALLOWED = {layer: {l for l, r in RANK.items() if r <= rank} for layer, rank in R
 ALLOWED["cli"] = {"core", "tensor", "cli"}
 PUBLIC = {
     "version.h": "core", "err.h": "core", "dtype.h": "core", "core.h": "core", "resample.h": "core", "order.h": "core",
+    "plan.h": "core",
     "tensor.h": "tensor", "output.h": "tensor", "cache.h": "cache", "store.h": "store",
     "posenc.h": "cache",  # the umbrella header: err, dtype, core, tensor, cache
 }

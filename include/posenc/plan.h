@@ -1,0 +1,86 @@
+/* Model plans: a Hugging Face config.json in, every positional encoding the model uses out, each
+ * with the canonical GET of its table (POST /v1/plan, `posenc plan`, `posenc rope --config`).
+ *
+ * Pure (no I/O), in core: the daemon's handler and the CLI (which links core and tensor only,
+ * without jansson) make the same plan from the same bytes. The config's JSON is read by a small
+ * reader of core's own (src/core/plan_json.c); the rules per model family are src/core/plan.c,
+ * the table URLs and the JSON answer src/core/plan_out.c.
+ *
+ * Ownership: pe_plan_build fills a caller's struct pe_plan whose strings are on the heap;
+ * pe_plan_destroy frees them. pe_plan_json returns a new string (caller frees). Thread-safe. */
+#ifndef POSENC_PLAN_H
+#define POSENC_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "posenc/err.h"
+
+#define PE_PLAN_MAX_BODY ((size_t)1 << 20) /* the largest config.json accepted (1 MiB) */
+#define PE_PLAN_MAX_ENC 8
+#define PE_PLAN_MAX_PARAMS 24
+#define PE_PLAN_MAX_NOTES 8
+#define PE_PLAN_MAX_WARNINGS 16
+#define PE_PLAN_MAX_LAYERS 1024
+
+struct pe_plan_param {
+	const char *key; /* the table's parameter name (static) */
+	char *value;     /* its value as a query would give it (heap) */
+};
+
+struct pe_plan_enc {
+	const char *kind;   /* rope, mrope, alibi, relative/t5, sinusoidal, sinusoidal2d, learned, none */
+	const char *table;  /* the table's path without /v1/ ("rope", "rope/mrope"); NULL for none */
+	const char *len_key; /* the table's length parameter ("len", "q_len", "segments"), or NULL */
+	const char *len_prefix; /* written before the length ("text:" for M-RoPE's segments), or NULL */
+	/* Which layers: a name ("all", "sliding_attention", "full_attention", "encoder", "decoder")
+	 * or, when layers is NULL, the layer indices layer_list[0 .. nlayers). */
+	const char *layers;
+	int layer_list[PE_PLAN_MAX_LAYERS];
+	size_t nlayers;
+	struct pe_plan_param params[PE_PLAN_MAX_PARAMS]; /* posenc's parameters, without the length */
+	size_t nparams;
+	char *url;          /* "/v1/<table>?<canonical query>" (heap), or NULL without a table */
+	int64_t len;        /* the length the url has (0: none) */
+	int head_dim, rotary_dim; /* 0: does not apply */
+	const char *layout; /* "half" / "interleaved", or NULL */
+	double attention_scaling; /* what the cos/sin tables are multiplied by (1 when none applies) */
+	double softmax_scale;     /* the scale of q·k the attention uses */
+	char *notes[PE_PLAN_MAX_NOTES];
+	size_t nnotes;
+};
+
+struct pe_plan {
+	char model_type[64];
+	struct pe_plan_enc enc[PE_PLAN_MAX_ENC];
+	size_t nenc;
+	char *warnings[PE_PLAN_MAX_WARNINGS];
+	size_t nwarnings;
+};
+
+struct pe_plan_opts {
+	int64_t len;           /* positions wanted; 0: the config's max_position_embeddings */
+	uint64_t max_elements; /* the largest table a url may name: len is capped to fit (0: no cap) */
+};
+
+/* The plan of the config in json[0 .. n). Errors: PE_EBODY (400) for JSON that does not parse
+ * (err->param "body"); PE_EUNPROCESSABLE (422) naming the key for a model_type or rope_type posenc
+ * does not know, or a key the family needs that is missing or wrong (err->param
+ * "rope_scaling.rope_type", "model_type", "num_attention_heads"...); PE_ETOOBIG for a body past
+ * PE_PLAN_MAX_BODY or the JSON reader's bounds; PE_EINVAL naming "len" for a len below 1. On
+ * failure the plan holds nothing to free. */
+int pe_plan_build(const char *json, size_t n, const struct pe_plan_opts *o, struct pe_plan *plan,
+		  struct pe_err *err);
+void pe_plan_destroy(struct pe_plan *plan);
+
+/* The plan as the JSON of POST /v1/plan (a new NUL-terminated string, *len its length), or NULL
+ * when out of memory. */
+char *pe_plan_json(const struct pe_plan *plan, size_t *len);
+
+/* The encoding a command line picks: the only one with a table of kind `kind`'s family (rope
+ * and mrope for "rope"), or the one whose layers name is `layers` (or whose list holds the layer
+ * number `layers`). PE_EINVAL naming "layers" when none or several match (the message lists
+ * them), PE_ENOTFOUND when the plan has no such encoding. */
+const struct pe_plan_enc *pe_plan_pick(const struct pe_plan *plan, const char *kind, const char *layers,
+				       struct pe_err *err);
+
+#endif

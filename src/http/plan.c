@@ -1,0 +1,128 @@
+/* POST /v1/plan[?len=N]: a Hugging Face config.json in, the model's positional encodings out
+ * (pe_plan_build in core, the same as `posenc plan`).
+ *
+ * The body is application/json of at most PE_PLAN_MAX_BODY (1 MiB) bytes, or max_body_bytes if
+ * that is smaller: a larger Content-Length is a 413 before a byte is read. The plan is made on
+ * libmicrohttpd's thread: parsing a body of that bound and the rules take well under a
+ * millisecond of work per kilobyte, no more than answering a cache hit, so it is not worth a job.
+ * Not cached: the answer depends on the whole body. Errors: 400 for JSON that does not parse,
+ * 422 naming the key for a model family or rope_type posenc does not know, 400 naming len. */
+#include "http/handler.h"
+#include "posenc/plan.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static size_t body_limit(const struct pe_http *h)
+{
+	return h->opt.max_body_bytes < PE_PLAN_MAX_BODY ? (size_t)h->opt.max_body_bytes : PE_PLAN_MAX_BODY;
+}
+
+static enum MHD_Result refuse(struct req *r, int code, const char *param, const char *detail)
+{
+	struct pe_err err = {0};
+	pe_err_set(&err, code, param, "%s", detail);
+	return pe_http_refuse(r, &err, NULL);
+}
+
+static int is_json(const char *ctype)
+{
+	size_t n = ctype ? strcspn(ctype, "; \t") : 0;
+	return n == 16 && strncasecmp(ctype, "application/json", n) == 0;
+}
+
+static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, const char *url)
+{
+	struct pe_http *h = r->h;
+	r->allow = "POST";
+	if (strcmp(r->method, "POST") != 0)
+		return refuse(r, PE_EMETHOD, "", "use POST with a config.json body");
+	if (!is_json(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
+		return refuse(r, PE_EMEDIATYPE, "Content-Type", "the body must be application/json (a config.json)");
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+	if (declared > body_limit(h)) {
+		char d[128];
+		snprintf(d, sizeof d, "the body is %llu bytes; a config.json may have %zu", declared, body_limit(h));
+		return refuse(r, PE_ETOOBIG, "body", d);
+	}
+	pe_buf_init(&r->body, body_limit(h));
+	r->body_wanted = 1;
+	return MHD_YES;
+}
+
+struct query {
+	int64_t len;
+	struct pe_err *err;
+	int failed;
+};
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct query *q = cls;
+	char *end;
+	if (strcmp(key, "len") != 0) {
+		q->failed = pe_err_set(q->err, PE_EINVAL, key, "unknown parameter '%.40s' for /v1/plan (only len)", key);
+		return MHD_NO;
+	}
+	errno = 0;
+	long long v = value && *value >= '0' && *value <= '9' ? strtoll(value, &end, 10) : -1;
+	if (q->len || v < 1 || errno || *end || v > ((int64_t)1 << 30)) {
+		q->failed = pe_err_set(q->err, PE_EINVAL, "len", "len must be given once, an integer from 1 to 2^30");
+		return MHD_NO;
+	}
+	q->len = v;
+	return MHD_YES;
+}
+
+static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
+{
+	struct pe_err err = {0};
+	struct pe_plan plan;
+	struct query q = {.err = &err};
+	if (r->body_too_big) {
+		pe_err_set(&err, PE_ETOOBIG, "body", "the body is over %zu bytes", body_limit(r->h));
+		return pe_http_problem(r, conn, &err);
+	}
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
+	if (q.failed)
+		return pe_http_problem(r, conn, &err);
+	struct pe_plan_opts o = {.len = q.len, .max_elements = r->h->opt.max_elements};
+	if (pe_plan_build(r->body.data ? r->body.data : "", r->body.len, &o, &plan, &err) != 0)
+		return pe_http_problem(r, conn, &err);
+	size_t n = 0;
+	char *json = pe_plan_json(&plan, &n);
+	pe_plan_destroy(&plan);
+	if (!json) {
+		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+		return pe_http_problem(r, conn, &err);
+	}
+	struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(n, json, free);
+	if (!resp) {
+		free(json);
+		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+		return pe_http_problem(r, conn, &err);
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	return pe_http_queue(r, conn, 200, resp);
+}
+
+static int match_cb(void *hctx, const char *url, const void **target)
+{
+	return strcmp(url, "/v1/plan") == 0 ? PE_ROUTE_PLAN : -1;
+}
+
+const struct pe_handler pe_plan_handler = {
+	.name = "plan",
+	.match_cb = match_cb,
+	.allow = "POST, OPTIONS",
+	.cors_methods = "POST, OPTIONS",
+	.begin_cb = begin_cb,
+	.body_cb = pe_http_body_collect,
+	.finish_cb = finish_cb,
+};

@@ -1,0 +1,276 @@
+/* Model plans in core (src/core/plan*.c): the config reader's bounds and refusals, the family rules'
+ * decisions and errors (which key a 422 names), len and its cap, the JSON answer (read back with
+ * jansson) and the CLI's pick. The tables the urls name are checked end to end in
+ * tests/e2e/test_plan.c against tests/ref/gen_plan.py. */
+#include "core/plan_json.h"
+#include "posenc/plan.h"
+#include "support/pe_check.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct pe_plan_opts defaults = {.len = 0, .max_elements = (uint64_t)1 << 26};
+
+static int build(const char *json, const struct pe_plan_opts *o, struct pe_plan *plan, struct pe_err *err)
+{
+	memset(err, 0, sizeof *err);
+	return pe_plan_build(json, strlen(json), o ? o : &defaults, plan, err);
+}
+
+static void expect_error(const char *json, int code, const char *param)
+{
+	struct pe_plan plan;
+	struct pe_err err;
+	int rc = build(json, NULL, &plan, &err);
+	ck_assert_msg(rc == code, "%s: %d (%s: %s), expected %d", json, rc, err.param, err.detail, code);
+	ck_assert_msg(!strcmp(err.param, param), "%s: names '%s', expected '%s'", json, err.param, param);
+}
+
+static char *read_fixture(const char *name, size_t *len)
+{
+	char path[256];
+	snprintf(path, sizeof path, "tests/data/configs/%s", name);
+	return pe_test_read_file(path, len);
+}
+
+static void plan_fixture(const char *name, const struct pe_plan_opts *o, struct pe_plan *plan)
+{
+	size_t len;
+	struct pe_err err = {0};
+	char *text = read_fixture(name, &len);
+	int rc = pe_plan_build(text, len, o ? o : &defaults, plan, &err);
+	free(text);
+	ck_assert_msg(rc == 0, "%s: %s: %s", name, err.param, err.detail);
+}
+
+START_TEST(json_reader_reads_what_configs_hold)
+{
+	struct pe_err err = {0};
+	const char *text = " {\"a\": [1, -2.5e3, true, null, \"x\\u00e9\\ud83d\\ude00\\n\"], \"b\": {}} ";
+	struct pe_json *v = pe_json_parse(text, strlen(text), &err);
+	ck_assert_ptr_nonnull(v);
+	const struct pe_json *a = pe_json_get(v, "a");
+	ck_assert_int_eq(a->type, PE_JSON_ARR);
+	ck_assert_uint_eq(a->n, 5);
+	ck_assert(a->child->next->num == -2500);
+	ck_assert_str_eq(a->child->next->next->next->next->str, "x\xc3\xa9\xf0\x9f\x98\x80\n");
+	ck_assert_int_eq(pe_json_get(v, "b")->type, PE_JSON_OBJ);
+	ck_assert_ptr_null(pe_json_get(v, "c"));
+	pe_json_free(v);
+}
+END_TEST
+
+static void reader_refuses(const char *text, int code)
+{
+	struct pe_err err = {0};
+	struct pe_json *v = pe_json_parse(text, strlen(text), &err);
+	ck_assert_msg(v == NULL, "%s parsed", text);
+	ck_assert_msg(err.code == code, "%s: %d %s", text, err.code, err.detail);
+	ck_assert_str_eq(err.param, "body");
+}
+
+START_TEST(json_reader_refuses_broken_json)
+{
+	static const char *const bad[] = {
+		"", "{", "{\"a\" 1}", "{\"a\": 1,}", "[1 2]", "01", "1.", "nul", "\"abc", "{\"a\": 1} x",
+		"{\"a\": 1, \"a\": 2}", "\"\\q\"", "\"\\u12\"", "\"\\udc00\"", "\"\\ud800x\"", "\"\\u0000\"",
+		"\"a\tb\"", "1e999", "NaN", "1.", "-", ".5", "1e", "+1", "-01",
+		/* a high surrogate, its low half in the next string */
+		"[\"\\ud800\", \"\\udc00\"]",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		reader_refuses(bad[i], PE_EBODY);
+}
+END_TEST
+
+START_TEST(json_reader_is_bounded)
+{
+	char deep[201];
+	memset(deep, '[', 100);
+	memset(deep + 100, ']', 100);
+	deep[200] = 0;
+	reader_refuses(deep, PE_ETOOBIG); /* depth 100 > 64 */
+	size_t n = 2 * (PE_JSON_MAX_NODES + 1) + 2;
+	char *wide = malloc(n + 1);
+	wide[0] = '[';
+	for (size_t i = 0; i <= PE_JSON_MAX_NODES; i++)
+		memcpy(wide + 1 + 2 * i, "0,", 2);
+	wide[n - 2] = '0';
+	wide[n - 1] = ']';
+	wide[n] = 0;
+	reader_refuses(wide, PE_ETOOBIG);
+	free(wide);
+}
+END_TEST
+
+START_TEST(unknown_families_and_types_name_the_key)
+{
+	expect_error("{\"model_type\": \"resnet\"}", PE_EUNPROCESSABLE, "model_type");
+	expect_error("{\"model_type\": 3}", PE_EUNPROCESSABLE, "model_type");
+	expect_error("[]", PE_EBODY, "body");
+	expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
+		     "\"rope_scaling\": {\"type\": \"fancy\"}}", PE_EUNPROCESSABLE, "rope_scaling.type");
+	expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
+		     "\"rope_scaling\": {\"rope_type\": \"yarn\"}}", PE_EUNPROCESSABLE, "rope_scaling.factor");
+	expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": \"4\"}", PE_EUNPROCESSABLE,
+		     "num_attention_heads");
+	expect_error("{\"model_type\": \"llama\", \"hidden_size\": 65, \"num_attention_heads\": 4}", PE_EUNPROCESSABLE,
+		     "hidden_size");
+	expect_error("{\"model_type\": \"phi3\", \"hidden_size\": 64, \"num_attention_heads\": 4, \"max_position_embeddings\": 8,"
+		     "\"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1], \"long_factor\": [1]}}",
+		     PE_EUNPROCESSABLE, "rope_scaling.short_factor");
+	expect_error("{\"model_type\": \"qwen2_vl\", \"hidden_size\": 64, \"num_attention_heads\": 4,"
+		     "\"rope_scaling\": {\"type\": \"mrope\", \"mrope_section\": [1, 2, 3]}}",
+		     PE_EUNPROCESSABLE, "rope_scaling.mrope_section");
+	expect_error("{\"model_type\": \"deepseek_v3\", \"hidden_size\": 64, \"num_attention_heads\": 4}", PE_EUNPROCESSABLE,
+		     "qk_rope_head_dim");
+}
+END_TEST
+
+/* head_dim given wins over hidden_size / num_attention_heads; rope_type over the legacy type. */
+START_TEST(given_head_dim_and_rope_type_win)
+{
+	struct pe_plan plan;
+	struct pe_err err;
+	ck_assert_int_eq(build("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 4, \"head_dim\": 8,"
+			       "\"max_position_embeddings\": 16, \"rope_scaling\": {\"type\": \"dynamic\", \"rope_type\": "
+			       "\"linear\", \"factor\": 2}}", NULL, &plan, &err), 0);
+	ck_assert_int_eq(plan.enc[0].head_dim, 8);
+	ck_assert_int_eq(plan.enc[0].rotary_dim, 8);
+	ck_assert(strstr(plan.enc[0].url, "scaling=linear") != NULL);
+	ck_assert(strstr(plan.enc[0].url, "len=16&") != NULL);
+	ck_assert_uint_eq(plan.nwarnings, 1);
+	ck_assert(strstr(plan.warnings[0], "rope_type is used") != NULL);
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
+/* The YaRN factor decision is named when the two readings disagree (Qwen2.5's README config). */
+START_TEST(yarn_factor_disagreement_is_a_warning)
+{
+	struct pe_plan plan;
+	plan_fixture("qwen2.5-7b-instruct-yarn.json", NULL, &plan);
+	ck_assert(strstr(plan.enc[0].url, "factor=4&") != NULL);
+	ck_assert_uint_eq(plan.nwarnings, 1);
+	ck_assert(strstr(plan.warnings[0], "factor (4) is used") != NULL);
+	pe_plan_destroy(&plan);
+	plan_fixture("deepseek-v3.json", NULL, &plan); /* 163840 / 4096 = 40 = factor: nothing to say */
+	ck_assert_uint_eq(plan.nwarnings, 0);
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
+/* Gemma 3: sliding_window_pattern and layer_types give the same two tables. */
+START_TEST(gemma3_local_and_global)
+{
+	struct pe_plan a, b;
+	plan_fixture("gemma3-4b.json", NULL, &a);
+	plan_fixture("gemma3-1b-layer-types.json", NULL, &b);
+	ck_assert_uint_eq(a.nenc, 2);
+	ck_assert_uint_eq(b.nenc, 2);
+	for (size_t i = 0; i < 2; i++) {
+		ck_assert_str_eq(a.enc[i].layers, b.enc[i].layers);
+		ck_assert(a.enc[i].softmax_scale == 0.0625);
+	}
+	ck_assert(strstr(a.enc[0].url, "base=1e%2B04&scaling=none&") != NULL); /* canonical, '+' escaped */
+	ck_assert(strstr(a.enc[1].url, "base=1e%2B06&scaling=linear&factor=8&") != NULL);
+	pe_plan_destroy(&a);
+	pe_plan_destroy(&b);
+}
+END_TEST
+
+/* len: the given one, capped so the table fits max_elements (bisection over the table's shape). */
+START_TEST(len_is_capped_to_fit)
+{
+	struct pe_plan plan;
+	struct pe_plan_opts o = {.len = 0, .max_elements = 1000};
+	plan_fixture("llama2-7b.json", &o, &plan); /* 2 * len * 128 <= 1000: len 3 */
+	ck_assert_int_eq(plan.enc[0].len, 3);
+	ck_assert(strstr(plan.warnings[0], "len 4096 capped to 3") != NULL);
+	pe_plan_destroy(&plan);
+	plan_fixture("bloom-560m.json", &o, &plan); /* 16 * q_len^2 <= 1000: 7; no context length: 2048 warned */
+	ck_assert_int_eq(plan.enc[0].len, 7);
+	ck_assert_uint_eq(plan.nwarnings, 2);
+	pe_plan_destroy(&plan);
+	o.len = 5;
+	o.max_elements = 0;
+	plan_fixture("llama4-scout.json", &o, &plan);
+	ck_assert_int_eq(plan.enc[0].len, 5);
+	ck_assert_uint_eq(plan.enc[0].nlayers + plan.enc[1].nlayers, 48);
+	ck_assert_str_eq(plan.enc[1].kind, "none");
+	pe_plan_destroy(&plan);
+	struct pe_err err;
+	o.len = -1;
+	ck_assert_int_eq(build("{}", &o, &plan, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "len");
+}
+END_TEST
+
+/* The answer is JSON with the fields of the contract; a url is escaped ('+' as %2B). */
+START_TEST(json_answer_reads_back)
+{
+	struct pe_plan plan;
+	struct pe_plan_opts o = {.len = 1 << 20, .max_elements = 0};
+	plan_fixture("t5-small.json", &o, &plan);
+	size_t n;
+	char *s = pe_plan_json(&plan, &n);
+	json_error_t jerr;
+	json_t *j = json_loadb(s, n, 0, &jerr);
+	ck_assert_msg(j != NULL, "%s: %s", jerr.text, s);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "model_type")), "t5");
+	json_t *e = json_array_get(json_object_get(j, "encodings"), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "layers")), "decoder");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(e, "params"), "bidirectional")), 0);
+	ck_assert(json_is_null(json_object_get(e, "rotary_dim")));
+	ck_assert(json_real_value(json_object_get(e, "softmax_scale")) == 1 ||
+		  json_integer_value(json_object_get(e, "softmax_scale")) == 1);
+	json_decref(j);
+	free(s);
+	pe_plan_destroy(&plan);
+	o.len = 8;
+	plan_fixture("deepseek-v2-lite.json", &o, &plan);
+	ck_assert(strchr(plan.enc[0].url, '+') == NULL);
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
+START_TEST(pick_one_encoding)
+{
+	struct pe_plan plan;
+	struct pe_err err = {0};
+	plan_fixture("gemma3-4b.json", NULL, &plan);
+	ck_assert_ptr_null(pe_plan_pick(&plan, "rope", NULL, &err));
+	ck_assert_str_eq(err.param, "layers");
+	ck_assert_ptr_eq(pe_plan_pick(&plan, "rope", "full_attention", &err), &plan.enc[1]);
+	ck_assert_ptr_null(pe_plan_pick(&plan, "alibi", NULL, &err));
+	ck_assert_int_eq(err.code, PE_ENOTFOUND);
+	pe_plan_destroy(&plan);
+	plan_fixture("llama4-scout.json", NULL, &plan);
+	ck_assert_ptr_eq(pe_plan_pick(&plan, "rope", NULL, &err), &plan.enc[0]);
+	ck_assert_ptr_eq(pe_plan_pick(&plan, "rope", "5", &err), &plan.enc[0]);
+	ck_assert_ptr_null(pe_plan_pick(&plan, "rope", "3", &err)); /* a NoPE layer */
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
+static Suite *plan_suite(void)
+{
+	Suite *s = suite_create("plan");
+	TCase *tc = tcase_create("plan");
+	tcase_add_test(tc, json_reader_reads_what_configs_hold);
+	tcase_add_test(tc, json_reader_refuses_broken_json);
+	tcase_add_test(tc, json_reader_is_bounded);
+	tcase_add_test(tc, unknown_families_and_types_name_the_key);
+	tcase_add_test(tc, given_head_dim_and_rope_type_win);
+	tcase_add_test(tc, yarn_factor_disagreement_is_a_warning);
+	tcase_add_test(tc, gemma3_local_and_global);
+	tcase_add_test(tc, len_is_capped_to_fit);
+	tcase_add_test(tc, json_answer_reads_back);
+	tcase_add_test(tc, pick_one_encoding);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(plan_suite)
