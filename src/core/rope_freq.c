@@ -442,14 +442,14 @@ void pe_rope_angles(const struct pe_rope_plan *pl, int64_t pos0, size_t nrows, d
  *
  * A witness (an end, LongRoPE's smallest factor) is computed exactly as the plan computes it, so a
  * witness that fails is the plan's own failure. Unknown (-1, scan the plan) whenever the argument
- * does not cover the case: ggml, llama3 (its NaN edge names another parameter), hf's dynamic base
- * past original_max_position_embeddings, a subnormal pow at an end, or a bound between the witness
- * and the limit (a band 2^-16 wide). */
+ * does not cover the case (ggml with freq factors, llama3 whose NaN cannot be ruled out cheaply), a
+ * subnormal pow at an end, or a bound between the witness and the limit (a band 2^-16 wide). */
 
 #define BOUND_SLACK (1 + 0x1p-16)
 #define BOUND_ABS 1e-30 /* covers w rounding into subnormals; far below any limit */
 
-/* One frequency as freqs_exact / freqs_hf compute it (w), and its unscaled 1/pos (extra). */
+/* One frequency as freqs_exact / freqs_hf compute it (w), and its unscaled 1/pos (extra); base is
+ * the one they raise (ntk_base, ntk_base_hf). */
 static void freq_at(const struct pe_rope_cfg *c, double base, double low, double high, size_t i, double *w,
 		    double *extra)
 {
@@ -499,11 +499,7 @@ static void freq_at(const struct pe_rope_cfg *c, double base, double low, double
 
 static int bound_covers(const struct pe_rope_cfg *c)
 {
-	if (c->compat == PE_COMPAT_GGML)
-		return 0;
-	if (c->compat == PE_COMPAT_HF && c->scaling == PE_ROPE_DYNAMIC && c->seq_len > c->orig)
-		return 0; /* HF's float32 dynamic base */
-	return 1;
+	return c->compat != PE_COMPAT_GGML;
 }
 
 static int float_normal(double v)
@@ -594,7 +590,8 @@ int pe_rope_freq_bound(const struct pe_rope_cfg *c, double *m, double *u)
 		return ggml_bound(c, m, u);
 	if (!bound_covers(c))
 		return -1;
-	double base = ntk_base(c), low = 0, high = 1, w, extra, fmin = 1, k = 1, xmax = 0;
+	double base = c->compat == PE_COMPAT_HF ? ntk_base_hf(c) : ntk_base(c), low = 0, high = 1, w, extra, fmin = 1, k = 1,
+	       xmax = 0;
 	size_t idx[MAX_WITNESS] = {0, c->h - 1}, n = 2, a = 1, b = 0;
 	int ok = 1;
 	if (c->scaling == PE_ROPE_YARN)
