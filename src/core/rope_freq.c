@@ -442,7 +442,7 @@ void pe_rope_angles(const struct pe_rope_plan *pl, int64_t pos0, size_t nrows, d
  *
  * A witness (an end, LongRoPE's smallest factor) is computed exactly as the plan computes it, so a
  * witness that fails is the plan's own failure. Unknown (-1, scan the plan) whenever the argument
- * does not cover the case (ggml with freq factors, llama3 whose NaN cannot be ruled out cheaply), a
+ * does not cover the case (llama3 whose NaN cannot be ruled out cheaply), a
  * subnormal pow at an end, or a bound between the witness and the limit (a band 2^-16 wide). */
 
 #define BOUND_SLACK (1 + 0x1p-16)
@@ -566,10 +566,63 @@ static int longrope_min(const struct pe_rope_cfg *c, double *fmin, size_t *at)
 /* compat=ggml without freq factors (none, linear, yarn; ntk and dynamic are refused before):
  * w_i = pow(theta_scale, i) * (freq_scale (1 - ramp) + ramp), monotone in i for none and linear,
  * at most pow(theta_scale, i) for yarn (freq_scale = 1/factor <= 1, ramp in [0, 1]). */
+#define MAX_WITNESS 140
+
+/* Freq factor i of compat=ggml, alone (plan_ggml makes all of them). */
+static float ggml_ff_at(const struct pe_rope_cfg *c, size_t i)
+{
+	if (c->scaling == PE_ROPE_LONGROPE)
+		return (float)longrope_factors(c)[i];
+	float pw = pe_torch_powf((float)c->base, (float)(2 * i) / (float)c->dim, i, c->h);
+	return llama3_ggml_factor(c, 1.0f / pw);
+}
+
+/* compat=ggml with freq factors: w_i = pow(theta_scale, i) / ff_i. LongRoPE's factors are the list
+ * (bound: the largest power over the smallest factor, witnessed there); llama3's come from HF's
+ * float frequencies with HF's float thresholds (the converter's arithmetic), so the edge window
+ * and the smoothing bound of compat=hf apply, and 1/ff_i is at most k. */
+static int ggml_ff_bound(const struct pe_rope_cfg *c, const struct pe_rope_ggml *g, double *m, double *u)
+{
+	struct pe_rope_cfg hc = *c;
+	size_t idx[MAX_WITNESS] = {0, c->h - 1}, n = 2, a = 1, b = 0;
+	double ffmin = 1, k = 1;
+	int ok;
+	hc.compat = PE_COMPAT_HF;
+	if (c->scaling == PE_ROPE_LONGROPE)
+		ok = longrope_min(&hc, &ffmin, &idx[n++]);
+	else if (c->low_freq_factor == c->high_freq_factor)
+		ok = llama3_edge_window(&hc, &a, &b);
+	else
+		ok = llama3_smooth_bounded(&hc, &k);
+	for (size_t i = a; ok && i <= b && n < MAX_WITNESS; i++)
+		idx[n++] = i;
+	*m = 0;
+	for (size_t j = 0; j < n; j++) {
+		double w = pow((double)g->theta_scale, (double)idx[j]) / (double)ggml_ff_at(c, idx[j]);
+		if (isnan(w)) {
+			*m = *u = NAN;
+			return 0;
+		}
+		*m = fmax(*m, fabs(w));
+	}
+	if (!ok && c->scaling == PE_ROPE_LLAMA3)
+		return -1;
+	double top = fmax(1, pow((double)g->theta_scale, (double)(c->h - 1)));
+	if (!ok || !(top <= 0x1p1021))
+		return *u = INFINITY, 0;
+	*u = (c->scaling == PE_ROPE_LONGROPE ? top / ffmin : top * k) * BOUND_SLACK + BOUND_ABS;
+	return 0;
+}
+
 static int ggml_bound(const struct pe_rope_cfg *c, double *m, double *u)
 {
 	struct pe_rope_ggml g;
-	if (c->scaling == PE_ROPE_LLAMA3 || c->scaling == PE_ROPE_LONGROPE || plan_ggml(c, &g) != 0)
+	if (c->scaling == PE_ROPE_LLAMA3 || c->scaling == PE_ROPE_LONGROPE) {
+		struct pe_rope_cfg none = *c;
+		none.scaling = PE_ROPE_NONE; /* theta_scale alone: no factor list made */
+		return plan_ggml(&none, &g) != 0 ? -1 : ggml_ff_bound(c, &g, m, u);
+	}
+	if (plan_ggml(c, &g) != 0)
 		return -1;
 	double w0 = ggml_step(&g, 0), w1 = ggml_step(&g, c->h - 1);
 	if (isnan(w0) || isnan(w1)) {
@@ -581,8 +634,6 @@ static int ggml_bound(const struct pe_rope_cfg *c, double *m, double *u)
 	*u = top * BOUND_SLACK + BOUND_ABS;
 	return 0;
 }
-
-#define MAX_WITNESS 140
 
 int pe_rope_freq_bound(const struct pe_rope_cfg *c, double *m, double *u)
 {
