@@ -3,7 +3,10 @@
  *
  * Parameters, validation and canonical keys are here; frequencies per scaling and compat mode are in
  * rope_freq.c. A parameter that does not apply to the chosen scaling is a 400 naming it (a silent
- * no-op would hide a misread model config) and never enters the canonical key.
+ * no-op would hide a misread model config) and never enters the canonical key. Validation runs on
+ * the HTTP thread for every request (cache hits too), so its frequency check does not build the
+ * dim/2 frequencies: pe_rope_freq_verdict decides from a few of them and a proven bound, and scans
+ * only where the bound cannot decide (tests/core/test_rope_checks.c holds it to the scan).
  *
  * Speed: a half-layout row holds dim/2 distinct values (cat(c, c)), so each row's dim/2 cos/sin are
  * computed once and written twice, each output row exactly once. For f32/f16/bf16 output the cos/sin

@@ -605,8 +605,13 @@ static int ggml_ff_bound(const struct pe_rope_cfg *c, const struct pe_rope_ggml 
 		}
 		*m = fmax(*m, fabs(w));
 	}
+	if (c->scaling == PE_ROPE_LLAMA3 && ok) { /* HF's float frequencies normal at both ends */
+		float p0 = pe_torch_powf((float)c->base, 0.0f, 0, c->h);
+		float p1 = pe_torch_powf((float)c->base, (float)(2 * (c->h - 1)) / (float)c->dim, c->h - 1, c->h);
+		ok = p0 >= 0x1p-125f && p1 >= 0x1p-125f;
+	}
 	if (!ok && c->scaling == PE_ROPE_LLAMA3)
-		return -1;
+		return -1; /* a NaN elsewhere, which names another parameter, is not ruled out */
 	double top = fmax(1, pow((double)g->theta_scale, (double)(c->h - 1)));
 	if (!ok || !(top <= 0x1p1021))
 		return *u = INFINITY, 0;
@@ -666,11 +671,10 @@ int pe_rope_freq_bound(const struct pe_rope_cfg *c, double *m, double *u)
 		if (j < 2)
 			xmax = fmax(xmax, extra);
 	}
-	if (!ok && c->scaling == PE_ROPE_LLAMA3)
-		return -1; /* a NaN elsewhere, which names another parameter, is not ruled out */
-	/* the ends' 1/pos must be normal numbers for the relative error argument */
+	/* the ends' 1/pos must be normal numbers for the relative error arguments (llama3's window
+	 * too: without them a NaN elsewhere, which names another parameter, is not ruled out) */
 	if (!ok || !(xmax <= (c->compat == PE_COMPAT_HF ? 0x1p125 : 0x1p1021)))
-		return *u = INFINITY, 0;
+		return c->scaling == PE_ROPE_LLAMA3 ? -1 : (*u = INFINITY, 0);
 	if (c->scaling == PE_ROPE_YARN || c->scaling == PE_ROPE_LLAMA3)
 		*u = xmax * k * BOUND_SLACK + BOUND_ABS;
 	else if (c->scaling == PE_ROPE_LONGROPE)
