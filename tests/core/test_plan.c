@@ -105,6 +105,71 @@ START_TEST(json_reader_is_bounded)
 }
 END_TEST
 
+/* Strings are UTF-8 as RFC 8259 asks: ill-formed bytes are refused (they reached the answer's
+ * JSON raw, e.g. through a rope_type/type warning), well-formed ones kept as they are. */
+START_TEST(json_reader_refuses_ill_formed_utf8)
+{
+	static const char *const bad[] = {
+		"\"\xff\"", "\"\xc0\xaf\"", "\"\xc1\xbf\"", "\"\xe0\x80\xaf\"", "\"\xed\xa0\x80\"", "\"\xe2\x82\"",
+		"\"\xf0\x8f\xbf\xbf\"", "\"\xf4\x90\x80\x80\"", "\"\xf5\x80\x80\x80\"", "\"\x80\"", "{\"\xfe\": 1}",
+		"\"\xe2\x82\"x", "\"ab\xc3",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		reader_refuses(bad[i], PE_EBODY);
+	struct pe_err err = {0};
+	const char *ok = "[\"\xc2\x80\xdf\xbf\", \"\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80\", \"\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\"]";
+	struct pe_json *v = pe_json_parse(ok, strlen(ok), &err);
+	ck_assert_msg(v != NULL, "%s", err.detail);
+	ck_assert_str_eq(v->child->next->str, "\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80");
+	pe_json_free(v);
+}
+END_TEST
+
+/* A number's length is not bounded by the grammar: 70 digits read like 1. */
+START_TEST(json_reader_reads_long_numbers)
+{
+	char text[256] = "[1.";
+	memset(text + 3, '0', 70);
+	strcpy(text + 73, "1e-3, 1");
+	memset(text + strlen(text), '0', 80);
+	strcat(text, "]");
+	struct pe_err err = {0};
+	struct pe_json *v = pe_json_parse(text, strlen(text), &err);
+	ck_assert_msg(v != NULL, "%s", err.detail);
+	ck_assert(v->child->num == 1e-3);
+	ck_assert(v->child->next->num == 1e80);
+	pe_json_free(v);
+}
+END_TEST
+
+/* An object with PE_JSON_MAX_NODES - 1 members (within the bounds) is read, and one duplicate
+ * among them found, without comparing every key with every other (that took minutes). */
+static char *many_keys(size_t n, int dup)
+{
+	char *s = malloc(n * 12 + 3), *o = s;
+	*o++ = '{';
+	for (size_t i = 0; i < n; i++)
+		o += sprintf(o, "%s\"%07zu\":0", i ? "," : "", dup && i == n - 1 ? (size_t)0 : i);
+	strcpy(o, "}");
+	return s;
+}
+
+START_TEST(json_reader_many_members)
+{
+	struct pe_err err = {0};
+	char *s = many_keys(PE_JSON_MAX_NODES - 1, 0);
+	struct pe_json *v = pe_json_parse(s, strlen(s), &err);
+	ck_assert_msg(v != NULL, "%s", err.detail);
+	ck_assert_uint_eq(v->n, PE_JSON_MAX_NODES - 1);
+	pe_json_free(v);
+	free(s);
+	s = many_keys(PE_JSON_MAX_NODES - 1, 1);
+	reader_refuses(s, PE_EBODY);
+	free(s);
+	reader_refuses("{\"a\": {\"b\": 1, \"c\": [{\"d\": 1, \"d\": 1}]}}", PE_EBODY);
+}
+END_TEST
+
 START_TEST(unknown_families_and_types_name_the_key)
 {
 	expect_error("{\"model_type\": \"resnet\"}", PE_EUNPROCESSABLE, "model_type");
@@ -262,6 +327,9 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, json_reader_reads_what_configs_hold);
 	tcase_add_test(tc, json_reader_refuses_broken_json);
 	tcase_add_test(tc, json_reader_is_bounded);
+	tcase_add_test(tc, json_reader_refuses_ill_formed_utf8);
+	tcase_add_test(tc, json_reader_reads_long_numbers);
+	tcase_add_test(tc, json_reader_many_members);
 	tcase_add_test(tc, unknown_families_and_types_name_the_key);
 	tcase_add_test(tc, given_head_dim_and_rope_type_win);
 	tcase_add_test(tc, yarn_factor_disagreement_is_a_warning);
