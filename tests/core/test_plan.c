@@ -170,6 +170,38 @@ START_TEST(json_reader_many_members)
 }
 END_TEST
 
+/* Numbers that become an int, a square root or a divisor are checked first: out of range they
+ * are a 422 naming the key (before: NaN softmax scales, silently truncated channels, or a cast
+ * of 1e300 to int, which is undefined). */
+#define LLAMA "{\"model_type\": \"llama\", \"num_attention_heads\": 8, \"hidden_size\": 512, "
+#define DSV3 "{\"model_type\": \"deepseek_v3\", \"num_attention_heads\": 8, \"hidden_size\": 512, "
+START_TEST(out_of_range_numbers_name_the_key)
+{
+	expect_error("{\"model_type\": \"gemma2\", \"num_attention_heads\": 8, \"hidden_size\": 512, "
+		     "\"query_pre_attn_scalar\": -1}", PE_EUNPROCESSABLE, "query_pre_attn_scalar");
+	expect_error("{\"model_type\": \"gemma3_text\", \"num_attention_heads\": 8, \"hidden_size\": 512, "
+		     "\"num_hidden_layers\": 4, \"query_pre_attn_scalar\": 0}", PE_EUNPROCESSABLE, "query_pre_attn_scalar");
+	expect_error(LLAMA "\"partial_rotary_factor\": -0.5}", PE_EUNPROCESSABLE, "partial_rotary_factor");
+	expect_error(LLAMA "\"rotary_dim\": 1e300}", PE_EUNPROCESSABLE, "rotary_dim");
+	expect_error(LLAMA "\"rotary_dim\": 31.5}", PE_EUNPROCESSABLE, "rotary_dim");
+	expect_error(DSV3 "\"qk_rope_head_dim\": 2.5, \"qk_nope_head_dim\": 62}", PE_EUNPROCESSABLE, "qk_rope_head_dim");
+	expect_error(DSV3 "\"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 1e300}", PE_EUNPROCESSABLE, "qk_nope_head_dim");
+	expect_error(LLAMA "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4, "
+		     "\"original_max_position_embeddings\": 0.5}}", PE_EUNPROCESSABLE, "rope_scaling.original_max_position_embeddings");
+	expect_error("{\"model_type\": \"vit\", \"num_attention_heads\": 8, \"hidden_size\": 512, \"image_size\": 1e300, "
+		     "\"patch_size\": 16}", PE_EUNPROCESSABLE, "image_size");
+	/* a pattern past the layers: every layer sliding, as with a pattern of layers + 1 */
+	struct pe_plan plan;
+	struct pe_err err;
+	int rc = build("{\"model_type\": \"gemma3_text\", \"num_attention_heads\": 8, \"hidden_size\": 512, "
+		       "\"num_hidden_layers\": 4, \"sliding_window_pattern\": 1e300}", NULL, &plan, &err);
+	ck_assert_msg(rc == 0, "%s", err.detail);
+	ck_assert_uint_eq(plan.nenc, 1);
+	ck_assert_str_eq(plan.enc[0].layers, "sliding_attention");
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
 START_TEST(unknown_families_and_types_name_the_key)
 {
 	expect_error("{\"model_type\": \"resnet\"}", PE_EUNPROCESSABLE, "model_type");
@@ -330,6 +362,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, json_reader_refuses_ill_formed_utf8);
 	tcase_add_test(tc, json_reader_reads_long_numbers);
 	tcase_add_test(tc, json_reader_many_members);
+	tcase_add_test(tc, out_of_range_numbers_name_the_key);
 	tcase_add_test(tc, unknown_families_and_types_name_the_key);
 	tcase_add_test(tc, given_head_dim_and_rope_type_win);
 	tcase_add_test(tc, yarn_factor_disagreement_is_a_warning);
