@@ -549,6 +549,19 @@ static int family_qwen_vl(struct cfg *c)
 	return rc;
 }
 
+/* query_pre_attn_scalar, else 256 as Gemma 2's and Gemma 3's configs default to (warned; Gemma 1
+ * has none and scales by head_dim^-1/2): 1 with q set, 0 for Gemma 1 without one, or an error. */
+static int gemma_query_scalar(struct cfg *c, double *q)
+{
+	int rc = positive(c, "query_pre_attn_scalar", q);
+	if (rc != 0 || !strcmp(c->plan->model_type, "gemma"))
+		return rc;
+	*q = 256;
+	pe_plan_warn(c->plan, "no query_pre_attn_scalar: softmax_scale is 256^-1/2 (the default of %s's config)",
+		     c->plan->model_type);
+	return 1;
+}
+
 /* Gemma 2: one base for all layers; the query is scaled by query_pre_attn_scalar^-1/2. */
 static int family_gemma(struct cfg *c)
 {
@@ -559,7 +572,7 @@ static int family_gemma(struct cfg *c)
 	if ((rc = read_dims(c, &d)) < 0 || (rc = rope_init(c, &r, &d, "half")) < 0)
 		return rc;
 	choose_len(c, &d);
-	if ((rc = positive(c, "query_pre_attn_scalar", &q)) < 0)
+	if ((rc = gemma_query_scalar(c, &q)) < 0)
 		return rc;
 	if (rc > 0)
 		r.softmax_scale = 1 / sqrt(q);
@@ -618,8 +631,10 @@ static int family_gemma3(struct cfg *c)
 		return rc;
 	if (!d.layers)
 		return bad(c, "num_hidden_layers", "Gemma 3 needs num_hidden_layers");
+	int no_theta = !member(g.scaling, "rope_theta") && !get(c, "rope_theta") && !get(c, "rotary_emb_base") &&
+		       !member(member(g.scaling, "full_attention"), "rope_theta");
 	choose_len(c, &d);
-	if ((rc = gemma3_layers(c, &d, sliding)) < 0 || (rc = positive(c, "query_pre_attn_scalar", &q)) < 0)
+	if ((rc = gemma3_layers(c, &d, sliding)) < 0 || (rc = gemma_query_scalar(c, &q)) < 0)
 		return rc;
 	double scale = rc > 0 ? 1 / sqrt(q) : g.softmax_scale;
 	const struct pe_json *per_full = member(g.scaling, "full_attention"), *per_slide = member(g.scaling, "sliding_attention");
@@ -639,6 +654,10 @@ static int family_gemma3(struct cfg *c)
 		l.base = local;
 		l.scaling = NULL;
 		l.scaling_name = "rope_scaling";
+	}
+	if (no_theta) {
+		g.base = 1e6;
+		pe_plan_warn(c->plan, "no rope_theta: the global layers use 1000000 (Gemma 3's default)");
 	}
 	l.layers = "sliding_attention";
 	g.layers = "full_attention";

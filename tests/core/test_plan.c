@@ -202,6 +202,44 @@ START_TEST(out_of_range_numbers_name_the_key)
 }
 END_TEST
 
+static const char *param_of(const struct pe_plan_enc *e, const char *key)
+{
+	for (size_t k = 0; k < e->nparams; k++)
+		if (!strcmp(e->params[k].key, key))
+			return e->params[k].value;
+	return NULL;
+}
+
+/* What transformers' config classes default to when config.json leaves a key out: Gemma 2 and 3
+ * query_pre_attn_scalar = 256 (Gemma 1 has none: head_dim^-1/2), Gemma 3 rope_theta = 1e6 (its
+ * sliding layers' rope_local_base_freq = 10000). head_dim here is 64, so 256 is visible. */
+START_TEST(gemma_defaults_are_transformers)
+{
+	struct pe_plan plan;
+	struct pe_err err;
+	int rc = build("{\"model_type\": \"gemma3_text\", \"num_attention_heads\": 8, \"hidden_size\": 512, "
+		       "\"num_hidden_layers\": 6}", NULL, &plan, &err);
+	ck_assert_msg(rc == 0, "%s", err.detail);
+	ck_assert_uint_eq(plan.nenc, 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct pe_plan_enc *e = &plan.enc[i];
+		int global = !strcmp(e->layers, "full_attention");
+		ck_assert_str_eq(param_of(e, "base"), global ? "1000000" : "10000");
+		ck_assert(e->softmax_scale == 1.0 / 16);
+	}
+	pe_plan_destroy(&plan);
+	rc = build("{\"model_type\": \"gemma2\", \"num_attention_heads\": 8, \"hidden_size\": 512}", NULL, &plan, &err);
+	ck_assert_msg(rc == 0, "%s", err.detail);
+	ck_assert(plan.enc[0].softmax_scale == 1.0 / 16);
+	ck_assert_str_eq(param_of(&plan.enc[0], "base"), "10000");
+	pe_plan_destroy(&plan);
+	rc = build("{\"model_type\": \"gemma\", \"num_attention_heads\": 8, \"hidden_size\": 512}", NULL, &plan, &err);
+	ck_assert_msg(rc == 0, "%s", err.detail);
+	ck_assert(plan.enc[0].softmax_scale == 1.0 / 8);
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
 START_TEST(unknown_families_and_types_name_the_key)
 {
 	expect_error("{\"model_type\": \"resnet\"}", PE_EUNPROCESSABLE, "model_type");
@@ -363,6 +401,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, json_reader_reads_long_numbers);
 	tcase_add_test(tc, json_reader_many_members);
 	tcase_add_test(tc, out_of_range_numbers_name_the_key);
+	tcase_add_test(tc, gemma_defaults_are_transformers);
 	tcase_add_test(tc, unknown_families_and_types_name_the_key);
 	tcase_add_test(tc, given_head_dim_and_rope_type_win);
 	tcase_add_test(tc, yarn_factor_disagreement_is_a_warning);
