@@ -83,6 +83,21 @@ static int num_of(struct cfg *c, const struct pe_json *v, const char *name, doub
 
 static int num(struct cfg *c, const char *key, double *out) { return num_of(c, get(c, key), key, out); }
 
+/* A number that must be > 0 (a scale, a scalar under a square root): 1 given, 0 absent, or an error. */
+static int positive(struct cfg *c, const char *key, double *out)
+{
+	int rc = num(c, key, out);
+	return rc > 0 && !(*out > 0) ? bad(c, key, "%s must be > 0", key) : rc;
+}
+
+/* A count of channels: an integer in [0, 65536] (checked before it becomes an int). */
+static int channels(struct cfg *c, const char *key, double *out)
+{
+	int rc = num(c, key, out);
+	return rc > 0 && (*out != floor(*out) || *out < 0 || *out > 65536) ?
+		       bad(c, key, "%s must be an integer from 0 to 65536", key) : rc;
+}
+
 /* The first of keys the config has, as a positive integer: 1, 0 when none, or an error. */
 static int first_int(struct cfg *c, const char *const *keys, int64_t *out, const char **which)
 {
@@ -234,6 +249,8 @@ static int orig_positions(struct cfg *c, const struct rope *r, struct pe_plan_en
 		pe_plan_note(e, "original_max_position_embeddings is max_position_embeddings (%lld): the config gives none",
 			     (long long)r->d->max_pos);
 	}
+	if (v != floor(v) || v < 1 || v > 1e15)
+		return bad(c, name, "%s must be a positive integer", name);
 	*orig = (int64_t)v;
 	pe_plan_param(e, "original_max_position_embeddings", "%lld", (long long)*orig);
 	return 1;
@@ -448,11 +465,13 @@ static int rotary_dim(struct cfg *c, struct rope *r)
 	double v = 0;
 	int rc;
 	r->rotary_dim = r->head_dim;
-	if ((rc = num(c, "rotary_dim", &v)) != 0) {
+	if ((rc = channels(c, "rotary_dim", &v)) != 0) {
 		if (rc > 0)
 			r->rotary_dim = (int)v;
 	} else if ((rc = r->scaling ? num_of(c, member(r->scaling, "partial_rotary_factor"), "rope_parameters.partial_rotary_factor", &v) : 0) != 0 ||
 		   (rc = num(c, "partial_rotary_factor", &v)) != 0 || (rc = num(c, "rotary_pct", &v)) != 0) {
+		if (rc > 0 && !(v > 0 && v <= 1))
+			return bad(c, "partial_rotary_factor", "partial_rotary_factor must be in (0, 1]");
 		if (rc > 0)
 			r->rotary_dim = (int)(r->head_dim * v); /* transformers: int(head_dim * factor) */
 	}
@@ -530,6 +549,19 @@ static int family_qwen_vl(struct cfg *c)
 	return rc;
 }
 
+/* query_pre_attn_scalar, else 256 as Gemma 2's and Gemma 3's configs default to (warned; Gemma 1
+ * has none and scales by head_dim^-1/2): 1 with q set, 0 for Gemma 1 without one, or an error. */
+static int gemma_query_scalar(struct cfg *c, double *q)
+{
+	int rc = positive(c, "query_pre_attn_scalar", q);
+	if (rc != 0 || !strcmp(c->plan->model_type, "gemma"))
+		return rc;
+	*q = 256;
+	pe_plan_warn(c->plan, "no query_pre_attn_scalar: softmax_scale is 256^-1/2 (the default of %s's config)",
+		     c->plan->model_type);
+	return 1;
+}
+
 /* Gemma 2: one base for all layers; the query is scaled by query_pre_attn_scalar^-1/2. */
 static int family_gemma(struct cfg *c)
 {
@@ -540,7 +572,7 @@ static int family_gemma(struct cfg *c)
 	if ((rc = read_dims(c, &d)) < 0 || (rc = rope_init(c, &r, &d, "half")) < 0)
 		return rc;
 	choose_len(c, &d);
-	if ((rc = num(c, "query_pre_attn_scalar", &q)) < 0)
+	if ((rc = gemma_query_scalar(c, &q)) < 0)
 		return rc;
 	if (rc > 0)
 		r.softmax_scale = 1 / sqrt(q);
@@ -580,6 +612,7 @@ static int gemma3_layers(struct cfg *c, const struct dims *d, int *sliding)
 	}
 	if (pat < 1 || pat != floor(pat))
 		return bad(c, "sliding_window_pattern", "sliding_window_pattern must be a positive integer");
+	pat = fmin(pat, PE_PLAN_MAX_LAYERS + 1); /* past the layers, the same: none global (and an int) */
 	for (int i = 0; i < d->layers; i++)
 		sliding[i] = (i + 1) % (int)pat != 0;
 	return 0;
@@ -598,8 +631,10 @@ static int family_gemma3(struct cfg *c)
 		return rc;
 	if (!d.layers)
 		return bad(c, "num_hidden_layers", "Gemma 3 needs num_hidden_layers");
+	int no_theta = !member(g.scaling, "rope_theta") && !get(c, "rope_theta") && !get(c, "rotary_emb_base") &&
+		       !member(member(g.scaling, "full_attention"), "rope_theta");
 	choose_len(c, &d);
-	if ((rc = gemma3_layers(c, &d, sliding)) < 0 || (rc = num(c, "query_pre_attn_scalar", &q)) < 0)
+	if ((rc = gemma3_layers(c, &d, sliding)) < 0 || (rc = gemma_query_scalar(c, &q)) < 0)
 		return rc;
 	double scale = rc > 0 ? 1 / sqrt(q) : g.softmax_scale;
 	const struct pe_json *per_full = member(g.scaling, "full_attention"), *per_slide = member(g.scaling, "sliding_attention");
@@ -619,6 +654,10 @@ static int family_gemma3(struct cfg *c)
 		l.base = local;
 		l.scaling = NULL;
 		l.scaling_name = "rope_scaling";
+	}
+	if (no_theta) {
+		g.base = 1e6;
+		pe_plan_warn(c->plan, "no rope_theta: the global layers use 1000000 (Gemma 3's default)");
 	}
 	l.layers = "sliding_attention";
 	g.layers = "full_attention";
@@ -658,6 +697,7 @@ static int family_llama4(struct cfg *c)
 		for (const struct pe_json *x = nr->child; x; x = x->next, n++)
 			uses[n] = x->num != 0;
 	} else {
+		interval = fmin(interval, PE_PLAN_MAX_LAYERS + 1); /* past the layers, the same (and an int) */
 		for (n = 0; n < d.layers; n++)
 			uses[n] = (n + 1) % (int)interval != 0;
 	}
@@ -697,9 +737,9 @@ static int family_deepseek(struct cfg *c)
 	int rc;
 	if ((rc = read_dims(c, &d)) < 0)
 		return rc;
-	if ((rc = num(c, "qk_rope_head_dim", &ropedim)) <= 0)
+	if ((rc = channels(c, "qk_rope_head_dim", &ropedim)) <= 0)
 		return rc < 0 ? rc : bad(c, "qk_rope_head_dim", "DeepSeek's MLA needs qk_rope_head_dim");
-	if ((rc = num(c, "qk_nope_head_dim", &nope)) <= 0)
+	if ((rc = channels(c, "qk_nope_head_dim", &nope)) <= 0)
 		return rc < 0 ? rc : bad(c, "qk_nope_head_dim", "DeepSeek's MLA needs qk_nope_head_dim");
 	d.head_dim = (int)(nope + ropedim);
 	if ((rc = rope_init(c, &r, &d, "interleaved")) < 0)
@@ -850,6 +890,8 @@ static int family_learned(struct cfg *c)
 	int64_t positions = d.max_pos;
 	const char *what = "position_embeddings";
 	if (num(c, "image_size", &img) > 0 && num(c, "patch_size", &patch) > 0 && patch >= 1) {
+		if (!(img / patch <= 65536))
+			return bad(c, "image_size", "image_size / patch_size must be at most 65536");
 		int64_t side = (int64_t)(img / patch);
 		positions = side * side + 1;
 		what = "a [1, patches + 1, hidden] parameter with the class token";
@@ -871,6 +913,8 @@ static int family_vit_mae(struct cfg *c)
 		return bad(c, "image_size", "ViT-MAE needs image_size and patch_size");
 	if ((rc = num(c, "decoder_hidden_size", &dec)) < 0 || (rc = num(c, "decoder_num_attention_heads", &dec_heads)) < 0)
 		return rc;
+	if (img / patch > 65536 || dec < 0 || dec > (1 << 24) || dec != floor(dec))
+		return bad(c, img / patch > 65536 ? "image_size" : "decoder_hidden_size", "beyond what a plan handles");
 	int side = (int)(img / patch);
 	for (int k = 0; k < 2; k++) {
 		int dim = k ? (int)dec : d.hidden;

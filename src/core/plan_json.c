@@ -117,6 +117,24 @@ static int unicode_escape(struct rd *r, unsigned *cp)
 	return *cp ? 0 : fail(r, PE_EBODY, "\\u0000 in a string");
 }
 
+/* The length of the well-formed UTF-8 sequence at p (lead byte c >= 0x80, before end), or 0:
+ * no overlong forms, no surrogates, nothing past U+10FFFF (RFC 3629). */
+static size_t utf8_len(const unsigned char *p, const unsigned char *end)
+{
+	unsigned char c = p[0];
+	size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+	if (!n || (size_t)(end - p) < n)
+		return 0;
+	unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+	unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
 /* A string at r->p (the opening quote): a new NUL-terminated copy, escapes resolved. */
 static char *string(struct rd *r)
 {
@@ -138,6 +156,18 @@ static char *string(struct rd *r)
 		if (c < 0x20) {
 			fail(r, PE_EBODY, "control character in a string");
 			goto bad;
+		}
+		if (c >= 0x80) {
+			size_t n = utf8_len((const unsigned char *)r->p - 1, (const unsigned char *)r->str_end);
+			if (!n) {
+				r->p--;
+				fail(r, PE_EBODY, "invalid UTF-8 in a string");
+				goto bad;
+			}
+			memcpy(o, r->p - 1, n);
+			o += n;
+			r->p += n - 1;
+			continue;
 		}
 		if (c != '\\') {
 			*o++ = (char)c;
@@ -192,13 +222,15 @@ static int number(struct rd *r, double *out)
 			return fail(r, PE_EBODY, "bad number");
 		q = d;
 	}
-	char tmp[64];
+	char small[64], *tmp = small;
 	size_t n = (size_t)(q - r->p);
-	if (n >= sizeof tmp)
-		return fail(r, PE_EBODY, "number too long");
+	if (n >= sizeof small && !(tmp = malloc(n + 1))) /* valid JSON has no length bound: n <= the body */
+		return fail(r, PE_ENOMEM, "out of memory");
 	memcpy(tmp, r->p, n);
 	tmp[n] = 0;
 	*out = strtod(tmp, NULL);
+	if (tmp != small)
+		free(tmp);
 	if (!isfinite(*out))
 		return fail(r, PE_EBODY, "number out of range");
 	r->p = q;
@@ -216,12 +248,29 @@ static int literal(struct rd *r, const char *word)
 
 static struct pe_json *value(struct rd *r, int depth);
 
-static int has_key(const struct pe_json *obj, const char *key)
+static int by_key(const void *a, const void *b)
 {
-	for (const struct pe_json *m = obj->child; m; m = m->next)
-		if (!strcmp(m->key, key))
-			return 1;
-	return 0;
+	return strcmp((*(const struct pe_json *const *)a)->key, (*(const struct pe_json *const *)b)->key);
+}
+
+/* An object's members, read: refuse it when two share a key. Sorted, so n log n and not n^2
+ * (an object of 100000 members is within the bounds). */
+static int check_keys(struct rd *r, const struct pe_json *obj)
+{
+	if (obj->n < 2)
+		return 0;
+	const struct pe_json **m = malloc(obj->n * sizeof *m);
+	if (!m)
+		return fail(r, PE_ENOMEM, "out of memory");
+	size_t i = 0;
+	for (const struct pe_json *x = obj->child; x; x = x->next)
+		m[i++] = x;
+	qsort(m, obj->n, sizeof *m, by_key);
+	for (i = 1; i < obj->n && strcmp(m[i - 1]->key, m[i]->key); i++)
+		;
+	int dup = i < obj->n;
+	free(m);
+	return dup ? fail(r, PE_EBODY, "duplicate key in the object ending") : 0;
 }
 
 /* The elements or members of an array or object at r->p (its opening bracket), into v. */
@@ -244,10 +293,6 @@ static int container(struct rd *r, struct pe_json *v, int depth)
 				return fail(r, PE_EBODY, "expected a key");
 			if (!(key = string(r)))
 				return -1;
-			if (has_key(v, key)) {
-				free(key);
-				return fail(r, PE_EBODY, "duplicate key");
-			}
 			ws(r);
 			if (r->p >= r->end || *r->p != ':') {
 				free(key);
@@ -271,7 +316,7 @@ static int container(struct rd *r, struct pe_json *v, int depth)
 		}
 		if (r->p < r->end && *r->p == close) {
 			r->p++;
-			return 0;
+			return obj ? check_keys(r, v) : 0;
 		}
 		return fail(r, PE_EBODY, obj ? "expected ',' or '}'" : "expected ',' or ']'");
 	}

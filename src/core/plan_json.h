@@ -2,7 +2,7 @@
  *
  * The plan lives in core (pure: bytes in, a struct out) and the CLI links libposenc without
  * jansson, so the config is read by this reader and not by jansson. It keeps what a plan needs:
- * objects, arrays, strings (unescaped, UTF-8), numbers as doubles, booleans and null. Depth and
+ * objects, arrays, strings (unescaped; well-formed UTF-8 or refused), numbers as doubles, booleans and null. Depth and
  * node count are bounded (PE_JSON_MAX_DEPTH, PE_JSON_MAX_NODES) before memory grows past them;
  * a duplicate key in an object is an error (which of two values a model means is not ours to
  * guess). One allocation per node; pe_json_free frees the tree. Thread-safe (no shared state). */

@@ -105,6 +105,141 @@ START_TEST(json_reader_is_bounded)
 }
 END_TEST
 
+/* Strings are UTF-8 as RFC 8259 asks: ill-formed bytes are refused (they reached the answer's
+ * JSON raw, e.g. through a rope_type/type warning), well-formed ones kept as they are. */
+START_TEST(json_reader_refuses_ill_formed_utf8)
+{
+	static const char *const bad[] = {
+		"\"\xff\"", "\"\xc0\xaf\"", "\"\xc1\xbf\"", "\"\xe0\x80\xaf\"", "\"\xed\xa0\x80\"", "\"\xe2\x82\"",
+		"\"\xf0\x8f\xbf\xbf\"", "\"\xf4\x90\x80\x80\"", "\"\xf5\x80\x80\x80\"", "\"\x80\"", "{\"\xfe\": 1}",
+		"\"\xe2\x82\"x", "\"ab\xc3",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		reader_refuses(bad[i], PE_EBODY);
+	struct pe_err err = {0};
+	const char *ok = "[\"\xc2\x80\xdf\xbf\", \"\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80\", \"\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\"]";
+	struct pe_json *v = pe_json_parse(ok, strlen(ok), &err);
+	ck_assert_msg(v != NULL, "%s", err.detail);
+	ck_assert_str_eq(v->child->next->str, "\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80");
+	pe_json_free(v);
+}
+END_TEST
+
+/* A number's length is not bounded by the grammar: 70 digits read like 1. */
+START_TEST(json_reader_reads_long_numbers)
+{
+	char text[256] = "[1.";
+	memset(text + 3, '0', 70);
+	strcpy(text + 73, "1e-3, 1");
+	memset(text + strlen(text), '0', 80);
+	strcat(text, "]");
+	struct pe_err err = {0};
+	struct pe_json *v = pe_json_parse(text, strlen(text), &err);
+	ck_assert_msg(v != NULL, "%s", err.detail);
+	ck_assert(v->child->num == 1e-3);
+	ck_assert(v->child->next->num == 1e80);
+	pe_json_free(v);
+}
+END_TEST
+
+/* An object with PE_JSON_MAX_NODES - 1 members (within the bounds) is read, and one duplicate
+ * among them found, without comparing every key with every other (that took minutes). */
+static char *many_keys(size_t n, int dup)
+{
+	char *s = malloc(n * 12 + 3), *o = s;
+	*o++ = '{';
+	for (size_t i = 0; i < n; i++)
+		o += sprintf(o, "%s\"%07zu\":0", i ? "," : "", dup && i == n - 1 ? (size_t)0 : i);
+	strcpy(o, "}");
+	return s;
+}
+
+START_TEST(json_reader_many_members)
+{
+	struct pe_err err = {0};
+	char *s = many_keys(PE_JSON_MAX_NODES - 1, 0);
+	struct pe_json *v = pe_json_parse(s, strlen(s), &err);
+	ck_assert_msg(v != NULL, "%s", err.detail);
+	ck_assert_uint_eq(v->n, PE_JSON_MAX_NODES - 1);
+	pe_json_free(v);
+	free(s);
+	s = many_keys(PE_JSON_MAX_NODES - 1, 1);
+	reader_refuses(s, PE_EBODY);
+	free(s);
+	reader_refuses("{\"a\": {\"b\": 1, \"c\": [{\"d\": 1, \"d\": 1}]}}", PE_EBODY);
+}
+END_TEST
+
+/* Numbers that become an int, a square root or a divisor are checked first: out of range they
+ * are a 422 naming the key (before: NaN softmax scales, silently truncated channels, or a cast
+ * of 1e300 to int, which is undefined). */
+#define LLAMA "{\"model_type\": \"llama\", \"num_attention_heads\": 8, \"hidden_size\": 512, "
+#define DSV3 "{\"model_type\": \"deepseek_v3\", \"num_attention_heads\": 8, \"hidden_size\": 512, "
+START_TEST(out_of_range_numbers_name_the_key)
+{
+	expect_error("{\"model_type\": \"gemma2\", \"num_attention_heads\": 8, \"hidden_size\": 512, "
+		     "\"query_pre_attn_scalar\": -1}", PE_EUNPROCESSABLE, "query_pre_attn_scalar");
+	expect_error("{\"model_type\": \"gemma3_text\", \"num_attention_heads\": 8, \"hidden_size\": 512, "
+		     "\"num_hidden_layers\": 4, \"query_pre_attn_scalar\": 0}", PE_EUNPROCESSABLE, "query_pre_attn_scalar");
+	expect_error(LLAMA "\"partial_rotary_factor\": -0.5}", PE_EUNPROCESSABLE, "partial_rotary_factor");
+	expect_error(LLAMA "\"rotary_dim\": 1e300}", PE_EUNPROCESSABLE, "rotary_dim");
+	expect_error(LLAMA "\"rotary_dim\": 31.5}", PE_EUNPROCESSABLE, "rotary_dim");
+	expect_error(DSV3 "\"qk_rope_head_dim\": 2.5, \"qk_nope_head_dim\": 62}", PE_EUNPROCESSABLE, "qk_rope_head_dim");
+	expect_error(DSV3 "\"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 1e300}", PE_EUNPROCESSABLE, "qk_nope_head_dim");
+	expect_error(LLAMA "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4, "
+		     "\"original_max_position_embeddings\": 0.5}}", PE_EUNPROCESSABLE, "rope_scaling.original_max_position_embeddings");
+	expect_error("{\"model_type\": \"vit\", \"num_attention_heads\": 8, \"hidden_size\": 512, \"image_size\": 1e300, "
+		     "\"patch_size\": 16}", PE_EUNPROCESSABLE, "image_size");
+	/* a pattern past the layers: every layer sliding, as with a pattern of layers + 1 */
+	struct pe_plan plan;
+	struct pe_err err;
+	int rc = build("{\"model_type\": \"gemma3_text\", \"num_attention_heads\": 8, \"hidden_size\": 512, "
+		       "\"num_hidden_layers\": 4, \"sliding_window_pattern\": 1e300}", NULL, &plan, &err);
+	ck_assert_msg(rc == 0, "%s", err.detail);
+	ck_assert_uint_eq(plan.nenc, 1);
+	ck_assert_str_eq(plan.enc[0].layers, "sliding_attention");
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
+static const char *param_of(const struct pe_plan_enc *e, const char *key)
+{
+	for (size_t k = 0; k < e->nparams; k++)
+		if (!strcmp(e->params[k].key, key))
+			return e->params[k].value;
+	return NULL;
+}
+
+/* What transformers' config classes default to when config.json leaves a key out: Gemma 2 and 3
+ * query_pre_attn_scalar = 256 (Gemma 1 has none: head_dim^-1/2), Gemma 3 rope_theta = 1e6 (its
+ * sliding layers' rope_local_base_freq = 10000). head_dim here is 64, so 256 is visible. */
+START_TEST(gemma_defaults_are_transformers)
+{
+	struct pe_plan plan;
+	struct pe_err err;
+	int rc = build("{\"model_type\": \"gemma3_text\", \"num_attention_heads\": 8, \"hidden_size\": 512, "
+		       "\"num_hidden_layers\": 6}", NULL, &plan, &err);
+	ck_assert_msg(rc == 0, "%s", err.detail);
+	ck_assert_uint_eq(plan.nenc, 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct pe_plan_enc *e = &plan.enc[i];
+		int global = !strcmp(e->layers, "full_attention");
+		ck_assert_str_eq(param_of(e, "base"), global ? "1000000" : "10000");
+		ck_assert(e->softmax_scale == 1.0 / 16);
+	}
+	pe_plan_destroy(&plan);
+	rc = build("{\"model_type\": \"gemma2\", \"num_attention_heads\": 8, \"hidden_size\": 512}", NULL, &plan, &err);
+	ck_assert_msg(rc == 0, "%s", err.detail);
+	ck_assert(plan.enc[0].softmax_scale == 1.0 / 16);
+	ck_assert_str_eq(param_of(&plan.enc[0], "base"), "10000");
+	pe_plan_destroy(&plan);
+	rc = build("{\"model_type\": \"gemma\", \"num_attention_heads\": 8, \"hidden_size\": 512}", NULL, &plan, &err);
+	ck_assert_msg(rc == 0, "%s", err.detail);
+	ck_assert(plan.enc[0].softmax_scale == 1.0 / 8);
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
 START_TEST(unknown_families_and_types_name_the_key)
 {
 	expect_error("{\"model_type\": \"resnet\"}", PE_EUNPROCESSABLE, "model_type");
@@ -262,6 +397,11 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, json_reader_reads_what_configs_hold);
 	tcase_add_test(tc, json_reader_refuses_broken_json);
 	tcase_add_test(tc, json_reader_is_bounded);
+	tcase_add_test(tc, json_reader_refuses_ill_formed_utf8);
+	tcase_add_test(tc, json_reader_reads_long_numbers);
+	tcase_add_test(tc, json_reader_many_members);
+	tcase_add_test(tc, out_of_range_numbers_name_the_key);
+	tcase_add_test(tc, gemma_defaults_are_transformers);
 	tcase_add_test(tc, unknown_families_and_types_name_the_key);
 	tcase_add_test(tc, given_head_dim_and_rope_type_win);
 	tcase_add_test(tc, yarn_factor_disagreement_is_a_warning);

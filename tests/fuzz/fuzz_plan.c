@@ -1,0 +1,90 @@
+/* libFuzzer target: model plans (src/core/plan_json.c, plan.c, plan_out.c).
+ *
+ * Input: one byte choosing ?len= (0: the config's own, 1, 4096, 2^40) and max_elements (2^26 or
+ * none), then a config.json body.
+ *
+ * Checks: the JSON reader (pe_json_parse) and jansson agree on what is JSON (jansson strict:
+ * duplicate keys refused, integers as reals so a 20-digit integer is not its "too big"), except
+ * where the reader is narrower by design: past its depth or node bounds (PE_ETOOBIG), or where
+ * jansson is wrong (a raw NUL byte it skips). A refusal
+ * is PE_EBODY or PE_ETOOBIG naming "body" with a detail. pe_plan_build fails only with a known
+ * code and a detail; when it succeeds, every encoding with a table has a url, and pe_plan_json is JSON that
+ * jansson reads back (strings well-formed UTF-8) with the same number of encodings. */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/plan_json.h"
+#include "posenc/plan.h"
+
+#define FAIL(...)                                             \
+	do {                                                  \
+		fprintf(stderr, "fuzz_plan: " __VA_ARGS__);   \
+		fputc('\n', stderr);                          \
+		abort();                                      \
+	} while (0)
+
+static void check_reader(const char *text, size_t n)
+{
+	struct pe_err err = {0};
+	struct pe_json *v = pe_json_parse(text, n, &err);
+	json_error_t je;
+	json_t *j = json_loadb(text, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &je);
+	if (v && !j)
+		FAIL("the reader accepts what jansson refuses (%s)", je.text);
+	if (!v) {
+		if (err.code != PE_EBODY && err.code != PE_ETOOBIG && err.code != PE_ENOMEM)
+			FAIL("refused with code %d", err.code);
+		if (strcmp(err.param, "body") || !err.detail[0])
+			FAIL("refusal names '%s' (%s)", err.param, err.detail);
+		/* jansson's stream drops a NUL byte read again after an unget ("16\0," reads as 16): a
+		 * NUL is never JSON (RFC 8259, Python's json), so there the reader is right */
+		if (j && err.code == PE_EBODY && !memchr(text, 0, n))
+			FAIL("the reader refuses what jansson reads: %s", err.detail);
+	}
+	json_decref(j);
+	pe_json_free(v);
+}
+
+static void check_plan(const char *text, size_t n, uint8_t sel)
+{
+	static const int64_t lens[] = {0, 1, 4096, (int64_t)1 << 40};
+	struct pe_plan_opts o = {.len = lens[sel & 3], .max_elements = sel & 4 ? 0 : (uint64_t)1 << 26};
+	struct pe_plan plan;
+	struct pe_err err = {0};
+	int rc = pe_plan_build(text, n, &o, &plan, &err);
+	if (rc != 0) {
+		if (rc != err.code || rc <= PE_ERR_FIRST_ || rc >= PE_ERR_LAST_ || !err.detail[0])
+			FAIL("pe_plan_build: %d, err %d '%s'", rc, err.code, err.detail);
+		return;
+	}
+	for (size_t i = 0; i < plan.nenc; i++)
+		if (plan.enc[i].table && !plan.enc[i].url)
+			FAIL("encoding %zu has a table and no url", i);
+	size_t len = 0;
+	char *out = pe_plan_json(&plan, &len);
+	if (out) {
+		json_error_t je;
+		json_t *j = json_loadb(out, len, 0, &je);
+		if (!j)
+			FAIL("the answer is not JSON: %s (%.200s)", je.text, out);
+		json_t *enc = json_object_get(j, "encodings");
+		if (!json_is_array(enc) || json_array_size(enc) != plan.nenc)
+			FAIL("the answer's encodings are not the plan's %zu", plan.nenc);
+		json_decref(j);
+		free(out);
+	}
+	pe_plan_destroy(&plan);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	const char *text = (const char *)data + 1;
+	check_reader(text, size - 1);
+	check_plan(text, size - 1, data[0]);
+	return 0;
+}
