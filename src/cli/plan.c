@@ -52,7 +52,7 @@ static int make_plan(const char *path, const char *len, const char *max_elements
 		     struct pe_err *err)
 {
 	struct pe_plan_opts o = {.len = 0, .max_elements = CLI_DEFAULT_MAX_ELEMENTS};
-	int64_t v;
+	int64_t v = 0;
 	if (len && parse_count(len, "len", &o.len, err) != 0)
 		return PE_EINVAL;
 	if (max_elements) {
