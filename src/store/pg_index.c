@@ -81,6 +81,13 @@ void pg_index_del(struct pgstore *s, const char *name, int64_t gen)
 	s->n--;
 }
 
+void pg_index_gone(struct pgstore *s, const char *name, int64_t seen)
+{
+	const struct pg_entry *e = pg_index_find(s, name);
+	if (e && e->gen == seen)
+		pg_index_del(s, name, seen + 1); /* the delete that removed the row drew a larger generation */
+}
+
 static int by_name(const void *a, const void *b)
 {
 	return strcmp(((const struct pg_entry *)a)->m.name, ((const struct pg_entry *)b)->m.name);

@@ -63,6 +63,29 @@ START_TEST(newer_generation_wins)
 }
 END_TEST
 
+/* A read that began when the index held generation 5 finds no row (a delete, generation 6, came
+ * first); by the time it says so, the delete and a new put (generation 7) were notified. The new
+ * table must stay: dropping it would answer 404 for an existing table until the next write. */
+START_TEST(read_finding_no_row_keeps_a_newer_put)
+{
+	struct pgstore *s = new_index();
+	struct pe_store_meta a = meta("t", 5), b = meta("t", 3);
+	pg_index_put(s, &a, 5);
+	int64_t seen = pg_index_find(s, "t")->gen;
+	pg_index_del(s, "t", 6);
+	pg_index_put(s, &b, 7);
+	pg_index_gone(s, "t", seen);
+	ck_assert_uint_eq(rows_of(s, "t"), 3);
+	ck_assert_uint_eq(s->bytes, 3 * 16);
+	pg_index_gone(s, "t", 7); /* a read that began with generation 7 held: that one is gone */
+	ck_assert_uint_eq(rows_of(s, "t"), 0);
+	ck_assert_uint_eq(s->n, 0);
+	pg_index_put(s, &b, 7); /* its late notification does not bring it back */
+	ck_assert_uint_eq(rows_of(s, "t"), 0);
+	free_index(s);
+}
+END_TEST
+
 START_TEST(sorted_and_counted)
 {
 	struct pgstore *s = new_index();
@@ -170,6 +193,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("store_pg_index");
 	TCase *tc = tcase_create("index");
 	tcase_add_test(tc, newer_generation_wins);
+	tcase_add_test(tc, read_finding_no_row_keeps_a_newer_put);
 	tcase_add_test(tc, sorted_and_counted);
 	tcase_add_test(tc, payload_round_trip);
 	tcase_add_test(tc, malformed_payloads_refused);
