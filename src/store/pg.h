@@ -106,6 +106,9 @@ void pg_index_replace(struct pgstore *s, struct pg_entry *e, size_t n);
 int pg_row_meta(const PGresult *r, int i, struct pe_store_meta *m, int64_t *gen, const char **why);
 /* A notification's payload applied: "P <gen> <meta...>" or "D <gen> <name>". -1 if malformed. */
 int pg_apply_payload(struct pgstore *s, const char *payload);
+/* The table a well-formed payload names, into name: 0, or -1 if malformed. (The listener looks the
+ * name up in the database: a payload's metadata may be forged by any database user.) */
+int pg_payload_name(const char *p, char name[PE_STORE_NAME_MAX + 1]);
 /* The payload of a put (cap >= 512). */
 void pg_payload_put(const struct pe_store_meta *m, int64_t gen, char *out, size_t cap);
 

@@ -194,6 +194,21 @@ static int parse_put(const char *p, struct pe_store_meta *m, int64_t *gen)
 	return store_meta_check(m, &why, &param);
 }
 
+int pg_payload_name(const char *p, char name[PE_STORE_NAME_MAX + 1])
+{
+	struct pe_store_meta m;
+	int64_t gen;
+	int end = 0;
+	if (p[0] == 'P' && parse_put(p, &m, &gen) == 0) {
+		memcpy(name, m.name, sizeof m.name);
+		return 0;
+	}
+	if (p[0] == 'D' && sscanf(p, "D %" SCNd64 " %64s%n", &gen, name, &end) == 2 && !p[end] &&
+	    pe_store_name_check(name, strlen(name), NULL) == 0)
+		return 0;
+	return -1;
+}
+
 int pg_apply_payload(struct pgstore *s, const char *p)
 {
 	struct pe_store_meta m;
