@@ -401,8 +401,11 @@ static int conn_params(struct pgstore *s, const char *url, struct pe_err *err)
 	char *msg = NULL;
 	PQconninfoOption *o = PQconninfoParse(url, &msg);
 	if (!o) {
-		pe_err_set(err, PE_EINVAL, "store_url", "store_url is not a libpq URI: %.*s",
-			   msg ? (int)strcspn(msg, "\n") : 0, msg ? msg : "");
+		/* libpq quotes the token it choked on, which may be the password: only what precedes it */
+		size_t keep = msg ? strcspn(msg, "\"\n") : 0;
+		while (keep && (msg[keep - 1] == ' ' || msg[keep - 1] == ':'))
+			keep--;
+		pe_err_set(err, PE_EINVAL, "store_url", "store_url is not a libpq URI: %.*s", (int)keep, msg ? msg : "");
 		PQfreemem(msg);
 		return PE_EINVAL;
 	}

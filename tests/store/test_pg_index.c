@@ -158,6 +158,22 @@ START_TEST(store_url_errors_name_it)
 }
 END_TEST
 
+/* libpq's parse errors quote the token they choke on, which may be the password: never shown. */
+START_TEST(store_url_error_keeps_the_password)
+{
+	const char *urls[] = {"postgresql://u:s3cr%zzet@127.0.0.1/db", "postgresql://u:s3cret@127.0.0.1/db?s3cret=1",
+			      "postgresql://u:s3cret@[::1/db", "host=127.0.0.1 password=s3cret bogus"};
+	for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+		struct pe_err err = {0};
+		struct pe_store_options o = {.dir = "/nonexistent/never", .max_bytes = 1 << 20, .max_table_bytes = 1 << 20,
+					     .url = urls[i]};
+		ck_assert_ptr_null(pe_store_open(&o, &err));
+		ck_assert_str_eq(err.param, "store_url");
+		ck_assert_msg(strstr(err.detail, "s3cr") == NULL, "%s: %s", urls[i], err.detail);
+	}
+}
+END_TEST
+
 /* Nothing listens on port 1 of the loopback: connecting is refused at once. */
 START_TEST(unreachable_database_fails_fast)
 {
@@ -198,6 +214,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, payload_round_trip);
 	tcase_add_test(tc, malformed_payloads_refused);
 	tcase_add_test(tc, store_url_errors_name_it);
+	tcase_add_test(tc, store_url_error_keeps_the_password);
 	tcase_add_test(tc, unreachable_database_fails_fast);
 	suite_add_tcase(s, tc);
 	return s;
