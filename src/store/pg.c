@@ -262,13 +262,11 @@ static int del_op(struct pe_store *b, const char *name, pe_store_commit_cb cb, v
 
 /* ---- reading ---- */
 
-/* The row of name is gone: drop the index's entry if it is still the version the caller saw. */
-static int gone(struct pgstore *s, const char *name, struct pe_err *err)
+/* The row of name is gone; seen is the generation the index held when the read began. */
+static int gone(struct pgstore *s, const char *name, int64_t seen, struct pe_err *err)
 {
 	pthread_mutex_lock(&s->lock);
-	const struct pg_entry *e = pg_index_find(s, name);
-	if (e)
-		pg_index_del(s, name, e->gen + 1); /* any later write of name drew a larger generation */
+	pg_index_gone(s, name, seen);
 	pthread_mutex_unlock(&s->lock);
 	return pe_err_set(err, PE_ENOTFOUND, "name", "no learned table named %s", name);
 }
@@ -309,6 +307,10 @@ static int read_op(struct pe_store *b, const char *name, const struct pe_store_m
 	struct pg_slot *sl;
 	const char *v[] = {name};
 	*data = NULL;
+	pthread_mutex_lock(&s->lock);
+	const struct pg_entry *e = pg_index_find(s, name);
+	int64_t seen = e ? e->gen : 0; /* before the query: a newer entry then came from a newer write */
+	pthread_mutex_unlock(&s->lock);
 	int rc = pg_acquire(s, pg_now_ms() + s->op_ms, &sl, err);
 	if (rc != 0)
 		return rc;
@@ -320,7 +322,7 @@ static int read_op(struct pe_store *b, const char *name, const struct pe_store_m
 		rc = pe_err_set(err, PE_EIO, "", "the database refused the read: %.180s", PQresultErrorMessage(r));
 	pg_release(s, sl, r == NULL);
 	if (rc == 0)
-		rc = PQntuples(r) == 0 ? gone(s, name, err) : take_row(s, r, name, want, m, data, err);
+		rc = PQntuples(r) == 0 ? gone(s, name, seen, err) : take_row(s, r, name, want, m, data, err);
 	PQclear(r);
 	return rc;
 }
@@ -399,8 +401,11 @@ static int conn_params(struct pgstore *s, const char *url, struct pe_err *err)
 	char *msg = NULL;
 	PQconninfoOption *o = PQconninfoParse(url, &msg);
 	if (!o) {
-		pe_err_set(err, PE_EINVAL, "store_url", "store_url is not a libpq URI: %.*s",
-			   msg ? (int)strcspn(msg, "\n") : 0, msg ? msg : "");
+		/* libpq quotes the token it choked on, which may be the password: only what precedes it */
+		size_t keep = msg ? strcspn(msg, "\"\n") : 0;
+		while (keep && (msg[keep - 1] == ' ' || msg[keep - 1] == ':'))
+			keep--;
+		pe_err_set(err, PE_EINVAL, "store_url", "store_url is not a libpq URI: %.*s", (int)keep, msg ? msg : "");
 		PQfreemem(msg);
 		return PE_EINVAL;
 	}

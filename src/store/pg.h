@@ -94,6 +94,10 @@ int pg_unavailable(struct pgstore *s, struct pe_err *err, const char *what, PGco
 /* pg_index.c (callers hold the lock) */
 void pg_index_put(struct pgstore *s, const struct pe_store_meta *m, int64_t gen);
 void pg_index_del(struct pgstore *s, const char *name, int64_t gen);
+/* A read found no row of name; seen: the generation the index held for it when the read began (0:
+ * none). The entry goes only if it is still that one: a newer one came from a write the read's
+ * snapshot did not see (a put after the delete), and stays. */
+void pg_index_gone(struct pgstore *s, const char *name, int64_t seen);
 /* The held entry of name, or NULL. */
 const struct pg_entry *pg_index_find(const struct pgstore *s, const char *name);
 /* Replace the whole index (a reload after connecting); e is taken over. */
@@ -102,6 +106,9 @@ void pg_index_replace(struct pgstore *s, struct pg_entry *e, size_t n);
 int pg_row_meta(const PGresult *r, int i, struct pe_store_meta *m, int64_t *gen, const char **why);
 /* A notification's payload applied: "P <gen> <meta...>" or "D <gen> <name>". -1 if malformed. */
 int pg_apply_payload(struct pgstore *s, const char *payload);
+/* The table a well-formed payload names, into name: 0, or -1 if malformed. (The listener looks the
+ * name up in the database: a payload's metadata may be forged by any database user.) */
+int pg_payload_name(const char *p, char name[PE_STORE_NAME_MAX + 1]);
 /* The payload of a put (cap >= 512). */
 void pg_payload_put(const struct pe_store_meta *m, int64_t gen, char *out, size_t cap);
 

@@ -81,6 +81,13 @@ void pg_index_del(struct pgstore *s, const char *name, int64_t gen)
 	s->n--;
 }
 
+void pg_index_gone(struct pgstore *s, const char *name, int64_t seen)
+{
+	const struct pg_entry *e = pg_index_find(s, name);
+	if (e && e->gen == seen)
+		pg_index_del(s, name, seen + 1); /* the delete that removed the row drew a larger generation */
+}
+
 static int by_name(const void *a, const void *b)
 {
 	return strcmp(((const struct pg_entry *)a)->m.name, ((const struct pg_entry *)b)->m.name);
@@ -185,6 +192,21 @@ static int parse_put(const char *p, struct pe_store_meta *m, int64_t *gen)
 	if (pe_store_name_check(name, strlen(name), NULL) != 0 || pe_dtype_parse(dt, &m->dtype) != 0)
 		return -1;
 	return store_meta_check(m, &why, &param);
+}
+
+int pg_payload_name(const char *p, char name[PE_STORE_NAME_MAX + 1])
+{
+	struct pe_store_meta m;
+	int64_t gen;
+	int end = 0;
+	if (p[0] == 'P' && parse_put(p, &m, &gen) == 0) {
+		memcpy(name, m.name, sizeof m.name);
+		return 0;
+	}
+	if (p[0] == 'D' && sscanf(p, "D %" SCNd64 " %64s%n", &gen, name, &end) == 2 && !p[end] &&
+	    pe_store_name_check(name, strlen(name), NULL) == 0)
+		return 0;
+	return -1;
 }
 
 int pg_apply_payload(struct pgstore *s, const char *p)

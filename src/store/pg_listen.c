@@ -1,6 +1,7 @@
 /* The PostgreSQL store's listener: one thread with its own connection that (1) creates or checks
  * the schema, (2) LISTENs on posenc_learned, (3) loads the index, then declares the store up and
- * applies every notification as it comes (other replicas' writes, within milliseconds). Its
+ * refreshes from the database each name a notification names (other replicas' writes, within
+ * milliseconds; the payload itself is not trusted: any database user may NOTIFY). Its
  * connection is the store's liveness probe: a query when idle for PG_PING_MS must answer within
  * the operation timeout, and any failure declares the store down (put, delete and read then fail
  * at once with PE_EUNAVAIL) and reconnects with exponential backoff (PG_BACKOFF_MIN_MS doubling to
@@ -138,33 +139,58 @@ static int stopping(struct pgstore *s)
 	return st;
 }
 
-/* Drain notifications and results; -1 when the connection failed. *busy: a ping is unanswered. */
-static int consume(struct pgstore *s, PGconn *c, int *busy)
+/* What the database holds for name, into the index. A notification only says which name to look
+ * at: anyone who can connect may NOTIFY on the channel, so its payload's metadata and generation are
+ * never taken as the truth (a forged delete with a huge generation would hide a table for good).
+ * 0, or -1 when the connection failed. */
+static int refresh(struct pgstore *s, PGconn *c, const char *name)
 {
-	if (!PQconsumeInput(c))
-		return -1;
-	for (PGnotify *n; (n = PQnotifies(c)) != NULL; PQfreemem(n))
-		if (pg_apply_payload(s, n->extra) != 0)
+	const char *v[] = {name}, *why;
+	struct pe_store_meta m;
+	int64_t gen;
+	pthread_mutex_lock(&s->lock);
+	const struct pg_entry *e = pg_index_find(s, name);
+	int64_t seen = e ? e->gen : 0;
+	pthread_mutex_unlock(&s->lock);
+	PGresult *r = pg_run(c, "SELECT " PG_META_COLS " FROM posenc_learned WHERE name = $1", 1, v, NULL, NULL, 1, 0,
+			     pg_now_ms() + s->op_ms, s->wake[0]);
+	int ok = r && PQresultStatus(r) == PGRES_TUPLES_OK;
+	int row = ok && PQntuples(r) == 1 && pg_row_meta(r, 0, &m, &gen, &why) == 0;
+	pthread_mutex_lock(&s->lock);
+	if (row)
+		pg_index_put(s, &m, gen);
+	else if (ok && PQntuples(r) == 0)
+		pg_index_gone(s, name, seen);
+	if (ok)
+		s->notifications++;
+	pthread_mutex_unlock(&s->lock);
+	PQclear(r);
+	return ok ? 0 : -1;
+}
+
+/* Every notification libpq holds, each name refreshed from the database (which may bring more):
+ * -1 when the connection failed. */
+static int drain(struct pgstore *s, PGconn *c)
+{
+	for (PGnotify *n; (n = PQnotifies(c)) != NULL;) {
+		char name[PE_STORE_NAME_MAX + 1];
+		int known = pg_payload_name(n->extra, name) == 0;
+		PQfreemem(n);
+		if (!known)
 			pg_note(s, "ignored", "a notification posencd cannot read");
-	while (*busy && !PQisBusy(c)) {
-		PGresult *r = PQgetResult(c);
-		if (!r) {
-			*busy = 0;
-			break;
-		}
-		int ok = PQresultStatus(r) == PGRES_TUPLES_OK;
-		PQclear(r);
-		if (!ok)
+		else if (refresh(s, c, name) != 0)
 			return -1;
 	}
 	return PQstatus(c) == CONNECTION_BAD ? -1 : 0;
 }
 
-/* Serve notifications until the connection fails or the store stops. */
+/* Serve notifications until the connection fails or the store stops; when idle for PG_PING_MS, a
+ * query that must answer within the operation timeout (the database may have stopped answering). */
 static void serve(struct pgstore *s, PGconn *c)
 {
-	int busy = 0;
-	int64_t last = pg_now_ms(), sent = 0;
+	int64_t last = pg_now_ms();
+	if (drain(s, c) != 0) /* what came while the index was loading */
+		return;
 	while (!stopping(s)) {
 		struct pollfd p[2] = {{.fd = PQsocket(c), .events = POLLIN}, {.fd = s->wake[0], .events = POLLIN}};
 		int rc = poll(p, 2, 200);
@@ -172,17 +198,14 @@ static void serve(struct pgstore *s, PGconn *c)
 		if (rc < 0 && errno != EINTR)
 			return;
 		if (rc > 0 && p[0].revents) {
-			if (consume(s, c, &busy) != 0)
+			if (!PQconsumeInput(c) || drain(s, c) != 0)
 				return;
 			last = now;
 		}
-		if (busy && now - sent > s->op_ms)
-			return; /* the database stopped answering */
-		if (!busy && now - last >= PG_PING_MS) {
-			if (!PQsendQuery(c, "SELECT 1") || PQflush(c) < 0)
+		if (now - last >= PG_PING_MS) {
+			if (command(c, "SELECT 1", now + s->op_ms, s->wake[0]) != 0 || drain(s, c) != 0)
 				return;
-			busy = 1;
-			sent = last = now;
+			last = pg_now_ms();
 		}
 	}
 }

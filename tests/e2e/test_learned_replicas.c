@@ -249,6 +249,32 @@ START_TEST(reconnect_catches_up)
 }
 END_TEST
 
+static void until_metric(const struct pe_daemon *d, const char *name, double want, double limit);
+
+/* Anyone who can connect to the database may NOTIFY on posenc_learned: a forged delete with a huge
+ * generation, or a forged put of a table that does not exist, must change nothing a replica serves
+ * (before: the delete's tombstone hid the table, and every later write of it, until a restart). */
+START_TEST(forged_notifications_change_nothing)
+{
+	char sha[65], sha2[65], etag[128], got[65];
+	start(&A, "a");
+	start(&B, "b");
+	ck_assert_int_eq(put_table(&A, "real", 4, 1, sha), 201);
+	ck_assert_msg(until_seen(&B, "real", 200, sha, 1.0) >= 0, "B did not learn of real");
+	double before = pe_metric(&B, "posenc_store_notifications_total");
+	ck_assert_int_eq(pe_pg_sql(&PG, "NOTIFY posenc_learned, 'D 9000000000000000000 real'; NOTIFY posenc_learned, "
+				   "'P 9000000000000000000 ghost f32 4 8 0 0 0 "
+				   "00000000000000000000000000000000000000000000000000000000000000ff 1 0x1p+0'"),
+			 0);
+	until_metric(&B, "posenc_store_notifications_total", before + 2, 20);
+	ck_assert_int_eq(get_table(&B, "real", etag, got), 200);
+	ck_assert_str_eq(got, sha);
+	ck_assert_int_eq(get_table(&B, "ghost", etag, got), 404);
+	ck_assert_int_eq(put_table(&A, "real", 6, 2, sha2), 200);
+	ck_assert_msg(until_seen(&B, "real", 200, sha2, 1.0) >= 0, "B did not learn of real's replacement");
+}
+END_TEST
+
 /* ---- the database down and back under traffic ---- */
 
 static atomic_int traffic_on, traffic_bad, traffic_n;
@@ -491,6 +517,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, writes_reach_the_other_replica_within_a_second);
 	tcase_add_test(tc, concurrent_puts_of_one_name_leave_one_whole);
 	tcase_add_test(tc, reconnect_catches_up);
+	tcase_add_test(tc, forged_notifications_change_nothing);
 	tcase_add_test(tc, database_down_and_back_under_traffic);
 	tcase_add_test(tc, starts_with_the_database_down);
 	tcase_add_test(tc, unanswering_database_cannot_hold_requests);

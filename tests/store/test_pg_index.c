@@ -63,6 +63,29 @@ START_TEST(newer_generation_wins)
 }
 END_TEST
 
+/* A read that began when the index held generation 5 finds no row (a delete, generation 6, came
+ * first); by the time it says so, the delete and a new put (generation 7) were notified. The new
+ * table must stay: dropping it would answer 404 for an existing table until the next write. */
+START_TEST(read_finding_no_row_keeps_a_newer_put)
+{
+	struct pgstore *s = new_index();
+	struct pe_store_meta a = meta("t", 5), b = meta("t", 3);
+	pg_index_put(s, &a, 5);
+	int64_t seen = pg_index_find(s, "t")->gen;
+	pg_index_del(s, "t", 6);
+	pg_index_put(s, &b, 7);
+	pg_index_gone(s, "t", seen);
+	ck_assert_uint_eq(rows_of(s, "t"), 3);
+	ck_assert_uint_eq(s->bytes, 3 * 16);
+	pg_index_gone(s, "t", 7); /* a read that began with generation 7 held: that one is gone */
+	ck_assert_uint_eq(rows_of(s, "t"), 0);
+	ck_assert_uint_eq(s->n, 0);
+	pg_index_put(s, &b, 7); /* its late notification does not bring it back */
+	ck_assert_uint_eq(rows_of(s, "t"), 0);
+	free_index(s);
+}
+END_TEST
+
 START_TEST(sorted_and_counted)
 {
 	struct pgstore *s = new_index();
@@ -135,6 +158,22 @@ START_TEST(store_url_errors_name_it)
 }
 END_TEST
 
+/* libpq's parse errors quote the token they choke on, which may be the password: never shown. */
+START_TEST(store_url_error_keeps_the_password)
+{
+	const char *urls[] = {"postgresql://u:s3cr%zzet@127.0.0.1/db", "postgresql://u:s3cret@127.0.0.1/db?s3cret=1",
+			      "postgresql://u:s3cret@[::1/db", "host=127.0.0.1 password=s3cret bogus"};
+	for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+		struct pe_err err = {0};
+		struct pe_store_options o = {.dir = "/nonexistent/never", .max_bytes = 1 << 20, .max_table_bytes = 1 << 20,
+					     .url = urls[i]};
+		ck_assert_ptr_null(pe_store_open(&o, &err));
+		ck_assert_str_eq(err.param, "store_url");
+		ck_assert_msg(strstr(err.detail, "s3cr") == NULL, "%s: %s", urls[i], err.detail);
+	}
+}
+END_TEST
+
 /* Nothing listens on port 1 of the loopback: connecting is refused at once. */
 START_TEST(unreachable_database_fails_fast)
 {
@@ -170,10 +209,12 @@ static Suite *suite(void)
 	Suite *s = suite_create("store_pg_index");
 	TCase *tc = tcase_create("index");
 	tcase_add_test(tc, newer_generation_wins);
+	tcase_add_test(tc, read_finding_no_row_keeps_a_newer_put);
 	tcase_add_test(tc, sorted_and_counted);
 	tcase_add_test(tc, payload_round_trip);
 	tcase_add_test(tc, malformed_payloads_refused);
 	tcase_add_test(tc, store_url_errors_name_it);
+	tcase_add_test(tc, store_url_error_keeps_the_password);
 	tcase_add_test(tc, unreachable_database_fails_fast);
 	suite_add_tcase(s, tc);
 	return s;
