@@ -472,6 +472,58 @@ START_TEST(largest_table_round_trips)
 }
 END_TEST
 
+/* ---- an uncached read counts every copy of the row it holds ---- */
+
+/* PUT a [rows, 8] f64 table through d; the status. */
+static long put_f64(const struct pe_daemon *d, const char *name, size_t rows)
+{
+	struct pe_buf b;
+	struct pe_resp r;
+	size_t n = rows * 8;
+	double *v = malloc(n * sizeof *v);
+	ck_assert_ptr_nonnull(v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = sin((double)i * 0.37);
+	struct pe_tensor_view t = {.shape = {2, {rows, 8}}, .dtype = PE_F64, .data = v};
+	pe_buf_init(&b, (size_t)1 << 30);
+	ck_assert_int_eq(pe_npy_write(&b, &t, NULL), 0);
+	const char *hs[] = {"Content-Type: application/x-npy", NULL};
+	char path[96];
+	snprintf(path, sizeof path, "/v1/learned/%s", name);
+	pe_request(d, "PUT", path, hs, b.data, b.len, &r);
+	long status = r.status;
+	pe_resp_free(&r);
+	pe_buf_destroy(&b);
+	free(v);
+	return status;
+}
+
+/* A read from PostgreSQL holds the row three times before it returns (libpq's input buffer, the
+ * PGresult, our copy): 3 x 8n bytes for an [n/8, 8] f64 table, more than the 16n the file store's
+ * read and float64 copy need. With a 4 MiB budget between the two, the GET must be a 413 (before:
+ * it was served, holding 4.8 MiB of rows against a 4 MiB budget, uncounted), and the budget is
+ * all given back; a table whose copies fit is still served. */
+START_TEST(uncached_read_counts_the_rows_copies)
+{
+	const size_t budget = 4 << 20, rows = budget / 20 / 8; /* 8n = 0.4 budget: 16n fits, 24n does not */
+	char url[320], data[128], arg[32], etag[128], got[65];
+	snprintf(url, sizeof url, "%s?application_name=a", PG.url);
+	snprintf(data, sizeof data, "%s/a", dir);
+	snprintf(arg, sizeof arg, "%zu", budget);
+	const char *args[] = {"--data-dir", data, "--store-url", url, "--response-budget-bytes", arg, NULL};
+	pe_daemon_start(&A, args);
+	ck_assert_int_eq(put_f64(&A, "wide", rows), 201);
+	ck_assert_int_eq(put_table(&A, "narrow", rows / 4, 1, NULL), 201);
+	struct pe_resp r;
+	pe_get(&A, "/v1/learned/wide?format=bin&dtype=f64", &r);
+	ck_assert_msg(r.status == 413, "a read holding 3 x %zu bytes against a %zu byte budget answered %ld", rows * 64,
+		      budget, r.status);
+	pe_resp_free(&r);
+	ck_assert_int_eq(pe_metric(&A, "posenc_response_budget_bytes"), 0);
+	ck_assert_int_eq(get_table(&A, "narrow", etag, got), 200);
+}
+END_TEST
+
 /* ---- a database host that accepts connections and never answers ---- */
 
 START_TEST(black_holed_database_holds_neither_start_nor_stop)
@@ -524,6 +576,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, damaged_row_is_never_served);
 	tcase_add_test(tc, black_holed_database_holds_neither_start_nor_stop);
 	tcase_add_test(tc, largest_table_round_trips);
+	tcase_add_test(tc, uncached_read_counts_the_rows_copies);
 	suite_add_tcase(s, tc);
 	return s;
 }
