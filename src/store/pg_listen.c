@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define SCHEMA_LOCK "7300616"
@@ -168,18 +169,57 @@ static int refresh(struct pgstore *s, PGconn *c, const char *name)
 	return ok ? 0 : -1;
 }
 
-/* Every notification libpq holds, each name refreshed from the database (which may bring more):
- * -1 when the connection failed. */
+/* The distinct names of the notifications libpq holds, up to PENDING_MAX of them. A flood (any
+ * database user may NOTIFY, as often as it likes) costs one lookup per distinct name per round, not
+ * one per notification; 1 when more distinct names wait than that (the rest are dropped: a reload
+ * answers for all of them). */
+#define PENDING_MAX 256
+struct pending {
+	char names[PENDING_MAX][PE_STORE_NAME_MAX + 1];
+	size_t n;
+};
+
+static int collect(struct pgstore *s, PGconn *c, struct pending *p)
+{
+	int over = 0;
+	p->n = 0;
+	for (PGnotify *n; (n = PQnotifies(c)) != NULL; PQfreemem(n)) {
+		char name[PE_STORE_NAME_MAX + 1];
+		size_t i = 0;
+		if (over)
+			continue;
+		if (pg_payload_name(n->extra, name) != 0) {
+			pg_note(s, "ignored", "a notification posencd cannot read");
+			continue;
+		}
+		while (i < p->n && strcmp(p->names[i], name) != 0)
+			i++;
+		if (i < p->n)
+			continue;
+		if (p->n == PENDING_MAX)
+			over = 1;
+		else
+			memcpy(p->names[p->n++], name, sizeof name);
+	}
+	return over;
+}
+
+/* Every notification libpq holds, each distinct name refreshed from the database once per round
+ * (its queries may bring more: the next round), or the whole index reloaded when too many names
+ * wait: -1 when the connection failed. */
 static int drain(struct pgstore *s, PGconn *c)
 {
-	for (PGnotify *n; (n = PQnotifies(c)) != NULL;) {
-		char name[PE_STORE_NAME_MAX + 1];
-		int known = pg_payload_name(n->extra, name) == 0;
-		PQfreemem(n);
-		if (!known)
-			pg_note(s, "ignored", "a notification posencd cannot read");
-		else if (refresh(s, c, name) != 0)
-			return -1;
+	static __thread struct pending p; /* the listener's; 16 KB off its stack */
+	for (;;) {
+		if (collect(s, c, &p)) {
+			if (load(s, c, pg_now_ms() + s->op_ms) != 0)
+				return -1;
+		} else if (p.n == 0)
+			break;
+		else
+			for (size_t i = 0; i < p.n; i++)
+				if (refresh(s, c, p.names[i]) != 0)
+					return -1;
 	}
 	return PQstatus(c) == CONNECTION_BAD ? -1 : 0;
 }
