@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #define SCHEMA_LOCK "7300616"
+#define PG_STR_(x) #x
+#define PG_STR(x) PG_STR_(x)
 #define SCHEMA_V1                                                                                           \
 	"CREATE TABLE posenc_learned (name text PRIMARY KEY, dtype text NOT NULL, nrows bigint NOT NULL, "  \
 	"ncols bigint NOT NULL, prefix_tokens bigint NOT NULL, grid_h bigint NOT NULL, grid_w bigint NOT NULL, " \
@@ -67,28 +69,55 @@ static int schema(PGconn *c, int64_t deadline, int ab, char *why, size_t cap)
 	return rc;
 }
 
-/* Every row's metadata into the index (replacing it). */
-static int load(struct pgstore *s, PGconn *c, int64_t deadline)
+/* Every row's metadata into the index (replacing it), LOAD_PAGE rows per query in name order, so
+ * no result holds more than a page whatever the table count (a row changed between pages is
+ * notified, as LISTEN came first). */
+#define LOAD_PAGE 1000
+static int load_page(struct pgstore *s, PGconn *c, char **after, struct pg_entry **e, size_t *k, size_t *cap,
+		     int *rows)
 {
-	PGresult *r = pg_run(c, "SELECT " PG_META_COLS " FROM posenc_learned", 0, NULL, NULL, NULL, 1, 0, deadline,
-			     s->wake[0]);
-	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
-		PQclear(r);
-		return -1;
+	const char *v[] = {*after};
+	PGresult *r = pg_run(c, "SELECT " PG_META_COLS " FROM posenc_learned WHERE name > $1 ORDER BY name LIMIT "
+			     PG_STR(LOAD_PAGE), 1, v, NULL, NULL, 1, 0, pg_now_ms() + s->op_ms, s->wake[0]);
+	int n = r && PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : -1;
+	if (n > 0 && *k + (size_t)n > *cap) {
+		struct pg_entry *g = realloc(*e, (*k + (size_t)n) * 2 * sizeof *g);
+		if (g) {
+			*e = g;
+			*cap = (*k + (size_t)n) * 2;
+		} else
+			n = -1;
 	}
-	int n = PQntuples(r);
-	size_t k = 0;
-	struct pg_entry *e = malloc((size_t)(n ? n : 1) * sizeof *e);
-	for (int i = 0; e && i < n; i++) {
+	for (int i = 0; i < n; i++) {
 		const char *why;
-		if (pg_row_meta(r, i, &e[k].m, &e[k].gen, &why) == 0)
-			k++;
+		if (pg_row_meta(r, i, &(*e)[*k].m, &(*e)[*k].gen, &why) == 0)
+			(*k)++;
 		else
 			pg_note(s, "ignored", why); /* a row posencd did not write */
 	}
+	if (n > 0) { /* the next page starts after this one's last name (a text of any length) */
+		free(*after);
+		if (!(*after = strdup(PQgetisnull(r, n - 1, 0) ? "" : PQgetvalue(r, n - 1, 0))))
+			n = -1;
+	}
 	PQclear(r);
-	if (!e)
+	*rows = n;
+	return n < 0 ? -1 : 0;
+}
+
+static int load(struct pgstore *s, PGconn *c)
+{
+	char *after = strdup("");
+	struct pg_entry *e = malloc(sizeof *e);
+	size_t k = 0, cap = 1;
+	int rows = LOAD_PAGE, rc = after && e ? 0 : -1;
+	while (rc == 0 && rows == LOAD_PAGE)
+		rc = load_page(s, c, &after, &e, &k, &cap, &rows);
+	free(after);
+	if (rc != 0) {
+		free(e);
 		return -1;
+	}
 	pthread_mutex_lock(&s->lock);
 	pg_index_replace(s, e, k);
 	pthread_mutex_unlock(&s->lock);
@@ -124,7 +153,7 @@ static PGconn *establish(struct pgstore *s, char *why, size_t cap)
 		pthread_mutex_unlock(&s->lock);
 	} else if (rc != 0)
 		snprintf(why, cap, "cannot create or check the schema: %.150s", PQerrorMessage(c));
-	else if (command(c, "LISTEN " PG_CHANNEL, deadline, s->wake[0]) != 0 || load(s, c, deadline) != 0)
+	else if (command(c, "LISTEN " PG_CHANNEL, deadline, s->wake[0]) != 0 || load(s, c) != 0)
 		snprintf(why, cap, "cannot listen or load the index: %.150s", PQerrorMessage(c));
 	else
 		return c;
@@ -212,7 +241,7 @@ static int drain(struct pgstore *s, PGconn *c)
 	static __thread struct pending p; /* the listener's; 16 KB off its stack */
 	for (;;) {
 		if (collect(s, c, &p)) {
-			if (load(s, c, pg_now_ms() + s->op_ms) != 0)
+			if (load(s, c) != 0)
 				return -1;
 		} else if (p.n == 0)
 			break;
