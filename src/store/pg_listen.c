@@ -15,6 +15,7 @@
 #include "store/pg.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,7 +202,7 @@ static int refresh(struct pgstore *s, PGconn *c, const char *name)
 /* The distinct names of the notifications libpq holds, up to PENDING_MAX of them. A flood (any
  * database user may NOTIFY, as often as it likes) costs one lookup per distinct name per round, not
  * one per notification; 1 when more distinct names wait than that (the rest are dropped: a reload
- * answers for all of them). */
+ * answers for all of them). Unreadable ones are logged once a round, with their count. */
 #define PENDING_MAX 256
 struct pending {
 	char names[PENDING_MAX][PE_STORE_NAME_MAX + 1];
@@ -211,6 +212,7 @@ struct pending {
 static int collect(struct pgstore *s, PGconn *c, struct pending *p)
 {
 	int over = 0;
+	uint64_t unreadable = 0;
 	p->n = 0;
 	for (PGnotify *n; (n = PQnotifies(c)) != NULL; PQfreemem(n)) {
 		char name[PE_STORE_NAME_MAX + 1];
@@ -218,7 +220,7 @@ static int collect(struct pgstore *s, PGconn *c, struct pending *p)
 		if (over)
 			continue;
 		if (pg_payload_name(n->extra, name) != 0) {
-			pg_note(s, "ignored", "a notification posencd cannot read");
+			unreadable++;
 			continue;
 		}
 		while (i < p->n && strcmp(p->names[i], name) != 0)
@@ -229,6 +231,11 @@ static int collect(struct pgstore *s, PGconn *c, struct pending *p)
 			over = 1;
 		else
 			memcpy(p->names[p->n++], name, sizeof name);
+	}
+	if (unreadable) { /* one line a round, however many came */
+		char why[96];
+		snprintf(why, sizeof why, "%" PRIu64 " notification(s) posencd cannot read", unreadable);
+		pg_note(s, "ignored", why);
 	}
 	return over;
 }

@@ -280,7 +280,21 @@ END_TEST
  * notification (before: 20000 lookups, one after another on the listener's connection, ahead of
  * the real write's), and stays up. The count is of lookups (posenc_store_notifications_total: each
  * one a name refreshed from the database); "after" is notified after the flood, so once B serves
- * it the flood has been handled. */
+ * it the flood has been handled. The same with distinct names (the index is reloaded), and with
+ * unreadable ones (logged once a round: before, a line each). */
+/* Lines of d's log that contain what. */
+static int log_lines(const struct pe_daemon *d, const char *what)
+{
+	char line[2048];
+	int n = 0;
+	FILE *f = fopen(d->s.out, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof line, f))
+		n += strstr(line, what) != NULL;
+	fclose(f);
+	return n;
+}
+
 START_TEST(notification_flood_is_coalesced)
 {
 	const int flood = 20000;
@@ -312,6 +326,13 @@ START_TEST(notification_flood_is_coalesced)
 	ck_assert_int_eq(get_table(&B, "real", etag, got), 200);
 	ck_assert_str_eq(got, sha);
 	ck_assert_int_eq(get_table(&B, "after", etag, got), 200);
+	/* as many that cannot be read: logged once a round with their count, not a line each */
+	snprintf(sql, sizeof sql, "SELECT pg_notify('posenc_learned', 'junk ' || g) FROM generate_series(1, %d) g", flood);
+	ck_assert_int_eq(pe_pg_sql(&PG, sql), 0);
+	ck_assert_int_eq(put_table(&A, "last", 4, 4, NULL), 201);
+	ck_assert_msg(until_seen(&B, "last", 200, NULL, 60) >= 0, "B never learned of the write after the flood");
+	int lines = log_lines(&B, "\"event\":\"ignored\"");
+	ck_assert_msg(lines >= 1 && lines <= flood / 10, "%d log lines for %d unreadable notifications", lines, flood);
 }
 END_TEST
 
