@@ -336,6 +336,7 @@ START_TEST(notification_flood_is_coalesced)
 }
 END_TEST
 
+#if !defined(__SANITIZE_ADDRESS__)
 /* The most memory process pid has held (VmHWM), in bytes; -1 when unknown. */
 static double peak_bytes(pid_t pid)
 {
@@ -350,6 +351,7 @@ static double peak_bytes(pid_t pid)
 		fclose(f);
 	return kb < 0 ? -1 : kb * 1024;
 }
+#endif
 
 /* The index is loaded a page of rows at a time: a replica that starts on 100000 rows loads all of
  * them, past a row posencd did not write (a name longer than any it allows: ignored, and the next
