@@ -21,7 +21,9 @@
  * Memory: everything a job allocates is reserved on the response budget first: the file's
  * elements as read, their float64 copy, the resampled copy, the values in the output dtype and the
  * output buffer. The most it holds at once is added up on a miss before the job exists
- * (job_need): more than the whole budget is a 413 naming what sizes it, without any work. */
+ * (job_need): more than the whole budget is a 413 naming what sizes it, without any work. A
+ * remote store's read holds the elements three times until it returns (read_copies): libpq's
+ * input buffer with the row's message, the PGresult it copies that into, and ours. */
 #include "http/learned_get.h"
 #include "http/produce.h"
 #include "posenc/resample.h"
@@ -112,7 +114,18 @@ struct gjob {
 	struct pe_out out;
 	struct pe_shape shape;     /* of the result */
 	int similarity;            /* answer the [rows, rows] dot products instead of the table */
+	unsigned copies;           /* of the elements the store's read holds at once (read_copies) */
 };
+
+/* How many copies of a table's elements a read from store s holds before it returns: the file
+ * store reads into our buffer; PostgreSQL's row arrives whole in libpq's input buffer, is copied
+ * into the PGresult, and from that into ours (the PGresult is cleared after the copy). */
+static unsigned read_copies(struct pe_store *s)
+{
+	struct pe_store_stats st;
+	pe_store_stats(s, &st);
+	return st.remote ? 3 : 1;
+}
 
 static double elem(enum pe_dtype dt, const void *data, size_t i)
 {
@@ -185,10 +198,11 @@ static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, 
 	void *data = NULL, *typed = NULL;
 	double *v = NULL;
 	size_t n = j->shape.dim[0] * j->shape.dim[1], file = (size_t)j->meta.bytes;
-	int rc = pe_budget_take(j->h->opt.budget, file); /* the elements as read, below */
+	int rc = pe_budget_take(j->h->opt.budget, j->copies * file); /* the elements as read, below */
 	if (rc != 0)
 		return pe_err_set(err, rc, "", "the response memory budget is full; retry");
 	rc = pe_store_read(j->h->opt.store, j->meta.name, &j->meta, &m, &data, err);
+	pe_budget_give(j->h->opt.budget, (j->copies - 1) * file); /* the store's own copies are gone */
 	if (rc == 0 && !(v = table_values(j, data, err)))
 		rc = err->code ? err->code : PE_ENOMEM;
 	free(data);
@@ -338,7 +352,8 @@ struct miss {
 };
 
 /* The most produce_cb holds on the budget at once for output o (its steps in order): the file's
- * elements with their float64 copy and the resampled copy; the values (float64) with the answer
+ * elements with their float64 copy and the resampled copy (or, when more, the copies the store's read
+ * holds: read_copies); the values (float64) with the answer
  * in the output dtype; that with the output buffer. */
 static uint64_t job_need(const struct miss *m, const struct pe_out *o, size_t keylen, const struct pe_png_layout *png)
 {
@@ -349,6 +364,8 @@ static uint64_t job_need(const struct miss *m, const struct pe_out *o, size_t ke
 	uint64_t count = pe_shape_count(m->shape, &overflow);
 	uint64_t typed = overflow ? UINT64_MAX : pe_produce_mul(count, pe_dtype_size(o->dt));
 	uint64_t read = pe_produce_add(pe_produce_add(t->bytes, pe_produce_mul(n, f64)), resampled ? values : 0);
+	uint64_t store = pe_produce_mul(t->bytes, read_copies(m->h->opt.store)); /* during the store's read */
+	read = read > store ? read : store;
 	uint64_t out = pe_produce_out_bound(o, m->shape, 2 * keylen + 1024, png);
 	uint64_t need = pe_produce_add(values, typed);
 	need = need > read ? need : read;
@@ -389,7 +406,7 @@ static void *gjob_new_cb(void *ctx, struct pe_err *err)
 	if (!j)
 		return NULL;
 	*j = (struct gjob){.h = m->h, .meta = *m->meta, .params = *m->params, .out = *m->out, .shape = *m->shape,
-			   .similarity = m->similarity};
+			   .similarity = m->similarity, .copies = read_copies(m->h->opt.store)};
 	memset(m->params, 0, sizeof *m->params);
 	return j;
 }

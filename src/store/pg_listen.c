@@ -15,11 +15,15 @@
 #include "store/pg.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define SCHEMA_LOCK "7300616"
+#define PG_STR_(x) #x
+#define PG_STR(x) PG_STR_(x)
 #define SCHEMA_V1                                                                                           \
 	"CREATE TABLE posenc_learned (name text PRIMARY KEY, dtype text NOT NULL, nrows bigint NOT NULL, "  \
 	"ncols bigint NOT NULL, prefix_tokens bigint NOT NULL, grid_h bigint NOT NULL, grid_w bigint NOT NULL, " \
@@ -66,28 +70,55 @@ static int schema(PGconn *c, int64_t deadline, int ab, char *why, size_t cap)
 	return rc;
 }
 
-/* Every row's metadata into the index (replacing it). */
-static int load(struct pgstore *s, PGconn *c, int64_t deadline)
+/* Every row's metadata into the index (replacing it), LOAD_PAGE rows per query in name order, so
+ * no result holds more than a page whatever the table count (a row changed between pages is
+ * notified, as LISTEN came first). */
+#define LOAD_PAGE 1000
+static int load_page(struct pgstore *s, PGconn *c, char **after, struct pg_entry **e, size_t *k, size_t *cap,
+		     int *rows)
 {
-	PGresult *r = pg_run(c, "SELECT " PG_META_COLS " FROM posenc_learned", 0, NULL, NULL, NULL, 1, 0, deadline,
-			     s->wake[0]);
-	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
-		PQclear(r);
-		return -1;
+	const char *v[] = {*after};
+	PGresult *r = pg_run(c, "SELECT " PG_META_COLS " FROM posenc_learned WHERE name > $1 ORDER BY name LIMIT "
+			     PG_STR(LOAD_PAGE), 1, v, NULL, NULL, 1, 0, pg_now_ms() + s->op_ms, s->wake[0]);
+	int n = r && PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : -1;
+	if (n > 0 && *k + (size_t)n > *cap) {
+		struct pg_entry *g = realloc(*e, (*k + (size_t)n) * 2 * sizeof *g);
+		if (g) {
+			*e = g;
+			*cap = (*k + (size_t)n) * 2;
+		} else
+			n = -1;
 	}
-	int n = PQntuples(r);
-	size_t k = 0;
-	struct pg_entry *e = malloc((size_t)(n ? n : 1) * sizeof *e);
-	for (int i = 0; e && i < n; i++) {
+	for (int i = 0; i < n; i++) {
 		const char *why;
-		if (pg_row_meta(r, i, &e[k].m, &e[k].gen, &why) == 0)
-			k++;
+		if (pg_row_meta(r, i, &(*e)[*k].m, &(*e)[*k].gen, &why) == 0)
+			(*k)++;
 		else
 			pg_note(s, "ignored", why); /* a row posencd did not write */
 	}
+	if (n > 0) { /* the next page starts after this one's last name (a text of any length) */
+		free(*after);
+		if (!(*after = strdup(PQgetisnull(r, n - 1, 0) ? "" : PQgetvalue(r, n - 1, 0))))
+			n = -1;
+	}
 	PQclear(r);
-	if (!e)
+	*rows = n;
+	return n < 0 ? -1 : 0;
+}
+
+static int load(struct pgstore *s, PGconn *c)
+{
+	char *after = strdup("");
+	struct pg_entry *e = malloc(sizeof *e);
+	size_t k = 0, cap = 1;
+	int rows = LOAD_PAGE, rc = after && e ? 0 : -1;
+	while (rc == 0 && rows == LOAD_PAGE)
+		rc = load_page(s, c, &after, &e, &k, &cap, &rows);
+	free(after);
+	if (rc != 0) {
+		free(e);
 		return -1;
+	}
 	pthread_mutex_lock(&s->lock);
 	pg_index_replace(s, e, k);
 	pthread_mutex_unlock(&s->lock);
@@ -123,7 +154,7 @@ static PGconn *establish(struct pgstore *s, char *why, size_t cap)
 		pthread_mutex_unlock(&s->lock);
 	} else if (rc != 0)
 		snprintf(why, cap, "cannot create or check the schema: %.150s", PQerrorMessage(c));
-	else if (command(c, "LISTEN " PG_CHANNEL, deadline, s->wake[0]) != 0 || load(s, c, deadline) != 0)
+	else if (command(c, "LISTEN " PG_CHANNEL, deadline, s->wake[0]) != 0 || load(s, c) != 0)
 		snprintf(why, cap, "cannot listen or load the index: %.150s", PQerrorMessage(c));
 	else
 		return c;
@@ -168,18 +199,63 @@ static int refresh(struct pgstore *s, PGconn *c, const char *name)
 	return ok ? 0 : -1;
 }
 
-/* Every notification libpq holds, each name refreshed from the database (which may bring more):
- * -1 when the connection failed. */
+/* The distinct names of the notifications libpq holds, up to PENDING_MAX of them. A flood (any
+ * database user may NOTIFY, as often as it likes) costs one lookup per distinct name per round, not
+ * one per notification; 1 when more distinct names wait than that (the rest are dropped: a reload
+ * answers for all of them). Unreadable ones are logged once a round, with their count. */
+#define PENDING_MAX 256
+struct pending {
+	char names[PENDING_MAX][PE_STORE_NAME_MAX + 1];
+	size_t n;
+};
+
+static int collect(struct pgstore *s, PGconn *c, struct pending *p)
+{
+	int over = 0;
+	uint64_t unreadable = 0;
+	p->n = 0;
+	for (PGnotify *n; (n = PQnotifies(c)) != NULL; PQfreemem(n)) {
+		char name[PE_STORE_NAME_MAX + 1];
+		size_t i = 0;
+		if (over)
+			continue;
+		if (pg_payload_name(n->extra, name) != 0) {
+			unreadable++;
+			continue;
+		}
+		while (i < p->n && strcmp(p->names[i], name) != 0)
+			i++;
+		if (i < p->n)
+			continue;
+		if (p->n == PENDING_MAX)
+			over = 1;
+		else
+			memcpy(p->names[p->n++], name, sizeof name);
+	}
+	if (unreadable) { /* one line a round, however many came */
+		char why[96];
+		snprintf(why, sizeof why, "%" PRIu64 " notification(s) posencd cannot read", unreadable);
+		pg_note(s, "ignored", why);
+	}
+	return over;
+}
+
+/* Every notification libpq holds, each distinct name refreshed from the database once per round
+ * (its queries may bring more: the next round), or the whole index reloaded when too many names
+ * wait: -1 when the connection failed. */
 static int drain(struct pgstore *s, PGconn *c)
 {
-	for (PGnotify *n; (n = PQnotifies(c)) != NULL;) {
-		char name[PE_STORE_NAME_MAX + 1];
-		int known = pg_payload_name(n->extra, name) == 0;
-		PQfreemem(n);
-		if (!known)
-			pg_note(s, "ignored", "a notification posencd cannot read");
-		else if (refresh(s, c, name) != 0)
-			return -1;
+	static __thread struct pending p; /* the listener's; 16 KB off its stack */
+	for (;;) {
+		if (collect(s, c, &p)) {
+			if (load(s, c) != 0)
+				return -1;
+		} else if (p.n == 0)
+			break;
+		else
+			for (size_t i = 0; i < p.n; i++)
+				if (refresh(s, c, p.names[i]) != 0)
+					return -1;
 	}
 	return PQstatus(c) == CONNECTION_BAD ? -1 : 0;
 }

@@ -275,6 +275,115 @@ START_TEST(forged_notifications_change_nothing)
 }
 END_TEST
 
+/* A flood of notifications (any database user may send them) of one name, then a real write: the
+ * replica looks the flooded name up once per round of notifications it holds, not once per
+ * notification (before: 20000 lookups, one after another on the listener's connection, ahead of
+ * the real write's), and stays up. The count is of lookups (posenc_store_notifications_total: each
+ * one a name refreshed from the database); "after" is notified after the flood, so once B serves
+ * it the flood has been handled. The same with distinct names (the index is reloaded), and with
+ * unreadable ones (logged once a round: before, a line each). */
+/* Lines of d's log that contain what. */
+static int log_lines(const struct pe_daemon *d, const char *what)
+{
+	char line[2048];
+	int n = 0;
+	FILE *f = fopen(d->s.out, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof line, f))
+		n += strstr(line, what) != NULL;
+	fclose(f);
+	return n;
+}
+
+START_TEST(notification_flood_is_coalesced)
+{
+	const int flood = 20000;
+	char sha[65], etag[128], got[65], sql[160];
+	start(&A, "a");
+	start(&B, "b");
+	ck_assert_int_eq(put_table(&A, "real", 4, 1, sha), 201);
+	ck_assert_msg(until_seen(&B, "real", 200, sha, 1.0) >= 0, "B did not learn of real");
+	double before = pe_metric(&B, "posenc_store_notifications_total");
+	snprintf(sql, sizeof sql, "SELECT pg_notify('posenc_learned', 'D ' || g || ' real') FROM generate_series(1, %d) g",
+		 flood);
+	ck_assert_int_eq(pe_pg_sql(&PG, sql), 0);
+	ck_assert_int_eq(put_table(&A, "after", 4, 2, NULL), 201);
+	ck_assert_msg(until_seen(&B, "after", 200, NULL, 60) >= 0, "B never learned of the write after the flood");
+	double lookups = pe_metric(&B, "posenc_store_notifications_total") - before;
+	ck_assert_msg(lookups <= flood / 10, "%.0f lookups for %d notifications of one name and one write", lookups,
+		      flood);
+	ck_assert_int_eq(pe_metric(&B, "posenc_store_up"), 1);
+	/* as many distinct names: more wait than a round looks up, so the index is reloaded instead */
+	before = pe_metric(&B, "posenc_store_notifications_total");
+	snprintf(sql, sizeof sql, "SELECT pg_notify('posenc_learned', 'D ' || g || ' n' || g) FROM generate_series(1, %d) g",
+		 flood);
+	ck_assert_int_eq(pe_pg_sql(&PG, sql), 0);
+	ck_assert_int_eq(put_table(&A, "later", 4, 3, NULL), 201);
+	ck_assert_msg(until_seen(&B, "later", 200, NULL, 60) >= 0, "B never learned of the write after the flood");
+	lookups = pe_metric(&B, "posenc_store_notifications_total") - before;
+	ck_assert_msg(lookups <= flood / 10, "%.0f lookups for %d notifications of distinct names", lookups, flood);
+	ck_assert_int_eq(pe_metric(&B, "posenc_store_up"), 1);
+	ck_assert_int_eq(get_table(&B, "real", etag, got), 200);
+	ck_assert_str_eq(got, sha);
+	ck_assert_int_eq(get_table(&B, "after", etag, got), 200);
+	/* as many that cannot be read: logged once a round with their count, not a line each */
+	snprintf(sql, sizeof sql, "SELECT pg_notify('posenc_learned', 'junk ' || g) FROM generate_series(1, %d) g", flood);
+	ck_assert_int_eq(pe_pg_sql(&PG, sql), 0);
+	ck_assert_int_eq(put_table(&A, "last", 4, 4, NULL), 201);
+	ck_assert_msg(until_seen(&B, "last", 200, NULL, 60) >= 0, "B never learned of the write after the flood");
+	int lines = log_lines(&B, "\"event\":\"ignored\"");
+	ck_assert_msg(lines >= 1 && lines <= flood / 10, "%d log lines for %d unreadable notifications", lines, flood);
+}
+END_TEST
+
+#if !defined(__SANITIZE_ADDRESS__)
+/* The most memory process pid has held (VmHWM), in bytes; -1 when unknown. */
+static double peak_bytes(pid_t pid)
+{
+	char path[64], line[128];
+	double kb = -1;
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "VmHWM: %lf kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
+}
+#endif
+
+/* The index is loaded a page of rows at a time: a replica that starts on 100000 rows loads all of
+ * them, past a row posencd did not write (a name longer than any it allows: ignored, and the next
+ * page starts after it), serves any of them, and never holds much more than its index (at most 256
+ * bytes an entry) above what the other replica, with one table, ever held (before: every row's
+ * metadata in one PGresult, over libpq's buffer of the whole answer, beside the index being built:
+ * 68 MB at its peak, against 28 MB paged). The memory bound is skipped under AddressSanitizer. */
+START_TEST(index_loads_in_pages)
+{
+	const int copies = 100000;
+	char sql[400], sha[65], etag[128], got[65];
+	start(&A, "a");
+	ck_assert_int_eq(put_table(&A, "real", 4, 1, sha), 201);
+	snprintf(sql, sizeof sql, "INSERT INTO posenc_learned SELECT n, dtype, nrows, ncols, prefix_tokens, grid_h, "
+		 "grid_w, bytes, sha256, created_ms, max_abs, generation, data FROM posenc_learned, (SELECT 'c' || g AS n "
+		 "FROM generate_series(1, %d) g UNION ALL SELECT repeat('x', 100)) names WHERE name = 'real'", copies);
+	ck_assert_int_eq(pe_pg_sql(&PG, sql), 0);
+	start(&B, "b");
+	ck_assert_int_eq(pe_metric(&B, "posenc_store_tables"), copies + 1);
+	ck_assert_int_eq(get_table(&B, "c1", etag, got), 200);
+	ck_assert_str_eq(got, sha);
+	ck_assert_int_eq(get_table(&B, "c100000", etag, got), 200);
+	ck_assert_int_eq(get_table(&B, "real", etag, got), 200);
+#if !defined(__SANITIZE_ADDRESS__)
+	double base = peak_bytes(A.s.pid), peak = peak_bytes(B.s.pid), bound = base + 256.0 * copies + (8 << 20);
+	ck_assert_msg(base > 0 && peak > 0, "no VmHWM in /proc");
+	ck_assert_msg(peak <= bound, "loading %d rows took %.1f MB at its peak; one table %.1f MB", copies, peak / 1e6,
+		      base / 1e6);
+#endif
+}
+END_TEST
+
 /* ---- the database down and back under traffic ---- */
 
 static atomic_int traffic_on, traffic_bad, traffic_n;
@@ -472,6 +581,58 @@ START_TEST(largest_table_round_trips)
 }
 END_TEST
 
+/* ---- an uncached read counts every copy of the row it holds ---- */
+
+/* PUT a [rows, 8] f64 table through d; the status. */
+static long put_f64(const struct pe_daemon *d, const char *name, size_t rows)
+{
+	struct pe_buf b;
+	struct pe_resp r;
+	size_t n = rows * 8;
+	double *v = malloc(n * sizeof *v);
+	ck_assert_ptr_nonnull(v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = sin((double)i * 0.37);
+	struct pe_tensor_view t = {.shape = {2, {rows, 8}}, .dtype = PE_F64, .data = v};
+	pe_buf_init(&b, (size_t)1 << 30);
+	ck_assert_int_eq(pe_npy_write(&b, &t, NULL), 0);
+	const char *hs[] = {"Content-Type: application/x-npy", NULL};
+	char path[96];
+	snprintf(path, sizeof path, "/v1/learned/%s", name);
+	pe_request(d, "PUT", path, hs, b.data, b.len, &r);
+	long status = r.status;
+	pe_resp_free(&r);
+	pe_buf_destroy(&b);
+	free(v);
+	return status;
+}
+
+/* A read from PostgreSQL holds the row three times before it returns (libpq's input buffer, the
+ * PGresult, our copy): 3 x 8n bytes for an [n/8, 8] f64 table, more than the 16n the file store's
+ * read and float64 copy need. With a 4 MiB budget between the two, the GET must be a 413 (before:
+ * it was served, holding 4.8 MiB of rows against a 4 MiB budget, uncounted), and the budget is
+ * all given back; a table whose copies fit is still served. */
+START_TEST(uncached_read_counts_the_rows_copies)
+{
+	const size_t budget = 4 << 20, rows = budget / 20 / 8; /* 8n = 0.4 budget: 16n fits, 24n does not */
+	char url[320], data[128], arg[32], etag[128], got[65];
+	snprintf(url, sizeof url, "%s?application_name=a", PG.url);
+	snprintf(data, sizeof data, "%s/a", dir);
+	snprintf(arg, sizeof arg, "%zu", budget);
+	const char *args[] = {"--data-dir", data, "--store-url", url, "--response-budget-bytes", arg, NULL};
+	pe_daemon_start(&A, args);
+	ck_assert_int_eq(put_f64(&A, "wide", rows), 201);
+	ck_assert_int_eq(put_table(&A, "narrow", rows / 4, 1, NULL), 201);
+	struct pe_resp r;
+	pe_get(&A, "/v1/learned/wide?format=bin&dtype=f64", &r);
+	ck_assert_msg(r.status == 413, "a read holding 3 x %zu bytes against a %zu byte budget answered %ld", rows * 64,
+		      budget, r.status);
+	pe_resp_free(&r);
+	ck_assert_int_eq(pe_metric(&A, "posenc_response_budget_bytes"), 0);
+	ck_assert_int_eq(get_table(&A, "narrow", etag, got), 200);
+}
+END_TEST
+
 /* ---- a database host that accepts connections and never answers ---- */
 
 START_TEST(black_holed_database_holds_neither_start_nor_stop)
@@ -524,6 +685,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, damaged_row_is_never_served);
 	tcase_add_test(tc, black_holed_database_holds_neither_start_nor_stop);
 	tcase_add_test(tc, largest_table_round_trips);
+	tcase_add_test(tc, uncached_read_counts_the_rows_copies);
+	tcase_add_test(tc, notification_flood_is_coalesced);
+	tcase_add_test(tc, index_loads_in_pages);
 	suite_add_tcase(s, tc);
 	return s;
 }
