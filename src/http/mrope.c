@@ -6,11 +6,12 @@
  *
  * The POST body is refused before it is read when its type is not application/x-npy or its
  * Content-Length is over max_body_bytes, then collected under that bound (as transform.c). The
- * work runs on a worker (suspended like a table miss): the body's shape, dtype and values are
+ * work runs on a worker as an uncached job (oneshot.c): the body's shape, dtype and values are
  * checked, the table is sized against max_elements and the response budget before it is
  * allocated. Answers depend on the body: not cached (Cache-Control: no-store). */
 #include "core/mrope.h"
 #include "http/handler.h"
+#include "http/oneshot.h"
 #include "http/produce.h"
 
 #include <inttypes.h>
@@ -24,19 +25,8 @@
 
 extern const struct pe_table_def pe_table_rope_mrope;
 
-struct result {
-	struct pe_err err; /* err.code != 0: answer with this problem */
-	char *data;
-	size_t len;
-	struct pe_out out;
-	char shape[160], extra[64];
-	struct pe_budget *budget;
-	size_t held;
-};
-
 struct mjob {
-	struct pe_http *h;
-	struct waiter *w;
+	struct pe_oneshot os; /* first: the job as oneshot.c runs it */
 	struct pe_params params;
 	struct pe_out out;
 	char *body;
@@ -108,7 +98,7 @@ static int narrow_positions(char *data, size_t n, struct pe_err *err)
 static int positions(struct mjob *j, const int32_t **pos, size_t *seq, int64_t *max, struct pe_err *err)
 {
 	struct pe_tensor_view v;
-	int wide = 0, of, rc = pe_npy_parse_index(j->body, j->body_len, j->h->opt.max_elements, &v, &wide, err);
+	int wide = 0, of, rc = pe_npy_parse_index(j->body, j->body_len, j->os.h->opt.max_elements, &v, &wide, err);
 	if (rc != 0)
 		return rc;
 	if (v.dtype != PE_I32)
@@ -137,17 +127,18 @@ static int check_size(struct mjob *j, const struct pe_shape *s, struct pe_err *e
 {
 	int of;
 	size_t n = pe_shape_count(s, &of);
-	if (of || n > j->h->opt.max_elements)
+	if (of || n > j->os.h->opt.max_elements)
 		return pe_err_set(err, PE_ETOOBIG, "body", "the table would have more than %" PRIu64 " elements",
-				  j->h->opt.max_elements);
+				  j->os.h->opt.max_elements);
 	uint64_t need = pe_produce_add(j->body_len, pe_produce_mul(n, pe_dtype_size(j->out.dt)));
 	need = pe_produce_add(need, pe_produce_out_bound(&j->out, s, 4096, NULL));
-	return pe_produce_budget_check(j->h, need, j->out.fmt == PE_FMT_JSON || j->out.fmt == PE_FMT_CSV ? "format" : "body",
+	return pe_produce_budget_check(j->os.h, need, j->out.fmt == PE_FMT_JSON || j->out.fmt == PE_FMT_CSV ? "format" : "body",
 				       err);
 }
 
-static void run(struct mjob *j, struct result *res)
+static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
 {
+	struct mjob *j = (struct mjob *)os;
 	struct pe_err *err = &res->err;
 	struct pe_buf out;
 	const int32_t *pos = NULL;
@@ -155,8 +146,8 @@ static void run(struct mjob *j, struct result *res)
 	int64_t max = 0;
 	void *table = NULL;
 	int rc;
-	pe_buf_init(&out, j->h->opt.max_response_bytes);
-	pe_buf_set_budget(&out, j->h->opt.budget);
+	pe_buf_init(&out, j->os.h->opt.max_response_bytes);
+	pe_buf_set_budget(&out, j->os.h->opt.budget);
 	if ((rc = positions(j, &pos, &seq, &max, err)) != 0 || (rc = pe_mrope_body_finish(&j->params, max, err)) != 0 ||
 	    (rc = pe_table_check_dtype(&j->params, j->out.dt, err)) != 0)
 		goto done;
@@ -164,18 +155,19 @@ static void run(struct mjob *j, struct result *res)
 	if ((rc = check_size(j, &s, err)) != 0)
 		goto done;
 	int of;
-	if (!(table = pe_budget_malloc(j->h->opt.budget, pe_shape_count(&s, &of) * pe_dtype_size(j->out.dt), &rc)))
+	if (!(table = pe_budget_malloc(j->os.h->opt.budget, pe_shape_count(&s, &of) * pe_dtype_size(j->out.dt), &rc)))
 		goto done;
 	if ((rc = pe_mrope_table_compute(&j->params, pos, seq, j->out.dt, table, err)) != 0)
 		goto done;
 	struct pe_tensor_view v = {.shape = s, .dtype = j->out.dt, .data = table};
-	if ((rc = pe_out_encode(&j->out, &j->h->opt.parallel, &j->params, &v, &out, err)) != 0)
+	if ((rc = pe_out_encode(&j->out, &j->os.h->opt.parallel, &j->params, &v, &out, err)) != 0)
 		goto done;
 	res->out = j->out;
 	pe_shape_format(&s, res->shape, sizeof res->shape);
 	res->extra[pe_fmt_f64(j->params.def->extra(&j->params), res->extra)] = 0;
+	pe_table_extra_header(&pe_mrope_body_def, res->extra_name, sizeof res->extra_name);
 	res->data = pe_buf_steal(&out, &res->len);
-	res->budget = j->h->opt.budget;
+	res->budget = j->os.h->opt.budget;
 	res->held = pe_mem_size(res->data);
 done:
 	if (rc == PE_EBUSY && !err->code)
@@ -183,81 +175,18 @@ done:
 	else if (rc != 0 && !err->code)
 		pe_err_set(err, rc, "", "the table failed");
 	pe_buf_destroy(&out);
-	pe_budget_free_block(j->h->opt.budget, table);
+	pe_budget_free_block(j->os.h->opt.budget, table);
 }
 
-static void result_free(void *p)
+static void mjob_free(struct pe_oneshot *os)
 {
-	struct result *res = p;
-	pe_budget_give(res->budget, res->held);
-	free(res->data);
-	free(res);
-}
-
-static void mjob_free(struct mjob *j)
-{
+	struct mjob *j = (struct mjob *)os;
 	pe_params_destroy(&j->params);
 	free(j->body);
 	free(j);
 }
 
-/* As a transform's job: stops at its request's deadline, does nothing past it. */
-static void mjob_run(void *arg)
-{
-	struct mjob *j = arg;
-	struct result *res = calloc(1, sizeof *res);
-	pthread_mutex_lock(&j->h->wait_lock);
-	double deadline = j->w->deadline;
-	pthread_mutex_unlock(&j->h->wait_lock);
-	pe_cancel_set_deadline(deadline);
-	int rc = pe_cancelled();
-	if (res && rc != 0)
-		pe_cancel_err(rc, &res->err);
-	else if (res)
-		run(j, res);
-	pe_cancel_set_deadline(0);
-	pe_waiter_complete(j->w, NULL, res, res ? 0 : PE_ENOMEM);
-	mjob_free(j);
-}
-
-/* ---- answering (MHD thread) ---- */
-
-static void free_result_cb(void *cls) { result_free(cls); }
-
-static enum MHD_Result resume_cb(struct req *r, struct MHD_Connection *conn)
-{
-	struct waiter *w = r->w;
-	struct pe_err err = {0};
-	if (w->state == W_EXPIRED) {
-		pe_err_set(&err, PE_ETIMEOUT, "", "the table did not finish within job_timeout");
-		return pe_http_problem(r, conn, &err);
-	}
-	struct result *res = w->result;
-	if (w->code || !res) {
-		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "",
-			   w->code == PE_EBUSY ? "the job queue is full; retry shortly" : "the table failed");
-		return pe_http_problem(r, conn, &err);
-	}
-	if (res->err.code)
-		return pe_http_problem(r, conn, &res->err);
-	w->result = NULL; /* the response frees it */
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer_with_free_callback_cls(res->len, res->data, free_result_cb, res);
-	if (!resp) {
-		result_free(res);
-		return MHD_NO;
-	}
-	char extra_header[64];
-	pe_table_extra_header(&pe_mrope_body_def, extra_header, sizeof extra_header);
-	r->bytes = res->len;
-	pe_http_out_headers(&res->out, resp);
-	MHD_add_response_header(resp, "X-PE-Shape", res->shape);
-	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(res->out.dt));
-	MHD_add_response_header(resp, extra_header, res->extra);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	pe_http_add_cors(r->h, conn, resp);
-	return pe_http_queue(r, conn, 200, resp);
-}
+static const struct pe_oneshot_answer answer = {.noun = "the table"};
 
 struct mquery {
 	struct pe_params *params;
@@ -288,7 +217,7 @@ static struct mjob *mjob_new(struct req *r, struct MHD_Connection *conn, struct 
 		pe_err_set(err, PE_ENOMEM, "", "out of memory");
 		return NULL;
 	}
-	j->h = r->h;
+	j->os.h = r->h;
 	pe_params_init(&j->params, &pe_mrope_body_def);
 	struct mquery q = {.params = &j->params, .err = err};
 	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
@@ -296,7 +225,7 @@ static struct mjob *mjob_new(struct req *r, struct MHD_Connection *conn, struct 
 	if (rc == 0)
 		rc = pe_http_out_resolve(&j->out, &q.out, conn, PE_DTYPE_COUNT_, OFFERED, err);
 	if (rc != 0) {
-		mjob_free(j);
+		mjob_free(&j->os);
 		return NULL;
 	}
 	j->body = pe_buf_steal(&r->body, &j->body_len);
@@ -313,23 +242,9 @@ static enum MHD_Result post(struct req *r, struct MHD_Connection *conn)
 	struct mjob *j = mjob_new(r, conn, &err);
 	if (!j)
 		return pe_http_problem(r, conn, &err);
-	struct waiter *w = pe_waiter_new(r->h, conn);
-	if (!w) {
-		mjob_free(j);
-		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
-		return pe_http_problem(r, conn, &err);
-	}
-	w->result_free = result_free;
-	j->w = w;
-	r->w = w;
-	r->on_resume = resume_cb;
-	int rc = r->h->opt.hooks.submit(r->h->opt.hooks.ctx, mjob_run, j);
-	if (rc != 0) {
-		mjob_free(j);
-		pe_waiter_complete(w, NULL, NULL, rc);
-	}
-	pe_waiter_suspend(w);
-	return MHD_YES;
+	j->os.run = run;
+	j->os.free = mjob_free;
+	return pe_oneshot_start(r, conn, &j->os, &answer);
 }
 
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)

@@ -5,7 +5,7 @@
  * GET draws X from the seeded generator: the answer depends on the query only, so it goes the
  * cached way of every table (produce.c: ETag, 304, single flight, the job on the pool). POST
  * takes X as an npy body [len, dim] (f64 or f32; len and dim, when given, must agree with it) and
- * runs as an uncached job like a transform (transform.c: waiter, suspend, answer on resume).
+ * runs as an uncached job like a transform (oneshot.c: waiter, suspend, answer on resume).
  *
  * Memory: what the core allocates (pe_order_bytes: X and its permutation, the encoding's table,
  * the two attention matrices and outputs) is reserved on the response budget around the
@@ -17,6 +17,7 @@
  * table analysis/order, the attention pair [2, len, len], by table.c like every table (the
  * dashboard's Tables view and format=png/npy). */
 #include "http/handler.h"
+#include "http/oneshot.h"
 #include "http/produce.h"
 #include "posenc/order.h"
 
@@ -259,17 +260,8 @@ static enum MHD_Result serve_get(struct req *r, struct MHD_Connection *conn)
 
 /* ---- POST: X in the body ---- */
 
-struct result {
-	struct pe_err err;
-	char *data;
-	size_t len;
-	struct pe_budget *budget;
-	size_t held;
-};
-
 struct pjob {
-	struct pe_http *h;
-	struct waiter *w;
+	struct pe_oneshot os; /* first: the job as oneshot.c runs it */
 	struct pe_params params;
 	char *body;
 	size_t body_len;
@@ -321,105 +313,55 @@ static int to_f64(const struct pe_tensor_view *v, size_t n, double *x, struct pe
 	return 0;
 }
 
-static void run_post(struct pjob *j, struct result *res)
+static void run_post(struct pe_oneshot *os, struct pe_oneshot_result *res)
 {
+	struct pjob *j = (struct pjob *)os;
 	struct pe_err *err = &res->err;
 	struct pe_tensor_view v;
 	struct pe_buf out;
 	double *x = NULL;
 	int rc, of;
-	pe_buf_init(&out, j->h->opt.max_response_bytes);
-	pe_buf_set_budget(&out, j->h->opt.budget);
+	pe_buf_init(&out, j->os.h->opt.max_response_bytes);
+	pe_buf_set_budget(&out, j->os.h->opt.budget);
 	if ((rc = pe_npy_parse(j->body, j->body_len, (size_t)PE_ORDER_MAX_CELLS, &v, err)) != 0)
 		goto done;
 	if (v.dtype != PE_F64 && v.dtype != PE_F32) {
 		rc = pe_err_set(err, PE_EBODY, "body", "X must be float64 or float32");
 		goto done;
 	}
-	if ((rc = take_shape(&j->params, &v.shape, err)) != 0 || (rc = check_cost(j->h, &j->params, "body", err)) != 0)
+	if ((rc = take_shape(&j->params, &v.shape, err)) != 0 || (rc = check_cost(j->os.h, &j->params, "body", err)) != 0)
 		goto done;
 	j->params.v[pe_param_index(j->params.def, "seed")].set = 0; /* X is the body's: no seed in the answer's params */
 	size_t n = pe_shape_count(&v.shape, &of);
-	if ((rc = pe_produce_budget_check(j->h, job_need(&j->params, 0, pe_produce_add(j->body_len, n * 8)), "body",
+	if ((rc = pe_produce_budget_check(j->os.h, job_need(&j->params, 0, pe_produce_add(j->body_len, n * 8)), "body",
 					  err)) != 0)
 		goto done;
-	if (!(x = pe_budget_malloc(j->h->opt.budget, (n ? n : 1) * sizeof *x, &rc))) {
+	if (!(x = pe_budget_malloc(j->os.h->opt.budget, (n ? n : 1) * sizeof *x, &rc))) {
 		pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
 		goto done;
 	}
-	if ((rc = to_f64(&v, n, x, err)) != 0 || (rc = answer(j->h, &j->params, x, &out, err)) != 0)
+	if ((rc = to_f64(&v, n, x, err)) != 0 || (rc = answer(j->os.h, &j->params, x, &out, err)) != 0)
 		goto done;
 	res->data = pe_buf_steal(&out, &res->len);
-	res->budget = j->h->opt.budget;
+	res->budget = j->os.h->opt.budget;
 	res->held = pe_mem_size(res->data);
 done:
 	if (rc != 0 && !err->code)
 		pe_err_set(err, rc, "", "the computation failed");
-	pe_budget_free_block(j->h->opt.budget, x);
+	pe_budget_free_block(j->os.h->opt.budget, x);
 	pe_buf_destroy(&out);
 }
 
-static void result_free(void *p)
+static void pjob_free(struct pe_oneshot *os)
 {
-	struct result *res = p;
-	pe_budget_give(res->budget, res->held);
-	free(res->data);
-	free(res);
-}
-
-static void pjob_free(struct pjob *j)
-{
+	struct pjob *j = (struct pjob *)os;
 	pe_params_destroy(&j->params);
 	free(j->body);
 	free(j);
 }
 
-static void pjob_run(void *arg)
-{
-	struct pjob *j = arg;
-	struct result *res = calloc(1, sizeof *res);
-	pthread_mutex_lock(&j->h->wait_lock);
-	double deadline = j->w->deadline;
-	pthread_mutex_unlock(&j->h->wait_lock);
-	pe_cancel_set_deadline(deadline);
-	int rc = pe_cancelled();
-	if (res && rc != 0)
-		pe_cancel_err(rc, &res->err);
-	else if (res)
-		run_post(j, res);
-	pe_cancel_set_deadline(0);
-	pe_waiter_complete(j->w, NULL, res, res ? 0 : PE_ENOMEM);
-	pjob_free(j);
-}
-
-static void free_result_cb(void *cls) { result_free(cls); }
-
-static enum MHD_Result post_resume(struct req *r, struct MHD_Connection *conn)
-{
-	struct waiter *w = r->w;
-	struct pe_err err = {0};
-	struct result *res = w->result;
-	if (w->state == W_EXPIRED)
-		pe_err_set(&err, PE_ETIMEOUT, "", "the computation did not finish within job_timeout");
-	else if (w->code || !res)
-		failure_cb(w->code ? w->code : PE_EINTERNAL, &err);
-	else if (res->err.code)
-		err = res->err;
-	if (err.code)
-		return pe_http_problem(r, conn, &err);
-	w->result = NULL; /* the response frees it */
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer_with_free_callback_cls(res->len, res->data, free_result_cb, res);
-	if (!resp) {
-		result_free(res);
-		return MHD_NO;
-	}
-	r->bytes = res->len;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	pe_http_add_cors(r->h, conn, resp);
-	return pe_http_queue(r, conn, 200, resp);
-}
+static const struct pe_oneshot_answer post_answer = {
+	.noun = "the computation", .content_type = "application/json", .failure = failure_cb};
 
 /* The query of a POST: no generator parameters (X is the body's). */
 static int post_params(struct MHD_Connection *conn, struct pe_params *p, struct pe_err *err)
@@ -444,30 +386,16 @@ static enum MHD_Result serve_post(struct req *r, struct MHD_Connection *conn)
 	struct pjob *j = calloc(1, sizeof *j);
 	if (!j)
 		return MHD_NO;
-	j->h = r->h;
+	j->os.h = r->h;
 	pe_params_init(&j->params, order_def());
 	if (post_params(conn, &j->params, &err) != 0) {
-		pjob_free(j);
-		return pe_http_problem(r, conn, &err);
-	}
-	struct waiter *w = pe_waiter_new(r->h, conn);
-	if (!w) {
-		pjob_free(j);
-		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+		pjob_free(&j->os);
 		return pe_http_problem(r, conn, &err);
 	}
 	j->body = pe_buf_steal(&r->body, &j->body_len);
-	w->result_free = result_free;
-	j->w = w;
-	r->w = w;
-	r->on_resume = post_resume;
-	int rc = r->h->opt.hooks.submit(r->h->opt.hooks.ctx, pjob_run, j);
-	if (rc != 0) {
-		pjob_free(j);
-		pe_waiter_complete(w, NULL, NULL, rc);
-	}
-	pe_waiter_suspend(w);
-	return MHD_YES;
+	j->os.run = run_post;
+	j->os.free = pjob_free;
+	return pe_oneshot_start(r, conn, &j->os, &post_answer);
 }
 
 /* ---- the handler ---- */

@@ -17,6 +17,7 @@
  * the job's body (decoded and answered in place the same way) and holds its own reservation. */
 #include "http/handler.h"
 #include "http/multipart.h"
+#include "http/oneshot.h"
 #include "http/produce.h"
 
 #include <inttypes.h>
@@ -27,19 +28,8 @@
 
 enum body_kind { BODY_NPY, BODY_BIN, BODY_JSON };
 
-struct result {
-	struct pe_err err; /* err.code != 0: answer with this problem */
-	char *data;
-	size_t len;
-	struct pe_out out;
-	char shape[160];
-	struct pe_budget *budget; /* data's reservation (held bytes; 0 when data is the request body) */
-	size_t held;
-};
-
 struct tjob {
-	struct pe_http *h;
-	struct waiter *w;
+	struct pe_oneshot os; /* first: the job as oneshot.c runs it */
 	struct pe_params params;
 	enum body_kind kind;
 	struct pe_out out;   /* format and gzip decided on the MHD thread; dtype in the job */
@@ -214,7 +204,7 @@ static int parse_shape_list(const char *s, struct pe_shape *shape, struct pe_err
  * body buffer. */
 static int decode(struct tjob *j, struct pe_tensor_mut *t, int *owned, struct pe_err *err)
 {
-	size_t max = j->h->opt.max_elements;
+	size_t max = j->os.h->opt.max_elements;
 	*owned = 0;
 	if (j->kind == BODY_JSON) {
 		*owned = 1;
@@ -257,7 +247,7 @@ static int decode(struct tjob *j, struct pe_tensor_mut *t, int *owned, struct pe
 static int decode_positions(struct tjob *j, struct pe_positions *pos, struct pe_err *err)
 {
 	struct pe_tensor_view v;
-	int wide = 0, rc = pe_npy_parse_index(j->pos, j->pos_len, j->h->opt.max_elements, &v, &wide, err);
+	int wide = 0, rc = pe_npy_parse_index(j->pos, j->pos_len, j->os.h->opt.max_elements, &v, &wide, err);
 	if (rc == 0 && v.dtype != PE_I32)
 		rc = pe_err_set(err, PE_EBODY, "positions", "positions must be integers: an npy '<i4' or '<i8' array, "
 				"not %s", pe_dtype_name(v.dtype));
@@ -357,7 +347,7 @@ static enum pe_dtype output_dtype(const struct tjob *j, enum pe_dtype in, int *b
 /* When the result was computed in place inside the body and the answer's bytes are the body's
  * layout (raw: the data; npy: a standard header right before the data), the body buffer itself
  * becomes the response: no second buffer of the body's size, no copy. */
-static int answer_in_body(struct tjob *j, const struct pe_tensor_view *v, size_t n, struct result *res)
+static int answer_in_body(struct tjob *j, const struct pe_tensor_view *v, size_t n, struct pe_oneshot_result *res)
 {
 	const char *d = v->data;
 	if (res->out.gzip || d < j->body || d >= j->body + j->body_len)
@@ -396,12 +386,12 @@ static int apply_positions(struct tjob *j, const struct pe_tensor_mut *in, struc
 	if (rc != 0)
 		return rc;
 	size_t held = (size_t)positions_scratch(pe_shape_count(&pos.shape, &of), in, x->dtype);
-	if ((rc = pe_budget_take(j->h->opt.budget, held)) != 0)
+	if ((rc = pe_budget_take(j->os.h->opt.budget, held)) != 0)
 		return pe_err_set(err, rc, rc == PE_ETOOBIG ? "positions" : "", rc == PE_ETOOBIG ?
 				  "the positions need more memory than the server's whole budget (response_budget_bytes)" :
 				  "the response memory budget is full; retry shortly");
 	rc = pe_rope_apply_positions(&j->params, &pos, x, err);
-	pe_budget_give(j->h->opt.budget, held);
+	pe_budget_give(j->os.h->opt.budget, held);
 	return rc;
 }
 
@@ -415,7 +405,7 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, enum
 		      size_t n_in, const struct pe_shape *os, size_t n_out, struct pe_err *err)
 {
 	struct pe_budget_stats st;
-	pe_budget_stats(j->h->opt.budget, &st);
+	pe_budget_stats(j->os.h->opt.budget, &st);
 	if (!st.limit)
 		return 0;
 	int reshaped = memcmp(os, &in->shape, sizeof *os) != 0;
@@ -441,16 +431,17 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, enum
 			  "the answer): more than response_budget_bytes (%zu)", need, st.limit);
 }
 
-static void run(struct tjob *j, struct result *res)
+static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 {
+	struct tjob *j = (struct tjob *)job;
 	struct pe_err *err = &res->err;
 	struct pe_tensor_mut in, x, y;
 	void *in_alloc = NULL, *x_alloc = NULL, *y_alloc = NULL, *o_alloc = NULL;
 	int owned = 0, rc, overflow, bad;
 	struct pe_shape os;
 	struct pe_buf out;
-	pe_buf_init(&out, j->h->opt.max_response_bytes);
-	pe_buf_set_budget(&out, j->h->opt.budget);
+	pe_buf_init(&out, j->os.h->opt.max_response_bytes);
+	pe_buf_set_budget(&out, j->os.h->opt.budget);
 	if ((rc = decode(j, &in, &owned, err)) != 0) {
 		if (j->multipart && !strcmp(err->param, "body")) /* the tensor came in the part x */
 			snprintf(err->param, sizeof err->param, "x");
@@ -461,24 +452,24 @@ static void run(struct tjob *j, struct result *res)
 	if (bad || (rc = pe_transform_shape(&j->params, &in.shape, &os, err)) != 0)
 		goto done;
 	size_t n_in = pe_shape_count(&in.shape, &overflow), n_out = pe_shape_count(&os, &overflow);
-	if (overflow || n_out > j->h->opt.max_elements) {
+	if (overflow || n_out > j->os.h->opt.max_elements) {
 		pe_err_set(err, PE_ETOOBIG, "", "the result would have more than %" PRIu64 " elements",
-			   j->h->opt.max_elements);
+			   j->os.h->opt.max_elements);
 		goto done;
 	}
 	enum pe_dtype wd = pe_transform_work_dtype(j->kind == BODY_JSON ? dt : in.dtype);
 	if ((rc = check_need(j, &in, wd, dt, n_in, &os, n_out, err)) != 0)
 		goto done;
-	if ((rc = to_work(&in, wd, n_in, &x, &x_alloc, j->h->opt.budget, err)) != 0)
+	if ((rc = to_work(&in, wd, n_in, &x, &x_alloc, j->os.h->opt.budget, err)) != 0)
 		goto done;
 	y = (struct pe_tensor_mut){.shape = os, .dtype = wd, .data = x.data};
 	if (memcmp(&os, &in.shape, sizeof os) != 0 &&
-	    !(y.data = y_alloc = pe_budget_malloc(j->h->opt.budget, (n_out ? n_out : 1) * pe_dtype_size(wd), &rc)))
+	    !(y.data = y_alloc = pe_budget_malloc(j->os.h->opt.budget, (n_out ? n_out : 1) * pe_dtype_size(wd), &rc)))
 		goto done;
 	if (j->pos && (rc = apply_positions(j, &in, &x, err)) != 0)
 		goto done;
 	if ((!j->pos && (rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0) ||
-	    (rc = to_output(&y, dt, n_out, &o_alloc, j->h->opt.budget, err)) != 0)
+	    (rc = to_output(&y, dt, n_out, &o_alloc, j->os.h->opt.budget, err)) != 0)
 		goto done;
 	res->out = j->out;
 	res->out.dt = dt;
@@ -493,10 +484,10 @@ static void run(struct tjob *j, struct result *res)
 	pe_shape_format(&os, res->shape, sizeof res->shape);
 	if (answer_in_body(j, &v, n_out, res))
 		goto done;
-	if ((rc = pe_out_encode(&res->out, &j->h->opt.parallel, NULL, &v, &out, err)) != 0)
+	if ((rc = pe_out_encode(&res->out, &j->os.h->opt.parallel, NULL, &v, &out, err)) != 0)
 		goto done;
 	res->data = pe_buf_steal(&out, &res->len);
-	res->budget = j->h->opt.budget;
+	res->budget = j->os.h->opt.budget;
 	res->held = pe_mem_size(res->data);
 done:
 	if (rc == PE_EBUSY)
@@ -505,21 +496,14 @@ done:
 		pe_err_set(err, rc, "", "the transform failed");
 	pe_buf_destroy(&out);
 	free(in_alloc);
-	pe_budget_free_block(j->h->opt.budget, x_alloc);
-	pe_budget_free_block(j->h->opt.budget, y_alloc);
-	pe_budget_free_block(j->h->opt.budget, o_alloc);
+	pe_budget_free_block(j->os.h->opt.budget, x_alloc);
+	pe_budget_free_block(j->os.h->opt.budget, y_alloc);
+	pe_budget_free_block(j->os.h->opt.budget, o_alloc);
 }
 
-static void result_free(void *p)
+static void tjob_free(struct pe_oneshot *os)
 {
-	struct result *res = p;
-	pe_budget_give(res->budget, res->held);
-	free(res->data);
-	free(res);
-}
-
-static void tjob_free(struct tjob *j)
-{
+	struct tjob *j = (struct tjob *)os;
 	pe_params_destroy(&j->params);
 	free(j->raw_shape);
 	free(j->dtype);
@@ -528,62 +512,9 @@ static void tjob_free(struct tjob *j)
 	free(j);
 }
 
-/* The job stops at its request's deadline (job_timeout, when its waiter is answered 503) like a
- * table's: kernels check between blocks, pe_transform_apply on entry. A job that starts past it,
- * or after shutdown cancelled everything, does nothing at all: not even decode the body. */
-static void tjob_run(void *arg)
-{
-	struct tjob *j = arg;
-	struct result *res = calloc(1, sizeof *res);
-	pthread_mutex_lock(&j->h->wait_lock); /* the deadline is the waiter's, read where it is written */
-	double deadline = j->w->deadline;
-	pthread_mutex_unlock(&j->h->wait_lock);
-	pe_cancel_set_deadline(deadline);
-	int rc = pe_cancelled();
-	if (res && rc != 0)
-		pe_cancel_err(rc, &res->err);
-	else if (res)
-		run(j, res);
-	pe_cancel_set_deadline(0);
-	pe_waiter_complete(j->w, NULL, res, res ? 0 : PE_ENOMEM);
-	tjob_free(j);
-}
-
-/* ---- answering ---- */
-
-static void free_result_cb(void *cls) { result_free(cls); }
-
-static enum MHD_Result transform_resume(struct req *r, struct MHD_Connection *conn)
-{
-	struct waiter *w = r->w;
-	struct pe_err err = {0};
-	if (w->state == W_EXPIRED) {
-		pe_err_set(&err, PE_ETIMEOUT, "", "the transform did not finish within job_timeout");
-		return pe_http_problem(r, conn, &err);
-	}
-	struct result *res = w->result;
-	if (w->code || !res) {
-		pe_err_set(&err, w->code ? w->code : PE_EINTERNAL, "",
-			   w->code == PE_EBUSY ? "the job queue is full; retry shortly" : "the transform failed");
-		return pe_http_problem(r, conn, &err);
-	}
-	if (res->err.code)
-		return pe_http_problem(r, conn, &res->err);
-	w->result = NULL; /* the response frees it */
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer_with_free_callback_cls(res->len, res->data, free_result_cb, res);
-	if (!resp) {
-		result_free(res);
-		return MHD_NO;
-	}
-	r->bytes = res->len;
-	pe_http_out_headers(&res->out, resp);
-	MHD_add_response_header(resp, "X-PE-Shape", res->shape);
-	MHD_add_response_header(resp, "X-PE-Dtype", pe_dtype_name(res->out.dt));
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	pe_http_add_cors(r->h, conn, resp);
-	return pe_http_queue(r, conn, 200, resp);
-}
+/* The job stops at its request's deadline like a table's (oneshot.c): kernels check between
+ * blocks, pe_transform_apply on entry; a job that starts past it does not even decode the body. */
+static const struct pe_oneshot_answer answer = {.noun = "the transform"};
 
 static const enum pe_format kind_format[] = {[BODY_NPY] = PE_FMT_NPY, [BODY_BIN] = PE_FMT_BIN, [BODY_JSON] = PE_FMT_JSON};
 
@@ -634,7 +565,7 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 		pe_err_set(err, PE_ENOMEM, "", "out of memory");
 		return NULL;
 	}
-	j->h = r->h;
+	j->os.h = r->h;
 	pe_params_init(&j->params, r->target);
 	struct pe_mp *m = r->ctx;
 	struct pe_mp_part *x = m ? pe_mp_get(m, "x") : NULL;
@@ -653,7 +584,7 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 	j->raw_shape = dup_or_null(q.shape);
 	j->dtype = dup_or_null(q.out.dtype);
 	if (rc != 0) {
-		tjob_free(j);
+		tjob_free(&j->os);
 		return NULL;
 	}
 	if (m) {
@@ -685,23 +616,9 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 	struct tjob *j = tjob_new(r, conn, &err);
 	if (!j)
 		return pe_http_problem(r, conn, &err);
-	struct waiter *w = pe_waiter_new(r->h, conn);
-	if (!w) {
-		tjob_free(j);
-		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
-		return pe_http_problem(r, conn, &err);
-	}
-	w->result_free = result_free;
-	j->w = w;
-	r->w = w;
-	r->on_resume = transform_resume;
-	int rc = r->h->opt.hooks.submit(r->h->opt.hooks.ctx, tjob_run, j);
-	if (rc != 0) {
-		tjob_free(j);
-		pe_waiter_complete(w, NULL, NULL, rc);
-	}
-	pe_waiter_suspend(w);
-	return MHD_YES;
+	j->os.run = run;
+	j->os.free = tjob_free;
+	return pe_oneshot_start(r, conn, &j->os, &answer);
 }
 
 static int match_cb(void *hctx, const char *url, const void **target)

@@ -1,0 +1,42 @@
+/* The uncached POST job (oneshot.c): a handler whose answer depends on the request's body runs
+ * one job on a worker under its waiter's deadline, then answers the resumed request from the
+ * job's result. The handler keeps what differs: its body parsing, its run function, its nouns. */
+#ifndef PE_HTTP_ONESHOT_H
+#define PE_HTTP_ONESHOT_H
+
+#include "http/internal.h"
+
+/* What a job leaves for its request: a problem, or the answer's bytes and their reservation. */
+struct pe_oneshot_result {
+	struct pe_err err;  /* err.code != 0: answer with this problem */
+	char *data;         /* the answer (freed with the response) */
+	size_t len;
+	struct pe_out out;  /* format, gzip and dtype of a tensor answer */
+	char shape[160];    /* X-PE-Shape of a tensor answer */
+	char extra_name[64], extra[64]; /* one more header when extra_name[0] */
+	struct pe_budget *budget; /* data's reservation: held bytes given back on free */
+	size_t held;
+};
+
+/* The first member of a handler's job: the worker calls run, then free. */
+struct pe_oneshot {
+	struct pe_http *h;
+	struct waiter *w;
+	void (*run)(struct pe_oneshot *job, struct pe_oneshot_result *res);
+	void (*free)(struct pe_oneshot *job);
+};
+
+/* How a handler's resumed request is answered. */
+struct pe_oneshot_answer {
+	const char *noun;         /* "the transform": "... did not finish within job_timeout", "... failed" */
+	const char *content_type; /* a fixed type; NULL: a tensor's headers (out, X-PE-Shape, X-PE-Dtype) */
+	void (*failure)(int code, struct pe_err *err); /* the job never answered; NULL: queue full / noun failed */
+};
+
+void pe_oneshot_result_free(void *res);
+/* Submit job (its h, run and free set) for r and suspend r; answered with how. The job is
+ * freed on every path. */
+enum MHD_Result pe_oneshot_start(struct req *r, struct MHD_Connection *conn, struct pe_oneshot *job,
+				 const struct pe_oneshot_answer *how);
+
+#endif
