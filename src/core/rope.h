@@ -76,7 +76,7 @@ struct pe_rope_plan {
 int pe_rope_plan_init(struct pe_rope_plan *pl, const struct pe_params *p);
 void pe_rope_plan_destroy(struct pe_rope_plan *pl);
 
-/* Cheap bounds on the plan's frequencies for validation, without building the plan (rope_freq.c
+/* Cheap bounds on the plan's frequencies for validation, without building the plan (rope_bound.c
  * says why they hold): *m is the largest |w_i| of a few indices the plan has (NaN when one of them
  * is NaN), *u an upper bound of every |w_i| (every w_i a number when *u is finite). -1 when the case
  * has no cheap bound (ggml, llama3, hf dynamic NTK past the original context): build the plan. */

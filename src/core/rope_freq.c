@@ -31,7 +31,7 @@
  * neither comparison holds; llama.cpp's converter, whose assert is commented out "for Llama4",
  * takes the same branches). A wavelength exactly on the edge is NaN in HF and in the converter
  * (x / 0.0 with x = 0 or not, then inf - inf); it is NaN here too, and /v1/rope refuses it. */
-#include "core/rope.h"
+#include "core/rope_freq.h"
 #include "core/tables.h"
 #include "core/torchmath.h"
 
@@ -111,7 +111,7 @@ double pe_rope_attention_scaling(const struct pe_rope_cfg *c)
 /* ---- shared scalars ------------------------------------------------------------------------ */
 
 /* Base after static or dynamic NTK in double (exact; HF's static NTK, a Python float), else the base. */
-static double ntk_base(const struct pe_rope_cfg *c)
+double pe_rope_ntk_base(const struct pe_rope_cfg *c)
 {
 	double d = (double)c->dim, e = d / (d - 2);
 	if (c->scaling == PE_ROPE_NTK)
@@ -124,10 +124,10 @@ static double ntk_base(const struct pe_rope_cfg *c)
 /* HF's dynamic NTK base past orig: seq_len is the int64 tensor torch.max(position_ids) + 1, so every
  * step is a float32 tensor op with the Python scalars cast to float, except that PyTorch raises a
  * float tensor to a Python-float power in double and rounds once (measured against torch 1.13.1). */
-static double ntk_base_hf(const struct pe_rope_cfg *c)
+double pe_rope_ntk_base_hf(const struct pe_rope_cfg *c)
 {
 	if (c->scaling != PE_ROPE_DYNAMIC || c->seq_len <= c->orig)
-		return ntk_base(c);
+		return pe_rope_ntk_base(c);
 	double d = (double)c->dim;
 	float x = (float)c->factor * (float)c->seq_len;
 	x = x / (float)c->orig;
@@ -137,7 +137,7 @@ static double ntk_base_hf(const struct pe_rope_cfg *c)
 }
 
 /* YaRN's find_correction_range: [low, high] in dimension-pair units, high > low. */
-static void yarn_range(const struct pe_rope_cfg *c, double *low, double *high)
+void pe_rope_yarn_range(const struct pe_rope_cfg *c, double *low, double *high)
 {
 	double d = (double)c->dim, lb = 2 * log(c->base), orig = (double)c->orig;
 	double lo = d * log(orig / (c->beta_fast * 2 * M_PI)) / lb;
@@ -154,16 +154,16 @@ static void yarn_range(const struct pe_rope_cfg *c, double *low, double *high)
 	*high = hi;
 }
 
-static const double *longrope_factors(const struct pe_rope_cfg *c)
+const double *pe_rope_longrope_factors(const struct pe_rope_cfg *c)
 {
 	return c->seq_len > c->orig ? c->long_factor : c->short_factor;
 }
 
 /* ---- exact (double) ------------------------------------------------------------------------ */
 
-static double x_exact(const struct pe_rope_cfg *c, size_t i) { return (double)(2 * i) / (double)c->dim; }
+double pe_rope_x_exact(const struct pe_rope_cfg *c, size_t i) { return (double)(2 * i) / (double)c->dim; }
 
-static double llama3_exact(const struct pe_rope_cfg *c, double w)
+double pe_rope_llama3_exact(const struct pe_rope_cfg *c, double w)
 {
 	double orig = (double)c->orig, lo = c->low_freq_factor, hi = c->high_freq_factor;
 	double wavelen = 2 * M_PI / w;
@@ -179,11 +179,11 @@ static double llama3_exact(const struct pe_rope_cfg *c, double w)
 
 static void freqs_exact(const struct pe_rope_cfg *c, double *w)
 {
-	double base = ntk_base(c), low = 0, high = 1;
+	double base = pe_rope_ntk_base(c), low = 0, high = 1;
 	if (c->scaling == PE_ROPE_YARN)
-		yarn_range(c, &low, &high);
+		pe_rope_yarn_range(c, &low, &high);
 	for (size_t i = 0; i < c->h; i++) {
-		double pos = pow(base, x_exact(c, i));
+		double pos = pow(base, pe_rope_x_exact(c, i));
 		switch (c->scaling) {
 		case PE_ROPE_LINEAR:
 			w[i] = 1.0 / pos / c->factor;
@@ -194,10 +194,10 @@ static void freqs_exact(const struct pe_rope_cfg *c, double *w)
 			break;
 		}
 		case PE_ROPE_LONGROPE:
-			w[i] = 1.0 / (longrope_factors(c)[i] * pos);
+			w[i] = 1.0 / (pe_rope_longrope_factors(c)[i] * pos);
 			break;
 		case PE_ROPE_LLAMA3:
-			w[i] = llama3_exact(c, 1.0 / pos);
+			w[i] = pe_rope_llama3_exact(c, 1.0 / pos);
 			break;
 		default: /* none, ntk, dynamic: the base already carries the scaling */
 			w[i] = 1.0 / pos;
@@ -216,7 +216,7 @@ static void pow_hf(const struct pe_rope_cfg *c, double base, float *pw)
 
 /* HF's llama3 on float32 tensors. `2*pi / t` is t.reciprocal() * 2*pi in PyTorch, and comparisons
  * with a Python float compare in float32. */
-static float llama3_hf(const struct pe_rope_cfg *c, float w)
+float pe_rope_llama3_hf(const struct pe_rope_cfg *c, float w)
 {
 	double orig = (double)c->orig, lo = c->low_freq_factor, hi = c->high_freq_factor;
 	float f = (float)c->factor;
@@ -231,7 +231,7 @@ static float llama3_hf(const struct pe_rope_cfg *c, float w)
 	return (1.0f - smooth) * inv_llama / f + smooth * inv_llama;
 }
 
-static float yarn_hf(const struct pe_rope_cfg *c, size_t i, float pos, double low, double high)
+float pe_rope_yarn_hf(const struct pe_rope_cfg *c, size_t i, float pos, double low, double high)
 {
 	float extra = 1.0f / pos, inter = 1.0f / ((float)c->factor * pos);
 	float ramp = ((float)i - (float)low) / (float)(high - low);
@@ -244,8 +244,8 @@ static void freqs_hf(const struct pe_rope_cfg *c, float *pw, double *w)
 {
 	double low = 0, high = 1;
 	if (c->scaling == PE_ROPE_YARN)
-		yarn_range(c, &low, &high);
-	pow_hf(c, ntk_base_hf(c), pw);
+		pe_rope_yarn_range(c, &low, &high);
+	pow_hf(c, pe_rope_ntk_base_hf(c), pw);
 	for (size_t i = 0; i < c->h; i++) {
 		float v;
 		switch (c->scaling) {
@@ -253,13 +253,13 @@ static void freqs_hf(const struct pe_rope_cfg *c, float *pw, double *w)
 			v = (1.0f / pw[i]) / (float)c->factor;
 			break;
 		case PE_ROPE_YARN:
-			v = yarn_hf(c, i, pw[i], low, high);
+			v = pe_rope_yarn_hf(c, i, pw[i], low, high);
 			break;
 		case PE_ROPE_LONGROPE:
-			v = 1.0f / ((float)longrope_factors(c)[i] * pw[i]);
+			v = 1.0f / ((float)pe_rope_longrope_factors(c)[i] * pw[i]);
 			break;
 		case PE_ROPE_LLAMA3:
-			v = llama3_hf(c, 1.0f / pw[i]);
+			v = pe_rope_llama3_hf(c, 1.0f / pw[i]);
 			break;
 		default:
 			v = 1.0f / pw[i];
@@ -276,7 +276,7 @@ static float ggml_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base)
 }
 
 /* convert_hf_to_gguf.py's llama3 rope_freqs, computed there on float32 tensors. */
-static float llama3_ggml_factor(const struct pe_rope_cfg *c, float freq)
+float pe_rope_llama3_ggml_factor(const struct pe_rope_cfg *c, float freq)
 {
 	double orig = (double)c->orig, lo = c->low_freq_factor, hi = c->high_freq_factor;
 	float wavelen = (1.0f / freq) * (float)(2 * M_PI);
@@ -290,7 +290,7 @@ static float llama3_ggml_factor(const struct pe_rope_cfg *c, float freq)
 	return 1.0f / ((1.0f - smooth) / (float)c->factor + smooth);
 }
 
-static int plan_ggml(const struct pe_rope_cfg *c, struct pe_rope_ggml *g)
+int pe_rope_plan_ggml(const struct pe_rope_cfg *c, struct pe_rope_ggml *g)
 {
 	int n_dims = (int)c->dim;
 	float base = (float)c->base;
@@ -316,14 +316,14 @@ static int plan_ggml(const struct pe_rope_cfg *c, struct pe_rope_ggml *g)
 		return PE_ENOMEM;
 	pow_hf(c, c->base, pw); /* the converter's float32 torch frequencies */
 	for (size_t i = 0; i < c->h; i++)
-		g->freq_factors[i] = c->scaling == PE_ROPE_LLAMA3 ? llama3_ggml_factor(c, 1.0f / pw[i]) :
-			(float)longrope_factors(c)[i];
+		g->freq_factors[i] = c->scaling == PE_ROPE_LLAMA3 ? pe_rope_llama3_ggml_factor(c, 1.0f / pw[i]) :
+			(float)pe_rope_longrope_factors(c)[i];
 	free(pw);
 	return 0;
 }
 
 /* rope_yarn_ramp's mix for pair i (ext_factor folded in). */
-static float ggml_ramp_mix(const struct pe_rope_ggml *g, size_t i)
+float pe_rope_ggml_ramp_mix(const struct pe_rope_ggml *g, size_t i)
 {
 	float low = g->corr_dims[0], high = g->corr_dims[1];
 	float y = ((float)(int64_t)i - low) / (high - low > 0.001f ? high - low : 0.001f);
@@ -332,7 +332,7 @@ static float ggml_ramp_mix(const struct pe_rope_ggml *g, size_t i)
 }
 
 /* Angle of pair i from the running theta (theta_extrap before the freq factor). */
-static float ggml_angle(const struct pe_rope_ggml *g, float theta, size_t i, float ramp_mix)
+float pe_rope_ggml_angle(const struct pe_rope_ggml *g, float theta, size_t i, float ramp_mix)
 {
 	float te = g->freq_factors ? theta / g->freq_factors[i] : theta;
 	float ti = g->freq_scale * te;
@@ -343,9 +343,9 @@ static float ggml_angle(const struct pe_rope_ggml *g, float theta, size_t i, flo
 
 /* A double estimate of the per-position angle step of pair i (seeds the recurrence; the exact
  * ggml angle is always the target). */
-static double ggml_step(const struct pe_rope_ggml *g, size_t i)
+double pe_rope_ggml_step(const struct pe_rope_ggml *g, size_t i)
 {
-	double w = pow((double)g->theta_scale, (double)i), rm = ggml_ramp_mix(g, i);
+	double w = pow((double)g->theta_scale, (double)i), rm = pe_rope_ggml_ramp_mix(g, i);
 	if (g->freq_factors)
 		w /= g->freq_factors[i];
 	return w * ((double)g->freq_scale * (1 - rm) + rm);
@@ -365,9 +365,9 @@ int pe_rope_plan_init(struct pe_rope_plan *pl, const struct pe_params *p)
 		freqs_exact(c, pl->w);
 	else if (rc == 0 && c->compat == PE_COMPAT_HF)
 		freqs_hf(c, pw, pl->w);
-	else if (rc == 0 && (rc = plan_ggml(c, &pl->g)) == 0)
+	else if (rc == 0 && (rc = pe_rope_plan_ggml(c, &pl->g)) == 0)
 		for (size_t i = 0; i < c->h; i++)
-			pl->w[i] = ggml_step(&pl->g, i);
+			pl->w[i] = pe_rope_ggml_step(&pl->g, i);
 	pl->att = pe_rope_attention_scaling(c);
 	free(pw);
 	if (rc != 0)
@@ -395,9 +395,9 @@ static void angles_ggml(const struct pe_rope_plan *pl, int64_t pos0, size_t nrow
 		for (size_t r = 0; r < nb; r++)
 			theta[r] = (float)(pos0 + (int64_t)(r0 + r));
 		for (size_t i = 0; i < h; i++) {
-			float rm = ggml_ramp_mix(g, i);
+			float rm = pe_rope_ggml_ramp_mix(g, i);
 			for (size_t r = 0; r < nb; r++) {
-				t[(r0 + r) * h + i] = (double)ggml_angle(g, theta[r], i, rm);
+				t[(r0 + r) * h + i] = (double)pe_rope_ggml_angle(g, theta[r], i, rm);
 				theta[r] *= g->theta_scale;
 			}
 		}
@@ -424,285 +424,4 @@ void pe_rope_angles(const struct pe_rope_plan *pl, int64_t pos0, size_t nrows, d
 				t[i] = pd * w[i];
 		}
 	}
-}
-
-/* ---- cheap verdicts for validation --------------------------------------------------------- */
-
-/* Validation asks whether every frequency is a number with |w_i| * last < lim. Building the plan
- * costs a pow per frequency (milliseconds at dim 65536, on the HTTP thread), so for the monotone
- * cases the answer comes from the two ends instead, plus a proof that the middle cannot do worse:
- *
- *   pos_i = pow(base, x_i) is monotone in the mathematical x_i (exact) or in the float x_i of
- *   HF's grid (hf), and each computed pos_i is within a relative e of its true value while it is a
- *   normal number (e <= 2^-50 in double, <= 2^-22 for SLEEF's powf u10 and libm's powf). So every
- *   computed pos_i is >= min(computed ends) * (1 - e)^2, and w_i (1/pos, then /factor: roundings,
- *   monotone) is <= max(w at the ends) * (1 + 2^-16) (generous). YaRN's blend of 1/(factor*pos)
- *   and 1/pos with factor >= 1 is at most 1/pos times the same slack. LongRoPE's 1/(f_i * pos_i) is
- *   at most max 1/f_i times the largest 1/pos, and its smallest factor's own w is a witness.
- *
- * A witness (an end, LongRoPE's smallest factor) is computed exactly as the plan computes it, so a
- * witness that fails is the plan's own failure. Unknown (-1, scan the plan) whenever the argument
- * does not cover the case (llama3 whose NaN cannot be ruled out cheaply), a
- * subnormal pow at an end, or a bound between the witness and the limit (a band 2^-16 wide). */
-
-#define BOUND_SLACK (1 + 0x1p-16)
-#define BOUND_ABS 1e-30 /* covers w rounding into subnormals; far below any limit */
-
-/* One frequency as freqs_exact / freqs_hf compute it (w), and its unscaled 1/pos (extra); base is
- * the one they raise (ntk_base, ntk_base_hf). */
-static void freq_at(const struct pe_rope_cfg *c, double base, double low, double high, size_t i, double *w,
-		    double *extra)
-{
-	if (c->compat == PE_COMPAT_EXACT) {
-		double pos = pow(base, x_exact(c, i));
-		*extra = 1.0 / pos;
-		switch (c->scaling) {
-		case PE_ROPE_LINEAR:
-			*w = 1.0 / pos / c->factor;
-			break;
-		case PE_ROPE_YARN: {
-			double ramp = fmin(fmax(((double)i - low) / (high - low), 0), 1), ef = 1 - ramp;
-			*w = 1.0 / (c->factor * pos) * (1 - ef) + 1.0 / pos * ef;
-			break;
-		}
-		case PE_ROPE_LONGROPE:
-			*w = 1.0 / (longrope_factors(c)[i] * pos);
-			break;
-		case PE_ROPE_LLAMA3:
-			*w = llama3_exact(c, 1.0 / pos);
-			break;
-		default:
-			*w = 1.0 / pos;
-		}
-		return;
-	}
-	float pw = pe_torch_powf((float)base, (float)(2 * i) / (float)c->dim, i, c->h), v;
-	*extra = (double)(1.0f / pw);
-	switch (c->scaling) {
-	case PE_ROPE_LINEAR:
-		v = (1.0f / pw) / (float)c->factor;
-		break;
-	case PE_ROPE_YARN:
-		v = yarn_hf(c, i, pw, low, high);
-		break;
-	case PE_ROPE_LONGROPE:
-		v = 1.0f / ((float)longrope_factors(c)[i] * pw);
-		break;
-	case PE_ROPE_LLAMA3:
-		v = llama3_hf(c, 1.0f / pw);
-		break;
-	default:
-		v = 1.0f / pw;
-	}
-	*w = (double)v;
-}
-
-static int bound_covers(const struct pe_rope_cfg *c)
-{
-	return c->compat != PE_COMPAT_GGML;
-}
-
-static int float_normal(double v)
-{
-	float f = (float)v;
-	return isnormal(f) && f > 0;
-}
-
-/* llama3 with low == high is NaN where a computed wavelength equals the edge t = orig / low (as
- * the mode rounds it). The true wavelength 2 pi B^x is strictly monotone in x = 2i/dim, and the
- * computed one is within 8 eps of the true one at a grid point within 2^-24 of x, so an equal one
- * lies within dim/2 (8 eps/|ln B|) + 1 indices of where the true one crosses t: [*a, *b] covers
- * them (empty when *a > *b). 0 when that window is not small or cannot be placed. */
-static int llama3_edge_window(const struct pe_rope_cfg *c, size_t *a, size_t *b)
-{
-	int hf = c->compat == PE_COMPAT_HF;
-	double B = hf ? (double)(float)c->base : c->base, t = (double)c->orig / c->low_freq_factor;
-	if (hf)
-		t = (double)(float)t;
-	if (B == 1) { /* every frequency the same */
-		*a = *b = 0;
-		return 1;
-	}
-	double lb = fabs(log(B)), eps = hf ? 0x1p-24 : 0x1p-53, half = (double)c->dim / 2;
-	double win = 8 * eps * half / lb + 4, at = log(t / (2 * M_PI)) / log(B) * half;
-	if (!(hf ? float_normal(t) : t >= DBL_MIN && t <= DBL_MAX) || !(win <= 64) || !isfinite(at))
-		return 0;
-	double lo = fmax(floor(at - win), 0), hi = fmin(ceil(at + win), (double)c->h - 1);
-	*a = lo > hi ? 1 : (size_t)lo;
-	*b = lo > hi ? 0 : (size_t)hi;
-	return 1;
-}
-
-/* llama3 with low < high: no NaN, and every w_i at most k times the largest 1/pos_i, when the
- * smoothing stays within [-1/64, 1 + 1/64] (its rounding error over high - low is small) and
- * every threshold is a normal number in the mode's arithmetic. 0: not shown (scan). */
-static int llama3_smooth_bounded(const struct pe_rope_cfg *c, double *k)
-{
-	double lo = c->low_freq_factor, hi = c->high_freq_factor, orig = (double)c->orig;
-	*k = 1 + 1.0 / 32;
-	if (c->compat == PE_COMPAT_EXACT)
-		return hi / lo >= 1 + 0x1p-20 && orig / hi >= 1e-300 && orig / lo <= DBL_MAX;
-	return hi / lo >= 1 + 0x1p-10 && float_normal(lo) && float_normal(hi) && float_normal(hi - lo) &&
-	       float_normal(c->factor) && float_normal(orig) && (float)(orig / hi) >= 1e-37f && float_normal(orig / lo);
-}
-
-/* LongRoPE: the smallest factor (as the mode rounds it) and its index; 0 when one is not a
- * positive normal number there (no bound then). */
-static int longrope_min(const struct pe_rope_cfg *c, double *fmin, size_t *at)
-{
-	const double *f = longrope_factors(c);
-	double m = INFINITY;
-	for (size_t i = 0; i < c->h; i++) {
-		double v = c->compat == PE_COMPAT_HF ? (double)(float)f[i] : f[i];
-		if (v < m) {
-			m = v;
-			*at = i;
-		}
-	}
-	*fmin = m;
-	return c->compat == PE_COMPAT_HF ? m >= FLT_MIN && m <= FLT_MAX : m >= DBL_MIN;
-}
-
-/* compat=ggml without freq factors (none, linear, yarn; ntk and dynamic are refused before):
- * w_i = pow(theta_scale, i) * (freq_scale (1 - ramp) + ramp), monotone in i for none and linear,
- * at most pow(theta_scale, i) for yarn (freq_scale = 1/factor <= 1, ramp in [0, 1]). */
-#define MAX_WITNESS 140
-
-/* Freq factor i of compat=ggml, alone (plan_ggml makes all of them). */
-static float ggml_ff_at(const struct pe_rope_cfg *c, size_t i)
-{
-	if (c->scaling == PE_ROPE_LONGROPE)
-		return (float)longrope_factors(c)[i];
-	float pw = pe_torch_powf((float)c->base, (float)(2 * i) / (float)c->dim, i, c->h);
-	return llama3_ggml_factor(c, 1.0f / pw);
-}
-
-/* compat=ggml with freq factors: w_i = pow(theta_scale, i) / ff_i. LongRoPE's factors are the list
- * (bound: the largest power over the smallest factor, witnessed there); llama3's come from HF's
- * float frequencies with HF's float thresholds (the converter's arithmetic), so the edge window
- * and the smoothing bound of compat=hf apply, and 1/ff_i is at most k. */
-static int ggml_ff_bound(const struct pe_rope_cfg *c, const struct pe_rope_ggml *g, double *m, double *u)
-{
-	struct pe_rope_cfg hc = *c;
-	size_t idx[MAX_WITNESS] = {0, c->h - 1}, n = 2, a = 1, b = 0;
-	double ffmin = 1, k = 1;
-	int ok;
-	hc.compat = PE_COMPAT_HF;
-	if (c->scaling == PE_ROPE_LONGROPE)
-		ok = longrope_min(&hc, &ffmin, &idx[n++]);
-	else if (c->low_freq_factor == c->high_freq_factor)
-		ok = llama3_edge_window(&hc, &a, &b);
-	else
-		ok = llama3_smooth_bounded(&hc, &k);
-	for (size_t i = a; ok && i <= b && n < MAX_WITNESS; i++)
-		idx[n++] = i;
-	*m = 0;
-	for (size_t j = 0; j < n; j++) {
-		double w = pow((double)g->theta_scale, (double)idx[j]) / (double)ggml_ff_at(c, idx[j]);
-		if (isnan(w)) {
-			*m = *u = NAN;
-			return 0;
-		}
-		*m = fmax(*m, fabs(w));
-	}
-	if (c->scaling == PE_ROPE_LLAMA3 && ok) { /* HF's float frequencies normal at both ends */
-		float p0 = pe_torch_powf((float)c->base, 0.0f, 0, c->h);
-		float p1 = pe_torch_powf((float)c->base, (float)(2 * (c->h - 1)) / (float)c->dim, c->h - 1, c->h);
-		ok = p0 >= 0x1p-125f && p1 >= 0x1p-125f;
-	}
-	if (!ok && c->scaling == PE_ROPE_LLAMA3)
-		return -1; /* a NaN elsewhere, which names another parameter, is not ruled out */
-	double top = fmax(1, pow((double)g->theta_scale, (double)(c->h - 1)));
-	if (!ok || !(top <= 0x1p1021))
-		return *u = INFINITY, 0;
-	*u = (c->scaling == PE_ROPE_LONGROPE ? top / ffmin : top * k) * BOUND_SLACK + BOUND_ABS;
-	return 0;
-}
-
-static int ggml_bound(const struct pe_rope_cfg *c, double *m, double *u)
-{
-	struct pe_rope_ggml g;
-	if (c->scaling == PE_ROPE_LLAMA3 || c->scaling == PE_ROPE_LONGROPE) {
-		struct pe_rope_cfg none = *c;
-		none.scaling = PE_ROPE_NONE; /* theta_scale alone: no factor list made */
-		return plan_ggml(&none, &g) != 0 ? -1 : ggml_ff_bound(c, &g, m, u);
-	}
-	if (plan_ggml(c, &g) != 0)
-		return -1;
-	double w0 = ggml_step(&g, 0), w1 = ggml_step(&g, c->h - 1);
-	if (isnan(w0) || isnan(w1)) {
-		*m = *u = NAN;
-		return 0;
-	}
-	*m = fmax(fabs(w0), fabs(w1));
-	double top = c->scaling == PE_ROPE_YARN ? fmax(1, pow((double)g.theta_scale, (double)(c->h - 1))) : *m;
-	*u = top * BOUND_SLACK + BOUND_ABS;
-	return 0;
-}
-
-int pe_rope_freq_bound(const struct pe_rope_cfg *c, double *m, double *u)
-{
-	if (c->compat == PE_COMPAT_GGML)
-		return ggml_bound(c, m, u);
-	if (!bound_covers(c))
-		return -1;
-	double base = c->compat == PE_COMPAT_HF ? ntk_base_hf(c) : ntk_base(c), low = 0, high = 1, w, extra, fmin = 1, k = 1,
-	       xmax = 0;
-	size_t idx[MAX_WITNESS] = {0, c->h - 1}, n = 2, a = 1, b = 0;
-	int ok = 1;
-	if (c->scaling == PE_ROPE_YARN)
-		yarn_range(c, &low, &high);
-	if (c->scaling == PE_ROPE_LONGROPE)
-		ok = longrope_min(c, &fmin, &idx[n++]);
-	if (c->scaling == PE_ROPE_LLAMA3 && c->low_freq_factor == c->high_freq_factor)
-		ok = llama3_edge_window(c, &a, &b);
-	else if (c->scaling == PE_ROPE_LLAMA3)
-		ok = llama3_smooth_bounded(c, &k);
-	for (size_t i = a; ok && i <= b && n < MAX_WITNESS; i++)
-		idx[n++] = i;
-	*m = 0;
-	for (size_t j = 0; j < n; j++) {
-		freq_at(c, base, low, high, idx[j], &w, &extra);
-		if (isnan(w)) {
-			*m = *u = NAN;
-			return 0;
-		}
-		*m = fmax(*m, fabs(w));
-		if (j < 2)
-			xmax = fmax(xmax, extra);
-	}
-	/* the ends' 1/pos must be normal numbers for the relative error arguments (llama3's window
-	 * too: without them a NaN elsewhere, which names another parameter, is not ruled out) */
-	if (!ok || !(xmax <= (c->compat == PE_COMPAT_HF ? 0x1p125 : 0x1p1021)))
-		return c->scaling == PE_ROPE_LLAMA3 ? -1 : (*u = INFINITY, 0);
-	if (c->scaling == PE_ROPE_YARN || c->scaling == PE_ROPE_LLAMA3)
-		*u = xmax * k * BOUND_SLACK + BOUND_ABS;
-	else if (c->scaling == PE_ROPE_LONGROPE)
-		*u = xmax / fmin * BOUND_SLACK + BOUND_ABS;
-	else
-		*u = *m * BOUND_SLACK + BOUND_ABS;
-	return 0;
-}
-
-/* compat=ggml's rope/inv_freq values (its angles at position 1) without freq factors: theta runs
- * the float chain 1, *= theta_scale, ... (monotone: each rounded product moves the same way), the
- * angle is freq_scale * theta (none, linear: monotone in theta, so the ends are the extremes) or,
- * for yarn, a blend of freq_scale * theta and theta with freq_scale <= 1 (at most theta, up to
- * rounding). *m: the larger end angle; *u: a bound of every angle. -1 for llama3 and longrope. */
-int pe_rope_ggml_angle_bound(const struct pe_rope_cfg *c, double *m, double *u)
-{
-	struct pe_rope_ggml g;
-	if (c->compat != PE_COMPAT_GGML || c->scaling == PE_ROPE_LLAMA3 || c->scaling == PE_ROPE_LONGROPE ||
-	    plan_ggml(c, &g) != 0)
-		return -1;
-	float theta = 1.0f;
-	for (size_t i = 0; i + 1 < c->h; i++)
-		theta *= g.theta_scale;
-	double a0 = fabs((double)ggml_angle(&g, 1.0f, 0, ggml_ramp_mix(&g, 0)));
-	double a1 = fabs((double)ggml_angle(&g, theta, c->h - 1, ggml_ramp_mix(&g, c->h - 1)));
-	*m = fmax(a0, a1);
-	if (isnan(a0) || isnan(a1))
-		return -1;
-	*u = c->scaling == PE_ROPE_YARN ? fmax(1, (double)theta) * BOUND_SLACK + BOUND_ABS : *m;
-	return 0;
 }
