@@ -1,0 +1,139 @@
+/* Reading a Hugging Face config for the model plans: errors naming the key, the text model's keys
+ * (text_config first), numbers and channel counts checked before use, the model's dimensions and
+ * the plan's length, and the urls of every encoding once the families have added them. */
+#include "core/plan_cfg.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int plan_bad(struct cfg *c, const char *key, const char *fmt, ...)
+{
+	char d[PE_ERR_DETAIL_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(d, sizeof d, fmt, ap);
+	va_end(ap);
+	return pe_err_set(c->err, PE_EUNPROCESSABLE, key, "%s", d);
+}
+
+/* A key of the text model (text_config first, then the top level); null counts as absent. */
+const struct pe_json *plan_get(const struct cfg *c, const char *key)
+{
+	const struct pe_json *v = pe_json_get(c->text, key);
+	if (!v && c->text != c->root)
+		v = pe_json_get(c->root, key);
+	return v && v->type != PE_JSON_NULL ? v : NULL;
+}
+
+const struct pe_json *plan_member(const struct pe_json *obj, const char *key)
+{
+	const struct pe_json *v = pe_json_get(obj, key);
+	return v && v->type != PE_JSON_NULL ? v : NULL;
+}
+
+/* A number member: 1 found, 0 absent, PE_EUNPROCESSABLE when it is not a number. name is the key
+ * as messages show it ("rope_scaling.factor"). */
+int plan_num_of(struct cfg *c, const struct pe_json *v, const char *name, double *out)
+{
+	if (!v)
+		return 0;
+	if (v->type != PE_JSON_NUM && v->type != PE_JSON_BOOL)
+		return plan_bad(c, name, "%s must be a number", name);
+	*out = v->num;
+	return 1;
+}
+
+int plan_num(struct cfg *c, const char *key, double *out) { return plan_num_of(c, plan_get(c, key), key, out); }
+
+/* A number that must be > 0 (a scale, a scalar under a square root): 1 given, 0 absent, or an error. */
+int plan_positive(struct cfg *c, const char *key, double *out)
+{
+	int rc = plan_num(c, key, out);
+	return rc > 0 && !(*out > 0) ? plan_bad(c, key, "%s must be > 0", key) : rc;
+}
+
+/* A count of channels: an integer in [0, 65536] (checked before it becomes an int). */
+int plan_channels(struct cfg *c, const char *key, double *out)
+{
+	int rc = plan_num(c, key, out);
+	return rc > 0 && (*out != floor(*out) || *out < 0 || *out > 65536) ?
+		       plan_bad(c, key, "%s must be an integer from 0 to 65536", key) : rc;
+}
+
+/* The first of keys the config has, as a positive integer: 1, 0 when none, or an error. */
+static int first_int(struct cfg *c, const char *const *keys, int64_t *out, const char **which)
+{
+	for (; *keys; keys++) {
+		double v = 0;
+		int rc = plan_num(c, *keys, &v);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			continue;
+		if (v != floor(v) || v < 1 || v > 1e15)
+			return plan_bad(c, *keys, "%s must be a positive integer", *keys);
+		*out = (int64_t)v;
+		if (which)
+			*which = *keys;
+		return 1;
+	}
+	return 0;
+}
+
+int plan_read_dims(struct cfg *c, struct dims *d)
+{
+	static const char *const heads[] = {"num_attention_heads", "n_head", "num_heads", "n_heads", NULL};
+	static const char *const hidden[] = {"hidden_size", "n_embd", "d_model", "n_embed", NULL};
+	static const char *const layers[] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers", NULL};
+	static const char *const positions[] = {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+						"n_ctx", NULL};
+	static const char *const head_dim[] = {"head_dim", NULL};
+	int64_t h = 0, w = 0, l = 0, hd = 0;
+	int rc;
+	memset(d, 0, sizeof *d);
+	if ((rc = first_int(c, heads, &h, NULL)) <= 0)
+		return rc < 0 ? rc : plan_bad(c, "num_attention_heads", "the config gives no number of attention heads");
+	if ((rc = first_int(c, hidden, &w, NULL)) < 0 || (rc = first_int(c, layers, &l, NULL)) < 0 ||
+	    (rc = first_int(c, positions, &d->max_pos, NULL)) < 0 || (rc = first_int(c, head_dim, &hd, NULL)) < 0)
+		return rc;
+	if (!hd && (!w || w % h))
+		return plan_bad(c, "hidden_size",
+			   "no head_dim, and hidden_size (%lld) is not a multiple of num_attention_heads (%lld)", (long long)w,
+			   (long long)h);
+	if (h > 65536 || w > (1 << 24) || l > PE_PLAN_MAX_LAYERS || hd > 65536)
+		return plan_bad(c, h > 65536 ? "num_attention_heads" : l > PE_PLAN_MAX_LAYERS ? "num_hidden_layers" : "hidden_size",
+			   "beyond what a plan handles");
+	d->heads = (int)h;
+	d->hidden = (int)w;
+	d->layers = (int)l;
+	d->head_dim = hd ? (int)hd : (int)(w / h);
+	return 0;
+}
+
+/* The positions of every url: ?len=, else the config's context, else DEFAULT_LEN (warned). */
+void plan_choose_len(struct cfg *c, const struct dims *d)
+{
+	if (c->opt->len > 0)
+		c->len = c->opt->len;
+	else if (d->max_pos > 0)
+		c->len = d->max_pos;
+	else {
+		c->len = DEFAULT_LEN;
+		pe_plan_warn(c->plan, "the config gives no context length (max_position_embeddings, n_positions, "
+			     "max_seq_len): len is %d", DEFAULT_LEN);
+	}
+}
+
+
+int plan_finish_all(struct cfg *c)
+{
+	for (size_t i = 0; i < c->plan->nenc; i++) {
+		int rc = pe_plan_finish_enc(c->plan, &c->plan->enc[i], c->len, c->opt);
+		if (rc)
+			return pe_err_set(c->err, rc, "", "cannot form the url of %s", c->plan->enc[i].kind);
+	}
+	return 0;
+}

@@ -1,0 +1,49 @@
+/* Internal to the model plans: the config being read (struct cfg), the model's dimensions, the
+ * readers every family uses (plan_cfg.c) and the RoPE families (plan_rope.c) that the family table
+ * in plan.c dispatches to. */
+#ifndef PE_CORE_PLAN_CFG_H
+#define PE_CORE_PLAN_CFG_H
+
+#include "core/plan_internal.h"
+#include "core/plan_json.h"
+
+#include <stdint.h>
+
+#define DEFAULT_LEN 2048
+
+struct cfg {
+	const struct pe_json *root, *text; /* text: text_config, else the root */
+	struct pe_plan *plan;
+	const struct pe_plan_opts *opt;
+	struct pe_err *err;
+	int64_t len;
+};
+
+/* The model's dimensions, read once per family. */
+struct dims {
+	int heads, hidden, head_dim, layers;
+	int64_t max_pos; /* 0 when the config has none */
+};
+
+/* Readers (plan_cfg.c): each returns 0, or a 422 in c->err naming the key. */
+int plan_bad(struct cfg *c, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+const struct pe_json *plan_get(const struct cfg *c, const char *key);
+const struct pe_json *plan_member(const struct pe_json *obj, const char *key);
+int plan_num_of(struct cfg *c, const struct pe_json *v, const char *name, double *out);
+int plan_num(struct cfg *c, const char *key, double *out);
+int plan_positive(struct cfg *c, const char *key, double *out);
+int plan_channels(struct cfg *c, const char *key, double *out);
+int plan_read_dims(struct cfg *c, struct dims *d);
+void plan_choose_len(struct cfg *c, const struct dims *d);
+int plan_finish_all(struct cfg *c);
+
+/* RoPE families (plan_rope.c). */
+int plan_family_deepseek(struct cfg *c);
+int plan_family_gemma(struct cfg *c);
+int plan_family_gemma3(struct cfg *c);
+int plan_family_gptj(struct cfg *c);
+int plan_family_llama4(struct cfg *c);
+int plan_family_qwen_vl(struct cfg *c);
+int plan_family_rope(struct cfg *c);
+
+#endif
