@@ -122,12 +122,10 @@ static int start_port(const char *log)
 	return q ? atoi(q + 7) : 0;
 }
 
-/* In the child: logs to the files, default signal state, then exec. */
-static void child(const struct pe_spawn *s, const char *const *argv, int use_path)
+/* In the child: logs to the files the parent opened, default signal state, then exec. */
+static void child(int out_fd, int err_fd, const char *const *argv, int use_path)
 {
-	int o = open(s->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	int e = open(s->err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+	if (dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
 		_exit(127);
 	signal(SIGPIPE, SIG_DFL);
 	alarm(0);
@@ -136,6 +134,23 @@ static void child(const struct pe_spawn *s, const char *const *argv, int use_pat
 	else
 		execv(argv[0], (char *const *)argv);
 	_exit(127);
+}
+
+/* The log files are created (and emptied) here, before the fork: a file of the same name left by
+ * an earlier process with this pid (pids wrap at 32768) must never be read as this daemon's start
+ * line, which once sent a whole test to a dead port. */
+static int open_logs(const struct pe_spawn *s, int fds[2], char *why, size_t cap)
+{
+	fds[0] = open(s->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fds[1] = open(s->err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fds[0] >= 0 && fds[1] >= 0)
+		return 0;
+	snprintf(why, cap, "%s: %s", fds[0] < 0 ? s->out : s->err, strerror(errno));
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	return -1;
 }
 
 int pe_spawn_start(struct pe_spawn *s, const char *const *extra, const struct pe_spawn_opts *opts, char *why,
@@ -169,14 +184,20 @@ int pe_spawn_start(struct pe_spawn *s, const char *const *extra, const struct pe
 	for (int i = 0; extra && extra[i] && n < 63; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
+	int logs[2];
+	if (open_logs(s, logs, why, cap) != 0)
+		return -1;
 	fflush(NULL); /* nothing buffered is written twice */
 	pid_t pid = fork();
+	if (pid == 0)
+		child(logs[0], logs[1], argv, opts && opts->wrap);
+	int fork_errno = errno;
+	close(logs[0]);
+	close(logs[1]);
 	if (pid < 0) {
-		snprintf(why, cap, "fork: %s", strerror(errno));
+		snprintf(why, cap, "fork: %s", strerror(fork_errno));
 		return -1;
 	}
-	if (pid == 0)
-		child(s, argv, opts && opts->wrap);
 	s->pid = slot_pid[slot] = pid;
 	double end = now_s() + (opts && opts->timeout_s > 0 ? opts->timeout_s : 20.0);
 	while (!s->port) {

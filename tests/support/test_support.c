@@ -1,6 +1,6 @@
 /* Tests of the shared test support itself: the HTTP assertions (pe_http) accept what they should
  * and refuse each defect, the spawner (pe_spawn) reports why a daemon did not start and kills at
- * exit only the daemons of the process that exits, and pe_query_table computes what the core
+ * exit only the daemons of the process that exits, never reads a stale log as a new daemon's, and pe_query_table computes what the core
  * computes for the same parameters. */
 #include "support/pe_check.h"
 #include "support/pe_http.h"
@@ -111,6 +111,35 @@ START_TEST(spawn_says_why)
 }
 END_TEST
 
+/* A log of the same name left by an earlier process with this pid (pids wrap) is not read as
+ * the new daemon's start line: the spawner empties it before the daemon starts. */
+START_TEST(spawn_ignores_a_stale_log)
+{
+	static const char stale[] = "{\"event\":\"start\",\"port\":1}\n";
+	const char *tmp = getenv("TMPDIR");
+	char path[512], dir[64] = "/tmp/posenc-support-XXXXXX", why[4096], cmd[160];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	for (unsigned serial = 1; serial <= 64; serial++) { /* whichever serial this process is at */
+		snprintf(path, sizeof path, "%s/posenc-test-%d-%u.out", tmp && *tmp ? tmp : "/tmp", (int)getpid(), serial);
+		FILE *f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		fputs(stale, f);
+		fclose(f);
+	}
+	struct pe_spawn d;
+	const char *args[] = {"--data-dir", dir, NULL};
+	ck_assert_int_eq(pe_spawn_start(&d, args, NULL, why, sizeof why), 0);
+	ck_assert_msg(d.port != 1, "the stale log's port was taken for the daemon's");
+	ck_assert_int_eq(pe_spawn_stop(&d, SIGTERM, 20), 0);
+	for (unsigned serial = 1; serial <= 64; serial++) {
+		snprintf(path, sizeof path, "%s/posenc-test-%d-%u.out", tmp && *tmp ? tmp : "/tmp", (int)getpid(), serial);
+		unlink(path);
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* A daemon started by the parent survives the exit of a child (forked after it) that started
  * nothing; one started in a child dies when the child exits without stopping it. */
 START_TEST(spawn_cleanup_is_per_process)
@@ -168,6 +197,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, query_table_is_the_core_table);
 	tcase_add_test(tc, spawn_says_why);
 	tcase_add_test(tc, spawn_cleanup_is_per_process);
+	tcase_add_test(tc, spawn_ignores_a_stale_log);
 	suite_add_tcase(s, tc);
 	return s;
 }
