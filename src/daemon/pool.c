@@ -3,7 +3,8 @@
  * idle worker sleeps on its own condition variable, so whoever has work wakes exactly one thread
  * and knows which (a submit wakes one for the job; a parallel task wakes one per spare chunk).
  * A woken or finishing worker looks for chunks first, then jobs: a chunk belongs to a request that
- * already holds a worker and is nearly answered.
+ * already holds a worker and is nearly answered. Workers may run at a lower priority than the
+ * HTTP thread (pe_pool_set_nice).
  *
  * A parallel task lives on its caller's stack. Chunks are claimed under the lock; the caller runs
  * chunks too, and once all are claimed it waits only for those others are running, never for a
@@ -15,6 +16,10 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
 #include <uv.h>
 
 struct job {
@@ -37,6 +42,7 @@ struct worker {
 	uv_cond_t wake;
 	int woken;
 	int cpu; /* the CPU this worker keeps to, or -1 (see pin_workers) */
+	pid_t tid; /* its kernel thread id once it runs (under the lock), for pe_pool_set_nice */
 	struct worker *next_idle;
 };
 
@@ -47,6 +53,7 @@ struct pe_pool {
 	struct worker *idle;     /* sleeping workers, most recently idle first */
 	struct worker *workers;
 	unsigned nworkers, width;
+	int nice; /* the workers' nice value (pe_pool_set_nice) */
 	size_t max_queue;
 	int closed, stopping;
 	/* the ticker */
@@ -135,6 +142,9 @@ static void worker_main(void *arg)
 		pthread_setaffinity_np(pthread_self(), sizeof one, &one); /* best effort */
 	}
 	uv_mutex_lock(&p->lock);
+	w->tid = (pid_t)syscall(SYS_gettid);
+	if (p->nice)
+		setpriority(PRIO_PROCESS, (id_t)w->tid, p->nice); /* best effort */
 	for (;;) {
 		size_t k;
 		struct task *t = claim(p, &k);
@@ -232,6 +242,16 @@ static void pin_workers(struct pe_pool *p)
 				ids[n++] = c;
 	for (unsigned i = 0; i < p->nworkers; i++)
 		p->workers[i].cpu = n >= 2 ? ids[i % (unsigned)n] : -1;
+}
+
+void pe_pool_set_nice(struct pe_pool *p, int nice)
+{
+	uv_mutex_lock(&p->lock);
+	p->nice = nice;
+	for (unsigned i = 0; i < p->nworkers; i++)
+		if (p->workers[i].tid > 0) /* the others apply it as they start */
+			setpriority(PRIO_PROCESS, (id_t)p->workers[i].tid, nice); /* best effort */
+	uv_mutex_unlock(&p->lock);
 }
 
 struct pe_pool *pe_pool_new(unsigned workers, size_t max_queue, void (*tick)(void *), void *tick_arg,

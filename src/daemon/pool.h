@@ -31,6 +31,11 @@ struct pe_pool_stats {
  * err filled on failure. */
 struct pe_pool *pe_pool_new(unsigned workers, size_t max_queue, void (*tick)(void *), void *tick_arg,
 			    unsigned tick_ms, struct pe_err *err);
+/* Run the workers at this nice value (0..19; Linux nice is per thread): the HTTP thread, at 0,
+ * then takes a CPU from a worker the moment a request arrives, so small requests keep their
+ * latency while large tables compute. Workers apply it as they start, and running ones at once;
+ * best effort (an unprivileged process can raise nice, never lower it). Any thread. */
+void pe_pool_set_nice(struct pe_pool *p, int nice);
 /* Run work(arg) on a worker. 0, PE_EBUSY when max_queue jobs are waiting, PE_EDRAINING after
  * pe_pool_close, PE_ENOMEM. Thread-safe. */
 int pe_pool_submit(struct pe_pool *p, void (*work)(void *), void *arg);

@@ -93,6 +93,8 @@ static int check_view(const struct pe_tensor_view *t, size_t *count, struct pe_e
 static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
 static size_t sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
 
+#define HEAD_GUESS 256 /* bytes before "data" in most documents: encoding, params, shape, dtype */
+
 /* Bytes the data array will take at most (saturating): elements plus brackets and commas. */
 static size_t data_estimate(const struct pe_tensor_view *t, size_t count)
 {
@@ -321,7 +323,12 @@ int pe_json_write_table(struct pe_buf *b, const struct pe_params *p, const struc
 	int rc = check_view(t, &count, err);
 	if (rc != 0)
 		return rc;
-	rc = write_head(b, p, t);
+	/* one block for the document (the head is rarely longer than HEAD_GUESS): a small table's
+	 * buffer was otherwise grown four times, each growth a realloc on the HTTP thread */
+	size_t want = sat_add(data_estimate(t, count), HEAD_GUESS), left = b->max - b->len;
+	rc = pe_buf_reserve(b, want < left ? want : left);
+	if (rc == 0)
+		rc = write_head(b, p, t);
 	if (rc == PE_EINTERNAL) {
 		b->len = start;
 		return pe_err_set(err, rc, "", "a parameter or %s is not finite",

@@ -3,7 +3,8 @@
  * keeps running while free drains the queue), and free runs what was accepted before returning.
  * pe_pool_parallel: every chunk exactly once, on the caller and workers only; with every worker
  * busy the caller runs them all; with every worker a caller at once it still finishes; the JSON
- * encoder through the pool's hook writes the bytes of one thread. */
+ * encoder through the pool's hook writes the bytes of one thread. pe_pool_set_nice reaches every
+ * worker, started or not, and no other thread. */
 #include "support/pe_check.h"
 
 #include <pthread.h>
@@ -12,6 +13,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "daemon/pool.h"
@@ -120,6 +123,44 @@ START_TEST(workers_keep_to_distinct_cpus)
 	int a = atomic_load(&cpu_seen[0]) - 1, b = atomic_load(&cpu_seen[1]) - 1;
 	ck_assert_msg(a >= 0 && b >= 0, "a worker without a one-CPU affinity (%d, %d)", a, b);
 	ck_assert_msg(a != b, "both workers on CPU %d", a);
+}
+END_TEST
+
+static atomic_int nice_seen[2], nice_started;
+
+/* Record this worker's own nice value, then hold it until both jobs have started, so each job
+ * runs on a different worker. */
+static void nice_job(void *arg)
+{
+	atomic_store(&nice_seen[*(int *)arg], 100 + getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)));
+	atomic_fetch_add(&nice_started, 1);
+	for (int i = 0; i < 5000 && atomic_load(&nice_started) < 2; i++)
+		usleep(1000);
+}
+
+/* pe_pool_set_nice reaches every worker: those already running and those not started yet. */
+START_TEST(workers_take_their_nice)
+{
+	struct pe_err err = {0};
+	static int idx[2] = {0, 1};
+	for (int round = 0; round < 2; round++) {
+		struct pe_pool *p = pe_pool_new(2, 10, NULL, NULL, 50, &err);
+		ck_assert_ptr_nonnull(p);
+		if (round == 1)
+			usleep(100000); /* both workers have started and are asleep */
+		pe_pool_set_nice(p, 7 + round);
+		atomic_store(&nice_started, 0);
+		for (int k = 0; k < 2; k++) {
+			atomic_store(&nice_seen[k], 0);
+			ck_assert_int_eq(pe_pool_submit(p, nice_job, &idx[k]), 0);
+		}
+		pe_pool_free(p); /* runs both */
+		for (int k = 0; k < 2; k++)
+			ck_assert_msg(atomic_load(&nice_seen[k]) - 100 == 7 + round, "round %d, job %d ran at nice %d", round,
+				      k, atomic_load(&nice_seen[k]) - 100);
+		ck_assert_int_eq(atomic_load(&nice_started), 2);
+	}
+	ck_assert_msg(getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)) == 0, "the caller's own nice changed");
 }
 END_TEST
 
@@ -412,6 +453,7 @@ static Suite *pool_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, runs_every_job_once);
 	tcase_add_test(tc, workers_keep_to_distinct_cpus);
+	tcase_add_test(tc, workers_take_their_nice);
 	tcase_add_test(tc, admission_and_close);
 	tcase_add_test(tc, tick_runs);
 	tcase_add_test(tc, shutdown_with_queued_jobs);
