@@ -84,21 +84,70 @@ static const char *request_time(void)
 	return cached;
 }
 
+/* A request line is assembled by hand: snprintf's format parsing and %.3f were a visible share of
+ * a small request's CPU (perf: about 3% of a cold 16x16 miss on the HTTP thread). */
+struct line_writer {
+	char *p, *end;
+};
+
+static void put_bytes(struct line_writer *w, const char *s, size_t n)
+{
+	size_t room = (size_t)(w->end - w->p);
+	n = n < room ? n : room;
+	memcpy(w->p, s, n);
+	w->p += n;
+}
+
+static void put_str(struct line_writer *w, const char *s) { put_bytes(w, s, strlen(s)); }
+
+static void put_uint(struct line_writer *w, unsigned long long v)
+{
+	char digits[20];
+	size_t i = sizeof digits;
+	do
+		digits[--i] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	put_bytes(w, digits + i, sizeof digits - i);
+}
+
+/* Milliseconds with three decimals, as %.3f prints them (rounded to the microsecond). */
+static void put_millis(struct line_writer *w, double seconds)
+{
+	double us = seconds > 0 ? seconds * 1e6 + 0.5 : 0;
+	unsigned long long u = us < 1e18 ? (unsigned long long)us : 999999999999999999ull;
+	char frac[4] = {(char)('0' + u / 100 % 10), (char)('0' + u / 10 % 10), (char)('0' + u % 10), 0};
+	put_uint(w, u / 1000);
+	put_bytes(w, ".", 1);
+	put_bytes(w, frac, 3);
+}
+
 void pe_log_request(const struct pe_http_request_info *info)
 {
-	char path[1100], rid[200], line[1600];
+	char path[1100], rid[200], method[64], line[2048];
 	const char *when = request_time();
 	path[json_escape(path, sizeof path, info->path ? info->path : "")] = 0;
 	rid[json_escape(rid, sizeof rid, info->request_id ? info->request_id : "")] = 0;
+	method[json_escape(method, sizeof method, info->method ? info->method : "-")] = 0;
 	const char *cache = info->cache_hit > 0 ? "hit" : info->cache_hit == 0 ? "miss" : "-";
-	int n = snprintf(line, sizeof line,
-			 "{\"time\":\"%s\",\"level\":\"info\",\"event\":\"request\",\"method\":\"%s\",\"path\":\"%s\","
-			 "\"status\":%d,\"bytes\":%llu,\"duration_ms\":%.3f,\"cache\":\"%s\",\"request_id\":\"%s\"}\n",
-			 when, info->method ? info->method : "-", path, info->status, (unsigned long long)info->bytes,
-			 info->seconds * 1e3, cache, rid);
-	if (n <= 0)
-		return;
-	size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+	struct line_writer w = {line, line + sizeof line - 1};
+	put_str(&w, "{\"time\":\"");
+	put_str(&w, when);
+	put_str(&w, "\",\"level\":\"info\",\"event\":\"request\",\"method\":\"");
+	put_str(&w, method);
+	put_str(&w, "\",\"path\":\"");
+	put_str(&w, path);
+	put_str(&w, "\",\"status\":");
+	put_uint(&w, info->status > 0 ? (unsigned long long)info->status : 0);
+	put_str(&w, ",\"bytes\":");
+	put_uint(&w, (unsigned long long)info->bytes);
+	put_str(&w, ",\"duration_ms\":");
+	put_millis(&w, info->seconds);
+	put_str(&w, ",\"cache\":\"");
+	put_str(&w, cache);
+	put_str(&w, "\",\"request_id\":\"");
+	put_str(&w, rid);
+	put_str(&w, "\"}\n");
+	size_t len = (size_t)(w.p - line);
 	pthread_mutex_lock(&access_lock);
 	if (access_len + len > sizeof access_buf)
 		flush_locked();
