@@ -7,6 +7,7 @@
 #include "posenc/core.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,19 +282,44 @@ static int canonical_real(double x, char *buf, size_t cap)
 	return snprintf(buf, cap, "%.17g", x);
 }
 
+/* snprintf(buf, cap, "%s", s) for a string of known length n, without the format parser (keys are
+ * built for every request): n, with buf holding s only when it fits. */
+static int put_text(char *buf, size_t cap, const char *s, size_t n)
+{
+	if (n < cap) {
+		memcpy(buf, s, n);
+		buf[n] = 0;
+	}
+	return n > INT_MAX ? -1 : (int)n;
+}
+
+/* snprintf(buf, cap, "%lld", v) likewise. */
+static int put_int(char *buf, size_t cap, long long v)
+{
+	char digits[24];
+	size_t i = sizeof digits;
+	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	do
+		digits[--i] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		digits[--i] = '-';
+	return put_text(buf, cap, digits + i, sizeof digits - i);
+}
+
 static int canonical_value(const struct pe_param_spec *sp, const struct pe_param_val *v, char *buf,
 			   size_t cap)
 {
 	switch (sp->type) {
 	case PE_PT_INT:
 	case PE_PT_BOOL:
-		return snprintf(buf, cap, "%lld", (long long)v->i);
+		return put_int(buf, cap, (long long)v->i);
 	case PE_PT_REAL:
 		return canonical_real(v->r, buf, cap);
 	case PE_PT_ENUM:
-		return snprintf(buf, cap, "%s", sp->choices[v->i]);
+		return put_text(buf, cap, sp->choices[v->i], strlen(sp->choices[v->i]));
 	case PE_PT_TEXT:
-		return snprintf(buf, cap, "%s", v->text);
+		return put_text(buf, cap, v->text, strlen(v->text));
 	case PE_PT_LIST: {
 		size_t len = 0;
 		for (size_t k = 0; k < v->nlist; k++) {
@@ -301,9 +327,8 @@ static int canonical_value(const struct pe_param_spec *sp, const struct pe_param
 				buf[len++] = ',';
 			if (len >= cap)
 				return -1;
-			int w = sp->choices == PE_LIST_INTEGERS
-					? snprintf(buf + len, cap - len, "%lld", (long long)v->list[k])
-					: canonical_real(v->list[k], buf + len, cap - len);
+			int w = sp->choices == PE_LIST_INTEGERS ? put_int(buf + len, cap - len, (long long)v->list[k])
+								: canonical_real(v->list[k], buf + len, cap - len);
 			if (w < 0 || (size_t)w >= cap - len)
 				return -1;
 			len += (size_t)w;
@@ -326,11 +351,16 @@ int pe_params_canonical(const struct pe_params *p, char *buf, size_t cap)
 		const struct pe_param_spec *sp = &p->def->params[i];
 		if (!p->v[i].set)
 			continue;
-		int w = snprintf(buf + len, cap - len, "%s%s=", len ? "&" : "", sp->name);
-		if (w < 0 || (size_t)w >= cap - len)
+		size_t name_len = strlen(sp->name);
+		if (len + (len ? 1 : 0) + name_len + 1 >= cap) /* "&name=" and the NUL, as snprintf needed */
 			return -1;
-		len += (size_t)w;
-		w = canonical_value(sp, &p->v[i], buf + len, cap - len);
+		if (len)
+			buf[len++] = '&';
+		memcpy(buf + len, sp->name, name_len);
+		len += name_len;
+		buf[len++] = '=';
+		buf[len] = 0;
+		int w = canonical_value(sp, &p->v[i], buf + len, cap - len);
 		if (w < 0 || (size_t)w >= cap - len)
 			return -1;
 		len += (size_t)w;

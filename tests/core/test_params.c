@@ -546,6 +546,39 @@ START_TEST(every_table_writes_every_element)
 }
 END_TEST
 
+/* The key is written only when it fits whole: for every cap up to its length plus one, an exact
+ * heap buffer (ASan sees a byte past it) gets the key (cap > length) or -1, never a prefix. */
+START_TEST(canonical_fits_exactly)
+{
+	static const char *const cases[][2] = {
+		{"rope", "len=3&dim=8&offset=5&base=500000&scaling=longrope&factor=2&original_max_position_embeddings=2"
+			 "&short_factor=1,1.5,2,2.5&long_factor=1,2,3,4"},
+		{SIN, "len=1073741824&dim=1&offset=4503599627370496&variant=t2t"},
+		{"alibi", "heads=12&q_len=4&mask=causal"},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		struct pe_params p;
+		struct pe_err err = {0};
+		ck_assert_msg(pe_query_params(&p, cases[c][0], cases[c][1], &err) == 0, "%s: %s", cases[c][1], err.detail);
+		char full[4096];
+		int n = pe_params_canonical(&p, full, sizeof full);
+		ck_assert_msg(n > 0 && (size_t)n == strlen(full), "%s: %d", cases[c][1], n);
+		for (size_t cap = 1; cap <= (size_t)n + 1; cap++) {
+			char *buf = malloc(cap);
+			ck_assert_ptr_nonnull(buf);
+			int got = pe_params_canonical(&p, buf, cap);
+			if (cap > (size_t)n) {
+				ck_assert_int_eq(got, n);
+				ck_assert_str_eq(buf, full);
+			} else
+				ck_assert_msg(got == -1, "%s: cap %zu of %d gave %d", cases[c][1], cap, n, got);
+			free(buf);
+		}
+		pe_params_destroy(&p);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("params");
@@ -570,6 +603,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, accessors_after_finish);
 	tcase_add_test(tc, registry_defaults_parse);
 	tcase_add_test(tc, every_table_writes_every_element);
+	tcase_add_test(tc, canonical_fits_exactly);
 	suite_add_tcase(s, tc);
 	return s;
 }
