@@ -234,12 +234,25 @@ static int put_list(struct pe_buf *b, const double *v, size_t n)
 	return rc ? rc : pe_buf_append(b, "]", 1);
 }
 
+/* A size in decimal (the head is written for every table: printf's parser was a visible share). */
+static int put_size(struct pe_buf *b, size_t v)
+{
+	char digits[24];
+	size_t i = sizeof digits;
+	do
+		digits[--i] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	return pe_buf_append(b, digits + i, sizeof digits - i);
+}
+
 static int put_value(struct pe_buf *b, const struct pe_param_spec *sp, const struct pe_param_val *v)
 {
 	switch (sp->type) {
 	case PE_PT_INT:
-	case PE_PT_BOOL:
-		return pe_buf_printf(b, "%lld", (long long)v->i);
+	case PE_PT_BOOL: {
+		int rc = v->i < 0 ? pe_buf_append(b, "-", 1) : 0;
+		return rc ? rc : put_size(b, v->i < 0 ? (size_t)(0ull - (unsigned long long)v->i) : (size_t)v->i);
+	}
 	case PE_PT_REAL:
 		return put_real(b, v->r);
 	case PE_PT_ENUM:
@@ -297,10 +310,18 @@ static int write_head(struct pe_buf *b, const struct pe_params *p, const struct 
 	}
 	if (rc == 0)
 		rc = pe_buf_puts(b, "\"shape\":[");
-	for (int k = 0; k < t->shape.rank && rc == 0; k++)
-		rc = pe_buf_printf(b, "%s%zu", k ? "," : "", t->shape.dim[k]);
+	for (int k = 0; k < t->shape.rank && rc == 0; k++) {
+		if (k)
+			rc = pe_buf_append(b, ",", 1);
+		if (rc == 0)
+			rc = put_size(b, t->shape.dim[k]);
+	}
 	if (rc == 0)
-		rc = pe_buf_printf(b, "],\"dtype\":\"%s\",", pe_dtype_name(t->dtype));
+		rc = pe_buf_puts(b, "],\"dtype\":\"");
+	if (rc == 0)
+		rc = pe_buf_puts(b, pe_dtype_name(t->dtype));
+	if (rc == 0)
+		rc = pe_buf_puts(b, "\",");
 	if (rc == 0 && p && p->def->extra_name && p->def->extra) {
 		rc = put_key(b, p->def->extra_name);
 		if (rc == 0)
