@@ -78,6 +78,21 @@ START_TEST(json_table_matches_core_and_caches)
 	ck_assert_str_eq(pe_resp_header(&b, "ETag", h, sizeof h), etag);
 	ck_assert_uint_eq(a.len, b.len);
 	ck_assert(memcmp(a.body, b.body, a.len) == 0);
+	/* the first hit builds the shared response, the next ones reuse it: every header each time */
+	for (int i = 0; i < 2; i++) {
+		pe_resp_free(&b);
+		pe_get(&D, "/v1/sinusoidal?len=7&dim=10&offset=3", &b);
+		ck_assert_int_eq(b.status, 200);
+		ck_assert_str_eq(pe_resp_header(&b, "X-PE-Cache", h, sizeof h), "hit");
+		ck_assert_str_eq(pe_resp_header(&b, "ETag", h, sizeof h), etag);
+		ck_assert_str_eq(pe_resp_header(&b, "Content-Type", h, sizeof h), "application/json");
+		ck_assert_str_eq(pe_resp_header(&b, "X-PE-Shape", h, sizeof h), "7,10");
+		ck_assert_str_eq(pe_resp_header(&b, "X-PE-Dtype", h, sizeof h), "f32");
+		ck_assert_str_eq(pe_resp_header(&b, "Cache-Control", h, sizeof h), "public, max-age=31536000, immutable");
+		ck_assert_str_eq(pe_resp_header(&b, "Access-Control-Allow-Origin", h, sizeof h), "*");
+		ck_assert_uint_eq(a.len, b.len);
+		ck_assert(memcmp(a.body, b.body, a.len) == 0);
+	}
 	pe_resp_free(&a);
 	pe_resp_free(&b);
 }
