@@ -1,14 +1,11 @@
 /* The produce-and-cache path (see produce.h).
  *
- * A cached answer is a struct body: the encoded bytes plus, from its first plain hit, one
- * MHD_Response built once with every header ("X-PE-Cache: hit"), queued as is on any number of
- * connections (MHD refcounts it and sends the buffer without copying). Once that shared response
- * exists the bytes belong to it and are freed by its free callback when MHD drops its last use;
- * the cache owns the response. Before, the cache's destructor frees them. Requests that need
+ * A cached answer is a struct body: the encoded bytes plus one MHD_Response built once with every
+ * header ("X-PE-Cache: hit"), queued as is on any number of connections (MHD refcounts it and
+ * sends the buffer without copying). The bytes belong to that shared response and are freed by
+ * its free callback when MHD drops its last use; the cache owns the response. Requests that need
  * their own headers (a miss, a listed CORS origin, an echoed X-Request-Id) get a response over
- * the same bytes that holds a cache reference until MHD is done with it. (The shared response is
- * built lazily, on the HTTP thread that serves the hit: most cold tables are never asked for
- * again, and building it with the body cost every miss a second response and its headers.)
+ * the same bytes that holds a cache reference until MHD is done with it.
  *
  * Memory: the job's output buffer is reserved against the response budget (opt.budget) as it
  * grows. The finished body's reservation ends when the cache takes it: from then on the cache
@@ -326,35 +323,13 @@ static void add_headers(const struct body *b, struct MHD_Response *resp, const c
 
 static void release_entry_cb(void *cls) { pe_cache_release(cls); }
 
-static void body_free_cb(void *cls)
-{
-	struct body *b = cls;
-	free(b->data);
-	free(b);
-}
-
-/* The body's shared response, built at its first plain hit; NULL if it cannot be (the hit then
- * gets its own response). Only the HTTP thread serves entries, and the cache's destructor runs
- * only once every reference (the caller's included) is gone, so nothing races on b->shared. */
-static struct MHD_Response *shared_response(struct pe_http *h, struct body *b)
-{
-	if (!b->shared) {
-		b->shared = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, body_free_cb, b);
-		if (b->shared) {
-			add_headers(b, b->shared, "hit");
-			pe_http_add_cors(h, NULL, b->shared);
-		}
-	}
-	return b->shared;
-}
-
 /* Answer from a cache entry; takes over the caller's reference. */
 static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, struct pe_cache_entry *e, int hit)
 {
 	struct body *b = pe_cache_value(e);
 	r->cache_hit = hit;
 	r->bytes = b->len;
-	if (hit && pe_http_cors_static(r->h) && !r->request_id_given && shared_response(r->h, b)) {
+	if (hit && pe_http_cors_static(r->h) && !r->request_id_given) {
 		r->status = 200;
 		enum MHD_Result rc = MHD_queue_response(conn, 200, b->shared);
 		pe_cache_release(e);
@@ -373,26 +348,33 @@ static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, s
 
 /* ---- the job (worker thread) ---- */
 
-/* The cache's destructor: drop the cache's use of the shared response (MHD frees the body when
- * the last connection sending it is done), or free the body no hit ever shared. */
-static void body_release_cb(void *value)
+static void body_free_cb(void *cls)
 {
-	struct body *b = value;
-	if (b->shared)
-		MHD_destroy_response(b->shared);
-	else
-		body_free_cb(b);
+	struct body *b = cls;
+	free(b->data);
+	free(b);
 }
 
-/* The encoded bytes in out become b's (shared_response builds their response at the first hit). */
+/* The cache's destructor: drop the cache's use of the shared response; MHD frees the body when
+ * the last connection sending it is done. */
+static void body_release_cb(void *value) { MHD_destroy_response(((struct body *)value)->shared); }
+
+/* The encoded bytes in out become b's, behind its shared response. */
 static int make_body(struct job *j, struct body *b, struct pe_buf *out)
 {
 	b->pr = j->pr;
 	b->out = j->out;
 	memcpy(b->etag, j->etag, sizeof b->etag);
 	b->data = pe_buf_steal(out, &b->len);
-	b->shared = NULL;
-	return b->data ? 0 : PE_ENOMEM;
+	b->shared = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, body_free_cb, b);
+	if (!b->shared) {
+		pe_budget_free_block(j->h->opt.budget, b->data);
+		return PE_ENOMEM;
+	}
+	add_headers(b, b->shared, "hit");
+	if (pe_http_cors_static(j->h))
+		pe_http_add_cors(j->h, NULL, b->shared);
+	return 0;
 }
 
 static void job_free(struct job *j)
