@@ -76,6 +76,10 @@ static const char *content_type(struct MHD_Connection *conn)
 
 /* ---- multipart (rope/apply) ---- */
 
+/* What the x part may say it is (curl -F sends application/octet-stream for a file, text/plain
+ * for a .txt one); x_part_kind reads npy by its magic, JSON by its type or its first byte. */
+#define X_PART_TYPES "application/x-npy, application/octet-stream, application/json, text/plain"
+
 static void mp_free_cb(void *ctx)
 {
 	pe_mp_destroy(ctx);
@@ -92,8 +96,9 @@ static enum MHD_Result begin_multipart(struct req *r, struct MHD_Connection *con
 		return answer_now(r, conn, PE_ENOMEM, "", "out of memory");
 	pe_mp_init(m, h->opt.max_body_bytes, h->opt.budget);
 	uint64_t pos_max = h->opt.max_elements > (UINT64_MAX - 65536) / 8 ? UINT64_MAX : h->opt.max_elements * 8 + 65536;
-	pe_mp_want(m, "x", h->opt.max_body_bytes);
-	pe_mp_want(m, "positions", (size_t)(pos_max < h->opt.max_body_bytes ? pos_max : h->opt.max_body_bytes));
+	pe_mp_want(m, "x", h->opt.max_body_bytes, X_PART_TYPES);
+	pe_mp_want(m, "positions", (size_t)(pos_max < h->opt.max_body_bytes ? pos_max : h->opt.max_body_bytes),
+		   "application/x-npy, application/octet-stream");
 	r->ctx = m;
 	if (pe_mp_begin(m, conn, &err) != 0)
 		return pe_http_refuse(r, &err, NULL);
