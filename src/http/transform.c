@@ -414,10 +414,11 @@ static int answers_in_body(const struct tjob *j, const struct pe_tensor_mut *in,
 	return o->fmt == PE_FMT_NPY && off > 0 && pe_npy_header_len(&v) == off && off + bytes == j->body_len;
 }
 
-/* Everything the job holds at once, exactly: the body (a multipart part as the budget holds it,
- * a plain body as sent), the positions part and the scratch of its exact count of positions
- * (int32 or int64), a JSON body's decoded tensor, the working copy, the reshaped result, the wider
- * output copy and the encoded answer (none when the answer is the body itself). When that is past
+/* The most the job holds at once: the body (a multipart part as the budget holds it, a plain body
+ * as sent), the positions part, a JSON body's decoded tensor, the working copy and the reshaped
+ * result all along; then first the scratch of the positions (by their exact count, int32 or
+ * int64), given back before the wider output copy and the encoded answer (none when the answer is
+ * the body itself) are made: the larger of those two phases. When that is past
  * the whole budget, the budget can never hold it: a 413 now, naming what sets the size, rather
  * than a 503 whose retries could never succeed. */
 static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int owned, enum pe_dtype wd,
@@ -430,7 +431,7 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int 
 		return 0;
 	int reshaped = memcmp(os, &in->shape, sizeof *os) != 0;
 	uint64_t need = j->body_budget ? pe_mem_size(j->body) : j->body_len;
-	uint64_t body = need, pos = j->pos ? pe_produce_add(pe_mem_size(j->pos), positions_scratch(npos, in, wd)) : 0;
+	uint64_t body = need, pos = j->pos ? pe_mem_size(j->pos) : 0, scratch = j->pos ? positions_scratch(npos, in, wd) : 0;
 	need = pe_produce_add(need, pos);
 	if (owned)
 		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(in->dtype)));
@@ -438,12 +439,16 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int 
 		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(wd)));
 	if (reshaped)
 		need = pe_produce_add(need, pe_produce_mul(n_out, pe_dtype_size(wd)));
+	/* the positions' scratch is given back before the output is made: the larger of the two */
+	uint64_t after = 0;
 	if (pe_dtype_size(dt) > pe_dtype_size(wd))
-		need = pe_produce_add(need, pe_produce_mul(n_out, pe_dtype_size(dt)));
+		after = pe_produce_mul(n_out, pe_dtype_size(dt));
 	struct pe_out o = j->out;
 	o.dt = dt;
 	if (!(!reshaped && answers_in_body(j, in, wd, dt, &o, n_in)) && o.fmt != PE_FMT_PNG)
-		need = pe_produce_add(need, pe_produce_out_bound(&o, os, 0, NULL));
+		after = pe_produce_add(after, pe_produce_out_bound(&o, os, 0, NULL));
+	need = pe_produce_add(need, scratch > after ? scratch : after);
+	pos = pe_produce_add(pos, scratch);
 	if (need <= st.limit)
 		return 0;
 	int text = o.fmt == PE_FMT_JSON || o.fmt == PE_FMT_CSV;
