@@ -166,6 +166,7 @@ static int plain_encoding(const char *te)
 /* Is the media type of ctype (parameters aside) one of the list "a, b, c"? */
 static int type_listed(const char *list, const char *ctype)
 {
+	ctype += strspn(ctype, " \t");
 	size_t n = strcspn(ctype, "; \t");
 	for (const char *t = list; *t;) {
 		size_t k = strcspn(t, ",");
@@ -187,7 +188,8 @@ static int part_begins(struct pe_mp *m, struct pe_mp_part *p, const char *ctype,
 		return fail(m, PE_EBODY, p->name, d);
 	}
 	if (m->nested) {
-		snprintf(d, sizeof d, "the part %s is multipart/mixed; send one value per part, as %s", p->name, p->types);
+		snprintf(d, sizeof d, "the part %s is itself multipart (multipart/mixed); send one value per part, as "
+			 "%s", p->name, p->types);
 		return fail(m, PE_EBODY, p->name, d);
 	}
 	if (!plain_encoding(te)) {

@@ -278,6 +278,7 @@ START_TEST(part_types)
 		"positions", "binary");
 	accepted(TYPED("x", "Application/X-Npy; v=1", "ab") TYPED("positions", "application/x-npy", "cd") END, "ab", 2,
 		 "cd");
+	accepted(TYPED("x", " application/octet-stream", "ab") END, "ab", 2, NULL);
 	/* nested parts under one name: an empty one, then one with data */
 	refused("--" B "\r\n" CD "\"x\"\r\nContent-Type: multipart/mixed; boundary=inner\r\n\r\n"
 		"--inner\r\nContent-Type: application/x-npy\r\n\r\n\r\n--inner\r\n\r\nhello\r\n--inner--\r\n" END,
