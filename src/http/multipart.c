@@ -8,18 +8,30 @@
  *  - the body's bytes are counted against max_body_bytes (chunked ones included): 413 past it;
  *  - a part header line longer than PE_MP_PP_BUFFER, a boundary that does not fit it, garbage
  *    between parts, data after the closing boundary: MHD's parser fails, a 400 naming body;
- *  - a part with another name, or without one, or one given twice: a 400 naming that part, at
- *    once, its bytes never kept (MHD passes part headers one line at a time through its fixed
- *    buffer, so many of them cost time, not memory);
+ *  - a part with another name, or without one, or one given twice (empty or not): a 400 naming
+ *    that part, at once, its bytes never kept (MHD passes part headers one line at a time through
+ *    its fixed buffer, so many of them cost time, not memory); a Content-Type the part does not
+ *    take, or multipart/mixed: a 400 naming the part and saying what it takes;
  *  - a part larger than its maximum: 413 naming it; a budget that cannot hold it: 503;
  *  - a transfer encoding other than binary / 7bit / 8bit (base64 would be read as raw bytes): 400;
  *  - a body that ends before its closing boundary: 400 at the end (pe_mp_end).
  * The server's lingering close and slow-client rules apply to the rest of the body as to any.
  *
- * MHD calls the iterator for a part with offsets counting from 0, and sometimes first with no
- * data; it does not say where a part ends. A new part is therefore recognised by offset 0 once
- * bytes were stored, or by a change of name: a second part of the same name is refused unless
- * the first one was empty (then the second one simply is the part). */
+ * Where a part begins: MHD calls the iterator at least once for every part, empty ones included
+ * (0.9.75: a first call of size 0), with the value's offset, and says nothing else about where a
+ * part ends: a second part of the same name also starts at offset 0, and so does the rest of a
+ * part whose first call had no bytes yet (MHD held them back to look for the boundary), and a
+ * part of type multipart/mixed is split by MHD into nested values, each from offset 0 under the
+ * outer name. The callback's arguments cannot tell these apart (tests/http/test_multipart.c shows
+ * it), so pe_mp_feed scans the body for the boundary itself ("\r\n--" boundary, the one string
+ * MHD ends a value at) and gives MHD the body in pieces that end right after each delimiter: a
+ * callback after a delimiter was fed is the first of a new part, any other continues the current
+ * one. The scan also reads each part's header lines for "multipart/" and refuses a nested
+ * multipart (MHD would take it apart under one name). It adds no parser of parts: MHD still
+ * finds the parts, names and values; the scan only tells the callback where MHD is.
+ * A body whose first delimiter does not start a line (a preamble without a line break, which
+ * MHD accepts), or whose data holds "\r\n--" boundary right at its start, is refused: in both,
+ * the scan and MHD could disagree, and RFC 2046 forbids both. */
 #include "http/multipart.h"
 
 #include <stdio.h>
@@ -43,13 +55,14 @@ void pe_mp_init(struct pe_mp *m, uint64_t max_body, struct pe_budget *budget)
 	m->budget = budget;
 }
 
-void pe_mp_want(struct pe_mp *m, const char *name, size_t max)
+void pe_mp_want(struct pe_mp *m, const char *name, size_t max, const char *types)
 {
 	if (m->nparts >= PE_MP_MAX_PARTS)
 		return;
 	struct pe_mp_part *p = &m->part[m->nparts++];
 	p->name = name;
 	p->max = max;
+	p->types = types;
 	pe_buf_init(&p->buf, max);
 	pe_buf_set_budget(&p->buf, m->budget);
 }
@@ -75,12 +88,37 @@ static int boundary_misread(const char *ctype)
 	return strcspn(v, "; \t,\"") != n;
 }
 
+/* The delimiter MHD ends a value at, "\r\n--" and the boundary as MHD reads it (boundary_misread
+ * let through only a last parameter, one token or one quoted string). The scan starts as if a
+ * line break came before the body, so that "--boundary" opens it. */
+static int boundary_copy(struct pe_mp *m, const char *ctype)
+{
+	const char *b = ctype ? strstr(ctype, "boundary=") : NULL;
+	if (!b)
+		return -1;
+	b += 9;
+	size_t n = strlen(b);
+	if (*b == '"')
+		b++, n -= 2;
+	if (n < 2 || n > PE_MP_PP_BUFFER / 2 - 1)
+		return -1;
+	memcpy(m->delim, "\r\n--", 4);
+	memcpy(m->delim + 4, b, n);
+	m->dlen = n + 4;
+	m->matched = 2;
+	m->phase = PE_MP_PREAMBLE;
+	return 0;
+}
+
 int pe_mp_begin(struct pe_mp *m, struct MHD_Connection *conn, struct pe_err *err)
 {
 	const char *ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (boundary_misread(ctype))
 		return pe_err_set(err, PE_EINVAL, "Content-Type", "boundary= must be the last parameter of Content-Type, "
 				  "one token or one quoted string (multipart/form-data; boundary=XYZ)");
+	if (boundary_copy(m, ctype) != 0)
+		return pe_err_set(err, PE_EINVAL, "Content-Type", "multipart/form-data needs a boundary= of 2 to %d "
+				  "bytes", PE_MP_PP_BUFFER / 2 - 1);
 	int rc = pe_budget_take(m->budget, PE_MP_PP_BYTES);
 	if (rc != 0)
 		return pe_err_set(err, rc, "body", "the memory budget for request bodies and responses is full; retry");
@@ -91,7 +129,7 @@ int pe_mp_begin(struct pe_mp *m, struct MHD_Connection *conn, struct pe_err *err
 	if (!m->pp) {
 		pe_mp_destroy(m);
 		return pe_err_set(err, PE_EINVAL, "Content-Type",
-				  "multipart/form-data needs a boundary=, of at most %d bytes", PE_MP_PP_BUFFER / 2 - 1);
+				  "multipart/form-data needs a boundary= of 2 to %d bytes", PE_MP_PP_BUFFER / 2 - 1);
 	}
 	return 0;
 }
@@ -125,17 +163,43 @@ static int plain_encoding(const char *te)
 	return !te || !strcasecmp(te, "binary") || !strcasecmp(te, "8bit") || !strcasecmp(te, "7bit");
 }
 
+/* Is the media type of ctype (parameters aside) one of the list "a, b, c"? */
+static int type_listed(const char *list, const char *ctype)
+{
+	ctype += strspn(ctype, " \t");
+	size_t n = strcspn(ctype, "; \t");
+	for (const char *t = list; *t;) {
+		size_t k = strcspn(t, ",");
+		if (k == n && !strncasecmp(t, ctype, n))
+			return 1;
+		t += k;
+		t += strspn(t, ", ");
+	}
+	return 0;
+}
+
 /* A new part named p begins: 0, or a failure. */
 static int part_begins(struct pe_mp *m, struct pe_mp_part *p, const char *ctype, const char *te)
 {
-	char d[160];
-	if (p->seen && p->buf.len > 0) {
-		snprintf(d, sizeof d, "the part %s is given twice", p->name);
+	char d[200];
+	if (p->seen) {
+		snprintf(d, sizeof d, "the part %s is given twice (once %s); send each part once", p->name,
+			 p->buf.len ? "with data" : "empty");
+		return fail(m, PE_EBODY, p->name, d);
+	}
+	if (m->nested) {
+		snprintf(d, sizeof d, "the part %s is itself multipart (multipart/mixed); send one value per part, as "
+			 "%s", p->name, p->types);
 		return fail(m, PE_EBODY, p->name, d);
 	}
 	if (!plain_encoding(te)) {
 		snprintf(d, sizeof d, "the part %s has Content-Transfer-Encoding %.32s; send its bytes as they are "
 			 "(binary)", p->name, te);
+		return fail(m, PE_EBODY, p->name, d);
+	}
+	if (ctype && *ctype && !type_listed(p->types, ctype)) {
+		snprintf(d, sizeof d, "the part %s has Content-Type %.40s; it takes %s (or no Content-Type)", p->name,
+			 ctype, p->types);
 		return fail(m, PE_EBODY, p->name, d);
 	}
 	p->seen = 1;
@@ -161,6 +225,27 @@ static int append(struct pe_mp *m, struct pe_mp_part *p, const char *data, size_
 	return 0;
 }
 
+/* The first call of a part (a delimiter was fed since the last call): its name and headers. */
+static int first_call(struct pe_mp *m, const char *key, const char *ctype, const char *te, uint64_t off)
+{
+	char d[200];
+	if (off != 0)
+		return fail(m, PE_EBODY, "body", "the boundary occurs inside a part's data; choose a boundary the "
+			    "data does not contain");
+	m->cb_delims = m->delims;
+	m->cur = NULL;
+	if (!key || !*key)
+		return fail(m, PE_EBODY, "body", "a part has no name (Content-Disposition: form-data; name=\"x\")");
+	struct pe_mp_part *p = find(m, key);
+	if (!p) {
+		size_t at = (size_t)snprintf(d, sizeof d, "unexpected part %.40s; the parts are", key);
+		for (size_t i = 0; i < m->nparts && at < sizeof d; i++)
+			at += (size_t)snprintf(d + at, sizeof d - at, "%s %s", i ? "," : "", m->part[i].name);
+		return fail(m, PE_EBODY, key, d);
+	}
+	return part_begins(m, p, ctype, te);
+}
+
 enum MHD_Result pe_mp_data_cb(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
 			      const char *content_type, const char *transfer_encoding, const char *data,
 			      uint64_t off, size_t size)
@@ -169,22 +254,114 @@ enum MHD_Result pe_mp_data_cb(void *cls, enum MHD_ValueKind kind, const char *ke
 	char d[200];
 	if (m->err.code)
 		return MHD_NO;
-	if (!key || !*key)
-		return fail(m, PE_EBODY, "body", "a part has no name (Content-Disposition: form-data; name=\"x\")"), MHD_NO;
-	struct pe_mp_part *p = find(m, key);
-	if (!p) {
-		size_t at = (size_t)snprintf(d, sizeof d, "unexpected part %.40s; the parts are", key);
-		for (size_t i = 0; i < m->nparts && at < sizeof d; i++)
-			at += (size_t)snprintf(d + at, sizeof d - at, "%s %s", i ? "," : "", m->part[i].name);
-		return fail(m, PE_EBODY, key, d), MHD_NO;
+	if (!m->delims)
+		return fail(m, PE_EBODY, "body", "the first boundary line must start the body or a line "
+			    "(CRLF --boundary)"), MHD_NO;
+	if (m->delims != m->cb_delims || !m->cur) {
+		if (first_call(m, key, content_type, transfer_encoding, off) != 0)
+			return MHD_NO;
+	} else if (!key || strcmp(key, m->cur->name) != 0 || off != m->cur->buf.len) {
+		/* no delimiter since the last call: the same value goes on, at the offset it reached */
+		snprintf(d, sizeof d, off == 0 ? "the part %s holds more than one value (multipart/mixed); send one "
+			 "value per part" : "the part %s arrived out of order", m->cur->name);
+		return fail(m, PE_EBODY, m->cur->name, d), MHD_NO;
 	}
-	if ((p != m->cur || (off == 0 && p->buf.len > 0)) && part_begins(m, p, content_type, transfer_encoding) != 0)
-		return MHD_NO;
-	if (off != p->buf.len) {
-		snprintf(d, sizeof d, "the part %s arrived out of order", p->name);
-		return fail(m, PE_EBODY, p->name, d), MHD_NO;
+	return append(m, m->cur, data, size) == 0 ? MHD_YES : MHD_NO;
+}
+
+/* ---- the boundary scan ---- */
+
+/* A byte of a part's header lines: the line breaks as MHD reads them (CR, LF or CRLF; an empty
+ * line ends the headers), and "multipart/" anywhere in them (MHD takes a part apart when a line
+ * holds "Content-type: multipart/mixed"). */
+static void header_byte(struct pe_mp *m, char c)
+{
+	static const char kw[] = "multipart/";
+	if (m->skip_lf) {
+		m->skip_lf = 0;
+		if (c == '\n')
+			return;
 	}
-	return append(m, p, data, size) == 0 ? MHD_YES : MHD_NO;
+	if (c == '\r' || c == '\n') {
+		if (m->line_len == 0)
+			m->phase = PE_MP_VALUE;
+		m->line_len = 0;
+		m->skip_lf = c == '\r';
+		return;
+	}
+	m->line_len++;
+	char l = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+	m->kw = l == kw[m->kw] ? m->kw + 1 : l == kw[0];
+	if (m->kw == sizeof kw - 1)
+		m->nested = 1, m->kw = 0;
+}
+
+/* After a delimiter: "--" closes the body, else a line break and the next part's headers. */
+static void after_delim_byte(struct pe_mp *m, char c)
+{
+	if (c == '-' && ++m->dashes == 2) {
+		m->phase = PE_MP_DONE;
+		return;
+	}
+	if (c == '-')
+		return;
+	m->phase = PE_MP_HEADERS;
+	m->line_len = 0;
+	m->kw = 0;
+	m->skip_lf = c == '\r';
+	if (c != '\r' && c != '\n')
+		header_byte(m, c);
+}
+
+/* How many bytes of data, from the start, MHD may have next: up to and including the first
+ * delimiter that ends in them (*delim set), else all. The delimiter starts with the only CR it
+ * holds, so a mismatch restarts the match at 1 (a CR) or 0, and the scan skips to the next CR. */
+static size_t scan(struct pe_mp *m, const char *data, size_t n, int *delim)
+{
+	*delim = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = data[i];
+		if (m->phase == PE_MP_DONE)
+			return n;
+		if (m->phase == PE_MP_AFTER_DELIM)
+			after_delim_byte(m, c);
+		else if (m->phase == PE_MP_HEADERS)
+			header_byte(m, c);
+		if (c == m->delim[m->matched]) {
+			if (++m->matched == m->dlen) {
+				m->matched = 0;
+				*delim = 1;
+				return i + 1;
+			}
+		} else if (c == '\r')
+			m->matched = 1;
+		else if (m->matched != 0 || (m->phase != PE_MP_VALUE && m->phase != PE_MP_PREAMBLE))
+			m->matched = 0;
+		else { /* the fast path through a value's data (or a preamble) */
+			const char *cr = memchr(data + i + 1, '\r', n - i - 1);
+			i = cr ? (size_t)(cr - data) - 1 : n - 1;
+		}
+	}
+	return n;
+}
+
+/* MHD is given what was scanned; a delimiter it has been given in full starts the next part. */
+static int feed_pp(struct pe_mp *m, const char *data, size_t n)
+{
+	while (n > 0) {
+		int delim;
+		size_t k = scan(m, data, n, &delim);
+		if (MHD_post_process(m->pp, data, k) != MHD_YES)
+			return -1;
+		if (delim) {
+			m->delims++;
+			m->phase = PE_MP_AFTER_DELIM;
+			m->dashes = 0;
+			m->nested = 0;
+		}
+		data += k, n -= k;
+	}
+	return 0;
 }
 
 int pe_mp_feed(struct pe_mp *m, const char *data, size_t n)
@@ -203,7 +380,7 @@ int pe_mp_feed(struct pe_mp *m, const char *data, size_t n)
 				b->max = b->len + (size_t)(m->declared - m->fed);
 		}
 	m->fed += n;
-	if (MHD_post_process(m->pp, data, n) == MHD_YES)
+	if (feed_pp(m, data, n) == 0)
 		return 0;
 	return fail(m, PE_EBODY, "body", "malformed multipart/form-data: a part header line over 8 KiB, "
 		    "bytes outside the parts, or a broken boundary line");
@@ -217,6 +394,8 @@ int pe_mp_end(struct pe_mp *m, struct pe_err *err)
 		fail(m, PE_EBODY, "body", "the multipart/form-data body ends before its closing boundary");
 	if (!m->err.code && !m->fed)
 		fail(m, PE_EBODY, "body", "the multipart/form-data body is empty");
+	if (!m->err.code && !m->delims)
+		fail(m, PE_EBODY, "body", "the multipart/form-data body has no boundary line (--boundary)");
 	pe_budget_give(m->budget, m->held);
 	m->held = 0;
 	if (m->err.code && err)

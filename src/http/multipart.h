@@ -18,14 +18,26 @@ struct pe_mp_part {
 	const char *name;     /* as the handler wants it (a static string) */
 	size_t max;           /* largest size of its bytes (413 beyond) */
 	struct pe_buf buf;    /* its bytes, on the budget */
+	const char *types;    /* the Content-Types it may have, "a, b, c" (none is fine too) */
 	char type[PE_MP_TYPE_MAX]; /* its Content-Type, truncated; "" when it has none */
 	int seen;
 };
+
+/* Where the boundary scan (multipart.c) is in the body, as MHD's parser reads it. */
+enum pe_mp_phase { PE_MP_PREAMBLE, PE_MP_AFTER_DELIM, PE_MP_HEADERS, PE_MP_VALUE, PE_MP_DONE };
 
 struct pe_mp {
 	struct pe_mp_part part[PE_MP_MAX_PARTS];
 	size_t nparts;
 	struct pe_mp_part *cur;  /* the part whose bytes arrive now */
+	/* the boundary scan: "\r\n--" boundary, how much of it matched, the delimiter lines MHD
+	 * was given in full, how many of them the callbacks had seen, and the part headers' scan */
+	char delim[PE_MP_PP_BUFFER / 2 + 4];
+	size_t dlen, matched;
+	uint64_t delims, cb_delims;
+	enum pe_mp_phase phase;
+	size_t line_len, kw;     /* the header line's length; how much of "multipart/" it matched */
+	int skip_lf, dashes, nested;
 	uint64_t fed, max_body;  /* body bytes given to pe_mp_feed, and their limit */
 	uint64_t declared;       /* the body's Content-Length; 0 when chunked */
 	struct pe_budget *budget;
@@ -37,8 +49,10 @@ struct pe_mp {
 /* Is this Content-Type multipart/form-data (parameters aside)? */
 int pe_mp_is_form(const char *content_type);
 void pe_mp_init(struct pe_mp *m, uint64_t max_body, struct pe_budget *budget);
-/* A part the caller wants, by name, of at most max bytes; any other name is refused. */
-void pe_mp_want(struct pe_mp *m, const char *name, size_t max);
+/* A part the caller wants, by name, of at most max bytes, with no Content-Type or one of types
+ * ("application/x-npy, application/octet-stream": media types, parameters aside); any other
+ * name or type is refused. */
+void pe_mp_want(struct pe_mp *m, const char *name, size_t max, const char *types);
 /* The post processor over conn's Content-Type (its boundary). 0, or a code with err set (400
  * naming Content-Type; 503 / 413 when the budget cannot hold the processor). */
 int pe_mp_begin(struct pe_mp *m, struct MHD_Connection *conn, struct pe_err *err);

@@ -76,6 +76,10 @@ static const char *content_type(struct MHD_Connection *conn)
 
 /* ---- multipart (rope/apply) ---- */
 
+/* What the x part may say it is (curl -F sends application/octet-stream for a file, text/plain
+ * for a .txt one); x_part_kind reads npy by its magic, JSON by its type or its first byte. */
+#define X_PART_TYPES "application/x-npy, application/octet-stream, application/json, text/plain"
+
 static void mp_free_cb(void *ctx)
 {
 	pe_mp_destroy(ctx);
@@ -92,8 +96,9 @@ static enum MHD_Result begin_multipart(struct req *r, struct MHD_Connection *con
 		return answer_now(r, conn, PE_ENOMEM, "", "out of memory");
 	pe_mp_init(m, h->opt.max_body_bytes, h->opt.budget);
 	uint64_t pos_max = h->opt.max_elements > (UINT64_MAX - 65536) / 8 ? UINT64_MAX : h->opt.max_elements * 8 + 65536;
-	pe_mp_want(m, "x", h->opt.max_body_bytes);
-	pe_mp_want(m, "positions", (size_t)(pos_max < h->opt.max_body_bytes ? pos_max : h->opt.max_body_bytes));
+	pe_mp_want(m, "x", h->opt.max_body_bytes, X_PART_TYPES);
+	pe_mp_want(m, "positions", (size_t)(pos_max < h->opt.max_body_bytes ? pos_max : h->opt.max_body_bytes),
+		   "application/x-npy, application/octet-stream");
 	r->ctx = m;
 	if (pe_mp_begin(m, conn, &err) != 0)
 		return pe_http_refuse(r, &err, NULL);
@@ -379,54 +384,77 @@ static uint64_t positions_scratch(uint64_t count, const struct pe_tensor_mut *in
 
 /* The positions part applied to x, its scratch held on the budget meanwhile: a job whose
  * positions need more than the budget has left waits its turn (503) like any other memory. */
-static int apply_positions(struct tjob *j, const struct pe_tensor_mut *in, struct pe_tensor_mut *x, struct pe_err *err)
+static int apply_positions(struct tjob *j, const struct pe_positions *pos, size_t count, const struct pe_tensor_mut *in,
+			   struct pe_tensor_mut *x, struct pe_err *err)
 {
-	struct pe_positions pos;
-	int rc = decode_positions(j, &pos, err), of;
+	size_t held = (size_t)positions_scratch(count, in, x->dtype);
+	int rc = pe_budget_take(j->os.h->opt.budget, held);
 	if (rc != 0)
-		return rc;
-	size_t held = (size_t)positions_scratch(pe_shape_count(&pos.shape, &of), in, x->dtype);
-	if ((rc = pe_budget_take(j->os.h->opt.budget, held)) != 0)
 		return pe_err_set(err, rc, rc == PE_ETOOBIG ? "positions" : "", rc == PE_ETOOBIG ?
 				  "the positions need more memory than the server's whole budget (response_budget_bytes)" :
 				  "the response memory budget is full; retry shortly");
-	rc = pe_rope_apply_positions(&j->params, &pos, x, err);
+	rc = pe_rope_apply_positions(&j->params, pos, x, err);
 	pe_budget_give(j->os.h->opt.budget, held);
 	return rc;
 }
 
-/* Decode, apply, encode into res. Every buffer is freed here whatever happens. */
-/* Everything the job holds at once, the request body included (the server holds it on the budget
- * until the answer): working copy, reshaped result, wider output copy and the encoded answer (none
- * when the answer can be the body itself). When that is past the whole budget, the budget can
- * never hold it: a 413 now, naming what sets the size, rather than a 503 whose retries could never
- * succeed. */
-static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, enum pe_dtype wd, enum pe_dtype dt,
-		      size_t n_in, const struct pe_shape *os, size_t n_out, struct pe_err *err)
+/* Will the answer be the body buffer itself (answer_in_body)? The result must be computed in the
+ * body (the input's dtype is the working one, same shape) and laid out as the body is: raw data
+ * filling it, or npy data right after a standard header that ends where the data starts. */
+static int answers_in_body(const struct tjob *j, const struct pe_tensor_mut *in, enum pe_dtype wd, enum pe_dtype dt,
+			   const struct pe_out *o, size_t n)
+{
+	const char *d = in->data;
+	if (o->gzip || in->dtype != wd || dt != in->dtype || d < j->body || d >= j->body + j->body_len)
+		return 0;
+	size_t off = (size_t)(d - j->body), bytes = n * pe_dtype_size(in->dtype);
+	struct pe_tensor_view v = {.shape = in->shape, .dtype = dt, .data = d};
+	if (o->fmt == PE_FMT_BIN)
+		return off == 0 && bytes == j->body_len;
+	return o->fmt == PE_FMT_NPY && off > 0 && pe_npy_header_len(&v) == off && off + bytes == j->body_len;
+}
+
+/* The most the job holds at once: the body (a multipart part as the budget holds it, a plain body
+ * as sent), the positions part, a JSON body's decoded tensor, the working copy and the reshaped
+ * result all along; then first the scratch of the positions (by their exact count, int32 or
+ * int64), given back before the wider output copy and the encoded answer (none when the answer is
+ * the body itself) are made: the larger of those two phases. When that is past
+ * the whole budget, the budget can never hold it: a 413 now, naming what sets the size, rather
+ * than a 503 whose retries could never succeed. */
+static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int owned, enum pe_dtype wd,
+		      enum pe_dtype dt, size_t n_in, size_t npos, const struct pe_shape *os, size_t n_out,
+		      struct pe_err *err)
 {
 	struct pe_budget_stats st;
 	pe_budget_stats(j->os.h->opt.budget, &st);
 	if (!st.limit)
 		return 0;
 	int reshaped = memcmp(os, &in->shape, sizeof *os) != 0;
-	uint64_t need = j->body_len;
-	if (j->pos) /* the part, and at most one position per 4 of its bytes */
-		need = pe_produce_add(need, pe_produce_add(j->pos_len, positions_scratch((j->pos_len + 7) / 4, in, wd)));
+	uint64_t need = j->body_budget ? pe_mem_size(j->body) : j->body_len;
+	uint64_t body = need, pos = j->pos ? pe_mem_size(j->pos) : 0, scratch = j->pos ? positions_scratch(npos, in, wd) : 0;
+	need = pe_produce_add(need, pos);
+	if (owned)
+		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(in->dtype)));
 	if (in->dtype != wd)
 		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(wd)));
 	if (reshaped)
 		need = pe_produce_add(need, pe_produce_mul(n_out, pe_dtype_size(wd)));
+	/* the positions' scratch is given back before the output is made: the larger of the two */
+	uint64_t after = 0;
 	if (pe_dtype_size(dt) > pe_dtype_size(wd))
-		need = pe_produce_add(need, pe_produce_mul(n_out, pe_dtype_size(dt)));
+		after = pe_produce_mul(n_out, pe_dtype_size(dt));
 	struct pe_out o = j->out;
 	o.dt = dt;
-	int in_place = !o.gzip && (o.fmt == PE_FMT_BIN || o.fmt == PE_FMT_NPY) && dt == in->dtype && !reshaped;
-	if (!in_place && o.fmt != PE_FMT_PNG)
-		need = pe_produce_add(need, pe_produce_out_bound(&o, os, 0, NULL));
+	if (!(!reshaped && answers_in_body(j, in, wd, dt, &o, n_in)) && o.fmt != PE_FMT_PNG)
+		after = pe_produce_add(after, pe_produce_out_bound(&o, os, 0, NULL));
+	need = pe_produce_add(need, scratch > after ? scratch : after);
+	pos = pe_produce_add(pos, scratch);
 	if (need <= st.limit)
 		return 0;
 	int text = o.fmt == PE_FMT_JSON || o.fmt == PE_FMT_CSV;
-	return pe_err_set(err, PE_ETOOBIG, text ? "format" : pe_dtype_size(dt) > pe_dtype_size(in->dtype) ? "dtype" : "body",
+	const char *param = text ? "format" : pe_dtype_size(dt) > pe_dtype_size(in->dtype) ? "dtype" :
+			    !j->multipart ? "body" : pos > body ? "positions" : "x";
+	return pe_err_set(err, PE_ETOOBIG, param,
 			  "this transform would hold up to %" PRIu64 " bytes at once (the body, its working copies and "
 			  "the answer): more than response_budget_bytes (%zu)", need, st.limit);
 }
@@ -458,7 +486,14 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 		goto done;
 	}
 	enum pe_dtype wd = pe_transform_work_dtype(j->kind == BODY_JSON ? dt : in.dtype);
-	if ((rc = check_need(j, &in, wd, dt, n_in, &os, n_out, err)) != 0)
+	struct pe_positions pos;
+	size_t npos = 0;
+	if (j->pos) { /* decoded first: the count, not the part's bytes, sets its scratch */
+		if ((rc = decode_positions(j, &pos, err)) != 0)
+			goto done;
+		npos = pe_shape_count(&pos.shape, &overflow);
+	}
+	if ((rc = check_need(j, &in, owned, wd, dt, n_in, npos, &os, n_out, err)) != 0)
 		goto done;
 	if ((rc = to_work(&in, wd, n_in, &x, &x_alloc, j->os.h->opt.budget, err)) != 0)
 		goto done;
@@ -466,7 +501,7 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 	if (memcmp(&os, &in.shape, sizeof os) != 0 &&
 	    !(y.data = y_alloc = pe_budget_malloc(j->os.h->opt.budget, (n_out ? n_out : 1) * pe_dtype_size(wd), &rc)))
 		goto done;
-	if (j->pos && (rc = apply_positions(j, &in, &x, err)) != 0)
+	if (j->pos && (rc = apply_positions(j, &pos, npos, &in, &x, err)) != 0)
 		goto done;
 	if ((!j->pos && (rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0) ||
 	    (rc = to_output(&y, dt, n_out, &o_alloc, j->os.h->opt.budget, err)) != 0)

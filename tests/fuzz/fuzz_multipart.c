@@ -9,8 +9,11 @@
  *    does what transform.c does: pe_mp_begin, pe_mp_feed per block, pe_mp_end.
  *  - odd: the part assembly alone, driven through pe_mp_data_cb with the calls a post processor
  *    could make (any name, NULL name, offsets right or wrong, sizes, types, transfer encodings):
- *    records of [flags][name index][offset delta][size][data].
- * Checks: a part never holds more than its maximum; it holds exactly the bytes given to it at the
+ *    records of [flags][name index][offset delta][size][data]; flag 0x40 says a delimiter line
+ *    was fed to MHD before the call (what pe_mp_feed's boundary scan counts).
+ * Checks: a part never holds more than its maximum; a name is accepted once (a call after a
+ * delimiter for a part already seen is refused, empty or not), and a call without a delimiter
+ * only continues the current part at the offset it reached; it holds exactly the bytes given to it at the
  * offsets the reader accepted; once the reader failed it accepts nothing more; the budget
  * counts exactly what the parts hold (plus the post processor's reservation while it lives) and
  * is back at zero after pe_mp_destroy; and, under ASan/LSan, nothing leaks or is touched freed. */
@@ -62,8 +65,8 @@ static void check_budget(const struct pe_mp *m, const char *when)
 static void setup(struct pe_mp *m)
 {
 	pe_mp_init(m, 1 << 20, budget);
-	pe_mp_want(m, "x", X_MAX);
-	pe_mp_want(m, "positions", POS_MAX);
+	pe_mp_want(m, "x", X_MAX, "application/x-npy, application/json");
+	pe_mp_want(m, "positions", POS_MAX, "application/x-npy");
 }
 
 static void finish(struct pe_mp *m)
@@ -101,12 +104,15 @@ static void drive_callbacks(const uint8_t *d, size_t n)
 		if (key && strcmp(key, prev ? prev : ""))
 			off = 0;
 		uint64_t at = (flags & 1) ? 0 : (flags & 2) ? off + d[-2] : off;
-		int had_err = m.err.code != 0;
-		struct pe_mp_part *p = NULL;
+		int had_err = m.err.code != 0, delim = (flags & 0x40) != 0;
+		struct pe_mp_part *p = NULL, *cur = m.cur;
 		for (size_t i = 0; key && i < m.nparts; i++)
 			if (!strcmp(m.part[i].name, key))
 				p = &m.part[i];
 		size_t before = p ? p->buf.len : 0;
+		int seen = p && p->seen;
+		if (delim)
+			m.delims++;
 		enum MHD_Result r = pe_mp_data_cb(&m, MHD_POSTDATA_KIND, key, "f", types[(flags >> 2) & 3],
 						  encodings[(flags >> 4) & 3], (const char *)d, at, size);
 		if (had_err && r == MHD_YES)
@@ -114,9 +120,12 @@ static void drive_callbacks(const uint8_t *d, size_t n)
 		if (r == MHD_YES) {
 			if (!p)
 				FAIL("a part named %s was accepted", key ? key : "(null)");
+			int fresh = m.delims != 0 && (delim || !cur);
+			if (fresh && seen)
+				FAIL("a second part %s was accepted", p->name);
+			if (!fresh && (p != cur || at != before))
+				FAIL("a call without a delimiter did not continue part %s", p->name);
 			size_t k = p == &m.part[0] ? 0 : 1;
-			if (at == 0 && before > 0 && p->buf.len != size)
-				FAIL("a second part %s was merged into the first", p->name);
 			if (at != p->buf.len - size)
 				FAIL("part %s: bytes at offset %llu stored at %zu", p->name, (unsigned long long)at,
 				     p->buf.len - size);
