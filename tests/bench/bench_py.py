@@ -74,7 +74,7 @@ if MODE == "sim":
         if ours.size != n * n:
             print(f"info np_sim_diff {sys.argv[6]} holds {ours.size} values, not {n * n}")
         else:
-            print(f"info np_sim_diff max |NumPy - posenc| {np.abs(g - ours.reshape(n, n)).max():.3g} (G_ii = {dim})")
+            print(f"info np_sim_diff largest difference from posenc {np.abs(g - ours.reshape(n, n)).max():.3g} (G_ii = {dim})")
     sys.exit(0)
 
 if np is not None and not ONLY_APPLY and not ONLY_CLI:

@@ -203,7 +203,9 @@ cli_section() {
 # src/core/analysis.c, gram.c), SIM_LEN × SIM_LEN f64 bin from SIM_DIM-wide rows, three ways,
 # alternating, ROUNDS rounds: the CLI's whole process (it streams blocks of rows, making X again
 # for each block) into a file under $OUT by a redirection; a posencd started here (--workers 2, the
-# default limits) computing it for one cold GET, curl's whole process writing a file, timed the
+# default limits, --worker-nice 0: its worker at the nice of the CLI and NumPy, as on a shared
+# machine the default 19 would time the neighbours) computing it for one cold GET, curl's whole
+# process writing a file, timed the
 # same way (one unrecorded cold request first, so the daemon's first-ever allocations are not in
 # it); NumPy in-process (bench_py.py sim: X, then X @ X.T in float64 over the BLAS numpy links, one
 # thread; interpreter start-up not counted). Each round takes a new offset for all three, so the
@@ -220,7 +222,7 @@ sim_rows() {
 		echo "skip pd_sim curl is missing" >>"$f"
 		pd=0
 	else
-		start_posencd sim --workers 2
+		start_posencd sim --workers 2 --worker-nice 0
 		curl -s -o "$OUT/sim-pd.bin" "$PD_URL/v1/analysis/similarity?$q&offset=999"
 	fi
 	[ -x "$PY" ] || echo "skip np_sim $PY is missing" >>"$f"
@@ -256,10 +258,11 @@ sim_rows() {
 	if [ "$pd" = 1 ]; then stop_pid "$PD_PID"; fi
 	diff=$(info np_sim_diff "$f")
 	blas=$(dpkg -S "$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null)" 2>/dev/null | cut -d: -f1 || true)
+	if [ "$blas" = libblas3 ]; then blas="libblas3, the netlib reference BLAS"; fi
 	local what
 	what="analysis/similarity rope ${SIM_LEN}×${SIM_LEN} from dim $SIM_DIM, f64 bin ($(mib $((SIM_LEN * SIM_LEN * 8))))"
 	cli_row "CLI: posenc ${args[*]} > file, whole process (streamed), beside posencd computing the same table for one cold GET (curl's whole process; $miss/$ROUNDS misses, bytes identical to the CLI's in $same/$ROUNDS)" \
-		cli_sim pd_sim "posencd --workers 2, GET /v1/analysis/similarity?$q&offset=N" time - 0 "reported (was ~3× by hand)"
+		cli_sim pd_sim "posencd --workers 2 --worker-nice 0, GET /v1/analysis/similarity?$q&offset=N" time - 0 "reported (was ~3× by hand)"
 	cli_row "CLI: the same $what vs NumPy in-process, X then X @ X.T in float64 (BLAS ${blas:-?}; 1 thread; ${diff:-no comparison})" \
 		cli_sim np_sim "NumPy" speed - 0 "—"
 	cli_row "posencd: the same $what, one cold GET, vs NumPy in-process (as above)" \
