@@ -87,7 +87,7 @@ if [ ! -x "$BUILD/tests/bench/bench_checks" ]; then # make bench builds it; a ba
 	${MAKE:-make} -s --no-print-directory BUILD="$BUILD" OPT=-O3 "$BUILD/tests/bench/bench_checks" >&2 ||
 		log "bench_checks did not build: its rows are skipped"
 fi
-[ -x "$BUILD/tests/bench/bench_checks" ] && cp "$BUILD/tests/bench/bench_checks" "$OUT/bench_checks"
+if [ -x "$BUILD/tests/bench/bench_checks" ]; then cp "$BUILD/tests/bench/bench_checks" "$OUT/bench_checks"; fi
 POSENCD=$BUILD/posencd
 [ -x "$POSENCD" ] || die "$POSENCD is missing"
 
@@ -205,9 +205,8 @@ cli_section() {
 # for each block) into a file under $OUT by a redirection; a posencd started here (--workers 2, the
 # default limits, --worker-nice 0: its worker at the nice of the CLI and NumPy, as on a shared
 # machine the default 19 would time the neighbours) computing it for one cold GET, curl's whole
-# process writing a file, timed the
-# same way (one unrecorded cold request first, so the daemon's first-ever allocations are not in
-# it); NumPy in-process (bench_py.py sim: X, then X @ X.T in float64 over the BLAS numpy links, one
+# process writing a file, timed the same way (one unrecorded cold request first, so the daemon's
+# first-ever allocations are not in it); NumPy in-process (bench_py.py sim: X, then X @ X.T in float64 over the BLAS numpy links, one
 # thread; interpreter start-up not counted). Each round takes a new offset for all three, so the
 # daemon's answer is a miss (counted from X-PE-Cache) and all three compute the same table (the
 # CLI's and the daemon's bytes are compared; NumPy's largest difference from the CLI's is printed).
