@@ -181,7 +181,7 @@ lint:
 BENCH_BUILD := build/bench/o3
 bench:
 	@./tests/tools/deps.sh build bench
-	$(MAKE) BUILD=$(BENCH_BUILD) OPT="-O3" all $(BENCH_BUILD)/tests/bench/bench_kernels
+	$(MAKE) BUILD=$(BENCH_BUILD) OPT="-O3" all $(BENCH_BUILD)/tests/bench/bench_kernels $(BENCH_BUILD)/tests/bench/bench_checks
 	BUILD=$(BENCH_BUILD) ./tests/tools/bench.sh
 
 $(BUILD)/tests/bench/bench_checks: tests/bench/bench_checks.c $(BUILD)/libposenc.a

@@ -1,8 +1,16 @@
-/* Request validation on the HTTP thread: pe_params_finish (and, on a miss, pe_table_check_dtype)
- * for rope-family requests at the parameter limits, with the exhaustive frequency scan
- * (pe_rope_freq_force_scan(1), the code before the cheap bound) and with the cheap bound.
- * Prints the median of 15 runs in microseconds per request. Not a test: `make bench` or
- *   make build/tests/bench/bench_checks && ./build/tests/bench/bench_checks */
+/* Request validation on the HTTP thread, for `make bench` (its "checks" rows; BENCH_ONLY=checks
+ * runs them alone): pe_params_set per query key, pe_params_finish and the dtype check a miss adds,
+ * for rope-family requests at dim 65536, with the cheap O(1) bound and, alternating with it in the
+ * same process, with the exhaustive O(dim) frequency scan (pe_rope_freq_force_scan(1): the code
+ * before the cheap bound, kept as its fallback for what the bound cannot decide). Each case gets
+ * one unreported warm-up of each; every timed sample is one whole validation.
+ *
+ * Output, one line per measurement, for tests/tools/bench.sh to pool and take medians of:
+ *     info check_<k> <table>?<query>
+ *     sample check_bound_<k> <seconds>   |   sample check_scan_<k> <seconds>
+ *     skip check_<k> <reason>            (the core refused the request)
+ * Usage: bench_checks [reps]   (samples per case and mode, default 5). Not a test; build with
+ *   make build/tests/bench/bench_checks */
 #include "core/rope.h"
 #include "posenc/core.h"
 
@@ -34,11 +42,11 @@ static const struct {
 	{"rope/mrope", "dim=65536&mrope_section=10924,10922,10922"},
 };
 
-static double now_us(void)
+static double now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* One request's validation: finish, then the dtype check a miss adds. */
@@ -65,33 +73,35 @@ static int validate(const char *table, const char *query)
 	return rc;
 }
 
-static int cmp(const void *a, const void *b)
+/* One validation of case k with the scan forced on or off: its time in seconds, or -1 when the
+ * core refused the request. */
+static double timed(size_t k, int scan)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median_us(const char *table, const char *query, int scan)
-{
-	enum { RUNS = 15 };
-	double t[RUNS];
 	pe_rope_freq_force_scan(scan);
-	for (int r = 0; r < RUNS; r++) {
-		double t0 = now_us();
-		validate(table, query);
-		t[r] = now_us() - t0;
-	}
+	double t0 = now();
+	int rc = validate(cases[k].table, cases[k].query);
+	double t = now() - t0;
 	pe_rope_freq_force_scan(0);
-	qsort(t, RUNS, sizeof t[0], cmp);
-	return t[RUNS / 2];
+	return rc ? -1 : t;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	printf("%-22s %-90s %12s %12s\n", "table", "query", "scan us", "bound us");
+	int reps = argc > 1 ? atoi(argv[1]) : 5;
+	if (reps < 1)
+		reps = 1;
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-		double a = median_us(cases[k].table, cases[k].query, 1), b = median_us(cases[k].table, cases[k].query, 0);
-		printf("%-22s %-90s %12.1f %12.1f\n", cases[k].table, cases[k].query, a, b);
+		printf("info check_%zu %s?%s\n", k, cases[k].table, cases[k].query);
+		if (timed(k, 1) < 0 || timed(k, 0) < 0) { /* the warm-ups */
+			printf("skip check_%zu the core refused %s?%s\n", k, cases[k].table, cases[k].query);
+			continue;
+		}
+		for (int r = 0; r < reps; r++) { /* A B A B, starting with each side in turn */
+			int first = r & 1;
+			double a = timed(k, first), b = timed(k, !first);
+			printf("sample check_%s_%zu %.9f\n", first ? "scan" : "bound", k, a);
+			printf("sample check_%s_%zu %.9f\n", first ? "bound" : "scan", k, b);
+		}
 	}
 	return 0;
 }

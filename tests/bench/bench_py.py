@@ -3,10 +3,15 @@ cos/sin construction, each on one thread, timed the way tests/bench/bench_kernel
 
 Run with Debian's /usr/bin/python3 (it has numpy and torch). Output lines, as bench_kernels:
     sample <name> <seconds>  |  info <name> <text>  |  skip <name> <reason>
-Usage: bench_py.py [reps] [apply|cli]   (default 5; one warm-up run is not reported; "apply": only the
-RoPE apply row, for bench.sh to alternate it with HTTP round trips; "cli": only the tables of the
-CLI rows, torch_cli_rope (HF cos/sin 65536x128, base 500000) and torch_cli_sin (the seeds'
-PositionalEncoding(1024, 16384)), 64 MiB each as posenc's)
+Usage: bench_py.py [reps] [apply|cli|checks|sim LEN DIM OFFSET [FILE]]   (default 5; one warm-up
+run is not reported; "apply": only the RoPE apply row, for bench.sh to alternate it with HTTP round
+trips; "cli": only the tables of the CLI rows, torch_cli_rope (HF cos/sin 65536x128, base 500000)
+and torch_cli_sin (the seeds' PositionalEncoding(1024, 16384)), 64 MiB each as posenc's;
+"checks": np_inv_freq, the dim/2 inverse frequencies of RoPE at dim 65536 in float64, the anchor of
+the request-validation rows; "sim": np_sim, RoPE's similarity table (analysis/similarity,
+encoding=rope, the default base 10000 and exact arithmetic) of LEN positions from OFFSET at width
+DIM in float64, its warm-up at 64 positions; with FILE (posenc's f64 bin output of the same
+table), also its largest difference from NumPy's)
 """
 import os
 import sys
@@ -19,6 +24,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 REPS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 ONLY_APPLY = len(sys.argv) > 2 and sys.argv[2] == "apply"
 ONLY_CLI = len(sys.argv) > 2 and sys.argv[2] == "cli"
+MODE = sys.argv[2] if len(sys.argv) > 2 else ""
 
 
 def timed(name, fn):
@@ -34,6 +40,42 @@ try:
 except ImportError:
     np = None
     print("skip np_seed_sin numpy is not installed for this python")
+
+if MODE in ("checks", "sim") and np is None:
+    print(f"skip np_{'inv_freq' if MODE == 'checks' else 'sim'} numpy is not installed for this python")
+    sys.exit(0)
+
+if MODE == "checks":
+    # What rope validation at dim 65536 did before the O(1) bound: the dim/2 frequencies base^(-2k/dim).
+    print(f"info np_inv_freq numpy {np.__version__}, 10000 ** (-arange(0, 65536, 2) / 65536), float64")
+    timed("np_inv_freq", lambda: 10000.0 ** (-np.arange(0, 65536, 2) / 65536))
+    sys.exit(0)
+
+if MODE == "sim":
+    # src/core/analysis.c: X's rows are RoPE's rotated all-ones vectors, x*cos + rotate_half(x)*sin
+    # for x = 1 in the half layout, i.e. [cos - sin | cos + sin] of the angles p*theta_k
+    # (theta_k = base^(-2k/dim), p = OFFSET + i), and the table is the Gram matrix G = X X^T
+    # (G_ij = 2 sum_k cos((i - j) theta_k)), all in float64.
+    def rope_similarity(n, dim, offset, base=10000.0):
+        pos = offset + np.arange(n, dtype=np.float64)
+        ang = np.outer(pos, base ** (-np.arange(0, dim, 2) / dim))
+        c, s = np.cos(ang), np.sin(ang)
+        x = np.concatenate((c - s, c + s), axis=1)
+        return x @ x.T
+
+    n, dim, offset = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    rope_similarity(64, dim, offset)
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        g = rope_similarity(n, dim, offset)
+        print(f"sample np_sim {time.perf_counter() - t0:.9f}")
+    if len(sys.argv) > 6:
+        ours = np.fromfile(sys.argv[6], dtype="<f8")
+        if ours.size != n * n:
+            print(f"info np_sim_diff {sys.argv[6]} holds {ours.size} values, not {n * n}")
+        else:
+            print(f"info np_sim_diff largest difference from posenc {np.abs(g - ours.reshape(n, n)).max():.3g} (G_ii = {dim})")
+    sys.exit(0)
 
 if np is not None and not ONLY_APPLY and not ONLY_CLI:
     # ../shared/seeds/000*.txt, get_position_encoding, verbatim.

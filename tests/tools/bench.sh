@@ -12,10 +12,15 @@
 #   http     build/posencd against a real Debian nginx serving the same bytes as static files, both
 #            driven by wrk on loopback; cold misses with tests/bench/cold.lua; single flight
 #   memory   VmHWM / VmRSS of fresh posencd processes from /proc/<pid>/status
+#   checks   tests/bench/bench_checks.c: request validation at dim 65536 (the O(1) frequency bound)
+#            beside the O(dim) scan it replaced, in-process, and NumPy's dim/2 inverse frequencies
+#   cli      the posenc CLI's whole process beside head, PyTorch, and (analysis/similarity) a
+#            posencd computing the same table and NumPy
 # Knobs (environment): BENCH_ROUNDS, BENCH_WRK_SECONDS (5), BENCH_COLD_SECONDS (3),
 # BENCH_NGINX_WORKERS (1), BENCH_SMALL_CONNS (64), BENCH_LARGE_CONNS (16), BENCH_COLD_CONNS (16),
 # BENCH_MIXED_LARGE_Q / BENCH_MIXED_LARGE_CONNS (the mixed load's large tables: 512×768 JSON, 2);
-# BENCH_ONLY=cli or BENCH_ONLY=small runs one section (see each); BENCH_PE_ARGS adds flags to the
+# BENCH_SIM_LEN / BENCH_SIM_DIM (the CLI section's similarity table: 2048, 1024);
+# BENCH_ONLY=cli, BENCH_ONLY=checks or BENCH_ONLY=small runs one section (see each); BENCH_PE_ARGS adds flags to the
 # HTTP section's posencd (an A/B: BENCH_PE_ARGS='--inline-max-us 0' computes every miss on the pool).
 # Raw outputs (wrk logs, samples, configs) stay in build/bench/ for a second look.
 set -euo pipefail
@@ -46,7 +51,8 @@ missing=()
 command -v nginx >/dev/null 2>&1 || missing+=(nginx-light)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
-if [ ${#missing[@]} -gt 0 ] && [ "${BENCH_ONLY:-}" != cli ]; then # the CLI section needs none of them
+# the CLI section needs none of them (its similarity row skips its daemon without curl); checks neither
+if [ ${#missing[@]} -gt 0 ] && [ "${BENCH_ONLY:-}" != cli ] && [ "${BENCH_ONLY:-}" != checks ]; then
 	die "missing ${missing[*]}: run 'make deps' as root (make bench does)"
 fi
 
@@ -77,6 +83,11 @@ else
 		tests/bench/bench_kernels.c "$BUILD/libposenc.a" $(pkg-config --libs jansson) \
 		-lnettle -lpng -ldeflate -lsleef -lm
 fi
+if [ ! -x "$BUILD/tests/bench/bench_checks" ]; then # make bench builds it; a bare bench.sh may not have
+	${MAKE:-make} -s --no-print-directory BUILD="$BUILD" OPT=-O3 "$BUILD/tests/bench/bench_checks" >&2 ||
+		log "bench_checks did not build: its rows are skipped"
+fi
+if [ -x "$BUILD/tests/bench/bench_checks" ]; then cp "$BUILD/tests/bench/bench_checks" "$OUT/bench_checks"; fi
 POSENCD=$BUILD/posencd
 [ -x "$POSENCD" ] || die "$POSENCD is missing"
 
@@ -185,6 +196,76 @@ cli_section() {
 	bytes=$("$cli" "${sin[@]}" | wc -c)
 	cli_row "CLI: posenc ${sin[*]} > /dev/null ($(mib "$bytes")), whole process" cli_sin cli_head "head -c 64M /dev/zero > /dev/null" time "<=" 3 "≤ 3× head"
 	cli_row "CLI: the same sinusoidal table vs PyTorch in-process, the seeds' PositionalEncoding(1024, 16384), 1 thread" cli_sin torch_cli_sin "PyTorch" speed ">=" 4 "≥ 4× faster"
+	sim_rows "$cli" "$f"
+}
+# RoPE's similarity table (analysis/similarity: G = X·Xᵀ, X's rows RoPE's rotated all-ones vectors
+# [cos − sin | cos + sin] of the angles p·θ_k, θ_k = 10000^(−2k/dim), so G_ij = 2 Σ_k cos((i−j)·θ_k);
+# src/core/analysis.c, gram.c), SIM_LEN × SIM_LEN f64 bin from SIM_DIM-wide rows, three ways,
+# alternating, ROUNDS rounds: the CLI's whole process (it streams blocks of rows, making X again
+# for each block) into a file under $OUT by a redirection; a posencd started here (--workers 2, the
+# default limits, --worker-nice 0: its worker at the nice of the CLI and NumPy, as on a shared
+# machine the default 19 would time the neighbours) computing it for one cold GET, curl's whole
+# process writing a file, timed the same way (one unrecorded cold request first, so the daemon's
+# first-ever allocations are not in it); NumPy in-process (bench_py.py sim: X, then X @ X.T in float64 over the BLAS numpy links, one
+# thread; interpreter start-up not counted). Each round takes a new offset for all three, so the
+# daemon's answer is a miss (counted from X-PE-Cache) and all three compute the same table (the
+# CLI's and the daemon's bytes are compared; NumPy's largest difference from the CLI's is printed).
+SIM_LEN=${BENCH_SIM_LEN:-2048}
+SIM_DIM=${BENCH_SIM_DIM:-1024}
+# sim_rows CLI SAMPLES: appends cli_sim, pd_sim and np_sim samples to SAMPLES and adds the rows.
+sim_rows() {
+	local cli=$1 f=$2 q r off t0 t1 code miss=0 same=0 diff blas pd=1
+	local args=(analysis/similarity --encoding rope --len "$SIM_LEN" --dim "$SIM_DIM" --dtype f64 --format bin)
+	q="encoding=rope&len=$SIM_LEN&dim=$SIM_DIM&dtype=f64&format=bin"
+	if ! command -v curl >/dev/null 2>&1; then
+		echo "skip pd_sim curl is missing" >>"$f"
+		pd=0
+	else
+		start_posencd sim --workers 2 --worker-nice 0
+		curl -s -o "$OUT/sim-pd.bin" "$PD_URL/v1/analysis/similarity?$q&offset=999"
+	fi
+	[ -x "$PY" ] || echo "skip np_sim $PY is missing" >>"$f"
+	log "cli: $ROUNDS rounds of posenc ${args[*]} / posencd GET / NumPy, alternating"
+	for r in $(seq "$ROUNDS"); do
+		off=$((1000 + r))
+		t0=$EPOCHREALTIME
+		"$cli" "${args[@]}" --offset "$off" >"$OUT/sim-cli.bin" 2>>"$OUT/sim-cli.err" ||
+			echo "skip cli_sim posenc failed (see $OUT/sim-cli.err)" >>"$f"
+		t1=$EPOCHREALTIME
+		echo "sample cli_sim $(cli_elapsed "$t0" "$t1")" >>"$f"
+		if [ "$pd" = 1 ]; then
+			rm -f "$OUT/sim-pd.bin"
+			t0=$EPOCHREALTIME
+			code=$(curl -s -o "$OUT/sim-pd.bin" -w '%{http_code} %header{x-pe-cache}' "$PD_URL/v1/analysis/similarity?$q&offset=$off" || true)
+			t1=$EPOCHREALTIME
+			alive "$PD_PID" sim
+			case $code in
+			200\ miss) miss=$((miss + 1)) ;;
+			200*) ;;
+			*) echo "skip pd_sim posencd answered $code (see $OUT/sim-pd.bin)" >>"$f" ;;
+			esac
+			echo "sample pd_sim $(cli_elapsed "$t0" "$t1")" >>"$f"
+			cmp -s "$OUT/sim-cli.bin" "$OUT/sim-pd.bin" && same=$((same + 1))
+		fi
+		if [ -x "$PY" ]; then
+			local cmp_file=()
+			[ "$r" = 1 ] && cmp_file=("$OUT/sim-cli.bin") # NumPy's difference from posenc's, once
+			"$PY" tests/bench/bench_py.py 1 sim "$SIM_LEN" "$SIM_DIM" "$off" "${cmp_file[@]}" \
+				>>"$f" 2>>"$OUT/bench_py.err" || echo "skip np_sim bench_py.py failed (see $OUT/bench_py.err)" >>"$f"
+		fi
+	done
+	if [ "$pd" = 1 ]; then stop_pid "$PD_PID"; fi
+	diff=$(info np_sim_diff "$f")
+	blas=$(dpkg -S "$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null)" 2>/dev/null | cut -d: -f1 || true)
+	if [ "$blas" = libblas3 ]; then blas="libblas3, the netlib reference BLAS"; fi
+	local what
+	what="analysis/similarity rope ${SIM_LEN}×${SIM_LEN} from dim $SIM_DIM, f64 bin ($(mib $((SIM_LEN * SIM_LEN * 8))))"
+	cli_row "CLI: posenc ${args[*]} > file, whole process (streamed), beside posencd computing the same table for one cold GET (curl's whole process; $miss/$ROUNDS misses, bytes identical to the CLI's in $same/$ROUNDS)" \
+		cli_sim pd_sim "posencd --workers 2 --worker-nice 0, GET /v1/analysis/similarity?$q&offset=N" time - 0 "reported (was ~3× by hand)"
+	cli_row "CLI: the same $what vs NumPy in-process, X then X @ X.T in float64 (BLAS ${blas:-?}; 1 thread; ${diff:-no comparison})" \
+		cli_sim np_sim "NumPy" speed - 0 "—"
+	cli_row "posencd: the same $what, one cold GET, vs NumPy in-process (as above)" \
+		pd_sim np_sim "NumPy" speed - 0 "—"
 }
 # cli_row LABEL A B ANCHOR_LABEL MODE OP LIMIT TARGET_TEXT: as kernel_row (below), from $OUT/cli.txt.
 cli_row() {
@@ -205,12 +286,63 @@ cli_row() {
 		ra=$(div "${11}" "$9")
 		rtext=$(faster "$ra")
 	fi
-	v=$(verdict "$ra" "$6" "$7")
+	[ "$6" != "-" ] && v=$(verdict "$ra" "$6" "$7")
 	row "$1" "$(fmt_s "$9") (n=${10})" "$4 $(fmt_s "${11}") (n=${12})" "$rtext" "$8" "$v"
 }
-if [ "${BENCH_ONLY:-}" = cli ]; then
-	cli_section
-	printf '%s\n' "| measurement | posenc | anchor (same run) | ratio | target | verdict |" "|---|---|---|---|---|---|" "${ROWS[@]}"
+
+# ================================================================ request validation
+# checks_section: tests/bench/bench_checks.c, request validation at dim 65536 (pe_params_set per
+# key, pe_params_finish, the dtype check a miss adds) with the O(1) frequency bound, each sample
+# alternating in-process with the O(dim) scan it replaced (still the fallback for what the bound
+# cannot decide), 5 of each per case per round; beside NumPy computing RoPE's dim/2 inverse
+# frequencies 10000 ** (-arange(0, dim, 2) / dim) in float64 (bench_py.py checks: what rebuilding
+# the frequencies costs at least, in-process, one thread), the two programs alternating ROUNDS
+# times. `BENCH_ONLY=checks` runs this section alone (no nginx, wrk or daemon) and prints its rows.
+checks_section() {
+	local f=$OUT/checks.txt k why q mb ms mn
+	: >"$f"
+	if [ ! -x "$OUT/bench_checks" ]; then
+		row "request validation at dim 65536" "skipped: bench_checks did not build" "O(dim) scan; NumPy" "—" "reported" "—"
+		return
+	fi
+	log "checks: $ROUNDS rounds of bench_checks and bench_py.py checks, alternating"
+	for _ in $(seq "$ROUNDS"); do
+		"$OUT/bench_checks" 5 >>"$f" 2>>"$OUT/bench_checks.err"
+		if [ -x "$PY" ]; then
+			"$PY" tests/bench/bench_py.py 5 checks >>"$f" 2>>"$OUT/bench_py.err" ||
+				echo "skip np_inv_freq bench_py.py failed (see $OUT/bench_py.err)" >>"$f"
+		else
+			echo "skip np_inv_freq $PY is missing" >>"$f"
+		fi
+	done
+	mn=$(median np_inv_freq "$f")
+	for k in $(awk '$1 == "info" && $2 ~ /^check_[0-9]+$/ {sub(/check_/, "", $2); if (!seen[$2]++) print $2}' "$f"); do
+		q=$(info "check_$k" "$f")
+		why=$(skipped "check_$k" "$f")
+		mb=$(median "check_bound_$k" "$f")
+		ms=$(median "check_scan_$k" "$f")
+		if [ -n "$why" ] || [ -z "$mb" ] || [ -z "$ms" ]; then
+			row "validation: $q" "skipped: ${why:-no samples}" "O(dim) scan; NumPy inv_freq" "—" "reported" "—"
+			continue
+		fi
+		set -- $mb $ms ${mn:-}
+		row "validation: $q" "$(fmt_s "$1") (n=$2)" \
+			"O(dim) scan (pe_rope_freq_force_scan) $(fmt_s "$3") (n=$4); NumPy inv_freq $([ -n "${5:-}" ] && echo "$(fmt_s "$5") (n=$6)" || echo "skipped: $(skipped np_inv_freq "$f")")" \
+			"$(faster "$(div "$3" "$1")") than the scan$([ -n "${5:-}" ] && echo "; $(div "$1" "$5")× NumPy's time")" "reported" "—"
+	done
+}
+# only_header: the machine and its load, for a section run alone
+only_header() {
+	echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) vCPU; load average at the start: $LOAD0, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "- posenc $(git rev-parse --short HEAD 2>/dev/null || echo '?'), built -O3 ($BUILD); $(date -u '+%Y-%m-%d %H:%M UTC'); medians of $ROUNDS rounds"
+	echo
+}
+if [ "${BENCH_ONLY:-}" = cli ] || [ "${BENCH_ONLY:-}" = checks ]; then
+	if [ "$BENCH_ONLY" = cli ]; then cli_section; else checks_section; fi
+	{
+		only_header
+		printf '%s\n' "| measurement | posenc | anchor (same run) | ratio | target | verdict |" "|---|---|---|---|---|---|" "${ROWS[@]}"
+	} | tee "build/bench-$BENCH_ONLY.md"
 	exit 0
 fi
 
@@ -619,6 +751,7 @@ row "RSS after 10 000 mixed requests (curl -Z, 16 at a time; $ok × 200, $hits h
 	"$(div $((rss * 1024)) $BUDGET)× budget" "≤ 1× budget" "$(verdict "$(div $((rss * 1024)) $BUDGET)" "<=" 1)"
 stop_pid "$PD_PID"
 
+checks_section
 cli_section
 
 # ================================================================ the table
