@@ -25,8 +25,11 @@
 struct pe_cache;
 struct pe_cache_entry;
 struct pe_budget;
+struct pe_err;
 
-/* entry is NULL when code != 0 (the computation failed with that PE_E* code). */
+/* code != 0: the computation failed with that PE_E* code; entry is then NULL, or (a key failed
+ * with pe_cache_fail_err) a failed entry carrying the computation's pe_err, a reference the
+ * callback owns like any other (release it). */
 typedef void (*pe_cache_wait_cb)(void *arg, struct pe_cache_entry *entry, int code);
 typedef void (*pe_cache_free_cb)(void *value);
 
@@ -58,6 +61,14 @@ int pe_cache_fill(struct pe_cache *c, const void *key, size_t keylen, void *valu
 		  pe_cache_free_cb free_cb);
 /* Fail a pending key: every waiter is called with entry NULL and code; nothing is stored. */
 void pe_cache_fail(struct pe_cache *c, const void *key, size_t keylen, int code);
+/* Fail a pending key with what the computation found: every waiter is called with err->code (an
+ * error: PE_EINTERNAL if err->code is not) and its own reference to one failed entry that holds a
+ * copy of *err (one struct pe_err, NUL-terminated; freed with the last reference), so they all
+ * tell the same detail and param. The failed entry is not stored: the next acquire is a miss.
+ * If the copy cannot be allocated, waiters get entry NULL as with pe_cache_fail. */
+void pe_cache_fail_err(struct pe_cache *c, const void *key, size_t keylen, const struct pe_err *err);
+/* The failure a failed entry carries (pe_cache_fail_err), or NULL for an entry with a value. */
+const struct pe_err *pe_cache_entry_err(const struct pe_cache_entry *e);
 
 void *pe_cache_value(const struct pe_cache_entry *e);
 size_t pe_cache_entry_bytes(const struct pe_cache_entry *e);

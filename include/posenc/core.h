@@ -225,11 +225,15 @@ int pe_cancel_err(int code, struct pe_err *err); /* set err for a pe_cancelled()
 
 /* SIMD dispatch: chosen once at first use, the best tier the CPU has (AVX-512 F+DQ, AVX2+FMA+F16C,
  * scalar; the enum is in that order), unless the environment variable POSENC_ISA names one:
- * "scalar", "avx2" or "avx512" (one the CPU lacks falls back to the best it has). pe_isa_name()
- * says which one is active, by the same names. */
+ * "scalar", "avx2" or "avx512" (any other value, or a tier the CPU lacks, falls back to the best
+ * it has). pe_isa_name() says which one is active, by the same names. */
 enum pe_isa { PE_ISA_SCALAR, PE_ISA_AVX2, PE_ISA_AVX512 };
 enum pe_isa pe_isa_active(void);
 const char *pe_isa_name(void);
+/* Is POSENC_ISA unset or a tier this CPU has? 0, else PE_EINVAL with err naming "POSENC_ISA" and a
+ * one-line detail: the value (non-printable bytes as '?', cut at 32), the accepted values and the
+ * tiers this CPU supports. For programs that refuse to run on a value the dispatch would ignore. */
+int pe_isa_check_env(struct pe_err *err);
 /* Tests only: force a path (returns PE_EINVAL if the CPU lacks it or isa is no tier). */
 int pe_isa_force(enum pe_isa isa);
 

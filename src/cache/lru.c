@@ -11,7 +11,10 @@
  * outlives its eviction, its replacement and pe_cache_free: whoever drops the count to zero runs
  * free_cb(value) and frees the entry. A pending key (a computation under way) is an entry with no
  * value yet and a list of waiters; filling it turns the same allocation into a ready entry, so
- * completing a pending key never allocates and never fails.
+ * completing a pending key never allocates and never fails. Failing one with the computation's
+ * pe_err (pe_cache_fail_err) turns it, the same way, into a failed entry outside the table whose
+ * value is a copy of that pe_err, one reference per waiter: they all answer with the same detail,
+ * and the copy (fixed size, allocated before the lock) goes with the last reference.
  *
  * Budget: an entry that leaves the table while a reader still holds it (the cache's reference is
  * not its last) is charged to the attached budget under the lock, and given back by whoever frees
@@ -53,6 +56,7 @@ struct pe_cache_entry {
 	uint64_t hash;
 	size_t keylen;
 	bool pending;
+	bool failed; /* value is a struct pe_err (pe_cache_fail_err) */
 	struct pe_budget *budget; /* charged while outside the table and still referenced */
 	size_t charged;
 	unsigned char key[];
@@ -492,26 +496,74 @@ out:
 	return rc;
 }
 
-void pe_cache_fail(struct pe_cache *c, const void *key, size_t keylen, int code)
+/* Take key's pending entry out of the table (NULL if nothing is under way; a ready entry stays). */
+static struct pe_cache_entry *take_pending(struct pe_cache *c, const void *key, size_t keylen)
 {
 	uint64_t hash = hash_key(c->seed, key, keylen);
-	struct pe_cache_entry *e;
-
-	if (code >= 0) /* waiters must see an error with their NULL entry */
-		code = PE_EINTERNAL;
 	pthread_mutex_lock(&c->lock);
-	e = *find_link(c, hash, key, keylen);
+	struct pe_cache_entry *e = *find_link(c, hash, key, keylen);
 	if (e != NULL && e->pending) {
 		table_unlink(c, e);
 		c->stats.pending--;
 	} else {
-		e = NULL; /* nothing under way (a ready entry stays) */
+		e = NULL;
 	}
 	pthread_mutex_unlock(&c->lock);
+	return e;
+}
+
+void pe_cache_fail(struct pe_cache *c, const void *key, size_t keylen, int code)
+{
+	if (code >= 0) /* waiters must see an error with their NULL entry */
+		code = PE_EINTERNAL;
+	struct pe_cache_entry *e = take_pending(c, key, keylen);
 	if (e != NULL) {
 		notify(e->waiters, NULL, code);
 		entry_destroy(e);
 	}
+}
+
+/* A copy of err with an error code and both strings terminated, or NULL when out of memory. */
+static struct pe_err *err_copy(const struct pe_err *err)
+{
+	struct pe_err *copy = malloc(sizeof *copy);
+	if (copy == NULL)
+		return NULL;
+	*copy = *err;
+	if (copy->code >= 0)
+		copy->code = PE_EINTERNAL;
+	copy->param[sizeof copy->param - 1] = 0;
+	copy->detail[sizeof copy->detail - 1] = 0;
+	return copy;
+}
+
+void pe_cache_fail_err(struct pe_cache *c, const void *key, size_t keylen, const struct pe_err *err)
+{
+	struct pe_err *copy = err_copy(err);
+	struct pe_cache_entry *e = take_pending(c, key, keylen);
+	int code = copy ? copy->code : err->code < 0 ? err->code : PE_EINTERNAL;
+	struct waiter *waiters = e ? e->waiters : NULL;
+	if (e == NULL || copy == NULL || waiters == NULL) {
+		free(copy);
+		if (e != NULL) {
+			notify(waiters, NULL, code);
+			entry_destroy(e);
+		}
+		return;
+	}
+	/* The pending entry becomes the failed one: no allocation past the copy, as pe_cache_fill. */
+	e->waiters = e->wlast = NULL;
+	e->pending = false;
+	e->failed = true;
+	e->value = copy;
+	e->free_cb = free;
+	atomic_store_explicit(&e->refs, count_waiters(waiters), memory_order_relaxed);
+	notify(waiters, e, code);
+}
+
+const struct pe_err *pe_cache_entry_err(const struct pe_cache_entry *e)
+{
+	return e != NULL && e->failed ? e->value : NULL;
 }
 
 void *pe_cache_value(const struct pe_cache_entry *e)

@@ -83,6 +83,10 @@ int main(int argc, char **argv)
 	struct pe_err err = {0};
 	signal(SIGPIPE, SIG_IGN); /* a closed pipe or a file size limit: an error line, status 1 */
 	signal(SIGXFSZ, SIG_IGN);
+	if (pe_isa_check_env(&err) != 0) { /* as posencd: a bad POSENC_ISA is refused, not ignored */
+		fprintf(stderr, "posenc: %s\n", err.detail);
+		return 2;
+	}
 	if (argc >= 2 && !strcmp(argv[1], "plan"))
 		return cli_plan_main(argc, argv);
 	int rc = cli_args_parse(argc, argv, &a, &err);

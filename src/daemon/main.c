@@ -365,6 +365,10 @@ int main(int argc, char **argv)
 {
 	struct daemon d = {0};
 	struct pe_err err = {0};
+	if (pe_isa_check_env(&err) != 0) { /* a forced kernel set the CPU cannot run: refuse, never guess */
+		fprintf(stderr, "posencd: %s\n", err.detail);
+		return 2;
+	}
 	int rc = pe_config_load(&d.cfg, argc, argv, NULL, &err);
 	if (rc == 1)
 		return 0;

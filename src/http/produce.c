@@ -48,7 +48,12 @@
  * parsed until the computation is done (it then hits). Were MHD ever run with several threads,
  * it would find the key pending in the cache (PE_CACHE_WAIT), suspend on its waiter as for a
  * pooled job, and be resumed by the inline computation's pe_cache_fill like any joiner: single
- * flight holds either way, as the cache, not the thread, owns it. */
+ * flight holds either way, as the cache, not the thread, owns it.
+ *
+ * Failures: a job that fails with a problem of its own (its pe_err set for the code it returns)
+ * fails the key with it (pe_cache_fail_err), so the request that made the job and every request
+ * that joined it answer the same problem+json, detail and param included; a bare code (out of
+ * memory before the job ran, a refused submit) is worded by the producer's failure_cb. */
 #include "http/produce.h"
 
 #include <inttypes.h>
@@ -402,6 +407,17 @@ static void test_job_gate(const struct job *j)
 	}
 }
 
+/* Fail a key: with the job's own problem when it tells this failure (its code, with a detail), so
+ * the request that made the job and every request waiting on the key answer what the job found,
+ * param included; else with the code alone (the producer's failure_cb words it). */
+static void fail_key(struct pe_http *h, const char *key, size_t keylen, int rc, const struct pe_err *err)
+{
+	if (rc < 0 && err->code == rc && err->detail[0])
+		pe_cache_fail_err(h->opt.cache, key, keylen, err);
+	else
+		pe_cache_fail(h->opt.cache, key, keylen, rc);
+}
+
 /* Compute, encode and publish j's answer (fill or fail its key), on whichever thread runs it. */
 static void job_compute(struct job *j)
 {
@@ -430,7 +446,7 @@ static void job_compute(struct job *j)
 		pe_budget_give(h->opt.budget, held);
 	} else {
 		free(b);
-		pe_cache_fail(h->opt.cache, j->key, j->keylen, rc);
+		fail_key(h, j->key, j->keylen, rc, &err);
 	}
 }
 
@@ -453,6 +469,9 @@ static enum MHD_Result produce_resume(struct req *r, struct MHD_Connection *conn
 		pe_err_set(&err, PE_ETIMEOUT, "", "the table was not ready within job_timeout");
 		return pe_http_problem(r, conn, &err);
 	}
+	const struct pe_err *failed = pe_cache_entry_err(w->entry); /* the job's own problem, if it left one */
+	if (failed)
+		return pe_http_problem(r, conn, failed);
 	if (w->code != 0 || !w->entry) {
 		const struct pe_producer *pr = r->resume_arg;
 		pr->failure_cb(w->code ? w->code : PE_EINTERNAL, &err);
@@ -526,7 +545,7 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 	}
 	int inlined = 0;
 	if (rc == PE_CACHE_MISS && start_job(r, pr, o, key, keylen, ctx, &inlined, &err) != 0) {
-		pe_cache_fail(h->opt.cache, key, keylen, err.code); /* completes w: drops the cache's reference */
+		fail_key(h, key, keylen, err.code, &err); /* completes w: drops the cache's reference */
 		pe_waiter_unref(w);
 		return pe_http_problem(r, conn, &err);
 	}

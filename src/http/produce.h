@@ -31,8 +31,9 @@ struct pe_producer {
 	/* The job's work in estimated nanoseconds (pe_produce_estimate_ns): at most inline_max_us and
 	 * it is computed on the HTTP thread, without suspending. NULL: always on the pool. */
 	uint64_t (*estimate_cb)(void *job);
-	/* The problem a waiting request gets when the job failed with code (its detail reaches only
-	 * the job): fills err. */
+	/* The problem a waiting request gets when the job failed with code and left no problem of
+	 * its own for it (err not set, or set for another code): fills err. When it did, every
+	 * request on the key gets the job's (produce.c, pe_cache_fail_err). */
 	void (*failure_cb)(int code, struct pe_err *err);
 };
 
