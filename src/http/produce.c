@@ -407,12 +407,14 @@ static void test_job_gate(const struct job *j)
 	}
 }
 
-/* Fail a key: with the job's own problem when it tells this failure (its code, with a detail), so
- * the request that made the job and every request waiting on the key answer what the job found,
- * param included; else with the code alone (the producer's failure_cb words it). */
+/* Fail a key: with the job's own problem when it tells this failure (its code, with a detail) and
+ * the failure is the client's (4xx), so the request that made the job and every request waiting on
+ * the key answer what the job found, param included; else with the code alone (the producer's
+ * failure_cb words it). A server-side failure's detail (a store's or database's message, which may
+ * name hosts or paths) stays out of answers anyone may ask for. */
 static void fail_key(struct pe_http *h, const char *key, size_t keylen, int rc, const struct pe_err *err)
 {
-	if (rc < 0 && err->code == rc && err->detail[0])
+	if (rc < 0 && err->code == rc && err->detail[0] && pe_err_status(rc) < 500)
 		pe_cache_fail_err(h->opt.cache, key, keylen, err);
 	else
 		pe_cache_fail(h->opt.cache, key, keylen, rc);
