@@ -393,6 +393,10 @@ static void put_enc(struct sb *b, const struct pe_plan_enc *e)
 	}
 	puts_(b, ",\"url\":");
 	put_str(b, e->url);
+	if (e->format) { /* only when the url asks for a format: the answer is JSON otherwise */
+		puts_(b, ",\"format\":");
+		put_str(b, e->format);
+	}
 	puts_(b, ",\"params\":{");
 	for (size_t k = 0; k < e->nparams; k++) {
 		puts_(b, k ? "," : "");
