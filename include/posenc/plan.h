@@ -40,6 +40,7 @@ struct pe_plan_enc {
 	struct pe_plan_param params[PE_PLAN_MAX_PARAMS]; /* posenc's parameters, without the length */
 	size_t nparams;
 	char *url;          /* "/v1/<table>?<canonical query>" (heap), or NULL without a table */
+	const char *format; /* "npy" when the url asks for it (its JSON would pass the limits), else NULL */
 	int64_t len;        /* the length the url has (0: none) */
 	int head_dim, rotary_dim; /* 0: does not apply */
 	const char *layout; /* "half" / "interleaved", or NULL */
@@ -57,9 +58,19 @@ struct pe_plan {
 	size_t nwarnings;
 };
 
+struct pe_params;
+
 struct pe_plan_opts {
 	int64_t len;           /* positions wanted; 0: the config's max_position_embeddings */
 	uint64_t max_elements; /* the largest table a url may name: len is capped to fit (0: no cap) */
+	/* The response limits of the server the urls are for (response_budget_bytes,
+	 * max_response_bytes): nonzero when the table of p (finished) answered as format ("json", any
+	 * Accept-Encoding; or "npy") stays within them, decided from the parameters as that server
+	 * decides before computing. NULL: no limits (every url is JSON). A table whose JSON would not
+	 * fit gets format=npy (a note says so), and if even npy would not, its len is capped to the
+	 * most positions that fit as npy (a warning names the cap). ctx: fits_ctx. */
+	int (*fits_cb)(void *ctx, const struct pe_params *p, const char *format);
+	void *fits_ctx;
 };
 
 /* The plan of the config in json[0 .. n). Errors: PE_EBODY (400) for JSON that does not parse

@@ -51,6 +51,8 @@ static int parse_count(const char *s, const char *param, int64_t *out, struct pe
 static int make_plan(const char *path, const char *len, const char *max_elements, struct pe_plan *plan,
 		     struct pe_err *err)
 {
+	/* No fits_cb: the CLI writes a table block by block to its output, with no response budget,
+	 * so its only limit is --max-elements; the urls are JSON GETs of that length. */
 	struct pe_plan_opts o = {.len = 0, .max_elements = CLI_DEFAULT_MAX_ELEMENTS};
 	int64_t v = 0;
 	if (len && parse_count(len, "len", &o.len, err) != 0)

@@ -17,6 +17,10 @@
  * - No context length in the config (BLOOM, T5 without n_positions): len is 2048.
  * - Gemma 3 without layer_types or sliding_window_pattern: every 6th layer is global (its default).
  * - mscale without mscale_all_dim (or the reverse): transformers ignores the lone one, and so do we.
+ * - No rope_theta: the default of the model's transformers config class (plan_rope.c's
+ *   default_theta; warned when it is not the usual 10000).
+ * - A table whose JSON the server would refuse as too large (pe_plan_opts.fits_cb): format=npy,
+ *   len capped only when even npy would be refused (plan_out.c's fit_response says why).
  * Everything else a family needs and does not find is a 422 naming the key.
  *
  * Files: plan_cfg.c reads the config (errors naming the key, dimensions, len), plan_rope.c holds the

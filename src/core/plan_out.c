@@ -130,28 +130,34 @@ static int table_params(const struct pe_table_def *def, const struct pe_plan_enc
 	return rc;
 }
 
-/* Elements of the table for len positions; UINT64_MAX when its parameters fail. */
-static uint64_t table_count(const struct pe_table_def *def, const struct pe_plan_enc *e, int64_t len)
+/* Does the table for len positions fit: at most max_elements, and with fmt ("json", "npy"; NULL:
+ * elements only) within the server's response limits (o->fits_cb)? Parameters that fail do not. */
+static int len_fits(const struct pe_table_def *def, const struct pe_plan_enc *e, int64_t len,
+		    const struct pe_plan_opts *o, const char *fmt)
 {
 	struct pe_params p;
 	struct pe_shape s;
 	int of = 0;
 	if (table_params(def, e, len, &p, NULL) != 0)
-		return UINT64_MAX;
+		return 0;
 	size_t n = pe_table_shape(&p, &s) == 0 ? pe_shape_count(&s, &of) : 0;
+	int ok = !of && (!o->max_elements || n <= o->max_elements);
+	if (ok && fmt && o->fits_cb)
+		ok = o->fits_cb(o->fits_ctx, &p, fmt) != 0;
 	pe_params_destroy(&p);
-	return of ? UINT64_MAX : n;
+	return ok;
 }
 
-/* The largest len <= want whose table holds at most max elements (1 when even that does not). */
-static int64_t cap_len(const struct pe_table_def *def, const struct pe_plan_enc *e, int64_t want, uint64_t max)
+/* The largest len <= want that fits (len_fits; 1 when even that does not). */
+static int64_t cap_len(const struct pe_table_def *def, const struct pe_plan_enc *e, int64_t want,
+		       const struct pe_plan_opts *o, const char *fmt)
 {
-	if (!max || !e->len_key || table_count(def, e, want) <= max)
+	if (!e->len_key || len_fits(def, e, want, o, fmt))
 		return want;
-	int64_t lo = 1, hi = want; /* count(lo) <= max (or lo = 1), count(hi) > max */
+	int64_t lo = 1, hi = want; /* fits(lo) (or lo = 1), not fits(hi) */
 	while (hi - lo > 1) {
 		int64_t mid = lo + (hi - lo) / 2;
-		if (table_count(def, e, mid) <= max)
+		if (len_fits(def, e, mid, o, fmt))
 			lo = mid;
 		else
 			hi = mid;
@@ -195,17 +201,21 @@ static char *plain_url(const struct pe_plan_enc *e, int64_t len)
 	return escape_plus(u);
 }
 
-static char *canonical_url(const struct pe_table_def *def, const struct pe_params *p)
+/* The canonical GET of p, with "&format=<fmt>" when fmt is given. */
+static char *canonical_url(const struct pe_table_def *def, const struct pe_params *p, const char *fmt)
 {
 	size_t cap = (size_t)PE_MAX_LIST * 26 * 2 + 256;
 	char *u = malloc(cap);
 	if (!u)
 		return NULL;
 	int n = snprintf(u, cap, "/v1/%s?", def->name);
-	if (pe_params_canonical(p, u + n, cap - (size_t)n) < 0) {
+	int q = pe_params_canonical(p, u + n, cap - (size_t)n - 32);
+	if (q < 0) {
 		free(u);
 		return NULL;
 	}
+	if (fmt)
+		snprintf(u + n + q, cap - (size_t)(n + q), "&format=%s", fmt);
 	return escape_plus(u);
 }
 
@@ -224,6 +234,31 @@ static void warn_capped(struct pe_plan *plan, const struct pe_plan_enc *e, int64
 			     (unsigned long long)max);
 }
 
+/* The format of e's url and its len, so that the url is answered as given by the server whose
+ * limits o->fits_cb knows (len already fits max_elements).
+ *
+ * When the table's JSON would pass the response limits (any Accept-Encoding: gzip holds the text
+ * and its copy), the url stays JSON. Else it asks for npy at the same len if that fits, and only
+ * when even npy does not is len capped (to the most positions npy fits), with a warning naming
+ * the cap. npy before a cap because the plan's len is the model's context, the table the user
+ * asked for: a binary body loads in one call (numpy.load, torch) at 4 bytes a value, while a
+ * capped JSON table would silently be a different (shorter) table than the model's. */
+static int64_t fit_response(struct pe_plan *plan, const struct pe_table_def *def, struct pe_plan_enc *e,
+			    int64_t len, const struct pe_plan_opts *o)
+{
+	if (!o->fits_cb || len_fits(def, e, len ? len : 1, o, "json"))
+		return len;
+	e->format = "npy";
+	int64_t capped = len ? cap_len(def, e, len, o, "npy") : 0;
+	if (capped < len)
+		pe_plan_warn(plan, "%s (%s): len %lld capped to %lld, the most positions whose table fits the server's "
+			     "response limits (response_budget_bytes, max_response_bytes) even as npy",
+			     e->kind, e->layers ? e->layers : "listed layers", (long long)len, (long long)capped);
+	pe_plan_note(e, "format=npy: as JSON this table would be over the server's response limits "
+		     "(response_budget_bytes, max_response_bytes); npy loads with numpy.load");
+	return capped;
+}
+
 int pe_plan_finish_enc(struct pe_plan *plan, struct pe_plan_enc *e, int64_t len, const struct pe_plan_opts *o)
 {
 	if (!e->table)
@@ -235,11 +270,12 @@ int pe_plan_finish_enc(struct pe_plan *plan, struct pe_plan_enc *e, int64_t len,
 		len = 0;
 	if (def && table_params(def, e, len ? len : 1, &p, &err) == 0) {
 		pe_params_destroy(&p);
-		int64_t capped = len ? cap_len(def, e, len, o->max_elements) : 0;
+		int64_t capped = len ? cap_len(def, e, len, o, NULL) : 0;
 		warn_capped(plan, e, len, capped, o->max_elements);
+		capped = fit_response(plan, def, e, capped, o);
 		if (table_params(def, e, capped ? capped : 1, &p, &err) != 0)
 			return PE_EINTERNAL; /* the same parameters passed above with a larger len */
-		e->url = canonical_url(def, &p);
+		e->url = canonical_url(def, &p, e->format);
 		e->len = capped;
 		if (def->extra)
 			e->attention_scaling = def->extra(&p);
@@ -357,6 +393,10 @@ static void put_enc(struct sb *b, const struct pe_plan_enc *e)
 	}
 	puts_(b, ",\"url\":");
 	put_str(b, e->url);
+	if (e->format) { /* only when the url asks for a format: the answer is JSON otherwise */
+		puts_(b, ",\"format\":");
+		put_str(b, e->format);
+	}
 	puts_(b, ",\"params\":{");
 	for (size_t k = 0; k < e->nparams; k++) {
 		puts_(b, k ? "," : "");

@@ -289,7 +289,31 @@ static void scaling_of(struct cfg *c, struct rope *r)
 	}
 }
 
-/* base: rope_theta (also inside rope_parameters), GPT-NeoX's rotary_emb_base, else 10000. */
+/* The base a config without rope_theta gets: its transformers config class's default (the class
+ * attribute default_theta, or the rope_theta default of its __init__), by model_type. Families
+ * not listed default to 10000 (LlamaConfig, MistralConfig, Qwen2Config, Qwen3, DeepseekV2/V3,
+ * Phi, Phi3, GPTNeoX's rotary_emb_base, GPT-J, Falcon, Gemma, Gemma2; Gemma 3's global layers are
+ * plan_family_gemma3's). */
+static const struct {
+	const char *model_type;
+	double theta;
+} default_theta[] = {
+	{"llama4", 500000},     {"llama4_text", 500000},  /* Llama4TextConfig.default_theta */
+	{"mixtral", 1000000},                             /* MixtralConfig.default_theta */
+	{"qwen2_vl", 1000000},  {"qwen2_5_vl", 1000000},  /* Qwen2(.5)VLTextConfig: rope_theta 1000000.0 */
+	{"qwen3_vl", 500000},   {"qwen3_vl_moe", 500000}, /* Qwen3VL(Moe)TextConfig.default_theta */
+};
+
+static double family_theta(const struct cfg *c)
+{
+	for (size_t i = 0; i < sizeof default_theta / sizeof default_theta[0]; i++)
+		if (!strcmp(c->plan->model_type, default_theta[i].model_type))
+			return default_theta[i].theta;
+	return 10000;
+}
+
+/* base: rope_theta (also inside rope_parameters), GPT-NeoX's rotary_emb_base, else the family's
+ * default (family_theta; a warning names it when it is not the usual 10000). */
 static int rope_base(struct cfg *c, struct rope *r)
 {
 	double v = 0;
@@ -300,7 +324,10 @@ static int rope_base(struct cfg *c, struct rope *r)
 		rc = plan_num(c, "rotary_emb_base", &v);
 	if (rc < 0)
 		return rc;
-	r->base = rc ? v : 10000;
+	r->base = rc ? v : family_theta(c);
+	if (!rc && r->base != 10000)
+		pe_plan_warn(c->plan, "no rope_theta: base %.0f (the default of transformers' %s config)", r->base,
+			     c->plan->model_type);
 	if (!(r->base > 0))
 		return plan_bad(c, "rope_theta", "rope_theta must be > 0");
 	return rc;

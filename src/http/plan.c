@@ -5,9 +5,13 @@
  * that is smaller: a larger Content-Length is a 413 before a byte is read. The plan is made on
  * libmicrohttpd's thread: parsing a body of that bound and the rules take well under a
  * millisecond of work per kilobyte, no more than answering a cache hit, so it is not worth a job.
- * Not cached: the answer depends on the whole body. Errors: 400 for JSON that does not parse,
+ * Not cached: the answer depends on the whole body. Every url is answered as given by this server:
+ * len is capped by max_elements, and a table whose JSON would be over response_budget_bytes or
+ * max_response_bytes is planned as format=npy (or, when even that is over, with a shorter len). Errors: 400 for JSON that does not parse,
  * 422 naming the key for a model family or rope_type posenc does not know, 400 naming len. */
 #include "http/handler.h"
+#include "http/produce.h"
+#include "posenc/output.h"
 #include "posenc/plan.h"
 
 #include <errno.h>
@@ -55,6 +59,22 @@ static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, cons
 	return MHD_YES;
 }
 
+/* The plan's fits_cb: would the table of p, as format (json with gzip, the larger; or npy), pass
+ * this server's 413 check before a job (response_budget_bytes, table.c's count) and fit its
+ * output buffer (max_response_bytes)? */
+static int fits_cb(void *ctx, const struct pe_params *p, const char *format)
+{
+	const struct pe_http *h = ctx;
+	struct pe_out o = {.fmt = strcmp(format, "npy") ? PE_FMT_JSON : PE_FMT_NPY, .gzip = !strcmp(format, "json")};
+	if (pe_out_pick_dtype(NULL, p->def->fixed_dtype, o.fmt, &o.dt, NULL) != 0)
+		return 0;
+	uint64_t out, need = pe_table_need(p, &o, &out);
+	struct pe_budget_stats st = {0};
+	if (h->opt.budget)
+		pe_budget_stats(h->opt.budget, &st);
+	return need != UINT64_MAX && (!h->opt.budget || need <= st.limit) && out <= h->opt.max_response_bytes;
+}
+
 struct query {
 	int64_t len;
 	struct pe_err *err;
@@ -91,7 +111,7 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
 	if (q.failed)
 		return pe_http_problem(r, conn, &err);
-	struct pe_plan_opts o = {.len = q.len, .max_elements = r->h->opt.max_elements};
+	struct pe_plan_opts o = {.len = q.len, .max_elements = r->h->opt.max_elements, .fits_cb = fits_cb, .fits_ctx = r->h};
 	if (pe_plan_build(r->body.data ? r->body.data : "", r->body.len, &o, &plan, &err) != 0)
 		return pe_http_problem(r, conn, &err);
 	size_t n = 0;

@@ -200,6 +200,17 @@ static size_t key_cap(const struct pe_params *p)
 	return cap;
 }
 
+uint64_t pe_table_need(const struct pe_params *p, const struct pe_out *o, uint64_t *out)
+{
+	struct pe_shape s;
+	struct pe_cost c;
+	*out = UINT64_MAX;
+	if (pe_table_shape(p, &s) != 0 || pe_table_cost(p, &c) != 0 || o->fmt == PE_FMT_PNG)
+		return UINT64_MAX;
+	*out = pe_produce_out_bound(o, &s, 2 * key_cap(p) + 1024, NULL); /* check_budget's, any key */
+	return job_need(o, &s, c.scratch_bytes, *out);
+}
+
 static int make_key(const struct pe_params *p, const struct pe_out *o, char *key, size_t cap)
 {
 	int n = snprintf(key, cap, "v1/%s?", p->def->name);

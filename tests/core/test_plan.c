@@ -3,6 +3,7 @@
  * jansson) and the CLI's pick. The tables the urls name are checked end to end in
  * tests/e2e/test_plan.c against tests/ref/gen_plan.py. */
 #include "core/plan_json.h"
+#include "posenc/core.h"
 #include "posenc/plan.h"
 #include "support/pe_check.h"
 
@@ -343,6 +344,114 @@ START_TEST(len_is_capped_to_fit)
 }
 END_TEST
 
+/* A fixture without rope_theta (removed from text_config when it is there, else from the top)
+ * gets its transformers config class's default (read in transformers' configuration_<model>.py:
+ * default_theta, or the rope_theta default of the text config's __init__), and a warning names it. */
+static void plan_without_theta(const char *name, struct pe_plan *plan)
+{
+	size_t len;
+	json_error_t jerr;
+	char *text = read_fixture(name, &len);
+	json_t *root = json_loadb(text, len, 0, &jerr);
+	free(text);
+	ck_assert_ptr_nonnull(root);
+	json_t *tc = json_object_get(root, "text_config");
+	ck_assert_int_eq(json_object_del(tc && json_object_get(tc, "rope_theta") ? tc : root, "rope_theta"), 0);
+	char *copy = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	struct pe_err err = {0};
+	int rc = pe_plan_build(copy, strlen(copy), &defaults, plan, &err);
+	free(copy);
+	ck_assert_msg(rc == 0, "%s: %s: %s", name, err.param, err.detail);
+}
+
+static int warned(const struct pe_plan *plan, const char *needle)
+{
+	for (size_t i = 0; i < plan->nwarnings; i++)
+		if (strstr(plan->warnings[i], needle))
+			return 1;
+	return 0;
+}
+
+START_TEST(missing_rope_theta_is_the_class_default)
+{
+	static const struct {
+		const char *fixture, *base;
+	} cases[] = {
+		{"llama4-scout.json", "500000"},     /* Llama4TextConfig.default_theta */
+		{"mixtral-8x7b.json", "1000000"},    /* MixtralConfig.default_theta */
+		{"qwen2-vl-7b.json", "1000000"},     /* Qwen2VLTextConfig: rope_theta 1000000.0 */
+		{"qwen2.5-vl-7b.json", "1000000"},   /* Qwen2_5_VLTextConfig: rope_theta 1000000.0 */
+		{"qwen3-vl-8b.json", "500000"},      /* Qwen3VLTextConfig.default_theta */
+		{"mistral-7b-v0.1.json", "10000"},   /* the PreTrainedConfig default, unchanged */
+		{"deepseek-v3.json", "10000"},
+		{"phi3-mini-128k.json", "10000"},
+		{"qwen2.5-7b-instruct-yarn.json", "10000"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct pe_plan plan;
+		plan_without_theta(cases[i].fixture, &plan);
+		const char *base = param_of(&plan.enc[0], "base");
+		ck_assert_msg(base && !strcmp(base, cases[i].base), "%s: base %s, expected %s", cases[i].fixture,
+			      base ? base : "(none)", cases[i].base);
+		int want_warning = strcmp(cases[i].base, "10000") != 0;
+		ck_assert_msg(warned(&plan, "no rope_theta") == want_warning, "%s: warning %s", cases[i].fixture,
+			      want_warning ? "missing" : "unexpected");
+		pe_plan_destroy(&plan);
+		plan_fixture(cases[i].fixture, NULL, &plan); /* as published: no such warning */
+		ck_assert_msg(!warned(&plan, "no rope_theta"), "%s", cases[i].fixture);
+		pe_plan_destroy(&plan);
+	}
+}
+END_TEST
+
+/* The response limits (fits_cb): a table whose JSON would be over them is planned as npy (a note
+ * says so) at the same len; when npy would be over them too, len is capped so npy fits (a warning
+ * names the cap). The limits here: JSON up to 1000 elements, npy up to 4000. */
+static int small_server_cb(void *ctx, const struct pe_params *p, const char *format)
+{
+	struct pe_shape s;
+	int of = 0;
+	int *calls = ctx;
+	++*calls;
+	ck_assert_int_eq(pe_table_shape(p, &s), 0);
+	size_t n = pe_shape_count(&s, &of);
+	return !of && n <= (strcmp(format, "npy") ? 1000u : 4000u);
+}
+
+START_TEST(urls_fit_the_response_limits)
+{
+	int calls = 0;
+	struct pe_plan plan;
+	struct pe_plan_opts o = {.len = 3, .max_elements = 0, .fits_cb = small_server_cb, .fits_ctx = &calls};
+	plan_fixture("llama2-7b.json", &o, &plan); /* 2 * 3 * 128 = 768: JSON */
+	ck_assert_ptr_null(plan.enc[0].format);
+	ck_assert_ptr_null(strstr(plan.enc[0].url, "format="));
+	ck_assert_int_gt(calls, 0);
+	pe_plan_destroy(&plan);
+	o.len = 10; /* 2560: npy at the same len */
+	plan_fixture("llama2-7b.json", &o, &plan);
+	ck_assert_str_eq(plan.enc[0].format, "npy");
+	ck_assert_int_eq(plan.enc[0].len, 10);
+	ck_assert_msg(strstr(plan.enc[0].url, "&format=npy") != NULL, "%s", plan.enc[0].url);
+	ck_assert(strstr(plan.enc[0].notes[plan.enc[0].nnotes - 1], "format=npy") != NULL);
+	ck_assert(!warned(&plan, "capped"));
+	pe_plan_destroy(&plan);
+	o.len = 100; /* npy holds 2 * 15 * 128 = 3840 */
+	plan_fixture("llama2-7b.json", &o, &plan);
+	ck_assert_str_eq(plan.enc[0].format, "npy");
+	ck_assert_int_eq(plan.enc[0].len, 15);
+	ck_assert(warned(&plan, "len 100 capped to 15"));
+	ck_assert(warned(&plan, "response limits"));
+	pe_plan_destroy(&plan);
+	o.len = 0; /* MPT's ALiBi: 32 heads * q_len^2 */
+	plan_fixture("mpt-7b.json", &o, &plan);
+	ck_assert_str_eq(plan.enc[0].format, "npy");
+	ck_assert_int_eq(plan.enc[0].len, 11); /* 32 * 11^2 = 3872 */
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
 /* The answer is JSON with the fields of the contract; a url is escaped ('+' as %2B). */
 START_TEST(json_answer_reads_back)
 {
@@ -407,6 +516,8 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, yarn_factor_disagreement_is_a_warning);
 	tcase_add_test(tc, gemma3_local_and_global);
 	tcase_add_test(tc, len_is_capped_to_fit);
+	tcase_add_test(tc, missing_rope_theta_is_the_class_default);
+	tcase_add_test(tc, urls_fit_the_response_limits);
 	tcase_add_test(tc, json_answer_reads_back);
 	tcase_add_test(tc, pick_one_encoding);
 	suite_add_tcase(s, tc);

@@ -200,6 +200,58 @@ START_TEST(len_is_capped_by_max_elements)
 }
 END_TEST
 
+/* Every url a plan hands out at the default len is answered as given (200) by a daemon with the
+ * default limits: MPT's ALiBi (32 heads x 1448^2 once capped by max_elements) is over
+ * response_budget_bytes as JSON, so its url asks for npy (and says so in its notes). */
+static size_t fetch_every_url(const struct pe_daemon *d, const char *name)
+{
+	size_t len, fetched = 0, i;
+	json_t *e;
+	char *body = read_config(name, &len);
+	json_t *plan = post_plan(d, "", body, len);
+	free(body);
+	json_array_foreach(json_object_get(plan, "encodings"), i, e) {
+		const char *url = json_string_value(json_object_get(e, "url"));
+		if (!url || strncmp(url, "/v1/", 4) || !strcmp(url, "/v1/learned"))
+			continue;
+		struct pe_resp r;
+		pe_get(d, url, &r);
+		ck_assert_msg(r.status == 200, "%s: %s: %ld %.300s", name, url, r.status, r.body ? r.body : "");
+		pe_resp_free(&r);
+		fetched++;
+	}
+	if (!strcmp(name, "mpt-7b.json")) {
+		e = json_array_get(json_object_get(plan, "encodings"), 0);
+		const char *url = json_string_value(json_object_get(e, "url"));
+		ck_assert_msg(strstr(url, "q_len=1448") && strstr(url, "&format=npy"), "%s", url);
+		json_t *notes = json_object_get(e, "notes");
+		ck_assert_str_eq(json_string_value(json_object_get(e, "format")), "npy");
+		ck_assert(strstr(json_string_value(json_array_get(notes, json_array_size(notes) - 1)), "format=npy"));
+	}
+	json_decref(plan);
+	return fetched;
+}
+
+START_TEST(every_url_is_served_as_given)
+{
+	static const char *const configs[] = {
+		"bloom-560m.json", "deepseek-v2-lite.json", "deepseek-v3.json", "falcon-7b.json", "falcon-rw-1b.json",
+		"gemma2-9b.json", "gemma3-1b-layer-types.json", "gemma3-4b.json", "gpt-j-6b.json", "llama2-7b.json",
+		"llama3.1-8b.json", "llama3.2-1b.json", "llama4-scout.json", "mistral-7b-v0.1.json", "mixtral-8x7b.json",
+		"mpt-7b.json", "phi-2.json", "phi3-mini-128k.json", "phi4-mini-instruct.json", "pythia-160m.json",
+		"qwen2-vl-7b.json", "qwen2.5-7b-instruct-yarn.json", "qwen2.5-vl-7b.json", "qwen3-vl-8b.json",
+		"t5-small.json", "vit-mae-base.json",
+	};
+	struct pe_daemon d;
+	size_t fetched = 0;
+	pe_daemon_start(&d, NULL);
+	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
+		fetched += fetch_every_url(&d, configs[i]);
+	ck_assert_uint_ge(fetched, sizeof configs / sizeof configs[0]);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
 static void expect_problem(const struct pe_daemon *d, const char *method, const char *path, const char *const *hdr,
 			   const char *body, long status, const char *param)
 {
@@ -254,6 +306,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, every_fixture_matches_its_reference);
 	tcase_add_test(tc, rope_parameters_spelling_is_the_same_plan);
 	tcase_add_test(tc, len_is_capped_by_max_elements);
+	tcase_add_test(tc, every_url_is_served_as_given);
 	tcase_add_test(tc, refusals_name_what_is_wrong);
 	suite_add_tcase(s, tc);
 	return s;
