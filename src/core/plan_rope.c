@@ -333,12 +333,25 @@ static int rope_base(struct cfg *c, struct rope *r)
 	return rc;
 }
 
-/* The rotary share of a head: rotary_dim (GPT-J), partial_rotary_factor (Phi), rotary_pct (NeoX). */
+/* The rotary share a config without rotary_dim / partial_rotary_factor / rotary_pct gets: its
+ * transformers config class's default, by model_type (GPTNeoXConfig rotary_pct=0.25, PhiConfig
+ * partial_rotary_factor=0.5); the others rotate whole heads. */
+static double family_rotary_share(const struct cfg *c)
+{
+	if (!strcmp(c->plan->model_type, "gpt_neox"))
+		return 0.25;
+	if (!strcmp(c->plan->model_type, "phi"))
+		return 0.5;
+	return 1;
+}
+
+/* The rotary share of a head: rotary_dim (GPT-J), partial_rotary_factor (Phi), rotary_pct (NeoX),
+ * else the family's default (family_rotary_share; a warning names it when it is not the whole head). */
 static int rotary_dim(struct cfg *c, struct rope *r)
 {
 	double v = 0;
 	int rc;
-	r->rotary_dim = r->head_dim;
+	r->rotary_dim = (int)(r->head_dim * family_rotary_share(c)); /* the class default: see below */
 	if ((rc = plan_channels(c, "rotary_dim", &v)) != 0) {
 		if (rc > 0)
 			r->rotary_dim = (int)v;
@@ -351,6 +364,9 @@ static int rotary_dim(struct cfg *c, struct rope *r)
 	}
 	if (rc < 0)
 		return rc;
+	if (rc == 0 && family_rotary_share(c) != 1)
+		pe_plan_warn(c->plan, "no rotary_pct / partial_rotary_factor: %g of each head rotates (the default of "
+			     "transformers' %s config)", family_rotary_share(c), c->plan->model_type);
 	if (r->rotary_dim < 2 || r->rotary_dim > r->head_dim || r->rotary_dim % 2)
 		return plan_bad(c, "rotary_dim", "the rotary dimensions (%d) must be even and within head_dim (%d)", r->rotary_dim,
 			   r->head_dim);

@@ -32,7 +32,10 @@ async function postPlan(text, len) {
 const fmt = (v) => (v === null || v === undefined ? '—' : typeof v === 'number' ? formatValue(v, 'f64') : String(v));
 const layersText = (l) => (Array.isArray(l) ? (l.length > 12 ? `${l.length} layers: ${l.slice(0, 12).join(', ')}, …` : l.join(', ')) : l);
 /* A table the dashboard can draw: a /v1/ table, not the learned tables' listing. */
-const drawable = (e) => e.url && e.url.startsWith('/v1/') && e.kind !== 'learned';
+/* A table the plan had to hand out as npy (its JSON would not fit the daemon's response limits) is
+ * far too big to draw here: its row says so instead of offering a Draw button. */
+const tooBigToDraw = (e) => /[?&]format=/.test(e.url || '');
+const drawable = (e) => e.url && e.url.startsWith('/v1/') && e.kind !== 'learned' && !tooBigToDraw(e);
 
 export class PlanView {
 	constructor() {
@@ -109,7 +112,8 @@ export class PlanView {
 		const head = el('tr', {}, ...['kind', 'layers', 'url', 'head_dim', 'rotary_dim', 'layout', 'attention_scaling', 'softmax_scale', 'notes', '']
 			.map((h) => el('th', { scope: 'col', text: h })));
 		const rows = plan.encodings.map((e, i) => {
-			const draw = drawable(e) ? el('button', { type: 'button', class: 'draw', 'data-index': String(i), text: 'Draw' }) : el('span', { text: '' });
+			const draw = drawable(e) ? el('button', { type: 'button', class: 'draw', 'data-index': String(i), text: 'Draw' })
+				: el('span', { class: 'too-big', text: tooBigToDraw(e) ? 'too large to draw: fetch it with NumPy' : '' });
 			if (drawable(e)) draw.addEventListener('click', () => this.draw(i));
 			return el('tr', {},
 				el('td', { text: e.kind }), el('td', { text: layersText(e.layers) }),

@@ -347,7 +347,9 @@ END_TEST
 /* A fixture without rope_theta (removed from text_config when it is there, else from the top)
  * gets its transformers config class's default (read in transformers' configuration_<model>.py:
  * default_theta, or the rope_theta default of the text config's __init__), and a warning names it. */
-static void plan_without_theta(const char *name, struct pe_plan *plan)
+/* The plan of fixture name with the key removed (from text_config when it is there, else the
+ * top level). */
+static void plan_without(const char *name, const char *key, struct pe_plan *plan)
 {
 	size_t len;
 	json_error_t jerr;
@@ -356,7 +358,7 @@ static void plan_without_theta(const char *name, struct pe_plan *plan)
 	free(text);
 	ck_assert_ptr_nonnull(root);
 	json_t *tc = json_object_get(root, "text_config");
-	ck_assert_int_eq(json_object_del(tc && json_object_get(tc, "rope_theta") ? tc : root, "rope_theta"), 0);
+	ck_assert_int_eq(json_object_del(tc && json_object_get(tc, key) ? tc : root, key), 0);
 	char *copy = json_dumps(root, JSON_COMPACT);
 	json_decref(root);
 	struct pe_err err = {0};
@@ -364,6 +366,8 @@ static void plan_without_theta(const char *name, struct pe_plan *plan)
 	free(copy);
 	ck_assert_msg(rc == 0, "%s: %s: %s", name, err.param, err.detail);
 }
+
+static void plan_without_theta(const char *name, struct pe_plan *plan) { plan_without(name, "rope_theta", plan); }
 
 static int warned(const struct pe_plan *plan, const char *needle)
 {
@@ -402,6 +406,39 @@ START_TEST(missing_rope_theta_is_the_class_default)
 		ck_assert_msg(!warned(&plan, "no rope_theta"), "%s", cases[i].fixture);
 		pe_plan_destroy(&plan);
 	}
+}
+END_TEST
+
+/* A config without its rotary share gets its class's default: GPT-NeoX rotary_pct 0.25, Phi
+ * partial_rotary_factor 0.5 (a warning names it); Phi-3, publishing none, rotates whole heads. */
+START_TEST(missing_rotary_share_is_the_class_default)
+{
+	static const struct {
+		const char *fixture, *key;
+		int head_dim, rotary_dim;
+	} cases[] = {
+		{"pythia-160m.json", "rotary_pct", 64, 16},             /* GPTNeoXConfig rotary_pct=0.25 */
+		{"phi-2.json", "partial_rotary_factor", 80, 40},         /* PhiConfig partial_rotary_factor=0.5 */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct pe_plan plan;
+		plan_without(cases[i].fixture, cases[i].key, &plan);
+		ck_assert_int_eq(plan.enc[0].head_dim, cases[i].head_dim);
+		ck_assert_msg(plan.enc[0].rotary_dim == cases[i].rotary_dim, "%s: rotary_dim %d, expected %d",
+			      cases[i].fixture, plan.enc[0].rotary_dim, cases[i].rotary_dim);
+		int want_warning = cases[i].rotary_dim != cases[i].head_dim;
+		ck_assert_msg(warned(&plan, "no rotary_pct / partial_rotary_factor") == want_warning, "%s: warning %s",
+			      cases[i].fixture, want_warning ? "missing" : "unexpected");
+		pe_plan_destroy(&plan);
+		plan_fixture(cases[i].fixture, NULL, &plan); /* as published: no such warning */
+		ck_assert_msg(!warned(&plan, "no rotary_pct"), "%s", cases[i].fixture);
+		pe_plan_destroy(&plan);
+	}
+	struct pe_plan plan; /* Phi-3 publishes no share: Phi3Config's 1.0, whole heads, no warning */
+	plan_fixture("phi3-mini-128k.json", NULL, &plan);
+	ck_assert_int_eq(plan.enc[0].rotary_dim, plan.enc[0].head_dim);
+	ck_assert(!warned(&plan, "no rotary_pct"));
+	pe_plan_destroy(&plan);
 }
 END_TEST
 
@@ -517,6 +554,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, gemma3_local_and_global);
 	tcase_add_test(tc, len_is_capped_to_fit);
 	tcase_add_test(tc, missing_rope_theta_is_the_class_default);
+	tcase_add_test(tc, missing_rotary_share_is_the_class_default);
 	tcase_add_test(tc, urls_fit_the_response_limits);
 	tcase_add_test(tc, json_answer_reads_back);
 	tcase_add_test(tc, pick_one_encoding);
