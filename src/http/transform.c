@@ -14,33 +14,19 @@
  * the tensor as a plain body would send it (npy, JSON, or raw with shape=), and a part positions,
  * an npy int32/int64 tensor of per-token positions (pe_rope_apply_positions). The parts are read
  * by multipart.c as they arrive, on the response budget like a plain body; the x part is then
- * the job's body (decoded and answered in place the same way) and holds its own reservation. */
+ * the job's body (decoded and answered in place the same way) and holds its own reservation.
+ * The job's decoding and dtype conversions are in transform_decode.c (transform.h). */
 #include "http/handler.h"
 #include "http/multipart.h"
 #include "http/oneshot.h"
 #include "http/produce.h"
+#include "http/transform.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-enum body_kind { BODY_NPY, BODY_BIN, BODY_JSON };
-
-struct tjob {
-	struct pe_oneshot os; /* first: the job as oneshot.c runs it */
-	struct pe_params params;
-	enum body_kind kind;
-	struct pe_out out;   /* format and gzip decided on the MHD thread; dtype in the job */
-	char *raw_shape, *dtype; /* query strings (copies) or NULL */
-	char *body;
-	size_t body_len;
-	struct pe_budget *body_budget; /* the body's reservation (a multipart part), else NULL */
-	char *pos;                     /* the positions part (npy), or NULL */
-	size_t pos_len;
-	int multipart;
-};
 
 static const unsigned OFFERED =
 	PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV);
@@ -183,160 +169,6 @@ static enum MHD_Result tquery_arg(void *cls, enum MHD_ValueKind kind, const char
 	return q->failed ? MHD_NO : MHD_YES;
 }
 
-/* ---- decoding (worker) ---- */
-
-static int parse_shape_list(const char *s, struct pe_shape *shape, struct pe_err *err)
-{
-	shape->rank = 0;
-	for (const char *p = s; *p;) {
-		char *end;
-		if (*p < '0' || *p > '9' || shape->rank >= PE_MAX_RANK)
-			return pe_err_set(err, PE_EINVAL, "shape", "shape must be up to 8 comma-separated sizes");
-		unsigned long long v = strtoull(p, &end, 10);
-		if (v > (1ull << 40))
-			return pe_err_set(err, PE_EINVAL, "shape", "shape has a size over 2^40");
-		shape->dim[shape->rank++] = (size_t)v;
-		p = end;
-		if (*p == ',')
-			p++;
-		else if (*p)
-			return pe_err_set(err, PE_EINVAL, "shape", "shape must be up to 8 comma-separated sizes");
-	}
-	return shape->rank ? 0 : pe_err_set(err, PE_EINVAL, "shape", "shape is empty");
-}
-
-/* The body as a tensor; *owned is set when t->data was allocated (JSON), else it points into the
- * body buffer. */
-static int decode(struct tjob *j, struct pe_tensor_mut *t, int *owned, struct pe_err *err)
-{
-	size_t max = j->os.h->opt.max_elements;
-	*owned = 0;
-	if (j->kind == BODY_JSON) {
-		*owned = 1;
-		return pe_json_tensor_parse(j->body, j->body_len, max, t, err);
-	}
-	if (j->kind == BODY_NPY) {
-		struct pe_tensor_view v;
-		int rc = pe_npy_parse(j->body, j->body_len, max, &v, err);
-		if (rc != 0)
-			return rc;
-		*t = (struct pe_tensor_mut){.shape = v.shape, .dtype = v.dtype, .data = (void *)v.data};
-		if ((uintptr_t)t->data % pe_dtype_size(t->dtype) != 0) { /* odd hand-made header */
-			int of;
-			memmove(j->body, t->data, pe_shape_count(&t->shape, &of) * pe_dtype_size(t->dtype));
-			t->data = j->body; /* the buffer start is malloc-aligned */
-		}
-	} else {
-		if (!j->raw_shape)
-			return pe_err_set(err, PE_EINVAL, "shape", "an application/octet-stream body needs shape=");
-		t->dtype = PE_F32;
-		if (j->dtype && (pe_dtype_parse(j->dtype, &t->dtype) != 0 || t->dtype == PE_I32))
-			return pe_err_set(err, PE_EINVAL, "dtype", "dtype must be one of: f32, f64, f16, bf16");
-		int rc = parse_shape_list(j->raw_shape, &t->shape, err), overflow;
-		if (rc != 0)
-			return rc;
-		size_t n = pe_shape_count(&t->shape, &overflow);
-		if (overflow || n > max)
-			return pe_err_set(err, PE_ETOOBIG, "shape", "the tensor has more than %zu elements", max);
-		if (n * pe_dtype_size(t->dtype) != j->body_len)
-			return pe_err_set(err, PE_EBODY, "body", "shape and dtype say %zu bytes but the body has %zu",
-					  n * pe_dtype_size(t->dtype), j->body_len);
-		t->data = j->body;
-	}
-	if (t->dtype == PE_I32)
-		return pe_err_set(err, PE_EBODY, "body", "transforms take float tensors (f32, f64, f16, bf16)");
-	return 0;
-}
-
-/* The positions part: an npy int32/int64 tensor, aligned for its elements, errors naming it. */
-static int decode_positions(struct tjob *j, struct pe_positions *pos, struct pe_err *err)
-{
-	struct pe_tensor_view v;
-	int wide = 0, rc = pe_npy_parse_index(j->pos, j->pos_len, j->os.h->opt.max_elements, &v, &wide, err);
-	if (rc == 0 && v.dtype != PE_I32)
-		rc = pe_err_set(err, PE_EBODY, "positions", "positions must be integers: an npy '<i4' or '<i8' array, "
-				"not %s", pe_dtype_name(v.dtype));
-	if (rc != 0) {
-		snprintf(err->param, sizeof err->param, "positions");
-		return rc;
-	}
-	size_t esz = wide ? 8 : 4;
-	int of;
-	if ((uintptr_t)v.data % esz != 0) { /* odd hand-made header */
-		memmove(j->pos, v.data, pe_shape_count(&v.shape, &of) * esz);
-		v.data = j->pos;
-	}
-	*pos = (struct pe_positions){.shape = v.shape, .wide = wide, .data = v.data};
-	return 0;
-}
-
-/* Element i of t as double (any float dtype). */
-static double elem(const struct pe_tensor_mut *t, size_t i)
-{
-	switch (t->dtype) {
-	case PE_F64:
-		return ((const double *)t->data)[i];
-	case PE_F16:
-		return pe_f16_to_f32(((const uint16_t *)t->data)[i]);
-	case PE_BF16:
-		return pe_bf16_to_f32(((const uint16_t *)t->data)[i]);
-	default:
-		return ((const float *)t->data)[i];
-	}
-}
-
-/* t in the working dtype wd: t itself when it already is (in place), else a converted copy. */
-static int to_work(const struct pe_tensor_mut *t, enum pe_dtype wd, size_t n, struct pe_tensor_mut *x,
-		   void **alloc, struct pe_budget *bg, struct pe_err *err)
-{
-	*x = *t;
-	*alloc = NULL;
-	if (t->dtype == wd)
-		return 0;
-	int rc;
-	void *buf = pe_budget_malloc(bg, (n ? n : 1) * pe_dtype_size(wd), &rc);
-	if (!buf)
-		return pe_err_set(err, rc, "body", "out of memory");
-	for (size_t i = 0; i < n; i++) {
-		double v = elem(t, i);
-		if (wd == PE_F64)
-			((double *)buf)[i] = v;
-		else
-			((float *)buf)[i] = (float)v; /* f16/bf16 widen exactly; f64 (JSON) rounds once */
-	}
-	x->dtype = wd;
-	x->data = *alloc = buf;
-	return 0;
-}
-
-/* Round the working result into the output dtype in place (narrower or equal) or into a new buffer. */
-static int to_output(struct pe_tensor_mut *y, enum pe_dtype dt, size_t n, void **alloc, struct pe_budget *bg,
-		     struct pe_err *err)
-{
-	*alloc = NULL;
-	if (y->dtype == dt)
-		return 0;
-	void *dst = y->data;
-	if (pe_dtype_size(dt) > pe_dtype_size(y->dtype)) {
-		int rc;
-		dst = *alloc = pe_budget_malloc(bg, (n ? n : 1) * pe_dtype_size(dt), &rc);
-		if (!dst)
-			return pe_err_set(err, rc, "", "out of memory");
-	}
-	/* front to back is safe in place: element i is written at or before where it was read */
-	if (y->dtype == PE_F64)
-		pe_store_f64(dt, dst, y->data, n);
-	else if (dt == PE_F64)
-		pe_store_f32(dt, dst, y->data, n);
-	else
-		for (size_t i = 0; i < n; i++) {
-			float v = ((float *)y->data)[i];
-			pe_store_f32(dt, (char *)dst + i * pe_dtype_size(dt), &v, 1);
-		}
-	y->data = dst;
-	y->dtype = dt;
-	return 0;
-}
 
 static enum pe_dtype output_dtype(const struct tjob *j, enum pe_dtype in, int *bad, struct pe_err *err)
 {
@@ -470,7 +302,7 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 	struct pe_buf out;
 	pe_buf_init(&out, j->os.h->opt.max_response_bytes);
 	pe_buf_set_budget(&out, j->os.h->opt.budget);
-	if ((rc = decode(j, &in, &owned, err)) != 0) {
+	if ((rc = pe_tjob_decode(j, &in, &owned, err)) != 0) {
 		if (j->multipart && !strcmp(err->param, "body")) /* the tensor came in the part x */
 			snprintf(err->param, sizeof err->param, "x");
 		goto done;
@@ -489,13 +321,13 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 	struct pe_positions pos;
 	size_t npos = 0;
 	if (j->pos) { /* decoded first: the count, not the part's bytes, sets its scratch */
-		if ((rc = decode_positions(j, &pos, err)) != 0)
+		if ((rc = pe_tjob_decode_positions(j, &pos, err)) != 0)
 			goto done;
 		npos = pe_shape_count(&pos.shape, &overflow);
 	}
 	if ((rc = check_need(j, &in, owned, wd, dt, n_in, npos, &os, n_out, err)) != 0)
 		goto done;
-	if ((rc = to_work(&in, wd, n_in, &x, &x_alloc, j->os.h->opt.budget, err)) != 0)
+	if ((rc = pe_tjob_to_work(&in, wd, n_in, &x, &x_alloc, j->os.h->opt.budget, err)) != 0)
 		goto done;
 	y = (struct pe_tensor_mut){.shape = os, .dtype = wd, .data = x.data};
 	if (memcmp(&os, &in.shape, sizeof os) != 0 &&
@@ -504,7 +336,7 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 	if (j->pos && (rc = apply_positions(j, &pos, npos, &in, &x, err)) != 0)
 		goto done;
 	if ((!j->pos && (rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0) ||
-	    (rc = to_output(&y, dt, n_out, &o_alloc, j->os.h->opt.budget, err)) != 0)
+	    (rc = pe_tjob_to_output(&y, dt, n_out, &o_alloc, j->os.h->opt.budget, err)) != 0)
 		goto done;
 	res->out = j->out;
 	res->out.dt = dt;
