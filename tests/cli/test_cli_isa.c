@@ -3,20 +3,8 @@
  * and one stderr line naming POSENC_ISA, the value, the accepted values and what this CPU
  * supports; a tier the CPU has (scalar always) runs and gives the same bytes as the default. */
 #include "cli/run.h"
+#include "support/pe_cpu.h"
 
-/* What this CPU supports, asked of gcc independently of isa.c. */
-static int cpu_avx2(void)
-{
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-}
-
-static int cpu_avx512(void)
-{
-	return cpu_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-	       __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
-	       __builtin_cpu_supports("avx512vl");
-}
 
 static const char *const unknown[] = {"avx9", "", "AVX2", "scalar ", "sse4"};
 #define NUNKNOWN (int)(sizeof unknown / sizeof unknown[0])
@@ -44,7 +32,7 @@ static void expect_refused(const struct crun *r, const char *isa, const char *co
 		ck_assert_msg(strstr(r->err, *words) != NULL, "'%s' does not say '%s'", r->err, *words);
 	/* what this CPU supports, in the line */
 	ck_assert_msg(strstr(r->err, "supports scalar") != NULL, "'%s' does not list what this CPU supports", r->err);
-	ck_assert_msg(!strstr(r->err, "supports scalar, avx2") == !cpu_avx2(), "'%s': avx2 listed wrongly", r->err);
+	ck_assert_msg(!strstr(r->err, "supports scalar, avx2") == !pe_cpu_avx2(), "'%s': avx2 listed wrongly", r->err);
 }
 
 START_TEST(unknown_value_refused)
@@ -60,7 +48,7 @@ END_TEST
 /* A tier the CPU lacks (on a CPU with AVX-512 every tier runs: nothing to refuse). */
 START_TEST(missing_tier_refused)
 {
-	const char *isa = !cpu_avx2() ? "avx2" : !cpu_avx512() ? "avx512" : NULL;
+	const char *isa = !pe_cpu_avx2() ? "avx2" : !pe_cpu_avx512() ? "avx512" : NULL;
 	if (!isa) {
 		fprintf(stderr, "cli_isa: this CPU has every tier; no missing tier to refuse\n");
 		return;
@@ -90,7 +78,7 @@ END_TEST
 START_TEST(valid_tier_runs)
 {
 	static const char *const tiers[] = {"scalar", "avx2", "avx512"};
-	if ((_i == 1 && !cpu_avx2()) || (_i == 2 && !cpu_avx512()))
+	if ((_i == 1 && !pe_cpu_avx2()) || (_i == 2 && !pe_cpu_avx512()))
 		return;
 	struct crun r, base;
 	struct crun_opts o = {0};

@@ -4,23 +4,12 @@
  * does not change the dispatch (a library falls back to the best tier). */
 #include "posenc/core.h"
 #include "support/pe_check.h"
+#include "support/pe_cpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int cpu_avx2(void)
-{
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-}
-
-static int cpu_avx512(void)
-{
-	return cpu_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-	       __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
-	       __builtin_cpu_supports("avx512vl");
-}
 
 static int check_with(const char *isa, struct pe_err *err)
 {
@@ -43,8 +32,8 @@ START_TEST(accepted)
 	struct pe_err err;
 	ck_assert_int_eq(check_with(NULL, &err), 0);
 	ck_assert_int_eq(check_with("scalar", &err), 0);
-	ck_assert_int_eq(check_with("avx2", &err), cpu_avx2() ? 0 : PE_EINVAL);
-	ck_assert_int_eq(check_with("avx512", &err), cpu_avx512() ? 0 : PE_EINVAL);
+	ck_assert_int_eq(check_with("avx2", &err), pe_cpu_avx2() ? 0 : PE_EINVAL);
+	ck_assert_int_eq(check_with("avx512", &err), pe_cpu_avx512() ? 0 : PE_EINVAL);
 }
 END_TEST
 
@@ -60,7 +49,7 @@ START_TEST(unknown_refused)
 		snprintf(quoted, sizeof quoted, "POSENC_ISA=\"%s\"", bad[i]);
 		ck_assert_msg(strstr(err.detail, quoted) != NULL, "'%s' does not show %s", err.detail, quoted);
 		ck_assert_msg(strstr(err.detail, "scalar, avx2 and avx512") != NULL, "'%s'", err.detail);
-		ck_assert_msg(strstr(err.detail, cpu_avx2() ? "supports scalar, avx2" : "supports scalar)") != NULL,
+		ck_assert_msg(strstr(err.detail, pe_cpu_avx2() ? "supports scalar, avx2" : "supports scalar)") != NULL,
 			      "'%s' does not list what this CPU supports", err.detail);
 		expect_printable_line(&err);
 	}
@@ -70,7 +59,7 @@ END_TEST
 
 START_TEST(missing_tier_refused)
 {
-	const char *isa = !cpu_avx2() ? "avx2" : !cpu_avx512() ? "avx512" : NULL;
+	const char *isa = !pe_cpu_avx2() ? "avx2" : !pe_cpu_avx512() ? "avx512" : NULL;
 	if (!isa)
 		return; /* every tier is here */
 	struct pe_err err;
@@ -80,7 +69,7 @@ START_TEST(missing_tier_refused)
 	snprintf(want, sizeof want, "lacks %s", isa);
 	ck_assert_msg(strstr(err.detail, want) != NULL, "'%s'", err.detail);
 	/* the dispatch itself still runs, on the best tier there is */
-	ck_assert_int_eq(pe_isa_active(), cpu_avx2() ? PE_ISA_AVX2 : PE_ISA_SCALAR);
+	ck_assert_int_eq(pe_isa_active(), pe_cpu_avx2() ? PE_ISA_AVX2 : PE_ISA_SCALAR);
 	unsetenv("POSENC_ISA");
 }
 END_TEST

@@ -5,19 +5,8 @@
  * (scalar always) starts, says so in its start line and answers. A daemon that wrongly starts is
  * killed after a grace period (it would otherwise run until the watchdog). */
 #include "fault/fault.h"
+#include "support/pe_cpu.h"
 
-static int cpu_avx2(void)
-{
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-}
-
-static int cpu_avx512(void)
-{
-	return cpu_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-	       __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
-	       __builtin_cpu_supports("avx512vl");
-}
 
 struct outcome {
 	int status; /* exit status, 128 + signal, or -1: still running after the grace period (killed) */
@@ -87,7 +76,7 @@ static void expect_refused(const char *isa, const char *shown, const char *const
 	check(strstr(o.err, quoted) != NULL, "the line names %s", quoted);
 	for (; *words; words++)
 		check(strstr(o.err, *words) != NULL, "POSENC_ISA=\"%s\": the line says '%s'", shown, *words);
-	check(strstr(o.err, "supports scalar") && !strstr(o.err, "supports scalar, avx2") == !cpu_avx2(),
+	check(strstr(o.err, "supports scalar") && !strstr(o.err, "supports scalar, avx2") == !pe_cpu_avx2(),
 	      "POSENC_ISA=\"%s\": the line lists what this CPU supports", shown);
 }
 
@@ -99,7 +88,7 @@ static void bad_values(void)
 		expect_refused(unknown[i], unknown[i], words);
 	static const char *const none[] = {NULL};
 	expect_refused("avx2\r\nlog", "avx2??log", none); /* never a second line */
-	const char *missing = !cpu_avx2() ? "avx2" : !cpu_avx512() ? "avx512" : NULL;
+	const char *missing = !pe_cpu_avx2() ? "avx2" : !pe_cpu_avx512() ? "avx512" : NULL;
 	if (missing) {
 		const char *const lacks[] = {"lacks", NULL};
 		expect_refused(missing, missing, lacks);
@@ -133,7 +122,7 @@ int main(void)
 	unsetenv("POSENC_ISA");
 	bad_values();
 	valid_value("scalar");
-	if (cpu_avx2())
+	if (pe_cpu_avx2())
 		valid_value("avx2");
 	return fault_finish();
 }
