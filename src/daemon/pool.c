@@ -175,17 +175,25 @@ static void worker_main(void *arg)
 #define TRIM_EVERY_NS (4 * 1000000000ull) /* how often the ticker looks at the heap */
 #define TRIM_FREE_BYTES ((size_t)16 << 20)  /* free heap below its top worth giving back */
 
-/* Free pages inside the heap go back to the system (malloc_trim madvises them) once there are
- * TRIM_FREE_BYTES of them. Measured (--cache-bytes 32Mi, 12000 cold 16x16 JSON tables, then
- * six 8 MiB bin tables evicting them): idle RSS stayed 65 MiB over the cache's 24, before and
- * after the one-arena change alike; malloc_trim(0) brought it to 10. The walk holds the arena's
- * lock for about a millisecond on such a heap, hence only when that much is free and at most
- * every TRIM_EVERY_NS. */
-static void trim_heap(void)
+/* Free pages inside the heap go back to the system (malloc_trim madvises them) once
+ * TRIM_FREE_BYTES more are free than at the lowest since the last trim (pages freed since, which
+ * may be resident again). Measured (--cache-bytes 32Mi, 12000 cold 16x16 JSON tables, then six
+ * 8 MiB bin tables evicting them): idle RSS stayed 65 MiB over the cache's 24, before and after
+ * the one-arena change alike; malloc_trim(0) brought it to 10. The trim holds the arena's lock
+ * while it madvises: 6-18 ms for those 50 MiB on a loaded 2-vCPU machine, a one-off stall of
+ * other threads' allocations after such a turnover, hence only then and at most every
+ * TRIM_EVERY_NS (steady churn frees about what it reuses: no trim). *low is the free bytes'
+ * lowest seen. */
+static void trim_heap(size_t *low)
 {
 	struct mallinfo2 mi = mallinfo2(); /* fordblks: all free bytes; keepcost: the top's */
-	if (mi.fordblks - mi.keepcost >= TRIM_FREE_BYTES)
+	size_t free_now = mi.fordblks - mi.keepcost;
+	if (free_now < *low)
+		*low = free_now;
+	if (free_now - *low >= TRIM_FREE_BYTES) {
 		malloc_trim(0);
+		*low = free_now;
+	}
 }
 
 static void ticker_main(void *arg)
@@ -193,6 +201,7 @@ static void ticker_main(void *arg)
 	struct pe_pool *p = arg;
 	uint64_t period = (uint64_t)p->tick_ms * 1000000u, due = uv_hrtime() + period;
 	uint64_t trim_due = uv_hrtime() + TRIM_EVERY_NS;
+	size_t trim_low = 0;
 	uv_mutex_lock(&p->lock);
 	while (!p->tick_stop) {
 		uint64_t now = uv_hrtime();
@@ -203,7 +212,7 @@ static void ticker_main(void *arg)
 		uv_mutex_unlock(&p->lock);
 		p->tick(p->tick_arg);
 		if (uv_hrtime() >= trim_due) {
-			trim_heap();
+			trim_heap(&trim_low);
 			trim_due = uv_hrtime() + TRIM_EVERY_NS;
 		}
 		due = uv_hrtime() + period; /* as a repeating uv_timer: no burst after a slow tick */
