@@ -78,7 +78,7 @@ static void expect_defaults(const struct pe_config *c)
 	ck_assert_int_eq(c->connection_timeout, 30);
 	ck_assert_int_eq(c->job_timeout, 30);
 	ck_assert_int_eq(c->inline_max_us, 50);
-	ck_assert_int_eq(c->worker_nice, 19);
+	ck_assert_int_eq(c->worker_nice, 5);
 	ck_assert_str_eq(c->auth_token, "");
 	ck_assert_str_eq(c->cors_origins, "*");
 	ck_assert_int_eq(c->log_level, PE_LOG_INFO);
