@@ -19,7 +19,6 @@
 
 #define DATA_DIR "tests/data/mrope"
 
-static const enum pe_dtype float_dtypes[] = {PE_F64, PE_F32, PE_F16, PE_BF16};
 
 /* ---- the section map ---- */
 
@@ -234,12 +233,8 @@ START_TEST(exact_vs_numpy)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	for (size_t t = 0; t < 4; t++) {
-		char what[64];
-		snprintf(what, sizeof what, "mrope exact %s vs numpy", pe_dtype_name(float_dtypes[t]));
-		const struct pe_kat_cmp cmp = {"rope/mrope", "query", "ref_f64", float_dtypes[t], "attention_scaling", 0};
-		pe_kat_compare_dir(DATA_DIR, &cmp, what, 1, float_dtypes[t] == PE_F64 ? 2 : 1);
-	}
+	const struct pe_kat_cmp cmp = {"rope/mrope", "query", "ref_f64", PE_F64, "attention_scaling", 0};
+	pe_kat_compare_dtypes(DATA_DIR, &cmp, "mrope exact %s vs numpy", 1, 1, 2);
 }
 END_TEST
 
@@ -247,12 +242,8 @@ START_TEST(hf_vs_torch)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	for (size_t t = 0; t < 4; t++) {
-		char what[64];
-		snprintf(what, sizeof what, "mrope hf %s vs torch", pe_dtype_name(float_dtypes[t]));
-		const struct pe_kat_cmp cmp = {"rope/mrope", "hf_query", "torch_f32", float_dtypes[t], "attention_scaling", 0};
-		pe_kat_compare_dir(DATA_DIR, &cmp, what, 1, 2);
-	}
+	const struct pe_kat_cmp cmp = {"rope/mrope", "hf_query", "torch_f32", PE_F32, "attention_scaling", 0};
+	pe_kat_compare_dtypes(DATA_DIR, &cmp, "mrope hf %s vs torch", 1, 2, 2);
 }
 END_TEST
 

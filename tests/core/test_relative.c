@@ -159,9 +159,7 @@ END_TEST
 
 START_TEST(validation_names_the_parameter)
 {
-	static const struct {
-		const char *table, *query, *param;
-	} bad[] = {
+	static const struct pe_kat_refusal bad[] = {
 		{"relative/t5", "k_len=4", "q_len"},
 		{"relative/t5", "q_len=0", "q_len"},
 		{"relative/t5", "q_len=4&k_len=0", "k_len"},
@@ -185,8 +183,7 @@ START_TEST(validation_names_the_parameter)
 		{"relative/xl", "len=4&dim=8&compat=ggml", "compat"},
 		{"relative/xl", "len=4&dim=8&offset=3", "offset"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+	pe_kat_rejects_all(bad, sizeof bad / sizeof bad[0]);
 	/* the smallest valid T5 configurations */
 	struct pe_params p;
 	struct pe_err err;

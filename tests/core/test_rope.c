@@ -35,13 +35,8 @@ START_TEST(exact_vs_numpy)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	for (size_t t = 0; t < 4; t++) {
-		enum pe_dtype dt = float_dtypes[t];
-		char what[64];
-		snprintf(what, sizeof what, "rope exact %s vs numpy", pe_dtype_name(dt));
-		const struct pe_kat_cmp cmp = {NULL, "query", "ref_f64", dt, "attention_scaling", 0};
-		pe_kat_compare_dir(DATA_DIR, &cmp, what, 1, dt == PE_F64 ? 2 : 1);
-	}
+	const struct pe_kat_cmp cmp = {NULL, "query", "ref_f64", PE_F64, "attention_scaling", 0};
+	pe_kat_compare_dtypes(DATA_DIR, &cmp, "rope exact %s vs numpy", 1, 1, 2);
 }
 END_TEST
 
@@ -58,14 +53,9 @@ START_TEST(hf_vs_torch)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	for (size_t t = 0; t < 4; t++) {
-		enum pe_dtype dt = float_dtypes[t];
-		char what[64];
-		snprintf(what, sizeof what, "rope hf %s vs torch", pe_dtype_name(dt));
-		/* f64 carries the float exactly; f16/bf16 round torch's float once, as the core does */
-		const struct pe_kat_cmp cmp = {NULL, "hf_query", "torch_f32", dt, "attention_scaling", 0};
-		pe_kat_compare_dir(DATA_DIR, &cmp, what, 1, 2);
-	}
+	/* f64 carries the float exactly; f16/bf16 round torch's float once, as the core does */
+	const struct pe_kat_cmp cmp = {NULL, "hf_query", "torch_f32", PE_F32, "attention_scaling", 0};
+	pe_kat_compare_dtypes(DATA_DIR, &cmp, "rope hf %s vs torch", 1, 2, 2);
 }
 END_TEST
 
@@ -467,9 +457,7 @@ END_TEST
 
 START_TEST(rejects_naming_the_parameter)
 {
-	static const struct {
-		const char *table, *query, *param;
-	} bad[] = {
+	static const struct pe_kat_refusal bad[] = {
 		{"rope", "len=4&dim=7", "dim"},
 		{"rope/inv_freq", "dim=9", "dim"},
 		{"rope", "len=4", "dim"},
@@ -550,8 +538,7 @@ START_TEST(rejects_naming_the_parameter)
 		{"rope/inv_freq", "dim=8&layout=half", "layout"},
 		{"rope/inv_freq", "dim=8&scaling=yarn&factor=2&original_max_position_embeddings=64&beta_slow=40", "beta_fast"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+	pe_kat_rejects_all(bad, sizeof bad / sizeof bad[0]);
 }
 END_TEST
 

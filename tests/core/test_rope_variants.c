@@ -37,11 +37,8 @@ START_TEST(exact_vs_numpy)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	for (size_t t = 0; t < 4; t++) {
-		char what[64];
-		snprintf(what, sizeof what, "variants exact %s vs numpy", pe_dtype_name(float_dtypes[t]));
-		compare("query", "ref_f64", float_dtypes[t], what);
-	}
+	const struct pe_kat_cmp cmp = {NULL, "query", "ref_f64", PE_F64, NULL, 0};
+	pe_kat_compare_dtypes(DATA_DIR, &cmp, "variants exact %s vs numpy", 1, 1, 1);
 }
 END_TEST
 
@@ -57,11 +54,8 @@ START_TEST(hf_vs_torch)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	for (size_t t = 0; t < 4; t++) {
-		char what[64];
-		snprintf(what, sizeof what, "variants hf %s vs torch", pe_dtype_name(float_dtypes[t]));
-		compare("hf_query", "torch_f32", float_dtypes[t], what);
-	}
+	const struct pe_kat_cmp cmp = {NULL, "hf_query", "torch_f32", PE_F32, NULL, 0};
+	pe_kat_compare_dtypes(DATA_DIR, &cmp, "variants hf %s vs torch", 1, 1, 1);
 }
 END_TEST
 
@@ -343,9 +337,7 @@ END_TEST
 
 START_TEST(validation_names_the_parameter)
 {
-	static const struct {
-		const char *table, *query, *param;
-	} bad[] = {
+	static const struct pe_kat_refusal bad[] = {
 		{"rope2d", "height=4&width=4&dim=8&variant=gpt", "variant"},
 		{"rope2d", "height=4&width=4&dim=8&spatial_merge_size=0", "spatial_merge_size"},
 		{"rope2d", "height=4&width=4&dim=8&spatial_merge_size=65", "spatial_merge_size"},
@@ -372,8 +364,7 @@ START_TEST(validation_names_the_parameter)
 		{"rope", "len=4&dim=8&scaling=llama3&factor=8&original_max_position_embeddings=64&low_freq_factor=4"
 			 "&high_freq_factor=1", "high_freq_factor"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+	pe_kat_rejects_all(bad, sizeof bad / sizeof bad[0]);
 	/* the smallest base keeps its small grids (every angle finite) */
 	free(table2d("height=1&width=2&dim=256&base=1.2e-38&compat=hf", PE_F32, 2, 256));
 	/* the grid bound is inclusive */

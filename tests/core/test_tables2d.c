@@ -218,9 +218,7 @@ END_TEST
 
 START_TEST(validation_names_the_parameter)
 {
-	static const struct {
-		const char *table, *query, *param;
-	} bad[] = {
+	static const struct pe_kat_refusal bad[] = {
 		{"sinusoidal2d", "height=4&width=4&dim=6", "dim"},
 		{"sinusoidal2d", "height=4&width=4&dim=0", "dim"},
 		{"sinusoidal2d", "height=4&width=4&dim=2", "dim"},
@@ -244,8 +242,7 @@ START_TEST(validation_names_the_parameter)
 		{"rope2d", "height=4&width=4&dim=8&compat=ggml", "compat"},
 		{"rope2d", "height=4&width=4&dim=8&variant=mae", "variant"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+	pe_kat_rejects_all(bad, sizeof bad / sizeof bad[0]);
 }
 END_TEST
 

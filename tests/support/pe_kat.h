@@ -108,6 +108,18 @@ static inline void pe_kat_rejects(const char *table, const char *query, const ch
 		      param, err.detail);
 }
 
+/* A query the core must refuse, and the parameter its error names. */
+struct pe_kat_refusal {
+	const char *table, *query, *param;
+};
+
+/* pe_kat_rejects for each of n refusals. */
+static inline void pe_kat_rejects_all(const struct pe_kat_refusal *bad, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+}
+
 /* Force kernel path i (0 scalar, 1 AVX2, 2 AVX-512); 0 when the CPU lacks it (the caller skips,
  * said on stderr). The AVX-512 path differs from AVX2 only in the fused sinusoidal row
  * (src/core/kernels.c): tests of other tables loop over 0..1. */
@@ -270,6 +282,22 @@ static inline void pe_kat_compare_dir(const char *dir, const struct pe_kat_cmp *
 	pe_kat_max_check(&m, bound);
 	if (ms.count)
 		pe_kat_max_check(&ms, bound_scaled);
+}
+
+/* pe_kat_compare_dir once per float dtype (f64, f32, f16, bf16), cmp->dt set to each; `label` is a
+ * printf format whose %s is the dtype's name. Scaled cases are held to bound_scaled, in f64 to
+ * bound_scaled_f64 (the product with attention_scaling rounds once more there). */
+static inline void pe_kat_compare_dtypes(const char *dir, const struct pe_kat_cmp *cmp, const char *label,
+					 uint64_t bound, uint64_t bound_scaled, uint64_t bound_scaled_f64)
+{
+	static const enum pe_dtype dts[] = {PE_F64, PE_F32, PE_F16, PE_BF16};
+	for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+		struct pe_kat_cmp one = *cmp;
+		char what[64];
+		one.dt = dts[t];
+		snprintf(what, sizeof what, label, pe_dtype_name(dts[t]));
+		pe_kat_compare_dir(dir, &one, what, bound, dts[t] == PE_F64 ? bound_scaled_f64 : bound_scaled);
+	}
 }
 
 /* 1 when the AVX2 path can be forced; else 0, said on stderr (the caller skips). */
