@@ -228,7 +228,14 @@ static void dtype_arg(enum pe_dtype dt, char *buf)
 
 /* ---- every table, every format ---- */
 
-START_TEST(bin_equals_core_for_every_table)
+/* What the CLI wrote (r) for a table against the core's (t), dtype spelled dt. */
+typedef void (*output_check_fn)(const struct pe_table_def *def, const struct table *t, const struct crun *r,
+				const char *dt);
+
+/* For every registered table with small arguments (others are noted and skipped) and every dtype it
+ * takes (bf16 only if with_bf16): run the CLI with `format` (NULL: the default, json) and check
+ * its output against the core's table. Returns the number of tables run. */
+static size_t every_table(const char *format, int with_bf16, output_check_fn check)
 {
 	size_t n, tested = 0;
 	const struct pe_table_def *const *all = pe_table_all(&n);
@@ -240,61 +247,59 @@ START_TEST(bin_equals_core_for_every_table)
 		}
 		enum pe_dtype dts[4];
 		for (int d = 0, nd = dtypes_of(all[k], dts); d < nd; d++) {
+			if (dts[d] == PE_BF16 && !with_bf16)
+				continue;
 			struct table t;
 			struct crun r;
 			char dt[8];
 			dtype_arg(dts[d], dt);
 			ck_assert_int_eq(core_table(all[k], &kv, dts[d], &t), 0);
-			run_table(&r, all[k], &kv, "--format", "bin", "--dtype", dt, NULL);
+			if (format)
+				run_table(&r, all[k], &kv, "--dtype", dt, "--format", format, NULL);
+			else
+				run_table(&r, all[k], &kv, "--dtype", dt, NULL); /* json: the default into a pipe */
 			crun_expect_ok(&r);
-			ck_assert_msg(r.nout == t.bytes && !memcmp(r.out, t.data, t.bytes), "%s %s: %zu bytes, core %zu",
-				      all[k]->name, dt, r.nout, t.bytes);
+			check(all[k], &t, &r, dt);
 			crun_free(&r);
 			table_free(&t);
 		}
 		tested++;
 	}
-	ck_assert_uint_ge(tested, 1);
+	return tested;
+}
+
+static void check_bin(const struct pe_table_def *def, const struct table *t, const struct crun *r, const char *dt)
+{
+	ck_assert_msg(r->nout == t->bytes && !memcmp(r->out, t->data, t->bytes), "%s %s: %zu bytes, core %zu", def->name,
+		      dt, r->nout, t->bytes);
+}
+
+START_TEST(bin_equals_core_for_every_table)
+{
+	ck_assert_uint_ge(every_table("bin", 1, check_bin), 1);
 }
 END_TEST
 
+static void check_npy(const struct pe_table_def *def, const struct table *t, const struct crun *r, const char *dt)
+{
+	struct pe_tensor_view v;
+	struct pe_err err = {0};
+	ck_assert_msg(pe_npy_parse(r->out, r->nout, 1u << 30, &v, &err) == 0, "%s: %s", def->name, err.detail);
+	ck_assert_int_eq(v.dtype, t->dt);
+	ck_assert_int_eq(v.shape.rank, t->s.rank);
+	for (int a = 0; a < t->s.rank; a++)
+		ck_assert_uint_eq(v.shape.dim[a], t->s.dim[a]);
+	ck_assert(!memcmp(v.data, t->data, t->bytes));
+}
+
 START_TEST(npy_equals_core_for_every_table)
 {
-	size_t n;
-	const struct pe_table_def *const *all = pe_table_all(&n);
-	for (size_t k = 0; k < n; k++) {
-		struct kvlist kv;
-		if (pick_args(all[k], &kv) != 0)
-			continue;
-		enum pe_dtype dts[4];
-		for (int d = 0, nd = dtypes_of(all[k], dts); d < nd; d++) {
-			if (dts[d] == PE_BF16)
-				continue;
-			struct table t;
-			struct crun r;
-			struct pe_tensor_view v;
-			struct pe_err err = {0};
-			char dt[8];
-			dtype_arg(dts[d], dt);
-			ck_assert_int_eq(core_table(all[k], &kv, dts[d], &t), 0);
-			run_table(&r, all[k], &kv, "--format", "npy", "--dtype", dt, NULL);
-			crun_expect_ok(&r);
-			ck_assert_msg(pe_npy_parse(r.out, r.nout, 1u << 30, &v, &err) == 0, "%s: %s", all[k]->name,
-				      err.detail);
-			ck_assert_int_eq(v.dtype, dts[d]);
-			ck_assert_int_eq(v.shape.rank, t.s.rank);
-			for (int a = 0; a < t.s.rank; a++)
-				ck_assert_uint_eq(v.shape.dim[a], t.s.dim[a]);
-			ck_assert(!memcmp(v.data, t.data, t.bytes));
-			crun_free(&r);
-			table_free(&t);
-		}
-	}
+	every_table("npy", 0, check_npy);
 }
 END_TEST
 
 /* The JSON document: structure through jansson, every number through strtof/strtod. */
-static void check_json(const struct pe_table_def *def, const struct table *t, const struct crun *r)
+static void check_json(const struct pe_table_def *def, const struct table *t, const struct crun *r, const char *dt)
 {
 	json_error_t jerr;
 	ck_assert_msg(r->nout > 0 && r->out[r->nout - 1] == '\n', "JSON output ends in a newline");
@@ -332,40 +337,25 @@ static void check_json(const struct pe_table_def *def, const struct table *t, co
 	free(tail);
 }
 
+/* CSV: one line per row of the last axis (a rank-1 table: one per value; '#' comment lines not
+ * counted), every number read back. */
+static void check_csv(const struct pe_table_def *def, const struct table *t, const struct crun *r, const char *dt)
+{
+	size_t lines = 0, rows = 1;
+	for (size_t i = 0; i < r->nout; i++)
+		lines += r->out[i] == '\n' && !(i + 1 < r->nout && r->out[i + 1] == '#');
+	for (int a = 0; a + 1 < t->s.rank; a++)
+		rows *= t->s.dim[a];
+	if (t->s.rank < 2)
+		rows = t->count;
+	ck_assert_uint_eq(lines - (r->out[0] == '#'), rows);
+	expect_numbers(t, r->out, "csv");
+}
+
 START_TEST(json_and_csv_values_for_every_table)
 {
-	size_t n;
-	const struct pe_table_def *const *all = pe_table_all(&n);
-	for (size_t k = 0; k < n; k++) {
-		struct kvlist kv;
-		if (pick_args(all[k], &kv) != 0)
-			continue;
-		enum pe_dtype dts[4];
-		for (int d = 0, nd = dtypes_of(all[k], dts); d < nd; d++) {
-			struct table t;
-			struct crun r;
-			char dt[8];
-			dtype_arg(dts[d], dt);
-			ck_assert_int_eq(core_table(all[k], &kv, dts[d], &t), 0);
-			run_table(&r, all[k], &kv, "--dtype", dt, NULL); /* json: the default into a pipe */
-			crun_expect_ok(&r);
-			check_json(all[k], &t, &r);
-			crun_free(&r);
-			run_table(&r, all[k], &kv, "--dtype", dt, "--format", "csv", NULL);
-			crun_expect_ok(&r);
-			size_t lines = 0, rows = 1;
-			for (size_t i = 0; i < r.nout; i++)
-				lines += r.out[i] == '\n' && !(i + 1 < r.nout && r.out[i + 1] == '#');
-			for (int a = 0; a + 1 < t.s.rank; a++)
-				rows *= t.s.dim[a];
-			if (t.s.rank < 2)
-				rows = t.count;
-			ck_assert_uint_eq(lines - (r.out[0] == '#'), rows);
-			expect_numbers(&t, r.out, "csv");
-			crun_free(&r);
-			table_free(&t);
-		}
-	}
+	every_table(NULL, 1, check_json);
+	every_table("csv", 1, check_csv);
 }
 END_TEST
 
