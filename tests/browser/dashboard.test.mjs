@@ -4,29 +4,15 @@
  * from the API's own JSON. Screenshots go to build/browser/ for people to look at.
  * Run through tests/browser/run.sh (it starts the daemon and sets PE_BROWSER_ORIGIN). */
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-	ORIGIN, blocked, canvasInfo, cellCentre, getJson, hex, httpGet, launch, nearestIndex, openPage, parseNpy, pixels,
-	ready, referenceViridis, region, screenshot, viridisIndex,
+	ORIGIN, assertClean, blocked, canvasInfo, cellCentre, getJson, hex, httpGet, nearestIndex, openPage, parseNpy,
+	pixels, ready, referenceViridis, region, screenshot, useBrowser, viridisIndex,
 } from './harness.mjs';
 
 const VIRIDIS = referenceViridis();
-let browser;
-
-before(async () => { browser = await launch(); });
-after(async () => { if (browser) await browser.close(); });
-
-/* Everything that must hold for any page after a test. */
-function assertClean({ problems, requests }, { httpErrorsAllowed = false } = {}) {
-	assert.deepEqual(problems.pageErrors, [], 'uncaught page errors');
-	assert.deepEqual(problems.console.filter((m) => !(httpErrorsAllowed && /status of 4\d\d/.test(m))), [], 'console errors or warnings');
-	assert.deepEqual(problems.failed, [], 'failed requests');
-	if (!httpErrorsAllowed) assert.deepEqual(problems.httpErrors, [], 'HTTP error responses');
-	const foreign = requests.filter((u) => new URL(u).origin !== ORIGIN && !u.startsWith('data:'));
-	assert.deepEqual(foreign, [], 'requests to another origin');
-	assert.deepEqual(blocked, [], 'requests aborted by the origin guard');
-}
+const browser = useBrowser();
 
 function close(a, b, tol, what) {
 	assert.ok(a.every((v, i) => Math.abs(v - b[i]) <= tol), `${what}: ${hex(a)} vs ${hex(b)}`);

@@ -7,13 +7,19 @@
  * recorded in `blocked`, and the tests assert that list stays empty. Console errors, page errors,
  * failed requests and HTTP error statuses are recorded per page.
  *
+ * Every test file starts the same way: `const browser = useBrowser();` (one browser for the file,
+ * launched before its first test and closed after its last) and checks each page with
+ * assertClean(p) once the test is done with it.
+ *
  * Also here: the reference viridis table read from src/tensor/colormap.c (matplotlib's published
  * values, independent of the dashboard's own copy), a .npy reader, and pixel helpers. */
 
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
@@ -51,6 +57,35 @@ export async function launch() {
 			fs.rmSync(profile, { recursive: true, force: true });
 		},
 	};
+}
+
+/* The file's browser: launch() before its first test, closed after its last. The returned object's
+ * context is the persistent context once the first test runs. */
+export function useBrowser() {
+	const browser = { context: null };
+	let handle;
+	before(async () => {
+		handle = await launch();
+		browser.context = handle.context;
+	});
+	after(async () => { if (handle) await handle.close(); });
+	return browser;
+}
+
+/* Everything that must hold for a page after a test: no page error, no console error or warning
+ * (4xx ones allowed with httpErrorsAllowed), no failed request, no HTTP error response (unless
+ * allowed), no request to another origin (sameOrigin: false skips that list) and nothing aborted
+ * by the origin guard. */
+export function assertClean({ problems, requests }, { httpErrorsAllowed = false, sameOrigin = true } = {}) {
+	assert.deepEqual(problems.pageErrors, [], 'uncaught page errors');
+	assert.deepEqual(problems.console.filter((m) => !(httpErrorsAllowed && /status of 4\d\d/.test(m))), [], 'console errors or warnings');
+	assert.deepEqual(problems.failed, [], 'failed requests');
+	if (!httpErrorsAllowed) assert.deepEqual(problems.httpErrors, [], 'HTTP error responses');
+	if (sameOrigin) {
+		const foreign = requests.filter((u) => new URL(u).origin !== ORIGIN && !u.startsWith('data:'));
+		assert.deepEqual(foreign, [], 'requests to another origin');
+	}
+	assert.deepEqual(blocked, [], 'requests aborted by the origin guard');
 }
 
 /* A new page with its problems recorded: {page, problems: {console, pageErrors, failed, httpErrors}, requests}. */

@@ -5,24 +5,14 @@
  * cat(freqs, freqs), apply_interleaved_mrope's slices), not from the view's rule. An API error
  * shows its problem and marks the parameter. Run through tests/browser/run.sh. */
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ORIGIN, blocked, canvasInfo, getJson, httpGet, launch, openPage, parseNpy, ready, screenshot } from './harness.mjs';
+import {
+	assertClean, canvasInfo, getJson, httpGet, openPage, parseNpy, ready, screenshot, useBrowser,
+} from './harness.mjs';
 
 const SEGMENTS = 'text:4,image:1x8x8,text:2,video:3x8x8,text:3';
-let browser;
-
-before(async () => { browser = await launch(); });
-after(async () => { if (browser) await browser.close(); });
-
-function assertClean({ problems, requests }, { httpErrorsAllowed = false } = {}) {
-	assert.deepEqual(problems.pageErrors, [], 'uncaught page errors');
-	assert.deepEqual(problems.console.filter((m) => !(httpErrorsAllowed && /status of 4\d\d/.test(m))), [], 'console errors or warnings');
-	assert.deepEqual(problems.failed, [], 'failed requests');
-	if (!httpErrorsAllowed) assert.deepEqual(problems.httpErrors, [], 'HTTP error responses');
-	assert.deepEqual(requests.filter((u) => new URL(u).origin !== ORIGIN && !u.startsWith('data:')), [], 'requests to another origin');
-	assert.deepEqual(blocked, [], 'requests aborted by the origin guard');
-}
+const browser = useBrowser();
 
 /* transformers' split (Qwen2-VL): channels cut into mrope_section * 2 chunks, chunk i from row i % 3;
  * the first dim/2 channels are the frequencies. */

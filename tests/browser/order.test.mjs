@@ -6,28 +6,15 @@
  * shown, and the curl / NumPy snippets ask exactly what is drawn.
  * Run through tests/browser/run.sh (it starts the daemon and sets PE_BROWSER_ORIGIN). */
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-	ORIGIN, blocked, canvasInfo, cellCentre, getJson, hex, launch, openPage, pixels, ready, referenceViridis, screenshot,
-	viridisIndex,
+	ORIGIN, assertClean, canvasInfo, cellCentre, getJson, hex, openPage, pixels, ready, referenceViridis, screenshot,
+	useBrowser, viridisIndex,
 } from './harness.mjs';
 
 const VIRIDIS = referenceViridis();
-let browser;
-
-before(async () => { browser = await launch(); });
-after(async () => { if (browser) await browser.close(); });
-
-function assertClean({ problems, requests }, { httpErrorsAllowed = false } = {}) {
-	assert.deepEqual(problems.pageErrors, [], 'uncaught page errors');
-	assert.deepEqual(problems.console.filter((m) => !(httpErrorsAllowed && /status of 4\d\d/.test(m))), [], 'console errors or warnings');
-	assert.deepEqual(problems.failed, [], 'failed requests');
-	if (!httpErrorsAllowed) assert.deepEqual(problems.httpErrors, [], 'HTTP error responses');
-	const foreign = requests.filter((u) => new URL(u).origin !== ORIGIN && !u.startsWith('data:'));
-	assert.deepEqual(foreign, [], 'requests to another origin');
-	assert.deepEqual(blocked, [], 'requests aborted by the origin guard');
-}
+const browser = useBrowser();
 
 const params = (url) => Object.fromEntries(new URL(url, ORIGIN).searchParams);
 

@@ -3,25 +3,17 @@
  * RoPE's cos(0) = 1 is the top of viridis), a dropped file is planned the same way, and a config
  * posenc does not know shows the 422's detail and the key it names. Run through run.sh. */
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT, blocked, canvasInfo, cellCentre, hex, launch, openPage, pixels, ready, screenshot } from './harness.mjs';
+import {
+	ROOT, assertClean, canvasInfo, cellCentre, hex, openPage, pixels, ready, screenshot, useBrowser,
+} from './harness.mjs';
 
-let browser;
-before(async () => { browser = await launch(); });
-after(async () => { if (browser) await browser.close(); });
+const browser = useBrowser();
 
 const config = (name) => fs.readFileSync(path.join(ROOT, 'tests/data/configs', name), 'utf8');
-
-function assertClean({ problems }, httpErrorsAllowed = false) {
-	assert.deepEqual(problems.pageErrors, [], 'uncaught page errors');
-	assert.deepEqual(problems.console.filter((m) => !(httpErrorsAllowed && /status of 4\d\d/.test(m))), [], 'console errors');
-	assert.deepEqual(problems.failed, [], 'failed requests');
-	if (!httpErrorsAllowed) assert.deepEqual(problems.httpErrors, [], 'HTTP error responses');
-	assert.deepEqual(blocked, [], 'requests to another origin');
-}
 
 async function planOf(page, text, len) {
 	await page.fill('#plan-config', text);
@@ -54,7 +46,7 @@ describe('model plan', () => {
 		const [c00] = await pixels(p.page, 'plan', [cellCentre(box, 16, 256, 0, 0)]);
 		assert.equal(hex(c00), '#fde725'); /* cos(0) = 1, the table's largest value */
 		await screenshot(p.page, 'plan');
-		assertClean(p);
+		assertClean(p, { sameOrigin: false });
 		await p.page.close();
 	});
 
@@ -72,7 +64,7 @@ describe('model plan', () => {
 		assert.deepEqual(rows.map((r) => [r[0], r[1]]), [['relative/t5', 'encoder'], ['relative/t5', 'decoder']]);
 		const warnings = await p.page.$$eval('#view-plan ul.warnings li', (li) => li.map((x) => x.textContent));
 		assert.ok(warnings.some((w) => w.includes('relative_attention_max_distance')), warnings.join('; '));
-		assertClean(p);
+		assertClean(p, { sameOrigin: false });
 		await p.page.close();
 	});
 
@@ -84,7 +76,7 @@ describe('model plan', () => {
 		const text = await p.page.textContent('#view-plan .error');
 		assert.match(text, /^422 /);
 		assert.match(text, /model_type/);
-		assertClean(p, true);
+		assertClean(p, { httpErrorsAllowed: true, sameOrigin: false });
 		await p.page.close();
 	});
 });

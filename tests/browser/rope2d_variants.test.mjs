@@ -5,25 +5,13 @@
  * class token is drawn as the last row (cos 1: the top colour), and a non-square Llama 4 grid shows
  * the API's problem naming width. Run through tests/browser/run.sh. */
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-	ORIGIN, blocked, canvasInfo, cellCentre, hex, httpGet, launch, openPage, pixels, ready, screenshot,
+	assertClean, canvasInfo, cellCentre, hex, httpGet, openPage, pixels, ready, screenshot, useBrowser,
 } from './harness.mjs';
 
-let browser;
-
-before(async () => { browser = await launch(); });
-after(async () => { if (browser) await browser.close(); });
-
-function assertClean({ problems, requests }, { httpErrorsAllowed = false } = {}) {
-	assert.deepEqual(problems.pageErrors, [], 'uncaught page errors');
-	assert.deepEqual(problems.console.filter((m) => !(httpErrorsAllowed && /status of 4\d\d/.test(m))), [], 'console errors or warnings');
-	assert.deepEqual(problems.failed, [], 'failed requests');
-	if (!httpErrorsAllowed) assert.deepEqual(problems.httpErrors, [], 'HTTP error responses');
-	assert.deepEqual(requests.filter((u) => new URL(u).origin !== ORIGIN && !u.startsWith('data:')), [], 'requests to another origin');
-	assert.deepEqual(blocked, [], 'requests aborted by the origin guard');
-}
+const browser = useBrowser();
 
 const V = '#view-tables';
 const visible = (page, name) => page.isVisible(`${V} [name="${name}"]`);

@@ -1,13 +1,16 @@
 /* Running the CLI binary (build/posenc, or $POSENC_CLI) from a CLI test, with what the -o and
  * streaming tests need around it: stdout to a captured pipe or to a descriptor the test chose, a
  * descriptor kept open as N for /dev/fd/N, a umask, a file size limit, running as nobody, and the
- * child's resource usage (wait4) for its peak RSS. Static inline functions: each test program
- * includes it once and uses what it needs. */
+ * child's resource usage (wait4) for its peak RSS; and scratch directories
+ * whose contents the -o tests check. Static inline functions: each test program
+ * includes it once and uses what it needs (test_cli.c runs it with no options: stdout and stderr
+ * captured, nothing else changed). */
 #ifndef PE_TEST_CLI_RUN_H
 #define PE_TEST_CLI_RUN_H
 
 #include "support/pe_check.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -37,7 +40,7 @@ struct crun {
 	long maxrss_kb; /* the child's peak RSS */
 };
 
-static const char *crun_path(void)
+static inline const char *crun_path(void)
 {
 	const char *p = getenv("POSENC_CLI");
 	return p && *p ? p : "build/posenc";
@@ -51,7 +54,7 @@ static inline void crun_free(struct crun *r)
 }
 
 /* Read what fd has into *buf (or only count it); *open_ = 0 at EOF. */
-static void crun_slurp(int fd, char **buf, size_t *len, size_t *cap, int *open_, int count_only)
+static inline void crun_slurp(int fd, char **buf, size_t *len, size_t *cap, int *open_, int count_only)
 {
 	static char sink[1 << 16];
 	char *at = sink;
@@ -76,7 +79,7 @@ static void crun_slurp(int fd, char **buf, size_t *len, size_t *cap, int *open_,
 		(*buf)[*len] = 0;
 }
 
-static void crun_child(const struct crun_opts *o, int out_w, int err_w, char **argv)
+static inline void crun_child(const struct crun_opts *o, int out_w, int err_w, char **argv)
 {
 	if (o->set_umask)
 		umask(o->umask_);
@@ -95,13 +98,13 @@ static void crun_child(const struct crun_opts *o, int out_w, int err_w, char **a
 }
 
 /* args: NULL-terminated, without the program name. */
-static void crun_argv(struct crun *r, const struct crun_opts *o, const char *const *args)
+static inline void crun_argv(struct crun *r, const struct crun_opts *o, const char *const *args)
 {
-	char *argv[64];
+	char *argv[128];
 	int n = 0;
 	argv[n++] = (char *)crun_path();
 	for (; *args; args++) {
-		ck_assert_int_lt(n, 62);
+		ck_assert_int_lt(n, 126);
 		argv[n++] = (char *)*args;
 	}
 	argv[n] = NULL;
@@ -145,12 +148,12 @@ static void crun_argv(struct crun *r, const struct crun_opts *o, const char *con
 /* crun_argv with the arguments inline, NULL-terminated. */
 static inline void crun(struct crun *r, const struct crun_opts *o, ...)
 {
-	const char *args[64];
+	const char *args[128];
 	int n = 0;
 	va_list ap;
 	va_start(ap, o);
 	for (const char *a; (a = va_arg(ap, const char *));) {
-		ck_assert_int_lt(n, 63);
+		ck_assert_int_lt(n, 127);
 		args[n++] = a;
 	}
 	va_end(ap);
@@ -173,6 +176,61 @@ static inline void crun_expect_io_error(const struct crun *r, const char *path, 
 	if (path)
 		ck_assert_msg(strstr(r->err, path) != NULL, "'%s' does not name %s", r->err, path);
 	ck_assert_msg(strstr(r->err, cause) != NULL, "'%s' does not say '%s'", r->err, cause);
+}
+
+/* ---- scratch directories for -o ---- */
+
+struct crun_dir {
+	char path[64];
+};
+
+/* A new directory /tmp/<prefix>-XXXXXX. */
+static inline void crun_dir_make(struct crun_dir *d, const char *prefix)
+{
+	snprintf(d->path, sizeof d->path, "/tmp/%s-XXXXXX", prefix);
+	ck_assert_ptr_nonnull(mkdtemp(d->path));
+}
+
+/* The directory holds exactly these names (NULL-terminated): nothing else, no temporary file. */
+static inline void crun_expect_entries(const char *dirpath, const char *const *names)
+{
+	size_t want = 0, got = 0;
+	while (names[want])
+		want++;
+	DIR *dir = opendir(dirpath);
+	ck_assert_ptr_nonnull(dir);
+	for (struct dirent *e; (e = readdir(dir));) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		int known = 0;
+		for (size_t i = 0; i < want; i++)
+			known |= !strcmp(names[i], e->d_name);
+		ck_assert_msg(known, "unexpected file %s in %s", e->d_name, dirpath);
+		got++;
+	}
+	closedir(dir);
+	ck_assert_uint_eq(got, want);
+}
+
+/* Remove path and everything below it (best effort: cleanup, not a check). */
+static inline void crun_remove_tree(const char *path)
+{
+	DIR *dir = opendir(path);
+	char p[512];
+	for (struct dirent *e; dir && (e = readdir(dir));) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		struct stat st;
+		if (snprintf(p, sizeof p, "%s/%s", path, e->d_name) >= (int)sizeof p)
+			continue;
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			crun_remove_tree(p);
+		else
+			unlink(p);
+	}
+	if (dir)
+		closedir(dir);
+	rmdir(path);
 }
 
 #endif

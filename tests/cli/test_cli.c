@@ -7,7 +7,7 @@
  * needs particular parameters. Errors must be one stderr line naming the parameter, status 2
  * for usage and parameters, 1 for I/O; -o must be all or nothing. */
 #include "posenc/posenc.h"
-#include "support/pe_check.h"
+#include "cli/run.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,113 +23,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* ---- running the binary ---- */
+/* ---- running the binary (cli/run.h, with stdout and stderr captured) ---- */
 
-struct run {
-	int status; /* exit status, or 128 + signal */
-	char *out, *err;
-	size_t nout, nerr;
-};
-
-static const char *cli_path(void)
-{
-	const char *p = getenv("POSENC_CLI");
-	return p && *p ? p : "build/posenc";
-}
-
-static void run_free(struct run *r)
-{
-	free(r->out);
-	free(r->err);
-	memset(r, 0, sizeof *r);
-}
-
-static void slurp(int fd, char **buf, size_t *len, size_t *cap, int *open_)
-{
-	if (*cap - *len < 65536) {
-		*cap = *cap * 2 + 65536;
-		*buf = realloc(*buf, *cap + 1);
-		ck_assert_ptr_nonnull(*buf);
-	}
-	ssize_t n = read(fd, *buf + *len, *cap - *len);
-	if (n < 0 && errno == EINTR)
-		return;
-	ck_assert_msg(n >= 0, "read: %s", strerror(errno));
-	if (n == 0)
-		*open_ = 0;
-	*len += (size_t)n;
-	(*buf)[*len] = 0;
-}
-
-/* args: NULL-terminated, without the program name. */
-static void run_argv(struct run *r, const char *const *args)
-{
-	const char *argv[128];
-	int n = 0;
-	argv[n++] = cli_path();
-	for (; *args; args++) {
-		ck_assert_int_lt(n, 126);
-		argv[n++] = *args;
-	}
-	argv[n] = NULL;
-	int po[2], pe[2];
-	ck_assert_int_eq(pipe2(po, O_CLOEXEC), 0);
-	ck_assert_int_eq(pipe2(pe, O_CLOEXEC), 0);
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		dup2(po[1], 1);
-		dup2(pe[1], 2);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(po[1]);
-	close(pe[1]);
-	memset(r, 0, sizeof *r);
-	size_t cout = 0, cerr = 0;
-	int oo = 1, eo = 1;
-	while (oo || eo) {
-		struct pollfd fds[2] = {{oo ? po[0] : -1, POLLIN, 0}, {eo ? pe[0] : -1, POLLIN, 0}};
-		if (poll(fds, 2, -1) < 0) {
-			ck_assert_int_eq(errno, EINTR);
-			continue;
-		}
-		if (oo && fds[0].revents)
-			slurp(po[0], &r->out, &r->nout, &cout, &oo);
-		if (eo && fds[1].revents)
-			slurp(pe[0], &r->err, &r->nerr, &cerr, &eo);
-	}
-	close(po[0]);
-	close(pe[0]);
-	int st;
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	ck_assert_msg(r->status != 127, "cannot run %s (build it, or set POSENC_CLI)", argv[0]);
-}
-
-static void run_cli(struct run *r, ...)
-{
-	const char *args[128];
-	int n = 0;
-	va_list ap;
-	va_start(ap, r);
-	for (const char *a; (a = va_arg(ap, const char *));) {
-		ck_assert_int_lt(n, 127);
-		args[n++] = a;
-	}
-	va_end(ap);
-	args[n] = NULL;
-	run_argv(r, args);
-}
-
-static void expect_ok(const struct run *r)
-{
-	ck_assert_msg(r->status == 0, "status %d, stderr: %s", r->status, r->err ? r->err : "");
-	ck_assert_uint_eq(r->nerr, 0);
-}
+static const struct crun_opts plain = {0};
 
 /* One line "posenc: --param: ..." on stderr (param "" = any), nothing on stdout, the status. */
-static void expect_error(const struct run *r, int status, const char *param)
+static void expect_error(const struct crun *r, int status, const char *param)
 {
 	ck_assert_msg(r->status == status, "status %d, expected %d; stderr: %s", r->status, status,
 		      r->err ? r->err : "");
@@ -233,7 +132,7 @@ static int pick_args(const struct pe_table_def *def, struct kvlist *kv)
 }
 
 /* Run the CLI on def with kv plus extra (NULL-terminated) arguments. */
-static void run_table(struct run *r, const struct pe_table_def *def, const struct kvlist *kv, ...)
+static void run_table(struct crun *r, const struct pe_table_def *def, const struct kvlist *kv, ...)
 {
 	const char *args[128];
 	char keys[MAX_KV][70];
@@ -250,7 +149,7 @@ static void run_table(struct run *r, const struct pe_table_def *def, const struc
 		args[n++] = a;
 	va_end(ap);
 	args[n] = NULL;
-	run_argv(r, args);
+	crun_argv(r, &plain, args);
 }
 
 /* The dtypes a table can be asked for. */
@@ -329,7 +228,14 @@ static void dtype_arg(enum pe_dtype dt, char *buf)
 
 /* ---- every table, every format ---- */
 
-START_TEST(bin_equals_core_for_every_table)
+/* What the CLI wrote (r) for a table against the core's (t), dtype spelled dt. */
+typedef void (*output_check_fn)(const struct pe_table_def *def, const struct table *t, const struct crun *r,
+				const char *dt);
+
+/* For every registered table with small arguments (others are noted and skipped) and every dtype it
+ * takes (bf16 only if with_bf16): run the CLI with `format` (NULL: the default, json) and check
+ * its output against the core's table. Returns the number of tables run. */
+static size_t every_table(const char *format, int with_bf16, output_check_fn check)
 {
 	size_t n, tested = 0;
 	const struct pe_table_def *const *all = pe_table_all(&n);
@@ -341,61 +247,59 @@ START_TEST(bin_equals_core_for_every_table)
 		}
 		enum pe_dtype dts[4];
 		for (int d = 0, nd = dtypes_of(all[k], dts); d < nd; d++) {
+			if (dts[d] == PE_BF16 && !with_bf16)
+				continue;
 			struct table t;
-			struct run r;
+			struct crun r;
 			char dt[8];
 			dtype_arg(dts[d], dt);
 			ck_assert_int_eq(core_table(all[k], &kv, dts[d], &t), 0);
-			run_table(&r, all[k], &kv, "--format", "bin", "--dtype", dt, NULL);
-			expect_ok(&r);
-			ck_assert_msg(r.nout == t.bytes && !memcmp(r.out, t.data, t.bytes), "%s %s: %zu bytes, core %zu",
-				      all[k]->name, dt, r.nout, t.bytes);
-			run_free(&r);
+			if (format)
+				run_table(&r, all[k], &kv, "--dtype", dt, "--format", format, NULL);
+			else
+				run_table(&r, all[k], &kv, "--dtype", dt, NULL); /* json: the default into a pipe */
+			crun_expect_ok(&r);
+			check(all[k], &t, &r, dt);
+			crun_free(&r);
 			table_free(&t);
 		}
 		tested++;
 	}
-	ck_assert_uint_ge(tested, 1);
+	return tested;
+}
+
+static void check_bin(const struct pe_table_def *def, const struct table *t, const struct crun *r, const char *dt)
+{
+	ck_assert_msg(r->nout == t->bytes && !memcmp(r->out, t->data, t->bytes), "%s %s: %zu bytes, core %zu", def->name,
+		      dt, r->nout, t->bytes);
+}
+
+START_TEST(bin_equals_core_for_every_table)
+{
+	ck_assert_uint_ge(every_table("bin", 1, check_bin), 1);
 }
 END_TEST
 
+static void check_npy(const struct pe_table_def *def, const struct table *t, const struct crun *r, const char *dt)
+{
+	struct pe_tensor_view v;
+	struct pe_err err = {0};
+	ck_assert_msg(pe_npy_parse(r->out, r->nout, 1u << 30, &v, &err) == 0, "%s: %s", def->name, err.detail);
+	ck_assert_int_eq(v.dtype, t->dt);
+	ck_assert_int_eq(v.shape.rank, t->s.rank);
+	for (int a = 0; a < t->s.rank; a++)
+		ck_assert_uint_eq(v.shape.dim[a], t->s.dim[a]);
+	ck_assert(!memcmp(v.data, t->data, t->bytes));
+}
+
 START_TEST(npy_equals_core_for_every_table)
 {
-	size_t n;
-	const struct pe_table_def *const *all = pe_table_all(&n);
-	for (size_t k = 0; k < n; k++) {
-		struct kvlist kv;
-		if (pick_args(all[k], &kv) != 0)
-			continue;
-		enum pe_dtype dts[4];
-		for (int d = 0, nd = dtypes_of(all[k], dts); d < nd; d++) {
-			if (dts[d] == PE_BF16)
-				continue;
-			struct table t;
-			struct run r;
-			struct pe_tensor_view v;
-			struct pe_err err = {0};
-			char dt[8];
-			dtype_arg(dts[d], dt);
-			ck_assert_int_eq(core_table(all[k], &kv, dts[d], &t), 0);
-			run_table(&r, all[k], &kv, "--format", "npy", "--dtype", dt, NULL);
-			expect_ok(&r);
-			ck_assert_msg(pe_npy_parse(r.out, r.nout, 1u << 30, &v, &err) == 0, "%s: %s", all[k]->name,
-				      err.detail);
-			ck_assert_int_eq(v.dtype, dts[d]);
-			ck_assert_int_eq(v.shape.rank, t.s.rank);
-			for (int a = 0; a < t.s.rank; a++)
-				ck_assert_uint_eq(v.shape.dim[a], t.s.dim[a]);
-			ck_assert(!memcmp(v.data, t.data, t.bytes));
-			run_free(&r);
-			table_free(&t);
-		}
-	}
+	every_table("npy", 0, check_npy);
 }
 END_TEST
 
 /* The JSON document: structure through jansson, every number through strtof/strtod. */
-static void check_json(const struct pe_table_def *def, const struct table *t, const struct run *r)
+static void check_json(const struct pe_table_def *def, const struct table *t, const struct crun *r, const char *dt)
 {
 	json_error_t jerr;
 	ck_assert_msg(r->nout > 0 && r->out[r->nout - 1] == '\n', "JSON output ends in a newline");
@@ -433,40 +337,25 @@ static void check_json(const struct pe_table_def *def, const struct table *t, co
 	free(tail);
 }
 
+/* CSV: one line per row of the last axis (a rank-1 table: one per value; '#' comment lines not
+ * counted), every number read back. */
+static void check_csv(const struct pe_table_def *def, const struct table *t, const struct crun *r, const char *dt)
+{
+	size_t lines = 0, rows = 1;
+	for (size_t i = 0; i < r->nout; i++)
+		lines += r->out[i] == '\n' && !(i + 1 < r->nout && r->out[i + 1] == '#');
+	for (int a = 0; a + 1 < t->s.rank; a++)
+		rows *= t->s.dim[a];
+	if (t->s.rank < 2)
+		rows = t->count;
+	ck_assert_uint_eq(lines - (r->out[0] == '#'), rows);
+	expect_numbers(t, r->out, "csv");
+}
+
 START_TEST(json_and_csv_values_for_every_table)
 {
-	size_t n;
-	const struct pe_table_def *const *all = pe_table_all(&n);
-	for (size_t k = 0; k < n; k++) {
-		struct kvlist kv;
-		if (pick_args(all[k], &kv) != 0)
-			continue;
-		enum pe_dtype dts[4];
-		for (int d = 0, nd = dtypes_of(all[k], dts); d < nd; d++) {
-			struct table t;
-			struct run r;
-			char dt[8];
-			dtype_arg(dts[d], dt);
-			ck_assert_int_eq(core_table(all[k], &kv, dts[d], &t), 0);
-			run_table(&r, all[k], &kv, "--dtype", dt, NULL); /* json: the default into a pipe */
-			expect_ok(&r);
-			check_json(all[k], &t, &r);
-			run_free(&r);
-			run_table(&r, all[k], &kv, "--dtype", dt, "--format", "csv", NULL);
-			expect_ok(&r);
-			size_t lines = 0, rows = 1;
-			for (size_t i = 0; i < r.nout; i++)
-				lines += r.out[i] == '\n' && !(i + 1 < r.nout && r.out[i + 1] == '#');
-			for (int a = 0; a + 1 < t.s.rank; a++)
-				rows *= t.s.dim[a];
-			if (t.s.rank < 2)
-				rows = t.count;
-			ck_assert_uint_eq(lines - (r.out[0] == '#'), rows);
-			expect_numbers(&t, r.out, "csv");
-			run_free(&r);
-			table_free(&t);
-		}
-	}
+	every_table(NULL, 1, check_json);
+	every_table("csv", 1, check_csv);
 }
 END_TEST
 
@@ -474,13 +363,13 @@ END_TEST
  * cos 0.01 (w_1 = 10000^(-1/2)). */
 START_TEST(sinusoidal_known_values)
 {
-	struct run r;
-	run_cli(&r, "sinusoidal", "--len", "2", "--dim", "4", "--format", "csv", "--dtype", "f64", NULL);
-	expect_ok(&r);
+	struct crun r;
+	crun(&r, &plain, "sinusoidal", "--len", "2", "--dim", "4", "--format", "csv", "--dtype", "f64", NULL);
+	crun_expect_ok(&r);
 	char *line2 = strchr(r.out, '\n') + 1;
 	ck_assert_str_eq(r.out, "0,1,0,1\n0.8414709848078965,0.5403023058681398,0.009999833334166664,0.9999500004166653\n");
 	ck_assert_double_eq(strtod(line2, NULL), sin(1.0));
-	run_free(&r);
+	crun_free(&r);
 }
 END_TEST
 
@@ -496,19 +385,19 @@ START_TEST(parameter_spellings)
 	kv_add(&kv, "max_timescale", "500");
 	kv_add(&kv, "offset", "1000");
 	ck_assert_int_eq(core_table(pe_table_find("sinusoidal"), &kv, PE_F32, &t), 0);
-	struct run r;
-	run_cli(&r, "--format", "bin", "/v1/sinusoidal", "--len=5", "--dim", "7", "--variant=t2t", "--min-timescale",
+	struct crun r;
+	crun(&r, &plain, "--format", "bin", "/v1/sinusoidal", "--len=5", "--dim", "7", "--variant=t2t", "--min-timescale",
 		"2", "--max-timescale=500", "--offset", "1000", NULL);
-	expect_ok(&r);
+	crun_expect_ok(&r);
 	ck_assert_uint_eq(r.nout, t.bytes);
 	ck_assert(!memcmp(r.out, t.data, t.bytes));
-	run_free(&r);
+	crun_free(&r);
 	/* and it is not the default t2t table: the options really applied */
-	run_cli(&r, "sinusoidal", "--len=5", "--dim", "7", "--variant=t2t", "--offset", "1000", "--format", "bin", NULL);
-	expect_ok(&r);
+	crun(&r, &plain, "sinusoidal", "--len=5", "--dim", "7", "--variant=t2t", "--offset", "1000", "--format", "bin", NULL);
+	crun_expect_ok(&r);
 	ck_assert_uint_eq(r.nout, t.bytes);
 	ck_assert(memcmp(r.out, t.data, t.bytes) != 0);
-	run_free(&r);
+	crun_free(&r);
 	table_free(&t);
 }
 END_TEST
@@ -566,25 +455,25 @@ static const struct bad bad_cases[] = {
 START_TEST(errors_name_the_parameter)
 {
 	const struct bad *b = &bad_cases[_i];
-	struct run r;
-	run_argv(&r, b->args);
+	struct crun r;
+	crun_argv(&r, &plain, b->args);
 	expect_error(&r, b->status, b->param);
-	run_free(&r);
+	crun_free(&r);
 }
 END_TEST
 
 START_TEST(max_elements_is_inclusive)
 {
-	struct run r;
-	run_cli(&r, "sinusoidal", "--len", "100", "--dim", "8", "--max-elements", "800", "--format", "bin", NULL);
-	expect_ok(&r);
+	struct crun r;
+	crun(&r, &plain, "sinusoidal", "--len", "100", "--dim", "8", "--max-elements", "800", "--format", "bin", NULL);
+	crun_expect_ok(&r);
 	ck_assert_uint_eq(r.nout, 800 * 4);
-	run_free(&r);
-	run_cli(&r, "sinusoidal", "--len", "100", "--dim", "8", "--max-elements=799", NULL);
+	crun_free(&r);
+	crun(&r, &plain, "sinusoidal", "--len", "100", "--dim", "8", "--max-elements=799", NULL);
 	expect_error(&r, 2, "len");
 	ck_assert_ptr_nonnull(strstr(r.err, "800 elements"));
 	ck_assert_ptr_nonnull(strstr(r.err, "--max-elements 799"));
-	run_free(&r);
+	crun_free(&r);
 }
 END_TEST
 
@@ -594,67 +483,20 @@ START_TEST(fixed_dtype_tables)
 	const struct pe_table_def *const *all = pe_table_all(&n);
 	for (size_t k = 0; k < n; k++) {
 		struct kvlist kv;
-		struct run r;
+		struct crun r;
 		if (all[k]->fixed_dtype == PE_DTYPE_COUNT_ || pick_args(all[k], &kv) != 0)
 			continue;
 		run_table(&r, all[k], &kv, "--dtype", "f32", NULL);
 		expect_error(&r, 2, "dtype");
-		run_free(&r);
+		crun_free(&r);
 		run_table(&r, all[k], &kv, "--dtype", pe_dtype_name(all[k]->fixed_dtype), "--format", "bin", NULL);
-		expect_ok(&r);
-		run_free(&r);
+		crun_expect_ok(&r);
+		crun_free(&r);
 	}
 }
 END_TEST
 
 /* ---- -o ---- */
-
-struct tmpdir {
-	char path[64];
-};
-
-static void tmpdir_make(struct tmpdir *d)
-{
-	snprintf(d->path, sizeof d->path, "/tmp/posenc-cli-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(d->path));
-}
-
-/* The directory holds exactly these names (NULL-terminated). */
-static void expect_entries(const struct tmpdir *d, const char *const *names)
-{
-	size_t want = 0, got = 0;
-	while (names[want])
-		want++;
-	DIR *dir = opendir(d->path);
-	ck_assert_ptr_nonnull(dir);
-	for (struct dirent *e; (e = readdir(dir));) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		int known = 0;
-		for (size_t i = 0; i < want; i++)
-			known |= !strcmp(names[i], e->d_name);
-		ck_assert_msg(known, "unexpected file %s in %s", e->d_name, d->path);
-		got++;
-	}
-	closedir(dir);
-	ck_assert_uint_eq(got, want);
-}
-
-static void tmpdir_remove(struct tmpdir *d)
-{
-	DIR *dir = opendir(d->path);
-	char p[512];
-	for (struct dirent *e; dir && (e = readdir(dir));) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(p, sizeof p, "%s/%s", d->path, e->d_name);
-		if (unlink(p) != 0)
-			rmdir(p);
-	}
-	if (dir)
-		closedir(dir);
-	rmdir(d->path);
-}
 
 static char *read_file(const char *path, size_t *len)
 {
@@ -675,18 +517,18 @@ START_TEST(output_file_format_from_extension)
 		{"t.npy", "npy"}, {"t.json", "json"}, {"t.csv", "csv"}, {"t.bin", "bin"},
 		{"T.NPY", "npy"}, {"t.txt", "json"}, {"noext", "json"},
 	};
-	struct tmpdir d;
-	tmpdir_make(&d);
+	struct crun_dir d;
+	crun_dir_make(&d, "posenc-cli");
 	mode_t mask = umask(022);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		char path[128];
 		snprintf(path, sizeof path, "%s/%s", d.path, cases[i].name);
-		struct run want, r;
-		run_cli(&want, "sinusoidal", "--len", "6", "--dim", "10", "--dtype", "f16", "--format", cases[i].format,
-			NULL);
-		expect_ok(&want);
-		run_cli(&r, "sinusoidal", "--len", "6", "--dim", "10", "--dtype", "f16", "-o", path, NULL);
-		expect_ok(&r);
+		struct crun want, r;
+		crun(&want, &plain, "sinusoidal", "--len", "6", "--dim", "10", "--dtype", "f16", "--format",
+		     cases[i].format, NULL);
+		crun_expect_ok(&want);
+		crun(&r, &plain, "sinusoidal", "--len", "6", "--dim", "10", "--dtype", "f16", "-o", path, NULL);
+		crun_expect_ok(&r);
 		ck_assert_uint_eq(r.nout, 0);
 		size_t len;
 		char *got = read_file(path, &len);
@@ -696,27 +538,27 @@ START_TEST(output_file_format_from_extension)
 		ck_assert_int_eq(stat(path, &st), 0);
 		ck_assert_int_eq(st.st_mode & 0777, 0644); /* 0666 & ~umask, as creat(2) would */
 		const char *only[] = {cases[i].name, NULL};
-		expect_entries(&d, only);
+		crun_expect_entries(d.path, only);
 		ck_assert_int_eq(unlink(path), 0);
 		free(got);
-		run_free(&want);
-		run_free(&r);
+		crun_free(&want);
+		crun_free(&r);
 	}
 	umask(mask);
 	/* "-o -" is stdout */
-	struct run r;
-	run_cli(&r, "sinusoidal", "--len", "2", "--dim", "2", "-o", "-", NULL);
-	expect_ok(&r);
+	struct crun r;
+	crun(&r, &plain, "sinusoidal", "--len", "2", "--dim", "2", "-o", "-", NULL);
+	crun_expect_ok(&r);
 	ck_assert(r.nout > 0 && r.out[0] == '{');
-	run_free(&r);
-	tmpdir_remove(&d);
+	crun_free(&r);
+	crun_remove_tree(d.path);
 }
 END_TEST
 
 START_TEST(output_file_all_or_nothing)
 {
-	struct tmpdir d;
-	tmpdir_make(&d);
+	struct crun_dir d;
+	crun_dir_make(&d, "posenc-cli");
 	char path[128], sub[128];
 	snprintf(path, sizeof path, "%s/pe.npy", d.path);
 	FILE *f = fopen(path, "w");
@@ -724,44 +566,44 @@ START_TEST(output_file_all_or_nothing)
 	fputs("old", f);
 	fclose(f);
 	const char *only[] = {"pe.npy", NULL};
-	struct run r;
+	struct crun r;
 	size_t len;
 	char *got;
 
 	/* a bad parameter, an inferred bf16+npy, a too-big table: the old file stays, nothing else appears */
-	run_cli(&r, "sinusoidal", "--len", "4", "--dim", "7", "--variant", "concat", "-o", path, NULL);
+	crun(&r, &plain, "sinusoidal", "--len", "4", "--dim", "7", "--variant", "concat", "-o", path, NULL);
 	expect_error(&r, 2, "dim");
-	run_free(&r);
-	run_cli(&r, "sinusoidal", "--len", "4", "--dim", "8", "--dtype", "bf16", "-o", path, NULL);
+	crun_free(&r);
+	crun(&r, &plain, "sinusoidal", "--len", "4", "--dim", "8", "--dtype", "bf16", "-o", path, NULL);
 	expect_error(&r, 2, "dtype");
-	run_free(&r);
-	run_cli(&r, "sinusoidal", "--len", "4", "--dim", "8", "--max-elements", "31", "-o", path, NULL);
+	crun_free(&r);
+	crun(&r, &plain, "sinusoidal", "--len", "4", "--dim", "8", "--max-elements", "31", "-o", path, NULL);
 	expect_error(&r, 2, "len");
-	run_free(&r);
+	crun_free(&r);
 	got = read_file(path, &len);
 	ck_assert(len == 3 && !memcmp(got, "old", 3));
 	free(got);
-	expect_entries(&d, only);
+	crun_expect_entries(d.path, only);
 
 	/* success replaces it whole */
-	run_cli(&r, "sinusoidal", "--len", "4", "--dim", "8", "-o", path, NULL);
-	expect_ok(&r);
-	run_free(&r);
+	crun(&r, &plain, "sinusoidal", "--len", "4", "--dim", "8", "-o", path, NULL);
+	crun_expect_ok(&r);
+	crun_free(&r);
 	got = read_file(path, &len);
 	ck_assert_uint_eq(len, 128 + 4 * 8 * 4);
 	ck_assert(!memcmp(got, "\x93NUMPY", 6));
 	free(got);
-	expect_entries(&d, only);
+	crun_expect_entries(d.path, only);
 
 	/* an I/O failure (the target is a directory): status 1, the temporary file is gone */
 	snprintf(sub, sizeof sub, "%s/sub", d.path);
 	ck_assert_int_eq(mkdir(sub, 0755), 0);
-	run_cli(&r, "sinusoidal", "--len", "4", "--dim", "8", "-o", sub, NULL);
+	crun(&r, &plain, "sinusoidal", "--len", "4", "--dim", "8", "-o", sub, NULL);
 	expect_error(&r, 1, "o");
-	run_free(&r);
+	crun_free(&r);
 	const char *two[] = {"pe.npy", "sub", NULL};
-	expect_entries(&d, two);
-	tmpdir_remove(&d);
+	crun_expect_entries(d.path, two);
+	crun_remove_tree(d.path);
 }
 END_TEST
 
@@ -769,11 +611,11 @@ END_TEST
 
 START_TEST(help_lists_every_table)
 {
-	struct run r;
+	struct crun r;
 	size_t n;
 	const struct pe_table_def *const *all = pe_table_all(&n);
-	run_cli(&r, "--help", NULL);
-	expect_ok(&r);
+	crun(&r, &plain, "--help", NULL);
+	crun_expect_ok(&r);
 	ck_assert_ptr_nonnull(strstr(r.out, "Usage: posenc PATH"));
 	for (size_t k = 0; k < n; k++) {
 		char line[512];
@@ -782,11 +624,11 @@ START_TEST(help_lists_every_table)
 	}
 	for (const char *o = "--format\0--dtype\0-o FILE\0--max-elements\0--max-analysis-cost\0--version\0"; *o; o += strlen(o) + 1)
 		ck_assert_msg(strstr(r.out, o) != NULL, "--help lacks %s", o);
-	run_free(&r);
-	run_cli(&r, "-h", NULL);
-	expect_ok(&r);
+	crun_free(&r);
+	crun(&r, &plain, "-h", NULL);
+	crun_expect_ok(&r);
 	ck_assert_ptr_nonnull(strstr(r.out, "Usage: posenc PATH"));
-	run_free(&r);
+	crun_free(&r);
 }
 END_TEST
 
@@ -796,10 +638,10 @@ START_TEST(table_help_lists_every_parameter)
 	const struct pe_table_def *const *all = pe_table_all(&n);
 	for (size_t k = 0; k < n; k++) {
 		const struct pe_table_def *def = all[k];
-		struct run r;
+		struct crun r;
 		/* --help wins over parameters, even wrong ones */
-		run_cli(&r, def->name, "--bogus", "1", "--help", NULL);
-		expect_ok(&r);
+		crun(&r, &plain, def->name, "--bogus", "1", "--help", NULL);
+		crun_expect_ok(&r);
 		char want[512];
 		snprintf(want, sizeof want, "Usage: posenc %s ", def->name);
 		ck_assert_ptr_nonnull(strstr(r.out, want));
@@ -832,27 +674,27 @@ START_TEST(table_help_lists_every_parameter)
 			}
 			free(entry);
 		}
-		run_free(&r);
+		crun_free(&r);
 	}
-	struct run r;
-	run_cli(&r, "sinusoidal", "--help", NULL);
-	expect_ok(&r);
+	struct crun r;
+	crun(&r, &plain, "sinusoidal", "--help", NULL);
+	crun_expect_ok(&r);
 	ck_assert_ptr_nonnull(strstr(r.out, "\n  --len INT"));
 	ck_assert_ptr_nonnull(strstr(r.out, "default vaswani; one of: vaswani, concat, t2t"));
-	run_free(&r);
-	run_cli(&r, "no/such/table", "--help", NULL);
+	crun_free(&r);
+	crun(&r, &plain, "no/such/table", "--help", NULL);
 	expect_error(&r, 2, "");
-	run_free(&r);
+	crun_free(&r);
 }
 END_TEST
 
 START_TEST(version)
 {
-	struct run r;
-	run_cli(&r, "--version", NULL);
-	expect_ok(&r);
+	struct crun r;
+	crun(&r, &plain, "--version", NULL);
+	crun_expect_ok(&r);
 	ck_assert_msg(!strncmp(r.out, "posenc " PE_VERSION " ", strlen("posenc " PE_VERSION " ")), "%s", r.out);
-	run_free(&r);
+	crun_free(&r);
 }
 END_TEST
 

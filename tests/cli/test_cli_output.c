@@ -34,59 +34,9 @@ static char *expected(size_t *len)
 	return out;
 }
 
-struct tmpdir {
-	char path[64];
-};
-
-static void tmpdir_make(struct tmpdir *d)
-{
-	snprintf(d->path, sizeof d->path, "/tmp/posenc-out-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(d->path));
-}
-
-static void in_dir(const struct tmpdir *d, const char *name, char *out, size_t cap)
+static void in_dir(const struct crun_dir *d, const char *name, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s/%s", d->path, name);
-}
-
-/* The directory holds exactly these names (NULL-terminated): nothing else, no temporary file. */
-static void expect_entries(const char *dirpath, const char *const *names)
-{
-	size_t want = 0, got = 0;
-	while (names[want])
-		want++;
-	DIR *dir = opendir(dirpath);
-	ck_assert_ptr_nonnull(dir);
-	for (struct dirent *e; (e = readdir(dir));) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		int known = 0;
-		for (size_t i = 0; i < want; i++)
-			known |= !strcmp(names[i], e->d_name);
-		ck_assert_msg(known, "unexpected file %s in %s", e->d_name, dirpath);
-		got++;
-	}
-	closedir(dir);
-	ck_assert_uint_eq(got, want);
-}
-
-static void remove_tree(const char *path)
-{
-	DIR *dir = opendir(path);
-	char p[512];
-	for (struct dirent *e; dir && (e = readdir(dir));) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-		struct stat st;
-		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-			remove_tree(p);
-		else
-			unlink(p);
-	}
-	if (dir)
-		closedir(dir);
-	rmdir(path);
 }
 
 static void write_file(const char *path, const char *text, mode_t mode)
@@ -115,11 +65,11 @@ static void expect_file(const char *path, const char *want, size_t len, mode_t m
 START_TEST(new_file_gets_0666_less_umask)
 {
 	static const mode_t masks[] = {022, 027, 077, 0};
-	struct tmpdir d;
+	struct crun_dir d;
 	char path[128];
 	size_t len;
 	char *want = expected(&len);
-	tmpdir_make(&d);
+	crun_dir_make(&d, "posenc-out");
 	in_dir(&d, "t.bin", path, sizeof path);
 	for (size_t i = 0; i < sizeof masks / sizeof masks[0]; i++) {
 		struct crun_opts o = {.set_umask = 1, .umask_ = masks[i]};
@@ -129,23 +79,23 @@ START_TEST(new_file_gets_0666_less_umask)
 		ck_assert_uint_eq(r.nout, 0);
 		expect_file(path, want, len, 0666 & ~masks[i]);
 		const char *only[] = {"t.bin", NULL};
-		expect_entries(d.path, only);
+		crun_expect_entries(d.path, only);
 		ck_assert_int_eq(unlink(path), 0);
 		crun_free(&r);
 	}
 	free(want);
-	remove_tree(d.path);
+	crun_remove_tree(d.path);
 }
 END_TEST
 
 START_TEST(existing_file_keeps_its_mode)
 {
 	static const mode_t modes[] = {0600, 0640, 0604, 0755, 0444};
-	struct tmpdir d;
+	struct crun_dir d;
 	char path[128];
 	size_t len;
 	char *want = expected(&len);
-	tmpdir_make(&d);
+	crun_dir_make(&d, "posenc-out");
 	in_dir(&d, "t.bin", path, sizeof path);
 	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
 		write_file(path, "old", modes[i]);
@@ -155,7 +105,7 @@ START_TEST(existing_file_keeps_its_mode)
 		crun_expect_ok(&r);
 		expect_file(path, want, len, modes[i]);
 		const char *only[] = {"t.bin", NULL};
-		expect_entries(d.path, only);
+		crun_expect_entries(d.path, only);
 		ck_assert_int_eq(unlink(path), 0);
 		crun_free(&r);
 	}
@@ -174,18 +124,18 @@ START_TEST(existing_file_keeps_its_mode)
 		crun_free(&r);
 	}
 	free(want);
-	remove_tree(d.path);
+	crun_remove_tree(d.path);
 }
 END_TEST
 
 /* --output is -o's long spelling (--output FILE, --output=FILE); given with -o it is a repeat. */
 START_TEST(output_long_spelling)
 {
-	struct tmpdir d;
+	struct crun_dir d;
 	char path[128], eq[160];
 	size_t len;
 	char *want = expected(&len);
-	tmpdir_make(&d);
+	crun_dir_make(&d, "posenc-out");
 	in_dir(&d, "t.bin", path, sizeof path);
 	snprintf(eq, sizeof eq, "--output=%s", path);
 	struct crun_opts o = {.set_umask = 1, .umask_ = 022};
@@ -204,7 +154,7 @@ START_TEST(output_long_spelling)
 		      r.err ? r.err : "");
 	crun_free(&r);
 	free(want);
-	remove_tree(d.path);
+	crun_remove_tree(d.path);
 }
 END_TEST
 
@@ -224,11 +174,11 @@ static void expect_link(const char *path, const char *target)
 
 START_TEST(symlink_target_is_replaced)
 {
-	struct tmpdir d;
+	struct crun_dir d;
 	char target[128], rel[128], sub[128], abs_link[160], chain[128];
 	size_t len;
 	char *want = expected(&len);
-	tmpdir_make(&d);
+	crun_dir_make(&d, "posenc-out");
 	in_dir(&d, "target.bin", target, sizeof target);
 	in_dir(&d, "rel", rel, sizeof rel);
 	in_dir(&d, "sub", sub, sizeof sub);
@@ -249,8 +199,8 @@ START_TEST(symlink_target_is_replaced)
 		expect_link(abs_link, target);
 		expect_link(chain, "sub/abs");
 		const char *top[] = {"target.bin", "rel", "sub", "chain", NULL}, *in_sub[] = {"abs", NULL};
-		expect_entries(d.path, top);
-		expect_entries(sub, in_sub);
+		crun_expect_entries(d.path, top);
+		crun_expect_entries(sub, in_sub);
 		crun_free(&r);
 	}
 	/* a dangling link: its target is created (0666 & ~umask), the link stays */
@@ -263,7 +213,7 @@ START_TEST(symlink_target_is_replaced)
 	expect_link(rel, "target.bin");
 	crun_free(&r);
 	free(want);
-	remove_tree(d.path);
+	crun_remove_tree(d.path);
 }
 END_TEST
 
@@ -304,11 +254,11 @@ static void *reader_cb(void *arg)
 
 START_TEST(fifo_is_written_in_place)
 {
-	struct tmpdir d;
+	struct crun_dir d;
 	char path[128];
 	size_t len;
 	char *want = expected(&len);
-	tmpdir_make(&d);
+	crun_dir_make(&d, "posenc-out");
 	in_dir(&d, "fifo", path, sizeof path);
 	ck_assert_int_eq(mkfifo(path, 0600), 0);
 	struct reader rd = {.fd = -1, .listen_fd = -1};
@@ -324,20 +274,20 @@ START_TEST(fifo_is_written_in_place)
 	ck_assert_int_eq(lstat(path, &st), 0);
 	ck_assert(S_ISFIFO(st.st_mode));
 	const char *only[] = {"fifo", NULL};
-	expect_entries(d.path, only);
+	crun_expect_entries(d.path, only);
 	crun_free(&r);
 	free(rd.data);
 	free(want);
-	remove_tree(d.path);
+	crun_remove_tree(d.path);
 }
 END_TEST
 
 START_TEST(socket_is_written_in_place)
 {
-	struct tmpdir d;
+	struct crun_dir d;
 	size_t len;
 	char *want = expected(&len);
-	tmpdir_make(&d);
+	crun_dir_make(&d, "posenc-out");
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	snprintf(sa.sun_path, sizeof sa.sun_path, "%s/sock", d.path);
 	int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -357,11 +307,11 @@ START_TEST(socket_is_written_in_place)
 	ck_assert_int_eq(lstat(sa.sun_path, &st), 0);
 	ck_assert(S_ISSOCK(st.st_mode));
 	const char *only[] = {"sock", NULL};
-	expect_entries(d.path, only);
+	crun_expect_entries(d.path, only);
 	crun_free(&r);
 	free(rd.data);
 	free(want);
-	remove_tree(d.path);
+	crun_remove_tree(d.path);
 }
 END_TEST
 
@@ -397,11 +347,11 @@ END_TEST
  * redirection asked, instead of replacing the file (or writing at offset 0). */
 START_TEST(dev_stdout_appends_to_the_callers_file)
 {
-	struct tmpdir d;
+	struct crun_dir d;
 	char path[128];
 	size_t len;
 	char *want = expected(&len);
-	tmpdir_make(&d);
+	crun_dir_make(&d, "posenc-out");
 	in_dir(&d, "log", path, sizeof path);
 	write_file(path, "before\n", 0644);
 	struct stat before, after;
@@ -420,11 +370,11 @@ START_TEST(dev_stdout_appends_to_the_callers_file)
 	ck_assert_uint_eq(n, 7 + len);
 	ck_assert(!memcmp(got, "before\n", 7) && !memcmp(got + 7, want, len));
 	const char *only[] = {"log", NULL};
-	expect_entries(d.path, only);
+	crun_expect_entries(d.path, only);
 	free(got);
 	crun_free(&r);
 	free(want);
-	remove_tree(d.path);
+	crun_remove_tree(d.path);
 }
 END_TEST
 
@@ -450,9 +400,9 @@ static void expect_device(const char *path, unsigned minor)
 
 START_TEST(null_device_is_written_not_replaced)
 {
-	struct tmpdir d;
+	struct crun_dir d;
 	char path[128];
-	tmpdir_make(&d);
+	crun_dir_make(&d, "posenc-out");
 	in_dir(&d, "null", path, sizeof path);
 	if (make_device(path, 3)) {
 		struct crun r;
@@ -461,7 +411,7 @@ START_TEST(null_device_is_written_not_replaced)
 		ck_assert_uint_eq(r.nout, 0);
 		expect_device(path, 3);
 		const char *only[] = {"null", NULL};
-		expect_entries(d.path, only);
+		crun_expect_entries(d.path, only);
 		crun_free(&r);
 		/* also through a symlink to it */
 		char link[128];
@@ -472,18 +422,18 @@ START_TEST(null_device_is_written_not_replaced)
 		expect_device(path, 3);
 		expect_link(link, "null");
 		const char *two[] = {"null", "to-null", NULL};
-		expect_entries(d.path, two);
+		crun_expect_entries(d.path, two);
 		crun_free(&r);
 	}
-	remove_tree(d.path);
+	crun_remove_tree(d.path);
 }
 END_TEST
 
 START_TEST(full_device_fails_with_enospc)
 {
-	struct tmpdir d;
+	struct crun_dir d;
 	char path[128];
-	tmpdir_make(&d);
+	crun_dir_make(&d, "posenc-out");
 	in_dir(&d, "full", path, sizeof path);
 	if (make_device(path, 7)) {
 		struct crun r;
@@ -491,10 +441,10 @@ START_TEST(full_device_fails_with_enospc)
 		crun_expect_io_error(&r, path, strerror(ENOSPC));
 		expect_device(path, 7);
 		const char *only[] = {"full", NULL};
-		expect_entries(d.path, only);
+		crun_expect_entries(d.path, only);
 		crun_free(&r);
 	}
-	remove_tree(d.path);
+	crun_remove_tree(d.path);
 }
 END_TEST
 
@@ -526,9 +476,9 @@ END_TEST
  * path): the old file stays, the temporary file is gone. */
 START_TEST(file_that_cannot_grow_is_left_as_it_was)
 {
-	struct tmpdir d;
+	struct crun_dir d;
 	char path[128];
-	tmpdir_make(&d);
+	crun_dir_make(&d, "posenc-out");
 	in_dir(&d, "t.bin", path, sizeof path);
 	write_file(path, "old", 0640);
 	struct crun_opts o = {.fsize = 4096};
@@ -537,17 +487,17 @@ START_TEST(file_that_cannot_grow_is_left_as_it_was)
 	crun_expect_io_error(&r, path, strerror(EFBIG));
 	expect_file(path, "old", 3, 0640);
 	const char *only[] = {"t.bin", NULL};
-	expect_entries(d.path, only);
+	crun_expect_entries(d.path, only);
 	crun_free(&r);
-	remove_tree(d.path);
+	crun_remove_tree(d.path);
 }
 END_TEST
 
 START_TEST(unwritable_directory_is_eacces)
 {
-	struct tmpdir d;
+	struct crun_dir d;
 	char sub[128], path[160];
-	tmpdir_make(&d);
+	crun_dir_make(&d, "posenc-out");
 	in_dir(&d, "ro", sub, sizeof sub);
 	ck_assert_int_eq(mkdir(sub, 0755), 0);
 	snprintf(path, sizeof path, "%s/t.bin", sub);
@@ -561,23 +511,23 @@ START_TEST(unwritable_directory_is_eacces)
 	ck_assert_int_eq(chmod(sub, 0755), 0);
 	expect_file(path, "old", 3, 0666);
 	const char *only[] = {"t.bin", NULL};
-	expect_entries(sub, only);
+	crun_expect_entries(sub, only);
 	crun_free(&r);
-	remove_tree(d.path);
+	crun_remove_tree(d.path);
 }
 END_TEST
 
 START_TEST(directory_is_refused)
 {
-	struct tmpdir d;
-	tmpdir_make(&d);
+	struct crun_dir d;
+	crun_dir_make(&d, "posenc-out");
 	struct crun r;
 	crun(&r, &plain, ARGS, "-o", d.path, NULL);
 	crun_expect_io_error(&r, d.path, strerror(EISDIR));
 	const char *none[] = {NULL};
-	expect_entries(d.path, none);
+	crun_expect_entries(d.path, none);
 	crun_free(&r);
-	remove_tree(d.path);
+	crun_remove_tree(d.path);
 }
 END_TEST
 

@@ -4,7 +4,7 @@
  * than ending the command. Each run writes a similarity large enough to be still running when this
  * test sees its temporary file grow (no timing: the test waits for the file, then signals). */
 #include "posenc/posenc.h"
-#include "support/pe_check.h"
+#include "cli/run.h" /* crun_path */
 
 #include <dirent.h>
 #include <signal.h>
@@ -15,12 +15,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static const char *cli_path(void)
-{
-	const char *p = getenv("POSENC_CLI");
-	return p && *p ? p : "build/posenc";
-}
 
 /* The first entry of dir beginning with ".t.bin." and its size; 0 when there is none. */
 static int temp_file(const char *dir, off_t *size)
@@ -73,7 +67,7 @@ static pid_t start(const char *dir, int ignored)
 				signal(s, SIG_DFL);
 		if (ignored)
 			signal(ignored, SIG_IGN);
-		execl(cli_path(), "posenc", "analysis/similarity", "--encoding", "rope", "--len", "8192", "--dim", "64",
+		execl(crun_path(), "posenc", "analysis/similarity", "--encoding", "rope", "--len", "8192", "--dim", "64",
 		      "--dtype", "f64", "--format", "bin", "-o", out, (char *)NULL);
 		_exit(127);
 	}

@@ -227,9 +227,7 @@ END_TEST
 
 START_TEST(validation_names_the_parameter)
 {
-	static const struct {
-		const char *table, *query, *param;
-	} bad[] = {
+	static const struct pe_kat_refusal bad[] = {
 		{"alibi/slopes", "heads=0", "heads"},
 		{"alibi/slopes", "heads=-4", "heads"},
 		{"alibi/slopes", "max_bias=8", "heads"},
@@ -248,8 +246,7 @@ START_TEST(validation_names_the_parameter)
 		{"alibi", "heads=4&q_len=4&max_bias=-2", "max_bias"},
 		{"alibi", "heads=4&q_len=4&compat=exact", "compat"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+	pe_kat_rejects_all(bad, sizeof bad / sizeof bad[0]);
 }
 END_TEST
 

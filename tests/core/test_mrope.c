@@ -19,7 +19,6 @@
 
 #define DATA_DIR "tests/data/mrope"
 
-static const enum pe_dtype float_dtypes[] = {PE_F64, PE_F32, PE_F16, PE_BF16};
 
 /* ---- the section map ---- */
 
@@ -230,48 +229,12 @@ START_TEST(positions_exact)
 }
 END_TEST
 
-static void compare_tables(const char *query_field, const char *file, enum pe_dtype dt, uint64_t bound,
-			   uint64_t bound_scaled, const char *what)
-{
-	struct pe_kat k;
-	struct pe_kat_max m = {.what = what}, ms = {.what = "  (scaled cases)"};
-	pe_kat_load(&k, DATA_DIR);
-	for (size_t i = 0; i < pe_kat_count(&k); i++) {
-		json_t *c = pe_kat_case(&k, i);
-		if (strcmp(pe_kat_str(c, "table"), "rope/mrope"))
-			continue;
-		struct pe_shape s;
-		size_t n = pe_kat_shape(c, &s);
-		const char *query = pe_kat_str(c, query_field);
-		int f64file = strstr(file, "f64") != NULL;
-		void *ref = pe_kat_file(&k, c, file, n * (f64file ? 8 : 4));
-		void *got = pe_kat_run("rope/mrope", query, dt, &s);
-		int scaled = json_real_value(json_object_get(c, "attention_scaling")) != 1.0;
-		for (size_t j = 0; j < n; j++) {
-			double r = f64file ? ((double *)ref)[j] : ((float *)ref)[j];
-			uint64_t u = pe_kat_ulp(dt, got, j, r);
-			if (!f64file && dt == PE_F64) /* float values carried exactly */
-				u = pe_ulp_f32((float)((double *)got)[j], (float)r);
-			pe_kat_max_add(scaled ? &ms : &m, u, query, j);
-		}
-		free(ref);
-		free(got);
-	}
-	pe_kat_free(&k);
-	pe_kat_max_check(&m, bound);
-	if (ms.count)
-		pe_kat_max_check(&ms, bound_scaled);
-}
-
 START_TEST(exact_vs_numpy)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	for (size_t t = 0; t < 4; t++) {
-		char what[64];
-		snprintf(what, sizeof what, "mrope exact %s vs numpy", pe_dtype_name(float_dtypes[t]));
-		compare_tables("query", "ref_f64", float_dtypes[t], 1, float_dtypes[t] == PE_F64 ? 2 : 1, what);
-	}
+	const struct pe_kat_cmp cmp = {"rope/mrope", "query", "ref_f64", PE_F64, "attention_scaling", 0};
+	pe_kat_compare_dtypes(DATA_DIR, &cmp, "mrope exact %s vs numpy", 1, 1, 2);
 }
 END_TEST
 
@@ -279,11 +242,8 @@ START_TEST(hf_vs_torch)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	for (size_t t = 0; t < 4; t++) {
-		char what[64];
-		snprintf(what, sizeof what, "mrope hf %s vs torch", pe_dtype_name(float_dtypes[t]));
-		compare_tables("hf_query", "torch_f32", float_dtypes[t], 1, 2, what);
-	}
+	const struct pe_kat_cmp cmp = {"rope/mrope", "hf_query", "torch_f32", PE_F32, "attention_scaling", 0};
+	pe_kat_compare_dtypes(DATA_DIR, &cmp, "mrope hf %s vs torch", 1, 2, 2);
 }
 END_TEST
 

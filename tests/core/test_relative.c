@@ -103,25 +103,10 @@ START_TEST(xl_exact_vs_numpy_and_mpmath)
 		snprintf(what, sizeof what, "xl exact %s vs numpy", pe_dtype_name(dt));
 		snprintf(whatmp, sizeof whatmp, "xl exact %s vs mpmath", pe_dtype_name(dt));
 		struct pe_kat_max m = {.what = what}, mm = {.what = whatmp};
-		for (size_t i = 0; i < pe_kat_count(&k); i++) {
-			json_t *c = pe_kat_case(&k, i);
-			if (strcmp(pe_kat_str(c, "table"), "relative/xl") != 0)
-				continue;
-			struct pe_shape s;
-			size_t n = pe_kat_shape(c, &s);
-			const char *query = pe_kat_str(c, "query");
-			double *ref = pe_kat_file(&k, c, "ref_f64", n * 8);
-			double *mp = pe_kat_has(c, "mp_f64") ? pe_kat_file(&k, c, "mp_f64", n * 8) : NULL;
-			void *got = pe_kat_run("relative/xl", query, dt, &s);
-			for (size_t j = 0; j < n; j++) {
-				pe_kat_max_add(&m, pe_kat_ulp(dt, got, j, ref[j]), query, j);
-				if (mp)
-					pe_kat_max_add(&mm, pe_kat_ulp(dt, got, j, mp[j]), query, j);
-			}
-			free(ref);
-			free(mp);
-			free(got);
-		}
+		const struct pe_kat_cmp numpy = {"relative/xl", "query", "ref_f64", dt, NULL, 0},
+					mp = {"relative/xl", "query", "mp_f64", dt, NULL, 0};
+		pe_kat_compare(&k, &numpy, &m, &m);
+		pe_kat_compare(&k, &mp, &mm, &mm);
 		pe_kat_max_check(&m, 1);
 		pe_kat_max_check(&mm, 1);
 	}
@@ -135,28 +120,11 @@ START_TEST(xl_hf_vs_torch)
 		return;
 	struct pe_kat k;
 	struct pe_kat_max m = {.what = "xl hf f32 vs torch"}, me = {.what = "(xl exact f32 vs torch)"};
+	const struct pe_kat_cmp hf = {"relative/xl", "hf_query", "torch_f32", PE_F32, NULL, 1},
+				exact = {"relative/xl", "query", "torch_f32", PE_F32, NULL, 0};
 	pe_kat_load(&k, DATA);
-	for (size_t i = 0; i < pe_kat_count(&k); i++) {
-		json_t *c = pe_kat_case(&k, i);
-		if (strcmp(pe_kat_str(c, "table"), "relative/xl") != 0)
-			continue;
-		struct pe_shape s;
-		size_t n = pe_kat_shape(c, &s);
-		const char *hq = pe_kat_str(c, "hf_query");
-		float *torch = pe_kat_file(&k, c, "torch_f32", n * 4);
-		float *hf = pe_kat_run("relative/xl", hq, PE_F32, &s);
-		float *ex = pe_kat_run("relative/xl", pe_kat_str(c, "query"), PE_F32, &s);
-		double *wide = pe_kat_run("relative/xl", hq, PE_F64, &s);
-		for (size_t j = 0; j < n; j++) {
-			pe_kat_max_add(&m, pe_ulp_f32(hf[j], torch[j]), hq, j);
-			pe_kat_max_add(&me, pe_ulp_f32(ex[j], torch[j]), pe_kat_str(c, "query"), j);
-			ck_assert(wide[j] == (double)hf[j]);
-		}
-		free(torch);
-		free(hf);
-		free(ex);
-		free(wide);
-	}
+	pe_kat_compare(&k, &hf, &m, &m);
+	pe_kat_compare(&k, &exact, &me, &me);
 	pe_kat_free(&k);
 	pe_kat_max_check(&m, 1);
 	/* exact is not torch: positions up to 999 make float32 angles visibly different */
@@ -166,38 +134,9 @@ END_TEST
 
 START_TEST(xl_scalar_and_avx2_agree)
 {
-	if (pe_isa_force(PE_ISA_AVX2) != 0) {
-		fprintf(stderr, "no AVX2+FMA on this CPU: path comparison not run\n");
-		return;
-	}
-	struct pe_kat k;
-	struct pe_kat_max m64 = {.what = "xl exact f64 scalar~avx2"}, m32 = {.what = "xl hf f32 scalar~avx2"};
-	pe_kat_load(&k, DATA);
-	for (size_t i = 0; i < pe_kat_count(&k); i++) {
-		json_t *c = pe_kat_case(&k, i);
-		if (strcmp(pe_kat_str(c, "table"), "relative/xl") != 0)
-			continue;
-		struct pe_shape s;
-		size_t n = pe_kat_shape(c, &s);
-		const char *q = pe_kat_str(c, "query"), *hq = pe_kat_str(c, "hf_query");
-		ck_assert_int_eq(pe_isa_force(PE_ISA_SCALAR), 0);
-		double *s64 = pe_kat_run("relative/xl", q, PE_F64, &s);
-		float *s32 = pe_kat_run("relative/xl", hq, PE_F32, &s);
-		ck_assert_int_eq(pe_isa_force(PE_ISA_AVX2), 0);
-		double *a64 = pe_kat_run("relative/xl", q, PE_F64, &s);
-		float *a32 = pe_kat_run("relative/xl", hq, PE_F32, &s);
-		for (size_t j = 0; j < n; j++) {
-			pe_kat_max_add(&m64, pe_ulp_f64(s64[j], a64[j]), q, j);
-			pe_kat_max_add(&m32, pe_ulp_f32(s32[j], a32[j]), hq, j);
-		}
-		free(s64);
-		free(s32);
-		free(a64);
-		free(a32);
-	}
-	pe_kat_free(&k);
-	pe_kat_max_check(&m64, 1);
-	pe_kat_max_check(&m32, 1);
+	static const char *const dirs[] = {DATA};
+	if (pe_kat_have_avx2(""))
+		pe_kat_paths_agree(dirs, 1, "relative/xl", "xl");
 }
 END_TEST
 
@@ -220,9 +159,7 @@ END_TEST
 
 START_TEST(validation_names_the_parameter)
 {
-	static const struct {
-		const char *table, *query, *param;
-	} bad[] = {
+	static const struct pe_kat_refusal bad[] = {
 		{"relative/t5", "k_len=4", "q_len"},
 		{"relative/t5", "q_len=0", "q_len"},
 		{"relative/t5", "q_len=4&k_len=0", "k_len"},
@@ -246,8 +183,7 @@ START_TEST(validation_names_the_parameter)
 		{"relative/xl", "len=4&dim=8&compat=ggml", "compat"},
 		{"relative/xl", "len=4&dim=8&offset=3", "offset"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+	pe_kat_rejects_all(bad, sizeof bad / sizeof bad[0]);
 	/* the smallest valid T5 configurations */
 	struct pe_params p;
 	struct pe_err err;

@@ -31,66 +31,12 @@
 
 static const enum pe_dtype float_dtypes[] = {PE_F64, PE_F32, PE_F16, PE_BF16};
 
-static int is_scaled(json_t *c, const char *field)
-{
-	json_t *v = json_object_get(c, field);
-	return v && json_real_value(v) != 1.0;
-}
-
-/* One comparison of a query variant against a file over every case that has both. */
-struct cmp {
-	const char *query_field, *file; /* "query"/"hf_query"/"ggml_query", "ref_f64"/... */
-	enum pe_dtype dt;
-	uint64_t bound, bound_scaled;
-	const char *scale_field; /* which attention scaling makes it "scaled" */
-};
-
-static void compare_all(const struct cmp *cmp, const char *what)
-{
-	struct pe_kat k;
-	struct pe_kat_max m = {.what = what}, ms = {.what = "  (scaled cases)"};
-	pe_kat_load(&k, DATA_DIR);
-	for (size_t i = 0; i < pe_kat_count(&k); i++) {
-		json_t *c = pe_kat_case(&k, i);
-		if (!pe_kat_has(c, cmp->query_field) || !pe_kat_has(c, cmp->file))
-			continue;
-		struct pe_shape s;
-		size_t n = pe_kat_shape(c, &s);
-		const char *query = pe_kat_str(c, cmp->query_field);
-		int f64file = strstr(cmp->file, "f64") != NULL;
-		void *ref = pe_kat_file(&k, c, cmp->file, n * (f64file ? 8 : 4));
-		void *got = pe_kat_run(pe_kat_str(c, "table"), query, cmp->dt, &s);
-		struct pe_kat_max *into = is_scaled(c, cmp->scale_field) ? &ms : &m;
-		for (size_t j = 0; j < n; j++) {
-			double r = f64file ? ((double *)ref)[j] : ((float *)ref)[j];
-			uint64_t u = pe_kat_ulp(cmp->dt, got, j, r);
-			if (!f64file && cmp->dt == PE_F64) { /* float values carried exactly: compare as floats */
-				double g = ((double *)got)[j];
-				ck_assert_msg(g == (double)(float)g, "%s [%zu]: f64 is not a float", query, j);
-				u = pe_ulp_f32((float)g, (float)r);
-			}
-			pe_kat_max_add(into, u, query, j);
-		}
-		free(ref);
-		free(got);
-	}
-	pe_kat_free(&k);
-	pe_kat_max_check(&m, cmp->bound);
-	if (ms.count)
-		pe_kat_max_check(&ms, cmp->bound_scaled);
-}
-
 START_TEST(exact_vs_numpy)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	for (size_t t = 0; t < 4; t++) {
-		enum pe_dtype dt = float_dtypes[t];
-		char what[64];
-		snprintf(what, sizeof what, "rope exact %s vs numpy", pe_dtype_name(dt));
-		struct cmp cmp = {"query", "ref_f64", dt, 1, dt == PE_F64 ? 2 : 1, "attention_scaling"};
-		compare_all(&cmp, what);
-	}
+	const struct pe_kat_cmp cmp = {NULL, "query", "ref_f64", PE_F64, "attention_scaling", 0};
+	pe_kat_compare_dtypes(DATA_DIR, &cmp, "rope exact %s vs numpy", 1, 1, 2);
 }
 END_TEST
 
@@ -98,8 +44,8 @@ START_TEST(exact_f64_vs_mpmath)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	struct cmp cmp = {"query", "mp_f64", PE_F64, 1, 2, "attention_scaling"};
-	compare_all(&cmp, "rope exact f64 vs mpmath");
+	const struct pe_kat_cmp cmp = {NULL, "query", "mp_f64", PE_F64, "attention_scaling", 0};
+	pe_kat_compare_dir(DATA_DIR, &cmp, "rope exact f64 vs mpmath", 1, 2);
 }
 END_TEST
 
@@ -107,14 +53,9 @@ START_TEST(hf_vs_torch)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	for (size_t t = 0; t < 4; t++) {
-		enum pe_dtype dt = float_dtypes[t];
-		char what[64];
-		snprintf(what, sizeof what, "rope hf %s vs torch", pe_dtype_name(dt));
-		/* f64 carries the float exactly; f16/bf16 round torch's float once, as the core does */
-		struct cmp cmp = {"hf_query", "torch_f32", dt, 1, 2, "attention_scaling"};
-		compare_all(&cmp, what);
-	}
+	/* f64 carries the float exactly; f16/bf16 round torch's float once, as the core does */
+	const struct pe_kat_cmp cmp = {NULL, "hf_query", "torch_f32", PE_F32, "attention_scaling", 0};
+	pe_kat_compare_dtypes(DATA_DIR, &cmp, "rope hf %s vs torch", 1, 2, 2);
 }
 END_TEST
 
@@ -122,8 +63,8 @@ START_TEST(ggml_vs_emulation)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	struct cmp cmp = {"ggml_query", "ggml_f32", PE_F32, 1, 2, "ggml_attention_scaling"};
-	compare_all(&cmp, "rope ggml f32 vs numpy/libm emulation");
+	const struct pe_kat_cmp cmp = {NULL, "ggml_query", "ggml_f32", PE_F32, "ggml_attention_scaling", 0};
+	pe_kat_compare_dir(DATA_DIR, &cmp, "rope ggml f32 vs numpy/libm emulation", 1, 2);
 }
 END_TEST
 
@@ -173,7 +114,7 @@ START_TEST(hf_follows_torch_at_large_positions)
 	pe_kat_load(&k, DATA_DIR);
 	for (size_t i = 0; i < pe_kat_count(&k); i++) {
 		json_t *c = pe_kat_case(&k, i);
-		if (strcmp(pe_kat_str(c, "table"), "rope") || is_scaled(c, "attention_scaling"))
+		if (strcmp(pe_kat_str(c, "table"), "rope") || pe_kat_scaled(c, "attention_scaling"))
 			continue;
 		struct pe_params p;
 		struct pe_err err;
@@ -250,41 +191,25 @@ END_TEST
 
 START_TEST(scalar_and_avx2_agree)
 {
-	if (pe_isa_force(PE_ISA_AVX2) != 0) {
-		fprintf(stderr, "rope: no AVX2+FMA on this CPU, path comparison not run\n");
+	if (!pe_kat_have_avx2("rope: "))
 		return;
-	}
 	static const char *const q[] = {"query", "hf_query", "ggml_query"};
+	struct pe_kat k;
+	pe_kat_load(&k, DATA_DIR);
 	for (int mode = 0; mode < 3; mode++)
 		for (int t = 0; t < 2; t++) {
 			enum pe_dtype dt = float_dtypes[t];
 			char what[64], what_s[64];
 			snprintf(what, sizeof what, "%s %s scalar~avx2", q[mode], pe_dtype_name(dt));
 			snprintf(what_s, sizeof what_s, "%s %s scalar~avx2 (scaled)", q[mode], pe_dtype_name(dt));
-			struct pe_kat k;
 			struct pe_kat_max m = {.what = what}, ms = {.what = what_s};
-			pe_kat_load(&k, DATA_DIR);
-			for (size_t i = 0; i < pe_kat_count(&k); i++) {
-				json_t *c = pe_kat_case(&k, i);
-				if (!pe_kat_has(c, q[mode]))
-					continue;
-				struct pe_shape s;
-				size_t n = pe_kat_shape(c, &s);
-				const char *query = pe_kat_str(c, q[mode]), *table = pe_kat_str(c, "table");
-				ck_assert_int_eq(pe_isa_force(PE_ISA_SCALAR), 0);
-				void *a = pe_kat_run(table, query, dt, &s);
-				ck_assert_int_eq(pe_isa_force(PE_ISA_AVX2), 0);
-				void *b = pe_kat_run(table, query, dt, &s);
-				struct pe_kat_max *into = is_scaled(c, mode == 2 ? "ggml_attention_scaling" : "attention_scaling") ? &ms : &m;
-				for (size_t j = 0; j < n; j++)
-					pe_kat_max_add(into, pe_kat_ulp(dt, a, j, pe_kat_get(dt, b, j)), query, j);
-				free(a);
-				free(b);
-			}
-			pe_kat_free(&k);
+			const struct pe_kat_cmp cmp = {NULL, q[mode], NULL, dt,
+						       mode == 2 ? "ggml_attention_scaling" : "attention_scaling", 0};
+			pe_kat_paths(&k, &cmp, &m, &ms);
 			pe_kat_max_check(&m, 1);
 			pe_kat_max_check(&ms, 2);
 		}
+	pe_kat_free(&k);
 }
 END_TEST
 
@@ -532,9 +457,7 @@ END_TEST
 
 START_TEST(rejects_naming_the_parameter)
 {
-	static const struct {
-		const char *table, *query, *param;
-	} bad[] = {
+	static const struct pe_kat_refusal bad[] = {
 		{"rope", "len=4&dim=7", "dim"},
 		{"rope/inv_freq", "dim=9", "dim"},
 		{"rope", "len=4", "dim"},
@@ -615,8 +538,7 @@ START_TEST(rejects_naming_the_parameter)
 		{"rope/inv_freq", "dim=8&layout=half", "layout"},
 		{"rope/inv_freq", "dim=8&scaling=yarn&factor=2&original_max_position_embeddings=64&beta_slow=40", "beta_fast"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+	pe_kat_rejects_all(bad, sizeof bad / sizeof bad[0]);
 }
 END_TEST
 

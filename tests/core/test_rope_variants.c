@@ -26,48 +26,19 @@
 
 static const enum pe_dtype float_dtypes[] = {PE_F64, PE_F32, PE_F16, PE_BF16};
 
-/* Every case having query_field and file: the table as dt against the file, into m. */
-static void compare(const char *query_field, const char *file, enum pe_dtype dt, struct pe_kat_max *m)
+/* Every case having query_field and file: the table as dt against the file, within 1 ulp. */
+static void compare(const char *query_field, const char *file, enum pe_dtype dt, const char *what)
 {
-	struct pe_kat k;
-	pe_kat_load(&k, DATA_DIR);
-	for (size_t i = 0; i < pe_kat_count(&k); i++) {
-		json_t *c = pe_kat_case(&k, i);
-		if (!pe_kat_has(c, query_field) || !pe_kat_has(c, file))
-			continue;
-		struct pe_shape s;
-		size_t n = pe_kat_shape(c, &s);
-		const char *query = pe_kat_str(c, query_field);
-		int f64file = strstr(file, "f64") != NULL;
-		void *ref = pe_kat_file(&k, c, file, n * (f64file ? 8 : 4));
-		void *got = pe_kat_run(pe_kat_str(c, "table"), query, dt, &s);
-		for (size_t j = 0; j < n; j++) {
-			double r = f64file ? ((double *)ref)[j] : ((float *)ref)[j];
-			uint64_t u = pe_kat_ulp(dt, got, j, r);
-			if (!f64file && dt == PE_F64) { /* float values carried exactly */
-				double g = ((double *)got)[j];
-				ck_assert_msg(g == (double)(float)g, "%s [%zu]: f64 is not a float", query, j);
-				u = pe_ulp_f32((float)g, (float)r);
-			}
-			pe_kat_max_add(m, u, query, j);
-		}
-		free(ref);
-		free(got);
-	}
-	pe_kat_free(&k);
+	const struct pe_kat_cmp cmp = {NULL, query_field, file, dt, NULL, 0};
+	pe_kat_compare_dir(DATA_DIR, &cmp, what, 1, 1);
 }
 
 START_TEST(exact_vs_numpy)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	for (size_t t = 0; t < 4; t++) {
-		char what[64];
-		snprintf(what, sizeof what, "variants exact %s vs numpy", pe_dtype_name(float_dtypes[t]));
-		struct pe_kat_max m = {.what = what};
-		compare("query", "ref_f64", float_dtypes[t], &m);
-		pe_kat_max_check(&m, 1);
-	}
+	const struct pe_kat_cmp cmp = {NULL, "query", "ref_f64", PE_F64, NULL, 0};
+	pe_kat_compare_dtypes(DATA_DIR, &cmp, "variants exact %s vs numpy", 1, 1, 1);
 }
 END_TEST
 
@@ -75,9 +46,7 @@ START_TEST(exact_f64_vs_mpmath)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	struct pe_kat_max m = {.what = "variants exact f64 vs mpmath"};
-	compare("query", "mp_f64", PE_F64, &m);
-	pe_kat_max_check(&m, 1);
+	compare("query", "mp_f64", PE_F64, "variants exact f64 vs mpmath");
 }
 END_TEST
 
@@ -85,13 +54,8 @@ START_TEST(hf_vs_torch)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	for (size_t t = 0; t < 4; t++) {
-		char what[64];
-		snprintf(what, sizeof what, "variants hf %s vs torch", pe_dtype_name(float_dtypes[t]));
-		struct pe_kat_max m = {.what = what};
-		compare("hf_query", "torch_f32", float_dtypes[t], &m);
-		pe_kat_max_check(&m, 1);
-	}
+	const struct pe_kat_cmp cmp = {NULL, "hf_query", "torch_f32", PE_F32, NULL, 0};
+	pe_kat_compare_dtypes(DATA_DIR, &cmp, "variants hf %s vs torch", 1, 1, 1);
 }
 END_TEST
 
@@ -99,44 +63,15 @@ START_TEST(ggml_vs_emulation)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	struct pe_kat_max m = {.what = "llama4 ggml f32 vs emulation"};
-	compare("ggml_query", "ggml_f32", PE_F32, &m);
-	pe_kat_max_check(&m, 1);
+	compare("ggml_query", "ggml_f32", PE_F32, "llama4 ggml f32 vs emulation");
 }
 END_TEST
 
 START_TEST(scalar_and_avx2_agree)
 {
-	if (pe_isa_force(PE_ISA_AVX2) != 0) {
-		fprintf(stderr, "no AVX2+FMA on this CPU: path comparison not run\n");
-		return;
-	}
-	struct pe_kat_max m64 = {.what = "variants exact f64 scalar~avx2"}, m32 = {.what = "variants hf f32 scalar~avx2"};
-	struct pe_kat k;
-	pe_kat_load(&k, DATA_DIR);
-	for (size_t i = 0; i < pe_kat_count(&k); i++) {
-		json_t *c = pe_kat_case(&k, i);
-		struct pe_shape s;
-		size_t n = pe_kat_shape(c, &s);
-		const char *table = pe_kat_str(c, "table"), *q = pe_kat_str(c, "query"), *hq = pe_kat_str(c, "hf_query");
-		ck_assert_int_eq(pe_isa_force(PE_ISA_SCALAR), 0);
-		double *s64 = pe_kat_run(table, q, PE_F64, &s);
-		float *s32 = pe_kat_run(table, hq, PE_F32, &s);
-		ck_assert_int_eq(pe_isa_force(PE_ISA_AVX2), 0);
-		double *a64 = pe_kat_run(table, q, PE_F64, &s);
-		float *a32 = pe_kat_run(table, hq, PE_F32, &s);
-		for (size_t j = 0; j < n; j++) {
-			pe_kat_max_add(&m64, pe_ulp_f64(s64[j], a64[j]), q, j);
-			pe_kat_max_add(&m32, pe_ulp_f32(s32[j], a32[j]), hq, j);
-		}
-		free(s64);
-		free(s32);
-		free(a64);
-		free(a32);
-	}
-	pe_kat_free(&k);
-	pe_kat_max_check(&m64, 1);
-	pe_kat_max_check(&m32, 1);
+	static const char *const dirs[] = {DATA_DIR};
+	if (pe_kat_have_avx2(""))
+		pe_kat_paths_agree(dirs, 1, NULL, "variants");
 }
 END_TEST
 
@@ -402,9 +337,7 @@ END_TEST
 
 START_TEST(validation_names_the_parameter)
 {
-	static const struct {
-		const char *table, *query, *param;
-	} bad[] = {
+	static const struct pe_kat_refusal bad[] = {
 		{"rope2d", "height=4&width=4&dim=8&variant=gpt", "variant"},
 		{"rope2d", "height=4&width=4&dim=8&spatial_merge_size=0", "spatial_merge_size"},
 		{"rope2d", "height=4&width=4&dim=8&spatial_merge_size=65", "spatial_merge_size"},
@@ -431,8 +364,7 @@ START_TEST(validation_names_the_parameter)
 		{"rope", "len=4&dim=8&scaling=llama3&factor=8&original_max_position_embeddings=64&low_freq_factor=4"
 			 "&high_freq_factor=1", "high_freq_factor"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+	pe_kat_rejects_all(bad, sizeof bad / sizeof bad[0]);
 	/* the smallest base keeps its small grids (every angle finite) */
 	free(table2d("height=1&width=2&dim=256&base=1.2e-38&compat=hf", PE_F32, 2, 256));
 	/* the grid bound is inclusive */

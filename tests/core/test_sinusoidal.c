@@ -14,6 +14,7 @@
 #include "core/kernels.h"
 #include "posenc/core.h"
 #include "support/pe_check.h"
+#include "support/pe_kat.h" /* pe_kat_ulp16 */
 #include "support/pe_table.h"
 
 #include <jansson.h>
@@ -197,14 +198,6 @@ static void total_check(const struct total *t, uint64_t bound, int hf)
 		      t->worst_at % t->worst->dim, pe_isa_name());
 }
 
-/* Ordered distance of two 16-bit sign-magnitude floats (f16 or bf16), in ulps. */
-static uint64_t ulp16(uint16_t a, uint16_t b)
-{
-	int32_t x = (a & 0x8000) ? -(int32_t)(a & 0x7fff) : (int32_t)(a & 0x7fff);
-	int32_t y = (b & 0x8000) ? -(int32_t)(b & 0x7fff) : (int32_t)(b & 0x7fff);
-	return (uint64_t)(x > y ? x - y : y - x);
-}
-
 START_TEST(exact_f32_vs_numpy)
 {
 	if (!use_isa(_i))
@@ -269,8 +262,8 @@ START_TEST(exact_f16_bf16_vs_numpy)
 		uint16_t *b = run(c->query, PE_BF16, c->n, NULL);
 		struct stat sh = {0}, sb = {0};
 		for (size_t i = 0; i < c->n; i++) {
-			stat_add(&sh, ulp16(h[i], pe_f64_to_f16(c->ref[i])), i);
-			stat_add(&sb, ulp16(b[i], pe_f64_to_bf16(c->ref[i])), i);
+			stat_add(&sh, pe_kat_ulp16(h[i], pe_f64_to_f16(c->ref[i])), i);
+			stat_add(&sb, pe_kat_ulp16(b[i], pe_f64_to_bf16(c->ref[i])), i);
 		}
 		total_add(&th, c, &sh);
 		total_add(&tb, c, &sb);

@@ -22,33 +22,28 @@ static const char *const dirs[] = {"tests/data/sinusoidal2d", "tests/data/rope2d
 
 static const enum pe_dtype float_dtypes[] = {PE_F64, PE_F32, PE_F16, PE_BF16};
 
+/* One comparison over the cases of both directories, within 1 ulp. */
+static void compare_dirs(const struct pe_kat_cmp *cmp, const char *what)
+{
+	struct pe_kat_max m = {.what = what};
+	for (size_t d = 0; d < NDIRS; d++) {
+		struct pe_kat k;
+		pe_kat_load(&k, dirs[d]);
+		pe_kat_compare(&k, cmp, &m, &m);
+		pe_kat_free(&k);
+	}
+	pe_kat_max_check(&m, 1);
+}
+
 START_TEST(exact_vs_numpy)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
 	for (size_t t = 0; t < 4; t++) {
-		enum pe_dtype dt = float_dtypes[t];
 		char what[64];
-		snprintf(what, sizeof what, "2d exact %s vs numpy", pe_dtype_name(dt));
-		struct pe_kat_max m = {.what = what};
-		for (size_t d = 0; d < NDIRS; d++) {
-			struct pe_kat k;
-			pe_kat_load(&k, dirs[d]);
-			for (size_t i = 0; i < pe_kat_count(&k); i++) {
-				json_t *c = pe_kat_case(&k, i);
-				struct pe_shape s;
-				size_t n = pe_kat_shape(c, &s);
-				const char *query = pe_kat_str(c, "query");
-				double *ref = pe_kat_file(&k, c, "ref_f64", n * 8);
-				void *got = pe_kat_run(pe_kat_str(c, "table"), query, dt, &s);
-				for (size_t j = 0; j < n; j++)
-					pe_kat_max_add(&m, pe_kat_ulp(dt, got, j, ref[j]), query, j);
-				free(ref);
-				free(got);
-			}
-			pe_kat_free(&k);
-		}
-		pe_kat_max_check(&m, 1);
+		snprintf(what, sizeof what, "2d exact %s vs numpy", pe_dtype_name(float_dtypes[t]));
+		const struct pe_kat_cmp cmp = {.query_field = "query", .file = "ref_f64", .dt = float_dtypes[t]};
+		compare_dirs(&cmp, what);
 	}
 }
 END_TEST
@@ -57,27 +52,8 @@ START_TEST(exact_f64_vs_mpmath)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	struct pe_kat_max m = {.what = "2d exact f64 vs mpmath"};
-	for (size_t d = 0; d < NDIRS; d++) {
-		struct pe_kat k;
-		pe_kat_load(&k, dirs[d]);
-		for (size_t i = 0; i < pe_kat_count(&k); i++) {
-			json_t *c = pe_kat_case(&k, i);
-			if (!pe_kat_has(c, "mp_f64"))
-				continue;
-			struct pe_shape s;
-			size_t n = pe_kat_shape(c, &s);
-			const char *query = pe_kat_str(c, "query");
-			double *mp = pe_kat_file(&k, c, "mp_f64", n * 8);
-			double *got = pe_kat_run(pe_kat_str(c, "table"), query, PE_F64, &s);
-			for (size_t j = 0; j < n; j++)
-				pe_kat_max_add(&m, pe_ulp_f64(got[j], mp[j]), query, j);
-			free(mp);
-			free(got);
-		}
-		pe_kat_free(&k);
-	}
-	pe_kat_max_check(&m, 1);
+	const struct pe_kat_cmp cmp = {.query_field = "query", .file = "mp_f64", .dt = PE_F64};
+	compare_dirs(&cmp, "2d exact f64 vs mpmath");
 }
 END_TEST
 
@@ -86,31 +62,8 @@ START_TEST(hf_vs_torch)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
-	struct pe_kat_max m = {.what = "2d hf f32 vs torch"};
-	for (size_t d = 0; d < NDIRS; d++) {
-		struct pe_kat k;
-		pe_kat_load(&k, dirs[d]);
-		for (size_t i = 0; i < pe_kat_count(&k); i++) {
-			json_t *c = pe_kat_case(&k, i);
-			if (!pe_kat_has(c, "torch_f32"))
-				continue;
-			struct pe_shape s;
-			size_t n = pe_kat_shape(c, &s);
-			const char *query = pe_kat_str(c, "hf_query"), *table = pe_kat_str(c, "table");
-			float *torch = pe_kat_file(&k, c, "torch_f32", n * 4);
-			float *got = pe_kat_run(table, query, PE_F32, &s);
-			double *wide = pe_kat_run(table, query, PE_F64, &s);
-			for (size_t j = 0; j < n; j++) {
-				pe_kat_max_add(&m, pe_ulp_f32(got[j], torch[j]), query, j);
-				ck_assert_msg(wide[j] == (double)got[j], "%s: f64 is not the hf float at %zu", query, j);
-			}
-			free(torch);
-			free(got);
-			free(wide);
-		}
-		pe_kat_free(&k);
-	}
-	pe_kat_max_check(&m, 1);
+	const struct pe_kat_cmp cmp = {.query_field = "hf_query", .file = "torch_f32", .dt = PE_F32, .f64_is_f32 = 1};
+	compare_dirs(&cmp, "2d hf f32 vs torch");
 }
 END_TEST
 
@@ -199,38 +152,8 @@ END_TEST
 
 START_TEST(scalar_and_avx2_agree)
 {
-	if (pe_isa_force(PE_ISA_AVX2) != 0) {
-		fprintf(stderr, "no AVX2+FMA on this CPU: path comparison not run\n");
-		return;
-	}
-	struct pe_kat_max m64 = {.what = "2d exact f64 scalar~avx2"}, m32 = {.what = "2d hf f32 scalar~avx2"};
-	for (size_t d = 0; d < NDIRS; d++) {
-		struct pe_kat k;
-		pe_kat_load(&k, dirs[d]);
-		for (size_t i = 0; i < pe_kat_count(&k); i++) {
-			json_t *c = pe_kat_case(&k, i);
-			struct pe_shape s;
-			size_t n = pe_kat_shape(c, &s);
-			const char *table = pe_kat_str(c, "table"), *q = pe_kat_str(c, "query"), *hq = pe_kat_str(c, "hf_query");
-			ck_assert_int_eq(pe_isa_force(PE_ISA_SCALAR), 0);
-			double *s64 = pe_kat_run(table, q, PE_F64, &s);
-			float *s32 = pe_kat_run(table, hq, PE_F32, &s);
-			ck_assert_int_eq(pe_isa_force(PE_ISA_AVX2), 0);
-			double *a64 = pe_kat_run(table, q, PE_F64, &s);
-			float *a32 = pe_kat_run(table, hq, PE_F32, &s);
-			for (size_t j = 0; j < n; j++) {
-				pe_kat_max_add(&m64, pe_ulp_f64(s64[j], a64[j]), q, j);
-				pe_kat_max_add(&m32, pe_ulp_f32(s32[j], a32[j]), hq, j);
-			}
-			free(s64);
-			free(s32);
-			free(a64);
-			free(a32);
-		}
-		pe_kat_free(&k);
-	}
-	pe_kat_max_check(&m64, 1);
-	pe_kat_max_check(&m32, 1);
+	if (pe_kat_have_avx2(""))
+		pe_kat_paths_agree(dirs, NDIRS, NULL, "2d");
 }
 END_TEST
 
@@ -295,9 +218,7 @@ END_TEST
 
 START_TEST(validation_names_the_parameter)
 {
-	static const struct {
-		const char *table, *query, *param;
-	} bad[] = {
+	static const struct pe_kat_refusal bad[] = {
 		{"sinusoidal2d", "height=4&width=4&dim=6", "dim"},
 		{"sinusoidal2d", "height=4&width=4&dim=0", "dim"},
 		{"sinusoidal2d", "height=4&width=4&dim=2", "dim"},
@@ -321,8 +242,7 @@ START_TEST(validation_names_the_parameter)
 		{"rope2d", "height=4&width=4&dim=8&compat=ggml", "compat"},
 		{"rope2d", "height=4&width=4&dim=8&variant=mae", "variant"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+	pe_kat_rejects_all(bad, sizeof bad / sizeof bad[0]);
 }
 END_TEST
 

@@ -94,6 +94,16 @@ static void same_bytes(const struct pe_resp *a, const struct pe_resp *b, const c
 		      what, a->len, b->len);
 }
 
+/* a and b are want's bytes; all three are freed. */
+static void same_three(struct pe_resp *want, struct pe_resp *a, struct pe_resp *b, const char *what)
+{
+	same_bytes(want, a, what);
+	same_bytes(want, b, what);
+	pe_resp_free(want);
+	pe_resp_free(a);
+	pe_resp_free(b);
+}
+
 static const char *const queries[] = {
 	"format=bin",
 	"format=bin&compat=hf",
@@ -130,11 +140,7 @@ START_TEST(same_as_query_positions)
 			size_t one_shape[] = {L}, two_shape[] = {2, L};
 			post_xpos(&d, queries[q], x, xlen, sets[s], one_shape, 1, (int)s, &a);
 			post_xpos(&d, queries[q], x, xlen, two, two_shape, 2, (int)!s, &b);
-			same_bytes(&want, &a, query);
-			same_bytes(&want, &b, query);
-			pe_resp_free(&want);
-			pe_resp_free(&a);
-			pe_resp_free(&b);
+			same_three(&want, &a, &b, query);
 		}
 	free(x);
 	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
@@ -231,11 +237,7 @@ START_TEST(mrope_equal_rows_is_rope)
 		post_xpos(&d, rq, x, xlen, pos, p1, 1, 1, &want);
 		post_xpos(&d, query, x, xlen, pos3, p3, 2, 0, &a);
 		post_xpos(&d, query, x, xlen, pos32, p32, 3, 1, &b);
-		same_bytes(&want, &a, query);
-		same_bytes(&want, &b, query);
-		pe_resp_free(&want);
-		pe_resp_free(&a);
-		pe_resp_free(&b);
+		same_three(&want, &a, &b, query);
 	}
 	free(x);
 	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
@@ -382,23 +384,33 @@ START_TEST(refusals)
 	const struct form_part short_pos[] = {{"x", NULL, x, xlen}, {"positions", NULL, p5n, flen}};
 	const struct form_part three[] = {{"x", NULL, x, xlen}, {"positions", NULL, p3, p3len}};
 	const struct form_part text_x[] = {{"x", NULL, "hello", 5}, {"positions", NULL, p, plen}};
-	expect_form(&d, "", extra, 3, 400, "scale");
-	expect_form(&d, "", twice, 2, 400, "x");
-	expect_form(&d, "", twice_pos, 3, 400, "positions");
-	expect_form(&d, "", no_x, 1, 400, "x");
-	expect_form(&d, "", float_pos, 2, 400, "positions");
-	expect_form(&d, "", json_pos, 2, 400, "positions");
-	expect_form(&d, "", neg_pos, 2, 400, "positions");
-	expect_form(&d, "", short_pos, 2, 400, "positions");
-	expect_form(&d, "", three, 2, 400, "positions");                          /* [3, 4]: batch 3 vs x's 1 */
-	expect_form(&d, "seq_axis=-3", ok, 2, 400, "positions");                  /* 4 positions, an axis of 2 */
-	expect_form(&d, "mrope_section=4,2,2", ok, 2, 400, "positions");          /* M-RoPE needs [3, ...] */
-	expect_form(&d, "mrope_section=4,2,1", three, 2, 400, "mrope_section");   /* sums to 7, not 8 */
-	expect_form(&d, "mrope_section=2,3,3&interleaved=1", three, 2, 400, "mrope_section");
-	expect_form(&d, "interleaved=1", ok, 2, 400, "interleaved");
-	expect_form(&d, "offset=5", ok, 2, 400, "offset");
-	expect_form(&d, "positions=0,1,2,3", ok, 2, 400, "positions");
-	expect_form(&d, "", text_x, 2, 400, "x");
+	/* each refused with 400 naming param */
+	const struct {
+		const char *query;
+		const struct form_part *parts;
+		size_t n;
+		const char *param;
+	} refused[] = {
+		{"", extra, 3, "scale"},
+		{"", twice, 2, "x"},
+		{"", twice_pos, 3, "positions"},
+		{"", no_x, 1, "x"},
+		{"", float_pos, 2, "positions"},
+		{"", json_pos, 2, "positions"},
+		{"", neg_pos, 2, "positions"},
+		{"", short_pos, 2, "positions"},
+		{"", three, 2, "positions"},                          /* [3, 4]: batch 3 vs x's 1 */
+		{"seq_axis=-3", ok, 2, "positions"},                  /* 4 positions, an axis of 2 */
+		{"mrope_section=4,2,2", ok, 2, "positions"},          /* M-RoPE needs [3, ...] */
+		{"mrope_section=4,2,1", three, 2, "mrope_section"},   /* sums to 7, not 8 */
+		{"mrope_section=2,3,3&interleaved=1", three, 2, "mrope_section"},
+		{"interleaved=1", ok, 2, "interleaved"},
+		{"offset=5", ok, 2, "offset"},
+		{"positions=0,1,2,3", ok, 2, "positions"},
+		{"", text_x, 2, "x"},
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+		expect_form(&d, refused[i].query, refused[i].parts, refused[i].n, 400, refused[i].param);
 	int64_t far[] = {0, 1, 2, (int64_t)1 << 31}; /* llama.cpp's positions are int32 */
 	size_t farlen;
 	char *pfar = npy_ints(far, ps, 1, 1, &farlen);
@@ -417,34 +429,33 @@ START_TEST(refusals)
 	pe_resp_free(&r);
 	size_t blen;
 	char *body = form_body(ok, 2, &blen);
-	const char *mp_alibi[] = {"Content-Type: multipart/form-data; boundary=" FORM_BOUNDARY, NULL};
-	pe_request(&d, "POST", "/v1/alibi/apply", mp_alibi, body, blen, &r);
-	pe_assert_problem(&r, 415, "Content-Type");
-	pe_resp_free(&r);
-	const char *no_boundary[] = {"Content-Type: multipart/form-data", NULL};
-	pe_request(&d, "POST", "/v1/rope/apply", no_boundary, body, blen, &r);
-	pe_assert_problem(&r, 400, "Content-Type");
-	pe_resp_free(&r);
-	char long_boundary[6000] = "Content-Type: multipart/form-data; boundary=";
+	char long_boundary[6000] = "multipart/form-data; boundary=";
 	memset(long_boundary + strlen(long_boundary), 'b', 5000); /* past MHD_PostProcessor's buffer */
-	const char *too_long[] = {long_boundary, NULL};
-	pe_request(&d, "POST", "/v1/rope/apply", too_long, body, blen, &r);
-	pe_assert_problem(&r, 400, "Content-Type");
-	pe_resp_free(&r);
-	/* a parameter after boundary=, or boundary= inside another parameter: libmicrohttpd would take
-	 * the wrong boundary and read the whole body as a preamble */
-	const char *after[] = {"Content-Type: multipart/form-data; boundary=" FORM_BOUNDARY "; charset=utf-8", NULL};
-	pe_request(&d, "POST", "/v1/rope/apply", after, body, blen, &r);
-	pe_assert_problem(&r, 400, "Content-Type");
-	pe_resp_free(&r);
-	const char *inside[] = {"Content-Type: multipart/form-data; a=\"boundary=x\"; boundary=" FORM_BOUNDARY, NULL};
-	pe_request(&d, "POST", "/v1/rope/apply", inside, body, blen, &r);
-	pe_assert_problem(&r, 400, "Content-Type");
-	pe_resp_free(&r);
-	const char *first[] = {"Content-Type: multipart/form-data; charset=utf-8; boundary=\"" FORM_BOUNDARY "\"", NULL};
-	pe_request(&d, "POST", "/v1/rope/apply", first, body, blen, &r);
-	ck_assert_msg(r.status == 200, "boundary= last and quoted: %ld %s", r.status, r.body);
-	pe_resp_free(&r);
+	/* the form's body under other Content-Types: each refused naming Content-Type, but one */
+	const struct {
+		const char *path, *type;
+		long status;
+	} types[] = {
+		{"/v1/alibi/apply", "multipart/form-data; boundary=" FORM_BOUNDARY, 415},
+		{"/v1/rope/apply", "multipart/form-data", 400},
+		{"/v1/rope/apply", long_boundary, 400},
+		/* a parameter after boundary=, or boundary= inside another parameter: libmicrohttpd would
+		 * take the wrong boundary and read the whole body as a preamble */
+		{"/v1/rope/apply", "multipart/form-data; boundary=" FORM_BOUNDARY "; charset=utf-8", 400},
+		{"/v1/rope/apply", "multipart/form-data; a=\"boundary=x\"; boundary=" FORM_BOUNDARY, 400},
+		{"/v1/rope/apply", "multipart/form-data; charset=utf-8; boundary=\"" FORM_BOUNDARY "\"", 200},
+	};
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+		char h[6100];
+		snprintf(h, sizeof h, "Content-Type: %s", types[i].type);
+		const char *hs_i[] = {h, NULL};
+		pe_request(&d, "POST", types[i].path, hs_i, body, blen, &r);
+		if (types[i].status == 200) /* boundary= last and quoted */
+			ck_assert_msg(r.status == 200, "boundary= last and quoted: %ld %s", r.status, r.body);
+		else
+			pe_assert_problem(&r, types[i].status, "Content-Type");
+		pe_resp_free(&r);
+	}
 	const char *urlenc[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
 	pe_request(&d, "POST", "/v1/rope/apply", urlenc, "x=1", 3, &r);
 	pe_assert_problem(&r, 415, "Content-Type");

@@ -1,7 +1,9 @@
 /* Known-answer test helpers: read a tests/data/<dir>/cases.json manifest written by
  * tests/ref/kat.py, drive a table through the core exactly as a client's query would (find, init,
  * set every key=value, finish, shape, compute: support/pe_table.h), and track ulp distances per
- * comparison.
+ * comparison. The loops the KAT tests share are here once: a table against a reference file over
+ * every case that has both (pe_kat_compare, with scaled cases held apart), and the scalar path
+ * against the AVX2 path (pe_kat_paths); tests keep only what is particular to them.
  *
  * Header-only (static inline): every check program links pe_check.o and pe_table.o, which is all
  * it needs. Every failure is a check assertion. */
@@ -106,6 +108,18 @@ static inline void pe_kat_rejects(const char *table, const char *query, const ch
 		      param, err.detail);
 }
 
+/* A query the core must refuse, and the parameter its error names. */
+struct pe_kat_refusal {
+	const char *table, *query, *param;
+};
+
+/* pe_kat_rejects for each of n refusals. */
+static inline void pe_kat_rejects_all(const struct pe_kat_refusal *bad, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		pe_kat_rejects(bad[i].table, bad[i].query, bad[i].param);
+}
+
 /* Force kernel path i (0 scalar, 1 AVX2, 2 AVX-512); 0 when the CPU lacks it (the caller skips,
  * said on stderr). The AVX-512 path differs from AVX2 only in the fused sinusoidal row
  * (src/core/kernels.c): tests of other tables loop over 0..1. */
@@ -191,5 +205,154 @@ static inline void pe_kat_max_check(const struct pe_kat_max *m, uint64_t bound)
 	ck_assert_msg(m->max <= bound, "%s: %llu ulp > %llu at %s (%s path)", m->what, (unsigned long long)m->max,
 		      (unsigned long long)bound, m->where, pe_isa_name());
 }
+
+/* One comparison over the cases of a KAT directory: the table each case names, computed from the
+ * case's query_field as dt, against the reference file the case names in `file`. */
+struct pe_kat_cmp {
+	const char *table;       /* only cases of this table; NULL: every case */
+	const char *query_field; /* "query", "hf_query", "ggml_query" */
+	const char *file;        /* "ref_f64", "mp_f64" (doubles) or "torch_f32", "ggml_f32" (floats) */
+	enum pe_dtype dt;
+	const char *scale_field; /* cases where it is present and not 1 count as scaled; NULL: none */
+	int f64_is_f32;          /* also compute as f64: it must carry the dt (f32) output exactly */
+};
+
+static inline int pe_kat_wanted(json_t *c, const char *table)
+{
+	return !table || strcmp(pe_kat_str(c, "table"), table) == 0;
+}
+
+static inline int pe_kat_scaled(json_t *c, const char *field)
+{
+	json_t *v = field ? json_object_get(c, field) : NULL;
+	return v && json_real_value(v) != 1.0;
+}
+
+/* The ulps of element j of got (dtype dt) from element j of a reference file of doubles or floats.
+ * Float references against f64 output: the f64 must be a float (carried exactly), compared as one. */
+static inline uint64_t pe_kat_ref_ulp(enum pe_dtype dt, const void *got, const void *ref, int f64file, size_t j,
+				      const char *query)
+{
+	double r = f64file ? ((const double *)ref)[j] : ((const float *)ref)[j];
+	if (f64file || dt != PE_F64)
+		return pe_kat_ulp(dt, got, j, r);
+	double g = ((const double *)got)[j];
+	ck_assert_msg(g == (double)(float)g, "%s [%zu]: f64 is not a float", query, j);
+	return pe_ulp_f32((float)g, (float)r);
+}
+
+/* For every case having cmp's query field and file: each element's ulps into m (scaled cases into
+ * scaled, which may be m). */
+static inline void pe_kat_compare(const struct pe_kat *k, const struct pe_kat_cmp *cmp, struct pe_kat_max *m,
+				  struct pe_kat_max *scaled)
+{
+	int f64file = strstr(cmp->file, "f64") != NULL;
+	for (size_t i = 0; i < pe_kat_count(k); i++) {
+		json_t *c = pe_kat_case(k, i);
+		if (!pe_kat_wanted(c, cmp->table) || !pe_kat_has(c, cmp->query_field) || !pe_kat_has(c, cmp->file))
+			continue;
+		struct pe_shape s;
+		size_t n = pe_kat_shape(c, &s);
+		const char *query = pe_kat_str(c, cmp->query_field), *table = pe_kat_str(c, "table");
+		void *ref = pe_kat_file(k, c, cmp->file, n * (f64file ? 8 : 4));
+		void *got = pe_kat_run(table, query, cmp->dt, &s);
+		double *wide = cmp->f64_is_f32 ? pe_kat_run(table, query, PE_F64, &s) : NULL;
+		struct pe_kat_max *into = pe_kat_scaled(c, cmp->scale_field) ? scaled : m;
+		for (size_t j = 0; j < n; j++) {
+			pe_kat_max_add(into, pe_kat_ref_ulp(cmp->dt, got, ref, f64file, j, query), query, j);
+			if (wide)
+				ck_assert_msg(wide[j] == pe_kat_get(cmp->dt, got, j), "%s: f64 is not the %s value at %zu", query,
+					      pe_dtype_name(cmp->dt), j);
+		}
+		free(ref);
+		free(got);
+		free(wide);
+	}
+}
+
+/* pe_kat_compare over the cases of dir, checked against bound (scaled cases against bound_scaled). */
+static inline void pe_kat_compare_dir(const char *dir, const struct pe_kat_cmp *cmp, const char *what, uint64_t bound,
+				      uint64_t bound_scaled)
+{
+	struct pe_kat k;
+	struct pe_kat_max m = {.what = what}, ms = {.what = "  (scaled cases)"};
+	pe_kat_load(&k, dir);
+	pe_kat_compare(&k, cmp, &m, &ms);
+	pe_kat_free(&k);
+	pe_kat_max_check(&m, bound);
+	if (ms.count)
+		pe_kat_max_check(&ms, bound_scaled);
+}
+
+/* pe_kat_compare_dir once per float dtype (f64, f32, f16, bf16), cmp->dt set to each; `label` is a
+ * printf format whose %s is the dtype's name. Scaled cases are held to bound_scaled, in f64 to
+ * bound_scaled_f64 (the product with attention_scaling rounds once more there). */
+static inline void pe_kat_compare_dtypes(const char *dir, const struct pe_kat_cmp *cmp, const char *label,
+					 uint64_t bound, uint64_t bound_scaled, uint64_t bound_scaled_f64)
+{
+	static const enum pe_dtype dts[] = {PE_F64, PE_F32, PE_F16, PE_BF16};
+	for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+		struct pe_kat_cmp one = *cmp;
+		char what[64];
+		one.dt = dts[t];
+		snprintf(what, sizeof what, label, pe_dtype_name(dts[t]));
+		pe_kat_compare_dir(dir, &one, what, bound, dts[t] == PE_F64 ? bound_scaled_f64 : bound_scaled);
+	}
+}
+
+/* 1 when the AVX2 path can be forced; else 0, said on stderr (the caller skips). */
+static inline int pe_kat_have_avx2(const char *who)
+{
+	if (pe_isa_force(PE_ISA_AVX2) == 0)
+		return 1;
+	fprintf(stderr, "%sno AVX2+FMA on this CPU: path comparison not run\n", who);
+	return 0;
+}
+
+/* For every case having cmp's query field: the table as dt on the scalar path against the AVX2
+ * path, each element's ulps into m (scaled cases into scaled). cmp->file is not read. */
+static inline void pe_kat_paths(const struct pe_kat *k, const struct pe_kat_cmp *cmp, struct pe_kat_max *m,
+				struct pe_kat_max *scaled)
+{
+	for (size_t i = 0; i < pe_kat_count(k); i++) {
+		json_t *c = pe_kat_case(k, i);
+		if (!pe_kat_wanted(c, cmp->table) || !pe_kat_has(c, cmp->query_field))
+			continue;
+		struct pe_shape s;
+		size_t n = pe_kat_shape(c, &s);
+		const char *query = pe_kat_str(c, cmp->query_field), *table = pe_kat_str(c, "table");
+		ck_assert_int_eq(pe_isa_force(PE_ISA_SCALAR), 0);
+		void *a = pe_kat_run(table, query, cmp->dt, &s);
+		ck_assert_int_eq(pe_isa_force(PE_ISA_AVX2), 0);
+		void *b = pe_kat_run(table, query, cmp->dt, &s);
+		struct pe_kat_max *into = pe_kat_scaled(c, cmp->scale_field) ? scaled : m;
+		for (size_t j = 0; j < n; j++)
+			pe_kat_max_add(into, pe_kat_ulp(cmp->dt, a, j, pe_kat_get(cmp->dt, b, j)), query, j);
+		free(a);
+		free(b);
+	}
+}
+
+/* The usual path comparison of a directory's cases (of table, or all): exact f64 and hf f32,
+ * scalar against AVX2, each within 1 ulp; `name` starts the printed labels. */
+static inline void pe_kat_paths_agree(const char *const *dirs, size_t ndirs, const char *table, const char *name)
+{
+	char w64[64], w32[64];
+	snprintf(w64, sizeof w64, "%s exact f64 scalar~avx2", name);
+	snprintf(w32, sizeof w32, "%s hf f32 scalar~avx2", name);
+	struct pe_kat_max m64 = {.what = w64}, m32 = {.what = w32};
+	const struct pe_kat_cmp c64 = {.table = table, .query_field = "query", .dt = PE_F64},
+				c32 = {.table = table, .query_field = "hf_query", .dt = PE_F32};
+	for (size_t d = 0; d < ndirs; d++) {
+		struct pe_kat k;
+		pe_kat_load(&k, dirs[d]);
+		pe_kat_paths(&k, &c64, &m64, &m64);
+		pe_kat_paths(&k, &c32, &m32, &m32);
+		pe_kat_free(&k);
+	}
+	pe_kat_max_check(&m64, 1);
+	pe_kat_max_check(&m32, 1);
+}
+
 
 #endif
