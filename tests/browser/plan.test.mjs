@@ -1,7 +1,8 @@
 /* The Model plan view in Chromium: a pasted config.json becomes the plan's table (the rows the API
  * answers, with their urls), one click draws an encoding (its canvas shows the table's values:
  * RoPE's cos(0) = 1 is the top of viridis), a dropped file is planned the same way, and a config
- * posenc does not know shows the 422's detail and the key it names. Run through run.sh. */
+ * posenc does not know shows the 422's detail and the key it names, and a table the plan had to
+ * give as npy is listed without a Draw button. Run through run.sh. */
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -77,6 +78,19 @@ describe('model plan', () => {
 		assert.match(text, /^422 /);
 		assert.match(text, /model_type/);
 		assertClean(p, { httpErrorsAllowed: true, sameOrigin: false });
+		await p.page.close();
+	});
+
+	test('a table the plan gives as npy (too big for JSON) is listed without a Draw button', async () => {
+		const p = await openPage(browser.context, '#plan');
+		await planOf(p.page, config('mpt-7b.json'), 2048);
+		const rows = await rowsOf(p.page);
+		const alibi = rows.findIndex((r) => r[0] === 'alibi');
+		assert.ok(alibi >= 0, JSON.stringify(rows));
+		assert.match(rows[alibi][2], /[?&]format=npy/);
+		assert.match(rows[alibi][9], /too large to draw/);
+		assert.equal(await p.page.$(`#view-plan button.draw[data-index="${alibi}"]`), null);
+		assertClean(p, { sameOrigin: false });
 		await p.page.close();
 	});
 });
