@@ -15,8 +15,9 @@
  * Positions only grow from one segment to the next, so a segment's largest position
  * (start + max(time(T-1), H/m-1, W/m-1)) is the largest so far: the delta and the bounds come from
  * the segments alone, without a walk over every token, and any window of tokens is written
- * without the ones before it. The response carries mrope_position_delta = max + 1 - seq
- * (X-PE-Mrope-Delta). */
+ * without the ones before it (qwen3vl: frames with per-frame counts are walked, at most
+ * PE_MAX_LIST of them; the others are counted arithmetically). The response carries
+ * mrope_position_delta = max + 1 - seq (X-PE-Mrope-Delta). */
 #include "core/mrope.h"
 #include "core/tables.h"
 
@@ -173,11 +174,29 @@ static int framed(const struct pe_mrope_time *tm, const struct pe_mrope_seg *g)
 }
 
 /* Text tokens before frame f (counted over all videos) of a qwen3vl sequence: its timestamp text
- * and <|vision_start|>. */
+ * and <|vision_start|>. Frames past a list of several counts have none (the check refuses such
+ * lists: they come only from direct callers). */
 static int64_t frame_lead(const struct pe_mrope_time *tm, size_t f)
 {
 	double stamp = !tm->stamp ? 0 : tm->nstamp == 1 ? tm->stamp[0] : f < tm->nstamp ? tm->stamp[f] : 0;
 	return (int64_t)stamp + 1;
+}
+
+/* Every frame from f on has the same lead: no list, one count, or past the list. */
+static int uniform_from(const struct pe_mrope_time *tm, size_t f)
+{
+	return !tm->stamp || tm->nstamp == 1 || f >= tm->nstamp;
+}
+
+/* The leads of frames [a, a + n): a walk over at most the list's PE_MAX_LIST counts, arithmetic
+ * beyond it, so a long video costs no walk over its frames. */
+static int64_t leads(const struct pe_mrope_time *tm, size_t a, int64_t n)
+{
+	size_t f = a, end = a + (size_t)n;
+	int64_t sum = 0;
+	for (; f < end && !uniform_from(tm, f); f++)
+		sum += frame_lead(tm, f);
+	return f < end ? sum + (int64_t)(end - f) * frame_lead(tm, f) : sum;
 }
 
 int pe_mrope_seq_stamp(struct pe_mrope_seq *q, const struct pe_mrope_time *tm, struct pe_err *err)
@@ -189,9 +208,8 @@ int pe_mrope_seq_stamp(struct pe_mrope_seq *q, const struct pe_mrope_time *tm, s
 		struct pe_mrope_seg *g = &q->seg[i];
 		if (g->kind != PE_MROPE_VIDEO)
 			continue;
-		int64_t text = 0; /* at most 16 Mi frames of 1026 tokens: no overflow */
-		for (int64_t f = 0; f < g->t; f++)
-			text += frame_lead(tm, frame++) + 1;
+		int64_t text = leads(tm, frame, g->t) + g->t; /* at most 16 Mi frames of 1026 tokens */
+		frame += (size_t)g->t;
 		if (text > (int64_t)(PE_MROPE_MAX_TOKENS - q->tokens))
 			return pe_err_set(err, PE_EINVAL, "timestamp_tokens",
 					  "timestamp_tokens: with its frames' text, the sequence holds more than %u tokens",
@@ -206,9 +224,8 @@ int pe_mrope_seq_stamp(struct pe_mrope_seq *q, const struct pe_mrope_time *tm, s
  * starting at `start`: each frame's block spans its lead text, max(H/m, W/m) and <|vision_end|>. */
 static int64_t frames_max(const struct pe_mrope_time *tm, const struct pe_mrope_seg *g, size_t frame, int64_t start)
 {
-	int64_t gh = g->h / tm->merge, gw = g->w / tm->merge, side = gh > gw ? gh : gw, span = 0;
-	for (int64_t f = 0; f < g->t; f++)
-		span += frame_lead(tm, frame + (size_t)f) + side + 1;
+	int64_t gh = g->h / tm->merge, gw = g->w / tm->merge, side = gh > gw ? gh : gw;
+	int64_t span = leads(tm, frame, g->t) + g->t * (side + 1);
 	return start + span - 1 > (int64_t)PE_MROPE_MAX_POSITION ? -1 : start + span - 1;
 }
 
@@ -227,22 +244,28 @@ static void frame_token(int64_t s, int64_t lead, int64_t gh, int64_t gw, int64_t
 	o[2 * count] = (int32_t)(s + lead + r % gw);
 }
 
-/* segment_write for a qwen3vl video: frame by frame, the blocks that meet the window. */
+/* segment_write for a qwen3vl video: frame by frame, the blocks that meet the window; the frames
+ * before it are skipped at once where their leads are uniform (a window of a long video costs no
+ * walk over the frames before it). */
 static void frames_write(const struct pe_mrope_time *tm, const struct pe_mrope_seg *g, size_t frame, int64_t start,
 			 size_t col, size_t first, size_t count, int32_t *out)
 {
-	int64_t gh = g->h / tm->merge, gw = g->w / tm->merge, side = gh > gw ? gh : gw, s = start;
+	int64_t gh = g->h / tm->merge, gw = g->w / tm->merge, side = gh > gw ? gh : gw, s = start, f = 0;
 	size_t c = col;
-	for (int64_t f = 0; f < g->t && c < first + count; f++) {
-		int64_t lead = frame_lead(tm, frame + (size_t)f);
+	while (f < g->t && c < first + count) {
+		int64_t lead = frame_lead(tm, frame + (size_t)f), skip = 1;
 		size_t len = (size_t)(lead + gh * gw + 1);
-		if (c + len > first) {
+		if (c + len <= first && uniform_from(tm, frame + (size_t)f)) {
+			skip = (int64_t)((first - c) / len);
+			skip = skip < g->t - f ? skip : g->t - f;
+		} else if (c + len > first) {
 			size_t k0 = first > c ? first - c : 0, k1 = first + count - c < len ? first + count - c : len;
 			for (size_t k = k0; k < k1; k++)
 				frame_token(s, lead, gh, gw, (int64_t)k, out + (c + k - first), count);
 		}
-		c += len;
-		s += lead + side + 1;
+		c += (size_t)skip * len;
+		s += skip * (lead + side + 1);
+		f += skip;
 	}
 }
 

@@ -39,7 +39,7 @@ START_TEST(positions_exact)
 		checked++;
 	}
 	pe_kat_free(&k);
-	ck_assert_uint_ge(checked, 6);
+	ck_assert_uint_ge(checked, 7);
 }
 END_TEST
 
@@ -61,14 +61,19 @@ END_TEST
 
 /* Any window of tokens (starting inside a frame's text, its grid or at its <|vision_end|>) equals
  * the same columns of the whole sequence. */
+static const char *const window_queries[] = {
+	"variant=qwen3vl&segments=text:3,video:5x8x12,text:2,image:1x4x4,video:2x4x8,text:1&timestamp_tokens=6,6,7,7,8,0,9",
+	"variant=qwen3vl&segments=text:2,video:60x2x4,text:1,video:7x2x2&timestamp_tokens=3", /* frames skipped at once */
+};
+
 START_TEST(windows_match_whole)
 {
-	static const char query[] = "variant=qwen3vl&segments=text:3,video:5x8x12,text:2,image:1x4x4,video:2x4x8,text:1"
-				    "&timestamp_tokens=6,6,7,7,8,0,9";
+	const char *query = window_queries[_i];
 	struct pe_shape s;
 	int32_t *whole = pe_query_table("rope/mrope/positions", query, PE_I32, &s);
 	size_t seq = s.dim[1];
-	ck_assert_uint_eq(seq, 3 + 5 * (24 + 2) + (6 + 6 + 7 + 7 + 8) + 2 + 4 + 2 * (8 + 2) + (0 + 9) + 1);
+	ck_assert_uint_eq(seq, _i == 0 ? 3 + 5 * (24 + 2) + (6 + 6 + 7 + 7 + 8) + 2 + 4 + 2 * (8 + 2) + (0 + 9) + 1
+				       : 2 + 60 * (4 + 2 + 1) + 1 + 7 * (4 + 1 + 1));
 	struct pe_params p;
 	struct pe_err err = {0};
 	ck_assert_int_eq(pe_query_params(&p, "rope/mrope/positions", query, &err), 0);
@@ -83,6 +88,38 @@ START_TEST(windows_match_whole)
 	}
 	pe_params_destroy(&p);
 	free(whole);
+}
+END_TEST
+
+/* Called directly with fewer counts than frames (the check refuses that), the frames past the list
+ * have no timestamp text: the same ids as a list with zeros for them, whole and in windows. */
+START_TEST(list_shorter_than_frames)
+{
+	static const double two[] = {4, 2}, all[] = {4, 2, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct pe_mrope_time tm = {.variant = PE_MROPE_QWEN3VL, .merge = 2, .stamp = two, .nstamp = 2};
+	struct pe_mrope_time ref = {.variant = PE_MROPE_QWEN3VL, .merge = 2, .stamp = all, .nstamp = 10};
+	struct pe_mrope_seq q, r;
+	struct pe_err err = {0};
+	ck_assert_int_eq(pe_mrope_seq_parse(&q, "text:1,video:10x4x6,text:2", 2, &err), 0);
+	ck_assert_int_eq(pe_mrope_seq_parse(&r, "text:1,video:10x4x6,text:2", 2, &err), 0);
+	ck_assert_int_eq(pe_mrope_seq_stamp(&q, &tm, &err), 0);
+	ck_assert_int_eq(pe_mrope_seq_stamp(&r, &ref, &err), 0);
+	ck_assert_uint_eq(q.tokens, 1 + 10 * (6 + 2) + 4 + 2 + 2);
+	ck_assert_uint_eq(q.tokens, r.tokens);
+	size_t n = q.tokens;
+	int32_t a[3 * 100], b[3 * 100], w[3 * 9];
+	int64_t ma, mb, mw;
+	ck_assert_int_eq(pe_mrope_positions(&q, &tm, 0, n, a, &ma, &err), 0);
+	ck_assert_int_eq(pe_mrope_positions(&r, &ref, 0, n, b, &mb, &err), 0);
+	ck_assert_mem_eq(a, b, 3 * n * 4);
+	ck_assert_int_eq(ma, mb);
+	for (size_t first = 0; first + 9 <= n; first++) {
+		ck_assert_int_eq(pe_mrope_positions(&q, &tm, first, 9, w, &mw, &err), 0);
+		for (int row = 0; row < 3; row++)
+			ck_assert_mem_eq(w + row * 9, a + row * n + first, 9 * 4);
+	}
+	pe_mrope_seq_destroy(&q);
+	pe_mrope_seq_destroy(&r);
 }
 END_TEST
 
@@ -192,7 +229,8 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, positions_exact);
 	tcase_add_test(tc, images_as_qwen2vl);
-	tcase_add_test(tc, windows_match_whole);
+	tcase_add_loop_test(tc, windows_match_whole, 0, 2);
+	tcase_add_test(tc, list_shorter_than_frames);
 	tcase_add_test(tc, table_of_positions);
 	tcase_add_test(tc, timestamp_tokens_refused);
 	tcase_add_test(tc, timestamp_tokens_list_bounded);

@@ -65,6 +65,7 @@ CASES = [
     ("q3_merge4_tall", "variant=qwen3vl&spatial_merge_size=4&segments=text:4,video:2x32x8,text:1,image:1x8x24,text:1"
      "&timestamp_tokens=0"),
     ("q3_text_only", "variant=qwen3vl&segments=text:9"),
+    ("q3_long_videos_one_count", "variant=qwen3vl&segments=text:2,video:60x2x4,text:1,video:7x2x2&timestamp_tokens=3"),
 ]
 
 
