@@ -1,17 +1,23 @@
-/* /v1/rope/mrope/positions: the [3, seq] int32 position ids (rows t, h, w) transformers' Qwen2-VL
- * and Qwen2.5-VL get_rope_index builds for a text+image+video sequence, given as its segments
- * rather than as token ids (the sequence's layout is all get_rope_index reads from them).
+/* /v1/rope/mrope/positions: the [3, seq] int32 position ids (rows t, h, w) transformers' Qwen2-VL,
+ * Qwen2.5-VL and Qwen3-VL get_rope_index builds for a text+image+video sequence, given as its
+ * segments rather than as token ids (the sequence's layout is all get_rope_index reads from them).
  *
  * Each segment starts one past the largest position before it (0 first). Text tokens take the same
  * position on all three rows, one more per token. A vision segment of grid T x H x W (before the
  * m x m merge) holds T * (H/m) * (W/m) tokens in (t, h, w) order; token (i, j, k) sits at start +
  * (time(i), j, k): time(i) = i for Qwen2-VL; Qwen2.5-VL scales a video's by its
  * second_per_grid_t times tokens_per_second (in float32, as PyTorch) and gives images time 0.
+ * Qwen3-VL's processor splits a video into its T frames, each behind its timestamp text
+ * (`<t seconds>`, timestamp_tokens text tokens) and <|vision_start|>, followed by <|vision_end|>;
+ * its get_rope_index splits video_grid_thw likewise into T grids 1 x H x W. So a qwen3vl video
+ * segment is T blocks of [stamp + 1 text tokens, the frame at time 0, 1 text token], each block
+ * one past the last (the text tokens are ordinary text; only their count matters, not the times).
  * Positions only grow from one segment to the next, so a segment's largest position
  * (start + max(time(T-1), H/m-1, W/m-1)) is the largest so far: the delta and the bounds come from
  * the segments alone, without a walk over every token, and any window of tokens is written
- * without the ones before it. The response carries mrope_position_delta = max + 1 - seq
- * (X-PE-Mrope-Delta). */
+ * without the ones before it (qwen3vl: frames with per-frame counts are walked, at most
+ * PE_MAX_LIST of them; the others are counted arithmetically). The response carries
+ * mrope_position_delta = max + 1 - seq (X-PE-Mrope-Delta). */
 #include "core/mrope.h"
 #include "core/tables.h"
 
@@ -20,7 +26,7 @@
 #include <string.h>
 
 static const char *const kinds[] = {"text", "image", "video", NULL};
-const char *const pe_mrope_variants[] = {"qwen2vl", "qwen25vl", NULL};
+const char *const pe_mrope_variants[] = {"qwen2vl", "qwen25vl", "qwen3vl", NULL};
 
 /* ---- the segments text ---- */
 
@@ -115,6 +121,7 @@ int pe_mrope_seq_parse(struct pe_mrope_seq *q, const char *text, int64_t merge, 
 					  PE_MROPE_MAX_TOKENS);
 		q->tokens += (size_t)q->seg[i].n;
 		q->videos += q->seg[i].kind == PE_MROPE_VIDEO;
+		q->frames += q->seg[i].kind == PE_MROPE_VIDEO ? (size_t)q->seg[i].t : 0;
 		q->n = i + 1;
 		s += strcspn(s, ",");
 		s += *s == ',';
@@ -149,7 +156,7 @@ int pe_mrope_seq_format(const struct pe_mrope_seq *q, char *buf, size_t cap)
 /* The time index of frame i of a vision segment (video: which video it is); -1 past the limit. */
 static int64_t time_index(const struct pe_mrope_time *tm, const struct pe_mrope_seg *g, size_t video, int64_t i)
 {
-	if (tm->variant == PE_MROPE_QWEN2VL)
+	if (tm->variant != PE_MROPE_QWEN25VL)
 		return i;
 	if (g->kind == PE_MROPE_IMAGE)
 		return 0;
@@ -158,6 +165,111 @@ static int64_t time_index(const struct pe_mrope_time *tm, const struct pe_mrope_
 	v = v * (float)tm->tokens_per_second;
 	return v < 2147483648.0f ? (int64_t)v : -1;
 }
+
+/* ---- qwen3vl: a video as timestamped frames ---- */
+
+static int framed(const struct pe_mrope_time *tm, const struct pe_mrope_seg *g)
+{
+	return tm->variant == PE_MROPE_QWEN3VL && g->kind == PE_MROPE_VIDEO;
+}
+
+/* Text tokens before frame f (counted over all videos) of a qwen3vl sequence: its timestamp text
+ * and <|vision_start|>. Frames past a list of several counts have none (the check refuses such
+ * lists: they come only from direct callers). */
+static int64_t frame_lead(const struct pe_mrope_time *tm, size_t f)
+{
+	double stamp = !tm->stamp ? 0 : tm->nstamp == 1 ? tm->stamp[0] : f < tm->nstamp ? tm->stamp[f] : 0;
+	return (int64_t)stamp + 1;
+}
+
+/* Every frame from f on has the same lead: no list, one count, or past the list. */
+static int uniform_from(const struct pe_mrope_time *tm, size_t f)
+{
+	return !tm->stamp || tm->nstamp == 1 || f >= tm->nstamp;
+}
+
+/* The leads of frames [a, a + n): a walk over at most the list's PE_MAX_LIST counts, arithmetic
+ * beyond it, so a long video costs no walk over its frames. */
+static int64_t leads(const struct pe_mrope_time *tm, size_t a, int64_t n)
+{
+	size_t f = a, end = a + (size_t)n;
+	int64_t sum = 0;
+	for (; f < end && !uniform_from(tm, f); f++)
+		sum += frame_lead(tm, f);
+	return f < end ? sum + (int64_t)(end - f) * frame_lead(tm, f) : sum;
+}
+
+int pe_mrope_seq_stamp(struct pe_mrope_seq *q, const struct pe_mrope_time *tm, struct pe_err *err)
+{
+	size_t frame = 0;
+	if (tm->variant != PE_MROPE_QWEN3VL)
+		return 0;
+	for (size_t i = 0; i < q->n; i++) {
+		struct pe_mrope_seg *g = &q->seg[i];
+		if (g->kind != PE_MROPE_VIDEO)
+			continue;
+		int64_t text = leads(tm, frame, g->t) + g->t; /* at most 16 Mi frames of 1026 tokens */
+		frame += (size_t)g->t;
+		if (text > (int64_t)(PE_MROPE_MAX_TOKENS - q->tokens))
+			return pe_err_set(err, PE_EINVAL, "timestamp_tokens",
+					  "timestamp_tokens: with its frames' text, the sequence holds more than %u tokens",
+					  PE_MROPE_MAX_TOKENS);
+		g->n += text;
+		q->tokens += (size_t)text;
+	}
+	return 0;
+}
+
+/* The largest position of qwen3vl video g (its first frame is the sequence's frame `frame`)
+ * starting at `start`: each frame's block spans its lead text, max(H/m, W/m) and <|vision_end|>. */
+static int64_t frames_max(const struct pe_mrope_time *tm, const struct pe_mrope_seg *g, size_t frame, int64_t start)
+{
+	int64_t gh = g->h / tm->merge, gw = g->w / tm->merge, side = gh > gw ? gh : gw;
+	int64_t span = leads(tm, frame, g->t) + g->t * (side + 1);
+	return start + span - 1 > (int64_t)PE_MROPE_MAX_POSITION ? -1 : start + span - 1;
+}
+
+/* One token of a frame block starting at position s: k < lead is text (timestamp,
+ * <|vision_start|>), then the frame's gh x gw tokens at time 0, then <|vision_end|>. */
+static void frame_token(int64_t s, int64_t lead, int64_t gh, int64_t gw, int64_t k, int32_t *o, size_t count)
+{
+	int64_t side = gh > gw ? gh : gw, r = k - lead;
+	if (k < lead || r >= gh * gw) {
+		int64_t v = k < lead ? s + k : s + lead + side;
+		o[0] = o[count] = o[2 * count] = (int32_t)v;
+		return;
+	}
+	o[0] = (int32_t)(s + lead);
+	o[count] = (int32_t)(s + lead + r / gw);
+	o[2 * count] = (int32_t)(s + lead + r % gw);
+}
+
+/* segment_write for a qwen3vl video: frame by frame, the blocks that meet the window; the frames
+ * before it are skipped at once where their leads are uniform (a window of a long video costs no
+ * walk over the frames before it). */
+static void frames_write(const struct pe_mrope_time *tm, const struct pe_mrope_seg *g, size_t frame, int64_t start,
+			 size_t col, size_t first, size_t count, int32_t *out)
+{
+	int64_t gh = g->h / tm->merge, gw = g->w / tm->merge, side = gh > gw ? gh : gw, s = start, f = 0;
+	size_t c = col;
+	while (f < g->t && c < first + count) {
+		int64_t lead = frame_lead(tm, frame + (size_t)f), skip = 1;
+		size_t len = (size_t)(lead + gh * gw + 1);
+		if (c + len <= first && uniform_from(tm, frame + (size_t)f)) {
+			skip = (int64_t)((first - c) / len);
+			skip = skip < g->t - f ? skip : g->t - f;
+		} else if (c + len > first) {
+			size_t k0 = first > c ? first - c : 0, k1 = first + count - c < len ? first + count - c : len;
+			for (size_t k = k0; k < k1; k++)
+				frame_token(s, lead, gh, gw, (int64_t)k, out + (c + k - first), count);
+		}
+		c += (size_t)skip * len;
+		s += skip * (lead + side + 1);
+		f += skip;
+	}
+}
+
+/* ---- every variant ---- */
 
 /* The largest position of segment g starting at `start`, or -1 past PE_MROPE_MAX_POSITION. */
 static int64_t segment_max(const struct pe_mrope_time *tm, const struct pe_mrope_seg *g, size_t video, int64_t start)
@@ -198,18 +310,21 @@ int pe_mrope_positions(const struct pe_mrope_seq *q, const struct pe_mrope_time 
 		       int32_t *out, int64_t *max, struct pe_err *err)
 {
 	int64_t next = 0;
-	size_t col = 0, video = 0;
+	size_t col = 0, video = 0, frame = 0;
 	for (size_t i = 0; i < q->n; i++) {
 		const struct pe_mrope_seg *g = &q->seg[i];
-		int64_t m = segment_max(tm, g, video, next);
+		int64_t m = framed(tm, g) ? frames_max(tm, g, frame, next) : segment_max(tm, g, video, next);
 		const char *who = tm->variant == PE_MROPE_QWEN25VL && g->kind == PE_MROPE_VIDEO ? "second_per_grid_t" : "segments";
 		if (m < 0)
 			return pe_err_set(err, PE_EINVAL, who, "%s: segment %zu's positions would exceed %.0f (int32)", who, i + 1,
 					  PE_MROPE_MAX_POSITION);
-		if (out && col < first + count && col + (size_t)g->n > first)
+		if (out && col < first + count && col + (size_t)g->n > first && framed(tm, g))
+			frames_write(tm, g, frame, next, col, first, count, out);
+		else if (out && col < first + count && col + (size_t)g->n > first)
 			segment_write(tm, g, video, next, col, first, count, out);
 		col += (size_t)g->n;
 		video += g->kind == PE_MROPE_VIDEO;
+		frame += g->kind == PE_MROPE_VIDEO ? (size_t)g->t : 0;
 		next = m + 1;
 	}
 	*max = next - 1;
@@ -227,30 +342,55 @@ static void time_get(const struct pe_params *p, struct pe_mrope_time *tm)
 	tm->merge = pe_param_int(p, "spatial_merge_size");
 	tm->tokens_per_second = pe_param_real(p, "tokens_per_second");
 	tm->second_per_grid_t = pe_param_list(p, "second_per_grid_t", &tm->nsecond);
+	tm->stamp = pe_param_list(p, "timestamp_tokens", &tm->nstamp);
 }
 
-/* Parse p's segments (after check: cannot fail but for memory). */
-static int sequence(const struct pe_params *p, struct pe_mrope_seq *q, struct pe_err *err)
+/* qwen3vl: timestamp_tokens is needed by videos, one value or one per frame. */
+static int stamps_check(const struct pe_mrope_seq *q, const struct pe_mrope_time *tm, struct pe_err *err)
 {
-	return pe_mrope_seq_parse(q, p->v[pe_param_index(p->def, "segments")].text, pe_param_int(p, "spatial_merge_size"),
-				  err);
+	if (tm->variant != PE_MROPE_QWEN3VL)
+		return 0;
+	if (!tm->stamp && q->frames)
+		return pe_err_set(err, PE_EINVAL, "timestamp_tokens",
+				  "timestamp_tokens: variant=qwen3vl needs the text tokens of each video frame's timestamp "
+				  "(<t seconds>), one value for every frame or one per frame");
+	if (tm->stamp && tm->nstamp != 1 && tm->nstamp != q->frames)
+		return pe_err_set(err, PE_EINVAL, "timestamp_tokens",
+				  "timestamp_tokens has %zu values for %zu video frames (give one, or one per frame)", tm->nstamp,
+				  q->frames);
+	return 0;
+}
+
+/* Parse p's segments, with qwen3vl's frame text (after check: cannot fail but for memory). */
+static int sequence(const struct pe_params *p, struct pe_mrope_seq *q, struct pe_mrope_time *tm, struct pe_err *err)
+{
+	time_get(p, tm);
+	int rc = pe_mrope_seq_parse(q, p->v[pe_param_index(p->def, "segments")].text, tm->merge, err);
+	if (rc == 0)
+		rc = stamps_check(q, tm, err);
+	return rc ? rc : pe_mrope_seq_stamp(q, tm, err);
 }
 
 int pe_mrope_sequence_check(struct pe_params *p, int64_t *max, struct pe_err *err)
 {
 	struct pe_mrope_seq q;
 	struct pe_mrope_time tm;
-	int qwen25 = pe_param_enum(p, "variant") == PE_MROPE_QWEN25VL;
-	static const char *const only25[] = {"tokens_per_second", "second_per_grid_t"};
-	for (int k = 0; k < 2; k++) {
-		struct pe_param_val *v = &p->v[pe_param_index(p->def, only25[k])];
-		if (!qwen25 && v->given)
-			return pe_err_set(err, PE_EINVAL, only25[k], "%s applies to variant=qwen25vl only", only25[k]);
-		if (!qwen25)
+	static const struct {
+		const char *name;
+		int variant;
+	} only[] = {{"tokens_per_second", PE_MROPE_QWEN25VL},
+		    {"second_per_grid_t", PE_MROPE_QWEN25VL},
+		    {"timestamp_tokens", PE_MROPE_QWEN3VL}};
+	int variant = pe_param_enum(p, "variant");
+	for (size_t k = 0; k < sizeof only / sizeof only[0]; k++) {
+		struct pe_param_val *v = &p->v[pe_param_index(p->def, only[k].name)];
+		if (variant != only[k].variant && v->given)
+			return pe_err_set(err, PE_EINVAL, only[k].name, "%s applies to variant=%s only", only[k].name,
+					  pe_mrope_variants[only[k].variant]);
+		if (variant != only[k].variant)
 			v->set = 0;
 	}
-	int rc = sequence(p, &q, err);
-	time_get(p, &tm);
+	int rc = sequence(p, &q, &tm, err);
 	if (rc == 0 && tm.second_per_grid_t && tm.nsecond != q.videos)
 		rc = pe_err_set(err, PE_EINVAL, "second_per_grid_t", "second_per_grid_t has %zu values for %zu videos",
 				tm.nsecond, q.videos);
@@ -271,8 +411,7 @@ int pe_mrope_sequence_check(struct pe_params *p, int64_t *max, struct pe_err *er
 int pe_mrope_sequence_get(const struct pe_params *p, struct pe_mrope_seq *q, struct pe_mrope_time *tm,
 			  struct pe_err *err)
 {
-	time_get(p, tm);
-	return sequence(p, q, err);
+	return sequence(p, q, tm, err);
 }
 
 int pe_mrope_sequence_positions(const struct pe_params *p, size_t first, size_t count, int32_t *out, struct pe_err *err)
@@ -290,7 +429,8 @@ int pe_mrope_sequence_positions(const struct pe_params *p, size_t first, size_t 
 size_t pe_mrope_sequence_tokens(const struct pe_params *p)
 {
 	struct pe_mrope_seq q;
-	size_t n = sequence(p, &q, NULL) == 0 ? q.tokens : 0;
+	struct pe_mrope_time tm;
+	size_t n = sequence(p, &q, &tm, NULL) == 0 ? q.tokens : 0;
 	pe_mrope_seq_destroy(&q);
 	return n;
 }
@@ -321,8 +461,7 @@ static double delta(const struct pe_params *p)
 	struct pe_mrope_seq q;
 	struct pe_mrope_time tm;
 	int64_t max = -1;
-	time_get(p, &tm);
-	if (sequence(p, &q, NULL) == 0 && pe_mrope_positions(&q, &tm, 0, 0, NULL, &max, NULL) == 0)
+	if (sequence(p, &q, &tm, NULL) == 0 && pe_mrope_positions(&q, &tm, 0, 0, NULL, &max, NULL) == 0)
 		max = max + 1 - (int64_t)q.tokens;
 	pe_mrope_seq_destroy(&q);
 	return (double)max;
@@ -330,7 +469,7 @@ static double delta(const struct pe_params *p)
 
 const struct pe_table_def pe_table_rope_mrope_positions = {
 	.name = "rope/mrope/positions",
-	.summary = "M-RoPE position ids [3, seq] (t, h, w) of a text+image+video sequence, as Qwen2-VL's get_rope_index",
+	.summary = "M-RoPE position ids [3, seq] (t, h, w) of a text+image+video sequence, as Qwen2-VL / Qwen2.5-VL / Qwen3-VL's get_rope_index",
 	.params = positions_params,
 	.nparams = sizeof positions_params / sizeof positions_params[0],
 	.fixed_dtype = PE_I32,

@@ -37,13 +37,25 @@ export function rowOf(sec, interleaved, k) {
 }
 
 /* Kind (0 text, 1 image, 2 video) of every token of a segments text, or null when it does not parse
- * (the server then says why). */
-export function tokenKinds(segments, merge) {
+ * (the server then says why). stamps (variant=qwen3vl: timestamp_tokens, one value or one per
+ * frame) lays each video out as Qwen3-VL's processor does: per frame its timestamp text and
+ * <|vision_start|>, the frame's tokens, <|vision_end|>. */
+export function tokenKinds(segments, merge, stamps = null) {
 	const out = [];
+	let frame = 0;
 	for (const s of segments.split(',')) {
 		const m = /^(text|image|video):(\d+)(?:x(\d+)x(\d+))?$/.exec(s);
 		if (!m || (m[1] === 'text') !== (m[3] === undefined)) return null;
 		const kind = KIND_NAMES.indexOf(m[1]);
+		if (kind === 2 && stamps) {
+			const hw = Math.floor(Number(m[3]) / merge) * Math.floor(Number(m[4]) / merge);
+			for (let f = 0; f < Number(m[2]); f++, frame++) {
+				const lead = (stamps.length === 1 ? stamps[0] : stamps[frame] ?? 0) + 1;
+				if (out.length + lead + hw + 1 > 1 << 22) return null;
+				for (let i = 0; i < lead + hw + 1; i++) out.push(i >= lead && i < lead + hw ? 2 : 0);
+			}
+			continue;
+		}
 		const n = kind === 0 ? Number(m[2]) : Number(m[2]) * Math.floor(Number(m[3]) / merge) * Math.floor(Number(m[4]) / merge);
 		if (out.length + n > 1 << 22) return null;
 		for (let i = 0; i < n; i++) out.push(kind);
@@ -95,7 +107,7 @@ export class MropeView {
 		this.formBox = el('div', { class: 'params' });
 		this.status = el('span', { class: 'status', role: 'status' });
 		this.controls.append(el('h2', { text: 'M-RoPE' }),
-			el('p', { class: 'summary', text: 'Multimodal RoPE: every token has three positions (t, h, w); each rotary frequency turns with one of them. Text moves all three together; an image holds t while h and w sweep its grid.' }),
+			el('p', { class: 'summary', text: 'Multimodal RoPE: every token has three positions (t, h, w); each rotary frequency turns with one of them. Text moves all three together; an image holds t while h and w sweep its grid. Qwen3-VL (variant qwen3vl) gives each video frame its own block behind its timestamp text (timestamp_tokens).' }),
 			this.formBox, el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', text: 'Draw' }), this.status));
 		this.form = buildForm(this.formBox, this.table, {
 			initial: { segments: 'text:4,image:1x8x8,text:2,video:3x8x8,text:3', dim: '32', mrope_section: '4,6,6' },
@@ -178,7 +190,9 @@ export class MropeView {
 		const rowsOf = (r) => Float64Array.from(pos.data.subarray(r * seq, (r + 1) * seq));
 		let max = 0;
 		for (const v of pos.data) max = Math.max(max, v);
-		const kinds = tokenKinds(this.form.value('segments'), Number(this.form.value('spatial_merge_size')));
+		const stamps = this.form.value('variant') === 'qwen3vl' && this.form.value('timestamp_tokens')
+			? this.form.value('timestamp_tokens').split(',').map(Number) : null;
+		const kinds = tokenKinds(this.form.value('segments'), Number(this.form.value('spatial_merge_size')), stamps);
 		if (kinds && kinds.length === seq) this.kinds.draw(kinds, KIND_COLORS, KIND_NAMES, `the sequence: ${seq} tokens`);
 		this.rows.show({
 			x: Float64Array.from({ length: seq }, (_, i) => i),

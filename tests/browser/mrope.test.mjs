@@ -1,5 +1,6 @@
 /* The M-RoPE view (src/dashboard/mrope.js) in a real browser: it draws the three position rows of a
- * text+image+video sequence as /v1/rope/mrope/positions gives them, the kinds of its tokens, and
+ * text+image+video sequence as /v1/rope/mrope/positions gives them, the kinds of its tokens (with
+ * Qwen3-VL's timestamped video frames), and
  * which frequency follows which row, for sections in order (Qwen2-VL) and interleaved (Qwen3-VL);
  * the expected maps are built here from transformers' two constructions (the chunk split of
  * cat(freqs, freqs), apply_interleaved_mrope's slices), not from the view's rule. An API error
@@ -79,6 +80,40 @@ describe('M-RoPE view', () => {
 		assert.equal(await p.page.getAttribute('#view-mrope', 'data-delta'), String(doc.mrope_position_delta));
 		assert.ok((await p.page.textContent('#view-mrope .caption')).includes(`largest position ${Math.max(...doc.data.flat())}:`));
 		assertClean(p);
+		await p.page.close();
+	});
+
+	test('Qwen3-VL: each video frame behind its timestamp text', async () => {
+		const p = await openPage(browser.context, '#mrope');
+		let url = await ready(p.page, 'mrope');
+		assert.equal(await p.page.isVisible('#view-mrope input[name="timestamp_tokens"]'), false);
+		await p.page.selectOption('#view-mrope select[name="variant"]', 'qwen3vl');
+		await p.page.fill('#view-mrope input[name="timestamp_tokens"]', '5,6,7');
+		url = await ready(p.page, 'mrope', { changedFrom: url });
+		assert.match(url, /variant=qwen3vl&timestamp_tokens=5%2C6%2C7|variant=qwen3vl&timestamp_tokens=5,6,7/);
+		/* Qwen3-VL's processor: each of the video's 3 frames is `<t seconds>` (5, 6, 7 tokens),
+		 * <|vision_start|>, its 16 tokens, <|vision_end|> */
+		const frames = [5, 6, 7].flatMap((n) => [...Array(n + 1).fill(0), ...Array(16).fill(2), 0]);
+		const want = [...Array(4).fill(0), ...Array(16).fill(1), ...Array(2).fill(0), ...frames, ...Array(3).fill(0)];
+		assert.deepEqual(await values(p.page, 0), want);
+		const q = `segments=${encodeURIComponent(SEGMENTS)}&variant=qwen3vl&timestamp_tokens=5,6,7`;
+		const doc = await getJson(`/v1/rope/mrope/positions?${q}`);
+		const pos = parseNpy((await httpGet(`/v1/rope/mrope/positions?${q}&format=npy`)).body);
+		const seq = pos.shape[1];
+		assert.equal(seq, want.length);
+		assert.equal(await p.page.getAttribute('#view-mrope', 'data-delta'), String(doc.mrope_position_delta));
+		/* every frame at time 0 of its own block: t is the frame's smallest h and w */
+		for (let i = 0; i < seq; i++) {
+			if (want[i] !== 2 || want[i - 1] === 2) continue;
+			const t = pos.data[i];
+			for (let j = i; want[j] === 2; j++) {
+				assert.equal(pos.data[j], t);
+				assert.ok(pos.data[seq + j] >= t && pos.data[2 * seq + j] >= t);
+			}
+			assert.equal(pos.data[seq + i], t);
+			assert.equal(pos.data[i - 1], t - 1); /* one past its <|vision_start|> */
+		}
+		assertClean(p, { httpErrorsAllowed: true }); /* variant=qwen3vl before timestamp_tokens is filled: a 400 */
 		await p.page.close();
 	});
 

@@ -1,11 +1,12 @@
 /* libFuzzer target: M-RoPE's segments parser (pe_mrope_seq_parse, src/core/mrope_positions.c) and
  * the positions built from what it accepts.
  *
- * Input: one byte of options (spatial merge size 1..4, variant, a time scale), then the segments
+ * Input: one byte of options (spatial merge size 1..4, variant, a time scale, qwen3vl), then the segments
  * text (a NUL-terminated heap copy, so ASan sees any overread). A failure must be PE_EINVAL naming
  * "segments" with a detail, and leave nothing to leak. What parses must hold together: at most
  * PE_MROPE_MAX_SEGMENTS segments and PE_MROPE_MAX_TOKENS tokens, the segments' tokens summing to
- * the total; its canonical text must parse back to the same segments; and (for sequences of up to
+ * the total (also after qwen3vl's frame text, pe_mrope_seq_stamp); its canonical text must parse
+ * back to the same segments; and (for sequences of up to
  * 2^16 tokens) the positions must lie in 0 .. the reported maximum, reach it, and any window of
  * them must equal the same columns of the whole. */
 #include <stdint.h>
@@ -60,8 +61,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	int64_t merge = 1 + (data[0] & 3);
-	static const double second[] = {0.3, 1.7, 2, 0.5};
-	struct pe_mrope_time tm = {(data[0] >> 2) & 1, merge, (data[0] >> 3) & 1 ? 25 : 2, second, 4};
+	static const double second[] = {0.3, 1.7, 2, 0.5}, stamp[] = {6, 0, 9, 1024};
+	struct pe_mrope_time tm = {.variant = (data[0] >> 4) & 1 ? PE_MROPE_QWEN3VL : (data[0] >> 2) & 1,
+				   .merge = merge,
+				   .tokens_per_second = (data[0] >> 3) & 1 ? 25 : 2,
+				   .second_per_grid_t = second,
+				   .nsecond = 4,
+				   .stamp = stamp,
+				   .nstamp = (data[0] >> 5) & 1 ? 1 : 4};
 	char *text = malloc(size);
 	if (!text)
 		abort();
@@ -96,7 +103,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (pe_mrope_seq_parse(&back, canon, merge, &err) != 0 || back.n != q.n || back.tokens != q.tokens ||
 	    memcmp(back.seg, q.seg, q.n * sizeof *q.seg))
 		FAIL("'%s' does not parse back to the same sequence: %s", canon, err.detail);
-	if (q.tokens <= (1u << 16))
+	int rc_stamp = pe_mrope_seq_stamp(&q, &tm, &err);
+	if (rc_stamp != 0 && (rc_stamp != PE_EINVAL || strcmp(err.param, "timestamp_tokens")))
+		FAIL("frame text failed %d: '%s' %s", rc_stamp, err.param, err.detail);
+	sum = 0;
+	for (size_t i = 0; i < q.n; i++)
+		sum += (size_t)q.seg[i].n;
+	if (sum != q.tokens || q.tokens > PE_MROPE_MAX_TOKENS)
+		FAIL("with frame text: tokens %zu (segments say %zu)", q.tokens, sum);
+	if (rc_stamp == 0 && q.tokens <= (1u << 16))
 		check_positions(&q, &tm);
 	pe_mrope_seq_destroy(&back);
 	pe_mrope_seq_destroy(&q);
