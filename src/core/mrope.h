@@ -59,8 +59,9 @@ struct pe_mrope_time {
  * text tokens) <|vision_start|> (H/m)(W/m) frame tokens <|vision_end|>, and its get_rope_index
  * gives each frame grid 1 x H x W (time 0) its own block. For tm->variant == PE_MROPE_QWEN3VL this
  * adds those text tokens to each video's n and to q->tokens (the vision segment then spans the
- * frames with their text); other variants: nothing. 0, or PE_EINVAL naming `timestamp_tokens`
- * when the sequence would exceed PE_MROPE_MAX_TOKENS. */
+ * frames with their text); other variants: nothing. 0, or PE_EINVAL when the sequence would exceed
+ * PE_MROPE_MAX_TOKENS: naming `segments` when the frames' <|vision_start|> and <|vision_end|> alone
+ * take it there (no count could help), else `timestamp_tokens`. */
 int pe_mrope_seq_stamp(struct pe_mrope_seq *q, const struct pe_mrope_time *tm, struct pe_err *err);
 
 /* The positions of q's tokens [first, first + count) into out ([3][count] int32, row-major: t, h,

@@ -204,6 +204,12 @@ int pe_mrope_seq_stamp(struct pe_mrope_seq *q, const struct pe_mrope_time *tm, s
 	size_t frame = 0;
 	if (tm->variant != PE_MROPE_QWEN3VL)
 		return 0;
+	/* each frame's <|vision_start|> and <|vision_end|> come with the segments, whatever the counts */
+	if (q->frames > (PE_MROPE_MAX_TOKENS - q->tokens) / 2)
+		return pe_err_set(err, PE_EINVAL, "segments",
+				  "segments: with each video frame's <|vision_start|> and <|vision_end|> (variant=qwen3vl), "
+				  "the sequence holds more than %u tokens",
+				  PE_MROPE_MAX_TOKENS);
 	for (size_t i = 0; i < q->n; i++) {
 		struct pe_mrope_seg *g = &q->seg[i];
 		if (g->kind != PE_MROPE_VIDEO)

@@ -204,6 +204,30 @@ START_TEST(timestamp_tokens_list_bounded)
 }
 END_TEST
 
+/* Frames whose own <|vision_start|> and <|vision_end|> take the sequence past 16 Mi tokens: no
+ * timestamp_tokens could help (0 is the least), so the 400 names segments; with room for those
+ * two, counts that pass the bound still name timestamp_tokens. */
+START_TEST(frames_text_past_bound_names_segments)
+{
+	size_t frames = PE_MROPE_MAX_TOKENS / 3 + 1; /* 1 + 0 + 2 tokens each: one frame too many */
+	char q[160];
+	snprintf(q, sizeof q, "variant=qwen3vl&segments=video:%zux2x2&timestamp_tokens=0", frames);
+	pe_kat_rejects("rope/mrope/positions", q, "segments");
+	snprintf(q, sizeof q, "variant=qwen3vl&segments=text:1,video:%zux2x2,text:2&timestamp_tokens=0", frames - 1);
+	pe_kat_rejects("rope/mrope/positions", q, "segments");
+	snprintf(q, sizeof q, "dim=16&mrope_section=2,3,3&variant=qwen3vl&segments=video:%zux2x2&timestamp_tokens=0", frames);
+	pe_kat_rejects("rope/mrope", q, "segments");
+	snprintf(q, sizeof q, "variant=qwen3vl&segments=video:%zux2x2&timestamp_tokens=1", frames - 1);
+	pe_kat_rejects("rope/mrope/positions", q, "timestamp_tokens");
+	struct pe_params p;
+	struct pe_err err = {0};
+	snprintf(q, sizeof q, "variant=qwen3vl&segments=video:%zux2x2&timestamp_tokens=0", frames - 1);
+	ck_assert_int_eq(pe_query_params(&p, "rope/mrope/positions", q, &err), 0);
+	ck_assert_uint_eq(pe_mrope_sequence_tokens(&p), 3 * (frames - 1));
+	pe_params_destroy(&p);
+}
+END_TEST
+
 /* timestamp_tokens is part of a qwen3vl query's key, and dropped from the key of the others. */
 START_TEST(canonical_key)
 {
@@ -234,6 +258,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, table_of_positions);
 	tcase_add_test(tc, timestamp_tokens_refused);
 	tcase_add_test(tc, timestamp_tokens_list_bounded);
+	tcase_add_test(tc, frames_text_past_bound_names_segments);
 	tcase_add_test(tc, canonical_key);
 	suite_add_tcase(s, tc);
 	return s;
