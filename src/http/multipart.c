@@ -31,7 +31,9 @@
  * finds the parts, names and values; the scan only tells the callback where MHD is.
  * A body whose first delimiter does not start a line (a preamble without a line break, which
  * MHD accepts), or whose data holds "\r\n--" boundary right at its start, is refused: in both,
- * the scan and MHD could disagree, and RFC 2046 forbids both. */
+ * the scan and MHD could disagree, and RFC 2046 forbids both. So is a boundary line among a part's
+ * header lines: MHD reads it as one more header line, while the scan would count a new part (and
+ * after "--boundary--" there, stop scanning while MHD went on to further parts). */
 #include "http/multipart.h"
 
 #include <stdio.h>
@@ -351,6 +353,9 @@ static int feed_pp(struct pe_mp *m, const char *data, size_t n)
 	while (n > 0) {
 		int delim;
 		size_t k = scan(m, data, n, &delim);
+		if (delim && m->phase == PE_MP_HEADERS) /* MHD reads it as a header line, not a part's end */
+			return fail(m, PE_EBODY, "body", "a boundary line inside a part's headers (before the empty "
+				    "line that ends them); send the part's headers, an empty line, then its data"), -1;
 		if (MHD_post_process(m->pp, data, k) != MHD_YES)
 			return -1;
 		if (delim) {

@@ -10,7 +10,8 @@
  *   unknown name likewise; a Content-Type the part does not take, or multipart/mixed, names the
  *   part and what it takes.
  * - Hostile framing: the boundary inside the data, at the start of a value, a preamble without a
- *   line break, no final boundary, a part header line over the buffer, 10^5 tiny parts. */
+ *   line break, no final boundary, a part header line over the buffer, 10^5 tiny parts, a boundary
+ *   line among a part's headers. */
 #include "support/pe_check.h"
 
 #include <fcntl.h>
@@ -352,6 +353,20 @@ START_TEST(many_tiny_parts)
 }
 END_TEST
 
+/* A boundary line inside a part's headers: MHD reads it as a header line of that part (it ends
+ * no part), so the scan must not count it either. Before, "--B--" there put the scan in its
+ * closed state while MHD went on: an empty x, then a second x "evil" passed as one x, "evil". */
+START_TEST(boundary_line_in_headers)
+{
+	refused("--" B "\r\n" CD "\"x\"\r\n--" B "--\r\n\r\n\r\n--" B "\r\n" CD "\"x\"\r\n\r\nevil\r\n" END, "body",
+		"boundary");
+	refused("--" B "\r\n" CD "\"x\"\r\n--" B "\r\n\r\nab\r\n" END, "body", "boundary");
+	refused("--" B "\r\n--" B "\r\n" CD "\"x\"\r\n\r\nab\r\n" END, "body", "boundary");
+	/* the same text in a value is data, and after the empty line a value may start with CRLF */
+	accepted(PART("x", "\r\n-" B) END, "\r\n-" B, sizeof("\r\n-" B) - 1, NULL);
+}
+END_TEST
+
 static Suite *multipart_suite(void)
 {
 	Suite *s = suite_create("http_multipart");
@@ -363,6 +378,7 @@ static Suite *multipart_suite(void)
 	tcase_add_test(tc, boundaries);
 	tcase_add_test(tc, header_line_over_buffer);
 	tcase_add_test(tc, many_tiny_parts);
+	tcase_add_test(tc, boundary_line_in_headers);
 	suite_add_tcase(s, tc);
 	budget = pe_budget_new((size_t)256 << 20);
 	return s;
