@@ -29,9 +29,12 @@
  * one. The scan also reads each part's header lines for "multipart/" and refuses a nested
  * multipart (MHD would take it apart under one name). It adds no parser of parts: MHD still
  * finds the parts, names and values; the scan only tells the callback where MHD is.
- * A body whose first delimiter does not start a line (a preamble without a line break, which
- * MHD accepts), or whose data holds "\r\n--" boundary right at its start, is refused: in both,
- * the scan and MHD could disagree, and RFC 2046 forbids both. So is a boundary line among a part's
+ * MHD never sees a preamble: it is given the body from the first delimiter line the scan found,
+ * one that starts the body or a line (so "preamble--boundary", which MHD alone would take for the
+ * first delimiter, is preamble to both; and a preamble of dashes no longer costs MHD a move of its
+ * 8 KiB buffer per byte, ~130 ns a byte on the server's one HTTP thread). A body whose data holds
+ * "\r\n--" boundary right at its start is refused: the scan and MHD could disagree, and RFC 2046
+ * forbids it. So is a boundary line among a part's
  * header lines: MHD reads it as one more header line, while the scan would count a new part (and
  * after "--boundary--" there, stop scanning while MHD went on to further parts). */
 #include "http/multipart.h"
@@ -356,7 +359,11 @@ static int feed_pp(struct pe_mp *m, const char *data, size_t n)
 		if (delim && m->phase == PE_MP_HEADERS) /* MHD reads it as a header line, not a part's end */
 			return fail(m, PE_EBODY, "body", "a boundary line inside a part's headers (before the empty "
 				    "line that ends them); send the part's headers, an empty line, then its data"), -1;
-		if (MHD_post_process(m->pp, data, k) != MHD_YES)
+		/* The preamble is the scan's alone: MHD is given its first delimiter line from the "--"
+		 * (MHD skips a preamble a byte at a time, moving its buffer for each dash). */
+		const char *give = m->phase == PE_MP_PREAMBLE ? m->delim + 2 : data;
+		size_t ngive = m->phase == PE_MP_PREAMBLE ? (delim ? m->dlen - 2 : 0) : k;
+		if (ngive && MHD_post_process(m->pp, give, ngive) != MHD_YES)
 			return -1;
 		if (delim) {
 			m->delims++;
