@@ -6,6 +6,9 @@
  *
  * What a hostile body meets:
  *  - the body's bytes are counted against max_body_bytes (chunked ones included): 413 past it;
+ *  - a part's header lines over PE_MP_PP_BUFFER together: 400 naming body, before MHD reads past
+ *    them (MHD moves its buffer once per header line: a block of 2-byte lines cost ~360 ns a byte
+ *    on the HTTP thread);
  *  - a part header line longer than PE_MP_PP_BUFFER, a boundary that does not fit it, garbage
  *    between parts, data after the closing boundary: MHD's parser fails, a 400 naming body;
  *  - a part with another name, or without one, or one given twice (empty or not): a 400 naming
@@ -312,6 +315,7 @@ static void after_delim_byte(struct pe_mp *m, char c)
 		return;
 	m->phase = PE_MP_HEADERS;
 	m->line_len = 0;
+	m->head_bytes = 0;
 	m->kw = 0;
 	m->skip_lf = c == '\r';
 	if (c != '\r' && c != '\n')
@@ -330,6 +334,8 @@ static size_t scan(struct pe_mp *m, const char *data, size_t n, int *delim)
 			return n;
 		if (m->phase == PE_MP_AFTER_DELIM)
 			after_delim_byte(m, c);
+		else if (m->phase == PE_MP_HEADERS && ++m->head_bytes > PE_MP_PP_BUFFER)
+			return i; /* feed_pp refuses the part before MHD reads more of its header lines */
 		else if (m->phase == PE_MP_HEADERS)
 			header_byte(m, c);
 		if (c == m->delim[m->matched]) {
@@ -356,6 +362,9 @@ static int feed_pp(struct pe_mp *m, const char *data, size_t n)
 	while (n > 0) {
 		int delim;
 		size_t k = scan(m, data, n, &delim);
+		if (m->head_bytes > PE_MP_PP_BUFFER)
+			return fail(m, PE_EBODY, "body", "a part's header lines are over 8 KiB together; a part needs "
+				    "Content-Disposition and perhaps Content-Type"), -1;
 		if (delim && m->phase == PE_MP_HEADERS) /* MHD reads it as a header line, not a part's end */
 			return fail(m, PE_EBODY, "body", "a boundary line inside a part's headers (before the empty "
 				    "line that ends them); send the part's headers, an empty line, then its data"), -1;

@@ -334,6 +334,12 @@ START_TEST(header_line_over_buffer)
 	post_form(b, strlen(b), 1 << 20);
 	ck_assert_int_eq(result.code, PE_EBODY);
 	ck_assert_str_eq(result.param, "body");
+	/* short lines, over the buffer together: MHD would move its buffer once per line */
+	at = snprintf(b, cap, "--" B "\r\n" CD "\"x\"\r\n");
+	for (size_t i = 0; i < n / 2; i++)
+		b[at++] = 'a', b[at++] = '\n';
+	snprintf(b + at, cap - (size_t)at, "\r\nab\r\n" END);
+	refused(b, "body", "header lines are over 8 KiB");
 	free(b);
 }
 END_TEST
