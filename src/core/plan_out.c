@@ -259,6 +259,20 @@ static int64_t fit_response(struct pe_plan *plan, const struct pe_table_def *def
 	return capped;
 }
 
+/* Does the table take e's parameters: at len, or at len 1 when only the length is past the
+ * table's own bound (M-RoPE's segments stop at 999999999, below ?len's 2^30)? The bisection of
+ * cap_len then finds the largest len the table takes and the server serves. */
+static int params_ok(const struct pe_table_def *def, const struct pe_plan_enc *e, int64_t len, struct pe_err *err)
+{
+	struct pe_params p;
+	if (table_params(def, e, len ? len : 1, &p, err) == 0 ||
+	    (len > 1 && table_params(def, e, 1, &p, NULL) == 0)) {
+		pe_params_destroy(&p);
+		return 1;
+	}
+	return 0;
+}
+
 int pe_plan_finish_enc(struct pe_plan *plan, struct pe_plan_enc *e, int64_t len, const struct pe_plan_opts *o)
 {
 	if (!e->table)
@@ -268,8 +282,7 @@ int pe_plan_finish_enc(struct pe_plan *plan, struct pe_plan_enc *e, int64_t len,
 	struct pe_err err = {0};
 	if (!e->len_key)
 		len = 0;
-	if (def && table_params(def, e, len ? len : 1, &p, &err) == 0) {
-		pe_params_destroy(&p);
+	if (def && params_ok(def, e, len, &err)) {
 		int64_t capped = len ? cap_len(def, e, len, o, NULL) : 0;
 		warn_capped(plan, e, len, capped, o->max_elements);
 		capped = fit_response(plan, def, e, capped, o);

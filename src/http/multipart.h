@@ -37,6 +37,7 @@ struct pe_mp {
 	uint64_t delims, cb_delims;
 	enum pe_mp_phase phase;
 	size_t line_len, kw;     /* the header line's length; how much of "multipart/" it matched */
+	size_t head_bytes;       /* bytes of the part's header block so far (PE_MP_PP_BUFFER at most) */
 	int skip_lf, dashes, nested;
 	uint64_t fed, max_body;  /* body bytes given to pe_mp_feed, and their limit */
 	uint64_t declared;       /* the body's Content-Length; 0 when chunked */

@@ -10,7 +10,8 @@
  *   unknown name likewise; a Content-Type the part does not take, or multipart/mixed, names the
  *   part and what it takes.
  * - Hostile framing: the boundary inside the data, at the start of a value, a preamble without a
- *   line break, no final boundary, a part header line over the buffer, 10^5 tiny parts. */
+ *   line break, no final boundary, a part header line over the buffer, 10^5 tiny parts, a boundary
+ *   line among a part's headers. */
 #include "support/pe_check.h"
 
 #include <fcntl.h>
@@ -306,7 +307,14 @@ START_TEST(boundaries)
 	refused("--" B "\r\n" CD "\"x\"\r\n\r\n--" B "xyz\r\n" END, "body", "boundary");
 	/* a preamble: after a line break, ignored; without one, refused */
 	accepted("preamble\r\n" PART("x", "ab") END, "ab", 2, NULL);
-	refused("preamble" PART("x", "ab") END, "body", "first boundary");
+	/* "--boundary" not starting a line is preamble: this body's first delimiter is its closing one */
+	for (size_t i = 0; i < NSTEPS; i++) {
+		const char *b = "preamble" PART("x", "ab") END;
+		post_form(b, strlen(b), steps[i]);
+		ck_assert_msg(result.code == 0 && !result.has_x, "step %zu: %d %s", steps[i], result.code, result.detail);
+	}
+	/* ... and a part after such a line, before the first real delimiter, is preamble too */
+	accepted("x--" B "\r\n" CD "\"x\"\r\n\r\nevil\r\n" PART("x", "ab") END, "ab", 2, NULL);
 	/* no final boundary, or none at all */
 	refused(PART("x", "ab"), "body", "closing boundary");
 	refused(PART("x", "ab") "--" B, "body", "closing boundary");
@@ -326,6 +334,12 @@ START_TEST(header_line_over_buffer)
 	post_form(b, strlen(b), 1 << 20);
 	ck_assert_int_eq(result.code, PE_EBODY);
 	ck_assert_str_eq(result.param, "body");
+	/* short lines, over the buffer together: MHD would move its buffer once per line */
+	at = snprintf(b, cap, "--" B "\r\n" CD "\"x\"\r\n");
+	for (size_t i = 0; i < n / 2; i++)
+		b[at++] = 'a', b[at++] = '\n';
+	snprintf(b + at, cap - (size_t)at, "\r\nab\r\n" END);
+	refused(b, "body", "header lines are over 8 KiB");
 	free(b);
 }
 END_TEST
@@ -352,6 +366,20 @@ START_TEST(many_tiny_parts)
 }
 END_TEST
 
+/* A boundary line inside a part's headers: MHD reads it as a header line of that part (it ends
+ * no part), so the scan must not count it either. Before, "--B--" there put the scan in its
+ * closed state while MHD went on: an empty x, then a second x "evil" passed as one x, "evil". */
+START_TEST(boundary_line_in_headers)
+{
+	refused("--" B "\r\n" CD "\"x\"\r\n--" B "--\r\n\r\n\r\n--" B "\r\n" CD "\"x\"\r\n\r\nevil\r\n" END, "body",
+		"boundary");
+	refused("--" B "\r\n" CD "\"x\"\r\n--" B "\r\n\r\nab\r\n" END, "body", "boundary");
+	refused("--" B "\r\n--" B "\r\n" CD "\"x\"\r\n\r\nab\r\n" END, "body", "boundary");
+	/* the same text in a value is data, and after the empty line a value may start with CRLF */
+	accepted(PART("x", "\r\n-" B) END, "\r\n-" B, sizeof("\r\n-" B) - 1, NULL);
+}
+END_TEST
+
 static Suite *multipart_suite(void)
 {
 	Suite *s = suite_create("http_multipart");
@@ -363,6 +391,7 @@ static Suite *multipart_suite(void)
 	tcase_add_test(tc, boundaries);
 	tcase_add_test(tc, header_line_over_buffer);
 	tcase_add_test(tc, many_tiny_parts);
+	tcase_add_test(tc, boundary_line_in_headers);
 	suite_add_tcase(s, tc);
 	budget = pe_budget_new((size_t)256 << 20);
 	return s;

@@ -1,0 +1,168 @@
+/* POST /v1/plan as a hostile client reads it: every url a plan gives is fetched as given, with
+ * and without gzip, for every fixture under tests/data/configs/ at the extreme lens (1, and the
+ * largest ?len, 2^30; test_plan.c fetches the default len), under the default limits and under small ones (a response budget of a few
+ * MB, max_elements 500000) where the plan must switch to npy or cap len. A url the plan gives
+ * must be a 200, and a len the plan capped must be named in a warning.
+ *
+ * M-RoPE's segments stop at 999999999 positions, below ?len's 2^30: at len=2^30 the plan used to
+ * give up on the table ("refuses the planned parameters") and hand out an unchecked url that
+ * 413'd. */
+#include "support/pe_check.h"
+#include "support/pe_daemon.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CONFIGS "tests/data/configs"
+
+static const char *const json_ct[] = {"Content-Type: application/json", NULL};
+static const char *const gzip_ae[] = {"Accept-Encoding: gzip", NULL};
+
+static int warned(json_t *plan, const char *needle)
+{
+	size_t i;
+	json_t *w;
+	json_array_foreach(json_object_get(plan, "warnings"), i, w)
+		if (strstr(json_string_value(w), needle))
+			return 1;
+	return 0;
+}
+
+/* GET url; a 503 (the budget is held a moment longer by the previous answer: a table may fill
+ * the whole small budget) is retried, as its Retry-After says a client should. */
+static void get_retrying(const struct pe_daemon *d, const char *url, const char *const *hdr, struct pe_resp *r)
+{
+	for (int i = 0; i < 50; i++) {
+		pe_request(d, "GET", url, hdr, NULL, 0, r);
+		if (r->status != 503)
+			return;
+		pe_resp_free(r);
+		usleep(100000);
+	}
+	pe_request(d, "GET", url, hdr, NULL, 0, r);
+}
+
+/* The url is answered 200 as given, with and without gzip. */
+static void fetch(const struct pe_daemon *d, const char *what, const char *url)
+{
+	struct pe_resp r;
+	get_retrying(d, url, NULL, &r);
+	ck_assert_msg(r.status == 200, "%s: %s: %ld %.300s", what, url, r.status, r.body ? r.body : "");
+	pe_resp_free(&r);
+	get_retrying(d, url, gzip_ae, &r);
+	ck_assert_msg(r.status == 200, "%s (gzip): %s: %ld %.300s", what, url, r.status, r.body ? r.body : "");
+	pe_resp_free(&r);
+}
+
+/* A len (or q_len) below the one asked for is named in a warning. */
+static void check_cap(json_t *plan, json_t *e, long long len, const char *what)
+{
+	static const char *const keys[] = {"len", "q_len"};
+	for (size_t k = 0; k < 2; k++) {
+		json_t *v = json_object_get(json_object_get(e, "params"), keys[k]);
+		if (!json_is_integer(v) || json_integer_value(v) >= len)
+			continue;
+		char needle[64];
+		snprintf(needle, sizeof needle, "capped to %lld", (long long)json_integer_value(v));
+		ck_assert_msg(warned(plan, needle), "%s: %s %lld with no warning", what, keys[k],
+			      (long long)json_integer_value(v));
+	}
+}
+
+static size_t plan_and_fetch(const struct pe_daemon *d, const char *name, long long len)
+{
+	char path[300], query[64], what[400];
+	size_t n, i, fetched = 0;
+	json_t *e;
+	struct pe_resp r;
+	snprintf(path, sizeof path, CONFIGS "/%s", name);
+	char *body = pe_test_read_file(path, &n);
+	snprintf(query, sizeof query, "/v1/plan?len=%lld", len);
+	pe_request(d, "POST", query, json_ct, body, n, &r);
+	free(body);
+	ck_assert_msg(r.status == 200, "%s %s: %ld %s", name, query, r.status, r.body ? r.body : "");
+	json_t *plan = pe_resp_json(&r);
+	pe_resp_free(&r);
+	snprintf(what, sizeof what, "%s len=%lld", name, len);
+	json_array_foreach(json_object_get(plan, "encodings"), i, e) {
+		const char *url = json_string_value(json_object_get(e, "url"));
+		if (!url || strncmp(url, "/v1/", 4) || !strncmp(url, "/v1/learned", 11))
+			continue;
+		fetch(d, what, url);
+		check_cap(plan, e, len, what);
+		fetched++;
+	}
+	json_decref(plan);
+	return fetched;
+}
+
+static void every_fixture(const char *const *args)
+{
+	static const long long lens[] = {1, 1LL << 30};
+	struct pe_daemon d;
+	size_t fetched = 0, configs = 0;
+	struct dirent *de;
+	pe_daemon_start(&d, args);
+	DIR *dir = opendir(CONFIGS);
+	ck_assert_ptr_nonnull(dir);
+	while ((de = readdir(dir)) != NULL) {
+		size_t k = strlen(de->d_name);
+		if (k < 6 || strcmp(de->d_name + k - 5, ".json"))
+			continue;
+		configs++;
+		for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++)
+			fetched += plan_and_fetch(&d, de->d_name, lens[l]);
+	}
+	closedir(dir);
+	ck_assert_uint_ge(configs, 20);
+	ck_assert_uint_ge(fetched, configs);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+
+START_TEST(every_url_is_served_at_every_len)
+{
+	every_fixture(NULL);
+}
+END_TEST
+
+START_TEST(every_url_is_served_under_small_limits)
+{
+	static const char *const args[] = {"--response-budget-bytes", "4000000", "--max-elements", "500000", NULL};
+	every_fixture(args);
+}
+END_TEST
+
+/* The M-RoPE case alone: len=2^30 is capped to what the table and the server take, not given up. */
+START_TEST(mrope_at_the_largest_len_is_capped_not_unchecked)
+{
+	struct pe_daemon d;
+	pe_daemon_start(&d, NULL);
+	ck_assert_uint_ge(plan_and_fetch(&d, "qwen2-vl-7b.json", 1LL << 30), 1);
+	struct pe_resp r;
+	size_t n;
+	char *body = pe_test_read_file(CONFIGS "/qwen2-vl-7b.json", &n);
+	pe_request(&d, "POST", "/v1/plan?len=1073741824", json_ct, body, n, &r);
+	free(body);
+	ck_assert_msg(!strstr(r.body, "refuses the planned parameters"), "%s", r.body);
+	pe_resp_free(&r);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
+static Suite *plan_served_suite(void)
+{
+	Suite *s = suite_create("plan_served");
+	TCase *tc = tcase_create("e2e");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, mrope_at_the_largest_len_is_capped_not_unchecked);
+	tcase_add_test(tc, every_url_is_served_at_every_len);
+	tcase_add_test(tc, every_url_is_served_under_small_limits);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(plan_served_suite)
