@@ -87,7 +87,8 @@ static int check_size(const struct pe_http *h, const struct pe_params *p, struct
 }
 
 /* What can only fail once the table exists is decided here from the parameters, so the client
- * gets a problem naming the parameter (a job's failure reaches its waiters as a bare code): a
+ * gets a problem naming the parameter before any work is queued (a job's own failure reaches its
+ * waiters too, but only after the work): a
  * dtype too narrow for the values, a picture that cannot be drawn. Run on a miss only (a cached
  * key passed it already; rope/inv_freq's check makes its dim/2 frequencies, ~1 ms at dim 65536). */
 static int check_output(const struct pe_params *p, const struct pe_out *o, struct pe_png_layout *lay,
@@ -312,7 +313,8 @@ static void job_free_cb(void *arg)
 	free(j);
 }
 
-/* What a waiter is told when the job it waited for failed (the job's detail does not reach it). */
+/* What a waiter is told when the job it waited for failed without a client-facing detail of its
+ * own (a server-side failure, or none given: produce.c's fail_key). */
 static void failure_cb(int code, struct pe_err *err)
 {
 	const char *text;
