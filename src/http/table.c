@@ -88,9 +88,9 @@ static int check_size(const struct pe_http *h, const struct pe_params *p, struct
 
 /* What can only fail once the table exists is decided here from the parameters, so the client
  * gets a problem naming the parameter before any work is queued (a job's own failure reaches its
- * waiters too, but only after the work): a
- * dtype too narrow for the values, a picture that cannot be drawn. Run on a miss only (a cached
- * key passed it already; rope/inv_freq's check makes its dim/2 frequencies, ~1 ms at dim 65536). */
+ * waiters too, but only after the work): a dtype too narrow for the values, a picture that cannot
+ * be drawn. Run on a miss only (a cached key passed it already; rope/inv_freq's check makes its
+ * dim/2 frequencies, ~1 ms at dim 65536). */
 static int check_output(const struct pe_params *p, const struct pe_out *o, struct pe_png_layout *lay,
 			struct pe_err *err)
 {
