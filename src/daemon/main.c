@@ -382,10 +382,10 @@ int main(int argc, char **argv)
 	 * keep anything from 128 KiB in its own mapping so evicted tables give their memory back. */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	/* While the cache fills, every small miss grows the heap by a few KiB. In a thread's own arena
-	 * glibc grows by exactly that, one mprotect per request (strace: 8714 for 8760 cold 16x16
-	 * misses), about a fifth of a miss's CPU; one arena grown by brk with 1 MiB to spare makes it
-	 * one brk per ~100 requests. The threads that allocate are few (HTTP, workers): the shared
-	 * arena's lock costs them less than that. */
+	 * glibc grows by exactly that, one mprotect per request on the HTTP thread (strace: 8714 for
+	 * 8760 cold 16x16 misses); one arena grown by brk with 1 MiB to spare makes it one brk per
+	 * ~100 requests. The threads that allocate are few (HTTP, workers), so the shared arena's lock
+	 * is rarely contended. */
 	mallopt(M_ARENA_MAX, 1);
 	mallopt(M_TOP_PAD, 1 << 20);
 	if (load_tls(&d, &err) != 0) {
