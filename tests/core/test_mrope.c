@@ -208,20 +208,7 @@ START_TEST(positions_exact)
 		json_t *c = pe_kat_case(&k, i);
 		if (strcmp(pe_kat_str(c, "table"), "rope/mrope/positions"))
 			continue;
-		struct pe_shape s;
-		size_t n = pe_kat_shape(c, &s);
-		const char *query = pe_kat_str(c, "query");
-		int32_t *ref = pe_kat_file(&k, c, "ref_i32", n * 4);
-		int32_t *got = pe_kat_run("rope/mrope/positions", query, PE_I32, &s);
-		for (size_t j = 0; j < n; j++)
-			ck_assert_msg(got[j] == ref[j], "%s [%zu]: %d, expected %d", query, j, got[j], ref[j]);
-		struct pe_params p;
-		struct pe_err err;
-		ck_assert_int_eq(pe_query_params(&p, "rope/mrope/positions", query, &err), 0);
-		ck_assert_double_eq(p.def->extra(&p), (double)json_integer_value(json_object_get(c, "mrope_position_delta")));
-		pe_params_destroy(&p);
-		free(ref);
-		free(got);
+		pe_kat_positions_case(&k, c);
 		checked++;
 	}
 	pe_kat_free(&k);
