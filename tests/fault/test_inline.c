@@ -110,7 +110,7 @@ static void single_flight(int port)
 {
 	static struct client cl[SAME];
 	double jobs0 = metric(port, "posenc_jobs_total"), inl0 = metric(port, "posenc_jobs_inline_total");
-	double miss0 = metric(port, "posenc_cache_misses_total");
+	double miss0 = metric(port, "posenc_cache_misses_total"), joins0 = metric(port, "posenc_cache_joins_total");
 	pthread_barrier_init(&start, NULL, SAME);
 	for (int i = 0; i < SAME; i++) {
 		cl[i] = (struct client){.port = port};
@@ -133,8 +133,13 @@ static void single_flight(int port)
 	for (int i = 0; i < SAME; i++)
 		resp_free(&cl[i].r);
 	check(ok == SAME, "%d identical cold small requests at once: %d x 200 with the same bytes and ETag", SAME, ok);
-	check(misses == 1, "one of them computed (X-PE-Cache: miss), the others were answered from it: %d misses",
-	      misses);
+	/* With several HTTP threads a request on another thread than the computing one finds the key
+	 * being computed and waits for it (a join, X-PE-Cache: miss, as on the pool path); those
+	 * behind the computation on its own thread find it cached (hit). */
+	double joins = metric(port, "posenc_cache_joins_total") - joins0;
+	check(misses == 1 + (int)joins,
+	      "one of them computed and %g joined it (X-PE-Cache: miss), the others were answered from the cache: %d misses",
+	      joins, misses);
 	check(metric(port, "posenc_jobs_total") - jobs0 == 1, "posenc_jobs_total +1");
 	check(metric(port, "posenc_jobs_inline_total") - inl0 == 1, "posenc_jobs_inline_total +1");
 	check(metric(port, "posenc_cache_misses_total") - miss0 == 1, "posenc_cache_misses_total +1");
