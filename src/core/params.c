@@ -40,10 +40,14 @@ void pe_params_init(struct pe_params *p, const struct pe_table_def *def)
 void pe_params_destroy(struct pe_params *p)
 {
 	for (int i = 0; i < PE_MAX_PARAMS; i++) {
-		free(p->v[i].list);
-		free(p->v[i].text);
-		p->v[i].list = NULL;
-		p->v[i].text = NULL;
+		if (p->v[i].list) {
+			free(p->v[i].list);
+			p->v[i].list = NULL;
+		}
+		if (p->v[i].text) {
+			free(p->v[i].text);
+			p->v[i].text = NULL;
+		}
 	}
 }
 
