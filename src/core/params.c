@@ -69,9 +69,28 @@ static int parse_int(const char *s, int64_t *out)
 	return 0;
 }
 
+/* A real written as an integer of at most 15 digits ("10000", a default's usual form): its value
+ * is exact in a double, the one strtod returns ("-0" is -0). 0 when s is not such a text. */
+static int parse_small_integer(const char *s, size_t len, double *out)
+{
+	size_t neg = len && s[0] == '-';
+	if (len - neg == 0 || len - neg > 15)
+		return 0;
+	uint64_t v = 0;
+	for (size_t i = neg; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = neg ? -(double)v : (double)v;
+	return 1;
+}
+
 static int parse_real(const char *s, size_t len, double *out)
 {
 	char tmp[64];
+	if (parse_small_integer(s, len, out))
+		return 0;
 	if (len == 0 || len >= sizeof tmp || s[0] == '+')
 		return -1;
 	for (size_t i = 0; i < len; i++)
