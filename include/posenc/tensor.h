@@ -54,6 +54,7 @@ struct pe_buf {
 	size_t len, cap, max;
 	struct pe_budget *budget; /* NULL: none */
 	size_t held;              /* reserved on budget for data: pe_mem_size(data) */
+	int borrowed;             /* data is the caller's memory (pe_buf_use): never freed or grown */
 };
 
 void pe_buf_init(struct pe_buf *b, size_t max);
@@ -74,6 +75,16 @@ int pe_buf_printf(struct pe_buf *b, const char *fmt, ...) __attribute__((format(
  * or with a budget pe_budget_free_block()ed: the reservation (pe_mem_size of the block) goes with
  * it to the caller. */
 char *pe_buf_steal(struct pe_buf *b, size_t *len);
+/* pe_buf_steal with the reason when no block can be handed out: 0 and *out set, or PE_EBUSY or
+ * PE_ETOOBIG (the budget refused the copy of a borrowed buffer) or PE_ENOMEM, and *out NULL. */
+int pe_buf_take(struct pe_buf *b, char **out, size_t *len);
+/* Let an empty b write into the caller's n bytes at mem first (n - 1 of them: the spare byte),
+ * neither allocated nor reserved on the budget; growth past them moves the bytes to the heap as
+ * the first block would be (64-byte aligned), and pe_buf_steal of bytes still there copies them
+ * into a block of exactly len + 1, reserved on the budget then. For a writer whose output is
+ * usually small (one malloc of the exact size instead of an estimate's block shrunk after); mem
+ * (64-byte aligned if SIMD writers fill it) must outlive the buffer's use. */
+void pe_buf_use(struct pe_buf *b, void *mem, size_t n);
 /* Fault in the whole pages of [p, p + n) for writing, in one system call (Linux 5.14's
  * MADV_POPULATE_WRITE) instead of a page fault per 4 KiB page; a no-op where unsupported. For
  * large buffers about to be written in full. */

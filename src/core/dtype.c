@@ -53,11 +53,20 @@ size_t pe_shape_format(const struct pe_shape *s, char *buf, size_t cap)
 	size_t len = 0;
 	if (cap)
 		buf[0] = 0;
-	for (int i = 0; i < s->rank && len < cap; i++) {
-		int w = snprintf(buf + len, cap - len, "%s%zu", i ? "," : "", s->dim[i]);
-		if (w < 0)
-			break;
-		len += (size_t)w;
+	for (int i = 0; i < s->rank && len < cap; i++) { /* "%s%zu" without the format parser */
+		char d[24];
+		size_t k = sizeof d, w;
+		size_t v = s->dim[i];
+		do
+			d[--k] = (char)('0' + v % 10);
+		while ((v /= 10) != 0);
+		if (i)
+			d[--k] = ',';
+		w = sizeof d - k;
+		size_t fit = w < cap - len ? w : cap - len - 1; /* cut as snprintf cuts, NUL included */
+		memcpy(buf + len, d + k, fit);
+		buf[len + fit] = 0;
+		len += w;
 	}
 	return len < cap ? len : (cap ? cap - 1 : 0);
 }

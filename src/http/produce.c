@@ -8,9 +8,14 @@
  * the same bytes that holds a cache reference until MHD is done with it.
  *
  * Memory: the job's output buffer is reserved against the response budget (opt.budget) as it
- * grows. The finished body's reservation ends when the cache takes it: from then on the cache
- * counts it (by its allocation sizes), and if it leaves the cache while still being sent, the
- * cache charges it back to the budget until MHD lets go of it.
+ * grows. It starts in SMALL_BODY bytes of the job's stack, reserved on the budget only when the
+ * answer is copied out of them into a block of its exact size (pe_buf_use): one malloc per small
+ * answer, where a block sized from the width bound cost an aligned allocation and a shrinking
+ * realloc on the HTTP thread (perf, MHD-single, cold 16x16 JSON misses: pe_buf_reserve 8.2% of
+ * the samples before, the copy's malloc 4.4% after, nearly all of it the page faults that a
+ * growing cache costs anyway). The finished body's reservation ends when the cache takes it:
+ * from then on the cache counts it (by its allocation sizes), and if it leaves the cache while
+ * still being sent, the cache charges it back to the budget until MHD lets go of it.
  *
  * Scratch blocks: the tables of the formats that are not computed in place go through a scratch
  * block. Up to two blocks of at most SCRATCH_KEEP bytes are kept between jobs, already faulted
@@ -67,6 +72,9 @@
 #define RESPONSE_OVERHEAD 1024
 #define SCRATCH_KEEP ((size_t)2 << 20)
 #define NKEPT 2
+/* The stack bytes a job's answer starts in: every answer small enough for the HTTP thread fits
+ * (a 24x24 f32 JSON table's width bound is ~9.5 KiB, 32x32 f64 bin 8 KiB). */
+#define SMALL_BODY 16384
 
 struct pe_produce {
 	pthread_mutex_t lock;
@@ -321,7 +329,14 @@ void pe_produce_etag(const char *key, size_t len, char out[40])
 	uint64_t a = fnv1a(PE_OUTPUT_EPOCH, strlen(PE_OUTPUT_EPOCH), 0xcbf29ce484222325ull);
 	a = fnv1a(key, len, a);
 	uint64_t b = fnv1a(key, len, 0x84222325cbf29ce4ull ^ (uint64_t)len);
-	snprintf(out, 40, "\"%016" PRIx64 "%016" PRIx64 "\"", a, b);
+	static const char hex[] = "0123456789abcdef";
+	out[0] = '"';
+	for (int i = 0; i < 16; i++) { /* "%016" PRIx64 "%016" PRIx64, without the format parser */
+		out[1 + i] = hex[a >> (60 - 4 * i) & 15];
+		out[17 + i] = hex[b >> (60 - 4 * i) & 15];
+	}
+	out[33] = '"';
+	out[34] = 0;
 }
 
 /* ---- responses ---- */
@@ -382,7 +397,9 @@ static int make_body(struct job *j, struct body *b, struct pe_buf *out)
 	b->pr = j->pr;
 	b->out = j->out;
 	memcpy(b->etag, j->etag, sizeof b->etag);
-	b->data = pe_buf_steal(out, &b->len);
+	int rc = pe_buf_take(out, &b->data, &b->len);
+	if (rc != 0)
+		return rc;
 	b->shared = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, body_free_cb, b);
 	if (!b->shared) {
 		pe_budget_free_block(j->h->opt.budget, b->data);
@@ -432,15 +449,19 @@ static void fail_key(struct pe_http *h, const char *key, size_t keylen, int rc, 
 		pe_cache_fail(h->opt.cache, key, keylen, rc);
 }
 
-/* Compute, encode and publish j's answer (fill or fail its key), on whichever thread runs it. */
+/* Compute, encode and publish j's answer (fill or fail its key), on whichever thread runs it. The
+ * answer is written on the stack first (SMALL_BODY; 64-byte aligned for the tables computed in
+ * place) and copied into a block of its exact size; a larger one moves to the heap as it grows. */
 static void job_compute(struct job *j)
 {
 	struct pe_http *h = j->h;
 	struct pe_err err = {0};
 	struct pe_buf out;
+	_Alignas(64) char small[SMALL_BODY];
 	struct body *b = calloc(1, sizeof *b);
 	pe_buf_init(&out, h->opt.max_response_bytes);
 	pe_buf_set_budget(&out, h->opt.budget);
+	pe_buf_use(&out, small, sizeof small);
 	pe_cancel_set_deadline(j->deadline); /* the waiters have been answered 503 by then */
 	int rc = pe_cancelled();             /* expired while queued, or shutting down: no work at all */
 	if (rc != 0)

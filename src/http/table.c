@@ -212,12 +212,17 @@ uint64_t pe_table_need(const struct pe_params *p, const struct pe_out *o, uint64
 	return job_need(o, &s, c.scratch_bytes, *out);
 }
 
+/* "v1/<name>?<canonical parameters><output options>" (the first part copied: snprintf's format
+ * parser was a visible share of a small miss). */
 static int make_key(const struct pe_params *p, const struct pe_out *o, char *key, size_t cap)
 {
-	int n = snprintf(key, cap, "v1/%s?", p->def->name);
-	if (n < 0 || (size_t)n >= cap)
+	size_t name = strlen(p->def->name);
+	if (name + 5 > cap) /* "v1/", '?' and the NUL */
 		return -1;
-	int c = pe_params_canonical(p, key + n, cap - (size_t)n);
+	memcpy(key, "v1/", 3);
+	memcpy(key + 3, p->def->name, name);
+	key[name + 3] = '?';
+	int n = (int)name + 4, c = pe_params_canonical(p, key + n, cap - (size_t)n);
 	if (c < 0)
 		return -1;
 	n += c;
@@ -272,11 +277,16 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 
 void pe_table_extra_header(const struct pe_table_def *def, char *out, size_t cap)
 {
+	if (!cap)
+		return;
 	if (def->extra_header) {
-		snprintf(out, cap, "%s", def->extra_header);
+		size_t n = strnlen(def->extra_header, cap - 1);
+		memcpy(out, def->extra_header, n);
+		out[n] = 0;
 		return;
 	}
-	size_t n = (size_t)snprintf(out, cap, "X-PE-");
+	size_t n = cap - 1 < 5 ? cap - 1 : 5;
+	memcpy(out, "X-PE-", n);
 	int word_start = 1;
 	for (const char *c = def->extra_name; *c && n + 1 < cap; c++) {
 		out[n++] = *c == '_' ? '-' : word_start ? (char)toupper((unsigned char)*c) : *c;

@@ -11,7 +11,12 @@
  * reserved once for a whole table is not doubled past it), pe_buf_steal shrinks the block to
  * len + 1 before handing it out (a JSON document reserved from its worst-case width is a quarter
  * of that estimate; the cache used to keep the estimate, faulted in), and with a budget the
- * reservation follows the allocation's usable size at every step. */
+ * reservation follows the allocation's usable size at every step.
+ *
+ * A buffer may start in memory of the caller's (pe_buf_use: the HTTP layer's job keeps 16 KiB on
+ * its stack): a small document is then written there and copied once into a block of its exact
+ * size, one malloc where the estimate's block cost an aligned allocation (glibc splits and frees
+ * its lead and tail) and a shrinking realloc, and left fragments behind in the heap. */
 #include "posenc/tensor.h"
 
 #include <stdarg.h>
@@ -31,6 +36,16 @@ void pe_buf_init(struct pe_buf *b, size_t max)
 	b->max = max < SIZE_MAX - 1 ? max : SIZE_MAX - 1; /* room for the spare byte */
 	b->budget = NULL;
 	b->held = 0;
+	b->borrowed = 0;
+}
+
+void pe_buf_use(struct pe_buf *b, void *mem, size_t n)
+{
+	if (b->data || n < 2)
+		return;
+	b->data = mem;
+	b->cap = n - 1 < b->max ? n - 1 : b->max; /* writers fill to cap: never past max */
+	b->borrowed = 1;
 }
 
 void pe_buf_set_budget(struct pe_buf *b, struct pe_budget *budget) { b->budget = budget; }
@@ -38,10 +53,15 @@ void pe_buf_set_budget(struct pe_buf *b, struct pe_budget *budget) { b->budget =
 void pe_buf_destroy(struct pe_buf *b)
 {
 	pe_budget_give(b->budget, b->held);
-	free(b->data);
+	if (!b->borrowed)
+		free(b->data);
 	b->data = NULL;
 	b->len = b->cap = b->held = 0;
+	b->borrowed = 0;
 }
+
+/* Has b a block of its own (not none, not the caller's memory)? */
+static int owns_block(const struct pe_buf *b) { return b->data && !b->borrowed; }
 
 /* After an allocation: the reservation becomes the block's usable size. */
 static void settle(struct pe_buf *b)
@@ -58,7 +78,7 @@ static void settle(struct pe_buf *b)
  * what is asked for. */
 static size_t grown_cap(const struct pe_buf *b, size_t want)
 {
-	if (!b->data)
+	if (!owns_block(b))
 		return want < MIN_CAP ? (MIN_CAP < b->max ? MIN_CAP : b->max) : want;
 	size_t cap = b->cap < MIN_CAP ? MIN_CAP : b->cap;
 	while (cap < want && cap <= b->max / 2)
@@ -74,15 +94,15 @@ size_t pe_buf_block_after(const struct pe_buf *b, size_t more)
 		return 0;
 	size_t want = b->len + more;
 	if (want <= b->cap && b->data)
-		return pe_mem_size(b->data);
+		return owns_block(b) ? pe_mem_size(b->data) : 0;
 	size_t cap = grown_cap(b, want);
-	return b->data ? cap + 1 : (cap + 1 + 63) & ~(size_t)63;
+	return owns_block(b) ? cap + 1 : (cap + 1 + 63) & ~(size_t)63;
 }
 
 /* Reserve on the budget what growing to cap adds: *bytes to allocate, *extra newly reserved. */
 static int take_for(struct pe_buf *b, size_t cap, size_t *bytes, size_t *extra)
 {
-	*bytes = b->data ? cap + 1 : (cap + 1 + 63) & ~(size_t)63;
+	*bytes = owns_block(b) ? cap + 1 : (cap + 1 + 63) & ~(size_t)63;
 	*extra = *bytes > b->held ? *bytes - b->held : 0;
 	return b->budget ? pe_budget_take(b->budget, *extra) : 0;
 }
@@ -110,16 +130,19 @@ int pe_buf_reserve(struct pe_buf *b, size_t more)
 	if (rc != 0)
 		return rc;
 	char *p;
-	if (!b->data) /* the first block is 64-byte aligned: SIMD kernels write tables straight into it */
-		p = aligned_alloc(64, bytes);
-	else
+	if (owns_block(b))
 		p = realloc(b->data, bytes);
+	else /* the first block is 64-byte aligned: SIMD kernels write tables straight into it */
+		p = aligned_alloc(64, bytes);
 	if (!p) {
 		pe_budget_give(b->budget, extra);
 		return PE_ENOMEM;
 	}
 	if (b->budget)
 		b->held += extra;
+	if (b->borrowed && b->len)
+		memcpy(p, b->data, b->len);
+	b->borrowed = 0;
 	b->data = p;
 	b->cap = cap;
 	settle(b);
@@ -174,7 +197,7 @@ void pe_mem_prefault(void *p, size_t n)
 /* The block shrunk to len + 1 bytes; when the allocator cannot, the block as it is. */
 static void shrink_to_fit(struct pe_buf *b)
 {
-	if (!b->data || b->cap == b->len)
+	if (!owns_block(b) || b->cap == b->len)
 		return;
 	char *p = realloc(b->data, b->len + 1);
 	if (p) {
@@ -184,20 +207,28 @@ static void shrink_to_fit(struct pe_buf *b)
 	settle(b);
 }
 
-char *pe_buf_steal(struct pe_buf *b, size_t *len)
+int pe_buf_take(struct pe_buf *b, char **out, size_t *len)
 {
 	size_t n = b->len;
+	int rc = 0;
 	shrink_to_fit(b);
-	char *p = b->data;
-	if (!p) {
-		int rc;
-		p = pe_budget_malloc(b->budget, 1, &rc);
-	}
+	char *p = owns_block(b) ? b->data : NULL;
+	if (!p && (p = pe_budget_malloc(b->budget, n + 1, &rc)) != NULL && n) /* none yet, or borrowed */
+		memcpy(p, b->data, n);
 	if (p)
 		p[n] = 0;
 	if (len)
 		*len = p ? n : 0;
 	b->data = NULL;
 	b->len = b->cap = b->held = 0;
+	b->borrowed = 0;
+	*out = p;
+	return rc;
+}
+
+char *pe_buf_steal(struct pe_buf *b, size_t *len)
+{
+	char *p;
+	pe_buf_take(b, &p, len);
 	return p;
 }

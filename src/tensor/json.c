@@ -191,18 +191,27 @@ int pe_json_write_data(struct pe_buf *b, const struct pe_tensor_view *t, struct 
 
 /* ---- small values: strings, reals, the params object ---- */
 
-/* A JSON string: '"' and '\\' escaped, control bytes as \u00XX, other bytes (UTF-8) as they are. */
+/* A JSON string: '"' and '\\' escaped, control bytes as \u00XX, other bytes (UTF-8) as they are.
+ * Runs of bytes that need no escape are appended whole (names and enum values are all such runs:
+ * byte by byte was a visible share of a small table's head). */
 static int put_string(struct pe_buf *b, const char *s)
 {
 	int rc = pe_buf_append(b, "\"", 1);
-	for (const char *c = s; rc == 0 && *c; c++) {
-		unsigned char u = (unsigned char)*c;
+	const char *c = s;
+	while (rc == 0 && *c) {
+		size_t run = 0;
+		while ((unsigned char)c[run] >= 0x20 && c[run] != '"' && c[run] != '\\')
+			run++; /* stops at the NUL too */
+		if (run) {
+			rc = pe_buf_append(b, c, run);
+			c += run;
+			continue;
+		}
+		unsigned char u = (unsigned char)*c++;
 		if (u == '"' || u == '\\')
 			rc = pe_buf_printf(b, "\\%c", u);
-		else if (u < 0x20)
-			rc = pe_buf_printf(b, "\\u%04x", u);
 		else
-			rc = pe_buf_append(b, c, 1);
+			rc = pe_buf_printf(b, "\\u%04x", u);
 	}
 	return rc ? rc : pe_buf_append(b, "\"", 1);
 }
