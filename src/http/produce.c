@@ -50,11 +50,11 @@
  * at -c16, load 3.6-4.5 on 2 vCPUs: 5.4-7.5k against 10-12.6k req/s, CPU per request alike):
  * inline_max_us 0 restores that, at the price of small tables queueing behind large ones (the
  * bench's mixed load: 679 against 3381 small req/s, p99 107 against 42 ms; README, Benchmarks).
- *   Another request for a key being computed inline: with MHD's one epoll thread it cannot be
- * parsed until the computation is done (it then hits). Were MHD ever run with several threads,
- * it would find the key pending in the cache (PE_CACHE_WAIT), suspend on its waiter as for a
- * pooled job, and be resumed by the inline computation's pe_cache_fill like any joiner: single
- * flight holds either way, as the cache, not the thread, owns it.
+ *   Another request for a key being computed inline: on the same HTTP thread it is parsed only
+ * once the computation is done (it then hits); on another of the http_threads it finds the key
+ * pending in the cache (PE_CACHE_WAIT), suspends on its waiter as for a pooled job, and is resumed
+ * by the inline computation's pe_cache_fill like any joiner ("miss": it waited). Single flight
+ * holds either way, as the cache, not the thread, owns it (tests/fault/test_http_threads.c).
  *
  * Failures: a job that fails with a problem of its own (its pe_err set for the code it returns)
  * fails the key with it (pe_cache_fail_err), so the request that made the job and every request
