@@ -84,6 +84,8 @@ static const struct key keys[] = {
 	INT(job_timeout, 1, 86400, "seconds a request may wait for its computation"),
 	INT(inline_max_us, 0, 1000,
 	    "computations estimated at most this many microseconds run on the HTTP thread; 0: all on the pool"),
+	INT(http_threads, 1, 64,
+	    "libmicrohttpd threads that accept, parse and answer requests (each its own epoll; connections stay on one)"),
 	INT(worker_nice, 0, 19, "nice value of the pool's workers, so the HTTP thread preempts them; 0: equal"),
 	STR(auth_token, 0, "bearer token for writes; empty: only loopback clients may write"),
 	STR(cors_origins, 0, "allowed CORS origins: comma-separated list or *; empty: no CORS"),

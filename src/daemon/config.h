@@ -37,6 +37,7 @@ struct pe_config {
 	int64_t linger_timeout;        /* seconds spent on that at most */
 	int64_t job_timeout;           /* seconds a request may wait for its computation */
 	int64_t inline_max_us;         /* estimated µs of work computed on the HTTP thread; 0 = none */
+	int64_t http_threads;          /* libmicrohttpd threads (thread pool when > 1) */
 	int64_t worker_nice;           /* the pool's workers' nice value (0..19) */
 	char auth_token[256];          /* "" = none: only loopback clients may write */
 	char cors_origins[1024];       /* comma list or "*" */

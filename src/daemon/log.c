@@ -70,11 +70,11 @@ static size_t json_escape(char *dst, size_t cap, const char *s)
 }
 
 /* The time of request lines, formatted once per millisecond at most: strftime on every request
- * was a visible share of a cache hit. Called only from the HTTP thread. */
+ * was a visible share of a cache hit. Each HTTP thread keeps its own. */
 static const char *request_time(void)
 {
-	static char cached[40];
-	static struct timespec last;
+	static _Thread_local char cached[40];
+	static _Thread_local struct timespec last;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME_COARSE, &now);
 	if (now.tv_sec != last.tv_sec || now.tv_nsec / 1000000 != last.tv_nsec / 1000000 || !cached[0]) {

@@ -144,6 +144,7 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.linger_timeout_s = (unsigned)c->linger_timeout,
 		.job_timeout_s = (unsigned)c->job_timeout,
 		.inline_max_us = (unsigned)c->inline_max_us,
+		.http_threads = (unsigned)c->http_threads,
 		.cors_origins = c->cors_origins,
 		.tls_cert_pem = d->tls_cert,
 		.tls_key_pem = d->tls_key,

@@ -36,6 +36,7 @@ struct ctrack {
 	double since;   /* when the current phase began */
 	uint64_t bytes; /* body bytes read in PH_BODY */
 	struct MHD_Connection *conn;
+	pthread_t owner; /* the libmicrohttpd thread that serves it: only that one may look inside */
 	struct ctrack *prev, *next;
 };
 
@@ -109,7 +110,8 @@ void pe_conn_guard_notify_cb(void *cls, struct MHD_Connection *conn, void **sock
 		ct = calloc(1, sizeof *ct);
 		if (ct && ci) {
 			*ct = (struct ctrack){.fd = ci->connect_fd, .phase = PH_HEADERS, .since = pe_monotonic(),
-					      .conn = conn, .prev = &g->tracks, .next = g->tracks.next};
+					      .conn = conn, .owner = pthread_self(), .prev = &g->tracks,
+					      .next = g->tracks.next};
 			g->tracks.next->prev = ct;
 			g->tracks.next = ct;
 		} else {
@@ -191,12 +193,14 @@ static void write_problem(int fd, const struct pe_err *err)
  * parsed (MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE is known) without our handler having seen the
  * request (still PH_HEADERS), and whose Content-Length framing.c refuses: it gets the 400 / 413
  * problem+json written to its socket (with TLS, nothing), then the socket is shut down, so that
- * MHD's own answer fails to go out and MHD closes the connection. */
+ * MHD's own answer fails to go out and MHD closes the connection. MHD logs from the thread that
+ * serves the connection, so only that thread's connections are looked at: another thread's may be
+ * mid-parse (http_threads > 1). */
 static void answer_length_errors(struct pe_conn_guard *g)
 {
 	pthread_mutex_lock(&g->lock);
 	for (struct ctrack *ct = g->tracks.next; ct != &g->tracks; ct = ct->next) {
-		if (ct->phase != PH_HEADERS || !ct->conn ||
+		if (ct->phase != PH_HEADERS || !ct->conn || !pthread_equal(ct->owner, pthread_self()) ||
 		    !MHD_get_connection_info(ct->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE))
 			continue;
 		const char *cl = MHD_lookup_connection_value(ct->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);

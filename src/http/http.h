@@ -2,10 +2,13 @@
  * cache layers. The daemon supplies limits, the cache, and hooks for what lives above this layer
  * (the worker pool, metrics, readiness), so nothing here reaches up into src/daemon.
  *
- * Threads: MHD runs one internal epoll thread that parses, routes and answers cache hits. Misses
- * whose work is estimated under inline_max_us are computed right there; the others suspend their
- * connection and become jobs through hooks.submit; the job runs on a pool thread, fills the cache,
- * and the cache's waiter callback resumes every connection waiting on that key. */
+ * Threads: MHD runs http_threads internal epoll threads (one by default in MHD, two in posencd's
+ * defaults) that accept, parse, route and answer cache hits; a connection stays on the thread that
+ * accepted it, and everything they share (cache, waiters, budget, metrics, the connection guard,
+ * the access log) is locked or atomic. Misses whose work is estimated under inline_max_us are
+ * computed right there; the others suspend their connection and become jobs through hooks.submit;
+ * the job runs on a pool thread, fills the cache, and the cache's waiter callback resumes every
+ * connection waiting on that key (another HTTP thread's too). */
 #ifndef PE_HTTP_HTTP_H
 #define PE_HTTP_HTTP_H
 
@@ -70,6 +73,7 @@ struct pe_http_options {
 	size_t max_header_bytes; /* libmicrohttpd's per-connection pool: request line + headers */
 	unsigned max_connections, max_connections_per_ip, connection_timeout_s, job_timeout_s;
 	unsigned inline_max_us; /* work estimated at most this is computed on the HTTP thread (produce.h) */
+	unsigned http_threads;  /* libmicrohttpd threads; 0 or 1: one */
 	/* A request refused before its body is read (413 from Content-Length, 405, 415, 401/403) is
 	 * answered once the body is read and dropped, up to linger_bytes in linger_timeout_s; past
 	 * either, the connection is cut. Declared bodies past linger_bytes, and clients that sent

@@ -2,7 +2,8 @@
  * from its head to its answer. What the request is for is the router's business (router.c, which
  * hands it to a registered handler); what happens here is the same for every request.
  *
- * One internal epoll thread runs every callback. The first call of a request checks its framing
+ * http_threads internal epoll threads run the callbacks, each for the connections it accepted (a
+ * connection's callbacks never run on two threads). The first call of a request checks its framing
  * (framing.c; refused heads are answered and the connection closed, the body unread), names it
  * (request id, the path for the log) and lets the router match it and the handler decide whether
  * it wants the body. A refusal decided then (pe_http_refuse) is answered here for every handler
@@ -450,11 +451,15 @@ static struct MHD_Daemon *start_mhd(struct pe_http *h, const struct pe_http_opti
 	struct MHD_OptionItem tls[3];
 	unsigned flags = (opt->tls_cert_pem ? MHD_USE_TLS : 0) | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
 			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
+	unsigned threads = opt->http_threads > 1 ? opt->http_threads : 1;
+	/* with a pool MHD splits CONNECTION_LIMIT between its threads, and one may take most of the
+	 * connections: each gets the whole limit, and accept_cb keeps the total */
 	return MHD_start_daemon(flags, opt->port, pe_conn_guard_accept_cb, h->guard, on_request, h,
 				MHD_OPTION_EXTERNAL_LOGGER, pe_conn_guard_log_cb, h->guard, /* first, to see every message */
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss,
+				MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				MHD_OPTION_CONNECTION_LIMIT, pe_conn_guard_mhd_limit(h->guard),
+				MHD_OPTION_CONNECTION_LIMIT, pe_conn_guard_mhd_limit(h->guard) * threads,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, opt->max_connections_per_ip,
 				MHD_OPTION_CONNECTION_TIMEOUT, opt->connection_timeout_s,
 				/* MHD clears the pool on every keep-alive request: the default 32 KiB holds
