@@ -1,0 +1,192 @@
+/* http_threads (src/http/server.c): libmicrohttpd runs that many epoll threads, each serving the
+ * connections it accepted, and requests on different threads share one cache.
+ *
+ *  - the threads exist as configured: one "MHD-single" at 1, N "MHD-worker" at N (2 by default);
+ *  - single flight holds across threads: a pooled job is held at POSENC_TEST_JOB_GATE while
+ *    connections are opened until both threads hold some, every one asking for the same table;
+ *    all are answered 200 with the same bytes and ETag, after exactly one computation
+ *    (posenc_jobs_total). Which thread took a connection is seen in the threads' epoll sets
+ *    (/proc/PID/fdinfo) once it is accepted and before its request is sent: MHD takes a suspended
+ *    connection out of its epoll set. */
+#include "fault/fault.h"
+
+#define NCONN_MAX 64
+#define GATED "offset=4242"
+#define PATH "/v1/sinusoidal?len=512&dim=64&" GATED
+
+static char dir[] = "/tmp/posenc-threads-XXXXXX", gate[64];
+
+/* Threads of pid whose name starts with prefix. */
+static int threads_named(pid_t pid, const char *prefix)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	int n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char comm[96];
+		snprintf(comm, sizeof comm, "/proc/%d/task/%.16s/comm", (int)pid, e->d_name);
+		size_t len;
+		char *s = e->d_name[0] != '.' ? read_file(comm, &len) : NULL;
+		n += s && !strncmp(s, prefix, strlen(prefix));
+		free(s);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int threads_after_start(const char *const *args, const char *prefix)
+{
+	struct pe_spawn d;
+	daemon_start(&d, args);
+	int n = threads_named(d.pid, prefix);
+	check(daemon_stop(&d, SIGTERM, 30) == 0, "exits 0");
+	return n;
+}
+
+/* The epoll instances of pid: their fd and how many descriptors each watches. */
+struct epolls {
+	int n, fd[16], watched[16];
+};
+
+static void epolls_read(pid_t pid, struct epolls *ep)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fdinfo", (int)pid);
+	DIR *d = opendir(path);
+	struct dirent *e;
+	ep->n = 0;
+	while (d && (e = readdir(d)) && ep->n < 16) {
+		char info[96];
+		snprintf(info, sizeof info, "/proc/%d/fdinfo/%.16s", (int)pid, e->d_name);
+		size_t len;
+		char *s = e->d_name[0] != '.' ? read_file(info, &len) : NULL;
+		int tfds = 0;
+		for (char *p = s; p && (p = strstr(p, "\ntfd:")); p++)
+			tfds++;
+		if (tfds) {
+			ep->fd[ep->n] = atoi(e->d_name);
+			ep->watched[ep->n++] = tfds;
+		}
+		free(s);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The epoll instance of base that watches one more descriptor in now (-1: none yet). */
+static int grown(const struct epolls *base, const struct epolls *now)
+{
+	for (int i = 0; i < now->n; i++)
+		for (int j = 0; j < base->n; j++)
+			if (now->fd[i] == base->fd[j] && now->watched[i] > base->watched[j])
+				return j;
+	return -1;
+}
+
+/* Connect and wait until a thread has accepted the connection: the index in ep of the epoll set
+ * it joined, or -1 (ep is then read again). */
+static int connect_seen(pid_t pid, int port, struct epolls *ep, int *fd)
+{
+	struct epolls now;
+	*fd = tcp_connect(port, NULL);
+	for (int i = 0; i < 500 && *fd >= 0; i++) {
+		epolls_read(pid, &now);
+		int j = grown(ep, &now);
+		if (j >= 0) {
+			*ep = now;
+			return j;
+		}
+		sleep_s(0.01);
+	}
+	epolls_read(pid, ep);
+	return -1;
+}
+
+static void send_get(int fd)
+{
+	const char *req = "GET " PATH " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+	check(fd >= 0 && send_all(fd, req, strlen(req)) == 0, "request sent");
+}
+
+static int wait_metric_at_least(int port, const char *name, double want)
+{
+	for (int i = 0; i < 3000; i++) {
+		if (metric(port, name) >= want)
+			return 1;
+		sleep_s(0.01);
+	}
+	return 0;
+}
+
+static void single_flight_across_threads(void)
+{
+	struct pe_spawn d;
+	const char *args[] = {"--workers", "1", NULL};
+	FILE *f = fopen(gate, "w");
+	fputs(GATED, f);
+	fclose(f);
+	daemon_start(&d, args);
+	struct epolls ep;
+	epolls_read(d.pid, &ep);
+	double jobs = metric(d.port, "posenc_jobs_total"), joins = metric(d.port, "posenc_cache_joins_total");
+	int fds[NCONN_MAX], n = 0, on[16] = {0}, threads = 0;
+	do {
+		int j = connect_seen(d.pid, d.port, &ep, &fds[n]);
+		if (j >= 0 && j < 16)
+			threads += on[j]++ == 0;
+		send_get(fds[n++]);
+		check(wait_metric_at_least(d.port, n == 1 ? "posenc_jobs_in_flight" : "posenc_cache_joins_total",
+					   n == 1 ? 1 : joins + n - 1),
+		      "request %d is %s", n, n == 1 ? "held at the gate" : "joined to it");
+	} while (threads < 2 && n < NCONN_MAX);
+	check(threads >= 2, "after %d connections both HTTP threads hold some", n);
+	unlink(gate);
+	struct resp first = {0};
+	for (int i = 0; i < n; i++) {
+		struct resp r;
+		check(read_response(fds[i], &r, 30000, 8 << 20) == 0 && r.status == 200, "connection %d: 200 (status %d)",
+		      i, r.status);
+		char etag[64] = "", etag0[64] = "";
+		resp_header(&r, "ETag", etag, sizeof etag);
+		if (i == 0)
+			first = r;
+		else {
+			resp_header(&first, "ETag", etag0, sizeof etag0);
+			check(r.body_len == first.body_len && r.body && first.body && !memcmp(r.body, first.body, r.body_len) &&
+				      !strcmp(etag, etag0) && etag[0],
+			      "connection %d: the same bytes and ETag as the first", i);
+			resp_free(&r);
+		}
+		close(fds[i]);
+	}
+	resp_free(&first);
+	check(metric(d.port, "posenc_jobs_total") == jobs + 1, "one computation for %d requests (jobs_total +%g)", n,
+	      metric(d.port, "posenc_jobs_total") - jobs);
+	check(daemon_stop(&d, SIGTERM, 30) == 0, "exits 0");
+}
+
+int main(void)
+{
+	fault_init("http_threads", 120);
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 2;
+	}
+	snprintf(gate, sizeof gate, "%s/gate", dir);
+	setenv("POSENC_TEST_JOB_GATE", gate, 1);
+	int n = threads_after_start(NULL, "MHD-worker");
+	check(n == 2, "default: 2 HTTP threads (%d)", n);
+	const char *one[] = {"--http-threads", "1", NULL}, *three[] = {"--http-threads", "3", NULL};
+	n = threads_after_start(one, "MHD-single");
+	check(n == 1, "--http-threads 1: one MHD-single thread (%d)", n);
+	n = threads_after_start(three, "MHD-worker");
+	check(n == 3, "--http-threads 3: 3 HTTP threads (%d)", n);
+	single_flight_across_threads();
+	unsetenv("POSENC_TEST_JOB_GATE");
+	unlink(gate);
+	rmdir(dir);
+	return fault_finish();
+}
