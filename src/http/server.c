@@ -346,8 +346,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		pe_conn_guard_phase(h->guard, conn, PH_BODY, 0);
 		return first_call(h, r, conn, url, method, version);
 	}
-	if (r->on_resume)
+	if (r->on_resume) {
+		/* the waiter was completed or expired under wait_lock, and libmicrohttpd's wake-up
+		 * (an eventfd) orders nothing the race detector can see: taking the lock once makes
+		 * the waiter's final fields visible to the resumed handler in any case */
+		pthread_mutex_lock(&h->wait_lock);
+		pthread_mutex_unlock(&h->wait_lock);
 		return r->on_resume(r, conn);
+	}
 	if (*upload_data_size != 0) {
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
