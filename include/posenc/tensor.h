@@ -220,7 +220,10 @@ int pe_png_write(struct pe_buf *b, const struct pe_tensor_view *t, const struct 
 
 /* ---- gzip ---- */
 /* Append the gzip (RFC 1952) compression of data to out at level 1..12 (libdeflate's scale).
- * 0, PE_ETOOBIG (out's maximum), PE_ENOMEM. */
+ * 0, PE_ETOOBIG (out's maximum), PE_ENOMEM. Thread-safe: each thread keeps its compressors for the
+ * last PE_GZIP_LEVELS_KEPT levels it used (freed when it exits), so a call allocates nothing
+ * beyond out's growth once its level is kept. */
+#define PE_GZIP_LEVELS_KEPT 2
 int pe_gzip(struct pe_buf *out, const void *data, size_t len, int level);
 
 /* ---- CSV ---- */
