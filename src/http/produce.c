@@ -35,7 +35,7 @@
  * intermediate table and work; a narrow table's rows or a pow per element cost 10-20x what a
  * wide sinusoidal table's elements do, and a client picks its table); PNG is
  * never inline (3-5 ms at any size), gzip'd text not at the default (libdeflate's compressor
- * set up per response: up to ~250 us), and a producer without an estimate (learned tables, read
+ * reset per response: ~30 us), and a producer without an estimate (learned tables, read
  * from the store) never is. So the HTTP thread is held at most about inline_max_us per request:
  * a table too large for it always takes the pool and can never block the thread (fault test
  * test_inline holds one on the only worker and gets small tables answered meanwhile).
@@ -256,20 +256,20 @@ int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param,
  * sinusoidal tables, 16x16 to 128x128): bin and npy 0.9-1.8 ns per element past ~3 us; JSON and
  * CSV 23-36 (f32: shortest round-trip digits; f64 prints twice the digits); gzip'd text 230-480
  * in all; PNG 3.2-4.7 ms whatever the size (libpng and zlib set up per image), so never inline.
- *   gzip also has a fixed cost the per-element one missed: pe_gzip allocates libdeflate's level-6
- * compressor (656 KiB) per response. Carved from the heap's top it costs ~4 us; but when the top
- * is shorter than that, glibc maps it afresh (it is past M_MMAP_THRESHOLD) and the compressor's
- * first touches fault its pages in: 40-240 us more on the HTTP thread per gzip'd 1x2 or 4x4
- * table (posencd, 2000 distinct requests with Accept-Encoding: gzip against the same without,
- * MHD-single's CPU; strace: one mmap and munmap of 671744 bytes each), where the estimate said
- * ~4 us. So a gzip'd answer is priced at that worst case, and at the default inline_max_us it
- * always takes the pool. */
+ *   gzip also has a fixed cost: libdeflate resets its level-6 hash tables on every call (inputs
+ * over 55 bytes). Its compressor (656 KiB) is kept per thread (src/tensor/gzip.c); allocated per
+ * response, as it was, it was often mapped afresh and faulted in: 175-257 us more on the HTTP
+ * thread (51 page faults a request). Kept, bench_inline's gzip section gives 9-13 us for a 1x2
+ * table and 12-17 for a 4x4 over the same plain JSON, and posencd (1000 distinct gzip'd 1x2 or 4x4
+ * requests against the same without, the HTTP thread's CPU from schedstat, 30 rounds) 8-48 us
+ * more, ~25 median, no extra faults. Priced at 30 us: at the default inline_max_us gzip'd tables
+ * up to ~4x4 run inline (34-41 us estimated), 8x8 and larger take the pool. */
 #define EST_FIXED_NS 3000
 #define EST_RAW_NS 2
 #define EST_TEXT_NS 40
 #define EST_TEXT_F64_NS 70
 #define EST_GZIP_NS 500
-#define EST_GZIP_FIXED_NS 250000
+#define EST_GZIP_FIXED_NS 30000
 
 /* The computation's own costs, the worst measured over every table (one thread, the machine
  * loaded; a hostile client picks the worst): wide sinusoidal tables take ~1 ns per element, but
