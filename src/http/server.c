@@ -501,6 +501,10 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 	}
 	if (make_addr(opt->bind, opt->port, &ss, &ipv6, err) != 0)
 		goto fail;
+	/* everything the HTTP threads read is set before MHD starts them: a request may arrive the
+	 * moment the socket listens (the seed written after was a data race, ThreadSanitizer) */
+	h->rid_seed = ((uint64_t)getpid() << 32) ^ (uint64_t)(pe_monotonic() * 1e9);
+	h->listen_fd = -1;
 	if (!(h->mhd = start_mhd(h, opt, &ss, ipv6))) {
 		if (opt->tls_cert_pem)
 			pe_err_set(err, PE_EIO, "tls_cert", "cannot start HTTPS on %s port %u: port in use, or tls_cert / "
@@ -510,8 +514,6 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 		goto fail;
 	}
 	h->port = bound_port(h->mhd);
-	h->rid_seed = ((uint64_t)getpid() << 32) ^ (uint64_t)(pe_monotonic() * 1e9);
-	h->listen_fd = -1;
 	return h;
 fail:
 	free_parts(h);

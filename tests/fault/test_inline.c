@@ -6,7 +6,8 @@
  *     answered once the gate goes. Without inline work they would queue behind it and never come.
  *     inline_max_us is at its maximum, so even the most generous threshold keeps the big table off
  *     the HTTP thread (else /metrics, asked while it is held, would not answer either);
- *   - single flight: identical cold small requests at once make one computation;
+ *   - single flight: identical cold small requests at once make one computation, answered "miss"
+ *     by the one that computed and those that joined it (from the other HTTP thread), "hit" by the rest;
  *   - the same tables computed inline and on the pool (--inline-max-us 0) give the same bytes and
  *     headers (ETag, shape, type, X-PE-Cache), metrics count both in posenc_jobs_total and only
  *     the inline ones in posenc_jobs_inline_total, and the access log says "miss" for both. */
