@@ -92,6 +92,7 @@ struct req {
 	int body_sized;         /* body's buffer was sized from Content-Length by the handler: its pages
 				 * count as they are written (server.c, body_resident) */
 	int body_too_big, answered;
+	int observed;           /* counted and logged (server.c: once its answer is queued) */
 	int request_id_given;   /* the client sent X-Request-Id: every response must echo it */
 	/* Framing (framing.h) and a refusal decided before the body is read (code 0: none). */
 	int has_body, chunked, expect_continue;

@@ -330,9 +330,8 @@ static enum MHD_Result body_bytes(struct pe_http *h, struct req *r, struct MHD_C
 	return r->dropped > h->opt.linger_bytes ? MHD_NO : MHD_YES;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-				  const char *version, const char *upload_data, size_t *upload_data_size,
-				  void **con_cls)
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+			      const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
 	struct pe_http *h = cls;
 	struct req *r = *con_cls;
@@ -369,28 +368,50 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return pe_router_finish(r, conn, method);
 }
 
+/* The request counted (metrics) and logged, once: as soon as its answer is queued, before
+ * libmicrohttpd sends a byte of it, so a client that has its answer finds it counted (with two
+ * HTTP threads, its next request may be served by the other thread before this one's completion
+ * callback runs); a request never answered is counted when it ends (499: the client went away). */
+static void observe(struct pe_http *h, struct req *r, struct MHD_Connection *conn, int gone)
+{
+	r->observed = 1;
+	if (!h->opt.hooks.observe)
+		return;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+	struct pe_http_request_info info = {
+		.route = r->route,
+		.status = r->status ? r->status : (ci ? (int)ci->http_status : 0),
+		.method = r->method,
+		.path = r->path,
+		.request_id = r->request_id,
+		.bytes = r->bytes,
+		.seconds = pe_monotonic() - r->t0,
+		.cache_hit = r->cache_hit,
+	};
+	if (gone && !info.status)
+		info.status = 499;
+	h->opt.hooks.observe(h->opt.hooks.ctx, &info);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	enum MHD_Result rc = handle(cls, conn, url, method, version, upload_data, upload_data_size, con_cls);
+	struct req *r = *con_cls;
+	if (r && r->status && !r->observed)
+		observe(cls, r, conn, 0);
+	return rc;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
 	struct pe_http *h = cls;
 	struct req *r = *con_cls;
 	if (!r)
 		return;
-	if (h->opt.hooks.observe) {
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
-		struct pe_http_request_info info = {
-			.route = r->route,
-			.status = r->status ? r->status : (ci ? (int)ci->http_status : 0),
-			.method = r->method,
-			.path = r->path,
-			.request_id = r->request_id,
-			.bytes = r->bytes,
-			.seconds = pe_monotonic() - r->t0,
-			.cache_hit = r->cache_hit,
-		};
-		if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !info.status)
-			info.status = 499;
-		h->opt.hooks.observe(h->opt.hooks.ctx, &info);
-	}
+	if (!r->observed)
+		observe(h, r, conn, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	pe_conn_guard_phase(h->guard, conn, PH_HEADERS, 0);
 	pe_waiter_unref(r->w);
 	pe_router_end(r);
