@@ -288,14 +288,17 @@ static int drain(struct daemon *d, struct pe_http *h, double deadline)
  * plus that grace. */
 #define ABANDON_GRACE_S 3
 
+static struct pe_pool_stats abandoned; /* the pool at shutdown_timeout, for the watchdog's line */
+
+/* The pool may be freed while this sleeps (the main thread goes on when the workers return within
+ * the grace), so it logs what stop_work saw, never the pool itself (ThreadSanitizer: a read of the
+ * freed pool in test_sigterm). */
 static void *abandon_watchdog(void *arg)
 {
-	struct daemon *d = arg;
+	(void)arg;
 	sleep(ABANDON_GRACE_S);
-	struct pe_pool_stats ps;
-	pe_pool_stats(d->pool, &ps);
 	pe_log(PE_LOG_WARN, "stop", json_pack("{s:s, s:I, s:I}", "detail", "work abandoned after shutdown_timeout",
-					      "running", (json_int_t)ps.running, "queued", (json_int_t)ps.queued));
+					      "running", (json_int_t)abandoned.running, "queued", (json_int_t)abandoned.queued));
 	pe_log_flush();
 	_exit(0);
 	return NULL;
@@ -309,8 +312,9 @@ static void stop_work(struct daemon *d, struct pe_http *h, int overdue)
 		pe_log(PE_LOG_WARN, "shutdown_timeout",
 		       json_pack("{s:I, s:I}", "running", (json_int_t)ps.running, "queued", (json_int_t)ps.queued));
 		pe_cancel_all();
+		abandoned = ps;
 		pthread_t t;
-		if (pthread_create(&t, NULL, abandon_watchdog, d) == 0)
+		if (pthread_create(&t, NULL, abandon_watchdog, NULL) == 0)
 			pthread_detach(t);
 	}
 	pe_http_tick(h, 1);
