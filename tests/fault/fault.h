@@ -422,4 +422,69 @@ static inline int is_problem(const struct resp *r, int status, const char *param
 	return pe_http_is_problem(r->status, type, r->body, r->body ? r->body_len : 0, status, param, why, sizeof why);
 }
 
+/* Poll /metrics until name is at least want (up to 30 s); 1 when it got there. */
+static inline int wait_metric_at_least(int port, const char *name, double want)
+{
+	for (int i = 0; i < 3000; i++) {
+		if (metric(port, name) >= want)
+			return 1;
+		sleep_s(0.01);
+	}
+	return 0;
+}
+
+/* ---- which HTTP thread took a connection: the daemon's epoll sets (/proc/PID/fdinfo) ----
+ * Each libmicrohttpd thread watches its connections in an epoll set of its own; a suspended
+ * connection leaves it, so a connection is placed once accepted, before its request is sent. */
+#define FAULT_NEP 16
+struct epolls {
+	int n, fd[FAULT_NEP], watched[FAULT_NEP];
+};
+
+static inline void epolls_read(pid_t pid, struct epolls *ep)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fdinfo", (int)pid);
+	DIR *d = opendir(path);
+	struct dirent *e;
+	ep->n = 0;
+	while (d && (e = readdir(d)) && ep->n < FAULT_NEP) {
+		if (e->d_name[0] == '.')
+			continue;
+		char info[96];
+		snprintf(info, sizeof info, "%s/%.16s", path, e->d_name);
+		char *s = read_file(info, NULL);
+		int watched = 0;
+		for (char *p = s; p && (p = strstr(p, "\ntfd:")); p++)
+			watched++;
+		if (watched) {
+			ep->fd[ep->n] = atoi(e->d_name);
+			ep->watched[ep->n++] = watched;
+		}
+		free(s);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Connect; the index (into the sets read before) of the epoll set the connection joined, -1 if
+ * none was seen within 5 s. ep is read again either way. */
+static inline int connect_to_thread(pid_t pid, int port, struct epolls *ep, int *fd)
+{
+	*fd = tcp_connect(port, NULL);
+	for (int i = 0; i < 500 && *fd >= 0; i++) {
+		struct epolls now;
+		epolls_read(pid, &now);
+		for (int a = 0; a < now.n; a++)
+			for (int b = 0; b < ep->n; b++)
+				if (now.fd[a] == ep->fd[b] && now.watched[a] > ep->watched[b]) {
+					*ep = now;
+					return b;
+				}
+		sleep_s(0.01);
+	}
+	epolls_read(pid, ep);
+	return -1;
+}
+
 #endif

@@ -46,79 +46,10 @@ static int threads_after_start(const char *const *args, const char *prefix)
 	return n;
 }
 
-/* The epoll instances of pid: their fd and how many descriptors each watches. */
-struct epolls {
-	int n, fd[16], watched[16];
-};
-
-static void epolls_read(pid_t pid, struct epolls *ep)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/fdinfo", (int)pid);
-	DIR *d = opendir(path);
-	struct dirent *e;
-	ep->n = 0;
-	while (d && (e = readdir(d)) && ep->n < 16) {
-		char info[96];
-		snprintf(info, sizeof info, "/proc/%d/fdinfo/%.16s", (int)pid, e->d_name);
-		size_t len;
-		char *s = e->d_name[0] != '.' ? read_file(info, &len) : NULL;
-		int tfds = 0;
-		for (char *p = s; p && (p = strstr(p, "\ntfd:")); p++)
-			tfds++;
-		if (tfds) {
-			ep->fd[ep->n] = atoi(e->d_name);
-			ep->watched[ep->n++] = tfds;
-		}
-		free(s);
-	}
-	if (d)
-		closedir(d);
-}
-
-/* The epoll instance of base that watches one more descriptor in now (-1: none yet). */
-static int grown(const struct epolls *base, const struct epolls *now)
-{
-	for (int i = 0; i < now->n; i++)
-		for (int j = 0; j < base->n; j++)
-			if (now->fd[i] == base->fd[j] && now->watched[i] > base->watched[j])
-				return j;
-	return -1;
-}
-
-/* Connect and wait until a thread has accepted the connection: the index in ep of the epoll set
- * it joined, or -1 (ep is then read again). */
-static int connect_seen(pid_t pid, int port, struct epolls *ep, int *fd)
-{
-	struct epolls now;
-	*fd = tcp_connect(port, NULL);
-	for (int i = 0; i < 500 && *fd >= 0; i++) {
-		epolls_read(pid, &now);
-		int j = grown(ep, &now);
-		if (j >= 0) {
-			*ep = now;
-			return j;
-		}
-		sleep_s(0.01);
-	}
-	epolls_read(pid, ep);
-	return -1;
-}
-
 static void send_get(int fd)
 {
 	const char *req = "GET " PATH " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
 	check(fd >= 0 && send_all(fd, req, strlen(req)) == 0, "request sent");
-}
-
-static int wait_metric_at_least(int port, const char *name, double want)
-{
-	for (int i = 0; i < 3000; i++) {
-		if (metric(port, name) >= want)
-			return 1;
-		sleep_s(0.01);
-	}
-	return 0;
 }
 
 static void single_flight_across_threads(void)
@@ -132,10 +63,10 @@ static void single_flight_across_threads(void)
 	struct epolls ep;
 	epolls_read(d.pid, &ep);
 	double jobs = metric(d.port, "posenc_jobs_total"), joins = metric(d.port, "posenc_cache_joins_total");
-	int fds[NCONN_MAX], n = 0, on[16] = {0}, threads = 0;
+	int fds[NCONN_MAX], n = 0, on[FAULT_NEP] = {0}, threads = 0;
 	do {
-		int j = connect_seen(d.pid, d.port, &ep, &fds[n]);
-		if (j >= 0 && j < 16)
+		int j = connect_to_thread(d.pid, d.port, &ep, &fds[n]);
+		if (j >= 0)
 			threads += on[j]++ == 0;
 		send_get(fds[n++]);
 		check(wait_metric_at_least(d.port, n == 1 ? "posenc_jobs_in_flight" : "posenc_cache_joins_total",

@@ -56,69 +56,6 @@ static size_t npy(char *buf, size_t cap, const int *shape, int rank, float v)
 	return len;
 }
 
-/* ---- which thread took a connection: the epoll sets of the daemon ---- */
-
-#define NEP 16
-struct epolls {
-	int n, fd[NEP], watched[NEP];
-};
-
-static void epolls_read(pid_t pid, struct epolls *ep)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/fdinfo", (int)pid);
-	DIR *d = opendir(path);
-	struct dirent *e;
-	ep->n = 0;
-	while (d && (e = readdir(d)) && ep->n < NEP) {
-		if (e->d_name[0] == '.')
-			continue;
-		char info[96];
-		snprintf(info, sizeof info, "%s/%.16s", path, e->d_name);
-		char *s = read_file(info, NULL);
-		int watched = 0;
-		for (char *p = s; p && (p = strstr(p, "\ntfd:")); p++)
-			watched++;
-		if (watched) {
-			ep->fd[ep->n] = atoi(e->d_name);
-			ep->watched[ep->n++] = watched;
-		}
-		free(s);
-	}
-	if (d)
-		closedir(d);
-}
-
-/* Connect; the index (into the sets read before) of the epoll set the connection joined, -1 if
- * none was seen. ep is read again either way. */
-static int connect_to_thread(pid_t pid, int port, struct epolls *ep, int *fd)
-{
-	*fd = tcp_connect(port, NULL);
-	for (int i = 0; i < 500 && *fd >= 0; i++) {
-		struct epolls now;
-		epolls_read(pid, &now);
-		for (int a = 0; a < now.n; a++)
-			for (int b = 0; b < ep->n; b++)
-				if (now.fd[a] == ep->fd[b] && now.watched[a] > ep->watched[b]) {
-					*ep = now;
-					return b;
-				}
-		sleep_s(0.01);
-	}
-	epolls_read(pid, ep);
-	return -1;
-}
-
-static int wait_metric_at_least(int port, const char *name, double want)
-{
-	for (int i = 0; i < 3000; i++) {
-		if (metric(port, name) >= want)
-			return 1;
-		sleep_s(0.01);
-	}
-	return 0;
-}
-
 static void failure_across_threads(const struct pe_spawn *d)
 {
 	FILE *f = fopen(gate, "w");
@@ -127,7 +64,7 @@ static void failure_across_threads(const struct pe_spawn *d)
 	struct epolls ep;
 	epolls_read(d->pid, &ep);
 	double jobs = metric(d->port, "posenc_jobs_total"), joins = metric(d->port, "posenc_cache_joins_total");
-	int fds[NCONN_MAX], n = 0, on[NEP] = {0}, threads = 0;
+	int fds[NCONN_MAX], n = 0, on[FAULT_NEP] = {0}, threads = 0;
 	const char *req = "GET " FAIL_PATH " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
 	do {
 		int j = connect_to_thread(d->pid, d->port, &ep, &fds[n]);
