@@ -50,13 +50,24 @@ static int printable_token(const char *s, size_t max)
 	return n > 0;
 }
 
+/* Write s into dst[cap] from offset at (at < cap), cut to fit, NUL-terminated, as snprintf would
+ * (which was a visible share of a small request: perf ~2%); returns the new length. */
+static size_t put_text(char *dst, size_t cap, size_t at, const char *s)
+{
+	size_t n = strlen(s), room = cap - 1 - at;
+	n = n < room ? n : room;
+	memcpy(dst + at, s, n);
+	dst[at + n] = 0;
+	return at + n;
+}
+
 /* The client's X-Request-Id when it is a sane token (≤ 64 printable bytes), else a new one:
  * 16 hex digits from a per-process random seed and a counter (unique, not guessable in order). */
 static void assign_request_id(struct pe_http *h, struct req *r, struct MHD_Connection *conn)
 {
 	const char *given = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
 	if (given && printable_token(given, 64)) {
-		snprintf(r->request_id, sizeof r->request_id, "%s", given);
+		put_text(r->request_id, sizeof r->request_id, 0, given);
 		r->request_id_given = 1;
 		return;
 	}
@@ -64,7 +75,9 @@ static void assign_request_id(struct pe_http *h, struct req *r, struct MHD_Conne
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
 	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
 	x ^= x >> 31;
-	snprintf(r->request_id, sizeof r->request_id, "%016llx", (unsigned long long)x);
+	for (int i = 15; i >= 0; i--, x >>= 4) /* 16 hex digits, as %016llx */
+		r->request_id[i] = "0123456789abcdef"[x & 15];
+	r->request_id[16] = 0;
 }
 
 /* Path and query as the client asked, for the log (MHD has already split and decoded them). */
@@ -72,8 +85,12 @@ static enum MHD_Result append_arg(void *cls, enum MHD_ValueKind kind, const char
 {
 	struct req *r = cls;
 	size_t len = strlen(r->path);
-	snprintf(r->path + len, sizeof r->path - len, "%s%s%s%s", strchr(r->path, '?') ? "&" : "?", key,
-		 value ? "=" : "", value ? value : "");
+	len = put_text(r->path, sizeof r->path, len, strchr(r->path, '?') ? "&" : "?");
+	len = put_text(r->path, sizeof r->path, len, key);
+	if (value) {
+		len = put_text(r->path, sizeof r->path, len, "=");
+		put_text(r->path, sizeof r->path, len, value);
+	}
 	return MHD_YES;
 }
 
@@ -83,8 +100,8 @@ static void begin_request(struct pe_http *h, struct req *r, struct MHD_Connectio
 	r->h = h;
 	r->t0 = pe_monotonic();
 	r->cache_hit = -1;
-	snprintf(r->method, sizeof r->method, "%s", method);
-	snprintf(r->path, sizeof r->path, "%s", url);
+	put_text(r->method, sizeof r->method, 0, method);
+	put_text(r->path, sizeof r->path, 0, url);
 	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, append_arg, r);
 	assign_request_id(h, r, conn);
 }

@@ -99,6 +99,31 @@ START_TEST(one_json_line_per_request)
 }
 END_TEST
 
+/* The logged path is the target as parsed: path, then each argument (a key without '=' stays
+ * bare), cut at 511 bytes. */
+START_TEST(logged_path_is_cut_at_511_bytes)
+{
+	char target[800] = "/v1/sinusoidal?flag&len=4&zzz=", want[512];
+	size_t n = strlen(target);
+	memset(target + n, 'a', 600);
+	target[n + 600] = 0;
+	memcpy(want, target, 511);
+	want[511] = 0;
+	const char *rid[] = {"X-Request-Id: line-3", NULL};
+	struct pe_resp r;
+	pe_request(&D, "GET", target, rid, NULL, 0, &r);
+	ck_assert_int_eq(r.status, 400);
+	pe_resp_free(&r);
+	usleep(600000); /* access lines are flushed every 250 ms */
+	char *log = pe_daemon_log(&D);
+	json_t *j = find_request(log, "line-3");
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "path")), want);
+	json_decref(j);
+	free(log);
+}
+END_TEST
+
 static Suite *logs_suite(void)
 {
 	Suite *s = suite_create("e2e_logs");
@@ -107,6 +132,7 @@ static Suite *logs_suite(void)
 	tcase_add_checked_fixture(tc, start, stop);
 	tcase_add_test(tc, request_id_echoed);
 	tcase_add_test(tc, one_json_line_per_request);
+	tcase_add_test(tc, logged_path_is_cut_at_511_bytes);
 	suite_add_tcase(s, tc);
 	return s;
 }
