@@ -13,6 +13,9 @@ extern const struct pe_table_def pe_table_rope_mrope, pe_table_rope_mrope_positi
 extern const struct pe_table_def pe_transform_sinusoidal_apply, pe_transform_alibi_apply, pe_transform_rope_apply;
 extern const struct pe_table_def pe_table_analysis_similarity, pe_table_analysis_rope_decay, pe_table_analysis_order;
 
+/* One parameter value in its canonical text (params_key.c): its length, or -1 if cap is short. */
+int pe_param_value_text(const struct pe_param_spec *sp, const struct pe_param_val *v, char *buf, size_t cap);
+
 /* The table `def` for the parameters `from` gave that def shares (pe_params_derive), plus the
  * NULL-terminated name, value pairs of kv where `from` did not give that name, computed into a new
  * buffer of dt (caller frees; *count elements). NULL with err set on failure. How transforms and

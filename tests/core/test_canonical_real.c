@@ -1,4 +1,4 @@
-/* The canonical text of a real parameter (src/core/params.c) against the definition it replaced:
+/* The canonical text of a real parameter (src/core/params_key.c) against the definition it replaced:
  * the shortest %.*g that strtod reads back as the same double, found by trying precisions 1 to
  * 17 with snprintf. The key of a cached table is built from that text, so it must not change by
  * a byte for any double: integers, powers of ten and two and their neighbours, 0.1-style
