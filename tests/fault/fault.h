@@ -487,4 +487,56 @@ static inline int connect_to_thread(pid_t pid, int port, struct epolls *ep, int 
 	return -1;
 }
 
+/* A float32 .npy of the given shape, every element v, into buf: its length, 0 if buf is too small. */
+static inline size_t npy_f32_filled(char *buf, size_t cap, const int *shape, int rank, float v)
+{
+	char dict[128];
+	size_t elems = 1;
+	int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+	for (int k = 0; k < rank; k++) {
+		n += snprintf(dict + n, sizeof dict - (size_t)n, "%d, ", shape[k]);
+		elems *= (size_t)shape[k];
+	}
+	n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
+	size_t hl = (size_t)n + 1;
+	while ((10 + hl) % 64)
+		hl++;
+	size_t len = 10 + hl + elems * 4;
+	if (len > cap)
+		return 0;
+	memcpy(buf, "\x93NUMPY\x01\x00", 8);
+	buf[8] = (char)(hl & 0xff);
+	buf[9] = (char)(hl >> 8);
+	memset(buf + 10, ' ', hl);
+	memcpy(buf + 10, dict, (size_t)n);
+	buf[10 + hl - 1] = '\n';
+	for (size_t i = 0; i < elems; i++)
+		memcpy(buf + 10 + hl + 4 * i, &v, 4);
+	return len;
+}
+
+/* Send request (a whole HTTP request) on new connections, one after another, each joining the
+ * first one's computation (held at POSENC_TEST_JOB_GATE: posenc_jobs_in_flight, then
+ * posenc_cache_joins_total), until both of the daemon's HTTP threads hold at least one or max
+ * connections are open: their descriptors in fds, their count returned. */
+static inline int join_on_both_threads(const struct pe_spawn *d, const char *request, int *fds, int max)
+{
+	struct epolls ep;
+	epolls_read(d->pid, &ep);
+	double joins = metric(d->port, "posenc_cache_joins_total");
+	int n = 0, on[FAULT_NEP] = {0}, threads = 0;
+	do {
+		int j = connect_to_thread(d->pid, d->port, &ep, &fds[n]);
+		if (j >= 0)
+			threads += on[j]++ == 0;
+		check(fds[n] >= 0 && send_all(fds[n], request, strlen(request)) == 0, "request %d sent", n + 1);
+		n++;
+		check(wait_metric_at_least(d->port, n == 1 ? "posenc_jobs_in_flight" : "posenc_cache_joins_total",
+					   n == 1 ? 1 : joins + n - 1),
+		      "request %d is %s", n, n == 1 ? "held at the gate" : "joined to it");
+	} while (threads < 2 && n < max);
+	check(threads >= 2, "after %d connections both HTTP threads hold some", n);
+	return n;
+}
+
 #endif

@@ -46,12 +46,6 @@ static int threads_after_start(const char *const *args, const char *prefix)
 	return n;
 }
 
-static void send_get(int fd)
-{
-	const char *req = "GET " PATH " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-	check(fd >= 0 && send_all(fd, req, strlen(req)) == 0, "request sent");
-}
-
 static void single_flight_across_threads(void)
 {
 	struct pe_spawn d;
@@ -60,20 +54,10 @@ static void single_flight_across_threads(void)
 	fputs(GATED, f);
 	fclose(f);
 	daemon_start(&d, args);
-	struct epolls ep;
-	epolls_read(d.pid, &ep);
-	double jobs = metric(d.port, "posenc_jobs_total"), joins = metric(d.port, "posenc_cache_joins_total");
-	int fds[NCONN_MAX], n = 0, on[FAULT_NEP] = {0}, threads = 0;
-	do {
-		int j = connect_to_thread(d.pid, d.port, &ep, &fds[n]);
-		if (j >= 0)
-			threads += on[j]++ == 0;
-		send_get(fds[n++]);
-		check(wait_metric_at_least(d.port, n == 1 ? "posenc_jobs_in_flight" : "posenc_cache_joins_total",
-					   n == 1 ? 1 : joins + n - 1),
-		      "request %d is %s", n, n == 1 ? "held at the gate" : "joined to it");
-	} while (threads < 2 && n < NCONN_MAX);
-	check(threads >= 2, "after %d connections both HTTP threads hold some", n);
+	double jobs = metric(d.port, "posenc_jobs_total");
+	int fds[NCONN_MAX];
+	const char *req = "GET " PATH " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+	int n = join_on_both_threads(&d, req, fds, NCONN_MAX);
 	unlink(gate);
 	struct resp first = {0};
 	for (int i = 0; i < n; i++) {

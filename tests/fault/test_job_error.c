@@ -18,27 +18,6 @@
 
 static char dir[] = "/tmp/posenc-joberr-XXXXXX", gate[64], data[64];
 
-/* A float32 [ROWS, COLS] .npy of value v, into buf (returns its length). */
-static size_t npy(char *buf, size_t cap, float v)
-{
-	char dict[128];
-	int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", ROWS, COLS);
-	size_t hl = (size_t)n + 1;
-	while ((10 + hl) % 64)
-		hl++;
-	size_t len = 10 + hl + (size_t)ROWS * COLS * 4;
-	if (len > cap)
-		return 0;
-	memcpy(buf, "\x93NUMPY\x01\x00", 8);
-	buf[8] = (char)(hl & 0xff);
-	buf[9] = (char)(hl >> 8);
-	memset(buf + 10, ' ', hl);
-	memcpy(buf + 10, dict, (size_t)n);
-	buf[10 + hl - 1] = '\n';
-	for (size_t i = 0; i < (size_t)ROWS * COLS; i++)
-		memcpy(buf + 10 + hl + 4 * i, &v, 4);
-	return len;
-}
 
 static int wait_metric(int port, const char *name, double want)
 {
@@ -111,7 +90,8 @@ int main(void)
 	const char *args[] = {"--workers", "1", "--data-dir", data, NULL};
 	daemon_start(&d, args);
 	static char body[64 + ROWS * COLS * 4 + 256];
-	size_t n = npy(body, sizeof body, 30.0f);
+	static const int shape[] = {ROWS, COLS};
+	size_t n = npy_f32_filled(body, sizeof body, shape, 2, 30.0f);
 	struct resp r;
 	int rc = http_request(d.port, NULL, "PUT", "/v1/learned/" NAME, "Content-Type: application/x-npy\r\n", body, n,
 			      30000, &r);

@@ -28,55 +28,16 @@
 
 static char dir[] = "/tmp/posenc-cross-XXXXXX", gate[64], data[64];
 
-/* A float32 .npy of the given shape, every element v, into buf: its length, 0 if buf is too small. */
-static size_t npy(char *buf, size_t cap, const int *shape, int rank, float v)
-{
-	char dict[128];
-	size_t elems = 1;
-	int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
-	for (int k = 0; k < rank; k++) {
-		n += snprintf(dict + n, sizeof dict - (size_t)n, "%d, ", shape[k]);
-		elems *= (size_t)shape[k];
-	}
-	n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
-	size_t hl = (size_t)n + 1;
-	while ((10 + hl) % 64)
-		hl++;
-	size_t len = 10 + hl + elems * 4;
-	if (len > cap)
-		return 0;
-	memcpy(buf, "\x93NUMPY\x01\x00", 8);
-	buf[8] = (char)(hl & 0xff);
-	buf[9] = (char)(hl >> 8);
-	memset(buf + 10, ' ', hl);
-	memcpy(buf + 10, dict, (size_t)n);
-	buf[10 + hl - 1] = '\n';
-	for (size_t i = 0; i < elems; i++)
-		memcpy(buf + 10 + hl + 4 * i, &v, 4);
-	return len;
-}
 
 static void failure_across_threads(const struct pe_spawn *d)
 {
 	FILE *f = fopen(gate, "w");
 	fputs(NAME, f); /* only this table's job waits */
 	fclose(f);
-	struct epolls ep;
-	epolls_read(d->pid, &ep);
-	double jobs = metric(d->port, "posenc_jobs_total"), joins = metric(d->port, "posenc_cache_joins_total");
-	int fds[NCONN_MAX], n = 0, on[FAULT_NEP] = {0}, threads = 0;
+	double jobs = metric(d->port, "posenc_jobs_total");
+	int fds[NCONN_MAX];
 	const char *req = "GET " FAIL_PATH " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-	do {
-		int j = connect_to_thread(d->pid, d->port, &ep, &fds[n]);
-		if (j >= 0)
-			threads += on[j]++ == 0;
-		check(fds[n] >= 0 && send_all(fds[n], req, strlen(req)) == 0, "request %d sent", n + 1);
-		n++;
-		check(wait_metric_at_least(d->port, n == 1 ? "posenc_jobs_in_flight" : "posenc_cache_joins_total",
-					   n == 1 ? 1 : joins + n - 1),
-		      "request %d is %s", n, n == 1 ? "held at the gate" : "joined to it");
-	} while (threads < 2 && n < NCONN_MAX);
-	check(threads >= 2, "after %d connections both HTTP threads hold some", n);
+	int n = join_on_both_threads(d, req, fds, NCONN_MAX);
 	unlink(gate);
 	struct resp first = {0};
 	for (int i = 0; i < n; i++) {
@@ -163,7 +124,7 @@ static void *client_cb(void *arg)
 	struct client *c = arg;
 	static const int shape[] = {3, 8};
 	char body[512];
-	size_t len = npy(body, sizeof body, shape, 2, 0.5f);
+	size_t len = npy_f32_filled(body, sizeof body, shape, 2, 0.5f);
 	for (int i = 0; i < PER_CLIENT; i++)
 		one_request(c, i, body, len);
 	return NULL;
@@ -277,7 +238,7 @@ int main(void)
 	daemon_start(&d, args);
 	static char body[64 + ROWS * COLS * 4 + 256];
 	static const int shape[] = {ROWS, COLS};
-	size_t n = npy(body, sizeof body, shape, 2, 30.0f); /* 30^2 fits f16, 128 x 900 does not */
+	size_t n = npy_f32_filled(body, sizeof body, shape, 2, 30.0f); /* 30^2 fits f16, 128 x 900 does not */
 	struct resp r;
 	int rc = http_request(d.port, NULL, "PUT", "/v1/learned/" NAME, "Content-Type: application/x-npy\r\n", body, n,
 			      30000, &r);
