@@ -219,6 +219,7 @@ int pe_check_dtype_range(const double *v, size_t n, enum pe_dtype dt, struct pe_
  * pe_cancel_all() is for shutdown and cannot be undone. All thread-safe. */
 double pe_monotonic(void);
 void pe_cancel_set_deadline(double deadline);
+double pe_cancel_deadline(void); /* this thread's, as set; 0: none */
 void pe_cancel_all(void);
 int pe_cancelled(void); /* 0, PE_ETIMEOUT or PE_EDRAINING */
 int pe_cancel_err(int code, struct pe_err *err); /* set err for a pe_cancelled() code; returns code */

@@ -31,6 +31,22 @@ struct pe_budget *pe_budget_new(size_t limit);
 void pe_budget_free(struct pe_budget *b);
 /* 0; PE_EBUSY when it does not fit now; PE_ETOOBIG when n exceeds the whole limit (never fits). */
 int pe_budget_take(struct pe_budget *b, size_t n);
+/* take(), or when it does not fit now, wait for room until `until` (CLOCK_MONOTONIC seconds, as
+ * pe_monotonic gives): one caller at a time waits, and while it does the bytes it wants are kept
+ * back from every other take; a second caller that would wait gets PE_EBUSY at once. For a job
+ * that already holds memory (its body) and needs more: two such jobs would otherwise refuse each
+ * other. give() wakes the waiter. */
+int pe_budget_take_wait(struct pe_budget *b, size_t n, double until);
+/* A share: n bytes taken from parent at once (pe_budget_take_wait until `until`), as a budget of
+ * its own limited to n, for one job's blocks. A take past the share spills to the parent (a plain
+ * take there), so a share never refuses what the parent alone would have admitted. NULL with *rc
+ * PE_EBUSY / PE_ETOOBIG / PE_ENOMEM; NULL with *rc 0 when parent is NULL (no budget). */
+struct pe_budget *pe_budget_share_open(struct pe_budget *parent, size_t n, double until, int *rc);
+/* n bytes of a block reserved on the share now held on the parent (an answer outliving the job). */
+void pe_budget_share_hand_over(struct pe_budget *s, size_t n);
+/* Gives the share's bytes back to the parent and frees it; its blocks must all be given back or
+ * handed over first. NULL is fine. */
+void pe_budget_share_close(struct pe_budget *s);
 void pe_budget_charge(struct pe_budget *b, size_t n);
 void pe_budget_give(struct pe_budget *b, size_t n);
 void pe_budget_stats(const struct pe_budget *b, struct pe_budget_stats *out);

@@ -21,6 +21,8 @@ double pe_monotonic(void)
 
 void pe_cancel_set_deadline(double deadline) { thread_deadline = deadline; }
 
+double pe_cancel_deadline(void) { return thread_deadline; }
+
 void pe_cancel_all(void) { atomic_store(&cancel_all, 1); }
 
 int pe_cancelled(void)

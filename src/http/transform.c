@@ -28,6 +28,8 @@
 #include <string.h>
 #include <strings.h>
 
+#define BUDGET_WAIT_S 2.0 /* the longest a job waits for its share of the budget */
+
 static const unsigned OFFERED =
 	PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV);
 
@@ -216,17 +218,17 @@ static uint64_t positions_scratch(uint64_t count, const struct pe_tensor_mut *in
 
 /* The positions part applied to x, its scratch held on the budget meanwhile: a job whose
  * positions need more than the budget has left waits its turn (503) like any other memory. */
-static int apply_positions(struct tjob *j, const struct pe_positions *pos, size_t count, const struct pe_tensor_mut *in,
-			   struct pe_tensor_mut *x, struct pe_err *err)
+static int apply_positions(struct tjob *j, struct pe_budget *bg, const struct pe_positions *pos, size_t count,
+			   const struct pe_tensor_mut *in, struct pe_tensor_mut *x, struct pe_err *err)
 {
 	size_t held = (size_t)positions_scratch(count, in, x->dtype);
-	int rc = pe_budget_take(j->os.h->opt.budget, held);
+	int rc = pe_budget_take(bg, held);
 	if (rc != 0)
 		return pe_err_set(err, rc, rc == PE_ETOOBIG ? "positions" : "", rc == PE_ETOOBIG ?
 				  "the positions need more memory than the server's whole budget (response_budget_bytes)" :
 				  "the response memory budget is full; retry shortly");
 	rc = pe_rope_apply_positions(&j->params, pos, x, err);
-	pe_budget_give(j->os.h->opt.budget, held);
+	pe_budget_give(bg, held);
 	return rc;
 }
 
@@ -252,13 +254,15 @@ static int answers_in_body(const struct tjob *j, const struct pe_tensor_mut *in,
  * int64), given back before the wider output copy and the encoded answer (none when the answer is
  * the body itself) are made: the larger of those two phases. When that is past
  * the whole budget, the budget can never hold it: a 413 now, naming what sets the size, rather
- * than a 503 whose retries could never succeed. */
+ * than a 503 whose retries could never succeed. *more is what the job needs beyond its body and
+ * positions part (held already, or for a plain body read already). */
 static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int owned, enum pe_dtype wd,
 		      enum pe_dtype dt, size_t n_in, size_t npos, const struct pe_shape *os, size_t n_out,
-		      struct pe_err *err)
+		      uint64_t *more, struct pe_err *err)
 {
 	struct pe_budget_stats st;
 	pe_budget_stats(j->os.h->opt.budget, &st);
+	*more = 0;
 	if (!st.limit)
 		return 0;
 	int reshaped = memcmp(os, &in->shape, sizeof *os) != 0;
@@ -280,6 +284,7 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int 
 	if (!(!reshaped && answers_in_body(j, in, wd, dt, &o, n_in)) && o.fmt != PE_FMT_PNG)
 		after = pe_produce_add(after, pe_produce_out_bound(&o, os, 0, NULL));
 	need = pe_produce_add(need, scratch > after ? scratch : after);
+	*more = need - body - pos;
 	pos = pe_produce_add(pos, scratch);
 	if (need <= st.limit)
 		return 0;
@@ -291,6 +296,23 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int 
 			  "the answer): more than response_budget_bytes (%zu)", need, st.limit);
 }
 
+/* The job's share of the response budget: what it needs beyond its body, taken at once before any
+ * of it is allocated, so that a job that started always has its memory. When it does not fit now
+ * the job waits for it, up to BUDGET_WAIT_S and never past its deadline, and meanwhile keeps the
+ * bytes back from every other take; one job waits at a time, any other is a 503 at once and
+ * gives its body back, which is what lets the waiting one through. Without the wait, two jobs
+ * whose bodies hold half the budget each refuse the other (503, 503) and neither is ever served.
+ * *bg stays NULL without a budget. */
+static int open_share(const struct tjob *j, uint64_t more, struct pe_budget **bg)
+{
+	double until = pe_monotonic() + BUDGET_WAIT_S, deadline = pe_cancel_deadline();
+	if (deadline > 0 && deadline < until)
+		until = deadline;
+	int rc;
+	*bg = pe_budget_share_open(j->os.h->opt.budget, (size_t)more, until, &rc);
+	return rc;
+}
+
 static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 {
 	struct tjob *j = (struct tjob *)job;
@@ -300,8 +322,8 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 	int owned = 0, rc, overflow, bad;
 	struct pe_shape os;
 	struct pe_buf out;
+	struct pe_budget *bg = NULL; /* the job's share of the budget, once its need is known */
 	pe_buf_init(&out, j->os.h->opt.max_response_bytes);
-	pe_buf_set_budget(&out, j->os.h->opt.budget);
 	if ((rc = pe_tjob_decode(j, &in, &owned, err)) != 0) {
 		if (j->multipart && !strcmp(err->param, "body")) /* the tensor came in the part x */
 			snprintf(err->param, sizeof err->param, "x");
@@ -325,18 +347,21 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 			goto done;
 		npos = pe_shape_count(&pos.shape, &overflow);
 	}
-	if ((rc = check_need(j, &in, owned, wd, dt, n_in, npos, &os, n_out, err)) != 0)
+	uint64_t more;
+	if ((rc = check_need(j, &in, owned, wd, dt, n_in, npos, &os, n_out, &more, err)) != 0 ||
+	    (rc = open_share(j, more, &bg)) != 0)
 		goto done;
-	if ((rc = pe_tjob_to_work(&in, wd, n_in, &x, &x_alloc, j->os.h->opt.budget, err)) != 0)
+	pe_buf_set_budget(&out, bg);
+	if ((rc = pe_tjob_to_work(&in, wd, n_in, &x, &x_alloc, bg, err)) != 0)
 		goto done;
 	y = (struct pe_tensor_mut){.shape = os, .dtype = wd, .data = x.data};
 	if (memcmp(&os, &in.shape, sizeof os) != 0 &&
-	    !(y.data = y_alloc = pe_budget_malloc(j->os.h->opt.budget, (n_out ? n_out : 1) * pe_dtype_size(wd), &rc)))
+	    !(y.data = y_alloc = pe_budget_malloc(bg, (n_out ? n_out : 1) * pe_dtype_size(wd), &rc)))
 		goto done;
-	if (j->pos && (rc = apply_positions(j, &pos, npos, &in, &x, err)) != 0)
+	if (j->pos && (rc = apply_positions(j, bg, &pos, npos, &in, &x, err)) != 0)
 		goto done;
 	if ((!j->pos && (rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0) ||
-	    (rc = pe_tjob_to_output(&y, dt, n_out, &o_alloc, j->os.h->opt.budget, err)) != 0)
+	    (rc = pe_tjob_to_output(&y, dt, n_out, &o_alloc, bg, err)) != 0)
 		goto done;
 	res->out = j->out;
 	res->out.dt = dt;
@@ -354,8 +379,9 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 	if ((rc = pe_out_encode(&res->out, &j->os.h->opt.parallel, NULL, &v, &out, err)) != 0)
 		goto done;
 	res->data = pe_buf_steal(&out, &res->len);
+	res->held = bg ? pe_mem_size(res->data) : 0;
 	res->budget = j->os.h->opt.budget;
-	res->held = pe_mem_size(res->data);
+	pe_budget_share_hand_over(bg, res->held); /* the answer outlives the job's share */
 done:
 	if (rc == PE_EBUSY)
 		pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
@@ -363,9 +389,10 @@ done:
 		pe_err_set(err, rc, "", "the transform failed");
 	pe_buf_destroy(&out);
 	free(in_alloc);
-	pe_budget_free_block(j->os.h->opt.budget, x_alloc);
-	pe_budget_free_block(j->os.h->opt.budget, y_alloc);
-	pe_budget_free_block(j->os.h->opt.budget, o_alloc);
+	pe_budget_free_block(bg, x_alloc);
+	pe_budget_free_block(bg, y_alloc);
+	pe_budget_free_block(bg, o_alloc);
+	pe_budget_share_close(bg);
 }
 
 static void tjob_free(struct pe_oneshot *os)

@@ -10,46 +10,128 @@
  * so it may run past the limit; then take() refuses until enough is given back. A reservation
  * larger than the whole limit can never succeed: that is PE_ETOOBIG (a 413, not a 503 to retry).
  * Blocks are counted by their usable size (malloc_usable_size), the bytes the allocator really
- * holds for them. */
+ * holds for them.
+ *
+ * One job at a time may wait for room (pe_budget_take_wait): jobs that each hold a body and need
+ * more for their answer would otherwise refuse each other forever (two at once, each 503 because
+ * of the other's body). While it waits, the bytes it wants are kept back from every other take,
+ * so a stream of small takes cannot starve it; a second would-be waiter is refused at once, and
+ * giving its body back is what lets the first one through. give() wakes the waiter; when nobody
+ * waits it costs one more atomic load. A share (pe_budget_share_open) is a budget of its own
+ * whose bytes were taken from its parent at once: a job's blocks are reserved on the share, and
+ * past it they spill to the parent like any take, so a share's estimate can only add room. */
+#include "posenc/core.h"
 #include "posenc/tensor.h"
 #include "tensor/internal.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 struct pe_budget {
 	atomic_size_t used;
 	size_t limit;
 	atomic_uint_fast64_t refused;
+	atomic_size_t waiting; /* bytes the one waiter wants, kept back from other takes; 0: none */
+	pthread_mutex_t lock;  /* the waiter sleeps on room under it */
+	pthread_cond_t room;
+	struct pe_budget *parent; /* a share's: its bytes came from there, and its spill goes there */
+	size_t share;             /* bytes taken from parent when the share opened */
+	atomic_size_t spilled;    /* bytes taken from parent past the share, not yet given back */
 };
 
 struct pe_budget *pe_budget_new(size_t limit)
 {
-	struct pe_budget *b = malloc(sizeof *b);
+	struct pe_budget *b = calloc(1, sizeof *b);
 	if (!b)
 		return NULL;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	int bad = pthread_mutex_init(&b->lock, NULL) != 0 || pthread_cond_init(&b->room, &ca) != 0;
+	pthread_condattr_destroy(&ca);
+	if (bad) {
+		free(b);
+		return NULL;
+	}
 	atomic_init(&b->used, 0);
 	atomic_init(&b->refused, 0);
+	atomic_init(&b->waiting, 0);
+	atomic_init(&b->spilled, 0);
 	b->limit = limit;
 	return b;
 }
 
-void pe_budget_free(struct pe_budget *b) { free(b); }
+void pe_budget_free(struct pe_budget *b)
+{
+	if (!b)
+		return;
+	pthread_mutex_destroy(&b->lock);
+	pthread_cond_destroy(&b->room);
+	free(b);
+}
+
+/* n more bytes if they fit beside `kept` bytes held back for a waiter; nothing counted. */
+static int try_take(struct pe_budget *b, size_t n, size_t kept)
+{
+	if (n > b->limit)
+		return PE_ETOOBIG;
+	size_t used = atomic_load(&b->used);
+	do {
+		if (kept > b->limit - n || used > b->limit - n - kept)
+			return PE_EBUSY;
+	} while (!atomic_compare_exchange_weak(&b->used, &used, used + n));
+	return 0;
+}
+
+static int count_refusal(struct pe_budget *b, int rc)
+{
+	if (rc != 0)
+		atomic_fetch_add_explicit(&b->refused, 1, memory_order_relaxed);
+	return rc;
+}
 
 int pe_budget_take(struct pe_budget *b, size_t n)
 {
 	if (!b || n == 0)
 		return 0;
-	size_t used = atomic_load_explicit(&b->used, memory_order_relaxed);
-	do {
-		if (n > b->limit || used > b->limit - n) {
-			atomic_fetch_add_explicit(&b->refused, 1, memory_order_relaxed);
-			return n > b->limit ? PE_ETOOBIG : PE_EBUSY;
-		}
-	} while (!atomic_compare_exchange_weak_explicit(&b->used, &used, used + n, memory_order_relaxed,
-							memory_order_relaxed));
-	return 0;
+	int rc = try_take(b, n, atomic_load(&b->waiting));
+	if (rc != 0 && b->parent) { /* a share spills to its parent, which counts the refusal */
+		if ((rc = pe_budget_take(b->parent, n)) == 0)
+			atomic_fetch_add(&b->spilled, n);
+		return rc;
+	}
+	return count_refusal(b, rc);
+}
+
+/* Sleep until `until` (CLOCK_MONOTONIC seconds) or a give(), whichever is first. */
+static void wait_for_room(struct pe_budget *b, double until)
+{
+	struct timespec ts = {.tv_sec = (time_t)until};
+	ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+	if (ts.tv_nsec >= 1000000000L)
+		ts.tv_nsec = 999999999L;
+	pthread_cond_timedwait(&b->room, &b->lock, &ts);
+}
+
+int pe_budget_take_wait(struct pe_budget *b, size_t n, double until)
+{
+	if (!b || n == 0)
+		return 0;
+	size_t none = 0;
+	int rc = try_take(b, n, atomic_load(&b->waiting));
+	if (rc != PE_EBUSY || !atomic_compare_exchange_strong(&b->waiting, &none, n))
+		return count_refusal(b, rc); /* done, never fits, or another job already waits */
+	pthread_mutex_lock(&b->lock);
+	/* waiting was set before used is read again (both sequentially consistent), and give()
+	 * reads waiting after lowering used: one of the two sees the other */
+	while ((rc = try_take(b, n, 0)) == PE_EBUSY && pe_monotonic() < until)
+		wait_for_room(b, until);
+	atomic_store(&b->waiting, 0);
+	pthread_mutex_unlock(&b->lock);
+	return count_refusal(b, rc);
 }
 
 void pe_budget_charge(struct pe_budget *b, size_t n)
@@ -58,10 +140,65 @@ void pe_budget_charge(struct pe_budget *b, size_t n)
 		atomic_fetch_add_explicit(&b->used, n, memory_order_relaxed);
 }
 
+/* Take up to n off a share's spill; what was taken goes back to the parent. */
+static size_t give_spill(struct pe_budget *b, size_t n)
+{
+	size_t s = atomic_load(&b->spilled), back;
+	do
+		back = s < n ? s : n;
+	while (back && !atomic_compare_exchange_weak(&b->spilled, &s, s - back));
+	pe_budget_give(b->parent, back);
+	return back;
+}
+
 void pe_budget_give(struct pe_budget *b, size_t n)
 {
-	if (b && n)
-		atomic_fetch_sub_explicit(&b->used, n, memory_order_relaxed);
+	if (!b || !n)
+		return;
+	if (b->parent)
+		n -= give_spill(b, n);
+	if (n)
+		atomic_fetch_sub(&b->used, n);
+	if (atomic_load(&b->waiting)) {
+		pthread_mutex_lock(&b->lock);
+		pthread_cond_broadcast(&b->room);
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
+struct pe_budget *pe_budget_share_open(struct pe_budget *parent, size_t n, double until, int *rc)
+{
+	*rc = 0;
+	if (!parent)
+		return NULL;
+	struct pe_budget *s = pe_budget_new(n);
+	if (!s) {
+		*rc = PE_ENOMEM;
+		return NULL;
+	}
+	if ((*rc = pe_budget_take_wait(parent, n, until)) != 0) {
+		pe_budget_free(s);
+		return NULL;
+	}
+	s->parent = parent;
+	s->share = n;
+	return s;
+}
+
+void pe_budget_share_hand_over(struct pe_budget *s, size_t n)
+{
+	if (!s || !n)
+		return;
+	pe_budget_charge(s->parent, n);
+	pe_budget_give(s, n);
+}
+
+void pe_budget_share_close(struct pe_budget *s)
+{
+	if (!s)
+		return;
+	pe_budget_give(s->parent, s->share + atomic_load(&s->spilled));
+	pe_budget_free(s);
 }
 
 void pe_budget_stats(const struct pe_budget *b, struct pe_budget_stats *out)

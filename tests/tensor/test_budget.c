@@ -1,0 +1,177 @@
+/* The byte budget's waiting and shares (src/tensor/budget.c): one job waits for room while the
+ * bytes it wants are kept back from other takes, a second would-be waiter is refused at once,
+ * a wait ends at its time; two jobs that each hold half the budget and need more end with one
+ * served, not both refused; a share holds its bytes on the parent, spills past itself, hands an
+ * answer over and gives the rest back when it closes. (take/charge/give alone: test_buf.c.) */
+#include "posenc/core.h"
+#include "posenc/tensor.h"
+#include "support/pe_check.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+static size_t used_of(struct pe_budget *g)
+{
+	struct pe_budget_stats st;
+	pe_budget_stats(g, &st);
+	return st.used;
+}
+
+static void nap_ms(int ms)
+{
+	struct timespec ts = {0, ms * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Until a waiter keeps its bytes back: a take of probe, which fits beside what is used, is refused. */
+static int waiter_registered(struct pe_budget *g, size_t probe)
+{
+	double end = pe_monotonic() + 10;
+	while (pe_monotonic() < end) {
+		if (pe_budget_take(g, probe) != 0)
+			return 1;
+		pe_budget_give(g, probe);
+		nap_ms(1);
+	}
+	return 0;
+}
+
+struct waiter {
+	struct pe_budget *g;
+	size_t n;
+	int rc;
+	struct pe_budget *share; /* when it opens a share instead */
+	int as_share;
+};
+
+static void *wait_cb(void *arg)
+{
+	struct waiter *w = arg;
+	double until = pe_monotonic() + 10;
+	if (w->as_share)
+		w->share = pe_budget_share_open(w->g, w->n, until, &w->rc);
+	else
+		w->rc = pe_budget_take_wait(w->g, w->n, until);
+	return NULL;
+}
+
+START_TEST(take_wait_without_waiting)
+{
+	struct pe_budget *g = pe_budget_new(1000);
+	ck_assert_int_eq(pe_budget_take_wait(g, 600, pe_monotonic() + 5), 0); /* room now: no wait */
+	ck_assert_uint_eq(used_of(g), 600);
+	ck_assert_int_eq(pe_budget_take_wait(g, 1001, pe_monotonic() + 5), PE_ETOOBIG); /* never fits */
+	ck_assert_int_eq(pe_budget_take_wait(NULL, SIZE_MAX, 0), 0);
+	ck_assert_int_eq(pe_budget_take_wait(g, 0, 0), 0);
+	double t0 = pe_monotonic();
+	ck_assert_int_eq(pe_budget_take_wait(g, 500, t0 + 0.05), PE_EBUSY); /* nobody gives: its time ends */
+	ck_assert(pe_monotonic() >= t0 + 0.05);
+	ck_assert_int_eq(pe_budget_take(g, 400), 0); /* nothing kept back once it gave up */
+	ck_assert_uint_eq(used_of(g), 1000);
+	pe_budget_free(g);
+}
+END_TEST
+
+/* A waiter is let through by a give; meanwhile its bytes are kept back from others, and a second
+ * would-be waiter is refused without waiting. */
+START_TEST(one_waiter_kept_room)
+{
+	struct pe_budget *g = pe_budget_new(1000);
+	ck_assert_int_eq(pe_budget_take(g, 400), 0);
+	ck_assert_int_eq(pe_budget_take(g, 400), 0);
+	struct waiter w = {.g = g, .n = 500};
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_cb, &w), 0);
+	ck_assert_msg(waiter_registered(g, 100), "the waiter's 500 are kept back: 800 + 100 refused");
+	double t0 = pe_monotonic();
+	ck_assert_int_eq(pe_budget_take_wait(g, 100, t0 + 5), PE_EBUSY);
+	ck_assert_msg(pe_monotonic() - t0 < 2.5, "the second waiter did not wait for its time");
+	pe_budget_give(g, 400); /* what the refused one held */
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(w.rc, 0);
+	ck_assert_uint_eq(used_of(g), 900);
+	ck_assert_int_eq(pe_budget_take(g, 100), 0); /* no bytes kept back any more */
+	pe_budget_free(g);
+}
+END_TEST
+
+/* Two jobs, each holding 400 of 1000 as a body and needing 500 more: the one that waits is
+ * served once the other, refused, gives its body back. Without the wait both are refused. */
+START_TEST(two_bodies_one_served)
+{
+	struct pe_budget *g = pe_budget_new(1000);
+	ck_assert_int_eq(pe_budget_take(g, 400), 0);
+	ck_assert_int_eq(pe_budget_take(g, 400), 0);
+	struct waiter a = {.g = g, .n = 500, .as_share = 1};
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_cb, &a), 0);
+	ck_assert(waiter_registered(g, 100));
+	int rc;
+	ck_assert_ptr_null(pe_budget_share_open(g, 500, pe_monotonic() + 5, &rc));
+	ck_assert_int_eq(rc, PE_EBUSY);
+	pe_budget_give(g, 400);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(a.rc, 0);
+	ck_assert_ptr_nonnull(a.share);
+	ck_assert_uint_eq(used_of(g), 900);
+	pe_budget_share_close(a.share);
+	ck_assert_uint_eq(used_of(g), 400);
+	pe_budget_free(g);
+}
+END_TEST
+
+/* A share: its bytes held on the parent from the start; takes within it leave the parent alone,
+ * takes past it spill to the parent (and are refused where the parent would refuse them); a give
+ * returns spill first; an answer handed over stays on the parent after the share closes. */
+START_TEST(share_spills_and_hands_over)
+{
+	struct pe_budget *g = pe_budget_new(1000);
+	int rc;
+	struct pe_budget *s = pe_budget_share_open(g, 600, pe_monotonic() + 5, &rc);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(used_of(g), 600);
+	ck_assert_int_eq(pe_budget_take(s, 500), 0);
+	ck_assert_uint_eq(used_of(g), 600);
+	ck_assert_int_eq(pe_budget_take(s, 300), 0); /* past the share: 300 from the parent */
+	ck_assert_uint_eq(used_of(g), 900);
+	ck_assert_uint_eq(used_of(s), 500);
+	ck_assert_int_eq(pe_budget_take(s, 200), PE_EBUSY); /* the parent has 100 left */
+	ck_assert_int_eq(pe_budget_take(s, 2000), PE_ETOOBIG);
+	pe_budget_give(s, 300); /* the spill goes back first */
+	ck_assert_uint_eq(used_of(g), 600);
+	ck_assert_uint_eq(used_of(s), 500);
+	void *p = pe_budget_malloc(s, 50, &rc); /* rounded up by the allocator: counted as it holds */
+	ck_assert_ptr_nonnull(p);
+	size_t held = pe_mem_size(p);
+	ck_assert_uint_eq(used_of(s), 500 + held);
+	pe_budget_give(s, 500);
+	pe_budget_share_hand_over(s, held); /* the answer outlives the share */
+	ck_assert_uint_eq(used_of(s), 0);
+	pe_budget_share_close(s);
+	ck_assert_uint_eq(used_of(g), held);
+	pe_budget_free_block(g, p);
+	ck_assert_uint_eq(used_of(g), 0);
+	ck_assert_ptr_null(pe_budget_share_open(NULL, 100, 0, &rc)); /* no budget: no share, no error */
+	ck_assert_int_eq(rc, 0);
+	ck_assert_ptr_null(pe_budget_share_open(g, 1001, pe_monotonic() + 5, &rc));
+	ck_assert_int_eq(rc, PE_ETOOBIG);
+	ck_assert_uint_eq(used_of(g), 0);
+	pe_budget_free(g);
+}
+END_TEST
+
+static Suite *budget_suite(void)
+{
+	Suite *s = suite_create("budget");
+	TCase *tc = tcase_create("budget");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, take_wait_without_waiting);
+	tcase_add_test(tc, one_waiter_kept_room);
+	tcase_add_test(tc, two_bodies_one_served);
+	tcase_add_test(tc, share_spills_and_hands_over);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(budget_suite)
