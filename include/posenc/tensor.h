@@ -35,7 +35,8 @@ int pe_budget_take(struct pe_budget *b, size_t n);
  * pe_monotonic gives): one caller at a time waits, and while it does the bytes it wants are kept
  * back from every other take; a second caller that would wait gets PE_EBUSY at once. For a job
  * that already holds memory (its body) and needs more: two such jobs would otherwise refuse each
- * other. give() wakes the waiter. */
+ * other. give() wakes the waiter. A waiter also stops when pe_cancelled() says so (its thread's
+ * deadline, shutdown), with that code (PE_ETIMEOUT, PE_EDRAINING). */
 int pe_budget_take_wait(struct pe_budget *b, size_t n, double until);
 /* A share: n bytes taken from parent at once (pe_budget_take_wait until `until`), as a budget of
  * its own limited to n, for one job's blocks. A take past the share spills to the parent (a plain

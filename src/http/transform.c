@@ -303,14 +303,14 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int 
  * gives its body back, which is what lets the waiting one through. Without the wait, two jobs
  * whose bodies hold half the budget each refuse the other (503, 503) and neither is ever served.
  * *bg stays NULL without a budget. */
-static int open_share(const struct tjob *j, uint64_t more, struct pe_budget **bg)
+static int open_share(const struct tjob *j, uint64_t more, struct pe_budget **bg, struct pe_err *err)
 {
 	double until = pe_monotonic() + BUDGET_WAIT_S, deadline = pe_cancel_deadline();
 	if (deadline > 0 && deadline < until)
 		until = deadline;
 	int rc;
 	*bg = pe_budget_share_open(j->os.h->opt.budget, (size_t)more, until, &rc);
-	return rc;
+	return rc == PE_ETIMEOUT || rc == PE_EDRAINING ? pe_cancel_err(rc, err) : rc;
 }
 
 static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
@@ -349,7 +349,7 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 	}
 	uint64_t more;
 	if ((rc = check_need(j, &in, owned, wd, dt, n_in, npos, &os, n_out, &more, err)) != 0 ||
-	    (rc = open_share(j, more, &bg)) != 0)
+	    (rc = open_share(j, more, &bg, err)) != 0)
 		goto done;
 	pe_buf_set_budget(&out, bg);
 	if ((rc = pe_tjob_to_work(&in, wd, n_in, &x, &x_alloc, bg, err)) != 0)

@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#define WAIT_SLICE_S 0.05 /* how often a waiter looks at pe_cancelled() */
+
 struct pe_budget {
 	atomic_size_t used;
 	size_t limit;
@@ -106,9 +108,13 @@ int pe_budget_take(struct pe_budget *b, size_t n)
 	return count_refusal(b, rc);
 }
 
-/* Sleep until `until` (CLOCK_MONOTONIC seconds) or a give(), whichever is first. */
+/* Sleep until `until` (CLOCK_MONOTONIC seconds) or a give(), whichever is first, but no more than
+ * WAIT_SLICE_S: the waiter looks at pe_cancelled() between slices (shutdown wakes nobody here). */
 static void wait_for_room(struct pe_budget *b, double until)
 {
+	double slice = pe_monotonic() + WAIT_SLICE_S;
+	if (slice < until)
+		until = slice;
 	struct timespec ts = {.tv_sec = (time_t)until};
 	ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
 	if (ts.tv_nsec >= 1000000000L)
@@ -121,17 +127,17 @@ int pe_budget_take_wait(struct pe_budget *b, size_t n, double until)
 	if (!b || n == 0)
 		return 0;
 	size_t none = 0;
-	int rc = try_take(b, n, atomic_load(&b->waiting));
+	int rc = try_take(b, n, atomic_load(&b->waiting)), stop = 0;
 	if (rc != PE_EBUSY || !atomic_compare_exchange_strong(&b->waiting, &none, n))
 		return count_refusal(b, rc); /* done, never fits, or another job already waits */
 	pthread_mutex_lock(&b->lock);
 	/* waiting was set before used is read again (both sequentially consistent), and give()
 	 * reads waiting after lowering used: one of the two sees the other */
-	while ((rc = try_take(b, n, 0)) == PE_EBUSY && pe_monotonic() < until)
+	while ((rc = try_take(b, n, 0)) == PE_EBUSY && pe_monotonic() < until && !(stop = pe_cancelled()))
 		wait_for_room(b, until);
 	atomic_store(&b->waiting, 0);
 	pthread_mutex_unlock(&b->lock);
-	return count_refusal(b, rc);
+	return stop ? stop : count_refusal(b, rc);
 }
 
 void pe_budget_charge(struct pe_budget *b, size_t n)

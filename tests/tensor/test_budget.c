@@ -1,6 +1,6 @@
 /* The byte budget's waiting and shares (src/tensor/budget.c): one job waits for room while the
  * bytes it wants are kept back from other takes, a second would-be waiter is refused at once,
- * a wait ends at its time; two jobs that each hold half the budget and need more end with one
+ * a wait ends at its time or its thread's deadline; two jobs that each hold half the budget and need more end with one
  * served, not both refused; a share holds its bytes on the parent, spills past itself, hands an
  * answer over and gives the rest back when it closes. (take/charge/give alone: test_buf.c.) */
 #include "posenc/core.h"
@@ -69,6 +69,23 @@ START_TEST(take_wait_without_waiting)
 	ck_assert(pe_monotonic() >= t0 + 0.05);
 	ck_assert_int_eq(pe_budget_take(g, 400), 0); /* nothing kept back once it gave up */
 	ck_assert_uint_eq(used_of(g), 1000);
+	pe_budget_free(g);
+}
+END_TEST
+
+/* A waiter whose thread's deadline passes stops waiting with PE_ETIMEOUT, long before its own
+ * time, and keeps nothing back afterwards. */
+START_TEST(take_wait_stops_at_deadline)
+{
+	struct pe_budget *g = pe_budget_new(1000);
+	ck_assert_int_eq(pe_budget_take(g, 900), 0);
+	double t0 = pe_monotonic();
+	pe_cancel_set_deadline(t0 + 0.1);
+	int rc = pe_budget_take_wait(g, 500, t0 + 20);
+	pe_cancel_set_deadline(0);
+	ck_assert_int_eq(rc, PE_ETIMEOUT);
+	ck_assert_msg(pe_monotonic() - t0 < 10, "stopped at the deadline, not at its own time");
+	ck_assert_int_eq(pe_budget_take(g, 100), 0);
 	pe_budget_free(g);
 }
 END_TEST
@@ -167,6 +184,7 @@ static Suite *budget_suite(void)
 	TCase *tc = tcase_create("budget");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, take_wait_without_waiting);
+	tcase_add_test(tc, take_wait_stops_at_deadline);
 	tcase_add_test(tc, one_waiter_kept_room);
 	tcase_add_test(tc, two_bodies_one_served);
 	tcase_add_test(tc, share_spills_and_hands_over);
