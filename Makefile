@@ -40,7 +40,7 @@ TEST_SUPPORT := $(BUILD)/obj/tests/support/pe_check.o $(BUILD)/obj/tests/support
 SPAWN_SUPPORT := $(BUILD)/obj/tests/support/pe_spawn.o $(BUILD)/obj/tests/support/pe_http.o
 E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o $(BUILD)/obj/tests/support/pe_pg.o $(SPAWN_SUPPORT)
 
-.PHONY: all deps run test check layers unit e2e fault fuzz ops browser asan lint bench clean test-exhaustive
+.PHONY: all deps run test check layers unit e2e fault fuzz ops browser asan lint bench bench-inline clean test-exhaustive
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/libposenc.a $(BUILD)/posencd $(if $(CLI_SRC),$(BUILD)/posenc)
@@ -185,6 +185,16 @@ bench:
 	BUILD=$(BENCH_BUILD) ./tests/tools/bench.sh
 
 $(BUILD)/tests/bench/bench_checks: tests/bench/bench_checks.c $(BUILD)/libposenc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/libposenc.a $(shell pkg-config --libs jansson) $(LIBS_CORE)
+
+# The inline estimate's per-element costs (produce.c), printed per format: diagnostic, nothing asserts.
+bench-inline:
+	@./tests/tools/deps.sh build bench
+	$(MAKE) BUILD=$(BENCH_BUILD) OPT="-O3" $(BENCH_BUILD)/tests/bench/bench_inline
+	./$(BENCH_BUILD)/tests/bench/bench_inline
+
+$(BUILD)/tests/bench/bench_inline: tests/bench/bench_inline.c $(BUILD)/libposenc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/libposenc.a $(shell pkg-config --libs jansson) $(LIBS_CORE)
 

@@ -10,9 +10,7 @@
  * is the difference of the medians. A fresh compressor's cost depends on where malloc finds its
  * 656 KiB: here, in one thread freeing it each time, mostly the heap's top (cheap); in posencd it
  * was often a fresh mapping, faulted in page by page (produce.c).
- * Build (after make all) and run:
- *   cc -O3 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -o build/bench_inline tests/bench/bench_inline.c \
- *      build/libposenc.a -ljansson -lnettle -lpng -ldeflate -lsleef -lm && build/bench_inline */
+ * Build and run: make bench-inline (an -O3 build, as make bench's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
