@@ -56,6 +56,18 @@ static void *wait_cb(void *arg)
 	return NULL;
 }
 
+/* 800 of g's 1000 held by two "bodies" of 400, then w waiting for its 500 on a thread of its own,
+ * its bytes kept back (a take of 100, which fits beside the 800, is refused). */
+static pthread_t holders_and_waiter(struct pe_budget *g, struct waiter *w)
+{
+	pthread_t t;
+	ck_assert_int_eq(pe_budget_take(g, 400), 0);
+	ck_assert_int_eq(pe_budget_take(g, 400), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_cb, w), 0);
+	ck_assert_msg(waiter_registered(g, 100), "the waiter's 500 are kept back: 800 + 100 refused");
+	return t;
+}
+
 START_TEST(take_wait_without_waiting)
 {
 	struct pe_budget *g = pe_budget_new(1000);
@@ -95,12 +107,8 @@ END_TEST
 START_TEST(one_waiter_kept_room)
 {
 	struct pe_budget *g = pe_budget_new(1000);
-	ck_assert_int_eq(pe_budget_take(g, 400), 0);
-	ck_assert_int_eq(pe_budget_take(g, 400), 0);
 	struct waiter w = {.g = g, .n = 500};
-	pthread_t t;
-	ck_assert_int_eq(pthread_create(&t, NULL, wait_cb, &w), 0);
-	ck_assert_msg(waiter_registered(g, 100), "the waiter's 500 are kept back: 800 + 100 refused");
+	pthread_t t = holders_and_waiter(g, &w);
 	double t0 = pe_monotonic();
 	ck_assert_int_eq(pe_budget_take_wait(g, 100, t0 + 5), PE_EBUSY);
 	ck_assert_msg(pe_monotonic() - t0 < 2.5, "the second waiter did not wait for its time");
@@ -118,12 +126,8 @@ END_TEST
 START_TEST(two_bodies_one_served)
 {
 	struct pe_budget *g = pe_budget_new(1000);
-	ck_assert_int_eq(pe_budget_take(g, 400), 0);
-	ck_assert_int_eq(pe_budget_take(g, 400), 0);
 	struct waiter a = {.g = g, .n = 500, .as_share = 1};
-	pthread_t t;
-	ck_assert_int_eq(pthread_create(&t, NULL, wait_cb, &a), 0);
-	ck_assert(waiter_registered(g, 100));
+	pthread_t t = holders_and_waiter(g, &a);
 	int rc;
 	ck_assert_ptr_null(pe_budget_share_open(g, 500, pe_monotonic() + 5, &rc));
 	ck_assert_int_eq(rc, PE_EBUSY);
