@@ -33,11 +33,14 @@ void pe_budget_free(struct pe_budget *b);
 int pe_budget_take(struct pe_budget *b, size_t n);
 /* take(), or when it does not fit now, wait for room until `until` (CLOCK_MONOTONIC seconds, as
  * pe_monotonic gives): one caller at a time waits, and while it does the bytes it wants are kept
- * back from every other take; a second caller that would wait gets PE_EBUSY at once. For a job
+ * back from every other take of PE_BUDGET_SMALL_TAKE bytes or more (smaller ones pass: they are
+ * given back soon, and a small table's answer is not refused for a large job's sake); a second
+ * caller that would wait gets PE_EBUSY at once. For a job
  * that already holds memory (its body) and needs more: two such jobs would otherwise refuse each
  * other. give() wakes the waiter. A waiter also stops when pe_cancelled() says so (its thread's
  * deadline, shutdown), with that code (PE_ETIMEOUT, PE_EDRAINING). */
 int pe_budget_take_wait(struct pe_budget *b, size_t n, double until);
+#define PE_BUDGET_SMALL_TAKE ((size_t)64 * 1024)
 /* A share: n bytes taken from parent at once (pe_budget_take_wait until `until`), as a budget of
  * its own limited to n, for one job's blocks. A take past the share spills to the parent (a plain
  * take there), so a share never refuses what the parent alone would have admitted. NULL with *rc

@@ -14,9 +14,11 @@
  *
  * One job at a time may wait for room (pe_budget_take_wait): jobs that each hold a body and need
  * more for their answer would otherwise refuse each other forever (two at once, each 503 because
- * of the other's body). While it waits, the bytes it wants are kept back from every other take,
- * so a stream of small takes cannot starve it; a second would-be waiter is refused at once, and
- * giving its body back is what lets the first one through. give() wakes the waiter; when nobody
+ * of the other's body). While it waits, the bytes it wants are kept back from every other take of
+ * PE_BUDGET_SMALL_TAKE or more, so other bodies and jobs cannot take its room first; smaller takes
+ * (a small table's answer, the first steps of a body) still pass, and are given back soon. A
+ * second would-be waiter is refused at once, and giving its body back is what lets the first one
+ * through. give() wakes the waiter; when nobody
  * waits it costs one more atomic load. A share (pe_budget_share_open) is a budget of its own
  * whose bytes were taken from its parent at once: a job's blocks are reserved on the share, and
  * past it they spill to the parent like any take, so a share's estimate can only add room. */
@@ -99,7 +101,7 @@ int pe_budget_take(struct pe_budget *b, size_t n)
 {
 	if (!b || n == 0)
 		return 0;
-	int rc = try_take(b, n, atomic_load(&b->waiting));
+	int rc = try_take(b, n, n < PE_BUDGET_SMALL_TAKE ? 0 : atomic_load(&b->waiting));
 	if (rc != 0 && b->parent) { /* a share spills to its parent, which counts the refusal */
 		if ((rc = pe_budget_take(b->parent, n)) == 0)
 			atomic_fetch_add(&b->spilled, n);
@@ -127,7 +129,7 @@ int pe_budget_take_wait(struct pe_budget *b, size_t n, double until)
 	if (!b || n == 0)
 		return 0;
 	size_t none = 0;
-	int rc = try_take(b, n, atomic_load(&b->waiting)), stop = 0;
+	int rc = try_take(b, n, n < PE_BUDGET_SMALL_TAKE ? 0 : atomic_load(&b->waiting)), stop = 0;
 	if (rc != PE_EBUSY || !atomic_compare_exchange_strong(&b->waiting, &none, n))
 		return count_refusal(b, rc); /* done, never fits, or another job already waits */
 	pthread_mutex_lock(&b->lock);

@@ -1,8 +1,9 @@
 /* The byte budget's waiting and shares (src/tensor/budget.c): one job waits for room while the
- * bytes it wants are kept back from other takes, a second would-be waiter is refused at once,
- * a wait ends at its time or its thread's deadline; two jobs that each hold half the budget and need more end with one
- * served, not both refused; a share holds its bytes on the parent, spills past itself, hands an
- * answer over and gives the rest back when it closes. (take/charge/give alone: test_buf.c.) */
+ * bytes it wants are kept back from other takes (but small ones), a second would-be waiter is
+ * refused at once, a wait ends at its time or its thread's deadline; two jobs that each hold
+ * half the budget and need more end with one served, not both refused; a share holds its bytes
+ * on the parent, spills past itself, hands an answer over and gives the rest back when it
+ * closes. (take/charge/give alone: test_buf.c.) */
 #include "posenc/core.h"
 #include "posenc/tensor.h"
 #include "support/pe_check.h"
@@ -10,6 +11,10 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
+
+/* Sizes in units of 1/64 of PE_BUDGET_SMALL_TAKE (1 KiB), so that B(100) and more are takes a
+ * waiter's bytes are kept back from, and a take of a few bytes is not. */
+#define B(n) ((size_t)(n) * (PE_BUDGET_SMALL_TAKE / 64))
 
 static size_t used_of(struct pe_budget *g)
 {
@@ -61,26 +66,26 @@ static void *wait_cb(void *arg)
 static pthread_t holders_and_waiter(struct pe_budget *g, struct waiter *w)
 {
 	pthread_t t;
-	ck_assert_int_eq(pe_budget_take(g, 400), 0);
-	ck_assert_int_eq(pe_budget_take(g, 400), 0);
+	ck_assert_int_eq(pe_budget_take(g, B(400)), 0);
+	ck_assert_int_eq(pe_budget_take(g, B(400)), 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, wait_cb, w), 0);
-	ck_assert_msg(waiter_registered(g, 100), "the waiter's 500 are kept back: 800 + 100 refused");
+	ck_assert_msg(waiter_registered(g, B(100)), "the waiter's 500 are kept back: 800 + 100 refused");
 	return t;
 }
 
 START_TEST(take_wait_without_waiting)
 {
-	struct pe_budget *g = pe_budget_new(1000);
-	ck_assert_int_eq(pe_budget_take_wait(g, 600, pe_monotonic() + 5), 0); /* room now: no wait */
-	ck_assert_uint_eq(used_of(g), 600);
-	ck_assert_int_eq(pe_budget_take_wait(g, 1001, pe_monotonic() + 5), PE_ETOOBIG); /* never fits */
+	struct pe_budget *g = pe_budget_new(B(1000));
+	ck_assert_int_eq(pe_budget_take_wait(g, B(600), pe_monotonic() + 5), 0); /* room now: no wait */
+	ck_assert_uint_eq(used_of(g), B(600));
+	ck_assert_int_eq(pe_budget_take_wait(g, B(1001), pe_monotonic() + 5), PE_ETOOBIG); /* never fits */
 	ck_assert_int_eq(pe_budget_take_wait(NULL, SIZE_MAX, 0), 0);
 	ck_assert_int_eq(pe_budget_take_wait(g, 0, 0), 0);
 	double t0 = pe_monotonic();
-	ck_assert_int_eq(pe_budget_take_wait(g, 500, t0 + 0.05), PE_EBUSY); /* nobody gives: its time ends */
+	ck_assert_int_eq(pe_budget_take_wait(g, B(500), t0 + 0.05), PE_EBUSY); /* nobody gives: its time ends */
 	ck_assert(pe_monotonic() >= t0 + 0.05);
-	ck_assert_int_eq(pe_budget_take(g, 400), 0); /* nothing kept back once it gave up */
-	ck_assert_uint_eq(used_of(g), 1000);
+	ck_assert_int_eq(pe_budget_take(g, B(400)), 0); /* nothing kept back once it gave up */
+	ck_assert_uint_eq(used_of(g), B(1000));
 	pe_budget_free(g);
 }
 END_TEST
@@ -89,34 +94,36 @@ END_TEST
  * time, and keeps nothing back afterwards. */
 START_TEST(take_wait_stops_at_deadline)
 {
-	struct pe_budget *g = pe_budget_new(1000);
-	ck_assert_int_eq(pe_budget_take(g, 900), 0);
+	struct pe_budget *g = pe_budget_new(B(1000));
+	ck_assert_int_eq(pe_budget_take(g, B(900)), 0);
 	double t0 = pe_monotonic();
 	pe_cancel_set_deadline(t0 + 0.1);
-	int rc = pe_budget_take_wait(g, 500, t0 + 20);
+	int rc = pe_budget_take_wait(g, B(500), t0 + 20);
 	pe_cancel_set_deadline(0);
 	ck_assert_int_eq(rc, PE_ETIMEOUT);
 	ck_assert_msg(pe_monotonic() - t0 < 10, "stopped at the deadline, not at its own time");
-	ck_assert_int_eq(pe_budget_take(g, 100), 0);
+	ck_assert_int_eq(pe_budget_take(g, B(100)), 0);
 	pe_budget_free(g);
 }
 END_TEST
 
-/* A waiter is let through by a give; meanwhile its bytes are kept back from others, and a second
- * would-be waiter is refused without waiting. */
+/* A waiter is let through by a give; meanwhile its bytes are kept back from others (but not from
+ * takes under PE_BUDGET_SMALL_TAKE), and a second would-be waiter is refused without waiting. */
 START_TEST(one_waiter_kept_room)
 {
-	struct pe_budget *g = pe_budget_new(1000);
-	struct waiter w = {.g = g, .n = 500};
+	struct pe_budget *g = pe_budget_new(B(1000));
+	struct waiter w = {.g = g, .n = B(500)};
 	pthread_t t = holders_and_waiter(g, &w);
 	double t0 = pe_monotonic();
-	ck_assert_int_eq(pe_budget_take_wait(g, 100, t0 + 5), PE_EBUSY);
+	ck_assert_int_eq(pe_budget_take_wait(g, B(100), t0 + 5), PE_EBUSY);
+	ck_assert_int_eq(pe_budget_take(g, 4096), 0); /* a small take passes the kept-back bytes */
+	pe_budget_give(g, 4096);
 	ck_assert_msg(pe_monotonic() - t0 < 2.5, "the second waiter did not wait for its time");
-	pe_budget_give(g, 400); /* what the refused one held */
+	pe_budget_give(g, B(400)); /* what the refused one held */
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_int_eq(w.rc, 0);
-	ck_assert_uint_eq(used_of(g), 900);
-	ck_assert_int_eq(pe_budget_take(g, 100), 0); /* no bytes kept back any more */
+	ck_assert_uint_eq(used_of(g), B(900));
+	ck_assert_int_eq(pe_budget_take(g, B(100)), 0); /* no bytes kept back any more */
 	pe_budget_free(g);
 }
 END_TEST
@@ -125,19 +132,19 @@ END_TEST
  * served once the other, refused, gives its body back. Without the wait both are refused. */
 START_TEST(two_bodies_one_served)
 {
-	struct pe_budget *g = pe_budget_new(1000);
-	struct waiter a = {.g = g, .n = 500, .as_share = 1};
+	struct pe_budget *g = pe_budget_new(B(1000));
+	struct waiter a = {.g = g, .n = B(500), .as_share = 1};
 	pthread_t t = holders_and_waiter(g, &a);
 	int rc;
-	ck_assert_ptr_null(pe_budget_share_open(g, 500, pe_monotonic() + 5, &rc));
+	ck_assert_ptr_null(pe_budget_share_open(g, B(500), pe_monotonic() + 5, &rc));
 	ck_assert_int_eq(rc, PE_EBUSY);
-	pe_budget_give(g, 400);
+	pe_budget_give(g, B(400));
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_int_eq(a.rc, 0);
 	ck_assert_ptr_nonnull(a.share);
-	ck_assert_uint_eq(used_of(g), 900);
+	ck_assert_uint_eq(used_of(g), B(900));
 	pe_budget_share_close(a.share);
-	ck_assert_uint_eq(used_of(g), 400);
+	ck_assert_uint_eq(used_of(g), B(400));
 	pe_budget_free(g);
 }
 END_TEST
@@ -147,35 +154,35 @@ END_TEST
  * returns spill first; an answer handed over stays on the parent after the share closes. */
 START_TEST(share_spills_and_hands_over)
 {
-	struct pe_budget *g = pe_budget_new(1000);
+	struct pe_budget *g = pe_budget_new(B(1000));
 	int rc;
-	struct pe_budget *s = pe_budget_share_open(g, 600, pe_monotonic() + 5, &rc);
+	struct pe_budget *s = pe_budget_share_open(g, B(600), pe_monotonic() + 5, &rc);
 	ck_assert_int_eq(rc, 0);
-	ck_assert_uint_eq(used_of(g), 600);
-	ck_assert_int_eq(pe_budget_take(s, 500), 0);
-	ck_assert_uint_eq(used_of(g), 600);
-	ck_assert_int_eq(pe_budget_take(s, 300), 0); /* past the share: 300 from the parent */
-	ck_assert_uint_eq(used_of(g), 900);
-	ck_assert_uint_eq(used_of(s), 500);
-	ck_assert_int_eq(pe_budget_take(s, 200), PE_EBUSY); /* the parent has 100 left */
-	ck_assert_int_eq(pe_budget_take(s, 2000), PE_ETOOBIG);
-	pe_budget_give(s, 300); /* the spill goes back first */
-	ck_assert_uint_eq(used_of(g), 600);
-	ck_assert_uint_eq(used_of(s), 500);
+	ck_assert_uint_eq(used_of(g), B(600));
+	ck_assert_int_eq(pe_budget_take(s, B(500)), 0);
+	ck_assert_uint_eq(used_of(g), B(600));
+	ck_assert_int_eq(pe_budget_take(s, B(300)), 0); /* past the share: 300 from the parent */
+	ck_assert_uint_eq(used_of(g), B(900));
+	ck_assert_uint_eq(used_of(s), B(500));
+	ck_assert_int_eq(pe_budget_take(s, B(200)), PE_EBUSY); /* the parent has 100 left */
+	ck_assert_int_eq(pe_budget_take(s, B(2000)), PE_ETOOBIG);
+	pe_budget_give(s, B(300)); /* the spill goes back first */
+	ck_assert_uint_eq(used_of(g), B(600));
+	ck_assert_uint_eq(used_of(s), B(500));
 	void *p = pe_budget_malloc(s, 50, &rc); /* rounded up by the allocator: counted as it holds */
 	ck_assert_ptr_nonnull(p);
 	size_t held = pe_mem_size(p);
-	ck_assert_uint_eq(used_of(s), 500 + held);
-	pe_budget_give(s, 500);
+	ck_assert_uint_eq(used_of(s), B(500) + held);
+	pe_budget_give(s, B(500));
 	pe_budget_share_hand_over(s, held); /* the answer outlives the share */
 	ck_assert_uint_eq(used_of(s), 0);
 	pe_budget_share_close(s);
 	ck_assert_uint_eq(used_of(g), held);
 	pe_budget_free_block(g, p);
 	ck_assert_uint_eq(used_of(g), 0);
-	ck_assert_ptr_null(pe_budget_share_open(NULL, 100, 0, &rc)); /* no budget: no share, no error */
+	ck_assert_ptr_null(pe_budget_share_open(NULL, B(100), 0, &rc)); /* no budget: no share, no error */
 	ck_assert_int_eq(rc, 0);
-	ck_assert_ptr_null(pe_budget_share_open(g, 1001, pe_monotonic() + 5, &rc));
+	ck_assert_ptr_null(pe_budget_share_open(g, B(1001), pe_monotonic() + 5, &rc));
 	ck_assert_int_eq(rc, PE_ETOOBIG);
 	ck_assert_uint_eq(used_of(g), 0);
 	pe_budget_free(g);
