@@ -233,6 +233,19 @@ uint64_t pe_produce_out_bound(const struct pe_out *o, const struct pe_shape *s, 
 	return pe_produce_add(pe_produce_add(text, text), text / 512 + BLOCK_SLACK);
 }
 
+int pe_produce_share_open(struct pe_http *h, uint64_t n, struct pe_budget **share, struct pe_err *err)
+{
+	double until = pe_monotonic() + PE_PRODUCE_SHARE_WAIT_S, deadline = pe_cancel_deadline();
+	if (deadline > 0 && deadline < until)
+		until = deadline;
+	int rc;
+	*share = pe_budget_share_open(h->opt.budget, n > SIZE_MAX ? SIZE_MAX : (size_t)n, until, &rc);
+	if (rc == PE_ETIMEOUT || rc == PE_EDRAINING)
+		return pe_cancel_err(rc, err);
+	return rc ? pe_err_set(err, rc, "", rc == PE_ENOMEM ? "out of memory" : "the response memory budget is full; retry shortly")
+		  : 0;
+}
+
 int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param, struct pe_err *err)
 {
 	struct pe_budget_stats st;
@@ -451,24 +464,29 @@ static void fail_key(struct pe_http *h, const char *key, size_t keylen, int rc, 
 
 /* Compute, encode and publish j's answer (fill or fail its key), on whichever thread runs it. The
  * answer is written on the stack first (SMALL_BODY; 64-byte aligned for the tables computed in
- * place) and copied into a block of its exact size; a larger one moves to the heap as it grows. */
-static void job_compute(struct job *j)
+ * place) and copied into a block of its exact size; a larger one moves to the heap as it grows.
+ * A pooled job whose producer tells its need reserves all of it first (its share); inline jobs
+ * are small and never wait, so they reserve as they go. */
+static void job_compute(struct job *j, int pooled)
 {
 	struct pe_http *h = j->h;
 	struct pe_err err = {0};
 	struct pe_buf out;
+	struct pe_budget *share = NULL;
 	_Alignas(64) char small[SMALL_BODY];
 	struct body *b = calloc(1, sizeof *b);
 	pe_buf_init(&out, h->opt.max_response_bytes);
-	pe_buf_set_budget(&out, h->opt.budget);
-	pe_buf_use(&out, small, sizeof small);
 	pe_cancel_set_deadline(j->deadline); /* the waiters have been answered 503 by then */
 	int rc = pe_cancelled();             /* expired while queued, or shutting down: no work at all */
 	if (rc != 0)
 		pe_cancel_err(rc, &err);
 	else if (!b)
 		rc = PE_ENOMEM;
-	else
+	else if (pooled && j->pr->need_cb)
+		rc = pe_produce_share_open(h, j->pr->need_cb(j->job), &share, &err);
+	pe_buf_set_budget(&out, share ? share : h->opt.budget);
+	pe_buf_use(&out, small, sizeof small);
+	if (rc == 0)
 		rc = j->pr->produce_cb(j->job, &out, &b->info, &err);
 	pe_cancel_set_deadline(0);
 	if (rc == 0)
@@ -478,11 +496,12 @@ static void job_compute(struct job *j)
 		size_t held = pe_mem_size(b->data); /* reserved by out; the cache counts it from here */
 		pe_cache_fill(h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b) + RESPONSE_OVERHEAD,
 			      body_release_cb);
-		pe_budget_give(h->opt.budget, held);
+		pe_budget_give(share ? share : h->opt.budget, held);
 	} else {
 		free(b);
 		fail_key(h, j->key, j->keylen, rc, &err);
 	}
+	pe_budget_share_close(share);
 }
 
 /* A job on a worker. */
@@ -490,7 +509,7 @@ static void job_run(void *arg)
 {
 	struct job *j = arg;
 	test_job_gate(j);
-	job_compute(j);
+	job_compute(j, 1);
 	job_free(j);
 }
 
@@ -544,7 +563,7 @@ static int start_job(struct req *r, const struct pe_producer *pr, const struct p
 		return err->code ? err->code : pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	}
 	if (small_enough(h, j)) {
-		job_compute(j);
+		job_compute(j, 0);
 		job_free(j);
 		if (h->opt.hooks.ran_inline)
 			h->opt.hooks.ran_inline(h->opt.hooks.ctx);

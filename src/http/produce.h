@@ -31,6 +31,11 @@ struct pe_producer {
 	/* The job's work in estimated nanoseconds (pe_produce_estimate_ns): at most inline_max_us and
 	 * it is computed on the HTTP thread, without suspending. NULL: always on the pool. */
 	uint64_t (*estimate_cb)(void *job);
+	/* The most the job holds on the response budget at once (what its 413 check added up). With
+	 * it, a pooled job takes all of it at once before produce_cb runs, waiting for it as
+	 * pe_produce_share_open says, and produce_cb reserves on out->budget (the job's share).
+	 * NULL: produce_cb reserves on opt.budget as it goes. */
+	uint64_t (*need_cb)(void *job);
 	/* The problem a waiting request gets when the job failed with code and left no problem of
 	 * its own for it (err not set, or set for another code): fills err. When it did, every
 	 * request on the key gets the job's (produce.c, pe_cache_fail_err). */
@@ -70,6 +75,15 @@ uint64_t pe_produce_mul(uint64_t a, uint64_t b);
 /* 0 when need bytes fit in the whole response budget (or there is none); else PE_ETOOBIG naming
  * param (counted as a refusal, like a reservation over the limit). */
 int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param, struct pe_err *err);
+/* A job's share of the response budget (pe_budget_share_open): n bytes taken at once before the
+ * job allocates, so that a job that started has its memory and two jobs cannot each hold part of
+ * the budget and refuse the other. When it does not fit now the job waits for it on its worker, up
+ * to PE_PRODUCE_SHARE_WAIT_S and never past its thread's deadline (pe_cancel_deadline), one job at
+ * a time (its bytes kept back from other takes of 64 KiB or more); any other is refused at once.
+ * *share NULL without a budget. 0, or PE_EBUSY / PE_ETIMEOUT / PE_EDRAINING / PE_ENOMEM with err
+ * set. Worker threads only. */
+#define PE_PRODUCE_SHARE_WAIT_S 2.0
+int pe_produce_share_open(struct pe_http *h, uint64_t n, struct pe_budget **share, struct pe_err *err);
 
 /* ---- inline work ----
  * The time a job would take, estimated from its element count and format with the per-element

@@ -8,7 +8,9 @@
  * table) and its output buffer are reserved before they are allocated, and a reservation that
  * does not fit now fails the key with PE_EBUSY (503 + Retry-After). The most the job can hold at
  * once is added up on a miss before the job exists (job_new_cb): more than the whole budget is a
- * 413 naming the parameter that sizes it, without any work. */
+ * 413 naming the parameter that sizes it, without any work. A pooled job takes that much at once
+ * before it starts (need_cb; produce.c's share, waited for when the budget is full) and reserves
+ * on its share, out->budget. */
 #include "http/handler.h"
 #include "http/produce.h"
 
@@ -28,6 +30,7 @@ struct job {
 	struct pe_out out;
 	size_t scratch_bytes; /* reserved around pe_table_compute: what it allocates besides the table */
 	uint64_t estimate_ns; /* pe_produce_estimate_ns: whether it runs on the HTTP thread */
+	uint64_t need;        /* the most it holds on the budget at once (job_need) */
 };
 
 /* ---- query parsing ---- */
@@ -146,7 +149,7 @@ uint64_t pe_table_estimate_ns(const struct pe_params *p, const struct pe_out *o)
  * else the table's size parameter. */
 static int check_budget(struct pe_http *h, const struct pe_params *p, const struct pe_out *o,
 			const struct pe_png_layout *lay, size_t keylen, uint64_t *scratch, uint64_t *estimate,
-			struct pe_err *err)
+			uint64_t *need_out, struct pe_err *err)
 {
 	struct pe_shape s;
 	struct pe_cost c;
@@ -156,7 +159,7 @@ static int check_budget(struct pe_http *h, const struct pe_params *p, const stru
 	*estimate = estimate_ns(o, &s, &c);
 	/* JSON's head: the parameters as the key holds them, quoted and keyed */
 	uint64_t out = pe_produce_out_bound(o, &s, 2 * keylen + 1024, o->fmt == PE_FMT_PNG ? lay : NULL);
-	uint64_t need = job_need(o, &s, c.scratch_bytes, out);
+	uint64_t need = *need_out = job_need(o, &s, c.scratch_bytes, out);
 	struct pe_budget_stats st;
 	pe_budget_stats(h->opt.budget, &st);
 	if (!h->opt.budget || need <= st.limit)
@@ -232,21 +235,23 @@ static int make_key(const struct pe_params *p, const struct pe_out *o, char *key
 
 /* ---- the job: compute and encode (worker thread) ---- */
 
-/* pe_table_compute with what it allocates besides the table reserved on the budget first. */
-static int compute(struct job *j, void *out, struct pe_err *err)
+/* pe_table_compute with what it allocates besides the table reserved on bg (the job's share) first. */
+static int compute(struct job *j, struct pe_budget *bg, void *out, struct pe_err *err)
 {
-	int rc = pe_budget_take(j->h->opt.budget, j->scratch_bytes);
+	int rc = pe_budget_take(bg, j->scratch_bytes);
 	if (rc != 0)
 		return pe_err_set(err, rc, "", "the response memory budget is full");
 	rc = pe_table_compute(&j->params, j->out.dt, out, err);
-	pe_budget_give(j->h->opt.budget, j->scratch_bytes);
+	pe_budget_give(bg, j->scratch_bytes);
 	return rc;
 }
 
 /* Compute the table and encode it into out. bin and npy are computed straight into the response
- * buffer (after npy's header); the others go through a scratch table. */
+ * buffer (after npy's header); the others go through a scratch table. Everything is reserved on
+ * out's budget: the job's share when it is pooled (produce.c). */
 static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, struct pe_err *err)
 {
+	struct pe_budget *bg = out->budget;
 	int overflow, rc;
 	size_t n = pe_shape_count(s, &overflow), raw = n * pe_dtype_size(j->out.dt);
 	struct pe_tensor_view t = {.shape = *s, .dtype = j->out.dt};
@@ -256,22 +261,22 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 			return pe_err_set(err, rc, "", "the response would exceed the size limit");
 		if (hdr)
 			pe_npy_write_header(out->data, &t);
-		rc = compute(j, out->data + hdr, err);
+		rc = compute(j, bg, out->data + hdr, err);
 		if (rc == 0)
 			out->len = hdr + raw;
 		return rc;
 	}
-	if ((rc = pe_budget_take(j->h->opt.budget, raw ? raw : 1)) != 0)
+	if ((rc = pe_budget_take(bg, raw ? raw : 1)) != 0)
 		return pe_err_set(err, rc, "", "the response memory budget is full");
 	struct pe_scratch tmp = pe_produce_scratch_take(j->h, raw ? raw : 1);
 	if (!tmp.p)
 		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	else if ((rc = compute(j, tmp.p, err)) == 0) {
+	else if ((rc = compute(j, bg, tmp.p, err)) == 0) {
 		t.data = tmp.p;
 		rc = pe_out_encode(&j->out, &j->h->opt.parallel, &j->params, &t, out, err);
 	}
 	pe_produce_scratch_give(j->h, tmp);
-	pe_budget_give(j->h->opt.budget, raw ? raw : 1);
+	pe_budget_give(bg, raw ? raw : 1);
 	return rc;
 }
 
@@ -315,6 +320,8 @@ static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, 
 }
 
 static uint64_t estimate_cb(void *arg) { return ((struct job *)arg)->estimate_ns; }
+
+static uint64_t need_cb(void *arg) { return ((struct job *)arg)->need; }
 
 static void job_free_cb(void *arg)
 {
@@ -362,15 +369,15 @@ static void *job_new_cb(void *ctx, struct pe_err *err)
 {
 	struct miss *m = ctx;
 	struct pe_png_layout lay;
-	uint64_t scratch = 0, estimate = UINT64_MAX;
+	uint64_t scratch = 0, estimate = UINT64_MAX, need = 0;
 	if (check_output(m->params, m->out, &lay, err) != 0 ||
-	    check_budget(m->h, m->params, m->out, &lay, m->keylen, &scratch, &estimate, err) != 0)
+	    check_budget(m->h, m->params, m->out, &lay, m->keylen, &scratch, &estimate, &need, err) != 0)
 		return NULL;
 	struct job *j = malloc(sizeof *j);
 	if (!j)
 		return NULL;
 	*j = (struct job){.h = m->h, .params = *m->params, .out = *m->out, .scratch_bytes = (size_t)scratch,
-			  .estimate_ns = estimate};
+			  .estimate_ns = estimate, .need = need};
 	memset(m->params, 0, sizeof *m->params); /* the job owns the list allocations now */
 	return j;
 }
@@ -381,6 +388,7 @@ static const struct pe_producer producer = {
 	.produce_cb = produce_cb,
 	.job_free_cb = job_free_cb,
 	.estimate_cb = estimate_cb,
+	.need_cb = need_cb,
 	.failure_cb = failure_cb,
 };
 

@@ -28,8 +28,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define BUDGET_WAIT_S 2.0 /* the longest a job waits for its share of the budget */
-
 static const unsigned OFFERED =
 	PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV);
 
@@ -296,23 +294,6 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int 
 			  "the answer): more than response_budget_bytes (%zu)", need, st.limit);
 }
 
-/* The job's share of the response budget: what it needs beyond its body, taken at once before any
- * of it is allocated, so that a job that started always has its memory. When it does not fit now
- * the job waits for it, up to BUDGET_WAIT_S and never past its deadline, and meanwhile keeps the
- * bytes back from every other take; one job waits at a time, any other is a 503 at once and
- * gives its body back, which is what lets the waiting one through. Without the wait, two jobs
- * whose bodies hold half the budget each refuse the other (503, 503) and neither is ever served.
- * *bg stays NULL without a budget. */
-static int open_share(const struct tjob *j, uint64_t more, struct pe_budget **bg, struct pe_err *err)
-{
-	double until = pe_monotonic() + BUDGET_WAIT_S, deadline = pe_cancel_deadline();
-	if (deadline > 0 && deadline < until)
-		until = deadline;
-	int rc;
-	*bg = pe_budget_share_open(j->os.h->opt.budget, (size_t)more, until, &rc);
-	return rc == PE_ETIMEOUT || rc == PE_EDRAINING ? pe_cancel_err(rc, err) : rc;
-}
-
 static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 {
 	struct tjob *j = (struct tjob *)job;
@@ -347,9 +328,11 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 			goto done;
 		npos = pe_shape_count(&pos.shape, &overflow);
 	}
-	uint64_t more;
+	uint64_t more; /* what the job needs beyond its body, taken at once (pe_produce_share_open): a
+			* job whose body holds half the budget waits for the rest rather than refuse
+			* another such job and be refused by it, neither ever served */
 	if ((rc = check_need(j, &in, owned, wd, dt, n_in, npos, &os, n_out, &more, err)) != 0 ||
-	    (rc = open_share(j, more, &bg, err)) != 0)
+	    (rc = pe_produce_share_open(j->os.h, more, &bg, err)) != 0)
 		goto done;
 	pe_buf_set_budget(&out, bg);
 	if ((rc = pe_tjob_to_work(&in, wd, n_in, &x, &x_alloc, bg, err)) != 0)
