@@ -7,8 +7,10 @@
  * their own headers (a miss, a listed CORS origin, an echoed X-Request-Id) get a response over
  * the same bytes that holds a cache reference until MHD is done with it.
  *
- * Memory: the job's output buffer is reserved against the response budget (opt.budget) as it
- * grows. It starts in SMALL_BODY bytes of the job's stack, reserved on the budget only when the
+ * Memory: a pooled job whose producer tells its need (need_cb) takes all of it from the response
+ * budget at once before it runs (pe_produce_share_open; the job's output buffer and intermediates
+ * are then reserved on that share). Otherwise the job's output buffer is reserved against the
+ * response budget (opt.budget) as it grows. It starts in SMALL_BODY bytes of the job's stack, reserved on the budget only when the
  * answer is copied out of them into a block of its exact size (pe_buf_use): one malloc per small
  * answer, where a block sized from the width bound cost an aligned allocation and a shrinking
  * realloc on the HTTP thread (perf, MHD-single, cold 16x16 JSON misses: pe_buf_reserve 8.2% of
