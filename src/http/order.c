@@ -121,13 +121,12 @@ static int check_cost(const struct pe_http *h, const struct pe_params *p, const 
 }
 
 /* Compute (X, or the generator's) and write the document into out, the core's arrays reserved on
- * the budget while they live. */
-static int answer(struct pe_http *h, const struct pe_params *p, const double *x, struct pe_buf *out,
-		  struct pe_err *err)
+ * out's budget (the job's share, when it has one) while they live. */
+static int answer(const struct pe_params *p, const double *x, struct pe_buf *out, struct pe_err *err)
 {
 	size_t scratch = (size_t)pe_order_bytes((uint64_t)pe_param_int(p, "len"), (uint64_t)pe_param_int(p, "dim"));
 	struct pe_order_result r;
-	int rc = pe_budget_take(h->opt.budget, scratch);
+	int rc = pe_budget_take(out->budget, scratch);
 	if (rc != 0)
 		return pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
 	if ((rc = pe_order_compute(p, x, &r, err)) == 0) {
@@ -136,15 +135,15 @@ static int answer(struct pe_http *h, const struct pe_params *p, const double *x,
 							       : "the answer would exceed the size limit");
 		pe_order_result_destroy(&r);
 	}
-	pe_budget_give(h->opt.budget, scratch);
+	pe_budget_give(out->budget, scratch);
 	return rc;
 }
 
 /* ---- GET: the cached way ---- */
 
 struct job {
-	struct pe_http *h;
 	struct pe_params params;
+	uint64_t need; /* the most it holds on the budget at once (job_need): its share */
 };
 
 struct miss {
@@ -156,12 +155,13 @@ struct miss {
 static void *job_new_cb(void *ctx, struct pe_err *err)
 {
 	struct miss *m = ctx;
-	if (pe_produce_budget_check(m->h, job_need(m->params, m->keylen, 0), "len", err) != 0)
+	uint64_t need = job_need(m->params, m->keylen, 0);
+	if (pe_produce_budget_check(m->h, need, "len", err) != 0)
 		return NULL;
 	struct job *j = malloc(sizeof *j);
 	if (!j)
 		return NULL;
-	*j = (struct job){.h = m->h, .params = *m->params};
+	*j = (struct job){.params = *m->params, .need = need};
 	memset(m->params, 0, sizeof *m->params); /* the job owns the list allocations now */
 	return j;
 }
@@ -169,12 +169,14 @@ static void *job_new_cb(void *ctx, struct pe_err *err)
 static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, struct pe_err *err)
 {
 	struct job *j = arg;
-	int rc = answer(j->h, &j->params, NULL, out, err);
+	int rc = answer(&j->params, NULL, out, err);
 	if (rc == 0)
 		snprintf(info->shape, sizeof info->shape, "%lld,%lld", (long long)pe_param_int(&j->params, "len"),
 			 (long long)pe_param_int(&j->params, "dim"));
 	return rc;
 }
+
+static uint64_t need_cb(void *arg) { return ((struct job *)arg)->need; }
 
 static void job_free_cb(void *arg)
 {
@@ -197,6 +199,7 @@ static const struct pe_producer producer = {
 	.job_new_cb = job_new_cb,
 	.produce_cb = produce_cb,
 	.job_free_cb = job_free_cb,
+	.need_cb = need_cb,
 	.failure_cb = failure_cb,
 };
 
@@ -319,10 +322,10 @@ static void run_post(struct pe_oneshot *os, struct pe_oneshot_result *res)
 	struct pe_err *err = &res->err;
 	struct pe_tensor_view v;
 	struct pe_buf out;
+	struct pe_budget *bg = NULL; /* the job's share (pe_produce_share_open) */
 	double *x = NULL;
 	int rc, of;
 	pe_buf_init(&out, j->os.h->opt.max_response_bytes);
-	pe_buf_set_budget(&out, j->os.h->opt.budget);
 	if ((rc = pe_npy_parse(j->body, j->body_len, (size_t)PE_ORDER_MAX_CELLS, &v, err)) != 0)
 		goto done;
 	if (v.dtype != PE_F64 && v.dtype != PE_F32) {
@@ -333,23 +336,27 @@ static void run_post(struct pe_oneshot *os, struct pe_oneshot_result *res)
 		goto done;
 	j->params.v[pe_param_index(j->params.def, "seed")].set = 0; /* X is the body's: no seed in the answer's params */
 	size_t n = pe_shape_count(&v.shape, &of);
-	if ((rc = pe_produce_budget_check(j->os.h, job_need(&j->params, 0, pe_produce_add(j->body_len, n * 8)), "body",
-					  err)) != 0)
+	uint64_t need = job_need(&j->params, 0, pe_produce_add(j->body_len, n * 8));
+	if ((rc = pe_produce_budget_check(j->os.h, need, "body", err)) != 0 ||
+	    (rc = pe_produce_share_open(j->os.h, need - j->body_len, &bg, err)) != 0) /* the body is read */
 		goto done;
-	if (!(x = pe_budget_malloc(j->os.h->opt.budget, (n ? n : 1) * sizeof *x, &rc))) {
+	pe_buf_set_budget(&out, bg);
+	if (!(x = pe_budget_malloc(bg, (n ? n : 1) * sizeof *x, &rc))) {
 		pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
 		goto done;
 	}
-	if ((rc = to_f64(&v, n, x, err)) != 0 || (rc = answer(j->os.h, &j->params, x, &out, err)) != 0)
+	if ((rc = to_f64(&v, n, x, err)) != 0 || (rc = answer(&j->params, x, &out, err)) != 0)
 		goto done;
 	res->data = pe_buf_steal(&out, &res->len);
 	res->budget = j->os.h->opt.budget;
-	res->held = pe_mem_size(res->data);
+	res->held = bg ? pe_mem_size(res->data) : 0;
+	pe_budget_share_hand_over(bg, res->held); /* the answer outlives the share */
 done:
 	if (rc != 0 && !err->code)
 		pe_err_set(err, rc, "", "the computation failed");
-	pe_budget_free_block(j->os.h->opt.budget, x);
+	pe_budget_free_block(bg, x);
 	pe_buf_destroy(&out);
+	pe_budget_share_close(bg);
 }
 
 static void pjob_free(struct pe_oneshot *os)

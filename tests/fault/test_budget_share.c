@@ -8,7 +8,8 @@
  * the same bytes as each computed alone later, and the budget back at 0. Before the shares the
  * second job's JSON buffer did not fit beside the first's and it answered 503. Then a third table
  * whose job cannot get its share within its wait (a slow reader holds a 10 MiB answer): 503 with
- * Retry-After, promptly and without having computed. */
+ * Retry-After, promptly and without having computed. Last, every kind of job that takes a share
+ * (tables, the order view by GET and POST, M-RoPE by POST) answers and leaves the budget at 0. */
 #include "fault/fault.h"
 
 #include <pthread.h>
@@ -106,6 +107,40 @@ static void share_never_comes(int port)
 	resp_free(&r);
 }
 
+/* One request: 200, and the budget back at 0 after it (its share given back, its answer handed
+ * over to the budget and let go of once sent). */
+static void given_back(int port, const char *what, const char *method, const char *path, const char *headers,
+		       const void *body, size_t len)
+{
+	struct resp r;
+	int rc = http_request(port, NULL, method, path, headers, body, len, 30000, &r);
+	check(rc == 0 && r.status == 200, "%s: 200 (%d %.120s)", what, r.status, r.body ? r.body : "");
+	check(wait_metric(port, "posenc_response_budget_bytes", 0), "%s: the budget is back at 0", what);
+	resp_free(&r);
+}
+
+/* Every kind of job that takes a share: a GET table (bin, JSON, gzip'd JSON), the order view by GET
+ * and by POST, an M-RoPE table by POST. */
+static void every_share_given_back(int port)
+{
+	given_back(port, "GET table bin", "GET", "/v1/sinusoidal?len=300&dim=64&format=bin&offset=5", NULL, NULL, 0);
+	given_back(port, "GET table JSON", "GET", "/v1/rope?len=300&dim=64&offset=5", NULL, NULL, 0);
+	given_back(port, "GET table gzip'd JSON", "GET", "/v1/sinusoidal?len=200&dim=32&offset=6",
+		   "Accept-Encoding: gzip\r\n", NULL, 0);
+	given_back(port, "GET order", "GET", "/v1/analysis/order?len=64&dim=16", NULL, NULL, 0);
+	char npy[4096];
+	int shape[] = {32, 8};
+	size_t len = npy_f32_filled(npy, sizeof npy, shape, 2, 0.5f);
+	given_back(port, "POST order", "POST", "/v1/analysis/order", "Content-Type: application/x-npy\r\n", npy, len);
+	struct resp pos;
+	int rc = http_get(port, "/v1/rope/mrope/positions?segments=text:5,image:1x8x8,text:3&format=npy", 30000, &pos);
+	check(rc == 0 && pos.status == 200, "M-RoPE positions: 200 (%d)", pos.status);
+	if (rc == 0 && pos.status == 200)
+		given_back(port, "POST M-RoPE", "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3&format=json",
+			   "Content-Type: application/x-npy\r\n", pos.body, pos.body_len);
+	resp_free(&pos);
+}
+
 int main(void)
 {
 	fault_init("budget_share", 240);
@@ -123,6 +158,7 @@ int main(void)
 	daemon_start(&d, args);
 	two_released_together(d.port);
 	share_never_comes(d.port);
+	every_share_given_back(d.port);
 	check(daemon_alive(&d), "daemon alive");
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "exits 0 after SIGTERM");
 	unlink(gate);
