@@ -21,8 +21,8 @@
  * Memory: everything a job allocates is reserved on the response budget first: the file's
  * elements as read, their float64 copy, the resampled copy, the values in the output dtype and the
  * output buffer. The most it holds at once is added up on a miss before the job exists
- * (job_need): more than the whole budget is a 413 naming what sizes it, without any work. A
- * remote store's read holds the elements three times until it returns (read_copies): libpq's
+ * (job_need): more than the whole budget is a 413 naming what sizes it, without any work; the job
+ * takes that much at once before it runs (need_cb: produce.c's share). A remote store's read holds the elements three times until it returns (read_copies): libpq's
  * input buffer with the row's message, the PGresult it copies that into, and ours. */
 #include "http/learned_get.h"
 #include "http/produce.h"
@@ -115,6 +115,7 @@ struct gjob {
 	struct pe_shape shape;     /* of the result */
 	int similarity;            /* answer the [rows, rows] dot products instead of the table */
 	unsigned copies;           /* of the elements the store's read holds at once (read_copies) */
+	uint64_t need;             /* the most it holds on the budget at once (job_need): its share */
 };
 
 /* How many copies of a table's elements a read from store s holds before it returns: the file
@@ -137,11 +138,10 @@ static double elem(enum pe_dtype dt, const void *data, size_t i)
 }
 
 /* The table as float64, resampled as the parameters say: [shape] values (caller frees). */
-static double *table_values(const struct gjob *j, const void *data, struct pe_err *err)
+static double *table_values(const struct gjob *j, struct pe_budget *bg, const void *data, struct pe_err *err)
 {
 	const struct pe_store_meta *m = &j->meta;
 	size_t n = (size_t)(m->rows * m->cols), nout = j->shape.dim[0] * (size_t)m->cols; /* rows x cols */
-	struct pe_budget *bg = j->h->opt.budget;
 	int rc = 0;
 	double *x = pe_budget_malloc(bg, n * sizeof *x, &rc), *y = NULL;
 	enum pe_dtype coord = m->dtype == PE_F64 ? PE_F64 : PE_F32;
@@ -190,39 +190,43 @@ static int typed_values(const struct gjob *j, const double *v, void *typed, size
 }
 
 /* The producer: read, resample, round to the output dtype (or take the dot products) and encode
- * into out. A PE_EINVAL it returns always names dtype (failure_cb says so). */
+ * into out, everything reserved on out's budget (the job's share: need_cb). A PE_EINVAL it returns
+ * always names dtype (failure_cb says so). */
 static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, struct pe_err *err)
 {
 	struct gjob *j = arg;
+	struct pe_budget *bg = out->budget;
 	struct pe_store_meta m;
 	void *data = NULL, *typed = NULL;
 	double *v = NULL;
 	size_t n = j->shape.dim[0] * j->shape.dim[1], file = (size_t)j->meta.bytes;
-	int rc = pe_budget_take(j->h->opt.budget, j->copies * file); /* the elements as read, below */
+	int rc = pe_budget_take(bg, j->copies * file); /* the elements as read, below */
 	if (rc != 0)
 		return pe_err_set(err, rc, "", "the response memory budget is full; retry");
 	rc = pe_store_read(j->h->opt.store, j->meta.name, &j->meta, &m, &data, err);
-	pe_budget_give(j->h->opt.budget, (j->copies - 1) * file); /* the store's own copies are gone */
-	if (rc == 0 && !(v = table_values(j, data, err)))
+	pe_budget_give(bg, (j->copies - 1) * file); /* the store's own copies are gone */
+	if (rc == 0 && !(v = table_values(j, bg, data, err)))
 		rc = err->code ? err->code : PE_ENOMEM;
 	free(data);
-	pe_budget_give(j->h->opt.budget, file);
-	if (rc == 0 && !(typed = pe_budget_malloc(j->h->opt.budget, n * pe_dtype_size(j->out.dt), &rc)))
+	pe_budget_give(bg, file);
+	if (rc == 0 && !(typed = pe_budget_malloc(bg, n * pe_dtype_size(j->out.dt), &rc)))
 		pe_err_set(err, rc, "", "out of memory");
 	if (rc == 0)
 		rc = typed_values(j, v, typed, n, err);
-	pe_budget_free_block(j->h->opt.budget, v);
+	pe_budget_free_block(bg, v);
 	if (rc == 0) {
 		struct pe_tensor_view t = {.shape = j->shape, .dtype = j->out.dt, .data = typed};
 		rc = pe_out_encode(&j->out, &j->h->opt.parallel, &j->params, &t, out, err);
 	}
-	pe_budget_free_block(j->h->opt.budget, typed);
+	pe_budget_free_block(bg, typed);
 	if (rc == PE_EINVAL && strcmp(err->param, "dtype") != 0)
 		rc = PE_EINTERNAL; /* everything else was checked before the job: failure_cb reads EINVAL as dtype */
 	if (rc == 0)
 		pe_shape_format(&j->shape, info->shape, sizeof info->shape);
 	return rc;
 }
+
+static uint64_t need_cb(void *arg) { return ((struct gjob *)arg)->need; }
 
 static void gjob_free_cb(void *arg)
 {
@@ -375,7 +379,7 @@ static uint64_t job_need(const struct miss *m, const struct pe_out *o, size_t ke
 /* Could the job ever fit in the response budget? The 413 names format when the answer would fit
  * as bin, else what sets its rows. A picture's size comes from its layout, which the shape alone
  * decides (a shape that cannot be drawn is the job's error to report). */
-static int check_budget(const struct miss *m, struct pe_err *err)
+static int check_budget(const struct miss *m, uint64_t *need_out, struct pe_err *err)
 {
 	struct pe_budget_stats st;
 	struct pe_png_layout lay;
@@ -386,7 +390,7 @@ static int check_budget(const struct miss *m, struct pe_err *err)
 	po.scale = m->out->scale;
 	int png = m->out->fmt == PE_FMT_PNG && pe_png_plan(&v, &po, &lay, &(struct pe_err){0}) == 0;
 	struct pe_out bin = {.fmt = PE_FMT_BIN, .dt = m->out->dt};
-	uint64_t need = job_need(m, m->out->fmt == PE_FMT_PNG && !png ? &bin : m->out, m->keylen, png ? &lay : NULL);
+	uint64_t need = *need_out = job_need(m, m->out->fmt == PE_FMT_PNG && !png ? &bin : m->out, m->keylen, png ? &lay : NULL);
 	pe_budget_stats(m->h->opt.budget, &st);
 	if (!m->h->opt.budget || need <= st.limit)
 		return 0;
@@ -400,13 +404,14 @@ static int check_budget(const struct miss *m, struct pe_err *err)
 static void *gjob_new_cb(void *ctx, struct pe_err *err)
 {
 	struct miss *m = ctx;
-	if (check_budget(m, err) != 0)
+	uint64_t need;
+	if (check_budget(m, &need, err) != 0)
 		return NULL;
 	struct gjob *j = malloc(sizeof *j);
 	if (!j)
 		return NULL;
 	*j = (struct gjob){.h = m->h, .meta = *m->meta, .params = *m->params, .out = *m->out, .shape = *m->shape,
-			   .similarity = m->similarity, .copies = read_copies(m->h->opt.store)};
+			   .similarity = m->similarity, .copies = read_copies(m->h->opt.store), .need = need};
 	memset(m->params, 0, sizeof *m->params);
 	return j;
 }
@@ -416,6 +421,7 @@ static const struct pe_producer producer = {
 	.job_new_cb = gjob_new_cb,
 	.produce_cb = produce_cb,
 	.job_free_cb = gjob_free_cb,
+	.need_cb = need_cb,
 	.failure_cb = failure_cb,
 };
 
