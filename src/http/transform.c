@@ -200,7 +200,7 @@ static int answer_in_body(struct tjob *j, const struct pe_tensor_view *v, size_t
 	} else
 		return 0;
 	res->data = j->body;
-	res->budget = j->body_budget; /* a part carries its reservation to the answer */
+	res->budget = j->body_budget; /* the body carries its reservation to the answer */
 	res->held = j->body_budget ? pe_mem_size(j->body) : 0;
 	j->body = NULL;
 	return 1;
@@ -248,14 +248,14 @@ static int answers_in_body(const struct tjob *j, const struct pe_tensor_mut *in,
 	return o->fmt == PE_FMT_NPY && off > 0 && pe_npy_header_len(&v) == off && off + bytes == j->body_len;
 }
 
-/* The most the job holds at once: the body (a multipart part as the budget holds it, a plain body
- * as sent), the positions part, a JSON body's decoded tensor, the working copy and the reshaped
+/* The most the job holds at once: the body (its usable size, as the budget holds it: adopt_body),
+ * the positions part, a JSON body's decoded tensor, the working copy and the reshaped
  * result all along; then first the scratch of the positions (by their exact count, int32 or
  * int64), given back before the wider output copy and the encoded answer (none when the answer is
  * the body itself) are made: the larger of those two phases. When that is past
  * the whole budget, the budget can never hold it: a 413 now, naming what sets the size, rather
  * than a 503 whose retries could never succeed. *more is what the job needs beyond its body and
- * positions part (held already, or for a plain body read already). */
+ * positions part (held already). */
 static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int owned, enum pe_dtype wd,
 		      enum pe_dtype dt, size_t n_in, size_t npos, const struct pe_shape *os, size_t n_out,
 		      uint64_t *more, struct pe_err *err)
@@ -452,6 +452,25 @@ static int x_part_kind(const struct pe_mp_part *x, const char *shape, enum body_
 	return 0;
 }
 
+/* A plain body's reservation becomes the job's, as a part's is: exactly the block the body
+ * occupies once shrunk to its length. The server reserved it as it arrived (a chunked body's whole
+ * doubled block, a sized one rounded up to 64 KiB), up to twice what check_need counted from its
+ * length: a job whose need fit the budget then waited for room its own body kept (503 "retry
+ * shortly" after BUDGET_WAIT_S on every try, its bytes kept back from every other request). */
+static void adopt_body(struct req *r, struct tjob *j)
+{
+	struct pe_budget *b = r->h->opt.budget;
+	size_t real = pe_mem_size(j->body);
+	if (!b)
+		return;
+	if (real > r->body_held)
+		pe_budget_charge(b, real - r->body_held);
+	else
+		pe_budget_give(b, r->body_held - real);
+	r->body_held = 0;
+	j->body_budget = b;
+}
+
 static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
 {
 	struct tjob *j = calloc(1, sizeof *j);
@@ -488,8 +507,10 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 		j->multipart = 1;
 		if (pp)
 			j->pos = pe_buf_steal(&pp->buf, &j->pos_len);
-	} else
+	} else {
 		j->body = pe_buf_steal(&r->body, &j->body_len);
+		adopt_body(r, j);
+	}
 	return j;
 }
 
