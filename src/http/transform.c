@@ -29,6 +29,7 @@
 #include <strings.h>
 
 #define BUDGET_WAIT_S 2.0 /* the longest a job waits for its share of the budget */
+#define BLOCK_ROUNDING 4096 /* a budgeted block's usable size past its request: a mapping's last page */
 
 static const unsigned OFFERED =
 	PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV);
@@ -256,6 +257,15 @@ static int answers_in_body(const struct tjob *j, const struct pe_tensor_mut *in,
  * the whole budget, the budget can never hold it: a 413 now, naming what sets the size, rather
  * than a 503 whose retries could never succeed. *more is what the job needs beyond its body and
  * positions part (held already). */
+/* A block of n elements of dt reserved on the share (pe_budget_malloc), as the budget counts it:
+ * with its usable size's rounding. Without it a share just big enough came up a few KiB short and
+ * its block spilled, whole, to the parent: a 503 on a budget that held the need exactly, or when
+ * a waiter kept the parent's room back. */
+static uint64_t block_bytes(uint64_t n, enum pe_dtype dt)
+{
+	return pe_produce_add(pe_produce_mul(n, pe_dtype_size(dt)), BLOCK_ROUNDING);
+}
+
 static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int owned, enum pe_dtype wd,
 		      enum pe_dtype dt, size_t n_in, size_t npos, const struct pe_shape *os, size_t n_out,
 		      uint64_t *more, struct pe_err *err)
@@ -272,13 +282,13 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int 
 	if (owned)
 		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(in->dtype)));
 	if (in->dtype != wd)
-		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(wd)));
+		need = pe_produce_add(need, block_bytes(n_in, wd));
 	if (reshaped)
-		need = pe_produce_add(need, pe_produce_mul(n_out, pe_dtype_size(wd)));
+		need = pe_produce_add(need, block_bytes(n_out, wd));
 	/* the positions' scratch is given back before the output is made: the larger of the two */
 	uint64_t after = 0;
 	if (pe_dtype_size(dt) > pe_dtype_size(wd))
-		after = pe_produce_mul(n_out, pe_dtype_size(dt));
+		after = block_bytes(n_out, dt);
 	struct pe_out o = j->out;
 	o.dt = dt;
 	if (!(!reshaped && answers_in_body(j, in, wd, dt, &o, n_in)) && o.fmt != PE_FMT_PNG)

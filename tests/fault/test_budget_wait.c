@@ -19,7 +19,18 @@
  *     transform's 8 MiB answer (an encoded one, and the body itself) reset mid-answer.
  *  4. job_timeout (1 s) passing while the job waits: a 503 problem, the one worker free again.
  *  5. SIGTERM while a job waits (shutdown_timeout 1): exit 0 within 10 s, the waiter a 503
- *     problem naming no parameter. */
+ *     problem naming no parameter.
+ *  6. A budget of exactly a transform's need (the server's own 413 says how much, from a 1 MiB
+ *     budget) serves it: float16 in, float64 out, reshaped (sinusoidal concat), and widened in
+ *     place (rope). Before, the share left out the blocks' rounding (a mapping's last page each):
+ *     the output block spilled whole to the parent, which had no room: 503 on every try.
+ * Known failures, run with POSENC_TEST_KNOWN=1 (they fail on this code; see the report):
+ *  7. gzip'd text at exactly its need: the uncompressed text's buffer doubles inside the job's
+ *     share (pe_buf's growth asks the share for room, and the share has the compressed copy's
+ *     room), so the compressed copy spills past it: 503 on every try.
+ *  8. A chain of waiters (one client posting the waiting transform again as soon as it is
+ *     answered, beside one slow reader of 8 MiB) refuses nearly every small miss for as long as it
+ *     lasts: at least half should be served. */
 #include "fault/fault.h"
 #include "e2e/test_apply_positions_form.h"
 
@@ -353,6 +364,94 @@ static void sigterm_while_waiting(void)
 	free(x);
 }
 
+/* The bytes a transform holds at most, from the 413 a 1 MiB budget answers it: 0 if none. */
+static double need_of(const char *path, const char *headers, const char *body, size_t len)
+{
+	struct pe_spawn d;
+	start(&d, "1Mi", "30", "10", "2");
+	struct resp r;
+	double need = 0;
+	int got = http_request(d.port, NULL, "POST", path, headers, body, len, 30000, &r);
+	const char *at = got == 0 && r.status == 413 && r.body ? strstr(r.body, "hold up to ") : NULL;
+	if (at)
+		need = strtod(at + 11, NULL);
+	check(need > 1.0 * MIB, "%s: a 1 MiB budget answers 413 with the need (%.0f bytes; %d)", path, need, r.status);
+	resp_free(&r);
+	stop(&d);
+	return need;
+}
+
+/* 6 and 7: served on a budget of exactly its need. */
+static void at_its_need(const char *path, const char *headers, const char *body, size_t len)
+{
+	double need = need_of(path, headers, body, len);
+	if (need <= 1.0 * MIB)
+		return;
+	char budget[32];
+	snprintf(budget, sizeof budget, "%.0f", need);
+	struct pe_spawn d;
+	start(&d, budget, "30", "10", "2");
+	for (int t = 0; t < 2; t++) {
+		struct resp r;
+		int got = http_request(d.port, NULL, "POST", path, headers, body, len, 30000, &r);
+		check(got == 0 && r.status == 200, "%s on a budget of its need (%s bytes), try %d: 200 (%d %.100s)", path,
+		      budget, t + 1, r.status, r.status != 200 && r.body ? r.body : "");
+		resp_free(&r);
+	}
+	zero_after(d.port, path);
+	stop(&d);
+}
+
+static void exact_needs(int known)
+{
+	size_t n;
+	char *f16 = f16_npy(3 * 512, 64, &n);
+	at_its_need("/v1/sinusoidal/apply?format=bin&dtype=f64&mode=concat&pe_dim=256", NPY, f16, n);
+	at_its_need("/v1/rope/apply?format=npy&dtype=f64", NPY, f16, n);
+	free(f16);
+	if (!known)
+		return;
+	char *x = x_npy(24576, 0.5f, &n); /* 768 KiB */
+	at_its_need("/v1/rope/apply?format=csv", NPY "Accept-Encoding: gzip\r\n", x, n);
+	free(x);
+}
+
+/* 8. */
+static void chain_of_waiters(void)
+{
+	struct pe_spawn d;
+	start(&d, BUDGET, "30", "10", "2");
+	size_t len;
+	char *x = x_npy(SEQ, 0.5f, &len);
+	int hold = hold_answer(d.port), w = -1, served = 0, refused = 0, posted = 0;
+	double end = now_s() + 6;
+	while (now_s() < end) {
+		if (w < 0 && (w = send_only(d.port, WAIT_PATH, NPY, x, len, 0)) >= 0)
+			posted++;
+		int st = small_miss(d.port);
+		served += st == 200;
+		refused += st == 503;
+		struct pollfd p = {.fd = w, .events = POLLIN};
+		if (w >= 0 && poll(&p, 1, 0) > 0) {
+			struct resp r;
+			read_response(w, &r, 10000, MIB);
+			resp_free(&r);
+			close(w);
+			w = -1;
+		}
+		sleep_s(0.01);
+	}
+	check(served > refused, "a chain of %d waiting transforms beside an 8 MiB slow reader: most small misses served "
+	      "(%d served, %d refused)", posted, served, refused);
+	if (w >= 0)
+		close(w);
+	if (hold >= 0)
+		tcp_abort(hold);
+	zero_after(d.port, "the chain");
+	free(x);
+	stop(&d);
+}
+
 int main(void)
 {
 	fault_init("test_budget_wait", 300);
@@ -366,5 +465,9 @@ int main(void)
 	stop(&d);
 	job_timeout_while_waiting();
 	sigterm_while_waiting();
+	const char *known = getenv("POSENC_TEST_KNOWN");
+	exact_needs(known && *known == '1');
+	if (known && *known == '1')
+		chain_of_waiters();
 	return fault_finish();
 }
