@@ -12,7 +12,8 @@
  *  2. A waiter that cannot be satisfied (a slow reader holds 8 MiB): while it waits
  *     /healthz is 200, a second would-be waiter is refused before the first is answered; the
  *     first is a 503 problem with Retry-After naming no parameter, within 10 s; then a small miss
- *     is served while the reader still holds, and the budget is back at 0 once it is reset.
+ *     is served while the reader still holds; a waiter whose client resets ends its wait as well,
+ *     and the budget is back at 0 once the reader is reset.
  *  3. Accounting: after each of these the budget gauge returns to 0: answers that are the body
  *     (npy, bin), gzip'd JSON, f16 -> f32, sinusoidal concat, NaN in the body and an xscale
  *     overflow (400s after the share opened), a form with positions, and slow readers of a
@@ -209,6 +210,14 @@ static void unsatisfiable_waiter(int port)
 	if (w1 >= 0)
 		close(w1);
 	check(small_miss(port) == 200, "after the wait a small miss is served while the reader still holds 8 MiB");
+	int w3 = send_only(port, WAIT_PATH, NPY, x, len, 0);
+	check(w3 >= 0 && waiting_seen(port, w3), "another transform waits for its share");
+	if (w3 >= 0)
+		tcp_abort(w3);
+	double end = now_s() + 10;
+	while (now_s() < end && small_miss(port) != 200)
+		sleep_s(0.05);
+	check(small_miss(port) == 200, "its client reset while it waits: the wait ends, small misses are served again");
 	if (hold >= 0)
 		tcp_abort(hold);
 	zero_after(port, "the slow reader reset after the waiter");
