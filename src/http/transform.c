@@ -249,14 +249,6 @@ static int answers_in_body(const struct tjob *j, const struct pe_tensor_mut *in,
 	return o->fmt == PE_FMT_NPY && off > 0 && pe_npy_header_len(&v) == off && off + bytes == j->body_len;
 }
 
-/* The most the job holds at once: the body (its usable size, as the budget holds it: adopt_body),
- * the positions part, a JSON body's decoded tensor, the working copy and the reshaped
- * result all along; then first the scratch of the positions (by their exact count, int32 or
- * int64), given back before the wider output copy and the encoded answer (none when the answer is
- * the body itself) are made: the larger of those two phases. When that is past
- * the whole budget, the budget can never hold it: a 413 now, naming what sets the size, rather
- * than a 503 whose retries could never succeed. *more is what the job needs beyond its body and
- * positions part (held already). */
 /* A block of n elements of dt reserved on the share (pe_budget_malloc), as the budget counts it:
  * with its usable size's rounding. Without it a share just big enough came up a few KiB short and
  * its block spilled, whole, to the parent: a 503 on a budget that held the need exactly, or when
@@ -266,6 +258,14 @@ static uint64_t block_bytes(uint64_t n, enum pe_dtype dt)
 	return pe_produce_add(pe_produce_mul(n, pe_dtype_size(dt)), BLOCK_ROUNDING);
 }
 
+/* The most the job holds at once: the body (its usable size, as the budget holds it: adopt_body),
+ * the positions part, a JSON body's decoded tensor, the working copy and the reshaped
+ * result all along; then first the scratch of the positions (by their exact count, int32 or
+ * int64), given back before the wider output copy and the encoded answer (none when the answer is
+ * the body itself) are made: the larger of those two phases. When that is past
+ * the whole budget, the budget can never hold it: a 413 now, naming what sets the size, rather
+ * than a 503 whose retries could never succeed. *more is what the job needs beyond its body and
+ * positions part (held already). */
 static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int owned, enum pe_dtype wd,
 		      enum pe_dtype dt, size_t n_in, size_t npos, const struct pe_shape *os, size_t n_out,
 		      uint64_t *more, struct pe_err *err)
