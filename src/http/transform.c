@@ -28,6 +28,8 @@
 #include <string.h>
 #include <strings.h>
 
+#define BLOCK_ROUNDING 4096 /* a budgeted block's usable size past its request: a mapping's last page */
+
 static const unsigned OFFERED =
 	PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV);
 
@@ -198,7 +200,7 @@ static int answer_in_body(struct tjob *j, const struct pe_tensor_view *v, size_t
 	} else
 		return 0;
 	res->data = j->body;
-	res->budget = j->body_budget; /* a part carries its reservation to the answer */
+	res->budget = j->body_budget; /* the body carries its reservation to the answer */
 	res->held = j->body_budget ? pe_mem_size(j->body) : 0;
 	j->body = NULL;
 	return 1;
@@ -246,14 +248,23 @@ static int answers_in_body(const struct tjob *j, const struct pe_tensor_mut *in,
 	return o->fmt == PE_FMT_NPY && off > 0 && pe_npy_header_len(&v) == off && off + bytes == j->body_len;
 }
 
-/* The most the job holds at once: the body (a multipart part as the budget holds it, a plain body
- * as sent), the positions part, a JSON body's decoded tensor, the working copy and the reshaped
+/* A block of n elements of dt reserved on the share (pe_budget_malloc), as the budget counts it:
+ * with its usable size's rounding. Without it a share just big enough came up a few KiB short and
+ * its block spilled, whole, to the parent: a 503 on a budget that held the need exactly, or when
+ * a waiter kept the parent's room back. */
+static uint64_t block_bytes(uint64_t n, enum pe_dtype dt)
+{
+	return pe_produce_add(pe_produce_mul(n, pe_dtype_size(dt)), BLOCK_ROUNDING);
+}
+
+/* The most the job holds at once: the body (its usable size, as the budget holds it: adopt_body),
+ * the positions part, a JSON body's decoded tensor, the working copy and the reshaped
  * result all along; then first the scratch of the positions (by their exact count, int32 or
  * int64), given back before the wider output copy and the encoded answer (none when the answer is
  * the body itself) are made: the larger of those two phases. When that is past
  * the whole budget, the budget can never hold it: a 413 now, naming what sets the size, rather
  * than a 503 whose retries could never succeed. *more is what the job needs beyond its body and
- * positions part (held already, or for a plain body read already). */
+ * positions part (held already). */
 static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int owned, enum pe_dtype wd,
 		      enum pe_dtype dt, size_t n_in, size_t npos, const struct pe_shape *os, size_t n_out,
 		      uint64_t *more, struct pe_err *err)
@@ -270,13 +281,13 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int 
 	if (owned)
 		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(in->dtype)));
 	if (in->dtype != wd)
-		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(wd)));
+		need = pe_produce_add(need, block_bytes(n_in, wd));
 	if (reshaped)
-		need = pe_produce_add(need, pe_produce_mul(n_out, pe_dtype_size(wd)));
+		need = pe_produce_add(need, block_bytes(n_out, wd));
 	/* the positions' scratch is given back before the output is made: the larger of the two */
 	uint64_t after = 0;
 	if (pe_dtype_size(dt) > pe_dtype_size(wd))
-		after = pe_produce_mul(n_out, pe_dtype_size(dt));
+		after = block_bytes(n_out, dt);
 	struct pe_out o = j->out;
 	o.dt = dt;
 	if (!(!reshaped && answers_in_body(j, in, wd, dt, &o, n_in)) && o.fmt != PE_FMT_PNG)
@@ -435,6 +446,25 @@ static int x_part_kind(const struct pe_mp_part *x, const char *shape, enum body_
 	return 0;
 }
 
+/* A plain body's reservation becomes the job's, as a part's is: exactly the block the body
+ * occupies once shrunk to its length. The server reserved it as it arrived (a chunked body's whole
+ * doubled block, a sized one rounded up to 64 KiB), up to twice what check_need counted from its
+ * length: a job whose need fit the budget then waited for room its own body kept (503 "retry
+ * shortly" after BUDGET_WAIT_S on every try, its bytes kept back from every other request). */
+static void adopt_body(struct req *r, struct tjob *j)
+{
+	struct pe_budget *b = r->h->opt.budget;
+	size_t real = pe_mem_size(j->body);
+	if (!b)
+		return;
+	if (real > r->body_held)
+		pe_budget_charge(b, real - r->body_held);
+	else
+		pe_budget_give(b, r->body_held - real);
+	r->body_held = 0;
+	j->body_budget = b;
+}
+
 static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
 {
 	struct tjob *j = calloc(1, sizeof *j);
@@ -471,8 +501,10 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 		j->multipart = 1;
 		if (pp)
 			j->pos = pe_buf_steal(&pp->buf, &j->pos_len);
-	} else
+	} else {
 		j->body = pe_buf_steal(&r->body, &j->body_len);
+		adopt_body(r, j);
+	}
 	return j;
 }
 

@@ -18,7 +18,7 @@ struct tjob {
 	char *raw_shape, *dtype; /* query strings (copies) or NULL */
 	char *body;
 	size_t body_len;
-	struct pe_budget *body_budget; /* the body's reservation (a multipart part), else NULL */
+	struct pe_budget *body_budget; /* where the body is reserved (its usable size), else NULL */
 	char *pos;                     /* the positions part (npy), or NULL */
 	size_t pos_len;
 	int multipart;
