@@ -202,6 +202,11 @@ $(BUILD)/tests/bench/bench_kernels: tests/bench/bench_kernels.c $(BUILD)/libpose
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/libposenc.a $(shell pkg-config --libs jansson) $(LIBS_CORE)
 
+# The float32 printer per SIMD tier (diagnostic, not part of make bench: a few seconds).
+$(BUILD)/tests/bench/bench_printer: tests/bench/bench_printer.c $(BUILD)/libposenc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/libposenc.a $(LIBS_CORE)
+
 test-exhaustive: all
 	$(MAKE) $(BUILD)/tests/exhaustive/test_shortest_all
 	./$(BUILD)/tests/exhaustive/test_shortest_all

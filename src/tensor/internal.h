@@ -21,7 +21,8 @@ size_t pe_fmt_list(const struct pe_tensor_view *t, size_t start, size_t n, char 
  * documents; t->data is not read). 0, PE_EINTERNAL (a non-finite extra value) or a buffer error. */
 int pe_json_write_head(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t);
 
-/* The float32 list printer's AVX-512 tier (shortest_avx512.c), fed by shortest.c. A layout says
+/* The float32 list printer's AVX-512 and AVX2 tiers (shortest_avx512.c, shortest_avx2.c), fed by
+ * shortest.c. A layout says
  * how one number's text is laid out from its sign, digit count n and scientific exponent x: byte i
  * of the text is digit shuffle[i] of a 16-byte slot holding the decimal's nine digits (digits 2-9
  * of the zero-padded nine in bytes 0-7, the first in byte 8), OR-ed with fixed[i] (shuffle 0x80
@@ -41,5 +42,7 @@ struct pe_f32_vec_tables {
  * or 0 (nothing meaningful written) when the block needs the scalar printer. out needs 8 * 16
  * bytes. Only when pe_isa_active() is PE_ISA_AVX512. */
 size_t pe_fmt_f32x8_avx512(const void *values, char *out, const struct pe_f32_vec_tables *tb);
+/* The same on AVX2; only when pe_isa_active() is PE_ISA_AVX2 (or AVX-512, which includes it). */
+size_t pe_fmt_f32x8_avx2(const void *values, char *out, const struct pe_f32_vec_tables *tb);
 
 #endif

@@ -18,10 +18,12 @@
  * whether the interval holds a multiple of 10^(k+1) is close to a coin toss, so both of its
  * outcomes are computed (two multiplications where Schubfach takes three) and one is selected.
  * pe_fmt_list computes two numbers' decimals side by side, so that the long dependency chain of
- * one overlaps the other's; on the AVX-512 tier it prints eight at a time (shortest_avx512.c, fed
- * with this file's cache and with layouts derived from write_decimal). During development the
+ * one overlaps the other's; on the AVX-512 and AVX2 tiers it prints eight at a time
+ * (shortest_avx512.c, shortest_avx2.c, fed with this file's cache and with layouts derived from
+ * write_decimal). During development the
  * Dragonbox decimal was checked equal to Schubfach's for all 2^31 such positive patterns;
- * test-exhaustive checks every printed float32, and the AVX-512 lists against the scalar printer.
+ * test-exhaustive checks every printed float32, and the AVX-512 and AVX2 lists against the scalar
+ * printer.
  *
  * Hand-written because no Debian library offers shortest round-trip printing for C (printf only
  * has fixed precisions; %.17g is long and not shortest, and snprintf is far too slow for 400k
@@ -418,7 +420,7 @@ static inline __attribute__((always_inline)) size_t write_decimal(char *buf, int
 	return (size_t)(put_exponent(p + n + (n > 1), x) - buf);
 }
 
-/* ---- the AVX-512 tier's layouts, derived from write_decimal ----
+/* ---- the AVX-512 and AVX2 tiers' layouts, derived from write_decimal ----
  * write_decimal lays a decimal out by its sign, digit count and exponent only. Printing the
  * stand-in decimal 123456789 cut to n digits shows where each digit goes (the characters '1' to
  * '9' before any 'e' are digits 1 to n) and which characters are fixed. */
@@ -610,15 +612,16 @@ static size_t list_f32(const unsigned char *base, size_t n, char *buf)
 	return (size_t)(p - buf);
 }
 
-/* The same, eight at a time by the AVX-512 tier where it runs; blocks it declines, and the tail,
- * by list_f32. */
-static size_t list_f32_avx512(const unsigned char *base, size_t n, char *buf)
+/* The same, eight at a time by the AVX-512 or AVX2 tier (fmt8) where it runs; blocks it declines,
+ * and the tail, by list_f32. */
+static size_t list_f32_x8(const unsigned char *base, size_t n, char *buf,
+			  size_t (*fmt8)(const void *, char *, const struct pe_f32_vec_tables *))
 {
 	static const struct pe_f32_vec_tables tb = {phi32, K32_MIN, layouts};
 	char *p = buf;
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
-		size_t w = pe_fmt_f32x8_avx512(base + 4 * i, p, &tb);
+		size_t w = fmt8(base + 4 * i, p, &tb);
 		p += w ? w : list_f32(base + 4 * i, 8, p);
 	}
 	return (size_t)(p - buf) + list_f32(base + 4 * i, n - i, p);
@@ -630,7 +633,10 @@ size_t pe_fmt_list(const struct pe_tensor_view *t, size_t start, size_t n, char 
 	if (t->dtype == PE_F32) { /* the default output: the printer inlined, no dispatch per value */
 		const unsigned char *base = (const unsigned char *)t->data + 4 * start;
 		tables_ready();
-		size_t len = pe_isa_active() == PE_ISA_AVX512 ? list_f32_avx512(base, n, buf) : list_f32(base, n, buf);
+		enum pe_isa isa = pe_isa_active();
+		size_t len = isa == PE_ISA_AVX512 ? list_f32_x8(base, n, buf, pe_fmt_f32x8_avx512)
+			     : isa == PE_ISA_AVX2 ? list_f32_x8(base, n, buf, pe_fmt_f32x8_avx2)
+						  : list_f32(base, n, buf);
 		return len - (n != 0); /* the last comma is scratch */
 	}
 	for (size_t i = 0; i < n; i++) {

@@ -175,8 +175,8 @@ static double time_json_pe(const struct pe_params *p, const struct pe_tensor_vie
 	return ta;
 }
 
-/* scalar_too: also time the scalar printer (the AVX2 tier's) when the active tier is AVX-512, as
- * the comparison for the AVX-512 list printer. */
+/* scalar_too: also time the scalar printer (pe_isa_force scalar) when the active tier has a SIMD
+ * list printer (AVX2, AVX-512), as its comparison. */
 static void json_rows(const struct pe_params *p, int reps, int scalar_too)
 {
 	struct pe_shape s;
@@ -186,18 +186,18 @@ static void json_rows(const struct pe_params *p, int reps, int scalar_too)
 	struct pe_tensor_view t = {.shape = s, .dtype = PE_F32, .data = v};
 	size_t ours = 0, theirs = 0;
 	enum pe_isa isa = pe_isa_active();
-	if (scalar_too && isa != PE_ISA_AVX512) {
+	if (scalar_too && isa == PE_ISA_SCALAR) {
 		printf("skip json_pe_scalar the active tier (%s) already prints with the scalar printer\n", pe_isa_name());
 		scalar_too = 0;
 	}
 	for (int r = 0; r < reps + 1; r++) {
 		double ta = time_json_pe(p, &t, n, &ours), ts = 0;
-		if (scalar_too && pe_isa_force(PE_ISA_AVX2) == 0) {
+		if (scalar_too && pe_isa_force(PE_ISA_SCALAR) == 0) {
 			size_t same;
 			ts = time_json_pe(p, &t, n, &same);
 			pe_isa_force(isa);
 			if (same != ours) {
-				fprintf(stderr, "bench_kernels: the scalar printer wrote %zu bytes, AVX-512 %zu\n", same, ours);
+				fprintf(stderr, "bench_kernels: the scalar printer wrote %zu bytes, %s %zu\n", same, pe_isa_name(), ours);
 				exit(1);
 			}
 		}

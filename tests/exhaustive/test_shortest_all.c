@@ -12,9 +12,13 @@
  * NaN / Infinity / -Infinity. Closeness among equally short candidates is checked by
  * tests/tensor/test_shortest.c (millions of values, and every f16 / bf16). Every pattern also goes
  * through pe_fmt_list, in lists of 2^20 consecutive patterns, which must write exactly what
- * pe_fmt_f32 writes one by one: on a CPU with AVX-512 that proves the list printer's AVX-512 tier
- * (src/tensor/shortest_avx512.c) equal to the scalar printer for every float32. */
+ * pe_fmt_f32 writes one by one, with the active tier: on a CPU with AVX-512 that proves the list
+ * printer's AVX-512 tier (src/tensor/shortest_avx512.c) equal to the scalar printer for every
+ * float32, on one with AVX2 only the AVX2 tier (src/tensor/shortest_avx2.c). When the active tier
+ * is not AVX2 and the CPU has AVX2, each slice's lists go through the AVX2 tier once more (forced,
+ * in a second pass), so an AVX-512 machine proves both. */
 #include "support/pe_check.h"
+#include "posenc/core.h"
 #include "posenc/tensor.h"
 #include "tensor/internal.h"
 
@@ -198,9 +202,10 @@ static void check_list(uint32_t first, size_t n, uint32_t *bits, char *want, cha
 	record_failure(first, "", "pe_fmt_list differs from pe_fmt_f32 (no block of eight alone does)");
 }
 
+/* arg: non-NULL for the lists only (the second pass, another tier). */
 static void *worker_cb(void *arg)
 {
-	(void)arg;
+	int lists_only = arg != NULL;
 	uint32_t *bits = malloc(BLOCK * sizeof *bits);
 	char *want = malloc((size_t)BLOCK * 16 + 2 * PE_NUM_MAX), *got = malloc((size_t)BLOCK * 16 + 2 * PE_NUM_MAX);
 	if (!bits || !want || !got) {
@@ -213,7 +218,7 @@ static void *worker_cb(void *arg)
 		pthread_mutex_unlock(&lock);
 		if (blk >= end_block)
 			break;
-		for (uint64_t b = blk * BLOCK; b < (blk + 1) * BLOCK; b++)
+		for (uint64_t b = blk * BLOCK; b < (blk + 1) * BLOCK && !lists_only; b++)
 			check_one((uint32_t)b);
 		check_list((uint32_t)(blk * BLOCK), BLOCK, bits, want, got);
 	}
@@ -224,24 +229,36 @@ out:
 	return NULL;
 }
 
+/* Blocks first .. first+blocks-1 by THREADS workers (lists_only: see worker_cb). */
+static void run_pass(uint64_t first, uint64_t blocks, int lists_only)
+{
+	pthread_t th[THREADS];
+	next_block = first;
+	end_block = first + blocks;
+	for (int i = 0; i < THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, worker_cb, lists_only ? &th[i] : NULL), 0);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+}
+
 /* Slice _i of the 2^32 patterns (each test runs in its own process). */
 START_TEST(test_every_float)
 {
 	struct timespec t0, t1;
-	pthread_t th[THREADS];
-	uint64_t blocks = (1ull << 32) / BLOCK / SLICES;
-	next_block = (uint64_t)_i * blocks;
-	end_block = next_block + blocks;
+	uint64_t blocks = (1ull << 32) / BLOCK / SLICES, first = (uint64_t)_i * blocks;
+	enum pe_isa active = pe_isa_active();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (int i = 0; i < THREADS; i++)
-		ck_assert_int_eq(pthread_create(&th[i], NULL, worker_cb, NULL), 0);
-	for (int i = 0; i < THREADS; i++)
-		pthread_join(th[i], NULL);
+	run_pass(first, blocks, 0);
+	int avx2_too = active != PE_ISA_AVX2 && pe_isa_force(PE_ISA_AVX2) == 0;
+	if (avx2_too) {
+		run_pass(first, blocks, 1);
+		ck_assert_int_eq(pe_isa_force(active), 0);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-	fprintf(stderr, "test_shortest_all: slice %d/%d (%08llx..%08llx) in %.0f s, %llu failures\n",
-		_i + 1, SLICES, (unsigned long long)(end_block - blocks) * BLOCK,
-		(unsigned long long)end_block * BLOCK - 1, secs, (unsigned long long)failures);
+	fprintf(stderr, "test_shortest_all: slice %d/%d (%08llx..%08llx) in %.0f s, lists by %s%s, %llu failures\n",
+		_i + 1, SLICES, (unsigned long long)first * BLOCK, (unsigned long long)(first + blocks) * BLOCK - 1,
+		secs, pe_isa_name(), avx2_too ? " and avx2" : "", (unsigned long long)failures);
 	for (uint64_t i = 0; i < failures && i < 8; i++)
 		fprintf(stderr, "  %s\n", first_failure[i]);
 	ck_assert_msg(failures == 0, "%llu float32 values failed, first: %s",

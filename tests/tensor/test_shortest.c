@@ -669,13 +669,16 @@ START_TEST(test_list)
 }
 END_TEST
 
-/* The float32 list printer's tiers write the same bytes: with AVX-512 forced (skipped, saying so,
- * on a CPU without it), pe_fmt_list must equal pe_fmt_f32 one by one on lists built to reach every
- * path of the eight-wide printer: random normal patterns; every layout (sign x 1 to 9 digits x
- * exponents -38 to 38, from decimals like 1234e-7); short decimals whose shortest form drops
- * trailing zeros (0.5, 2.5e-3, 1e20); table-like sines; and blocks of eight with one lane it
- * hands back to the scalar printer (zero, subnormal, power of two, non-finite) at each position.
- * test-exhaustive checks every float32 the same way. */
+/* The float32 list printer's tiers write the same bytes: with a SIMD tier forced (AVX-512, AVX2;
+ * skipped, saying so, on a CPU without it), pe_fmt_list must equal pe_fmt_f32 one by one on lists
+ * built to reach every path of the eight-wide printers: random normal patterns; every layout (sign
+ * x 1 to 9 digits x exponents -38 to 38, from decimals like 1234e-7); short decimals whose shortest
+ * form drops trailing zeros (0.5, 2.5e-3, 1e20); table-like sines; every binary exponent of normal
+ * values, near both ends of the binade, either sign (every cache entry and beta); values whose
+ * interval ends are exact short decimals, where Dragonbox decides ties and excluded ends (the
+ * integers to 10^5 and their halves, the neighbours of short decimals); and
+ * blocks of eight with one or several lanes handed back to the scalar printer (zero, subnormal,
+ * power of two, non-finite) at each position. test-exhaustive checks every float32 the same way. */
 /* A random finite float32 pattern. */
 static uint32_t finite_bits(void)
 {
@@ -683,19 +686,19 @@ static uint32_t finite_bits(void)
 	return (b >> 23 & 0xff) == 0xff ? b ^ 1u << 30 : b;
 }
 
-START_TEST(test_list_avx512)
+/* Appends the float32 nearest to text to bits at *n. */
+static void put_text(uint32_t *bits, size_t *n, const char *text)
 {
-	enum pe_isa was = pe_isa_active();
-	if (pe_isa_force(PE_ISA_AVX512) != 0) {
-		fprintf(stderr, "shortest: no AVX-512 on this CPU, its list printer not compared\n");
-		return;
-	}
-	enum { N = 1 << 20 };
-	uint32_t *bits = malloc(N * sizeof *bits);
-	char *got = malloc((size_t)N * 16 + PE_NUM_MAX), *want = malloc((size_t)N * 16 + PE_NUM_MAX);
-	ck_assert(bits && got && want);
+	float f = strtof(text, NULL);
+	memcpy(&bits[(*n)++], &f, 4);
+}
+
+/* The patterns list_tier prints, cap of them: the cases above, then random ones. */
+static size_t tier_lists(uint32_t *bits, size_t cap)
+{
 	static const uint32_t special[] = {0, 0x80000000u, 1, 0x807fffffu, 0x3f800000u, 0xc0000000u,
-					   0x7f800000u, 0xff800000u, 0x7fc00000u};
+					   0x7f800000u, 0xff800000u, 0x7fc00000u, 0x00800000u, 0x00800001u};
+	enum { NSPECIAL = sizeof special / sizeof special[0] };
 	size_t n = 0;
 	char text[64];
 	for (int neg = 0; neg < 2; neg++) /* every layout, each in a block of its own kind */
@@ -703,37 +706,108 @@ START_TEST(test_list_avx512)
 			for (int x = -38; x <= 38; x++) {
 				snprintf(text, sizeof text, "%s%.*se%d", neg ? "-" : "", digits, "123456789",
 					 x - digits + 1);
-				float f = strtof(text, NULL);
-				memcpy(&bits[n++], &f, 4);
+				put_text(bits, &n, text);
 			}
 	for (int i = 0; i < 4096; i++) { /* short decimals */
 		snprintf(text, sizeof text, "%de%d", (int)(rnd() % 1000), (int)(rnd() % 70) - 40);
-		float f = strtof(text, NULL);
-		memcpy(&bits[n++], &f, 4);
+		put_text(bits, &n, text);
 	}
 	for (int i = 0; i < 65536; i++) { /* table-like values */
 		float f = (float)sin(i * 0.7 + (double)(i % 64) * 1e-3);
 		memcpy(&bits[n++], &f, 4);
 	}
-	for (int k = 0; k < 8; k++) /* one scalar lane at each position of a block */
-		for (size_t s = 0; s < sizeof special / sizeof special[0]; s++)
-			for (int i = 0; i < 8; i++)
-				bits[n++] = i == k ? special[s] : finite_bits();
+	for (uint32_t be = 1; be < 0xff; be++) /* every exponent, with the ends of its binade */
+		for (uint32_t t = 1; t < 8; t++) {
+			bits[n++] = be << 23 | t;
+			bits[n++] = be << 23 | (0x800000u - t);
+			bits[n++] = 1u << 31 | be << 23 | (uint32_t)(rnd() & 0x7fffff);
+		}
+	for (uint32_t v = 1; v <= 100000; v++) { /* integers and halves: exact ends of the interval */
+		float f = (float)v, h = (float)v + 0.5f;
+		memcpy(&bits[n++], &f, 4);
+		memcpy(&bits[n++], &h, 4);
+	}
+	for (int i = 0; i < 20000; i++) { /* the neighbours of short decimals: ties and near-ties */
+		snprintf(text, sizeof text, "%de%d", (int)(rnd() % 100000), (int)(rnd() % 76) - 45);
+		float f = strtof(text, NULL);
+		uint32_t b;
+		memcpy(&b, &f, 4);
+		bits[n++] = b - 1;
+		bits[n++] = b + 1;
+	}
 	while (n % 8)
 		bits[n++] = finite_bits();
-	while (n < N) /* random patterns */
+	for (int k = 0; k < 8; k++) /* one scalar lane at each position of a block */
+		for (size_t s = 0; s < NSPECIAL; s++)
+			for (int i = 0; i < 8; i++)
+				bits[n++] = i == k ? special[s] : finite_bits();
+	for (int r = 0; r < 4096; r++) /* several, at random positions */
+		for (int i = 0; i < 8; i++)
+			bits[n++] = rnd() % 4 == 0 ? special[rnd() % NSPECIAL] : finite_bits();
+	while (n < cap) /* random patterns */
 		bits[n++] = finite_bits();
+	return n;
+}
+
+/* The lists through the tier isa (named name) against pe_fmt_f32 one by one. */
+static void list_tier(enum pe_isa isa, const char *name)
+{
+	enum pe_isa was = pe_isa_active();
+	if (pe_isa_force(isa) != 0) {
+		fprintf(stderr, "shortest: no %s on this CPU, its list printer not compared\n", name);
+		return;
+	}
+	enum { N = 1 << 21 };
+	uint32_t *bits = malloc(N * sizeof *bits);
+	char *got = malloc((size_t)N * 16 + PE_NUM_MAX), *want = malloc((size_t)N * 16 + PE_NUM_MAX);
+	ck_assert(bits && got && want);
+	size_t total = tier_lists(bits, N);
+	ck_assert_uint_eq(total, N);
 	struct pe_tensor_view t = {{1, {N}}, PE_F32, bits};
-	static const size_t spans[][2] = {{0, N}, {3, N - 3}, {8, 7}, {5, 13}};
+	static const size_t spans[][2] = {{0, N}, {3, N - 3}, {8, 7}, {5, 13}, {1, 16}};
 	for (size_t k = 0; k < sizeof spans / sizeof spans[0]; k++) {
 		size_t start = spans[k][0], count = spans[k][1], w = join_elems(&t, start, count, want);
 		size_t g = pe_fmt_list(&t, start, count, got), at = 0;
 		while (at < w && at < g && got[at] == want[at])
 			at++;
-		ck_assert_msg(g == w && at == w, "start %zu, n %zu: differs at byte %zu: \"%.40s\" for \"%.40s\"",
-			      start, count, at, got + (at > 20 ? at - 20 : 0), want + (at > 20 ? at - 20 : 0));
+		ck_assert_msg(g == w && at == w, "%s: start %zu, n %zu: differs at byte %zu: \"%.40s\" for \"%.40s\"",
+			      name, start, count, at, got + (at > 20 ? at - 20 : 0), want + (at > 20 ? at - 20 : 0));
 	}
+	ck_assert_int_eq(pe_isa_active(), isa);
 	ck_assert_int_eq(pe_isa_force(was), 0);
+	free(bits);
+	free(got);
+	free(want);
+}
+
+START_TEST(test_list_avx512) { list_tier(PE_ISA_AVX512, "AVX-512"); }
+END_TEST
+
+START_TEST(test_list_avx2) { list_tier(PE_ISA_AVX2, "AVX2"); }
+END_TEST
+
+/* POSENC_ISA=scalar, read on first use (each check test runs in a fresh process), makes the
+ * scalar printer print even on a CPU with AVX2 or AVX-512: the tier is scalar, and the list is the
+ * element-by-element text. Skipped, saying so, when the tier was chosen before (CK_FORK=no). */
+START_TEST(test_list_env_scalar)
+{
+	setenv("POSENC_ISA", "scalar", 1);
+	enum pe_isa isa = pe_isa_active();
+	unsetenv("POSENC_ISA");
+	if (isa != PE_ISA_SCALAR && getenv("CK_FORK") && strcmp(getenv("CK_FORK"), "no") == 0) {
+		fprintf(stderr, "shortest: the tier was chosen before POSENC_ISA was set (CK_FORK=no), not checked\n");
+		return;
+	}
+	ck_assert_int_eq(isa, PE_ISA_SCALAR);
+	enum { N = 4096 };
+	uint32_t *bits = malloc(N * sizeof *bits);
+	char *got = malloc((size_t)N * 16 + PE_NUM_MAX), *want = malloc((size_t)N * 16 + PE_NUM_MAX);
+	ck_assert(bits && got && want);
+	for (size_t i = 0; i < N; i++)
+		bits[i] = finite_bits();
+	struct pe_tensor_view t = {{1, {N}}, PE_F32, bits};
+	size_t w = join_elems(&t, 0, N, want), g = pe_fmt_list(&t, 0, N, got);
+	ck_assert(g == w && memcmp(got, want, w) == 0);
 	free(bits);
 	free(got);
 	free(want);
@@ -781,6 +855,8 @@ static Suite *shortest_suite(void)
 	tcase_add_test(tc, test_elem);
 	tcase_add_test(tc, test_list);
 	tcase_add_test(tc, test_list_avx512);
+	tcase_add_test(tc, test_list_avx2);
+	tcase_add_test(tc, test_list_env_scalar);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("sweeps");
 	tcase_set_timeout(tc, 600); /* minutes under the sanitizers */

@@ -406,7 +406,7 @@ kernel_row "RoPE cos/sin 65536×128 f32 into a plain malloc'd buffer (16 mod 32)
 kernel_row "RoPE apply, [1,32,2048,128] f32 (32 MiB) in place, via pe_transform_apply" rope_apply rope_apply_memcpy "memcpy of the same 32 MiB" time "<=" 2 "≤ 2× memcpy"
 kernel_row "RoPE apply, the same, vs HF q·cos + rotate_half(q)·sin (cos/sin precomputed), torch 1 thread" rope_apply torch_rope_apply "PyTorch" speed - 0 "—"
 kernel_row "JSON encode 512×768 f32: pe_json_write_table ($(info json_pe "$K"))" json_pe json_jansson "jansson tree + json_dumps, 9 digits ($(info json_jansson "$K"))" speed - 0 "see the cold HTTP row"
-kernel_row "JSON encode 512×768 f32, the scalar printer (pe_isa_force avx2: the AVX-512 list printer's comparison)" json_pe_scalar json_jansson "jansson tree + json_dumps, 9 digits" speed - 0 "for comparison"
+kernel_row "JSON encode 512×768 f32, the scalar printer (pe_isa_force scalar: the SIMD list printers' comparison)" json_pe_scalar json_jansson "jansson tree + json_dumps, 9 digits" speed - 0 "for comparison"
 JANSSON_S=$(median json_jansson "$K" | cut -d' ' -f1)
 TORCH_APPLY_S=$(median torch_rope_apply "$K" | cut -d' ' -f1)
 
