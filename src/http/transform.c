@@ -450,7 +450,7 @@ static int x_part_kind(const struct pe_mp_part *x, const char *shape, enum body_
  * occupies once shrunk to its length. The server reserved it as it arrived (a chunked body's whole
  * doubled block, a sized one rounded up to 64 KiB), up to twice what check_need counted from its
  * length: a job whose need fit the budget then waited for room its own body kept (503 "retry
- * shortly" after BUDGET_WAIT_S on every try, its bytes kept back from every other request). */
+ * shortly" after PE_PRODUCE_SHARE_WAIT_S on every try, its bytes kept back from every other request). */
 static void adopt_body(struct req *r, struct tjob *j)
 {
 	struct pe_budget *b = r->h->opt.budget;
