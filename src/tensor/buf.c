@@ -75,10 +75,12 @@ static void settle(struct pe_buf *b)
 }
 
 /* Next capacity for a need of `want` bytes: at least double, at most max; the first block just
- * what is asked for. */
+ * what is asked for, and so is a need past twice the block (a writer's one reservation of its
+ * estimate after a few bytes of head: doubling from the small block would overshoot it by up to
+ * twice, past what a job's share of the budget set aside for it). */
 static size_t grown_cap(const struct pe_buf *b, size_t want)
 {
-	if (!owns_block(b))
+	if (!owns_block(b) || (b->cap >= MIN_CAP && want / 2 > b->cap))
 		return want < MIN_CAP ? (MIN_CAP < b->max ? MIN_CAP : b->max) : want;
 	size_t cap = b->cap < MIN_CAP ? MIN_CAP : b->cap;
 	while (cap < want && cap <= b->max / 2)

@@ -118,6 +118,26 @@ START_TEST(geometric_growth)
 }
 END_TEST
 
+/* One reservation past twice the block (a writer's estimate after a few bytes of head) takes just
+ * what it asks: doubling from the small block gave an 8 MiB block for a 4.9 MB estimate, past
+ * what a job's share of the budget had set aside. Growth within twice the block still doubles. */
+START_TEST(big_reserve_exact)
+{
+	struct pe_buf b;
+	pe_buf_init(&b, 1 << 26);
+	ck_assert_int_eq(pe_buf_puts(&b, "{\"head\":1,"), 0);
+	size_t small = b.cap, want = b.len + 4900000;
+	ck_assert_int_eq(pe_buf_reserve(&b, 4900000), 0);
+	ck_assert_uint_eq(b.cap, want);
+	ck_assert_uint_eq(memcmp(b.data, "{\"head\":1,", 10), 0);
+	b.len = b.cap;
+	ck_assert_int_eq(pe_buf_reserve(&b, 1), 0); /* past the block by a byte: doubles */
+	ck_assert_uint_ge(b.cap, 2 * want);
+	ck_assert_uint_lt(small, want);
+	pe_buf_destroy(&b);
+}
+END_TEST
+
 /* Growth stops at max, not at the next power of two past it. */
 START_TEST(growth_clamped_to_max)
 {
@@ -436,6 +456,7 @@ static Suite *buf_suite(void)
 	tcase_add_test(tc, huge_requests);
 	tcase_add_test(tc, max_zero);
 	tcase_add_test(tc, geometric_growth);
+	tcase_add_test(tc, big_reserve_exact);
 	tcase_add_test(tc, growth_clamped_to_max);
 	tcase_add_test(tc, block_after_predicts_growth);
 	tcase_add_test(tc, printf_at_limit);
