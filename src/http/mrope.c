@@ -31,6 +31,7 @@ struct mjob {
 	struct pe_out out;
 	char *body;
 	size_t body_len;
+	struct pe_budget *body_budget; /* where the body is reserved (pe_http_take_body) */
 };
 
 static int is_post(const struct req *r) { return !strcmp(r->method, "POST"); }
@@ -132,7 +133,7 @@ static int check_size(struct mjob *j, const struct pe_shape *s, uint64_t *more, 
 		return pe_err_set(err, PE_ETOOBIG, "body", "the table would have more than %" PRIu64 " elements",
 				  j->os.h->opt.max_elements);
 	*more = pe_produce_add(pe_produce_mul(n, pe_dtype_size(j->out.dt)), pe_produce_out_bound(&j->out, s, 4096, NULL));
-	uint64_t need = pe_produce_add(j->body_len, *more);
+	uint64_t need = pe_produce_add(pe_mem_size(j->body), *more); /* the body as the budget holds it */
 	return pe_produce_budget_check(j->os.h, need, j->out.fmt == PE_FMT_JSON || j->out.fmt == PE_FMT_CSV ? "format" : "body",
 				       err);
 }
@@ -187,7 +188,7 @@ static void mjob_free(struct pe_oneshot *os)
 {
 	struct mjob *j = (struct mjob *)os;
 	pe_params_destroy(&j->params);
-	free(j->body);
+	pe_budget_free_block(j->body_budget, j->body);
 	free(j);
 }
 
@@ -233,7 +234,7 @@ static struct mjob *mjob_new(struct req *r, struct MHD_Connection *conn, struct 
 		mjob_free(&j->os);
 		return NULL;
 	}
-	j->body = pe_buf_steal(&r->body, &j->body_len);
+	j->body = pe_http_take_body(r, &j->body_len, &j->body_budget);
 	return j;
 }
 

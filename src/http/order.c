@@ -268,6 +268,7 @@ struct pjob {
 	struct pe_params params;
 	char *body;
 	size_t body_len;
+	struct pe_budget *body_budget; /* where the body is reserved (pe_http_take_body) */
 };
 
 /* X's shape sets len and dim (a value given in the query must agree); then the parameters'
@@ -336,9 +337,10 @@ static void run_post(struct pe_oneshot *os, struct pe_oneshot_result *res)
 		goto done;
 	j->params.v[pe_param_index(j->params.def, "seed")].set = 0; /* X is the body's: no seed in the answer's params */
 	size_t n = pe_shape_count(&v.shape, &of);
-	uint64_t need = job_need(&j->params, 0, pe_produce_add(j->body_len, n * 8));
+	size_t body = pe_mem_size(j->body); /* as the budget holds it (pe_http_take_body) */
+	uint64_t need = job_need(&j->params, 0, pe_produce_add(body, n * 8));
 	if ((rc = pe_produce_budget_check(j->os.h, need, "body", err)) != 0 ||
-	    (rc = pe_produce_share_open(j->os.h, need - j->body_len, &bg, err)) != 0) /* the body is read */
+	    (rc = pe_produce_share_open(j->os.h, need - body, &bg, err)) != 0) /* the body is held already */
 		goto done;
 	pe_buf_set_budget(&out, bg);
 	if (!(x = pe_budget_malloc(bg, (n ? n : 1) * sizeof *x, &rc))) {
@@ -363,7 +365,7 @@ static void pjob_free(struct pe_oneshot *os)
 {
 	struct pjob *j = (struct pjob *)os;
 	pe_params_destroy(&j->params);
-	free(j->body);
+	pe_budget_free_block(j->body_budget, j->body);
 	free(j);
 }
 
@@ -399,7 +401,7 @@ static enum MHD_Result serve_post(struct req *r, struct MHD_Connection *conn)
 		pjob_free(&j->os);
 		return pe_http_problem(r, conn, &err);
 	}
-	j->body = pe_buf_steal(&r->body, &j->body_len);
+	j->body = pe_http_take_body(r, &j->body_len, &j->body_budget);
 	j->os.run = run_post;
 	j->os.free = pjob_free;
 	return pe_oneshot_start(r, conn, &j->os, &post_answer);

@@ -229,6 +229,20 @@ static enum MHD_Result refuse_early(struct pe_http *h, struct req *r, struct MHD
 
 /* ---- the body's memory, on the response budget ---- */
 
+char *pe_http_take_body(struct req *r, size_t *len, struct pe_budget **budget)
+{
+	struct pe_budget *b = r->h->opt.budget;
+	char *body = pe_buf_steal(&r->body, len);
+	size_t real = pe_mem_size(body);
+	if (real > r->body_held)
+		pe_budget_charge(b, real - r->body_held);
+	else
+		pe_budget_give(b, r->body_held - real);
+	r->body_held = 0;
+	*budget = b;
+	return body;
+}
+
 /* Refuse a body the budget cannot hold: its memory released, the rest of it dropped. */
 static void refuse_body(struct req *r, int rc, uint64_t bytes)
 {

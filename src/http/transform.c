@@ -446,25 +446,6 @@ static int x_part_kind(const struct pe_mp_part *x, const char *shape, enum body_
 	return 0;
 }
 
-/* A plain body's reservation becomes the job's, as a part's is: exactly the block the body
- * occupies once shrunk to its length. The server reserved it as it arrived (a chunked body's whole
- * doubled block, a sized one rounded up to 64 KiB), up to twice what check_need counted from its
- * length: a job whose need fit the budget then waited for room its own body kept (503 "retry
- * shortly" after PE_PRODUCE_SHARE_WAIT_S on every try, its bytes kept back from every other request). */
-static void adopt_body(struct req *r, struct tjob *j)
-{
-	struct pe_budget *b = r->h->opt.budget;
-	size_t real = pe_mem_size(j->body);
-	if (!b)
-		return;
-	if (real > r->body_held)
-		pe_budget_charge(b, real - r->body_held);
-	else
-		pe_budget_give(b, r->body_held - real);
-	r->body_held = 0;
-	j->body_budget = b;
-}
-
 static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
 {
 	struct tjob *j = calloc(1, sizeof *j);
@@ -501,10 +482,8 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 		j->multipart = 1;
 		if (pp)
 			j->pos = pe_buf_steal(&pp->buf, &j->pos_len);
-	} else {
-		j->body = pe_buf_steal(&r->body, &j->body_len);
-		adopt_body(r, j);
-	}
+	} else /* its reservation becomes the job's, as a part's is (check_need counts what it holds) */
+		j->body = pe_http_take_body(r, &j->body_len, &j->body_budget);
 	return j;
 }
 
