@@ -22,8 +22,9 @@
  * elements as read, their float64 copy, the resampled copy, the values in the output dtype and the
  * output buffer. The most it holds at once is added up on a miss before the job exists
  * (job_need): more than the whole budget is a 413 naming what sizes it, without any work; the job
- * takes that much at once before it runs (need_cb: produce.c's share). A remote store's read holds the elements three times until it returns (read_copies): libpq's
- * input buffer with the row's message, the PGresult it copies that into, and ours. */
+ * takes that much at once before it runs (need_cb: produce.c's share). A remote store's read
+ * holds the elements three times until it returns (read_copies): libpq's input buffer with the
+ * row's message, the PGresult it copies that into, and ours. */
 #include "http/learned_get.h"
 #include "http/produce.h"
 #include "posenc/resample.h"

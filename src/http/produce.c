@@ -10,7 +10,8 @@
  * Memory: a pooled job whose producer tells its need (need_cb) takes all of it from the response
  * budget at once before it runs (pe_produce_share_open; the job's output buffer and intermediates
  * are then reserved on that share). Otherwise the job's output buffer is reserved against the
- * response budget (opt.budget) as it grows. It starts in SMALL_BODY bytes of the job's stack, reserved on the budget only when the
+ * response budget (opt.budget) as it grows. It starts in SMALL_BODY bytes of the job's stack,
+ * reserved on the budget only when the
  * answer is copied out of them into a block of its exact size (pe_buf_use): one malloc per small
  * answer, where a block sized from the width bound cost an aligned allocation and a shrinking
  * realloc on the HTTP thread (perf, MHD-single, cold 16x16 JSON misses: pe_buf_reserve 8.2% of
@@ -244,8 +245,9 @@ int pe_produce_share_open(struct pe_http *h, uint64_t n, struct pe_budget **shar
 	*share = pe_budget_share_open(h->opt.budget, n > SIZE_MAX ? SIZE_MAX : (size_t)n, until, &rc);
 	if (rc == PE_ETIMEOUT || rc == PE_EDRAINING)
 		return pe_cancel_err(rc, err);
-	return rc ? pe_err_set(err, rc, "", rc == PE_ENOMEM ? "out of memory" : "the response memory budget is full; retry shortly")
-		  : 0;
+	if (rc)
+		pe_err_set(err, rc, "", rc == PE_ENOMEM ? "out of memory" : "the response memory budget is full; retry shortly");
+	return rc;
 }
 
 int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param, struct pe_err *err)

@@ -257,7 +257,7 @@ static uint64_t block_bytes(uint64_t n, enum pe_dtype dt)
 	return pe_produce_add(pe_produce_mul(n, pe_dtype_size(dt)), BLOCK_ROUNDING);
 }
 
-/* The most the job holds at once: the body (its usable size, as the budget holds it: adopt_body),
+/* The most the job holds at once: the body (its usable size, as the budget holds it: pe_http_take_body),
  * the positions part, a JSON body's decoded tensor, the working copy and the reshaped
  * result all along; then first the scratch of the positions (by their exact count, int32 or
  * int64), given back before the wider output copy and the encoded answer (none when the answer is

@@ -18,8 +18,7 @@
  * PE_BUDGET_SMALL_TAKE or more, so other bodies and jobs cannot take its room first; smaller takes
  * (a small table's answer, the first steps of a body) still pass, and are given back soon. A
  * second would-be waiter is refused at once, and giving its body back is what lets the first one
- * through. give() wakes the waiter; when nobody
- * waits it costs one more atomic load. A share (pe_budget_share_open) is a budget of its own
+ * through. give() wakes the waiter; when nobody waits it costs one more atomic load. A share (pe_budget_share_open) is a budget of its own
  * whose bytes were taken from its parent at once: a job's blocks are reserved on the share, and
  * past it they spill to the parent like any take, so a share's estimate can only add room. */
 #include "posenc/core.h"

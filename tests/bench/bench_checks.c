@@ -11,6 +11,7 @@
  *     skip check_<k> <reason>            (the core refused the request)
  * Usage: bench_checks [reps]   (samples per case and mode, default 5). Not a test; build with
  *   make build/tests/bench/bench_checks */
+#include "bench/bench_time.h"
 #include "core/rope.h"
 #include "posenc/core.h"
 
@@ -42,13 +43,6 @@ static const struct {
 	{"rope/mrope", "dim=65536&mrope_section=10924,10922,10922"},
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* One request's validation: finish, then the dtype check a miss adds. */
 static int validate(const char *table, const char *query)
 {
@@ -78,9 +72,9 @@ static int validate(const char *table, const char *query)
 static double timed(size_t k, int scan)
 {
 	pe_rope_freq_force_scan(scan);
-	double t0 = now();
+	double t0 = bench_now();
 	int rc = validate(cases[k].table, cases[k].query);
-	double t = now() - t0;
+	double t = bench_now() - t0;
 	pe_rope_freq_force_scan(0);
 	return rc ? -1 : t;
 }

@@ -11,6 +11,7 @@
  * 656 KiB: here, in one thread freeing it each time, mostly the heap's top (cheap); in posencd it
  * was often a fresh mapping, faulted in page by page (produce.c).
  * Build and run: make bench-inline (an -O3 build, as make bench's). */
+#include "bench/bench_time.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +22,6 @@
 #include "posenc/tensor.h"
 
 #define REPS 201
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 /* o's encoding of t into out; fresh: plain JSON/CSV, then gzip'd with a compressor of its own. */
 static int encode(const struct pe_out *o, int fresh, const struct pe_params *p, const struct pe_tensor_view *t,
@@ -68,7 +56,7 @@ static double one(const char *len, const char *dim, long offset, const struct pe
 	struct pe_buf out;
 	char off[32];
 	snprintf(off, sizeof off, "%ld", offset);
-	double t0 = now();
+	double t0 = bench_now();
 	pe_params_init(&p, pe_table_find("sinusoidal"));
 	if (pe_params_set(&p, "len", len, &err) || pe_params_set(&p, "dim", dim, &err) ||
 	    pe_params_set(&p, "offset", off, &err) || pe_params_finish(&p, &err) || pe_table_shape(&p, &s)) {
@@ -88,7 +76,7 @@ static double one(const char *len, const char *dim, long offset, const struct pe
 	pe_buf_destroy(&out);
 	free(data);
 	pe_params_destroy(&p);
-	return now() - t0;
+	return bench_now() - t0;
 }
 
 /* The median time of REPS distinct tables of size len x dim in format o, in seconds. */
@@ -97,7 +85,7 @@ static double median(const char *len, const char *dim, long *offset, const struc
 	double t[REPS];
 	for (int i = 0; i < REPS; i++)
 		t[i] = one(len, dim, (*offset)++, o, fresh);
-	qsort(t, REPS, sizeof t[0], cmp);
+	qsort(t, REPS, sizeof t[0], bench_cmp_double);
 	return t[REPS / 2];
 }
 

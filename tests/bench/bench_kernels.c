@@ -13,6 +13,7 @@
  *     skip <name> <reason>
  * Usage: bench_kernels [reps] [json]   (reps per kernel, default 5; "json": only the JSON rows, for
  * bench.sh to alternate jansson with cold HTTP requests) */
+#include "bench/bench_time.h"
 #include "posenc/core.h"
 #include "posenc/tensor.h"
 
@@ -22,13 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Keeps the compiler from dropping a memset whose result is never read. */
 static volatile unsigned char sink;
@@ -77,9 +71,9 @@ static size_t table_bytes(const struct pe_params *p, struct pe_shape *s)
 static double time_compute(const struct pe_params *p, void *out)
 {
 	struct pe_err err = {0};
-	double t0 = now();
+	double t0 = bench_now();
 	int rc = pe_table_compute(p, PE_F32, out, &err);
-	double t = now() - t0;
+	double t = bench_now() - t0;
 	if (rc != 0) {
 		fprintf(stderr, "bench_kernels: compute %s: %s\n", p->def->name, err.detail);
 		exit(1);
@@ -89,9 +83,9 @@ static double time_compute(const struct pe_params *p, void *out)
 
 static double time_memset(void *out, size_t n, int round)
 {
-	double t0 = now();
+	double t0 = bench_now();
 	memset(out, round & 0xff, n);
-	double t = now() - t0;
+	double t = bench_now() - t0;
 	sink = ((volatile unsigned char *)out)[n / 2];
 	return t;
 }
@@ -163,9 +157,9 @@ static double time_json_pe(const struct pe_params *p, const struct pe_tensor_vie
 	struct pe_err err = {0};
 	struct pe_buf b;
 	pe_buf_init(&b, n * 32 + (1u << 20));
-	double t0 = now();
+	double t0 = bench_now();
 	int rc = pe_json_write_table(&b, p, t, &err);
-	double ta = now() - t0;
+	double ta = bench_now() - t0;
 	if (rc != 0) {
 		fprintf(stderr, "bench_kernels: pe_json_write_table: %s\n", err.detail);
 		exit(1);
@@ -201,9 +195,9 @@ static void json_rows(const struct pe_params *p, int reps, int scalar_too)
 				exit(1);
 			}
 		}
-		double t0 = now();
+		double t0 = bench_now();
 		char *j = jansson_encode(p, &s, v);
-		double tb = now() - t0;
+		double tb = bench_now() - t0;
 		theirs = j ? strlen(j) : 0;
 		free(j);
 		if (r > 0) { /* the first round warms both up */
@@ -248,12 +242,12 @@ static void apply_rows(int reps)
 	}
 	memcpy(copy, v, n);
 	for (int r = 0; r < reps; r++) {
-		double t0 = now();
+		double t0 = bench_now();
 		pe_transform_apply(&p, &x, &y, PE_F32, &err);
-		printf("sample rope_apply %.9f\n", now() - t0);
-		t0 = now();
+		printf("sample rope_apply %.9f\n", bench_now() - t0);
+		t0 = bench_now();
 		memcpy(copy, v, n);
-		double t = now() - t0;
+		double t = bench_now() - t0;
 		sink = ((volatile unsigned char *)copy)[n / 3];
 		printf("sample rope_apply_memcpy %.9f\n", t);
 	}

@@ -9,6 +9,7 @@
  * difference). Diagnostic only: nothing asserts a speed. A few seconds.
  * Build (after make all) and run:
  *   make build/tests/bench/bench_printer && build/tests/bench/bench_printer */
+#include "bench/bench_time.h"
 #include "posenc/core.h"
 #include "posenc/tensor.h"
 #include "tensor/internal.h"
@@ -20,19 +21,6 @@
 
 #define ROUNDS 101
 #define MAX_TABLES 64
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 struct set {
 	const char *name;
@@ -98,9 +86,9 @@ static double time_json(const struct set *s)
 		struct pe_buf b;
 		size_t n = s->t[i].shape.dim[0] * s->t[i].shape.dim[1];
 		pe_buf_init(&b, n * 32 + (1u << 20));
-		double t0 = now();
+		double t0 = bench_now();
 		int rc = pe_json_write_table(&b, &s->p[i], &s->t[i], &err);
-		total += now() - t0;
+		total += bench_now() - t0;
 		pe_buf_destroy(&b);
 		if (rc != 0) {
 			fprintf(stderr, "bench_printer: pe_json_write_table: %s\n", err.detail);
@@ -138,14 +126,14 @@ static void run(const struct set *s, char *out, char *ref)
 			if (!have[k])
 				continue;
 			pe_isa_force(tiers[k].isa);
-			double t0 = now();
+			double t0 = bench_now();
 			print_lists(s, out);
-			list[k][r] = now() - t0;
+			list[k][r] = bench_now() - t0;
 			json[k][r] = time_json(s);
 		}
 	for (int k = 0; k < NTIERS; k++) {
-		qsort(list[k], ROUNDS, sizeof list[k][0], cmp);
-		qsort(json[k], ROUNDS, sizeof json[k][0], cmp);
+		qsort(list[k], ROUNDS, sizeof list[k][0], bench_cmp_double);
+		qsort(json[k], ROUNDS, sizeof json[k][0], bench_cmp_double);
 	}
 	for (int k = 0; k < NTIERS; k++) {
 		if (!have[k]) {

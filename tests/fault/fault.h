@@ -423,6 +423,17 @@ static inline int is_problem(const struct resp *r, int status, const char *param
 }
 
 /* Poll /metrics until name is at least want (up to 30 s); 1 when it got there. */
+/* Poll /metrics until name equals want (up to 20 s): 1 then, else 0. */
+static inline int wait_metric_eq(int port, const char *name, double want)
+{
+	for (int i = 0; i < 2000; i++) {
+		if (metric(port, name) == want)
+			return 1;
+		sleep_s(0.01);
+	}
+	return 0;
+}
+
 static inline int wait_metric_at_least(int port, const char *name, double want)
 {
 	for (int i = 0; i < 3000; i++) {

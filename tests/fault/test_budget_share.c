@@ -36,16 +36,6 @@ static void *get_cb(void *arg)
 	return NULL;
 }
 
-static int wait_metric(int port, const char *name, double want)
-{
-	for (int i = 0; i < 2000; i++) {
-		if (metric(port, name) == want)
-			return 1;
-		sleep_s(0.01);
-	}
-	return 0;
-}
-
 /* The table at offset, fetched alone (nothing else running). */
 static int same_as_alone(int port, int offset, const struct resp *got)
 {
@@ -66,7 +56,7 @@ static void two_released_together(int port)
 	struct client c[2] = {{.port = port, .offset = 11}, {.port = port, .offset = 12}};
 	for (int i = 0; i < 2; i++)
 		pthread_create(&c[i].th, NULL, get_cb, &c[i]);
-	check(wait_metric(port, "posenc_jobs_in_flight", 2), "both big tables are on the workers, held at the gate");
+	check(wait_metric_eq(port, "posenc_jobs_in_flight", 2), "both big tables are on the workers, held at the gate");
 	unlink(gate);
 	for (int i = 0; i < 2; i++)
 		pthread_join(c[i].th, NULL);
@@ -76,7 +66,7 @@ static void two_released_together(int port)
 		      !strcmp(shape, "512,768"), "table %d of the two released together: 200, shape 512,768 (status %d: %.160s)",
 		      i, c[i].r.status, c[i].r.body ? c[i].r.body : "");
 	}
-	check(wait_metric(port, "posenc_response_budget_bytes", 0), "the budget is back at 0 after both");
+	check(wait_metric_eq(port, "posenc_response_budget_bytes", 0), "the budget is back at 0 after both");
 	for (int i = 0; i < 2; i++) {
 		if (c[i].r.status == 200)
 			check(same_as_alone(port, c[i].offset, &c[i].r), "table %d: the same bytes as computed alone", i);
@@ -101,7 +91,7 @@ static void share_never_comes(int port)
 	resp_free(&r);
 	if (hold >= 0)
 		close(hold);
-	check(wait_metric(port, "posenc_response_budget_bytes", 0), "the budget is back at 0 once the reader is gone");
+	check(wait_metric_eq(port, "posenc_response_budget_bytes", 0), "the budget is back at 0 once the reader is gone");
 	rc = http_get(port, BIG "13", 60000, &r);
 	check(rc == 0 && r.status == 200, "the same table once the reader is gone: 200 (%d)", r.status);
 	resp_free(&r);
@@ -115,7 +105,7 @@ static void given_back(int port, const char *what, const char *method, const cha
 	struct resp r;
 	int rc = http_request(port, NULL, method, path, headers, body, len, 30000, &r);
 	check(rc == 0 && r.status == 200, "%s: 200 (%d %.120s)", what, r.status, r.body ? r.body : "");
-	check(wait_metric(port, "posenc_response_budget_bytes", 0), "%s: the budget is back at 0", what);
+	check(wait_metric_eq(port, "posenc_response_budget_bytes", 0), "%s: the budget is back at 0", what);
 	resp_free(&r);
 }
 

@@ -35,16 +35,6 @@ static int readable(int fd)
 	return poll(&p, 1, 0) > 0;
 }
 
-static int wait_metric(int port, const char *name, double want)
-{
-	for (int i = 0; i < 1000; i++) {
-		if (metric(port, name) == want)
-			return 1;
-		sleep_s(0.01);
-	}
-	return 0;
-}
-
 static void big_held_small_answered(void)
 {
 	struct pe_spawn d;
@@ -55,7 +45,7 @@ static void big_held_small_answered(void)
 	daemon_start(&d, args);
 	int big = tcp_connect(d.port, NULL);
 	send_big(big);
-	check(wait_metric(d.port, "posenc_jobs_in_flight", 1), "the big table is on the one worker, held at the gate "
+	check(wait_metric_eq(d.port, "posenc_jobs_in_flight", 1), "the big table is on the one worker, held at the gate "
 	      "(and /metrics answers meanwhile)");
 	double jobs0 = metric(d.port, "posenc_jobs_total"), inl0 = metric(d.port, "posenc_jobs_inline_total");
 	double miss0 = metric(d.port, "posenc_cache_misses_total");

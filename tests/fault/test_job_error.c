@@ -18,17 +18,6 @@
 
 static char dir[] = "/tmp/posenc-joberr-XXXXXX", gate[64], data[64];
 
-
-static int wait_metric(int port, const char *name, double want)
-{
-	for (int i = 0; i < 2000; i++) {
-		if (metric(port, name) == want)
-			return 1;
-		sleep_s(0.01);
-	}
-	return 0;
-}
-
 static int send_get(int port)
 {
 	int fd = tcp_connect(port, NULL);
@@ -52,10 +41,10 @@ static void first_and_waiter(int port)
 	fputs(NAME, f); /* only this table's job waits */
 	fclose(f);
 	int a = send_get(port);
-	check(wait_metric(port, "posenc_jobs_in_flight", 1), "the first request's job is held at the gate");
+	check(wait_metric_eq(port, "posenc_jobs_in_flight", 1), "the first request's job is held at the gate");
 	double joins = metric(port, "posenc_cache_joins_total");
 	int b = send_get(port);
-	check(wait_metric(port, "posenc_cache_joins_total", joins + 1), "the second identical request joined it");
+	check(wait_metric_eq(port, "posenc_cache_joins_total", joins + 1), "the second identical request joined it");
 	unlink(gate);
 	struct resp ra, rb, rc;
 	check(read_response(a, &ra, 30000, 1 << 20) == 0, "the first request is answered");
