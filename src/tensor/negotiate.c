@@ -20,7 +20,7 @@ static int parse_quality(const char *params, const char *end)
 		q = skip_ws(q);
 		if ((q[0] == 'q' || q[0] == 'Q') && q[1] == '=') {
 			double v = strtod(q + 2, NULL);
-			if (v < 0)
+			if (!(v > 0)) /* negative, or "nan" (strtod reads it): not acceptable; (int)NaN is UB */
 				v = 0;
 			if (v > 1)
 				v = 1;

@@ -48,6 +48,13 @@ START_TEST(not_acceptable)
 	ck_assert_int_eq(pe_negotiate_format(NULL, "text/html", ALL, &f, &err), PE_ENOTACCEPT);
 	ck_assert_str_eq(err.param, "Accept");
 	ck_assert_int_eq(pick(NULL, "application/json;q=0", &f), PE_ENOTACCEPT);
+	/* strtod reads "nan" and "inf": NaN is q 0 (the fuzzer's finding: (int)NaN is undefined),
+	 * infinity is clamped to 1 */
+	ck_assert_int_eq(pick(NULL, "application/json;q=nan", &f), PE_ENOTACCEPT);
+	ck_assert_int_eq(pick(NULL, "application/json;Q=NaN, application/x-npy;q=0.1", &f), 0);
+	ck_assert_int_eq(f, PE_FMT_NPY);
+	ck_assert_int_eq(pick(NULL, "application/x-npy;q=0.5, application/json;q=inf", &f), 0);
+	ck_assert_int_eq(f, PE_FMT_JSON);
 	ck_assert_int_eq(pe_negotiate_format(NULL, "image/png", ALL, &f, &err), PE_ENOTACCEPT);
 }
 END_TEST
@@ -113,6 +120,7 @@ START_TEST(gzip_acceptance)
 	ck_assert(!pe_accepts_gzip(""));
 	ck_assert(!pe_accepts_gzip("br, deflate"));
 	ck_assert(!pe_accepts_gzip("gzip;q=0"));
+	ck_assert(!pe_accepts_gzip("gzip;q=nan"));
 	ck_assert(!pe_accepts_gzip("*, gzip;q=0"));
 	ck_assert(!pe_accepts_gzip("gzipx"));
 }
