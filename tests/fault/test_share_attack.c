@@ -1,16 +1,26 @@
-/* The response budget's shares for pooled table jobs (produce.c job_compute, table.c), the order
- * view and M-RoPE, attacked as a hostile client would, against daemons with cache_bytes 0 (every
- * table a miss, every answer on the budget while it is sent).
- *  1. At its need: each kind of GET table whose share is the 413's figure (png, gzip'd JSON and
- *     CSV, f16 JSON, bf16 CSV and npy, similarity and rope-decay with their scratch, the order
- *     view) is served on a budget of exactly that figure (from the server's own 413 on a 1 MiB
- *     budget), twice, and the budget is back at 0. A share short of what the job really takes
- *     spills to the parent, which has no room: a 503 after the work, on every try.
+/* The response budget's shares for pooled table jobs (produce.c job_compute, table.c), learned
+ * tables (learned_get.c), the order view and M-RoPE, attacked as a hostile client would, against
+ * daemons with cache_bytes 0 (every table a miss, every answer on the budget while it is sent).
+ *  1. At its need: each kind of job whose share is its 413's figure is served on a budget of
+ *     exactly that figure (from the server's own 413 on a 1 MiB budget), twice, and the budget is
+ *     back at 0: GET tables as png, gzip'd JSON and CSV, f16 JSON, bf16 CSV, npy; similarity (bin
+ *     and JSON) and rope-decay with their scratch; the order view by GET and by POST; M-RoPE by
+ *     POST (JSON, gzip'd CSV); a learned table as read (bin; npy f16), resampled (bin; gzip'd
+ *     JSON) and its similarity. A share short of what the job really takes spills to the parent,
+ *     which has no room: a 503 after the work, on every try. A learned table's bin GET was that
+ *     (its typed block's allocator rounding left out of its need; learned_get.c job_need). A
+ *     POST's figure counts its body by its block's usable size, which varies by a few bytes from
+ *     one request to the next, so POSTs get 256 bytes over their figure.
  *  2. A waiter on a table job (a slow reader holds an 8 MiB answer on a 12 MiB budget): a 503
  *     problem with Retry-After naming no parameter; meanwhile /healthz and a small miss are
- *     served; the budget back at 0 once the reader is reset.
- *  3. job_timeout (1 s) passing while a table job waits: a 503, the budget at 0 afterwards.
- *  4. A client that resets while its table job waits: the budget at 0 afterwards. */
+ *     served; the budget back at 0 once the reader is reset, and the table served then.
+ *  3. job_timeout (1 s) passing while a table job waits: a 503, and the one worker free again.
+ *  4. A client that resets while its table job waits: the budget at 0 afterwards.
+ *  5. Cache-full evictions of answers still being sent (the budget takes them over): 0 once the
+ *     readers reset.
+ *  6. A client that resets while its table job is held at POSENC_TEST_JOB_GATE: 0 once it ran;
+ *     SIGTERM while a table job waits for its share: exit 0, the waiter a 503 problem with
+ *     Retry-After naming no parameter. SHARE_ATTACK_LAST=1 runs 6 alone. */
 #include "fault/fault.h"
 
 #define MIB (1024L * 1024L)
@@ -176,6 +186,9 @@ static void exact_learned_needs(void)
 static void exact_needs(void)
 {
 	at_its_need("/v1/sinusoidal?len=512&dim=512&format=png", NULL);
+	at_its_need("/v1/sinusoidal?len=256&dim=256&format=png&scale=4&cmap=RdBu", NULL);
+	at_its_need("/v1/learned/emb?format=png", NULL);
+	at_its_need("/v1/sinusoidal?len=512&dim=512&dtype=f64&format=csv", GZIP);
 	at_its_need("/v1/rope?len=512&dim=512", GZIP);
 	at_its_need("/v1/sinusoidal?len=512&dim=512&format=csv", GZIP);
 	at_its_need("/v1/sinusoidal?len=512&dim=512&dtype=f16", NULL);
