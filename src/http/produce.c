@@ -419,7 +419,7 @@ static int make_body(struct job *j, struct body *b, struct pe_buf *out)
 		return rc;
 	b->shared = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, body_free_cb, b);
 	if (!b->shared) {
-		pe_budget_free_block(j->h->opt.budget, b->data);
+		pe_budget_free_block(out->budget, b->data); /* reserved where out reserves: the job's share, or opt.budget */
 		return PE_ENOMEM;
 	}
 	add_headers(b, b->shared, "hit");
