@@ -434,6 +434,21 @@ static inline int wait_metric_eq(int port, const char *name, double want)
 	return 0;
 }
 
+/* The response budget's gauge back at 0 (an answer just sent may still be let go of), checked. */
+static inline void budget_zero_after(int port, const char *what)
+{
+	check(wait_metric_eq(port, "posenc_response_budget_bytes", 0), "%s: posenc_response_budget_bytes back at 0", what);
+}
+
+/* A problem+json 503 with Retry-After whose document names no parameter (the client's request was
+ * fine; the server was busy). */
+static inline int busy_problem_of(const struct resp *r)
+{
+	char ra[32];
+	return is_problem(r, 503, NULL) && resp_header(r, "Retry-After", ra, sizeof ra) && r->body &&
+	       !strstr(r->body, "\"param\"");
+}
+
 static inline int wait_metric_at_least(int port, const char *name, double want)
 {
 	for (int i = 0; i < 3000; i++) {

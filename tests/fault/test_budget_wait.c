@@ -57,29 +57,6 @@ static char *x_npy(int seq, float v, size_t *len)
 	return b;
 }
 
-/* Poll the budget's gauge until it is 0 (an answer just sent may still be let go of): 1 then. */
-static int budget_at_zero(int port)
-{
-	double end = now_s() + 15, v = -1;
-	while (now_s() < end && (v = metric(port, "posenc_response_budget_bytes")) != 0)
-		sleep_s(0.02);
-	return v == 0;
-}
-
-static void zero_after(int port, const char *what)
-{
-	check(budget_at_zero(port), "%s: posenc_response_budget_bytes back at 0", what);
-}
-
-/* A problem+json 503 with Retry-After whose document names no parameter (the client's request was
- * fine; the server was busy). */
-static int busy_problem(const struct resp *r)
-{
-	char ra[32];
-	return is_problem(r, 503, NULL) && resp_header(r, "Retry-After", ra, sizeof ra) && r->body &&
-	       !strstr(r->body, "\"param\"");
-}
-
 /* Send a request without reading its answer: the socket, or -1. */
 static int send_only(int port, const char *path, const char *headers, const char *body, size_t len, int chunked)
 {
@@ -178,13 +155,13 @@ static void chunked_body_counted(int port)
 		resp_free(&r);
 		if (fd >= 0)
 			close(fd);
-		zero_after(port, "the chunked transform");
+		budget_zero_after(port, "the chunked transform");
 	}
 	struct resp r;
 	int got = http_request(port, NULL, "POST", WAIT_PATH, NPY, x, len, 30000, &r);
 	check(got == 0 && r.status == 200, "the same body with Content-Length: 200 (%d)", r.status);
 	resp_free(&r);
-	zero_after(port, "the same with Content-Length");
+	budget_zero_after(port, "the same with Content-Length");
 	free(x);
 }
 
@@ -211,7 +188,7 @@ static void unsatisfiable_waiter(int port)
 	resp_free(&r);
 	double t0 = now_s();
 	got = w1 >= 0 ? read_response(w1, &r, 30000, MIB) : -1;
-	check(got == 0 && busy_problem(&r) && now_s() - t0 < 10,
+	check(got == 0 && busy_problem_of(&r) && now_s() - t0 < 10,
 	      "the waiter that cannot be satisfied: 503 problem + Retry-After naming no parameter, within 10 s (%d %.120s)",
 	      r.status, r.body ? r.body : "");
 	resp_free(&r);
@@ -228,11 +205,11 @@ static void unsatisfiable_waiter(int port)
 	check(small_miss(port) == 200, "its client reset while it waits: the wait ends, small misses are served again");
 	if (hold >= 0)
 		tcp_abort(hold);
-	zero_after(port, "the slow reader reset after the waiter");
+	budget_zero_after(port, "the slow reader reset after the waiter");
 	got = http_request(port, NULL, "POST", WAIT_PATH, NPY, x, len, 30000, &r);
 	check(got == 0 && r.status == 200, "the same transform once the reader is gone: 200 (%d)", r.status);
 	resp_free(&r);
-	zero_after(port, "the transform served");
+	budget_zero_after(port, "the transform served");
 	free(x);
 }
 
@@ -245,7 +222,7 @@ static void one(int port, const char *what, const char *path, const char *header
 	check(got == 0 && (status == 200 ? r.status == 200 : is_problem(&r, status, param)), "%s: %d%s%s (%d %.120s)",
 	      what, status, param ? " naming " : "", param ? param : "", r.status, r.status != 200 && r.body ? r.body : "");
 	resp_free(&r);
-	zero_after(port, what);
+	budget_zero_after(port, what);
 }
 
 /* A [rows, cols] float16 .npy, every element 0.5 (caller frees). */
@@ -285,7 +262,7 @@ static void slow_transform_reader(int port, const char *what, const char *path, 
 	sleep_s(0.2); /* the job is likely done: the answer alone holds it */
 	if (fd >= 0)
 		tcp_abort(fd);
-	zero_after(port, what);
+	budget_zero_after(port, what);
 }
 
 static void accounting(int port)
@@ -352,7 +329,7 @@ static void job_timeout_while_waiting(void)
 	resp_free(&r);
 	if (hold >= 0)
 		tcp_abort(hold);
-	zero_after(d.port, "job_timeout while waiting");
+	budget_zero_after(d.port, "job_timeout while waiting");
 	free(x);
 	stop(&d);
 }
@@ -415,7 +392,7 @@ static void at_its_need(const char *path, const char *headers, const char *body,
 		      budget, t + 1, r.status, r.status != 200 && r.body ? r.body : "");
 		resp_free(&r);
 	}
-	zero_after(d.port, path);
+	budget_zero_after(d.port, path);
 	stop(&d);
 }
 
@@ -462,7 +439,7 @@ static void chain_of_waiters(void)
 		close(w);
 	if (hold >= 0)
 		tcp_abort(hold);
-	zero_after(d.port, "the chain");
+	budget_zero_after(d.port, "the chain");
 	free(x);
 	stop(&d);
 }

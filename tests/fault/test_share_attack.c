@@ -29,26 +29,6 @@
 #define GZIP "Accept-Encoding: gzip\r\n"
 #define NPY "Content-Type: application/x-npy\r\n"
 
-static int budget_at_zero(int port)
-{
-	double end = now_s() + 15, v = -1;
-	while (now_s() < end && (v = metric(port, "posenc_response_budget_bytes")) != 0)
-		sleep_s(0.02);
-	return v == 0;
-}
-
-static void zero_after(int port, const char *what)
-{
-	check(budget_at_zero(port), "%s: posenc_response_budget_bytes back at 0", what);
-}
-
-static int busy_problem(const struct resp *r)
-{
-	char ra[32];
-	return is_problem(r, 503, NULL) && resp_header(r, "Retry-After", ra, sizeof ra) && r->body &&
-	       !strstr(r->body, "\"param\"");
-}
-
 static char dir[] = "/tmp/posenc-share-attack-XXXXXX", data[64];
 
 static void start(struct pe_spawn *d, const char *budget, const char *job_timeout, const char *workers)
@@ -123,7 +103,7 @@ static void at_its_need_of(const struct ask *a)
 		      r.status != 200 && r.body ? r.body : "");
 		resp_free(&r);
 	}
-	zero_after(d.port, path);
+	budget_zero_after(d.port, path);
 	stop(&d);
 }
 
@@ -132,7 +112,6 @@ static void at_its_need(const char *path, const char *headers)
 	const struct ask a = {path, headers, NULL, 0};
 	at_its_need_of(&a);
 }
-
 
 /* POST order of a float32 X [256, 128], and POST M-RoPE of 4096 text positions as JSON. */
 static void exact_post_needs(void)
@@ -240,18 +219,18 @@ static void table_waiter(void)
 	check(got == 0 && r.status == 200, "a 2 KiB miss while a table job waits: 200 (%d)", r.status);
 	resp_free(&r);
 	got = w >= 0 ? read_response(w, &r, 15000, 16 * MIB) : -1;
-	check(got == 0 && busy_problem(&r), "the waiting table job: 503 with Retry-After naming no parameter (%d %.160s)",
+	check(got == 0 && busy_problem_of(&r), "the waiting table job: 503 with Retry-After naming no parameter (%d %.160s)",
 	      r.status, r.body ? r.body : "");
 	resp_free(&r);
 	if (w >= 0)
 		close(w);
 	if (hold >= 0)
 		tcp_abort(hold);
-	zero_after(d.port, "a table job's wait refused");
+	budget_zero_after(d.port, "a table job's wait refused");
 	got = get(d.port, BIG_PATH, NULL, &r);
 	check(got == 0 && r.status == 200, "the same table once the reader is gone: 200 (%d)", r.status);
 	resp_free(&r);
-	zero_after(d.port, "the table served");
+	budget_zero_after(d.port, "the table served");
 	stop(&d);
 }
 
@@ -279,7 +258,7 @@ static void timeout_and_reset(void)
 	resp_free(&r);
 	if (hold >= 0)
 		tcp_abort(hold);
-	zero_after(d.port, "job_timeout and a reset while table jobs wait");
+	budget_zero_after(d.port, "job_timeout and a reset while table jobs wait");
 	stop(&d);
 }
 
@@ -304,7 +283,7 @@ static void evictions(void)
 	for (int i = 0; i < 3; i++)
 		if (fd[i] >= 0)
 			tcp_abort(fd[i]);
-	zero_after(d.port, "three slow readers of cached answers, one evicted, reset");
+	budget_zero_after(d.port, "three slow readers of cached answers, one evicted, reset");
 	stop(&d);
 }
 
@@ -332,7 +311,7 @@ static void reset_then_sigterm(void)
 	sleep_s(0.2);
 	unlink(gate);
 	check(wait_metric_eq(d.port, "posenc_jobs_in_flight", 0), "the held job ran once let go");
-	zero_after(d.port, "a table job whose client reset while it was held");
+	budget_zero_after(d.port, "a table job whose client reset while it was held");
 	int hold = hold_answer(d.port);
 	w = send_get(d.port, BIG_PATH);
 	sleep_s(0.5);
@@ -340,7 +319,7 @@ static void reset_then_sigterm(void)
 	check(st == 0, "SIGTERM while a table job waits for its share: exit 0 within 10 s (%d)", st);
 	struct resp r = {0};
 	int got = w >= 0 ? read_response(w, &r, 10000, 16 * MIB) : -1;
-	check(got == 0 && busy_problem(&r), "the waiter: 503 problem with Retry-After naming no parameter (%d %.120s)",
+	check(got == 0 && busy_problem_of(&r), "the waiter: 503 problem with Retry-After naming no parameter (%d %.120s)",
 	      r.status, r.body ? r.body : "");
 	resp_free(&r);
 	if (w >= 0)
