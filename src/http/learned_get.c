@@ -36,7 +36,6 @@
 #include <string.h>
 
 #define KEY_MAX 512
-#define BLOCK_ROUNDING 4096 /* a budgeted block's usable size past its request: a mapping's last page */
 #define OFFERED                                                                                   \
 	(PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV) | \
 	 PE_FMT_BIT(PE_FMT_PNG))
@@ -368,10 +367,10 @@ static uint64_t job_need(const struct miss *m, const struct pe_out *o, size_t ke
 	uint64_t f64 = sizeof(double), n = pe_produce_mul(t->rows, t->cols);
 	/* each budgeted block (pe_budget_malloc) with its usable size's rounding: without it the typed
 	 * block spilled whole past the share, a 503 on a budget of exactly the need */
-	uint64_t values = pe_produce_add(pe_produce_mul(pe_produce_mul(m->shape->dim[0], t->cols), f64), BLOCK_ROUNDING);
+	uint64_t values = pe_produce_block(pe_produce_mul(m->shape->dim[0], t->cols), f64);
 	uint64_t count = pe_shape_count(m->shape, &overflow);
-	uint64_t typed = overflow ? UINT64_MAX : pe_produce_add(pe_produce_mul(count, pe_dtype_size(o->dt)), BLOCK_ROUNDING);
-	uint64_t x = pe_produce_add(pe_produce_mul(n, f64), BLOCK_ROUNDING); /* the file's elements as float64 */
+	uint64_t typed = overflow ? UINT64_MAX : pe_produce_block(count, pe_dtype_size(o->dt));
+	uint64_t x = pe_produce_block(n, f64); /* the file's elements as float64 */
 	uint64_t read = pe_produce_add(pe_produce_add(t->bytes, x), resampled ? values : 0);
 	uint64_t store = pe_produce_mul(t->bytes, read_copies(m->h->opt.store)); /* during the store's read */
 	read = read > store ? read : store;

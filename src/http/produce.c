@@ -236,6 +236,8 @@ uint64_t pe_produce_out_bound(const struct pe_out *o, const struct pe_shape *s, 
 	return pe_produce_add(pe_produce_add(text, text), text / 512 + BLOCK_SLACK);
 }
 
+uint64_t pe_produce_block(uint64_t n, uint64_t size) { return pe_produce_add(pe_produce_mul(n, size), 4096); }
+
 int pe_produce_share_open(struct pe_http *h, uint64_t n, struct pe_budget **share, struct pe_err *err)
 {
 	double until = pe_monotonic() + PE_PRODUCE_SHARE_WAIT_S, deadline = pe_cancel_deadline();

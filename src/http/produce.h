@@ -72,6 +72,11 @@ uint64_t pe_produce_out_bound(const struct pe_out *o, const struct pe_shape *s, 
 /* Saturating sums and products for these estimates. */
 uint64_t pe_produce_add(uint64_t a, uint64_t b);
 uint64_t pe_produce_mul(uint64_t a, uint64_t b);
+/* A block of n elements of `size` bytes as the budget counts it once allocated (pe_budget_malloc):
+ * with its usable size's rounding, up to a mapping's last page. A job's share that counted blocks
+ * by their request came up a few KiB short, and its last block spilled whole to a parent that had
+ * no room (a 503 at a budget of exactly the job's need). Saturates. */
+uint64_t pe_produce_block(uint64_t n, uint64_t size);
 /* 0 when need bytes fit in the whole response budget (or there is none); else PE_ETOOBIG naming
  * param (counted as a refusal, like a reservation over the limit). */
 int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param, struct pe_err *err);

@@ -28,8 +28,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define BLOCK_ROUNDING 4096 /* a budgeted block's usable size past its request: a mapping's last page */
-
 static const unsigned OFFERED =
 	PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV);
 
@@ -248,15 +246,6 @@ static int answers_in_body(const struct tjob *j, const struct pe_tensor_mut *in,
 	return o->fmt == PE_FMT_NPY && off > 0 && pe_npy_header_len(&v) == off && off + bytes == j->body_len;
 }
 
-/* A block of n elements of dt reserved on the share (pe_budget_malloc), as the budget counts it:
- * with its usable size's rounding. Without it a share just big enough came up a few KiB short and
- * its block spilled, whole, to the parent: a 503 on a budget that held the need exactly, or when
- * a waiter kept the parent's room back. */
-static uint64_t block_bytes(uint64_t n, enum pe_dtype dt)
-{
-	return pe_produce_add(pe_produce_mul(n, pe_dtype_size(dt)), BLOCK_ROUNDING);
-}
-
 /* The most the job holds at once: the body (its usable size, as the budget holds it: pe_http_take_body),
  * the positions part, a JSON body's decoded tensor, the working copy and the reshaped
  * result all along; then first the scratch of the positions (by their exact count, int32 or
@@ -281,13 +270,13 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int 
 	if (owned)
 		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(in->dtype)));
 	if (in->dtype != wd)
-		need = pe_produce_add(need, block_bytes(n_in, wd));
+		need = pe_produce_add(need, pe_produce_block(n_in, pe_dtype_size(wd)));
 	if (reshaped)
-		need = pe_produce_add(need, block_bytes(n_out, wd));
+		need = pe_produce_add(need, pe_produce_block(n_out, pe_dtype_size(wd)));
 	/* the positions' scratch is given back before the output is made: the larger of the two */
 	uint64_t after = 0;
 	if (pe_dtype_size(dt) > pe_dtype_size(wd))
-		after = block_bytes(n_out, dt);
+		after = pe_produce_block(n_out, pe_dtype_size(dt));
 	struct pe_out o = j->out;
 	o.dt = dt;
 	if (!(!reshaped && answers_in_body(j, in, wd, dt, &o, n_in)) && o.fmt != PE_FMT_PNG)
