@@ -449,6 +449,18 @@ static inline int busy_problem_of(const struct resp *r)
 	       !strstr(r->body, "\"param\"");
 }
 
+/* A slow reader of an 8 MiB bin table, and its 8 MiB held on the response budget while it does not
+ * read (checked): the socket, or -1. */
+static inline int hold_8mib_answer(int port)
+{
+	int fd = slow_reader_open(port, "/v1/sinusoidal?len=2048&dim=1024&format=bin");
+	double end = now_s() + 30, held = 0, mib = 1024.0 * 1024.0;
+	while (fd >= 0 && now_s() < end && (held = metric(port, "posenc_response_budget_bytes")) < 8 * mib)
+		sleep_s(0.02);
+	check(fd >= 0 && held >= 8 * mib, "a slow reader holds an 8 MiB answer on the budget (%.0f bytes)", held);
+	return fd;
+}
+
 static inline int wait_metric_at_least(int port, const char *name, double want)
 {
 	for (int i = 0; i < 3000; i++) {

@@ -45,7 +45,6 @@
 #define BUDGET "24Mi"
 #define SEQ 131072 /* 4 MiB */
 #define WAIT_PATH "/v1/rope/apply?format=npy&dtype=f64"
-#define HOLD_PATH "/v1/sinusoidal?len=2048&dim=1024&format=bin" /* 8 MiB */
 #define NPY "Content-Type: application/x-npy\r\n"
 
 static char *x_npy(int seq, float v, size_t *len)
@@ -114,17 +113,6 @@ static int waiting_seen(int port, int fd)
 	return 0;
 }
 
-/* A slow reader of HOLD_PATH, and its 8 MiB on the budget: the socket, or -1. */
-static int hold_answer(int port)
-{
-	int fd = slow_reader_open(port, HOLD_PATH);
-	double end = now_s() + 30, held = 0;
-	while (fd >= 0 && now_s() < end && (held = metric(port, "posenc_response_budget_bytes")) < 8.0 * MIB)
-		sleep_s(0.02);
-	check(fd >= 0 && held >= 8.0 * MIB, "a slow reader holds an 8 MiB answer on the budget (%.0f bytes)", held);
-	return fd;
-}
-
 static void start(struct pe_spawn *d, const char *budget, const char *job_timeout, const char *shutdown_timeout,
 		  const char *workers)
 {
@@ -170,7 +158,7 @@ static void unsatisfiable_waiter(int port)
 {
 	size_t len;
 	char *x = x_npy(SEQ, 0.5f, &len);
-	int hold = hold_answer(port);
+	int hold = hold_8mib_answer(port);
 	int w1 = send_only(port, WAIT_PATH, NPY, x, len, 0);
 	check(w1 >= 0 && waiting_seen(port, w1), "the transform waits for its share (a 128 KiB miss is refused meanwhile)");
 	check(small_miss(port) == 200, "a 2 KiB miss meanwhile: served (under PE_BUDGET_SMALL_TAKE, it passes the waiter)");
@@ -317,7 +305,7 @@ static void job_timeout_while_waiting(void)
 	start(&d, BUDGET, "1", "10", "1");
 	size_t len;
 	char *x = x_npy(SEQ, 0.5f, &len);
-	int hold = hold_answer(d.port);
+	int hold = hold_8mib_answer(d.port);
 	struct resp r;
 	int got = http_request(d.port, NULL, "POST", WAIT_PATH, NPY, x, len, 30000, &r);
 	check(got == 0 && is_problem(&r, 503, NULL) && r.body && !strstr(r.body, "\"param\""),
@@ -341,7 +329,7 @@ static void sigterm_while_waiting(void)
 	start(&d, BUDGET, "30", "1", "2");
 	size_t len;
 	char *x = x_npy(SEQ, 0.5f, &len);
-	int hold = hold_answer(d.port);
+	int hold = hold_8mib_answer(d.port);
 	int w = send_only(d.port, WAIT_PATH, NPY, x, len, 0);
 	check(w >= 0 && waiting_seen(d.port, w), "a transform waits for its share");
 	int st = daemon_stop(&d, SIGTERM, 10);
@@ -415,7 +403,7 @@ static void chain_of_waiters(void)
 	start(&d, BUDGET, "30", "10", "2");
 	size_t len;
 	char *x = x_npy(SEQ, 0.5f, &len);
-	int hold = hold_answer(d.port), w = -1, served = 0, refused = 0, posted = 0;
+	int hold = hold_8mib_answer(d.port), w = -1, served = 0, refused = 0, posted = 0;
 	double end = now_s() + 6;
 	while (now_s() < end) {
 		if (w < 0 && (w = send_only(d.port, WAIT_PATH, NPY, x, len, 0)) >= 0)

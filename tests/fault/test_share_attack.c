@@ -179,17 +179,6 @@ static void exact_needs(void)
 	at_its_need("/v1/analysis/order?len=512&dim=256", NULL);
 }
 
-/* A slow reader of HOLD_PATH, and its 8 MiB on the budget: the socket, or -1. */
-static int hold_answer(int port)
-{
-	int fd = slow_reader_open(port, HOLD_PATH);
-	double end = now_s() + 30, held = 0;
-	while (fd >= 0 && now_s() < end && (held = metric(port, "posenc_response_budget_bytes")) < 8.0 * MIB)
-		sleep_s(0.02);
-	check(fd >= 0 && held >= 8.0 * MIB, "a slow reader holds an 8 MiB answer on the budget (%.0f bytes)", held);
-	return fd;
-}
-
 /* Send a GET without reading its answer: the socket, or -1. */
 static int send_get(int port, const char *path)
 {
@@ -208,7 +197,7 @@ static void table_waiter(void)
 {
 	struct pe_spawn d;
 	start(&d, "12Mi", "30", "2");
-	int hold = hold_answer(d.port);
+	int hold = hold_8mib_answer(d.port);
 	int w = send_get(d.port, BIG_PATH);
 	sleep_s(0.3);
 	struct resp r;
@@ -239,7 +228,7 @@ static void timeout_and_reset(void)
 {
 	struct pe_spawn d;
 	start(&d, "12Mi", "1", "1");
-	int hold = hold_answer(d.port);
+	int hold = hold_8mib_answer(d.port);
 	int w = send_get(d.port, BIG_PATH);
 	struct resp r;
 	int got = w >= 0 ? read_response(w, &r, 15000, 16 * MIB) : -1;
@@ -312,7 +301,7 @@ static void reset_then_sigterm(void)
 	unlink(gate);
 	check(wait_metric_eq(d.port, "posenc_jobs_in_flight", 0), "the held job ran once let go");
 	budget_zero_after(d.port, "a table job whose client reset while it was held");
-	int hold = hold_answer(d.port);
+	int hold = hold_8mib_answer(d.port);
 	w = send_get(d.port, BIG_PATH);
 	sleep_s(0.5);
 	int st = daemon_stop(&d, SIGTERM, 10);
