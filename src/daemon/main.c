@@ -14,6 +14,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/pool.h"
+#include "daemon/slice.h"
 #include "http/http.h"
 #include "posenc/posenc.h"
 
@@ -44,6 +45,14 @@ static int submit_hook(void *ctx, void (*work)(void *), void *arg)
 {
 	struct daemon *d = ctx;
 	return pe_pool_submit(d->pool, work, arg);
+}
+
+/* An HTTP thread asks for its short scheduler slice (slice.h), best effort. */
+static void http_thread_hook(void *ctx)
+{
+	struct daemon *d = ctx;
+	if (d->cfg.http_slice_us)
+		pe_slice_set(0, (unsigned)d->cfg.http_slice_us);
 }
 
 static void ran_inline_hook(void *ctx)
@@ -155,7 +164,8 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.store = d->store,
 		.parallel = pe_pool_parallel_hook(d->pool),
 		.auth_token = c->auth_token,
-		.hooks = {.ctx = d, .submit = submit_hook, .ran_inline = ran_inline_hook, .observe = observe_hook, .render_metrics = render_hook},
+		.hooks = {.ctx = d, .submit = submit_hook, .ran_inline = ran_inline_hook, .observe = observe_hook, .render_metrics = render_hook,
+			  .http_thread_started = http_thread_hook},
 	};
 	return pe_http_start(&o, err);
 }
@@ -413,7 +423,7 @@ int main(int argc, char **argv)
 			 ? pe_pool_new((unsigned)d.cfg.workers, (size_t)d.cfg.max_queue, tick, &d, 250, &err)
 			 : NULL;
 	if (d.pool)
-		pe_pool_set_nice(d.pool, (int)d.cfg.worker_nice);
+		pe_pool_set_sched(d.pool, (int)d.cfg.worker_nice, (unsigned)d.cfg.worker_slice_us);
 	struct pe_http *h = d.pool ? start_http(&d, &err) : NULL;
 	if (!h) {
 		fprintf(stderr, "posencd: %s\n", err.detail[0] ? err.detail : "cannot start");

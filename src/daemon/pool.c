@@ -4,7 +4,7 @@
  * and knows which (a submit wakes one for the job; a parallel task wakes one per spare chunk).
  * A woken or finishing worker looks for chunks first, then jobs: a chunk belongs to a request that
  * already holds a worker and is nearly answered. Workers may run at a lower priority than the
- * HTTP thread (pe_pool_set_nice).
+ * HTTP thread, and with a longer scheduler slice (pe_pool_set_sched).
  *
  * The ticker also hands the heap's free pages back to the system every few seconds (trim_heap):
  * glibc returns only the top of its heap, so once many small cached tables were evicted for large
@@ -15,6 +15,7 @@
  * thread to come free, so it cannot deadlock when every worker is such a caller. A helper touches
  * the task only under the lock, and the last one out signals the caller, who may then return. */
 #include "daemon/pool.h"
+#include "daemon/slice.h"
 
 #include <pthread.h>
 #include <malloc.h>
@@ -47,7 +48,7 @@ struct worker {
 	uv_cond_t wake;
 	int woken;
 	int cpu; /* the CPU this worker keeps to, or -1 (see pin_workers) */
-	pid_t tid; /* its kernel thread id once it runs (under the lock), for pe_pool_set_nice */
+	pid_t tid; /* its kernel thread id once it runs (under the lock), for pe_pool_set_sched */
 	struct worker *next_idle;
 };
 
@@ -58,7 +59,8 @@ struct pe_pool {
 	struct worker *idle;     /* sleeping workers, most recently idle first */
 	struct worker *workers;
 	unsigned nworkers, width;
-	int nice; /* the workers' nice value (pe_pool_set_nice) */
+	int nice;          /* the workers' nice value (pe_pool_set_sched) */
+	unsigned slice_us; /* their scheduler slice, 0: the kernel's (pe_pool_set_sched) */
 	size_t max_queue;
 	int closed, stopping;
 	/* the ticker */
@@ -136,6 +138,18 @@ static void run_job(struct pe_pool *p)
 	uv_mutex_lock(&p->lock);
 }
 
+/* Nice is not relative to the HTTP thread: every nice-0 thread of the scheduling group outweighs a
+ * worker 1.25^nice times (a 0.2 s table beside one busy loop on its CPU: 8 s at 19, 0.65 s at 5),
+ * which is why worker_nice defaults to 5, not 19 (tests/fault/test_worker_nice.c). The slice
+ * changes no share, only when a worker gives way (slice.h). Both best effort. Under p->lock. */
+static void apply_sched(struct pe_pool *p, pid_t tid)
+{
+	if (p->nice)
+		setpriority(PRIO_PROCESS, (id_t)tid, p->nice);
+	if (p->slice_us)
+		pe_slice_set(tid, p->slice_us); /* after the nice: it keeps the nice it reads */
+}
+
 static void worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -148,8 +162,7 @@ static void worker_main(void *arg)
 	}
 	uv_mutex_lock(&p->lock);
 	w->tid = (pid_t)syscall(SYS_gettid);
-	if (p->nice)
-		setpriority(PRIO_PROCESS, (id_t)w->tid, p->nice); /* best effort */
+	apply_sched(p, w->tid);
 	for (;;) {
 		size_t k;
 		struct task *t = claim(p, &k);
@@ -279,16 +292,14 @@ static void pin_workers(struct pe_pool *p)
 		p->workers[i].cpu = n >= 2 ? ids[i % (unsigned)n] : -1;
 }
 
-/* Nice is not relative to the HTTP thread: every nice-0 thread of the scheduling group outweighs a
- * worker 1.25^nice times (a 0.2 s table beside one busy loop on its CPU: 8 s at 19, 0.65 s at 5),
- * which is why worker_nice defaults to 5, not 19 (tests/fault/test_worker_nice.c). */
-void pe_pool_set_nice(struct pe_pool *p, int nice)
+void pe_pool_set_sched(struct pe_pool *p, int nice, unsigned slice_us)
 {
 	uv_mutex_lock(&p->lock);
 	p->nice = nice;
+	p->slice_us = slice_us;
 	for (unsigned i = 0; i < p->nworkers; i++)
 		if (p->workers[i].tid > 0) /* the others apply it as they start */
-			setpriority(PRIO_PROCESS, (id_t)p->workers[i].tid, nice); /* best effort */
+			apply_sched(p, p->workers[i].tid);
 	uv_mutex_unlock(&p->lock);
 }
 

@@ -33,9 +33,11 @@ struct pe_pool *pe_pool_new(unsigned workers, size_t max_queue, void (*tick)(voi
 			    unsigned tick_ms, struct pe_err *err);
 /* Run the workers at this nice value (0..19; Linux nice is per thread): the HTTP thread, at 0,
  * then takes a CPU from a worker the moment a request arrives, so small requests keep their
- * latency while large tables compute. Workers apply it as they start, and running ones at once;
- * best effort (an unprivileged process can raise nice, never lower it). Any thread. */
-void pe_pool_set_nice(struct pe_pool *p, int nice);
+ * latency while large tables compute. slice_us (0: the kernel's default) is the scheduler slice
+ * they ask for (daemon/slice.h): a long one lets a short-sliced HTTP thread preempt them at once.
+ * Workers apply both as they start, and running ones at once; best effort (an unprivileged
+ * process can raise nice, never lower it). Any thread. */
+void pe_pool_set_sched(struct pe_pool *p, int nice, unsigned slice_us);
 /* Run work(arg) on a worker. 0, PE_EBUSY when max_queue jobs are waiting, PE_EDRAINING after
  * pe_pool_close, PE_ENOMEM. Thread-safe. */
 int pe_pool_submit(struct pe_pool *p, void (*work)(void *), void *arg);

@@ -55,6 +55,9 @@ struct pe_http_hooks {
 	void (*observe)(void *ctx, const struct pe_http_request_info *info);
 	/* Prometheus text for /metrics into out. */
 	int (*render_metrics)(void *ctx, struct pe_buf *out);
+	/* Once on each HTTP thread, on its first request, before it is handled (may be NULL): the
+	 * daemon sets the thread's scheduling there. Thread: that MHD thread. */
+	void (*http_thread_started)(void *ctx);
 };
 
 /* A file embedded in the daemon, served at path with its media type. */

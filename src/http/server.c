@@ -361,12 +361,25 @@ static enum MHD_Result body_bytes(struct pe_http *h, struct req *r, struct MHD_C
 	return r->dropped > h->opt.linger_bytes ? MHD_NO : MHD_YES;
 }
 
+/* hooks.http_thread_started, the first time this thread sees a request (libmicrohttpd starts its
+ * threads with no hook of their own). */
+static void note_thread(struct pe_http *h)
+{
+	static _Thread_local int started;
+	if (!started) {
+		started = 1;
+		if (h->opt.hooks.http_thread_started)
+			h->opt.hooks.http_thread_started(h->opt.hooks.ctx);
+	}
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 			      const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
 	struct pe_http *h = cls;
 	struct req *r = *con_cls;
 	if (!r) {
+		note_thread(h);
 		r = calloc(1, sizeof *r);
 		if (!r)
 			return MHD_NO;

@@ -3,8 +3,9 @@
  * keeps running while free drains the queue), and free runs what was accepted before returning.
  * pe_pool_parallel: every chunk exactly once, on the caller and workers only; with every worker
  * busy the caller runs them all; with every worker a caller at once it still finishes; the JSON
- * encoder through the pool's hook writes the bytes of one thread. pe_pool_set_nice reaches every
- * worker, started or not, and no other thread. */
+ * encoder through the pool's hook writes the bytes of one thread. pe_pool_set_sched's nice and
+ * slice reach every worker, started or not, and no other thread. */
+#include "daemon/slice.h"
 #include "support/pe_check.h"
 
 #include <pthread.h>
@@ -127,28 +128,33 @@ START_TEST(workers_keep_to_distinct_cpus)
 END_TEST
 
 static atomic_int nice_seen[2], nice_started;
+static atomic_uint slice_seen[2];
 
 /* Record this worker's own nice value, then hold it until both jobs have started, so each job
  * runs on a different worker. */
 static void nice_job(void *arg)
 {
 	atomic_store(&nice_seen[*(int *)arg], 100 + getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)));
+	atomic_store(&slice_seen[*(int *)arg], pe_slice_get(0));
 	atomic_fetch_add(&nice_started, 1);
 	for (int i = 0; i < 5000 && atomic_load(&nice_started) < 2; i++)
 		usleep(1000);
 }
 
-/* pe_pool_set_nice reaches every worker: those already running and those not started yet. */
+/* pe_pool_set_sched reaches every worker: those already running and those not started yet. */
 START_TEST(workers_take_their_nice)
 {
 	struct pe_err err = {0};
 	static int idx[2] = {0, 1};
+	unsigned own = pe_slice_get(0);
+	int keeps = pe_slice_set(0, 700) == 0 && pe_slice_get(0) == 700; /* Linux 6.12+ */
+	pe_slice_set(0, own);
 	for (int round = 0; round < 2; round++) {
 		struct pe_pool *p = pe_pool_new(2, 10, NULL, NULL, 50, &err);
 		ck_assert_ptr_nonnull(p);
 		if (round == 1)
 			usleep(100000); /* both workers have started and are asleep */
-		pe_pool_set_nice(p, 7 + round);
+		pe_pool_set_sched(p, 7 + round, 3000 + 1000 * (unsigned)round);
 		atomic_store(&nice_started, 0);
 		for (int k = 0; k < 2; k++) {
 			atomic_store(&nice_seen[k], 0);
@@ -158,9 +164,13 @@ START_TEST(workers_take_their_nice)
 		for (int k = 0; k < 2; k++)
 			ck_assert_msg(atomic_load(&nice_seen[k]) - 100 == 7 + round, "round %d, job %d ran at nice %d", round,
 				      k, atomic_load(&nice_seen[k]) - 100);
+		for (int k = 0; k < 2 && keeps; k++) /* the slice too, where the kernel keeps one (slice.h) */
+			ck_assert_msg(atomic_load(&slice_seen[k]) == 3000 + 1000 * (unsigned)round,
+				      "round %d, job %d ran with a %u µs slice", round, k, atomic_load(&slice_seen[k]));
 		ck_assert_int_eq(atomic_load(&nice_started), 2);
 	}
 	ck_assert_msg(getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)) == 0, "the caller's own nice changed");
+	ck_assert_msg(pe_slice_get(0) == own, "the caller's own slice changed");
 }
 END_TEST
 
