@@ -37,11 +37,15 @@ static int threads_named(pid_t pid, const char *prefix)
 	return n;
 }
 
-static int threads_after_start(const char *const *args, const char *prefix)
+/* How many threads named prefix a daemon started with args has, waiting up to 2 s for want of them:
+ * libmicrohttpd names a thread from inside it, once it runs. */
+static int threads_after_start(const char *const *args, const char *prefix, int want)
 {
 	struct pe_spawn d;
 	daemon_start(&d, args);
-	int n = threads_named(d.pid, prefix);
+	int n = 0;
+	for (int i = 0; i < 200 && (n = threads_named(d.pid, prefix)) < want; i++)
+		sleep_s(0.01);
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "exits 0");
 	return n;
 }
@@ -49,7 +53,9 @@ static int threads_after_start(const char *const *args, const char *prefix)
 static void single_flight_across_threads(void)
 {
 	struct pe_spawn d;
-	const char *args[] = {"--workers", "1", NULL};
+	/* job_timeout well past the gate's hold: a connection whose thread is not seen at once costs
+	 * connect_to_thread's 5 s, and a dozen of them (24 s) were seen before both threads held one */
+	const char *args[] = {"--workers", "1", "--job-timeout", "300", NULL};
 	FILE *f = fopen(gate, "w");
 	fputs(GATED, f);
 	fclose(f);
@@ -92,12 +98,12 @@ int main(void)
 	}
 	snprintf(gate, sizeof gate, "%s/gate", dir);
 	setenv("POSENC_TEST_JOB_GATE", gate, 1);
-	int n = threads_after_start(NULL, "MHD-worker");
+	int n = threads_after_start(NULL, "MHD-worker", 2);
 	check(n == 2, "default: 2 HTTP threads (%d)", n);
 	const char *one[] = {"--http-threads", "1", NULL}, *three[] = {"--http-threads", "3", NULL};
-	n = threads_after_start(one, "MHD-single");
+	n = threads_after_start(one, "MHD-single", 1);
 	check(n == 1, "--http-threads 1: one MHD-single thread (%d)", n);
-	n = threads_after_start(three, "MHD-worker");
+	n = threads_after_start(three, "MHD-worker", 3);
 	check(n == 3, "--http-threads 3: 3 HTTP threads (%d)", n);
 	single_flight_across_threads();
 	unsetenv("POSENC_TEST_JOB_GATE");
