@@ -87,6 +87,8 @@ static const struct key keys[] = {
 	INT(http_threads, 1, 64,
 	    "libmicrohttpd threads that accept, parse and answer requests (each its own epoll; connections stay on one)"),
 	INT(worker_nice, 0, 19, "nice value of the pool's workers, so the HTTP thread preempts them; 0: equal"),
+	INT(reserve_cpus, 0, 1024,
+	    "CPUs left to the HTTP threads while they are busy: large tables then compute on the others (at least one); 0: none"),
 	INT(http_slice_us, 0, 100000,
 	    "scheduler slice the HTTP threads ask for (Linux 6.12+; the kernel raises it to 100): a short one preempts workers at once; 0: the kernel's"),
 	INT(worker_slice_us, 0, 100000,

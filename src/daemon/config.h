@@ -39,6 +39,7 @@ struct pe_config {
 	int64_t inline_max_us;         /* estimated µs of work computed on the HTTP thread; 0 = none */
 	int64_t http_threads;          /* libmicrohttpd threads (thread pool when > 1) */
 	int64_t worker_nice;           /* the pool's workers' nice value (0..19) */
+	int64_t reserve_cpus;          /* CPUs kept from heavy jobs while the HTTP threads are busy */
 	int64_t http_slice_us;         /* the HTTP threads' scheduler slice, µs; 0 = the kernel's */
 	int64_t worker_slice_us;       /* the workers' scheduler slice, µs; 0 = the kernel's */
 	char auth_token[256];          /* "" = none: only loopback clients may write */

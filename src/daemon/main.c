@@ -55,6 +55,12 @@ static void http_thread_hook(void *ctx)
 		pe_slice_set(0, (unsigned)d->cfg.http_slice_us);
 }
 
+static int submit_heavy_hook(void *ctx, void (*work)(void *), void *arg)
+{
+	struct daemon *d = ctx;
+	return pe_pool_submit_heavy(d->pool, work, arg);
+}
+
 static void ran_inline_hook(void *ctx)
 {
 	struct daemon *d = ctx;
@@ -65,6 +71,7 @@ static void observe_hook(void *ctx, const struct pe_http_request_info *info)
 {
 	struct daemon *d = ctx;
 	pe_metrics_observe(d->metrics, info);
+	pe_pool_note_request(d->pool);
 	pe_log_request(info);
 }
 
@@ -164,7 +171,7 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.store = d->store,
 		.parallel = pe_pool_parallel_hook(d->pool),
 		.auth_token = c->auth_token,
-		.hooks = {.ctx = d, .submit = submit_hook, .ran_inline = ran_inline_hook, .observe = observe_hook, .render_metrics = render_hook,
+		.hooks = {.ctx = d, .submit = submit_hook, .submit_heavy = submit_heavy_hook, .ran_inline = ran_inline_hook, .observe = observe_hook, .render_metrics = render_hook,
 			  .http_thread_started = http_thread_hook},
 	};
 	return pe_http_start(&o, err);
@@ -422,8 +429,10 @@ int main(int argc, char **argv)
 	d.pool = d.cache && d.budget && d.metrics
 			 ? pe_pool_new((unsigned)d.cfg.workers, (size_t)d.cfg.max_queue, tick, &d, 250, &err)
 			 : NULL;
-	if (d.pool)
+	if (d.pool) {
 		pe_pool_set_sched(d.pool, (int)d.cfg.worker_nice, (unsigned)d.cfg.worker_slice_us);
+		pe_pool_reserve_cpus(d.pool, (unsigned)d.cfg.reserve_cpus);
+	}
 	struct pe_http *h = d.pool ? start_http(&d, &err) : NULL;
 	if (!h) {
 		fprintf(stderr, "posencd: %s\n", err.detail[0] ? err.detail : "cannot start");

@@ -21,6 +21,7 @@
 #include <malloc.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -31,6 +32,7 @@
 struct job {
 	void (*work)(void *);
 	void *arg;
+	int heavy; /* pe_pool_submit_heavy: held back while the HTTP threads are busy */
 	struct job *next;
 };
 
@@ -72,6 +74,11 @@ struct pe_pool {
 	uv_cond_t tick_cv;
 	atomic_size_t queued, running;
 	atomic_uint_fast64_t submitted, completed, rejected, inlined;
+	/* the HTTP threads' reserve (pe_pool_reserve_cpus) */
+	unsigned heavy_cap;              /* heavy jobs and helpers at once while they are busy; 0: no cap */
+	unsigned heavy_running, helping; /* under the lock */
+	atomic_uint_fast64_t fg_window, fg_busy_until; /* pe_pool_note_request */
+	atomic_uint fg_count;
 };
 
 /* ---- under the lock ---- */
@@ -122,20 +129,51 @@ static void run_chunk(struct pe_pool *p, struct task *t, size_t k)
 		uv_cond_signal(&t->all_done);
 }
 
-static void run_job(struct pe_pool *p)
+/* Run the job *at links to (p->head or a queued job's next), unlinking it first. */
+static void run_job(struct pe_pool *p, struct job **at)
 {
-	struct job *j = p->head;
-	p->head = j->next;
-	if (!p->head)
-		p->tail = NULL;
+	struct job *j = *at;
+	*at = j->next;
+	if (p->tail == j)
+		p->tail = at == &p->head ? NULL : (struct job *)((char *)at - offsetof(struct job, next));
 	atomic_fetch_add(&p->running, 1); /* before queued drops: never both 0 while a job is live */
 	atomic_fetch_sub(&p->queued, 1);
+	p->heavy_running += (unsigned)j->heavy;
 	uv_mutex_unlock(&p->lock);
 	j->work(j->arg);
-	free(j);
 	atomic_fetch_add(&p->completed, 1);
 	atomic_fetch_sub(&p->running, 1);
 	uv_mutex_lock(&p->lock);
+	p->heavy_running -= (unsigned)j->heavy;
+	free(j);
+}
+
+/* ---- the HTTP threads' reserve ----
+ * While the HTTP threads are busy (FG_BUSY_REQUESTS requests finished within one FG_WINDOW_NS,
+ * and FG_HOLD_NS after), heavy jobs and the helpers of their parallel parts run at most heavy_cap
+ * at once, so the CPUs the HTTP threads need are not all taken by large tables; the rest wait in
+ * the queue, light jobs pass them. Measured on 2 vCPUs (AMD EPYC): the mixed load's small-request
+ * p99 with one worker 4.9-5.9 ms against 6.1-8.3 with two. */
+#define FG_WINDOW_NS 10000000ull    /* 10 ms */
+#define FG_BUSY_REQUESTS 32u        /* in one window: 3200 requests a second */
+#define FG_HOLD_NS (2 * FG_WINDOW_NS)
+#define FG_RECHECK_NS 1000000ull    /* how often a held-back worker looks again */
+
+static int foreground_busy(struct pe_pool *p) { return uv_hrtime() < atomic_load(&p->fg_busy_until); }
+
+/* May one more heavy job or helper start now? Under the lock. At shutdown, always. */
+static int heavy_room(struct pe_pool *p)
+{
+	return !p->heavy_cap || p->stopping || p->heavy_running + p->helping < p->heavy_cap || !foreground_busy(p);
+}
+
+/* The link to the first queued job that may start (a light one when there is no heavy room). */
+static struct job **next_job(struct pe_pool *p, int room)
+{
+	for (struct job **at = &p->head; *at; at = &(*at)->next)
+		if (room || !(*at)->heavy)
+			return at;
+	return NULL;
 }
 
 /* Nice is not relative to the HTTP thread: every nice-0 thread of the scheduling group outweighs a
@@ -165,13 +203,19 @@ static void worker_main(void *arg)
 	apply_sched(p, w->tid);
 	for (;;) {
 		size_t k;
-		struct task *t = claim(p, &k);
-		if (t)
+		int room = heavy_room(p);
+		struct task *t = room ? claim(p, &k) : NULL;
+		struct job **at = t ? NULL : next_job(p, room);
+		if (t) {
+			p->helping++;
 			run_chunk(p, t, k);
-		else if (p->head)
-			run_job(p);
+			p->helping--;
+		} else if (at)
+			run_job(p, at);
 		else if (p->stopping)
 			break;
+		else if (p->head || p->tasks) /* held back: look again soon, outside the idle list */
+			uv_cond_timedwait(&w->wake, &p->lock, FG_RECHECK_NS);
 		else {
 			w->woken = 0;
 			w->next_idle = p->idle;
@@ -333,12 +377,12 @@ struct pe_pool *pe_pool_new(unsigned workers, size_t max_queue, void (*tick)(voi
 	return p;
 }
 
-int pe_pool_submit(struct pe_pool *p, void (*work)(void *), void *arg)
+static int submit(struct pe_pool *p, void (*work)(void *), void *arg, int heavy)
 {
 	struct job *j = malloc(sizeof *j);
 	if (!j)
 		return PE_ENOMEM;
-	*j = (struct job){.work = work, .arg = arg};
+	*j = (struct job){.work = work, .arg = arg, .heavy = heavy};
 	struct worker *w = NULL;
 	uv_mutex_lock(&p->lock);
 	int rc = p->closed ? PE_EDRAINING : atomic_load(&p->queued) >= p->max_queue ? PE_EBUSY : 0;
@@ -359,6 +403,28 @@ int pe_pool_submit(struct pe_pool *p, void (*work)(void *), void *arg)
 		free(j);
 	}
 	return rc;
+}
+
+int pe_pool_submit(struct pe_pool *p, void (*work)(void *), void *arg) { return submit(p, work, arg, 0); }
+
+int pe_pool_submit_heavy(struct pe_pool *p, void (*work)(void *), void *arg) { return submit(p, work, arg, 1); }
+
+void pe_pool_reserve_cpus(struct pe_pool *p, unsigned cpus)
+{
+	uv_mutex_lock(&p->lock);
+	unsigned cap = p->width > cpus ? p->width - cpus : 1;
+	p->heavy_cap = cap < p->nworkers ? cap : 0; /* a cap of every worker holds nothing back */
+	uv_mutex_unlock(&p->lock);
+}
+
+void pe_pool_note_request(struct pe_pool *p)
+{
+	uint64_t now = uv_hrtime(), window = now / FG_WINDOW_NS;
+	uint_fast64_t seen = atomic_load_explicit(&p->fg_window, memory_order_relaxed);
+	if (window != seen && atomic_compare_exchange_strong(&p->fg_window, &seen, window))
+		atomic_store(&p->fg_count, 0); /* a request or two at the turn may count in either window */
+	if (atomic_fetch_add(&p->fg_count, 1) + 1 >= FG_BUSY_REQUESTS)
+		atomic_store(&p->fg_busy_until, now + FG_HOLD_NS);
 }
 
 void pe_pool_parallel(struct pe_pool *p, size_t n, void (*fn)(void *arg, size_t k), void *arg)

@@ -41,6 +41,16 @@ void pe_pool_set_sched(struct pe_pool *p, int nice, unsigned slice_us);
 /* Run work(arg) on a worker. 0, PE_EBUSY when max_queue jobs are waiting, PE_EDRAINING after
  * pe_pool_close, PE_ENOMEM. Thread-safe. */
 int pe_pool_submit(struct pe_pool *p, void (*work)(void *), void *arg);
+/* The same for a heavy job (a large table): while the HTTP threads are busy it may wait for one of
+ * the workers pe_pool_reserve_cpus leaves it, behind light jobs submitted after it. */
+int pe_pool_submit_heavy(struct pe_pool *p, void (*work)(void *), void *arg);
+/* Leave cpus of the CPUs the workers may use to the HTTP threads while they are busy: heavy jobs,
+ * with the helpers of their parallel parts, then run on the rest (at least one). Call before
+ * submitting. 0: no reserve (the default). */
+void pe_pool_reserve_cpus(struct pe_pool *p, unsigned cpus);
+/* A request was answered (the HTTP threads call this for each): how the pool knows they are busy,
+ * from the requests of the last 10-20 ms. Lock-free. */
+void pe_pool_note_request(struct pe_pool *p);
 /* fn(arg, k) for every k in [0, n), returning when all have returned. The calling thread takes the
  * chunks in order and workers with nothing to do take the next ones as they come free; with none
  * free, the caller runs them all. So a job on every worker calling this at once still finishes, and

@@ -49,6 +49,9 @@ struct pe_http_hooks {
 	void *ctx;
 	/* Run work(arg) on a worker thread. 0, PE_EBUSY (queue full) or PE_EDRAINING. Thread: MHD. */
 	int (*submit)(void *ctx, void (*work)(void *arg), void *arg);
+	/* The same for work estimated heavy (a large table: PE_PRODUCE_HEAVY_NS), which the daemon may
+	 * hold back while the HTTP threads are busy; NULL: submit. */
+	int (*submit_heavy)(void *ctx, void (*work)(void *arg), void *arg);
 	/* A computation ran on the HTTP thread instead (produce.h: inline work), for the job metrics. */
 	void (*ran_inline)(void *ctx);
 	/* A request finished (any thread that completes requests: the MHD thread). */

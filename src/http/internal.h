@@ -105,7 +105,11 @@ struct req {
 
 /* ---- response.c ---- */
 
-/* Queue a response and record its status; destroys resp. */
+/* The largest send buffer a connection keeps once it carries a larger body (pe_http_bound_sends). */
+#define PE_HTTP_SEND_BOUND (512 * 1024)
+/* Bound conn's send buffer when body_len is over PE_HTTP_SEND_BOUND (response.c says why). */
+void pe_http_bound_sends(struct MHD_Connection *conn, size_t body_len);
+/* Queue a response and record its status (after pe_http_bound_sends for r->bytes); destroys resp. */
 enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int status,
 			      struct MHD_Response *resp);
 enum MHD_Result pe_http_problem(struct req *r, struct MHD_Connection *conn, const struct pe_err *err);

@@ -382,6 +382,7 @@ static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, s
 	r->bytes = b->len;
 	if (hit && pe_http_cors_static(r->h) && !r->request_id_given) {
 		r->status = 200;
+		pe_http_bound_sends(conn, b->len);
 		enum MHD_Result rc = MHD_queue_response(conn, 200, b->shared);
 		pe_cache_release(e);
 		return rc;
@@ -550,6 +551,12 @@ static int small_enough(const struct pe_http *h, const struct job *j)
 	return j->pr->estimate_cb(j->job) <= (uint64_t)h->opt.inline_max_us * 1000;
 }
 
+/* Is j's work heavy (estimated over PE_PRODUCE_HEAVY_NS: a large table)? Without an estimate, no. */
+static int heavy(const struct job *j)
+{
+	return j->pr->estimate_cb && j->pr->estimate_cb(j->job) > PE_PRODUCE_HEAVY_NS;
+}
+
 /* A miss: this request computes, here when the work is small (the key is filled or failed before
  * this returns, and *inlined is set), else on the pool. Failures fail the key, which answers
  * every waiter. */
@@ -576,7 +583,8 @@ static int start_job(struct req *r, const struct pe_producer *pr, const struct p
 		*inlined = 1;
 		return 0;
 	}
-	int rc = h->opt.hooks.submit(h->opt.hooks.ctx, job_run, j);
+	int (*submit)(void *, void (*)(void *), void *) = heavy(j) ? h->opt.hooks.submit_heavy : NULL;
+	int rc = (submit ? submit : h->opt.hooks.submit)(h->opt.hooks.ctx, job_run, j);
 	if (rc != 0) {
 		job_free(j);
 		pe_cache_fail(h->opt.cache, key, keylen, rc); /* this request hears it on resuming */

@@ -88,6 +88,9 @@ int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param,
  * *share NULL without a budget. 0, or PE_EBUSY / PE_ETIMEOUT / PE_EDRAINING / PE_ENOMEM with err
  * set. Worker threads only. */
 #define PE_PRODUCE_SHARE_WAIT_S 2.0
+/* Work estimated over this (ns) goes to the pool through hooks.submit_heavy: a 512x768 JSON table
+ * is ~6 ms, a gzip'd small one ~0.3 ms. */
+#define PE_PRODUCE_HEAVY_NS 1000000u
 int pe_produce_share_open(struct pe_http *h, uint64_t n, struct pe_budget **share, struct pe_err *err);
 
 /* ---- inline work ----

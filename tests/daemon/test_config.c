@@ -79,6 +79,7 @@ static void expect_defaults(const struct pe_config *c)
 	ck_assert_int_eq(c->job_timeout, 30);
 	ck_assert_int_eq(c->inline_max_us, 50);
 	ck_assert_int_eq(c->worker_nice, 5);
+	ck_assert_int_eq(c->reserve_cpus, 1);
 	ck_assert_int_eq(c->http_slice_us, 100);
 	ck_assert_int_eq(c->worker_slice_us, 100000);
 	ck_assert_int_eq(c->http_threads, 2);
@@ -112,7 +113,7 @@ START_TEST(defaults_match_config_file)
 	json_error_t jerr;
 	json_t *root = json_load_file("config/posenc.json", 0, &jerr);
 	ck_assert_msg(root != NULL, "config/posenc.json: %s", jerr.text);
-	ck_assert_uint_eq(json_object_size(root), 32);
+	ck_assert_uint_eq(json_object_size(root), 33);
 #define INT_EQ(f) ck_assert_int_eq(cfg.f, json_integer_value(json_object_get(root, #f)))
 #define STR_EQ(f) ck_assert_str_eq(cfg.f, json_string_value(json_object_get(root, #f)))
 	INT_EQ(port);
@@ -136,6 +137,7 @@ START_TEST(defaults_match_config_file)
 	INT_EQ(job_timeout);
 	INT_EQ(inline_max_us);
 	INT_EQ(worker_nice);
+	INT_EQ(reserve_cpus);
 	INT_EQ(http_slice_us);
 	INT_EQ(worker_slice_us);
 	INT_EQ(http_threads);

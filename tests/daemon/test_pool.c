@@ -456,6 +456,120 @@ START_TEST(json_through_the_pool)
 }
 END_TEST
 
+/* ---- the HTTP threads' reserve (pe_pool_reserve_cpus) ---- */
+
+static atomic_int noting;
+
+/* Answered requests at a rate that keeps the pool's "HTTP threads busy" on (32 in 10 ms): 40 in
+ * every millisecond or so, so a slow machine still makes it. */
+static void *noter_main(void *arg)
+{
+	while (atomic_load(&noting)) {
+		for (int i = 0; i < 40; i++)
+			pe_pool_note_request(arg);
+		usleep(1000);
+	}
+	return NULL;
+}
+
+static pthread_t start_noting(struct pe_pool *p)
+{
+	pthread_t t;
+	atomic_store(&noting, 1);
+	ck_assert_int_eq(pthread_create(&t, NULL, noter_main, p), 0);
+	usleep(20000);
+	return t;
+}
+
+static void stop_noting(pthread_t t)
+{
+	atomic_store(&noting, 0);
+	pthread_join(t, NULL);
+}
+
+/* While the HTTP threads are busy, one heavy job at a time on two workers with one CPU reserved;
+ * a light job passes the one that waits; once they are quiet the second starts. */
+START_TEST(heavy_jobs_leave_the_reserve)
+{
+	struct pe_err err = {0};
+	atomic_store(&ran, 0);
+	atomic_store(&gate, 0);
+	struct pe_pool *p = pe_pool_new(2, 10, NULL, NULL, 50, &err);
+	ck_assert_ptr_nonnull(p);
+	pe_pool_reserve_cpus(p, 1);
+	pthread_t t = start_noting(p);
+	ck_assert_int_eq(pe_pool_submit_heavy(p, blocking_job, NULL), 0);
+	ck_assert_int_eq(pe_pool_submit_heavy(p, blocking_job, NULL), 0);
+	wait_running(p, 1);
+	usleep(50000);
+	struct pe_pool_stats s;
+	pe_pool_stats(p, &s);
+	ck_assert_msg(s.running == 1 && s.queued == 1, "busy: %zu heavy running, %zu queued (1, 1)", s.running, s.queued);
+	atomic_int light;
+	atomic_init(&light, 0);
+	ck_assert_int_eq(pe_pool_submit(p, count_job, &light), 0);
+	for (int i = 0; i < 5000 && !atomic_load(&light); i++)
+		usleep(1000);
+	ck_assert_msg(atomic_load(&light) == 1, "a light job waited behind the heavy one");
+	stop_noting(t);
+	wait_running(p, 2); /* quiet: the second heavy job starts */
+	atomic_store(&gate, 1);
+	pe_pool_free(p);
+	ck_assert_int_eq(atomic_load(&ran), 3);
+}
+END_TEST
+
+/* No reserve: heavy jobs take every worker, busy or not. At shutdown a held-back job still runs. */
+START_TEST(heavy_jobs_without_a_reserve)
+{
+	struct pe_err err = {0};
+	for (int reserve = 0; reserve < 2; reserve++) {
+		atomic_store(&ran, 0);
+		atomic_store(&gate, 0);
+		struct pe_pool *p = pe_pool_new(2, 10, NULL, NULL, 50, &err);
+		ck_assert_ptr_nonnull(p);
+		pe_pool_reserve_cpus(p, (unsigned)reserve);
+		pthread_t t = start_noting(p);
+		ck_assert_int_eq(pe_pool_submit_heavy(p, blocking_job, NULL), 0);
+		ck_assert_int_eq(pe_pool_submit_heavy(p, blocking_job, NULL), 0);
+		wait_running(p, reserve ? 1 : 2);
+		atomic_store(&gate, 1);
+		pe_pool_free(p); /* still busy: the held-back one runs all the same */
+		stop_noting(t);
+		ck_assert_int_eq(atomic_load(&ran), 2);
+	}
+}
+END_TEST
+
+static struct pe_pool *reserve_pool;
+
+static void parallel_job(void *arg) { pe_pool_parallel(reserve_pool, 16, chunk_fn, arg); }
+
+/* A heavy job's parallel parts get no helper while the HTTP threads are busy and it holds the one
+ * CPU left to heavy work: every chunk runs on its own worker. */
+START_TEST(heavy_job_helpers_leave_the_reserve)
+{
+	struct pe_err err = {0};
+	struct par x;
+	par_init(&x);
+	reserve_pool = pe_pool_new(2, 10, NULL, NULL, 50, &err);
+	ck_assert_ptr_nonnull(reserve_pool);
+	pe_pool_reserve_cpus(reserve_pool, 1);
+	pthread_t t = start_noting(reserve_pool);
+	ck_assert_int_eq(pe_pool_submit_heavy(reserve_pool, parallel_job, &x), 0);
+	struct pe_pool_stats s = {0};
+	for (int i = 0; i < 5000 && s.completed < 1; i++) {
+		usleep(1000);
+		pe_pool_stats(reserve_pool, &s); /* done before pe_pool_free: shutdown lifts the reserve */
+	}
+	stop_noting(t);
+	pe_pool_free(reserve_pool);
+	for (int k = 0; k < 16; k++)
+		ck_assert_int_eq(atomic_load(&x.hits[k]), 1);
+	ck_assert_msg(x.nseen == 1, "chunks ran on %d threads", x.nseen);
+}
+END_TEST
+
 static Suite *pool_suite(void)
 {
 	Suite *s = suite_create("pool");
@@ -475,6 +589,12 @@ static Suite *pool_suite(void)
 	tcase_add_test(par, parallel_every_worker_a_caller);
 	tcase_add_test(par, json_through_the_pool);
 	suite_add_tcase(s, par);
+	TCase *res = tcase_create("reserve");
+	tcase_set_timeout(res, 30);
+	tcase_add_test(res, heavy_jobs_leave_the_reserve);
+	tcase_add_test(res, heavy_jobs_without_a_reserve);
+	tcase_add_test(res, heavy_job_helpers_leave_the_reserve);
+	suite_add_tcase(s, res);
 	return s;
 }
 
