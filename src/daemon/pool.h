@@ -25,6 +25,7 @@ struct pe_pool_stats {
 	uint64_t inlined; /* computations that ran on the HTTP thread (pe_pool_count_inline) */
 	size_t queued;  /* accepted, not yet started */
 	size_t running; /* on a worker now */
+	uint64_t trims; /* times the ticker handed free heap pages back (pool.c trim_heap) */
 };
 
 /* tick(tick_arg) runs on the ticker thread every tick_ms (tick may be NULL: no ticker). NULL with
