@@ -91,6 +91,18 @@ static void serve_on_every_thread(const struct pe_spawn *d)
 	check(ep.n == 2 && threads == ep.n, "requests served on each of the %d HTTP threads (%d)", ep.n, threads);
 }
 
+/* Both HTTP threads at http_us and (once started) both workers at worker_us, the rest at dflt. */
+static void check_slices(pid_t pid, unsigned http_us, unsigned worker_us, unsigned dflt, const char *how)
+{
+	int total = 0, http = threads_at(pid, http_us, &total), workers = 0;
+	check(http == 2, "%s: both HTTP threads at %u µs (%d of %d threads)", how, http_us, http, total);
+	for (int i = 0; i < 500 && (workers = threads_at(pid, worker_us, &total)) != 2; i++)
+		sleep_s(0.01); /* workers set theirs as they start */
+	check(workers == 2, "%s: both workers at %u µs (%d of %d threads)", how, worker_us, workers, total);
+	int rest = threads_at(pid, dflt, &total);
+	check(rest == total - 4, "%s: the other threads keep the kernel's %u µs (%d of %d)", how, dflt, rest, total);
+}
+
 int main(void)
 {
 	fault_init("sched_slice", 60);
@@ -103,16 +115,8 @@ int main(void)
 	const char *two[] = {"--http-threads", "2", "--workers", "2", NULL};
 	daemon_start(&d, two);
 	serve_on_every_thread(&d);
-	if (keeps) {
-		int total = 0, http = threads_at(d.pid, 100, &total);
-		check(http == 2, "default http_slice_us: both HTTP threads at 100 µs (%d of %d threads)", http, total);
-		int workers = 0;
-		for (int i = 0; i < 500 && (workers = threads_at(d.pid, 100000, &total)) != 2; i++)
-			sleep_s(0.01); /* workers set theirs as they start */
-		check(workers == 2, "default worker_slice_us: both workers at 100 ms (%d of %d threads)", workers, total);
-		int rest = threads_at(d.pid, dflt, &total);
-		check(rest == total - 4, "the other threads keep the kernel's %u µs (%d of %d)", dflt, rest, total);
-	}
+	if (keeps)
+		check_slices(d.pid, 100, 100000, dflt, "defaults");
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "exits 0");
 
 	const char *off[] = {"--http-threads", "2", "--workers", "2", "--http-slice-us", "0", "--worker-slice-us", "0",
@@ -128,14 +132,8 @@ int main(void)
 	const char *odd[] = {"--http-threads", "2", "--workers", "2", "--http-slice-us", "2500", "--worker-slice-us", "7000", NULL};
 	daemon_start(&d, odd);
 	serve_on_every_thread(&d);
-	if (keeps) {
-		int total = 0, http = threads_at(d.pid, 2500, &total);
-		check(http == 2, "--http-slice-us 2500 applied as asked (%d of %d threads)", http, total);
-		int workers = 0;
-		for (int i = 0; i < 500 && (workers = threads_at(d.pid, 7000, &total)) != 2; i++)
-			sleep_s(0.01);
-		check(workers == 2, "--worker-slice-us 7000 applied as asked (%d of %d threads)", workers, total);
-	}
+	if (keeps)
+		check_slices(d.pid, 2500, 7000, dflt, "--http-slice-us 2500 --worker-slice-us 7000");
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "exits 0");
 	return fault_finish();
 }
