@@ -421,7 +421,7 @@ void pe_pool_reserve_cpus(struct pe_pool *p, unsigned cpus)
 {
 	uv_mutex_lock(&p->lock);
 	unsigned cap = p->width > cpus ? p->width - cpus : 1;
-	p->heavy_cap = cap < p->nworkers ? cap : 0; /* a cap of every worker holds nothing back */
+	p->heavy_cap = cpus && cap < p->nworkers ? cap : 0; /* no reserve, or a cap of every worker: none */
 	uv_mutex_unlock(&p->lock);
 }
 
