@@ -66,6 +66,7 @@ struct pe_pool {
 	unsigned slice_us; /* their scheduler slice, 0: the kernel's (pe_pool_set_sched) */
 	size_t max_queue;
 	int closed, stopping;
+	int joined; /* pe_pool_stop: the threads are gone (owner's thread only) */
 	/* the ticker */
 	void (*tick)(void *);
 	void *tick_arg;
@@ -501,10 +502,17 @@ void pe_pool_stats(struct pe_pool *p, struct pe_pool_stats *out)
 	out->trims = atomic_load(&p->trims);
 }
 
+void pe_pool_stop(struct pe_pool *p)
+{
+	if (!p->joined)
+		stop_threads(p, p->nworkers);
+	p->joined = 1;
+}
+
 void pe_pool_free(struct pe_pool *p)
 {
 	if (!p)
 		return;
-	stop_threads(p, p->nworkers);
+	pe_pool_stop(p);
 	destroy(p);
 }

@@ -4,7 +4,9 @@
  * and heavy jobs (some with parallel parts) submitted from several threads at once while "busy"
  * flaps on and off each run exactly once, the counts add up, and the reserve's accounting is
  * intact afterwards (one heavy job at a time while busy, all once quiet); pe_pool_close and
- * pe_pool_free while heavy jobs are held back run every accepted one. Meant to be run under
+ * pe_pool_stop while heavy jobs are held back and busy goes on runs every accepted one, and the
+ * stopped pool still takes notes and counts until it is freed (the daemon's HTTP threads answer,
+ * and note, until they stop, after the pool's threads: a freed pool was a use after free). Meant to be run under
  * ThreadSanitizer too (the run_job middle-of-queue unlink and tail fix). */
 #include "support/pe_check.h"
 
@@ -85,8 +87,8 @@ static size_t heavy_at_once(struct pe_pool *p, size_t want)
 	ck_assert_int_eq(pe_pool_submit_heavy(p, gated_job, NULL), 0);
 	size_t n = settle_running(p, want);
 	atomic_store(&gate, 1);
+	stop_noting(t); /* before free: noting on a freed pool is the caller's use after free */
 	pe_pool_free(p);
-	stop_noting(t);
 	ck_assert_int_eq(atomic_load(&gated_ran), 2);
 	return n;
 }
@@ -234,8 +236,9 @@ static atomic_int plain_runs;
 
 static void plain_job(void *arg) { atomic_fetch_add(&plain_runs, 1); }
 
-/* Close and free while heavy jobs are held back and busy never ends: close refuses new ones, and
- * free runs every accepted one (shutdown lifts the reserve) and returns. */
+/* Close and stop while heavy jobs are held back and busy never ends: close refuses new ones, stop
+ * runs every accepted one (shutdown lifts the reserve) and returns; notes, stats and counts on the
+ * stopped pool are fine until it is freed. */
 START_TEST(close_and_free_while_held_back)
 {
 	struct pe_err err = {0};
@@ -259,10 +262,16 @@ START_TEST(close_and_free_while_held_back)
 	pe_pool_close(p);
 	ck_assert_int_eq(pe_pool_submit_heavy(p, plain_job, NULL), PE_EDRAINING);
 	atomic_store(&gate, 1);
-	pe_pool_free(p); /* busy still: every held-back job runs all the same */
-	stop_noting(t);
+	pe_pool_stop(p); /* busy still: every held-back job runs all the same */
 	ck_assert_int_eq(atomic_load(&plain_runs), 40);
 	ck_assert_int_eq(atomic_load(&gated_ran), 1);
+	pe_pool_stats(p, &s); /* a stopped pool still takes notes and tells its counts (the HTTP threads */
+	ck_assert_uint_eq(s.completed, 41); /* answer until they stop, after the pool's threads) */
+	ck_assert_uint_eq(s.queued + s.running, 0);
+	ck_assert_int_eq(pe_pool_submit(p, plain_job, NULL), PE_EDRAINING);
+	pe_pool_count_inline(p);
+	stop_noting(t);
+	pe_pool_free(p);
 }
 END_TEST
 
