@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "daemon/pool.h"
@@ -275,6 +276,49 @@ START_TEST(close_and_free_while_held_back)
 }
 END_TEST
 
+/* Workers held back while busy sleep: 63 of 64 workers waiting behind one running heavy job (each
+ * woken by a heavy submit, finding no room) must not poll the lock. Counted in the process's
+ * voluntary context switches over one second of busy, not in time: polling every millisecond
+ * costs one switch per worker and millisecond (~63000), sleeping until busy may have ended
+ * (FG_HOLD_NS, 20 ms) some 50 per worker; the noter's own 1000 are not counted. */
+START_TEST(held_back_workers_sleep)
+{
+	enum { W = 64 };
+	struct pe_err err = {0};
+	atomic_store(&gate, 0);
+	atomic_store(&gated_ran, 0);
+	atomic_store(&plain_runs, 0);
+	struct pe_pool *p = pe_pool_new(W, 2 * W, NULL, NULL, 50, &err);
+	ck_assert_ptr_nonnull(p);
+	pe_pool_reserve_cpus(p, 1024); /* cap 1 whatever the CPUs */
+	pthread_t t = start_noting(p, 0);
+	ck_assert_int_eq(pe_pool_submit_heavy(p, gated_job, NULL), 0);
+	ck_assert_uint_eq(settle_running(p, 1), 1);
+	for (int i = 0; i < W - 1; i++)
+		ck_assert_int_eq(pe_pool_submit_heavy(p, plain_job, NULL), 0);
+	usleep(100000);
+	struct rusage a, b;
+	getrusage(RUSAGE_SELF, &a);
+	usleep(1000000);
+	getrusage(RUSAGE_SELF, &b);
+	long switches = b.ru_nvcsw - a.ru_nvcsw;
+	struct pe_pool_stats s;
+	pe_pool_stats(p, &s);
+	ck_assert_msg(s.running == 1 && s.queued == W - 1, "busy: %zu running, %zu queued", s.running, s.queued);
+	/* a light job still starts at once: a held-back worker is woken for it */
+	ck_assert_int_eq(pe_pool_submit(p, plain_job, NULL), 0);
+	for (int i = 0; i < 5000 && !atomic_load(&plain_runs); i++)
+		usleep(1000);
+	ck_assert_int_eq(atomic_load(&plain_runs), 1);
+	atomic_store(&gate, 1);
+	stop_noting(t);
+	pe_pool_free(p);
+	ck_assert_int_eq(atomic_load(&plain_runs), W);
+	printf("held_back_workers_sleep: %ld voluntary switches in 1 s with %d workers held back\n", switches, W - 1);
+	ck_assert_msg(switches < 12000, "%ld voluntary context switches in 1 s: held-back workers poll", switches);
+}
+END_TEST
+
 static Suite *pool_attack_suite(void)
 {
 	Suite *s = suite_create("pool_attack");
@@ -285,6 +329,7 @@ static Suite *pool_attack_suite(void)
 	tcase_add_test(tc, huge_reserve_keeps_one_heavy);
 	tcase_add_test(tc, storm_of_mixed_jobs);
 	tcase_add_test(tc, close_and_free_while_held_back);
+	tcase_add_test(tc, held_back_workers_sleep);
 	suite_add_tcase(s, tc);
 	return s;
 }
