@@ -3,14 +3,16 @@
  * threads' slice hook:
  *  - a flood of cheap pipelined requests keeps the HTTP threads "busy" while a heavy table is held
  *    at POSENC_TEST_JOB_GATE on one worker: a second heavy table waits in the queue (when the flood
- *    reached the busy rate), a light pooled table passes it and is answered, /healthz and
+ *    reached the busy rate) with a joiner, a light pooled table passes it and is answered, /healthz and
  *    /metrics answer; then SIGTERM with the flood still on: the daemon exits 0 in time and both
- *    heavy requests get a whole answer (200, or a 503 problem);
+ *    heavy requests and the joiner get a whole answer (200, or a 503 problem), the joiner the same;
+ *    open connections are answered during the drain, which noted each on a freed pool (ASan);
  *  - big and small answers on one keep-alive connection (pipelined) arrive whole and in order;
  *    slow readers holding big answers on bounded send buffers leave the response budget at 0 once
  *    they go, and the daemon answers meanwhile;
  *  - the slice hook runs once per HTTP thread, whatever a client sends: each MHD thread's slice is
- *    the configured one after many connections (when the kernel keeps slices at all).
+ *    the configured one after many connections (when the kernel keeps slices at all), with two HTTP
+ *    threads and with one (and one worker).
  * No timing is asserted. */
 #include "fault/fault.h"
 
@@ -130,13 +132,16 @@ static void sigterm_while_held_back(void)
 	pthread_t flood;
 	atomic_store(&flooding, 1);
 	pthread_create(&flood, NULL, flood_main, &d.port);
-	struct getter held = {.port = d.port, .path = HEAVY_HELD}, waiting = {.port = d.port, .path = HEAVY_WAITING};
+	struct getter held = {.port = d.port, .path = HEAVY_HELD}, waiting = {.port = d.port, .path = HEAVY_WAITING},
+		      joiner = {.port = d.port, .path = HEAVY_WAITING};
 	pthread_create(&held.th, NULL, get_main, &held);
 	check(wait_metric_eq(d.port, "posenc_jobs_in_flight", 1), "the first heavy table runs, held at the gate");
 	long before = atomic_load(&flood_answers);
 	double t0 = now_s();
 	pthread_create(&waiting.th, NULL, get_main, &waiting);
-	sleep_s(0.5);
+	sleep_s(0.2);
+	pthread_create(&joiner.th, NULL, get_main, &joiner); /* single flight: joins the held-back job */
+	sleep_s(0.3);
 	double depth = metric(d.port, "posenc_queue_depth"), running = metric(d.port, "posenc_jobs_in_flight");
 	double rate = (double)(atomic_load(&flood_answers) - before) / (now_s() - t0);
 	note("flood: %.0f answers/s (busy is 3200/s); queue depth %.0f, in flight %.0f", rate, depth, running);
@@ -164,11 +169,15 @@ static void sigterm_while_held_back(void)
 	pthread_join(flood, NULL);
 	pthread_join(held.th, NULL);
 	pthread_join(waiting.th, NULL);
+	pthread_join(joiner.th, NULL);
 	check(whole_200_or_503(&held), "the gated heavy request is answered whole: %d (%zu B)", held.r.status, held.r.body_len);
 	check(whole_200_or_503(&waiting), "the held-back heavy request is answered whole: %d (%zu B)", waiting.r.status,
 	      waiting.r.body_len);
+	check(whole_200_or_503(&joiner) && joiner.r.status == waiting.r.status && joiner.r.body_len == waiting.r.body_len,
+	      "its joiner gets the same answer: %d (%zu B)", joiner.r.status, joiner.r.body_len);
 	resp_free(&held.r);
 	resp_free(&waiting.r);
+	resp_free(&joiner.r);
 }
 
 /* ---- big and small answers on one connection; slow readers of big ones ---- */
@@ -316,7 +325,7 @@ static int thread_slices(pid_t pid, const char *name, unsigned *lo, unsigned *hi
 	return n;
 }
 
-static void slice_once_per_thread(struct pe_spawn *d)
+static void slice_once_per_thread(struct pe_spawn *d, int threads)
 {
 	for (int i = 0; i < 200; i++) { /* many connections, many first requests */
 		struct resp r;
@@ -328,7 +337,7 @@ static void slice_once_per_thread(struct pe_spawn *d)
 	note("%d MHD threads, slices %u..%u us", n, lo, hi);
 	if (n > 0 && hi > 0) /* the kernel keeps slices (6.12+) */
 		check(lo == 100 && hi == 100, "every HTTP thread keeps the 100 us slice after 200 connections (%u..%u)", lo, hi);
-	check(n >= 2, "two HTTP threads (%d), no thread per connection", n);
+	check(n == threads, "%d HTTP threads (%d), no thread per connection", threads, n);
 }
 
 int main(void)
@@ -348,9 +357,14 @@ int main(void)
 	daemon_start(&d, args);
 	big_and_small_on_one_connection(d.port);
 	slow_readers_of_big_answers(&d);
-	slice_once_per_thread(&d);
+	slice_once_per_thread(&d, 2);
 	check(daemon_alive(&d), "daemon alive");
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "exits 0 after SIGTERM");
+	const char *one[] = {"--workers", "1", "--http-threads", "1", NULL}; /* no reserve to keep: one worker */
+	daemon_start(&d, one);
+	big_and_small_on_one_connection(d.port);
+	slice_once_per_thread(&d, 1);
+	check(daemon_stop(&d, SIGTERM, 30) == 0, "one worker, one HTTP thread: exits 0 after SIGTERM");
 	unlink(gate);
 	rmdir(dir);
 	return fault_finish();
