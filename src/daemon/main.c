@@ -335,7 +335,7 @@ static void stop_work(struct daemon *d, struct pe_http *h, int overdue)
 			pthread_detach(t);
 	}
 	pe_http_tick(h, 1);
-	pe_pool_free(d->pool);
+	pe_pool_stop(d->pool); /* freed after the HTTP threads stop: they note every answer on it */
 }
 
 /* The store's findings (quarantined or foreign files in data_dir; the database down, up again)
@@ -450,6 +450,7 @@ int main(int argc, char **argv)
 	stop_work(&d, h, drain(&d, h, deadline));
 	atomic_store(&d.http, NULL);
 	pe_http_stop(h);
+	pe_pool_free(d.pool);
 	pe_cache_free(d.cache);
 	pe_budget_free(d.budget); /* after the cache: its last entries give back to it */
 	pe_store_close(d.store);

@@ -66,6 +66,7 @@ struct pe_pool {
 	unsigned slice_us; /* their scheduler slice, 0: the kernel's (pe_pool_set_sched) */
 	size_t max_queue;
 	int closed, stopping;
+	int joined; /* pe_pool_stop: the threads are gone (owner's thread only) */
 	/* the ticker */
 	void (*tick)(void *);
 	void *tick_arg;
@@ -160,7 +161,7 @@ static void run_job(struct pe_pool *p, struct job **at)
 #define FG_WINDOW_NS 10000000ull    /* 10 ms */
 #define FG_BUSY_REQUESTS 32u        /* in one window: 3200 requests a second */
 #define FG_HOLD_NS (2 * FG_WINDOW_NS)
-#define FG_RECHECK_NS 1000000ull    /* how often a held-back worker looks again */
+#define FG_RECHECK_NS 1000000ull    /* past the end of busy, when a held-back worker looks again */
 
 static int foreground_busy(struct pe_pool *p) { return uv_hrtime() < atomic_load(&p->fg_busy_until); }
 
@@ -191,6 +192,38 @@ static void apply_sched(struct pe_pool *p, pid_t tid)
 		pe_slice_set(tid, p->slice_us); /* after the nice: it keeps the nice it reads */
 }
 
+static void unlink_idle(struct pe_pool *p, struct worker *w)
+{
+	for (struct worker **at = &p->idle; *at; at = &(*at)->next_idle)
+		if (*at == w) {
+			*at = w->next_idle;
+			return;
+		}
+}
+
+/* On the idle list until woken (a submit, a parallel task, shutdown). A worker held back (jobs or
+ * chunks wait for heavy room) waits there too, so a light job wakes it at once, and also leaves
+ * when busy may have ended: room that a finishing job or helper makes is taken by that thread,
+ * which looks at the queue next. Polling every FG_RECHECK_NS instead cost each held-back worker
+ * 1000 wake-ups a second, on the lock, while the HTTP threads were busy (test_pool_attack). */
+static void sleep_idle(struct pe_pool *p, struct worker *w, int held)
+{
+	w->woken = 0;
+	w->next_idle = p->idle;
+	p->idle = w;
+	while (!w->woken) {
+		uint64_t now = uv_hrtime(), until = held ? atomic_load(&p->fg_busy_until) : 0;
+		if (!held)
+			uv_cond_wait(&w->wake, &p->lock);
+		else if (now < until)
+			uv_cond_timedwait(&w->wake, &p->lock, until - now + FG_RECHECK_NS);
+		else {
+			unlink_idle(p, w);
+			return;
+		}
+	}
+}
+
 static void worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -217,15 +250,8 @@ static void worker_main(void *arg)
 			run_job(p, at);
 		else if (p->stopping)
 			break;
-		else if (p->head || p->tasks) /* held back: look again soon, outside the idle list */
-			uv_cond_timedwait(&w->wake, &p->lock, FG_RECHECK_NS);
-		else {
-			w->woken = 0;
-			w->next_idle = p->idle;
-			p->idle = w;
-			while (!w->woken)
-				uv_cond_wait(&w->wake, &p->lock);
-		}
+		else
+			sleep_idle(p, w, p->head || p->tasks);
 	}
 	uv_mutex_unlock(&p->lock);
 }
@@ -422,7 +448,7 @@ void pe_pool_reserve_cpus(struct pe_pool *p, unsigned cpus)
 {
 	uv_mutex_lock(&p->lock);
 	unsigned cap = p->width > cpus ? p->width - cpus : 1;
-	p->heavy_cap = cap < p->nworkers ? cap : 0; /* a cap of every worker holds nothing back */
+	p->heavy_cap = cpus && cap < p->nworkers ? cap : 0; /* no reserve, or a cap of every worker: none */
 	uv_mutex_unlock(&p->lock);
 }
 
@@ -502,10 +528,17 @@ void pe_pool_stats(struct pe_pool *p, struct pe_pool_stats *out)
 	out->trims = atomic_load(&p->trims);
 }
 
+void pe_pool_stop(struct pe_pool *p)
+{
+	if (!p->joined)
+		stop_threads(p, p->nworkers);
+	p->joined = 1;
+}
+
 void pe_pool_free(struct pe_pool *p)
 {
 	if (!p)
 		return;
-	stop_threads(p, p->nworkers);
+	pe_pool_stop(p);
 	destroy(p);
 }

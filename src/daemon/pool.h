@@ -66,7 +66,11 @@ void pe_pool_count_inline(struct pe_pool *p);
 /* Refuse new jobs from now on; accepted ones still run. */
 void pe_pool_close(struct pe_pool *p);
 void pe_pool_stats(struct pe_pool *p, struct pe_pool_stats *out);
-/* Run what was accepted to completion, stop the threads, free. At shutdown the caller first calls
+/* Run what was accepted to completion and stop the threads (pe_pool_close's refusals from then
+ * on), keeping p: the HTTP threads may still note requests, count and read stats until they stop
+ * too (pe_pool_note_request on a freed pool was a use after free at shutdown). Owner's thread. */
+void pe_pool_stop(struct pe_pool *p);
+/* pe_pool_stop if not yet, then free. At shutdown the caller first calls
  * pe_cancel_all() (posenc/core.h): running kernels then stop at their next check and jobs still
  * queued fail as they start, so this join takes moments, not the queue's work. */
 void pe_pool_free(struct pe_pool *p);

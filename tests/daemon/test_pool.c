@@ -536,8 +536,9 @@ START_TEST(heavy_jobs_without_a_reserve)
 		ck_assert_int_eq(pe_pool_submit_heavy(p, blocking_job, NULL), 0);
 		wait_running(p, reserve ? 1 : 2);
 		atomic_store(&gate, 1);
-		pe_pool_free(p); /* still busy: the held-back one runs all the same */
-		stop_noting(t);
+		pe_pool_stop(p); /* still busy: the held-back one runs all the same */
+		stop_noting(t);  /* then free: noting on a freed pool is a use after free */
+		pe_pool_free(p);
 		ck_assert_int_eq(atomic_load(&ran), 2);
 	}
 }
