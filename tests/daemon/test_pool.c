@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon/pool.h"
+#include "daemon/pool_noter.h"
 #include "posenc/core.h"
 
 static atomic_int ran, ticks;
@@ -460,35 +461,6 @@ END_TEST
 
 /* ---- the HTTP threads' reserve (pe_pool_reserve_cpus) ---- */
 
-static atomic_int noting;
-
-/* Answered requests at a rate that keeps the pool's "HTTP threads busy" on (32 in 10 ms): 40 in
- * every millisecond or so, so a slow machine still makes it. */
-static void *noter_main(void *arg)
-{
-	while (atomic_load(&noting)) {
-		for (int i = 0; i < 40; i++)
-			pe_pool_note_request(arg);
-		usleep(1000);
-	}
-	return NULL;
-}
-
-static pthread_t start_noting(struct pe_pool *p)
-{
-	pthread_t t;
-	atomic_store(&noting, 1);
-	ck_assert_int_eq(pthread_create(&t, NULL, noter_main, p), 0);
-	usleep(20000);
-	return t;
-}
-
-static void stop_noting(pthread_t t)
-{
-	atomic_store(&noting, 0);
-	pthread_join(t, NULL);
-}
-
 /* While the HTTP threads are busy, one heavy job at a time on two workers with one CPU reserved;
  * a light job passes the one that waits; once they are quiet the second starts. */
 START_TEST(heavy_jobs_leave_the_reserve)
@@ -499,7 +471,7 @@ START_TEST(heavy_jobs_leave_the_reserve)
 	struct pe_pool *p = pe_pool_new(2, 10, NULL, NULL, 50, &err);
 	ck_assert_ptr_nonnull(p);
 	pe_pool_reserve_cpus(p, 1);
-	pthread_t t = start_noting(p);
+	pthread_t t = start_noting(p, 0);
 	ck_assert_int_eq(pe_pool_submit_heavy(p, blocking_job, NULL), 0);
 	ck_assert_int_eq(pe_pool_submit_heavy(p, blocking_job, NULL), 0);
 	wait_running(p, 1);
@@ -531,7 +503,7 @@ START_TEST(heavy_jobs_without_a_reserve)
 		struct pe_pool *p = pe_pool_new(2, 10, NULL, NULL, 50, &err);
 		ck_assert_ptr_nonnull(p);
 		pe_pool_reserve_cpus(p, (unsigned)reserve);
-		pthread_t t = start_noting(p);
+		pthread_t t = start_noting(p, 0);
 		ck_assert_int_eq(pe_pool_submit_heavy(p, blocking_job, NULL), 0);
 		ck_assert_int_eq(pe_pool_submit_heavy(p, blocking_job, NULL), 0);
 		wait_running(p, reserve ? 1 : 2);
@@ -558,7 +530,7 @@ START_TEST(heavy_job_helpers_leave_the_reserve)
 	reserve_pool = pe_pool_new(2, 10, NULL, NULL, 50, &err);
 	ck_assert_ptr_nonnull(reserve_pool);
 	pe_pool_reserve_cpus(reserve_pool, 1);
-	pthread_t t = start_noting(reserve_pool);
+	pthread_t t = start_noting(reserve_pool, 0);
 	ck_assert_int_eq(pe_pool_submit_heavy(reserve_pool, parallel_job, &x), 0);
 	struct pe_pool_stats s = {0};
 	for (int i = 0; i < 5000 && s.completed < 1; i++) {
@@ -593,7 +565,7 @@ START_TEST(no_trim_while_busy)
 	int reports = mi.fordblks - mi.keepcost >= (size_t)32 << 20;
 	struct pe_pool *p = pe_pool_new(1, 10, tick_cb, NULL, 50, &err);
 	ck_assert_ptr_nonnull(p);
-	pthread_t t = start_noting(p);
+	pthread_t t = start_noting(p, 0);
 	usleep(9 * 1000 * 1000); /* two of the ticker's trim periods (TRIM_EVERY_NS) */
 	struct pe_pool_stats s;
 	pe_pool_stats(p, &s);

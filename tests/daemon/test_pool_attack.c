@@ -19,39 +19,9 @@
 #include <unistd.h>
 
 #include "daemon/pool.h"
+#include "daemon/pool_noter.h"
 
 /* ---- helpers ---- */
-
-static atomic_int noting, noter_flaps;
-
-/* Note answered requests at a busy rate (40 a millisecond; busy is 32 in 10 ms); with flaps set,
- * alternately ~5 ms busy and ~40 ms quiet, so "busy" turns on and off (it holds for 20 ms). */
-static void *noter_main(void *arg)
-{
-	for (unsigned round = 0; atomic_load(&noting); round++) {
-		int quiet = atomic_load(&noter_flaps) && round % 10 >= 5;
-		for (int i = 0; i < 40 && !quiet; i++)
-			pe_pool_note_request(arg);
-		usleep(quiet ? 8000 : 1000);
-	}
-	return NULL;
-}
-
-static pthread_t start_noting(struct pe_pool *p, int flaps)
-{
-	pthread_t t;
-	atomic_store(&noter_flaps, flaps);
-	atomic_store(&noting, 1);
-	ck_assert_int_eq(pthread_create(&t, NULL, noter_main, p), 0);
-	usleep(20000);
-	return t;
-}
-
-static void stop_noting(pthread_t t)
-{
-	atomic_store(&noting, 0);
-	pthread_join(t, NULL);
-}
 
 static atomic_int gate, gated_ran;
 
