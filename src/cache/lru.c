@@ -320,18 +320,10 @@ static void remove_ready(struct pe_cache *c, struct pe_cache_entry *e, struct pe
 	drop_ref(c, e, drop);
 }
 
-/* Evict from the cold end until at most limit bytes are charged. A large table makes room by
- * evicting a thousand small entries or more, under the lock, each a few cache misses apart in a big
- * cache (the entry, its bucket, its chain); the next victims and the bucket of the one after are
- * fetched ahead, so those misses overlap. */
+/* Evict from the cold end until at most limit bytes are charged. */
 static void evict(struct pe_cache *c, size_t limit, struct pe_cache_entry **drop)
 {
 	while (c->stats.bytes > limit && c->tail != NULL) {
-		struct pe_cache_entry *next = c->tail->prev;
-		if (next != NULL) {
-			__builtin_prefetch(next->prev, 1);
-			__builtin_prefetch(&c->buckets[next->hash & (c->nbuckets - 1)], 1);
-		}
 		remove_ready(c, c->tail, drop);
 		c->stats.evictions++;
 	}
