@@ -543,18 +543,18 @@ static enum MHD_Result produce_resume(struct req *r, struct MHD_Connection *conn
 	return serve_entry(r, conn, e, 0);
 }
 
-/* Is j's work small enough for the HTTP thread (the producer's estimate, within inline_max_us)? */
-static int small_enough(const struct pe_http *h, const struct job *j)
-{
-	if (!j->pr->estimate_cb || !h->opt.inline_max_us)
-		return 0;
-	return j->pr->estimate_cb(j->job) <= (uint64_t)h->opt.inline_max_us * 1000;
-}
+/* Where j runs: here when small enough for the HTTP thread (within inline_max_us), else on the
+ * pool through submit, or submit_heavy when estimated over PE_PRODUCE_HEAVY_NS (a large table). */
+enum where { RUN_HERE, RUN_POOLED, RUN_HEAVY };
 
-/* Is j's work heavy (estimated over PE_PRODUCE_HEAVY_NS: a large table)? Without an estimate, no. */
-static int heavy(const struct job *j)
+static enum where place(const struct pe_http *h, const struct job *j)
 {
-	return j->pr->estimate_cb && j->pr->estimate_cb(j->job) > PE_PRODUCE_HEAVY_NS;
+	if (!j->pr->estimate_cb) /* no estimate: the pool, never heavy */
+		return RUN_POOLED;
+	uint64_t ns = j->pr->estimate_cb(j->job); /* once per job; UINT64_MAX: too costly to say */
+	if (h->opt.inline_max_us && ns <= (uint64_t)h->opt.inline_max_us * 1000)
+		return RUN_HERE;
+	return ns > PE_PRODUCE_HEAVY_NS && h->opt.hooks.submit_heavy ? RUN_HEAVY : RUN_POOLED;
 }
 
 /* A miss: this request computes, here when the work is small (the key is filled or failed before
@@ -575,7 +575,8 @@ static int start_job(struct req *r, const struct pe_producer *pr, const struct p
 		free(j);
 		return err->code ? err->code : pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	}
-	if (small_enough(h, j)) {
+	enum where w = place(h, j);
+	if (w == RUN_HERE) {
 		job_compute(j, 0);
 		job_free(j);
 		if (h->opt.hooks.ran_inline)
@@ -583,8 +584,7 @@ static int start_job(struct req *r, const struct pe_producer *pr, const struct p
 		*inlined = 1;
 		return 0;
 	}
-	int (*submit)(void *, void (*)(void *), void *) = heavy(j) ? h->opt.hooks.submit_heavy : NULL;
-	int rc = (submit ? submit : h->opt.hooks.submit)(h->opt.hooks.ctx, job_run, j);
+	int rc = (w == RUN_HEAVY ? h->opt.hooks.submit_heavy : h->opt.hooks.submit)(h->opt.hooks.ctx, job_run, j);
 	if (rc != 0) {
 		job_free(j);
 		pe_cache_fail(h->opt.cache, key, keylen, rc); /* this request hears it on resuming */
