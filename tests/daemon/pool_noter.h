@@ -1,7 +1,8 @@
 /* For the pool's tests: a thread that notes answered requests (pe_pool_note_request) at a rate
  * that keeps the pool's "HTTP threads busy" on (busy is 32 in 10 ms; this is 40 in every
  * millisecond or so, so a slow machine still makes it). With flaps set, alternately ~5 ms busy and
- * ~40 ms quiet, so busy turns on and off (it holds for 20 ms). test_pool.c and test_pool_attack.c. */
+ * ~40 ms quiet, so busy turns on and off (it holds for 20 ms); and a poll of the running count.
+ * test_pool.c and test_pool_attack.c. */
 #ifndef PE_TESTS_POOL_NOTER_H
 #define PE_TESTS_POOL_NOTER_H
 
@@ -39,6 +40,20 @@ static inline void stop_noting(pthread_t t)
 {
 	atomic_store(&noting, 0);
 	pthread_join(t, NULL);
+}
+
+/* Poll p's stats until running reaches want, at most 5 s (bounded; callers assert on the result):
+ * how many jobs run. */
+static inline size_t poll_running(struct pe_pool *p, size_t want)
+{
+	struct pe_pool_stats s;
+	for (int i = 0; i < 5000; i++) {
+		pe_pool_stats(p, &s);
+		if (s.running == want)
+			break;
+		usleep(1000);
+	}
+	return s.running;
 }
 
 #endif

@@ -50,14 +50,7 @@ static void tick_cb(void *arg) { atomic_fetch_add(&ticks, 1); }
 /* Poll stats until running reaches want (bounded: the assertion after says what was seen). */
 static void wait_running(struct pe_pool *p, size_t want)
 {
-	struct pe_pool_stats s;
-	for (int i = 0; i < 5000; i++) {
-		pe_pool_stats(p, &s);
-		if (s.running == want)
-			break;
-		usleep(1000);
-	}
-	ck_assert_uint_eq(s.running, want);
+	ck_assert_uint_eq(poll_running(p, want), want);
 }
 
 START_TEST(runs_every_job_once)

@@ -37,12 +37,7 @@ static void gated_job(void *arg)
 static size_t settle_running(struct pe_pool *p, size_t want)
 {
 	struct pe_pool_stats s;
-	for (int i = 0; i < 5000; i++) {
-		pe_pool_stats(p, &s);
-		if (s.running == want)
-			break;
-		usleep(1000);
-	}
+	poll_running(p, want);
 	usleep(30000);
 	pe_pool_stats(p, &s);
 	return s.running;
