@@ -406,11 +406,12 @@ int main(int argc, char **argv)
 	/* An arena for each thread that allocates per request (the HTTP threads, the workers, the loop
 	 * and the ticker). With one arena for all (as before), two HTTP threads each making ~55
 	 * allocations per small miss queued on its lock, with a futex wake-up when they met: A/B on
-	 * 2 vCPUs (AMD EPYC, cold 16x16 misses, wrk -c16, fresh daemons, 10 runs each) 50-62 CPU-us
-	 * per miss (median ~57) against 54-69 (~65), 13% more requests/s; on a full cache ~5%; the
-	 * mixed load's small p99 no worse. A thread's own arena grows by exactly what it needs (an
-	 * mprotect per small miss while the cache fills, where the main arena's brk grows by
-	 * M_TOP_PAD): that cost is inside those figures. */
+	 * 2 vCPUs (AMD EPYC, cold 16x16 misses, wrk -c16, fresh daemons) with four arenas 50-62 CPU-us
+	 * per miss (median ~57) against 54-69 (~65), 13% more requests/s, ~5% on a full cache, the
+	 * mixed load's small p99 no worse; with this count (six by default) 52-63 against 59-72. A
+	 * thread's own arena grows by exactly what it needs (an mprotect per small miss while the
+	 * cache fills, where the main arena's brk grows by M_TOP_PAD): that cost is inside those
+	 * figures. What an arena frees only its thread reuses: README, How it works, Memory. */
 	mallopt(M_ARENA_MAX, (int)(d.cfg.http_threads + d.cfg.workers + 2));
 	mallopt(M_TOP_PAD, 1 << 20);
 	if (load_tls(&d, &err) != 0) {
