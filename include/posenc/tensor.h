@@ -56,6 +56,10 @@ void pe_budget_give(struct pe_budget *b, size_t n);
 void pe_budget_stats(const struct pe_budget *b, struct pe_budget_stats *out);
 /* Bytes the allocator actually holds for a block from malloc (its usable size; 0 for NULL). */
 size_t pe_mem_size(const void *p);
+/* The most pe_mem_size can be for a block malloc'd, or realloc'd last, to n bytes, whichever block
+ * the allocator picked: what a figure told to clients counts, so it is the same for every request
+ * of that size. */
+size_t pe_mem_bound(size_t n);
 /* malloc(n) with a reservation of exactly pe_mem_size(block) on b; NULL with *rc PE_EBUSY (the
  * budget is full), PE_ETOOBIG (n is over its limit) or PE_ENOMEM. Free it with
  * pe_budget_free_block(b, block). */

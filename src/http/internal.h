@@ -129,6 +129,10 @@ enum MHD_Result pe_http_refuse(struct req *r, const struct pe_err *err,
  * (opt.budget; NULL without one) until the job pe_budget_free_block()s it. A job that counts its
  * body by what it holds then never waits for room its own body keeps. */
 char *pe_http_take_body(struct req *r, size_t *len, struct pe_budget **budget);
+/* A body (or a body part) of len bytes as a need told to clients counts it: the most its block can
+ * hold (pe_mem_bound), so the 413 figure is the same for every request of that size and a budget
+ * set to it always holds the job; its real size when that is more. */
+size_t pe_http_body_figure(const char *body, size_t len);
 /* 304 Not Modified for a representation with this ETag and Cache-Control. */
 enum MHD_Result pe_http_not_modified(struct req *r, struct MHD_Connection *conn, const char *etag,
 				      const char *cache_control);

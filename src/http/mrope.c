@@ -133,7 +133,7 @@ static int check_size(struct mjob *j, const struct pe_shape *s, uint64_t *more, 
 		return pe_err_set(err, PE_ETOOBIG, "body", "the table would have more than %" PRIu64 " elements",
 				  j->os.h->opt.max_elements);
 	*more = pe_produce_add(pe_produce_mul(n, pe_dtype_size(j->out.dt)), pe_produce_out_bound(&j->out, s, 4096, NULL));
-	uint64_t need = pe_produce_add(pe_mem_size(j->body), *more); /* the body as the budget holds it */
+	uint64_t need = pe_produce_add(pe_http_body_figure(j->body, j->body_len), *more); /* the body as the budget may hold it */
 	return pe_produce_budget_check(j->os.h, need, j->out.fmt == PE_FMT_JSON || j->out.fmt == PE_FMT_CSV ? "format" : "body",
 				       err);
 }

@@ -337,7 +337,7 @@ static void run_post(struct pe_oneshot *os, struct pe_oneshot_result *res)
 		goto done;
 	j->params.v[pe_param_index(j->params.def, "seed")].set = 0; /* X is the body's: no seed in the answer's params */
 	size_t n = pe_shape_count(&v.shape, &of);
-	size_t body = pe_mem_size(j->body); /* as the budget holds it (pe_http_take_body) */
+	size_t body = pe_http_body_figure(j->body, j->body_len); /* as the budget may hold it (pe_http_take_body) */
 	uint64_t need = job_need(&j->params, 0, pe_produce_add(body, n * 8));
 	if ((rc = pe_produce_budget_check(j->os.h, need, "body", err)) != 0 ||
 	    (rc = pe_produce_share_open(j->os.h, need - body, &bg, err)) != 0) /* the body is held already */

@@ -229,6 +229,12 @@ static enum MHD_Result refuse_early(struct pe_http *h, struct req *r, struct MHD
 
 /* ---- the body's memory, on the response budget ---- */
 
+size_t pe_http_body_figure(const char *body, size_t len)
+{
+	size_t bound = pe_mem_bound(len + 1), real = pe_mem_size(body); /* a body's block holds a NUL past it */
+	return real > bound ? real : bound;
+}
+
 char *pe_http_take_body(struct req *r, size_t *len, struct pe_budget **budget)
 {
 	struct pe_budget *b = r->h->opt.budget;

@@ -264,8 +264,9 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int 
 	if (!st.limit)
 		return 0;
 	int reshaped = memcmp(os, &in->shape, sizeof *os) != 0;
-	uint64_t need = j->body_budget ? pe_mem_size(j->body) : j->body_len;
-	uint64_t body = need, pos = j->pos ? pe_mem_size(j->pos) : 0, scratch = j->pos ? positions_scratch(npos, in, wd) : 0;
+	uint64_t need = j->body_budget ? pe_http_body_figure(j->body, j->body_len) : j->body_len;
+	uint64_t body = need, pos = j->pos ? pe_http_body_figure(j->pos, j->pos_len) : 0;
+	uint64_t scratch = j->pos ? positions_scratch(npos, in, wd) : 0;
 	need = pe_produce_add(need, pos);
 	if (owned)
 		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(in->dtype)));

@@ -30,6 +30,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WAIT_SLICE_S 0.05 /* how often a waiter looks at pe_cancelled() */
 
@@ -219,6 +220,21 @@ void pe_budget_stats(const struct pe_budget *b, struct pe_budget_stats *out)
 }
 
 size_t pe_mem_size(const void *p) { return p ? malloc_usable_size((void *)p) : 0; }
+
+/* glibc rounds a heap block up to 16 bytes past its 8-byte header and hands over a chunk up to 31
+ * bytes larger rather than split off less than its minimum chunk (usable: at most n + 47); a
+ * block it maps on its own (from M_MMAP_THRESHOLD) is whole pages, its 16-byte header included.
+ * Which of the two a block is, and which free chunk it got, changes between requests (the thread's
+ * arena, what was freed before): pe_mem_size of a request's body moved by a few bytes from one
+ * request to the next, so a budget set to one request's 413 figure refused the next. */
+size_t pe_mem_bound(size_t n)
+{
+	size_t page = (size_t)getpagesize();
+	if (n > SIZE_MAX - 2 * page)
+		return SIZE_MAX;
+	size_t heap = n + 64, mapped = (n + 16 + page - 1) / page * page;
+	return heap > mapped ? heap : mapped;
+}
 
 void *pe_budget_malloc(struct pe_budget *b, size_t n, int *rc)
 {

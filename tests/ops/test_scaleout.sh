@@ -134,7 +134,7 @@ start_nginx() {
 	"$nginx_bin" -p "$tmp" -c "$tmp/nginx.conf" 2>>"$tmp/error.log" || return 1
 	nginx_started=1
 	for _ in $(seq 100); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$lbport/lb-healthz")" = 200 ] && return 0
+		[ "$(curl -s -o "$tmp/discard" -w '%{http_code}' "http://127.0.0.1:$lbport/lb-healthz")" = 200 ] && return 0
 		sleep 0.05
 	done
 	kill -QUIT "$(cat "$tmp/nginx.pid" 2>/dev/null)" 2>/dev/null
@@ -240,7 +240,7 @@ etag1=$learned_etag
 check "replaced through nginx: 200" test "$(put_lb shared "$tmp/t2.npy")" = 200
 check "every replica serves the replacement within 1 s, with a new ETag" \
 	eval 'every_replica shared 200 "$sha2" && [ "$learned_etag" != "$etag1" ]'
-code=$(curl -sS -o /dev/null -w '%{http_code}' -X DELETE "http://127.0.0.1:$lb/v1/learned/shared" 2>>"$tmp/curl.err")
+code=$(curl -sS -o "$tmp/discard" -w '%{http_code}' -X DELETE "http://127.0.0.1:$lb/v1/learned/shared" 2>>"$tmp/curl.err")
 check "deleted through nginx: $code" test "$code" = 204
 check "every replica answers 404 within 1 s" every_replica shared 404
 
@@ -249,7 +249,7 @@ check "every replica answers 404 within 1 s" every_replica shared 404
 stream() { # stream CLIENT COUNT OUTFILE
 	local c=$1 n=$2 out=$3 i
 	for ((i = 0; i < n; i++)); do
-		curl -s -o /dev/null -w '%{http_code} %{size_download} %{time_total}\n' \
+		curl -s -o "$tmp/discard" -w '%{http_code} %{size_download} %{time_total}\n' \
 			"http://127.0.0.1:$lb/v1/sinusoidal?len=64&dim=64&format=bin&offset=$((c * 100000 + i))" || echo "000 0 0"
 	done >"$out"
 }
@@ -312,7 +312,7 @@ kill -TERM "${replica_pid[3]}"
 sleep 0.2
 ready_after=$(http_on_fd3 /readyz)
 kill -0 "$big_pid" 2>/dev/null && in_flight=$in_flight_at_term || in_flight=no
-new_how=$(curl -s -o /dev/null -m 1 -w '%{http_code} after %{time_total}s %{errormsg}' "http://127.0.0.1:$p3/readyz" 2>/dev/null || true)
+new_how=$(curl -s -o "$tmp/discard" -m 1 -w '%{http_code} after %{time_total}s %{errormsg}' "http://127.0.0.1:$p3/readyz" 2>/dev/null || true)
 new_conn=${new_how%% *}
 exec 3>&-
 check "replica 3 after SIGTERM, big request still in flight ($in_flight): /readyz $ready_after on the open connection; a new connection: $new_how" \

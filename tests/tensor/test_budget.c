@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 /* Sizes in units of 1/64 of PE_BUDGET_SMALL_TAKE (1 KiB), so that B(100) and more are takes a
@@ -60,6 +61,44 @@ static void *wait_cb(void *arg)
 		w->rc = pe_budget_take_wait(w->g, w->n, until);
 	return NULL;
 }
+
+/* pe_mem_bound(n) holds whatever block the allocator gives for n bytes: fresh, grown by realloc,
+ * shrunk by realloc (a chunk kept whole rather than split), carved from what earlier frees left,
+ * heap-sized and mapped (from 128 KiB, as posencd sets M_MMAP_THRESHOLD; here glibc's default
+ * threshold, so both kinds appear at these sizes too). */
+START_TEST(mem_bound_holds_every_block)
+{
+	static const size_t sizes[] = {0, 1, 15, 16, 17, 24, 40, 100, 1000, 1023, 1024, 4079, 4080, 4096, 8191,
+				       65535, 131071, 131072, 131073, 200000, 1 << 20, (1 << 20) + 1, 3 << 20};
+	void *churn[64] = {0};
+	for (size_t r = 0; r < 3; r++)
+		for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+			size_t n = sizes[i];
+			for (size_t k = 0; k < 64; k++) { /* leave holes of assorted sizes behind */
+				free(churn[k]);
+				churn[k] = (k + r + i) % 3 ? malloc(16 * (k + 1) + r) : NULL;
+			}
+			char *fresh = malloc(n + 1);
+			char *grown = malloc(n / 2 + 1);
+			char *shrunk = malloc(2 * n + 100);
+			ck_assert(fresh && grown && shrunk);
+			char *g = realloc(grown, n + 1), *s = realloc(shrunk, n + 1);
+			ck_assert(g && s);
+			size_t bound = pe_mem_bound(n + 1);
+			ck_assert_msg(pe_mem_size(fresh) <= bound, "fresh %zu: %zu > %zu", n, pe_mem_size(fresh), bound);
+			ck_assert_msg(pe_mem_size(g) <= bound, "grown %zu: %zu > %zu", n, pe_mem_size(g), bound);
+			ck_assert_msg(pe_mem_size(s) <= bound, "shrunk %zu: %zu > %zu", n, pe_mem_size(s), bound);
+			ck_assert_uint_ge(bound, n + 1);
+			ck_assert_uint_le(bound, n + 1 + 4096 + 64); /* a bound, not a guess */
+			free(fresh);
+			free(g);
+			free(s);
+		}
+	for (size_t k = 0; k < 64; k++)
+		free(churn[k]);
+	ck_assert_uint_eq(pe_mem_bound(SIZE_MAX - 5), SIZE_MAX);
+}
+END_TEST
 
 /* 800 of g's 1000 held by two "bodies" of 400, then w waiting for its 500 on a thread of its own,
  * its bytes kept back (a take of 100, which fits beside the 800, is refused). */
@@ -194,6 +233,7 @@ static Suite *budget_suite(void)
 	Suite *s = suite_create("budget");
 	TCase *tc = tcase_create("budget");
 	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, mem_bound_holds_every_block);
 	tcase_add_test(tc, take_wait_without_waiting);
 	tcase_add_test(tc, take_wait_stops_at_deadline);
 	tcase_add_test(tc, one_waiter_kept_room);

@@ -424,9 +424,9 @@ cold_json() {
 	local url=$1 tag=$2
 	: >"$OUT/cold-json-$tag.txt"
 	: >"$OUT/cold-json-jansson-$tag.txt"
-	curl -s -o /dev/null "$url/v1/sinusoidal?len=512&dim=768&offset=899999999"
+	curl -s -o "$OUT/discard" "$url/v1/sinusoidal?len=512&dim=768&offset=899999999"
 	for i in $(seq $((ROUNDS + 2))); do
-		curl -s -o /dev/null -w '%{time_total} %header{x-pe-cache}\n' \
+		curl -s -o "$OUT/discard" -w '%{time_total} %header{x-pe-cache}\n' \
 			"$url/v1/sinusoidal?len=512&dim=768&offset=$((900000000 + i))" >>"$OUT/cold-json-$tag.txt"
 		"$OUT/bench_kernels" 1 json >>"$OUT/cold-json-jansson-$tag.txt"
 	done
@@ -453,7 +453,7 @@ NG=$OUT/nginx
 rm -rf "$NG"
 mkdir -p "$NG/html" "$NG/tmp"
 fetch() { # fetch QUERY FILE: a miss that fills the cache, then a hit whose headers we keep
-	curl -sf -o /dev/null "$PE/v1/sinusoidal?$1"
+	curl -sf -o "$OUT/discard" "$PE/v1/sinusoidal?$1"
 	curl -sf -D "$NG/$2.headers" -o "$NG/html/$2" "$PE/v1/sinusoidal?$1"
 	grep -qi '^X-PE-Cache: hit' "$NG/$2.headers" || die "$1 was not a cache hit on the second request"
 }
@@ -517,7 +517,7 @@ for f in small.json large.bin; do
 	curl -sf -o "$NG/$f.check" "$NGX/$f" || die "nginx does not serve $f"
 	cmp -s "$NG/$f.check" "$NG/html/$f" || die "nginx serves different bytes for $f"
 done
-hdr_bytes() { curl -s -D - -o /dev/null "$1" | wc -c; }
+hdr_bytes() { curl -s -D - -o "$OUT/discard" "$1" | wc -c; }
 SMALL_BODY=$(stat -c %s "$NG/html/small.json")
 LARGE_BODY=$(stat -c %s "$NG/html/large.bin")
 SMALL_HDR="posencd $(hdr_bytes "$PE/v1/sinusoidal?$SMALL_Q") B, nginx $(hdr_bytes "$NGX/small.json") B"
@@ -634,7 +634,7 @@ j0=$(metric "$PE" posenc_jobs_total)
 jn0=$(metric "$PE" posenc_cache_joins_total)
 h0=$(metric "$PE" posenc_cache_hits_total)
 SF_T0=$(date +%s%N)
-printf 'url = "%s"\noutput = "/dev/null"\n' $(for _ in $(seq 50); do echo "$SF_URL"; done) >"$OUT/single-flight.curl"
+printf 'url = "%s"\noutput = "%s"\n' $(for _ in $(seq 50); do echo "$SF_URL" "$OUT/discard"; done) >"$OUT/single-flight.curl"
 curl -s --no-progress-meter -Z --parallel-immediate --parallel-max 50 -K "$OUT/single-flight.curl" -w '%{http_code} %{size_download}\n' >"$OUT/single-flight.out" || true
 SF_MS=$((($(date +%s%N) - SF_T0) / 1000000))
 j1=$(metric "$PE" posenc_jobs_total)
@@ -642,7 +642,7 @@ jn1=$(metric "$PE" posenc_cache_joins_total)
 h1=$(metric "$PE" posenc_cache_hits_total)
 SF_OK=$(awk '$1 == 200' "$OUT/single-flight.out" | wc -l)
 SF_SIZES=$(awk '{print $2}' "$OUT/single-flight.out" | sort -u | wc -l)
-SF_ONE=$(curl -s -o /dev/null -w "%{time_total}" "${SF_URL/777000111/777000112}")
+SF_ONE=$(curl -s -o "$OUT/discard" -w "%{time_total}" "${SF_URL/777000111/777000112}")
 SF_JOBS=$((j1 - j0))
 row "single flight: 50 identical concurrent cold 4096×1024 JSON requests ($SF_OK × 200, $SF_SIZES distinct body size, $(mib "$(awk 'NR == 1 {print $2}' "$OUT/single-flight.out")") each; $((jn1 - jn0)) joined, $((h1 - h0)) hits; all 50 bodies delivered in $SF_MS ms)" \
 	"posenc_jobs_total +$SF_JOBS" "one cold request of the same table (another offset) $(fmt_s "$SF_ONE")" "—" "exactly +1" \
@@ -686,7 +686,7 @@ else
 	: >"$OUT/apply-http.txt"
 	: >"$OUT/apply-torch.txt"
 	for i in $(seq "$ROUNDS"); do
-		curl -s -o /dev/null -w '%{time_total} %{http_code} %{size_download}\n' -H 'Content-Type: application/x-npy' \
+		curl -s -o "$OUT/discard" -w '%{time_total} %{http_code} %{size_download}\n' -H 'Content-Type: application/x-npy' \
 			--data-binary @"$OUT/apply-body.npy" "$PE/v1/rope/apply?offset=$i" >>"$OUT/apply-http.txt"
 		if [ -n "$TORCH_APPLY_S" ]; then
 			"$PY" tests/bench/bench_py.py 1 apply >>"$OUT/apply-torch.txt" 2>>"$OUT/bench_py.err" || true
@@ -715,7 +715,7 @@ NGINX_PID=
 log "memory: one 64 Mi-element table; 10 000 mixed requests with a 64 MiB cache"
 start_posencd mem-big --workers 2 --cache-bytes 1Gi --max-elements 67108864
 idle=$(status_kb "$PD_PID" VmRSS)
-code=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' "$PD_URL/v1/sinusoidal?len=65536&dim=1024&format=bin")
+code=$(curl -s -o "$OUT/discard" -w '%{http_code} %{size_download}' "$PD_URL/v1/sinusoidal?len=65536&dim=1024&format=bin")
 alive "$PD_PID" mem-big
 hwm=$(status_kb "$PD_PID" VmHWM)
 TABLE=$((65536 * 1024 * 4))
@@ -728,13 +728,13 @@ start_posencd mem-mixed --workers 2 --cache-bytes $CACHE
 idle=$(status_kb "$PD_PID" VmRSS)
 # 10 000 requests, fixed seed: 5 lengths × 4 widths × 3 variants × 3 formats × offsets 0..199
 # (skewed towards small offsets, so some repeat and hit); far more distinct bytes than 64 MiB.
-awk -v url="$PD_URL" 'BEGIN {
+awk -v url="$PD_URL" -v out="$OUT/discard" 'BEGIN {
 	srand(42); split("16 64 128 256 512", L); split("16 64 128 256", D);
 	split("vaswani concat t2t", V); split("json bin npy", F);
 	for (i = 0; i < 10000; i++) {
 		o = int(200 * rand() ^ 2);
-		printf "url = \"%s/v1/sinusoidal?len=%s&dim=%s&variant=%s&format=%s&offset=%d\"\noutput = \"/dev/null\"\n",
-			url, L[1 + int(5 * rand())], D[1 + int(4 * rand())], V[1 + int(3 * rand())], F[1 + int(3 * rand())], o
+		printf "url = \"%s/v1/sinusoidal?len=%s&dim=%s&variant=%s&format=%s&offset=%d\"\noutput = \"%s\"\n",
+			url, L[1 + int(5 * rand())], D[1 + int(4 * rand())], V[1 + int(3 * rand())], F[1 + int(3 * rand())], o, out
 	}}' >"$OUT/mixed.curl"
 curl -s --no-progress-meter -Z --parallel-max 16 -K "$OUT/mixed.curl" -w '%{http_code}\n' >"$OUT/mixed.out" || true
 alive "$PD_PID" mem-mixed
