@@ -223,7 +223,9 @@ size_t pe_mem_size(const void *p) { return p ? malloc_usable_size((void *)p) : 0
 
 /* glibc rounds a heap block up to 16 bytes past its 8-byte header and hands over a chunk up to 31
  * bytes larger rather than split off less than its minimum chunk (usable: at most n + 47); a
- * block it maps on its own (from M_MMAP_THRESHOLD) is whole pages, its 16-byte header included.
+ * block it maps on its own (from M_MMAP_THRESHOLD) is whole pages holding the block rounded to 16
+ * past its header plus 8 (at most n + 31: a block 20 bytes short of a page boundary takes the next
+ * page).
  * Which of the two a block is, and which free chunk it got, changes between requests (the thread's
  * arena, what was freed before): pe_mem_size of a request's body moved by a few bytes from one
  * request to the next, so a budget set to one request's 413 figure refused the next. */
@@ -232,7 +234,7 @@ size_t pe_mem_bound(size_t n)
 	size_t page = (size_t)getpagesize();
 	if (n > SIZE_MAX - 2 * page)
 		return SIZE_MAX;
-	size_t heap = n + 64, mapped = (n + 16 + page - 1) / page * page;
+	size_t heap = n + 64, mapped = (n + 32 + page - 1) / page * page;
 	return heap > mapped ? heap : mapped;
 }
 
