@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #define WAIT_SLICE_S 0.05 /* how often a waiter looks at pe_cancelled() */
+#define HEAP_ONLY_BELOW ((size_t)64 << 10) /* pe_mem_bound: half of posencd's M_MMAP_THRESHOLD */
 
 struct pe_budget {
 	atomic_size_t used;
@@ -225,7 +226,10 @@ size_t pe_mem_size(const void *p) { return p ? malloc_usable_size((void *)p) : 0
  * bytes larger rather than split off less than its minimum chunk (usable: at most n + 47); a
  * block it maps on its own (from M_MMAP_THRESHOLD) is whole pages holding the block rounded to 16
  * past its header plus 8 (at most n + 31: a block 20 bytes short of a page boundary takes the next
- * page).
+ * page). posencd maps blocks from 128 KiB (main.c, M_MMAP_THRESHOLD), and a buffer that grows by
+ * doubling (pe_buf) holds less than twice its length, so a block under 64 KiB never was mapped: its
+ * bound is the heap's alone (a page-rounded bound for it would make a 2 KiB positions part count as
+ * 4 KiB, and an int32 part as much as an int64 one: test_apply_need).
  * Which of the two a block is, and which free chunk it got, changes between requests (the thread's
  * arena, what was freed before): pe_mem_size of a request's body moved by a few bytes from one
  * request to the next, so a budget set to one request's 413 figure refused the next. */
@@ -235,7 +239,7 @@ size_t pe_mem_bound(size_t n)
 	if (n > SIZE_MAX - 2 * page)
 		return SIZE_MAX;
 	size_t heap = n + 64, mapped = (n + 32 + page - 1) / page * page;
-	return heap > mapped ? heap : mapped;
+	return n < HEAP_ONLY_BELOW || heap > mapped ? heap : mapped;
 }
 
 void *pe_budget_malloc(struct pe_budget *b, size_t n, int *rc)
