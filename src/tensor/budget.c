@@ -226,7 +226,8 @@ size_t pe_mem_size(const void *p) { return p ? malloc_usable_size((void *)p) : 0
  * bytes larger rather than split off less than its minimum chunk (usable: at most n + 47); a
  * block it maps on its own (from M_MMAP_THRESHOLD) is whole pages holding the block rounded to 16
  * past its header plus 8 (at most n + 31: a block 20 bytes short of a page boundary takes the next
- * page). posencd maps blocks from 128 KiB (main.c, M_MMAP_THRESHOLD), and a buffer that grows by
+ * page), and for a 64-byte aligned block (pe_buf's first) its alignment slack too (up to 64 more):
+ * n + 128 rounded to pages holds them all. posencd maps blocks from 128 KiB (main.c, M_MMAP_THRESHOLD), and a buffer that grows by
  * doubling (pe_buf) holds less than twice its length, so a block under 64 KiB never was mapped: its
  * bound is the heap's alone (a page-rounded bound for it would make a 2 KiB positions part count as
  * 4 KiB, and an int32 part as much as an int64 one: test_apply_need).
@@ -238,7 +239,7 @@ size_t pe_mem_bound(size_t n)
 	size_t page = (size_t)getpagesize();
 	if (n > SIZE_MAX - 2 * page)
 		return SIZE_MAX;
-	size_t heap = n + 64, mapped = (n + 32 + page - 1) / page * page;
+	size_t heap = n + 64, mapped = (n + 128 + page - 1) / page * page;
 	return n < HEAP_ONLY_BELOW || heap > mapped ? heap : mapped;
 }
 
