@@ -227,10 +227,10 @@ size_t pe_mem_size(const void *p) { return p ? malloc_usable_size((void *)p) : 0
  * block it maps on its own (from M_MMAP_THRESHOLD) is whole pages holding the block rounded to 16
  * past its header plus 8 (at most n + 31: a block 20 bytes short of a page boundary takes the next
  * page), and for a 64-byte aligned block (pe_buf's first) its alignment slack too (up to 64 more):
- * n + 128 rounded to pages holds them all. posencd maps blocks from 128 KiB (main.c, M_MMAP_THRESHOLD), and a buffer that grows by
- * doubling (pe_buf) holds less than twice its length, so a block under 64 KiB never was mapped: its
- * bound is the heap's alone (a page-rounded bound for it would make a 2 KiB positions part count as
- * 4 KiB, and an int32 part as much as an int64 one: test_apply_need).
+ * n + 128 rounded to pages holds them all. posencd maps blocks from 128 KiB (main.c), and a buffer
+ * that grows by doubling (pe_buf) holds less than twice its length, so a block under 64 KiB never
+ * was mapped: its bound is the heap's alone (a page-rounded bound for it would make a 2 KiB
+ * positions part count as 4 KiB, and an int32 part as much as an int64 one: test_apply_need).
  * Which of the two a block is, and which free chunk it got, changes between requests (the thread's
  * arena, what was freed before): pe_mem_size of a request's body moved by a few bytes from one
  * request to the next, so a budget set to one request's 413 figure refused the next. */
