@@ -222,24 +222,27 @@ void pe_budget_stats(const struct pe_budget *b, struct pe_budget_stats *out)
 
 size_t pe_mem_size(const void *p) { return p ? malloc_usable_size((void *)p) : 0; }
 
-/* glibc rounds a heap block up to 16 bytes past its 8-byte header and hands over a chunk up to 31
- * bytes larger rather than split off less than its minimum chunk (usable: at most n + 47); a
- * block it maps on its own (from M_MMAP_THRESHOLD) is whole pages holding the block rounded to 16
- * past its header plus 8 (at most n + 31: a block 20 bytes short of a page boundary takes the next
- * page), and for a 64-byte aligned block (pe_buf's first) its alignment slack too (up to 64 more):
- * n + 128 rounded to pages holds them all. posencd maps blocks from 128 KiB (main.c), and a buffer
- * that grows by doubling (pe_buf) holds less than twice its length, so a block under 64 KiB never
- * was mapped: its bound is the heap's alone (a page-rounded bound for it would make a 2 KiB
- * positions part count as 4 KiB, and an int32 part as much as an int64 one: test_apply_need).
- * Which of the two a block is, and which free chunk it got, changes between requests (the thread's
- * arena, what was freed before): pe_mem_size of a request's body moved by a few bytes from one
- * request to the next, so a budget set to one request's 413 figure refused the next. */
+/* The most malloc_usable_size can be for a request's body of n bytes (its NUL included).
+ * - A heap block: glibc rounds it up to 16 bytes past its 8-byte header and hands over a chunk up
+ *   to 31 bytes larger rather than split off less than its minimum chunk (at most n + 47); pe_buf's
+ *   first block is 64-byte aligned and n rounded up to 64: n + 128 holds both.
+ * - A mapped block (posencd maps from 128 KiB, main.c): whole pages, holding the block rounded to 16
+ *   past its header plus 8 (a block 20 bytes short of a page boundary takes the next page), and
+ *   for an aligned block its alignment and a minimum chunk more, a tail a mapping keeps: n + 256
+ *   rounded to pages holds them all (a 261992-byte body held 266176 bytes, past n + 128's 262144,
+ *   and the 413 figure of the same request moved by 4032 bytes: a helper's attack).
+ * - A buffer that grows by doubling (pe_buf) holds less than twice its length, so a block under
+ *   64 KiB never was mapped: the heap's bound alone (a page-rounded one would count a 2 KiB
+ *   positions part as 4 KiB, an int32 part as much as an int64 one: test_apply_need).
+ * Which kind a block is, and which free chunk it got, changes between requests (the thread's arena,
+ * what was freed before): counted by pe_mem_size, the same request's 413 figure moved by a few
+ * bytes to a page, so a budget set to one request's figure refused the next. */
 size_t pe_mem_bound(size_t n)
 {
 	size_t page = (size_t)getpagesize();
 	if (n > SIZE_MAX - 2 * page)
 		return SIZE_MAX;
-	size_t heap = n + 64, mapped = (n + 128 + page - 1) / page * page;
+	size_t heap = n + 128, mapped = (n + 256 + page - 1) / page * page;
 	return n < HEAP_ONLY_BELOW || heap > mapped ? heap : mapped;
 }
 
