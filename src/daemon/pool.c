@@ -163,7 +163,7 @@ static void run_job(struct pe_pool *p, struct job **at)
 #define FG_HOLD_NS (2 * FG_WINDOW_NS)
 #define FG_RECHECK_NS 1000000ull    /* past the end of busy, when a held-back worker looks again */
 
-static int foreground_busy(struct pe_pool *p) { return uv_hrtime() < atomic_load(&p->fg_busy_until); }
+static int foreground_busy(struct pe_pool *p) { return pe_pool_busy_at(p, uv_hrtime()); }
 
 /* May one more heavy job or helper start now? Under the lock. At shutdown, always. */
 static int heavy_room(struct pe_pool *p)
@@ -459,11 +459,17 @@ void pe_pool_reserve_cpus(struct pe_pool *p, unsigned cpus)
 	uv_mutex_unlock(&p->lock);
 }
 
-void pe_pool_note_request(struct pe_pool *p)
+void pe_pool_note_request(struct pe_pool *p) { pe_pool_note_request_at(p, uv_hrtime()); }
+
+int pe_pool_busy_at(struct pe_pool *p, uint64_t now) { return now < atomic_load(&p->fg_busy_until); }
+
+void pe_pool_note_request_at(struct pe_pool *p, uint64_t now)
 {
-	uint64_t now = uv_hrtime(), window = now / FG_WINDOW_NS;
+	uint64_t window = now / FG_WINDOW_NS;
 	uint_fast64_t seen = atomic_load_explicit(&p->fg_window, memory_order_relaxed);
-	if (window != seen && atomic_compare_exchange_strong(&p->fg_window, &seen, window))
+	/* forward only: a thread that read the clock before another thread's turn must not turn the
+	 * window back and zero the newer window's count */
+	if (window > seen && atomic_compare_exchange_strong(&p->fg_window, &seen, window))
 		atomic_store(&p->fg_count, 0); /* a request or two at the turn may count in either window */
 	if (atomic_fetch_add(&p->fg_count, 1) + 1 >= FG_BUSY_REQUESTS)
 		atomic_store(&p->fg_busy_until, now + FG_HOLD_NS);

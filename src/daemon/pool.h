@@ -52,6 +52,10 @@ void pe_pool_reserve_cpus(struct pe_pool *p, unsigned cpus);
 /* A request was answered (the HTTP threads call this for each): how the pool knows they are busy,
  * from the requests of the last 10-20 ms. Lock-free. */
 void pe_pool_note_request(struct pe_pool *p);
+/* The same at a given uv_hrtime() instant, and whether the HTTP threads count as busy at one:
+ * for the pool's tests, which play a clock. */
+void pe_pool_note_request_at(struct pe_pool *p, uint64_t now_ns);
+int pe_pool_busy_at(struct pe_pool *p, uint64_t now_ns);
 /* fn(arg, k) for every k in [0, n), returning when all have returned. The calling thread takes the
  * chunks in order and workers with nothing to do take the next ones as they come free; with none
  * free, the caller runs them all. So a job on every worker calling this at once still finishes, and

@@ -241,6 +241,28 @@ START_TEST(close_and_free_while_held_back)
 }
 END_TEST
 
+
+/* Two HTTP threads note requests at a window's turn: one read the clock just before it, and its
+ * note lands after the other's first note of the new window. That stale note must not turn the
+ * window back (which zeroed the new window's count, and the next note zeroed it again), so 32
+ * requests in the new window, one stale note among them, still make busy. Played clock: a
+ * window is 10 ms, busy is 32 notes in one. */
+START_TEST(stale_clock_keeps_the_window)
+{
+	const uint64_t ms = 1000000, t = 1000000 * 1000 * ms + 5 * ms; /* 5 ms into a window */
+	struct pe_err err = {0};
+	struct pe_pool *p = pe_pool_new(1, 10, NULL, NULL, 50, &err);
+	ck_assert_ptr_nonnull(p);
+	for (int i = 0; i < 31; i++)
+		pe_pool_note_request_at(p, t);
+	ck_assert_msg(!pe_pool_busy_at(p, t), "31 notes in a window are not busy");
+	pe_pool_note_request_at(p, t - 10 * ms + 1); /* read in the window before */
+	pe_pool_note_request_at(p, t);
+	ck_assert_msg(pe_pool_busy_at(p, t + ms), "32 notes in the window and a stale one: busy");
+	ck_assert_msg(!pe_pool_busy_at(p, t + 21 * ms), "busy holds 20 ms after the last busy note");
+	pe_pool_free(p);
+}
+END_TEST
 /* Workers held back while busy sleep: 63 of 64 workers waiting behind one running heavy job (each
  * woken by a heavy submit, finding no room) must not poll the lock. Counted in the process's
  * voluntary context switches over one second of busy, not in time: polling every millisecond
@@ -295,6 +317,7 @@ static Suite *pool_attack_suite(void)
 	tcase_add_test(tc, storm_of_mixed_jobs);
 	tcase_add_test(tc, close_and_free_while_held_back);
 	tcase_add_test(tc, held_back_workers_sleep);
+	tcase_add_test(tc, stale_clock_keeps_the_window);
 	suite_add_tcase(s, tc);
 	return s;
 }
