@@ -60,6 +60,10 @@ size_t pe_mem_size(const void *p);
  * the allocator picked: what a figure told to clients counts, so it is the same for every request
  * of that size. */
 size_t pe_mem_bound(size_t n);
+/* Called after each block a thread keeps (a cached body): every few calls, moves the calling
+ * thread's arena's grown part a block's worth past its top, so the next small blocks kept do not
+ * each grow it by a system call (budget.c says why). Any thread; costs no memory. */
+void pe_mem_keep_headroom(void);
 /* malloc(n) with a reservation of exactly pe_mem_size(block) on b; NULL with *rc PE_EBUSY (the
  * budget is full), PE_ETOOBIG (n is over its limit) or PE_ENOMEM. Free it with
  * pe_budget_free_block(b, block). */

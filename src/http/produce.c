@@ -504,6 +504,7 @@ static void job_compute(struct job *j, int pooled)
 		pe_cache_fill(h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b) + RESPONSE_OVERHEAD,
 			      body_release_cb);
 		pe_budget_give(share ? share : h->opt.budget, held);
+		pe_mem_keep_headroom(); /* the cache keeps b: the next bodies' room, made in one step */
 	} else {
 		free(b);
 		fail_key(h, j->key, j->keylen, rc, &err);

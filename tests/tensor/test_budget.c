@@ -3,13 +3,15 @@
  * refused at once, a wait ends at its time or its thread's deadline; two jobs that each hold
  * half the budget and need more end with one served, not both refused; a share holds its bytes
  * on the parent, spills past itself, hands an answer over and gives the rest back when it
- * closes. (take/charge/give alone: test_buf.c.) */
+ * closes. pe_mem_bound holds every block; pe_mem_keep_headroom grows an arena in one step.
+ * (take/charge/give alone: test_buf.c.) */
 #include "posenc/core.h"
 #include "posenc/tensor.h"
 #include "support/pe_check.h"
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <time.h>
@@ -62,6 +64,77 @@ static void *wait_cb(void *arg)
 		w->rc = pe_budget_take_wait(w->g, w->n, until);
 	return NULL;
 }
+
+/* The end of the writable part of the mapping that holds p (/proc/self/maps): for a block in a
+ * thread's own arena, how far glibc has grown that arena (its mprotect'd part). 0: not found. */
+static uintptr_t writable_end(const void *p)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	uintptr_t end = 0, at = (uintptr_t)p;
+	while (f && !end && fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		char perms[8];
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && lo <= at && at < hi && perms[1] == 'w')
+			end = hi;
+	}
+	if (f)
+		fclose(f);
+	return end;
+}
+
+struct headroom_seen {
+	size_t top, made, after;
+};
+
+#define KEPT_MAX 512
+
+/* In a new thread (its own arena, which starts grown 128 KiB past its first block): small blocks
+ * kept until the arena's grown part ends within 8 KiB of the last one; then how far it is grown
+ * past that block after pe_mem_keep_headroom (called as after every cached body), and after 48 KiB
+ * more of small blocks. */
+static void *headroom_cb(void *arg)
+{
+	struct headroom_seen *seen = arg;
+	static void *kept[KEPT_MAX];
+	int n = 0;
+	char *last = NULL;
+	while (n < KEPT_MAX - 12 && (!last || writable_end(last) - (uintptr_t)last > 8192))
+		kept[n++] = last = malloc(4000);
+	seen->top = writable_end(last) - (uintptr_t)last;
+	for (int i = 0; i < 8; i++)
+		pe_mem_keep_headroom();
+	seen->made = writable_end(last) - (uintptr_t)last;
+	for (int i = 0; i < 12; i++)
+		kept[n++] = malloc(4000);
+	seen->after = writable_end(last) - (uintptr_t)last;
+	while (n)
+		free(kept[--n]);
+	return NULL;
+}
+
+/* pe_mem_keep_headroom grows a thread's arena in one step well past its top, so the small blocks
+ * kept next (a cache filling with small tables) do not each grow it by a system call: 48 KiB of
+ * them leave its grown part where it was. glibc's arenas only (ASan brings its own allocator). */
+START_TEST(keep_headroom_grows_the_arena_once)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	printf("keep_headroom_grows_the_arena_once: skipped under AddressSanitizer (its own allocator)\n");
+#else
+	struct headroom_seen seen = {0};
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, headroom_cb, &seen), 0);
+	pthread_join(t, NULL);
+	printf("keep_headroom: grown %zu bytes past the last block, %zu after headroom, %zu after 48 KiB kept\n",
+	       seen.top, seen.made, seen.after);
+	ck_assert_msg(seen.top <= 8192, "small blocks did not reach the arena's top: %zu bytes left", seen.top);
+	ck_assert_msg(seen.made >= (size_t)64 << 10, "headroom: the arena is grown only %zu bytes past its top",
+		      seen.made);
+	ck_assert_msg(seen.after == seen.made, "48 KiB of small blocks grew the arena again: %zu, then %zu",
+		      seen.made, seen.after);
+#endif
+}
+END_TEST
 
 /* pe_mem_bound(n) holds whatever block the allocator gives for n bytes: fresh, grown by realloc,
  * shrunk by realloc from less than twice n as a doubling buffer is (a chunk kept whole rather than
@@ -249,6 +322,7 @@ static Suite *budget_suite(void)
 	TCase *tc = tcase_create("budget");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, mem_bound_holds_every_block);
+	tcase_add_test(tc, keep_headroom_grows_the_arena_once);
 	tcase_add_test(tc, take_wait_without_waiting);
 	tcase_add_test(tc, take_wait_stops_at_deadline);
 	tcase_add_test(tc, one_waiter_kept_room);
