@@ -100,6 +100,8 @@ struct req {
 	struct pe_err refusal;
 	enum MHD_Result (*refusal_answer)(struct req *r, struct MHD_Connection *conn, const struct pe_err *err);
 	uint64_t dropped;       /* body bytes read and dropped after a refusal or past max_body_bytes */
+	int body_past_budget;   /* a chunked body refused as past the whole budget (server.c) ... */
+	uint64_t body_kept;     /* ... after this many bytes: its 413 names body_kept + dropped */
 	int close;              /* answer with Connection: close */
 };
 
