@@ -289,40 +289,28 @@ static size_t body_resident(size_t block, size_t len)
 	return block < BODY_MAPPED || touched > block ? block : touched;
 }
 
-/* The largest block whose bound (pe_mem_bound: the most the allocator may really hold for it) is
- * within limit; 0 when none is. */
-static size_t most_block(size_t limit)
-{
-	size_t lo = 0, hi = limit; /* pe_mem_bound(n) > n */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo + 1) / 2;
-		if (pe_mem_bound(mid) <= limit)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	return lo;
-}
-
 /* Reserve on the budget what r->body will occupy once it holds `more` bytes more (its block after
  * the buffer's own growth; body_resident for a buffer sized at once), then grow it: a body holds
  * only as much as it has sent (a client trickling a large declared body holds what arrived, not
- * what it promised). The whole body so far is weighed against the whole budget, as its figure
- * (pe_http_body_figure) will be: past it no increment can ever be held, so that is a 413 for a
- * chunked body as for a declared one (reserve_declared), never a 503 per increment; and the block
- * grows no larger than the budget can hold (doubling would refuse a body that fits). 0 or the
- * budget's code (PE_EBUSY; PE_ETOOBIG) or PE_ENOMEM. */
+ * what it promised). What is weighed against the whole budget is the body so far, as a declared
+ * one's length is (reserve_declared), never the increment: each increment of a chunked body past
+ * the budget is below it, and was refused as busy (503) on every try. A body within the budget is
+ * held up to its limit and no further (its block grows no larger; the allocator's rounding is
+ * charged after, as always): whether its job fits is the job's question, the same for every
+ * framing (pe_http_body_figure). 0 or the budget's code (PE_EBUSY; PE_ETOOBIG) or PE_ENOMEM. */
 static int hold_body(struct req *r, uint64_t more)
 {
 	struct pe_budget_stats st;
 	if (more > r->body.max || (size_t)more > r->body.max - r->body.len)
 		return 0; /* past max: the handler's body_cb refuses it (413) */
 	pe_budget_stats(r->h->opt.budget, &st);
-	size_t want = r->body.len + (size_t)more, most = st.limit ? most_block(st.limit) : SIZE_MAX;
-	if (st.limit && (want >= st.limit || pe_mem_bound(want + 1) > st.limit))
+	size_t want = r->body.len + (size_t)more, most = st.limit ? st.limit : SIZE_MAX;
+	if (want > most)
 		return PE_ETOOBIG;
 	size_t block = pe_buf_block_within(&r->body, (size_t)more, most);
 	size_t target = r->body_sized ? body_resident(block, want) : block;
+	if (target > most)
+		target = most;
 	if (target > r->body_held) {
 		int rc = pe_budget_take(r->h->opt.budget, target - r->body_held);
 		if (rc != 0)
@@ -340,7 +328,7 @@ static void reserve_declared(struct req *r)
 	if (!r->body_wanted || r->refusal.code || r->chunked)
 		return;
 	pe_budget_stats(r->h->opt.budget, &st);
-	if (st.limit && (r->declared >= st.limit || pe_mem_bound((size_t)r->declared + 1) > st.limit))
+	if (st.limit && r->declared > st.limit)
 		refuse_body(r, PE_ETOOBIG, r->declared);
 	else
 		r->body_sized = r->body.cap >= r->declared && r->body.cap >= BODY_MAPPED;

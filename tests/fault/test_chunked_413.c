@@ -7,7 +7,8 @@
  * Content-Length and chunked (64 KiB and 4 KiB chunks), three times each:
  *  - npy bodies of 1048704 and 2000000 bytes (past the budget by themselves): 413 naming body,
  *    the detail naming the body's whole size, the same for both framings;
- *  - a raw body of 1048568 bytes, within the budget but not its block: 413 naming body, the same;
+ *  - a raw body of 1048568 bytes, within the budget but not its block: 413 naming body, the
+ *    transform's figure, the same for both framings;
  *  - a 528232-byte npy body (f32 [1, 1, 66013, 2]) with dtype=f64: the body fits, but the job's
  *    need does not: 413 naming dtype, the detail (its figure) the same for both framings;
  *  - npy bodies of 600128 and 1040128 bytes answered in place: 200 with the whole answer, chunked
@@ -121,8 +122,8 @@ int main(void)
 	/* a body within the budget in bytes whose block is not (its figure: pe_http_body_figure) */
 	if (body) {
 		memset(body, 0, 1048568);
-		snprintf(figure, sizeof figure, "a body of %d bytes", 1048568);
-		refused_alike(d.port, "/v1/rope/apply?shape=1,1,131071,2", body, 1048568, "body", figure);
+		refused_alike(d.port, "/v1/rope/apply?shape=1,1,131071,2", body, 1048568, "body",
+			      "more than response_budget_bytes (1048576)");
 	}
 
 	/* a body that fits, for a job whose need can never fit */
