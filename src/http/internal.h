@@ -126,8 +126,8 @@ enum MHD_Result pe_http_refuse(struct req *r, const struct pe_err *err,
 			       enum MHD_Result (*answer)(struct req *r, struct MHD_Connection *conn,
 							 const struct pe_err *err));
 /* The complete body, handed to a job with its reservation: the server reserved it as it arrived
- * (a chunked body's whole doubled block, a sized one rounded up to 64 KiB: up to twice its
- * length); from here exactly the block it occupies, shrunk to its length, is held on *budget
+ * (a chunked body's whole doubled block, no larger than the budget, a sized one rounded up to
+ * 64 KiB: up to twice its length); from here exactly the block it occupies, shrunk to its length, is held on *budget
  * (opt.budget; NULL without one) until the job pe_budget_free_block()s it. A job that counts its
  * body by what it holds then never waits for room its own body keeps. */
 char *pe_http_take_body(struct req *r, size_t *len, struct pe_budget **budget);
