@@ -96,6 +96,11 @@ int pe_buf_append(struct pe_buf *b, const void *p, size_t n);
  * allocator may round up by less than a page); 0 when more is past max. For a caller that counts
  * a buffer's memory itself (the HTTP layer's request bodies). */
 size_t pe_buf_block_after(const struct pe_buf *b, size_t more);
+/* pe_buf_reserve and pe_buf_block_after growing to a block of at most `most` bytes (as
+ * pe_buf_block_after counts it) when the bytes wanted fit in one: for a caller that holds the
+ * block against a limit itself, whom doubling past the limit would refuse a body within it. */
+int pe_buf_reserve_within(struct pe_buf *b, size_t more, size_t most);
+size_t pe_buf_block_within(const struct pe_buf *b, size_t more, size_t most);
 int pe_buf_puts(struct pe_buf *b, const char *s);
 int pe_buf_printf(struct pe_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Hand the bytes to the caller; the buffer is left empty. The block is first shrunk to len + 1

@@ -100,6 +100,8 @@ struct req {
 	struct pe_err refusal;
 	enum MHD_Result (*refusal_answer)(struct req *r, struct MHD_Connection *conn, const struct pe_err *err);
 	uint64_t dropped;       /* body bytes read and dropped after a refusal or past max_body_bytes */
+	int body_past_budget;   /* a chunked body refused as past the whole budget (server.c) ... */
+	uint64_t body_kept;     /* ... after this many bytes: its 413 names body_kept + dropped */
 	int close;              /* answer with Connection: close */
 };
 
@@ -124,8 +126,8 @@ enum MHD_Result pe_http_refuse(struct req *r, const struct pe_err *err,
 			       enum MHD_Result (*answer)(struct req *r, struct MHD_Connection *conn,
 							 const struct pe_err *err));
 /* The complete body, handed to a job with its reservation: the server reserved it as it arrived
- * (a chunked body's whole doubled block, a sized one rounded up to 64 KiB: up to twice its
- * length); from here exactly the block it occupies, shrunk to its length, is held on *budget
+ * (a chunked body's whole doubled block, no larger than the budget, a sized one rounded up to
+ * 64 KiB: up to twice its length); from here exactly the block it occupies, shrunk to its length, is held on *budget
  * (opt.budget; NULL without one) until the job pe_budget_free_block()s it. A job that counts its
  * body by what it holds then never waits for room its own body keeps. */
 char *pe_http_take_body(struct req *r, size_t *len, struct pe_budget **budget);

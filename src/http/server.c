@@ -249,17 +249,27 @@ char *pe_http_take_body(struct req *r, size_t *len, struct pe_budget **budget)
 	return body;
 }
 
-/* Refuse a body the budget cannot hold: its memory released, the rest of it dropped. */
+/* The 413 of a body of `bytes` bytes that the whole budget can never hold. */
+static void body_past_budget(struct pe_err *err, uint64_t bytes)
+{
+	pe_err_set(err, PE_ETOOBIG, "body", "a body of %llu bytes needs more memory than the server's whole "
+		   "budget (response_budget_bytes)", (unsigned long long)bytes);
+}
+
+/* Refuse a body the budget cannot hold: its memory released, the rest of it dropped. A chunked
+ * body past the whole budget is named by its whole size once it has ended (answer_refusal), as a
+ * declared one is by its Content-Length. */
 static void refuse_body(struct req *r, int rc, uint64_t bytes)
 {
 	struct pe_err err = {0};
+	r->body_past_budget = rc == PE_ETOOBIG && r->chunked;
+	r->body_kept = r->body.len;
 	pe_buf_destroy(&r->body);
 	pe_budget_give(r->h->opt.budget, r->body_held);
 	r->body_held = 0;
 	r->body_wanted = 0;
 	if (rc == PE_ETOOBIG)
-		pe_err_set(&err, PE_ETOOBIG, "body", "a body of %llu bytes needs more memory than the server's whole "
-			   "budget (response_budget_bytes)", (unsigned long long)bytes);
+		body_past_budget(&err, bytes);
 	else
 		pe_err_set(&err, rc == PE_EBUSY ? PE_EBUSY : PE_ENOMEM, "body",
 			   "the memory budget for request bodies and responses is full; retry");
@@ -280,21 +290,34 @@ static size_t body_resident(size_t block, size_t len)
 }
 
 /* Reserve on the budget what r->body will occupy once it holds `more` bytes more (its block after
- * the buffer's own growth; body_resident for a buffer sized at once): a body holds only as much as
- * it has sent (a client trickling a large declared body holds what arrived, not what it
- * promised). 0 or the budget's code (PE_EBUSY; PE_ETOOBIG past the whole budget). */
+ * the buffer's own growth; body_resident for a buffer sized at once), then grow it: a body holds
+ * only as much as it has sent (a client trickling a large declared body holds what arrived, not
+ * what it promised). What is weighed against the whole budget is the body so far, as a declared
+ * one's length is (reserve_declared), never the increment: each increment of a chunked body past
+ * the budget is below it, and was refused as busy (503) on every try. A body within the budget is
+ * held up to its limit and no further (its block grows no larger; the allocator's rounding is
+ * charged after, as always): whether its job fits is the job's question, the same for every
+ * framing (pe_http_body_figure). 0 or the budget's code (PE_EBUSY; PE_ETOOBIG) or PE_ENOMEM. */
 static int hold_body(struct req *r, uint64_t more)
 {
+	struct pe_budget_stats st;
 	if (more > r->body.max || (size_t)more > r->body.max - r->body.len)
 		return 0; /* past max: the handler's body_cb refuses it (413) */
-	size_t block = pe_buf_block_after(&r->body, (size_t)more);
-	size_t target = r->body_sized ? body_resident(block, r->body.len + (size_t)more) : block;
-	if (target <= r->body_held)
-		return 0;
-	int rc = pe_budget_take(r->h->opt.budget, target - r->body_held);
-	if (rc == 0)
+	pe_budget_stats(r->h->opt.budget, &st);
+	size_t want = r->body.len + (size_t)more, most = st.limit ? st.limit : SIZE_MAX;
+	if (want > most)
+		return PE_ETOOBIG;
+	size_t block = pe_buf_block_within(&r->body, (size_t)more, most);
+	size_t target = r->body_sized ? body_resident(block, want) : block;
+	if (target > most)
+		target = most;
+	if (target > r->body_held) {
+		int rc = pe_budget_take(r->h->opt.budget, target - r->body_held);
+		if (rc != 0)
+			return rc;
 		r->body_held = target;
-	return rc;
+	}
+	return pe_buf_reserve_within(&r->body, (size_t)more, most) == PE_ENOMEM ? PE_ENOMEM : 0;
 }
 
 /* After the handler's begin_cb wanted the body: a declared length the whole budget can never
@@ -413,6 +436,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return MHD_YES;
 	if (r->refusal.code) {
 		r->close = 1;
+		if (r->body_past_budget) /* the bytes it kept, and those dropped after (the refusing chunk too) */
+			body_past_budget(&r->refusal, r->body_kept + r->dropped);
 		return answer_refusal(r, conn);
 	}
 	return pe_router_finish(r, conn, method);

@@ -78,7 +78,7 @@ static void settle(struct pe_buf *b)
  * what is asked for, and so is a need past twice the block (a writer's one reservation of its
  * estimate after a few bytes of head: doubling from the small block would overshoot it by up to
  * twice, past what a job's share of the budget set aside for it). */
-static size_t grown_cap(const struct pe_buf *b, size_t want)
+static size_t doubled_cap(const struct pe_buf *b, size_t want)
 {
 	if (!owns_block(b) || (b->cap >= MIN_CAP && want / 2 > b->cap))
 		return want < MIN_CAP ? (MIN_CAP < b->max ? MIN_CAP : b->max) : want;
@@ -90,21 +90,40 @@ static size_t grown_cap(const struct pe_buf *b, size_t want)
 	return cap < want ? want : cap;
 }
 
-size_t pe_buf_block_after(const struct pe_buf *b, size_t more)
+/* The bytes a block of capacity cap allocates: cap + 1, the first block rounded up to its 64-byte
+ * alignment. */
+static size_t block_of(const struct pe_buf *b, size_t cap)
+{
+	return owns_block(b) ? cap + 1 : (cap + 1 + 63) & ~(size_t)63;
+}
+
+/* doubled_cap, but a block of no more than `most` bytes when want fits in one: a caller that holds
+ * the block against a limit of its own is not refused for growth past what it needs. */
+static size_t grown_cap(const struct pe_buf *b, size_t want, size_t most)
+{
+	size_t cap = doubled_cap(b, want);
+	if (cap <= want || block_of(b, cap) <= most)
+		return cap;
+	size_t fit = owns_block(b) ? (most ? most - 1 : 0) : (most >= 64 ? (most & ~(size_t)63) - 1 : 0);
+	return fit > want ? fit : want;
+}
+
+size_t pe_buf_block_within(const struct pe_buf *b, size_t more, size_t most)
 {
 	if (more > b->max - b->len)
 		return 0;
 	size_t want = b->len + more;
 	if (want <= b->cap && b->data)
 		return owns_block(b) ? pe_mem_size(b->data) : 0;
-	size_t cap = grown_cap(b, want);
-	return owns_block(b) ? cap + 1 : (cap + 1 + 63) & ~(size_t)63;
+	return block_of(b, grown_cap(b, want, most));
 }
+
+size_t pe_buf_block_after(const struct pe_buf *b, size_t more) { return pe_buf_block_within(b, more, SIZE_MAX); }
 
 /* Reserve on the budget what growing to cap adds: *bytes to allocate, *extra newly reserved. */
 static int take_for(struct pe_buf *b, size_t cap, size_t *bytes, size_t *extra)
 {
-	*bytes = owns_block(b) ? cap + 1 : (cap + 1 + 63) & ~(size_t)63;
+	*bytes = block_of(b, cap);
 	*extra = *bytes > b->held ? *bytes - b->held : 0;
 	return b->budget ? pe_budget_take(b->budget, *extra) : 0;
 }
@@ -118,14 +137,16 @@ static int room_for(const struct pe_buf *b, size_t cap)
 	return !b->budget || (extra <= st.limit && st.used <= st.limit - extra);
 }
 
-int pe_buf_reserve(struct pe_buf *b, size_t more)
+int pe_buf_reserve(struct pe_buf *b, size_t more) { return pe_buf_reserve_within(b, more, SIZE_MAX); }
+
+int pe_buf_reserve_within(struct pe_buf *b, size_t more, size_t most)
 {
 	if (more > b->max - b->len)
 		return PE_ETOOBIG;
 	size_t want = b->len + more;
 	if (want <= b->cap && b->data)
 		return 0;
-	size_t cap = grown_cap(b, want), bytes, extra;
+	size_t cap = grown_cap(b, want, most), bytes, extra;
 	if (cap > want && !room_for(b, cap)) /* the budget may still have room for just what is needed */
 		cap = want;
 	int rc = take_for(b, cap, &bytes, &extra);

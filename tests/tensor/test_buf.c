@@ -280,6 +280,36 @@ START_TEST(block_after_predicts_growth)
 }
 END_TEST
 
+/* pe_buf_block_within: growth that doubling would take past `most` stops at a block of most bytes
+ * when the bytes wanted fit in it (a chunked request body on a response budget), predicted as
+ * pe_buf_block_after predicts; a want past it grows to just the want. */
+START_TEST(block_within_stops_at_most)
+{
+	struct pe_buf b;
+	size_t most = 500000;
+	static char data[300000];
+	pe_buf_init(&b, 1 << 22);
+	ck_assert_int_eq(pe_buf_append(&b, data, 300000), 0); /* the first block: just that */
+	ck_assert_uint_eq(pe_buf_block_after(&b, 100000), 600001); /* doubling */
+	size_t predicted = pe_buf_block_within(&b, 100000, most);
+	ck_assert_uint_eq(predicted, most);
+	ck_assert_int_eq(pe_buf_reserve_within(&b, 100000, most), 0);
+	ck_assert_uint_eq(b.cap + 1, predicted);
+	ck_assert_uint_ge(pe_mem_size(b.data), predicted);
+	ck_assert_int_eq(pe_buf_append(&b, data, 100000), 0); /* room made: no growth */
+	ck_assert_uint_eq(b.cap + 1, most);
+	ck_assert_uint_eq(pe_buf_block_within(&b, 99999, most), pe_mem_size(b.data)); /* fits as it is */
+	ck_assert_uint_eq(pe_buf_block_within(&b, 100000, most), 500001); /* past most: just the want */
+	pe_buf_destroy(&b);
+	pe_buf_init(&b, 1 << 22); /* the first block, 64-byte aligned (its 64 bytes' block is 128): within most too */
+	ck_assert_uint_eq(pe_buf_block_after(&b, 1), 128);
+	ck_assert_uint_eq(pe_buf_block_within(&b, 1, 100), 64);
+	ck_assert_int_eq(pe_buf_reserve_within(&b, 1, 100), 0);
+	ck_assert_uint_eq(b.cap, 63);
+	pe_buf_destroy(&b);
+}
+END_TEST
+
 START_TEST(budget_take_charge_give)
 {
 	struct pe_budget *g = pe_budget_new(1000);
@@ -466,6 +496,7 @@ static Suite *buf_suite(void)
 	tcase_add_test(tc, budget_take_charge_give);
 	tcase_add_test(tc, buf_with_budget);
 	tcase_add_test(tc, prefault_whole_pages);
+	tcase_add_test(tc, block_within_stops_at_most);
 	suite_add_tcase(s, tc);
 	TCase *f = tcase_create("formats");
 	tcase_add_test(f, format_names);
