@@ -255,7 +255,9 @@ size_t pe_mem_bound(size_t n)
  * (freed, it merges back into the top untouched: no page is faulted in for it, nothing is kept),
  * so the next HEADROOM_EVERY fills grow within it. Below posencd's mmap threshold (128 KiB), or
  * it would be mapped on its own and move nothing. Measured A/B, fresh daemons alternating, 3 s of
- * wrk -c16 cold 16x16 misses: 50-62 CPU-us per request (median 54) against 58-72 (64). */
+ * wrk -c16 cold 16x16 misses, 8 runs each on a quiet machine (AMD EPYC, 2 vCPUs): 39-52 CPU-us per
+ * request (median 46) against 43-58 (50.5), 27.4k requests/s against 22.3k (medians). Prefaulting
+ * the headroom as well (MADV_POPULATE_WRITE) gained nothing measurable (37-56 against 40-53). */
 #define HEADROOM_BYTES ((size_t)96 << 10)
 #define HEADROOM_EVERY 8u
 
