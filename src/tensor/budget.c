@@ -263,11 +263,14 @@ size_t pe_mem_bound(size_t n)
 
 void pe_mem_keep_headroom(void)
 {
+#if !defined(__SANITIZE_ADDRESS__) /* AddressSanitizer's allocator has no arenas, and would only
+				     * put each block in its quarantine */
 	static _Thread_local unsigned calls;
 	if (calls++ % HEADROOM_EVERY)
 		return;
 	void *volatile block = malloc(HEADROOM_BYTES); /* volatile: the pair is the point, keep it */
 	free(block);
+#endif
 }
 
 void *pe_budget_malloc(struct pe_budget *b, size_t n, int *rc)
