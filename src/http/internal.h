@@ -100,8 +100,9 @@ struct req {
 	struct pe_err refusal;
 	enum MHD_Result (*refusal_answer)(struct req *r, struct MHD_Connection *conn, const struct pe_err *err);
 	uint64_t dropped;       /* body bytes read and dropped after a refusal or past max_body_bytes */
-	int body_past_budget;   /* a chunked body refused as past the whole budget (server.c) ... */
-	uint64_t body_kept;     /* ... after this many bytes: its 413 names body_kept + dropped */
+	uint64_t body_seen;     /* body bytes handed to the handler (held by it or by r->body) */
+	int body_past_budget;   /* refused as past the whole budget (server.c): its 413 names the
+				 * body's whole size (declared, or body_seen + dropped) */
 	int close;              /* answer with Connection: close */
 };
 
@@ -131,6 +132,10 @@ enum MHD_Result pe_http_refuse(struct req *r, const struct pe_err *err,
  * (opt.budget; NULL without one) until the job pe_budget_free_block()s it. A job that counts its
  * body by what it holds then never waits for room its own body keeps. */
 char *pe_http_take_body(struct req *r, size_t *len, struct pe_budget **budget);
+/* After pe_http_refuse: the refusal is that the body can never fit the whole response budget; its
+ * 413 then names the body's whole size (Content-Length, or every chunk once the body has ended),
+ * the same answer for both framings (a handler that holds the body's parts itself). */
+void pe_http_body_past_budget(struct req *r);
 /* A body (or a body part) of len bytes as a need told to clients counts it: the most its block can
  * hold (pe_mem_bound), so the 413 figure is the same for every request of that size and a budget
  * set to it always holds the job; its real size when that is more. */

@@ -15,7 +15,9 @@
  *    that part, at once, its bytes never kept (MHD passes part headers one line at a time through
  *    its fixed buffer, so many of them cost time, not memory); a Content-Type the part does not
  *    take, or multipart/mixed: a 400 naming the part and saying what it takes;
- *  - a part larger than its maximum: 413 naming it; a budget that cannot hold it: 503;
+ *  - a part larger than its maximum: 413 naming it; a budget that cannot hold it now: 503; one
+ *    that never could (the parts and the post processor's reservation past the whole budget): 413
+ *    naming body, by the body's whole size as for a plain body (pe_http_body_past_budget);
  *  - a transfer encoding other than binary / 7bit / 8bit (base64 would be read as raw bytes): 400;
  *  - a body that ends before its closing boundary: 400 at the end (pe_mp_end).
  * The server's lingering close and slow-client rules apply to the rest of the body as to any.
@@ -216,6 +218,19 @@ static int part_begins(struct pe_mp *m, struct pe_mp_part *p, const char *ctype,
 	return 0;
 }
 
+/* Could the parts, with size bytes more, and the post processor's reservation ever fit in the
+ * whole budget? (The bytes themselves, their buffers' doubling aside: a buffer grows by just what
+ * it needs when doubling finds no room.) */
+static int could_fit(const struct pe_mp *m, size_t size)
+{
+	struct pe_budget_stats st;
+	pe_budget_stats(m->budget, &st);
+	uint64_t need = (uint64_t)m->held + size;
+	for (size_t i = 0; i < m->nparts; i++)
+		need += m->part[i].buf.len;
+	return !st.limit || need <= st.limit;
+}
+
 static int append(struct pe_mp *m, struct pe_mp_part *p, const char *data, size_t size)
 {
 	char d[160];
@@ -224,9 +239,13 @@ static int append(struct pe_mp *m, struct pe_mp_part *p, const char *data, size_
 		return fail(m, PE_ETOOBIG, p->name, d);
 	}
 	int rc = size ? pe_buf_append(&p->buf, data, size) : 0;
-	if (rc == PE_ETOOBIG)
-		return fail(m, rc, p->name, "the part needs more memory than the server's whole budget "
+	if (rc == PE_EBUSY && !could_fit(m, size))
+		rc = PE_ETOOBIG; /* a 503 would be retried forever, even on an idle server */
+	if (rc == PE_ETOOBIG) {
+		m->past_budget = 1;
+		return fail(m, rc, "body", "the body's parts need more memory than the server's whole budget "
 			    "(response_budget_bytes)");
+	}
 	if (rc != 0)
 		return fail(m, rc == PE_EBUSY ? PE_EBUSY : PE_ENOMEM, "body",
 			    "the memory budget for request bodies and responses is full; retry");

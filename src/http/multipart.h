@@ -45,6 +45,7 @@ struct pe_mp {
 	size_t held;             /* PE_MP_PP_BYTES while a post processor lives */
 	struct MHD_PostProcessor *pp;
 	struct pe_err err;       /* the first failure */
+	int past_budget;         /* it was that the parts can never fit the whole budget (a 413) */
 };
 
 /* Is this Content-Type multipart/form-data (parameters aside)? */

@@ -262,8 +262,7 @@ static void body_past_budget(struct pe_err *err, uint64_t bytes)
 static void refuse_body(struct req *r, int rc, uint64_t bytes)
 {
 	struct pe_err err = {0};
-	r->body_past_budget = rc == PE_ETOOBIG && r->chunked;
-	r->body_kept = r->body.len;
+	r->body_past_budget = rc == PE_ETOOBIG;
 	pe_buf_destroy(&r->body);
 	pe_budget_give(r->h->opt.budget, r->body_held);
 	r->body_held = 0;
@@ -275,6 +274,8 @@ static void refuse_body(struct req *r, int rc, uint64_t bytes)
 			   "the memory budget for request bodies and responses is full; retry");
 	pe_http_refuse(r, &err, NULL);
 }
+
+void pe_http_body_past_budget(struct req *r) { r->body_past_budget = 1; }
 
 /* What a body buffer of `block` bytes holding `len` occupies when a handler sized it from
  * Content-Length at once: small blocks whole; blocks from 128 KiB up are mappings of their own
@@ -297,16 +298,23 @@ static size_t body_resident(size_t block, size_t len)
  * the budget is below it, and was refused as busy (503) on every try. A body within the budget is
  * held up to its limit and no further (its block grows no larger; the allocator's rounding is
  * charged after, as always): whether its job fits is the job's question, the same for every
- * framing (pe_http_body_figure). 0 or the budget's code (PE_EBUSY; PE_ETOOBIG) or PE_ENOMEM. */
+ * framing (pe_http_body_figure). The whole-budget check counts every body byte the handler took
+ * (body_seen), also where the handler holds them itself: a chunked multipart body past the budget
+ * was 503 on every try, as each part's increment was. 0 or the budget's code (PE_EBUSY;
+ * PE_ETOOBIG) or PE_ENOMEM. */
 static int hold_body(struct req *r, uint64_t more)
 {
 	struct pe_budget_stats st;
-	if (more > r->body.max || (size_t)more > r->body.max - r->body.len)
+	int past_max = more > r->body.max || (size_t)more > r->body.max - r->body.len;
+	if (past_max && r->body.max)
 		return 0; /* past max: the handler's body_cb refuses it (413) */
 	pe_budget_stats(r->h->opt.budget, &st);
-	size_t want = r->body.len + (size_t)more, most = st.limit ? st.limit : SIZE_MAX;
-	if (want > most)
+	size_t most = st.limit ? st.limit : SIZE_MAX;
+	if (more > most || r->body_seen > most - more)
 		return PE_ETOOBIG;
+	if (past_max)
+		return 0; /* a handler that holds the body's parts itself (multipart: max 0) reserves them */
+	size_t want = r->body.len + (size_t)more;
 	size_t block = pe_buf_block_within(&r->body, (size_t)more, most);
 	size_t target = r->body_sized ? body_resident(block, want) : block;
 	if (target > most)
@@ -362,6 +370,23 @@ static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_C
 	return MHD_YES;
 }
 
+/* n body bytes, held: to the handler, the allocator's rounding past the reservation charged.
+ * 0, or the handler's refusal (past its limit). */
+static int take_body_bytes(struct pe_http *h, struct req *r, const char *data, size_t n)
+{
+	r->body_seen += n;
+	if (pe_router_body(r, data, n) != 0)
+		return -1;
+	size_t have = pe_mem_size(r->body.data);
+	if (r->body_sized)
+		have = body_resident(have, r->body.len);
+	if (have > r->body_held) {
+		pe_budget_charge(h->opt.budget, have - r->body_held);
+		r->body_held = have;
+	}
+	return 0;
+}
+
 /* Body bytes: to the handler that wants them, dropped after a refusal or past its limit (a 413
  * once the body ends), but no more than linger_bytes of them: past that the connection is cut
  * (MHD_NO). */
@@ -372,17 +397,10 @@ static enum MHD_Result body_bytes(struct pe_http *h, struct req *r, struct MHD_C
 		pe_conn_guard_phase(h->guard, conn, PH_BODY, n);
 		int rc = hold_body(r, n);
 		if (rc != 0)
-			refuse_body(r, rc, (uint64_t)r->body.len + n);
-		else if (pe_router_body(r, data, n) == 0) {
-			size_t have = pe_mem_size(r->body.data); /* the allocator's rounding past the reservation */
-			if (r->body_sized)
-				have = body_resident(have, r->body.len);
-			if (have > r->body_held) {
-				pe_budget_charge(h->opt.budget, have - r->body_held);
-				r->body_held = have;
-			}
+			refuse_body(r, rc, r->body_seen + n);
+		else if (take_body_bytes(h, r, data, n) == 0)
 			return MHD_YES;
-		} else
+		else
 			r->body_too_big = 1; /* keep reading (and dropping) to answer 413 at the end */
 	}
 	pe_conn_guard_phase(h->guard, conn, PH_DISCARD, n);
@@ -436,8 +454,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return MHD_YES;
 	if (r->refusal.code) {
 		r->close = 1;
-		if (r->body_past_budget) /* the bytes it kept, and those dropped after (the refusing chunk too) */
-			body_past_budget(&r->refusal, r->body_kept + r->dropped);
+		if (r->body_past_budget) /* chunked: the bytes taken, and those dropped after (the refusing chunk too) */
+			body_past_budget(&r->refusal, r->chunked ? r->body_seen + r->dropped : r->declared);
 		return answer_refusal(r, conn);
 	}
 	return pe_router_finish(r, conn, method);

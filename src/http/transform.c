@@ -103,6 +103,8 @@ static int body_cb(struct req *r, const char *data, size_t n)
 	if (pe_mp_feed(m, data, n) != 0) {
 		pe_mp_destroy(m);
 		pe_http_refuse(r, &m->err, NULL); /* the rest is dropped (lingering close), then the answer */
+		if (m->past_budget)
+			pe_http_body_past_budget(r); /* named by the whole body's size, as a plain one is */
 	}
 	return 0;
 }
