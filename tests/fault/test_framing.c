@@ -192,25 +192,46 @@ static void nul_bytes(int port)
 	}
 }
 
+/* req gets one problem+json with status naming field, then close. */
+static void refused_once(int port, const char *req, int status, const char *field, const char *what)
+{
+	char out[8192];
+	check(one_problem(port, req, status, field, out, sizeof out), "%s: %d (got: %.200s)", what, status, out);
+}
+
+/* req (with Connection: close) is answered 200. */
+static void answered_200(int port, const char *req, const char *what)
+{
+	char out[8192];
+	size_t n = exchange(port, req, strlen(req), out, sizeof out, 5000);
+	check(n > 0 && strncmp(out, "HTTP/1.1 200 ", 13) == 0, "%s: 200 (got: %.120s)", what, out);
+}
+
+/* A POST to /v1/sinusoidal/apply with "field: value" for each value, then the rest of the head and
+ * body (tail): one problem+json with status naming field each time, then close. */
+static void refused_each(int port, const char *field, const char *const *values, size_t n, const char *tail, int status)
+{
+	char req[1024], out[8192];
+	for (size_t i = 0; i < n; i++) {
+		snprintf(req, sizeof req, "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+			 "%s: %s\r\n%s", field, values[i], tail);
+		check(one_problem(port, req, status, field, out, sizeof out),
+		      "%s: %s: one %d problem+json naming it, then close (got: %.200s)", field, values[i], status, out);
+	}
+}
+
 static void transfer_codings(int port)
 {
 	static const char *const codings[] = {"identity", "gzip, chunked", "chunked, gzip", "xchunked", "gzip", "chunked, chunked"};
-	char req[1024], out[8192];
-	for (size_t i = 0; i < sizeof codings / sizeof codings[0]; i++) {
-		snprintf(req, sizeof req, "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-			 "Transfer-Encoding: %s\r\n\r\n[[1, 2]]", codings[i]);
-		check(one_problem(port, req, 501, "Transfer-Encoding", out, sizeof out),
-		      "Transfer-Encoding: %s: 501 problem+json at once, then close (got: %.200s)", codings[i], out);
-	}
+	char req[1024];
+	refused_each(port, "Transfer-Encoding", codings, sizeof codings / sizeof codings[0], "\r\n[[1, 2]]", 501);
 	snprintf(req, sizeof req, "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 		 "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
-	check(one_problem(port, req, 501, "Transfer-Encoding", out, sizeof out),
-	      "Transfer-Encoding: gzip and Transfer-Encoding: chunked as two fields: 501 (got: %.200s)", out);
+	refused_once(port, req, 501, "Transfer-Encoding", "Transfer-Encoding: gzip and Transfer-Encoding: chunked as two fields");
 	/* and chunked itself still works (any case) */
 	snprintf(req, sizeof req, "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 		 "Transfer-Encoding: Chunked\r\nConnection: close\r\n\r\n8\r\n[[1, 2]]\r\n0\r\n\r\n");
-	size_t n = exchange(port, req, strlen(req), out, sizeof out, 5000);
-	check(n > 0 && strncmp(out, "HTTP/1.1 200 ", 13) == 0, "Transfer-Encoding: Chunked: 200 (got: %.120s)", out);
+	answered_200(port, req, "Transfer-Encoding: Chunked");
 }
 
 static void host(int port)
@@ -253,21 +274,15 @@ static void mhd_answers(int port)
 static void content_codings(int port)
 {
 	static const char *const codings[] = {"gzip", "deflate", "br", "x-gzip, identity", "GZIP"};
-	char req[1024], out[8192];
-	for (size_t i = 0; i < sizeof codings / sizeof codings[0]; i++) {
-		snprintf(req, sizeof req, "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-			 "Content-Encoding: %s\r\nContent-Length: 8\r\n\r\n[[1, 2]]", codings[i]);
-		check(one_problem(port, req, 415, "Content-Encoding", out, sizeof out),
-		      "POST with Content-Encoding: %s: one 415 problem+json naming Content-Encoding (got: %.200s)", codings[i], out);
-	}
+	char req[1024];
+	refused_each(port, "Content-Encoding", codings, sizeof codings / sizeof codings[0],
+		     "Content-Length: 8\r\n\r\n[[1, 2]]", 415);
 	snprintf(req, sizeof req, "PUT /v1/learned/coded HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-npy\r\n"
 		 "Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n");
-	check(one_problem(port, req, 415, "Content-Encoding", out, sizeof out),
-	      "PUT a learned table, chunked, Content-Encoding: gzip: 415 (got: %.200s)", out);
+	refused_once(port, req, 415, "Content-Encoding", "PUT a learned table, chunked, Content-Encoding: gzip");
 	snprintf(req, sizeof req, "POST /v1/sinusoidal/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 		 "Content-Encoding: identity\r\nConnection: close\r\nContent-Length: 8\r\n\r\n[[1, 2]]");
-	size_t n = exchange(port, req, strlen(req), out, sizeof out, 5000);
-	check(n > 0 && strncmp(out, "HTTP/1.1 200 ", 13) == 0, "Content-Encoding: identity: 200 (got: %.120s)", out);
+	answered_200(port, req, "Content-Encoding: identity");
 }
 
 int main(void)

@@ -65,6 +65,7 @@ static void *wait_cb(void *arg)
 	return NULL;
 }
 
+#if !defined(__SANITIZE_ADDRESS__) /* the headroom's helpers: glibc's arenas only */
 /* The end of the writable part of the mapping that holds p (/proc/self/maps): for a block in a
  * thread's own arena, how far glibc has grown that arena (its mprotect'd part). 0: not found. */
 static uintptr_t writable_end(const void *p)
@@ -112,6 +113,7 @@ static void *headroom_cb(void *arg)
 		free(kept[--n]);
 	return NULL;
 }
+#endif
 
 /* pe_mem_keep_headroom grows a thread's arena in one step well past its top, so the small blocks
  * kept next (a cache filling with small tables) do not each grow it by a system call: 48 KiB of
