@@ -132,6 +132,15 @@ enum MHD_Result pe_http_refuse(struct req *r, const struct pe_err *err,
  * (opt.budget; NULL without one) until the job pe_budget_free_block()s it. A job that counts its
  * body by what it holds then never waits for room its own body keeps. */
 char *pe_http_take_body(struct req *r, size_t *len, struct pe_budget **budget);
+/* The body's memory (body_budget.c). After the handler's begin_cb wanted the body: a declared
+ * length the whole budget can never hold is a 413 now; anything else is reserved as it arrives. */
+void pe_http_reserve_declared(struct req *r);
+/* n body bytes in: reserved on the budget, then handed to the handler. 0 when taken; otherwise the
+ * caller drops them: refused on the budget (the request's refusal set, the body released), or by
+ * the handler past its limit (r->body_too_big, a 413 once the body ends). */
+int pe_http_body_hold(struct req *r, const char *data, size_t n);
+/* Before a refusal is answered: a body past the whole budget named by its whole size. */
+void pe_http_body_refusal_final(struct req *r);
 /* After pe_http_refuse: the refusal is that the body can never fit the whole response budget; its
  * 413 then names the body's whole size (Content-Length, or every chunk once the body has ended),
  * the same answer for both framings (a handler that holds the body's parts itself). */
