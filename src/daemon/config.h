@@ -37,7 +37,7 @@ struct pe_config {
 	int64_t linger_timeout;        /* seconds spent on that at most */
 	int64_t job_timeout;           /* seconds a request may wait for its computation */
 	int64_t inline_max_us;         /* estimated µs of work computed on the HTTP thread; 0 = none */
-	int64_t http_threads;          /* libmicrohttpd threads (thread pool when > 1) */
+	int64_t http_threads;          /* libmicrohttpd threads (thread pool when > 1); 0: main.c picks one per two CPUs */
 	int64_t worker_nice;           /* the pool's workers' nice value (0..19) */
 	int64_t reserve_cpus;          /* CPUs kept from heavy jobs while the HTTP threads are busy */
 	int64_t http_slice_us;         /* the HTTP threads' scheduler slice, µs; 0 = the kernel's */

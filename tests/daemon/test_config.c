@@ -82,7 +82,7 @@ static void expect_defaults(const struct pe_config *c)
 	ck_assert_int_eq(c->reserve_cpus, 1);
 	ck_assert_int_eq(c->http_slice_us, 100);
 	ck_assert_int_eq(c->worker_slice_us, 100000);
-	ck_assert_int_eq(c->http_threads, 2);
+	ck_assert_int_eq(c->http_threads, 0);
 	ck_assert_str_eq(c->auth_token, "");
 	ck_assert_str_eq(c->cors_origins, "*");
 	ck_assert_int_eq(c->log_level, PE_LOG_INFO);

@@ -1,7 +1,9 @@
 /* http_threads (src/http/server.c): libmicrohttpd runs that many epoll threads, each serving the
  * connections it accepted, and requests on different threads share one cache.
  *
- *  - the threads exist as configured: one "MHD-single" at 1, N "MHD-worker" at N (2 by default);
+ *  - the threads exist as configured: one "MHD-single" at 1, N "MHD-worker" at N; by default (0)
+ *    one for every two CPUs the daemon may use, at least one (the daemon inherits this process's
+ *    affinity: all its CPUs, then one);
  *  - single flight holds across threads: a pooled job is held at POSENC_TEST_JOB_GATE while
  *    connections are opened until both threads hold some, every one asking for the same table;
  *    all are answered 200 with the same bytes and ETag, after exactly one computation
@@ -9,6 +11,8 @@
  *    (/proc/PID/fdinfo) once it is accepted and before its request is sent: MHD takes a suspended
  *    connection out of its epoll set. */
 #include "fault/fault.h"
+
+#include <sched.h>
 
 #define NCONN_MAX 64
 #define GATED "offset=4242"
@@ -50,12 +54,32 @@ static int threads_after_start(const char *const *args, const char *prefix, int 
 	return n;
 }
 
+/* The default (0): half the CPUs this process may use, at least one thread. */
+static void default_thread_count(void)
+{
+	cpu_set_t all, one;
+	check(sched_getaffinity(0, sizeof all, &all) == 0, "affinity read");
+	int cpus = CPU_COUNT(&all), want = cpus / 2 > 1 ? cpus / 2 : 1;
+	int n = threads_after_start(NULL, want > 1 ? "MHD-worker" : "MHD-single", want);
+	check(n == want, "default on %d CPUs: %d HTTP threads (%d)", cpus, want, n);
+	CPU_ZERO(&one);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &all)) {
+			CPU_SET(c, &one);
+			break;
+		}
+	check(sched_setaffinity(0, sizeof one, &one) == 0, "affinity set to one CPU");
+	n = threads_after_start(NULL, "MHD-single", 1);
+	check(n == 1, "default on one CPU: one MHD-single thread (%d)", n);
+	check(sched_setaffinity(0, sizeof all, &all) == 0, "affinity restored");
+}
+
 static void single_flight_across_threads(void)
 {
 	struct pe_spawn d;
 	/* job_timeout well past the gate's hold: a connection whose thread is not seen at once costs
 	 * connect_to_thread's 5 s, and a dozen of them (24 s) were seen before both threads held one */
-	const char *args[] = {"--workers", "1", "--job-timeout", "300", NULL};
+	const char *args[] = {"--workers", "1", "--http-threads", "2", "--job-timeout", "300", NULL};
 	FILE *f = fopen(gate, "w");
 	fputs(GATED, f);
 	fclose(f);
@@ -98,8 +122,8 @@ int main(void)
 	}
 	snprintf(gate, sizeof gate, "%s/gate", dir);
 	setenv("POSENC_TEST_JOB_GATE", gate, 1);
-	int n = threads_after_start(NULL, "MHD-worker", 2);
-	check(n == 2, "default: 2 HTTP threads (%d)", n);
+	default_thread_count();
+	int n;
 	const char *one[] = {"--http-threads", "1", NULL}, *three[] = {"--http-threads", "3", NULL};
 	n = threads_after_start(one, "MHD-single", 1);
 	check(n == 1, "--http-threads 1: one MHD-single thread (%d)", n);

@@ -1,4 +1,4 @@
-/* Two HTTP threads (http_threads 2, the default) seen by a hostile client: what one thread does
+/* Two HTTP threads (http_threads 2; the default is one per two CPUs) seen by a hostile client: what one thread does
  * must reach requests served by the other, and what both do at once must add up.
  *
  *  - a failure reaches waiters on both threads: a pooled job that fails with its own problem (the
