@@ -478,7 +478,7 @@ int main(void)
 	heavy_slot_waits_on_the_budget();
 
 	struct pe_spawn d;
-	const char *args[] = {"--workers", "2", "--cache-bytes", "0", NULL};
+	const char *args[] = {"--workers", "2", "--cache-bytes", "0", "--http-threads", "2", NULL};
 	daemon_start(&d, args);
 	big_and_small_on_one_connection(d.port);
 	slow_readers_of_big_answers(&d);
