@@ -348,6 +348,32 @@ out:
 	return rc;
 }
 
+unsigned pe_config_quota_cpus(const char *text)
+{
+	long long quota, period;
+	char *end;
+	if (!text)
+		return 0;
+	errno = 0;
+	quota = strtoll(text, &end, 10);
+	if (end == text || errno || quota <= 0) /* "max", "-1", junk: no quota */
+		return 0;
+	text = end;
+	period = strtoll(text, &end, 10);
+	if (end == text || errno || period <= 0)
+		return 0;
+	long long cpus = quota / period + (quota % period != 0);
+	return cpus > 4096 ? 4096 : (unsigned)cpus;
+}
+
+int64_t pe_config_auto_http_threads(unsigned affinity_cpus, unsigned quota_cpus)
+{
+	unsigned cpus = affinity_cpus ? affinity_cpus : 2;
+	if (quota_cpus && quota_cpus < cpus)
+		cpus = quota_cpus;
+	return cpus / 2 > 1 ? cpus / 2 : 1;
+}
+
 int pe_config_defaults(struct pe_config *cfg, struct pe_err *err)
 {
 	memset(cfg, 0, sizeof *cfg);

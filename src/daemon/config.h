@@ -58,6 +58,15 @@ int pe_config_load(struct pe_config *cfg, int argc, char **argv, char **envp, st
 /* Only the embedded defaults (used by tests). */
 int pe_config_defaults(struct pe_config *cfg, struct pe_err *err);
 
+/* CPUs a cgroup's CPU quota allows, the quota over its period rounded up; 0 when there is none or
+ * text cannot be read. text: cgroup v2's cpu.max ("max 100000", "150000 100000"), or for v1
+ * cpu.cfs_quota_us and cpu.cfs_period_us joined by a space ("-1 100000": none). */
+unsigned pe_config_quota_cpus(const char *text);
+
+/* What http_threads 0 means: one HTTP thread per two CPUs the daemon may use (those its affinity
+ * allows, no more than its cgroup's quota when it has one: quota_cpus 0 for none), at least one. */
+int64_t pe_config_auto_http_threads(unsigned affinity_cpus, unsigned quota_cpus);
+
 const char *pe_log_level_name(enum pe_log_level l);
 
 #endif

@@ -40,6 +40,7 @@ struct daemon {
 	struct pe_store *store;
 	char *tls_cert, *tls_key;
 	struct pe_http_static statics[13]; /* embedded files: openapi.yaml and the dashboard */
+	unsigned cpus, quota_cpus;         /* CPUs the affinity allows; the cgroup's quota in CPUs, 0: none */
 };
 
 static int submit_hook(void *ctx, void (*work)(void *), void *arg)
@@ -379,25 +380,72 @@ static struct pe_store *open_store(const struct pe_config *c, struct pe_err *err
 static void log_start(const struct daemon *d, uint16_t port)
 {
 	pe_log(PE_LOG_INFO, "start",
-	       json_pack("{s:s, s:s, s:i, s:I, s:I, s:s, s:b}", "version", PE_VERSION, "bind", d->cfg.bind, "port",
-			 (int)port, "workers", (json_int_t)d->cfg.workers, "cache_bytes",
-			 (json_int_t)d->cfg.cache_bytes, "isa", pe_isa_name(), "tls", d->tls_cert != NULL));
+	       json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:s, s:b}", "version", PE_VERSION, "bind",
+			 d->cfg.bind, "port", (int)port, "workers", (json_int_t)d->cfg.workers, "http_threads",
+			 (json_int_t)d->cfg.http_threads, "cpus", (json_int_t)d->cpus, "cpu_quota",
+			 (json_int_t)d->quota_cpus, "cache_bytes", (json_int_t)d->cfg.cache_bytes, "isa",
+			 pe_isa_name(), "tls", d->tls_cert != NULL));
 }
 
-/* http_threads 0: one HTTP thread for every two CPUs this process may use, at least one. On 2 vCPUs
- * (AMD EPYC, 2026-11-26, quiet A/B of fresh daemons alternating) one thread served cold and cached
- * 16x16 tables as fast as two (wrk -t1 is the bound on two cores either way: cold 52-57k req/s
- * each, cached 98-121k each) and under the mixed load (cold 512x768 tables computing) the small
- * requests' p99 was 1.5-3.7 ms (median ~2.6) against 2.7-5.2 (median ~4.0): two HTTP threads beside
- * a worker on two CPUs queue behind each other (perf sched: a third of one thread's waits of 0.5 ms
- * or more were behind the other). More CPUs, more threads: each is an epoll loop on its own core. */
-static int64_t resolve_http_threads(int64_t configured)
+/* The text of file at dir/path/name, at most n - 1 bytes (out[0] = 0 when it cannot be read). */
+static void read_small(const char *dir, const char *path, const char *name, char *out, size_t n)
+{
+	char file[4096 + 128];
+	snprintf(file, sizeof file, "%s%s/%s", dir, path, name);
+	FILE *f = fopen(file, "r");
+	size_t got = f ? fread(out, 1, n - 1, f) : 0;
+	out[got] = 0;
+	if (f)
+		fclose(f);
+}
+
+/* The CPUs this process's cgroup may use by its CPU quota (pe_config_quota_cpus), 0 for none:
+ * cgroup v2's cpu.max, else v1's cfs quota and period, found through /proc/self/cgroup. A container
+ * limited to 2 CPUs on a 64-CPU host sees all 64 in its affinity. */
+static unsigned cgroup_quota_cpus(void)
+{
+	char line[4200], text[128], quota[64], period[64];
+	unsigned cpus = 0;
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	while (f && !cpus && fgets(line, sizeof line, f)) {
+		char *path = strchr(line, ':'), *ctrl = path ? path + 1 : NULL;
+		path = ctrl ? strchr(ctrl, ':') : NULL;
+		if (!path)
+			continue;
+		*path++ = 0;
+		path[strcspn(path, "\n")] = 0;
+		if (!strcmp(line, "0") && !*ctrl) { /* "0::/path": the unified (v2) hierarchy */
+			read_small("/sys/fs/cgroup", path, "cpu.max", text, sizeof text);
+		} else if (!strcmp(ctrl, "cpu") || !strncmp(ctrl, "cpu,", 4)) {
+			char dir[64];
+			snprintf(dir, sizeof dir, "/sys/fs/cgroup/%s", ctrl);
+			read_small(dir, path, "cpu.cfs_quota_us", quota, sizeof quota);
+			read_small(dir, path, "cpu.cfs_period_us", period, sizeof period);
+			snprintf(text, sizeof text, "%s %s", quota, period);
+		} else {
+			continue;
+		}
+		cpus = pe_config_quota_cpus(text);
+	}
+	if (f)
+		fclose(f);
+	return cpus;
+}
+
+/* http_threads 0: one HTTP thread for every two CPUs the daemon may use (its affinity, within its
+ * cgroup's quota), at least one. On 2 vCPUs (AMD EPYC, 2026-11-26, quiet A/B of two daemons
+ * alternating) one thread served cold and cached 16x16 tables as fast as two (wrk -t1 is the bound
+ * on two cores either way) and under the mixed load (cold 512x768 tables computing) the small
+ * requests' p99 was 1.5-3.7 ms (median 2.7) against 2.7-5.2 (median 4.1): two HTTP threads beside a
+ * worker on two CPUs queue behind each other (perf sched: a third of one thread's waits of 0.5 ms
+ * or more were behind the other). With more CPUs, more threads: each is an epoll loop of its own. */
+static void resolve_http_threads(struct daemon *d)
 {
 	cpu_set_t allowed;
-	if (configured > 0)
-		return configured;
-	int n = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 2;
-	return n / 2 > 1 ? n / 2 : 1;
+	d->cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? (unsigned)CPU_COUNT(&allowed) : 0;
+	d->quota_cpus = cgroup_quota_cpus();
+	if (d->cfg.http_threads == 0)
+		d->cfg.http_threads = pe_config_auto_http_threads(d->cpus, d->quota_cpus);
 }
 
 int main(int argc, char **argv)
@@ -416,7 +464,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pe_log_set_level(d.cfg.log_level);
-	d.cfg.http_threads = resolve_http_threads(d.cfg.http_threads);
+	resolve_http_threads(&d);
 	/* Response bodies come and go in sizes glibc would start serving from the heap after its
 	 * first big free (its mmap threshold adapts upward), leaving holes that are never returned:
 	 * keep anything from 128 KiB in its own mapping so evicted tables give their memory back. */

@@ -409,9 +409,14 @@ static int make_addr(const char *bind, uint16_t port, struct sockaddr_storage *s
 }
 
 /* HTTPS through libmicrohttpd's GnuTLS backend when a certificate is configured. */
-static struct MHD_OptionItem *tls_options(const struct pe_http_options *opt, struct MHD_OptionItem items[3])
+/* TLS's options, and the thread pool's when there is one (MHD warns on stderr about a pool size
+ * of 0 or 1, so one thread is no option at all). */
+static struct MHD_OptionItem *more_options(const struct pe_http_options *opt, unsigned threads,
+					   struct MHD_OptionItem items[4])
 {
 	int n = 0;
+	if (threads > 1)
+		items[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, threads, NULL};
 	if (opt->tls_cert_pem && opt->tls_key_pem) {
 		items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)opt->tls_cert_pem};
 		items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)opt->tls_key_pem};
@@ -439,7 +444,7 @@ static void free_parts(struct pe_http *h)
 static struct MHD_Daemon *start_mhd(struct pe_http *h, const struct pe_http_options *opt,
 				    const struct sockaddr_storage *ss, int ipv6)
 {
-	struct MHD_OptionItem tls[3];
+	struct MHD_OptionItem more[4];
 	unsigned flags = (opt->tls_cert_pem ? MHD_USE_TLS : 0) | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
 			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
 	unsigned threads = opt->http_threads > 1 ? opt->http_threads : 1;
@@ -448,7 +453,6 @@ static struct MHD_Daemon *start_mhd(struct pe_http *h, const struct pe_http_opti
 	return MHD_start_daemon(flags, opt->port, pe_conn_guard_accept_cb, h->guard, on_request, h,
 				MHD_OPTION_EXTERNAL_LOGGER, pe_conn_guard_log_cb, h->guard, /* first, to see every message */
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss,
-				MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 				MHD_OPTION_CONNECTION_LIMIT, pe_conn_guard_mhd_limit(h->guard) * threads,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, opt->max_connections_per_ip,
@@ -460,7 +464,7 @@ static struct MHD_Daemon *start_mhd(struct pe_http *h, const struct pe_http_opti
 				MHD_OPTION_UNESCAPE_CALLBACK, pe_router_unescape_cb, NULL,
 				MHD_OPTION_URI_LOG_CALLBACK, pe_conn_guard_uri_cb, NULL,
 				MHD_OPTION_NOTIFY_CONNECTION, pe_conn_guard_notify_cb, h->guard,
-				MHD_OPTION_ARRAY, tls_options(opt, tls),
+				MHD_OPTION_ARRAY, more_options(opt, threads, more),
 				MHD_OPTION_END);
 }
 

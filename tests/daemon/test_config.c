@@ -622,6 +622,37 @@ START_TEST(log_level_names)
 }
 END_TEST
 
+START_TEST(quota_cpus_from_cgroup_text)
+{
+	ck_assert_uint_eq(pe_config_quota_cpus("max 100000\n"), 0);      /* v2, no quota */
+	ck_assert_uint_eq(pe_config_quota_cpus("200000 100000\n"), 2);    /* v2, two CPUs */
+	ck_assert_uint_eq(pe_config_quota_cpus("150000 100000"), 2);      /* 1.5 rounds up */
+	ck_assert_uint_eq(pe_config_quota_cpus("50000 100000"), 1);       /* half a CPU */
+	ck_assert_uint_eq(pe_config_quota_cpus("-1\n 100000\n"), 0);      /* v1, no quota */
+	ck_assert_uint_eq(pe_config_quota_cpus("400000\n 100000\n"), 4); /* v1, four CPUs */
+	ck_assert_uint_eq(pe_config_quota_cpus(""), 0);                   /* unreadable */
+	ck_assert_uint_eq(pe_config_quota_cpus("100000"), 0);             /* no period */
+	ck_assert_uint_eq(pe_config_quota_cpus("100000 0"), 0);
+	ck_assert_uint_eq(pe_config_quota_cpus("junk 100000"), 0);
+	ck_assert_uint_eq(pe_config_quota_cpus(NULL), 0);
+	ck_assert_uint_eq(pe_config_quota_cpus("99999999999999 1"), 4096);
+}
+END_TEST
+
+START_TEST(auto_http_threads_per_two_cpus)
+{
+	ck_assert_int_eq(pe_config_auto_http_threads(1, 0), 1);
+	ck_assert_int_eq(pe_config_auto_http_threads(2, 0), 1);
+	ck_assert_int_eq(pe_config_auto_http_threads(3, 0), 1);
+	ck_assert_int_eq(pe_config_auto_http_threads(4, 0), 2);
+	ck_assert_int_eq(pe_config_auto_http_threads(64, 0), 32);
+	ck_assert_int_eq(pe_config_auto_http_threads(64, 2), 1); /* a container's quota of 2 on 64 CPUs */
+	ck_assert_int_eq(pe_config_auto_http_threads(64, 8), 4);
+	ck_assert_int_eq(pe_config_auto_http_threads(4, 16), 2); /* a quota above the affinity: the affinity */
+	ck_assert_int_eq(pe_config_auto_http_threads(0, 0), 1);  /* affinity unknown */
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -642,6 +673,8 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, help_shows_builtin_defaults_not_overrides);
 	tcase_add_test(tc, version);
 	tcase_add_test(tc, log_level_names);
+	tcase_add_test(tc, quota_cpus_from_cgroup_text);
+	tcase_add_test(tc, auto_http_threads_per_two_cpus);
 	suite_add_tcase(s, tc);
 	return s;
 }

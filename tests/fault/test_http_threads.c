@@ -13,6 +13,7 @@
 #include "fault/fault.h"
 
 #include <sched.h>
+#include <sys/stat.h>
 
 #define NCONN_MAX 64
 #define GATED "offset=4242"
@@ -50,6 +51,11 @@ static int threads_after_start(const char *const *args, const char *prefix, int 
 	int n = 0;
 	for (int i = 0; i < 200 && (n = threads_named(d.pid, prefix)) < want; i++)
 		sleep_s(0.01);
+	size_t len;
+	char *err = read_file(d.err, &len);
+	check(err && !strstr(err, "Warning"), "nothing on stderr from libmicrohttpd about the pool size (%s)",
+	      err ? err : "stderr unread");
+	free(err);
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "exits 0");
 	return n;
 }
@@ -72,6 +78,71 @@ static void default_thread_count(void)
 	n = threads_after_start(NULL, "MHD-single", 1);
 	check(n == 1, "default on one CPU: one MHD-single thread (%d)", n);
 	check(sched_setaffinity(0, sizeof all, &all) == 0, "affinity restored");
+}
+
+/* Write text to where/name; 0 on success. */
+static int put(const char *where, const char *name, const char *text)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/%s", where, name);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	int ok = fputs(text, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* A cgroup of this test's own with a CPU quota of 1.5 CPUs (v2's cpu.max or v1's cfs quota), its
+ * directory in cg; 0 when made. Root and a writable cgroup file system are needed. */
+static int quota_cgroup(char *cg, size_t n, char *procs, size_t pn)
+{
+	snprintf(cg, n, "/sys/fs/cgroup/posenc-test-%d", (int)getpid()); /* v2, unified at the root */
+	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0 && mkdir(cg, 0755) == 0) {
+		if (put(cg, "cpu.max", "150000 100000") == 0 || /* else the cpu controller is off below the root */
+		    (put("/sys/fs/cgroup", "cgroup.subtree_control", "+cpu") == 0 &&
+		     put(cg, "cpu.max", "150000 100000") == 0)) {
+			snprintf(procs, pn, "%s/cgroup.procs", cg);
+			return 0;
+		}
+		rmdir(cg);
+	}
+	snprintf(cg, n, "/sys/fs/cgroup/cpu/posenc-test-%d", (int)getpid()); /* v1's cpu hierarchy */
+	if (mkdir(cg, 0755) == 0) {
+		if (put(cg, "cpu.cfs_period_us", "100000") == 0 && put(cg, "cpu.cfs_quota_us", "150000") == 0) {
+			snprintf(procs, pn, "%s/cgroup.procs", cg);
+			return 0;
+		}
+		rmdir(cg);
+	}
+	return -1;
+}
+
+/* Under a cgroup's CPU quota the daemon reads it (/proc/self/cgroup, then cpu.max or the cfs
+ * files) and counts at most that many CPUs: its start line says so. */
+static void default_under_a_cgroup_quota(void)
+{
+	char cg[128], procs[160], script[256];
+	if (quota_cgroup(cg, sizeof cg, procs, sizeof procs) != 0) {
+		note("no cgroup with a CPU quota could be made here (%s): the quota's reading is not checked", strerror(errno));
+		return;
+	}
+	snprintf(script, sizeof script, "echo $$ > %s && exec \"$@\"", procs);
+	const char *wrap[] = {"/bin/sh", "-c", script, "sh", NULL};
+	struct pe_spawn_opts opts = {.wrap = wrap};
+	struct pe_spawn d;
+	char why[4096];
+	if (pe_spawn_start(&d, NULL, &opts, why, sizeof why) != 0) {
+		check(0, "daemon starts in the cgroup (%s)", why);
+	} else {
+		size_t len;
+		char *out = read_file(d.out, &len);
+		check(out && strstr(out, "\"cpu_quota\":2,"), "its start line counts the 1.5-CPU quota as 2 CPUs");
+		check(out && strstr(out, "\"http_threads\":1,"), "and so one HTTP thread");
+		free(out);
+		check(daemon_stop(&d, SIGTERM, 30) == 0, "exits 0");
+	}
+	for (int i = 0; i < 100 && rmdir(cg) != 0; i++) /* empty once the daemon is reaped */
+		sleep_s(0.05);
 }
 
 static void single_flight_across_threads(void)
@@ -123,6 +194,7 @@ int main(void)
 	snprintf(gate, sizeof gate, "%s/gate", dir);
 	setenv("POSENC_TEST_JOB_GATE", gate, 1);
 	default_thread_count();
+	default_under_a_cgroup_quota();
 	int n;
 	const char *one[] = {"--http-threads", "1", NULL}, *three[] = {"--http-threads", "3", NULL};
 	n = threads_after_start(one, "MHD-single", 1);
