@@ -2,8 +2,8 @@
  * cache layers. The daemon supplies limits, the cache, and hooks for what lives above this layer
  * (the worker pool, metrics, readiness), so nothing here reaches up into src/daemon.
  *
- * Threads: MHD runs http_threads internal epoll threads (one by default in MHD; in posencd one per two CPUs by
- * default) that accept, parse, route and answer cache hits; a connection stays on the thread that
+ * Threads: MHD runs http_threads internal epoll threads (the daemon's default: one per two CPUs)
+ * that accept, parse, route and answer cache hits; a connection stays on the thread that
  * accepted it, and everything they share (cache, waiters, budget, metrics, the connection guard,
  * the access log) is locked or atomic. Misses whose work is estimated under inline_max_us are
  * computed right there; the others suspend their connection and become jobs through hooks.submit;

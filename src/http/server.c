@@ -408,9 +408,9 @@ static int make_addr(const char *bind, uint16_t port, struct sockaddr_storage *s
 	return pe_err_set(err, PE_EINVAL, "bind", "bind is not an IP address literal");
 }
 
-/* HTTPS through libmicrohttpd's GnuTLS backend when a certificate is configured. */
-/* TLS's options, and the thread pool's when there is one (MHD warns on stderr about a pool size
- * of 0 or 1, so one thread is no option at all). */
+/* The thread pool's option when there is one (MHD warns on stderr about a pool size of 0 or 1, so
+ * one thread is no option at all), and HTTPS through libmicrohttpd's GnuTLS backend when a
+ * certificate is configured. */
 static struct MHD_OptionItem *more_options(const struct pe_http_options *opt, unsigned threads,
 					   struct MHD_OptionItem items[4])
 {
