@@ -85,7 +85,7 @@ static const struct key keys[] = {
 	INT(inline_max_us, 0, 1000,
 	    "computations estimated at most this many microseconds run on the HTTP thread; 0: all on the pool"),
 	INT(http_threads, 0, 64,
-	    "libmicrohttpd threads that accept, parse and answer requests (each its own epoll; connections stay on one); 0: half the CPUs this process may use, at least one"),
+	    "libmicrohttpd threads that accept, parse and answer requests (each its own epoll; connections stay on one); 0: one per two CPUs this process may use (affinity, cgroup quota), at least one"),
 	INT(worker_nice, 0, 19, "nice value of the pool's workers, so the HTTP thread preempts them; 0: equal"),
 	INT(reserve_cpus, 0, 1024,
 	    "CPUs left to the HTTP threads while they are busy: large tables then compute on the others (at least one); 0: none"),
