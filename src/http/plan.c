@@ -2,14 +2,16 @@
  * (pe_plan_build in core, the same as `posenc plan`).
  *
  * The body is application/json of at most PE_PLAN_MAX_BODY (1 MiB) bytes, or max_body_bytes if
- * that is smaller: a larger Content-Length is a 413 before a byte is read. The plan is made on
- * libmicrohttpd's thread: parsing a body of that bound and the rules take well under a
- * millisecond of work per kilobyte, no more than answering a cache hit, so it is not worth a job.
+ * that is smaller: a larger Content-Length is a 413 before a byte is read. The plan is made on a
+ * worker (oneshot.c), not on libmicrohttpd's thread: a body near that bound made of many small keys
+ * took 11-25 ms to parse and plan, and on the HTTP thread every other connection on it waited that
+ * long (a hostile client's 16 such POSTs held a bystander's 16x16 table up to 120 ms; session 12).
  * Not cached: the answer depends on the whole body. Every url is answered as given by this server:
  * len is capped by max_elements, and a table whose JSON would be over response_budget_bytes or
  * max_response_bytes is planned as format=npy (or, when even that is over, with a shorter len). Errors: 400 for JSON that does not parse,
  * 422 naming the key for a model family or rope_type posenc does not know, 400 naming len. */
 #include "http/handler.h"
+#include "http/oneshot.h"
 #include "http/produce.h"
 #include "posenc/output.h"
 #include "posenc/plan.h"
@@ -99,10 +101,42 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
 	return MHD_YES;
 }
 
+/* A plan to make on a worker: the body (held on the response budget) and the options. */
+struct plan_job {
+	struct pe_oneshot os; /* first: the job as oneshot.c runs it */
+	struct pe_plan_opts opts;
+	char *body;
+	size_t body_len;
+	struct pe_budget *body_budget; /* where the body is reserved (pe_http_take_body) */
+};
+
+static void run_plan(struct pe_oneshot *os, struct pe_oneshot_result *res)
+{
+	struct plan_job *j = (struct plan_job *)os;
+	struct pe_plan plan;
+	if (pe_plan_build(j->body ? j->body : "", j->body_len, &j->opts, &plan, &res->err) != 0) {
+		if (!res->err.code)
+			pe_err_set(&res->err, PE_EINTERNAL, "", "the plan failed");
+		return;
+	}
+	res->data = pe_plan_json(&plan, &res->len);
+	pe_plan_destroy(&plan);
+	if (!res->data)
+		pe_err_set(&res->err, PE_ENOMEM, "", "out of memory");
+}
+
+static void plan_job_free(struct pe_oneshot *os)
+{
+	struct plan_job *j = (struct plan_job *)os;
+	pe_budget_free_block(j->body_budget, j->body);
+	free(j);
+}
+
+static const struct pe_oneshot_answer plan_answer = {.noun = "the plan", .content_type = "application/json"};
+
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 {
 	struct pe_err err = {0};
-	struct pe_plan plan;
 	struct query q = {.err = &err};
 	if (r->body_too_big) {
 		pe_err_set(&err, PE_ETOOBIG, "body", "the body is over %zu bytes", body_limit(r->h));
@@ -111,25 +145,16 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
 	if (q.failed)
 		return pe_http_problem(r, conn, &err);
-	struct pe_plan_opts o = {.len = q.len, .max_elements = r->h->opt.max_elements, .fits_cb = fits_cb, .fits_ctx = r->h};
-	if (pe_plan_build(r->body.data ? r->body.data : "", r->body.len, &o, &plan, &err) != 0)
-		return pe_http_problem(r, conn, &err);
-	size_t n = 0;
-	char *json = pe_plan_json(&plan, &n);
-	pe_plan_destroy(&plan);
-	if (!json) {
+	struct plan_job *j = calloc(1, sizeof *j);
+	if (!j) {
 		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
 		return pe_http_problem(r, conn, &err);
 	}
-	struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(n, json, free);
-	if (!resp) {
-		free(json);
-		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
-		return pe_http_problem(r, conn, &err);
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	return pe_http_queue(r, conn, 200, resp);
+	j->os = (struct pe_oneshot){.h = r->h, .run = run_plan, .free = plan_job_free};
+	j->opts = (struct pe_plan_opts){
+		.len = q.len, .max_elements = r->h->opt.max_elements, .fits_cb = fits_cb, .fits_ctx = r->h};
+	j->body = pe_http_take_body(r, &j->body_len, &j->body_budget);
+	return pe_oneshot_start(r, conn, &j->os, &plan_answer);
 }
 
 static int match_cb(void *hctx, const char *url, const void **target)

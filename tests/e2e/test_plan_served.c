@@ -153,12 +153,44 @@ START_TEST(mrope_at_the_largest_len_is_capped_not_unchecked)
 }
 END_TEST
 
+/* A plan is made on a worker, not on the HTTP thread (a big body takes milliseconds to parse):
+ * posenc_jobs_total counts it and posenc_jobs_inline_total does not; its answer keeps its headers,
+ * and a body that is not JSON is still a 400 naming body, from the job. */
+START_TEST(a_plan_is_made_on_a_worker)
+{
+	struct pe_daemon d;
+	struct pe_resp r;
+	size_t n;
+	char v[256];
+	pe_daemon_start(&d, NULL);
+	char *body = pe_test_read_file(CONFIGS "/qwen2-vl-7b.json", &n);
+	double jobs = pe_metric(&d, "posenc_jobs_total"), inl = pe_metric(&d, "posenc_jobs_inline_total");
+	pe_request(&d, "POST", "/v1/plan?len=4096", json_ct, body, n, &r);
+	free(body);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_ptr_nonnull(strstr(r.body, "\"encodings\""));
+	ck_assert_str_eq(pe_resp_header(&r, "Content-Type", v, sizeof v), "application/json");
+	ck_assert_str_eq(pe_resp_header(&r, "Cache-Control", v, sizeof v), "no-store");
+	ck_assert_str_eq(pe_resp_header(&r, "Access-Control-Allow-Origin", v, sizeof v), "*");
+	pe_resp_free(&r);
+	ck_assert_double_eq(pe_metric(&d, "posenc_jobs_total"), jobs + 1);
+	ck_assert_double_eq(pe_metric(&d, "posenc_jobs_inline_total"), inl);
+	pe_request(&d, "POST", "/v1/plan", json_ct, "{\"model_type\": ", 15, &r);
+	ck_assert_int_eq(r.status, 400);
+	ck_assert_ptr_nonnull(strstr(r.body, "\"param\":\"body\""));
+	pe_resp_free(&r);
+	ck_assert_double_eq(pe_metric(&d, "posenc_jobs_total"), jobs + 2);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
 static Suite *plan_served_suite(void)
 {
 	Suite *s = suite_create("plan_served");
 	TCase *tc = tcase_create("e2e");
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, mrope_at_the_largest_len_is_capped_not_unchecked);
+	tcase_add_test(tc, a_plan_is_made_on_a_worker);
 	tcase_add_test(tc, every_url_is_served_at_every_len);
 	tcase_add_test(tc, every_url_is_served_under_small_limits);
 	suite_add_tcase(s, tc);
