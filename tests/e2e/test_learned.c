@@ -143,13 +143,21 @@ static void get_problem(const char *path, long status, const char *param)
 	pe_resp_free(&r);
 }
 
+/* GET /v1/learned, listed on a worker (the store checks every table: never on the HTTP thread):
+ * posenc_jobs_total counts it, posenc_jobs_inline_total does not. */
 static json_t *list(void)
 {
 	struct pe_resp r;
+	char v[64];
+	double jobs = pe_metric(&D, "posenc_jobs_total"), inl = pe_metric(&D, "posenc_jobs_inline_total");
 	pe_get(&D, "/v1/learned", &r);
 	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(pe_resp_header(&r, "Content-Type", v, sizeof v), "application/json");
+	ck_assert_str_eq(pe_resp_header(&r, "Cache-Control", v, sizeof v), "no-store");
 	json_t *j = pe_resp_json(&r);
 	pe_resp_free(&r);
+	ck_assert_double_eq(pe_metric(&D, "posenc_jobs_total"), jobs + 1);
+	ck_assert_double_eq(pe_metric(&D, "posenc_jobs_inline_total"), inl);
 	return j;
 }
 
