@@ -297,69 +297,98 @@ static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, cons
 
 /* ---- the list: a job on the pool ---- */
 
-/* What one table's entry takes in the list's JSON, at most as the budget counts it before the
- * document is made (68k tables of short names made 13.5 MB: ~200 bytes each). */
-#define LIST_ENTRY_BYTES 256
+/* The fewest bytes one table's entry takes in the list's JSON (a one-letter name, [1, 1], no grid;
+ * 193 with its comma): with the store's copy of the list, what the budget must be able to hold. */
+#define LIST_ENTRY_MIN 190
 
-/* The list as JSON into res, its bytes held on the response budget (a client that does not read
- * keeps them; 64 such clients of a 68k-table store held 1 GB outside the budget before), checked
- * against the request's deadline every 4096 tables. */
+/* The problem of a list the response budget refused (pe_budget_take / pe_buf's codes). */
+static void list_refused(int rc, struct pe_err *err)
+{
+	if (rc == PE_EBUSY)
+		pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
+	else if (rc == PE_ETOOBIG)
+		pe_err_set(err, rc, "", "the list needs more than the whole response memory budget (response_budget_bytes)");
+	else
+		pe_err_set(err, rc ? rc : PE_ENOMEM, "", "out of memory");
+}
+
+/* The list as JSON into res, written entry by entry into a buffer reserved on the response budget
+ * as it grows (so what a client that does not read keeps is counted: 64 such clients of a
+ * 68k-table store held 1 GB outside the budget before, and a jansson tree of the whole list took
+ * ~2 KB a table besides), checked against the request's deadline every 4096 tables. */
 static void list_json(struct pe_budget *budget, const struct pe_store_meta *all, size_t n, uint64_t max_bytes,
 		      uint64_t max_table, struct pe_oneshot_result *res)
 {
-	size_t guess = n * LIST_ENTRY_BYTES + 256, real;
+	struct pe_buf out;
+	char one[1024];
 	uint64_t bytes = 0;
-	int rc = budget ? pe_budget_take(budget, guess) : 0;
-	if (rc != 0) {
-		pe_err_set(&res->err, rc, "", rc == PE_EBUSY ? "the response memory budget is full; retry shortly"
-							 : "the list needs more than the whole response memory budget "
-							   "(response_budget_bytes)");
-		return;
-	}
-	json_t *tables = json_array();
+	pe_buf_init(&out, (size_t)1 << 40);
+	pe_buf_set_budget(&out, budget);
+	int rc = pe_buf_puts(&out, "{\"tables\":[");
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		if (i % 4096 == 4095 && (rc = pe_cancelled()) != 0)
+		if (i % 4096 == 4095 && (rc = pe_cancelled()) != 0) {
 			pe_cancel_err(rc, &res->err);
+			break;
+		}
+		json_t *e = meta_json(&all[i]);
+		size_t k = e ? json_dumpb(e, one, sizeof one, JSON_COMPACT) : 0;
+		json_decref(e);
+		if (k == 0 || k > sizeof one)
+			rc = PE_ENOMEM;
+		else if ((rc = i ? pe_buf_puts(&out, ",") : 0) == 0)
+			rc = pe_buf_append(&out, one, k);
 		bytes += all[i].bytes;
-		json_array_append_new(tables, meta_json(&all[i]));
 	}
-	json_t *doc = rc ? NULL
-			 : json_pack("{s:o, s:I, s:I, s:I, s:I}", "tables", tables, "count", (json_int_t)n, "bytes",
-				     (json_int_t)bytes, "max_bytes", (json_int_t)max_bytes, "max_table_bytes",
-				     (json_int_t)max_table);
-	if (rc)
-		json_decref(tables);
-	res->data = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-	json_decref(doc);
-	real = pe_mem_size(res->data);
-	if (budget && real > guess)
-		pe_budget_charge(budget, real - guess);
-	else if (budget)
-		pe_budget_give(budget, guess - real);
-	res->budget = budget;
-	res->held = budget ? real : 0;
-	if (res->data)
-		res->len = strlen(res->data);
-	else if (!res->err.code)
-		pe_err_set(&res->err, PE_ENOMEM, "", "out of memory");
+	if (rc == 0)
+		rc = pe_buf_printf(&out, "],\"count\":%zu,\"bytes\":%" PRIu64 ",\"max_bytes\":%" PRIu64
+				   ",\"max_table_bytes\":%" PRIu64 "}",
+				   n, bytes, max_bytes, max_table);
+	if (rc == 0 && (res->data = pe_buf_steal(&out, &res->len)) != NULL) {
+		res->budget = budget;
+		res->held = budget ? pe_mem_size(res->data) : 0;
+	} else if (!res->err.code) {
+		list_refused(rc, &res->err);
+	}
+	pe_buf_destroy(&out);
 }
 
 /* The catalogue is listed on a worker (oneshot.c), not on the HTTP thread: the file store checks
  * every table's file and the document grows with the tables (68k of them: ~385 ms and 13.5 MB),
- * and on the HTTP thread every other connection on it waited that long (session 12's attack). */
+ * and on the HTTP thread every other connection on it waited that long (session 12's attack). The
+ * store's copy of the list is reserved on the budget first, from its count, so a list the budget
+ * cannot hold (413: the copy and the least its JSON can take pass the whole budget; 503: not now)
+ * is refused before the store is scanned. */
 static void run_list(struct pe_oneshot *os, struct pe_oneshot_result *res)
 {
 	struct pe_store *store = os->h->opt.store;
+	struct pe_budget *budget = os->h->opt.budget;
+	struct pe_store_stats st;
 	struct pe_store_meta *all = NULL;
 	size_t n = 0;
 	uint64_t max_bytes, max_table;
-	if (pe_store_list(store, &all, &n) != 0) {
-		pe_err_set(&res->err, PE_ENOMEM, "", "out of memory");
+	struct pe_budget_stats bs = {0};
+	pe_store_stats(store, &st);
+	size_t copy = (st.tables + 64) * sizeof *all; /* tables put meanwhile: charged below */
+	if (budget)
+		pe_budget_stats(budget, &bs);
+	int rc = !budget ? 0 : copy + st.tables * LIST_ENTRY_MIN > bs.limit ? PE_ETOOBIG : pe_budget_take(budget, copy);
+	if (rc != 0) {
+		list_refused(rc, &res->err);
 		return;
 	}
-	pe_store_limits(store, &max_bytes, &max_table);
-	list_json(os->h->opt.budget, all, n, max_bytes, max_table, res);
+	if (pe_store_list(store, &all, &n) != 0) {
+		pe_err_set(&res->err, PE_ENOMEM, "", "out of memory");
+	} else {
+		if (budget && n * sizeof *all > copy) {
+			pe_budget_charge(budget, n * sizeof *all - copy);
+			copy = n * sizeof *all;
+		}
+		pe_store_limits(store, &max_bytes, &max_table);
+		list_json(budget, all, n, max_bytes, max_table, res);
+	}
 	free(all);
+	if (budget)
+		pe_budget_give(budget, copy);
 }
 
 static void list_job_free(struct pe_oneshot *os) { free(os); }
