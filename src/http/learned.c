@@ -300,6 +300,8 @@ static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, cons
 /* The fewest bytes one table's entry takes in the list's JSON (a one-letter name, [1, 1], no grid;
  * 193 with its comma): with the store's copy of the list, what the budget must be able to hold. */
 #define LIST_ENTRY_MIN 190
+/* The most the list's end takes: four counts of at most 20 digits and their keys. */
+#define LIST_TAIL_MAX 160
 
 /* The problem of a list the response budget refused (pe_budget_take / pe_buf's codes). */
 static void list_refused(int rc, struct pe_err *err)
@@ -315,13 +317,17 @@ static void list_refused(int rc, struct pe_err *err)
 /* The list as JSON into res, written entry by entry into a buffer reserved on the response budget
  * as it grows (so what a client that does not read keeps is counted: 64 such clients of a
  * 68k-table store held 1 GB outside the budget before, and a jansson tree of the whole list took
- * ~2 KB a table besides), checked against the request's deadline every 4096 tables. */
-static void list_json(struct pe_budget *budget, const struct pe_store_meta *all, size_t n, uint64_t max_bytes,
-		      uint64_t max_table, struct pe_oneshot_result *res)
+ * ~2 KB a table besides), checked against the request's deadline every 4096 tables. copy: what the
+ * job holds on the budget besides; limit: the budget's whole limit (0: no budget). The buffer never
+ * grows past what the limit leaves it, and a list that cannot fit in it even at LIST_ENTRY_MIN a
+ * table still to come is 413 (a 503 would have it retried for ever). */
+static void list_json(struct pe_budget *budget, size_t copy, size_t limit, const struct pe_store_meta *all, size_t n,
+		      uint64_t max_bytes, uint64_t max_table, struct pe_oneshot_result *res)
 {
 	struct pe_buf out;
 	char one[1024];
 	uint64_t bytes = 0;
+	size_t room = limit > copy ? limit - copy : limit ? 0 : SIZE_MAX;
 	pe_buf_init(&out, (size_t)1 << 40);
 	pe_buf_set_budget(&out, budget);
 	int rc = pe_buf_puts(&out, "{\"tables\":[");
@@ -335,11 +341,13 @@ static void list_json(struct pe_budget *budget, const struct pe_store_meta *all,
 		json_decref(e);
 		if (k == 0 || k > sizeof one)
 			rc = PE_ENOMEM;
-		else if ((rc = i ? pe_buf_puts(&out, ",") : 0) == 0)
-			rc = pe_buf_append(&out, one, k);
+		else if (limit && out.len + 1 + k + (n - i - 1) * LIST_ENTRY_MIN + LIST_TAIL_MAX > room)
+			rc = PE_ETOOBIG;
+		else if ((rc = pe_buf_reserve_within(&out, 1 + k, room)) == 0)
+			rc = (i ? pe_buf_puts(&out, ",") : 0) || pe_buf_append(&out, one, k) ? PE_ENOMEM : 0;
 		bytes += all[i].bytes;
 	}
-	if (rc == 0)
+	if (rc == 0 && (rc = pe_buf_reserve_within(&out, LIST_TAIL_MAX, room)) == 0)
 		rc = pe_buf_printf(&out, "],\"count\":%zu,\"bytes\":%" PRIu64 ",\"max_bytes\":%" PRIu64
 				   ",\"max_table_bytes\":%" PRIu64 "}",
 				   n, bytes, max_bytes, max_table);
@@ -384,7 +392,7 @@ static void run_list(struct pe_oneshot *os, struct pe_oneshot_result *res)
 			copy = n * sizeof *all;
 		}
 		pe_store_limits(store, &max_bytes, &max_table);
-		list_json(budget, all, n, max_bytes, max_table, res);
+		list_json(budget, copy, bs.limit, all, n, max_bytes, max_table, res);
 	}
 	free(all);
 	if (budget)
