@@ -337,14 +337,17 @@ static void list_json(struct pe_budget *budget, size_t copy, size_t limit, const
 			break;
 		}
 		json_t *e = meta_json(&all[i]);
-		size_t k = e ? json_dumpb(e, one, sizeof one, JSON_COMPACT) : 0;
+		one[0] = ','; /* the entry after its comma; the first goes without */
+		size_t d = e ? json_dumpb(e, one + 1, sizeof one - 1, JSON_COMPACT) : 0;
 		json_decref(e);
-		if (k == 0 || k > sizeof one)
+		const char *entry = i ? one : one + 1;
+		size_t k = d + (i ? 1 : 0);
+		if (d == 0 || d > sizeof one - 1)
 			rc = PE_ENOMEM;
-		else if (limit && out.len + 1 + k + (n - i - 1) * LIST_ENTRY_MIN + LIST_TAIL_MAX > room)
+		else if (limit && out.len + k + (n - i - 1) * LIST_ENTRY_MIN + LIST_TAIL_MAX > room)
 			rc = PE_ETOOBIG;
-		else if ((rc = pe_buf_reserve_within(&out, 1 + k, room)) == 0)
-			rc = (i ? pe_buf_puts(&out, ",") : 0) || pe_buf_append(&out, one, k) ? PE_ENOMEM : 0;
+		else if ((rc = pe_buf_reserve_within(&out, k, room)) == 0)
+			rc = pe_buf_append(&out, entry, k);
 		bytes += all[i].bytes;
 	}
 	if (rc == 0 && (rc = pe_buf_reserve_within(&out, LIST_TAIL_MAX, room)) == 0)
@@ -377,9 +380,11 @@ static void run_list(struct pe_oneshot *os, struct pe_oneshot_result *res)
 	struct pe_budget_stats bs = {0};
 	pe_store_stats(store, &st);
 	size_t copy = (st.tables + 64) * sizeof *all; /* tables put meanwhile: charged below */
-	if (budget)
+	int rc = 0;
+	if (budget) {
 		pe_budget_stats(budget, &bs);
-	int rc = !budget ? 0 : copy + st.tables * LIST_ENTRY_MIN > bs.limit ? PE_ETOOBIG : pe_budget_take(budget, copy);
+		rc = copy + st.tables * LIST_ENTRY_MIN > bs.limit ? PE_ETOOBIG : pe_budget_take(budget, copy);
+	}
 	if (rc != 0) {
 		list_refused(rc, &res->err);
 		return;
