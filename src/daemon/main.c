@@ -9,6 +9,7 @@
  * Signals are blocked in every thread (they inherit the mask) and taken by sigwait here; all but
  * the three that drain and the fault signals (SIGHUP, SIGUSR1, SIGALRM, SIGXCPU, SIGRTMIN+n, ...)
  * are logged and ignored, never fatal. */
+#include "daemon/alloc.h"
 #include "daemon/assets.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
@@ -452,6 +453,7 @@ int main(int argc, char **argv)
 {
 	struct daemon d = {0};
 	struct pe_err err = {0};
+	pe_alloc_tune_exec(argv); /* first: a second start replaces this process */
 	if (pe_isa_check_env(&err) != 0) { /* a forced kernel set the CPU cannot run: refuse, never guess */
 		fprintf(stderr, "posencd: %s\n", err.detail);
 		return 2;

@@ -1,9 +1,10 @@
 /* The produce-and-cache path (see produce.h).
  *
- * A cached answer is a struct body: the encoded bytes plus one MHD_Response built once with every
- * header ("X-PE-Cache: hit"), queued as is on any number of connections (MHD refcounts it and
- * sends the buffer without copying). The bytes belong to that shared response and are freed by
- * its free callback when MHD drops its last use; the cache owns the response. Requests that need
+ * A cached answer is a struct body: the encoded bytes plus, from its first hit on, one
+ * MHD_Response built once with every header ("X-PE-Cache: hit"), queued as is on any number of
+ * connections (MHD refcounts it and sends the buffer without copying). Once it exists the bytes
+ * belong to that shared response and are freed by its free callback when MHD drops its last use
+ * (the cache owns the response); before, the cache's destructor frees them. Requests that need
  * their own headers (a miss, a listed CORS origin, an echoed X-Request-Id) get a response over
  * the same bytes that holds a cache reference until MHD is done with it.
  *
@@ -66,6 +67,7 @@
 #include "http/produce.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,10 +87,13 @@ struct pe_produce {
 	const char *gate; /* POSENC_TEST_JOB_GATE, read once (see test_job_gate) */
 };
 
+enum { SHARED_NONE, SHARED_BUILDING, SHARED_READY };
+
 struct body {
 	char *data;
 	size_t len;
-	struct MHD_Response *shared;
+	struct MHD_Response *shared; /* built at the first hit that may use it (shared_response) */
+	atomic_int shared_state;     /* SHARED_NONE, SHARED_BUILDING (one thread), SHARED_READY */
 	const struct pe_producer *pr;
 	struct pe_out out;
 	struct pe_body_info info;
@@ -374,16 +379,54 @@ static void add_headers(const struct body *b, struct MHD_Response *resp, const c
 
 static void release_entry_cb(void *cls) { pe_cache_release(cls); }
 
+static void body_free_cb(void *cls)
+{
+	struct body *b = cls;
+	free(b->data);
+	free(b);
+}
+
+/* b's shared response (every header of a hit, CORS's when it is the same for every origin): built
+ * by the first hit that finds none, by one thread only, and then queued by every hit on any
+ * thread. NULL while another thread builds it (that hit answers with its own response) or when
+ * memory ran out. Built at the first hit, not with the body: a table asked for once (a new offset
+ * each decoding step) never pays for a second response, on its miss or on its eviction (perf, cold
+ * 16x16 misses on a full cache: the two responses' headers and the evicted one's destruction
+ * ~10% of the HTTP thread). On glibc's default thread cache this alone was slower (the evicted
+ * response's frees had been feeding the miss answer's header allocations); with posencd's
+ * (src/daemon/alloc.c) the two together take a miss from ~16-17 to ~14 CPU-us. The caller holds
+ * a reference to b's entry, so b outlives this. */
+static struct MHD_Response *shared_response(struct pe_http *h, struct body *b)
+{
+	int state = atomic_load_explicit(&b->shared_state, memory_order_acquire);
+	if (state == SHARED_READY)
+		return b->shared;
+	if (state != SHARED_NONE ||
+	    !atomic_compare_exchange_strong_explicit(&b->shared_state, &state, SHARED_BUILDING,
+						     memory_order_acquire, memory_order_relaxed))
+		return NULL;
+	b->shared = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, body_free_cb, b);
+	if (!b->shared) {
+		atomic_store_explicit(&b->shared_state, SHARED_NONE, memory_order_release);
+		return NULL;
+	}
+	add_headers(b, b->shared, "hit");
+	pe_http_add_cors(h, NULL, b->shared);
+	atomic_store_explicit(&b->shared_state, SHARED_READY, memory_order_release);
+	return b->shared;
+}
+
 /* Answer from a cache entry; takes over the caller's reference. */
 static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, struct pe_cache_entry *e, int hit)
 {
 	struct body *b = pe_cache_value(e);
+	struct MHD_Response *shared;
 	r->cache_hit = hit;
 	r->bytes = b->len;
-	if (hit && pe_http_cors_static(r->h) && !r->request_id_given) {
+	if (hit && pe_http_cors_static(r->h) && !r->request_id_given && (shared = shared_response(r->h, b))) {
 		r->status = 200;
 		pe_http_bound_sends(conn, b->len);
-		enum MHD_Result rc = MHD_queue_response(conn, 200, b->shared);
+		enum MHD_Result rc = MHD_queue_response(conn, 200, shared);
 		pe_cache_release(e);
 		return rc;
 	}
@@ -400,35 +443,25 @@ static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, s
 
 /* ---- the job (worker thread) ---- */
 
-static void body_free_cb(void *cls)
+/* The cache's destructor, run when the entry's last reference goes (so no hit is building the
+ * shared response): drop the cache's use of the shared response, and MHD frees the body when the
+ * last connection sending it is done; without one, the body goes now. */
+static void body_release_cb(void *value)
 {
-	struct body *b = cls;
-	free(b->data);
-	free(b);
+	struct body *b = value;
+	if (atomic_load_explicit(&b->shared_state, memory_order_acquire) == SHARED_READY)
+		MHD_destroy_response(b->shared);
+	else
+		body_free_cb(b);
 }
 
-/* The cache's destructor: drop the cache's use of the shared response; MHD frees the body when
- * the last connection sending it is done. */
-static void body_release_cb(void *value) { MHD_destroy_response(((struct body *)value)->shared); }
-
-/* The encoded bytes in out become b's, behind its shared response. */
+/* The encoded bytes in out become b's (its shared response comes with its first hit). */
 static int make_body(struct job *j, struct body *b, struct pe_buf *out)
 {
 	b->pr = j->pr;
 	b->out = j->out;
 	memcpy(b->etag, j->etag, sizeof b->etag);
-	int rc = pe_buf_take(out, &b->data, &b->len);
-	if (rc != 0)
-		return rc;
-	b->shared = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, body_free_cb, b);
-	if (!b->shared) {
-		pe_budget_free_block(out->budget, b->data); /* reserved where out reserves: the job's share, or opt.budget */
-		return PE_ENOMEM;
-	}
-	add_headers(b, b->shared, "hit");
-	if (pe_http_cors_static(j->h))
-		pe_http_add_cors(j->h, NULL, b->shared);
-	return 0;
+	return pe_buf_take(out, &b->data, &b->len);
 }
 
 static void job_free(struct job *j)

@@ -1,0 +1,77 @@
+/* posencd's second start with glibc's thread cache enlarged (src/daemon/alloc.c): started with no
+ * GLIBC_TUNABLES, the running daemon (the same pid the spawner started) has
+ * glibc.malloc.tcache_count=PE_ALLOC_TCACHE_COUNT in its environment and answers; started with
+ * other tunables, they are kept and the count is added after them; started with a count of its
+ * own, the daemon runs with that value and never starts again (no POSENC_ALLOC_TUNED). A daemon
+ * built with AddressSanitizer (its own allocator) is left as started. */
+#include "fault/fault.h"
+
+#include "daemon/alloc.h"
+
+/* The value of name in pid's environment (caller frees), or NULL. glibc parses GLIBC_TUNABLES in
+ * place, ending each of its "a=b" items with a NUL where a ':' was: the items after the first
+ * read as entries of their own ("glibc.…=…"), and are joined back here with ':'. */
+static char *env_of(pid_t pid, const char *name)
+{
+	char path[64];
+	size_t len = 0, n = strlen(name);
+	snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+	char *all = read_file(path, &len), *found = NULL;
+	for (size_t i = 0; all && i < len; i += strlen(all + i) + 1) {
+		if (strncmp(all + i, name, n) || all[i + n] != '=')
+			continue;
+		found = strdup(all + i + n + 1);
+		for (i += strlen(all + i) + 1; found && i < len && !strncmp(all + i, "glibc.", 6); i += strlen(all + i) + 1) {
+			char *joined = NULL;
+			if (asprintf(&joined, "%s:%s", found, all + i) < 0)
+				joined = NULL;
+			free(found);
+			found = joined;
+		}
+		break;
+	}
+	free(all);
+	return found;
+}
+
+/* Start posencd with GLIBC_TUNABLES=given (NULL: unset); check what it runs with. */
+static void start_with(const char *given, const char *want_tunables, int want_again)
+{
+	struct pe_spawn d;
+	if (given)
+		setenv("GLIBC_TUNABLES", given, 1);
+	else
+		unsetenv("GLIBC_TUNABLES");
+	daemon_start(&d, NULL);
+	unsetenv("GLIBC_TUNABLES");
+	const char *shown = given ? given : "(unset)";
+	char *tun = env_of(d.pid, "GLIBC_TUNABLES"), *again = env_of(d.pid, "POSENC_ALLOC_TUNED");
+	if (daemon_instrumented(&d)) {
+		check(!again, "GLIBC_TUNABLES=%s, a sanitizer build: no second start", shown);
+	} else {
+		check(tun && !strcmp(tun, want_tunables), "GLIBC_TUNABLES=%s: the daemon runs with '%s' (got '%s')",
+		      shown, want_tunables, tun ? tun : "(unset)");
+		check(!again == !want_again, "GLIBC_TUNABLES=%s: %s", shown,
+		      want_again ? "started again (POSENC_ALLOC_TUNED=1)" : "not started again");
+	}
+	struct resp r;
+	int rc = http_get(d.port, "/v1/sinusoidal?len=16&dim=16", 10000, &r);
+	check(rc == 0 && r.status == 200, "GLIBC_TUNABLES=%s: a table is answered (status %d)", shown, r.status);
+	resp_free(&r);
+	check(daemon_stop(&d, SIGTERM, 30) == 0, "GLIBC_TUNABLES=%s: exit 0 after SIGTERM", shown);
+	free(tun);
+	free(again);
+}
+
+int main(void)
+{
+	fault_init("alloc_start", 120);
+	char want[128];
+	unsetenv("POSENC_ALLOC_TUNED");
+	snprintf(want, sizeof want, "glibc.malloc.tcache_count=%d", PE_ALLOC_TCACHE_COUNT);
+	start_with(NULL, want, 1);
+	snprintf(want, sizeof want, "glibc.malloc.mxfast=64:glibc.malloc.tcache_count=%d", PE_ALLOC_TCACHE_COUNT);
+	start_with("glibc.malloc.mxfast=64", want, 1);
+	start_with("glibc.malloc.tcache_count=7", "glibc.malloc.tcache_count=7", 0);
+	return fault_finish();
+}
