@@ -14,24 +14,29 @@
 
 #include <stdint.h>
 
-size_t pe_http_body_figure(const char *body, size_t len)
+size_t pe_http_body_figure(const struct pe_held_body *b)
 {
-	size_t bound = pe_mem_bound(len + 1), real = pe_mem_size(body); /* a body's block holds a NUL past it */
+	size_t bound = pe_mem_bound(b->len + 1), real = pe_mem_size(b->data); /* a body's block holds a NUL past it */
 	return real > bound ? real : bound;
 }
 
-char *pe_http_take_body(struct req *r, size_t *len, struct pe_budget **budget)
+void pe_http_take_body(struct req *r, struct pe_held_body *b)
 {
-	struct pe_budget *b = r->h->opt.budget;
-	char *body = pe_buf_steal(&r->body, len);
-	size_t real = pe_mem_size(body);
+	b->budget = r->h->opt.budget;
+	b->data = pe_buf_steal(&r->body, &b->len);
+	size_t real = pe_mem_size(b->data);
 	if (real > r->body_held)
-		pe_budget_charge(b, real - r->body_held);
+		pe_budget_charge(b->budget, real - r->body_held);
 	else
-		pe_budget_give(b, r->body_held - real);
+		pe_budget_give(b->budget, r->body_held - real);
 	r->body_held = 0;
-	*budget = b;
-	return body;
+}
+
+void pe_http_release_body(struct pe_held_body *b)
+{
+	pe_budget_free_block(b->budget, b->data);
+	b->data = NULL;
+	b->len = 0;
 }
 
 /* The 413 of a body of `bytes` bytes that the whole budget can never hold. */

@@ -126,12 +126,21 @@ struct MHD_Response *pe_http_text(const char *body, size_t len, const char *type
 enum MHD_Result pe_http_refuse(struct req *r, const struct pe_err *err,
 			       enum MHD_Result (*answer)(struct req *r, struct MHD_Connection *conn,
 							 const struct pe_err *err));
+/* A complete request body a job holds: its bytes (a NUL after len) and the budget its block is
+ * reserved on (opt.budget; NULL without one), until pe_http_release_body. */
+struct pe_held_body {
+	char *data;
+	size_t len;
+	struct pe_budget *budget;
+};
 /* The complete body, handed to a job with its reservation: the server reserved it as it arrived
  * (a chunked body's whole doubled block, no larger than the budget, a sized one rounded up to
- * 64 KiB: up to twice its length); from here exactly the block it occupies, shrunk to its length, is held on *budget
- * (opt.budget; NULL without one) until the job pe_budget_free_block()s it. A job that counts its
- * body by what it holds then never waits for room its own body keeps. */
-char *pe_http_take_body(struct req *r, size_t *len, struct pe_budget **budget);
+ * 64 KiB: up to twice its length); from here exactly the block it occupies, shrunk to its length,
+ * is held on b->budget until the job releases it. A job that counts its body by what it holds
+ * then never waits for room its own body keeps. */
+void pe_http_take_body(struct req *r, struct pe_held_body *b);
+/* Free b's block and give back its reservation; b is empty after (releasing it again is a no-op). */
+void pe_http_release_body(struct pe_held_body *b);
 /* The body's memory (body_budget.c). After the handler's begin_cb wanted the body: a declared
  * length the whole budget can never hold is a 413 now; anything else is reserved as it arrives. */
 void pe_http_reserve_declared(struct req *r);
@@ -145,10 +154,10 @@ void pe_http_body_refusal_final(struct req *r);
  * 413 then names the body's whole size (Content-Length, or every chunk once the body has ended),
  * the same answer for both framings (a handler that holds the body's parts itself). */
 void pe_http_body_past_budget(struct req *r);
-/* A body (or a body part) of len bytes as a need told to clients counts it: the most its block can
- * hold (pe_mem_bound), so the 413 figure is the same for every request of that size and a budget
- * set to it always holds the job; its real size when that is more. */
-size_t pe_http_body_figure(const char *body, size_t len);
+/* A held body (or body part) as a need told to clients counts it: the most a block of its length
+ * can take (pe_mem_bound), so the 413 figure is the same for every request of that size and a
+ * budget set to it always holds the job; its block's real size when that is more. */
+size_t pe_http_body_figure(const struct pe_held_body *b);
 /* 304 Not Modified for a representation with this ETag and Cache-Control. */
 enum MHD_Result pe_http_not_modified(struct req *r, struct MHD_Connection *conn, const char *etag,
 				      const char *cache_control);

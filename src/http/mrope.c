@@ -29,9 +29,7 @@ struct mjob {
 	struct pe_oneshot os; /* first: the job as oneshot.c runs it */
 	struct pe_params params;
 	struct pe_out out;
-	char *body;
-	size_t body_len;
-	struct pe_budget *body_budget; /* where the body is reserved (pe_http_take_body) */
+	struct pe_held_body body; /* held on the response budget (pe_http_take_body) */
 };
 
 static int is_post(const struct req *r) { return !strcmp(r->method, "POST"); }
@@ -99,7 +97,7 @@ static int narrow_positions(char *data, size_t n, struct pe_err *err)
 static int positions(struct mjob *j, const int32_t **pos, size_t *seq, int64_t *max, struct pe_err *err)
 {
 	struct pe_tensor_view v;
-	int wide = 0, of, rc = pe_npy_parse_index(j->body, j->body_len, j->os.h->opt.max_elements, &v, &wide, err);
+	int wide = 0, of, rc = pe_npy_parse_index(j->body.data, j->body.len, j->os.h->opt.max_elements, &v, &wide, err);
 	if (rc != 0)
 		return rc;
 	if (v.dtype != PE_I32)
@@ -109,10 +107,10 @@ static int positions(struct mjob *j, const int32_t **pos, size_t *seq, int64_t *
 		return pe_err_set(err, PE_EBODY, "body", "positions are [3, seq] (rows t, h, w) with seq >= 1");
 	*seq = v.shape.dim[1];
 	size_t n = pe_shape_count(&v.shape, &of);
-	memmove(j->body, v.data, n * (wide ? 8 : 4)); /* the buffer start is malloc-aligned */
-	if (wide && (rc = narrow_positions(j->body, n, err)) != 0)
+	memmove(j->body.data, v.data, n * (wide ? 8 : 4)); /* the buffer start is malloc-aligned */
+	if (wide && (rc = narrow_positions(j->body.data, n, err)) != 0)
 		return rc;
-	*pos = (const int32_t *)(void *)j->body;
+	*pos = (const int32_t *)(void *)j->body.data;
 	*max = 0;
 	for (size_t i = 0; i < n; i++) {
 		if ((*pos)[i] < 0)
@@ -133,7 +131,7 @@ static int check_size(struct mjob *j, const struct pe_shape *s, uint64_t *more, 
 		return pe_err_set(err, PE_ETOOBIG, "body", "the table would have more than %" PRIu64 " elements",
 				  j->os.h->opt.max_elements);
 	*more = pe_produce_add(pe_produce_mul(n, pe_dtype_size(j->out.dt)), pe_produce_out_bound(&j->out, s, 4096, NULL));
-	uint64_t need = pe_produce_add(pe_http_body_figure(j->body, j->body_len), *more); /* the body as the budget may hold it */
+	uint64_t need = pe_produce_add(pe_http_body_figure(&j->body), *more); /* the body as the budget may hold it */
 	return pe_produce_budget_check(j->os.h, need, j->out.fmt == PE_FMT_JSON || j->out.fmt == PE_FMT_CSV ? "format" : "body",
 				       err);
 }
@@ -188,7 +186,7 @@ static void mjob_free(struct pe_oneshot *os)
 {
 	struct mjob *j = (struct mjob *)os;
 	pe_params_destroy(&j->params);
-	pe_budget_free_block(j->body_budget, j->body);
+	pe_http_release_body(&j->body);
 	free(j);
 }
 
@@ -234,7 +232,7 @@ static struct mjob *mjob_new(struct req *r, struct MHD_Connection *conn, struct 
 		mjob_free(&j->os);
 		return NULL;
 	}
-	j->body = pe_http_take_body(r, &j->body_len, &j->body_budget);
+	pe_http_take_body(r, &j->body);
 	return j;
 }
 

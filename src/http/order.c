@@ -266,9 +266,7 @@ static enum MHD_Result serve_get(struct req *r, struct MHD_Connection *conn)
 struct pjob {
 	struct pe_oneshot os; /* first: the job as oneshot.c runs it */
 	struct pe_params params;
-	char *body;
-	size_t body_len;
-	struct pe_budget *body_budget; /* where the body is reserved (pe_http_take_body) */
+	struct pe_held_body body; /* held on the response budget (pe_http_take_body) */
 };
 
 /* X's shape sets len and dim (a value given in the query must agree); then the parameters'
@@ -327,7 +325,7 @@ static void run_post(struct pe_oneshot *os, struct pe_oneshot_result *res)
 	double *x = NULL;
 	int rc, of;
 	pe_buf_init(&out, j->os.h->opt.max_response_bytes);
-	if ((rc = pe_npy_parse(j->body, j->body_len, (size_t)PE_ORDER_MAX_CELLS, &v, err)) != 0)
+	if ((rc = pe_npy_parse(j->body.data, j->body.len, (size_t)PE_ORDER_MAX_CELLS, &v, err)) != 0)
 		goto done;
 	if (v.dtype != PE_F64 && v.dtype != PE_F32) {
 		rc = pe_err_set(err, PE_EBODY, "body", "X must be float64 or float32");
@@ -337,7 +335,7 @@ static void run_post(struct pe_oneshot *os, struct pe_oneshot_result *res)
 		goto done;
 	j->params.v[pe_param_index(j->params.def, "seed")].set = 0; /* X is the body's: no seed in the answer's params */
 	size_t n = pe_shape_count(&v.shape, &of);
-	size_t body = pe_http_body_figure(j->body, j->body_len); /* as the budget may hold it (pe_http_take_body) */
+	size_t body = pe_http_body_figure(&j->body); /* as the budget may hold it (pe_http_take_body) */
 	uint64_t need = job_need(&j->params, 0, pe_produce_add(body, n * 8));
 	if ((rc = pe_produce_budget_check(j->os.h, need, "body", err)) != 0 ||
 	    (rc = pe_produce_share_open(j->os.h, need - body, &bg, err)) != 0) /* the body is held already */
@@ -365,7 +363,7 @@ static void pjob_free(struct pe_oneshot *os)
 {
 	struct pjob *j = (struct pjob *)os;
 	pe_params_destroy(&j->params);
-	pe_budget_free_block(j->body_budget, j->body);
+	pe_http_release_body(&j->body);
 	free(j);
 }
 
@@ -401,7 +399,7 @@ static enum MHD_Result serve_post(struct req *r, struct MHD_Connection *conn)
 		pjob_free(&j->os);
 		return pe_http_problem(r, conn, &err);
 	}
-	j->body = pe_http_take_body(r, &j->body_len, &j->body_budget);
+	pe_http_take_body(r, &j->body);
 	j->os.run = run_post;
 	j->os.free = pjob_free;
 	return pe_oneshot_start(r, conn, &j->os, &post_answer);

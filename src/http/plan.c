@@ -105,16 +105,14 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
 struct plan_job {
 	struct pe_oneshot os; /* first: the job as oneshot.c runs it */
 	struct pe_plan_opts opts;
-	char *body;
-	size_t body_len;
-	struct pe_budget *body_budget; /* where the body is reserved (pe_http_take_body) */
+	struct pe_held_body body; /* held on the response budget (pe_http_take_body) */
 };
 
 static void run_plan(struct pe_oneshot *os, struct pe_oneshot_result *res)
 {
 	struct plan_job *j = (struct plan_job *)os;
 	struct pe_plan plan;
-	if (pe_plan_build(j->body ? j->body : "", j->body_len, &j->opts, &plan, &res->err) != 0) {
+	if (pe_plan_build(j->body.data ? j->body.data : "", j->body.len, &j->opts, &plan, &res->err) != 0) {
 		if (!res->err.code)
 			pe_err_set(&res->err, PE_EINTERNAL, "", "the plan failed");
 		return;
@@ -128,7 +126,7 @@ static void run_plan(struct pe_oneshot *os, struct pe_oneshot_result *res)
 static void plan_job_free(struct pe_oneshot *os)
 {
 	struct plan_job *j = (struct plan_job *)os;
-	pe_budget_free_block(j->body_budget, j->body);
+	pe_http_release_body(&j->body);
 	free(j);
 }
 
@@ -153,7 +151,7 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 	j->os = (struct pe_oneshot){.h = r->h, .run = run_plan, .free = plan_job_free};
 	j->opts = (struct pe_plan_opts){
 		.len = q.len, .max_elements = r->h->opt.max_elements, .fits_cb = fits_cb, .fits_ctx = r->h};
-	j->body = pe_http_take_body(r, &j->body_len, &j->body_budget);
+	pe_http_take_body(r, &j->body);
 	return pe_oneshot_start(r, conn, &j->os, &plan_answer);
 }
 

@@ -189,20 +189,20 @@ static enum pe_dtype output_dtype(const struct tjob *j, enum pe_dtype in, int *b
 static int answer_in_body(struct tjob *j, const struct pe_tensor_view *v, size_t n, struct pe_oneshot_result *res)
 {
 	const char *d = v->data;
-	if (res->out.gzip || d < j->body || d >= j->body + j->body_len)
+	if (res->out.gzip || d < j->body.data || d >= j->body.data + j->body.len)
 		return 0;
-	size_t off = (size_t)(d - j->body), bytes = n * pe_dtype_size(v->dtype);
-	if (res->out.fmt == PE_FMT_BIN && off == 0 && bytes == j->body_len) {
+	size_t off = (size_t)(d - j->body.data), bytes = n * pe_dtype_size(v->dtype);
+	if (res->out.fmt == PE_FMT_BIN && off == 0 && bytes == j->body.len) {
 		res->len = bytes;
-	} else if (res->out.fmt == PE_FMT_NPY && off > 0 && pe_npy_header_len(v) == off && off + bytes == j->body_len) {
-		pe_npy_write_header(j->body, v);
+	} else if (res->out.fmt == PE_FMT_NPY && off > 0 && pe_npy_header_len(v) == off && off + bytes == j->body.len) {
+		pe_npy_write_header(j->body.data, v);
 		res->len = off + bytes;
 	} else
 		return 0;
-	res->data = j->body;
-	res->budget = j->body_budget; /* the body carries its reservation to the answer */
-	res->held = j->body_budget ? pe_mem_size(j->body) : 0;
-	j->body = NULL;
+	res->data = j->body.data;
+	res->budget = j->body.budget; /* the body carries its reservation to the answer */
+	res->held = j->body.budget ? pe_mem_size(j->body.data) : 0;
+	j->body.data = NULL;
 	return 1;
 }
 
@@ -239,13 +239,13 @@ static int answers_in_body(const struct tjob *j, const struct pe_tensor_mut *in,
 			   const struct pe_out *o, size_t n)
 {
 	const char *d = in->data;
-	if (o->gzip || in->dtype != wd || dt != in->dtype || d < j->body || d >= j->body + j->body_len)
+	if (o->gzip || in->dtype != wd || dt != in->dtype || d < j->body.data || d >= j->body.data + j->body.len)
 		return 0;
-	size_t off = (size_t)(d - j->body), bytes = n * pe_dtype_size(in->dtype);
+	size_t off = (size_t)(d - j->body.data), bytes = n * pe_dtype_size(in->dtype);
 	struct pe_tensor_view v = {.shape = in->shape, .dtype = dt, .data = d};
 	if (o->fmt == PE_FMT_BIN)
-		return off == 0 && bytes == j->body_len;
-	return o->fmt == PE_FMT_NPY && off > 0 && pe_npy_header_len(&v) == off && off + bytes == j->body_len;
+		return off == 0 && bytes == j->body.len;
+	return o->fmt == PE_FMT_NPY && off > 0 && pe_npy_header_len(&v) == off && off + bytes == j->body.len;
 }
 
 /* The most the job holds at once: the body (its usable size, as the budget holds it: pe_http_take_body),
@@ -266,9 +266,9 @@ static int check_need(const struct tjob *j, const struct pe_tensor_mut *in, int 
 	if (!st.limit)
 		return 0;
 	int reshaped = memcmp(os, &in->shape, sizeof *os) != 0;
-	uint64_t need = j->body_budget ? pe_http_body_figure(j->body, j->body_len) : j->body_len;
-	uint64_t body = need, pos = j->pos ? pe_http_body_figure(j->pos, j->pos_len) : 0;
-	uint64_t scratch = j->pos ? positions_scratch(npos, in, wd) : 0;
+	uint64_t need = j->body.budget ? pe_http_body_figure(&j->body) : j->body.len;
+	uint64_t body = need, pos = j->pos.data ? pe_http_body_figure(&j->pos) : 0;
+	uint64_t scratch = j->pos.data ? positions_scratch(npos, in, wd) : 0;
 	need = pe_produce_add(need, pos);
 	if (owned)
 		need = pe_produce_add(need, pe_produce_mul(n_in, pe_dtype_size(in->dtype)));
@@ -326,7 +326,7 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 	enum pe_dtype wd = pe_transform_work_dtype(j->kind == BODY_JSON ? dt : in.dtype);
 	struct pe_positions pos;
 	size_t npos = 0;
-	if (j->pos) { /* decoded first: the count, not the part's bytes, sets its scratch */
+	if (j->pos.data) { /* decoded first: the count, not the part's bytes, sets its scratch */
 		if ((rc = pe_tjob_decode_positions(j, &pos, err)) != 0)
 			goto done;
 		npos = pe_shape_count(&pos.shape, &overflow);
@@ -344,9 +344,9 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 	if (memcmp(&os, &in.shape, sizeof os) != 0 &&
 	    !(y.data = y_alloc = pe_budget_malloc(bg, (n_out ? n_out : 1) * pe_dtype_size(wd), &rc)))
 		goto done;
-	if (j->pos && (rc = apply_positions(j, bg, &pos, npos, &in, &x, err)) != 0)
+	if (j->pos.data && (rc = apply_positions(j, bg, &pos, npos, &in, &x, err)) != 0)
 		goto done;
-	if ((!j->pos && (rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0) ||
+	if ((!j->pos.data && (rc = pe_transform_apply(&j->params, &x, &y, dt, err)) != 0) ||
 	    (rc = pe_tjob_to_output(&y, dt, n_out, &o_alloc, bg, err)) != 0)
 		goto done;
 	res->out = j->out;
@@ -387,8 +387,8 @@ static void tjob_free(struct pe_oneshot *os)
 	pe_params_destroy(&j->params);
 	free(j->raw_shape);
 	free(j->dtype);
-	pe_budget_free_block(j->body_budget, j->body);
-	pe_budget_free_block(j->body_budget, j->pos);
+	pe_http_release_body(&j->body);
+	pe_http_release_body(&j->pos);
 	free(j);
 }
 
@@ -469,13 +469,15 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 	}
 	if (m) {
 		struct pe_mp_part *pp = pe_mp_get(m, "positions");
-		j->body = pe_buf_steal(&x->buf, &j->body_len);
-		j->body_budget = r->h->opt.budget;
+		j->body.data = pe_buf_steal(&x->buf, &j->body.len);
+		j->body.budget = r->h->opt.budget;
 		j->multipart = 1;
-		if (pp)
-			j->pos = pe_buf_steal(&pp->buf, &j->pos_len);
+		if (pp) {
+			j->pos.data = pe_buf_steal(&pp->buf, &j->pos.len);
+			j->pos.budget = j->body.budget;
+		}
 	} else /* its reservation becomes the job's, as a part's is (check_need counts what it holds) */
-		j->body = pe_http_take_body(r, &j->body_len, &j->body_budget);
+		pe_http_take_body(r, &j->body);
 	return j;
 }
 

@@ -16,11 +16,8 @@ struct tjob {
 	enum body_kind kind;
 	struct pe_out out;   /* format and gzip decided on the MHD thread; dtype in the job */
 	char *raw_shape, *dtype; /* query strings (copies) or NULL */
-	char *body;
-	size_t body_len;
-	struct pe_budget *body_budget; /* where the body is reserved (its usable size), else NULL */
-	char *pos;                     /* the positions part (npy), or NULL */
-	size_t pos_len;
+	struct pe_held_body body; /* reserved on the budget by its usable size (budget NULL without one) */
+	struct pe_held_body pos;  /* the positions part (npy; data NULL without one), on the same budget */
 	int multipart;
 };
 

@@ -39,18 +39,18 @@ int pe_tjob_decode(struct tjob *j, struct pe_tensor_mut *t, int *owned, struct p
 	*owned = 0;
 	if (j->kind == BODY_JSON) {
 		*owned = 1;
-		return pe_json_tensor_parse(j->body, j->body_len, max, t, err);
+		return pe_json_tensor_parse(j->body.data, j->body.len, max, t, err);
 	}
 	if (j->kind == BODY_NPY) {
 		struct pe_tensor_view v;
-		int rc = pe_npy_parse(j->body, j->body_len, max, &v, err);
+		int rc = pe_npy_parse(j->body.data, j->body.len, max, &v, err);
 		if (rc != 0)
 			return rc;
 		*t = (struct pe_tensor_mut){.shape = v.shape, .dtype = v.dtype, .data = (void *)v.data};
 		if ((uintptr_t)t->data % pe_dtype_size(t->dtype) != 0) { /* odd hand-made header */
 			int of;
-			memmove(j->body, t->data, pe_shape_count(&t->shape, &of) * pe_dtype_size(t->dtype));
-			t->data = j->body; /* the buffer start is malloc-aligned */
+			memmove(j->body.data, t->data, pe_shape_count(&t->shape, &of) * pe_dtype_size(t->dtype));
+			t->data = j->body.data; /* the buffer start is malloc-aligned */
 		}
 	} else {
 		if (!j->raw_shape)
@@ -64,10 +64,10 @@ int pe_tjob_decode(struct tjob *j, struct pe_tensor_mut *t, int *owned, struct p
 		size_t n = pe_shape_count(&t->shape, &overflow);
 		if (overflow || n > max)
 			return pe_err_set(err, PE_ETOOBIG, "shape", "the tensor has more than %zu elements", max);
-		if (n * pe_dtype_size(t->dtype) != j->body_len)
+		if (n * pe_dtype_size(t->dtype) != j->body.len)
 			return pe_err_set(err, PE_EBODY, "body", "shape and dtype say %zu bytes but the body has %zu",
-					  n * pe_dtype_size(t->dtype), j->body_len);
-		t->data = j->body;
+					  n * pe_dtype_size(t->dtype), j->body.len);
+		t->data = j->body.data;
 	}
 	if (t->dtype == PE_I32)
 		return pe_err_set(err, PE_EBODY, "body", "transforms take float tensors (f32, f64, f16, bf16)");
@@ -78,7 +78,7 @@ int pe_tjob_decode(struct tjob *j, struct pe_tensor_mut *t, int *owned, struct p
 int pe_tjob_decode_positions(struct tjob *j, struct pe_positions *pos, struct pe_err *err)
 {
 	struct pe_tensor_view v;
-	int wide = 0, rc = pe_npy_parse_index(j->pos, j->pos_len, j->os.h->opt.max_elements, &v, &wide, err);
+	int wide = 0, rc = pe_npy_parse_index(j->pos.data, j->pos.len, j->os.h->opt.max_elements, &v, &wide, err);
 	if (rc == 0 && v.dtype != PE_I32)
 		rc = pe_err_set(err, PE_EBODY, "positions", "positions must be integers: an npy '<i4' or '<i8' array, "
 				"not %s", pe_dtype_name(v.dtype));
@@ -89,8 +89,8 @@ int pe_tjob_decode_positions(struct tjob *j, struct pe_positions *pos, struct pe
 	size_t esz = wide ? 8 : 4;
 	int of;
 	if ((uintptr_t)v.data % esz != 0) { /* odd hand-made header */
-		memmove(j->pos, v.data, pe_shape_count(&v.shape, &of) * esz);
-		v.data = j->pos;
+		memmove(j->pos.data, v.data, pe_shape_count(&v.shape, &of) * esz);
+		v.data = j->pos.data;
 	}
 	*pos = (struct pe_positions){.shape = v.shape, .wide = wide, .data = v.data};
 	return 0;
