@@ -34,6 +34,7 @@ struct waiter {
 	void (*result_free)(void *);
 	int code;
 	double deadline;
+	int shut_down; /* W_EXPIRED by the drain's end (shutdown_timeout), not by its own deadline */
 	struct pe_http *h;
 	struct MHD_Connection *conn;
 	struct waiter *prev, *next; /* in h->waiting while W_SUSPENDED */

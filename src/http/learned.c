@@ -540,6 +540,9 @@ static enum MHD_Result write_resume(struct req *r, struct MHD_Connection *conn)
 	if (w->state == W_EXPIRED && w->deadline == INFINITY) /* shutdown overtook a commit */
 		pe_err_set(&err, PE_EDRAINING, "", "the service shut down while the write was being committed: whether "
 			   "it was applied is unknown (GET /v1/learned tells)");
+	else if (w->state == W_EXPIRED && w->shut_down)
+		pe_err_set(&err, PE_EDRAINING, "", "the service is shutting down: the write was called off: nothing "
+			   "changed; retry");
 	else if (w->state == W_EXPIRED)
 		pe_err_set(&err, PE_ETIMEOUT, "", "the write did not finish within job_timeout and was called off: "
 			   "nothing changed; retry");

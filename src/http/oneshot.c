@@ -43,7 +43,9 @@ static int problem_of(const struct waiter *w, const struct pe_oneshot_answer *ho
 {
 	const struct pe_oneshot_result *res = w->result;
 	int code = w->code ? w->code : PE_EINTERNAL;
-	if (w->state == W_EXPIRED)
+	if (w->state == W_EXPIRED && w->shut_down)
+		pe_err_set(err, PE_EDRAINING, "", "the service is shutting down: %s was called off", how->noun);
+	else if (w->state == W_EXPIRED)
 		pe_err_set(err, PE_ETIMEOUT, "", "%s did not finish within job_timeout", how->noun);
 	else if ((w->code || !res) && how->failure)
 		how->failure(code, err);

@@ -564,7 +564,10 @@ static enum MHD_Result produce_resume(struct req *r, struct MHD_Connection *conn
 	struct waiter *w = r->w;
 	struct pe_err err = {0};
 	if (w->state == W_EXPIRED) {
-		pe_err_set(&err, PE_ETIMEOUT, "", "the table was not ready within job_timeout");
+		if (w->shut_down)
+			pe_err_set(&err, PE_EDRAINING, "", "the service is shutting down: the table was called off");
+		else
+			pe_err_set(&err, PE_ETIMEOUT, "", "the table was not ready within job_timeout");
 		return pe_http_problem(r, conn, &err);
 	}
 	const struct pe_err *failed = pe_cache_entry_err(w->entry); /* the job's own problem, if it left one */

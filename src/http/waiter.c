@@ -126,6 +126,7 @@ void pe_waiter_expire(struct pe_http *h, int expire_all)
 			continue;
 		unlink_waiting(h, w);
 		w->state = W_EXPIRED;
+		w->shut_down = expire_all;
 		MHD_resume_connection(w->conn);
 	}
 	pthread_mutex_unlock(&h->wait_lock);

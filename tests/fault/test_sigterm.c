@@ -76,13 +76,17 @@ static void shutdown_timeout_honoured(void)
 		      strstr(log, "\"event\":\"stop\""),
 	      "the running computations were cancelled and the daemon shut down cleanly");
 	free(log);
-	int answered = 0;
+	int answered = 0, told = 0;
 	for (int i = 0; i < LONG_JOBS; i++) {
 		pthread_join(jobs[i].th, NULL);
 		answered += jobs[i].rc == 0 && jobs[i].r.status == 503;
+		told += jobs[i].rc == 0 && jobs[i].r.body && strstr(jobs[i].r.body, "shutting down") &&
+			!strstr(jobs[i].r.body, "job_timeout");
 		resp_free(&jobs[i].r);
 	}
 	check(answered == LONG_JOBS, "every request in flight was answered 503: %d of %d", answered, LONG_JOBS);
+	/* they ended because the service stops, not because job_timeout (600 s) passed */
+	check(told == LONG_JOBS, "every one of them says the service is shutting down: %d of %d", told, LONG_JOBS);
 }
 
 int main(void)
