@@ -221,9 +221,12 @@ static void answer_length_errors(struct pe_conn_guard *g)
 	pthread_mutex_unlock(&g->lock);
 }
 
-/* MHD's messages go to stderr as with its default logger. */
+/* MHD's messages go to stderr as with its default logger. (The NULL check: gcc -O1 with the
+ * sanitizers otherwise refuses vfprintf's format as possibly null, -Werror=format-overflow.) */
 void pe_conn_guard_log_cb(void *cls, const char *fmt, va_list ap)
 {
+	if (!fmt)
+		return;
 	vfprintf(stderr, fmt, ap);
 	if (strstr(fmt, "Content-Length"))
 		answer_length_errors(cls);
