@@ -227,11 +227,16 @@ static const char *signal_name(int sig, char *buf, size_t cap)
 	return buf;
 }
 
-/* Wait for a signal that stops posencd; the others that come meanwhile are logged. */
+/* Wait for a signal that stops posencd; the others that come meanwhile are logged, each signal
+ * at most once a second: a flood of one (a script's `kill` in a loop; real-time signals queue, a
+ * million of them is a million sigwaits) would otherwise write a line each. A line after a quiet
+ * spell says how many of that signal came unlogged since the last ("unlogged", when any did). */
 static int wait_for_signal(void)
 {
 	sigset_t set;
 	wanted_signals(&set);
+	static double last[_NSIG];
+	static unsigned long long unlogged[_NSIG];
 	for (;;) {
 		int sig;
 		char buf[16];
@@ -239,8 +244,21 @@ static int wait_for_signal(void)
 			continue;
 		if (stops(sig))
 			return sig;
-		pe_log(PE_LOG_INFO, "signal",
-		       json_pack("{s:s, s:s}", "signal", signal_name(sig, buf, sizeof buf), "action", "ignored"));
+		if (sig < 1 || sig >= _NSIG)
+			continue;
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		double now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+		if (last[sig] > 0 && now - last[sig] < 1.0) {
+			unlogged[sig]++;
+			continue;
+		}
+		json_t *o = json_pack("{s:s, s:s}", "signal", signal_name(sig, buf, sizeof buf), "action", "ignored");
+		if (o && unlogged[sig])
+			json_object_set_new(o, "unlogged", json_integer((json_int_t)unlogged[sig]));
+		pe_log(PE_LOG_INFO, "signal", o);
+		last[sig] = now;
+		unlogged[sig] = 0;
 	}
 }
 

@@ -5,7 +5,8 @@
  * it has logged an "ignored" line naming the signal as kill -l does (HUP, RTMIN+3, RTMAX-2);
  * SIGPIPE is ignored without a line, and so are glibc's internal signals 32 and 33 (which
  * sigaddset refuses). A daemon that dies is reported with its status and replaced, so one run
- * lists every fatal signal. SIGTERM then drains it to exit status 0, and SIGQUIT drains a
+ * lists every fatal signal. A flood of 20000 of one real-time signal is logged at most once a
+ * second, the next line counting the unlogged ones. SIGTERM then drains it to exit status 0, and SIGQUIT drains a
  * second one the same way, logging "draining" with "SIGQUIT". */
 #include "fault/fault.h"
 
@@ -95,6 +96,46 @@ static void check_serving(struct pe_spawn *d, const char *const *args, int sig, 
 	resp_free(&r);
 }
 
+/* How many times s is in the daemon's log. */
+static int log_count(const struct pe_spawn *d, const char *s)
+{
+	char *log = read_file(d->out, NULL);
+	int n = 0;
+	for (const char *p = log; p && (p = strstr(p, s)); p += strlen(s))
+		n++;
+	free(log);
+	return n;
+}
+
+/* A flood of one signal: real-time signals queue (up to RLIMIT_SIGPENDING), so each of 20000 is a
+ * sigwait of its own. The daemon logs that signal at most once a second, and the next line after
+ * a quiet second carries how many came unlogged ("unlogged"); it keeps serving. */
+static void flood(struct pe_spawn *d, const char *const *args)
+{
+	int sig = SIGRTMIN + 1, sent = 0;
+	char name[32], want[80];
+	signal_name(sig, name, sizeof name);
+	snprintf(want, sizeof want, "\"signal\":\"%s\"", name);
+	sleep_s(1.1); /* a second past the loop's own line for it */
+	int before = log_count(d, want);
+	double t0 = now_s();
+	for (int i = 0; i < 20000 && kill(d->pid, sig) == 0; i++)
+		sent++;
+	sleep_s(0.5);
+	for (int last = -1, now; (now = log_count(d, want)) != last && now_s() - t0 < 10; last = now)
+		sleep_s(0.3); /* until the lines stop coming */
+	int lines = log_count(d, want) - before;
+	double took = now_s() - t0;
+	note("%d of 20000 %s sent; %d lines in %.1f s", sent, name, lines, took);
+	check(sent > 1000, "the flood was queued (%d signals sent)", sent);
+	check(lines >= 1 && lines <= 2 + (int)took, "a flood of %d %s wrote %d lines in %.1f s (one a second at most)", sent,
+	      name, lines, took);
+	sleep_s(1.1);
+	kill(d->pid, sig);
+	check(logged(d, "\"unlogged\":", NULL), "the next line says how many came unlogged");
+	check_serving(d, args, sig, name);
+}
+
 int main(void)
 {
 	fault_init("signals", 120);
@@ -115,6 +156,7 @@ int main(void)
 		}
 		check_serving(&d, args, sig, name);
 	}
+	flood(&d, args);
 	int st = daemon_stop(&d, SIGTERM, 30);
 	check(st == 0, "SIGTERM still drains to exit status 0 (status %d)", st);
 
