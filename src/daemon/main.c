@@ -227,6 +227,13 @@ static const char *signal_name(int sig, char *buf, size_t cap)
 	return buf;
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Wait for a signal that stops posencd; the others that come meanwhile are logged, each signal
  * at most once a second: a flood of one (a script's `kill` in a loop; real-time signals queue, a
  * million of them is a million sigwaits) would otherwise write a line each. A line after a quiet
@@ -246,9 +253,7 @@ static int wait_for_signal(void)
 			return sig;
 		if (sig < 1 || sig >= _NSIG)
 			continue;
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		double now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+		double now = now_s();
 		if (last[sig] > 0 && now - last[sig] < 1.0) {
 			unlogged[sig]++;
 			continue;
@@ -295,13 +300,6 @@ static void block_signals(void)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	ignore_internal_signals();
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Wait (bounded by shutdown_timeout) until no computation is queued or running and every request
@@ -471,7 +469,10 @@ int main(int argc, char **argv)
 {
 	struct daemon d = {0};
 	struct pe_err err = {0};
-	pe_alloc_tune_exec(argv); /* first: a second start replaces this process */
+	/* First: every signal but the fault ones blocked (sigwait takes them once serving), which the
+	 * second start inherits, so a SIGHUP in its start-up is not fatal either; then that start. */
+	block_signals();
+	pe_alloc_tune_exec(argv);
 	if (pe_isa_check_env(&err) != 0) { /* a forced kernel set the CPU cannot run: refuse, never guess */
 		fprintf(stderr, "posencd: %s\n", err.detail);
 		return 2;
@@ -504,7 +505,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "posencd: %s\n", err.detail);
 		return 2;
 	}
-	block_signals();
 	if (!(d.store = open_store(&d.cfg, &err))) {
 		fprintf(stderr, "posencd: %s\n", err.detail);
 		return err.code == PE_EINVAL ? 2 : 1;

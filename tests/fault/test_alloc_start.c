@@ -63,6 +63,73 @@ static void start_with(const char *given, const char *want_tunables, int want_ag
 	free(again);
 }
 
+/* SIGHUP sent the moment the second start has begun (its environment has POSENC_ALLOC_TUNED):
+ * the signal mask blocked before the exec is inherited, so the signal waits for sigwait, and the
+ * daemon starts, logs it as ignored and answers. Before, the second start's own start-up (the
+ * dynamic linker, glibc's init) ran with the default action: killed in most rounds. */
+static void hup_in_second_start(void)
+{
+	int survived = 0, tried = 0;
+	for (int round = 0; round < 5; round++) {
+		char dir[] = "/tmp/posenc-alloc-XXXXXX", out[64], env[64];
+		if (!mkdtemp(dir)) {
+			check(0, "mkdtemp: %s", strerror(errno));
+			return;
+		}
+		snprintf(out, sizeof out, "%s/out", dir);
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			unsetenv("GLIBC_TUNABLES");
+			dup2(fd, 1);
+			dup2(fd, 2);
+			execl(daemon_bin(), daemon_bin(), "--port", "0", "--bind", "127.0.0.1", "--log-level", "info",
+			      "--data-dir", dir, (char *)NULL);
+			_exit(127);
+		}
+		close(fd);
+		snprintf(env, sizeof env, "/proc/%d/environ", (int)pid);
+		int seen = 0;
+		for (double end = now_s() + 5; !seen && now_s() < end;) {
+			size_t len = 0;
+			char *e = read_file(env, &len);
+			for (size_t i = 0; e && i < len && !seen; i += strlen(e + i) + 1)
+				seen = !strncmp(e + i, "POSENC_ALLOC_TUNED=1", 20);
+			free(e);
+		}
+		if (seen) {
+			kill(pid, SIGHUP);
+			tried++;
+		}
+		struct pe_spawn d = {.pid = pid};
+		char *log = NULL;
+		for (double end = now_s() + 20; now_s() < end; sleep_s(0.02)) {
+			free(log);
+			log = read_file(out, NULL);
+			if ((log && strstr(log, "\"event\":\"start\"") && (!seen || strstr(log, "\"signal\":\"HUP\""))) ||
+			    !daemon_alive(&d))
+				break;
+		}
+		int alive = daemon_alive(&d);
+		survived += seen && alive && log && strstr(log, "\"signal\":\"HUP\"");
+		free(log);
+		kill(pid, alive ? SIGTERM : SIGKILL);
+		waitpid(pid, NULL, 0);
+		unlink(out);
+		char cmd[96];
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			note("could not remove %s", dir);
+		if (!seen) {
+			note("no second start seen (a sanitizer build starts once): nothing to send a SIGHUP into");
+			return;
+		}
+	}
+	check(survived == tried, "SIGHUP at the second start's beginning: %d of %d daemons started and logged it as "
+	      "ignored", survived, tried);
+}
+
 int main(void)
 {
 	fault_init("alloc_start", 120);
@@ -73,5 +140,6 @@ int main(void)
 	snprintf(want, sizeof want, "glibc.malloc.mxfast=64:glibc.malloc.tcache_count=%d", PE_ALLOC_TCACHE_COUNT);
 	start_with("glibc.malloc.mxfast=64", want, 1);
 	start_with("glibc.malloc.tcache_count=7", "glibc.malloc.tcache_count=7", 0);
+	hup_in_second_start();
 	return fault_finish();
 }
