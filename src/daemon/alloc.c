@@ -19,8 +19,9 @@
  * glibc reads GLIBC_TUNABLES once, when the process starts, so posencd starts itself again, once
  * (the same pid, arguments and environment, plus the tunable), before anything else. An operator
  * who sets glibc.malloc.tcache_count in GLIBC_TUNABLES keeps that value and no second start
- * happens; so does a process whose /proc/self/exe cannot be executed (it runs with glibc's
- * defaults). Under AddressSanitizer, which has its own allocator, neither is done. No library
+ * happens; nor when /proc/self/exe is not posencd (run through the dynamic linker, or under
+ * valgrind), or cannot be executed: posencd then runs with glibc's defaults. Under
+ * AddressSanitizer, which has its own allocator, neither is done. No library
  * offers either: jemalloc or tcmalloc would replace glibc's malloc whole, whose behaviour the
  * memory budget, the heap trimming and the RSS tests are built on (README, How it works, Memory). */
 #include "daemon/alloc.h"
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -59,9 +61,19 @@ int pe_alloc_tunables(const char *current, char *out, size_t cap)
 	return n > 0 && (size_t)n < cap ? 1 : -1;
 }
 
+/* Would executing /proc/self/exe start posencd again? Not when the kernel started the dynamic
+ * linker itself (`ld.so posencd`: /proc/self/exe is ld.so, and no interpreter was loaded, so
+ * AT_BASE is 0), and not under valgrind, whose tool is what runs (it preloads its vgpreload
+ * libraries into the program). */
+static int exe_starts_posencd(void)
+{
+	const char *preload = getenv("LD_PRELOAD");
+	return getauxval(AT_BASE) != 0 && !(preload && strstr(preload, "vgpreload"));
+}
+
 void pe_alloc_tune_exec(char **argv)
 {
-	if (!PE_ALLOC_OWN || getenv(STARTED_AGAIN))
+	if (!PE_ALLOC_OWN || getenv(STARTED_AGAIN) || !exe_starts_posencd())
 		return;
 	const char *current = getenv("GLIBC_TUNABLES");
 	char value[4096];

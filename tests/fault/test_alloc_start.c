@@ -130,6 +130,57 @@ static void hup_in_second_start(void)
 	      "ignored", survived, tried);
 }
 
+#if defined(__x86_64__)
+#define DYNAMIC_LINKER "/lib64/ld-linux-x86-64.so.2"
+#elif defined(__aarch64__)
+#define DYNAMIC_LINKER "/lib/ld-linux-aarch64.so.1"
+#else
+#define DYNAMIC_LINKER ""
+#endif
+
+/* Run through the dynamic linker (/proc/self/exe is then ld.so) or under valgrind (whose tool is
+ * what runs), posencd does not start again (that exec would start ld.so or valgrind, not posencd:
+ * an unknown option, or valgrind refusing) and runs as started. */
+static void other_runners(void)
+{
+	if (strstr(daemon_bin(), "asan")) {
+		note("a sanitizer build: not run through ld.so or valgrind");
+		return;
+	}
+	if (!*DYNAMIC_LINKER || access(DYNAMIC_LINKER, X_OK) != 0) {
+		note("no dynamic linker at %s: not run through it", DYNAMIC_LINKER);
+	} else {
+		static const char *const wrap[] = {DYNAMIC_LINKER, NULL};
+		struct pe_spawn_opts opts = {.wrap = wrap};
+		struct pe_spawn d;
+		char why[512] = "";
+		if (pe_spawn_start(&d, NULL, &opts, why, sizeof why) != 0) {
+			check(0, "through %s posencd starts: %s", DYNAMIC_LINKER, why);
+		} else {
+			char *again = env_of(d.pid, "POSENC_ALLOC_TUNED");
+			check(!again, "through %s posencd is not started again", DYNAMIC_LINKER);
+			free(again);
+			struct resp r;
+			int rc = http_get(d.port, "/v1/sinusoidal?len=16&dim=16", 10000, &r);
+			check(rc == 0 && r.status == 200, "through %s a table is answered (status %d)", DYNAMIC_LINKER,
+			      r.status);
+			resp_free(&r);
+			check(daemon_stop(&d, SIGTERM, 30) == 0, "through %s: exit 0 after SIGTERM", DYNAMIC_LINKER);
+		}
+	}
+	if (system("command -v valgrind > /dev/null 2>&1") != 0) {
+		note("no valgrind here: not run under it");
+		return;
+	}
+	char cmd[512], out[256] = "";
+	snprintf(cmd, sizeof cmd, "valgrind -q '%s' --version 2>&1", daemon_bin());
+	FILE *p = popen(cmd, "r");
+	size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+	out[n] = 0;
+	int st = p ? pclose(p) : -1;
+	check(st == 0 && strstr(out, "posencd "), "under valgrind, posencd --version runs (status %d: %.120s)", st, out);
+}
+
 int main(void)
 {
 	fault_init("alloc_start", 120);
@@ -141,5 +192,6 @@ int main(void)
 	start_with("glibc.malloc.mxfast=64", want, 1);
 	start_with("glibc.malloc.tcache_count=7", "glibc.malloc.tcache_count=7", 0);
 	hup_in_second_start();
+	other_runners();
 	return fault_finish();
 }
