@@ -72,6 +72,10 @@ const struct pe_err *pe_cache_entry_err(const struct pe_cache_entry *e);
 
 void *pe_cache_value(const struct pe_cache_entry *e);
 size_t pe_cache_entry_bytes(const struct pe_cache_entry *e);
+/* e's value grew by bytes after it was filled (a response built at its first hit), e held by the
+ * caller: counted as the rest of e is, by the cache while e is in it (colder entries evicted past
+ * the limit, e too if it is the coldest), else by the budget that holds e's bytes until e is freed. */
+void pe_cache_charge_more(struct pe_cache *c, struct pe_cache_entry *e, size_t bytes);
 void pe_cache_retain(struct pe_cache_entry *e); /* one more reference */
 void pe_cache_release(struct pe_cache_entry *e); /* NULL is fine */
 

@@ -57,6 +57,7 @@ struct pe_cache_entry {
 	size_t keylen;
 	bool pending;
 	bool failed; /* value is a struct pe_err (pe_cache_fail_err) */
+	bool listed; /* a ready entry in the table and the LRU list (counted in stats.bytes) */
 	struct pe_budget *budget; /* charged while outside the table and still referenced */
 	size_t charged;
 	unsigned char key[];
@@ -315,6 +316,7 @@ static void remove_ready(struct pe_cache *c, struct pe_cache_entry *e, struct pe
 {
 	table_unlink(c, e);
 	lru_unlink(c, e);
+	e->listed = false;
 	c->stats.bytes -= cost(e->bytes, e->keylen);
 	c->stats.entries--;
 	drop_ref(c, e, drop);
@@ -344,6 +346,7 @@ static void keep(struct pe_cache *c, struct pe_cache_entry *e, struct pe_cache_e
 	evict(c, c->max_bytes - bytes, drop);
 	table_insert(c, e);
 	lru_push(c, e);
+	e->listed = true;
 	c->stats.bytes += bytes;
 	c->stats.entries++;
 }
@@ -574,6 +577,24 @@ void *pe_cache_value(const struct pe_cache_entry *e)
 size_t pe_cache_entry_bytes(const struct pe_cache_entry *e)
 {
 	return e->bytes;
+}
+
+void pe_cache_charge_more(struct pe_cache *c, struct pe_cache_entry *e, size_t bytes)
+{
+	struct pe_cache_entry *drop = NULL;
+	pthread_mutex_lock(&c->lock);
+	size_t before = cost(e->bytes, e->keylen);
+	e->bytes = e->bytes > SIZE_MAX - bytes ? SIZE_MAX : e->bytes + bytes;
+	size_t more = cost(e->bytes, e->keylen) - before;
+	if (e->listed) {
+		c->stats.bytes += more;
+		evict(c, c->max_bytes, &drop); /* e itself too, if it is now the coldest past the limit */
+	} else if (e->budget) {
+		pe_budget_charge(e->budget, more);
+		e->charged += more;
+	}
+	pthread_mutex_unlock(&c->lock);
+	release_list(drop);
 }
 
 void pe_cache_retain(struct pe_cache_entry *e)

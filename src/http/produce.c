@@ -67,17 +67,17 @@
 #include "http/produce.h"
 
 #include <inttypes.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* The shared MHD_Response of a cached body and its headers, counted with the body from the start
- * (it is built at the table's first hit): 1328 bytes in use for a 16x16 JSON table's (mallinfo2
- * around its creation), a few hundred more with Content-Encoding and an extra header. 1024, as
- * it was, counted ~300 bytes short of that per table. */
-#define RESPONSE_OVERHEAD 2048
+/* A cached body's shared MHD_Response and its headers, charged to its cache entry when built (at
+ * its first hit): 1328 bytes in use for a 16x16 JSON table's (mallinfo2 around its creation), a
+ * few hundred more with Content-Encoding and an extra header. */
+#define SHARED_RESPONSE_BYTES 2048
 #define SCRATCH_KEEP ((size_t)2 << 20)
 #define NKEPT 2
 /* The stack bytes a job's answer starts in: every answer small enough for the HTTP thread fits
@@ -389,25 +389,32 @@ static void body_free_cb(void *cls)
 	free(b);
 }
 
-/* b's shared response (every header of a hit, CORS's when it is the same for every origin): built
- * by the first hit that finds none, by one thread only, and then queued by every hit on any
- * thread. NULL while another thread builds it (that hit answers with its own response) or when
- * memory ran out. Built at the first hit, not with the body: a table asked for once (a new offset
- * each decoding step) never pays for a second response, on its miss or on its eviction (perf, cold
- * 16x16 misses on a full cache: the two responses' headers and the evicted one's destruction
- * ~10% of the HTTP thread). On glibc's default thread cache this alone was slower (the evicted
- * response's frees had been feeding the miss answer's header allocations); with posencd's
- * (src/daemon/alloc.c) the two together take a miss from ~16-17 to ~14 CPU-us. The caller holds
- * a reference to b's entry, so b outlives this. */
-static struct MHD_Response *shared_response(struct pe_http *h, struct body *b)
+/* b's shared response (every header of a hit, CORS's when it is the same for every origin), e's
+ * value: built by the first hit that finds none, by one thread only, and then queued by every hit
+ * on any thread; a hit that finds another thread building it waits for it (a few microseconds,
+ * yielding), so no hit answers with a response of its own (which would carry a generated
+ * X-Request-Id). NULL when memory ran out (that hit answers with its own). Built at the first
+ * hit, not with the body, and charged to e then (SHARED_RESPONSE_BYTES): a table asked for once
+ * (a new offset each decoding step) never pays for a second response, on its miss, in the cache's
+ * bytes or on its eviction (perf, cold 16x16 misses on a full cache: the two responses' headers
+ * and the evicted one's destruction ~10% of the HTTP thread). On glibc's default thread cache
+ * this alone was slower (the evicted response's frees had been feeding the miss answer's header
+ * allocations); with posencd's (src/daemon/alloc.c) the two together take a miss from ~16-17 to
+ * ~14 CPU-us. The caller holds a reference to e, so b outlives this. */
+static struct MHD_Response *shared_response(struct pe_http *h, struct pe_cache_entry *e, struct body *b)
 {
-	int state = atomic_load_explicit(&b->shared_state, memory_order_acquire);
-	if (state == SHARED_READY)
-		return b->shared;
-	if (state != SHARED_NONE ||
-	    !atomic_compare_exchange_strong_explicit(&b->shared_state, &state, SHARED_BUILDING,
-						     memory_order_acquire, memory_order_relaxed))
-		return NULL;
+	for (;;) {
+		int state = atomic_load_explicit(&b->shared_state, memory_order_acquire);
+		if (state == SHARED_READY)
+			return b->shared;
+		if (state == SHARED_BUILDING) { /* another HTTP thread, for a few microseconds */
+			sched_yield();
+			continue;
+		}
+		if (atomic_compare_exchange_weak_explicit(&b->shared_state, &state, SHARED_BUILDING, memory_order_acquire,
+							  memory_order_relaxed))
+			break;
+	}
 	b->shared = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, body_free_cb, b);
 	if (!b->shared) {
 		atomic_store_explicit(&b->shared_state, SHARED_NONE, memory_order_release);
@@ -416,6 +423,7 @@ static struct MHD_Response *shared_response(struct pe_http *h, struct body *b)
 	add_headers(b, b->shared, "hit");
 	pe_http_add_cors(h, NULL, b->shared);
 	atomic_store_explicit(&b->shared_state, SHARED_READY, memory_order_release);
+	pe_cache_charge_more(h->opt.cache, e, SHARED_RESPONSE_BYTES);
 	return b->shared;
 }
 
@@ -426,7 +434,7 @@ static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, s
 	struct MHD_Response *shared;
 	r->cache_hit = hit;
 	r->bytes = b->len;
-	if (hit && pe_http_cors_static(r->h) && !r->request_id_given && (shared = shared_response(r->h, b))) {
+	if (hit && pe_http_cors_static(r->h) && !r->request_id_given && (shared = shared_response(r->h, e, b))) {
 		r->status = 200;
 		pe_http_bound_sends(conn, b->len);
 		enum MHD_Result rc = MHD_queue_response(conn, 200, shared);
@@ -537,8 +545,7 @@ static void job_compute(struct job *j, int pooled)
 	pe_buf_destroy(&out);
 	if (rc == 0) {
 		size_t held = pe_mem_size(b->data); /* reserved by out; the cache counts it from here */
-		pe_cache_fill(h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b) + RESPONSE_OVERHEAD,
-			      body_release_cb);
+		pe_cache_fill(h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b), body_release_cb);
 		pe_budget_give(share ? share : h->opt.budget, held);
 		pe_mem_keep_headroom(); /* the cache keeps b: the next bodies' room, made in one step */
 	} else {

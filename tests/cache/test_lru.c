@@ -1042,6 +1042,55 @@ START_TEST(test_budget_takes_evicted_in_flight)
 }
 END_TEST
 
+/* A value that grows after its fill (a hit response built at the first hit) is counted where the
+ * rest of it is: in the cache's bytes while listed, colder entries evicted past the limit (the
+ * entry itself when it is the coldest); by the budget once it left the cache under a reader, and
+ * given back with it. */
+START_TEST(test_charge_more)
+{
+	struct pe_budget *g = pe_budget_new(1u << 20);
+	struct pe_cache *c = pe_cache_new(2 * COST(8, 1) + 100);
+	pe_cache_set_budget(c, g);
+	ck_assert_int_eq(t_put(c, "a", t_val_new(1), 8), 0);
+	ck_assert_int_eq(t_put(c, "b", t_val_new(2), 8), 0);
+	struct pe_cache_entry *e = pe_cache_get(c, "b", 1);
+	pe_cache_charge_more(c, e, 100); /* fits: nothing evicted */
+	ck_assert_uint_eq(t_stats(c).bytes, 2 * COST(8, 1) + 100);
+	ck_assert_uint_eq(pe_cache_entry_bytes(e), 108);
+	ck_assert_uint_eq(t_stats(c).evictions, 0);
+	pe_cache_charge_more(c, e, 1); /* one byte past the limit: the colder a goes */
+	ck_assert_uint_eq(t_stats(c).evictions, 1);
+	ck_assert_uint_eq(t_stats(c).bytes, COST(109, 1));
+	ck_assert_int_eq(t_frees(&t_vals[0]), 1);
+	ck_assert_uint_eq(t_budget_used(g), 0);
+	pe_cache_release(e);
+
+	/* left the cache under a reader: the growth goes to the budget with the rest, and back */
+	e = pe_cache_get(c, "b", 1);
+	pe_cache_set_limit(c, 0);
+	ck_assert_uint_eq(t_budget_used(g), COST(109, 1));
+	pe_cache_charge_more(c, e, 50);
+	ck_assert_uint_eq(t_budget_used(g), COST(159, 1));
+	ck_assert_uint_eq(t_stats(c).bytes, 0);
+	pe_cache_release(e);
+	ck_assert_uint_eq(t_budget_used(g), 0);
+
+	/* growing past the limit alone: the entry itself is evicted, charged to the budget while held */
+	pe_cache_set_limit(c, 2 * COST(8, 1));
+	ck_assert_int_eq(t_put(c, "c", t_val_new(3), 8), 0);
+	e = pe_cache_get(c, "c", 1);
+	pe_cache_charge_more(c, e, 1000);
+	ck_assert_uint_eq(t_stats(c).bytes, 0);
+	ck_assert_uint_eq(t_stats(c).entries, 0);
+	ck_assert_uint_eq(t_budget_used(g), COST(1008, 1));
+	pe_cache_release(e);
+	ck_assert_uint_eq(t_budget_used(g), 0);
+	pe_cache_free(c);
+	ck_assert_int_eq(atomic_load(&t_live), 0);
+	pe_budget_free(g);
+}
+END_TEST
+
 static Suite *lru_suite(void)
 {
 	Suite *s = suite_create("cache");
@@ -1059,6 +1108,7 @@ static Suite *lru_suite(void)
 	tcase_add_test(tc, test_ref_outlives_eviction);
 	tcase_add_test(tc, test_ref_outlives_free);
 	tcase_add_test(tc, test_budget_takes_evicted_in_flight);
+	tcase_add_test(tc, test_charge_more);
 	tcase_add_test(tc, test_replace);
 	tcase_add_test(tc, test_growth);
 	tcase_add_test(tc, test_single_flight);

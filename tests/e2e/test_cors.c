@@ -51,11 +51,16 @@ START_TEST(listed_origins)
 	struct pe_resp r;
 	char h[128];
 	const char *b[] = {"Origin: http://b.example", NULL};
-	for (int i = 0; i < 2; i++) { /* miss, then hit: both answer per origin */
+	double cached = 0;
+	for (int i = 0; i < 3; i++) { /* miss, then hits: all answer per origin */
 		pe_request(&d, "GET", "/v1/sinusoidal?len=2&dim=2", b, NULL, 0, &r);
 		ck_assert_str_eq(pe_resp_header(&r, "Access-Control-Allow-Origin", h, sizeof h), "http://b.example");
 		ck_assert(strstr(r.headers, "Vary: Origin") != NULL);
 		pe_resp_free(&r);
+		/* no shared response is ever built for a hit here, so none is counted in the cache */
+		double now = pe_metric(&d, "posenc_cache_bytes");
+		ck_assert_msg(i == 0 || now == cached, "cache bytes %.0f after hit %d, %.0f after the miss", now, i, cached);
+		cached = now;
 	}
 	const char *c[] = {"Origin: http://c.example", NULL};
 	pe_request(&d, "GET", "/v1/sinusoidal?len=2&dim=2", c, NULL, 0, &r);

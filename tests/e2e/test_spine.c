@@ -72,9 +72,14 @@ START_TEST(json_table_matches_core_and_caches)
 	free(ref);
 	json_decref(j);
 
+	/* the shared (hit) response is built at the first hit and counted in the cache from then on
+	 * (produce.c SHARED_RESPONSE_BYTES, 2048), once */
+	double cached = pe_metric(&D, "posenc_cache_bytes");
 	pe_get(&D, "/v1/sinusoidal?offset=3&dim=10&len=7&base=1e4", &b);
 	ck_assert_int_eq(b.status, 200);
 	ck_assert_str_eq(pe_resp_header(&b, "X-PE-Cache", h, sizeof h), "hit");
+	ck_assert_msg(pe_metric(&D, "posenc_cache_bytes") == cached + 2048, "cache bytes %.0f after the first hit, %.0f before",
+		      pe_metric(&D, "posenc_cache_bytes"), cached);
 	ck_assert_str_eq(pe_resp_header(&b, "ETag", h, sizeof h), etag);
 	ck_assert_uint_eq(a.len, b.len);
 	ck_assert(memcmp(a.body, b.body, a.len) == 0);
@@ -93,6 +98,8 @@ START_TEST(json_table_matches_core_and_caches)
 		ck_assert_uint_eq(a.len, b.len);
 		ck_assert(memcmp(a.body, b.body, a.len) == 0);
 	}
+	ck_assert_msg(pe_metric(&D, "posenc_cache_bytes") == cached + 2048, "cache bytes %.0f after three hits, %.0f before",
+		      pe_metric(&D, "posenc_cache_bytes"), cached);
 	pe_resp_free(&a);
 	pe_resp_free(&b);
 }
