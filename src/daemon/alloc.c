@@ -9,12 +9,13 @@
  * first large malloc (the answer's body, past 1 KiB) consolidates back into the heap, so the next
  * answer's headers are split out of it again, under _int_malloc (perf: 9% of the HTTP thread on
  * cold 16x16 misses, full cache). And glibc's calloc (2.36) never takes from the thread cache at
- * all. With a cache of TCACHE_COUNT chunks a size and a calloc through malloc, every one of them
- * is a thread-cache push and pop: A/B on 2 vCPUs (AMD EPYC, cold 16x16 JSON misses on a full
- * 1 GiB cache, wrk -c16, daemons alternating), together with building a table's hit response at
- * its first hit (src/http/produce.c): 13.9-14.3 CPU-us per miss against 15.8-17.4, 15-20% more
- * requests/s; either alone gains nothing measurable. What it may keep: TCACHE_COUNT chunks of
- * each of glibc's 64 cached sizes (16-1032 bytes) per thread, at most ~2.2 MiB a thread.
+ * all. With a cache of PE_ALLOC_TCACHE_COUNT chunks a size and a calloc through malloc, nearly
+ * every one of them is a thread-cache push and pop: A/B on 2 vCPUs (AMD EPYC, cold 16x16 JSON
+ * misses on a full 1 GiB cache, wrk -c16, daemons alternating), together with building a table's
+ * hit response at its first hit (src/http/produce.c): 13.5-14.3 CPU-us per miss (two of six
+ * rounds 16.2-16.9) against 15.1-18.8, 10-20% more requests/s; either alone gains nothing
+ * (README, Benchmarks, session 13). What it may keep: PE_ALLOC_TCACHE_COUNT chunks of each of
+ * glibc's 64 cached chunk sizes (32-1040 bytes) per thread, at most ~1.1 MiB a thread.
  *
  * glibc reads GLIBC_TUNABLES once, when the process starts, so posencd starts itself again, once
  * (the same pid, arguments and environment, plus the tunable), before anything else. An operator
