@@ -105,6 +105,10 @@ struct req {
 	int body_past_budget;   /* refused as past the whole budget (server.c): its 413 names the
 				 * body's whole size (declared, or body_seen + dropped) */
 	int close;              /* answer with Connection: close */
+	/* The cache entry whose shared response is this request's answer: held until the request
+	 * ends (on_completed), so an entry evicted while its bytes are still being sent is counted
+	 * by the budget (lru.c), as one behind a response of the request's own is. */
+	struct pe_cache_entry *sending;
 };
 
 /* ---- response.c ---- */

@@ -6,7 +6,9 @@
  * belong to that shared response and are freed by its free callback when MHD drops its last use
  * (the cache owns the response); before, the cache's destructor frees them. Requests that need
  * their own headers (a miss, a listed CORS origin, an echoed X-Request-Id) get a response over
- * the same bytes that holds a cache reference until MHD is done with it.
+ * the same bytes that holds a cache reference until MHD is done with it; a request answered with
+ * the shared response holds one until it ends (req.sending). Either way a table evicted while its
+ * bytes are still being sent is counted by the budget until they have gone (lru.c).
  *
  * Memory: a pooled job whose producer tells its need (need_cb) takes all of it from the response
  * budget at once before it runs (pe_produce_share_open; the job's output buffer and intermediates
@@ -437,9 +439,8 @@ static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, s
 	if (hit && pe_http_cors_static(r->h) && !r->request_id_given && (shared = shared_response(r->h, e, b))) {
 		r->status = 200;
 		pe_http_bound_sends(conn, b->len);
-		enum MHD_Result rc = MHD_queue_response(conn, 200, shared);
-		pe_cache_release(e);
-		return rc;
+		r->sending = e; /* the reference, until the answer has gone */
+		return MHD_queue_response(conn, 200, shared);
 	}
 	struct MHD_Response *resp =
 		MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, release_entry_cb, e);

@@ -378,6 +378,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		observe(h, r, conn, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	pe_conn_guard_phase(h->guard, conn, PH_HEADERS, 0);
 	pe_waiter_unref(r->w);
+	pe_cache_release(r->sending);
 	pe_router_end(r);
 	pe_buf_destroy(&r->body);
 	pe_budget_give(h->opt.budget, r->body_held);

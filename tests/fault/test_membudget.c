@@ -86,6 +86,39 @@ static double metric_settles(int port, const char *name, double want, double wit
 	return v;
 }
 
+/* A hit answered with a table's shared response (the same headers for everyone: no X-Request-Id)
+ * and read slowly: the table evicted meanwhile stays counted, by the budget, until the reader is
+ * gone. Before, the shared response's readers held no reference to the cache entry, so an evicted
+ * table being sent was in neither gauge (an attacker's RSS grew by a table per eviction while
+ * both read as before). */
+static void shared_reader_counted(int port)
+{
+	const char *t = "/v1/sinusoidal?len=8192&dim=512&format=bin&offset=7001"; /* 16 MiB */
+	struct resp r;
+	char h[16] = "";
+	for (int i = 0; i < 2; i++) { /* the miss, then the first hit (which builds the shared response) */
+		int rc = http_get(port, t, 30000, &r);
+		resp_header(&r, "X-PE-Cache", h, sizeof h);
+		check(rc == 0 && r.status == 200 && !strcmp(h, i ? "hit" : "miss"), "the 16 MiB table, request %d: 200 %s (%d %s)",
+		      i + 1, i ? "hit" : "miss", r.status, h);
+		resp_free(&r);
+	}
+	int fd = slow_reader_open(port, t);
+	check(fd >= 0, "a slow reader of its shared (hit) response");
+	sleep_s(0.3);
+	double before = metric(port, "posenc_response_budget_bytes");
+	check(before == 0, "while it is cached, the reader's bytes are the cache's (budget %.0f)", before);
+	int rc = http_get(port, "/v1/sinusoidal?len=8192&dim=512&format=bin&offset=7002", 30000, &r);
+	check(rc == 0 && r.status == 200, "another 16 MiB table, which evicts the first from the 32 MiB cache (%d)", r.status);
+	resp_free(&r);
+	double budget = metric(port, "posenc_response_budget_bytes");
+	check(budget >= 16.0 * MIB, "the evicted table still being sent is counted by the budget (%.1f MiB)", budget / MIB);
+	if (fd >= 0)
+		tcp_abort(fd);
+	double left = metric_settles(port, "posenc_response_budget_bytes", 0, 15);
+	check(left == 0, "and given back when its reader is gone (%.0f)", left);
+}
+
 int main(void)
 {
 	fault_init("membudget", 120);
@@ -171,6 +204,7 @@ int main(void)
 	left = metric_settles(d.port, "posenc_response_budget_bytes", 0, 15);
 	check(left == 0, "the budget is back to 0 again (%.0f)", left);
 	check(small_request_ok(d.port), "a small table after the readers");
+	shared_reader_counted(d.port);
 	int st = daemon_stop(&d, SIGTERM, 30);
 	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
 	return fault_finish();
