@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -47,7 +48,8 @@
 
 #define TCACHE_KEY "glibc.malloc.tcache_count="
 /* Set on the second start, so a C library that drops GLIBC_TUNABLES (a secure-mode start) cannot
- * make posencd start itself for ever. */
+ * make posencd start itself for ever; its value is the first start's process name, which the
+ * second takes back (executing /proc/self/exe names a process "exe"). */
 #define STARTED_AGAIN "POSENC_ALLOC_TUNED"
 
 int pe_alloc_tunables(const char *current, char *out, size_t cap)
@@ -74,16 +76,23 @@ static int exe_starts_posencd(void)
 
 void pe_alloc_tune_exec(char **argv)
 {
-	if (!PE_ALLOC_OWN || getenv(STARTED_AGAIN) || !exe_starts_posencd())
+	const char *again = getenv(STARTED_AGAIN);
+	if (again && *again) { /* the second start: the name the first had, not "exe" (ps, pgrep, top) */
+		prctl(PR_SET_NAME, again, 0, 0, 0);
+		return;
+	}
+	if (!PE_ALLOC_OWN || again || !exe_starts_posencd())
 		return;
 	const char *current = getenv("GLIBC_TUNABLES");
-	char value[4096];
+	char value[4096], name[17] = "";
 	if (pe_alloc_tunables(current, value, sizeof value) != 1)
 		return;
 	char *saved = current ? strdup(current) : NULL;
 	if (current && !saved)
 		return;
-	if (setenv(STARTED_AGAIN, "1", 1) == 0 && setenv("GLIBC_TUNABLES", value, 1) == 0)
+	if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0 || !name[0])
+		strcpy(name, "posencd");
+	if (setenv(STARTED_AGAIN, name, 1) == 0 && setenv("GLIBC_TUNABLES", value, 1) == 0)
 		execv("/proc/self/exe", argv);
 	/* no second start: go on as started, with glibc's defaults */
 	if (saved)

@@ -52,8 +52,18 @@ static void start_with(const char *given, const char *want_tunables, int want_ag
 		check(tun && !strcmp(tun, want_tunables), "GLIBC_TUNABLES=%s: the daemon runs with '%s' (got '%s')",
 		      shown, want_tunables, tun ? tun : "(unset)");
 		check(!again == !want_again, "GLIBC_TUNABLES=%s: %s", shown,
-		      want_again ? "started again (POSENC_ALLOC_TUNED=1)" : "not started again");
+		      want_again ? "started again (POSENC_ALLOC_TUNED set)" : "not started again");
 	}
+	/* its name is the binary's (as ps, pgrep and top show it), not "exe", in every thread */
+	char path[64], want_name[17];
+	snprintf(want_name, sizeof want_name, "%.15s", strrchr(daemon_bin(), '/') ? strrchr(daemon_bin(), '/') + 1 : daemon_bin());
+	snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)d.pid, (int)d.pid);
+	char *comm = read_file(path, NULL);
+	if (comm && strchr(comm, '\n'))
+		*strchr(comm, '\n') = 0;
+	check(comm && !strcmp(comm, want_name), "GLIBC_TUNABLES=%s: the process is named '%s' ('%s')", shown, want_name,
+	      comm ? comm : "?");
+	free(comm);
 	struct resp r;
 	int rc = http_get(d.port, "/v1/sinusoidal?len=16&dim=16", 10000, &r);
 	check(rc == 0 && r.status == 200, "GLIBC_TUNABLES=%s: a table is answered (status %d)", shown, r.status);
@@ -95,7 +105,7 @@ static void hup_in_second_start(void)
 			size_t len = 0;
 			char *e = read_file(env, &len);
 			for (size_t i = 0; e && i < len && !seen; i += strlen(e + i) + 1)
-				seen = !strncmp(e + i, "POSENC_ALLOC_TUNED=1", 20);
+				seen = !strncmp(e + i, "POSENC_ALLOC_TUNED=", 19);
 			free(e);
 		}
 		if (seen) {
