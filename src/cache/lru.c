@@ -51,6 +51,7 @@ struct pe_cache_entry {
 	size_t bytes; /* as given to pe_cache_fill */
 	pe_cache_free_cb free_cb;
 	struct pe_cache_entry *hnext;       /* hash chain; after leaving the table, a local drop list */
+	struct pe_cache_entry **hpprev;     /* the link that points at this entry while in the table */
 	struct pe_cache_entry *prev, *next; /* LRU list, ready entries only */
 	struct waiter *waiters, *wlast;     /* pending entries only, in arrival order */
 	uint64_t hash;
@@ -253,14 +254,27 @@ static struct pe_cache_entry **find_link(struct pe_cache *c, uint64_t hash, cons
 	return link;
 }
 
+/* Chains are doubly linked (hpprev) so that unlinking touches only the link before the entry,
+ * not the chain's other entries: an eviction takes the LRU's oldest entry, whose bucket and
+ * chain are cold in memory (evict prefetches the next one's). */
 static void table_unlink(struct pe_cache *c, struct pe_cache_entry *e)
 {
-	struct pe_cache_entry **link = &c->buckets[e->hash & (c->nbuckets - 1)];
-	while (*link != e)
-		link = &(*link)->hnext;
-	*link = e->hnext;
+	*e->hpprev = e->hnext;
+	if (e->hnext != NULL)
+		e->hnext->hpprev = e->hpprev;
 	e->hnext = NULL;
+	e->hpprev = NULL;
 	c->count--;
+}
+
+/* Put e at the head of the chain at *link. */
+static void chain_push(struct pe_cache_entry **link, struct pe_cache_entry *e)
+{
+	e->hnext = *link;
+	if (e->hnext != NULL)
+		e->hnext->hpprev = &e->hnext;
+	*link = e;
+	e->hpprev = link;
 }
 
 /* Double the bucket array. Failing to is harmless: chains just get longer. */
@@ -276,8 +290,7 @@ static void grow(struct pe_cache *c)
 		struct pe_cache_entry *e = c->buckets[i];
 		while (e != NULL) {
 			struct pe_cache_entry *next = e->hnext;
-			e->hnext = b[e->hash & (n - 1)];
-			b[e->hash & (n - 1)] = e;
+			chain_push(&b[e->hash & (n - 1)], e);
 			e = next;
 		}
 	}
@@ -290,9 +303,7 @@ static void table_insert(struct pe_cache *c, struct pe_cache_entry *e)
 {
 	if ((c->count + 1) > c->nbuckets / 4 * 3)
 		grow(c);
-	struct pe_cache_entry **b = &c->buckets[e->hash & (c->nbuckets - 1)];
-	e->hnext = *b;
-	*b = e;
+	chain_push(&c->buckets[e->hash & (c->nbuckets - 1)], e);
 	c->count++;
 }
 
@@ -322,12 +333,21 @@ static void remove_ready(struct pe_cache *c, struct pe_cache_entry *e, struct pe
 	drop_ref(c, e, drop);
 }
 
-/* Evict from the cold end until at most limit bytes are charged. */
+/* Evict from the cold end until at most limit bytes are charged. Then the next entry to go (its
+ * line is in cache: unlinking the last one wrote it) has what its own eviction will touch first
+ * fetched now, its chain link and its value, which the next miss's fill would otherwise wait for
+ * from memory. */
 static void evict(struct pe_cache *c, size_t limit, struct pe_cache_entry **drop)
 {
+	int evicted = 0;
 	while (c->stats.bytes > limit && c->tail != NULL) {
 		remove_ready(c, c->tail, drop);
 		c->stats.evictions++;
+		evicted = 1;
+	}
+	if (evicted && c->tail != NULL) {
+		__builtin_prefetch(c->tail->hpprev, 1);
+		__builtin_prefetch(c->tail->value);
 	}
 }
 

@@ -576,6 +576,63 @@ START_TEST(test_growth)
 }
 END_TEST
 
+/* Every chain's back links point at the link that points at each entry (hpprev). */
+static void t_chains_consistent(const struct pe_cache *c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->nbuckets; i++)
+		for (struct pe_cache_entry *const *link = &c->buckets[i]; *link; link = &(*link)->hnext, n++)
+			ck_assert_ptr_eq((*link)->hpprev, link);
+	ck_assert_uint_eq(n, c->count);
+}
+
+/* Entries leave chains from any position (replaced, evicted in LRU order, failed while pending),
+ * before and after the table grows; lookups stay right and the back links consistent. */
+START_TEST(test_chain_unlink_anywhere)
+{
+	enum { N = 3000 };
+	struct pe_cache *c = pe_cache_new(SIZE_MAX);
+	char key[32];
+	for (int i = 0; i < N; i++) {
+		int n = snprintf(key, sizeof key, "key/%d", i);
+		ck_assert_int_eq(pe_cache_fill(c, key, (size_t)n, t_val_new(i), 10, t_val_free), 0);
+		if (i % 500 == 0)
+			t_chains_consistent(c);
+	}
+	t_chains_consistent(c);
+	for (int i = 0; i < N; i += 3) { /* replaced: the old entry leaves its chain wherever it is */
+		int n = snprintf(key, sizeof key, "key/%d", i);
+		ck_assert_int_eq(pe_cache_fill(c, key, (size_t)n, t_val_new(N + i), 10, t_val_free), 0);
+	}
+	t_chains_consistent(c);
+	for (int i = 1; i < N; i += 3) { /* touched, so the LRU order is not the insertion order */
+		snprintf(key, sizeof key, "key/%d", i);
+		ck_assert_int_ge(t_peek(c, key), 0);
+	}
+	struct pe_cache_entry *e;
+	ck_assert_int_eq(pe_cache_acquire(c, "pending", 7, NULL, NULL, &e), PE_CACHE_MISS);
+	t_chains_consistent(c);
+	pe_cache_fail(c, "pending", 7, PE_EINTERNAL); /* a pending entry leaves its chain */
+	t_chains_consistent(c);
+	pe_cache_set_limit(c, (size_t)(N / 2) * COST(10, 8)); /* about half evicted, oldest first */
+	t_chains_consistent(c);
+	size_t kept = 0;
+	for (int i = 0; i < N; i++) {
+		snprintf(key, sizeof key, "key/%d", i);
+		int v = t_peek(c, key);
+		if (v >= 0) {
+			ck_assert_int_eq(v, i % 3 == 0 ? N + i : i);
+			kept++;
+		}
+	}
+	ck_assert_uint_eq(kept, t_stats(c).entries);
+	ck_assert_uint_gt(kept, 0);
+	ck_assert_uint_lt(kept, N);
+	pe_cache_free(c);
+	ck_assert_int_eq(atomic_load(&t_live), 0);
+}
+END_TEST
+
 /* ---- single flight ---- */
 
 START_TEST(test_single_flight)
@@ -1111,6 +1168,7 @@ static Suite *lru_suite(void)
 	tcase_add_test(tc, test_charge_more);
 	tcase_add_test(tc, test_replace);
 	tcase_add_test(tc, test_growth);
+	tcase_add_test(tc, test_chain_unlink_anywhere);
 	tcase_add_test(tc, test_single_flight);
 	tcase_add_test(tc, test_fail);
 	tcase_add_test(tc, test_null_callback);
