@@ -47,9 +47,11 @@
 #endif
 
 #define TCACHE_KEY "glibc.malloc.tcache_count="
-/* Set on the second start, so a C library that drops GLIBC_TUNABLES (a secure-mode start) cannot
- * make posencd start itself for ever; its value is the first start's process name, which the
- * second takes back (executing /proc/self/exe names a process "exe"). */
+/* Set for the second start, so a C library that drops GLIBC_TUNABLES (a secure-mode start) cannot
+ * make posencd start itself for ever: "<pid>:<name>", the pid (an exec keeps it) and the first
+ * start's process name, which the second takes back (executing /proc/self/exe names a process
+ * "exe"). A value with another pid is a copy of a running daemon's environment (a supervisor's
+ * restart), not a second start: it is replaced, never taken for a name. */
 #define STARTED_AGAIN "POSENC_ALLOC_TUNED"
 
 int pe_alloc_tunables(const char *current, char *out, size_t cap)
@@ -77,14 +79,17 @@ static int exe_starts_posencd(void)
 void pe_alloc_tune_exec(char **argv)
 {
 	const char *again = getenv(STARTED_AGAIN);
-	if (again && *again) { /* the second start: the name the first had, not "exe" (ps, pgrep, top) */
-		prctl(PR_SET_NAME, again, 0, 0, 0);
+	char *rest = NULL;
+	long pid = again ? strtol(again, &rest, 10) : 0;
+	if (again && pid == (long)getpid() && *rest == ':') { /* the second start */
+		if (rest[1])
+			prctl(PR_SET_NAME, rest + 1, 0, 0, 0); /* the first start's name, not "exe" (ps, pgrep, top) */
 		return;
 	}
-	if (!PE_ALLOC_OWN || again || !exe_starts_posencd())
+	if (!PE_ALLOC_OWN || !exe_starts_posencd())
 		return;
 	const char *current = getenv("GLIBC_TUNABLES");
-	char value[4096], name[17] = "";
+	char value[4096], name[17] = "", marker[48];
 	if (pe_alloc_tunables(current, value, sizeof value) != 1)
 		return;
 	char *saved = current ? strdup(current) : NULL;
@@ -92,7 +97,8 @@ void pe_alloc_tune_exec(char **argv)
 		return;
 	if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0 || !name[0])
 		strcpy(name, "posencd");
-	if (setenv(STARTED_AGAIN, name, 1) == 0 && setenv("GLIBC_TUNABLES", value, 1) == 0)
+	snprintf(marker, sizeof marker, "%ld:%s", (long)getpid(), name);
+	if (setenv(STARTED_AGAIN, marker, 1) == 0 && setenv("GLIBC_TUNABLES", value, 1) == 0)
 		execv("/proc/self/exe", argv);
 	/* no second start: go on as started, with glibc's defaults */
 	if (saved)

@@ -2,7 +2,8 @@
  * GLIBC_TUNABLES, the running daemon (the same pid the spawner started) has
  * glibc.malloc.tcache_count=PE_ALLOC_TCACHE_COUNT in its environment and answers; started with
  * other tunables, they are kept and the count is added after them; started with a count of its
- * own, the daemon runs with that value and never starts again (no POSENC_ALLOC_TUNED). A daemon
+ * own, the daemon runs with that value and never starts again (no POSENC_ALLOC_TUNED); a marker
+ * copied from another daemon's environment changes nothing. Its name stays the binary's. A daemon
  * built with AddressSanitizer (its own allocator) is left as started. */
 #include "fault/fault.h"
 
@@ -140,6 +141,38 @@ static void hup_in_second_start(void)
 	      "ignored", survived, tried);
 }
 
+/* A copy of a running daemon's environment (a supervisor restarting it with what it read from
+ * /proc/PID/environ) carries another pid's marker: it neither names the new daemon nor keeps it
+ * from starting again with the tuning. */
+static void stale_marker(void)
+{
+	struct pe_spawn d;
+	unsetenv("GLIBC_TUNABLES");
+	setenv("POSENC_ALLOC_TUNED", "1:bogus", 1);
+	daemon_start(&d, NULL);
+	unsetenv("POSENC_ALLOC_TUNED");
+	char path[64], want[64];
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)d.pid);
+	char *comm = read_file(path, NULL), *tun = env_of(d.pid, "GLIBC_TUNABLES"),
+	     *again = env_of(d.pid, "POSENC_ALLOC_TUNED");
+	if (comm && strchr(comm, '\n'))
+		*strchr(comm, '\n') = 0;
+	check(comm && strcmp(comm, "bogus"), "a stale POSENC_ALLOC_TUNED does not name the daemon ('%s')", comm ? comm : "?");
+	if (daemon_instrumented(&d)) {
+		note("a sanitizer build: no second start to check");
+	} else {
+		snprintf(want, sizeof want, "glibc.malloc.tcache_count=%d", PE_ALLOC_TCACHE_COUNT);
+		check(tun && !strcmp(tun, want), "with a stale marker it still starts again with '%s' (got '%s')", want,
+		      tun ? tun : "(unset)");
+		snprintf(want, sizeof want, "%d:", (int)d.pid);
+		check(again && !strncmp(again, want, strlen(want)), "its own marker names its pid ('%s')", again ? again : "?");
+	}
+	free(comm);
+	free(tun);
+	free(again);
+	check(daemon_stop(&d, SIGTERM, 30) == 0, "stale marker: exit 0 after SIGTERM");
+}
+
 #if defined(__x86_64__)
 #define DYNAMIC_LINKER "/lib64/ld-linux-x86-64.so.2"
 #elif defined(__aarch64__)
@@ -202,6 +235,7 @@ int main(void)
 	start_with("glibc.malloc.mxfast=64", want, 1);
 	start_with("glibc.malloc.tcache_count=7", "glibc.malloc.tcache_count=7", 0);
 	hup_in_second_start();
+	stale_marker();
 	other_runners();
 	return fault_finish();
 }
