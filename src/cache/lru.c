@@ -20,10 +20,11 @@
  * not its last) is charged to the attached budget under the lock, and given back by whoever frees
  * it. The check is exact: with only the cache's reference left, nobody can take another one.
  *
- * Table: chained hashing on a power-of-two bucket array that doubles at load 3/4 (if the doubling
+ * Table: chained hashing (keys hashed by hash.c) on a power-of-two bucket array that doubles at load 3/4 (if the doubling
  * cannot be allocated the table just stays denser), a keyed 64-bit multiply-mix hash, and a doubly
  * linked LRU list of ready entries, most recent at the head. */
 #include "posenc/cache.h"
+#include "cache/hash.h"
 #include "posenc/err.h"
 #include "posenc/tensor.h"
 
@@ -32,7 +33,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Bytes charged per entry on top of the value's bytes and the key's length: the entry header, its
  * bucket slot and the allocator's own bookkeeping, rounded up. */
@@ -78,49 +78,6 @@ struct pe_cache {
 	struct pe_cache_stats stats;
 	struct pe_budget *budget;
 };
-
-/* ---- hashing ---- */
-
-static uint64_t mix(uint64_t a, uint64_t b)
-{
-	__extension__ unsigned __int128 r = (unsigned __int128)a * b;
-	return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-static uint64_t read64(const unsigned char *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
-#define K0 0xa0761d6478bd642fULL
-#define K1 0xe7037ed1a0b428dbULL
-#define K2 0x8ebc6af09c88c6e3ULL
-
-/* 16 bytes per step folded through a 64x64->128 multiply (wyhash's construction); the tail is
- * zero-padded and the length is mixed in last, so keys that differ only in trailing zeros differ. */
-static uint64_t hash_key(uint64_t seed, const void *key, size_t len)
-{
-	const unsigned char *p = key;
-	uint64_t h = seed ^ K0;
-	size_t n = len;
-	for (; n >= 16; n -= 16, p += 16)
-		h = mix(read64(p) ^ K1, read64(p + 8) ^ h);
-	if (n > 0) {
-		unsigned char tail[16] = {0};
-		memcpy(tail, p, n);
-		h = mix(read64(tail) ^ K1, read64(tail + 8) ^ h);
-	}
-	return mix(h ^ K2, (uint64_t)len ^ K1);
-}
-
-static uint64_t make_seed(const struct pe_cache *c)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return mix((uint64_t)(uintptr_t)c ^ K2, (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ K0);
-}
 
 /* ---- entries ---- */
 
@@ -383,7 +340,7 @@ struct pe_cache *pe_cache_new(size_t max_bytes)
 		goto fail;
 	c->nbuckets = MIN_BUCKETS;
 	c->max_bytes = max_bytes;
-	c->seed = make_seed(c);
+	c->seed = pe_cache_seed(c);
 	return c;
 fail:
 	free(c->buckets);
@@ -423,7 +380,7 @@ void pe_cache_free(struct pe_cache *c)
 int pe_cache_acquire(struct pe_cache *c, const void *key, size_t keylen, pe_cache_wait_cb cb, void *arg,
 		     struct pe_cache_entry **entry)
 {
-	uint64_t hash = hash_key(c->seed, key, keylen);
+	uint64_t hash = pe_cache_hash(c->seed, key, keylen);
 	struct pe_cache_entry *fresh = NULL;
 	int rc;
 
@@ -464,7 +421,7 @@ out:
 
 struct pe_cache_entry *pe_cache_get(struct pe_cache *c, const void *key, size_t keylen)
 {
-	uint64_t hash = hash_key(c->seed, key, keylen);
+	uint64_t hash = pe_cache_hash(c->seed, key, keylen);
 	pthread_mutex_lock(&c->lock);
 	struct pe_cache_entry *e = *find_link(c, hash, key, keylen);
 	if (e != NULL && !e->pending) {
@@ -482,7 +439,7 @@ struct pe_cache_entry *pe_cache_get(struct pe_cache *c, const void *key, size_t 
 int pe_cache_fill(struct pe_cache *c, const void *key, size_t keylen, void *value, size_t bytes,
 		  pe_cache_free_cb free_cb)
 {
-	uint64_t hash = hash_key(c->seed, key, keylen);
+	uint64_t hash = pe_cache_hash(c->seed, key, keylen);
 	struct pe_cache_entry *drop = NULL, *e;
 	struct waiter *waiters = NULL;
 	int rc = 0;
@@ -522,7 +479,7 @@ out:
 /* Take key's pending entry out of the table (NULL if nothing is under way; a ready entry stays). */
 static struct pe_cache_entry *take_pending(struct pe_cache *c, const void *key, size_t keylen)
 {
-	uint64_t hash = hash_key(c->seed, key, keylen);
+	uint64_t hash = pe_cache_hash(c->seed, key, keylen);
 	pthread_mutex_lock(&c->lock);
 	struct pe_cache_entry *e = *find_link(c, hash, key, keylen);
 	if (e != NULL && e->pending) {

@@ -1,4 +1,4 @@
-/* Tests for the cache layer (src/cache/lru.c against include/posenc/cache.h).
+/* Tests for the cache layer (src/cache/lru.c and hash.c against include/posenc/cache.h).
  *
  * The cache source is compiled into this program with malloc/calloc/free routed through counting
  * wrappers, so a test can make the n-th allocation fail and check that nothing leaks; the
@@ -263,11 +263,11 @@ START_TEST(test_hash_spread)
 	uint64_t h[3 * 64 + 64];
 	size_t n = 0;
 	for (size_t i = 0; i < 64; i++)
-		h[n++] = hash_key(1, key, i);
+		h[n++] = pe_cache_hash(1, key, i);
 	for (size_t i = 0; i < 64; i++) {
 		for (int d = 1; d <= 3; d++) {
 			key[i] = (char)('k' + d);
-			h[n++] = hash_key(1, key, sizeof key);
+			h[n++] = pe_cache_hash(1, key, sizeof key);
 			key[i] = 'k';
 		}
 	}
@@ -278,9 +278,9 @@ START_TEST(test_hash_spread)
 	static const char zeros[40] = {'a'};
 	for (size_t i = 1; i <= sizeof zeros; i++)
 		for (size_t j = i + 1; j <= sizeof zeros; j++)
-			ck_assert_uint_ne(hash_key(1, zeros, i), hash_key(1, zeros, j));
+			ck_assert_uint_ne(pe_cache_hash(1, zeros, i), pe_cache_hash(1, zeros, j));
 	/* the seed changes the hash */
-	ck_assert_uint_ne(hash_key(1, key, 10), hash_key(2, key, 10));
+	ck_assert_uint_ne(pe_cache_hash(1, key, 10), pe_cache_hash(2, key, 10));
 }
 END_TEST
 
