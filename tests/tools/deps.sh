@@ -27,7 +27,8 @@ for g in "${groups[@]}"; do
 	lint) npm=1 ;;
 	browser) npm=1 pkgs+=(chromium) ;;
 	fuzz) clang=1 pkgs+=(libjansson-dev libsleef-dev libdeflate-dev nettle-dev libpng-dev pkg-config) ;;
-	bench) pkgs+=(nginx wrk curl python3) ;;
+	# python3-numpy, python3-torch: the anchors of the kernel and CLI rows (the seeds' NumPy/PyTorch code)
+	bench) pkgs+=(nginx wrk curl python3 python3-numpy python3-torch) ;;
 	*) echo "deps: unknown group '$g' (build test ops lint browser fuzz bench all)" >&2; exit 2 ;;
 	esac
 done
