@@ -129,8 +129,8 @@ docs: $(CONFIG_DOC)
 	@./tests/tools/docs.py write $(CONFIG_DOC)
 
 docs-check: $(CONFIG_DOC)
-	@./tests/tools/docs.py self-test $(CONFIG_DOC)
 	@./tests/tools/docs.py check $(CONFIG_DOC)
+	@./tests/tools/docs.py self-test $(CONFIG_DOC)
 
 unit: all $(UNIT_BIN)
 	@./tests/tools/run-tests.sh unit $(UNIT_BIN)
