@@ -40,7 +40,8 @@ TEST_SUPPORT := $(BUILD)/obj/tests/support/pe_check.o $(BUILD)/obj/tests/support
 SPAWN_SUPPORT := $(BUILD)/obj/tests/support/pe_spawn.o $(BUILD)/obj/tests/support/pe_http.o
 E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o $(BUILD)/obj/tests/support/pe_pg.o $(SPAWN_SUPPORT)
 
-.PHONY: all deps run test check layers unit e2e fault fuzz ops browser asan lint bench bench-inline clean test-exhaustive
+.PHONY: all deps run test check layers unit e2e fault fuzz ops browser asan lint bench bench-inline clean test-exhaustive \
+	docs docs-check
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/libposenc.a $(BUILD)/posencd $(if $(CLI_SRC),$(BUILD)/posenc)
@@ -104,7 +105,7 @@ $(E2E_SUPPORT): CFLAGS += -DPE_BUILD_DIR='"$(BUILD)"'
 $(SPAWN_SUPPORT): CFLAGS += $(shell pkg-config --cflags jansson 2>/dev/null)
 
 # The inner loop: everything `make test` builds and its fast suites, without installing anything.
-check: all layers
+check: all layers docs-check
 	$(MAKE) unit
 	$(MAKE) e2e
 
@@ -114,6 +115,22 @@ layers: all
 	@./tests/tools/test_layers.sh
 	@./tests/tools/test_file_cycles.sh
 	@./tests/tools/file_cycles.py $(BUILD)
+
+# docs/configuration.md's key table is printed from the daemon's config table (config_doc): `make
+# docs` writes it; docs-check fails when the committed page is stale or a relative link in README.md
+# or docs/ points nowhere (and first that it catches a planted case of each).
+CONFIG_DOC := $(BUILD)/tests/tools/config_doc
+$(CONFIG_DOC): tests/tools/config_doc.c $(BUILD)/obj/src/daemon/config.o $(BUILD)/obj/src/daemon/assets.o $(BUILD)/libposenc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/daemon/config.o $(BUILD)/obj/src/daemon/assets.o \
+		$(BUILD)/libposenc.a $(shell pkg-config --libs jansson 2>/dev/null) $(LIBS_CORE)
+
+docs: $(CONFIG_DOC)
+	@./tests/tools/docs.py write $(CONFIG_DOC)
+
+docs-check: $(CONFIG_DOC)
+	@./tests/tools/docs.py check $(CONFIG_DOC)
+	@./tests/tools/docs.py self-test $(CONFIG_DOC)
 
 unit: all $(UNIT_BIN)
 	@./tests/tools/run-tests.sh unit $(UNIT_BIN)
@@ -157,6 +174,7 @@ test:
 	@./tests/tools/deps.sh build test ops lint browser
 	$(MAKE) all
 	$(MAKE) layers
+	$(MAKE) docs-check
 	$(MAKE) unit
 	$(MAKE) e2e
 	$(MAKE) fault

@@ -62,26 +62,26 @@ static const struct key keys[] = {
 	ADDR(bind, "address to listen on (IPv4 or IPv6 literal)"),
 	STR(data_dir, 1, "directory holding learned tables"),
 	STR(store_url, 1, "learned-table store: file: (data_dir) or postgresql://... (shared by replicas)"),
-	BYTES(store_max_bytes, 1, INT64_C(1) << 50, "bytes of all learned tables together"),
-	BYTES(max_table_bytes, 1, INT64_C(1) << 36, "bytes of one learned table (its elements)"),
+	BYTES(store_max_bytes, 1, INT64_C(1) << 50, "bytes of all learned tables together (507 beyond)"),
+	BYTES(max_table_bytes, 1, INT64_C(1) << 36, "bytes of one learned table's elements (413 beyond, before the body is read)"),
 	BYTES(quarantine_max_bytes, 0, INT64_C(1) << 50, "bytes data_dir/quarantine/ may hold (oldest dropped)"),
 	BYTES(max_header_bytes, 8192, INT64_C(1) << 20, "bytes of a request line and its headers (431/414 beyond)"),
-	INT(workers, 1, 256, "compute threads"),
-	BYTES(cache_bytes, 0, INT64_C(1) << 40, "LRU cache budget in bytes"),
+	INT(workers, 1, 256, "compute threads: every job runs on one; idle ones help encode a big JSON answer"),
+	BYTES(cache_bytes, 0, INT64_C(1) << 40, "LRU cache budget in bytes (encoded responses; least recently used evicted)"),
 	BYTES(response_budget_bytes, 1 << 20, INT64_C(1) << 40,
-	      "bytes of responses being built or sent outside the cache; 503 beyond"),
-	INT(max_elements, 1, INT64_C(1) << 34, "largest table one request may produce, in elements"),
+	      "bytes of request bodies and of responses being built or sent outside the cache; 503 while full, 413 for a request that alone needs more"),
+	INT(max_elements, 1, INT64_C(1) << 34, "largest table one request may produce or build on the way, in elements (413 beyond)"),
 	INT(max_analysis_cost, 1, INT64_C(1) << 50,
-	    "work one /v1/analysis request may cost, in multiply-adds (similarity: len*(len+1)/2*dim)"),
-	BYTES(max_body_bytes, 1, INT64_C(1) << 36, "largest request body in bytes"),
-	INT(max_queue, 1, 1000000, "jobs waiting for a worker before answering 503"),
+	    "work one /v1/analysis request may cost, in multiply-adds (similarity: len*(len+1)/2*dim; 413 beyond)"),
+	BYTES(max_body_bytes, 1, INT64_C(1) << 36, "largest request body in bytes (413 beyond)"),
+	INT(max_queue, 1, 1000000, "jobs waiting for a worker; 503 with Retry-After beyond"),
 	INT(max_connections, 1, 1000000, "open connections in total"),
 	INT(max_connections_per_ip, 1, 1000000, "open connections from one client address"),
 	INT(connection_timeout, 1, 86400, "seconds of inactivity before a connection is closed"),
 	BYTES(linger_bytes, 0, INT64_C(1) << 40,
 	      "body bytes read and dropped after a refusal (413, 405, 415, 401/403) so the client reads it"),
 	INT(linger_timeout, 1, 3600, "seconds a refused request's body may take to be dropped"),
-	INT(job_timeout, 1, 86400, "seconds a request may wait for its computation"),
+	INT(job_timeout, 1, 86400, "seconds a request may wait for its computation; then 503, and the computation stops"),
 	INT(inline_max_us, 0, 1000,
 	    "computations estimated at most this many microseconds run on the HTTP thread; 0: all on the pool"),
 	INT(http_threads, 0, 64,
@@ -96,7 +96,7 @@ static const struct key keys[] = {
 	STR(auth_token, 0, "bearer token for writes; empty: only loopback clients may write"),
 	STR(cors_origins, 0, "allowed CORS origins: comma-separated list or *; empty: no CORS"),
 	ENUM(log_level, level_names, "least severe message logged"),
-	INT(shutdown_timeout, 0, 3600, "seconds SIGTERM waits for in-flight work"),
+	INT(shutdown_timeout, 0, 3600, "seconds SIGTERM waits for work in flight before cancelling it"),
 	STR(tls_cert, 0, "PEM certificate (chain) file for HTTPS; empty: plain HTTP"),
 	STR(tls_key, 0, "PEM private key file for HTTPS (with tls_cert)"),
 };
@@ -498,6 +498,43 @@ static void print_help(const struct pe_config *cfg)
 		printf(", env %s\n", env);
 	}
 	fflush(stdout);
+}
+
+size_t pe_config_key_count(void) { return NKEYS; }
+
+int pe_config_key_get(size_t i, const struct pe_config *cfg, struct pe_config_key *out)
+{
+	static const char *const type_name[] = {
+		[KEY_INT] = "integer", [KEY_BYTES] = "bytes", [KEY_STR] = "string",
+		[KEY_ADDR] = "address", [KEY_ENUM] = "level",
+	};
+	if (i >= NKEYS)
+		return PE_EINVAL;
+	const struct key *k = &keys[i];
+	const void *p = (const char *)cfg + k->offset;
+	out->name = k->name;
+	out->type = type_name[k->type];
+	out->help = k->help;
+	switch (k->type) {
+	case KEY_INT:
+	case KEY_BYTES:
+		snprintf(out->value, sizeof out->value, "%lld", (long long)*(const int64_t *)p);
+		snprintf(out->range, sizeof out->range, "%lld..%lld", (long long)k->min, (long long)k->max);
+		break;
+	case KEY_STR:
+	case KEY_ADDR:
+		snprintf(out->value, sizeof out->value, "\"%.120s\"", (const char *)p);
+		snprintf(out->range, sizeof out->range, "at most %lld bytes", (long long)k->max);
+		break;
+	case KEY_ENUM:
+		snprintf(out->value, sizeof out->value, "%s", pe_log_level_name(*(const enum pe_log_level *)p));
+		out->range[0] = 0;
+		for (int64_t j = k->min; j <= k->max; j++)
+			snprintf(out->range + strlen(out->range), sizeof out->range - strlen(out->range), "%s%s",
+				 j > k->min ? "|" : "", k->names[j]);
+		break;
+	}
+	return 0;
 }
 
 struct opt {

@@ -67,6 +67,23 @@ unsigned pe_config_quota_cpus(const char *text);
  * allows, no more than its cgroup's quota when it has one: quota_cpus 0 for none), at least one. */
 int64_t pe_config_auto_http_threads(unsigned affinity_cpus, unsigned quota_cpus);
 
+/* One key of the configuration table as --help describes it, for tools that document the
+ * settings (docs/configuration.md is generated from these: make docs). */
+struct pe_config_key {
+	const char *name;  /* "max_body_bytes": env POSENC_MAX_BODY_BYTES, option --max-body-bytes */
+	const char *type;  /* "integer", "bytes" (takes a size suffix), "string", "address", "level" */
+	const char *help;  /* one line: what the key sets */
+	char value[128];   /* its value in cfg: decimal, a level name, or a string in double quotes */
+	char range[128];   /* what it accepts: "1..256", "at most 63 bytes", "error|warn|info|debug" */
+};
+
+/* Number of keys in the table; key i of them, with its value in cfg, is pe_config_key_get's. */
+size_t pe_config_key_count(void);
+
+/* Fill *out with key i (0-based, in table order) and its value in cfg. Returns 0, or PE_EINVAL
+ * when i is not below pe_config_key_count(). Thread-safe; out's pointers are static strings. */
+int pe_config_key_get(size_t i, const struct pe_config *cfg, struct pe_config_key *out);
+
 const char *pe_log_level_name(enum pe_log_level l);
 
 #endif
