@@ -233,10 +233,10 @@ static void body_free_cb(void *cls)
  * hit, not with the body, and charged to e then (SHARED_RESPONSE_BYTES): a table asked for once
  * (a new offset each decoding step) never pays for a second response, on its miss, in the cache's
  * bytes or on its eviction (perf, cold 16x16 misses on a full cache: the two responses' headers
- * and the evicted one's destruction ~10% of the HTTP thread). On glibc's default thread cache
- * this alone was slower (the evicted response's frees had been feeding the miss answer's header
- * allocations); with posencd's (src/daemon/alloc.c) the two together take a miss from ~16-17 to
- * ~14 CPU-us. The caller holds a reference to e, so b outlives this. */
+ * and the evicted one's destruction ~10% of the HTTP thread). It pays with glibc's thread cache
+ * enlarged (GLIBC_TUNABLES=glibc.malloc.tcache_count=32, as shipped: docs/configuration.md); on
+ * the default of 7 chunks a size, the evicted response's frees no longer feed the miss answer's
+ * header allocations. The caller holds a reference to e, so b outlives this. */
 static struct MHD_Response *shared_response(struct pe_http *h, struct pe_cache_entry *e, struct body *b)
 {
 	for (;;) {
