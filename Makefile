@@ -163,10 +163,13 @@ browser: $(BUILD)/posencd
 	@./tests/tools/deps.sh browser
 	@POSENCD=$(BUILD)/posencd ./tests/browser/run.sh
 
+# posencd runs with glibc's thread cache enlarged, as the image and the systemd unit set it
+# (docs/configuration.md, Allocator tuning), unless GLIBC_TUNABLES is set already.
+MALLOC_TUNABLES := glibc.malloc.tcache_count=32
 run:
 	@./tests/tools/deps.sh build
 	$(MAKE) all
-	./$(BUILD)/posencd
+	GLIBC_TUNABLES="$${GLIBC_TUNABLES-$(MALLOC_TUNABLES)}" ./$(BUILD)/posencd
 
 test:
 	@./tests/tools/deps.sh build test ops lint browser
