@@ -229,10 +229,10 @@ static void body_free_cb(void *cls)
  * hit, not with the body, and charged to e then (SHARED_RESPONSE_BYTES): a table asked for once
  * (a new offset each decoding step) never pays for a second response, on its miss, in the cache's
  * bytes or on its eviction (perf, cold 16x16 misses on a full cache: the two responses' headers
- * and the evicted one's destruction ~10% of the HTTP thread). It pays with glibc's thread cache
- * enlarged (GLIBC_TUNABLES=glibc.malloc.tcache_count=32, as shipped: docs/configuration.md); on
- * the default of 7 chunks a size, the evicted response's frees no longer feed the miss answer's
- * header allocations. The caller holds a reference to e, so b outlives this. */
+ * and the evicted one's destruction ~10% of the HTTP thread). The miss answer's header
+ * allocations then no longer reuse the evicted response's freed chunks unless glibc's thread cache
+ * holds more than its default 7 a size (GLIBC_TUNABLES as shipped: docs/configuration.md). The
+ * caller holds a reference to e, so b outlives this. */
 static struct MHD_Response *shared_response(struct pe_http *h, struct pe_cache_entry *e, struct body *b)
 {
 	for (;;) {

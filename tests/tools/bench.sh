@@ -452,9 +452,11 @@ PE=$PD_URL
 CHECK_PID=$HTTP_PID
 CHECK_NAME=http
 curl -sf "$PE/healthz" >/dev/null || die "posencd is not healthy"
-# The same daemon on glibc's default thread cache, for the small rows' A/B (GLIBC_TUNABLES empty).
+# The same daemon on glibc's default thread cache, for the small rows' A/B (GLIBC_TUNABLES empty),
+# with a data_dir of its own (one daemon per data_dir).
+rm -rf "$OUT/http-default.data"
 # shellcheck disable=SC2086
-PD_TUNABLES='' start_posencd http-default --workers 2 --cache-bytes 1Gi ${BENCH_PE_ARGS:-}
+PD_TUNABLES='' start_posencd http-default --workers 2 --cache-bytes 1Gi --data-dir "$OUT/http-default.data" ${BENCH_PE_ARGS:-}
 DEF_PID=$PD_PID
 PE_DEF=$PD_URL
 # (glibc parses GLIBC_TUNABLES in place, cutting it at each ':', so only its first item is looked for)
