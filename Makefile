@@ -28,6 +28,11 @@ DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/obj/%.o) $(ASSET_SRC:%.S=$(BUILD)/obj/%.
 CLI_OBJ    := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 # Daemon objects other than main, linked into tests of the http and daemon layers.
 DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/src/daemon/main.o,$(DAEMON_OBJ))
+# The test build $(BUILD)/posencd-hooks: posencd with the gates of src/http/test_hooks.c compiled
+# in (-DPE_TEST_HOOKS, objects in $(BUILD)/obj-hooks), for the tests that hold a job or a write.
+HOOKS_SRC  := src/http/test_hooks.c
+HOOKS_OBJ  := $(HOOKS_SRC:%.c=$(BUILD)/obj-hooks/%.o)
+DAEMON_HOOKS_OBJ := $(filter-out $(HOOKS_SRC:%.c=$(BUILD)/obj/%.o),$(DAEMON_OBJ)) $(HOOKS_OBJ)
 
 UNIT_SRC   := $(wildcard tests/core/test_*.c tests/tensor/test_*.c tests/cache/test_*.c tests/store/test_*.c \
 	tests/http/test_*.c tests/daemon/test_*.c tests/cli/test_*.c tests/support/test_*.c)
@@ -60,6 +65,10 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(if $(findstring _avx2,$<),$(AVX2FLAGS))$(if $(findstring _avx512,$<),$(AVX512FLAGS)) -MMD -MP -c $< -o $@
 
+$(HOOKS_OBJ): $(BUILD)/obj-hooks/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DPE_TEST_HOOKS -MMD -MP -c $< -o $@
+
 $(BUILD)/obj/%.o: %.S
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I. -MMD -MP -c $< -o $@
@@ -72,6 +81,9 @@ $(BUILD)/libposenc.a: $(LIB_OBJ)
 
 $(BUILD)/posencd: $(DAEMON_OBJ) $(BUILD)/libposenc.a
 	$(CC) $(CFLAGS) -o $@ $(DAEMON_OBJ) $(BUILD)/libposenc.a $(PKG_LIBS) $(LIBS_CORE) -pthread
+
+$(BUILD)/posencd-hooks: $(DAEMON_HOOKS_OBJ) $(BUILD)/libposenc.a
+	$(CC) $(CFLAGS) -o $@ $(DAEMON_HOOKS_OBJ) $(BUILD)/libposenc.a $(PKG_LIBS) $(LIBS_CORE) -pthread
 
 $(BUILD)/posenc: $(CLI_OBJ) $(BUILD)/libposenc.a
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libposenc.a $(LIBS_CORE)
@@ -111,10 +123,12 @@ check: all layers docs-check
 
 # No #include in src/ reaches up a layer (tests/tools/layers.py) and no two object files of src/
 # need each other (tests/tools/file_cycles.py, from nm); each check also refuses planted violations.
-layers: all
+# posencd carries no test hook (tests/tools/check-no-hooks.sh; posencd-hooks shows it can see one).
+layers: all $(BUILD)/posencd-hooks
 	@./tests/tools/test_layers.sh
 	@./tests/tools/test_file_cycles.sh
 	@./tests/tools/file_cycles.py $(BUILD)
+	@./tests/tools/check-no-hooks.sh $(BUILD)/posencd $(BUILD)/posencd-hooks
 
 # docs/configuration.md's key table is printed from the daemon's config table (config_doc): `make
 # docs` writes it; docs-check fails when the committed page is stale or a relative link in README.md
@@ -132,10 +146,11 @@ docs-check: $(CONFIG_DOC)
 	@./tests/tools/docs.py check $(CONFIG_DOC)
 	@./tests/tools/docs.py self-test $(CONFIG_DOC)
 
-unit: all $(UNIT_BIN)
+# The tests that hold a job or a write start $(BUILD)/posencd-hooks (pe_spawn_hooks).
+unit: all $(BUILD)/posencd-hooks $(UNIT_BIN)
 	@./tests/tools/run-tests.sh unit $(UNIT_BIN)
 
-e2e: all $(E2E_BIN)
+e2e: all $(BUILD)/posencd-hooks $(E2E_BIN)
 	@./tests/tools/run-tests.sh e2e $(E2E_BIN)
 
 # Fault tests: slowloris, overload, abandoned jobs, SIGTERM under load, big bodies, hostile headers
@@ -148,7 +163,7 @@ $(FAULT_BIN): $(BUILD)/tests/fault/%: tests/fault/%.c tests/fault/fault.h $(SPAW
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(SPAWN_SUPPORT) $(shell pkg-config --libs jansson 2>/dev/null) -pthread
 
-fault: all $(FAULT_BIN)
+fault: all $(BUILD)/posencd-hooks $(FAULT_BIN)
 	@./tests/tools/run-tests.sh fault $(FAULT_BIN)
 
 # libFuzzer targets (clang, ASan + UBSan) for every parser, FUZZ_SECONDS each.
@@ -165,10 +180,13 @@ browser: $(BUILD)/posencd
 	@./tests/tools/deps.sh browser
 	@POSENCD=$(BUILD)/posencd ./tests/browser/run.sh
 
+# posencd runs with glibc's thread cache enlarged, as the image and the systemd unit set it
+# (docs/configuration.md, Allocator tuning), unless GLIBC_TUNABLES is set already.
+MALLOC_TUNABLES := glibc.malloc.tcache_count=32
 run:
 	@./tests/tools/deps.sh build
 	$(MAKE) all
-	./$(BUILD)/posencd
+	GLIBC_TUNABLES="$${GLIBC_TUNABLES-$(MALLOC_TUNABLES)}" ./$(BUILD)/posencd
 
 test:
 	@./tests/tools/deps.sh build test ops lint browser
@@ -232,4 +250,4 @@ test-exhaustive: all
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/obj-hooks -name '*.d' 2>/dev/null)

@@ -9,7 +9,6 @@
  * Signals are blocked in every thread (they inherit the mask) and taken by sigwait here; all but
  * the three that drain and the fault signals (SIGHUP, SIGUSR1, SIGALRM, SIGXCPU, SIGRTMIN+n, ...)
  * are logged and ignored, never fatal. */
-#include "daemon/alloc.h"
 #include "daemon/assets.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
@@ -469,10 +468,9 @@ int main(int argc, char **argv)
 {
 	struct daemon d = {0};
 	struct pe_err err = {0};
-	/* First: every signal but the fault ones blocked (sigwait takes them once serving), which the
-	 * second start inherits, so a SIGHUP in its start-up is not fatal either; then that start. */
+	/* First: every signal but the fault ones blocked (sigwait takes them once serving), so a
+	 * SIGHUP during start-up is not fatal. */
 	block_signals();
-	pe_alloc_tune_exec(argv);
 	if (pe_isa_check_env(&err) != 0) { /* a forced kernel set the CPU cannot run: refuse, never guess */
 		fprintf(stderr, "posencd: %s\n", err.detail);
 		return 2;

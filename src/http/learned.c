@@ -32,6 +32,7 @@
 #include "http/learned_get.h"
 #include "http/oneshot.h"
 #include "http/problem.h"
+#include "http/test_hooks.h"
 #include "posenc/store.h"
 
 #include <arpa/inet.h>
@@ -504,16 +505,6 @@ static void wjob_free(struct wjob *j)
  * waiter expired); otherwise make sure it no longer can be, so the answer will be the outcome. */
 static int pin_waiter_cb(void *arg) { return pe_waiter_pin(arg); }
 
-/* For tests only: while the file POSENC_TEST_WRITE_GATE names exists (at most a minute), writes
- * wait here before they reach the store, so a test can let job_timeout pass first. */
-static void test_write_gate(void)
-{
-	const char *path = getenv("POSENC_TEST_WRITE_GATE");
-	struct stat st;
-	for (int i = 0; path && *path && i < 6000 && stat(path, &st) == 0; i++)
-		usleep(10000);
-}
-
 static void wjob_run(void *arg)
 {
 	struct wjob *j = arg;
@@ -521,7 +512,7 @@ static void wjob_run(void *arg)
 	struct pe_store *st = j->h->opt.store;
 	const void *data = NULL;
 	if (res)
-		test_write_gate();
+		pe_hook_write_gate(); /* test builds only */
 	if (res && j->del)
 		pe_store_delete(st, j->meta.name, pin_waiter_cb, j->w, &res->err);
 	else if (res && decode_upload(j, &j->meta, &data, &res->err) == 0 &&

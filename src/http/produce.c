@@ -68,6 +68,7 @@
  * that joined it answer the same problem+json, detail and param included; a bare code (out of
  * memory before the job ran, a refused submit) is worded by the producer's failure_cb. */
 #include "http/produce.h"
+#include "http/test_hooks.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -89,7 +90,6 @@
 struct pe_produce {
 	pthread_mutex_t lock;
 	struct pe_scratch kept[NKEPT];
-	const char *gate; /* POSENC_TEST_JOB_GATE, read once (see test_job_gate) */
 };
 
 enum { SHARED_NONE, SHARED_BUILDING, SHARED_READY };
@@ -121,12 +121,8 @@ struct job {
 struct pe_produce *pe_produce_new(void)
 {
 	struct pe_produce *p = calloc(1, sizeof *p);
-	if (p) {
+	if (p)
 		pthread_mutex_init(&p->lock, NULL);
-		p->gate = getenv("POSENC_TEST_JOB_GATE");
-		if (p->gate && !*p->gate)
-			p->gate = NULL;
-	}
 	return p;
 }
 
@@ -233,10 +229,10 @@ static void body_free_cb(void *cls)
  * hit, not with the body, and charged to e then (SHARED_RESPONSE_BYTES): a table asked for once
  * (a new offset each decoding step) never pays for a second response, on its miss, in the cache's
  * bytes or on its eviction (perf, cold 16x16 misses on a full cache: the two responses' headers
- * and the evicted one's destruction ~10% of the HTTP thread). On glibc's default thread cache
- * this alone was slower (the evicted response's frees had been feeding the miss answer's header
- * allocations); with posencd's (src/daemon/alloc.c) the two together take a miss from ~16-17 to
- * ~14 CPU-us. The caller holds a reference to e, so b outlives this. */
+ * and the evicted one's destruction ~10% of the HTTP thread). The miss answer's header
+ * allocations then no longer reuse the evicted response's freed chunks unless glibc's thread cache
+ * holds more than its default 7 a size (GLIBC_TUNABLES as shipped: docs/configuration.md). The
+ * caller holds a reference to e, so b outlives this. */
 static struct MHD_Response *shared_response(struct pe_http *h, struct pe_cache_entry *e, struct body *b)
 {
 	for (;;) {
@@ -317,24 +313,6 @@ static void job_free(struct job *j)
 	free(j);
 }
 
-/* For tests only: while the file POSENC_TEST_JOB_GATE names exists (at most a minute), a pooled
- * job whose cache key contains the file's text waits here before it computes, so a test can hold
- * a big table in flight for as long as it needs, deterministically. Inline work never waits. */
-static void test_job_gate(const struct job *j)
-{
-	const char *path = j->h->produce->gate;
-	char text[128];
-	FILE *f;
-	for (int i = 0; path && i < 6000 && (f = fopen(path, "r")) != NULL; i++) {
-		size_t n = fread(text, 1, sizeof text - 1, f);
-		fclose(f);
-		text[n] = 0;
-		if (!n || !memmem(j->key, j->keylen, text, n))
-			break;
-		usleep(10000);
-	}
-}
-
 /* Fail a key: with the job's own problem when it tells this failure (its code, with a detail) and
  * the failure is the client's (4xx), so the request that made the job and every request waiting on
  * the key answer what the job found, param included; else with the code alone (the producer's
@@ -394,7 +372,7 @@ static void job_compute(struct job *j, int pooled)
 static void job_run(void *arg)
 {
 	struct job *j = arg;
-	test_job_gate(j);
+	pe_hook_job_gate(j->key, j->keylen); /* test builds only; inline work never waits there */
 	job_compute(j, 1);
 	job_free(j);
 }

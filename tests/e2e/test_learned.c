@@ -889,6 +889,7 @@ START_TEST(write_answered_503_never_lands)
 {
 	char gate[160], f[256];
 	snprintf(gate, sizeof gate, "%s/gate", dir);
+	pe_spawn_hooks(1); /* only the test build honours the gate */
 	setenv("POSENC_TEST_WRITE_GATE", gate, 1);
 	const char *args[] = {"--workers", "1", "--job-timeout", "1", NULL};
 	start(args);
@@ -923,6 +924,7 @@ START_TEST(write_answered_503_never_lands)
 	pe_buf_destroy(&b);
 	free(v);
 	unsetenv("POSENC_TEST_WRITE_GATE");
+	pe_spawn_hooks(0);
 }
 END_TEST
 

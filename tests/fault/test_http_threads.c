@@ -192,6 +192,7 @@ int main(void)
 		return 2;
 	}
 	snprintf(gate, sizeof gate, "%s/gate", dir);
+	pe_spawn_hooks(1); /* only the test build honours the gate */
 	setenv("POSENC_TEST_JOB_GATE", gate, 1);
 	default_thread_count();
 	default_under_a_cgroup_quota();
@@ -203,6 +204,7 @@ int main(void)
 	check(n == 3, "--http-threads 3: 3 HTTP threads (%d)", n);
 	single_flight_across_threads();
 	unsetenv("POSENC_TEST_JOB_GATE");
+	pe_spawn_hooks(0);
 	unlink(gate);
 	rmdir(dir);
 	return fault_finish();

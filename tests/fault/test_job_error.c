@@ -74,6 +74,7 @@ int main(void)
 	}
 	snprintf(gate, sizeof gate, "%s/gate", dir);
 	snprintf(data, sizeof data, "%s/data", dir);
+	pe_spawn_hooks(1); /* only the test build honours the gate */
 	setenv("POSENC_TEST_JOB_GATE", gate, 1);
 	struct pe_spawn d;
 	const char *args[] = {"--workers", "1", "--data-dir", data, NULL};
@@ -89,6 +90,7 @@ int main(void)
 	first_and_waiter(d.port);
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "exit 0 after SIGTERM");
 	unsetenv("POSENC_TEST_JOB_GATE");
+	pe_spawn_hooks(0);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)

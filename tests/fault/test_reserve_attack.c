@@ -472,9 +472,11 @@ int main(void)
 		return 2;
 	}
 	snprintf(gate, sizeof gate, "%s/gate", dir);
+	pe_spawn_hooks(1); /* only the test build honours the gate */
 	setenv("POSENC_TEST_JOB_GATE", gate, 1);
 	sigterm_while_held_back();
 	unsetenv("POSENC_TEST_JOB_GATE");
+	pe_spawn_hooks(0);
 	heavy_slot_waits_on_the_budget();
 
 	struct pe_spawn d;

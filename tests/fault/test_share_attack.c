@@ -288,6 +288,7 @@ static void reset_then_sigterm(void)
 		fputs("base=4242", f);
 		fclose(f);
 	}
+	pe_spawn_hooks(1); /* only the test build honours the gate */
 	setenv("POSENC_TEST_JOB_GATE", gate, 1);
 	struct pe_spawn d;
 	const char *args[] = {"--cache-bytes", "0", "--response-budget-bytes", "12Mi", "--workers", "2",
@@ -316,6 +317,7 @@ static void reset_then_sigterm(void)
 	if (hold >= 0)
 		close(hold);
 	unsetenv("POSENC_TEST_JOB_GATE");
+	pe_spawn_hooks(0);
 }
 
 int main(void)

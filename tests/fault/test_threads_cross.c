@@ -232,6 +232,7 @@ int main(void)
 	}
 	snprintf(gate, sizeof gate, "%s/gate", dir);
 	snprintf(data, sizeof data, "%s/data", dir);
+	pe_spawn_hooks(1); /* only the test build honours the gate */
 	setenv("POSENC_TEST_JOB_GATE", gate, 1);
 	struct pe_spawn d;
 	const char *args[] = {"--workers", "1", "--http-threads", "2", "--data-dir", data, NULL};
@@ -248,6 +249,7 @@ int main(void)
 	check(daemon_stop(&d, SIGTERM, 60) == 0, "exits 0 after SIGTERM");
 	accounting_under_load();
 	unsetenv("POSENC_TEST_JOB_GATE");
+	pe_spawn_hooks(0);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)

@@ -35,10 +35,24 @@ static void nap(double s)
 		;
 }
 
+static int use_hooks;
+
+void pe_spawn_hooks(int on) { use_hooks = on; }
+
 const char *pe_spawn_bin(void)
 {
-	const char *env = getenv("POSENC_BIN");
-	return env && *env ? env : PE_BUILD_DIR "/posencd";
+	const char *env = getenv(use_hooks ? "POSENC_HOOKS_BIN" : "POSENC_BIN");
+	return env && *env ? env : use_hooks ? PE_BUILD_DIR "/posencd-hooks" : PE_BUILD_DIR "/posencd";
+}
+
+/* A gate variable set for a daemon that ignores it: its name, else NULL. */
+static const char *unheeded_gate(void)
+{
+	static const char *const gates[] = {"POSENC_TEST_JOB_GATE", "POSENC_TEST_WRITE_GATE"};
+	for (size_t i = 0; !use_hooks && i < sizeof gates / sizeof *gates; i++)
+		if (getenv(gates[i]))
+			return gates[i];
+	return NULL;
 }
 
 char *pe_spawn_read(const char *path, size_t *len)
@@ -161,6 +175,11 @@ int pe_spawn_start(struct pe_spawn *s, const char *const *extra, const struct pe
 	const char *argv[64];
 	int n = 0, slot = take_slot();
 	memset(s, 0, sizeof *s);
+	if (unheeded_gate()) {
+		snprintf(why, cap, "%s is set but only posencd-hooks honours it: call pe_spawn_hooks(1) first",
+			 unheeded_gate());
+		return -1;
+	}
 	if (slot < 0) {
 		snprintf(why, cap, "more than %d daemons at once", PE_SPAWN_MAX);
 		return -1;

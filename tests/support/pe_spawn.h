@@ -30,8 +30,14 @@ struct pe_spawn_opts {
 	double timeout_s;        /* for the start line; 0: 20 s */
 };
 
-/* The daemon binary: $POSENC_BIN when set and not empty, else PE_BUILD_DIR/posencd. */
+/* The daemon binary: $POSENC_BIN when set and not empty, else PE_BUILD_DIR/posencd; after
+ * pe_spawn_hooks(1), $POSENC_HOOKS_BIN, else PE_BUILD_DIR/posencd-hooks. */
 const char *pe_spawn_bin(void);
+
+/* on: every daemon this process starts from now on is the test build posencd-hooks, the only one
+ * that honours POSENC_TEST_JOB_GATE and POSENC_TEST_WRITE_GATE (src/http/test_hooks.c). While it is
+ * off, a start with either variable set fails, so a gate never goes silently unheeded. */
+void pe_spawn_hooks(int on);
 
 /* Start posencd --port 0 --bind BIND --log-level info, then extra (NULL-terminated, may be NULL).
  * Returns 0 with s->pid and s->port set, or -1 with the reason (and the daemon's stderr, if it

@@ -1,6 +1,7 @@
 /* Tests of the shared test support itself: the HTTP assertions (pe_http) accept what they should
  * and refuse each defect, the spawner (pe_spawn) reports why a daemon did not start and kills at
- * exit only the daemons of the process that exits, never reads a stale log as a new daemon's, and pe_query_table computes what the core
+ * exit only the daemons of the process that exits, never reads a stale log as a new daemon's,
+ * starts the test-hooks build for a gate (and refuses a gate otherwise), and pe_query_table computes what the core
  * computes for the same parameters. */
 #include "support/pe_check.h"
 #include "support/pe_http.h"
@@ -111,6 +112,31 @@ START_TEST(spawn_says_why)
 }
 END_TEST
 
+/* A gate variable is refused for the shipped build, which ignores it; after pe_spawn_hooks(1) the
+ * test build, which honours it, starts. */
+START_TEST(spawn_gates_need_the_hooks_build)
+{
+	struct pe_spawn d;
+	char why[4096] = "", dir[64] = "/tmp/posenc-support-XXXXXX", gate[96], cmd[160];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(gate, sizeof gate, "%s/gate", dir);
+	const char *args[] = {"--data-dir", dir, NULL};
+	ck_assert_int_eq(unsetenv("POSENC_HOOKS_BIN"), 0);
+	ck_assert_int_eq(setenv("POSENC_TEST_WRITE_GATE", gate, 1), 0);
+	ck_assert_int_eq(pe_spawn_start(&d, args, NULL, why, sizeof why), -1);
+	ck_assert_msg(strstr(why, "POSENC_TEST_WRITE_GATE") && strstr(why, "pe_spawn_hooks"), "%s", why);
+	pe_spawn_hooks(1);
+	const char *bin = pe_spawn_bin();
+	ck_assert_msg(strlen(bin) > 14 && !strcmp(bin + strlen(bin) - 14, "/posencd-hooks"), "%s", bin);
+	ck_assert_msg(pe_spawn_start(&d, args, NULL, why, sizeof why) == 0, "%s", why);
+	ck_assert_int_eq(pe_spawn_stop(&d, SIGTERM, 20), 0);
+	pe_spawn_hooks(0);
+	unsetenv("POSENC_TEST_WRITE_GATE");
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* A log of the same name left by an earlier process with this pid (pids wrap) is not read as
  * the new daemon's start line: the spawner empties it before the daemon starts. */
 START_TEST(spawn_ignores_a_stale_log)
@@ -198,6 +224,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, spawn_says_why);
 	tcase_add_test(tc, spawn_cleanup_is_per_process);
 	tcase_add_test(tc, spawn_ignores_a_stale_log);
+	tcase_add_test(tc, spawn_gates_need_the_hooks_build);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -21,7 +21,10 @@
 # BENCH_MIXED_LARGE_Q / BENCH_MIXED_LARGE_CONNS (the mixed load's large tables: 512×768 JSON, 2);
 # BENCH_SIM_LEN / BENCH_SIM_DIM (the CLI section's similarity table: 2048, 1024);
 # BENCH_ONLY=cli, BENCH_ONLY=checks or BENCH_ONLY=small runs one section (see each); BENCH_PE_ARGS adds flags to the
-# HTTP section's posencd (an A/B: BENCH_PE_ARGS='--inline-max-us 0' computes every miss on the pool).
+# HTTP section's posencd (an A/B: BENCH_PE_ARGS='--inline-max-us 0' computes every miss on the pool);
+# BENCH_TUNABLES (glibc.malloc.tcache_count=32): the GLIBC_TUNABLES every posencd here runs with, as
+# the Dockerfile, docker/posencd.service and make run set it; the HTTP section's small rows are also
+# taken on a second posencd without it (glibc's defaults), beside them.
 # Raw outputs (wrk logs, samples, configs) stay in build/bench/ for a second look.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,6 +40,7 @@ WRK_T=1
 PY=/usr/bin/python3
 OUT=build/bench
 SMALL_Q='len=16&dim=16'
+TUNABLES=${BENCH_TUNABLES:-glibc.malloc.tcache_count=32}
 LARGE_Q='len=512&dim=768&format=bin'
 MIXED_LARGE_Q=${BENCH_MIXED_LARGE_Q:-'len=512&dim=768'}
 MIXED_LARGE_C=${BENCH_MIXED_LARGE_CONNS:-2}
@@ -101,7 +105,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start_posencd NAME ARGS...: sets PD_PID and PD_URL (port 0: the daemon picks and logs it).
+# start_posencd NAME ARGS...: sets PD_PID and PD_URL (port 0: the daemon picks and logs it). It runs
+# with GLIBC_TUNABLES=$TUNABLES, or $PD_TUNABLES when that is set (empty: glibc's defaults).
 start_posencd() {
 	local name=$1
 	shift
@@ -109,7 +114,7 @@ start_posencd() {
 	# Its log (an access-log line per request: hundreds of MB under wrk) is kept to its first 64 reads
 	# (dd writes each as it comes); posencd ignores SIGPIPE, so once dd is gone its writes just fail.
 	# Its stderr (errors, an abort's last words) goes whole to $name.err.
-	"$POSENCD" --port 0 --bind 127.0.0.1 --log-level info "$@" > >(dd of="$OUT/$name.log" bs=64k count=64 status=none) \
+	GLIBC_TUNABLES=${PD_TUNABLES-$TUNABLES} "$POSENCD" --port 0 --bind 127.0.0.1 --log-level info "$@" > >(dd of="$OUT/$name.log" bs=64k count=64 status=none) \
 		2>"$OUT/$name.err" &
 	PD_PID=$!
 	PIDS+=("$PD_PID")
@@ -447,6 +452,17 @@ PE=$PD_URL
 CHECK_PID=$HTTP_PID
 CHECK_NAME=http
 curl -sf "$PE/healthz" >/dev/null || die "posencd is not healthy"
+# The same daemon on glibc's default thread cache, for the small rows' A/B (GLIBC_TUNABLES empty),
+# with a data_dir of its own (one daemon per data_dir).
+rm -rf "$OUT/http-default.data"
+# shellcheck disable=SC2086
+PD_TUNABLES='' start_posencd http-default --workers 2 --cache-bytes 1Gi --data-dir "$OUT/http-default.data" ${BENCH_PE_ARGS:-}
+DEF_PID=$PD_PID
+PE_DEF=$PD_URL
+# (glibc parses GLIBC_TUNABLES in place, cutting it at each ':', so only its first item is looked for)
+tunables_of() { tr '\0' '\n' <"/proc/$1/environ" | grep -c "^GLIBC_TUNABLES=$2" || true; }
+[ "$(tunables_of "$HTTP_PID" "${TUNABLES%%:*}")" = 1 ] || die "posencd (http) does not run with GLIBC_TUNABLES=$TUNABLES"
+[ "$(tunables_of "$DEF_PID" .)" = 0 ] || die "posencd (http-default) runs with GLIBC_TUNABLES set"
 
 # nginx serves the bytes posencd serves, with the same Content-Type and the same extra headers.
 NG=$OUT/nginx
@@ -459,6 +475,9 @@ fetch() { # fetch QUERY FILE: a miss that fills the cache, then a hit whose head
 }
 fetch "$SMALL_Q" small.json
 fetch "$LARGE_Q" large.bin
+for _ in miss hit; do
+	curl -sf -o "$OUT/discard" "$PE_DEF/v1/sinusoidal?$SMALL_Q" || die "posencd (http-default) does not serve $SMALL_Q"
+done
 location() { # location FILE: an nginx location echoing posencd's headers
 	local f=$1 ctype
 	ctype=$(awk -F': ' 'tolower($1) == "content-type" {sub(/\r$/, "", $2); print $2}' "$NG/$f.headers")
@@ -547,18 +566,30 @@ run_wrk() {
 	echo "$name $(tail -1 "$OUT/wrk/$name.txt") load $(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/wrk/runs.log"
 	cut -d' ' -f1 /proc/loadavg >>"$OUT/wrk/$name.load"
 }
+# pe_ab ROUND NAME CONNS SECONDS PATH [SCRIPT]: one run on the tuned posencd (NAME) and one on the
+# default one (NAME_default), odd rounds tuned first, even rounds default first.
+pe_ab() {
+	local r=$1 name=$2 c=$3 d=$4 path=$5 script=${6:-} which
+	for which in $([ $((r % 2)) = 1 ] && echo "tuned default" || echo "default tuned"); do
+		if [ "$which" = tuned ]; then
+			SERVER_PIDS=$HTTP_PID run_wrk "$name" "$c" "$d" "$PE$path" "$script"
+		else
+			SERVER_PIDS=$DEF_PID CHECK_PID=$DEF_PID CHECK_NAME=http-default run_wrk "${name}_default" "$c" "$d" "$PE_DEF$path" "$script"
+		fi
+	done
+}
 rm -f "$OUT"/wrk/*.load
-for n in pe_small ng_small pe_large ng_large pe_cold ng_cold pe_mixed; do : >"$OUT/wrk/$n.txt"; done
+for n in pe_small pe_small_default ng_small pe_large ng_large pe_cold pe_cold_default ng_cold pe_mixed; do : >"$OUT/wrk/$n.txt"; done
 : >"$OUT/wrk/mixed-large.txt"
 COLD_MISSES=0
 COLD_REQS=0
 for r in $(seq "$ROUNDS"); do
 	log "http round $r/$ROUNDS"
-	SERVER_PIDS=$HTTP_PID run_wrk pe_small "$SMALL_C" "$WRK_S" "$PE/v1/sinusoidal?$SMALL_Q"
+	pe_ab "$r" pe_small "$SMALL_C" "$WRK_S" "/v1/sinusoidal?$SMALL_Q"
 	SERVER_PIDS=$NGINX_PIDS run_wrk ng_small "$SMALL_C" "$WRK_S" "$NGX/small.json"
 	m0=$(metric "$PE" posenc_cache_misses_total)
-	PE_COLD_PATH="/v1/sinusoidal?$SMALL_Q" PE_COLD_BASE=$((r * 10000000000)) SERVER_PIDS=$HTTP_PID \
-		run_wrk pe_cold "$COLD_C" "$COLD_S" "$PE/" tests/bench/cold.lua
+	PE_COLD_PATH="/v1/sinusoidal?$SMALL_Q" PE_COLD_BASE=$((r * 10000000000)) \
+		pe_ab "$r" pe_cold "$COLD_C" "$COLD_S" / tests/bench/cold.lua
 	m1=$(metric "$PE" posenc_cache_misses_total)
 	COLD_MISSES=$((COLD_MISSES + m1 - m0))
 	COLD_REQS=$((COLD_REQS + $(tail -1 "$OUT/wrk/pe_cold.txt" | cut -d' ' -f3)))
@@ -576,9 +607,13 @@ for r in $(seq "$ROUNDS"); do
 	SERVER_PIDS=$HTTP_PID run_wrk pe_large "$LARGE_C" "$WRK_S" "$PE/v1/sinusoidal?$LARGE_Q"
 	SERVER_PIDS=$NGINX_PIDS run_wrk ng_large "$LARGE_C" "$WRK_S" "$NGX/large.bin"
 done
+alive "$DEF_PID" http-default
+stop_pid "$DEF_PID"
 # col FILE N: median of column N over the runs
 col() { awk -v c="$2" '{print $c}' "$1" | sort -g | awk '{a[NR] = $1} END {if (NR == 0) {print 0; exit}; print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 errs() { awk '$5 != "-" {$1 = $2 = $3 = $4 = ""; print}' "$1" | sort -u | tr '\n' ' '; }
+# span FILE N: "lowest–highest" of column N over the runs (the run-to-run noise)
+span() { awk -v c="$2" '{print $c}' "$1" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {print lo "–" hi}'; }
 http_rows() { # http_rows LABEL PE NG TARGET
 	local label=$1 a=$OUT/wrk/$2.txt b=$OUT/wrk/$3.txt lim=$4 ra rb ratio la lb e ca cb
 	ca=$(col "$a" 4)
@@ -611,6 +646,17 @@ CPU_MISS=$(col "$OUT/wrk/pe_cold.txt" 4)
 CPU_HIT=$(col "$OUT/wrk/pe_small.txt" 4)
 row "posencd CPU time per cold 16×16 miss against per cached hit (process utime+stime from /proc/PID/stat around each wrk run, divided by its requests)" \
 	"$CPU_MISS CPU-µs/miss" "$CPU_HIT CPU-µs/hit" "$(div "$CPU_MISS" "$CPU_HIT")× a hit" "≤ 2×" "$(verdict "$(div "$CPU_MISS" "$CPU_HIT")" "<=" 2)"
+# The thread-cache A/B (pe_ab): the same runs on posencd with GLIBC_TUNABLES=$TUNABLES and without.
+ab_row() { # ab_row LABEL NAME
+	local a=$OUT/wrk/$2.txt b=$OUT/wrk/$2_default.txt e
+	e="$(errs "$a")$(errs "$b")"
+	row "$1: GLIBC_TUNABLES=$TUNABLES against glibc's defaults, two posencds, runs alternating (CPU-µs/req medians, their range over the runs; requests/s)${e:+ (errors: $e)}" \
+		"$(col "$a" 4) CPU-µs/req ($(span "$a" 4)), $(fmt_n "$(col "$a" 1)") req/s (n=$(wc -l <"$a"))" \
+		"without: $(col "$b" 4) CPU-µs/req ($(span "$b" 4)), $(fmt_n "$(col "$b" 1)") req/s (n=$(wc -l <"$b"))" \
+		"$(div "$(col "$a" 4)" "$(col "$b" 4)")× the CPU, $(div "$(col "$a" 1)" "$(col "$b" 1)")× the req/s" "reported" "—"
+}
+ab_row "cached small, 16×16 JSON, wrk -c$SMALL_C" pe_small
+ab_row "cold misses, distinct 16×16 JSON, wrk -c$COLD_C cold.lua" pe_cold
 ML=$(col "$OUT/wrk/pe_mixed.txt" 2)
 row "mixed load: cold 16×16 JSON misses (wrk -c$COLD_C) while $MIXED_LARGE_C connections ask for cold $MIXED_LARGE_Q ($(col "$OUT/wrk/mixed-large.txt" 1) large tables per ${COLD_S}s run; load $(col "$OUT/wrk/pe_mixed.load" 1)): small-request p99$( e=$(errs "$OUT/wrk/pe_mixed.txt"); [ -n "$e" ] && echo " (errors: $e)")" \
 	"p99 $ML ms, $(fmt_n "$(col "$OUT/wrk/pe_mixed.txt" 1)") small req/s (n=$(wc -l <"$OUT/wrk/pe_mixed.txt"))" "nginx static 16×16 -c$COLD_C p99 $(col "$OUT/wrk/ng_cold.txt" 2) ms" \
@@ -621,7 +667,7 @@ if [ "$SMALL_ONLY" = 1 ]; then
 	NGINX_PID=
 	{
 		echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) vCPU; load average at the start: $LOAD0, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-		echo "- posenc $(git rev-parse --short HEAD 2>/dev/null || echo '?'), built -O3 ($BUILD), posencd --workers 2 ${BENCH_PE_ARGS:-}; medians of $ROUNDS rounds, posencd and nginx alternating"
+		echo "- posenc $(git rev-parse --short HEAD 2>/dev/null || echo '?'), built -O3 ($BUILD), posencd --workers 2 ${BENCH_PE_ARGS:-} with GLIBC_TUNABLES=$TUNABLES (and one without, for the A/B rows); medians of $ROUNDS rounds, posencd and nginx alternating"
 		echo
 		printf '%s\n' "| measurement | posenc | anchor (same run) | ratio | target | verdict |" "|---|---|---|---|---|---|" "${ROWS[@]}"
 	} | tee build/bench-small.md
