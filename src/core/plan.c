@@ -24,8 +24,8 @@
  * Everything else a family needs and does not find is a 422 naming the key.
  *
  * Files: plan_cfg.c reads the config (errors naming the key, dimensions, len), plan_rope.c holds the
- * RoPE families, plan_out.c builds urls and the answer; this file the other families and the
- * table that picks a family by model_type. */
+ * RoPE families and plan_scaling.c their rope_scaling / rope_parameters, plan_out.c builds urls and
+ * the answer; this file the other families and the table that picks a family by model_type. */
 #include "core/plan_cfg.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* Internal to the model plans: the config being read (struct cfg), the model's dimensions, the
- * readers every family uses (plan_cfg.c) and the RoPE families (plan_rope.c) that the family table
- * in plan.c dispatches to. */
+ * readers every family uses (plan_cfg.c) and the RoPE families (plan_rope.c, their scaling object in
+ * plan_scaling.c) that the family table in plan.c dispatches to. */
 #ifndef PE_CORE_PLAN_CFG_H
 #define PE_CORE_PLAN_CFG_H
 
