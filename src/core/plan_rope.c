@@ -21,7 +21,9 @@ static struct pe_plan_enc *add_rope(struct cfg *c, const struct rope *r)
 	e->layout = r->layout;
 	e->softmax_scale = r->softmax_scale;
 	pe_plan_param(e, "dim", "%d", r->rotary_dim);
+	pe_plan_source(e, "dim", r->dim_key);
 	pe_plan_param_real(e, "base", r->base);
+	pe_plan_source(e, "base", r->base_key[0] ? r->base_key : NULL);
 	int rc = plan_scaling_params(c, r, e);
 	if (rc < 0)
 		return NULL;
@@ -63,11 +65,14 @@ static double family_theta(const struct cfg *c)
 static int rope_base(struct cfg *c, struct rope *r)
 {
 	double v = 0;
-	int rc = r->scaling ? plan_num_of(c, plan_member(r->scaling, "rope_theta"), "rope_parameters.rope_theta", &v) : 0;
-	if (rc == 0)
-		rc = plan_num(c, "rope_theta", &v);
-	if (rc == 0)
-		rc = plan_num(c, "rotary_emb_base", &v);
+	int rc = 0;
+	snprintf(r->base_key, sizeof r->base_key, "%s.rope_theta", r->scaling_name);
+	if (r->scaling)
+		rc = plan_num_of(c, plan_member(r->scaling, "rope_theta"), r->base_key, &v);
+	if (rc == 0 && (rc = plan_num(c, "rope_theta", &v)) >= 0)
+		snprintf(r->base_key, sizeof r->base_key, "rope_theta");
+	if (rc == 0 && (rc = plan_num(c, "rotary_emb_base", &v)) >= 0)
+		snprintf(r->base_key, sizeof r->base_key, rc ? "rotary_emb_base" : "rope_theta");
 	if (rc < 0)
 		return rc;
 	r->base = rc ? v : family_theta(c);
@@ -75,7 +80,7 @@ static int rope_base(struct cfg *c, struct rope *r)
 		pe_plan_warn(c->plan, "no rope_theta: base %.0f (the default of transformers' %s config)", r->base,
 			     c->plan->model_type);
 	if (!(r->base > 0))
-		return plan_bad(c, "rope_theta", "rope_theta must be > 0");
+		return plan_bad(c, r->base_key, "%s must be > 0", r->base_key);
 	return rc;
 }
 
@@ -98,15 +103,18 @@ static int rotary_dim(struct cfg *c, struct rope *r)
 	double v = 0;
 	int rc;
 	r->rotary_dim = (int)(r->head_dim * family_rotary_share(c)); /* the class default: see below */
+	r->dim_key = r->d->head_dim_key;
 	if ((rc = plan_channels(c, "rotary_dim", &v)) != 0) {
 		if (rc > 0)
 			r->rotary_dim = (int)v;
+		r->dim_key = "rotary_dim";
 	} else if ((rc = r->scaling ? plan_num_of(c, plan_member(r->scaling, "partial_rotary_factor"), "rope_parameters.partial_rotary_factor", &v) : 0) != 0 ||
 		   (rc = plan_num(c, "partial_rotary_factor", &v)) != 0 || (rc = plan_num(c, "rotary_pct", &v)) != 0) {
 		if (rc > 0 && !(v > 0 && v <= 1))
 			return plan_bad(c, "partial_rotary_factor", "partial_rotary_factor must be in (0, 1]");
 		if (rc > 0)
 			r->rotary_dim = (int)(r->head_dim * v); /* transformers: int(head_dim * factor) */
+		r->dim_key = "partial_rotary_factor";
 	}
 	if (rc < 0)
 		return rc;
@@ -128,8 +136,9 @@ static int rope_init(struct cfg *c, struct rope *r, const struct dims *d, const 
 	r->layers = "all";
 	r->head_dim = d->head_dim;
 	r->softmax_scale = 1 / sqrt((double)d->head_dim);
-	plan_scaling_of(c, r);
-	int rc = rope_base(c, r);
+	int rc = plan_scaling_of(c, r);
+	if (rc == 0)
+		rc = rope_base(c, r);
 	return rc < 0 ? rc : rotary_dim(c, r);
 }
 
@@ -264,7 +273,13 @@ int plan_family_gemma3(struct cfg *c)
 	if ((rc = gemma3_layers(c, &d, sliding)) < 0 || (rc = gemma_query_scalar(c, &q)) < 0)
 		return rc;
 	double scale = rc > 0 ? 1 / sqrt(q) : g.softmax_scale;
-	const struct pe_json *per_full = plan_member(g.scaling, "full_attention"), *per_slide = plan_member(g.scaling, "sliding_attention");
+	const struct pe_json *per_full, *per_slide;
+	char fname[96], sname[96];
+	snprintf(fname, sizeof fname, "%s.full_attention", g.scaling_name);
+	snprintf(sname, sizeof sname, "%s.sliding_attention", g.scaling_name);
+	if ((rc = plan_object_of(c, plan_member(g.scaling, "full_attention"), fname, &per_full)) < 0 ||
+	    (rc = plan_object_of(c, plan_member(g.scaling, "sliding_attention"), sname, &per_slide)) < 0)
+		return rc;
 	l = g;
 	if (per_full && per_slide) { /* rope_parameters: {"full_attention": {...}, "sliding_attention": {...}} */
 		g.scaling = per_full;
@@ -279,11 +294,13 @@ int plan_family_gemma3(struct cfg *c)
 		if (rc == 0)
 			pe_plan_warn(c->plan, "no rope_local_base_freq: the sliding layers use 10000 (Gemma 3's default)");
 		l.base = local;
+		snprintf(l.base_key, sizeof l.base_key, "rope_local_base_freq");
 		l.scaling = NULL;
 		l.scaling_name = "rope_scaling";
 	}
 	if (no_theta) {
 		g.base = 1e6;
+		g.base_key[0] = 0;
 		pe_plan_warn(c->plan, "no rope_theta: the global layers use 1000000 (Gemma 3's default)");
 	}
 	l.layers = "sliding_attention";
@@ -321,8 +338,11 @@ int plan_family_llama4(struct cfg *c)
 	if (nr && nr->type == PE_JSON_ARR && nr->n) {
 		if ((int)nr->n != d.layers)
 			return plan_bad(c, "no_rope_layers", "no_rope_layers must have num_hidden_layers (%d) entries", d.layers);
-		for (const struct pe_json *x = nr->child; x; x = x->next, n++)
+		for (const struct pe_json *x = nr->child; x; x = x->next, n++) {
+			if (x->type != PE_JSON_NUM)
+				return plan_bad(c, "no_rope_layers", "no_rope_layers holds numbers (0: the layer has no RoPE)");
 			uses[n] = x->num != 0;
+		}
 	} else {
 		interval = fmin(interval, PE_PLAN_MAX_LAYERS + 1); /* past the layers, the same (and an int) */
 		for (n = 0; n < d.layers; n++)

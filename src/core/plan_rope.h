@@ -12,11 +12,16 @@ struct rope {
 	double base, softmax_scale;
 	const struct pe_json *scaling; /* rope_scaling / rope_parameters, or NULL */
 	const char *scaling_name;
+	/* The config keys base and the rotary width were read from (for a 422 when the table refuses
+	 * them); NULL when the family's default gave them. */
+	char base_key[96];
+	const char *dim_key;
 	const struct dims *d;
 };
 
-/* The scaling object: rope_parameters, else rope_scaling (r->scaling NULL when neither). */
-void plan_scaling_of(struct cfg *c, struct rope *r);
+/* The scaling object: rope_parameters, else rope_scaling (r->scaling NULL when neither). 0, or a
+ * 422 naming the key when one of them is not a JSON object. */
+int plan_scaling_of(struct cfg *c, struct rope *r);
 /* The scaling's parameters of e (scaling=..., factor, ...; M-RoPE turns e into /v1/rope/mrope):
  * 0, or a 422 in c->err naming the config key. */
 int plan_scaling_params(struct cfg *c, const struct rope *r, struct pe_plan_enc *e);

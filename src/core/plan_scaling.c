@@ -32,6 +32,7 @@ static int list_param(struct cfg *c, struct pe_plan_enc *e, const struct pe_json
 		n += strlen(s + n);
 	}
 	pe_plan_param(e, pname, "%s", s);
+	pe_plan_source(e, pname, name);
 	free(s);
 	return 0;
 }
@@ -43,8 +44,10 @@ static int scaling_num(struct cfg *c, const struct rope *r, struct pe_plan_enc *
 	double v = 0;
 	snprintf(name, sizeof name, "%s.%s", r->scaling_name, key);
 	int rc = plan_num_of(c, plan_member(r->scaling, key), name, &v);
-	if (rc == 1 && pname)
+	if (rc == 1 && pname) {
 		pe_plan_param_real(e, pname, v);
+		pe_plan_source(e, pname, name);
+	}
 	return rc;
 }
 
@@ -74,11 +77,12 @@ static int orig_positions(struct cfg *c, const struct rope *r, struct pe_plan_en
 	char name[96];
 	snprintf(name, sizeof name, "%s.original_max_position_embeddings", r->scaling_name);
 	int rc = plan_num_of(c, plan_member(r->scaling, "original_max_position_embeddings"), name, &v);
-	if (rc == 0)
-		rc = plan_num(c, "original_max_position_embeddings", &v); /* Phi-3 keeps it at the top */
+	if (rc == 0 && (rc = plan_num(c, "original_max_position_embeddings", &v)) > 0) /* Phi-3 keeps it at the top */
+		snprintf(name, sizeof name, "original_max_position_embeddings");
 	if (rc < 0)
 		return rc;
 	if (rc == 0) {
+		snprintf(name, sizeof name, "max_position_embeddings");
 		if (!r->d->max_pos)
 			return plan_bad(c, name, "the scaling needs original_max_position_embeddings or max_position_embeddings");
 		v = (double)r->d->max_pos;
@@ -89,6 +93,7 @@ static int orig_positions(struct cfg *c, const struct rope *r, struct pe_plan_en
 		return plan_bad(c, name, "%s must be a positive integer", name);
 	*orig = (int64_t)v;
 	pe_plan_param(e, "original_max_position_embeddings", "%lld", (long long)*orig);
+	pe_plan_source(e, "original_max_position_embeddings", name);
 	return 1;
 }
 
@@ -99,8 +104,10 @@ static int need_factor(struct cfg *c, const struct rope *r, struct pe_plan_enc *
 	int rc = plan_num_of(c, plan_member(r->scaling, "factor"), name, factor);
 	if (rc == 0)
 		return plan_bad(c, name, "%s is required for this rope_type", name);
-	if (rc > 0)
+	if (rc > 0) {
 		pe_plan_param_real(e, "factor", *factor);
+		pe_plan_source(e, "factor", name);
+	}
 	return rc < 0 ? rc : 0;
 }
 
@@ -131,6 +138,11 @@ static int yarn(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 	const struct pe_json *t = plan_member(r->scaling, "truncate");
 	if (t && t->type == PE_JSON_BOOL)
 		pe_plan_param(e, "truncate", "%d", (int)t->num);
+	else if (t) {
+		char name[96];
+		snprintf(name, sizeof name, "%s.truncate", r->scaling_name);
+		return plan_bad(c, name, "%s must be true or false", name);
+	}
 	return 0;
 }
 
@@ -149,8 +161,12 @@ static int longrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 		return rc;
 	if (plan_member(r->scaling, "attention_factor"))
 		return scaling_num(c, r, e, "attention_factor", "attention_factor") < 0 ? -1 : 0;
-	double factor = r->d->max_pos && orig ? (double)r->d->max_pos / (double)orig : plan_scaling_get(r, "factor", 1);
+	char fname[96];
+	int derived = r->d->max_pos && orig;
+	double factor = derived ? (double)r->d->max_pos / (double)orig : plan_scaling_get(r, "factor", 1);
+	snprintf(fname, sizeof fname, "%s.factor", r->scaling_name);
 	pe_plan_param_real(e, "factor", factor);
+	pe_plan_source(e, "factor", derived ? "max_position_embeddings" : fname);
 	pe_plan_note(e, "LongRoPE: factor is max_position_embeddings / original_max_position_embeddings (%g), which "
 		     "sets the attention factor sqrt(1 + ln factor / ln original)", factor);
 	pe_plan_note(e, "short_factor applies while offset + len <= original_max_position_embeddings (%lld), "
@@ -195,6 +211,7 @@ static int mrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 	e->len_key = "segments"; /* the url's sequence: len text tokens */
 	e->len_prefix = "text:";
 	pe_plan_param(e, "mrope_section", "%d,%d,%d", s[0], s[1], s[2]);
+	pe_plan_source(e, "mrope_section", name);
 	pe_plan_param(e, "interleaved", "%d", il && il->type == PE_JSON_BOOL && il->num ? 1 : 0);
 	if (!strcmp(c->plan->model_type, "qwen2_5_vl"))
 		pe_plan_param(e, "variant", "qwen25vl"); /* its videos' time positions: tokens_per_second */
@@ -239,15 +256,16 @@ int plan_scaling_params(struct cfg *c, const struct rope *r, struct pe_plan_enc 
 		   which, type);
 }
 
-/* The scaling object: rope_scaling, or the newer rope_parameters; which one, for messages. */
-void plan_scaling_of(struct cfg *c, struct rope *r)
+/* The scaling object: rope_scaling, or the newer rope_parameters; which one, for messages. Either
+ * of another JSON type (a string "llama3", a list) is a 422 naming it, not a model without scaling. */
+int plan_scaling_of(struct cfg *c, struct rope *r)
 {
-	const struct pe_json *rp = plan_get(c, "rope_parameters"), *rs = plan_get(c, "rope_scaling");
-	if (rp && rp->type == PE_JSON_OBJ) {
-		r->scaling = rp;
-		r->scaling_name = "rope_parameters";
-	} else {
-		r->scaling = rs && rs->type == PE_JSON_OBJ ? rs : NULL;
-		r->scaling_name = "rope_scaling";
-	}
+	const struct pe_json *rp, *rs;
+	int rc;
+	if ((rc = plan_object_of(c, plan_get(c, "rope_parameters"), "rope_parameters", &rp)) < 0 ||
+	    (rc = plan_object_of(c, plan_get(c, "rope_scaling"), "rope_scaling", &rs)) < 0)
+		return rc;
+	r->scaling = rp ? rp : rs;
+	r->scaling_name = rp ? "rope_parameters" : "rope_scaling";
+	return 0;
 }
