@@ -395,10 +395,8 @@ int plan_family_deepseek(struct cfg *c)
 	if (r.rotary_dim < 2 || r.rotary_dim % 2)
 		return plan_bad(c, "qk_rope_head_dim", "qk_rope_head_dim must be even");
 	plan_choose_len(c, &d);
-	if (r.scaling) {
-		mad = plan_scaling_get(&r, "mscale_all_dim", 0);
-		factor = plan_scaling_get(&r, "factor", 1);
-	}
+	if ((rc = plan_scaling_num(c, &r, "mscale_all_dim", &mad)) < 0 || (rc = plan_scaling_num(c, &r, "factor", &factor)) < 0)
+		return rc;
 	double m = mad && factor > 1 ? 0.1 * mad * log(factor) + 1 : 1;
 	r.softmax_scale = m * m / sqrt((double)d.head_dim);
 	struct pe_plan_enc *e = add_rope(c, &r);

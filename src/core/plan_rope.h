@@ -25,7 +25,8 @@ int plan_scaling_of(struct cfg *c, struct rope *r);
 /* The scaling's parameters of e (scaling=..., factor, ...; M-RoPE turns e into /v1/rope/mrope):
  * 0, or a 422 in c->err naming the config key. */
 int plan_scaling_params(struct cfg *c, const struct rope *r, struct pe_plan_enc *e);
-/* A number of the scaling object, or def when it has none. */
-double plan_scaling_get(const struct rope *r, const char *key, double def);
+/* A number of the scaling object: 1 given (*v), 0 absent (*v as it was), or a 422 naming
+ * "<scaling_name>.<key>" when it is not a number. */
+int plan_scaling_num(struct cfg *c, const struct rope *r, const char *key, double *v);
 
 #endif

@@ -42,19 +42,20 @@ static int scaling_num(struct cfg *c, const struct rope *r, struct pe_plan_enc *
 {
 	char name[96];
 	double v = 0;
-	snprintf(name, sizeof name, "%s.%s", r->scaling_name, key);
-	int rc = plan_num_of(c, plan_member(r->scaling, key), name, &v);
+	int rc = plan_scaling_num(c, r, key, &v);
 	if (rc == 1 && pname) {
+		snprintf(name, sizeof name, "%s.%s", r->scaling_name, key);
 		pe_plan_param_real(e, pname, v);
 		pe_plan_source(e, pname, name);
 	}
 	return rc;
 }
 
-double plan_scaling_get(const struct rope *r, const char *key, double def)
+int plan_scaling_num(struct cfg *c, const struct rope *r, const char *key, double *v)
 {
-	const struct pe_json *v = plan_member(r->scaling, key);
-	return v && v->type == PE_JSON_NUM ? v->num : def;
+	char name[96];
+	snprintf(name, sizeof name, "%s.%s", r->scaling_name, key);
+	return plan_num_of(c, plan_member(r->scaling, key), name, v);
 }
 
 /* rope_type, or the legacy type; "default" when the config has no scaling. */
@@ -163,7 +164,9 @@ static int longrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 		return scaling_num(c, r, e, "attention_factor", "attention_factor") < 0 ? -1 : 0;
 	char fname[96];
 	int derived = r->d->max_pos && orig;
-	double factor = derived ? (double)r->d->max_pos / (double)orig : plan_scaling_get(r, "factor", 1);
+	double factor = derived ? (double)r->d->max_pos / (double)orig : 1;
+	if (!derived && (rc = plan_scaling_num(c, r, "factor", &factor)) < 0)
+		return rc;
 	snprintf(fname, sizeof fname, "%s.factor", r->scaling_name);
 	pe_plan_param_real(e, "factor", factor);
 	pe_plan_source(e, "factor", derived ? "max_position_embeddings" : fname);
@@ -184,7 +187,10 @@ static int llama3(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 	    (rc = scaling_num(c, r, e, "low_freq_factor", "low_freq_factor")) < 0 ||
 	    (rc = scaling_num(c, r, e, "high_freq_factor", "high_freq_factor")) < 0)
 		return rc;
-	if (plan_scaling_get(r, "low_freq_factor", 1) == plan_scaling_get(r, "high_freq_factor", 4))
+	double low = 1, high = 4; /* read and checked above */
+	plan_scaling_num(c, r, "low_freq_factor", &low);
+	plan_scaling_num(c, r, "high_freq_factor", &high);
+	if (low == high)
 		pe_plan_note(e, "low_freq_factor = high_freq_factor: no smoothing band, each frequency is divided by factor "
 			     "or kept (Llama 4)");
 	return 0;

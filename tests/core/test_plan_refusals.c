@@ -42,6 +42,11 @@ static const struct pe_plan_opts defaults = {.len = 8, .max_elements = (uint64_t
 	"\"hidden_size\":3584,\"num_hidden_layers\":2,\"max_position_embeddings\":32768,"              \
 	"\"rope_scaling\":{\"type\":\"mrope\",\"mrope_section\":[16,24,24]}}"
 
+#define DEEPSEEK(scaling)                                                                               \
+	"{\"model_type\":\"deepseek_v3\",\"num_attention_heads\":16,\"hidden_size\":2048,\"num_hidden_layers\":2," \
+	"\"max_position_embeddings\":163840,\"qk_rope_head_dim\":64,\"qk_nope_head_dim\":128,\"rope_theta\":10000," \
+	"\"rope_scaling\":" scaling "}"
+
 struct refusal {
 	const char *config;
 	const char *param; /* the config key the 422 names */
@@ -148,6 +153,7 @@ static const struct refusal type_refusals[] = {
 	{LLAMA("10000", YARN(",\"beta_fast\":true")), "rope_scaling.beta_fast"},
 	{T5("true"), "relative_attention_num_buckets"},
 	{GEMMA3("false"), "rope_local_base_freq"},
+	{DEEPSEEK(YARN(",\"mscale_all_dim\":true")), "rope_scaling.mscale_all_dim"}, /* its softmax scale's */
 };
 
 START_TEST(a_mistyped_key_names_itself)
@@ -163,6 +169,7 @@ START_TEST(good_values_still_plan)
 	static const char *const ok[] = {
 		LLAMA("500000", "null"), LLAMA("500000", L3_OK), LLAMA("10000", YARN(",\"beta_fast\":32,\"beta_slow\":1")),
 		T5("32"), MPT("{\"alibi\":true,\"alibi_bias_max\":8}"), GEMMA3("10000"), QWEN_VL("{}"),
+		DEEPSEEK(YARN(",\"mscale\":1,\"mscale_all_dim\":1")),
 	};
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		struct pe_plan plan;
