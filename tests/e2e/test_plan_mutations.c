@@ -12,7 +12,6 @@
 #include "support/pe_http.h"
 #include "cli/run.h"
 
-#include <curl/curl.h>
 #include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -28,75 +27,7 @@
 static char *configs[MAX_CONFIGS];
 static int nconfigs;
 
-/* ---- one keep-alive connection ---- */
-
-struct conn {
-	CURL *h;
-	int port;
-	char *body;
-	size_t len, cap;
-	char ctype[128];
-	long status;
-};
-
-static size_t sink(char *data, size_t size, size_t n, void *ud)
-{
-	struct conn *c = ud;
-	size_t k = size * n;
-	if (c->len + k + 1 > c->cap) {
-		c->cap = (c->len + k + 1) * 2;
-		c->body = realloc(c->body, c->cap);
-		ck_assert_ptr_nonnull(c->body);
-	}
-	memcpy(c->body + c->len, data, k);
-	c->len += k;
-	c->body[c->len] = 0;
-	return k;
-}
-
-/* A GET (body NULL) or a JSON POST of path on c's connection; the answer in c. */
-static void exchange(struct conn *c, const char *path, const char *body)
-{
-	char url[16384];
-	const char *ct = NULL;
-	struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
-	snprintf(url, sizeof url, "http://127.0.0.1:%d%s", c->port, path);
-	c->len = 0;
-	curl_easy_setopt(c->h, CURLOPT_URL, url);
-	curl_easy_setopt(c->h, CURLOPT_HTTPGET, 1L);
-	if (body) {
-		curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-		curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, hl);
-	} else {
-		curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, NULL);
-	}
-	CURLcode rc = curl_easy_perform(c->h);
-	ck_assert_msg(rc == CURLE_OK, "%s: %s", path, curl_easy_strerror(rc));
-	curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &c->status);
-	curl_easy_getinfo(c->h, CURLINFO_CONTENT_TYPE, &ct);
-	snprintf(c->ctype, sizeof c->ctype, "%s", ct ? ct : "");
-	curl_slist_free_all(hl);
-	if (!c->body)
-		c->body = calloc(1, 1);
-}
-
-static void conn_open(struct conn *c, const struct pe_daemon *d)
-{
-	memset(c, 0, sizeof *c);
-	c->h = curl_easy_init();
-	ck_assert_ptr_nonnull(c->h);
-	c->port = d->s.port;
-	curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, sink);
-	curl_easy_setopt(c->h, CURLOPT_WRITEDATA, c);
-	curl_easy_setopt(c->h, CURLOPT_TIMEOUT, 60L);
-}
-
-static void conn_close(struct conn *c)
-{
-	curl_easy_cleanup(c->h);
-	free(c->body);
-}
+static const char *const json_ct[] = {"Content-Type: application/json", NULL};
 
 /* ---- the mutations ---- */
 
@@ -171,38 +102,44 @@ static void report(struct tally *t, const char *fmt, ...)
 
 /* The plan of body: a 422 problem naming a key (required when must_refuse), or a 200 whose urls
  * all answer 200. */
-static void check_plan(struct conn *c, const char *body, const char *what, int must_refuse, struct tally *t)
+static void check_plan(struct pe_conn *c, const char *body, const char *what, int must_refuse, struct tally *t)
 {
-	char why[256];
+	struct pe_resp r;
+	char why[256], ctype[128];
 	t->plans++;
-	exchange(c, "/v1/plan?len=8", body);
-	if (c->status == 422) {
+	pe_conn_request(c, "POST", "/v1/plan?len=8", json_ct, body, strlen(body), &r);
+	if (r.status == 422) {
 		t->refused++;
-		json_t *p = json_loads(c->body, 0, NULL);
+		json_t *p = json_loads(r.body, 0, NULL);
 		const char *param = json_string_value(json_object_get(p, "param"));
-		if (!pe_http_is_problem(c->status, c->ctype, c->body, c->len, 422, NULL, why, sizeof why))
+		if (!pe_http_is_problem(r.status, pe_resp_header(&r, "Content-Type", ctype, sizeof ctype), r.body, r.len, 422,
+					NULL, why, sizeof why))
 			report(t, "%s: 422 but %s", what, why);
 		else if (!param || !*param)
-			report(t, "%s: 422 naming no key: %s", what, c->body);
+			report(t, "%s: 422 naming no key: %s", what, r.body);
 		json_decref(p);
+		pe_resp_free(&r);
 		return;
 	}
-	if (c->status != 200 || must_refuse) {
-		report(t, "%s: %ld %.300s", what, c->status, c->body);
+	if (r.status != 200 || must_refuse) {
+		report(t, "%s: %ld %.300s", what, r.status, r.body);
+		pe_resp_free(&r);
 		return;
 	}
 	t->served++;
-	json_t *plan = json_loads(c->body, 0, NULL), *e;
+	json_t *plan = json_loads(r.body, 0, NULL), *e;
 	size_t i;
+	pe_resp_free(&r);
 	ck_assert_msg(plan != NULL, "%s: the plan is not JSON", what);
 	json_array_foreach(json_object_get(plan, "encodings"), i, e) {
 		const char *url = json_string_value(json_object_get(e, "url"));
 		if (!url || strncmp(url, "/v1/", 4) || !strcmp(url, "/v1/learned")) /* learned: a PUT's target */
 			continue;
 		t->urls++;
-		exchange(c, url, NULL);
-		if (c->status != 200)
-			report(t, "%s: %s answers %ld %.300s", what, url, c->status, c->body);
+		pe_conn_request(c, "GET", url, NULL, NULL, 0, &r);
+		if (r.status != 200)
+			report(t, "%s: %s answers %ld %.300s", what, url, r.status, r.body);
+		pe_resp_free(&r);
 	}
 	json_decref(plan);
 }
@@ -210,7 +147,7 @@ static void check_plan(struct conn *c, const char *body, const char *what, int m
 START_TEST(every_url_of_every_mutated_plan_is_served)
 {
 	struct pe_daemon d;
-	struct conn c;
+	struct pe_conn c;
 	struct tally t = {0};
 	struct site *sites = calloc(MAX_SITES, sizeof *sites);
 	size_t nsites = 0;
@@ -222,7 +159,7 @@ START_TEST(every_url_of_every_mutated_plan_is_served)
 	find_sites(root, "", sites, &nsites);
 	ck_assert_msg(nsites > 0 && nsites < MAX_SITES, "%s: %zu numbers", path, nsites);
 	pe_daemon_start(&d, NULL);
-	conn_open(&c, &d);
+	pe_conn_open(&c, &d);
 	char *plain = json_dumps(root, JSON_COMPACT);
 	check_plan(&c, plain, configs[_i], 0, &t); /* as published */
 	free(plain);
@@ -238,7 +175,7 @@ START_TEST(every_url_of_every_mutated_plan_is_served)
 		}
 		json_object_set_new(sites[s].parent, sites[s].key, orig);
 	}
-	conn_close(&c);
+	pe_conn_close(&c);
 	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 	ck_assert_msg(t.bad == 0, "%s: %zu of %zu plans (%zu urls) failed; first: %s | %s | %s | %s", configs[_i], t.bad,
 		      t.plans, t.urls, t.first[0], t.bad > 1 ? t.first[1] : "", t.bad > 2 ? t.first[2] : "",
@@ -263,12 +200,13 @@ START_TEST(the_cli_refuses_with_the_daemons_detail)
 		{"deepseek-v3.json", "rope_scaling", "mscale_all_dim", "1e308", "rope_scaling.mscale_all_dim"},
 	};
 	struct pe_daemon d;
-	struct conn c;
+	struct pe_conn c;
+	struct pe_resp resp;
 	char dir[] = "/tmp/pe-plan-mut-XXXXXX", file[64], path[256];
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(file, sizeof file, "%s/config.json", dir);
 	pe_daemon_start(&d, NULL);
-	conn_open(&c, &d);
+	pe_conn_open(&c, &d);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		snprintf(path, sizeof path, CONFIGS "/%s", cases[i].config);
 		json_t *root = json_load_file(path, JSON_DECODE_INT_AS_REAL, NULL), *v = json_loads(cases[i].value, JSON_DECODE_ANY, NULL);
@@ -277,9 +215,10 @@ START_TEST(the_cli_refuses_with_the_daemons_detail)
 		json_object_set_new(cases[i].object ? json_object_get(root, cases[i].object) : root, cases[i].key, v);
 		char *body = json_dumps(root, JSON_COMPACT);
 		ck_assert_int_eq(json_dump_file(root, file, JSON_COMPACT), 0);
-		exchange(&c, "/v1/plan", body);
-		ck_assert_msg(c.status == 422, "%s: %ld %s", path, c.status, c.body);
-		json_t *p = json_loads(c.body, 0, NULL);
+		pe_conn_request(&c, "POST", "/v1/plan", json_ct, body, strlen(body), &resp);
+		ck_assert_msg(resp.status == 422, "%s: %ld %s", path, resp.status, resp.body);
+		json_t *p = pe_resp_json(&resp);
+		pe_resp_free(&resp);
 		ck_assert_str_eq(json_string_value(json_object_get(p, "param")), cases[i].param);
 		const char *detail = json_string_value(json_object_get(p, "detail"));
 		struct crun r;
@@ -296,7 +235,7 @@ START_TEST(the_cli_refuses_with_the_daemons_detail)
 		free(body);
 		json_decref(root);
 	}
-	conn_close(&c);
+	pe_conn_close(&c);
 	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 	unlink(file);
 	rmdir(dir);
