@@ -295,9 +295,12 @@ static int refused(const struct pe_plan_enc *e, const struct pe_err *why, struct
 	for (size_t k = 0; k < e->nparams && !p; k++)
 		if (!strcmp(e->params[k].key, why->param))
 			p = &e->params[k];
-	const char *key = p && p->source ? p->source : why->param;
-	return pe_err_set(err, PE_EUNPROCESSABLE, key, "%.64s = %.40s: /v1/%s refuses it (%.*s)", key, p ? p->value : "?",
-			  e->table, PE_ERR_DETAIL_MAX / 2, why->detail);
+	const char *key = p && p->source ? p->source : *why->param ? why->param : e->table;
+	if (!p) /* a cross check naming no planned parameter */
+		return pe_err_set(err, PE_EUNPROCESSABLE, key, "/v1/%s refuses the planned parameters (%.*s)", e->table,
+				  PE_ERR_DETAIL_MAX / 2, why->detail);
+	return pe_err_set(err, PE_EUNPROCESSABLE, key, "%.64s = %.40s: /v1/%s refuses it (%.*s)", key, p->value, e->table,
+			  PE_ERR_DETAIL_MAX / 2, why->detail);
 }
 
 int pe_plan_finish_enc(struct pe_plan *plan, struct pe_plan_enc *e, int64_t len, const struct pe_plan_opts *o,
