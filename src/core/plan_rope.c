@@ -23,7 +23,7 @@ static struct pe_plan_enc *add_rope(struct cfg *c, const struct rope *r)
 	pe_plan_param(e, "dim", "%d", r->rotary_dim);
 	pe_plan_source(e, "dim", r->dim_key);
 	pe_plan_param_real(e, "base", r->base);
-	pe_plan_source(e, "base", r->base_key[0] ? r->base_key : NULL);
+	pe_plan_source(e, "base", r->base_key);
 	int rc = plan_scaling_params(c, r, e);
 	if (rc < 0)
 		return NULL;
@@ -300,7 +300,6 @@ int plan_family_gemma3(struct cfg *c)
 	}
 	if (no_theta) {
 		g.base = 1e6;
-		g.base_key[0] = 0;
 		pe_plan_warn(c->plan, "no rope_theta: the global layers use 1000000 (Gemma 3's default)");
 	}
 	l.layers = "sliding_attention";

@@ -12,8 +12,8 @@ struct rope {
 	double base, softmax_scale;
 	const struct pe_json *scaling; /* rope_scaling / rope_parameters, or NULL */
 	const char *scaling_name;
-	/* The config keys base and the rotary width were read from (for a 422 when the table refuses
-	 * them); NULL when the family's default gave them. */
+	/* The config keys base and the rotary width were read from, or would be (rope_theta, head_dim)
+	 * when a default gave them: a value the table refuses is a 422 naming its key. */
 	char base_key[96];
 	const char *dim_key;
 	const struct dims *d;

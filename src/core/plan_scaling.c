@@ -83,9 +83,9 @@ static int orig_positions(struct cfg *c, const struct rope *r, struct pe_plan_en
 	if (rc < 0)
 		return rc;
 	if (rc == 0) {
-		snprintf(name, sizeof name, "max_position_embeddings");
 		if (!r->d->max_pos)
 			return plan_bad(c, name, "the scaling needs original_max_position_embeddings or max_position_embeddings");
+		snprintf(name, sizeof name, "max_position_embeddings");
 		v = (double)r->d->max_pos;
 		pe_plan_note(e, "original_max_position_embeddings is max_position_embeddings (%lld): the config gives none",
 			     (long long)r->d->max_pos);
