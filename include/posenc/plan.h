@@ -25,6 +25,7 @@
 struct pe_plan_param {
 	const char *key; /* the table's parameter name (static) */
 	char *value;     /* its value as a query would give it (heap) */
+	char *source;    /* the config key it was read from (heap), or NULL when the plan chose it */
 };
 
 struct pe_plan_enc {
@@ -76,7 +77,10 @@ struct pe_plan_opts {
 /* The plan of the config in json[0 .. n). Errors: PE_EBODY (400) for JSON that does not parse
  * (err->param "body"); PE_EUNPROCESSABLE (422) naming the key for a model_type or rope_type posenc
  * does not know, or a key the family needs that is missing or wrong (err->param
- * "rope_scaling.rope_type", "model_type", "num_attention_heads"...); PE_ETOOBIG for a body past
+ * "rope_scaling.rope_type", "model_type", "num_attention_heads"...), for a key of the wrong JSON
+ * type (booleans are not numbers; rope_scaling, rope_parameters, text_config must be objects), and
+ * for a value the table of its url refuses (the table's own pe_params_set / pe_params_finish
+ * decide, as for a GET of that url: "rope_scaling.factor", "rope_theta"...); PE_ETOOBIG for a body past
  * PE_PLAN_MAX_BODY or the JSON reader's bounds; PE_EINVAL naming "len" for a len below 1. On
  * failure the plan holds nothing to free. */
 int pe_plan_build(const char *json, size_t n, const struct pe_plan_opts *o, struct pe_plan *plan,

@@ -21,11 +21,14 @@
  *   default_theta; warned when it is not the usual 10000).
  * - A table whose JSON the server would refuse as too large (pe_plan_opts.fits_cb): format=npy,
  *   len capped only when even npy would be refused (plan_out.c's fit_response says why).
- * Everything else a family needs and does not find is a 422 naming the key.
+ * Everything else a family needs and does not find is a 422 naming the key, and so is a key of the
+ * wrong JSON type (true is not a number; a rope_scaling that is not an object is not "none") and a
+ * value the table of its url refuses: every url is checked by the table's own parameter code, the
+ * code the server runs on a GET of it, and a refusal names the config key the value came from.
  *
  * Files: plan_cfg.c reads the config (errors naming the key, dimensions, len), plan_rope.c holds the
- * RoPE families, plan_out.c builds urls and the answer; this file the other families and the
- * table that picks a family by model_type. */
+ * RoPE families and plan_scaling.c their rope_scaling / rope_parameters, plan_out.c builds urls and
+ * the answer; this file the other families and the table that picks a family by model_type. */
 #include "core/plan_cfg.h"
 
 #include <math.h>
@@ -36,7 +39,8 @@
 
 /* ---- ALiBi, T5, learned, 2-D sin-cos ---- */
 
-static int add_alibi(struct cfg *c, const struct dims *d, double max_bias, const char *note)
+/* bias_key: the config key max_bias was read from, or NULL when it is the family's constant. */
+static int add_alibi(struct cfg *c, const struct dims *d, double max_bias, const char *bias_key, const char *note)
 {
 	struct pe_plan_enc *e = pe_plan_enc_add(c->plan, "alibi", "alibi", "q_len", "all");
 	if (!e)
@@ -44,7 +48,9 @@ static int add_alibi(struct cfg *c, const struct dims *d, double max_bias, const
 	e->head_dim = d->head_dim;
 	e->softmax_scale = 1 / sqrt((double)d->head_dim);
 	pe_plan_param(e, "heads", "%d", d->heads);
+	pe_plan_source(e, "heads", d->heads_key);
 	pe_plan_param_real(e, "max_bias", max_bias);
+	pe_plan_source(e, "max_bias", bias_key);
 	pe_plan_note(e, "the bias is added to the scaled scores; the causal mask is applied separately (mask=causal "
 		     "gives both); the slopes alone: /v1/alibi/slopes?heads=%d&max_bias=%g", d->heads, max_bias);
 	if (note)
@@ -59,7 +65,7 @@ static int family_bloom(struct cfg *c)
 	if (rc < 0)
 		return rc;
 	plan_choose_len(c, &d);
-	return add_alibi(c, &d, 8, NULL);
+	return add_alibi(c, &d, 8, NULL, NULL);
 }
 
 static const struct pe_json *learned_enc(struct cfg *c, const struct dims *d, int64_t positions, const char *what);
@@ -71,7 +77,9 @@ static int family_mpt(struct cfg *c)
 	if (rc < 0)
 		return rc;
 	plan_choose_len(c, &d);
-	const struct pe_json *ac = plan_get(c, "attn_config");
+	const struct pe_json *ac;
+	if ((rc = plan_object_of(c, plan_get(c, "attn_config"), "attn_config", &ac)) < 0)
+		return rc;
 	const struct pe_json *al = plan_member(ac, "alibi");
 	if (!al || !al->num) {
 		learned_enc(c, &d, d.max_pos, "wpe (learned_pos_emb)");
@@ -80,7 +88,7 @@ static int family_mpt(struct cfg *c)
 	double mb = 8, ss = 0;
 	if ((rc = plan_num_of(c, plan_member(ac, "alibi_bias_max"), "attn_config.alibi_bias_max", &mb)) < 0)
 		return rc;
-	rc = add_alibi(c, &d, mb, "MPT's bias is -(k_len - 1 - key) per head, equal to ALiBi's -(query - key) up to a "
+	rc = add_alibi(c, &d, mb, "attn_config.alibi_bias_max", "MPT's bias is -(k_len - 1 - key) per head, equal to ALiBi's -(query - key) up to a "
 			   "per-row constant the softmax ignores");
 	if (rc == 0 && plan_num_of(c, plan_member(ac, "softmax_scale"), "attn_config.softmax_scale", &ss) > 0)
 		c->plan->enc[c->plan->nenc - 1].softmax_scale = ss;
@@ -97,7 +105,7 @@ static int family_falcon(struct cfg *c)
 	if (rc < 0)
 		return rc;
 	plan_choose_len(c, &d);
-	return add_alibi(c, &d, 8, NULL);
+	return add_alibi(c, &d, 8, NULL, NULL);
 }
 
 static int family_t5(struct cfg *c)
@@ -124,7 +132,9 @@ static int family_t5(struct cfg *c)
 		e->head_dim = d.head_dim;
 		e->softmax_scale = 1;
 		pe_plan_param_real(e, "num_buckets", nb);
+		pe_plan_source(e, "num_buckets", "relative_attention_num_buckets");
 		pe_plan_param_real(e, "max_distance", md);
+		pe_plan_source(e, "max_distance", "relative_attention_max_distance");
 		pe_plan_param(e, "bidirectional", "%d", k == 0);
 		pe_plan_note(e, "bucket indices into the learned relative_attention_bias [num_buckets, %d heads] of the "
 			     "first %s layer, shared by the stack", d.heads, stacks[k]);
@@ -194,8 +204,11 @@ static int family_vit_mae(struct cfg *c)
 		e->head_dim = !k ? d.head_dim : dec_heads >= 1 ? (int)(dec / dec_heads) : 0;
 		e->softmax_scale = e->head_dim ? 1 / sqrt((double)e->head_dim) : NAN;
 		pe_plan_param(e, "height", "%d", side);
+		pe_plan_source(e, "height", "image_size");
 		pe_plan_param(e, "width", "%d", side);
+		pe_plan_source(e, "width", "image_size");
 		pe_plan_param(e, "dim", "%d", dim);
+		pe_plan_source(e, "dim", k ? "decoder_hidden_size" : d.hidden_key);
 		pe_plan_param(e, "cls_token", "1");
 		pe_plan_param(e, "variant", "mae");
 		pe_plan_note(e, "fixed 2-D sin-cos over the %dx%d patch grid, added to the %s's input", side, side,
@@ -231,8 +244,11 @@ static int build(struct cfg *c)
 	if (!mt || mt->type != PE_JSON_STR)
 		return plan_bad(c, "model_type", "the config has no model_type string");
 	snprintf(c->plan->model_type, sizeof c->plan->model_type, "%s", mt->str);
-	const struct pe_json *tc = plan_member(c->root, "text_config");
-	c->text = tc && tc->type == PE_JSON_OBJ ? tc : c->root;
+	const struct pe_json *tc;
+	int rc = plan_object_of(c, plan_member(c->root, "text_config"), "text_config", &tc);
+	if (rc < 0)
+		return rc;
+	c->text = tc ? tc : c->root;
 	for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
 		if (!strcmp(families[i].model_type, mt->str))
 			return families[i].build(c);

@@ -34,19 +34,31 @@ const struct pe_json *plan_member(const struct pe_json *obj, const char *key)
 	return v && v->type != PE_JSON_NULL ? v : NULL;
 }
 
-/* A number member: 1 found, 0 absent, PE_EUNPROCESSABLE when it is not a number. name is the key
- * as messages show it ("rope_scaling.factor"). */
+/* A number member: 1 found, 0 absent, PE_EUNPROCESSABLE when it is not a number (true and false
+ * are not: a config's rope_theta: true is a mistake, not 1). name is the key as messages show it
+ * ("rope_scaling.factor"). */
 int plan_num_of(struct cfg *c, const struct pe_json *v, const char *name, double *out)
 {
 	if (!v)
 		return 0;
-	if (v->type != PE_JSON_NUM && v->type != PE_JSON_BOOL)
+	if (v->type != PE_JSON_NUM)
 		return plan_bad(c, name, "%s must be a number", name);
 	*out = v->num;
 	return 1;
 }
 
 int plan_num(struct cfg *c, const char *key, double *out) { return plan_num_of(c, plan_get(c, key), key, out); }
+
+int plan_object_of(struct cfg *c, const struct pe_json *v, const char *name, const struct pe_json **out)
+{
+	*out = NULL;
+	if (!v)
+		return 0;
+	if (v->type != PE_JSON_OBJ)
+		return plan_bad(c, name, "%s must be a JSON object", name);
+	*out = v;
+	return 1;
+}
 
 /* A number that must be > 0 (a scale, a scalar under a square root): 1 given, 0 absent, or an error. */
 int plan_positive(struct cfg *c, const char *key, double *out)
@@ -94,10 +106,10 @@ int plan_read_dims(struct cfg *c, struct dims *d)
 	int64_t h = 0, w = 0, l = 0, hd = 0;
 	int rc;
 	memset(d, 0, sizeof *d);
-	if ((rc = first_int(c, heads, &h, NULL)) <= 0)
+	if ((rc = first_int(c, heads, &h, &d->heads_key)) <= 0)
 		return rc < 0 ? rc : plan_bad(c, "num_attention_heads", "the config gives no number of attention heads");
-	if ((rc = first_int(c, hidden, &w, NULL)) < 0 || (rc = first_int(c, layers, &l, NULL)) < 0 ||
-	    (rc = first_int(c, positions, &d->max_pos, NULL)) < 0 || (rc = first_int(c, head_dim, &hd, NULL)) < 0)
+	if ((rc = first_int(c, hidden, &w, &d->hidden_key)) < 0 || (rc = first_int(c, layers, &l, NULL)) < 0 ||
+	    (rc = first_int(c, positions, &d->max_pos, NULL)) < 0 || (rc = first_int(c, head_dim, &hd, &d->head_dim_key)) < 0)
 		return rc;
 	if (!hd && (!w || w % h))
 		return plan_bad(c, "hidden_size",
@@ -110,6 +122,8 @@ int plan_read_dims(struct cfg *c, struct dims *d)
 	d->hidden = (int)w;
 	d->layers = (int)l;
 	d->head_dim = hd ? (int)hd : (int)(w / h);
+	if (!hd)
+		d->head_dim_key = d->hidden_key; /* hidden_size / num_attention_heads */
 	return 0;
 }
 
@@ -131,9 +145,9 @@ void plan_choose_len(struct cfg *c, const struct dims *d)
 int plan_finish_all(struct cfg *c)
 {
 	for (size_t i = 0; i < c->plan->nenc; i++) {
-		int rc = pe_plan_finish_enc(c->plan, &c->plan->enc[i], c->len, c->opt);
+		int rc = pe_plan_finish_enc(c->plan, &c->plan->enc[i], c->len, c->opt, c->err);
 		if (rc)
-			return pe_err_set(c->err, rc, "", "cannot form the url of %s", c->plan->enc[i].kind);
+			return rc;
 	}
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* Internal to the model plans: the config being read (struct cfg), the model's dimensions, the
- * readers every family uses (plan_cfg.c) and the RoPE families (plan_rope.c) that the family table
- * in plan.c dispatches to. */
+ * readers every family uses (plan_cfg.c) and the RoPE families (plan_rope.c, their scaling object in
+ * plan_scaling.c) that the family table in plan.c dispatches to. */
 #ifndef PE_CORE_PLAN_CFG_H
 #define PE_CORE_PLAN_CFG_H
 
@@ -23,6 +23,7 @@ struct cfg {
 struct dims {
 	int heads, hidden, head_dim, layers;
 	int64_t max_pos; /* 0 when the config has none */
+	const char *heads_key, *hidden_key, *head_dim_key; /* the keys read ("n_head"...); NULL: none */
 };
 
 /* Readers (plan_cfg.c): each returns 0, or a 422 in c->err naming the key. */
@@ -31,6 +32,9 @@ const struct pe_json *plan_get(const struct cfg *c, const char *key);
 const struct pe_json *plan_member(const struct pe_json *obj, const char *key);
 int plan_num_of(struct cfg *c, const struct pe_json *v, const char *name, double *out);
 int plan_num(struct cfg *c, const char *key, double *out);
+/* An object member (rope_scaling, text_config...): 1 found (*out), 0 absent (*out NULL), or a 422
+ * naming name when it is another JSON type (a mistyped object is not silently dropped). */
+int plan_object_of(struct cfg *c, const struct pe_json *v, const char *name, const struct pe_json **out);
 int plan_positive(struct cfg *c, const char *key, double *out);
 int plan_channels(struct cfg *c, const char *key, double *out);
 int plan_read_dims(struct cfg *c, struct dims *d);

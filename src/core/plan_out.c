@@ -1,7 +1,9 @@
 /* Model plans, the output side: an encoding's parameters, notes and warnings as the family rules
  * (plan.c) add them; its url, made by the table's own parameter code (pe_params_set, _finish,
  * _canonical: the url is the canonical GET, so its ETag is that of any hand-written query for the
- * same table); the plan as JSON; and the pick of one encoding for the CLI.
+ * same table, and parameters the table refuses are the plan's 422 naming the config key each came
+ * from, never a url the server would refuse); the plan as JSON; and the pick of one encoding for
+ * the CLI.
  *
  * len is capped here, not in the rules: the largest len whose table still fits max_elements is
  * found by bisection over the table's own shape function, so every table is capped by the count
@@ -48,6 +50,16 @@ void pe_plan_param(struct pe_plan_enc *e, const char *key, const char *fmt, ...)
 		e->params[e->nparams].key = key;
 		e->params[e->nparams++].value = v;
 	}
+}
+
+void pe_plan_source(struct pe_plan_enc *e, const char *key, const char *source)
+{
+	for (size_t k = e->nparams; k-- > 0;)
+		if (!strcmp(e->params[k].key, key)) {
+			free(e->params[k].source);
+			e->params[k].source = source ? strdup(source) : NULL; /* NULL when out of memory: unnamed */
+			return;
+		}
 }
 
 void pe_plan_real_text(double v, char *buf)
@@ -98,8 +110,10 @@ void pe_plan_destroy(struct pe_plan *plan)
 {
 	for (size_t i = 0; i < plan->nenc; i++) {
 		struct pe_plan_enc *e = &plan->enc[i];
-		for (size_t k = 0; k < e->nparams; k++)
+		for (size_t k = 0; k < e->nparams; k++) {
 			free(e->params[k].value);
+			free(e->params[k].source);
+		}
 		for (size_t k = 0; k < e->nnotes; k++)
 			free(e->notes[k]);
 		free(e->url);
@@ -273,37 +287,52 @@ static int params_ok(const struct pe_table_def *def, const struct pe_plan_enc *e
 	return 0;
 }
 
-int pe_plan_finish_enc(struct pe_plan *plan, struct pe_plan_enc *e, int64_t len, const struct pe_plan_opts *o)
+/* The table refused e's parameters (why: the table's problem, naming its parameter): a 422 naming
+ * the config key that parameter was read from, with the value as planned and the table's reason. */
+static int refused(const struct pe_plan_enc *e, const struct pe_err *why, struct pe_err *err)
+{
+	const struct pe_plan_param *p = NULL;
+	for (size_t k = 0; k < e->nparams && !p; k++)
+		if (!strcmp(e->params[k].key, why->param))
+			p = &e->params[k];
+	const char *key = p && p->source ? p->source : *why->param ? why->param : e->table;
+	if (!p) /* a cross check naming no planned parameter */
+		return pe_err_set(err, PE_EUNPROCESSABLE, key, "/v1/%s refuses the planned parameters (%.*s)", e->table,
+				  PE_ERR_DETAIL_MAX / 2, why->detail);
+	return pe_err_set(err, PE_EUNPROCESSABLE, key, "%.64s = %.40s: /v1/%s refuses it (%.*s)", key, p->value, e->table,
+			  PE_ERR_DETAIL_MAX / 2, why->detail);
+}
+
+int pe_plan_finish_enc(struct pe_plan *plan, struct pe_plan_enc *e, int64_t len, const struct pe_plan_opts *o,
+		       struct pe_err *err)
 {
 	if (!e->table)
 		return 0;
 	const struct pe_table_def *def = pe_table_find(e->table);
 	struct pe_params p;
-	struct pe_err err = {0};
+	struct pe_err why = {0};
 	if (!e->len_key)
 		len = 0;
-	if (def && params_ok(def, e, len, &err)) {
+	if (def && !params_ok(def, e, len, &why))
+		return refused(e, &why, err);
+	if (def) {
 		int64_t capped = len ? cap_len(def, e, len, o, NULL) : 0;
 		warn_capped(plan, e, len, capped, o->max_elements);
 		capped = fit_response(plan, def, e, capped, o);
-		if (table_params(def, e, capped ? capped : 1, &p, &err) != 0)
-			return PE_EINTERNAL; /* the same parameters passed above with a larger len */
+		if (table_params(def, e, capped ? capped : 1, &p, &why) != 0) /* passed above with a larger len */
+			return pe_err_set(err, PE_EINTERNAL, "", "cannot form the url of %s", e->kind);
 		e->url = canonical_url(def, &p, e->format);
 		e->len = capped;
 		if (def->extra)
 			e->attention_scaling = def->extra(&p);
 		pe_params_destroy(&p);
-		return e->url ? 0 : PE_ENOMEM;
+		return e->url ? 0 : pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	}
-	if (def)
-		pe_plan_warn(plan, "%s (%s): this posenc refuses the planned parameters today (%s: %s); the url "
-			     "names them as planned", e->kind, e->layers ? e->layers : "listed layers", err.param, err.detail);
-	else
-		pe_plan_warn(plan, "%s: this posenc has no /v1/%s yet; the url names the table as planned", e->kind, e->table);
+	pe_plan_warn(plan, "%s: this posenc has no /v1/%s yet; the url names the table as planned", e->kind, e->table);
 	e->len = cap_plain(e, len, o->max_elements);
 	warn_capped(plan, e, len, e->len, o->max_elements);
 	e->url = plain_url(e, e->len);
-	return e->url ? 0 : PE_ENOMEM;
+	return e->url ? 0 : pe_err_set(err, PE_ENOMEM, "", "out of memory");
 }
 
 /* ---- JSON ---- */

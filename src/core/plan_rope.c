@@ -1,254 +1,13 @@
-/* The RoPE families of the model plans: rope_scaling / rope_parameters in every spelling (plan.c's
- * header lists the decisions), partial rotary, M-RoPE sections, Gemma's local and global bases,
- * Llama 4's NoPE layers and DeepSeek's rotary head and mscale. */
-#include "core/plan_cfg.h"
+/* The RoPE families of the model plans: the base and the rotary share of a head (partial rotary),
+ * Gemma's local and global bases, Llama 4's NoPE layers and DeepSeek's rotary head and mscale.
+ * The scaling object (rope_scaling / rope_parameters) is plan_scaling.c's; plan.c's header lists
+ * the decisions. */
+#include "core/plan_rope.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- RoPE ---- */
-
-struct rope {
-	const char *layout, *layers;
-	int head_dim, rotary_dim;
-	double base, softmax_scale;
-	const struct pe_json *scaling; /* rope_scaling / rope_parameters, or NULL */
-	const char *scaling_name;
-	const struct dims *d;
-};
-
-static int list_param(struct cfg *c, struct pe_plan_enc *e, const struct pe_json *v, const char *pname,
-		      const char *name, size_t want)
-{
-	if (!v || v->type != PE_JSON_ARR)
-		return plan_bad(c, name, "%s must be a list of numbers", name);
-	if (v->n != want)
-		return plan_bad(c, name, "%s has %zu values; the rotary dimensions need %zu", name, v->n, want);
-	char *s = malloc(v->n * 26 + 1);
-	size_t n = 0;
-	if (!s)
-		return pe_err_set(c->err, PE_ENOMEM, "", "out of memory");
-	s[0] = 0;
-	for (const struct pe_json *x = v->child; x; x = x->next) {
-		if (x->type != PE_JSON_NUM) {
-			free(s);
-			return plan_bad(c, name, "%s must be a list of numbers", name);
-		}
-		if (n)
-			s[n++] = ',';
-		pe_plan_real_text(x->num, s + n);
-		n += strlen(s + n);
-	}
-	pe_plan_param(e, pname, "%s", s);
-	free(s);
-	return 0;
-}
-
-/* A number of the scaling object into the table parameter pname (1 given, 0 absent, <0 error). */
-static int scaling_num(struct cfg *c, const struct rope *r, struct pe_plan_enc *e, const char *key, const char *pname)
-{
-	char name[96];
-	double v = 0;
-	snprintf(name, sizeof name, "%s.%s", r->scaling_name, key);
-	int rc = plan_num_of(c, plan_member(r->scaling, key), name, &v);
-	if (rc == 1 && pname)
-		pe_plan_param_real(e, pname, v);
-	return rc;
-}
-
-static double scaling_get(const struct rope *r, const char *key, double def)
-{
-	const struct pe_json *v = plan_member(r->scaling, key);
-	return v && v->type == PE_JSON_NUM ? v->num : def;
-}
-
-/* rope_type, or the legacy type; "default" when the config has no scaling. */
-static const char *scaling_type(struct cfg *c, const struct rope *r, char *which, size_t cap)
-{
-	const struct pe_json *rt = plan_member(r->scaling, "rope_type"), *t = plan_member(r->scaling, "type");
-	snprintf(which, cap, "%s.%s", r->scaling_name, rt ? "rope_type" : "type");
-	if (rt && t && t->type == PE_JSON_STR && rt->type == PE_JSON_STR && strcmp(rt->str, t->str))
-		pe_plan_warn(c->plan, "%s.rope_type (%s) and %s.type (%s) differ: rope_type is used", r->scaling_name,
-			     rt->str, r->scaling_name, t->str);
-	const struct pe_json *v = rt ? rt : t;
-	if (!v)
-		return "default";
-	return v->type == PE_JSON_STR ? v->str : NULL;
-}
-
-static int orig_positions(struct cfg *c, const struct rope *r, struct pe_plan_enc *e, int64_t *orig)
-{
-	double v = 0;
-	char name[96];
-	snprintf(name, sizeof name, "%s.original_max_position_embeddings", r->scaling_name);
-	int rc = plan_num_of(c, plan_member(r->scaling, "original_max_position_embeddings"), name, &v);
-	if (rc == 0)
-		rc = plan_num(c, "original_max_position_embeddings", &v); /* Phi-3 keeps it at the top */
-	if (rc < 0)
-		return rc;
-	if (rc == 0) {
-		if (!r->d->max_pos)
-			return plan_bad(c, name, "the scaling needs original_max_position_embeddings or max_position_embeddings");
-		v = (double)r->d->max_pos;
-		pe_plan_note(e, "original_max_position_embeddings is max_position_embeddings (%lld): the config gives none",
-			     (long long)r->d->max_pos);
-	}
-	if (v != floor(v) || v < 1 || v > 1e15)
-		return plan_bad(c, name, "%s must be a positive integer", name);
-	*orig = (int64_t)v;
-	pe_plan_param(e, "original_max_position_embeddings", "%lld", (long long)*orig);
-	return 1;
-}
-
-static int need_factor(struct cfg *c, const struct rope *r, struct pe_plan_enc *e, double *factor)
-{
-	char name[96];
-	snprintf(name, sizeof name, "%s.factor", r->scaling_name);
-	int rc = plan_num_of(c, plan_member(r->scaling, "factor"), name, factor);
-	if (rc == 0)
-		return plan_bad(c, name, "%s is required for this rope_type", name);
-	if (rc > 0)
-		pe_plan_param_real(e, "factor", *factor);
-	return rc < 0 ? rc : 0;
-}
-
-static int yarn(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
-{
-	double factor = 1;
-	int64_t orig = 0;
-	int rc;
-	pe_plan_param(e, "scaling", "yarn");
-	if ((rc = need_factor(c, r, e, &factor)) < 0 || (rc = orig_positions(c, r, e, &orig)) < 0)
-		return rc;
-	if (plan_member(r->scaling, "original_max_position_embeddings") && r->d->max_pos &&
-	    (double)r->d->max_pos / (double)orig != factor)
-		pe_plan_warn(c->plan, "YaRN: %s.factor (%g) is used; max_position_embeddings / "
-			     "original_max_position_embeddings is %g, which recent transformers use instead",
-			     r->scaling_name, factor, (double)r->d->max_pos / (double)orig);
-	int m = plan_member(r->scaling, "mscale") != NULL, mad = plan_member(r->scaling, "mscale_all_dim") != NULL;
-	if ((rc = scaling_num(c, r, e, "beta_fast", "beta_fast")) < 0 || (rc = scaling_num(c, r, e, "beta_slow", "beta_slow")) < 0 ||
-	    (rc = scaling_num(c, r, e, "attention_factor", "attention_factor")) < 0)
-		return rc;
-	if (m && mad && !plan_member(r->scaling, "attention_factor")) {
-		if ((rc = scaling_num(c, r, e, "mscale", "mscale")) < 0 || (rc = scaling_num(c, r, e, "mscale_all_dim", "mscale_all_dim")) < 0)
-			return rc;
-	} else if (m != mad) {
-		pe_plan_warn(c->plan, "%s.%s is given without %s: ignored, as transformers does", r->scaling_name,
-			     m ? "mscale" : "mscale_all_dim", m ? "mscale_all_dim" : "mscale");
-	}
-	const struct pe_json *t = plan_member(r->scaling, "truncate");
-	if (t && t->type == PE_JSON_BOOL)
-		pe_plan_param(e, "truncate", "%d", (int)t->num);
-	return 0;
-}
-
-static int longrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
-{
-	int64_t orig = 0;
-	char sname[96], lname[96];
-	int rc;
-	pe_plan_param(e, "scaling", "longrope");
-	snprintf(sname, sizeof sname, "%s.short_factor", r->scaling_name);
-	snprintf(lname, sizeof lname, "%s.long_factor", r->scaling_name);
-	if ((rc = list_param(c, e, plan_member(r->scaling, "short_factor"), "short_factor", sname, (size_t)r->rotary_dim / 2)) < 0 ||
-	    (rc = list_param(c, e, plan_member(r->scaling, "long_factor"), "long_factor", lname, (size_t)r->rotary_dim / 2)) < 0)
-		return rc;
-	if ((rc = orig_positions(c, r, e, &orig)) < 0)
-		return rc;
-	if (plan_member(r->scaling, "attention_factor"))
-		return scaling_num(c, r, e, "attention_factor", "attention_factor") < 0 ? -1 : 0;
-	double factor = r->d->max_pos && orig ? (double)r->d->max_pos / (double)orig : scaling_get(r, "factor", 1);
-	pe_plan_param_real(e, "factor", factor);
-	pe_plan_note(e, "LongRoPE: factor is max_position_embeddings / original_max_position_embeddings (%g), which "
-		     "sets the attention factor sqrt(1 + ln factor / ln original)", factor);
-	pe_plan_note(e, "short_factor applies while offset + len <= original_max_position_embeddings (%lld), "
-		     "long_factor beyond: the table picks by its own positions", (long long)orig);
-	return 0;
-}
-
-static int llama3(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
-{
-	double factor = 1;
-	int64_t orig;
-	int rc;
-	pe_plan_param(e, "scaling", "llama3");
-	if ((rc = need_factor(c, r, e, &factor)) < 0 || (rc = orig_positions(c, r, e, &orig)) < 0 ||
-	    (rc = scaling_num(c, r, e, "low_freq_factor", "low_freq_factor")) < 0 ||
-	    (rc = scaling_num(c, r, e, "high_freq_factor", "high_freq_factor")) < 0)
-		return rc;
-	if (scaling_get(r, "low_freq_factor", 1) == scaling_get(r, "high_freq_factor", 4))
-		pe_plan_note(e, "low_freq_factor = high_freq_factor: no smoothing band, each frequency is divided by factor "
-			     "or kept (Llama 4)");
-	return 0;
-}
-
-/* M-RoPE (Qwen2-VL and later): the table is /v1/rope/mrope with the config's mrope_section. */
-static int mrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
-{
-	char name[96];
-	const struct pe_json *sec = plan_member(r->scaling, "mrope_section"), *il = plan_member(r->scaling, "mrope_interleaved");
-	snprintf(name, sizeof name, "%s.mrope_section", r->scaling_name);
-	if (!sec || sec->type != PE_JSON_ARR || sec->n != 3)
-		return plan_bad(c, name, "%s must be three integers (t, h, w)", name);
-	int s[3], k = 0;
-	for (const struct pe_json *x = sec->child; x; x = x->next, k++) {
-		if (x->type != PE_JSON_NUM || x->num != floor(x->num) || x->num < 0 || x->num > 65536)
-			return plan_bad(c, name, "%s must be three integers (t, h, w)", name);
-		s[k] = (int)x->num;
-	}
-	if (s[0] + s[1] + s[2] != r->rotary_dim / 2)
-		return plan_bad(c, name, "%s sums to %d, not head_dim / 2 = %d", name, s[0] + s[1] + s[2], r->rotary_dim / 2);
-	e->kind = "mrope";
-	e->table = "rope/mrope";
-	e->len_key = "segments"; /* the url's sequence: len text tokens */
-	e->len_prefix = "text:";
-	pe_plan_param(e, "mrope_section", "%d,%d,%d", s[0], s[1], s[2]);
-	pe_plan_param(e, "interleaved", "%d", il && il->type == PE_JSON_BOOL && il->num ? 1 : 0);
-	if (!strcmp(c->plan->model_type, "qwen2_5_vl"))
-		pe_plan_param(e, "variant", "qwen25vl"); /* its videos' time positions: tokens_per_second */
-	pe_plan_note(e, "positions are three rows (temporal, height, width); the url's sequence is len text tokens, "
-		     "where all three are the token index and the table equals /v1/rope's: give segments= with the "
-		     "images and videos of a prompt for theirs");
-	return 0;
-}
-
-static int scaling_params(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
-{
-	char which[96];
-	const char *type = scaling_type(c, r, which, sizeof which);
-	if (!type)
-		return plan_bad(c, which, "%s must be a string", which);
-	int has_sections = plan_member(r->scaling, "mrope_section") != NULL;
-	if (!strcmp(type, "mrope") || (has_sections && !strcmp(type, "default")))
-		return mrope(c, r, e);
-	if (!strcmp(type, "default"))
-		return 0;
-	if (!strcmp(type, "linear") || !strcmp(type, "dynamic")) {
-		double f = 0;
-		int64_t orig;
-		int rc;
-		pe_plan_param(e, "scaling", "%s", type);
-		if ((rc = need_factor(c, r, e, &f)) < 0)
-			return rc;
-		if (!strcmp(type, "dynamic")) {
-			if ((rc = orig_positions(c, r, e, &orig)) < 0)
-				return rc;
-			pe_plan_note(e, "dynamic NTK depends on the sequence seen: the table uses seq_len = offset + len");
-		}
-		return 0;
-	}
-	if (!strcmp(type, "yarn"))
-		return yarn(c, r, e);
-	if (!strcmp(type, "longrope") || !strcmp(type, "su"))
-		return longrope(c, r, e);
-	if (!strcmp(type, "llama3"))
-		return llama3(c, r, e);
-	return plan_bad(c, which, "%s '%.40s' is not one posenc knows (default, linear, dynamic, yarn, longrope, llama3, mrope)",
-		   which, type);
-}
 
 static struct pe_plan_enc *add_rope(struct cfg *c, const struct rope *r)
 {
@@ -262,8 +21,10 @@ static struct pe_plan_enc *add_rope(struct cfg *c, const struct rope *r)
 	e->layout = r->layout;
 	e->softmax_scale = r->softmax_scale;
 	pe_plan_param(e, "dim", "%d", r->rotary_dim);
+	pe_plan_source(e, "dim", r->dim_key);
 	pe_plan_param_real(e, "base", r->base);
-	int rc = scaling_params(c, r, e);
+	pe_plan_source(e, "base", r->base_key);
+	int rc = plan_scaling_params(c, r, e);
 	if (rc < 0)
 		return NULL;
 	if (!strcmp(e->kind, "rope"))
@@ -274,19 +35,6 @@ static struct pe_plan_enc *add_rope(struct cfg *c, const struct rope *r)
 		pe_plan_note(e, "rotates the first %d of %d channels of each head; the rest pass unchanged", r->rotary_dim,
 			     r->head_dim);
 	return e;
-}
-
-/* The scaling object: rope_scaling, or the newer rope_parameters; which one, for messages. */
-static void scaling_of(struct cfg *c, struct rope *r)
-{
-	const struct pe_json *rp = plan_get(c, "rope_parameters"), *rs = plan_get(c, "rope_scaling");
-	if (rp && rp->type == PE_JSON_OBJ) {
-		r->scaling = rp;
-		r->scaling_name = "rope_parameters";
-	} else {
-		r->scaling = rs && rs->type == PE_JSON_OBJ ? rs : NULL;
-		r->scaling_name = "rope_scaling";
-	}
 }
 
 /* The base a config without rope_theta gets: its transformers config class's default (the class
@@ -317,11 +65,14 @@ static double family_theta(const struct cfg *c)
 static int rope_base(struct cfg *c, struct rope *r)
 {
 	double v = 0;
-	int rc = r->scaling ? plan_num_of(c, plan_member(r->scaling, "rope_theta"), "rope_parameters.rope_theta", &v) : 0;
-	if (rc == 0)
-		rc = plan_num(c, "rope_theta", &v);
-	if (rc == 0)
-		rc = plan_num(c, "rotary_emb_base", &v);
+	int rc = 0;
+	snprintf(r->base_key, sizeof r->base_key, "%s.rope_theta", r->scaling_name);
+	if (r->scaling)
+		rc = plan_num_of(c, plan_member(r->scaling, "rope_theta"), r->base_key, &v);
+	if (rc == 0 && (rc = plan_num(c, "rope_theta", &v)) >= 0)
+		snprintf(r->base_key, sizeof r->base_key, "rope_theta");
+	if (rc == 0 && (rc = plan_num(c, "rotary_emb_base", &v)) >= 0)
+		snprintf(r->base_key, sizeof r->base_key, rc ? "rotary_emb_base" : "rope_theta");
 	if (rc < 0)
 		return rc;
 	r->base = rc ? v : family_theta(c);
@@ -329,7 +80,7 @@ static int rope_base(struct cfg *c, struct rope *r)
 		pe_plan_warn(c->plan, "no rope_theta: base %.0f (the default of transformers' %s config)", r->base,
 			     c->plan->model_type);
 	if (!(r->base > 0))
-		return plan_bad(c, "rope_theta", "rope_theta must be > 0");
+		return plan_bad(c, r->base_key, "%s must be > 0", r->base_key);
 	return rc;
 }
 
@@ -352,15 +103,18 @@ static int rotary_dim(struct cfg *c, struct rope *r)
 	double v = 0;
 	int rc;
 	r->rotary_dim = (int)(r->head_dim * family_rotary_share(c)); /* the class default: see below */
+	r->dim_key = r->d->head_dim_key;
 	if ((rc = plan_channels(c, "rotary_dim", &v)) != 0) {
 		if (rc > 0)
 			r->rotary_dim = (int)v;
+		r->dim_key = "rotary_dim";
 	} else if ((rc = r->scaling ? plan_num_of(c, plan_member(r->scaling, "partial_rotary_factor"), "rope_parameters.partial_rotary_factor", &v) : 0) != 0 ||
 		   (rc = plan_num(c, "partial_rotary_factor", &v)) != 0 || (rc = plan_num(c, "rotary_pct", &v)) != 0) {
 		if (rc > 0 && !(v > 0 && v <= 1))
 			return plan_bad(c, "partial_rotary_factor", "partial_rotary_factor must be in (0, 1]");
 		if (rc > 0)
 			r->rotary_dim = (int)(r->head_dim * v); /* transformers: int(head_dim * factor) */
+		r->dim_key = "partial_rotary_factor";
 	}
 	if (rc < 0)
 		return rc;
@@ -382,8 +136,9 @@ static int rope_init(struct cfg *c, struct rope *r, const struct dims *d, const 
 	r->layers = "all";
 	r->head_dim = d->head_dim;
 	r->softmax_scale = 1 / sqrt((double)d->head_dim);
-	scaling_of(c, r);
-	int rc = rope_base(c, r);
+	int rc = plan_scaling_of(c, r);
+	if (rc == 0)
+		rc = rope_base(c, r);
 	return rc < 0 ? rc : rotary_dim(c, r);
 }
 
@@ -518,7 +273,13 @@ int plan_family_gemma3(struct cfg *c)
 	if ((rc = gemma3_layers(c, &d, sliding)) < 0 || (rc = gemma_query_scalar(c, &q)) < 0)
 		return rc;
 	double scale = rc > 0 ? 1 / sqrt(q) : g.softmax_scale;
-	const struct pe_json *per_full = plan_member(g.scaling, "full_attention"), *per_slide = plan_member(g.scaling, "sliding_attention");
+	const struct pe_json *per_full, *per_slide;
+	char fname[96], sname[96];
+	snprintf(fname, sizeof fname, "%s.full_attention", g.scaling_name);
+	snprintf(sname, sizeof sname, "%s.sliding_attention", g.scaling_name);
+	if ((rc = plan_object_of(c, plan_member(g.scaling, "full_attention"), fname, &per_full)) < 0 ||
+	    (rc = plan_object_of(c, plan_member(g.scaling, "sliding_attention"), sname, &per_slide)) < 0)
+		return rc;
 	l = g;
 	if (per_full && per_slide) { /* rope_parameters: {"full_attention": {...}, "sliding_attention": {...}} */
 		g.scaling = per_full;
@@ -533,6 +294,7 @@ int plan_family_gemma3(struct cfg *c)
 		if (rc == 0)
 			pe_plan_warn(c->plan, "no rope_local_base_freq: the sliding layers use 10000 (Gemma 3's default)");
 		l.base = local;
+		snprintf(l.base_key, sizeof l.base_key, "rope_local_base_freq");
 		l.scaling = NULL;
 		l.scaling_name = "rope_scaling";
 	}
@@ -575,8 +337,11 @@ int plan_family_llama4(struct cfg *c)
 	if (nr && nr->type == PE_JSON_ARR && nr->n) {
 		if ((int)nr->n != d.layers)
 			return plan_bad(c, "no_rope_layers", "no_rope_layers must have num_hidden_layers (%d) entries", d.layers);
-		for (const struct pe_json *x = nr->child; x; x = x->next, n++)
+		for (const struct pe_json *x = nr->child; x; x = x->next, n++) {
+			if (x->type != PE_JSON_NUM)
+				return plan_bad(c, "no_rope_layers", "no_rope_layers holds numbers (0: the layer has no RoPE)");
 			uses[n] = x->num != 0;
+		}
 	} else {
 		interval = fmin(interval, PE_PLAN_MAX_LAYERS + 1); /* past the layers, the same (and an int) */
 		for (n = 0; n < d.layers; n++)
@@ -629,10 +394,8 @@ int plan_family_deepseek(struct cfg *c)
 	if (r.rotary_dim < 2 || r.rotary_dim % 2)
 		return plan_bad(c, "qk_rope_head_dim", "qk_rope_head_dim must be even");
 	plan_choose_len(c, &d);
-	if (r.scaling) {
-		mad = scaling_get(&r, "mscale_all_dim", 0);
-		factor = scaling_get(&r, "factor", 1);
-	}
+	if ((rc = plan_scaling_num(c, &r, "mscale_all_dim", &mad)) < 0 || (rc = plan_scaling_num(c, &r, "factor", &factor)) < 0)
+		return rc;
 	double m = mad && factor > 1 ? 0.1 * mad * log(factor) + 1 : 1;
 	r.softmax_scale = m * m / sqrt((double)d.head_dim);
 	struct pe_plan_enc *e = add_rope(c, &r);

@@ -8,8 +8,10 @@
  * where the reader is narrower by design: past its depth or node bounds (PE_ETOOBIG), or where
  * jansson is wrong (a raw NUL byte it skips). A refusal
  * is PE_EBODY or PE_ETOOBIG naming "body" with a detail. pe_plan_build fails only with a known
- * code and a detail; when it succeeds, every encoding with a table has a url, and pe_plan_json is JSON that
- * jansson reads back (strings well-formed UTF-8) with the same number of encodings. */
+ * code and a detail; when it succeeds, every encoding with a table has a url whose query the
+ * table's own pe_params_set / pe_params_finish take (what the server runs on a GET of it), and
+ * pe_plan_json is JSON that jansson reads back (strings well-formed UTF-8) with the same number
+ * of encodings. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "core/plan_json.h"
+#include "posenc/core.h"
 #include "posenc/plan.h"
 
 #define FAIL(...)                                             \
@@ -48,6 +51,41 @@ static void check_reader(const char *text, size_t n)
 	pe_json_free(v);
 }
 
+/* The url "/v1/<table>?k=v&..." through its table's parameter code, as a GET of it would be
+ * ("%2B" is '+'; format is the output's, not the table's). A table posenc lacks is not checked. */
+static void check_url(const char *url)
+{
+	const char *q = strchr(url, '?');
+	char table[64], *query, *save = NULL;
+	struct pe_params p;
+	struct pe_err err = {0};
+	if (!q || strncmp(url, "/v1/", 4) || (size_t)(q - url - 4) >= sizeof table)
+		return;
+	snprintf(table, sizeof table, "%.*s", (int)(q - url - 4), url + 4);
+	const struct pe_table_def *def = pe_table_find(table);
+	if (!def || !(query = strdup(q + 1)))
+		return;
+	pe_params_init(&p, def);
+	int rc = 0;
+	for (char *kv = strtok_r(query, "&", &save); kv && rc == 0; kv = strtok_r(NULL, "&", &save)) {
+		char *v = strchr(kv, '='), *w;
+		if (!v)
+			FAIL("url %.200s: '%s' has no value", url, kv);
+		*v++ = 0;
+		for (char *r = w = v; *r; r++)
+			*w++ = !strncmp(r, "%2B", 3) ? (r += 2, '+') : *r;
+		*w = 0;
+		if (strcmp(kv, "format"))
+			rc = pe_params_set(&p, kv, v, &err);
+	}
+	if (rc == 0)
+		rc = pe_params_finish(&p, &err);
+	if (rc != 0)
+		FAIL("the plan's url %.300s is refused: %s: %s", url, err.param, err.detail);
+	pe_params_destroy(&p);
+	free(query);
+}
+
 static void check_plan(const char *text, size_t n, uint8_t sel)
 {
 	static const int64_t lens[] = {0, 1, 4096, (int64_t)1 << 40};
@@ -60,9 +98,12 @@ static void check_plan(const char *text, size_t n, uint8_t sel)
 			FAIL("pe_plan_build: %d, err %d '%s'", rc, err.code, err.detail);
 		return;
 	}
-	for (size_t i = 0; i < plan.nenc; i++)
+	for (size_t i = 0; i < plan.nenc; i++) {
 		if (plan.enc[i].table && !plan.enc[i].url)
 			FAIL("encoding %zu has a table and no url", i);
+		if (plan.enc[i].table)
+			check_url(plan.enc[i].url);
+	}
 	size_t len = 0;
 	char *out = pe_plan_json(&plan, &len);
 	if (out) {

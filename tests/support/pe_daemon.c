@@ -63,16 +63,30 @@ static size_t sink_write(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-void pe_request(const struct pe_daemon *d, const char *method, const char *path, const char *const *headers,
-		const void *body, size_t body_len, struct pe_resp *r)
+void pe_conn_open(struct pe_conn *conn, const struct pe_daemon *d)
 {
-	char url[4096];
+	conn->d = d;
+	conn->curl = curl_easy_init();
+	ck_assert_ptr_nonnull(conn->curl);
+}
+
+void pe_conn_close(struct pe_conn *conn)
+{
+	curl_easy_cleanup(conn->curl);
+	conn->curl = NULL;
+}
+
+void pe_conn_request(struct pe_conn *conn, const char *method, const char *path, const char *const *headers,
+		     const void *body, size_t body_len, struct pe_resp *r)
+{
+	const struct pe_daemon *d = conn->d;
+	char url[16384];
 	if (d->cainfo)
 		snprintf(url, sizeof url, "https://localhost:%d%s", d->s.port, path);
 	else
 		snprintf(url, sizeof url, "http://127.0.0.1:%d%s", d->s.port, path);
-	CURL *c = curl_easy_init();
-	ck_assert_ptr_nonnull(c);
+	CURL *c = conn->curl;
+	curl_easy_reset(c); /* this request's options only; the open connection stays */
 	struct sink b = {0}, h = {0};
 	struct curl_slist *hl = NULL;
 	for (int i = 0; headers && headers[i]; i++)
@@ -97,10 +111,18 @@ void pe_request(const struct pe_daemon *d, const char *method, const char *path,
 	ck_assert_msg(rc == CURLE_OK, "request %s failed: %s", path, curl_easy_strerror(rc));
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
 	curl_slist_free_all(hl);
-	curl_easy_cleanup(c);
 	r->body = b.p ? b.p : calloc(1, 1);
 	r->len = b.len;
 	r->headers = h.p ? h.p : calloc(1, 1);
+}
+
+void pe_request(const struct pe_daemon *d, const char *method, const char *path, const char *const *headers,
+		const void *body, size_t body_len, struct pe_resp *r)
+{
+	struct pe_conn conn;
+	pe_conn_open(&conn, d);
+	pe_conn_request(&conn, method, path, headers, body, body_len, r);
+	pe_conn_close(&conn);
 }
 
 void pe_get(const struct pe_daemon *d, const char *path, struct pe_resp *r)

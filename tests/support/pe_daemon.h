@@ -36,6 +36,16 @@ struct pe_resp {
 void pe_request(const struct pe_daemon *d, const char *method, const char *path, const char *const *headers,
 		const void *body, size_t body_len, struct pe_resp *r);
 void pe_get(const struct pe_daemon *d, const char *path, struct pe_resp *r);
+/* The same requests on one keep-alive connection (reopened by libcurl only if the server closes
+ * it): for tests that send thousands. */
+struct pe_conn {
+	const struct pe_daemon *d;
+	void *curl;
+};
+void pe_conn_open(struct pe_conn *c, const struct pe_daemon *d);
+void pe_conn_request(struct pe_conn *c, const char *method, const char *path, const char *const *headers,
+		     const void *body, size_t body_len, struct pe_resp *r);
+void pe_conn_close(struct pe_conn *c);
 /* Value of a response header (case-insensitive name) into buf; NULL if absent. */
 const char *pe_resp_header(const struct pe_resp *r, const char *name, char *buf, size_t cap);
 void pe_resp_free(struct pe_resp *r);

@@ -1,0 +1,32 @@
+/* Internal to the model plans: one RoPE table as the RoPE families (plan_rope.c) read it from the
+ * config, and the reader of its scaling object (plan_scaling.c) that turns rope_scaling /
+ * rope_parameters into the table's parameters. */
+#ifndef PE_CORE_PLAN_ROPE_H
+#define PE_CORE_PLAN_ROPE_H
+
+#include "core/plan_cfg.h"
+
+struct rope {
+	const char *layout, *layers;
+	int head_dim, rotary_dim;
+	double base, softmax_scale;
+	const struct pe_json *scaling; /* rope_scaling / rope_parameters, or NULL */
+	const char *scaling_name;
+	/* The config keys base and the rotary width were read from, or would be (rope_theta, head_dim)
+	 * when a default gave them: a value the table refuses is a 422 naming its key. */
+	char base_key[96];
+	const char *dim_key;
+	const struct dims *d;
+};
+
+/* The scaling object: rope_parameters, else rope_scaling (r->scaling NULL when neither). 0, or a
+ * 422 naming the key when one of them is not a JSON object. */
+int plan_scaling_of(struct cfg *c, struct rope *r);
+/* The scaling's parameters of e (scaling=..., factor, ...; M-RoPE turns e into /v1/rope/mrope):
+ * 0, or a 422 in c->err naming the config key. */
+int plan_scaling_params(struct cfg *c, const struct rope *r, struct pe_plan_enc *e);
+/* A number of the scaling object: 1 given (*v), 0 absent (*v as it was), or a 422 naming
+ * "<scaling_name>.<key>" when it is not a number. */
+int plan_scaling_num(struct cfg *c, const struct rope *r, const char *key, double *v);
+
+#endif
