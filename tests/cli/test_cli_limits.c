@@ -185,28 +185,31 @@ END_TEST
 
 static const char *const bad_values[] = {"0", "-1", "1e9", "4x", "18446744073709551616", ""};
 
+/* `posenc args...` (NULL-terminated) is refused naming --max-analysis-cost, with want in the line. */
+static void expect_cost_option_refused(const char *want, const char *const *args)
+{
+	struct crun r;
+	struct crun_opts o = {0};
+	crun_argv(&r, &o, args);
+	expect_refused(&r, "max-analysis-cost", want);
+	crun_free(&r);
+}
+
 START_TEST(bad_max_analysis_cost_values)
 {
 	char opt[64];
 	snprintf(opt, sizeof opt, "--max-analysis-cost=%s", bad_values[_i]);
-	struct crun r;
-	struct crun_opts o = {0};
-	crun(&r, &o, "analysis/rope-decay", opt, "--format", "bin", NULL);
-	expect_refused(&r, "max-analysis-cost", "");
-	crun_free(&r);
+	expect_cost_option_refused("", (const char *const[]){"analysis/rope-decay", opt, "--format", "bin", NULL});
 }
 END_TEST
 
 START_TEST(max_analysis_cost_given_twice)
 {
-	struct crun r;
-	struct crun_opts o = {0};
-	crun(&r, &o, "analysis/rope-decay", "--max-analysis-cost", "9999999", "--max_analysis_cost", "9999999", NULL);
-	expect_refused(&r, "max-analysis-cost", "more than once");
-	crun_free(&r);
-	crun(&r, &o, "analysis/rope-decay", "--max-analysis-cost", NULL);
-	expect_refused(&r, "max-analysis-cost", "needs a value");
-	crun_free(&r);
+	expect_cost_option_refused("more than once", (const char *const[]){"analysis/rope-decay", "--max-analysis-cost",
+									     "9999999", "--max_analysis_cost", "9999999",
+									     NULL});
+	expect_cost_option_refused("needs a value",
+				   (const char *const[]){"analysis/rope-decay", "--max-analysis-cost", NULL});
 }
 END_TEST
 
