@@ -477,22 +477,35 @@ START_TEST(max_elements_is_inclusive)
 }
 END_TEST
 
-START_TEST(fixed_dtype_tables)
+/* How many tables the registry holds, and table k of them: loop tests run once per table. */
+static int table_count(void)
+{
+	size_t n;
+	pe_table_all(&n);
+	return (int)n;
+}
+
+static const struct pe_table_def *table_at(int k)
 {
 	size_t n;
 	const struct pe_table_def *const *all = pe_table_all(&n);
-	for (size_t k = 0; k < n; k++) {
-		struct kvlist kv;
-		struct crun r;
-		if (all[k]->fixed_dtype == PE_DTYPE_COUNT_ || pick_args(all[k], &kv) != 0)
-			continue;
-		run_table(&r, all[k], &kv, "--dtype", "f32", NULL);
-		expect_error(&r, 2, "dtype");
-		crun_free(&r);
-		run_table(&r, all[k], &kv, "--dtype", pe_dtype_name(all[k]->fixed_dtype), "--format", "bin", NULL);
-		crun_expect_ok(&r);
-		crun_free(&r);
-	}
+	ck_assert_int_lt(k, (int)n);
+	return all[k];
+}
+
+START_TEST(fixed_dtype_tables)
+{
+	const struct pe_table_def *def = table_at(_i);
+	struct kvlist kv;
+	struct crun r;
+	if (def->fixed_dtype == PE_DTYPE_COUNT_ || pick_args(def, &kv) != 0)
+		return;
+	run_table(&r, def, &kv, "--dtype", "f32", NULL);
+	expect_error(&r, 2, "dtype");
+	crun_free(&r);
+	run_table(&r, def, &kv, "--dtype", pe_dtype_name(def->fixed_dtype), "--format", "bin", NULL);
+	crun_expect_ok(&r);
+	crun_free(&r);
 }
 END_TEST
 
@@ -634,48 +647,49 @@ END_TEST
 
 START_TEST(table_help_lists_every_parameter)
 {
-	size_t n;
-	const struct pe_table_def *const *all = pe_table_all(&n);
-	for (size_t k = 0; k < n; k++) {
-		const struct pe_table_def *def = all[k];
-		struct crun r;
-		/* --help wins over parameters, even wrong ones */
-		crun(&r, &plain, def->name, "--bogus", "1", "--help", NULL);
-		crun_expect_ok(&r);
-		char want[512];
-		snprintf(want, sizeof want, "Usage: posenc %s ", def->name);
-		ck_assert_ptr_nonnull(strstr(r.out, want));
-		for (int i = 0; i < def->nparams; i++) {
-			const struct pe_param_spec *sp = &def->params[i];
-			snprintf(want, sizeof want, "\n  --%s ", sp->name);
-			const char *at = strstr(r.out, want);
-			ck_assert_msg(at != NULL, "%s --help lacks %s", def->name, sp->name);
-			const char *end = strstr(at + 1, "\n  --");
-			size_t span = end ? (size_t)(end - at) : strlen(at);
-			char *entry = strndup(at, span);
-			if (sp->help)
-				ck_assert_msg(strstr(entry, sp->help), "%s %s: no help text", def->name, sp->name);
-			if (!sp->def)
-				ck_assert_ptr_nonnull(strstr(entry, "required"));
-			else if (*sp->def) {
-				snprintf(want, sizeof want, "default %s", sp->def);
-				ck_assert_msg(strstr(entry, want), "%s %s: no '%s'", def->name, sp->name, want);
-			}
-			if (sp->type == PE_PT_ENUM)
-				for (int c = 0; sp->choices[c]; c++)
-					ck_assert_msg(strstr(entry, sp->choices[c]), "%s %s: no choice %s", def->name, sp->name,
-						      sp->choices[c]);
-			if (sp->type == PE_PT_INT || sp->type == PE_PT_REAL || sp->type == PE_PT_LIST) {
-				char lo[PE_NUM_MAX + 1], hi[PE_NUM_MAX + 1];
-				lo[pe_fmt_f64(sp->min, lo)] = 0;
-				hi[pe_fmt_f64(sp->max, hi)] = 0;
-				snprintf(want, sizeof want, "%s .. %s", lo, hi);
-				ck_assert_msg(strstr(entry, want), "%s %s: no range '%s'", def->name, sp->name, want);
-			}
-			free(entry);
+	const struct pe_table_def *def = table_at(_i);
+	struct crun r;
+	/* --help wins over parameters, even wrong ones */
+	crun(&r, &plain, def->name, "--bogus", "1", "--help", NULL);
+	crun_expect_ok(&r);
+	char want[512];
+	snprintf(want, sizeof want, "Usage: posenc %s ", def->name);
+	ck_assert_ptr_nonnull(strstr(r.out, want));
+	for (int i = 0; i < def->nparams; i++) {
+		const struct pe_param_spec *sp = &def->params[i];
+		snprintf(want, sizeof want, "\n  --%s ", sp->name);
+		const char *at = strstr(r.out, want);
+		ck_assert_msg(at != NULL, "%s --help lacks %s", def->name, sp->name);
+		const char *end = strstr(at + 1, "\n  --");
+		size_t span = end ? (size_t)(end - at) : strlen(at);
+		char *entry = strndup(at, span);
+		if (sp->help)
+			ck_assert_msg(strstr(entry, sp->help), "%s %s: no help text", def->name, sp->name);
+		if (!sp->def)
+			ck_assert_ptr_nonnull(strstr(entry, "required"));
+		else if (*sp->def) {
+			snprintf(want, sizeof want, "default %s", sp->def);
+			ck_assert_msg(strstr(entry, want), "%s %s: no '%s'", def->name, sp->name, want);
 		}
-		crun_free(&r);
+		if (sp->type == PE_PT_ENUM)
+			for (int c = 0; sp->choices[c]; c++)
+				ck_assert_msg(strstr(entry, sp->choices[c]), "%s %s: no choice %s", def->name, sp->name,
+					      sp->choices[c]);
+		if (sp->type == PE_PT_INT || sp->type == PE_PT_REAL || sp->type == PE_PT_LIST) {
+			char lo[PE_NUM_MAX + 1], hi[PE_NUM_MAX + 1];
+			lo[pe_fmt_f64(sp->min, lo)] = 0;
+			hi[pe_fmt_f64(sp->max, hi)] = 0;
+			snprintf(want, sizeof want, "%s .. %s", lo, hi);
+			ck_assert_msg(strstr(entry, want), "%s %s: no range '%s'", def->name, sp->name, want);
+		}
+		free(entry);
 	}
+	crun_free(&r);
+}
+END_TEST
+
+START_TEST(table_help_examples)
+{
 	struct crun r;
 	crun(&r, &plain, "sinusoidal", "--help", NULL);
 	crun_expect_ok(&r);
@@ -713,7 +727,7 @@ static Suite *cli_suite(void)
 	tcase_set_timeout(err, 60);
 	tcase_add_loop_test(err, errors_name_the_parameter, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
 	tcase_add_test(err, max_elements_is_inclusive);
-	tcase_add_test(err, fixed_dtype_tables);
+	tcase_add_loop_test(err, fixed_dtype_tables, 0, table_count());
 	suite_add_tcase(s, err);
 	TCase *file = tcase_create("file");
 	tcase_set_timeout(file, 60);
@@ -723,7 +737,8 @@ static Suite *cli_suite(void)
 	TCase *help = tcase_create("help");
 	tcase_set_timeout(help, 60);
 	tcase_add_test(help, help_lists_every_table);
-	tcase_add_test(help, table_help_lists_every_parameter);
+	tcase_add_loop_test(help, table_help_lists_every_parameter, 0, table_count());
+	tcase_add_test(help, table_help_examples);
 	tcase_add_test(help, version);
 	suite_add_tcase(s, help);
 	return s;

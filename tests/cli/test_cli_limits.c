@@ -107,26 +107,33 @@ START_TEST(every_costed_table_has_a_case)
 }
 END_TEST
 
+/* Case k under opt = need writes its count values; under need - 1 it is refused naming param with
+ * "<need> <unit>, more than <opt> <need - 1>". */
+static void expect_limit_exact(const struct cost_case *k, size_t count, const char *opt, uint64_t need,
+			       const char *unit, const char *param)
+{
+	struct crun r;
+	run_case(&r, k, opt, need);
+	expect_written(&r, count);
+	crun_free(&r);
+	char want[128];
+	snprintf(want, sizeof want, "%" PRIu64 " %s, more than %s %" PRIu64, need, unit, opt, need - 1);
+	run_case(&r, k, opt, need - 1);
+	expect_refused(&r, param, want);
+	crun_free(&r);
+}
+
 START_TEST(intermediate_table_within_max_elements)
 {
 	const struct cost_case *k = &cases[_i];
 	size_t count;
 	struct pe_cost c;
-	struct crun r;
 	core_cost(k, &count, &c);
 	if (c.intermediate == 0)
 		return; /* no intermediate table (rope-decay) */
 	/* larger than the output: one below the intermediate still admits the table itself */
 	ck_assert_uint_gt(c.intermediate, count);
-	run_case(&r, k, "--max-elements", c.intermediate);
-	expect_written(&r, count);
-	crun_free(&r);
-	char want[64];
-	snprintf(want, sizeof want, "%" PRIu64 " elements, more than --max-elements %" PRIu64, c.intermediate,
-		 c.intermediate - 1);
-	run_case(&r, k, "--max-elements", c.intermediate - 1);
-	expect_refused(&r, c.intermediate_param, want);
-	crun_free(&r);
+	expect_limit_exact(k, count, "--max-elements", c.intermediate, "elements", c.intermediate_param);
 }
 END_TEST
 
@@ -135,18 +142,9 @@ START_TEST(work_within_max_analysis_cost)
 	const struct cost_case *k = &cases[_i];
 	size_t count;
 	struct pe_cost c;
-	struct crun r;
 	core_cost(k, &count, &c);
 	ck_assert_uint_gt(c.work, 1);
-	run_case(&r, k, "--max-analysis-cost", c.work);
-	expect_written(&r, count);
-	crun_free(&r);
-	char want[96];
-	snprintf(want, sizeof want, "%" PRIu64 " multiply-adds, more than --max-analysis-cost %" PRIu64, c.work,
-		 c.work - 1);
-	run_case(&r, k, "--max-analysis-cost", c.work - 1);
-	expect_refused(&r, c.work_param, want);
-	crun_free(&r);
+	expect_limit_exact(k, count, "--max-analysis-cost", c.work, "multiply-adds", c.work_param);
 }
 END_TEST
 
@@ -187,28 +185,31 @@ END_TEST
 
 static const char *const bad_values[] = {"0", "-1", "1e9", "4x", "18446744073709551616", ""};
 
+/* `posenc args...` (NULL-terminated) is refused naming --max-analysis-cost, with want in the line. */
+static void expect_cost_option_refused(const char *want, const char *const *args)
+{
+	struct crun r;
+	struct crun_opts o = {0};
+	crun_argv(&r, &o, args);
+	expect_refused(&r, "max-analysis-cost", want);
+	crun_free(&r);
+}
+
 START_TEST(bad_max_analysis_cost_values)
 {
 	char opt[64];
 	snprintf(opt, sizeof opt, "--max-analysis-cost=%s", bad_values[_i]);
-	struct crun r;
-	struct crun_opts o = {0};
-	crun(&r, &o, "analysis/rope-decay", opt, "--format", "bin", NULL);
-	expect_refused(&r, "max-analysis-cost", "");
-	crun_free(&r);
+	expect_cost_option_refused("", (const char *const[]){"analysis/rope-decay", opt, "--format", "bin", NULL});
 }
 END_TEST
 
 START_TEST(max_analysis_cost_given_twice)
 {
-	struct crun r;
-	struct crun_opts o = {0};
-	crun(&r, &o, "analysis/rope-decay", "--max-analysis-cost", "9999999", "--max_analysis_cost", "9999999", NULL);
-	expect_refused(&r, "max-analysis-cost", "more than once");
-	crun_free(&r);
-	crun(&r, &o, "analysis/rope-decay", "--max-analysis-cost", NULL);
-	expect_refused(&r, "max-analysis-cost", "needs a value");
-	crun_free(&r);
+	expect_cost_option_refused("more than once", (const char *const[]){"analysis/rope-decay", "--max-analysis-cost",
+									     "9999999", "--max_analysis_cost", "9999999",
+									     NULL});
+	expect_cost_option_refused("needs a value",
+				   (const char *const[]){"analysis/rope-decay", "--max-analysis-cost", NULL});
 }
 END_TEST
 

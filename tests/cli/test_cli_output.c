@@ -39,6 +39,49 @@ static void in_dir(const struct crun_dir *d, const char *name, char *out, size_t
 	snprintf(out, cap, "%s/%s", d->path, name);
 }
 
+/* A fresh private directory d and the path of name inside it. */
+static void dir_with(struct crun_dir *d, const char *name, char *path, size_t cap)
+{
+	crun_dir_make(d, "posenc-out");
+	in_dir(d, name, path, cap);
+}
+
+/* One case's private directory, the path written there and the table the command must write. */
+struct out_case {
+	struct crun_dir d;
+	char path[128];
+	char *want;
+	size_t len;
+};
+
+static void case_begin(struct out_case *c, const char *name)
+{
+	c->want = expected(&c->len);
+	dir_with(&c->d, name, c->path, sizeof c->path);
+}
+
+static void case_end(struct out_case *c)
+{
+	free(c->want);
+	crun_remove_tree(c->d.path);
+}
+
+/* dir holds exactly one entry, name: nothing else (no temporary file) was left behind. */
+static void expect_only(const char *dir, const char *name)
+{
+	const char *only[] = {name, NULL};
+	crun_expect_entries(dir, only);
+}
+
+/* `-o path` fails with one line naming path and the cause err. */
+static void expect_write_fails(const struct crun_opts *o, const char *path, int err)
+{
+	struct crun r;
+	crun(&r, o, ARGS, "-o", path, NULL);
+	crun_expect_io_error(&r, path, strerror(err));
+	crun_free(&r);
+}
+
 static void write_file(const char *path, const char *text, mode_t mode)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -62,99 +105,83 @@ static void expect_file(const char *path, const char *want, size_t len, mode_t m
 
 /* ---- files ---- */
 
+/* -o c->path under umask mask (a file of mode old_mode there first unless it is 0): the table
+ * lands there with mode want_mode, nothing else is left in the directory; the file is removed
+ * after. */
+static void write_with_umask(const struct out_case *c, mode_t mask, mode_t old_mode, mode_t want_mode)
+{
+	if (old_mode)
+		write_file(c->path, "old", old_mode);
+	struct crun_opts o = {.set_umask = 1, .umask_ = mask};
+	struct crun r;
+	crun(&r, &o, ARGS, "-o", c->path, NULL);
+	crun_expect_ok(&r);
+	ck_assert_uint_eq(r.nout, 0);
+	expect_file(c->path, c->want, c->len, want_mode);
+	expect_only(c->d.path, "t.bin");
+	ck_assert_int_eq(unlink(c->path), 0);
+	crun_free(&r);
+}
+
 START_TEST(new_file_gets_0666_less_umask)
 {
 	static const mode_t masks[] = {022, 027, 077, 0};
-	struct crun_dir d;
-	char path[128];
-	size_t len;
-	char *want = expected(&len);
-	crun_dir_make(&d, "posenc-out");
-	in_dir(&d, "t.bin", path, sizeof path);
-	for (size_t i = 0; i < sizeof masks / sizeof masks[0]; i++) {
-		struct crun_opts o = {.set_umask = 1, .umask_ = masks[i]};
-		struct crun r;
-		crun(&r, &o, ARGS, "-o", path, NULL);
-		crun_expect_ok(&r);
-		ck_assert_uint_eq(r.nout, 0);
-		expect_file(path, want, len, 0666 & ~masks[i]);
-		const char *only[] = {"t.bin", NULL};
-		crun_expect_entries(d.path, only);
-		ck_assert_int_eq(unlink(path), 0);
-		crun_free(&r);
-	}
-	free(want);
-	crun_remove_tree(d.path);
+	struct out_case c;
+	case_begin(&c, "t.bin");
+	for (size_t i = 0; i < sizeof masks / sizeof masks[0]; i++)
+		write_with_umask(&c, masks[i], 0, 0666 & ~masks[i]);
+	case_end(&c);
 }
 END_TEST
 
 START_TEST(existing_file_keeps_its_mode)
 {
 	static const mode_t modes[] = {0600, 0640, 0604, 0755, 0444};
-	struct crun_dir d;
-	char path[128];
-	size_t len;
-	char *want = expected(&len);
-	crun_dir_make(&d, "posenc-out");
-	in_dir(&d, "t.bin", path, sizeof path);
-	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-		write_file(path, "old", modes[i]);
-		struct crun_opts o = {.set_umask = 1, .umask_ = 077};
-		struct crun r;
-		crun(&r, &o, ARGS, "-o", path, NULL);
-		crun_expect_ok(&r);
-		expect_file(path, want, len, modes[i]);
-		const char *only[] = {"t.bin", NULL};
-		crun_expect_entries(d.path, only);
-		ck_assert_int_eq(unlink(path), 0);
-		crun_free(&r);
-	}
+	struct out_case c;
+	case_begin(&c, "t.bin");
+	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+		write_with_umask(&c, 077, modes[i], modes[i]);
 	/* as root, a file of another user stays that user's */
 	if (geteuid() == 0) {
-		write_file(path, "old", 0640);
-		ck_assert_int_eq(chown(path, 65534, 65534), 0);
+		write_file(c.path, "old", 0640);
+		ck_assert_int_eq(chown(c.path, 65534, 65534), 0);
 		struct crun r;
-		crun(&r, &plain, ARGS, "-o", path, NULL);
+		crun(&r, &plain, ARGS, "-o", c.path, NULL);
 		crun_expect_ok(&r);
 		struct stat st;
-		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert_int_eq(stat(c.path, &st), 0);
 		ck_assert_uint_eq(st.st_uid, 65534);
 		ck_assert_uint_eq(st.st_gid, 65534);
-		expect_file(path, want, len, 0640);
+		expect_file(c.path, c.want, c.len, 0640);
 		crun_free(&r);
 	}
-	free(want);
-	crun_remove_tree(d.path);
+	case_end(&c);
 }
 END_TEST
 
 /* --output is -o's long spelling (--output FILE, --output=FILE); given with -o it is a repeat. */
 START_TEST(output_long_spelling)
 {
-	struct crun_dir d;
-	char path[128], eq[160];
-	size_t len;
-	char *want = expected(&len);
-	crun_dir_make(&d, "posenc-out");
-	in_dir(&d, "t.bin", path, sizeof path);
-	snprintf(eq, sizeof eq, "--output=%s", path);
+	struct out_case c;
+	char eq[160];
+	case_begin(&c, "t.bin");
+	snprintf(eq, sizeof eq, "--output=%s", c.path);
 	struct crun_opts o = {.set_umask = 1, .umask_ = 022};
 	struct crun r;
-	crun(&r, &o, ARGS, "--output", path, NULL);
+	crun(&r, &o, ARGS, "--output", c.path, NULL);
 	crun_expect_ok(&r);
-	expect_file(path, want, len, 0644);
+	expect_file(c.path, c.want, c.len, 0644);
 	crun_free(&r);
-	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(unlink(c.path), 0);
 	crun(&r, &o, ARGS, eq, NULL);
 	crun_expect_ok(&r);
-	expect_file(path, want, len, 0644);
+	expect_file(c.path, c.want, c.len, 0644);
 	crun_free(&r);
-	crun(&r, &o, ARGS, "-o", path, "--output", path, NULL);
+	crun(&r, &o, ARGS, "-o", c.path, "--output", c.path, NULL);
 	ck_assert_msg(r.status == 2 && r.err && !strncmp(r.err, "posenc: -o: given more than once", 32), "stderr %s",
 		      r.err ? r.err : "");
 	crun_free(&r);
-	free(want);
-	crun_remove_tree(d.path);
+	case_end(&c);
 }
 END_TEST
 
@@ -252,33 +279,45 @@ static void *reader_cb(void *arg)
 	return NULL;
 }
 
-START_TEST(fifo_is_written_in_place)
+/* `-o path` while rd reads on a thread (close_fd >= 0: closed once the command is done, so the
+ * reader sees EOF); the command succeeds and rd got exactly the table (want, len). */
+static void write_to_reader(struct reader *rd, const struct crun_opts *o, const char *path, int close_fd,
+			    const char *want, size_t len)
 {
-	struct crun_dir d;
-	char path[128];
-	size_t len;
-	char *want = expected(&len);
-	crun_dir_make(&d, "posenc-out");
-	in_dir(&d, "fifo", path, sizeof path);
-	ck_assert_int_eq(mkfifo(path, 0600), 0);
-	struct reader rd = {.fd = -1, .listen_fd = -1};
-	snprintf(rd.path, sizeof rd.path, "%s", path);
 	pthread_t t;
-	ck_assert_int_eq(pthread_create(&t, NULL, reader_cb, &rd), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, reader_cb, rd), 0);
 	struct crun r;
-	crun(&r, &plain, ARGS, "-o", path, NULL);
+	crun(&r, o, ARGS, "-o", path, NULL);
+	if (close_fd >= 0)
+		close(close_fd);
 	pthread_join(t, NULL);
 	crun_expect_ok(&r);
-	ck_assert_msg(rd.len == len && !memcmp(rd.data, want, len), "the FIFO's reader got %zu bytes", rd.len);
+	ck_assert_uint_eq(r.nout, 0);
+	ck_assert_msg(rd->len == len && !memcmp(rd->data, want, len), "the reader of %s got %zu bytes", path,
+		      rd->len);
+	crun_free(&r);
+	free(rd->data);
+}
+
+/* path, the only entry of d, is still a node of type (S_IFIFO, S_IFSOCK): written in place. */
+static void expect_still(const struct crun_dir *d, const char *path, mode_t type, const char *name)
+{
 	struct stat st;
 	ck_assert_int_eq(lstat(path, &st), 0);
-	ck_assert(S_ISFIFO(st.st_mode));
-	const char *only[] = {"fifo", NULL};
-	crun_expect_entries(d.path, only);
-	crun_free(&r);
-	free(rd.data);
-	free(want);
-	crun_remove_tree(d.path);
+	ck_assert_msg((st.st_mode & S_IFMT) == type, "%s is no longer of type %o", path, type);
+	expect_only(d->path, name);
+}
+
+START_TEST(fifo_is_written_in_place)
+{
+	struct out_case c;
+	case_begin(&c, "fifo");
+	ck_assert_int_eq(mkfifo(c.path, 0600), 0);
+	struct reader rd = {.fd = -1, .listen_fd = -1};
+	snprintf(rd.path, sizeof rd.path, "%s", c.path);
+	write_to_reader(&rd, &plain, c.path, -1, c.want, c.len);
+	expect_still(&c.d, c.path, S_IFIFO, "fifo");
+	case_end(&c);
 }
 END_TEST
 
@@ -295,21 +334,9 @@ START_TEST(socket_is_written_in_place)
 	ck_assert_int_eq(bind(ls, (struct sockaddr *)&sa, sizeof sa), 0);
 	ck_assert_int_eq(listen(ls, 1), 0);
 	struct reader rd = {.fd = -1, .listen_fd = ls};
-	pthread_t t;
-	ck_assert_int_eq(pthread_create(&t, NULL, reader_cb, &rd), 0);
-	struct crun r;
-	crun(&r, &plain, ARGS, "-o", sa.sun_path, NULL);
-	pthread_join(t, NULL);
+	write_to_reader(&rd, &plain, sa.sun_path, -1, want, len);
 	close(ls);
-	crun_expect_ok(&r);
-	ck_assert_msg(rd.len == len && !memcmp(rd.data, want, len), "the socket's reader got %zu bytes", rd.len);
-	struct stat st;
-	ck_assert_int_eq(lstat(sa.sun_path, &st), 0);
-	ck_assert(S_ISSOCK(st.st_mode));
-	const char *only[] = {"sock", NULL};
-	crun_expect_entries(d.path, only);
-	crun_free(&r);
-	free(rd.data);
+	expect_still(&d, sa.sun_path, S_IFSOCK, "sock");
 	free(want);
 	crun_remove_tree(d.path);
 }
@@ -325,20 +352,10 @@ START_TEST(dev_fd_n_is_the_descriptor)
 	ck_assert_int_ge(fd, 10);
 	close(p[1]);
 	struct reader rd = {.fd = p[0], .listen_fd = -1};
-	pthread_t t;
-	ck_assert_int_eq(pthread_create(&t, NULL, reader_cb, &rd), 0);
 	char path[32];
 	snprintf(path, sizeof path, "/dev/fd/%d", fd);
 	struct crun_opts o = {.keep_fd = fd};
-	struct crun r;
-	crun(&r, &o, ARGS, "-o", path, NULL);
-	close(fd);
-	pthread_join(t, NULL);
-	crun_expect_ok(&r);
-	ck_assert_uint_eq(r.nout, 0);
-	ck_assert_msg(rd.len == len && !memcmp(rd.data, want, len), "the pipe got %zu bytes", rd.len);
-	crun_free(&r);
-	free(rd.data);
+	write_to_reader(&rd, &o, path, fd, want, len);
 	free(want);
 }
 END_TEST
@@ -347,34 +364,28 @@ END_TEST
  * redirection asked, instead of replacing the file (or writing at offset 0). */
 START_TEST(dev_stdout_appends_to_the_callers_file)
 {
-	struct crun_dir d;
-	char path[128];
-	size_t len;
-	char *want = expected(&len);
-	crun_dir_make(&d, "posenc-out");
-	in_dir(&d, "log", path, sizeof path);
-	write_file(path, "before\n", 0644);
+	struct out_case c;
+	case_begin(&c, "log");
+	write_file(c.path, "before\n", 0644);
 	struct stat before, after;
-	ck_assert_int_eq(stat(path, &before), 0);
-	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	ck_assert_int_eq(stat(c.path, &before), 0);
+	int fd = open(c.path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	struct crun_opts o = {.out_fd = fd};
 	struct crun r;
 	crun(&r, &o, ARGS, "-o", "/dev/stdout", NULL);
 	close(fd);
 	crun_expect_ok(&r);
-	ck_assert_int_eq(stat(path, &after), 0);
+	ck_assert_int_eq(stat(c.path, &after), 0);
 	ck_assert_msg(after.st_ino == before.st_ino, "the file was replaced");
 	size_t n;
-	char *got = pe_test_read_file(path, &n);
-	ck_assert_uint_eq(n, 7 + len);
-	ck_assert(!memcmp(got, "before\n", 7) && !memcmp(got + 7, want, len));
-	const char *only[] = {"log", NULL};
-	crun_expect_entries(d.path, only);
+	char *got = pe_test_read_file(c.path, &n);
+	ck_assert_uint_eq(n, 7 + c.len);
+	ck_assert(!memcmp(got, "before\n", 7) && !memcmp(got + 7, c.want, c.len));
+	expect_only(c.d.path, "log");
 	free(got);
 	crun_free(&r);
-	free(want);
-	crun_remove_tree(d.path);
+	case_end(&c);
 }
 END_TEST
 
@@ -402,16 +413,14 @@ START_TEST(null_device_is_written_not_replaced)
 {
 	struct crun_dir d;
 	char path[128];
-	crun_dir_make(&d, "posenc-out");
-	in_dir(&d, "null", path, sizeof path);
+	dir_with(&d, "null", path, sizeof path);
 	if (make_device(path, 3)) {
 		struct crun r;
 		crun(&r, &plain, ARGS, "-o", path, NULL);
 		crun_expect_ok(&r);
 		ck_assert_uint_eq(r.nout, 0);
 		expect_device(path, 3);
-		const char *only[] = {"null", NULL};
-		crun_expect_entries(d.path, only);
+		expect_only(d.path, "null");
 		crun_free(&r);
 		/* also through a symlink to it */
 		char link[128];
@@ -433,16 +442,11 @@ START_TEST(full_device_fails_with_enospc)
 {
 	struct crun_dir d;
 	char path[128];
-	crun_dir_make(&d, "posenc-out");
-	in_dir(&d, "full", path, sizeof path);
+	dir_with(&d, "full", path, sizeof path);
 	if (make_device(path, 7)) {
-		struct crun r;
-		crun(&r, &plain, ARGS, "-o", path, NULL);
-		crun_expect_io_error(&r, path, strerror(ENOSPC));
+		expect_write_fails(&plain, path, ENOSPC);
 		expect_device(path, 7);
-		const char *only[] = {"full", NULL};
-		crun_expect_entries(d.path, only);
-		crun_free(&r);
+		expect_only(d.path, "full");
 	}
 	crun_remove_tree(d.path);
 }
@@ -465,9 +469,7 @@ START_TEST(closed_pipe_is_epipe)
 	o.out_fd = 0;
 	char path[32];
 	snprintf(path, sizeof path, "/dev/fd/%d", p[1]);
-	crun(&r, &o, ARGS, "-o", path, NULL);
-	crun_expect_io_error(&r, path, strerror(EPIPE));
-	crun_free(&r);
+	expect_write_fails(&o, path, EPIPE);
 	close(p[1]);
 }
 END_TEST
@@ -478,17 +480,12 @@ START_TEST(file_that_cannot_grow_is_left_as_it_was)
 {
 	struct crun_dir d;
 	char path[128];
-	crun_dir_make(&d, "posenc-out");
-	in_dir(&d, "t.bin", path, sizeof path);
+	dir_with(&d, "t.bin", path, sizeof path);
 	write_file(path, "old", 0640);
 	struct crun_opts o = {.fsize = 4096};
-	struct crun r;
-	crun(&r, &o, ARGS, "-o", path, NULL);
-	crun_expect_io_error(&r, path, strerror(EFBIG));
+	expect_write_fails(&o, path, EFBIG);
 	expect_file(path, "old", 3, 0640);
-	const char *only[] = {"t.bin", NULL};
-	crun_expect_entries(d.path, only);
-	crun_free(&r);
+	expect_only(d.path, "t.bin");
 	crun_remove_tree(d.path);
 }
 END_TEST
@@ -505,14 +502,10 @@ START_TEST(unwritable_directory_is_eacces)
 	ck_assert_int_eq(chmod(sub, 0555), 0);
 	ck_assert_int_eq(chmod(d.path, 0755), 0); /* nobody may enter the test's directory */
 	struct crun_opts o = {.as_nobody = 1};
-	struct crun r;
-	crun(&r, &o, ARGS, "-o", path, NULL);
-	crun_expect_io_error(&r, path, strerror(EACCES));
+	expect_write_fails(&o, path, EACCES);
 	ck_assert_int_eq(chmod(sub, 0755), 0);
 	expect_file(path, "old", 3, 0666);
-	const char *only[] = {"t.bin", NULL};
-	crun_expect_entries(sub, only);
-	crun_free(&r);
+	expect_only(sub, "t.bin");
 	crun_remove_tree(d.path);
 }
 END_TEST
@@ -521,12 +514,9 @@ START_TEST(directory_is_refused)
 {
 	struct crun_dir d;
 	crun_dir_make(&d, "posenc-out");
-	struct crun r;
-	crun(&r, &plain, ARGS, "-o", d.path, NULL);
-	crun_expect_io_error(&r, d.path, strerror(EISDIR));
+	expect_write_fails(&plain, d.path, EISDIR);
 	const char *none[] = {NULL};
 	crun_expect_entries(d.path, none);
-	crun_free(&r);
 	crun_remove_tree(d.path);
 }
 END_TEST

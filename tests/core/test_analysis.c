@@ -132,39 +132,44 @@ START_TEST(gram_within_bound_on_every_isa)
 }
 END_TEST
 
-/* Cost from the parameters alone: similarity's encoding table and multiply-adds, rope-decay's terms. */
-START_TEST(cost_from_parameters)
+/* p: table's parameters with each of the NULL-terminated name, value pairs kv set (each accepted);
+ * not finished. */
+static void params_with(struct pe_params *p, const char *table, const char *const *kv)
+{
+	struct pe_err err = {0};
+	pe_params_init(p, pe_table_find(table));
+	for (; *kv; kv += 2)
+		ck_assert_msg(pe_params_set(p, kv[0], kv[1], &err) == 0, "%s %s=%s: %s", table, kv[0], kv[1], err.detail);
+}
+
+/* The cost of table with the parameters kv, which must be valid. */
+static struct pe_cost cost_of(const char *table, const char *const *kv)
 {
 	struct pe_params p;
 	struct pe_cost c;
 	struct pe_err err = {0};
-	pe_params_init(&p, pe_table_find("analysis/similarity"));
-	ck_assert_int_eq(pe_params_set(&p, "encoding", "rope", &err), 0);
-	ck_assert_int_eq(pe_params_set(&p, "len", "8192", &err), 0);
-	ck_assert_int_eq(pe_params_set(&p, "dim", "65536", &err), 0);
-	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
-	ck_assert_int_eq(pe_table_cost(&p, &c), 0);
+	params_with(&p, table, kv);
+	ck_assert_msg(pe_params_finish(&p, &err) == 0, "%s: %s", table, err.detail);
+	ck_assert_msg(pe_table_cost(&p, &c) == 0, "%s: no cost", table);
+	pe_params_destroy(&p);
+	return c;
+}
+
+/* Cost from the parameters alone: similarity's encoding table and multiply-adds, rope-decay's terms. */
+START_TEST(cost_from_parameters)
+{
+	struct pe_cost c = cost_of("analysis/similarity",
+				   (const char *const[]){"encoding", "rope", "len", "8192", "dim", "65536", NULL});
 	ck_assert_uint_eq(c.intermediate, 2ull * 8192 * 65536);
 	ck_assert_str_eq(c.intermediate_param, "dim");
 	ck_assert_uint_eq(c.work, 8192ull * 8193 / 2 * 65536);
 	ck_assert_str_eq(c.work_param, "len");
-	pe_params_destroy(&p);
-	pe_params_init(&p, pe_table_find("analysis/rope-decay"));
-	ck_assert_int_eq(pe_params_set(&p, "dim", "65536", &err), 0);
-	ck_assert_int_eq(pe_params_set(&p, "max_distance", "1048576", &err), 0);
-	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
-	ck_assert_int_eq(pe_table_cost(&p, &c), 0);
+	c = cost_of("analysis/rope-decay", (const char *const[]){"dim", "65536", "max_distance", "1048576", NULL});
 	ck_assert_uint_eq(c.intermediate, 0);
 	ck_assert_uint_gt(c.work, 1048576ull * 32768);
 	ck_assert_str_eq(c.work_param, "max_distance");
-	pe_params_destroy(&p);
-	pe_params_init(&p, pe_table_find("sinusoidal"));
-	ck_assert_int_eq(pe_params_set(&p, "len", "4", &err), 0);
-	ck_assert_int_eq(pe_params_set(&p, "dim", "8", &err), 0);
-	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
-	ck_assert_int_eq(pe_table_cost(&p, &c), 0);
+	c = cost_of("sinusoidal", (const char *const[]){"len", "4", "dim", "8", NULL});
 	ck_assert_uint_eq(c.intermediate + c.work, 0);
-	pe_params_destroy(&p);
 }
 END_TEST
 
@@ -252,22 +257,24 @@ START_TEST(tables_cancelled_between_rows)
 }
 END_TEST
 
-START_TEST(validation_names_parameters)
+/* table's parameters kv are each accepted, and together refused naming param. */
+static void expect_finish_refuses(const char *table, const char *const *kv, const char *param)
 {
 	struct pe_params p;
 	struct pe_err err = {0};
-	pe_params_init(&p, pe_table_find("analysis/similarity"));
-	ck_assert_int_eq(pe_params_set(&p, "len", "4", &err), 0);
-	ck_assert_int_eq(pe_params_set(&p, "dim", "8", &err), 0);
-	ck_assert_int_eq(pe_params_set(&p, "scaling", "linear", &err), 0);
-	ck_assert_int_eq(pe_params_finish(&p, &err), PE_EINVAL);
-	ck_assert_str_eq(err.param, "scaling");
+	params_with(&p, table, kv);
+	ck_assert_msg(pe_params_finish(&p, &err) == PE_EINVAL, "%s: accepted, want a refusal naming %s", table, param);
+	ck_assert_str_eq(err.param, param);
 	pe_params_destroy(&p);
-	pe_params_init(&p, pe_table_find("analysis/rope-decay"));
-	ck_assert_int_eq(pe_params_set(&p, "dim", "7", &err), 0);
-	ck_assert_int_eq(pe_params_finish(&p, &err), PE_EINVAL);
-	ck_assert_str_eq(err.param, "dim");
-	pe_params_destroy(&p);
+}
+
+START_TEST(validation_names_parameters)
+{
+	expect_finish_refuses("analysis/similarity",
+			      (const char *const[]){"len", "4", "dim", "8", "scaling", "linear", NULL}, "scaling");
+	expect_finish_refuses("analysis/rope-decay", (const char *const[]){"dim", "7", NULL}, "dim");
+	struct pe_params p;
+	struct pe_err err = {0};
 	pe_params_init(&p, pe_table_find("analysis/similarity"));
 	ck_assert_int_eq(pe_params_set(&p, "len", "8193", &err), PE_EINVAL);
 	ck_assert_str_eq(err.param, "len");

@@ -38,53 +38,71 @@ static int same16(uint16_t got, uint16_t want, int bf16)
 	return got == want;
 }
 
-START_TEST(f64_to_f16_and_bf16)
+static uint16_t narrow_f64(double v, int bf16) { return bf16 ? pe_f64_to_bf16(v) : pe_f64_to_f16(v); }
+static uint16_t narrow_f32(float v, int bf16) { return bf16 ? pe_f32_to_bf16(v) : pe_f32_to_f16(v); }
+static float widen(uint16_t h, int bf16) { return bf16 ? pe_bf16_to_f32(h) : pe_f16_to_f32(h); }
+
+/* Element i of x, float64 (elem 8) or float32 (elem 4), rounded to bf16 or f16 from its own type. */
+static uint16_t narrow_at(const void *x, size_t elem, size_t i, int bf16)
 {
-	size_t n, nh, nb;
-	double *x = load("f64_in.bin", 8, &n);
-	uint16_t *h = load("f64_f16.bin", 2, &nh), *b = load("f64_bf16.bin", 2, &nb);
-	ck_assert_uint_eq(nh, n);
-	ck_assert_uint_eq(nb, n);
-	size_t bad_h = 0, bad_b = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint16_t gh = pe_f64_to_f16(x[i]), gb = pe_f64_to_bf16(x[i]);
-		if (!same16(gh, h[i], 0) && bad_h++ < 5)
-			fprintf(stderr, "f64->f16  %a: got 0x%04x, want 0x%04x\n", x[i], gh, h[i]);
-		if (!same16(gb, b[i], 1) && bad_b++ < 5)
-			fprintf(stderr, "f64->bf16 %a: got 0x%04x, want 0x%04x\n", x[i], gb, b[i]);
-	}
-	fprintf(stderr, "f64 -> f16 / bf16: %zu inputs, %zu / %zu wrong\n", n, bad_h, bad_b);
-	ck_assert_uint_eq(bad_h, 0);
-	ck_assert_uint_eq(bad_b, 0);
-	free(x);
-	free(h);
-	free(b);
+	return elem == 8 ? narrow_f64(((const double *)x)[i], bf16) : narrow_f32(((const float *)x)[i], bf16);
 }
+
+static double value_at(const void *x, size_t elem, size_t i)
+{
+	return elem == 8 ? ((const double *)x)[i] : (double)((const float *)x)[i];
+}
+
+/* <from>_in.bin rounded to binary16 and bfloat16 equals <from>_f16.bin and <from>_bf16.bin. */
+static void check_narrowing(const char *from, size_t elem)
+{
+	static const char *const to[2] = {"f16", "bf16"};
+	char file[32];
+	size_t n, nh[2];
+	snprintf(file, sizeof file, "%s_in.bin", from);
+	void *x = load(file, elem, &n);
+	uint16_t *want[2];
+	size_t bad[2] = {0, 0};
+	for (int bf = 0; bf < 2; bf++) {
+		snprintf(file, sizeof file, "%s_%s.bin", from, to[bf]);
+		want[bf] = load(file, 2, &nh[bf]);
+		ck_assert_msg(nh[bf] == n, "%s: %zu values for %zu inputs", file, nh[bf], n);
+	}
+	for (size_t i = 0; i < n; i++)
+		for (int bf = 0; bf < 2; bf++) {
+			uint16_t got = narrow_at(x, elem, i, bf);
+			if (!same16(got, want[bf][i], bf) && bad[bf]++ < 5)
+				fprintf(stderr, "%s->%-4s %a: got 0x%04x, want 0x%04x\n", from, to[bf],
+					value_at(x, elem, i), got, want[bf][i]);
+		}
+	fprintf(stderr, "%s -> f16 / bf16: %zu inputs, %zu / %zu wrong\n", from, n, bad[0], bad[1]);
+	for (int bf = 0; bf < 2; bf++) {
+		ck_assert_msg(bad[bf] == 0, "%s -> %s: %zu wrong", from, to[bf], bad[bf]);
+		free(want[bf]);
+	}
+	free(x);
+}
+
+START_TEST(f64_to_f16_and_bf16) { check_narrowing("f64", 8); }
 END_TEST
 
-START_TEST(f32_to_f16_and_bf16)
-{
-	size_t n, nh, nb;
-	float *x = load("f32_in.bin", 4, &n);
-	uint16_t *h = load("f32_f16.bin", 2, &nh), *b = load("f32_bf16.bin", 2, &nb);
-	ck_assert_uint_eq(nh, n);
-	ck_assert_uint_eq(nb, n);
-	size_t bad_h = 0, bad_b = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint16_t gh = pe_f32_to_f16(x[i]), gb = pe_f32_to_bf16(x[i]);
-		if (!same16(gh, h[i], 0) && bad_h++ < 5)
-			fprintf(stderr, "f32->f16  %a: got 0x%04x, want 0x%04x\n", (double)x[i], gh, h[i]);
-		if (!same16(gb, b[i], 1) && bad_b++ < 5)
-			fprintf(stderr, "f32->bf16 %a: got 0x%04x, want 0x%04x\n", (double)x[i], gb, b[i]);
-	}
-	fprintf(stderr, "f32 -> f16 / bf16: %zu inputs, %zu / %zu wrong\n", n, bad_h, bad_b);
-	ck_assert_uint_eq(bad_h, 0);
-	ck_assert_uint_eq(bad_b, 0);
-	free(x);
-	free(h);
-	free(b);
-}
+START_TEST(f32_to_f16_and_bf16) { check_narrowing("f32", 4); }
 END_TEST
+
+/* Every non-NaN pattern survives widening to float32 and rounding back, from float32 and from
+ * float64. */
+static void check_round_trips(int bf16)
+{
+	for (uint32_t i = 0; i < 65536; i++) {
+		uint16_t h = (uint16_t)i;
+		if (is_nan16(h, bf16))
+			continue;
+		ck_assert_msg(narrow_f32(widen(h, bf16), bf16) == h, "%s 0x%04x: not kept through f32",
+			      bf16 ? "bf16" : "f16", h);
+		ck_assert_msg(narrow_f64((double)widen(h, bf16), bf16) == h, "%s 0x%04x: not kept through f64",
+			      bf16 ? "bf16" : "f16", h);
+	}
+}
 
 START_TEST(f16_to_f32_every_pattern)
 {
@@ -100,14 +118,7 @@ START_TEST(f16_to_f32_every_pattern)
 			fprintf(stderr, "f16 0x%04x: got %a, want %a\n", i, (double)got, (double)want[i]);
 	}
 	ck_assert_uint_eq(bad, 0);
-	/* and back: every non-NaN pattern survives f16 -> f32 -> f16 and f16 -> f64 -> f16 */
-	for (uint32_t i = 0; i < 65536; i++) {
-		uint16_t h = (uint16_t)i;
-		if (is_nan16(h, 0))
-			continue;
-		ck_assert_uint_eq(pe_f32_to_f16(pe_f16_to_f32(h)), h);
-		ck_assert_uint_eq(pe_f64_to_f16((double)pe_f16_to_f32(h)), h);
-	}
+	check_round_trips(0);
 	free(want);
 }
 END_TEST
@@ -122,13 +133,7 @@ START_TEST(bf16_to_f32)
 	ck_assert(isinf(pe_bf16_to_f32(0x7f80)) && pe_bf16_to_f32(0x7f80) > 0);
 	ck_assert(isnan(pe_bf16_to_f32(0x7fc0)));
 	ck_assert(signbit(pe_bf16_to_f32(0x8000)) && pe_bf16_to_f32(0x8000) == 0);
-	for (uint32_t i = 0; i < 65536; i++) {
-		uint16_t h = (uint16_t)i;
-		if (is_nan16(h, 1))
-			continue;
-		ck_assert_uint_eq(pe_f32_to_bf16(pe_bf16_to_f32(h)), h);
-		ck_assert_uint_eq(pe_f64_to_bf16((double)pe_bf16_to_f32(h)), h);
-	}
+	check_round_trips(1);
 }
 END_TEST
 
@@ -166,6 +171,44 @@ START_TEST(landmarks)
 }
 END_TEST
 
+/* o16 holds x's n elements (elem 8: float64, 4: float32) rounded to bf16 or f16 one by one. */
+static void expect_stored_halves(const uint16_t *o16, const void *x, size_t elem, size_t n, int bf16)
+{
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(o16[i] == narrow_at(x, elem, i, bf16), "pe_store_f%zu to %s, element %zu: 0x%04x, want 0x%04x",
+			      elem * 8, bf16 ? "bf16" : "f16", i, o16[i], narrow_at(x, elem, i, bf16));
+}
+
+static void store_from(size_t elem, enum pe_dtype dt, void *out, const void *x, size_t n)
+{
+	if (elem == 8)
+		pe_store_f64(dt, out, x, n);
+	else
+		pe_store_f32(dt, out, x, n);
+}
+
+/* pe_store_f64 (elem 8) or pe_store_f32 (elem 4) of x into each float dtype: its own type bit for
+ * bit, the other float type 0 ulp from a cast, f16 and bf16 as the scalar conversions round. */
+static void check_stores(const void *x, size_t elem, size_t n, double *o64, float *o32, uint16_t *o16)
+{
+	store_from(elem, PE_F64, o64, x, n);
+	store_from(elem, PE_F32, o32, x, n);
+	ck_assert_msg(memcmp(elem == 8 ? (const void *)o64 : (const void *)o32, x, n * elem) == 0,
+		      "pe_store_f%zu into its own dtype changed a value", elem * 8);
+	for (size_t i = 0; i < n; i++) {
+		if (elem == 8)
+			ck_assert_msg(pe_ulp_f32(o32[i], (float)((const double *)x)[i]) == 0,
+				      "pe_store_f64 to f32, element %zu", i);
+		else
+			ck_assert_msg(pe_ulp_f64(o64[i], (double)((const float *)x)[i]) == 0,
+				      "pe_store_f32 to f64, element %zu", i);
+	}
+	for (int bf = 0; bf < 2; bf++) {
+		store_from(elem, bf ? PE_BF16 : PE_F16, o16, x, n);
+		expect_stored_halves(o16, x, elem, n, bf);
+	}
+}
+
 /* pe_store_f64 / pe_store_f32 round each element as the scalar conversions do. */
 START_TEST(store_helpers)
 {
@@ -178,28 +221,8 @@ START_TEST(store_helpers)
 	ck_assert(xf && o32 && o64 && o16);
 	for (size_t i = 0; i < n; i++)
 		xf[i] = (float)x[i];
-	pe_store_f64(PE_F64, o64, x, n);
-	ck_assert_int_eq(memcmp(o64, x, n * 8), 0);
-	pe_store_f64(PE_F32, o32, x, n);
-	for (size_t i = 0; i < n; i++)
-		ck_assert(pe_ulp_f32(o32[i], (float)x[i]) == 0);
-	pe_store_f64(PE_F16, o16, x, n);
-	for (size_t i = 0; i < n; i++)
-		ck_assert_uint_eq(o16[i], pe_f64_to_f16(x[i]));
-	pe_store_f64(PE_BF16, o16, x, n);
-	for (size_t i = 0; i < n; i++)
-		ck_assert_uint_eq(o16[i], pe_f64_to_bf16(x[i]));
-	pe_store_f32(PE_F32, o32, xf, n);
-	ck_assert_int_eq(memcmp(o32, xf, n * 4), 0);
-	pe_store_f32(PE_F64, o64, xf, n);
-	for (size_t i = 0; i < n; i++)
-		ck_assert(pe_ulp_f64(o64[i], (double)xf[i]) == 0);
-	pe_store_f32(PE_F16, o16, xf, n);
-	for (size_t i = 0; i < n; i++)
-		ck_assert_uint_eq(o16[i], pe_f32_to_f16(xf[i]));
-	pe_store_f32(PE_BF16, o16, xf, n);
-	for (size_t i = 0; i < n; i++)
-		ck_assert_uint_eq(o16[i], pe_f32_to_bf16(xf[i]));
+	check_stores(x, 8, n, o64, o32, o16);
+	check_stores(xf, 4, n, o64, o32, o16);
 	free(x);
 	free(xf);
 	free(o32);

@@ -15,8 +15,6 @@
 
 #define DATA "tests/data/relative"
 
-static const enum pe_dtype float_dtypes[] = {PE_F64, PE_F32, PE_F16, PE_BF16};
-
 START_TEST(t5_vs_transformers)
 {
 	struct pe_kat k;
@@ -91,43 +89,42 @@ END_TEST
 
 /* ---- xl ---- */
 
-START_TEST(xl_exact_vs_numpy_and_mpmath)
+/* xl against each reference, within 1 ulp (per_dtype: in every float dtype, label's %s its name). */
+static const struct xl_run {
+	const char *label;
+	struct pe_kat_cmp cmp;
+	int per_dtype;
+} xl_runs[] = {
+	{"xl exact %s vs numpy", {"relative/xl", "query", "ref_f64", PE_F64, NULL, 0}, 1},
+	{"xl exact %s vs mpmath", {"relative/xl", "query", "mp_f64", PE_F64, NULL, 0}, 1},
+	{"xl hf f32 vs torch", {"relative/xl", "hf_query", "torch_f32", PE_F32, NULL, 1}, 0},
+};
+#define NXL_RUNS ((int)(sizeof xl_runs / sizeof xl_runs[0]))
+
+/* Iteration i: comparison i / 2 on kernel path i % 2 (scalar, AVX2). */
+START_TEST(xl_known_answers)
 {
-	if (!pe_kat_use_isa(_i))
+	const struct xl_run *x = &xl_runs[_i / 2];
+	if (!pe_kat_use_isa(_i % 2))
 		return;
-	struct pe_kat k;
-	pe_kat_load(&k, DATA);
-	for (size_t t = 0; t < 4; t++) {
-		enum pe_dtype dt = float_dtypes[t];
-		char what[64], whatmp[64];
-		snprintf(what, sizeof what, "xl exact %s vs numpy", pe_dtype_name(dt));
-		snprintf(whatmp, sizeof whatmp, "xl exact %s vs mpmath", pe_dtype_name(dt));
-		struct pe_kat_max m = {.what = what}, mm = {.what = whatmp};
-		const struct pe_kat_cmp numpy = {"relative/xl", "query", "ref_f64", dt, NULL, 0},
-					mp = {"relative/xl", "query", "mp_f64", dt, NULL, 0};
-		pe_kat_compare(&k, &numpy, &m, &m);
-		pe_kat_compare(&k, &mp, &mm, &mm);
-		pe_kat_max_check(&m, 1);
-		pe_kat_max_check(&mm, 1);
-	}
-	pe_kat_free(&k);
+	if (x->per_dtype)
+		pe_kat_compare_dtypes(DATA, &x->cmp, x->label, 1, 1, 1);
+	else
+		pe_kat_compare_dir(DATA, &x->cmp, x->label, 1, 1);
 }
 END_TEST
 
-START_TEST(xl_hf_vs_torch)
+/* exact is not torch: positions up to 999 make float32 angles visibly different. */
+START_TEST(xl_exact_is_not_torch)
 {
 	if (!pe_kat_use_isa(_i))
 		return;
+	const struct pe_kat_cmp exact = {"relative/xl", "query", "torch_f32", PE_F32, NULL, 0};
 	struct pe_kat k;
-	struct pe_kat_max m = {.what = "xl hf f32 vs torch"}, me = {.what = "(xl exact f32 vs torch)"};
-	const struct pe_kat_cmp hf = {"relative/xl", "hf_query", "torch_f32", PE_F32, NULL, 1},
-				exact = {"relative/xl", "query", "torch_f32", PE_F32, NULL, 0};
+	struct pe_kat_max me = {.what = "(xl exact f32 vs torch)"};
 	pe_kat_load(&k, DATA);
-	pe_kat_compare(&k, &hf, &m, &m);
 	pe_kat_compare(&k, &exact, &me, &me);
 	pe_kat_free(&k);
-	pe_kat_max_check(&m, 1);
-	/* exact is not torch: positions up to 999 make float32 angles visibly different */
 	ck_assert_uint_gt(me.max, 100);
 }
 END_TEST
@@ -203,8 +200,8 @@ static Suite *suite(void)
 	tcase_add_test(t5, t5_is_int32_only);
 	suite_add_tcase(s, t5);
 	TCase *xl = tcase_create("xl");
-	tcase_add_loop_test(xl, xl_exact_vs_numpy_and_mpmath, 0, 2);
-	tcase_add_loop_test(xl, xl_hf_vs_torch, 0, 2);
+	tcase_add_loop_test(xl, xl_known_answers, 0, 2 * NXL_RUNS);
+	tcase_add_loop_test(xl, xl_exact_is_not_torch, 0, 2);
 	tcase_add_test(xl, xl_scalar_and_avx2_agree);
 	tcase_add_test(xl, xl_positions_by_hand);
 	suite_add_tcase(s, xl);

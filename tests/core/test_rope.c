@@ -31,40 +31,34 @@
 
 static const enum pe_dtype float_dtypes[] = {PE_F64, PE_F32, PE_F16, PE_BF16};
 
-START_TEST(exact_vs_numpy)
-{
-	if (!pe_kat_use_isa(_i))
-		return;
-	const struct pe_kat_cmp cmp = {NULL, "query", "ref_f64", PE_F64, "attention_scaling", 0};
-	pe_kat_compare_dtypes(DATA_DIR, &cmp, "rope exact %s vs numpy", 1, 1, 2);
-}
-END_TEST
-
-START_TEST(exact_f64_vs_mpmath)
-{
-	if (!pe_kat_use_isa(_i))
-		return;
-	const struct pe_kat_cmp cmp = {NULL, "query", "mp_f64", PE_F64, "attention_scaling", 0};
-	pe_kat_compare_dir(DATA_DIR, &cmp, "rope exact f64 vs mpmath", 1, 2);
-}
-END_TEST
-
-START_TEST(hf_vs_torch)
-{
-	if (!pe_kat_use_isa(_i))
-		return;
+/* The tables against each reference: label names the comparison (per_dtype: a printf format whose
+ * %s is each float dtype in turn); scaled cases (attention_scaling != 1) have their own bound, in
+ * f64 bound_scaled_f64. */
+static const struct kat_run {
+	const char *label;
+	struct pe_kat_cmp cmp;
+	int per_dtype;
+	uint64_t bound, bound_scaled, bound_scaled_f64;
+} kat_runs[] = {
+	{"rope exact %s vs numpy", {NULL, "query", "ref_f64", PE_F64, "attention_scaling", 0}, 1, 1, 1, 2},
+	{"rope exact f64 vs mpmath", {NULL, "query", "mp_f64", PE_F64, "attention_scaling", 0}, 0, 1, 2, 2},
 	/* f64 carries the float exactly; f16/bf16 round torch's float once, as the core does */
-	const struct pe_kat_cmp cmp = {NULL, "hf_query", "torch_f32", PE_F32, "attention_scaling", 0};
-	pe_kat_compare_dtypes(DATA_DIR, &cmp, "rope hf %s vs torch", 1, 2, 2);
-}
-END_TEST
+	{"rope hf %s vs torch", {NULL, "hf_query", "torch_f32", PE_F32, "attention_scaling", 0}, 1, 1, 2, 2},
+	{"rope ggml f32 vs numpy/libm emulation", {NULL, "ggml_query", "ggml_f32", PE_F32, "ggml_attention_scaling", 0},
+	 0, 1, 2, 2},
+};
+#define NKAT_RUNS ((int)(sizeof kat_runs / sizeof kat_runs[0]))
 
-START_TEST(ggml_vs_emulation)
+/* Iteration i: comparison i / 2 on ISA path i % 2 (scalar, AVX2). */
+START_TEST(known_answers)
 {
-	if (!pe_kat_use_isa(_i))
+	const struct kat_run *k = &kat_runs[_i / 2];
+	if (!pe_kat_use_isa(_i % 2))
 		return;
-	const struct pe_kat_cmp cmp = {NULL, "ggml_query", "ggml_f32", PE_F32, "ggml_attention_scaling", 0};
-	pe_kat_compare_dir(DATA_DIR, &cmp, "rope ggml f32 vs numpy/libm emulation", 1, 2);
+	if (k->per_dtype)
+		pe_kat_compare_dtypes(DATA_DIR, &k->cmp, k->label, k->bound, k->bound_scaled, k->bound_scaled_f64);
+	else
+		pe_kat_compare_dir(DATA_DIR, &k->cmp, k->label, k->bound, k->bound_scaled);
 }
 END_TEST
 
@@ -630,10 +624,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("known answers");
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, known_answers_cover_the_cases);
-	tcase_add_loop_test(tc, exact_vs_numpy, 0, 2);
-	tcase_add_loop_test(tc, exact_f64_vs_mpmath, 0, 2);
-	tcase_add_loop_test(tc, hf_vs_torch, 0, 2);
-	tcase_add_loop_test(tc, ggml_vs_emulation, 0, 2);
+	tcase_add_loop_test(tc, known_answers, 0, 2 * NKAT_RUNS);
 	tcase_add_loop_test(tc, inv_freq_bit_identical, 0, 2);
 	tcase_add_loop_test(tc, hf_follows_torch_at_large_positions, 0, 2);
 	tcase_add_test(tc, hf_dynamic_long_seq_len);

@@ -198,80 +198,83 @@ static void total_check(const struct total *t, uint64_t bound, int hf)
 		      t->worst_at % t->worst->dim, pe_isa_name());
 }
 
-START_TEST(exact_f32_vs_numpy)
+/* Element i of got (dt) against the value x rounded once to dt, in ulps of dt. */
+static uint64_t ulp_vs(enum pe_dtype dt, const void *got, size_t i, double x)
 {
-	if (!use_isa(_i))
-		return;
-	load_cases();
-	struct total t = {.what = "exact f32 vs numpy"};
+	switch (dt) {
+	case PE_F64:
+		return pe_ulp_f64(((const double *)got)[i], x);
+	case PE_F16:
+		return pe_kat_ulp16(((const uint16_t *)got)[i], pe_f64_to_f16(x));
+	case PE_BF16:
+		return pe_kat_ulp16(((const uint16_t *)got)[i], pe_f64_to_bf16(x));
+	default:
+		return pe_ulp_f32(((const float *)got)[i], (float)x);
+	}
+}
+
+/* compat=exact in dt over every case against NumPy's f64 (vs_mp: mpmath's, in the cases that have
+ * it), within bound ulps. */
+static void exact_vs(enum pe_dtype dt, int vs_mp, const char *what, uint64_t bound)
+{
+	struct total t = {.what = what};
 	for (size_t k = 0; k < ncases; k++) {
 		const struct kcase *c = &cases[k];
-		float *got = run(c->query, PE_F32, c->n, NULL);
+		const double *want = vs_mp ? c->mp : c->ref;
+		if (!want)
+			continue;
+		void *got = run(c->query, dt, c->n, NULL);
 		struct stat st = {0};
 		for (size_t i = 0; i < c->n; i++)
-			stat_add(&st, pe_ulp_f32(got[i], (float)c->ref[i]), i);
+			stat_add(&st, ulp_vs(dt, got, i, want[i]), i);
 		total_add(&t, c, &st);
 		free(got);
 	}
-	total_check(&t, 1, 0);
+	total_check(&t, bound, 0);
+}
+
+/* compat=exact against the references, each on every kernel path (iteration i: comparison i / NISA
+ * on path i % NISA). */
+static const struct exact_cmp {
+	enum pe_dtype dt;
+	int vs_mp;
+	const char *what;
+	uint64_t bound;
+} exact_cmps[] = {
+	{PE_F32, 0, "exact f32 vs numpy", 1},
+	{PE_F64, 0, "exact f64 vs numpy", F64_VS_NUMPY_ULP},
+	{PE_F64, 1, "exact f64 vs mpmath", 1},
+	{PE_F16, 0, "exact f16 vs numpy", 1},
+	{PE_BF16, 0, "exact bf16 vs numpy", 1},
+};
+#define NEXACT ((int)(sizeof exact_cmps / sizeof exact_cmps[0]))
+
+START_TEST(exact_vs_references)
+{
+	const struct exact_cmp *e = &exact_cmps[_i / NISA];
+	if (!use_isa(_i % NISA))
+		return;
+	load_cases();
+	exact_vs(e->dt, e->vs_mp, e->what, e->bound);
 	free_cases();
 }
 END_TEST
 
-START_TEST(exact_f64_vs_numpy_and_mpmath)
+/* The reference itself: glibc's sin/cos, < 1 ulp from mpmath (no kernel involved). */
+START_TEST(numpy_f64_vs_mpmath)
 {
-	if (!use_isa(_i))
-		return;
 	load_cases();
-	struct total tn = {.what = "exact f64 vs numpy"}, tm = {.what = "exact f64 vs mpmath"},
-		     nm = {.what = "(numpy f64 vs mpmath)"};
+	struct total nm = {.what = "(numpy f64 vs mpmath)"};
 	for (size_t k = 0; k < ncases; k++) {
 		const struct kcase *c = &cases[k];
-		double *got = run(c->query, PE_F64, c->n, NULL);
-		struct stat sn = {0}, sm = {0}, snm = {0};
-		for (size_t i = 0; i < c->n; i++) {
-			stat_add(&sn, pe_ulp_f64(got[i], c->ref[i]), i);
-			if (c->mp) {
-				stat_add(&sm, pe_ulp_f64(got[i], c->mp[i]), i);
-				stat_add(&snm, pe_ulp_f64(c->ref[i], c->mp[i]), i);
-			}
-		}
-		total_add(&tn, c, &sn);
-		if (c->mp) {
-			total_add(&tm, c, &sm);
-			total_add(&nm, c, &snm);
-		}
-		free(got);
+		if (!c->mp)
+			continue;
+		struct stat st = {0};
+		for (size_t i = 0; i < c->n; i++)
+			stat_add(&st, pe_ulp_f64(c->ref[i], c->mp[i]), i);
+		total_add(&nm, c, &st);
 	}
-	total_check(&tn, F64_VS_NUMPY_ULP, 0);
-	total_check(&tm, 1, 0);
-	total_check(&nm, 1, 0); /* the reference itself: glibc's sin/cos, < 1 ulp */
-	free_cases();
-}
-END_TEST
-
-START_TEST(exact_f16_bf16_vs_numpy)
-{
-	if (!use_isa(_i))
-		return;
-	load_cases();
-	struct total th = {.what = "exact f16 vs numpy"}, tb = {.what = "exact bf16 vs numpy"};
-	for (size_t k = 0; k < ncases; k++) {
-		const struct kcase *c = &cases[k];
-		uint16_t *h = run(c->query, PE_F16, c->n, NULL);
-		uint16_t *b = run(c->query, PE_BF16, c->n, NULL);
-		struct stat sh = {0}, sb = {0};
-		for (size_t i = 0; i < c->n; i++) {
-			stat_add(&sh, pe_kat_ulp16(h[i], pe_f64_to_f16(c->ref[i])), i);
-			stat_add(&sb, pe_kat_ulp16(b[i], pe_f64_to_bf16(c->ref[i])), i);
-		}
-		total_add(&th, c, &sh);
-		total_add(&tb, c, &sb);
-		free(h);
-		free(b);
-	}
-	total_check(&th, 1, 0);
-	total_check(&tb, 1, 0);
+	total_check(&nm, 1, 0);
 	free_cases();
 }
 END_TEST
@@ -666,9 +669,8 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("known answers");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, known_answers_cover_the_cases);
-	tcase_add_loop_test(tc, exact_f32_vs_numpy, 0, NISA);
-	tcase_add_loop_test(tc, exact_f64_vs_numpy_and_mpmath, 0, NISA);
-	tcase_add_loop_test(tc, exact_f16_bf16_vs_numpy, 0, NISA);
+	tcase_add_loop_test(tc, exact_vs_references, 0, NEXACT * NISA);
+	tcase_add_test(tc, numpy_f64_vs_mpmath);
 	tcase_add_loop_test(tc, hf_vs_torch, 0, NISA);
 	tcase_add_loop_test(tc, hf_follows_torch_at_large_positions, 0, NISA);
 	tcase_add_test(tc, scalar_and_avx2_agree);

@@ -45,6 +45,18 @@ static void blocking_job(void *arg)
 	atomic_fetch_add(&ran, 1);
 }
 
+/* A pool of workers threads and a queue of max_queue for blocking_job: the gate closed, the run
+ * count zeroed. */
+static struct pe_pool *gated_pool(unsigned workers, size_t max_queue)
+{
+	struct pe_err err = {0};
+	atomic_store(&ran, 0);
+	atomic_store(&gate, 0);
+	struct pe_pool *p = pe_pool_new(workers, max_queue, NULL, NULL, 50, &err);
+	ck_assert_msg(p != NULL, "pe_pool_new(%u, %zu): %s", workers, max_queue, err.detail);
+	return p;
+}
+
 static void tick_cb(void *arg) { atomic_fetch_add(&ticks, 1); }
 
 /* Poll stats until running reaches want (bounded: the assertion after says what was seen). */
@@ -172,11 +184,7 @@ END_TEST
 
 START_TEST(admission_and_close)
 {
-	struct pe_err err = {0};
-	atomic_store(&ran, 0);
-	atomic_store(&gate, 0);
-	struct pe_pool *p = pe_pool_new(1, 2, NULL, NULL, 50, &err);
-	ck_assert_ptr_nonnull(p);
+	struct pe_pool *p = gated_pool(1, 2);
 	ck_assert_int_eq(pe_pool_submit(p, blocking_job, NULL), 0);
 	wait_running(p, 1); /* the first job occupies the only worker */
 	ck_assert_int_eq(pe_pool_submit(p, blocking_job, NULL), 0);
@@ -349,11 +357,7 @@ END_TEST
 /* Every worker busy and the queue full: the caller runs every chunk itself, and nothing waits. */
 START_TEST(parallel_all_workers_busy)
 {
-	struct pe_err err = {0};
-	atomic_store(&gate, 0);
-	atomic_store(&ran, 0);
-	struct pe_pool *p = pe_pool_new(2, 2, NULL, NULL, 50, &err);
-	ck_assert_ptr_nonnull(p);
+	struct pe_pool *p = gated_pool(2, 2);
 	for (int i = 0; i < 4; i++) {
 		ck_assert_int_eq(pe_pool_submit(p, blocking_job, NULL), 0);
 		if (i == 1)
@@ -458,11 +462,7 @@ END_TEST
  * a light job passes the one that waits; once they are quiet the second starts. */
 START_TEST(heavy_jobs_leave_the_reserve)
 {
-	struct pe_err err = {0};
-	atomic_store(&ran, 0);
-	atomic_store(&gate, 0);
-	struct pe_pool *p = pe_pool_new(2, 10, NULL, NULL, 50, &err);
-	ck_assert_ptr_nonnull(p);
+	struct pe_pool *p = gated_pool(2, 10);
 	pe_pool_reserve_cpus(p, 1);
 	pthread_t t = start_noting(p, 0);
 	ck_assert_int_eq(pe_pool_submit_heavy(p, blocking_job, NULL), 0);
@@ -489,12 +489,8 @@ END_TEST
 /* No reserve: heavy jobs take every worker, busy or not. At shutdown a held-back job still runs. */
 START_TEST(heavy_jobs_without_a_reserve)
 {
-	struct pe_err err = {0};
 	for (int reserve = 0; reserve < 2; reserve++) {
-		atomic_store(&ran, 0);
-		atomic_store(&gate, 0);
-		struct pe_pool *p = pe_pool_new(2, 10, NULL, NULL, 50, &err);
-		ck_assert_ptr_nonnull(p);
+		struct pe_pool *p = gated_pool(2, 10);
 		pe_pool_reserve_cpus(p, (unsigned)reserve);
 		pthread_t t = start_noting(p, 0);
 		ck_assert_int_eq(pe_pool_submit_heavy(p, blocking_job, NULL), 0);

@@ -61,9 +61,24 @@ static size_t heavy_at_once(struct pe_pool *p, size_t want)
 
 /* ---- the reserve's configuration ---- */
 
-/* reserve_cpus 0 is "no reserve": with more workers than CPUs (here: this thread, and so the pool,
- * kept to one CPU, two workers) heavy jobs still take every worker while busy. */
-START_TEST(reserve_zero_holds_nothing_back)
+/* A busy pool with two gated heavy jobs: how many may run at once, by workers and reserve. */
+static const struct reserve_case {
+	const char *what;
+	unsigned workers, reserve;
+	size_t want;
+	int one_cpu; /* the pool is made while this thread is kept to one CPU */
+} reserve_cases[] = {
+	/* reserve_cpus 0 is "no reserve": with more workers than CPUs (one CPU, two workers) heavy
+	 * jobs still take every worker while busy */
+	{"reserve_cpus 0, 2 workers on one CPU", 2, 0, 2, 1},
+	/* one worker: nothing to reserve, its heavy job runs while busy (a cap of every worker) */
+	{"one worker, reserve 1", 1, 1, 1, 0},
+	/* more CPUs reserved than there are: heavy jobs still get one worker, never none */
+	{"reserve 1024 of 2 workers", 2, 1024, 1, 0},
+};
+
+/* Keeps this thread (and so a pool made now) to the first CPU of its set; returns the old set. */
+static cpu_set_t pin_to_one_cpu(void)
 {
 	cpu_set_t was, one;
 	ck_assert_int_eq(sched_getaffinity(0, sizeof was, &was), 0);
@@ -74,37 +89,23 @@ START_TEST(reserve_zero_holds_nothing_back)
 			break;
 		}
 	ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
-	struct pe_err err = {0};
-	struct pe_pool *p = pe_pool_new(2, 10, NULL, NULL, 50, &err);
-	sched_setaffinity(0, sizeof was, &was);
-	ck_assert_ptr_nonnull(p);
-	pe_pool_reserve_cpus(p, 0);
-	size_t n = heavy_at_once(p, 2);
-	ck_assert_msg(n == 2, "reserve_cpus 0, busy: %zu of 2 heavy jobs running", n);
+	return was;
 }
-END_TEST
 
-/* One worker: nothing to reserve, its heavy job runs while busy (a cap of every worker). */
-START_TEST(one_worker_never_holds_back)
+START_TEST(reserve_never_starves_heavy)
 {
+	const struct reserve_case *c = &reserve_cases[_i];
+	cpu_set_t was;
+	if (c->one_cpu)
+		was = pin_to_one_cpu();
 	struct pe_err err = {0};
-	struct pe_pool *p = pe_pool_new(1, 10, NULL, NULL, 50, &err);
-	ck_assert_ptr_nonnull(p);
-	pe_pool_reserve_cpus(p, 1);
-	size_t n = heavy_at_once(p, 1);
-	ck_assert_msg(n == 1, "one worker, busy: %zu heavy jobs running", n);
-}
-END_TEST
-
-/* More CPUs reserved than there are: heavy jobs still get one worker while busy, never none. */
-START_TEST(huge_reserve_keeps_one_heavy)
-{
-	struct pe_err err = {0};
-	struct pe_pool *p = pe_pool_new(2, 10, NULL, NULL, 50, &err);
-	ck_assert_ptr_nonnull(p);
-	pe_pool_reserve_cpus(p, 1024);
-	size_t n = heavy_at_once(p, 1);
-	ck_assert_msg(n == 1, "reserve 1024 of 2 workers, busy: %zu heavy jobs running (1)", n);
+	struct pe_pool *p = pe_pool_new(c->workers, 10, NULL, NULL, 50, &err);
+	if (c->one_cpu)
+		sched_setaffinity(0, sizeof was, &was);
+	ck_assert_msg(p != NULL, "%s: pe_pool_new failed", c->what);
+	pe_pool_reserve_cpus(p, c->reserve);
+	size_t n = heavy_at_once(p, c->want);
+	ck_assert_msg(n == c->want, "%s, busy: %zu heavy jobs running, want %zu", c->what, n, c->want);
 }
 END_TEST
 
@@ -311,9 +312,7 @@ static Suite *pool_attack_suite(void)
 	Suite *s = suite_create("pool_attack");
 	TCase *tc = tcase_create("reserve");
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, reserve_zero_holds_nothing_back);
-	tcase_add_test(tc, one_worker_never_holds_back);
-	tcase_add_test(tc, huge_reserve_keeps_one_heavy);
+	tcase_add_loop_test(tc, reserve_never_starves_heavy, 0, (int)(sizeof reserve_cases / sizeof reserve_cases[0]));
 	tcase_add_test(tc, storm_of_mixed_jobs);
 	tcase_add_test(tc, close_and_free_while_held_back);
 	tcase_add_test(tc, held_back_workers_sleep);

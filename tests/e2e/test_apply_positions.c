@@ -22,6 +22,12 @@
 
 #define D 64
 
+/* Each test's daemon (started in the test's own process by the checked fixture). */
+static struct pe_daemon SRV;
+
+static void start(void) { pe_daemon_start(&SRV, NULL); }
+static void stop(void) { ck_assert_int_eq(pe_daemon_stop(&SRV, SIGTERM), 0); }
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t next_u64(void)
 {
@@ -117,8 +123,6 @@ static const char *const queries[] = {
 /* [seq] and [2, seq] with two equal rows, int32 and int64, against positions=. */
 START_TEST(same_as_query_positions)
 {
-	struct pe_daemon d;
-	pe_daemon_start(&d, NULL);
 	enum { L = 12 };
 	const int64_t sets[][L] = {
 		{3, 0, 7, 1, 2, 11, 5, 4, 10, 8, 9, 6},                               /* one table */
@@ -135,23 +139,20 @@ START_TEST(same_as_query_positions)
 			list_of(sets[s], L, query, sizeof query);
 			snprintf(query + strlen(query), sizeof query - strlen(query), "&%s", queries[q]);
 			struct pe_resp want, a, b;
-			post_plain(&d, query, x, xlen, &want);
+			post_plain(&SRV, query, x, xlen, &want);
 			ck_assert_msg(want.status == 200, "%s: %ld %s", query, want.status, want.body);
 			size_t one_shape[] = {L}, two_shape[] = {2, L};
-			post_xpos(&d, queries[q], x, xlen, sets[s], one_shape, 1, (int)s, &a);
-			post_xpos(&d, queries[q], x, xlen, two, two_shape, 2, (int)!s, &b);
+			post_xpos(&SRV, queries[q], x, xlen, sets[s], one_shape, 1, (int)s, &a);
+			post_xpos(&SRV, queries[q], x, xlen, two, two_shape, 2, (int)!s, &b);
 			same_three(&want, &a, &b, query);
 		}
 	free(x);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 }
 END_TEST
 
 /* [batch, seq] with different rows: entry b of the answer is x[b] rotated by row b alone. */
 START_TEST(batch_rows)
 {
-	struct pe_daemon d;
-	pe_daemon_start(&d, NULL);
 	enum { B = 3, H = 2, L = 9 };
 	int64_t pos[B * L];
 	for (size_t i = 0; i < B * L; i++)
@@ -162,7 +163,7 @@ START_TEST(batch_rows)
 	ck_assert_int_eq(pe_npy_parse(x, xlen, 1 << 20, &xv, NULL), 0);
 	for (size_t q = 0; q < 3; q++) {
 		struct pe_resp all;
-		post_xpos(&d, queries[q], x, xlen, pos, pshape, 2, 1, &all);
+		post_xpos(&SRV, queries[q], x, xlen, pos, pshape, 2, 1, &all);
 		ck_assert_uint_eq(all.len, (size_t)B * H * L * D * 4);
 		for (size_t b = 0; b < B; b++) {
 			struct pe_tensor_view one = xv;
@@ -175,7 +176,7 @@ START_TEST(batch_rows)
 			list_of(pos + b * L, L, query, sizeof query);
 			snprintf(query + strlen(query), sizeof query - strlen(query), "&%s", queries[q]);
 			struct pe_resp r;
-			post_plain(&d, query, nb.data, nb.len, &r);
+			post_plain(&SRV, query, nb.data, nb.len, &r);
 			ck_assert_msg(r.status == 200, "%s: %ld", query, r.status);
 			ck_assert_msg(r.len == (size_t)H * L * D * 4 && !memcmp(r.body, all.body + b * r.len, r.len),
 				      "batch entry %zu differs from its own request (%s)", b, query);
@@ -185,15 +186,12 @@ START_TEST(batch_rows)
 		pe_resp_free(&all);
 	}
 	free(x);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 }
 END_TEST
 
 /* vLLM: x [num_tokens, heads, head_dim], positions [num_tokens], seq_axis=-3. */
 START_TEST(vllm_flattened)
 {
-	struct pe_daemon d;
-	pe_daemon_start(&d, NULL);
 	enum { T = 10 };
 	int64_t pos[T] = {0, 1, 2, 3, 4, 0, 1, 2, 900, 901}; /* three sequences packed together */
 	size_t xs[] = {T, 4, D}, xlen, ps[] = {T};
@@ -202,22 +200,19 @@ START_TEST(vllm_flattened)
 	list_of(pos, T, query, sizeof query);
 	strcat(query, "&seq_axis=-3&format=bin&compat=hf");
 	struct pe_resp want, got;
-	post_plain(&d, query, x, xlen, &want);
+	post_plain(&SRV, query, x, xlen, &want);
 	ck_assert_msg(want.status == 200, "%ld %s", want.status, want.body);
-	post_xpos(&d, "seq_axis=-3&format=bin&compat=hf", x, xlen, pos, ps, 1, 1, &got);
+	post_xpos(&SRV, "seq_axis=-3&format=bin&compat=hf", x, xlen, pos, ps, 1, 1, &got);
 	same_bytes(&want, &got, "vLLM's flattened layout");
 	pe_resp_free(&want);
 	pe_resp_free(&got);
 	free(x);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 }
 END_TEST
 
 /* M-RoPE with t = h = w is RoPE: the same rows, gathered channel by channel. */
 START_TEST(mrope_equal_rows_is_rope)
 {
-	struct pe_daemon d;
-	pe_daemon_start(&d, NULL);
 	enum { L = 7 };
 	int64_t pos[L] = {0, 5, 3, 3000, 9, 1, 2}, pos3[3 * L], pos32[3 * 2 * L];
 	for (size_t r = 0; r < 3; r++) {
@@ -234,21 +229,18 @@ START_TEST(mrope_equal_rows_is_rope)
 		snprintf(query, sizeof query, "%s&format=bin", mq[q]);
 		snprintf(rq, sizeof rq, "format=bin%s", strstr(mq[q], "&layout") ? strstr(mq[q], "&layout") : "");
 		struct pe_resp want, a, b;
-		post_xpos(&d, rq, x, xlen, pos, p1, 1, 1, &want);
-		post_xpos(&d, query, x, xlen, pos3, p3, 2, 0, &a);
-		post_xpos(&d, query, x, xlen, pos32, p32, 3, 1, &b);
+		post_xpos(&SRV, rq, x, xlen, pos, p1, 1, 1, &want);
+		post_xpos(&SRV, query, x, xlen, pos3, p3, 2, 0, &a);
+		post_xpos(&SRV, query, x, xlen, pos32, p32, 3, 1, &b);
 		same_three(&want, &a, &b, query);
 	}
 	free(x);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 }
 END_TEST
 
 /* positions= stops at 4096 values; a positions part does not. */
 START_TEST(no_4096_cap)
 {
-	struct pe_daemon d;
-	pe_daemon_start(&d, NULL);
 	enum { L = 5000 };
 	int64_t *pos = malloc(L * sizeof *pos);
 	for (size_t i = 0; i < L; i++)
@@ -258,10 +250,10 @@ START_TEST(no_4096_cap)
 	char *query = malloc(65536);
 	list_of(pos, L, query, 65536);
 	struct pe_resp capped, want, got;
-	post_plain(&d, query, x, xlen, &capped);
+	post_plain(&SRV, query, x, xlen, &capped);
 	pe_assert_problem(&capped, 400, "positions");
-	post_plain(&d, "format=bin", x, xlen, &want);
-	post_xpos(&d, "format=bin", x, xlen, pos, ps, 1, 0, &got);
+	post_plain(&SRV, "format=bin", x, xlen, &want);
+	post_xpos(&SRV, "format=bin", x, xlen, pos, ps, 1, 0, &got);
 	same_bytes(&want, &got, "5000 positions 0..4999 and offset=0");
 	pe_resp_free(&capped);
 	pe_resp_free(&want);
@@ -269,15 +261,12 @@ START_TEST(no_4096_cap)
 	free(query);
 	free(pos);
 	free(x);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 }
 END_TEST
 
 /* The x part as JSON (typed, or recognised) or raw bytes with shape=: the npy part's numbers. */
 START_TEST(x_formats)
 {
-	struct pe_daemon d;
-	pe_daemon_start(&d, NULL);
 	static const char json[] = "[[[0.5, -1, 2, 0.25], [1, 1, -3, 0.125]]]";
 	const float raw[] = {0.5f, -1, 2, 0.25f, 1, 1, -3, 0.125f};
 	int64_t pos[] = {7, 70000};
@@ -287,9 +276,9 @@ START_TEST(x_formats)
 	struct form_part typed[] = {{"x", "application/json", json, sizeof json - 1}, {"positions", NULL, p, plen}};
 	struct form_part plain[] = {{"x", NULL, json, sizeof json - 1}, {"positions", NULL, p, plen}};
 	struct form_part bytes[] = {{"x", "application/octet-stream", raw, sizeof raw}, {"positions", NULL, p, plen}};
-	post_form(&d, "format=bin", typed, 2, &a);
-	post_form(&d, "format=bin", plain, 2, &b);
-	post_form(&d, "shape=1,2,4&dtype=f32", bytes, 2, &c);
+	post_form(&SRV, "format=bin", typed, 2, &a);
+	post_form(&SRV, "format=bin", plain, 2, &b);
+	post_form(&SRV, "shape=1,2,4&dtype=f32", bytes, 2, &c);
 	ck_assert_msg(a.status == 200 && b.status == 200 && c.status == 200, "%ld %ld %ld %s", a.status, b.status, c.status,
 		      c.body);
 	same_bytes(&a, &b, "a JSON part with and without its Content-Type");
@@ -297,12 +286,11 @@ START_TEST(x_formats)
 	pe_resp_free(&a);
 	pe_resp_free(&b);
 	pe_resp_free(&c);
-	post_form(&d, "", typed, 2, &a); /* the answer's format follows the x part */
+	post_form(&SRV, "", typed, 2, &a); /* the answer's format follows the x part */
 	char ct[128];
 	ck_assert_str_eq(pe_resp_header(&a, "Content-Type", ct, sizeof ct), "application/json");
 	pe_resp_free(&a);
 	free(p);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 }
 END_TEST
 
@@ -315,8 +303,6 @@ static size_t sink(char *p, size_t size, size_t n, void *cls)
 /* libcurl's own multipart encoder, as curl -F x=@q.npy -F positions=@pos.npy sends it. */
 START_TEST(curl_form)
 {
-	struct pe_daemon d;
-	pe_daemon_start(&d, NULL);
 	int64_t pos[] = {4, 8, 15, 16, 23};
 	size_t xs[] = {1, 2, 5, D}, xlen, ps[] = {5}, plen;
 	char *x = npy_x(xs, 4, &xlen), *p = npy_ints(pos, ps, 1, 1, &plen), url[256];
@@ -330,7 +316,7 @@ START_TEST(curl_form)
 	curl_mime_name(part, "positions");
 	curl_mime_filename(part, "pos.npy");
 	curl_mime_data(part, p, plen);
-	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/rope/apply?format=bin", d.s.port);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/rope/apply?format=bin", SRV.s.port);
 	struct pe_buf got;
 	pe_buf_init(&got, 1 << 20);
 	curl_easy_setopt(c, CURLOPT_URL, url);
@@ -342,7 +328,7 @@ START_TEST(curl_form)
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	ck_assert_int_eq(status, 200);
 	struct pe_resp want;
-	post_xpos(&d, "format=bin", x, xlen, pos, ps, 1, 0, &want);
+	post_xpos(&SRV, "format=bin", x, xlen, pos, ps, 1, 0, &want);
 	ck_assert_msg(got.len == want.len && !memcmp(got.data, want.body, got.len), "curl's form gives other bytes");
 	pe_resp_free(&want);
 	pe_buf_destroy(&got);
@@ -350,7 +336,6 @@ START_TEST(curl_form)
 	curl_easy_cleanup(c);
 	free(x);
 	free(p);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 }
 END_TEST
 
@@ -365,8 +350,6 @@ static void expect_form(const struct pe_daemon *d, const char *query, const stru
 
 START_TEST(refusals)
 {
-	struct pe_daemon d;
-	pe_daemon_start(&d, NULL);
 	size_t xs[] = {1, 2, 4, 16}, xlen, plen, p3len, neglen, flen;
 	char *x = npy_x(xs, 4, &xlen);
 	int64_t pos[] = {0, 1, 2, 3}, pos3[12] = {0}, neg[] = {0, -1, 2, 3};
@@ -410,21 +393,21 @@ START_TEST(refusals)
 		{"", text_x, 2, "x"},
 	};
 	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
-		expect_form(&d, refused[i].query, refused[i].parts, refused[i].n, 400, refused[i].param);
+		expect_form(&SRV, refused[i].query, refused[i].parts, refused[i].n, 400, refused[i].param);
 	int64_t far[] = {0, 1, 2, (int64_t)1 << 31}; /* llama.cpp's positions are int32 */
 	size_t farlen;
 	char *pfar = npy_ints(far, ps, 1, 1, &farlen);
 	const struct form_part far_pos[] = {{"x", NULL, x, xlen}, {"positions", NULL, pfar, farlen}};
-	expect_form(&d, "compat=ggml", far_pos, 2, 400, "positions");             /* not offset: none was given */
+	expect_form(&SRV, "compat=ggml", far_pos, 2, 400, "positions");             /* not offset: none was given */
 	free(pfar);
 	static const char broken[] = "\x93NUMPY\x01\x00\x02\x00{}"; /* a header dict without its keys */
 	const struct form_part bad_npy[] = {{"x", "application/x-npy", broken, sizeof broken - 1}};
-	expect_form(&d, "", bad_npy, 1, 400, "x");                                /* a broken npy in x */
+	expect_form(&SRV, "", bad_npy, 1, 400, "x");                                /* a broken npy in x */
 	const struct form_part empty_x[] = {{"x", "application/x-npy", "", 0}, {"positions", NULL, p, plen}};
-	expect_form(&d, "", empty_x, 2, 400, "x");
+	expect_form(&SRV, "", empty_x, 2, 400, "x");
 	struct pe_resp r;
 	const char *hs[] = {"Content-Type: application/x-npy", NULL};
-	pe_request(&d, "POST", "/v1/rope/apply?mrope_section=4,2,2", hs, x, xlen, &r);
+	pe_request(&SRV, "POST", "/v1/rope/apply?mrope_section=4,2,2", hs, x, xlen, &r);
 	pe_assert_problem(&r, 400, "positions"); /* M-RoPE without a positions part */
 	pe_resp_free(&r);
 	size_t blen;
@@ -449,7 +432,7 @@ START_TEST(refusals)
 		char h[6100];
 		snprintf(h, sizeof h, "Content-Type: %s", types[i].type);
 		const char *hs_i[] = {h, NULL};
-		pe_request(&d, "POST", types[i].path, hs_i, body, blen, &r);
+		pe_request(&SRV, "POST", types[i].path, hs_i, body, blen, &r);
 		if (types[i].status == 200) /* boundary= last and quoted */
 			ck_assert_msg(r.status == 200, "boundary= last and quoted: %ld %s", r.status, r.body);
 		else
@@ -457,29 +440,29 @@ START_TEST(refusals)
 		pe_resp_free(&r);
 	}
 	const char *urlenc[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
-	pe_request(&d, "POST", "/v1/rope/apply", urlenc, "x=1", 3, &r);
+	pe_request(&SRV, "POST", "/v1/rope/apply", urlenc, "x=1", 3, &r);
 	pe_assert_problem(&r, 415, "Content-Type");
 	pe_resp_free(&r);
 	/* the body cut before its closing boundary; base64-encoded parts */
-	pe_request(&d, "POST", "/v1/rope/apply", form_headers, body, blen - strlen(FORM_BOUNDARY) - 6, &r);
+	pe_request(&SRV, "POST", "/v1/rope/apply", form_headers, body, blen - strlen(FORM_BOUNDARY) - 6, &r);
 	pe_assert_problem(&r, 400, "body");
 	pe_resp_free(&r);
 	static const char enc[] = "--" FORM_BOUNDARY "\r\nContent-Disposition: form-data; name=\"x\"\r\n"
 				  "Content-Transfer-Encoding: base64\r\n\r\nk05VTVBZ\r\n--" FORM_BOUNDARY "--\r\n";
-	pe_request(&d, "POST", "/v1/rope/apply", form_headers, enc, sizeof enc - 1, &r);
+	pe_request(&SRV, "POST", "/v1/rope/apply", form_headers, enc, sizeof enc - 1, &r);
 	pe_assert_problem(&r, 400, "x");
 	pe_resp_free(&r);
 	/* an empty batch with [0, seq] positions: an empty answer */
 	size_t es[] = {0, 2, 4, 16}, elen, eps[] = {0, 4}, eplen;
 	char *ex = npy_x(es, 4, &elen), *ep = npy_ints(pos, eps, 2, 1, &eplen);
 	const struct form_part empty_batch[] = {{"x", NULL, ex, elen}, {"positions", NULL, ep, eplen}};
-	post_form(&d, "format=bin", empty_batch, 2, &r);
+	post_form(&SRV, "format=bin", empty_batch, 2, &r);
 	ck_assert_msg(r.status == 200 && r.len == 0, "an empty batch: %ld %s", r.status, r.body);
 	pe_resp_free(&r);
 	free(ex);
 	free(ep);
 	/* and a good one still works on the same daemon */
-	post_form(&d, "", ok, 2, &r);
+	post_form(&SRV, "", ok, 2, &r);
 	ck_assert_int_eq(r.status, 200);
 	pe_resp_free(&r);
 	free(body);
@@ -488,7 +471,6 @@ START_TEST(refusals)
 	free(p3);
 	free(pn);
 	free(p5n);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 }
 END_TEST
 
@@ -497,6 +479,7 @@ static Suite *apply_positions_suite(void)
 	Suite *s = suite_create("e2e_apply_positions");
 	TCase *tc = tcase_create("positions");
 	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, start, stop);
 	tcase_add_test(tc, same_as_query_positions);
 	tcase_add_test(tc, batch_rows);
 	tcase_add_test(tc, vllm_flattened);

@@ -82,13 +82,33 @@ static void sha_hex(const void *data, size_t len, char out[65])
 		snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
+/* PUT t as npy to /v1/learned/name through d; the answer into r (the caller frees it). */
+static void put_view(const struct pe_daemon *d, const char *name, const struct pe_tensor_view *t, struct pe_resp *r)
+{
+	char path[96];
+	struct pe_buf b;
+	pe_buf_init(&b, (size_t)1 << 30);
+	ck_assert_int_eq(pe_npy_write(&b, t, NULL), 0);
+	const char *hs[] = {"Content-Type: application/x-npy", NULL};
+	snprintf(path, sizeof path, "/v1/learned/%s", name);
+	pe_request(d, "PUT", path, hs, b.data, b.len, r);
+	pe_buf_destroy(&b);
+}
+
+/* put_view's status alone. */
+static long put_status(const struct pe_daemon *d, const char *name, const struct pe_tensor_view *t)
+{
+	struct pe_resp r;
+	put_view(d, name, t, &r);
+	long status = r.status;
+	pe_resp_free(&r);
+	return status;
+}
+
 /* PUT a [rows, 8] f32 table whose values follow seed through d; returns the status, the elements'
  * sha256 in sha (may be NULL). */
 static long put_table(const struct pe_daemon *d, const char *name, size_t rows, float seed, char *sha)
 {
-	char path[96];
-	struct pe_buf b;
-	struct pe_resp r;
 	size_t n = rows * 8;
 	float *v = malloc(n * sizeof *v);
 	ck_assert_ptr_nonnull(v);
@@ -97,14 +117,7 @@ static long put_table(const struct pe_daemon *d, const char *name, size_t rows, 
 	if (sha)
 		sha_hex(v, n * sizeof *v, sha);
 	struct pe_tensor_view t = {.shape = {2, {rows, 8}}, .dtype = PE_F32, .data = v};
-	pe_buf_init(&b, (size_t)1 << 30);
-	ck_assert_int_eq(pe_npy_write(&b, &t, NULL), 0);
-	const char *hs[] = {"Content-Type: application/x-npy", NULL};
-	snprintf(path, sizeof path, "/v1/learned/%s", name);
-	pe_request(d, "PUT", path, hs, b.data, b.len, &r);
-	long status = r.status;
-	pe_resp_free(&r);
-	pe_buf_destroy(&b);
+	long status = put_status(d, name, &t);
 	free(v);
 	return status;
 }
@@ -251,17 +264,24 @@ END_TEST
 
 static void until_metric(const struct pe_daemon *d, const char *name, double want, double limit);
 
+/* A and B started, a table "real" (its sha256 into sha) written through A and served by B; returns
+ * B's posenc_store_notifications_total then. */
+static double start_pair_with_real(char sha[65])
+{
+	start(&A, "a");
+	start(&B, "b");
+	ck_assert_int_eq(put_table(&A, "real", 4, 1, sha), 201);
+	ck_assert_msg(until_seen(&B, "real", 200, sha, 1.0) >= 0, "B did not learn of real");
+	return pe_metric(&B, "posenc_store_notifications_total");
+}
+
 /* Anyone who can connect to the database may NOTIFY on posenc_learned: a forged delete with a huge
  * generation, or a forged put of a table that does not exist, must change nothing a replica serves
  * (before: the delete's tombstone hid the table, and every later write of it, until a restart). */
 START_TEST(forged_notifications_change_nothing)
 {
 	char sha[65], sha2[65], etag[128], got[65];
-	start(&A, "a");
-	start(&B, "b");
-	ck_assert_int_eq(put_table(&A, "real", 4, 1, sha), 201);
-	ck_assert_msg(until_seen(&B, "real", 200, sha, 1.0) >= 0, "B did not learn of real");
-	double before = pe_metric(&B, "posenc_store_notifications_total");
+	double before = start_pair_with_real(sha);
 	ck_assert_int_eq(pe_pg_sql(&PG, "NOTIFY posenc_learned, 'D 9000000000000000000 real'; NOTIFY posenc_learned, "
 				   "'P 9000000000000000000 ghost f32 4 8 0 0 0 "
 				   "00000000000000000000000000000000000000000000000000000000000000ff 1 0x1p+0'"),
@@ -299,11 +319,7 @@ START_TEST(notification_flood_is_coalesced)
 {
 	const int flood = 20000;
 	char sha[65], etag[128], got[65], sql[160];
-	start(&A, "a");
-	start(&B, "b");
-	ck_assert_int_eq(put_table(&A, "real", 4, 1, sha), 201);
-	ck_assert_msg(until_seen(&B, "real", 200, sha, 1.0) >= 0, "B did not learn of real");
-	double before = pe_metric(&B, "posenc_store_notifications_total");
+	double before = start_pair_with_real(sha);
 	snprintf(sql, sizeof sql, "SELECT pg_notify('posenc_learned', 'D ' || g || ' real') FROM generate_series(1, %d) g",
 		 flood);
 	ck_assert_int_eq(pe_pg_sql(&PG, sql), 0);
@@ -388,29 +404,26 @@ END_TEST
 
 static atomic_int traffic_on, traffic_bad, traffic_n;
 
+/* Requests for traffic(): paths taken in turn, from A and B alternately or from A only. */
+struct traffic_plan {
+	const char *const *paths;
+	int npaths;
+	int both;
+};
+
+static const char *const mixed_paths[] = {"/v1/sinusoidal?len=64&dim=32", "/readyz", "/v1/rope?len=16&dim=8&format=npy"};
 /* Tables and /readyz, from both replicas, all along: every answer must be 200. */
+static const struct traffic_plan to_both = {mixed_paths, 3, 1};
+/* Tables and /readyz from A only. */
+static const struct traffic_plan to_a = {mixed_paths, 2, 0};
+
+/* Sends plan's requests (arg) until traffic_on drops, counting every answer that is not a 200. */
 static void *traffic(void *arg)
 {
-	const char *paths[] = {"/v1/sinusoidal?len=64&dim=32", "/readyz", "/v1/rope?len=16&dim=8&format=npy"};
+	const struct traffic_plan *plan = arg;
 	for (int i = 0; atomic_load(&traffic_on); i++) {
 		struct pe_resp r;
-		pe_get(i % 2 ? &A : &B, paths[i % 3], &r);
-		if (r.status != 200)
-			atomic_fetch_add(&traffic_bad, 1);
-		atomic_fetch_add(&traffic_n, 1);
-		pe_resp_free(&r);
-		usleep(5000);
-	}
-	return NULL;
-}
-
-/* Tables and /readyz from A only. */
-static void *traffic_a(void *arg)
-{
-	const char *paths[] = {"/v1/sinusoidal?len=64&dim=32", "/readyz"};
-	for (int i = 0; atomic_load(&traffic_on); i++) {
-		struct pe_resp r;
-		pe_get(&A, paths[i % 2], &r);
+		pe_get(plan->both && i % 2 == 0 ? &B : &A, plan->paths[i % plan->npaths], &r);
 		if (r.status != 200)
 			atomic_fetch_add(&traffic_bad, 1);
 		atomic_fetch_add(&traffic_n, 1);
@@ -451,7 +464,7 @@ START_TEST(database_down_and_back_under_traffic)
 	ck_assert_int_eq(put_table(&A, "cold", 32, 2, NULL), 201);
 	ck_assert_msg(until_seen(&B, "cached", 200, sha, 1.0) >= 0, "B did not learn of cached");
 	atomic_store(&traffic_on, 1);
-	ck_assert_int_eq(pthread_create(&t, NULL, traffic, NULL), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, traffic, (void *)&to_both), 0);
 
 	ck_assert_int_eq(pe_pg_stop(&PG, "immediate"), 0);
 	until_metric(&A, "posenc_store_up", 0, 15);
@@ -463,14 +476,9 @@ START_TEST(database_down_and_back_under_traffic)
 	expect_503(&A, "GET", "/v1/learned/never-existed"); /* unknown while down: cannot say 404 */
 	struct pe_resp r;
 	char ra[32];
-	char path[] = "/v1/learned/new";
-	const char *hs[] = {"Content-Type: application/x-npy", NULL};
 	float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-	struct pe_buf b;
 	struct pe_tensor_view tv = {.shape = {2, {1, 8}}, .dtype = PE_F32, .data = v};
-	pe_buf_init(&b, 1 << 20);
-	ck_assert_int_eq(pe_npy_write(&b, &tv, NULL), 0);
-	pe_request(&A, "PUT", path, hs, b.data, b.len, &r);
+	put_view(&A, "new", &tv, &r);
 	pe_assert_problem(&r, 503, NULL);
 	ck_assert_ptr_nonnull(pe_resp_header(&r, "Retry-After", ra, sizeof ra));
 	pe_resp_free(&r);
@@ -482,10 +490,7 @@ START_TEST(database_down_and_back_under_traffic)
 	ck_assert_int_eq(pe_pg_restart(&PG), 0);
 	until_metric(&A, "posenc_store_up", 1, 20);
 	until_metric(&B, "posenc_store_up", 1, 20);
-	pe_request(&A, "PUT", path, hs, b.data, b.len, &r);
-	ck_assert_int_eq(r.status, 201);
-	pe_resp_free(&r);
-	pe_buf_destroy(&b);
+	ck_assert_int_eq(put_status(&A, "new", &tv), 201);
 	ck_assert_msg(until_seen(&B, "new", 200, NULL, 1.0) >= 0, "B did not learn of a write after the restart");
 	ck_assert_msg(until_seen(&B, "cold", 200, NULL, 1.0) >= 0, "B cannot read cold after the restart");
 	ck_assert_msg(pe_metric(&B, "posenc_store_reconnects_total") >= 1, "B did not count its reconnection");
@@ -509,7 +514,7 @@ START_TEST(unanswering_database_cannot_hold_requests)
 	ck_assert_int_eq(get_table(&A, "cached", etag, got), 200);
 	atomic_store(&traffic_on, 1);
 	atomic_store(&traffic_bad, 0);
-	ck_assert_int_eq(pthread_create(&t, NULL, traffic_a, NULL), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, traffic, (void *)&to_a), 0);
 	ck_assert_int_eq(pe_pg_freeze(&PG, 1), 0);
 	/* a write now waits for the database until the operation timeout (10 s), then 503; meanwhile
 	 * the listener's liveness query goes unanswered and the store is declared down */
@@ -586,23 +591,13 @@ END_TEST
 /* PUT a [rows, 8] f64 table through d; the status. */
 static long put_f64(const struct pe_daemon *d, const char *name, size_t rows)
 {
-	struct pe_buf b;
-	struct pe_resp r;
 	size_t n = rows * 8;
 	double *v = malloc(n * sizeof *v);
 	ck_assert_ptr_nonnull(v);
 	for (size_t i = 0; i < n; i++)
 		v[i] = sin((double)i * 0.37);
 	struct pe_tensor_view t = {.shape = {2, {rows, 8}}, .dtype = PE_F64, .data = v};
-	pe_buf_init(&b, (size_t)1 << 30);
-	ck_assert_int_eq(pe_npy_write(&b, &t, NULL), 0);
-	const char *hs[] = {"Content-Type: application/x-npy", NULL};
-	char path[96];
-	snprintf(path, sizeof path, "/v1/learned/%s", name);
-	pe_request(d, "PUT", path, hs, b.data, b.len, &r);
-	long status = r.status;
-	pe_resp_free(&r);
-	pe_buf_destroy(&b);
+	long status = put_status(d, name, &t);
 	free(v);
 	return status;
 }

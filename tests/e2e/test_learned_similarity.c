@@ -15,26 +15,82 @@
 
 #include "posenc/posenc.h"
 
+/* PUT rows x cols f32 values as /v1/learned/<name>; the status. */
+static long put_table(const struct pe_daemon *d, const char *name, int rows, int cols, const float *t)
+{
+	struct pe_tensor_view v = {.shape = {2, {(size_t)rows, (size_t)cols}}, .dtype = PE_F32, .data = t};
+	struct pe_buf b;
+	struct pe_resp r;
+	char path[128];
+	const char *ct[] = {"Content-Type: application/x-npy", NULL};
+	pe_buf_init(&b, (size_t)1 << 28);
+	ck_assert_int_eq(pe_npy_write(&b, &v, NULL), 0);
+	snprintf(path, sizeof path, "/v1/learned/%s", name);
+	pe_request(d, "PUT", path, ct, b.data, b.len, &r);
+	long status = r.status;
+	pe_resp_free(&r);
+	pe_buf_destroy(&b);
+	return status;
+}
+
+
+/* A rows x cols table of (i % 13) / 13, element i in row-major order, PUT as name; the status. */
+static long put_ramp(const struct pe_daemon *d, const char *name, int rows, int cols)
+{
+	int n = rows * cols;
+	float *t = malloc((size_t)n * sizeof *t);
+	ck_assert_ptr_nonnull(t);
+	for (int i = 0; i < n; i++)
+		t[i] = (float)(i % 13) / 13.0f;
+	long status = put_table(d, name, rows, cols, t);
+	free(t);
+	return status;
+}
+
+static void expect(const struct pe_daemon *d, const char *path, long status, const char *param)
+{
+	struct pe_resp r;
+	char want[64];
+	pe_get(d, path, &r);
+	snprintf(want, sizeof want, "\"param\":\"%s\"", param ? param : "");
+	ck_assert_msg(r.status == status && (!param || (r.body && strstr(r.body, want))), "%s: %ld %s", path, r.status,
+		      r.body ? r.body : "");
+	pe_resp_free(&r);
+}
+
+/* Starts d on a data directory of this process's own, /tmp/posenc-<tag>-<pid> (its path into dir),
+ * with the further arguments extra (NULL-terminated, or NULL). */
+static void start_in(struct pe_daemon *d, char dir[64], const char *tag, const char *const *extra)
+{
+	const char *args[16] = {"--data-dir", dir};
+	size_t n = 2;
+	snprintf(dir, 64, "/tmp/posenc-%s-%d", tag, (int)getpid());
+	for (; extra && *extra; extra++)
+		args[n++] = *extra;
+	args[n] = NULL;
+	pe_daemon_start(d, args);
+}
+
+/* Stops d (it must exit cleanly) and removes its data directory. */
+static void stop_and_remove(struct pe_daemon *d, const char *dir)
+{
+	char cmd[128];
+	ck_assert_int_eq(pe_daemon_stop(d, SIGTERM), 0);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 START_TEST(similarity_of_an_upload)
 {
 	char dir[64], h[96];
-	snprintf(dir, sizeof dir, "/tmp/posenc-sim-%d", (int)getpid());
-	const char *args[] = {"--data-dir", dir, NULL};
 	struct pe_daemon d;
-	pe_daemon_start(&d, args);
+	start_in(&d, dir, "sim", NULL);
 	enum { N = 6, C = 5 };
 	float t[N * C];
 	for (int i = 0; i < N * C; i++)
 		t[i] = (float)((i * 37) % 11) / 7.0f - 0.6f;
-	struct pe_tensor_view v = {.shape = {2, {N, C}}, .dtype = PE_F32, .data = t};
-	struct pe_buf b;
-	pe_buf_init(&b, 1 << 20);
-	ck_assert_int_eq(pe_npy_write(&b, &v, NULL), 0);
-	const char *ct[] = {"Content-Type: application/x-npy", NULL};
+	ck_assert_int_eq(put_table(&d, "emb", N, C, t), 201);
 	struct pe_resp r;
-	pe_request(&d, "PUT", "/v1/learned/emb", ct, b.data, b.len, &r);
-	ck_assert_int_eq(r.status, 201);
-	pe_resp_free(&r);
 	pe_get(&d, "/v1/analysis/similarity?encoding=learned:emb&format=bin&dtype=f64", &r);
 	ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
 	ck_assert_str_eq(pe_resp_header(&r, "X-PE-Shape", h, sizeof h), "6,6");
@@ -60,10 +116,7 @@ START_TEST(similarity_of_an_upload)
 	pe_resp_free(&r);
 	/* replacing the table changes the answer's ETag */
 	t[0] += 1;
-	b.len = 0;
-	ck_assert_int_eq(pe_npy_write(&b, &v, NULL), 0);
-	pe_request(&d, "PUT", "/v1/learned/emb", ct, b.data, b.len, &r);
-	pe_resp_free(&r);
+	put_table(&d, "emb", N, C, t);
 	pe_get(&d, "/v1/analysis/similarity?encoding=learned:emb&format=bin&dtype=f64", &r);
 	ck_assert_str_ne(pe_resp_header(&r, "ETag", h, sizeof h), etag);
 	pe_resp_free(&r);
@@ -88,79 +141,27 @@ START_TEST(similarity_of_an_upload)
 	pe_get(&d, "/v1/analysis/similarity?encoding=learned:emb&dim=4", &r);
 	ck_assert_int_eq(r.status, 400);
 	pe_resp_free(&r);
-	pe_buf_destroy(&b);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	stop_and_remove(&d, dir);
 }
 END_TEST
-
-/* PUT rows x cols f32 values as /v1/learned/<name>; the status. */
-static long put_table(const struct pe_daemon *d, const char *name, int rows, int cols, const float *t)
-{
-	struct pe_tensor_view v = {.shape = {2, {(size_t)rows, (size_t)cols}}, .dtype = PE_F32, .data = t};
-	struct pe_buf b;
-	struct pe_resp r;
-	char path[128];
-	const char *ct[] = {"Content-Type: application/x-npy", NULL};
-	pe_buf_init(&b, (size_t)1 << 28);
-	ck_assert_int_eq(pe_npy_write(&b, &v, NULL), 0);
-	snprintf(path, sizeof path, "/v1/learned/%s", name);
-	pe_request(d, "PUT", path, ct, b.data, b.len, &r);
-	long status = r.status;
-	pe_resp_free(&r);
-	pe_buf_destroy(&b);
-	return status;
-}
-
-static float *ramp(int n)
-{
-	float *t = malloc((size_t)n * sizeof *t);
-	for (int i = 0; i < n; i++)
-		t[i] = (float)(i % 13) / 13.0f;
-	return t;
-}
-
-static void expect(const struct pe_daemon *d, const char *path, long status, const char *param)
-{
-	struct pe_resp r;
-	char want[64];
-	pe_get(d, path, &r);
-	snprintf(want, sizeof want, "\"param\":\"%s\"", param ? param : "");
-	ck_assert_msg(r.status == status && (!param || (r.body && strstr(r.body, want))), "%s: %ld %s", path, r.status,
-		      r.body ? r.body : "");
-	pe_resp_free(&r);
-}
-
-static void remove_dir(const char *dir)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
-}
 
 /* The dot products' work, rows*(rows+1)/2*cols multiply-adds, is held to max_analysis_cost before
  * any work (413 naming what sets the rows), as the core's encodings are: [400, 16] costs 1283200. */
 START_TEST(similarity_cost_is_bounded)
 {
 	char dir[64];
-	snprintf(dir, sizeof dir, "/tmp/posenc-simcost-%d", (int)getpid());
-	const char *args[] = {"--data-dir", dir, "--max-analysis-cost", "1000000", NULL};
+	const char *args[] = {"--max-analysis-cost", "1000000", NULL};
 	struct pe_daemon d;
-	pe_daemon_start(&d, args);
-	float *t = ramp(400 * 16);
-	ck_assert_int_eq(put_table(&d, "wide", 8, 16, t), 201);
-	ck_assert_int_eq(put_table(&d, "tall", 400, 16, t), 201);
-	free(t);
+	start_in(&d, dir, "simcost", args);
+	ck_assert_int_eq(put_ramp(&d, "wide", 8, 16), 201);
+	ck_assert_int_eq(put_ramp(&d, "tall", 400, 16), 201);
 	expect(&d, "/v1/analysis/similarity?encoding=learned:wide&format=bin", 200, NULL);
 	/* 353 rows: 999664 multiply-adds; 354 rows: 1005360 */
 	expect(&d, "/v1/analysis/similarity?encoding=learned:wide&len=353&format=bin", 200, NULL);
 	expect(&d, "/v1/analysis/similarity?encoding=learned:wide&len=354&format=bin", 413, "len");
 	expect(&d, "/v1/analysis/similarity?encoding=learned:tall&format=bin", 413, "encoding");
 	expect(&d, "/v1/learned/tall?format=bin", 200, NULL); /* the table itself costs no analysis */
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
-	remove_dir(dir);
+	stop_and_remove(&d, dir);
 }
 END_TEST
 
@@ -170,23 +171,18 @@ END_TEST
 START_TEST(similarity_stops_at_job_timeout)
 {
 	char dir[64];
-	snprintf(dir, sizeof dir, "/tmp/posenc-simtime-%d", (int)getpid());
-	const char *args[] = {"--data-dir", dir, "--workers", "1", "--job-timeout", "1", "--max-analysis-cost",
-			      "1000000000000000", NULL};
+	const char *args[] = {"--workers", "1", "--job-timeout", "1", "--max-analysis-cost", "1000000000000000", NULL};
 	struct pe_daemon d;
-	pe_daemon_start(&d, args);
-	float *t = ramp(2 * 4096);
-	ck_assert_int_eq(put_table(&d, "big", 2, 4096, t), 201);
-	ck_assert_int_eq(put_table(&d, "small", 2, 2, t), 201);
-	free(t);
+	start_in(&d, dir, "simtime", args);
+	ck_assert_int_eq(put_ramp(&d, "big", 2, 4096), 201);
+	ck_assert_int_eq(put_ramp(&d, "small", 2, 2), 201);
 	struct pe_resp r;
 	pe_get(&d, "/v1/analysis/similarity?encoding=learned:big&len=4096&format=bin", &r);
 	ck_assert_msg(r.status == 503 && r.body && strstr(r.body, "job-timeout"), "%ld %s", r.status,
 		      r.body ? r.body : "");
 	pe_resp_free(&r);
 	expect(&d, "/v1/learned/small?format=bin", 200, NULL);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
-	remove_dir(dir);
+	stop_and_remove(&d, dir);
 }
 END_TEST
 

@@ -132,13 +132,31 @@ START_TEST(bin_every_dtype_matches_core)
 }
 END_TEST
 
+/* GET path with the request headers hs (NULL: none) into r: a 200 with Content-Type type (NULL:
+ * any). The caller frees r. */
+static void get_200(const char *path, const char *const *hs, const char *type, struct pe_resp *r)
+{
+	char h[64];
+	pe_request(&D, "GET", path, hs, NULL, 0, r);
+	ck_assert_msg(r->status == 200, "GET %s: %ld", path, r->status);
+	if (!type)
+		return;
+	const char *got = pe_resp_header(r, "Content-Type", h, sizeof h);
+	ck_assert_msg(got && !strcmp(got, type), "GET %s: Content-Type %s, want %s", path, got ? got : "(none)", type);
+}
+
+/* get_200 without the body. */
+static void expect_200(const char *path, const char *const *hs, const char *type)
+{
+	struct pe_resp r;
+	get_200(path, hs, type, &r);
+	pe_resp_free(&r);
+}
+
 START_TEST(npy_matches_core)
 {
 	struct pe_resp r;
-	char h[64];
-	pe_get(&D, "/v1/sinusoidal?len=5&dim=8&format=npy&dtype=f64", &r);
-	ck_assert_int_eq(r.status, 200);
-	ck_assert_str_eq(pe_resp_header(&r, "Content-Type", h, sizeof h), "application/x-npy");
+	get_200("/v1/sinusoidal?len=5&dim=8&format=npy&dtype=f64", NULL, "application/x-npy", &r);
 	ck_assert(memcmp(r.body, "\x93NUMPY\x01\x00", 8) == 0);
 	size_t hlen = 10 + (size_t)(unsigned char)r.body[8] + 256 * (size_t)(unsigned char)r.body[9];
 	ck_assert_uint_eq(hlen % 64, 0);
@@ -152,25 +170,16 @@ END_TEST
 START_TEST(accept_negotiation)
 {
 	struct pe_resp r;
-	char h[64];
 	const char *npy[] = {"Accept: text/html;q=0.9, application/x-npy", NULL};
-	pe_request(&D, "GET", "/v1/sinusoidal?len=2&dim=2", npy, NULL, 0, &r);
-	ck_assert_int_eq(r.status, 200);
-	ck_assert_str_eq(pe_resp_header(&r, "Content-Type", h, sizeof h), "application/x-npy");
-	pe_resp_free(&r);
+	expect_200("/v1/sinusoidal?len=2&dim=2", npy, "application/x-npy");
 	const char *bin[] = {"Accept: application/json;q=0.5, application/octet-stream;q=0.8", NULL};
-	pe_request(&D, "GET", "/v1/sinusoidal?len=2&dim=2", bin, NULL, 0, &r);
-	ck_assert_str_eq(pe_resp_header(&r, "Content-Type", h, sizeof h), "application/octet-stream");
-	pe_resp_free(&r);
+	expect_200("/v1/sinusoidal?len=2&dim=2", bin, "application/octet-stream");
 	const char *html[] = {"Accept: text/html", NULL};
 	pe_request(&D, "GET", "/v1/sinusoidal?len=2&dim=2", html, NULL, 0, &r);
 	pe_assert_problem(&r, 406, "Accept");
 	pe_resp_free(&r);
 	/* format= wins over Accept */
-	pe_request(&D, "GET", "/v1/sinusoidal?len=2&dim=2&format=json", html, NULL, 0, &r);
-	ck_assert_int_eq(r.status, 200);
-	ck_assert_str_eq(pe_resp_header(&r, "Content-Type", h, sizeof h), "application/json");
-	pe_resp_free(&r);
+	expect_200("/v1/sinusoidal?len=2&dim=2&format=json", html, "application/json");
 }
 END_TEST
 
@@ -252,14 +261,9 @@ START_TEST(operations_endpoints)
 {
 	struct pe_resp r;
 	char h[128];
-	pe_get(&D, "/healthz", &r);
-	ck_assert_int_eq(r.status, 200);
-	pe_resp_free(&r);
-	pe_get(&D, "/readyz", &r);
-	ck_assert_int_eq(r.status, 200);
-	pe_resp_free(&r);
-	pe_get(&D, "/openapi.yaml", &r);
-	ck_assert_int_eq(r.status, 200);
+	expect_200("/healthz", NULL, NULL);
+	expect_200("/readyz", NULL, NULL);
+	get_200("/openapi.yaml", NULL, NULL, &r);
 	ck_assert(strstr(r.body, "openapi:") != NULL);
 	ck_assert(strstr(r.body, "/v1/sinusoidal") != NULL);
 	pe_resp_free(&r);

@@ -116,6 +116,24 @@ def mp_sincos(ang):
     return kat.mp_round(mpmath.sin, ang), kat.mp_round(mpmath.cos, ang)
 
 
+def add_mp(files, table, name, build_mp):
+    """files["mp_f64"] = build_mp() (the table through mpmath), and how far NumPy's f64 is from it."""
+    files["mp_f64"] = build_mp()
+    print(f"{table} {name}: numpy f64 vs mpmath max {kat.max_ulps_f64(files['ref_f64'], files['mp_f64'])} ulp")
+
+
+def add_torch_cases(m, table, cases, defaults, args_of, f64, torch_f32):
+    """Each (name, query, want_mp) of cases into m: f64(*args) and torch_f32(*args) for the query's
+    args_of(parameters), f64(*args, fn=mp_sincos) too where want_mp."""
+    for name, query, want_mp in cases:
+        args = args_of(kat.parse_query(query, defaults))
+        ref = f64(*args)
+        files = {"ref_f64": ref, "torch_f32": torch_f32(*args)}
+        if want_mp:
+            add_mp(files, table, name, lambda: f64(*args, fn=mp_sincos))
+        m.add(name, table, query, ref.shape, files, hf_query=query + "&compat=hf")
+
+
 S2D_CASES = [
     # name, query, mp
     ("mae_h14_w14_d32_cls1", "height=14&width=14&dim=32&cls_token=1", False),
@@ -140,8 +158,7 @@ def gen_sinusoidal2d():
         shape = (cls + h * w, dim)
         files = {"ref_f64": ref}
         if want_mp:
-            files["mp_f64"] = build(h, w, dim, base, cls, fn=mp_sincos)
-            print(f"sinusoidal2d {name}: numpy f64 vs mpmath max {kat.max_ulps_f64(ref, files['mp_f64'])} ulp")
+            add_mp(files, "sinusoidal2d", name, lambda: build(h, w, dim, base, cls, fn=mp_sincos))
         if p["variant"] == "timm":
             files["torch_f32"] = timm_torch(h, w, dim, base, cls)
         m.add(name, "sinusoidal2d", query, shape, files, hf_query=query + "&compat=hf")
@@ -206,15 +223,9 @@ ROPE2D_CASES = [
 
 def gen_rope2d():
     m = kat.Manifest("rope2d", GEN)
-    for name, query, want_mp in ROPE2D_CASES:
-        p = kat.parse_query(query, ROPE2D_DEFAULTS)
-        h, w, dim, base = int(p["height"]), int(p["width"]), int(p["dim"]), float(p["base"])
-        ref = rope2d_f64(h, w, dim, base)
-        files = {"ref_f64": ref, "torch_f32": rope2d_torch(h, w, dim, base)}
-        if want_mp:
-            files["mp_f64"] = rope2d_f64(h, w, dim, base, fn=mp_sincos)
-            print(f"rope2d {name}: numpy f64 vs mpmath max {kat.max_ulps_f64(ref, files['mp_f64'])} ulp")
-        m.add(name, "rope2d", query, ref.shape, files, hf_query=query + "&compat=hf")
+    add_torch_cases(m, "rope2d", ROPE2D_CASES, ROPE2D_DEFAULTS,
+                    lambda p: (int(p["height"]), int(p["width"]), int(p["dim"]), float(p["base"])),
+                    rope2d_f64, rope2d_torch)
     # Qwen2-VL's own order (spatial_merge_size 2) is a permutation of the row-major rows
     qwen = qwen2vl_rot_pos_emb(4, 6, 16, 10000.0, merge=2)
     plain = qwen2vl_rot_pos_emb(4, 6, 16, 10000.0, merge=1)
@@ -446,15 +457,9 @@ XL_CASES = [
 
 
 def gen_xl(m):
-    for name, query, want_mp in XL_CASES:
-        p = kat.parse_query(query, XL_DEFAULTS)
-        n, dim, base, clamp = int(p["len"]), int(p["dim"]), float(p["base"]), int(p["clamp_len"])
-        ref = xl_f64(n, dim, base, clamp)
-        files = {"ref_f64": ref, "torch_f32": xl_torch(n, dim, base, clamp)}
-        if want_mp:
-            files["mp_f64"] = xl_f64(n, dim, base, clamp, fn=mp_sincos)
-            print(f"relative/xl {name}: numpy f64 vs mpmath max {kat.max_ulps_f64(ref, files['mp_f64'])} ulp")
-        m.add(name, "relative/xl", query, ref.shape, files, hf_query=query + "&compat=hf")
+    add_torch_cases(m, "relative/xl", XL_CASES, XL_DEFAULTS,
+                    lambda p: (int(p["len"]), int(p["dim"]), float(p["base"]), int(p["clamp_len"])),
+                    xl_f64, xl_torch)
 
 
 def gen_relative():

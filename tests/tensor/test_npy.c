@@ -65,28 +65,45 @@ static void *fixture(const char *name, size_t *len)
 	return pe_test_read_file(path, len);
 }
 
+#define NFIXTURES (sizeof fixtures / sizeof fixtures[0])
+#define NFILES ((int)(4 * NFIXTURES)) /* every dtype of npy_dtypes with every fixture shape */
+
+/* NumPy's file i of NFILES: <dtype code>_<fixture>.npy, read whole. */
+struct numpy_file {
+	enum pe_dtype dt;
+	int rank;
+	const size_t *dim;
+	char name[64];
+	char *file;
+	size_t flen;
+};
+
+static void numpy_file_open(int i, struct numpy_file *nf)
+{
+	size_t f = (size_t)i % NFIXTURES;
+	nf->dt = npy_dtypes[(size_t)i / NFIXTURES];
+	nf->rank = fixtures[f].rank;
+	nf->dim = fixtures[f].dim;
+	snprintf(nf->name, sizeof nf->name, "%s_%s.npy", dtype_codes[nf->dt], fixtures[f].name);
+	nf->file = fixture(nf->name, &nf->flen);
+}
+
 /* Our writer reproduces NumPy's file exactly: header, padding and data. */
 START_TEST(write_matches_numpy)
 {
-	for (size_t d = 0; d < 4; d++)
-		for (size_t f = 0; f < sizeof fixtures / sizeof fixtures[0]; f++) {
-			enum pe_dtype dt = npy_dtypes[d];
-			char name[64];
-			snprintf(name, sizeof name, "%s_%s.npy", dtype_codes[dt], fixtures[f].name);
-			size_t flen;
-			char *file = fixture(name, &flen);
-			struct pe_tensor_view t = {make_shape(fixtures[f].rank, fixtures[f].dim), dt, NULL};
-			void *vals = fixture_values(dt, count_of(&t.shape));
-			t.data = vals;
-			struct pe_buf b;
-			pe_buf_init(&b, 1 << 20);
-			ck_assert_int_eq(pe_npy_write(&b, &t, NULL), 0);
-			ck_assert_msg(b.len == flen && memcmp(b.data, file, flen) == 0, "%s differs", name);
-			ck_assert_uint_eq(pe_npy_header_len(&t), 128);
-			pe_buf_destroy(&b);
-			free(vals);
-			free(file);
-		}
+	struct numpy_file nf;
+	numpy_file_open(_i, &nf);
+	struct pe_tensor_view t = {make_shape(nf.rank, nf.dim), nf.dt, NULL};
+	void *vals = fixture_values(nf.dt, count_of(&t.shape));
+	t.data = vals;
+	struct pe_buf b;
+	pe_buf_init(&b, 1 << 20);
+	ck_assert_int_eq(pe_npy_write(&b, &t, NULL), 0);
+	ck_assert_msg(b.len == nf.flen && memcmp(b.data, nf.file, nf.flen) == 0, "%s differs", nf.name);
+	ck_assert_uint_eq(pe_npy_header_len(&t), 128);
+	pe_buf_destroy(&b);
+	free(vals);
+	free(nf.file);
 }
 END_TEST
 
@@ -111,28 +128,22 @@ END_TEST
 
 START_TEST(parse_numpy_files)
 {
-	for (size_t d = 0; d < 4; d++)
-		for (size_t f = 0; f < sizeof fixtures / sizeof fixtures[0]; f++) {
-			enum pe_dtype dt = npy_dtypes[d];
-			char name[64];
-			snprintf(name, sizeof name, "%s_%s.npy", dtype_codes[dt], fixtures[f].name);
-			size_t flen;
-			char *file = fixture(name, &flen);
-			struct pe_tensor_view v;
-			struct pe_err err;
-			pe_err_clear(&err);
-			ck_assert_msg(pe_npy_parse(file, flen, 1000, &v, &err) == 0, "%s: %s", name, err.detail);
-			ck_assert_int_eq(v.dtype, dt);
-			ck_assert_int_eq(v.shape.rank, fixtures[f].rank);
-			for (int i = 0; i < v.shape.rank; i++)
-				ck_assert_uint_eq(v.shape.dim[i], fixtures[f].dim[i]);
-			size_t n = count_of(&v.shape);
-			void *want = fixture_values(dt, n);
-			ck_assert(memcmp(v.data, want, n * pe_dtype_size(dt)) == 0);
-			ck_assert_ptr_eq(v.data, file + 128);
-			free(want);
-			free(file);
-		}
+	struct numpy_file nf;
+	numpy_file_open(_i, &nf);
+	struct pe_tensor_view v;
+	struct pe_err err;
+	pe_err_clear(&err);
+	ck_assert_msg(pe_npy_parse(nf.file, nf.flen, 1000, &v, &err) == 0, "%s: %s", nf.name, err.detail);
+	ck_assert_int_eq(v.dtype, nf.dt);
+	ck_assert_int_eq(v.shape.rank, nf.rank);
+	for (int i = 0; i < v.shape.rank; i++)
+		ck_assert_uint_eq(v.shape.dim[i], nf.dim[i]);
+	size_t n = count_of(&v.shape);
+	void *want = fixture_values(nf.dt, n);
+	ck_assert_msg(memcmp(v.data, want, n * pe_dtype_size(nf.dt)) == 0, "%s: other values", nf.name);
+	ck_assert_ptr_eq(v.data, nf.file + 128);
+	free(want);
+	free(nf.file);
 }
 END_TEST
 
@@ -571,7 +582,7 @@ static Suite *npy_suite(void)
 {
 	Suite *s = suite_create("npy");
 	TCase *w = tcase_create("write");
-	tcase_add_test(w, write_matches_numpy);
+	tcase_add_loop_test(w, write_matches_numpy, 0, NFILES);
 	tcase_add_test(w, write_matches_numpy_aligned);
 	tcase_add_test(w, write_bf16_refused);
 	tcase_add_test(w, write_over_limit);
@@ -580,7 +591,7 @@ static Suite *npy_suite(void)
 	suite_add_tcase(s, w);
 	TCase *p = tcase_create("parse");
 	tcase_set_timeout(p, 60);
-	tcase_add_test(p, parse_numpy_files);
+	tcase_add_loop_test(p, parse_numpy_files, 0, NFILES);
 	tcase_add_test(p, parse_versions_2_and_3);
 	tcase_add_test(p, parse_header_variants);
 	tcase_add_test(p, parse_bad_headers);

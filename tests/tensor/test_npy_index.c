@@ -56,20 +56,29 @@ static void expect_refused(const char *descr, const char *shape, size_t dlen, si
 	free(p);
 }
 
+/* pe_npy_parse_index of the file p (descr what), at most max elements, gives into v an I32 view of
+ * shape [rows, cols] over the n bytes data, wide as want_wide. */
+static void expect_index(const char *what, const char *p, size_t len, size_t max, int want_wide, size_t rows,
+			 size_t cols, const void *data, size_t n, struct pe_tensor_view *v)
+{
+	struct pe_err err;
+	int wide = -1;
+	ck_assert_msg(pe_npy_parse_index(p, len, max, v, &wide, &err) == 0, "%s: %s", what, err.detail);
+	ck_assert_int_eq(wide, want_wide);
+	ck_assert_int_eq(v->dtype, PE_I32);
+	ck_assert_int_eq(v->shape.rank, 2);
+	ck_assert_uint_eq(v->shape.dim[0], rows);
+	ck_assert_uint_eq(v->shape.dim[1], cols);
+	ck_assert_mem_eq(v->data, data, n);
+}
+
 START_TEST(i4_is_narrow)
 {
 	size_t len;
 	char *p = file_of("<i4", "(2, 3)", six4, sizeof six4, &len);
 	struct pe_tensor_view v;
 	struct pe_err err;
-	int wide = -1;
-	ck_assert_int_eq(pe_npy_parse_index(p, len, 100, &v, &wide, &err), 0);
-	ck_assert_int_eq(wide, 0);
-	ck_assert_int_eq(v.dtype, PE_I32);
-	ck_assert_int_eq(v.shape.rank, 2);
-	ck_assert_uint_eq(v.shape.dim[0], 2);
-	ck_assert_uint_eq(v.shape.dim[1], 3);
-	ck_assert_mem_eq(v.data, six4, sizeof six4);
+	expect_index("<i4", p, len, 100, 0, 2, 3, six4, sizeof six4, &v);
 	/* the same view pe_npy_parse gives */
 	struct pe_tensor_view w;
 	ck_assert_int_eq(pe_npy_parse(p, len, 100, &w, &err), 0);
@@ -88,14 +97,7 @@ START_TEST(i8_is_wide_and_untouched)
 		char *p = file_of(descrs[d], "(3, 2)", six8, sizeof six8, &len);
 		struct pe_tensor_view v;
 		struct pe_err err;
-		int wide = -1;
-		ck_assert_msg(pe_npy_parse_index(p, len, 6, &v, &wide, &err) == 0, "%s: %s", descrs[d], err.detail);
-		ck_assert_int_eq(wide, 1);
-		ck_assert_int_eq(v.dtype, PE_I32);
-		ck_assert_int_eq(v.shape.rank, 2);
-		ck_assert_uint_eq(v.shape.dim[0], 3);
-		ck_assert_uint_eq(v.shape.dim[1], 2);
-		ck_assert_mem_eq(v.data, six8, sizeof six8);
+		expect_index(descrs[d], p, len, 6, 1, 3, 2, six8, sizeof six8, &v);
 		/* the plain parser still refuses it */
 		ck_assert_int_eq(pe_npy_parse(p, len, 100, &v, &err), PE_EBODY);
 		ck_assert_msg(strstr(err.detail, "'<i8'") || strstr(err.detail, "'=i8'"), "%s", err.detail);

@@ -144,6 +144,24 @@ static void ck_bar_numbers(const struct img *im, const struct pe_png_layout *l, 
 		ck_text(im, x, l->bar_y + (l->bar_h - 1) / 2 - th / 2, mid);
 }
 
+/* Panel 0's and panel 1's labels read first and second. */
+static void ck_labels(const struct img *im, const struct pe_png_layout *l, const char *first, const char *second)
+{
+	ck_text(im, l->x0, MARGIN + PE_PNG_LABEL_PAD, first);
+	ck_text(im, l->x0, MARGIN + l->panel_pitch + PE_PNG_LABEL_PAD, second);
+}
+
+/* Options with colormap cm, scale (0: automatic) and panel labels (NULL: by index). */
+static struct pe_png_options opts(enum pe_cmap cm, int scale, const char *const *labels)
+{
+	struct pe_png_options o;
+	pe_png_options_init(&o);
+	o.cmap = cm;
+	o.scale = scale;
+	o.labels = labels;
+	return o;
+}
+
 static const uint8_t *cmap_of(enum pe_cmap cm, double v, double lo, double hi)
 {
 	return pe_cmap_rgb(cm, pe_cmap_index(cm, (v - lo) / (hi - lo)));
@@ -246,9 +264,7 @@ START_TEST(rank2_viridis)
 	static const float v[12] = {-2, 0, 1, 2, 3, 4, 5, 5.5f, -1, 0.25f, 2.5f, 6};
 	size_t dim[] = {3, 4};
 	struct pe_tensor_view t = {shape_of(2, dim), PE_F32, v};
-	struct pe_png_options o;
-	pe_png_options_init(&o);
-	o.scale = 10;
+	struct pe_png_options o = opts(PE_CMAP_VIRIDIS, 10, NULL);
 	struct img im;
 	struct pe_png_layout l;
 	render(&t, &o, &im, &l);
@@ -293,10 +309,7 @@ START_TEST(rank2_rdbu_centred)
 	static const double v[6] = {-4, 0, 2, -1, 1, 0.5};
 	size_t dim[] = {2, 3};
 	struct pe_tensor_view t = {shape_of(2, dim), PE_F64, v};
-	struct pe_png_options o;
-	pe_png_options_init(&o);
-	o.cmap = PE_CMAP_RDBU;
-	o.scale = 7;
+	struct pe_png_options o = opts(PE_CMAP_RDBU, 7, NULL);
 	struct img im;
 	struct pe_png_layout l;
 	render(&t, &o, &im, &l);
@@ -373,10 +386,7 @@ START_TEST(rank3_panels)
 	size_t dim[] = {2, 3, 4};
 	struct pe_tensor_view t = {shape_of(3, dim), PE_F32, v};
 	static const char *const cs[] = {"cos", "sin", NULL};
-	struct pe_png_options o;
-	pe_png_options_init(&o);
-	o.scale = 12;
-	o.labels = cs;
+	struct pe_png_options o = opts(PE_CMAP_VIRIDIS, 12, cs);
 	struct img im;
 	struct pe_png_layout l;
 	render(&t, &o, &im, &l);
@@ -396,8 +406,7 @@ START_TEST(rank3_panels)
 				ck_cell(&im, &l, p, r, c, cmap_of(PE_CMAP_VIRIDIS, v[(p * 3 + r) * 4 + c], -3, 8.5));
 	ck_cell(&im, &l, 0, 0, 0, VIR_FIRST);
 	ck_cell(&im, &l, 1, 2, 3, VIR_LAST);
-	ck_text(&im, l.x0, MARGIN + PE_PNG_LABEL_PAD, "cos");
-	ck_text(&im, l.x0, MARGIN + l.panel_pitch + PE_PNG_LABEL_PAD, "sin");
+	ck_labels(&im, &l, "cos", "sin");
 	/* the strip between the panels is white where there is no text */
 	ck_rgb(&im, l.x0 + 40, MARGIN + l.panel_pitch + 1, WHITE);
 	ck_rgb(&im, l.x0 + 47, l.y0 + 36, WHITE);
@@ -408,14 +417,12 @@ START_TEST(rank3_panels)
 	/* no labels: indices; a short list: the rest by index */
 	o.labels = NULL;
 	render(&t, &o, &im, &l);
-	ck_text(&im, l.x0, MARGIN + PE_PNG_LABEL_PAD, "0");
-	ck_text(&im, l.x0, MARGIN + l.panel_pitch + PE_PNG_LABEL_PAD, "1");
+	ck_labels(&im, &l, "0", "1");
 	free(im.px);
 	static const char *const one[] = {"head", NULL};
 	o.labels = one;
 	render(&t, &o, &im, &l);
-	ck_text(&im, l.x0, MARGIN + PE_PNG_LABEL_PAD, "head");
-	ck_text(&im, l.x0, MARGIN + l.panel_pitch + PE_PNG_LABEL_PAD, "1");
+	ck_labels(&im, &l, "head", "1");
 	free(im.px);
 }
 END_TEST
@@ -428,16 +435,12 @@ START_TEST(rank3_narrow_labels)
 	size_t dim[] = {2, 4, 2};
 	struct pe_tensor_view t = {shape_of(3, dim), PE_F32, v};
 	static const char *const cs[] = {"cos", "sin", NULL};
-	struct pe_png_options o;
-	pe_png_options_init(&o);
-	o.scale = 3;
-	o.labels = cs;
+	struct pe_png_options o = opts(PE_CMAP_VIRIDIS, 3, cs);
 	struct img im;
 	struct pe_png_layout l;
 	render(&t, &o, &im, &l);
 	ck_assert_uint_eq(l.bar_x, MARGIN + 3 * 12 + 12);
-	ck_text(&im, l.x0, MARGIN + PE_PNG_LABEL_PAD, "cos");
-	ck_text(&im, l.x0, MARGIN + l.panel_pitch + PE_PNG_LABEL_PAD, "sin");
+	ck_labels(&im, &l, "cos", "sin");
 	ck_cell(&im, &l, 1, 3, 1, VIR_LAST);
 	ck_rgb(&im, l.x0 + 6, l.y0, WHITE); /* right of the 6 px wide heatmap */
 	free(im.px);
@@ -450,9 +453,7 @@ START_TEST(non_finite_and_masked)
 	float v[6] = {NAN, 1, -FLT_MAX, INFINITY, -INFINITY, 3};
 	size_t dim[] = {2, 3};
 	struct pe_tensor_view t = {shape_of(2, dim), PE_F32, v};
-	struct pe_png_options o;
-	pe_png_options_init(&o);
-	o.scale = 4;
+	struct pe_png_options o = opts(PE_CMAP_VIRIDIS, 4, NULL);
 	struct img im;
 	struct pe_png_layout l;
 	render(&t, &o, &im, &l);
@@ -620,9 +621,7 @@ START_TEST(downsample_averages)
 		v[r] = (float)r;
 	size_t dim[] = {n, 1};
 	struct pe_tensor_view t = {shape_of(2, dim), PE_F32, v};
-	struct pe_png_options o;
-	pe_png_options_init(&o);
-	o.scale = 1;
+	struct pe_png_options o = opts(PE_CMAP_VIRIDIS, 1, NULL);
 	struct img im;
 	struct pe_png_layout l;
 	render(&t, &o, &im, &l);
