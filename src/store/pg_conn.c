@@ -49,8 +49,9 @@ static int wait_sock(PGconn *c, short events, int64_t deadline, int abort_fd)
 
 static void copy_why(char *why, size_t cap, const char *what, PGconn *c)
 {
-	const char *m = c ? PQerrorMessage(c) : "";
-	snprintf(why, cap, "%s%s%.*s", what, *m ? ": " : "", (int)strcspn(m, "\n"), m);
+	char m[160];
+	pg_reason(c, m, sizeof m);
+	snprintf(why, cap, "%s%s%s", what, *m ? ": " : "", m);
 }
 
 /* The server's notices ("relation ... already exists, skipping") are not for posencd's stderr. */
@@ -81,7 +82,7 @@ PGconn *pg_connect(struct pgstore *s, int64_t deadline, char *why, size_t cap)
 		return NULL;
 	}
 	char set[160];
-	snprintf(set, sizeof set, "SET synchronous_commit TO on; SET statement_timeout TO %u", s->op_ms);
+	snprintf(set, sizeof set, "SET synchronous_commit TO on; SET statement_timeout TO %u", s->stmt_ms);
 	PGresult *r = pg_run(c, set, 0, NULL, NULL, NULL, 0, 1, deadline, s->wake[0]);
 	int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
 	if (!ok) {
