@@ -375,9 +375,10 @@ static unsigned store_conns(const struct pe_config *c)
 	return n < 1 ? 1 : n > 8 ? 8 : (unsigned)n;
 }
 
-/* The store's options from the configuration. A database operation's deadline is three quarters
- * of job_timeout: the store answers (503 store-unavailable, with its reason) before the request's
- * job_timeout would answer for it, so one deadline decides a learned read's or write's outcome. */
+/* The store's options from the configuration. A database operation's deadline is 10 s, or three
+ * quarters of job_timeout when that is shorter: the store answers (503 store-unavailable, with
+ * its reason) before the request's job_timeout would answer for it, so one deadline decides a
+ * learned read's or write's outcome. */
 static struct pe_store_options store_options(const struct pe_config *c)
 {
 	return (struct pe_store_options){.dir = c->data_dir, .max_bytes = (uint64_t)c->store_max_bytes,
@@ -385,7 +386,7 @@ static struct pe_store_options store_options(const struct pe_config *c)
 					 .quarantine_max_bytes = (uint64_t)c->quarantine_max_bytes,
 					 .quarantine_max_files = PE_STORE_QUARANTINE_FILES, .log = store_log,
 					 .url = c->store_url, .max_conns = store_conns(c),
-					 .op_timeout_ms = (unsigned)c->job_timeout * 750u};
+					 .op_timeout_ms = c->job_timeout < 13 ? (unsigned)c->job_timeout * 750u : 10000u};
 }
 
 /* posencd --init-store: make the store ready (PostgreSQL: create its tables when missing, which

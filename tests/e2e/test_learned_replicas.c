@@ -3,7 +3,8 @@
  * replica is served by the other within a second, with the new ETag; concurrent PUTs of one name
  * through both leave one of them whole; a replica whose connection was cut catches up on what it
  * missed; and the database stopped (pg_ctl stop -m immediate) and started again under traffic:
- * meanwhile tables and /readyz keep answering 200, cached learned tables keep serving, writes and
+ * meanwhile tables keep answering 200 and /readyz 200 or 503 naming the store's reason (503 once
+ * the store is known down), cached learned tables keep serving, writes and
  * uncached learned reads answer 503 problem+json with Retry-After, /metrics says the store is
  * down, and both replicas recover on their own. (SIGKILL during a stream of PUTs on PostgreSQL:
  * test_learned.c's learned_pg case.) */
@@ -388,14 +389,21 @@ END_TEST
 
 static atomic_int traffic_on, traffic_bad, traffic_n;
 
-/* Tables and /readyz, from both replicas, all along: every answer must be 200. */
+/* A good answer: 200, or from /readyz a 503 that names the store's reason (the database is down). */
+static int answer_ok(const char *path, const struct pe_resp *r)
+{
+	return r->status == 200 || (!strcmp(path, "/readyz") && r->status == 503 && r->body &&
+				    strstr(r->body, "\"store-unavailable\"") && strstr(r->body, "\"store\""));
+}
+
+/* Tables and /readyz, from both replicas, all along: every table answer must be 200. */
 static void *traffic(void *arg)
 {
 	const char *paths[] = {"/v1/sinusoidal?len=64&dim=32", "/readyz", "/v1/rope?len=16&dim=8&format=npy"};
 	for (int i = 0; atomic_load(&traffic_on); i++) {
 		struct pe_resp r;
 		pe_get(i % 2 ? &A : &B, paths[i % 3], &r);
-		if (r.status != 200)
+		if (!answer_ok(paths[i % 3], &r))
 			atomic_fetch_add(&traffic_bad, 1);
 		atomic_fetch_add(&traffic_n, 1);
 		pe_resp_free(&r);
@@ -411,7 +419,7 @@ static void *traffic_a(void *arg)
 	for (int i = 0; atomic_load(&traffic_on); i++) {
 		struct pe_resp r;
 		pe_get(&A, paths[i % 2], &r);
-		if (r.status != 200)
+		if (!answer_ok(paths[i % 2], &r))
 			atomic_fetch_add(&traffic_bad, 1);
 		atomic_fetch_add(&traffic_n, 1);
 		pe_resp_free(&r);
@@ -456,6 +464,10 @@ START_TEST(database_down_and_back_under_traffic)
 	ck_assert_int_eq(pe_pg_stop(&PG, "immediate"), 0);
 	until_metric(&A, "posenc_store_up", 0, 15);
 	until_metric(&B, "posenc_store_up", 0, 15);
+	struct pe_resp ready;
+	pe_get(&A, "/readyz", &ready); /* the store cannot serve: not ready, with the reason */
+	ck_assert_msg(ready.status == 503 && answer_ok("/readyz", &ready), "/readyz: %ld %s", ready.status, ready.body);
+	pe_resp_free(&ready);
 	ck_assert_int_eq(get_table(&B, "cached", etag, got), 200); /* from the cache */
 	ck_assert_str_eq(got, sha);
 	expect_503(&B, "GET", "/v1/learned/cold?format=bin&dtype=f32");  /* never read on B: not cached */
@@ -493,7 +505,7 @@ START_TEST(database_down_and_back_under_traffic)
 	atomic_store(&traffic_on, 0);
 	pthread_join(t, NULL);
 	ck_assert_msg(atomic_load(&traffic_n) > 0, "no traffic was sent");
-	ck_assert_msg(atomic_load(&traffic_bad) == 0, "%d of %d table or readyz answers were not 200",
+	ck_assert_msg(atomic_load(&traffic_bad) == 0, "%d of %d table or readyz answers were not 200 (or, for readyz, 503 naming the store)",
 		      atomic_load(&traffic_bad), atomic_load(&traffic_n));
 }
 END_TEST
@@ -511,7 +523,7 @@ START_TEST(unanswering_database_cannot_hold_requests)
 	atomic_store(&traffic_bad, 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, traffic_a, NULL), 0);
 	ck_assert_int_eq(pe_pg_freeze(&PG, 1), 0);
-	/* a write now waits for the database until the operation timeout (10 s), then 503; meanwhile
+	/* a write now waits for the database until the operation timeout (10 s, or 3/4 of a shorter job_timeout), then 503; meanwhile
 	 * the listener's liveness query goes unanswered and the store is declared down */
 	ck_assert_int_eq(put_table(&A, "stuck", 4, 1, NULL), 503);
 	until_metric(&A, "posenc_store_up", 0, 20);
@@ -524,7 +536,7 @@ START_TEST(unanswering_database_cannot_hold_requests)
 	ck_assert_int_eq(put_table(&A, "after", 4, 1, NULL), 201);
 	atomic_store(&traffic_on, 0);
 	pthread_join(t, NULL);
-	ck_assert_msg(atomic_load(&traffic_bad) == 0, "%d of %d table or readyz answers were not 200",
+	ck_assert_msg(atomic_load(&traffic_bad) == 0, "%d of %d table or readyz answers were not 200 (or, for readyz, 503 naming the store)",
 		      atomic_load(&traffic_bad), atomic_load(&traffic_n));
 }
 END_TEST
