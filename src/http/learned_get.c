@@ -451,9 +451,13 @@ static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, co
 	int rc = pe_learned_parse_query(conn, &get_def, &p, &q, similarity ? "encoding" : NULL, &err), keylen = -1;
 	if (rc == 0)
 		rc = pe_http_out_resolve(&o, &q, conn, PE_DTYPE_COUNT_, OFFERED, &err);
-	if (rc == 0 && (rc = pe_store_stat(r->h->opt.store, name, &m)) != 0)
-		rc = rc == PE_EUNAVAIL ? pe_err_set(&err, rc, "", "the learned-table database cannot be reached; retry")
-				       : pe_err_set(&err, PE_ENOTFOUND, "name", "no learned table named %s", name);
+	if (rc == 0 && (rc = pe_store_stat(r->h->opt.store, name, &m)) == PE_EUNAVAIL) {
+		struct pe_err why;
+		pe_store_ready(r->h->opt.store, &why); /* the store's reason, as it says it */
+		rc = pe_err_set(&err, PE_EUNAVAIL, "", "%s; retry", why.detail[0] ? why.detail : "the learned-table "
+				"database cannot serve now");
+	} else if (rc != 0)
+		rc = pe_err_set(&err, PE_ENOTFOUND, "name", "no learned table named %s", name);
 	if (rc == 0)
 		rc = result_shape(r->h, &m, &p, &s, &err);
 	if (rc == 0 && similarity)

@@ -115,6 +115,8 @@ int64_t pg_deadline(const struct pgstore *s);
  * SQLSTATE decides: PE_EUNAVAIL (unavailable or transient: retry), PE_EFORBIDDEN (a write the
  * role has no privilege for), PE_ESTORE (anything else: the database's configuration). */
 int pg_fail(struct pgstore *s, const PGresult *r, PGconn *c, int write, struct pe_err *err);
+/* The code of a SQLSTATE (NULL: libpq's own failure), as pg_fail decides it. */
+int pg_sqlstate_code(const char *sqlstate, int write);
 
 /* pg_schema.c */
 /* Find the schema (no CREATE right needed), or create it when missing; then read what the role

@@ -173,6 +173,8 @@ int pg_acquire(struct pgstore *s, int64_t deadline, struct pg_slot **slot, struc
 	}
 	int up = s->up;
 	uint64_t epoch = s->epoch;
+	char down[PE_ERR_DETAIL_MAX];
+	snprintf(down, sizeof down, "%s", s->down_why[0] ? s->down_why : "not connected yet");
 	if (sl && up) {
 		sl->busy = 1;
 		if (sl->c && sl->epoch != epoch) {
@@ -185,7 +187,7 @@ int pg_acquire(struct pgstore *s, int64_t deadline, struct pg_slot **slot, struc
 	pthread_mutex_unlock(&s->lock);
 	PQfinish(stale);
 	if (!up)
-		return pe_err_set(err, PE_EUNAVAIL, "", "the learned-table database cannot be reached; retry");
+		return pe_err_set(err, PE_EUNAVAIL, "", "the learned-table database cannot serve now (%.180s); retry", down);
 	if (!sl)
 		return pe_err_set(err, PE_EBUSY, "", "every database connection is busy; retry");
 	if (!sl->c) {

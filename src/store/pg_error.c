@@ -53,17 +53,16 @@ void pg_reason(PGconn *c, char *out, size_t cap)
 	snprintf(out, cap, "%.*s", n, m);
 }
 
-/* Is sqlstate one of the unavailable or transient kind (see the top)? */
-static int transient(const char *st)
+int pg_sqlstate_code(const char *st, int write)
 {
-	static const char *const exact[] = {"57014", "55P03", "40001", "40P01", "57P01", "57P02", "57P03", "57P05",
-					    "25P03", "25P04"};
-	if (!strncmp(st, "08", 2) || !strncmp(st, "53", 2))
-		return 1;
-	for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
-		if (!strcmp(st, exact[i]))
-			return 1;
-	return 0;
+	static const char *const transient[] = {"57014", "55P03", "40001", "40P01", "57P01", "57P02", "57P03",
+						"57P05", "25P03", "25P04"};
+	if (!st || strlen(st) != 5 || !strncmp(st, "08", 2) || !strncmp(st, "53", 2))
+		return PE_EUNAVAIL;
+	for (size_t i = 0; i < sizeof transient / sizeof transient[0]; i++)
+		if (!strcmp(st, transient[i]))
+			return PE_EUNAVAIL;
+	return write && !strcmp(st, "42501") ? PE_EFORBIDDEN : PE_ESTORE;
 }
 
 /* Log detail unless it is the cause logged last. */
@@ -92,21 +91,20 @@ int pg_fail(struct pgstore *s, const PGresult *r, PGconn *c, int write, struct p
 	char why[200];
 	const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 	const char *msg = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-	if (!r || !st) {
+	int code = pg_sqlstate_code(st, write);
+	if (!st) {
 		pg_reason(c, why, sizeof why);
 		if (!why[0] || (c && PQstatus(c) == CONNECTION_OK))
 			snprintf(why, sizeof why, "no answer within the store's deadline");
+	} else
+		snprintf(why, sizeof why, "%.160s (SQLSTATE %s)", msg ? msg : "an error", st);
+	if (code == PE_EUNAVAIL)
 		return unavailable(s, err, why);
-	}
-	snprintf(why, sizeof why, "%.160s (SQLSTATE %s)", msg ? msg : "an error", st);
-	if (transient(st))
-		return unavailable(s, err, why);
-	if (write && !strcmp(st, "42501"))
-		pe_err_set(err, PE_EFORBIDDEN, "", "the learned-table database refused the write: %s; this posencd's role "
-			   "may read, not write", why);
+	if (code == PE_EFORBIDDEN)
+		pe_err_set(err, code, "", "the learned-table database refused the write: %s; this posencd's role may read, "
+			   "not write", why);
 	else
-		pe_err_set(err, PE_ESTORE, "", "the learned-table database refused the %s: %s", write ? "write" : "read",
-			   why);
+		pe_err_set(err, code, "", "the learned-table database refused the %s: %s", write ? "write" : "read", why);
 	note_once(s, err->detail);
-	return err->code;
+	return code;
 }

@@ -297,8 +297,11 @@ START_TEST(tables_missing_without_create_is_not_ready)
 	ck_assert_int_eq(readyz(why, sizeof why), 503);
 	ck_assert_msg(strstr(why, "cannot be created") && strstr(why, "permission denied for schema public"),
 		      "/readyz says \"%s\"", why);
-	put("t", 1.0f, &r);
-	assert_store_problem(&r, 503, "store-unavailable", "", NULL, 0);
+	put("t", 1.0f, &r); /* the same reason, for a write and a read */
+	assert_store_problem(&r, 503, "store-unavailable", "permission denied for schema public", NULL, 0);
+	pe_resp_free(&r);
+	get("t", "", &r);
+	assert_store_problem(&r, 503, "store-unavailable", "permission denied for schema public", NULL, 0);
 	pe_resp_free(&r);
 	ck_assert_int_eq(init_store(), 0); /* the operator makes them and grants: ready on its own */
 	ck_assert_int_eq(init_store(), 0); /* again: finds them, changes nothing */
