@@ -47,6 +47,19 @@ static int wait_sock(PGconn *c, short events, int64_t deadline, int abort_fd)
 	}
 }
 
+void pg_reason(PGconn *c, char *out, size_t cap)
+{
+	const char *m = c ? PQerrorMessage(c) : "";
+	int n = (int)strcspn(m, "\n");
+	/* "connection to server at "host" (addr), port 5432 failed: Connection refused" */
+	if (!strncmp(m, "connection to server", 20))
+		for (const char *f; (f = strstr(m, "failed: ")) != NULL && f < m + n;) {
+			n -= (int)(f + 8 - m);
+			m = f + 8;
+		}
+	snprintf(out, cap, "%.*s", n, m);
+}
+
 static void copy_why(char *why, size_t cap, const char *what, PGconn *c)
 {
 	char m[160];

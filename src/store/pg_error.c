@@ -40,19 +40,6 @@ int64_t pg_deadline(const struct pgstore *s)
 	return d;
 }
 
-void pg_reason(PGconn *c, char *out, size_t cap)
-{
-	const char *m = c ? PQerrorMessage(c) : "";
-	int n = (int)strcspn(m, "\n");
-	/* "connection to server at "host" (addr), port 5432 failed: Connection refused" */
-	if (!strncmp(m, "connection to server", 20))
-		for (const char *f; (f = strstr(m, "failed: ")) != NULL && f < m + n;) {
-			n -= (int)(f + 8 - m);
-			m = f + 8;
-		}
-	snprintf(out, cap, "%.*s", n, m);
-}
-
 int pg_sqlstate_code(const char *st, int write)
 {
 	static const char *const transient[] = {"57014", "55P03", "40001", "40P01", "57P01", "57P02", "57P03",
