@@ -436,6 +436,17 @@ static const struct pe_producer producer = {
 	.client_details = 1, /* the store's details: a database's refusal is answered with its reason */
 };
 
+/* A failed stat (code) as the request's problem: the store down says why, as the store words it. */
+static int stat_failed(struct pe_store *store, const char *name, int code, struct pe_err *err)
+{
+	struct pe_err why;
+	if (code != PE_EUNAVAIL)
+		return pe_err_set(err, PE_ENOTFOUND, "name", "no learned table named %s", name);
+	pe_store_ready(store, &why);
+	return pe_err_set(err, PE_EUNAVAIL, "", "%s; retry", why.detail[0] ? why.detail : "the learned-table database "
+			  "cannot serve now");
+}
+
 /* GET a table (similarity 0) or its position similarity (1: /v1/analysis/similarity with
  * encoding=learned:{name}, whose "encoding" parameter was read by the caller). */
 static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, const char *name, int similarity)
@@ -451,13 +462,8 @@ static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, co
 	int rc = pe_learned_parse_query(conn, &get_def, &p, &q, similarity ? "encoding" : NULL, &err), keylen = -1;
 	if (rc == 0)
 		rc = pe_http_out_resolve(&o, &q, conn, PE_DTYPE_COUNT_, OFFERED, &err);
-	if (rc == 0 && (rc = pe_store_stat(r->h->opt.store, name, &m)) == PE_EUNAVAIL) {
-		struct pe_err why;
-		pe_store_ready(r->h->opt.store, &why); /* the store's reason, as it says it */
-		rc = pe_err_set(&err, PE_EUNAVAIL, "", "%s; retry", why.detail[0] ? why.detail : "the learned-table "
-				"database cannot serve now");
-	} else if (rc != 0)
-		rc = pe_err_set(&err, PE_ENOTFOUND, "name", "no learned table named %s", name);
+	if (rc == 0 && (rc = pe_store_stat(r->h->opt.store, name, &m)) != 0)
+		rc = stat_failed(r->h->opt.store, name, rc, &err);
 	if (rc == 0)
 		rc = result_shape(r->h, &m, &p, &s, &err);
 	if (rc == 0 && similarity)

@@ -1,6 +1,6 @@
 /* The PostgreSQL store (the contract: include/posenc/store.h; the design: pg.h).
  *
- * Schema (version 1, created by pg_listen.c): posenc_learned(name text PRIMARY KEY, dtype,
+ * Schema (version 1, found or created by pg_schema.c): posenc_learned(name text PRIMARY KEY, dtype,
  * nrows, ncols, prefix_tokens, grid_h, grid_w, bytes, sha256 bytea, created_ms, max_abs,
  * generation, data bytea STORAGE EXTERNAL), the sequence posenc_generation and
  * posenc_schema_version. Elements travel as binary bytea in both directions (PQexecParams-style
@@ -16,7 +16,10 @@
  * When the connection breaks during COMMIT, the outcome is unknown and the error says so.
  *
  * Reads fetch the row and check its elements against the SHA-256 kept with them (and the length
- * against the shape) before anything is served: a damaged row is PE_EIO, never data. */
+ * against the shape) before anything is served: a damaged row is PE_EIO, never data. Every
+ * database error is classified by pg_fail (pg_error.c); a failed statement ends its transaction
+ * (ROLLBACK, or the connection closed), so nothing is half-done. One deadline (pg_deadline),
+ * taken when the operation starts, bounds acquiring a connection and every statement. */
 #include "store/pg.h"
 
 #include <inttypes.h>
