@@ -396,7 +396,8 @@ static int init_store(const struct pe_config *c)
 	struct pe_store_options o = store_options(c);
 	struct pe_err err = {0};
 	int rc = pe_store_init(&o, &err);
-	fprintf(stderr, "posencd: %s\n", err.detail[0] ? err.detail : rc ? "cannot make the store ready" : "the store is ready");
+	fprintf(stderr, "posencd: %s\n", err.detail[0] ? err.detail : rc ? "cannot make the store ready"
+									 : "the store is ready");
 	return rc == 0 ? 0 : rc == PE_EINVAL ? 2 : 1;
 }
 

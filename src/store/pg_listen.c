@@ -1,12 +1,13 @@
 /* The PostgreSQL store's listener: one thread with its own connection that (1) finds or creates
- * the schema (pg_schema.c), (2) LISTENs on posenc_learned, (3) loads the index, then declares the store up and
- * refreshes from the database each name a notification names (other replicas' writes, within
- * milliseconds; the payload itself is not trusted: any database user may NOTIFY). Its
- * connection is the store's liveness probe: a query when idle for PG_PING_MS must answer within
- * the operation timeout, and any failure declares the store down (put, delete and read then fail
- * at once with PE_EUNAVAIL; readiness says why) and reconnects with exponential backoff (PG_BACKOFF_MIN_MS doubling to
- * PG_BACKOFF_MAX_MS). LISTEN is issued before the reload, so a write committed while the index
- * was being loaded is notified afterwards: a replica that reconnects misses nothing. */
+ * the schema (pg_schema.c), (2) LISTENs on posenc_learned, (3) loads the index, then declares the
+ * store up and refreshes from the database each name a notification names (other replicas'
+ * writes, within milliseconds; the payload itself is not trusted: any database user may NOTIFY).
+ * Its connection is the store's liveness probe: a query when idle for PG_PING_MS must answer
+ * within the operation timeout, and any failure declares the store down (put, delete and read
+ * then fail at once with PE_EUNAVAIL; readiness says why) and reconnects with exponential backoff
+ * (PG_BACKOFF_MIN_MS doubling to PG_BACKOFF_MAX_MS). LISTEN is issued before the reload, so a
+ * write committed while the index was being loaded is notified afterwards: a replica that
+ * reconnects misses nothing. */
 #include "store/pg.h"
 
 #include <fcntl.h>

@@ -505,7 +505,8 @@ START_TEST(database_down_and_back_under_traffic)
 	atomic_store(&traffic_on, 0);
 	pthread_join(t, NULL);
 	ck_assert_msg(atomic_load(&traffic_n) > 0, "no traffic was sent");
-	ck_assert_msg(atomic_load(&traffic_bad) == 0, "%d of %d table or readyz answers were not 200 (or, for readyz, 503 naming the store)",
+	ck_assert_msg(atomic_load(&traffic_bad) == 0,
+		      "%d of %d table or readyz answers were not 200 (or, for readyz, 503 naming the store)",
 		      atomic_load(&traffic_bad), atomic_load(&traffic_n));
 }
 END_TEST
@@ -523,8 +524,9 @@ START_TEST(unanswering_database_cannot_hold_requests)
 	atomic_store(&traffic_bad, 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, traffic_a, NULL), 0);
 	ck_assert_int_eq(pe_pg_freeze(&PG, 1), 0);
-	/* a write now waits for the database until the operation timeout (10 s, or 3/4 of a shorter job_timeout), then 503; meanwhile
-	 * the listener's liveness query goes unanswered and the store is declared down */
+	/* a write now waits for the database until the operation timeout (10 s, or 3/4 of a shorter
+	 * job_timeout), then 503; meanwhile the listener's liveness query goes unanswered and the
+	 * store is declared down */
 	ck_assert_int_eq(put_table(&A, "stuck", 4, 1, NULL), 503);
 	until_metric(&A, "posenc_store_up", 0, 20);
 	double t0 = now_s();
@@ -536,7 +538,8 @@ START_TEST(unanswering_database_cannot_hold_requests)
 	ck_assert_int_eq(put_table(&A, "after", 4, 1, NULL), 201);
 	atomic_store(&traffic_on, 0);
 	pthread_join(t, NULL);
-	ck_assert_msg(atomic_load(&traffic_bad) == 0, "%d of %d table or readyz answers were not 200 (or, for readyz, 503 naming the store)",
+	ck_assert_msg(atomic_load(&traffic_bad) == 0,
+		      "%d of %d table or readyz answers were not 200 (or, for readyz, 503 naming the store)",
 		      atomic_load(&traffic_bad), atomic_load(&traffic_n));
 }
 END_TEST
