@@ -234,7 +234,7 @@ START_TEST(revoked_select_is_500_with_the_reason)
 	ck_assert_int_eq(status_of_put("t", 2.0f), 200);
 	ck_assert_int_eq(pe_pg_sql(&PG, "REVOKE SELECT ON posenc_learned FROM app"), 0);
 	for (int i = 0; i < 3; i++) {
-		char q[16];
+		char q[32];
 		snprintf(q, sizeof q, "&len=%d", 5 + i);
 		get("t", q, &r);
 		assert_store_problem(&r, 500, "store-error", "permission denied for table posenc_learned", NULL, 0);
