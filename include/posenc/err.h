@@ -23,6 +23,7 @@
 	X(NOMEM, 500, "out-of-memory", "Out of memory")                              \
 	X(INTERNAL, 500, "internal", "Internal error")                               \
 	X(IO, 500, "io", "Input/output error")                                       \
+	X(STORE, 500, "store-error", "Store error")                                  \
 	X(BUSY, 503, "overloaded", "Service overloaded")                             \
 	X(DRAINING, 503, "draining", "Service draining")                             \
 	X(TIMEOUT, 503, "job-timeout", "Computation timed out")                      \

@@ -82,7 +82,8 @@ struct pe_store_options {
 				   * store adds: connect_timeout, keepalives, application_name) */
 	unsigned max_conns;       /* PostgreSQL: connections for put/delete/read at most (0: 2); the
 				   * listener has its own */
-	unsigned op_timeout_ms;   /* PostgreSQL: one operation's deadline, connecting included (0: 10 s) */
+	unsigned op_timeout_ms;   /* PostgreSQL: one operation's deadline, connecting included (0: 10 s);
+				   * statement_timeout is a little shorter (a second, or a quarter) */
 };
 
 /* File store: create the directory (and its parents) if missing, lock it, then scan it: every valid table is
@@ -96,6 +97,20 @@ struct pe_store_options {
  * of a newer version than this build knows is an error (PE_EIO). */
 struct pe_store *pe_store_open(const struct pe_store_options *o, struct pe_err *err);
 void pe_store_close(struct pe_store *s); /* NULL is fine */
+
+/* Make the store ready to be opened and return (posencd --init-store): PostgreSQL: connect once,
+ * create the schema when it is missing (this needs CREATE on the database's schema: once, by its
+ * owner; pe_store_open then needs none); file: create data_dir. 0 with err's detail saying what
+ * holds (and the write rights the role lacks, if any); else PE_EUNAVAIL (the database cannot be
+ * reached, or refused to create the tables: err says why), PE_EIO (a newer schema), PE_EINVAL
+ * (store_url). */
+int pe_store_init(const struct pe_store_options *o, struct pe_err *err);
+
+/* Can the store serve now? 0: reads and writes; PE_EFORBIDDEN: reads only (PostgreSQL: the role
+ * lacks a write privilege, why names it; those writes answer PE_EFORBIDDEN at once);
+ * PE_EUNAVAIL: nothing from the database (down, or its tables missing and not creatable: why
+ * says which). The file store is always ready once open. why may be NULL. Thread-safe, no I/O. */
+int pe_store_ready(struct pe_store *s, struct pe_err *why);
 
 /* A table name: [A-Za-z0-9._-]{1,64} without a leading dot. len is the name's byte length (a NUL
  * inside fails). 0, or PE_EINVAL with err naming "name" and the rule broken. */
@@ -114,9 +129,14 @@ typedef int (*pe_store_commit_cb)(void *arg);
  * PE_ENOSPACE (over max_bytes, or the disk is full), PE_EIO, or commit's code. */
 int pe_store_put(struct pe_store *s, struct pe_store_meta *m, const void *data, int *replaced,
 		 pe_store_commit_cb commit, void *commit_arg, struct pe_err *err);
-/* 0, PE_ENOTFOUND, PE_EIO, or commit's code. PostgreSQL, for put and delete alike: PE_EUNAVAIL
- * when the database cannot be reached (nothing changed, except when the connection was lost
- * during COMMIT: then err says the outcome is unknown), PE_EBUSY when every connection is busy. */
+/* 0, PE_ENOTFOUND, PE_EIO, or commit's code. PostgreSQL, for put and delete alike (pg_error.c
+ * classifies every database error once, by SQLSTATE; err's detail is fit for a client as is):
+ * PE_EUNAVAIL when the database cannot serve now: unreachable, a statement timeout or lock wait,
+ * a serialization failure, deadlock, no resources, shutting down (nothing changed, except when
+ * the connection was lost during COMMIT: then err says the outcome is unknown); PE_EFORBIDDEN
+ * when the role lacks the privilege (err names it); PE_ESTORE for any other refusal (the
+ * database's reason); PE_EBUSY when every connection is busy. An operation ends within
+ * op_timeout_ms, and before the calling thread's cancel deadline (pe_cancel_set_deadline). */
 int pe_store_delete(struct pe_store *s, const char *name, pe_store_commit_cb commit, void *commit_arg,
 		    struct pe_err *err);
 /* The current metadata of name: 0 or PE_ENOTFOUND. Current means the file's: when its stat
@@ -137,7 +157,8 @@ int pe_store_same_version(const struct pe_store_meta *a, const struct pe_store_m
  * then dropped from the index), PE_EBUSY (replaced by another version meanwhile, retry; a file
  * replaced behind the store's back by another valid table is adopted), PE_EIO (the file is damaged:
  * it is quarantined and the table dropped), PE_ENOMEM. PostgreSQL: PE_EIO when the row's elements do not
- * match its SHA-256, PE_EUNAVAIL when the database cannot be reached. */
+ * match its SHA-256 (only then), PE_EUNAVAIL when the database cannot serve now, PE_ESTORE when it
+ * refuses (a privilege, a table missing: the database's reason), as for put. */
 int pe_store_read(struct pe_store *s, const char *name, const struct pe_store_meta *want, struct pe_store_meta *m,
 		  void **data, struct pe_err *err);
 /* Tables and the sum of their bytes. */

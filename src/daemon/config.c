@@ -479,7 +479,8 @@ static void print_help(const struct pe_config *cfg)
 	       "BYTES values take a suffix k M G T (x1000) or Ki Mi Gi Ti (x1024).\n\n"
 	       "  --help                      print this and exit\n"
 	       "  --version                   print the version and exit\n"
-	       "  --config FILE               load settings from a JSON file\n");
+	       "  --config FILE               load settings from a JSON file\n"
+	       "  --init-store                create the store's tables (or data_dir) when missing, and exit\n");
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct key *k = &keys[i];
 		char opt[64], env[sizeof ENV_PREFIX + NAME_MAX_LEN];

@@ -4,7 +4,8 @@
  * learned tables is opened (file: data_dir created and scanned; postgresql: the first connection
  * tried) before anything is served; a data_dir that cannot be used stops the start with status 1,
  * a store_url that is not one stops it with status 2. A database that cannot be reached does not:
- * the store connects on its own (tables never need it).
+ * the store connects on its own (tables never need it; /readyz says 503 meanwhile).
+ * `posencd --init-store` makes the store ready (its PostgreSQL tables created) and exits.
  *
  * Signals are blocked in every thread (they inherit the mask) and taken by sigwait here; all but
  * the three that drain and the fault signals (SIGHUP, SIGUSR1, SIGALRM, SIGXCPU, SIGRTMIN+n, ...)
@@ -373,15 +374,52 @@ static unsigned store_conns(const struct pe_config *c)
 	return n < 1 ? 1 : n > 8 ? 8 : (unsigned)n;
 }
 
+/* The store's options from the configuration. A database operation's deadline is 10 s, or three
+ * quarters of job_timeout when that is shorter: the store answers (503 store-unavailable, with
+ * its reason) before the request's job_timeout would answer for it, so one deadline decides a
+ * learned read's or write's outcome. */
+static struct pe_store_options store_options(const struct pe_config *c)
+{
+	return (struct pe_store_options){.dir = c->data_dir, .max_bytes = (uint64_t)c->store_max_bytes,
+					 .max_table_bytes = (uint64_t)c->max_table_bytes,
+					 .quarantine_max_bytes = (uint64_t)c->quarantine_max_bytes,
+					 .quarantine_max_files = PE_STORE_QUARANTINE_FILES, .log = store_log,
+					 .url = c->store_url, .max_conns = store_conns(c),
+					 .op_timeout_ms = c->job_timeout < 13 ? (unsigned)c->job_timeout * 750u : 10000u};
+}
+
+/* posencd --init-store: make the store ready (PostgreSQL: create its tables when missing, which
+ * needs CREATE on the schema; file: data_dir), say what holds, exit: 0, or 1 when it cannot. */
+static int init_store(const struct pe_config *c)
+{
+	struct pe_store_options o = store_options(c);
+	struct pe_err err = {0};
+	int rc = pe_store_init(&o, &err);
+	fprintf(stderr, "posencd: %s\n", err.detail[0] ? err.detail : rc ? "cannot make the store ready"
+									 : "the store is ready");
+	return rc == 0 ? 0 : rc == PE_EINVAL ? 2 : 1;
+}
+
+/* Take "--init-store" out of argv (the configuration does not know it): 1 when it was there. */
+static int take_init_store(int *argc, char **argv)
+{
+	int found = 0, k = 1;
+	for (int i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--init-store"))
+			found = 1;
+		else
+			argv[k++] = argv[i];
+	}
+	argv[k] = NULL;
+	*argc = k;
+	return found;
+}
+
 /* Open the store store_url names (file: creates and scans data_dir); NULL with err filled if it
  * cannot be used. The URI is never logged (it may hold a password). */
 static struct pe_store *open_store(const struct pe_config *c, struct pe_err *err)
 {
-	struct pe_store_options o = {.dir = c->data_dir, .max_bytes = (uint64_t)c->store_max_bytes,
-				     .max_table_bytes = (uint64_t)c->max_table_bytes,
-				     .quarantine_max_bytes = (uint64_t)c->quarantine_max_bytes,
-				     .quarantine_max_files = PE_STORE_QUARANTINE_FILES, .log = store_log,
-				     .url = c->store_url, .max_conns = store_conns(c)};
+	struct pe_store_options o = store_options(c);
 	struct pe_store *s = pe_store_open(&o, err);
 	struct pe_store_stats st;
 	if (s) {
@@ -475,6 +513,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "posencd: %s\n", err.detail);
 		return 2;
 	}
+	int init = take_init_store(&argc, argv);
 	int rc = pe_config_load(&d.cfg, argc, argv, NULL, &err);
 	if (rc == 1)
 		return 0;
@@ -483,6 +522,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pe_log_set_level(d.cfg.log_level);
+	if (init)
+		return init_store(&d.cfg);
 	resolve_http_threads(&d);
 	/* Response bodies come and go in sizes glibc would start serving from the heap after its
 	 * first big free (its mmap threshold adapts upward), leaving holes that are never returned:

@@ -24,7 +24,11 @@
  * (job_need): more than the whole budget is a 413 naming what sizes it, without any work; the job
  * takes that much at once before it runs (need_cb: produce.c's share). A remote store's read
  * holds the elements three times until it returns (read_copies): libpq's input buffer with the
- * row's message, the PGresult it copies that into, and ours. */
+ * row's message, the PGresult it copies that into, and ours.
+ *
+ * A failed read is answered with the store's own problem, detail unchanged (the store writes them
+ * for clients): PE_EUNAVAIL 503, PE_ESTORE 500 with the database's reason, PE_EIO only for a table
+ * whose checksum does not match. failure_cb words the rest (a job that never ran). */
 #include "http/learned_get.h"
 #include "http/produce.h"
 #include "posenc/resample.h"
@@ -253,7 +257,9 @@ static const char *failure_detail(int code)
 	case PE_EIO:
 		return "the stored table is damaged (its checksum does not match; a file is quarantined)";
 	case PE_EUNAVAIL:
-		return "the learned-table database cannot be reached; retry";
+		return "the learned-table database cannot serve this now; retry";
+	case PE_ESTORE:
+		return "the learned-table database refused the read";
 	case PE_ETOOBIG:
 		return "the response would exceed the size limit";
 	default:
@@ -427,7 +433,19 @@ static const struct pe_producer producer = {
 	.job_free_cb = gjob_free_cb,
 	.need_cb = need_cb,
 	.failure_cb = failure_cb,
+	.client_details = 1, /* the store's details: a database's refusal is answered with its reason */
 };
+
+/* A failed stat (code) as the request's problem: the store down says why, as the store words it. */
+static int stat_failed(struct pe_store *store, const char *name, int code, struct pe_err *err)
+{
+	struct pe_err why;
+	if (code != PE_EUNAVAIL)
+		return pe_err_set(err, PE_ENOTFOUND, "name", "no learned table named %s", name);
+	pe_store_ready(store, &why);
+	return pe_err_set(err, PE_EUNAVAIL, "", "%s; retry", why.detail[0] ? why.detail : "the learned-table database "
+			  "cannot serve now");
+}
 
 /* GET a table (similarity 0) or its position similarity (1: /v1/analysis/similarity with
  * encoding=learned:{name}, whose "encoding" parameter was read by the caller). */
@@ -445,8 +463,7 @@ static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, co
 	if (rc == 0)
 		rc = pe_http_out_resolve(&o, &q, conn, PE_DTYPE_COUNT_, OFFERED, &err);
 	if (rc == 0 && (rc = pe_store_stat(r->h->opt.store, name, &m)) != 0)
-		rc = rc == PE_EUNAVAIL ? pe_err_set(&err, rc, "", "the learned-table database cannot be reached; retry")
-				       : pe_err_set(&err, PE_ENOTFOUND, "name", "no learned table named %s", name);
+		rc = stat_failed(r->h->opt.store, name, rc, &err);
 	if (rc == 0)
 		rc = result_shape(r->h, &m, &p, &s, &err);
 	if (rc == 0 && similarity)

@@ -314,13 +314,14 @@ static void job_free(struct job *j)
 }
 
 /* Fail a key: with the job's own problem when it tells this failure (its code, with a detail) and
- * the failure is the client's (4xx), so the request that made the job and every request waiting on
- * the key answer what the job found, param included; else with the code alone (the producer's
- * failure_cb words it). A server-side failure's detail (a store's or database's message, which may
- * name hosts or paths) stays out of answers anyone may ask for. */
-static void fail_key(struct pe_http *h, const char *key, size_t keylen, int rc, const struct pe_err *err)
+ * the failure is the client's (4xx), or the producer writes its server-side details for clients
+ * (pr->client_details), so the request that made the job and every request waiting on the key
+ * answer what the job found, param included; else with the code alone (the producer's failure_cb
+ * words it). Other server-side details (which may name hosts or paths) stay out of answers. */
+static void fail_key(struct pe_http *h, const struct pe_producer *pr, const char *key, size_t keylen, int rc,
+		     const struct pe_err *err)
 {
-	if (rc < 0 && err->code == rc && err->detail[0] && pe_err_status(rc) < 500)
+	if (rc < 0 && err->code == rc && err->detail[0] && (pe_err_status(rc) < 500 || pr->client_details))
 		pe_cache_fail_err(h->opt.cache, key, keylen, err);
 	else
 		pe_cache_fail(h->opt.cache, key, keylen, rc);
@@ -363,7 +364,7 @@ static void job_compute(struct job *j, int pooled)
 		pe_mem_keep_headroom(); /* the cache keeps b: the next bodies' room, made in one step */
 	} else {
 		free(b);
-		fail_key(h, j->key, j->keylen, rc, &err);
+		fail_key(h, j->pr, j->key, j->keylen, rc, &err);
 	}
 	pe_budget_share_close(share);
 }
@@ -473,7 +474,7 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 	}
 	int inlined = 0;
 	if (rc == PE_CACHE_MISS && start_job(r, pr, o, key, keylen, ctx, &inlined, &err) != 0) {
-		fail_key(h, key, keylen, err.code, &err); /* completes w: drops the cache's reference */
+		fail_key(h, pr, key, keylen, err.code, &err); /* completes w: drops the cache's reference */
 		pe_waiter_unref(w);
 		return pe_http_problem(r, conn, &err);
 	}

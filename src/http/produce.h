@@ -40,6 +40,9 @@ struct pe_producer {
 	 * its own for it (err not set, or set for another code): fills err. When it did, every
 	 * request on the key gets the job's (produce.c, pe_cache_fail_err). */
 	void (*failure_cb)(int code, struct pe_err *err);
+	/* 1: produce_cb's 5xx details are written for any client (the store's: no host, no path) and
+	 * are answered as they are; 0: a 5xx is worded by failure_cb alone. */
+	int client_details;
 };
 
 /* The per-server state of this module (scratch blocks kept between jobs); NULL when out of memory. */

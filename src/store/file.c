@@ -32,7 +32,7 @@ static void stats_op(struct pe_store *b, struct pe_store_stats *out) { fstore_st
 
 static void close_op(struct pe_store *b) { fstore_close(fs(b)); }
 
-static const struct store_ops file_ops = {put_op, del_op, stat_op, list_op, read_op, stats_op, close_op};
+static const struct store_ops file_ops = {put_op, del_op, stat_op, list_op, read_op, stats_op, close_op, NULL};
 
 struct pe_store *store_file_open(const struct pe_store_options *o, struct pe_err *err)
 {

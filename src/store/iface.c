@@ -16,6 +16,24 @@ struct pe_store *pe_store_open(const struct pe_store_options *o, struct pe_err *
 	return NULL;
 }
 
+int pe_store_init(const struct pe_store_options *o, struct pe_err *err)
+{
+	const char *url = o->url ? o->url : "";
+	if (!strncmp(url, "postgresql://", 13) || !strncmp(url, "postgres://", 11))
+		return store_pg_init(o, err);
+	struct pe_store *s = pe_store_open(o, err);
+	if (!s)
+		return err ? err->code : PE_EIO;
+	pe_store_close(s);
+	return pe_err_set(err, 0, "", "data_dir %.200s is ready", o->dir);
+}
+
+int pe_store_ready(struct pe_store *s, struct pe_err *why)
+{
+	pe_err_clear(why);
+	return s->ops->ready ? s->ops->ready(s, why) : 0;
+}
+
 void pe_store_close(struct pe_store *s)
 {
 	if (s)

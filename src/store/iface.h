@@ -20,6 +20,7 @@ struct store_ops {
 		    void **data, struct pe_err *err);
 	void (*stats)(struct pe_store *s, struct pe_store_stats *out);
 	void (*close)(struct pe_store *s);
+	int (*ready)(struct pe_store *s, struct pe_err *why); /* NULL: always 0 */
 };
 
 /* Every implementation's state begins with this. */
@@ -30,5 +31,6 @@ struct pe_store {
 
 struct pe_store *store_file_open(const struct pe_store_options *o, struct pe_err *err);
 struct pe_store *store_pg_open(const struct pe_store_options *o, struct pe_err *err);
+int store_pg_init(const struct pe_store_options *o, struct pe_err *err);
 
 #endif

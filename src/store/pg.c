@@ -1,6 +1,6 @@
 /* The PostgreSQL store (the contract: include/posenc/store.h; the design: pg.h).
  *
- * Schema (version 1, created by pg_listen.c): posenc_learned(name text PRIMARY KEY, dtype,
+ * Schema (version 1, found or created by pg_schema.c): posenc_learned(name text PRIMARY KEY, dtype,
  * nrows, ncols, prefix_tokens, grid_h, grid_w, bytes, sha256 bytea, created_ms, max_abs,
  * generation, data bytea STORAGE EXTERNAL), the sequence posenc_generation and
  * posenc_schema_version. Elements travel as binary bytea in both directions (PQexecParams-style
@@ -16,7 +16,10 @@
  * When the connection breaks during COMMIT, the outcome is unknown and the error says so.
  *
  * Reads fetch the row and check its elements against the SHA-256 kept with them (and the length
- * against the shape) before anything is served: a damaged row is PE_EIO, never data. */
+ * against the shape) before anything is served: a damaged row is PE_EIO, never data. Every
+ * database error is classified by pg_fail (pg_error.c); a failed statement ends its transaction
+ * (ROLLBACK, or the connection closed), so nothing is half-done. One deadline (pg_deadline),
+ * taken when the operation starts, bounds acquiring a connection and every statement. */
 #include "store/pg.h"
 
 #include <inttypes.h>
@@ -28,57 +31,45 @@ static struct pgstore *pg(struct pe_store *b) { return (struct pgstore *)b; }
 
 /* ---- one step of a transaction ---- */
 
-enum { OK, SQL_FAILED, CONN_FAILED };
+/* An operation on a pooled connection: its deadline (pg_deadline), whether it writes, and whether
+ * its connection is to be closed when released (it failed, or is in an unknown state). */
+struct op {
+	struct pgstore *s;
+	PGconn *c;
+	int64_t deadline;
+	int write, failed;
+};
 
-/* Run one statement; *out (may be NULL) keeps its result. why filled on failure. */
-static int step(PGconn *c, const char *sql, int n, const char *const *vals, const int *lens, const int *fmts,
-		int64_t deadline, PGresult **out, char *why, size_t cap)
+/* Run one statement; *out (may be NULL) keeps its result. 0, or the classified error (pg_fail). */
+static int step(struct op *o, const char *sql, int n, const char *const *vals, const int *lens, const int *fmts,
+		PGresult **out, struct pe_err *err)
 {
-	PGresult *r = pg_run(c, sql, n, vals, lens, fmts, 0, n == 0, deadline, -1);
+	PGresult *r = pg_run(o->c, sql, n, vals, lens, fmts, 0, n == 0, o->deadline, -1);
 	if (out)
 		*out = NULL;
-	if (!r) {
-		snprintf(why, cap, "%.*s", (int)strcspn(PQerrorMessage(c), "\n"), PQerrorMessage(c));
-		if (!why[0])
-			snprintf(why, cap, "no answer within the operation timeout");
-		return CONN_FAILED;
+	ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+	if (r && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)) {
+		if (out)
+			*out = r;
+		else
+			PQclear(r);
+		return 0;
 	}
-	ExecStatusType st = PQresultStatus(r);
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-		const char *m = PQresultErrorMessage(r);
-		snprintf(why, cap, "%.*s", (int)strcspn(m, "\n"), m);
-		PQclear(r);
-		return SQL_FAILED;
-	}
-	if (out)
-		*out = r;
-	else
-		PQclear(r);
-	return OK;
+	if (!r || PQstatus(o->c) == CONNECTION_BAD)
+		o->failed = 1;
+	int rc = pg_fail(o->s, r, o->c, o->write, err);
+	PQclear(r);
+	return rc;
 }
 
-/* End a transaction that failed (or was called off) with code; the connection is kept only
- * when the ROLLBACK works. */
-static int abort_tx(struct pgstore *s, PGconn *c, int code, int64_t deadline, int *failed)
+/* End a transaction that failed (or was called off) with code: ROLLBACK, or the connection is
+ * closed (the server then rolls it back) when that does not work by the deadline. */
+static int abort_tx(struct op *o, int code)
 {
-	char why[160];
-	if (*failed || step(c, "ROLLBACK", 0, NULL, NULL, NULL, deadline, NULL, why, sizeof why) != OK)
-		*failed = 1;
+	struct pe_err ignored;
+	if (o->failed || step(o, "ROLLBACK", 0, NULL, NULL, NULL, NULL, &ignored) != 0)
+		o->failed = 1;
 	return code;
-}
-
-/* A step's failure as the operation's error. */
-static int step_error(struct pgstore *s, int how, const char *why, int *failed, struct pe_err *err)
-{
-	if (how == CONN_FAILED) {
-		*failed = 1;
-		pthread_mutex_lock(&s->lock);
-		s->unavailable++;
-		pthread_mutex_unlock(&s->lock);
-		return pe_err_set(err, PE_EUNAVAIL, "", "the learned-table database cannot be reached (%.150s); nothing "
-				  "changed; retry", why);
-	}
-	return pe_err_set(err, PE_EIO, "", "the database refused the write: %.180s", why);
 }
 
 static int called_off(struct pe_err *err, int code)
@@ -87,38 +78,29 @@ static int called_off(struct pe_err *err, int code)
 }
 
 /* COMMIT, and its outcome: 0, or an error saying whether anything may have changed. */
-static int commit(struct pgstore *s, PGconn *c, int64_t deadline, int *failed, struct pe_err *err)
+static int commit(struct op *o, struct pe_err *err)
 {
-	char why[160];
-	int how = step(c, "COMMIT", 0, NULL, NULL, NULL, deadline, NULL, why, sizeof why);
-	if (how == OK)
-		return 0;
-	*failed = 1;
-	pthread_mutex_lock(&s->lock);
-	s->unavailable++;
-	pthread_mutex_unlock(&s->lock);
-	return pe_err_set(err, how == CONN_FAILED ? PE_EUNAVAIL : PE_EIO, "", "the connection failed during COMMIT "
-			  "(%.120s): the write may or may not have been applied (GET tells); retry", why);
+	int rc = step(o, "COMMIT", 0, NULL, NULL, NULL, NULL, err);
+	if (rc == 0 || !o->failed)
+		return rc; /* refused by the server: rolled back, nothing changed */
+	return pe_err_set(err, PE_EUNAVAIL, "", "the connection failed during COMMIT: the write may or may not have been "
+			  "applied (GET tells); retry");
 }
 
 /* BEGIN, the write lock, and a generation; the sum of the other tables' bytes and whether name
  * exists. */
-static int begin_write(struct pgstore *s, PGconn *c, const char *name, int64_t deadline, int64_t *gen,
-		       uint64_t *others, int *exists, int *failed, struct pe_err *err)
+static int begin_write(struct op *o, const char *name, int64_t *gen, uint64_t *others, int *exists,
+		       struct pe_err *err)
 {
-	char why[200];
 	PGresult *r;
 	const char *v[] = {name};
-	int how = step(c, "BEGIN; SELECT pg_advisory_xact_lock(" WRITE_LOCK ")", 0, NULL, NULL, NULL, deadline, NULL,
-		       why, sizeof why);
-	if (how == OK)
-		how = step(c, "SELECT (SELECT coalesce(sum(bytes), 0) FROM posenc_learned WHERE name <> $1)::bigint, "
-			      "(SELECT count(*) FROM posenc_learned WHERE name = $1), nextval('posenc_generation')",
-			   1, v, NULL, NULL, deadline, &r, why, sizeof why);
-	if (how != OK) {
-		step_error(s, how, why, failed, err);
-		return abort_tx(s, c, err->code, deadline, failed);
-	}
+	int rc = step(o, "BEGIN; SELECT pg_advisory_xact_lock(" WRITE_LOCK ")", 0, NULL, NULL, NULL, NULL, err);
+	if (rc == 0)
+		rc = step(o, "SELECT (SELECT coalesce(sum(bytes), 0) FROM posenc_learned WHERE name <> $1)::bigint, "
+			     "(SELECT count(*) FROM posenc_learned WHERE name = $1), nextval('posenc_generation')",
+			  1, v, NULL, NULL, &r, err);
+	if (rc != 0)
+		return abort_tx(o, rc);
 	*others = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
 	*exists = atoi(PQgetvalue(r, 0, 1)) > 0;
 	*gen = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
@@ -126,12 +108,22 @@ static int begin_write(struct pgstore *s, PGconn *c, const char *name, int64_t d
 	return 0;
 }
 
+/* A write this role may not make: PE_EFORBIDDEN naming the privileges it lacks (found at
+ * connection, pg_schema.c), before any transaction. */
+static int refused(struct pgstore *s, int del, struct pe_err *err)
+{
+	char why[PE_ERR_DETAIL_MAX];
+	pthread_mutex_lock(&s->lock);
+	snprintf(why, sizeof why, "%s", del ? s->no_del : s->no_put);
+	pthread_mutex_unlock(&s->lock);
+	return why[0] ? pe_err_set(err, PE_EFORBIDDEN, "", "%s", why) : 0;
+}
+
 /* ---- put ---- */
 
-static int write_row(struct pgstore *s, PGconn *c, const struct pe_store_meta *m, const void *data, int64_t gen,
-		     int64_t deadline, int *failed, struct pe_err *err)
+static int write_row(struct op *o, const struct pe_store_meta *m, const void *data, int64_t gen, struct pe_err *err)
 {
-	char num[9][32], payload[512], why[200];
+	char num[9][32], payload[512];
 	snprintf(num[0], 32, "%" PRIu64, m->rows);
 	snprintf(num[1], 32, "%" PRIu64, m->cols);
 	snprintf(num[2], 32, "%" PRIu64, m->prefix_tokens);
@@ -146,36 +138,33 @@ static int write_row(struct pgstore *s, PGconn *c, const struct pe_store_meta *m
 	int lens[13] = {0}, fmts[13] = {0};
 	lens[8] = 32, fmts[8] = 1;
 	lens[12] = (int)m->bytes, fmts[12] = 1; /* max_table_bytes is at most 2^36: see pg_open's check */
-	int how = step(c, "INSERT INTO posenc_learned (" PG_META_COLS ", data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
-			  "$9, $10, $11, $12, $13) ON CONFLICT (name) DO UPDATE SET dtype = EXCLUDED.dtype, nrows = "
-			  "EXCLUDED.nrows, ncols = EXCLUDED.ncols, prefix_tokens = EXCLUDED.prefix_tokens, grid_h = "
-			  "EXCLUDED.grid_h, grid_w = EXCLUDED.grid_w, bytes = EXCLUDED.bytes, sha256 = EXCLUDED.sha256, "
-			  "created_ms = EXCLUDED.created_ms, max_abs = EXCLUDED.max_abs, generation = "
-			  "EXCLUDED.generation, data = EXCLUDED.data",
-		       13, v, lens, fmts, deadline, NULL, why, sizeof why);
+	int rc = step(o, "INSERT INTO posenc_learned (" PG_META_COLS ", data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+			 "$9, $10, $11, $12, $13) ON CONFLICT (name) DO UPDATE SET dtype = EXCLUDED.dtype, nrows = "
+			 "EXCLUDED.nrows, ncols = EXCLUDED.ncols, prefix_tokens = EXCLUDED.prefix_tokens, grid_h = "
+			 "EXCLUDED.grid_h, grid_w = EXCLUDED.grid_w, bytes = EXCLUDED.bytes, sha256 = EXCLUDED.sha256, "
+			 "created_ms = EXCLUDED.created_ms, max_abs = EXCLUDED.max_abs, generation = "
+			 "EXCLUDED.generation, data = EXCLUDED.data",
+		      13, v, lens, fmts, NULL, err);
 	pg_payload_put(m, gen, payload, sizeof payload);
 	const char *pv[] = {payload};
-	if (how == OK)
-		how = step(c, "SELECT pg_notify('" PG_CHANNEL "', $1)", 1, pv, NULL, NULL, deadline, NULL, why, sizeof why);
-	return how == OK ? 0 : step_error(s, how, why, failed, err);
+	return rc != 0 ? rc : step(o, "SELECT pg_notify('" PG_CHANNEL "', $1)", 1, pv, NULL, NULL, NULL, err);
 }
 
-static int put_tx(struct pgstore *s, PGconn *c, struct pe_store_meta *m, const void *data, int *replaced,
-		  pe_store_commit_cb cb, void *arg, int64_t *gen, int *failed, struct pe_err *err)
+static int put_tx(struct op *o, struct pe_store_meta *m, const void *data, int *replaced, pe_store_commit_cb cb,
+		  void *arg, int64_t *gen, struct pe_err *err)
 {
-	int64_t deadline = pg_now_ms() + s->op_ms;
-	uint64_t others;
-	int rc = begin_write(s, c, m->name, deadline, gen, &others, replaced, failed, err);
+	uint64_t others, max = o->s->base.max_bytes;
+	int rc = begin_write(o, m->name, gen, &others, replaced, err);
 	if (rc != 0)
 		return rc;
-	if (others + m->bytes > s->base.max_bytes)
+	if (others + m->bytes > max)
 		rc = pe_err_set(err, PE_ENOSPACE, "", "the store holds %" PRIu64 " bytes of other tables; this one needs %"
-				PRIu64 " more; store_max_bytes is %" PRIu64, others, m->bytes, s->base.max_bytes);
-	else if ((rc = write_row(s, c, m, data, *gen, deadline, failed, err)) == 0 && cb && (rc = cb(arg)) != 0)
+				PRIu64 " more; store_max_bytes is %" PRIu64, others, m->bytes, max);
+	else if ((rc = write_row(o, m, data, *gen, err)) == 0 && cb && (rc = cb(arg)) != 0)
 		rc = called_off(err, rc);
 	if (rc != 0)
-		return abort_tx(s, c, rc, deadline, failed);
-	return commit(s, c, deadline, failed, err);
+		return abort_tx(o, rc);
+	return commit(o, err);
 }
 
 static int put_op(struct pe_store *b, struct pe_store_meta *m, const void *data, int *replaced, pe_store_commit_cb cb,
@@ -185,7 +174,7 @@ static int put_op(struct pe_store *b, struct pe_store_meta *m, const void *data,
 	const char *why, *param;
 	struct pg_slot *sl;
 	int64_t gen = 0;
-	int failed = 0, rep = 0;
+	int rep = 0;
 	int rc = pe_store_name_check(m->name, strnlen(m->name, sizeof m->name), err);
 	if (rc != 0)
 		return rc;
@@ -194,13 +183,17 @@ static int put_op(struct pe_store *b, struct pe_store_meta *m, const void *data,
 	if (m->bytes > b->max_table_bytes)
 		return pe_err_set(err, PE_ETOOBIG, "body", "the table is %" PRIu64 " bytes; max_table_bytes is %" PRIu64,
 				  m->bytes, b->max_table_bytes);
+	if ((rc = refused(s, 0, err)) != 0)
+		return rc;
 	store_sha256(data, (size_t)m->bytes, m->sha256);
 	m->max_abs = store_max_abs(m->dtype, data, (size_t)(m->rows * m->cols), 0);
 	m->created_ms = store_now_ms();
-	if ((rc = pg_acquire(s, pg_now_ms() + s->op_ms, &sl, err)) != 0)
+	struct op o = {.s = s, .deadline = pg_deadline(s), .write = 1};
+	if ((rc = pg_acquire(s, o.deadline, &sl, err)) != 0)
 		return rc;
-	rc = put_tx(s, sl->c, m, data, &rep, cb, arg, &gen, &failed, err);
-	pg_release(s, sl, failed);
+	o.c = sl->c;
+	rc = put_tx(&o, m, data, &rep, cb, arg, &gen, err);
+	pg_release(s, sl, o.failed);
 	if (rc == 0) {
 		pthread_mutex_lock(&s->lock);
 		pg_index_put(s, m, gen);
@@ -213,30 +206,25 @@ static int put_op(struct pe_store *b, struct pe_store_meta *m, const void *data,
 
 /* ---- delete ---- */
 
-static int del_tx(struct pgstore *s, PGconn *c, const char *name, pe_store_commit_cb cb, void *arg, int64_t *gen,
-		  int *failed, struct pe_err *err)
+static int del_tx(struct op *o, const char *name, pe_store_commit_cb cb, void *arg, int64_t *gen,
+		  struct pe_err *err)
 {
-	int64_t deadline = pg_now_ms() + s->op_ms;
 	uint64_t others;
-	int exists, rc = begin_write(s, c, name, deadline, gen, &others, &exists, failed, err);
-	char payload[128], why[200];
+	int exists, rc = begin_write(o, name, gen, &others, &exists, err);
+	char payload[128];
 	if (rc != 0)
 		return rc;
 	snprintf(payload, sizeof payload, "D %" PRId64 " %s", *gen, name);
 	const char *v[] = {name}, *pv[] = {payload};
-	int how = OK;
 	if (!exists)
 		rc = pe_err_set(err, PE_ENOTFOUND, "name", "no learned table named %s", name);
-	else if ((how = step(c, "DELETE FROM posenc_learned WHERE name = $1", 1, v, NULL, NULL, deadline, NULL, why,
-			     sizeof why)) != OK ||
-		 (how = step(c, "SELECT pg_notify('" PG_CHANNEL "', $1)", 1, pv, NULL, NULL, deadline, NULL, why,
-			     sizeof why)) != OK)
-		rc = step_error(s, how, why, failed, err);
-	else if (cb && (rc = cb(arg)) != 0)
+	else if ((rc = step(o, "DELETE FROM posenc_learned WHERE name = $1", 1, v, NULL, NULL, NULL, err)) == 0 &&
+		 (rc = step(o, "SELECT pg_notify('" PG_CHANNEL "', $1)", 1, pv, NULL, NULL, NULL, err)) == 0 && cb &&
+		 (rc = cb(arg)) != 0)
 		rc = called_off(err, rc);
 	if (rc != 0)
-		return abort_tx(s, c, rc, deadline, failed);
-	return commit(s, c, deadline, failed, err);
+		return abort_tx(o, rc);
+	return commit(o, err);
 }
 
 static int del_op(struct pe_store *b, const char *name, pe_store_commit_cb cb, void *arg, struct pe_err *err)
@@ -244,14 +232,15 @@ static int del_op(struct pe_store *b, const char *name, pe_store_commit_cb cb, v
 	struct pgstore *s = pg(b);
 	struct pg_slot *sl;
 	int64_t gen = 0;
-	int failed = 0;
 	if (pe_store_name_check(name, strlen(name), err) != 0)
 		return PE_EINVAL;
-	int rc = pg_acquire(s, pg_now_ms() + s->op_ms, &sl, err);
-	if (rc != 0)
+	int rc = refused(s, 1, err);
+	struct op o = {.s = s, .deadline = pg_deadline(s), .write = 1};
+	if (rc != 0 || (rc = pg_acquire(s, o.deadline, &sl, err)) != 0)
 		return rc;
-	rc = del_tx(s, sl->c, name, cb, arg, &gen, &failed, err);
-	pg_release(s, sl, failed);
+	o.c = sl->c;
+	rc = del_tx(&o, name, cb, arg, &gen, err);
+	pg_release(s, sl, o.failed);
 	if (rc == 0) {
 		pthread_mutex_lock(&s->lock);
 		pg_index_del(s, name, gen);
@@ -311,16 +300,16 @@ static int read_op(struct pe_store *b, const char *name, const struct pe_store_m
 	const struct pg_entry *e = pg_index_find(s, name);
 	int64_t seen = e ? e->gen : 0; /* before the query: a newer entry then came from a newer write */
 	pthread_mutex_unlock(&s->lock);
-	int rc = pg_acquire(s, pg_now_ms() + s->op_ms, &sl, err);
+	int64_t deadline = pg_deadline(s);
+	int rc = pg_acquire(s, deadline, &sl, err);
 	if (rc != 0)
 		return rc;
 	PGresult *r = pg_run(sl->c, "SELECT " PG_META_COLS ", data FROM posenc_learned WHERE name = $1", 1, v, NULL, NULL,
-			     1, 0, pg_now_ms() + s->op_ms, -1);
-	if (!r)
-		rc = pg_unavailable(s, err, "reading", sl->c);
-	else if (PQresultStatus(r) != PGRES_TUPLES_OK)
-		rc = pe_err_set(err, PE_EIO, "", "the database refused the read: %.180s", PQresultErrorMessage(r));
-	pg_release(s, sl, r == NULL);
+			     1, 0, deadline, -1);
+	int failed = !r || PQstatus(sl->c) == CONNECTION_BAD;
+	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = pg_fail(s, r, sl->c, 0, err);
+	pg_release(s, sl, failed);
 	if (rc == 0)
 		rc = PQntuples(r) == 0 ? gone(s, name, seen, err) : take_row(s, r, name, want, m, data, err);
 	PQclear(r);
@@ -372,7 +361,7 @@ static void close_op(struct pe_store *b)
 {
 	struct pgstore *s = pg(b);
 	pg_listen_stop(s);
-	for (unsigned i = 0; i < s->nslots; i++)
+	for (unsigned i = 0; s->slots && i < s->nslots; i++)
 		PQfinish(s->slots[i].c);
 	free(s->slots);
 	for (size_t i = 0; s->keys && s->keys[i]; i++) {
@@ -387,7 +376,21 @@ static void close_op(struct pe_store *b)
 	free(s);
 }
 
-static const struct store_ops pg_ops = {put_op, del_op, stat_op, list_op, read_op, stats_op, close_op};
+static int ready_op(struct pe_store *b, struct pe_err *why)
+{
+	struct pgstore *s = pg(b);
+	int rc = 0;
+	pthread_mutex_lock(&s->lock);
+	if (!s->up)
+		rc = pe_err_set(why, PE_EUNAVAIL, "store_url", "the learned-table database cannot serve: %s",
+				s->down_why[0] ? s->down_why : "not connected yet");
+	else if (s->no_put[0] || s->no_del[0])
+		rc = pe_err_set(why, PE_EFORBIDDEN, "store_url", "reads only: %s", s->no_put[0] ? s->no_put : s->no_del);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+static const struct store_ops pg_ops = {put_op, del_op, stat_op, list_op, read_op, stats_op, close_op, ready_op};
 
 /* Connection parameters: the URI's, then these defaults for what it does not set. */
 static int conn_params(struct pgstore *s, const char *url, struct pe_err *err)
@@ -442,21 +445,53 @@ static void wait_first(struct pgstore *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
-struct pe_store *store_pg_open(const struct pe_store_options *o, struct pe_err *err)
+/* The state both opening and --init-store start from (NULL when out of memory). */
+static struct pgstore *pg_new(const struct pe_store_options *o)
 {
 	struct pgstore *s = calloc(1, sizeof *s);
-	if (!s) {
-		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	if (!s)
 		return NULL;
-	}
 	s->base = (struct pe_store){.ops = &pg_ops, .max_bytes = o->max_bytes, .max_table_bytes = o->max_table_bytes};
 	s->op_ms = o->op_timeout_ms ? o->op_timeout_ms : 10000;
+	s->stmt_ms = s->op_ms - (s->op_ms / 4 < PG_GRACE_MS ? s->op_ms / 4 : PG_GRACE_MS);
 	s->nslots = o->max_conns ? o->max_conns : 2;
 	s->log = o->log;
 	s->log_arg = o->log_arg;
 	s->wake[0] = s->wake[1] = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->changed, NULL);
+	return s;
+}
+
+int store_pg_init(const struct pe_store_options *o, struct pe_err *err)
+{
+	struct pgstore *s = pg_new(o);
+	char why[PE_ERR_DETAIL_MAX];
+	int rc = s ? conn_params(s, o->url, err) : pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	if (rc != 0)
+		goto out;
+	int64_t deadline = pg_now_ms() + s->op_ms;
+	PGconn *c = pg_connect(s, deadline, why, sizeof why);
+	int made = c ? pg_schema(s, c, deadline, -1, why, sizeof why) : -1;
+	PQfinish(c);
+	if (made != 0)
+		rc = pe_err_set(err, made == -2 ? PE_EIO : PE_EUNAVAIL, "store_url", "%s", why);
+	else
+		rc = pe_err_set(err, 0, "", "the learned tables are in place (schema version %d)%s%s", PG_SCHEMA_VERSION,
+				s->no_put[0] || s->no_del[0] ? "; " : "", s->no_put[0] ? s->no_put : s->no_del);
+out:
+	if (s)
+		close_op(&s->base);
+	return rc;
+}
+
+struct pe_store *store_pg_open(const struct pe_store_options *o, struct pe_err *err)
+{
+	struct pgstore *s = pg_new(o);
+	if (!s) {
+		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		return NULL;
+	}
 	if (o->max_table_bytes > INT32_MAX) {
 		pe_err_set(err, PE_EINVAL, "max_table_bytes", "with a postgresql:// store_url, max_table_bytes is at most "
 			   "2147483647 (libpq's parameter length)");

@@ -2,7 +2,9 @@
  *   pg.c         opening and closing, put, delete, read: the operations table
  *   pg_conn.c    connections with deadlines: connecting, queries, the bounded pool
  *   pg_index.c   the in-memory index of metadata and the rule that orders changes to it
- *   pg_listen.c  the listener thread: schema, LISTEN/NOTIFY, the up/down state, reconnection
+ *   pg_listen.c  the listener thread: LISTEN/NOTIFY, the up/down state, reconnection
+ *   pg_schema.c  the schema: found, or created when missing; the role's rights on it
+ *   pg_error.c   every database error classified once, by SQLSTATE; the operations' deadline
  *
  * The database holds, per table, one row of posenc_learned (metadata, the SHA-256 and the elements
  * as bytea) with a generation: a number from the sequence posenc_generation drawn by every write
@@ -28,7 +30,10 @@
 #define PG_BACKOFF_MAX_MS 5000
 #define PG_SLOT_WAIT_MS 250       /* the longest a worker waits for a free connection */
 #define PG_PING_MS 1000
-#define PG_START_WAIT_S 3         /* pe_store_open waits this long at most for the first connection */           /* the listener's liveness query, when idle that long */
+#define PG_START_WAIT_S 3         /* pe_store_open waits this long at most for the first connection */
+#define PG_GRACE_MS 1000          /* at most: the server's statement_timeout is this much (a quarter of
+				   * the operation timeout when smaller) before the operation's deadline */
+#define PG_WAITER_MARGIN_MS 100   /* an operation ends this long before its thread's cancel deadline */
 #define PG_META_COLS "name, dtype, nrows, ncols, prefix_tokens, grid_h, grid_w, bytes, sha256, created_ms, " \
 		     "max_abs, generation"
 
@@ -51,7 +56,9 @@ struct pg_slot {
 struct pgstore {
 	struct pe_store base;
 	char **keys, **vals;       /* libpq connection parameters, NULL-terminated (each malloc'ed) */
-	unsigned op_ms;
+	unsigned op_ms;            /* one operation's deadline (pg_deadline) */
+	unsigned stmt_ms;          /* the session's statement_timeout: shorter, so that a statement held
+				    * by a lock ends with the server's error, not a dropped connection */
 	pe_store_log_cb log;
 	void *log_arg;
 
@@ -64,6 +71,10 @@ struct pgstore {
 	size_t next_tomb;
 	int up, fatal, stopping, tried; /* tried: the first connection attempt is over */
 	char fatal_why[PE_ERR_DETAIL_MAX];
+	char down_why[PE_ERR_DETAIL_MAX];  /* why the store is down (readiness), while it is */
+	char no_put[PE_ERR_DETAIL_MAX];    /* why the role may not put / delete ("": it may) */
+	char no_del[PE_ERR_DETAIL_MAX];
+	char cause[PE_ERR_DETAIL_MAX];     /* the last database error logged: each cause once */
 	uint64_t epoch;            /* connections the listener made */
 	uint64_t notifications, unavailable;
 	struct pg_slot *slots;
@@ -90,6 +101,28 @@ int pg_acquire(struct pgstore *s, int64_t deadline, struct pg_slot **slot, struc
 /* Give it back; failed: the connection is closed. */
 void pg_release(struct pgstore *s, struct pg_slot *slot, int failed);
 int pg_unavailable(struct pgstore *s, struct pe_err *err, const char *what, PGconn *c);
+/* libpq's message on c, first line, without the "connection to server at <host>, port <n> failed:"
+ * part (details reach clients), into out. */
+void pg_reason(PGconn *c, char *out, size_t cap);
+
+/* pg_error.c */
+/* The deadline of an operation starting now: op_ms away, or sooner when this thread's cancel
+ * deadline (the HTTP job's: job_timeout) comes first, so the store answers before the job's
+ * waiter gives up: one deadline decides the outcome. */
+int64_t pg_deadline(const struct pgstore *s);
+/* A failed statement as the operation's error, err filled (write: the operation was a put or a
+ * delete): r NULL (no answer by the deadline, the connection failed) or an error result, whose
+ * SQLSTATE decides: PE_EUNAVAIL (unavailable or transient: retry), PE_EFORBIDDEN (a write the
+ * role has no privilege for), PE_ESTORE (anything else: the database's configuration). */
+int pg_fail(struct pgstore *s, const PGresult *r, PGconn *c, int write, struct pe_err *err);
+/* The code of a SQLSTATE (NULL: libpq's own failure), as pg_fail decides it. */
+int pg_sqlstate_code(const char *sqlstate, int write);
+
+/* pg_schema.c */
+/* Find the schema (no CREATE right needed), or create it when missing; then read what the role
+ * may do into no_put / no_del. 0; -1 (failed: why, retry later); -2 (a newer schema than this
+ * build knows: why). */
+int pg_schema(struct pgstore *s, PGconn *c, int64_t deadline, int abort_fd, char *why, size_t cap);
 
 /* pg_index.c (callers hold the lock) */
 void pg_index_put(struct pgstore *s, const struct pe_store_meta *m, int64_t gen);

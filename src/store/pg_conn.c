@@ -47,10 +47,24 @@ static int wait_sock(PGconn *c, short events, int64_t deadline, int abort_fd)
 	}
 }
 
-static void copy_why(char *why, size_t cap, const char *what, PGconn *c)
+void pg_reason(PGconn *c, char *out, size_t cap)
 {
 	const char *m = c ? PQerrorMessage(c) : "";
-	snprintf(why, cap, "%s%s%.*s", what, *m ? ": " : "", (int)strcspn(m, "\n"), m);
+	int n = (int)strcspn(m, "\n");
+	/* "connection to server at "host" (addr), port 5432 failed: Connection refused" */
+	if (!strncmp(m, "connection to server", 20))
+		for (const char *f; (f = strstr(m, "failed: ")) != NULL && f < m + n;) {
+			n -= (int)(f + 8 - m);
+			m = f + 8;
+		}
+	snprintf(out, cap, "%.*s", n, m);
+}
+
+static void copy_why(char *why, size_t cap, const char *what, PGconn *c)
+{
+	char m[160];
+	pg_reason(c, m, sizeof m);
+	snprintf(why, cap, "%s%s%s", what, *m ? ": " : "", m);
 }
 
 /* The server's notices ("relation ... already exists, skipping") are not for posencd's stderr. */
@@ -81,7 +95,7 @@ PGconn *pg_connect(struct pgstore *s, int64_t deadline, char *why, size_t cap)
 		return NULL;
 	}
 	char set[160];
-	snprintf(set, sizeof set, "SET synchronous_commit TO on; SET statement_timeout TO %u", s->op_ms);
+	snprintf(set, sizeof set, "SET synchronous_commit TO on; SET statement_timeout TO %u", s->stmt_ms);
 	PGresult *r = pg_run(c, set, 0, NULL, NULL, NULL, 0, 1, deadline, s->wake[0]);
 	int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
 	if (!ok) {
@@ -172,6 +186,8 @@ int pg_acquire(struct pgstore *s, int64_t deadline, struct pg_slot **slot, struc
 	}
 	int up = s->up;
 	uint64_t epoch = s->epoch;
+	char down[PE_ERR_DETAIL_MAX];
+	snprintf(down, sizeof down, "%s", s->down_why[0] ? s->down_why : "not connected yet");
 	if (sl && up) {
 		sl->busy = 1;
 		if (sl->c && sl->epoch != epoch) {
@@ -184,7 +200,7 @@ int pg_acquire(struct pgstore *s, int64_t deadline, struct pg_slot **slot, struc
 	pthread_mutex_unlock(&s->lock);
 	PQfinish(stale);
 	if (!up)
-		return pe_err_set(err, PE_EUNAVAIL, "", "the learned-table database cannot be reached; retry");
+		return pe_err_set(err, PE_EUNAVAIL, "", "the learned-table database cannot serve now (%.180s); retry", down);
 	if (!sl)
 		return pe_err_set(err, PE_EBUSY, "", "every database connection is busy; retry");
 	if (!sl->c) {

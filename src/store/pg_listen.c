@@ -1,17 +1,13 @@
-/* The PostgreSQL store's listener: one thread with its own connection that (1) creates or checks
- * the schema, (2) LISTENs on posenc_learned, (3) loads the index, then declares the store up and
- * refreshes from the database each name a notification names (other replicas' writes, within
- * milliseconds; the payload itself is not trusted: any database user may NOTIFY). Its
- * connection is the store's liveness probe: a query when idle for PG_PING_MS must answer within
- * the operation timeout, and any failure declares the store down (put, delete and read then fail
- * at once with PE_EUNAVAIL) and reconnects with exponential backoff (PG_BACKOFF_MIN_MS doubling to
- * PG_BACKOFF_MAX_MS). LISTEN is issued before the reload, so a write committed while the index
- * was being loaded is notified afterwards: a replica that reconnects misses nothing.
- *
- * Schema: posenc_schema_version holds the version this layout is (1); created, with the tables,
- * in one transaction under an advisory lock, so replicas starting together do not race. A newer
- * version than this build knows keeps the store down (and pe_store_open fails): a later version
- * migrates, an older one must not write into what it does not understand. */
+/* The PostgreSQL store's listener: one thread with its own connection that (1) finds or creates
+ * the schema (pg_schema.c), (2) LISTENs on posenc_learned, (3) loads the index, then declares the
+ * store up and refreshes from the database each name a notification names (other replicas'
+ * writes, within milliseconds; the payload itself is not trusted: any database user may NOTIFY).
+ * Its connection is the store's liveness probe: a query when idle for PG_PING_MS must answer
+ * within the operation timeout, and any failure declares the store down (put, delete and read
+ * then fail at once with PE_EUNAVAIL; readiness says why) and reconnects with exponential backoff
+ * (PG_BACKOFF_MIN_MS doubling to PG_BACKOFF_MAX_MS). LISTEN is issued before the reload, so a
+ * write committed while the index was being loaded is notified afterwards: a replica that
+ * reconnects misses nothing. */
 #include "store/pg.h"
 
 #include <fcntl.h>
@@ -21,17 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SCHEMA_LOCK "7300616"
 #define PG_STR_(x) #x
 #define PG_STR(x) PG_STR_(x)
-#define SCHEMA_V1                                                                                           \
-	"CREATE TABLE posenc_learned (name text PRIMARY KEY, dtype text NOT NULL, nrows bigint NOT NULL, "  \
-	"ncols bigint NOT NULL, prefix_tokens bigint NOT NULL, grid_h bigint NOT NULL, grid_w bigint NOT NULL, " \
-	"bytes bigint NOT NULL, sha256 bytea NOT NULL, created_ms bigint NOT NULL, max_abs double precision NOT NULL, " \
-	"generation bigint NOT NULL, data bytea NOT NULL); "                                               \
-	"ALTER TABLE posenc_learned ALTER COLUMN data SET STORAGE EXTERNAL; "                                \
-	"CREATE SEQUENCE posenc_generation; "                                                               \
-	"INSERT INTO posenc_schema_version (version) VALUES (1)"
 
 void pg_note(struct pgstore *s, const char *event, const char *detail)
 {
@@ -45,29 +32,6 @@ static int command(PGconn *c, const char *sql, int64_t deadline, int abort_fd)
 	int ok = r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
 	PQclear(r);
 	return ok ? 0 : -1;
-}
-
-/* Create the schema when missing. 0; -1 (a failure: retry later); -2 (a newer version: why). */
-static int schema(PGconn *c, int64_t deadline, int ab, char *why, size_t cap)
-{
-	if (command(c, "BEGIN; SELECT pg_advisory_xact_lock(" SCHEMA_LOCK "); CREATE TABLE IF NOT EXISTS "
-		       "posenc_schema_version (version integer NOT NULL)", deadline, ab) != 0)
-		return -1;
-	PGresult *r = pg_run(c, "SELECT max(version) FROM posenc_schema_version", 0, NULL, NULL, NULL, 0, 0, deadline, ab);
-	int rc = -1;
-	if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
-		int v = PQgetisnull(r, 0, 0) ? 0 : atoi(PQgetvalue(r, 0, 0));
-		if (v > PG_SCHEMA_VERSION) {
-			snprintf(why, cap, "the database's schema is version %d; this posencd knows version %d", v,
-				 PG_SCHEMA_VERSION);
-			rc = -2;
-		} else
-			rc = v == PG_SCHEMA_VERSION ? 0 : command(c, SCHEMA_V1, deadline, ab);
-	}
-	PQclear(r);
-	if (command(c, rc == 0 ? "COMMIT" : "ROLLBACK", deadline, ab) != 0 && rc == 0)
-		rc = -1;
-	return rc;
 }
 
 /* Every row's metadata into the index (replacing it), LOAD_PAGE rows per query in name order, so
@@ -130,6 +94,7 @@ static void set_up(struct pgstore *s, int up, const char *why)
 	pthread_mutex_lock(&s->lock);
 	int was = s->up, first = !s->tried;
 	s->up = up;
+	snprintf(s->down_why, sizeof s->down_why, "%s", up ? "" : why ? why : "");
 	if (up)
 		s->epoch++;
 	s->tried = 1;
@@ -146,17 +111,17 @@ static PGconn *establish(struct pgstore *s, char *why, size_t cap)
 	PGconn *c = pg_connect(s, deadline, why, cap);
 	if (!c)
 		return NULL;
-	int rc = schema(c, deadline, s->wake[0], why, cap);
+	int rc = pg_schema(s, c, deadline, s->wake[0], why, cap);
 	if (rc == -2) {
 		pthread_mutex_lock(&s->lock);
 		s->fatal = 1;
 		snprintf(s->fatal_why, sizeof s->fatal_why, "%s", why);
 		pthread_mutex_unlock(&s->lock);
-	} else if (rc != 0)
-		snprintf(why, cap, "cannot create or check the schema: %.150s", PQerrorMessage(c));
-	else if (command(c, "LISTEN " PG_CHANNEL, deadline, s->wake[0]) != 0 || load(s, c) != 0)
-		snprintf(why, cap, "cannot listen or load the index: %.150s", PQerrorMessage(c));
-	else
+	} else if (rc == 0 && (command(c, "LISTEN " PG_CHANNEL, deadline, s->wake[0]) != 0 || load(s, c) != 0)) {
+		char reason[160];
+		pg_reason(c, reason, sizeof reason);
+		snprintf(why, cap, "cannot listen or load the index: %s", reason);
+	} else if (rc == 0)
 		return c;
 	PQfinish(c);
 	return NULL;

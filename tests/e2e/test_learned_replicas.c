@@ -3,7 +3,8 @@
  * replica is served by the other within a second, with the new ETag; concurrent PUTs of one name
  * through both leave one of them whole; a replica whose connection was cut catches up on what it
  * missed; and the database stopped (pg_ctl stop -m immediate) and started again under traffic:
- * meanwhile tables and /readyz keep answering 200, cached learned tables keep serving, writes and
+ * meanwhile tables keep answering 200 and /readyz 200 or 503 naming the store's reason (503 once
+ * the store is known down), cached learned tables keep serving, writes and
  * uncached learned reads answer 503 problem+json with Retry-After, /metrics says the store is
  * down, and both replicas recover on their own. (SIGKILL during a stream of PUTs on PostgreSQL:
  * test_learned.c's learned_pg case.) */
@@ -412,19 +413,27 @@ struct traffic_plan {
 };
 
 static const char *const mixed_paths[] = {"/v1/sinusoidal?len=64&dim=32", "/readyz", "/v1/rope?len=16&dim=8&format=npy"};
-/* Tables and /readyz, from both replicas, all along: every answer must be 200. */
+/* Tables and /readyz, from both replicas, all along. */
 static const struct traffic_plan to_both = {mixed_paths, 3, 1};
 /* Tables and /readyz from A only. */
 static const struct traffic_plan to_a = {mixed_paths, 2, 0};
 
-/* Sends plan's requests (arg) until traffic_on drops, counting every answer that is not a 200. */
+/* A good answer: 200, or from /readyz a 503 that names the store's reason (the database is down). */
+static int answer_ok(const char *path, const struct pe_resp *r)
+{
+	return r->status == 200 || (!strcmp(path, "/readyz") && r->status == 503 && r->body &&
+				    strstr(r->body, "\"store-unavailable\"") && strstr(r->body, "\"store\""));
+}
+
+/* Sends plan's requests (arg) until traffic_on drops, counting every answer answer_ok refuses. */
 static void *traffic(void *arg)
 {
 	const struct traffic_plan *plan = arg;
 	for (int i = 0; atomic_load(&traffic_on); i++) {
 		struct pe_resp r;
-		pe_get(plan->both && i % 2 == 0 ? &B : &A, plan->paths[i % plan->npaths], &r);
-		if (r.status != 200)
+		const char *path = plan->paths[i % plan->npaths];
+		pe_get(plan->both && i % 2 == 0 ? &B : &A, path, &r);
+		if (!answer_ok(path, &r))
 			atomic_fetch_add(&traffic_bad, 1);
 		atomic_fetch_add(&traffic_n, 1);
 		pe_resp_free(&r);
@@ -469,6 +478,10 @@ START_TEST(database_down_and_back_under_traffic)
 	ck_assert_int_eq(pe_pg_stop(&PG, "immediate"), 0);
 	until_metric(&A, "posenc_store_up", 0, 15);
 	until_metric(&B, "posenc_store_up", 0, 15);
+	struct pe_resp ready;
+	pe_get(&A, "/readyz", &ready); /* the store cannot serve: not ready, with the reason */
+	ck_assert_msg(ready.status == 503 && answer_ok("/readyz", &ready), "/readyz: %ld %s", ready.status, ready.body);
+	pe_resp_free(&ready);
 	ck_assert_int_eq(get_table(&B, "cached", etag, got), 200); /* from the cache */
 	ck_assert_str_eq(got, sha);
 	expect_503(&B, "GET", "/v1/learned/cold?format=bin&dtype=f32");  /* never read on B: not cached */
@@ -498,7 +511,8 @@ START_TEST(database_down_and_back_under_traffic)
 	atomic_store(&traffic_on, 0);
 	pthread_join(t, NULL);
 	ck_assert_msg(atomic_load(&traffic_n) > 0, "no traffic was sent");
-	ck_assert_msg(atomic_load(&traffic_bad) == 0, "%d of %d table or readyz answers were not 200",
+	ck_assert_msg(atomic_load(&traffic_bad) == 0,
+		      "%d of %d table or readyz answers were not 200 (or, for readyz, 503 naming the store)",
 		      atomic_load(&traffic_bad), atomic_load(&traffic_n));
 }
 END_TEST
@@ -516,8 +530,9 @@ START_TEST(unanswering_database_cannot_hold_requests)
 	atomic_store(&traffic_bad, 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, traffic, (void *)&to_a), 0);
 	ck_assert_int_eq(pe_pg_freeze(&PG, 1), 0);
-	/* a write now waits for the database until the operation timeout (10 s), then 503; meanwhile
-	 * the listener's liveness query goes unanswered and the store is declared down */
+	/* a write now waits for the database until the operation timeout (10 s, or 3/4 of a shorter
+	 * job_timeout), then 503; meanwhile the listener's liveness query goes unanswered and the
+	 * store is declared down */
 	ck_assert_int_eq(put_table(&A, "stuck", 4, 1, NULL), 503);
 	until_metric(&A, "posenc_store_up", 0, 20);
 	double t0 = now_s();
@@ -529,7 +544,8 @@ START_TEST(unanswering_database_cannot_hold_requests)
 	ck_assert_int_eq(put_table(&A, "after", 4, 1, NULL), 201);
 	atomic_store(&traffic_on, 0);
 	pthread_join(t, NULL);
-	ck_assert_msg(atomic_load(&traffic_bad) == 0, "%d of %d table or readyz answers were not 200",
+	ck_assert_msg(atomic_load(&traffic_bad) == 0,
+		      "%d of %d table or readyz answers were not 200 (or, for readyz, 503 naming the store)",
 		      atomic_load(&traffic_bad), atomic_load(&traffic_n));
 }
 END_TEST

@@ -171,6 +171,62 @@ int pe_pg_sql(const struct pe_pg *pg, const char *sql)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+int pe_pg_query(const struct pe_pg *pg, const char *sql, char *out, size_t cap)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd, "psql -X -q -t -A -v ON_ERROR_STOP=1 '%s' -c \"%s\" 2>>'%s/psql.out'", pg->url, sql,
+		 pg->dir);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	out[0] = 0;
+	if (!fgets(out, (int)cap, p))
+		out[0] = 0;
+	out[strcspn(out, "\n")] = 0;
+	char rest[256];
+	while (fgets(rest, sizeof rest, p))
+		;
+	return pclose(p) == 0 ? 0 : -1;
+}
+
+int pe_pg_bg(const struct pe_pg *pg, const char *sql)
+{
+	char dest[160];
+	snprintf(dest, sizeof dest, "%s/psql.out", pg->dir);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(dest, O_WRONLY | O_APPEND | O_CREAT, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		setenv("PGAPPNAME", "pe_pg_bg", 1); /* pe_pg_bg_end finds its session by it */
+		execlp("psql", "psql", "-X", "-q", pg->url, "-c", sql, (char *)NULL);
+		_exit(127);
+	}
+	return pid > 0 ? (int)pid : -1;
+}
+
+void pe_pg_bg_end(const struct pe_pg *pg, int pid)
+{
+	if (pid <= 0)
+		return;
+	/* the server notices a killed client only when it next talks to it: end the session there */
+	pe_pg_sql(pg, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pe_pg_bg'");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+int pe_pg_role(const struct pe_pg *pg, const char *role, const char *grants, char *url, size_t cap)
+{
+	char sql[1024];
+	snprintf(sql, sizeof sql, "CREATE ROLE %s LOGIN", role);
+	if (pe_pg_sql(pg, sql) != 0 || (grants && pe_pg_sql(pg, grants) != 0))
+		return -1;
+	snprintf(url, cap, "postgresql://%s@127.0.0.1:%d/postgres", role, pg->port);
+	return 0;
+}
+
 /* The postmaster's pid (from postmaster.pid), or -1. */
 static pid_t postmaster(const struct pe_pg *pg)
 {

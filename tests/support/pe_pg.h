@@ -33,6 +33,15 @@ int pe_pg_stop(struct pe_pg *pg, const char *mode);
 int pe_pg_restart(struct pe_pg *pg);
 /* Run one SQL command through psql; 0 when it succeeded. */
 int pe_pg_sql(const struct pe_pg *pg, const char *sql);
+/* The first line psql prints for one query (unaligned, tuples only) into out; 0, or -1 when it failed. */
+int pe_pg_query(const struct pe_pg *pg, const char *sql, char *out, size_t cap);
+/* Run sql in a psql of its own, in the background (a session that holds a lock: "BEGIN; LOCK ...;
+ * SELECT pg_sleep(60)"); its pid, or -1. pe_pg_bg_end ends its session (its locks go) and it. */
+int pe_pg_bg(const struct pe_pg *pg, const char *sql);
+void pe_pg_bg_end(const struct pe_pg *pg, int pid);
+/* Make a login role (no password: trust) and its URL, postgresql://<role>@127.0.0.1:<port>/postgres;
+ * grants is SQL run after it (may be NULL). 0 or -1. */
+int pe_pg_role(const struct pe_pg *pg, const char *role, const char *grants, char *url, size_t cap);
 /* Freeze (SIGSTOP) or thaw (SIGCONT) the server and its backends: connections stay open and nothing
  * answers, as with a database host that stopped answering. 0 or -1. */
 int pe_pg_freeze(struct pe_pg *pg, int frozen);

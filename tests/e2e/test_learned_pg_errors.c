@@ -1,0 +1,354 @@
+/* End-to-end tests of what a slow or strict PostgreSQL makes posencd answer (a private cluster per
+ * test, support/pe_pg.h, with roles of its own):
+ *   - a lock held by another session: PUT, DELETE and GET answer 503 store-unavailable with
+ *     Retry-After and the database's reason (statement timeout), every time, before job_timeout;
+ *     the table is unchanged afterwards;
+ *   - SELECT revoked: GET answers 500 store-error naming the permission error, never "damaged";
+ *     logged once for many requests;
+ *   - a role with SELECT, INSERT, UPDATE, DELETE on tables made before, without CREATE: starts,
+ *     serves reads and writes, /readyz 200;
+ *   - a SELECT-only role: reads served, PUT and DELETE 403 naming the privilege, /readyz says so;
+ *   - the tables missing and no right to create them: /readyz 503 with the reason, until
+ *     `posencd --init-store` makes them (twice: the second finds them) and they are granted;
+ *   - the server stopped: PUT and GET 503 with Retry-After, /readyz 503. */
+#include "support/pe_check.h"
+#include "support/pe_daemon.h"
+#include "support/pe_pg.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "posenc/posenc.h"
+
+#define GRANTS_RW(role)                                                                                     \
+	"GRANT SELECT, INSERT, UPDATE, DELETE ON posenc_learned TO " role "; GRANT SELECT ON posenc_schema_version " \
+	"TO " role "; GRANT USAGE ON SEQUENCE posenc_generation TO " role
+#define GRANTS_RO(role) "GRANT SELECT ON posenc_learned, posenc_schema_version TO " role
+
+static struct pe_daemon D;
+static struct pe_pg PG;
+static char dir[64];
+
+static void setup(void)
+{
+	char why[200];
+	snprintf(dir, sizeof dir, "/tmp/posenc-pgerr-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	memset(&D, 0, sizeof D);
+	ck_assert_msg(pe_pg_start(&PG, why, sizeof why) == 0, "%s", why);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	if (D.s.pid > 0)
+		pe_daemon_stop(&D, SIGKILL);
+	pe_pg_destroy(&PG);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* posencd on url with job_timeout 2 s (the store's deadline is then 1.5 s). */
+static void start(const char *url)
+{
+	const char *args[] = {"--data-dir", dir, "--workers", "2", "--job-timeout", "2", "--store-url", url, NULL};
+	pe_daemon_start(&D, args);
+}
+
+/* posencd --init-store on the superuser's URL: its exit status. */
+static int init_store(void)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "'%s' --init-store --data-dir '%s' --store-url '%s' 2>>'%s/init.out'", pe_daemon_bin(),
+		 dir, PG.url, dir);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static long status_of_put(const char *name, float seed);
+
+/* The tables made by a posencd on the superuser's URL, with a table "t" in them; that posencd
+ * stopped. */
+static void make_tables(void)
+{
+	start(PG.url);
+	ck_assert_int_eq(status_of_put("t", 1.0f), 201);
+	ck_assert_int_eq(pe_daemon_stop(&D, SIGTERM), 0);
+	memset(&D, 0, sizeof D);
+}
+
+/* PUT a [4, 8] f32 table of seed; the response in r (caller frees). */
+static void put(const char *name, float seed, struct pe_resp *r)
+{
+	float v[32];
+	struct pe_buf b;
+	char path[96];
+	for (int i = 0; i < 32; i++)
+		v[i] = seed + (float)i;
+	struct pe_tensor_view t = {.shape = {2, {4, 8}}, .dtype = PE_F32, .data = v};
+	pe_buf_init(&b, 1 << 20);
+	ck_assert_int_eq(pe_npy_write(&b, &t, NULL), 0);
+	const char *hs[] = {"Content-Type: application/x-npy", NULL};
+	snprintf(path, sizeof path, "/v1/learned/%s", name);
+	pe_request(&D, "PUT", path, hs, b.data, b.len, r);
+	pe_buf_destroy(&b);
+}
+
+static long status_of_put(const char *name, float seed)
+{
+	struct pe_resp r;
+	put(name, seed, &r);
+	long st = r.status;
+	pe_resp_free(&r);
+	return st;
+}
+
+/* GET name as f32 JSON with an extra query (each one a key of its own: never a cache hit). */
+static void get(const char *name, const char *extra, struct pe_resp *r)
+{
+	char path[160];
+	snprintf(path, sizeof path, "/v1/learned/%s?format=json&dtype=f32%s", name, extra);
+	pe_get(&D, path, r);
+}
+
+/* r is a problem of status and type slug, whose detail holds want (and never "damaged"): its
+ * detail into detail (may be NULL). With Retry-After when 503. */
+static void assert_store_problem(const struct pe_resp *r, long status, const char *slug, const char *want,
+				 char *detail, size_t cap)
+{
+	char type[128], ra[16];
+	pe_assert_problem(r, status, NULL);
+	json_t *j = pe_resp_json(r);
+	const char *d = json_string_value(json_object_get(j, "detail"));
+	snprintf(type, sizeof type, "https://posenc.dev/problems/%s", slug);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "type")), type);
+	ck_assert_msg(d && strstr(d, want), "detail \"%s\" does not say \"%s\"", d ? d : "", want);
+	ck_assert_msg(!strstr(d, "damaged") && !strstr(d, "quarantine"), "detail \"%s\"", d);
+	if (detail)
+		snprintf(detail, cap, "%s", d);
+	ck_assert_int_eq(pe_resp_header(r, "Retry-After", ra, sizeof ra) != NULL, status == 503);
+	json_decref(j);
+}
+
+/* GET /readyz: its status; the body's "store" into why (may be NULL). */
+static long readyz(char *why, size_t cap)
+{
+	struct pe_resp r;
+	pe_get(&D, "/readyz", &r);
+	long st = r.status;
+	json_t *j = pe_resp_json(&r);
+	const char *s = json_string_value(json_object_get(j, "store"));
+	if (why)
+		snprintf(why, cap, "%s", s ? s : "");
+	json_decref(j);
+	pe_resp_free(&r);
+	return st;
+}
+
+/* Poll /readyz until it answers want (at most limit seconds): 1 when it did. */
+static int until_ready(long want, double limit, char *why, size_t cap)
+{
+	for (int i = 0; i < (int)(limit * 10); i++) {
+		if (readyz(why, cap) == want)
+			return 1;
+		usleep(100000);
+	}
+	return 0;
+}
+
+/* The JSON body of a GET of name (to compare tables before and after). */
+static char *body_of(const char *name)
+{
+	struct pe_resp r;
+	get(name, "", &r);
+	ck_assert_int_eq(r.status, 200);
+	char *b = strndup(r.body, r.len);
+	pe_resp_free(&r);
+	return b;
+}
+
+/* Hold an ACCESS EXCLUSIVE lock on posenc_learned in another session; returns its psql's pid once
+ * the lock is granted. */
+static int hold_lock(void)
+{
+	char n[32] = "";
+	int pid = pe_pg_bg(&PG, "BEGIN; LOCK TABLE posenc_learned IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(120)");
+	ck_assert_int_gt(pid, 0);
+	for (int i = 0; i < 200 && strcmp(n, "1") != 0; i++) {
+		usleep(50000);
+		pe_pg_query(&PG, "SELECT count(*) FROM pg_locks WHERE relation = 'posenc_learned'::regclass AND mode = "
+				 "'AccessExclusiveLock' AND granted", n, sizeof n);
+	}
+	ck_assert_str_eq(n, "1");
+	return pid;
+}
+
+START_TEST(lock_held_answers_503_every_time)
+{
+	struct pe_resp r;
+	char first[256], again[256];
+	start(PG.url);
+	ck_assert_int_eq(status_of_put("t", 1.0f), 201);
+	char *before = body_of("t");
+	int pid = hold_lock();
+	for (int round = 0; round < 2; round++) { /* one deadline decides: the same answer each time */
+		put("t", 2.0f, &r);
+		assert_store_problem(&r, 503, "store-unavailable", "statement timeout", round ? again : first, 256);
+		pe_resp_free(&r);
+	}
+	ck_assert_str_eq(first, again);
+	ck_assert_msg(strstr(first, "SQLSTATE 57014"), "%s", first);
+	pe_request(&D, "DELETE", "/v1/learned/t", NULL, NULL, 0, &r);
+	assert_store_problem(&r, 503, "store-unavailable", "statement timeout", NULL, 0);
+	pe_resp_free(&r);
+	get("t", "&len=5", &r); /* a key not cached: the read meets the lock */
+	assert_store_problem(&r, 503, "store-unavailable", "statement timeout", NULL, 0);
+	pe_resp_free(&r);
+	pe_pg_bg_end(&PG, pid);
+	char *after = body_of("t");
+	ck_assert_str_eq(before, after); /* nothing half-done */
+	free(before);
+	free(after);
+	get("t", "&len=6", &r);
+	ck_assert_int_eq(r.status, 200);
+	pe_resp_free(&r);
+}
+END_TEST
+
+START_TEST(revoked_select_is_500_with_the_reason)
+{
+	struct pe_resp r;
+	char url[256];
+	make_tables();
+	/* CREATE too: what an older posencd needed to start at all */
+	ck_assert_int_eq(pe_pg_role(&PG, "app", GRANTS_RW("app") "; GRANT CREATE ON SCHEMA public TO app", url,
+				    sizeof url), 0);
+	start(url);
+	ck_assert_int_eq(status_of_put("t", 2.0f), 200);
+	ck_assert_int_eq(pe_pg_sql(&PG, "REVOKE SELECT ON posenc_learned FROM app"), 0);
+	for (int i = 0; i < 3; i++) {
+		char q[32];
+		snprintf(q, sizeof q, "&len=%d", 5 + i);
+		get("t", q, &r);
+		assert_store_problem(&r, 500, "store-error", "permission denied for table posenc_learned", NULL, 0);
+		pe_resp_free(&r);
+	}
+	char *log = pe_daemon_log(&D);
+	const char *p = strstr(log, "\"store_error\"");
+	ck_assert_msg(p && !strstr(p + 1, "\"store_error\""), "the cause is logged once: %s", log);
+	free(log);
+}
+END_TEST
+
+START_TEST(read_write_role_without_create_serves)
+{
+	struct pe_resp r;
+	char url[256], why[256];
+	make_tables();
+	ck_assert_int_eq(pe_pg_role(&PG, "app", GRANTS_RW("app"), url, sizeof url), 0);
+	start(url);
+	ck_assert_int_eq(readyz(why, sizeof why), 200);
+	ck_assert_str_eq(why, "");
+	ck_assert_int_eq(status_of_put("u", 1.0f), 201);
+	ck_assert_int_eq(status_of_put("t", 2.0f), 200);
+	get("t", "", &r);
+	ck_assert_int_eq(r.status, 200);
+	pe_resp_free(&r);
+	pe_request(&D, "DELETE", "/v1/learned/t", NULL, NULL, 0, &r);
+	ck_assert_int_eq(r.status, 204);
+	pe_resp_free(&r);
+}
+END_TEST
+
+START_TEST(select_only_role_reads)
+{
+	struct pe_resp r;
+	char url[256], why[256];
+	make_tables();
+	ck_assert_int_eq(pe_pg_role(&PG, "reader", GRANTS_RO("reader"), url, sizeof url), 0);
+	start(url);
+	ck_assert_int_eq(readyz(why, sizeof why), 200);
+	ck_assert_msg(strstr(why, "INSERT on posenc_learned"), "/readyz says \"%s\"", why);
+	get("t", "", &r);
+	ck_assert_int_eq(r.status, 200);
+	pe_resp_free(&r);
+	put("t", 2.0f, &r);
+	assert_store_problem(&r, 403, "forbidden", "INSERT on posenc_learned", NULL, 0);
+	pe_resp_free(&r);
+	pe_request(&D, "DELETE", "/v1/learned/t", NULL, NULL, 0, &r);
+	assert_store_problem(&r, 403, "forbidden", "DELETE on posenc_learned", NULL, 0);
+	pe_resp_free(&r);
+}
+END_TEST
+
+START_TEST(tables_missing_without_create_is_not_ready)
+{
+	struct pe_resp r;
+	char url[256], why[256];
+	ck_assert_int_eq(pe_pg_role(&PG, "app", NULL, url, sizeof url), 0);
+	start(url);
+	ck_assert_int_eq(readyz(why, sizeof why), 503);
+	ck_assert_msg(strstr(why, "cannot be created") && strstr(why, "permission denied for schema public"),
+		      "/readyz says \"%s\"", why);
+	put("t", 1.0f, &r); /* the same reason, for a write and a read */
+	assert_store_problem(&r, 503, "store-unavailable", "permission denied for schema public", NULL, 0);
+	pe_resp_free(&r);
+	get("t", "", &r);
+	assert_store_problem(&r, 503, "store-unavailable", "permission denied for schema public", NULL, 0);
+	pe_resp_free(&r);
+	ck_assert_int_eq(init_store(), 0); /* the operator makes them and grants: ready on its own */
+	ck_assert_int_eq(init_store(), 0); /* again: finds them, changes nothing */
+	ck_assert_int_eq(pe_pg_sql(&PG, GRANTS_RW("app")), 0);
+	ck_assert_msg(until_ready(200, 20, why, sizeof why), "still not ready: %s", why);
+	ck_assert_int_eq(status_of_put("t", 1.0f), 201);
+}
+END_TEST
+
+START_TEST(stopped_server_is_503)
+{
+	struct pe_resp r;
+	char why[256];
+	start(PG.url);
+	ck_assert_int_eq(status_of_put("t", 1.0f), 201);
+	ck_assert_int_eq(pe_pg_stop(&PG, "fast"), 0);
+	put("t", 2.0f, &r);
+	assert_store_problem(&r, 503, "store-unavailable", "", NULL, 0);
+	pe_resp_free(&r);
+	get("t", "&len=5", &r);
+	assert_store_problem(&r, 503, "store-unavailable", "", NULL, 0);
+	pe_resp_free(&r);
+	ck_assert_msg(until_ready(503, 10, why, sizeof why), "/readyz stays 200 with the database stopped");
+	ck_assert_msg(why[0], "/readyz gives no reason");
+	ck_assert_int_eq(pe_pg_restart(&PG), 0);
+	ck_assert_msg(until_ready(200, 20, why, sizeof why), "not ready again: %s", why);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("e2e_learned_pg_errors");
+	if (!pe_pg_available()) {
+		fprintf(stderr, "e2e_learned_pg_errors: PostgreSQL is not installed: skipped\n");
+		return s;
+	}
+	TCase *t = tcase_create("pg_errors");
+	tcase_set_timeout(t, 120);
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, lock_held_answers_503_every_time);
+	tcase_add_test(t, revoked_select_is_500_with_the_reason);
+	tcase_add_test(t, read_write_role_without_create_serves);
+	tcase_add_test(t, select_only_role_reads);
+	tcase_add_test(t, tables_missing_without_create_is_not_ready);
+	tcase_add_test(t, stopped_server_is_503);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+PE_TEST_MAIN(suite)
