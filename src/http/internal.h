@@ -9,6 +9,7 @@
  *   conn_guard.c  slow clients, connection limits, libmicrohttpd's own error answers
  *   produce.c     the cached GET path (produce.h)
  *   oneshot.c     the uncached POST job: deadline, result, resumed answer (oneshot.h)
+ *   auth.c        who may write: bearer token or loopback (auth.h)
  * and one file per endpoint family (handler.h). Handlers call these modules; none of them calls
  * a handler except through the callbacks of struct pe_handler. */
 #ifndef PE_HTTP_INTERNAL_H

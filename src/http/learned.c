@@ -21,25 +21,22 @@
  * if not, the waiter's deadline is lifted under wait_lock (so the tick can no longer expire it)
  * and the answer waits for the outcome, which is only a rename and an fsync away.
  *
- * Access control: writes need "Authorization: Bearer <auth_token>" when a token is configured,
- * compared through SHA-256 digests so that the time taken reveals neither the token nor its
- * length; with no token only loopback clients may write. Reads are open.
+ * Access control (auth.c): writes need "Authorization: Bearer <auth_token>" when a token is
+ * configured, else a loopback client. Reads are open.
  *
  * The path: begin_cb keeps the request's URL (decoded by MHD, without the query) as the handler's
  * state for the request (r->ctx). MHD decodes %2F into '/' and stops at %00: the name is checked
  * after decoding, so neither reaches the file system. */
+#include "http/auth.h"
 #include "http/handler.h"
 #include "http/learned_get.h"
 #include "http/oneshot.h"
 #include "http/problem.h"
 #include "posenc/store.h"
 
-#include <arpa/inet.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
-#include <netinet/in.h>
-#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,28 +105,10 @@ static int item_name(const struct req *r, char buf[PE_STORE_NAME_MAX + 1],
 
 /* ---- answers ---- */
 
-static void sha256_of(const void *data, size_t len, uint8_t out[32])
-{
-	struct sha256_ctx c;
-	sha256_init(&c);
-	sha256_update(&c, len, data);
-	sha256_digest(&c, SHA256_DIGEST_SIZE, out);
-}
-
-/* pe_http_problem, plus WWW-Authenticate on a 401. */
+/* A problem, with the Bearer challenge on a 401 (auth.c). */
 static enum MHD_Result problem(struct req *r, struct MHD_Connection *conn, const struct pe_err *err)
 {
-	int status;
-	size_t len = 0;
-	if (err->code != PE_EUNAUTH)
-		return pe_http_problem(r, conn, err);
-	struct MHD_Response *resp = pe_problem_response(err, NULL, &status, &len);
-	if (resp) {
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"posenc\"");
-		pe_http_add_cors(r->h, conn, resp);
-	}
-	r->bytes = len;
-	return pe_http_queue(r, conn, status, resp);
+	return pe_auth_problem(r, conn, err);
 }
 
 static enum MHD_Result answer_now(struct req *r, struct MHD_Connection *conn, const struct pe_err *err)
@@ -172,64 +151,6 @@ static json_t *meta_json(const struct pe_store_meta *m)
 			 (json_int_t)m->rows, (json_int_t)m->cols, "dtype", pe_dtype_name(m->dtype), "grid", grid,
 			 "prefix_tokens", (json_int_t)m->prefix_tokens, "bytes", (json_int_t)m->bytes, "sha256", sha,
 			 "created", created);
-}
-
-/* ---- access control ---- */
-
-static int is_loopback(const struct sockaddr *sa)
-{
-	if (sa && sa->sa_family == AF_INET)
-		return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24 == 127;
-	if (sa && sa->sa_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-	}
-	return 0;
-}
-
-/* Equal, in time independent of where (and whether) they differ. */
-static int token_equal(const char *a, size_t alen, const char *b, size_t blen)
-{
-	uint8_t da[32], db[32];
-	unsigned diff = 0;
-	sha256_of(a, alen, da);
-	sha256_of(b, blen, db);
-	for (int i = 0; i < 32; i++)
-		diff |= (unsigned)(da[i] ^ db[i]);
-	return diff == 0;
-}
-
-/* The credentials of an "Authorization: Bearer <token>" header; 0 if there are none. */
-static int bearer(const char *authz, const char **tok, size_t *len)
-{
-	if (!authz || strncasecmp(authz, "Bearer ", 7) != 0)
-		return 0;
-	*tok = authz + 7;
-	while (**tok == ' ')
-		(*tok)++;
-	*len = strlen(*tok);
-	while (*len && (*tok)[*len - 1] == ' ')
-		(*len)--;
-	return *len > 0;
-}
-
-static int authorize(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
-{
-	const char *token = r->h->opt.auth_token, *tok;
-	size_t len;
-	if (!token || !*token) {
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		return ci && is_loopback(ci->client_addr)
-			       ? 0
-			       : pe_err_set(err, PE_EFORBIDDEN, "Authorization",
-					    "no auth_token is configured: only loopback clients may write");
-	}
-	const char *authz = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	if (!bearer(authz, &tok, &len))
-		return pe_err_set(err, PE_EUNAUTH, "Authorization", "writes need Authorization: Bearer <token>");
-	if (!token_equal(tok, len, token, strlen(token)))
-		return pe_err_set(err, PE_EFORBIDDEN, "Authorization", "the bearer token is not the configured one");
-	return 0;
 }
 
 /* ---- the first call ---- */
@@ -290,7 +211,7 @@ static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, cons
 	char checked[PE_STORE_NAME_MAX + 1];
 	if (!read && (kind == 0 || !(put || del)))
 		pe_err_set(&err, PE_EMETHOD, "", "%s is not allowed here; use %s", r->method, r->allow);
-	else if ((put || del) && authorize(r, conn, &err) == 0 && item_name(r, checked, &err) == 0 && put)
+	else if ((put || del) && pe_auth_check(r, conn, &err) == 0 && item_name(r, checked, &err) == 0 && put)
 		begin_put(r, conn, &err);
 	return err.code ? answer_now(r, conn, &err) : MHD_YES;
 }
