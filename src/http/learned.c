@@ -8,8 +8,9 @@
  *                                  height= & width= [& antialias=1]), through the cache
  *   DELETE /v1/learned/{name}      204
  *
- * Flow: the first handler call routes by method; writes are authorised and their name and query
- * checked before a byte of body is read (401/403/400/405/413/415 at once). The final call answers
+ * Flow: the declaration (contract_cb) routes by method; writes are authorised and their name
+ * checked (guard_cb), then the query, type and length, before a byte of body is read
+ * (401/403/400/405/413/415 at once). The final call answers
  * the list and cache hits on the MHD thread; everything that touches the disk runs on the pool,
  * the connection suspended on a waiter like a transform (PUT, DELETE) or a table miss (GET).
  *
@@ -162,57 +163,37 @@ static uint64_t body_limit(const struct pe_http *h)
 	return max_table + NPY_HEADER_MAX;
 }
 
-static int npy_content_type(struct MHD_Connection *conn)
+static const struct pe_contract list_contract = {.methods = "GET, HEAD", .params = &list_def, .finish = 1};
+static const struct pe_contract put_contract = {
+	.methods = "PUT", .params = &put_def, .finish = 1, .media = "application/x-npy, application/octet-stream",
+	.body_limit_cb = body_limit, .limit_name = "max_table_bytes plus an npy header"};
+static const struct pe_contract delete_contract = {.methods = "DELETE"};
+
+/* The declaration for the list or an item, by method (NULL: 405 with the methods of either). */
+static const struct pe_contract *contract_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
-	const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-	size_t n = ct ? strcspn(ct, "; \t") : 0;
-	return !ct || (n == 17 && !strncasecmp(ct, "application/x-npy", n)) ||
-	       (n == 24 && !strncasecmp(ct, "application/octet-stream", n));
+	static const struct pe_contract *const item[] = {&pe_learned_get_contract, &put_contract, &delete_contract};
+	int list = strlen(url) == strlen(PREFIX);
+	if (list && pe_http_method_listed(list_contract.methods, r->method))
+		return &list_contract;
+	for (size_t i = 0; !list && i < 3; i++)
+		if (pe_http_method_listed(item[i]->methods, r->method))
+			return item[i];
+	r->allow = list ? ALLOW_LIST : ALLOW_ITEM;
+	return NULL;
 }
 
-/* A PUT about to send its body: refuse it now rather than read it in vain. */
-static int begin_put(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
-{
-	struct pe_params p;
-	uint64_t limit = body_limit(r->h);
-	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
-	int rc = pe_learned_parse_query(conn, &put_def, &p, NULL, NULL, err);
-	pe_params_destroy(&p);
-	if (rc != 0)
-		return rc;
-	if (atomic_load(&r->h->draining))
-		return pe_err_set(err, PE_EDRAINING, "", "the service is shutting down");
-	if (!npy_content_type(conn))
-		return pe_err_set(err, PE_EMEDIATYPE, "Content-Type", "the body must be an .npy file (application/x-npy)");
-	if (declared > limit)
-		return pe_err_set(err, PE_ETOOBIG, "body", "the body is %llu bytes; the limit is %" PRIu64
-				  " (max_table_bytes plus an npy header)", declared, limit);
-	pe_buf_init(&r->body, (size_t)limit);
-	if (declared && pe_buf_reserve(&r->body, (size_t)declared) != 0)
-		return pe_err_set(err, PE_ENOMEM, "body", "out of memory");
-	r->body_wanted = 1;
-	return 0;
-}
-
-/* The first call of every request here: keep the URL, route by method; writes are authorised
- * and their name and query checked before a byte of body is read. */
-static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, const char *url)
+/* Before the query is read: keep the URL (the name, for finish_cb); writes are authorised and
+ * their name checked. */
+static enum MHD_Result guard_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
 	struct pe_err err = {0};
-	const char *name;
-	size_t len;
+	char checked[PE_STORE_NAME_MAX + 1];
 	if (!(r->ctx = strdup(url)))
 		return MHD_NO;
-	int kind = target(r, &name, &len);
-	int put = !strcmp(r->method, "PUT"), del = !strcmp(r->method, "DELETE");
-	int read = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD");
-	r->allow = kind == 0 ? ALLOW_LIST : ALLOW_ITEM;
-	char checked[PE_STORE_NAME_MAX + 1];
-	if (!read && (kind == 0 || !(put || del)))
-		pe_err_set(&err, PE_EMETHOD, "", "%s is not allowed here; use %s", r->method, r->allow);
-	else if ((put || del) && pe_auth_check(r, conn, &err) == 0 && item_name(r, checked, &err) == 0 && put)
-		begin_put(r, conn, &err);
+	if (!strcmp(r->method, "PUT") || !strcmp(r->method, "DELETE"))
+		if (pe_auth_check(r, conn, &err) == 0)
+			item_name(r, checked, &err);
 	return err.code ? answer_now(r, conn, &err) : MHD_YES;
 }
 
@@ -332,11 +313,6 @@ static const struct pe_oneshot_answer list_answer = {.noun = "the list", .conten
 static enum MHD_Result serve_list(struct req *r, struct MHD_Connection *conn)
 {
 	struct pe_err err = {0};
-	struct pe_params p;
-	int rc = pe_learned_parse_query(conn, &list_def, &p, NULL, NULL, &err);
-	pe_params_destroy(&p);
-	if (rc != 0)
-		return problem(r, conn, &err);
 	struct pe_oneshot *j = calloc(1, sizeof *j);
 	if (!j) {
 		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
@@ -504,30 +480,21 @@ static enum MHD_Result start_write(struct req *r, struct MHD_Connection *conn, s
 
 static enum MHD_Result write_item(struct req *r, struct MHD_Connection *conn, const char *name)
 {
-	struct pe_err err = {0};
-	struct pe_params p;
-	int del = !strcmp(r->method, "DELETE"), rc = 0;
+	const struct pe_params *p = &pe_contract_query(r)->params;
+	int del = !strcmp(r->method, "DELETE");
 	struct wjob *j = calloc(1, sizeof *j);
 	if (!j)
 		return MHD_NO;
-	pe_params_init(&p, &put_def);
 	*j = (struct wjob){.h = r->h, .del = del};
 	snprintf(j->meta.name, sizeof j->meta.name, "%s", name);
-	if (r->body_too_big)
-		rc = pe_err_set(&err, PE_ETOOBIG, "body", "the body is over %" PRIu64 " bytes", body_limit(r->h));
-	else if (!del && (rc = pe_learned_parse_query(conn, &put_def, &p, NULL, NULL, &err)) == 0) {
+	if (!del) {
 		size_t n;
-		const double *g = pe_param_list(&p, "grid", &n);
+		const double *g = pe_param_list(p, "grid", &n);
 		j->meta.grid_h = g ? (uint64_t)g[0] : 0;
 		j->meta.grid_w = g ? (uint64_t)g[1] : 0;
-		if (pe_param_isset(&p, "prefix_tokens"))
-			j->meta.prefix_tokens = (uint64_t)pe_param_int(&p, "prefix_tokens");
+		if (pe_param_isset(p, "prefix_tokens"))
+			j->meta.prefix_tokens = (uint64_t)pe_param_int(p, "prefix_tokens");
 		j->body = pe_buf_steal(&r->body, &j->len);
-	}
-	pe_params_destroy(&p);
-	if (rc != 0) {
-		wjob_free(j);
-		return problem(r, conn, &err);
 	}
 	return start_write(r, conn, j);
 }
@@ -561,8 +528,8 @@ const struct pe_handler pe_learned_handler = {
 	.match_cb = match_cb,
 	.allow = "GET, HEAD, PUT, DELETE, OPTIONS",
 	.cors_methods = "GET, HEAD, OPTIONS",
-	.begin_cb = begin_cb,
-	.body_cb = pe_http_body_collect,
+	.contract_cb = contract_cb,
+	.guard_cb = guard_cb,
 	.finish_cb = finish_cb,
 	.req_free_cb = free,
 };
