@@ -50,8 +50,8 @@ static const char *one_param(const char *p, const char **name, size_t *nlen, con
 		*vlen = (size_t)(p - *v);
 		p++;
 	} else {
-		*v = p;
-		while (tchar((unsigned char)*p))
+		*v = p; /* a token, read leniently: RFC 2046 boundaries may hold '/', ':', '=' ... */
+		while ((unsigned char)*p > 0x20 && *p != 0x7f && !strchr(";\",", *p))
 			p++;
 		*vlen = (size_t)(p - *v);
 		if (*vlen == 0)

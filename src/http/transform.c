@@ -81,7 +81,7 @@ static enum MHD_Result begin_multipart(struct req *r, struct MHD_Connection *con
 	pe_mp_want(m, "positions", (size_t)(pos_max < h->opt.max_body_bytes ? pos_max : h->opt.max_body_bytes),
 		   "application/x-npy, application/octet-stream");
 	r->ctx = m;
-	if (pe_mp_begin(m, conn, &err) != 0)
+	if (pe_mp_begin(m, conn, r->chunked ? 0 : r->declared, &err) != 0)
 		return pe_http_refuse(r, &err, NULL);
 	/* the server reserves nothing for r->body (max 0): the parts hold their own reservations */
 	pe_buf_init(&r->body, 0);

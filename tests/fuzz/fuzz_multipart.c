@@ -154,6 +154,13 @@ struct conn_state {
 
 static struct MHD_Daemon *mhd;
 
+/* The request's Content-Length (0: chunked), as the server's framing hands it to pe_mp_begin. */
+static uint64_t declared_length(struct MHD_Connection *conn)
+{
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	return cl ? strtoull(cl, NULL, 10) : 0;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 			       const char *version, const char *data, size_t *size, void **con_cls)
 {
@@ -163,7 +170,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		s = calloc(1, sizeof *s);
 		*con_cls = s;
 		setup(&s->m);
-		s->failed = pe_mp_begin(&s->m, conn, &err) != 0;
+		s->failed = pe_mp_begin(&s->m, conn, declared_length(conn), &err) != 0;
 		check_budget(&s->m, "after pe_mp_begin");
 		return MHD_YES;
 	}
