@@ -14,23 +14,6 @@
 #include "posenc/posenc.h"
 #include "test_apply_positions_form.h"
 
-/* An f32 npy of zeros of this shape; caller frees. */
-static char *npy_zeros(const size_t *shape, int rank, size_t *len)
-{
-	struct pe_tensor_view v = {.dtype = PE_F32};
-	size_t n = 1;
-	v.shape.rank = rank;
-	for (int i = 0; i < rank; i++)
-		n *= v.shape.dim[i] = shape[i];
-	float *x = calloc(n ? n : 1, sizeof *x);
-	v.data = x;
-	struct pe_buf b;
-	pe_buf_init(&b, (size_t)1 << 24);
-	ck_assert_int_eq(pe_npy_write(&b, &v, NULL), 0);
-	free(x);
-	return pe_buf_steal(&b, len);
-}
-
 struct pos_case {
 	const char *what;
 	const char *query;
@@ -52,7 +35,7 @@ static const struct pos_case cases[] = {
 static long post(const struct pe_daemon *d, const struct pos_case *c, size_t batch)
 {
 	size_t xshape[] = {batch, 2, 16}, xlen, plen, blen;
-	char *x = npy_zeros(xshape, 3, &xlen), *p = npy_ints(c->pos, c->pshape, c->prank, 1, &plen), url[256];
+	char *x = npy_reals(PE_F32, xshape, 3, &xlen), *p = npy_ints(c->pos, c->pshape, c->prank, 1, &plen), url[256];
 	struct form_part parts[] = {{"x", "application/x-npy", x, xlen}, {"positions", "application/x-npy", p, plen}};
 	char *body = form_body(parts, 2, &blen);
 	struct pe_resp r;

@@ -74,24 +74,6 @@ struct bodies {
 	size_t len[TABLE + 1];
 };
 
-static char *npy_of(enum pe_dtype dt, const size_t *shape, int rank, size_t *len)
-{
-	struct pe_tensor_view v = {.dtype = dt};
-	size_t n = 1;
-	v.shape.rank = rank;
-	for (int i = 0; i < rank; i++)
-		n *= v.shape.dim[i] = shape[i];
-	double *x = calloc(n, 8);
-	for (size_t i = 0; i < n; i++)
-		dt == PE_F64 ? (void)(x[i] = 0.25 * (double)(i % 7)) : (void)(((float *)x)[i] = 0.25f * (float)(i % 7));
-	v.data = x;
-	struct pe_buf b;
-	pe_buf_init(&b, (size_t)1 << 24);
-	ck_assert_int_eq(pe_npy_write(&b, &v, NULL), 0);
-	free(x);
-	return pe_buf_steal(&b, len);
-}
-
 static void make_bodies(struct bodies *b)
 {
 	static const char config[] = "{\"model_type\":\"llama\",\"hidden_size\":64,\"num_attention_heads\":4,"
@@ -99,9 +81,9 @@ static void make_bodies(struct bodies *b)
 	size_t x[] = {2, 4, 8}, x2[] = {4, 4}, t[] = {6, 8}, p[] = {3, 4};
 	int64_t pos[12] = {0, 1, 2, 3, 0, 1, 1, 2, 0, 1, 2, 2};
 	memset(b, 0, sizeof *b);
-	b->data[X_F32] = npy_of(PE_F32, x, 3, &b->len[X_F32]);
-	b->data[X_F64] = npy_of(PE_F64, x2, 2, &b->len[X_F64]);
-	b->data[TABLE] = npy_of(PE_F32, t, 2, &b->len[TABLE]);
+	b->data[X_F32] = npy_reals(PE_F32, x, 3, &b->len[X_F32]);
+	b->data[X_F64] = npy_reals(PE_F64, x2, 2, &b->len[X_F64]);
+	b->data[TABLE] = npy_reals(PE_F32, t, 2, &b->len[TABLE]);
 	b->data[POSITIONS] = npy_ints(pos, p, 2, 1, &b->len[POSITIONS]);
 	b->data[CONFIG] = strdup(config);
 	b->len[CONFIG] = strlen(config);
