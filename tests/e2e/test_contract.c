@@ -8,7 +8,7 @@
  * Each route's well-formed request is answered 2xx first, so a refusal is the malformation's.
  * Media-type parameter names are case-insensitive in every header that carries them (RFC 9110
  * §8.3.1): a multipart body with BOUNDARY=, a JSON body with CHARSET=, a part's Content-Type with
- * a parameter, and Accept with Q=. */
+ * a parameter, Accept and Accept-Encoding with Q=. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
 
@@ -269,6 +269,12 @@ START_TEST(parameter_names_any_case)
 	char ct[64];
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_str_eq(pe_resp_header(&r, "Content-Type", ct, sizeof ct), "application/x-npy");
+	pe_resp_free(&r);
+	/* Accept-Encoding's weight as Q=: gzip refused, so the JSON goes uncompressed */
+	const char *ae[] = {"Accept-Encoding: gzip;Q=0, identity", NULL};
+	pe_request(&d, "GET", "/v1/sinusoidal?len=4&dim=4", ae, NULL, 0, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_ptr_null(pe_resp_header(&r, "Content-Encoding", ct, sizeof ct));
 	pe_resp_free(&r);
 	stop(&d, dir);
 	free_bodies(&b);
