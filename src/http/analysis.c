@@ -30,11 +30,7 @@ static const struct pe_contract table_contract = {.methods = "GET, HEAD", .targe
 /* A table's declaration, or the learned similarity's (learned_get.c). */
 static const struct pe_contract *contract_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
-	const struct pe_contract *c = learned_name(r, conn) ? &pe_learned_similarity_contract : &table_contract;
-	if (pe_http_method_listed(c->methods, r->method))
-		return c;
-	r->allow = c->methods;
-	return NULL;
+	return pe_contract_only(r, learned_name(r, conn) ? &pe_learned_similarity_contract : &table_contract);
 }
 
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)

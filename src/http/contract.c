@@ -140,6 +140,20 @@ enum MHD_Result pe_contract_finish(struct req *r, struct MHD_Connection *conn, i
 
 struct pe_query *pe_contract_query(struct req *r) { return r->query; }
 
+void pe_contract_take_params(struct req *r, struct pe_params *to)
+{
+	*to = r->query->params;
+	memset(&r->query->params, 0, sizeof r->query->params);
+}
+
+const struct pe_contract *pe_contract_only(struct req *r, const struct pe_contract *c)
+{
+	if (pe_http_method_listed(c->methods, r->method))
+		return c;
+	r->allow = c->methods;
+	return NULL;
+}
+
 void pe_contract_end(struct req *r)
 {
 	if (r->query) {

@@ -58,6 +58,12 @@ enum MHD_Result pe_contract_begin(struct req *r, struct MHD_Connection *conn, co
 enum MHD_Result pe_contract_finish(struct req *r, struct MHD_Connection *conn, int *answered);
 /* The request's parsed query (NULL for a route without a declaration). */
 struct pe_query *pe_contract_query(struct req *r);
+/* The request's parameters moved into to (its lists with them), for a job that outlives the
+ * request; the query keeps the output options and extras. */
+void pe_contract_take_params(struct req *r, struct pe_params *to);
+/* For a contract_cb with one entry for this request: c when it lists r->method, else NULL with
+ * r->allow set to c's methods (405). */
+const struct pe_contract *pe_contract_only(struct req *r, const struct pe_contract *c);
 /* The body limit of the request's declaration (max_body_bytes without one). */
 uint64_t pe_contract_body_limit(const struct req *r);
 /* The request's declaration and query go (router.c, when the request ends). */

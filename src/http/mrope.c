@@ -5,11 +5,10 @@
  * sequence's). /v1/rope/mrope/positions needs nothing here: its delta header is the table's extra.
  *
  * The POST body is refused before it is read when its type is not application/x-npy or its
- * Content-Length is over max_body_bytes, then collected under that bound (the declaration,
- * contract.h). The
- * work runs on a worker as an uncached job (oneshot.c): the body's shape, dtype and values are
- * checked, the table is sized against max_elements and the response budget before it is
- * allocated. Answers depend on the body: not cached (Cache-Control: no-store). */
+ * Content-Length is over max_body_bytes, then collected under that bound (its declaration,
+ * contract.h). The work runs on a worker as an uncached job (oneshot.c): the body's shape, dtype
+ * and values are checked, the table is sized against max_elements and the response budget before
+ * it is allocated. Answers depend on the body: not cached (Cache-Control: no-store). */
 #include "core/mrope.h"
 #include "http/handler.h"
 #include "http/oneshot.h"
@@ -188,8 +187,7 @@ static struct mjob *mjob_new(struct req *r, struct MHD_Connection *conn, struct 
 	}
 	j->os.h = r->h;
 	struct pe_query *q = pe_contract_query(r);
-	j->params = q->params; /* the job takes the parameters' lists over */
-	memset(&q->params, 0, sizeof q->params);
+	pe_contract_take_params(r, &j->params);
 	int rc = sequence_given(q, err);
 	if (rc == 0)
 		rc = pe_http_out_resolve(&j->out, &q->out, conn, PE_DTYPE_COUNT_, OFFERED, err);

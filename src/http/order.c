@@ -362,8 +362,7 @@ static enum MHD_Result serve_post(struct req *r, struct MHD_Connection *conn)
 	if (!j)
 		return MHD_NO;
 	j->os.h = r->h;
-	j->params = *p; /* the job takes the parameters' lists over */
-	memset(p, 0, sizeof *p);
+	pe_contract_take_params(r, &j->params);
 	pe_http_take_body(r, &j->body);
 	j->os.run = run_post;
 	j->os.free = pjob_free;

@@ -122,11 +122,7 @@ static const struct pe_contract contract_form = {
 static const struct pe_contract *contract_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
 	const struct pe_table_def *def = r->target;
-	const struct pe_contract *c = strcmp(def->name, "rope/apply") ? &contract : &contract_form;
-	if (pe_http_method_listed(c->methods, r->method))
-		return c;
-	r->allow = c->methods;
-	return NULL;
+	return pe_contract_only(r, strcmp(def->name, "rope/apply") ? &contract : &contract_form);
 }
 
 /* Once the declaration holds: a multipart body is read part by part (the others are collected
@@ -415,8 +411,7 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 	body_kind_of(content_type(conn), &j->kind);
 	struct pe_query *q = pe_contract_query(r);
 	const char *shape = pe_query_extra(q, "shape");
-	j->params = q->params; /* the job takes the parameters' lists over */
-	memset(&q->params, 0, sizeof q->params);
+	pe_contract_take_params(r, &j->params);
 	int rc = 0;
 	if (m)
 		rc = x_part_kind(x, shape, &j->kind, err);
