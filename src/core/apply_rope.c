@@ -138,6 +138,8 @@ static void rotate_position(const struct geometry *g, const struct pe_tensor_mut
 		}
 }
 
+static int check_last_position(const struct pe_params *p, size_t rd, int64_t last, struct pe_err *err);
+
 static int apply(const struct pe_params *p, const struct pe_tensor_mut *x, struct pe_tensor_mut *out,
 		 enum pe_dtype final_dt, struct pe_err *err)
 {
@@ -148,7 +150,7 @@ static int apply(const struct pe_params *p, const struct pe_tensor_mut *x, struc
 	if (pe_param_isset(p, "mrope_section"))
 		return pe_err_set(err, PE_EINVAL, "positions",
 				  "M-RoPE needs per-token positions [3, seq]: send x and positions as multipart/form-data");
-	if (g.seq == 0 || g.outer * g.inner == 0 || g.rd == 0)
+	if (g.seq == 0 || g.rd == 0)
 		return 0;
 	size_t npos, esz = pe_dtype_size(x->dtype);
 	const double *list = pe_param_list(p, "positions", &npos);
@@ -157,6 +159,8 @@ static int apply(const struct pe_params *p, const struct pe_tensor_mut *x, struc
 		lo = s == 0 || (int64_t)list[s] < lo ? (int64_t)list[s] : lo;
 		hi = s == 0 || (int64_t)list[s] > hi ? (int64_t)list[s] : hi;
 	}
+	if (g.outer * g.inner == 0) /* no vector to rotate; the positions are checked all the same */
+		return check_last_position(p, g.rd, hi, err);
 	int interleaved = pe_param_enum(p, "layout") == 1, inverse = (int)pe_param_int(p, "inverse");
 	size_t span = (size_t)(hi - lo + 1);
 	int one_table = !list || span <= 4 * g.seq;
@@ -267,6 +271,15 @@ static int rope_params_at(const struct pe_params *p, size_t rd, int64_t last, st
 			rc = pe_params_set(t, kv[i], kv[i + 1], err);
 	if (rc == 0 && (rc = pe_params_finish(t, err)) != 0 && err && !strcmp(err->param, "offset"))
 		snprintf(err->param, sizeof err->param, "positions"); /* the largest position is past its range */
+	return rc;
+}
+
+/* The table's own checks at the largest position, without computing a row (an empty x). */
+static int check_last_position(const struct pe_params *p, size_t rd, int64_t last, struct pe_err *err)
+{
+	struct pe_params t;
+	int rc = rope_params_at(p, rd, last, &t, err);
+	pe_params_destroy(&t);
 	return rc;
 }
 
@@ -408,10 +421,15 @@ int pe_rope_apply_positions(const struct pe_params *p, const struct pe_positions
 	int axis = x->shape.rank + (int)pe_param_int(p, "seq_axis");
 	if ((rc = map_shape(&g, &x->shape, axis, pe_param_isset(p, "mrope_section"), &m, err)) != 0)
 		return rc;
-	if (overflow || count == 0 || g.outer * g.inner == 0 || g.rd == 0)
+	if (overflow || count == 0)
 		return 0;
-	if ((rc = distinct_positions(&m, count, err)) == 0 && (rc = gather_rows(p, &m, g.rd, x->dtype, err)) == 0)
-		rc = rotate_tokens(p, &g, &m, x, err);
+	/* every position is checked, also when x is empty: the answer must not depend on x's size */
+	if ((rc = distinct_positions(&m, count, err)) == 0 && g.rd != 0) {
+		if (g.outer * g.inner == 0)
+			rc = check_last_position(p, g.rd, m.u[m.nu - 1], err);
+		else if ((rc = gather_rows(p, &m, g.rd, x->dtype, err)) == 0)
+			rc = rotate_tokens(p, &g, &m, x, err);
+	}
 	free(m.u);
 	free(m.cs);
 	return rc;

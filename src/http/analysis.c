@@ -15,20 +15,34 @@ static int match_cb(void *hctx, const char *url, const void **target)
 	return def ? pe_http_def_route(def) : -1;
 }
 
-static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
+/* The stored table's name when the request asks for a learned table's similarity, else NULL. */
+static const char *learned_name(const struct req *r, struct MHD_Connection *conn)
 {
 	const struct pe_table_def *def = r->target;
 	const char *enc = !strcmp(def->name, "analysis/similarity")
 				  ? MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "encoding")
 				  : NULL;
-	if (enc && !strncmp(enc, "learned:", 8))
-		return pe_learned_similarity(r, conn, enc + 8);
-	return pe_table_request(r, conn, def);
+	return enc && !strncmp(enc, "learned:", 8) ? enc + 8 : NULL;
+}
+
+static const struct pe_contract table_contract = {.methods = "GET, HEAD", .target_params = 1, .output = 1, .finish = 1};
+
+/* A table's declaration, or the learned similarity's (learned_get.c). */
+static const struct pe_contract *contract_cb(struct req *r, struct MHD_Connection *conn, const char *url)
+{
+	return pe_contract_only(r, learned_name(r, conn) ? &pe_learned_similarity_contract : &table_contract);
+}
+
+static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
+{
+	const char *name = learned_name(r, conn);
+	return name ? pe_learned_similarity(r, conn, name) : pe_table_request(r, conn, r->target);
 }
 
 const struct pe_handler pe_analysis_handler = {
 	.name = "analysis",
 	.match_cb = match_cb,
+	.contract_cb = contract_cb,
 	.allow = "GET, HEAD, OPTIONS",
 	.cors_methods = "GET, HEAD, OPTIONS",
 	.finish_cb = finish_cb,

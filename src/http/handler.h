@@ -5,16 +5,20 @@
  *
  * All callbacks run on libmicrohttpd's thread. A request's life:
  *   match_cb     does the URL belong here? (first call, before the body)
- *   begin_cb     first call, for handlers that read a body or check more than the URL before it
- *                (method, authorisation, Content-Type, Content-Length): may refuse
- *                (pe_http_refuse), may want the body (r->body_wanted = 1)
- *   body_cb      body bytes as they arrive, when wanted
+ *   contract     what the route accepts, declared; the router's begin phase enforces it
+ *                (contract.h: method, query, Content-Type, Content-Length, body limit) and
+ *                hands the handler the parsed query, so no handler parses a request itself
+ *   guard_cb     first call, before the query is read (authorisation): may refuse
+ *   begin_cb     first call, once the declaration holds: may refuse (pe_http_refuse), may
+ *                read the body itself (multipart)
+ *   body_cb      body bytes as they arrive, when wanted (default: collected into r->body)
  *   finish_cb    the request is complete: answer it (at once, or suspend on a waiter)
- * Without begin_cb, a handler answers GET and HEAD only, without a body; the router answers
+ * Without a declaration, a handler answers GET and HEAD only, without a body; the router answers
  * other methods 405 and bodies 405 before they are read. */
 #ifndef PE_HTTP_HANDLER_H
 #define PE_HTTP_HANDLER_H
 
+#include "http/contract.h"
 #include "http/internal.h"
 
 struct pe_handler {
@@ -27,13 +31,26 @@ struct pe_handler {
 	int (*match_cb)(void *hctx, const char *url, const void **target);
 	const char *allow;        /* methods, as a preflight's Allow ("GET, HEAD, OPTIONS") */
 	const char *cors_methods; /* those a browser on another origin may use */
+	/* What the route accepts (contract.h): entries by method (ended by one with methods NULL),
+	 * or contract_cb's choice for a route whose declaration depends on more than the method
+	 * (NULL: 405, with r->allow set to the methods it takes). Without either, the handler answers
+	 * GET and HEAD without a body and reads no query (static files, operations). */
+	const struct pe_contract *contract;
+	const struct pe_contract *(*contract_cb)(struct req *r, struct MHD_Connection *conn, const char *url);
+	/* Declared routes: refusals that come before the query is read (authorisation), through
+	 * pe_http_refuse; MHD_YES. */
+	enum MHD_Result (*guard_cb)(struct req *r, struct MHD_Connection *conn, const char *url);
+	/* Declared routes: what is left once the declaration holds (multipart's reader); others:
+	 * the whole first call. */
 	enum MHD_Result (*begin_cb)(struct req *r, struct MHD_Connection *conn, const char *url);
 	int (*body_cb)(struct req *r, const char *data, size_t n); /* 0, or -1: too big (413 at the end) */
 	enum MHD_Result (*finish_cb)(struct req *r, struct MHD_Connection *conn);
 	void (*req_free_cb)(void *ctx); /* r->ctx when the request ends (NULL: nothing to free) */
 };
 
-/* What one handler lends another (analysis.c answers its tables through table.c). */
+/* What one handler lends another (analysis.c answers its tables through table.c): the table of
+ * the request's parsed query (pe_contract_query: its parameters, finished, of def's table, and
+ * the output options). */
 enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, const struct pe_table_def *def);
 /* The response header of a table's extra value: "X-PE-" and its JSON name (extra_name) in
  * header case ("attention_scaling": "X-PE-Attention-Scaling"). */

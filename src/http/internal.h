@@ -2,6 +2,7 @@
  *
  *   server.c      lifecycle and libmicrohttpd's callbacks: framing, refusals, body bytes
  *   router.c      matches a URL to a registered handler (handlers.c) and dispatches to it
+ *   contract.c    the begin phase every declared route shares (contract.h; query.c, media.c)
  *   routes.c      metric route labels
  *   response.c    queueing answers: problem+json, 304, tensor content headers, early refusals
  *   cors.c        CORS headers
@@ -9,6 +10,7 @@
  *   conn_guard.c  slow clients, connection limits, libmicrohttpd's own error answers
  *   produce.c     the cached GET path (produce.h)
  *   oneshot.c     the uncached POST job: deadline, result, resumed answer (oneshot.h)
+ *   auth.c        who may write: bearer token or loopback (auth.h)
  * and one file per endpoint family (handler.h). Handlers call these modules; none of them calls
  * a handler except through the callbacks of struct pe_handler. */
 #ifndef PE_HTTP_INTERNAL_H
@@ -63,6 +65,8 @@ struct pe_http {
 };
 
 struct pe_handler;
+struct pe_contract;
+struct pe_query;
 
 struct req {
 	struct pe_http *h;
@@ -83,6 +87,10 @@ struct req {
 	int matched_route;
 	void *ctx;
 	void *hctx;              /* the handler's context (one per server) */
+	/* What the route declared for this request and its parsed query (contract.h). */
+	const struct pe_contract *contract;
+	struct pe_query *query;
+	char allow_buf[48];      /* r->allow of a 405, from the declaration's methods */
 	/* Set while suspended: what answers when the connection resumes. */
 	enum MHD_Result (*on_resume)(struct req *r, struct MHD_Connection *conn);
 	const void *resume_arg;  /* for on_resume */

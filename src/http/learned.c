@@ -8,8 +8,9 @@
  *                                  height= & width= [& antialias=1]), through the cache
  *   DELETE /v1/learned/{name}      204
  *
- * Flow: the first handler call routes by method; writes are authorised and their name and query
- * checked before a byte of body is read (401/403/400/405/413/415 at once). The final call answers
+ * Flow: the declaration (contract_cb) routes by method; writes are authorised and their name
+ * checked (guard_cb), then the query, type and length, before a byte of body is read
+ * (401/403/400/405/413/415 at once). The final call answers
  * the list and cache hits on the MHD thread; everything that touches the disk runs on the pool,
  * the connection suspended on a waiter like a transform (PUT, DELETE) or a table miss (GET).
  *
@@ -21,13 +22,13 @@
  * if not, the waiter's deadline is lifted under wait_lock (so the tick can no longer expire it)
  * and the answer waits for the outcome, which is only a rename and an fsync away.
  *
- * Access control: writes need "Authorization: Bearer <auth_token>" when a token is configured,
- * compared through SHA-256 digests so that the time taken reveals neither the token nor its
- * length; with no token only loopback clients may write. Reads are open.
+ * Access control (auth.c): writes need "Authorization: Bearer <auth_token>" when a token is
+ * configured, else a loopback client. Reads are open.
  *
  * The path: begin_cb keeps the request's URL (decoded by MHD, without the query) as the handler's
  * state for the request (r->ctx). MHD decodes %2F into '/' and stops at %00: the name is checked
  * after decoding, so neither reaches the file system. */
+#include "http/auth.h"
 #include "http/handler.h"
 #include "http/learned_get.h"
 #include "http/oneshot.h"
@@ -35,12 +36,9 @@
 #include "http/test_hooks.h"
 #include "posenc/store.h"
 
-#include <arpa/inet.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
-#include <netinet/in.h>
-#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,28 +107,10 @@ static int item_name(const struct req *r, char buf[PE_STORE_NAME_MAX + 1],
 
 /* ---- answers ---- */
 
-static void sha256_of(const void *data, size_t len, uint8_t out[32])
-{
-	struct sha256_ctx c;
-	sha256_init(&c);
-	sha256_update(&c, len, data);
-	sha256_digest(&c, SHA256_DIGEST_SIZE, out);
-}
-
-/* pe_http_problem, plus WWW-Authenticate on a 401. */
+/* A problem, with the Bearer challenge on a 401 (auth.c). */
 static enum MHD_Result problem(struct req *r, struct MHD_Connection *conn, const struct pe_err *err)
 {
-	int status;
-	size_t len = 0;
-	if (err->code != PE_EUNAUTH)
-		return pe_http_problem(r, conn, err);
-	struct MHD_Response *resp = pe_problem_response(err, NULL, &status, &len);
-	if (resp) {
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"posenc\"");
-		pe_http_add_cors(r->h, conn, resp);
-	}
-	r->bytes = len;
-	return pe_http_queue(r, conn, status, resp);
+	return pe_auth_problem(r, conn, err);
 }
 
 static enum MHD_Result answer_now(struct req *r, struct MHD_Connection *conn, const struct pe_err *err)
@@ -175,64 +155,6 @@ static json_t *meta_json(const struct pe_store_meta *m)
 			 "created", created);
 }
 
-/* ---- access control ---- */
-
-static int is_loopback(const struct sockaddr *sa)
-{
-	if (sa && sa->sa_family == AF_INET)
-		return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24 == 127;
-	if (sa && sa->sa_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-	}
-	return 0;
-}
-
-/* Equal, in time independent of where (and whether) they differ. */
-static int token_equal(const char *a, size_t alen, const char *b, size_t blen)
-{
-	uint8_t da[32], db[32];
-	unsigned diff = 0;
-	sha256_of(a, alen, da);
-	sha256_of(b, blen, db);
-	for (int i = 0; i < 32; i++)
-		diff |= (unsigned)(da[i] ^ db[i]);
-	return diff == 0;
-}
-
-/* The credentials of an "Authorization: Bearer <token>" header; 0 if there are none. */
-static int bearer(const char *authz, const char **tok, size_t *len)
-{
-	if (!authz || strncasecmp(authz, "Bearer ", 7) != 0)
-		return 0;
-	*tok = authz + 7;
-	while (**tok == ' ')
-		(*tok)++;
-	*len = strlen(*tok);
-	while (*len && (*tok)[*len - 1] == ' ')
-		(*len)--;
-	return *len > 0;
-}
-
-static int authorize(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
-{
-	const char *token = r->h->opt.auth_token, *tok;
-	size_t len;
-	if (!token || !*token) {
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		return ci && is_loopback(ci->client_addr)
-			       ? 0
-			       : pe_err_set(err, PE_EFORBIDDEN, "Authorization",
-					    "no auth_token is configured: only loopback clients may write");
-	}
-	const char *authz = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	if (!bearer(authz, &tok, &len))
-		return pe_err_set(err, PE_EUNAUTH, "Authorization", "writes need Authorization: Bearer <token>");
-	if (!token_equal(tok, len, token, strlen(token)))
-		return pe_err_set(err, PE_EFORBIDDEN, "Authorization", "the bearer token is not the configured one");
-	return 0;
-}
-
 /* ---- the first call ---- */
 
 static uint64_t body_limit(const struct pe_http *h)
@@ -242,57 +164,37 @@ static uint64_t body_limit(const struct pe_http *h)
 	return max_table + NPY_HEADER_MAX;
 }
 
-static int npy_content_type(struct MHD_Connection *conn)
+static const struct pe_contract list_contract = {.methods = "GET, HEAD", .params = &list_def, .finish = 1};
+static const struct pe_contract put_contract = {
+	.methods = "PUT", .params = &put_def, .finish = 1, .media = "application/x-npy, application/octet-stream",
+	.body_limit_cb = body_limit, .limit_name = "max_table_bytes plus an npy header"};
+static const struct pe_contract delete_contract = {.methods = "DELETE"};
+
+/* The declaration for the list or an item, by method (NULL: 405 with the methods of either). */
+static const struct pe_contract *contract_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
-	const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-	size_t n = ct ? strcspn(ct, "; \t") : 0;
-	return !ct || (n == 17 && !strncasecmp(ct, "application/x-npy", n)) ||
-	       (n == 24 && !strncasecmp(ct, "application/octet-stream", n));
+	static const struct pe_contract *const item[] = {&pe_learned_get_contract, &put_contract, &delete_contract};
+	int list = strlen(url) == strlen(PREFIX);
+	if (list && pe_http_method_listed(list_contract.methods, r->method))
+		return &list_contract;
+	for (size_t i = 0; !list && i < 3; i++)
+		if (pe_http_method_listed(item[i]->methods, r->method))
+			return item[i];
+	r->allow = list ? ALLOW_LIST : ALLOW_ITEM;
+	return NULL;
 }
 
-/* A PUT about to send its body: refuse it now rather than read it in vain. */
-static int begin_put(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
-{
-	struct pe_params p;
-	uint64_t limit = body_limit(r->h);
-	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
-	int rc = pe_learned_parse_query(conn, &put_def, &p, NULL, NULL, err);
-	pe_params_destroy(&p);
-	if (rc != 0)
-		return rc;
-	if (atomic_load(&r->h->draining))
-		return pe_err_set(err, PE_EDRAINING, "", "the service is shutting down");
-	if (!npy_content_type(conn))
-		return pe_err_set(err, PE_EMEDIATYPE, "Content-Type", "the body must be an .npy file (application/x-npy)");
-	if (declared > limit)
-		return pe_err_set(err, PE_ETOOBIG, "body", "the body is %llu bytes; the limit is %" PRIu64
-				  " (max_table_bytes plus an npy header)", declared, limit);
-	pe_buf_init(&r->body, (size_t)limit);
-	if (declared && pe_buf_reserve(&r->body, (size_t)declared) != 0)
-		return pe_err_set(err, PE_ENOMEM, "body", "out of memory");
-	r->body_wanted = 1;
-	return 0;
-}
-
-/* The first call of every request here: keep the URL, route by method; writes are authorised
- * and their name and query checked before a byte of body is read. */
-static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, const char *url)
+/* Before the query is read: keep the URL (the name, for finish_cb); writes are authorised and
+ * their name checked. */
+static enum MHD_Result guard_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
 	struct pe_err err = {0};
-	const char *name;
-	size_t len;
+	char checked[PE_STORE_NAME_MAX + 1];
 	if (!(r->ctx = strdup(url)))
 		return MHD_NO;
-	int kind = target(r, &name, &len);
-	int put = !strcmp(r->method, "PUT"), del = !strcmp(r->method, "DELETE");
-	int read = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD");
-	r->allow = kind == 0 ? ALLOW_LIST : ALLOW_ITEM;
-	char checked[PE_STORE_NAME_MAX + 1];
-	if (!read && (kind == 0 || !(put || del)))
-		pe_err_set(&err, PE_EMETHOD, "", "%s is not allowed here; use %s", r->method, r->allow);
-	else if ((put || del) && authorize(r, conn, &err) == 0 && item_name(r, checked, &err) == 0 && put)
-		begin_put(r, conn, &err);
+	if (!strcmp(r->method, "PUT") || !strcmp(r->method, "DELETE"))
+		if (pe_auth_check(r, conn, &err) == 0)
+			item_name(r, checked, &err);
 	return err.code ? answer_now(r, conn, &err) : MHD_YES;
 }
 
@@ -412,11 +314,6 @@ static const struct pe_oneshot_answer list_answer = {.noun = "the list", .conten
 static enum MHD_Result serve_list(struct req *r, struct MHD_Connection *conn)
 {
 	struct pe_err err = {0};
-	struct pe_params p;
-	int rc = pe_learned_parse_query(conn, &list_def, &p, NULL, NULL, &err);
-	pe_params_destroy(&p);
-	if (rc != 0)
-		return problem(r, conn, &err);
 	struct pe_oneshot *j = calloc(1, sizeof *j);
 	if (!j) {
 		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
@@ -574,30 +471,21 @@ static enum MHD_Result start_write(struct req *r, struct MHD_Connection *conn, s
 
 static enum MHD_Result write_item(struct req *r, struct MHD_Connection *conn, const char *name)
 {
-	struct pe_err err = {0};
-	struct pe_params p;
-	int del = !strcmp(r->method, "DELETE"), rc = 0;
+	const struct pe_params *p = &pe_contract_query(r)->params;
+	int del = !strcmp(r->method, "DELETE");
 	struct wjob *j = calloc(1, sizeof *j);
 	if (!j)
 		return MHD_NO;
-	pe_params_init(&p, &put_def);
 	*j = (struct wjob){.h = r->h, .del = del};
 	snprintf(j->meta.name, sizeof j->meta.name, "%s", name);
-	if (r->body_too_big)
-		rc = pe_err_set(&err, PE_ETOOBIG, "body", "the body is over %" PRIu64 " bytes", body_limit(r->h));
-	else if (!del && (rc = pe_learned_parse_query(conn, &put_def, &p, NULL, NULL, &err)) == 0) {
+	if (!del) {
 		size_t n;
-		const double *g = pe_param_list(&p, "grid", &n);
+		const double *g = pe_param_list(p, "grid", &n);
 		j->meta.grid_h = g ? (uint64_t)g[0] : 0;
 		j->meta.grid_w = g ? (uint64_t)g[1] : 0;
-		if (pe_param_isset(&p, "prefix_tokens"))
-			j->meta.prefix_tokens = (uint64_t)pe_param_int(&p, "prefix_tokens");
+		if (pe_param_isset(p, "prefix_tokens"))
+			j->meta.prefix_tokens = (uint64_t)pe_param_int(p, "prefix_tokens");
 		j->body = pe_buf_steal(&r->body, &j->len);
-	}
-	pe_params_destroy(&p);
-	if (rc != 0) {
-		wjob_free(j);
-		return problem(r, conn, &err);
 	}
 	return start_write(r, conn, j);
 }
@@ -631,8 +519,8 @@ const struct pe_handler pe_learned_handler = {
 	.match_cb = match_cb,
 	.allow = "GET, HEAD, PUT, DELETE, OPTIONS",
 	.cors_methods = "GET, HEAD, OPTIONS",
-	.begin_cb = begin_cb,
-	.body_cb = pe_http_body_collect,
+	.contract_cb = contract_cb,
+	.guard_cb = guard_cb,
 	.finish_cb = finish_cb,
 	.req_free_cb = free,
 };

@@ -30,6 +30,7 @@
  * for clients): PE_EUNAVAIL 503, PE_ESTORE 500 with the database's reason, PE_EIO only for a table
  * whose checksum does not match. failure_cb words the rest (a job that never ran). */
 #include "http/learned_get.h"
+#include "http/contract.h"
 #include "http/produce.h"
 #include "posenc/resample.h"
 
@@ -72,37 +73,17 @@ static int get_check(struct pe_params *p, struct pe_err *err)
 	return 0;
 }
 
-struct query {
-	struct pe_params *params;
-	struct pe_out_query *out; /* NULL: output options are not parameters here */
-	const char *skip;         /* a key answered elsewhere (similarity's "encoding"), or NULL */
-	struct pe_err *err;
-	int failed;
+/* similarity's encoding=learned:{name}, read by the analysis handler to route here */
+static const struct pe_param_spec encoding_spec[] = {
+	{"encoding", PE_PT_TEXT, "", 0, 4096, NULL, "learned:{name}"},
 };
+static const struct pe_table_def encoding_def = {.name = "analysis/similarity", .params = encoding_spec,
+						 .nparams = 1, .fixed_dtype = PE_DTYPE_COUNT_};
 
-static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
-				 const char *value, size_t value_size)
-{
-	struct query *q = cls;
-	if (strlen(key) != key_size || (value && strlen(value) != value_size))
-		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s contains a NUL byte", key);
-	else if (q->skip && !strcmp(key, q->skip))
-		return MHD_YES;
-	else if (q->out && pe_out_is_param(key))
-		q->failed = pe_out_take(q->out, key, value, q->err);
-	else
-		q->failed = pe_params_set(q->params, key, value ? value : "", q->err);
-	return q->failed ? MHD_NO : MHD_YES;
-}
-
-int pe_learned_parse_query(struct MHD_Connection *conn, const struct pe_table_def *def, struct pe_params *p,
-		       struct pe_out_query *out, const char *skip, struct pe_err *err)
-{
-	struct query q = {.params = p, .out = out, .skip = skip, .err = err};
-	pe_params_init(p, def);
-	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
-	return q.failed ? q.failed : pe_params_finish(p, err);
-}
+const struct pe_contract pe_learned_get_contract = {
+	.methods = "GET, HEAD", .params = &get_def, .output = 1, .finish = 1};
+const struct pe_contract pe_learned_similarity_contract = {
+	.methods = "GET, HEAD", .params = &get_def, .output = 1, .extras = &encoding_def, .finish = 1};
 
 void pe_learned_hex(const uint8_t *p, size_t n, char *out)
 {
@@ -452,35 +433,34 @@ static int stat_failed(struct pe_store *store, const char *name, int code, struc
 static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, const char *name, int similarity)
 {
 	struct pe_err err = {0};
-	struct pe_params p;
-	struct pe_out_query q = {0};
+	struct pe_query *pq = pe_contract_query(r);
+	struct pe_params *p = &pq->params;
 	struct pe_out o;
 	struct pe_store_meta m;
 	struct pe_shape s = {0};
 	char key[KEY_MAX];
 	enum MHD_Result ret;
-	int rc = pe_learned_parse_query(conn, &get_def, &p, &q, similarity ? "encoding" : NULL, &err), keylen = -1;
+	int rc = p->def == &get_def ? 0 : pe_err_set(&err, PE_EINTERNAL, "", "the route declared other parameters"), keylen = -1;
 	if (rc == 0)
-		rc = pe_http_out_resolve(&o, &q, conn, PE_DTYPE_COUNT_, OFFERED, &err);
+		rc = pe_http_out_resolve(&o, &pq->out, conn, PE_DTYPE_COUNT_, OFFERED, &err);
 	if (rc == 0 && (rc = pe_store_stat(r->h->opt.store, name, &m)) != 0)
 		rc = stat_failed(r->h->opt.store, name, rc, &err);
 	if (rc == 0)
-		rc = result_shape(r->h, &m, &p, &s, &err);
+		rc = result_shape(r->h, &m, p, &s, &err);
 	if (rc == 0 && similarity)
-		rc = similarity_shape(r->h, &m, &p, &s, &err);
+		rc = similarity_shape(r->h, &m, p, &s, &err);
 	if (rc == 0)
-		rc = check_dtype(&m, &p, o.dt, similarity, &err);
+		rc = check_dtype(&m, p, o.dt, similarity, &err);
 	if (rc == 0 && atomic_load(&r->h->draining))
 		rc = pe_err_set(&err, PE_EDRAINING, "", "the service is shutting down");
-	if (rc == 0 && (keylen = make_key(&m, &p, &o, similarity, key)) < 0)
+	if (rc == 0 && (keylen = make_key(&m, p, &o, similarity, key)) < 0)
 		rc = pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
-	struct miss ms = {.h = r->h, .meta = &m, .params = &p, .out = &o, .shape = &s, .similarity = similarity,
+	struct miss ms = {.h = r->h, .meta = &m, .params = p, .out = &o, .shape = &s, .similarity = similarity,
 			  .keylen = keylen > 0 ? (size_t)keylen : 0};
 	if (rc != 0)
 		ret = pe_http_problem(r, conn, &err);
 	else
 		ret = pe_produce_answer(r, conn, &producer, &o, key, (size_t)keylen, &ms);
-	pe_params_destroy(&p);
 	return ret;
 }
 

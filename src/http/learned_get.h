@@ -10,10 +10,9 @@
 enum MHD_Result pe_learned_get(struct req *r, struct MHD_Connection *conn, const char *name);
 /* /v1/analysis/similarity?encoding=learned:{name}: the stored table's position similarity. */
 enum MHD_Result pe_learned_similarity(struct req *r, struct MHD_Connection *conn, const char *name);
-/* Parse the query into p (initialised here; the caller destroys it) and out (NULL: the output
- * options are not parameters here), skipping the key skip (may be NULL). */
-int pe_learned_parse_query(struct MHD_Connection *conn, const struct pe_table_def *def, struct pe_params *p,
-			   struct pe_out_query *out, const char *skip, struct pe_err *err);
+/* The declarations of both (contract.h): the resampling parameters and the output options; the
+ * similarity's also takes encoding=learned:{name}. */
+extern const struct pe_contract pe_learned_get_contract, pe_learned_similarity_contract;
 void pe_learned_hex(const uint8_t *p, size_t n, char *out); /* 2n hex digits and a NUL */
 
 #endif

@@ -5,10 +5,10 @@
  * sequence's). /v1/rope/mrope/positions needs nothing here: its delta header is the table's extra.
  *
  * The POST body is refused before it is read when its type is not application/x-npy or its
- * Content-Length is over max_body_bytes, then collected under that bound (as transform.c). The
- * work runs on a worker as an uncached job (oneshot.c): the body's shape, dtype and values are
- * checked, the table is sized against max_elements and the response budget before it is
- * allocated. Answers depend on the body: not cached (Cache-Control: no-store). */
+ * Content-Length is over max_body_bytes, then collected under that bound (its declaration,
+ * contract.h). The work runs on a worker as an uncached job (oneshot.c): the body's shape, dtype
+ * and values are checked, the table is sized against max_elements and the response budget before
+ * it is allocated. Answers depend on the body: not cached (Cache-Control: no-store). */
 #include "core/mrope.h"
 #include "http/handler.h"
 #include "http/oneshot.h"
@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define PATH "/v1/rope/mrope"
 #define OFFERED (PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV))
@@ -34,43 +33,20 @@ struct mjob {
 
 static int is_post(const struct req *r) { return !strcmp(r->method, "POST"); }
 
-static enum MHD_Result refuse(struct req *r, int code, const char *param, const char *detail)
-{
-	struct pe_err err = {0};
-	pe_err_set(&err, code, param, "%s", detail);
-	return pe_http_refuse(r, &err, NULL);
-}
+/* The sequence's parameters: known to the route, refused by a POST (the body gives the positions). */
+static const struct pe_param_spec sequence_specs[] = {PE_MROPE_SEQUENCE_PARAMS};
+static const struct pe_table_def sequence_params = {.name = "rope/mrope", .params = sequence_specs,
+						    .nparams = sizeof sequence_specs / sizeof sequence_specs[0],
+						    .fixed_dtype = PE_DTYPE_COUNT_};
 
-/* First call: GET, HEAD and OPTIONS go on without a body; a POST must be npy within max_body_bytes. */
-static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, const char *url)
-{
-	struct pe_http *h = r->h;
-	r->allow = "GET, HEAD, POST";
-	if (!is_post(r)) {
-		int known = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD") || !strcmp(r->method, "OPTIONS");
-		if (!known || r->has_body)
-			return refuse(r, PE_EMETHOD, "", "use GET with the segments, or POST positions as application/x-npy");
-		return MHD_YES;
-	}
-	if (atomic_load(&h->draining))
-		return refuse(r, PE_EDRAINING, "", "the service is shutting down");
-	const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-	if (!ct || strcspn(ct, "; \t") != 17 || strncasecmp(ct, "application/x-npy", 17) != 0)
-		return refuse(r, PE_EMEDIATYPE, "Content-Type",
-			      "the body must be application/x-npy: int32 or int64 positions [3, seq]");
-	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
-	if (declared > h->opt.max_body_bytes) {
-		char d[128];
-		snprintf(d, sizeof d, "the body is %llu bytes; the limit is %" PRIu64, declared, h->opt.max_body_bytes);
-		return refuse(r, PE_ETOOBIG, "body", d);
-	}
-	pe_buf_init(&r->body, h->opt.max_body_bytes);
-	if (declared && pe_buf_reserve(&r->body, (size_t)declared) != 0)
-		return refuse(r, PE_ENOMEM, "body", "out of memory");
-	r->body_wanted = 1;
-	return MHD_YES;
-}
+/* GET: the registry's table; POST: the table's parameters without the sequence's, and the
+ * positions as an npy body within max_body_bytes. */
+static const struct pe_contract contract[] = {
+	{.methods = "GET, HEAD", .target_params = 1, .output = 1, .finish = 1},
+	{.methods = "POST", .params = &pe_mrope_body_def, .output = 1, .extras = &sequence_params,
+	 .media = "application/x-npy"},
+	{0},
+};
 
 /* ---- the job (worker) ---- */
 
@@ -192,26 +168,14 @@ static void mjob_free(struct pe_oneshot *os)
 
 static const struct pe_oneshot_answer answer = {.noun = "the table"};
 
-struct mquery {
-	struct pe_params *params;
-	struct pe_out_query out;
-	struct pe_err *err;
-	int failed;
-};
-
-static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
-				 const char *value, size_t value_size)
+/* A sequence parameter given to a POST: 0 when there is none. */
+static int sequence_given(const struct pe_query *q, struct pe_err *err)
 {
-	struct mquery *q = cls;
-	if (strlen(key) != key_size || (value && strlen(value) != value_size))
-		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s contains a NUL byte", key);
-	else if (pe_out_is_param(key))
-		q->failed = pe_out_take(&q->out, key, value, q->err);
-	else if (pe_param_index(&pe_table_rope_mrope, key) >= 0 && pe_param_index(&pe_mrope_body_def, key) < 0)
-		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s does not apply to POST: the body gives the positions", key);
-	else
-		q->failed = pe_params_set(q->params, key, value ? value : "", q->err);
-	return q->failed ? MHD_NO : MHD_YES;
+	for (int i = 0; i < q->extras.def->nparams; i++)
+		if (q->extras.v[i].given)
+			return pe_err_set(err, PE_EINVAL, q->extras.def->params[i].name,
+					  "%s does not apply to POST: the body gives the positions", q->extras.def->params[i].name);
+	return 0;
 }
 
 static struct mjob *mjob_new(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
@@ -222,12 +186,11 @@ static struct mjob *mjob_new(struct req *r, struct MHD_Connection *conn, struct 
 		return NULL;
 	}
 	j->os.h = r->h;
-	pe_params_init(&j->params, &pe_mrope_body_def);
-	struct mquery q = {.params = &j->params, .err = err};
-	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
-	int rc = q.failed;
+	struct pe_query *q = pe_contract_query(r);
+	pe_contract_take_params(r, &j->params);
+	int rc = sequence_given(q, err);
 	if (rc == 0)
-		rc = pe_http_out_resolve(&j->out, &q.out, conn, PE_DTYPE_COUNT_, OFFERED, err);
+		rc = pe_http_out_resolve(&j->out, &q->out, conn, PE_DTYPE_COUNT_, OFFERED, err);
 	if (rc != 0) {
 		mjob_free(&j->os);
 		return NULL;
@@ -239,10 +202,6 @@ static struct mjob *mjob_new(struct req *r, struct MHD_Connection *conn, struct 
 static enum MHD_Result post(struct req *r, struct MHD_Connection *conn)
 {
 	struct pe_err err = {0};
-	if (r->body_too_big) {
-		pe_err_set(&err, PE_ETOOBIG, "body", "the body is over max_body_bytes (%" PRIu64 ")", r->h->opt.max_body_bytes);
-		return pe_http_problem(r, conn, &err);
-	}
 	struct mjob *j = mjob_new(r, conn, &err);
 	if (!j)
 		return pe_http_problem(r, conn, &err);
@@ -269,7 +228,6 @@ const struct pe_handler pe_mrope_handler = {
 	.match_cb = match_cb,
 	.allow = "GET, HEAD, POST, OPTIONS",
 	.cors_methods = "GET, HEAD, POST, OPTIONS",
-	.begin_cb = begin_cb,
-	.body_cb = pe_http_body_collect,
+	.contract = contract,
 	.finish_cb = finish_cb,
 };

@@ -43,20 +43,14 @@
  * header lines: MHD reads it as one more header line, while the scan would count a new part (and
  * after "--boundary--" there, stop scanning while MHD went on to further parts). */
 #include "http/multipart.h"
+#include "http/media.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-int pe_mp_is_form(const char *ctype)
-{
-	static const char form[] = "multipart/form-data";
-	if (!ctype || strncasecmp(ctype, form, sizeof form - 1) != 0)
-		return 0;
-	char c = ctype[sizeof form - 1];
-	return c == 0 || c == ';' || c == ' ' || c == '\t';
-}
+int pe_mp_is_form(const char *ctype) { return pe_media_match(ctype, "multipart/form-data") == 0; }
 
 void pe_mp_init(struct pe_mp *m, uint64_t max_body, struct pe_budget *budget)
 {
@@ -78,63 +72,61 @@ void pe_mp_want(struct pe_mp *m, const char *name, size_t max, const char *types
 }
 
 /* MHD_PostProcessor takes the boundary as everything after the first "boundary=" of the
- * Content-Type (quotes stripped): a parameter after it (`boundary=B; charset=utf-8`), or that text
- * inside another parameter's value, would make it look for a boundary the body does not have, and
- * the whole body would pass as a preamble. Such a header is refused rather than misread: 0 when
- * MHD reads the boundary the header means (or finds none, which it refuses itself). */
-static int boundary_misread(const char *ctype)
+ * Content-Type, matched case-sensitively (quotes stripped): a parameter after it
+ * (`boundary=B; charset=utf-8`), or that text inside another parameter's value, would make it look
+ * for a boundary the body does not have, and the whole body would pass as a preamble. Such a
+ * header is refused rather than misread. The boundary parameter is found as RFC 9110 §8.3.1 reads
+ * parameters (media.c: its name in any case), and its name is written in lower case where it
+ * stands, so that MHD's search finds "BOUNDARY=" too; then MHD must find it there, as the last
+ * parameter, one token or one quoted string without quotes or escapes inside. at: the
+ * parameter's name; v, len: its value. */
+static int boundary_misread(const char *ctype, const char *at, const char *v, size_t len)
 {
-	const char *b = ctype ? strstr(ctype, "boundary=") : NULL, *v = b ? b + 9 : NULL;
-	if (!b)
-		return 0;
-	const char *before = b;
-	while (before > ctype && (before[-1] == ' ' || before[-1] == '\t'))
-		before--;
-	if (before == ctype || before[-1] != ';')
-		return 1; /* not a parameter of its own */
-	size_t n = strlen(v);
-	if (*v == '"')
-		return n < 2 || v[n - 1] != '"' || memchr(v + 1, '"', n - 2) != NULL;
-	return strcspn(v, "; \t,\"") != n;
+	int quoted = v > ctype && v[-1] == '"';
+	if (strstr(ctype, "boundary=") != at || v[len + (quoted ? 1 : 0)] != 0)
+		return 1;
+	return quoted && (memchr(v, '"', len) != NULL || memchr(v, '\\', len) != NULL);
 }
 
-/* The delimiter MHD ends a value at, "\r\n--" and the boundary as MHD reads it (boundary_misread
- * let through only a last parameter, one token or one quoted string). The scan starts as if a
- * line break came before the body, so that "--boundary" opens it. */
-static int boundary_copy(struct pe_mp *m, const char *ctype)
+/* The delimiter MHD ends a value at, "\r\n--" and the boundary. The scan starts as if a line
+ * break came before the body, so that "--boundary" opens it. */
+static void boundary_copy(struct pe_mp *m, const char *b, size_t n)
 {
-	const char *b = ctype ? strstr(ctype, "boundary=") : NULL;
-	if (!b)
-		return -1;
-	b += 9;
-	size_t n = strlen(b);
-	if (*b == '"')
-		b++, n -= 2;
-	if (n < 2 || n > PE_MP_PP_BUFFER / 2 - 1)
-		return -1;
 	memcpy(m->delim, "\r\n--", 4);
 	memcpy(m->delim + 4, b, n);
 	m->dlen = n + 4;
 	m->matched = 2;
 	m->phase = PE_MP_PREAMBLE;
+}
+
+/* The boundary of ctype into m: 0, or a 400 naming Content-Type. */
+static int read_boundary(struct pe_mp *m, const char *ctype, struct pe_err *err)
+{
+	const char *v = NULL, *at = NULL;
+	size_t len = 0;
+	int has = pe_media_param(ctype, "boundary", &v, &len, &at);
+	if (has > 0)
+		memcpy((char *)at, "boundary", 8); /* the header's own bytes, as MHD's search reads them */
+	if (has < 0 || (has > 0 && boundary_misread(ctype, at, v, len)))
+		return pe_err_set(err, PE_EINVAL, "Content-Type", "boundary= must be the last parameter of Content-Type, "
+				  "one token or one quoted string (multipart/form-data; boundary=XYZ)");
+	if (!has || len < 2 || len > PE_MP_PP_BUFFER / 2 - 1)
+		return pe_err_set(err, PE_EINVAL, "Content-Type", "multipart/form-data needs a boundary= of 2 to %d "
+				  "bytes", PE_MP_PP_BUFFER / 2 - 1);
+	boundary_copy(m, v, len);
 	return 0;
 }
 
-int pe_mp_begin(struct pe_mp *m, struct MHD_Connection *conn, struct pe_err *err)
+int pe_mp_begin(struct pe_mp *m, struct MHD_Connection *conn, uint64_t declared, struct pe_err *err)
 {
 	const char *ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-	if (boundary_misread(ctype))
-		return pe_err_set(err, PE_EINVAL, "Content-Type", "boundary= must be the last parameter of Content-Type, "
-				  "one token or one quoted string (multipart/form-data; boundary=XYZ)");
-	if (boundary_copy(m, ctype) != 0)
-		return pe_err_set(err, PE_EINVAL, "Content-Type", "multipart/form-data needs a boundary= of 2 to %d "
-				  "bytes", PE_MP_PP_BUFFER / 2 - 1);
-	int rc = pe_budget_take(m->budget, PE_MP_PP_BYTES);
+	int rc = read_boundary(m, ctype, err);
 	if (rc != 0)
+		return rc;
+	if ((rc = pe_budget_take(m->budget, PE_MP_PP_BYTES)) != 0)
 		return pe_err_set(err, rc, "body", "the memory budget for request bodies and responses is full; retry");
 	m->held = PE_MP_PP_BYTES;
-	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	m->declared = cl ? strtoull(cl, NULL, 10) : 0; /* framing.c let only digits through */
+	m->declared = declared;
 	m->pp = MHD_create_post_processor(conn, PE_MP_PP_BUFFER, pe_mp_data_cb, m);
 	if (!m->pp) {
 		pe_mp_destroy(m);
@@ -173,21 +165,6 @@ static int plain_encoding(const char *te)
 	return !te || !strcasecmp(te, "binary") || !strcasecmp(te, "8bit") || !strcasecmp(te, "7bit");
 }
 
-/* Is the media type of ctype (parameters aside) one of the list "a, b, c"? */
-static int type_listed(const char *list, const char *ctype)
-{
-	ctype += strspn(ctype, " \t");
-	size_t n = strcspn(ctype, "; \t");
-	for (const char *t = list; *t;) {
-		size_t k = strcspn(t, ",");
-		if (k == n && !strncasecmp(t, ctype, n))
-			return 1;
-		t += k;
-		t += strspn(t, ", ");
-	}
-	return 0;
-}
-
 /* A new part named p begins: 0, or a failure. */
 static int part_begins(struct pe_mp *m, struct pe_mp_part *p, const char *ctype, const char *te)
 {
@@ -207,7 +184,7 @@ static int part_begins(struct pe_mp *m, struct pe_mp_part *p, const char *ctype,
 			 "(binary)", p->name, te);
 		return fail(m, PE_EBODY, p->name, d);
 	}
-	if (ctype && *ctype && !type_listed(p->types, ctype)) {
+	if (ctype && *ctype && pe_media_match(ctype, p->types) < 0) {
 		snprintf(d, sizeof d, "the part %s has Content-Type %.40s; it takes %s (or no Content-Type)", p->name,
 			 ctype, p->types);
 		return fail(m, PE_EBODY, p->name, d);

@@ -55,9 +55,10 @@ void pe_mp_init(struct pe_mp *m, uint64_t max_body, struct pe_budget *budget);
  * ("application/x-npy, application/octet-stream": media types, parameters aside); any other
  * name or type is refused. */
 void pe_mp_want(struct pe_mp *m, const char *name, size_t max, const char *types);
-/* The post processor over conn's Content-Type (its boundary). 0, or a code with err set (400
- * naming Content-Type; 503 / 413 when the budget cannot hold the processor). */
-int pe_mp_begin(struct pe_mp *m, struct MHD_Connection *conn, struct pe_err *err);
+/* The post processor over conn's Content-Type (its boundary), for a body of declared bytes
+ * (framing's Content-Length; 0 when chunked). 0, or a code with err set (400 naming
+ * Content-Type; 503 / 413 when the budget cannot hold the processor). */
+int pe_mp_begin(struct pe_mp *m, struct MHD_Connection *conn, uint64_t declared, struct pe_err *err);
 /* Body bytes as they arrive. 0, or a code with m->err set; the parts are then released. */
 int pe_mp_feed(struct pe_mp *m, const char *data, size_t n);
 /* The body has ended: 0 when the closing boundary was read, else a code with err set. */

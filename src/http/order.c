@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define PATH "/v1/analysis/order"
 #define NUM_WIDTH 26 /* the widest shortest double, and its comma */
@@ -203,48 +202,20 @@ static const struct pe_producer producer = {
 	.failure_cb = failure_cb,
 };
 
-struct query {
-	struct pe_params *params;
-	struct pe_err *err;
-	int failed;
-};
-
-static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
-				 const char *value, size_t value_size)
-{
-	struct query *q = cls;
-	if (strlen(key) != key_size || (value && strlen(value) != value_size))
-		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s contains a NUL byte", key);
-	else if (!*key)
-		q->failed = pe_err_set(q->err, PE_EINVAL, "", "a query parameter has an empty name");
-	else
-		q->failed = pe_params_set(q->params, key, value ? value : "", q->err);
-	return q->failed ? MHD_NO : MHD_YES;
-}
-
-static int parse_query(struct MHD_Connection *conn, struct pe_params *p, struct pe_err *err)
-{
-	struct query q = {.params = p, .err = err};
-	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
-	return q.failed;
-}
-
 #define KEY_MAX (PE_MAX_LIST * 2 * 26 + 4096) /* perm and tokens at their longest */
 
 static enum MHD_Result serve_get(struct req *r, struct MHD_Connection *conn)
 {
 	struct pe_err err = {0};
-	struct pe_params p;
+	struct pe_params *p = &pe_contract_query(r)->params; /* the job takes its lists over on a miss */
 	enum MHD_Result ret;
 	char *key = malloc(KEY_MAX);
 	int n = -1;
-	pe_params_init(&p, order_def());
 	if (!key)
 		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
-	else if (parse_query(conn, &p, &err) == 0 && pe_params_finish(&p, &err) == 0 &&
-		 check_cost(r->h, &p, "len", &err) == 0) {
+	else if (check_cost(r->h, p, "len", &err) == 0) {
 		n = snprintf(key, KEY_MAX, "v1/analysis/order?");
-		int c = pe_params_canonical(&p, key + n, KEY_MAX - (size_t)n - 8);
+		int c = pe_params_canonical(p, key + n, KEY_MAX - (size_t)n - 8);
 		n = c < 0 ? -1 : n + c + snprintf(key + n + c, 8, "|order");
 		if (n < 0)
 			pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
@@ -253,11 +224,10 @@ static enum MHD_Result serve_get(struct req *r, struct MHD_Connection *conn)
 		ret = pe_http_problem(r, conn, &err);
 	} else {
 		struct pe_out o = {.fmt = PE_FMT_JSON, .dt = PE_F64};
-		struct miss m = {.h = r->h, .params = &p, .keylen = (size_t)n};
+		struct miss m = {.h = r->h, .params = p, .keylen = (size_t)n};
 		ret = pe_produce_answer(r, conn, &producer, &o, key, (size_t)n, &m);
 	}
 	free(key);
-	pe_params_destroy(&p);
 	return ret;
 }
 
@@ -371,10 +341,10 @@ static const struct pe_oneshot_answer post_answer = {
 	.noun = "the computation", .content_type = "application/json", .failure = failure_cb};
 
 /* The query of a POST: no generator parameters (X is the body's). */
-static int post_params(struct MHD_Connection *conn, struct pe_params *p, struct pe_err *err)
+static int post_params(const struct pe_params *p, struct pe_err *err)
 {
 	static const char *const gen_only[] = {"seed", "tokens"};
-	int rc = parse_query(conn, p, err);
+	int rc = 0;
 	for (size_t i = 0; i < 2 && rc == 0; i++)
 		if (p->v[pe_param_index(p->def, gen_only[i])].given)
 			rc = pe_err_set(err, PE_EINVAL, gen_only[i], "%s draws X for a GET; a POST brings X in its body",
@@ -385,20 +355,14 @@ static int post_params(struct MHD_Connection *conn, struct pe_params *p, struct 
 static enum MHD_Result serve_post(struct req *r, struct MHD_Connection *conn)
 {
 	struct pe_err err = {0};
-	if (r->body_too_big) {
-		pe_err_set(&err, PE_ETOOBIG, "body", "the body is over %" PRIu64 " bytes (the largest X as npy, or max_body_bytes)",
-			   body_limit(r->h));
+	struct pe_params *p = &pe_contract_query(r)->params;
+	if (post_params(p, &err) != 0)
 		return pe_http_problem(r, conn, &err);
-	}
 	struct pjob *j = calloc(1, sizeof *j);
 	if (!j)
 		return MHD_NO;
 	j->os.h = r->h;
-	pe_params_init(&j->params, order_def());
-	if (post_params(conn, &j->params, &err) != 0) {
-		pjob_free(&j->os);
-		return pe_http_problem(r, conn, &err);
-	}
+	pe_contract_take_params(r, &j->params);
 	pe_http_take_body(r, &j->body);
 	j->os.run = run_post;
 	j->os.free = pjob_free;
@@ -407,57 +371,22 @@ static enum MHD_Result serve_post(struct req *r, struct MHD_Connection *conn)
 
 /* ---- the handler ---- */
 
-static enum MHD_Result refuse(struct req *r, int code, const char *param, const char *detail)
-{
-	struct pe_err err = {0};
-	pe_err_set(&err, code, param, "%s", detail);
-	return pe_http_refuse(r, &err, NULL);
-}
-
-static int is_npy(const char *ctype)
-{
-	return ctype && strcspn(ctype, "; \t") == 17 && strncasecmp(ctype, "application/x-npy", 17) == 0;
-}
-
-/* The first call: GET and HEAD take no body; a POST's is refused before it is read when its type
- * or declared length is wrong, else collected up to the largest X's npy (or max_body_bytes). */
-static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, const char *url)
-{
-	struct pe_http *h = r->h;
-	int post = !strcmp(r->method, "POST");
-	r->allow = "GET, HEAD, POST";
-	if (!post && strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
-		return refuse(r, PE_EMETHOD, "", "use GET, or POST with X as an npy body");
-	if (!post)
-		return r->has_body ? refuse(r, PE_EMETHOD, "", "a GET takes no body; POST X as application/x-npy") : MHD_YES;
-	if (atomic_load(&h->draining))
-		return refuse(r, PE_EDRAINING, "", "the service is shutting down");
-	if (!is_npy(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
-		return refuse(r, PE_EMEDIATYPE, "Content-Type", "X must be sent as application/x-npy");
-	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
-	if (declared > body_limit(h))
-		return refuse(r, PE_ETOOBIG, "body", "the body is over the largest X as npy, or max_body_bytes");
-	pe_buf_init(&r->body, (size_t)body_limit(h));
-	if (declared && pe_buf_reserve(&r->body, (size_t)declared) != 0)
-		return refuse(r, PE_ENOMEM, "body", "out of memory");
-	r->body_wanted = 1;
-	return MHD_YES;
-}
-
-static enum MHD_Result has_output_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
-{
-	*(int *)cls |= pe_out_is_param(key);
-	return MHD_YES;
-}
+/* GET: the parameters (X from the seeded generator) and, to ask for the registered table, the
+ * output options; POST: X as an npy body, at most the largest X's npy (or max_body_bytes), whose
+ * shape completes the parameters (take_shape). */
+static const struct pe_contract contract[] = {
+	{.methods = "GET, HEAD", .target_params = 1, .output = 1, .finish = 1},
+	{.methods = "POST", .target_params = 1, .media = "application/x-npy", .body_limit_cb = body_limit,
+	 .limit_name = "the largest X as npy, or max_body_bytes"},
+	{0},
+};
 
 /* A GET with format= (or dtype=, cmap=, scale=) asks for the registered table, the attention pair
  * [2, len, len], in any table format (table.c); without, the whole analysis as JSON. */
-static int wants_table(struct MHD_Connection *conn)
+static int wants_table(struct req *r)
 {
-	int found = 0;
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, has_output_arg, &found);
-	return found;
+	const struct pe_out_query *o = &pe_contract_query(r)->out;
+	return o->format || o->dtype || o->cmap || o->scale;
 }
 
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
@@ -469,7 +398,7 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 	}
 	if (!strcmp(r->method, "POST"))
 		return serve_post(r, conn);
-	return wants_table(conn) ? pe_table_request(r, conn, r->target) : serve_get(r, conn);
+	return wants_table(r) ? pe_table_request(r, conn, r->target) : serve_get(r, conn);
 }
 
 static int match_cb(void *hctx, const char *url, const void **target)
@@ -486,7 +415,6 @@ const struct pe_handler pe_order_handler = {
 	.match_cb = match_cb,
 	.allow = "GET, HEAD, POST, OPTIONS",
 	.cors_methods = "GET, HEAD, POST, OPTIONS",
-	.begin_cb = begin_cb,
-	.body_cb = pe_http_body_collect,
+	.contract = contract,
 	.finish_cb = finish_cb,
 };

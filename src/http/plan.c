@@ -16,50 +16,27 @@
 #include "posenc/output.h"
 #include "posenc/plan.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-static size_t body_limit(const struct pe_http *h)
+static uint64_t body_limit(const struct pe_http *h)
 {
-	return h->opt.max_body_bytes < PE_PLAN_MAX_BODY ? (size_t)h->opt.max_body_bytes : PE_PLAN_MAX_BODY;
+	return h->opt.max_body_bytes < PE_PLAN_MAX_BODY ? h->opt.max_body_bytes : PE_PLAN_MAX_BODY;
 }
 
-static enum MHD_Result refuse(struct req *r, int code, const char *param, const char *detail)
-{
-	struct pe_err err = {0};
-	pe_err_set(&err, code, param, "%s", detail);
-	return pe_http_refuse(r, &err, NULL);
-}
+/* ?len=N: the longest sequence to plan for. */
+static const struct pe_param_spec specs[] = {
+	{"len", PE_PT_INT, "", 1, 1 << 30, NULL, "the longest sequence the plan's urls cover"},
+};
+static const struct pe_table_def params = {.name = "plan", .params = specs, .nparams = 1, .fixed_dtype = PE_DTYPE_COUNT_};
 
-static int is_json(const char *ctype)
-{
-	size_t n = ctype ? strcspn(ctype, "; \t") : 0;
-	return n == 16 && strncasecmp(ctype, "application/json", n) == 0;
-}
-
-static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, const char *url)
-{
-	struct pe_http *h = r->h;
-	r->allow = "POST";
-	if (strcmp(r->method, "POST") != 0)
-		return refuse(r, PE_EMETHOD, "", "use POST with a config.json body");
-	if (!is_json(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
-		return refuse(r, PE_EMEDIATYPE, "Content-Type", "the body must be application/json (a config.json)");
-	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
-	if (declared > body_limit(h)) {
-		char d[128];
-		snprintf(d, sizeof d, "the body is %llu bytes; a config.json may have %zu", declared, body_limit(h));
-		return refuse(r, PE_ETOOBIG, "body", d);
-	}
-	pe_buf_init(&r->body, body_limit(h));
-	r->body_wanted = 1;
-	return MHD_YES;
-}
+static const struct pe_contract contract[] = {
+	{.methods = "POST", .params = &params, .finish = 1, .media = "application/json", .body_limit_cb = body_limit,
+	 .limit_name = "a config.json: 1 MiB, or max_body_bytes"},
+	{0},
+};
 
 /* The plan's fits_cb: would the table of p, as format (json with gzip, the larger; or npy), pass
  * this server's 413 check before a job (response_budget_bytes, table.c's count) and fit its
@@ -75,30 +52,6 @@ static int fits_cb(void *ctx, const struct pe_params *p, const char *format)
 	if (h->opt.budget)
 		pe_budget_stats(h->opt.budget, &st);
 	return need != UINT64_MAX && (!h->opt.budget || need <= st.limit) && out <= h->opt.max_response_bytes;
-}
-
-struct query {
-	int64_t len;
-	struct pe_err *err;
-	int failed;
-};
-
-static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
-{
-	struct query *q = cls;
-	char *end;
-	if (strcmp(key, "len") != 0) {
-		q->failed = pe_err_set(q->err, PE_EINVAL, key, "unknown parameter '%.40s' for /v1/plan (only len)", key);
-		return MHD_NO;
-	}
-	errno = 0;
-	long long v = value && *value >= '0' && *value <= '9' ? strtoll(value, &end, 10) : -1;
-	if (q->len || v < 1 || errno || *end || v > ((int64_t)1 << 30)) {
-		q->failed = pe_err_set(q->err, PE_EINVAL, "len", "len must be given once, an integer from 1 to 2^30");
-		return MHD_NO;
-	}
-	q->len = v;
-	return MHD_YES;
 }
 
 /* A plan to make on a worker: the body (held on the response budget) and the options. */
@@ -135,14 +88,7 @@ static const struct pe_oneshot_answer plan_answer = {.noun = "the plan", .conten
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 {
 	struct pe_err err = {0};
-	struct query q = {.err = &err};
-	if (r->body_too_big) {
-		pe_err_set(&err, PE_ETOOBIG, "body", "the body is over %zu bytes", body_limit(r->h));
-		return pe_http_problem(r, conn, &err);
-	}
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
-	if (q.failed)
-		return pe_http_problem(r, conn, &err);
+	const struct pe_params *p = &pe_contract_query(r)->params;
 	struct plan_job *j = calloc(1, sizeof *j);
 	if (!j) {
 		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
@@ -150,7 +96,7 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 	}
 	j->os = (struct pe_oneshot){.h = r->h, .run = run_plan, .free = plan_job_free};
 	j->opts = (struct pe_plan_opts){
-		.len = q.len, .max_elements = r->h->opt.max_elements, .fits_cb = fits_cb, .fits_ctx = r->h};
+		.len = pe_param_isset(p, "len") ? pe_param_int(p, "len") : 0, .max_elements = r->h->opt.max_elements, .fits_cb = fits_cb, .fits_ctx = r->h};
 	pe_http_take_body(r, &j->body);
 	return pe_oneshot_start(r, conn, &j->os, &plan_answer);
 }
@@ -165,7 +111,6 @@ const struct pe_handler pe_plan_handler = {
 	.match_cb = match_cb,
 	.allow = "POST, OPTIONS",
 	.cors_methods = "POST, OPTIONS",
-	.begin_cb = begin_cb,
-	.body_cb = pe_http_body_collect,
+	.contract = contract,
 	.finish_cb = finish_cb,
 };

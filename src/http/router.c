@@ -1,8 +1,9 @@
 /* The router: handlers register (handlers.c), the router matches and dispatches (handler.h).
  * It names no handler: a URL goes to the first handler whose match_cb claims it, and every
- * decision that depends on the endpoint (methods, body, answer) is that handler's. What is the
- * same for all is here: 404 for a URL no one claims, 405 for methods other than GET and HEAD on
- * read-only handlers, and CORS preflights from each handler's declared methods. */
+ * decision that depends on the endpoint (methods, body, answer) is that handler's, declared
+ * (contract.h) and enforced here for all alike before the handler runs. What is the same for all
+ * is here too: 404 for a URL no one claims, 405 for methods other than GET and HEAD on handlers
+ * without a declaration, and CORS preflights from each handler's declared methods. */
 #include "http/router.h"
 #include "http/handler.h"
 
@@ -50,9 +51,15 @@ void pe_router_match(struct pe_router *rt, struct req *r, const char *url)
 	}
 }
 
+static int declared(const struct pe_handler *hd) { return hd->contract || hd->contract_cb; }
+
 enum MHD_Result pe_router_begin(struct req *r, struct MHD_Connection *conn, const char *url, const char *method)
 {
 	struct pe_err err = {0};
+	if (r->handler && declared(r->handler)) {
+		r->route = r->matched_route;
+		return pe_contract_begin(r, conn, url);
+	}
 	if (r->handler && r->handler->begin_cb) {
 		r->route = r->matched_route;
 		return r->handler->begin_cb(r, conn, url);
@@ -68,7 +75,11 @@ enum MHD_Result pe_router_begin(struct req *r, struct MHD_Connection *conn, cons
 
 int pe_router_body(struct req *r, const char *data, size_t n)
 {
-	return r->body_wanted && r->handler && r->handler->body_cb ? r->handler->body_cb(r, data, n) : -1;
+	if (!r->body_wanted || !r->handler)
+		return -1;
+	if (r->handler->body_cb)
+		return r->handler->body_cb(r, data, n);
+	return declared(r->handler) ? pe_http_body_collect(r, data, n) : -1;
 }
 
 /* A CORS preflight: Allow for the route, and the CORS headers when the method asked for is one a
@@ -102,14 +113,16 @@ enum MHD_Result pe_router_finish(struct req *r, struct MHD_Connection *conn, con
 	}
 	if (!strcmp(method, "OPTIONS"))
 		return preflight(r, conn);
-	if (!r->handler->begin_cb) {
+	if (!r->handler->begin_cb && !declared(r->handler)) {
 		r->route = r->matched_route;
 		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
 			pe_err_set(&err, PE_EMETHOD, "", "%s is not allowed here; use GET", method);
 			return pe_http_problem(r, conn, &err);
 		}
 	}
-	return r->handler->finish_cb(r, conn);
+	int answered;
+	enum MHD_Result rc = pe_contract_finish(r, conn, &answered);
+	return answered ? rc : r->handler->finish_cb(r, conn);
 }
 
 void pe_router_end(struct req *r)
@@ -117,6 +130,7 @@ void pe_router_end(struct req *r)
 	if (r->ctx && r->handler && r->handler->req_free_cb)
 		r->handler->req_free_cb(r->ctx);
 	r->ctx = NULL;
+	pe_contract_end(r);
 }
 
 /* ---- paths ---- */

@@ -33,35 +33,6 @@ struct job {
 	uint64_t need;        /* the most it holds on the budget at once (job_need) */
 };
 
-/* ---- query parsing ---- */
-
-struct query {
-	struct pe_params *params;
-	struct pe_out_query out;
-	struct pe_err *err;
-	int failed;
-};
-
-static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
-				 const char *value, size_t value_size)
-{
-	struct query *q = cls;
-	/* MHD decodes %00 into a NUL: C strings would silently cut the value there */
-	if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
-		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s contains a NUL byte", key);
-		return MHD_NO;
-	}
-	if (!*key) {
-		q->failed = pe_err_set(q->err, PE_EINVAL, "", "a query parameter has an empty name");
-		return MHD_NO;
-	}
-	if (pe_out_is_param(key))
-		q->failed = pe_out_take(&q->out, key, value, q->err);
-	else
-		q->failed = pe_params_set(q->params, key, value ? value : "", q->err);
-	return q->failed ? MHD_NO : MHD_YES;
-}
-
 /* Everything a request would cost, from its parameters, before anything is allocated: the table
  * and any intermediate table against max_elements, an analysis' work against max_analysis_cost. */
 static int check_size(const struct pe_http *h, const struct pe_params *p, struct pe_err *err)
@@ -174,20 +145,12 @@ static int check_budget(struct pe_http *h, const struct pe_params *p, const stru
 	return pe_produce_budget_check(h, need, param, err);
 }
 
-/* Parse and validate everything; fills params and the output options. */
-static int parse_request(struct pe_http *h, struct MHD_Connection *conn, const struct pe_table_def *def,
-			 struct pe_params *p, struct pe_out *o, struct pe_err *err)
+/* Negotiate the output and size the table of the parsed (and finished) parameters. */
+static int check_request(struct pe_http *h, struct MHD_Connection *conn, const struct pe_table_def *def,
+			 const struct pe_query *q, struct pe_out *o, struct pe_err *err)
 {
-	struct query q = {.params = p, .err = err};
-	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
-	if (q.failed)
-		return q.failed;
-	int rc = pe_http_out_resolve(o, &q.out, conn, def->fixed_dtype, OFFERED, err);
-	if (rc == 0)
-		rc = pe_params_finish(p, err);
-	if (rc == 0)
-		rc = check_size(h, p, err);
-	return rc;
+	int rc = pe_http_out_resolve(o, &q->out, conn, def->fixed_dtype, OFFERED, err);
+	return rc == 0 ? check_size(h, &q->params, err) : rc;
 }
 
 /* Room for any key of these parameters: a list value's canonical form is at most 24 characters
@@ -396,35 +359,34 @@ enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, con
 {
 	struct pe_http *h = r->h;
 	struct pe_err err = {0};
-	struct pe_params p;
+	struct pe_query *q = pe_contract_query(r);
+	struct pe_params *p = &q->params; /* the job takes its lists over on a miss */
 	struct pe_out o;
 	enum MHD_Result ret;
 	char *key = NULL;
-	pe_params_init(&p, def);
 	if (atomic_load(&h->draining)) {
 		pe_err_set(&err, PE_EDRAINING, "", "the service is shutting down");
-		ret = pe_http_problem(r, conn, &err);
-		goto out;
+		return pe_http_problem(r, conn, &err);
 	}
-	if (parse_request(h, conn, def, &p, &o, &err) != 0) {
-		ret = pe_http_problem(r, conn, &err);
-		goto out;
+	if (p->def != def) {
+		pe_err_set(&err, PE_EINTERNAL, "", "the route declared other parameters");
+		return pe_http_problem(r, conn, &err);
 	}
+	if (check_request(h, conn, def, q, &o, &err) != 0)
+		return pe_http_problem(r, conn, &err);
 	char small[4096]; /* most keys fit; long factor lists take the heap */
-	int keylen = make_key(&p, &o, small, sizeof small);
-	size_t cap = key_cap(&p);
+	int keylen = make_key(p, &o, small, sizeof small);
+	size_t cap = key_cap(p);
 	if (keylen < 0 && (key = malloc(cap)) != NULL)
-		keylen = make_key(&p, &o, key, cap);
+		keylen = make_key(p, &o, key, cap);
 	if (keylen < 0) {
 		pe_err_set(&err, PE_EINTERNAL, "", "cannot form the cache key");
 		ret = pe_http_problem(r, conn, &err);
-		goto out;
+	} else {
+		struct miss m = {.h = h, .params = p, .out = &o, .keylen = (size_t)keylen};
+		ret = pe_produce_answer(r, conn, &producer, &o, key ? key : small, (size_t)keylen, &m);
 	}
-	struct miss m = {.h = h, .params = &p, .out = &o, .keylen = (size_t)keylen};
-	ret = pe_produce_answer(r, conn, &producer, &o, key ? key : small, (size_t)keylen, &m);
-out:
 	free(key);
-	pe_params_destroy(&p);
 	return ret;
 }
 
@@ -442,9 +404,16 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 	return pe_table_request(r, conn, r->target);
 }
 
+/* A table's query: its own parameters and the output options, finished before it is answered. */
+static const struct pe_contract contract[] = {
+	{.methods = "GET, HEAD", .target_params = 1, .output = 1, .finish = 1},
+	{0},
+};
+
 const struct pe_handler pe_table_handler = {
 	.name = "tables",
 	.match_cb = match_cb,
+	.contract = contract,
 	.allow = "GET, HEAD, OPTIONS",
 	.cors_methods = "GET, HEAD, OPTIONS",
 	.finish_cb = finish_cb,

@@ -1,11 +1,11 @@
 /* POST /v1/<transform> (rope/apply, alibi/apply, sinusoidal/apply): a tensor in the body, the
  * transformed tensor back.
  *
- * The first handler call decides whether the body is wanted at all: wrong method (405), body type
- * (415) and a Content-Length over max_body_bytes (413) are refused before a byte of body is read
- * (server.c answers them, after dropping the body when the client sends it regardless).
- * The body is then collected in a buffer bounded by max_body_bytes (chunked bodies are capped as
- * they arrive). The work (decode, apply, encode) runs on a worker: the connection is suspended
+ * The declaration (contract.h) decides whether the body is wanted at all: wrong method (405),
+ * query (400), body type (415) and a Content-Length over max_body_bytes (413) are refused before a
+ * byte of body is read (server.c answers them, after dropping the body when the client sends it
+ * regardless). The body is then collected in a buffer bounded by max_body_bytes (chunked bodies
+ * are capped as they arrive). The work (decode, apply, encode) runs on a worker: the connection is suspended
  * like a table miss. Bodies are decoded in place where the format allows (npy and raw f32/f64 are
  * transformed inside the body buffer), so a request costs about twice its body at most. Results
  * depend on the body, so they are not cached (Cache-Control: no-store).
@@ -17,6 +17,7 @@
  * the job's body (decoded and answered in place the same way) and holds its own reservation.
  * The job's decoding and dtype conversions are in transform_decode.c (transform.h). */
 #include "http/handler.h"
+#include "http/media.h"
 #include "http/multipart.h"
 #include "http/oneshot.h"
 #include "http/produce.h"
@@ -26,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 static const unsigned OFFERED =
 	PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV);
@@ -39,19 +39,14 @@ static enum MHD_Result answer_now(struct req *r, struct MHD_Connection *conn, in
 	return pe_http_refuse(r, &err, NULL);
 }
 
+#define BODY_TYPES "application/x-npy, application/octet-stream, application/json" /* enum body_kind's order */
+
 static int body_kind_of(const char *ctype, enum body_kind *k)
 {
-	if (!ctype)
+	int i = pe_media_match(ctype, BODY_TYPES);
+	if (i < 0)
 		return -1;
-	size_t n = strcspn(ctype, "; \t");
-	if (n == 17 && strncasecmp(ctype, "application/x-npy", n) == 0)
-		*k = BODY_NPY;
-	else if (n == 24 && strncasecmp(ctype, "application/octet-stream", n) == 0)
-		*k = BODY_BIN;
-	else if (n == 16 && strncasecmp(ctype, "application/json", n) == 0)
-		*k = BODY_JSON;
-	else
-		return -1;
+	*k = (enum body_kind)i;
 	return 0;
 }
 
@@ -86,7 +81,7 @@ static enum MHD_Result begin_multipart(struct req *r, struct MHD_Connection *con
 	pe_mp_want(m, "positions", (size_t)(pos_max < h->opt.max_body_bytes ? pos_max : h->opt.max_body_bytes),
 		   "application/x-npy, application/octet-stream");
 	r->ctx = m;
-	if (pe_mp_begin(m, conn, &err) != 0)
+	if (pe_mp_begin(m, conn, r->chunked ? 0 : r->declared, &err) != 0)
 		return pe_http_refuse(r, &err, NULL);
 	/* the server reserves nothing for r->body (max 0): the parts hold their own reservations */
 	pe_buf_init(&r->body, 0);
@@ -109,68 +104,33 @@ static int body_cb(struct req *r, const char *data, size_t n)
 	return 0;
 }
 
-/* The first call: refuse what can be refused before the body is read, else want the body. */
+/* shape=: the raw body's shape (decoded with the body, transform_decode.c). */
+static const struct pe_param_spec shape_spec[] = {
+	{"shape", PE_PT_TEXT, "", 0, 1024, NULL, "an application/octet-stream body's shape, e.g. 1,32,2048,128"},
+};
+static const struct pe_table_def shape_param = {.name = "transforms", .params = shape_spec, .nparams = 1,
+						.fixed_dtype = PE_DTYPE_COUNT_};
+
+/* The transform's parameters, the output options and shape=; a tensor body within max_body_bytes
+ * (rope/apply: also multipart/form-data, a part x and a part positions). */
+static const struct pe_contract contract = {
+	.methods = "POST", .target_params = 1, .output = 1, .extras = &shape_param, .finish = 1, .media = BODY_TYPES};
+static const struct pe_contract contract_form = {
+	.methods = "POST", .target_params = 1, .output = 1, .extras = &shape_param, .finish = 1,
+	.media = BODY_TYPES ", multipart/form-data"};
+
+static const struct pe_contract *contract_cb(struct req *r, struct MHD_Connection *conn, const char *url)
+{
+	const struct pe_table_def *def = r->target;
+	return pe_contract_only(r, strcmp(def->name, "rope/apply") ? &contract : &contract_form);
+}
+
+/* Once the declaration holds: a multipart body is read part by part (the others are collected
+ * whole by the router). */
 static enum MHD_Result begin_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
-	struct pe_http *h = r->h;
-	enum body_kind kind;
-	r->allow = "POST";
-	if (strcmp(r->method, "POST") != 0)
-		return answer_now(r, conn, PE_EMETHOD, "", "use POST with a tensor body");
-	if (atomic_load(&h->draining))
-		return answer_now(r, conn, PE_EDRAINING, "", "the service is shutting down");
-	int form = pe_mp_is_form(content_type(conn));
-	if (form && strcmp(((const struct pe_table_def *)r->target)->name, "rope/apply") != 0)
-		return answer_now(r, conn, PE_EMEDIATYPE, "Content-Type",
-				  "multipart/form-data is for rope/apply; send the tensor as application/x-npy, "
-				  "application/octet-stream or application/json");
-	if (!form && body_kind_of(content_type(conn), &kind) != 0)
-		return answer_now(r, conn, PE_EMEDIATYPE, "Content-Type",
-				  "the body must be application/x-npy, application/octet-stream, application/json "
-				  "or (rope/apply) multipart/form-data");
-	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
-	if (declared > h->opt.max_body_bytes) {
-		char d[128];
-		snprintf(d, sizeof d, "the body is %llu bytes; the limit is %" PRIu64, declared, h->opt.max_body_bytes);
-		return answer_now(r, conn, PE_ETOOBIG, "body", d);
-	}
-	if (form)
-		return begin_multipart(r, conn);
-	pe_buf_init(&r->body, h->opt.max_body_bytes);
-	if (declared && pe_buf_reserve(&r->body, (size_t)declared) != 0)
-		return answer_now(r, conn, PE_ENOMEM, "body", "out of memory");
-	r->body_wanted = 1;
-	return MHD_YES;
+	return pe_mp_is_form(content_type(conn)) ? begin_multipart(r, conn) : MHD_YES;
 }
-
-/* ---- query ---- */
-
-struct tquery {
-	struct pe_params *params;
-	struct pe_out_query out;
-	const char *shape;
-	struct pe_err *err;
-	int failed;
-};
-
-static enum MHD_Result tquery_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
-				  const char *value, size_t value_size)
-{
-	struct tquery *q = cls;
-	if (strlen(key) != key_size || (value && strlen(value) != value_size))
-		q->failed = pe_err_set(q->err, PE_EINVAL, key, "%s contains a NUL byte", key);
-	else if (pe_out_is_param(key))
-		q->failed = pe_out_take(&q->out, key, value, q->err);
-	else if (!strcmp(key, "shape")) {
-		if (q->shape || !value || !*value)
-			q->failed = pe_err_set(q->err, PE_EINVAL, key, "shape must be given once, e.g. shape=1,32,2048,128");
-		q->shape = value;
-	} else
-		q->failed = pe_params_set(q->params, key, value ? value : "", q->err);
-	return q->failed ? MHD_NO : MHD_YES;
-}
-
 
 static enum pe_dtype output_dtype(const struct tjob *j, enum pe_dtype in, int *bad, struct pe_err *err)
 {
@@ -446,23 +406,21 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 		return NULL;
 	}
 	j->os.h = r->h;
-	pe_params_init(&j->params, r->target);
 	struct pe_mp *m = r->ctx;
 	struct pe_mp_part *x = m ? pe_mp_get(m, "x") : NULL;
 	body_kind_of(content_type(conn), &j->kind);
-	struct tquery q = {.params = &j->params, .err = err};
-	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, tquery_arg, &q);
-	int rc = q.failed;
-	if (rc == 0)
-		rc = pe_params_finish(&j->params, err);
-	if (rc == 0 && m)
-		rc = x_part_kind(x, q.shape, &j->kind, err);
-	if (rc == 0 && q.shape && j->kind != BODY_BIN)
+	struct pe_query *q = pe_contract_query(r);
+	const char *shape = pe_query_extra(q, "shape");
+	pe_contract_take_params(r, &j->params);
+	int rc = 0;
+	if (m)
+		rc = x_part_kind(x, shape, &j->kind, err);
+	if (rc == 0 && shape && j->kind != BODY_BIN)
 		rc = pe_err_set(err, PE_EINVAL, "shape", "shape= describes application/octet-stream bodies only");
 	if (rc == 0)
-		rc = pick_format(j, &q.out, conn, err);
-	j->raw_shape = dup_or_null(q.shape);
-	j->dtype = dup_or_null(q.out.dtype);
+		rc = pick_format(j, &q->out, conn, err);
+	j->raw_shape = dup_or_null(shape);
+	j->dtype = dup_or_null(q->out.dtype);
 	if (rc != 0) {
 		tjob_free(&j->os);
 		return NULL;
@@ -485,10 +443,6 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 {
 	struct pe_err err = {0};
-	if (r->body_too_big) {
-		pe_err_set(&err, PE_ETOOBIG, "body", "the body is over max_body_bytes (%" PRIu64 ")", r->h->opt.max_body_bytes);
-		return pe_http_problem(r, conn, &err);
-	}
 	if (r->ctx && pe_mp_end(r->ctx, &err) != 0)
 		return pe_http_problem(r, conn, &err);
 	if (r->ctx && !pe_mp_get(r->ctx, "x")) {
@@ -515,6 +469,7 @@ const struct pe_handler pe_transform_handler = {
 	.match_cb = match_cb,
 	.allow = "POST, OPTIONS",
 	.cors_methods = "POST, OPTIONS",
+	.contract_cb = contract_cb,
 	.begin_cb = begin_cb,
 	.body_cb = body_cb,
 	.finish_cb = finish_cb,

@@ -1,6 +1,6 @@
 /* multipart/form-data bodies for the rope/apply tests with per-token positions
  * (test_apply_positions.c, test_apply_positions_kat.c), built byte for byte as curl -F builds
- * them, and npy files of int32 / int64 positions. Header-only (static). */
+ * them, npy files of int32 / int64 positions and of floats. Header-only (static). */
 #ifndef PE_TEST_APPLY_POSITIONS_FORM_H
 #define PE_TEST_APPLY_POSITIONS_FORM_H
 
@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "posenc/posenc.h"
 
 #define FORM_BOUNDARY "------------------------pe7f3a9c2d41"
 
@@ -71,6 +73,30 @@ static inline char *npy_ints(const int64_t *v, const size_t *shape, int rank, in
 	}
 	*len = hlen + n * esz;
 	return b;
+}
+
+/* An npy file of floats (f32 or f64) of this shape, element i being 0.25 * (i % 7); caller frees. */
+static inline char *npy_reals(enum pe_dtype dt, const size_t *shape, int rank, size_t *len)
+{
+	struct pe_tensor_view v = {.dtype = dt};
+	size_t n = 1;
+	v.shape.rank = rank;
+	for (int i = 0; i < rank; i++)
+		n *= v.shape.dim[i] = shape[i];
+	char *x = calloc(n ? n : 1, 8);
+	for (size_t i = 0; i < n; i++) {
+		double d = 0.25 * (double)(i % 7);
+		float f = (float)d;
+		memcpy(x + i * pe_dtype_size(dt), dt == PE_F64 ? (const void *)&d : (const void *)&f, pe_dtype_size(dt));
+	}
+	v.data = x;
+	struct pe_buf b;
+	pe_buf_init(&b, (size_t)1 << 24);
+	int rc = pe_npy_write(&b, &v, NULL);
+	free(x);
+	if (rc != 0)
+		abort();
+	return pe_buf_steal(&b, len);
 }
 
 #endif

@@ -5,7 +5,8 @@
  *    Content-Type, so it cannot run without a connection: an in-process daemon (no listening
  *    socket, run from this thread with MHD_run) is handed one end of a socketpair per input, and
  *    the other end sends a POST whose Content-Type boundary is the input's first line and whose
- *    body is the rest (Content-Length, or chunked when the second byte is odd). The access handler
+ *    body is the rest (Content-Length, or chunked when the second byte is odd; the parameter
+ *    named "BOUNDARY" when the first byte has bit 1 set, as RFC 9110 lets a client name it). The access handler
  *    does what transform.c does: pe_mp_begin, pe_mp_feed per block, pe_mp_end.
  *  - odd: the part assembly alone, driven through pe_mp_data_cb with the calls a post processor
  *    could make (any name, NULL name, offsets right or wrong, sizes, types, transfer encodings):
@@ -154,6 +155,13 @@ struct conn_state {
 
 static struct MHD_Daemon *mhd;
 
+/* The request's Content-Length (0: chunked), as the server's framing hands it to pe_mp_begin. */
+static uint64_t declared_length(struct MHD_Connection *conn)
+{
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	return cl ? strtoull(cl, NULL, 10) : 0;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 			       const char *version, const char *data, size_t *size, void **con_cls)
 {
@@ -163,7 +171,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		s = calloc(1, sizeof *s);
 		*con_cls = s;
 		setup(&s->m);
-		s->failed = pe_mp_begin(&s->m, conn, &err) != 0;
+		s->failed = pe_mp_begin(&s->m, conn, declared_length(conn), &err) != 0;
 		check_budget(&s->m, "after pe_mp_begin");
 		return MHD_YES;
 	}
@@ -196,7 +204,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 	*con_cls = NULL;
 }
 
-static void drive_mhd(const uint8_t *d, size_t n, int chunked)
+static void drive_mhd(const uint8_t *d, size_t n, int chunked, int upper)
 {
 	const uint8_t *nl = memchr(d, '\n', n < 200 ? n : 200);
 	size_t blen = nl ? (size_t)(nl - d) : 0;
@@ -214,7 +222,7 @@ static void drive_mhd(const uint8_t *d, size_t n, int chunked)
 	setsockopt(sv[0], SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
 	char head[512];
 	int hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: f\r\nConnection: close\r\n"
-			  "Content-Type: multipart/form-data; boundary=%s\r\n", boundary);
+			  "Content-Type: multipart/form-data; %s=%s\r\n", upper ? "BOUNDARY" : "boundary", boundary);
 	hl += chunked ? snprintf(head + hl, sizeof head - (size_t)hl, "Transfer-Encoding: chunked\r\n\r\n%zx\r\n", len)
 		      : snprintf(head + hl, sizeof head - (size_t)hl, "Content-Length: %zu\r\n\r\n", len);
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(1), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -255,6 +263,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	if (d[0] & 1)
 		drive_callbacks(d + 1, n - 1);
 	else
-		drive_mhd(d + 2, n - 2, d[1] & 1);
+		drive_mhd(d + 2, n - 2, d[1] & 1, d[0] & 2);
 	return 0;
 }

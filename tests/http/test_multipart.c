@@ -63,6 +63,13 @@ static void keep(struct pe_mp *m, const char *name, char *dst, size_t *len, int 
 		memcpy(dst, p->buf.data, p->buf.len);
 }
 
+/* The request's Content-Length (0: chunked), as the server's framing hands it to pe_mp_begin. */
+static uint64_t declared_length(struct MHD_Connection *conn)
+{
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	return cl ? strtoull(cl, NULL, 10) : 0;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 			       const char *version, const char *data, size_t *size, void **con_cls)
 {
@@ -77,7 +84,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		pe_mp_want(&s->m, "x", 1 << 20, "application/x-npy, application/octet-stream");
 		pe_mp_want(&s->m, "positions", 1 << 20, "application/x-npy");
 		s->out->begun = 1;
-		if (pe_mp_begin(&s->m, conn, &err) != 0)
+		if (pe_mp_begin(&s->m, conn, declared_length(conn), &err) != 0)
 			record_err(s, &err);
 		return MHD_YES;
 	}

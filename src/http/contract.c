@@ -1,0 +1,164 @@
+/* The begin phase of every declared route (contract.h): the checks that are the same for all,
+ * run once, before the handler's code. The order is the one a client can act on: the method,
+ * then who asks (guard_cb), then what the URL asks (query), then the body's type and size. */
+#include "http/contract.h"
+#include "http/handler.h"
+#include "http/media.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static enum MHD_Result refuse(struct req *r, int code, const char *param, const char *detail)
+{
+	struct pe_err err = {0};
+	pe_err_set(&err, code, param, "%s", detail);
+	return pe_http_refuse(r, &err, NULL);
+}
+
+/* The entry for this request, or NULL (405) with r->allow the methods the route takes. */
+static const struct pe_contract *select_entry(struct req *r, struct MHD_Connection *conn, const char *url)
+{
+	const struct pe_handler *hd = r->handler;
+	if (hd->contract_cb)
+		return hd->contract_cb(r, conn, url);
+	size_t at = 0;
+	r->allow_buf[0] = 0;
+	for (const struct pe_contract *c = hd->contract; c->methods; c++) {
+		if (pe_http_method_listed(c->methods, r->method))
+			return c;
+		size_t n = strlen(c->methods);
+		if (at + n + 3 < sizeof r->allow_buf) {
+			if (at)
+				memcpy(r->allow_buf + at, ", ", 2), at += 2;
+			memcpy(r->allow_buf + at, c->methods, n + 1);
+			at += n;
+		}
+	}
+	r->allow = r->allow_buf;
+	return NULL;
+}
+
+struct walk {
+	struct pe_query *q;
+	struct pe_err err;
+};
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				 const char *value, size_t value_size)
+{
+	struct walk *w = cls;
+	return pe_query_take(w->q, key, key_size, value, value_size, &w->err) == 0 ? MHD_YES : MHD_NO;
+}
+
+/* The query into r->query: 0, or a refusal. */
+static int read_query(struct req *r, struct MHD_Connection *conn, const struct pe_contract *c, const char *url)
+{
+	struct walk w = {.q = r->query = malloc(sizeof *r->query)};
+	if (!w.q)
+		return pe_err_set(&r->refusal, PE_ENOMEM, "", "out of memory");
+	const struct pe_table_def *params = c->target_params ? r->target : c->params;
+	pe_query_init(w.q, params, c->extras, c->output, url);
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &w);
+	if (!w.err.code && c->finish)
+		pe_params_finish(&w.q->params, &w.err);
+	if (w.err.code)
+		pe_http_refuse(r, &w.err, NULL);
+	return w.err.code;
+}
+
+uint64_t pe_contract_body_limit(const struct req *r)
+{
+	const struct pe_contract *c = r->contract;
+	return c && c->body_limit_cb ? c->body_limit_cb(r->h) : r->h->opt.max_body_bytes;
+}
+
+static const char *limit_name(const struct req *r)
+{
+	return r->contract->limit_name ? r->contract->limit_name : "max_body_bytes";
+}
+
+/* Content-Type, Content-Length (framing's), and the body wanted within the limit. */
+static enum MHD_Result begin_body(struct req *r, struct MHD_Connection *conn)
+{
+	const struct pe_contract *c = r->contract;
+	struct pe_err err = {0};
+	uint64_t limit = pe_contract_body_limit(r);
+	const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (atomic_load(&r->h->draining))
+		return refuse(r, PE_EDRAINING, "", "the service is shutting down");
+	if (pe_media_match(ct, c->media) < 0) {
+		pe_err_set(&err, PE_EMEDIATYPE, "Content-Type", "the body must be sent with Content-Type %s%s",
+			   strchr(c->media, ',') ? "one of: " : "", c->media);
+		return pe_http_refuse(r, &err, NULL);
+	}
+	if (r->declared > limit) {
+		pe_err_set(&err, PE_ETOOBIG, "body", "the body is %" PRIu64 " bytes; the limit is %" PRIu64 " (%s)",
+			   r->declared, limit, limit_name(r));
+		return pe_http_refuse(r, &err, NULL);
+	}
+	if (pe_media_match(ct, "multipart/form-data") < 0) { /* multipart: the handler reads the parts */
+		pe_buf_init(&r->body, (size_t)limit);
+		if (r->declared && pe_buf_reserve(&r->body, (size_t)r->declared) != 0)
+			return refuse(r, PE_ENOMEM, "body", "out of memory");
+		r->body_wanted = 1;
+	}
+	return MHD_YES;
+}
+
+enum MHD_Result pe_contract_begin(struct req *r, struct MHD_Connection *conn, const char *url)
+{
+	const struct pe_handler *hd = r->handler;
+	struct pe_err err = {0};
+	const struct pe_contract *c = r->contract = select_entry(r, conn, url);
+	if (!c) {
+		pe_err_set(&err, PE_EMETHOD, "", "%s is not allowed here; use %s", r->method, r->allow);
+		return pe_http_refuse(r, &err, NULL);
+	}
+	enum MHD_Result rc = hd->guard_cb ? hd->guard_cb(r, conn, url) : MHD_YES;
+	if (rc != MHD_YES || r->refusal.code)
+		return rc;
+	if (read_query(r, conn, c, url) != 0)
+		return MHD_YES;
+	if (c->media && (rc = begin_body(r, conn)) != MHD_YES)
+		return rc;
+	if (r->refusal.code || !hd->begin_cb)
+		return MHD_YES;
+	return hd->begin_cb(r, conn, url);
+}
+
+enum MHD_Result pe_contract_finish(struct req *r, struct MHD_Connection *conn, int *answered)
+{
+	struct pe_err err = {0};
+	*answered = r->contract && r->body_too_big;
+	if (!*answered)
+		return MHD_YES;
+	pe_err_set(&err, PE_ETOOBIG, "body", "the body is over %" PRIu64 " bytes (%s)", pe_contract_body_limit(r),
+		   limit_name(r));
+	return pe_http_problem(r, conn, &err);
+}
+
+struct pe_query *pe_contract_query(struct req *r) { return r->query; }
+
+void pe_contract_take_params(struct req *r, struct pe_params *to)
+{
+	*to = r->query->params;
+	memset(&r->query->params, 0, sizeof r->query->params);
+}
+
+const struct pe_contract *pe_contract_only(struct req *r, const struct pe_contract *c)
+{
+	if (pe_http_method_listed(c->methods, r->method))
+		return c;
+	r->allow = c->methods;
+	return NULL;
+}
+
+void pe_contract_end(struct req *r)
+{
+	if (r->query) {
+		pe_query_destroy(r->query);
+		free(r->query);
+		r->query = NULL;
+	}
+}

@@ -1,0 +1,49 @@
+/* The query parser of every declared route (query.h). Which list a name belongs to is decided
+ * here, once, before its value is read, so an unknown name is refused with the same problem on
+ * every route whatever its value; values are read by the core (pe_params_set) or, for the
+ * output options, recorded for negotiation (pe_out_take). */
+#include "http/query.h"
+
+#include <string.h>
+
+static const struct pe_table_def no_params = {.name = "", .fixed_dtype = PE_DTYPE_COUNT_};
+
+void pe_query_init(struct pe_query *q, const struct pe_table_def *params, const struct pe_table_def *extras,
+		   int output, const char *route)
+{
+	memset(&q->out, 0, sizeof q->out);
+	pe_params_init(&q->params, params ? params : &no_params);
+	pe_params_init(&q->extras, extras ? extras : &no_params);
+	q->output = output;
+	q->route = route;
+}
+
+int pe_query_take(struct pe_query *q, const char *key, size_t key_len, const char *value, size_t value_len,
+		  struct pe_err *err)
+{
+	if (strlen(key) != key_len || (value && strlen(value) != value_len))
+		return pe_err_set(err, PE_EINVAL, key, "%s contains a NUL byte (%%00)", *key ? key : "a query parameter");
+	if (!*key)
+		return pe_err_set(err, PE_EINVAL, "", "a query parameter has an empty name");
+	if (!value)
+		value = "";
+	if (pe_param_index(q->params.def, key) >= 0)
+		return pe_params_set(&q->params, key, value, err);
+	if (q->output && pe_out_is_param(key))
+		return pe_out_take(&q->out, key, value, err);
+	if (pe_param_index(q->extras.def, key) >= 0)
+		return pe_params_set(&q->extras, key, value, err);
+	return pe_err_set(err, PE_EINVAL, key, "unknown parameter '%.40s' for %s", key, q->route);
+}
+
+const char *pe_query_extra(const struct pe_query *q, const char *name)
+{
+	int i = pe_param_index(q->extras.def, name);
+	return i >= 0 && q->extras.v[i].given ? q->extras.v[i].text : NULL;
+}
+
+void pe_query_destroy(struct pe_query *q)
+{
+	pe_params_destroy(&q->params);
+	pe_params_destroy(&q->extras);
+}

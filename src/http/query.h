@@ -1,0 +1,37 @@
+/* The one query parser of every route that declares its parameters (contract.h): one key=value
+ * at a time, against the route's parameters (a struct pe_table_def: a table's own, or a route's
+ * declaration), the output options (pe_out_is_param) when the route takes them, and the route's
+ * extras (a second parameter list: transform's shape=, similarity's encoding=). Pure: no MHD
+ * types, so the unit tests (tests/http/test_query_parse.c) drive what the server runs.
+ *
+ * Every fault is PE_EINVAL (400) with err->param naming the parameter, the same for every route:
+ * an empty name (param ""), a NUL byte in the name or value ("%00"), a name the route does not
+ * declare, a name given twice, an empty value, a value that is not of the declared type or out
+ * of its range (the core's pe_params_set). */
+#ifndef PE_HTTP_QUERY_H
+#define PE_HTTP_QUERY_H
+
+#include <stddef.h>
+#include "posenc/core.h"
+#include "posenc/output.h"
+
+struct pe_query {
+	struct pe_params params; /* the route's parameters */
+	struct pe_params extras; /* the route's extras */
+	struct pe_out_query out; /* the output options (values point into the request) */
+	int output;              /* the output options are parameters here */
+	const char *route;       /* for "unknown parameter 'x' for <route>" */
+};
+
+/* params / extras NULL: none. route is kept (not copied). */
+void pe_query_init(struct pe_query *q, const struct pe_table_def *params, const struct pe_table_def *extras,
+		   int output, const char *route);
+/* One parameter, as the request carries it once percent-decoded: key_len and value_len are the
+ * decoded lengths (a decoded %00 makes them longer than the strings); value NULL: "key" alone. */
+int pe_query_take(struct pe_query *q, const char *key, size_t key_len, const char *value, size_t value_len,
+		  struct pe_err *err);
+/* The text of extra name, or NULL when it was not given. */
+const char *pe_query_extra(const struct pe_query *q, const char *name);
+void pe_query_destroy(struct pe_query *q);
+
+#endif

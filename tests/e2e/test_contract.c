@@ -1,0 +1,295 @@
+/* End-to-end: one request contract for every declared route (src/http/contract.h). Table-driven:
+ * every kind of malformed request is sent to every route that declares what it breaks, and every
+ * route answers it with the same problem (status, type, the parameter named):
+ *   - the query: an empty name, a name given twice, %00 in a name and in a value, an unknown name,
+ *     a value that is not of the declared type: 400 naming the parameter (the empty name: none);
+ *   - the body's Content-Type, on every route that takes a body: missing, or another type: 415
+ *     naming Content-Type.
+ * Each route's well-formed request is answered 2xx first, so a refusal is the malformation's.
+ * Media-type parameter names are case-insensitive in every header that carries them (RFC 9110
+ * §8.3.1): a multipart body with BOUNDARY=, a JSON body with CHARSET=, a part's Content-Type with
+ * a parameter, Accept and Accept-Encoding with Q=. */
+#include "support/pe_check.h"
+#include "support/pe_daemon.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "posenc/posenc.h"
+#include "test_apply_positions_form.h"
+
+enum body { NONE, X_F32, X_F64, POSITIONS, CONFIG, TABLE };
+
+struct route {
+	const char *method, *path;
+	const char *query; /* a well-formed query ("" none) */
+	const char *typed; /* a declared integer parameter */
+	const char *good;  /* a value it takes */
+	const char *ctype; /* the body's Content-Type (NULL: the route takes no body) */
+	enum body body;
+};
+
+static const struct route routes[] = {
+	{"GET", "/v1/sinusoidal", "len=4&dim=4", "len", "4", NULL, NONE},
+	{"GET", "/v1/analysis/order", "len=4&dim=4", "len", "4", NULL, NONE},
+	{"POST", "/v1/analysis/order", "", "len", "4", "application/x-npy", X_F64},
+	{"GET", "/v1/rope/mrope", "dim=16&mrope_section=4,2,2", "dim", "16", NULL, NONE},
+	{"POST", "/v1/rope/mrope", "dim=16&mrope_section=4,2,2", "dim", "16", "application/x-npy", POSITIONS},
+	{"POST", "/v1/rope/apply", "", "offset", "0", "application/x-npy", X_F32},
+	{"POST", "/v1/sinusoidal/apply", "", "offset", "0", "application/x-npy", X_F32},
+	{"POST", "/v1/alibi/apply", "", "offset", "0", "application/x-npy", X_F32},
+	{"POST", "/v1/plan", "", "len", "64", "application/json", CONFIG},
+	{"PUT", "/v1/learned/c", "", "prefix_tokens", "1", "application/x-npy", TABLE},
+	{"GET", "/v1/learned/c", "", "len", "4", NULL, NONE},
+	{"GET", "/v1/learned", "", NULL, NULL, NULL, NONE},
+	{"DELETE", "/v1/learned/c", "", NULL, NULL, NULL, NONE},
+};
+#define NROUTES (sizeof routes / sizeof routes[0])
+
+/* A malformed query: what is added to the well-formed one, and the parameter it must name. */
+struct fault {
+	const char *what;
+	const char *fmt;   /* printf format; %1$s: the route's typed parameter, %2$s a value it takes */
+	int typed;         /* needs a typed parameter */
+	const char *param; /* named by the problem; "%s": the typed parameter; NULL: none */
+	const char *detail;
+};
+
+static const struct fault faults[] = {
+	{"an empty name", "=1", 0, NULL, "empty name"},
+	{"an empty name, no value", "&=", 0, NULL, "empty name"},
+	{"a name given twice", "%1$s=%2$s&%1$s=%2$s", 1, "%s", "more than once"},
+	{"%00 in a name", "a%%00b=1", 0, "a%00b", "unknown parameter"},
+	{"%00 in a value", "%1$s=%%00", 1, "%s", NULL},
+	{"an unknown name", "nope=1", 0, "nope", "unknown parameter 'nope'"},
+	{"a value not of the declared type", "%1$s=1.5x", 1, "%s", NULL},
+	{"an empty value", "%1$s=", 1, "%s", "empty value"},
+};
+#define NFAULTS (sizeof faults / sizeof faults[0])
+
+struct bodies {
+	char *data[TABLE + 1];
+	size_t len[TABLE + 1];
+};
+
+static void make_bodies(struct bodies *b)
+{
+	static const char config[] = "{\"model_type\":\"llama\",\"hidden_size\":64,\"num_attention_heads\":4,"
+				     "\"max_position_embeddings\":128,\"rope_theta\":10000}";
+	size_t x[] = {2, 4, 8}, x2[] = {4, 4}, t[] = {6, 8}, p[] = {3, 4};
+	int64_t pos[12] = {0, 1, 2, 3, 0, 1, 1, 2, 0, 1, 2, 2};
+	memset(b, 0, sizeof *b);
+	b->data[X_F32] = npy_reals(PE_F32, x, 3, &b->len[X_F32]);
+	b->data[X_F64] = npy_reals(PE_F64, x2, 2, &b->len[X_F64]);
+	b->data[TABLE] = npy_reals(PE_F32, t, 2, &b->len[TABLE]);
+	b->data[POSITIONS] = npy_ints(pos, p, 2, 1, &b->len[POSITIONS]);
+	b->data[CONFIG] = strdup(config);
+	b->len[CONFIG] = strlen(config);
+}
+
+static void free_bodies(struct bodies *b)
+{
+	for (int i = 0; i <= TABLE; i++)
+		free(b->data[i]);
+}
+
+/* The route's request with this query and Content-Type header ("Content-Type:" removes curl's). */
+static void send_route(const struct pe_daemon *d, const struct route *rt, const char *query, const char *ctype_header,
+		       const struct bodies *b, struct pe_resp *r)
+{
+	char url[1024];
+	snprintf(url, sizeof url, "%s%s%s", rt->path, *query ? "?" : "", query);
+	const char *hs[] = {ctype_header, NULL};
+	pe_request(d, rt->method, url, ctype_header ? hs : NULL, rt->body != NONE ? b->data[rt->body] : NULL,
+		   rt->body != NONE ? b->len[rt->body] : 0, r);
+}
+
+static void send_ok(const struct pe_daemon *d, const struct route *rt, const struct bodies *b)
+{
+	char ct[128];
+	struct pe_resp r;
+	snprintf(ct, sizeof ct, "Content-Type: %s", rt->ctype ? rt->ctype : "");
+	send_route(d, rt, rt->query, rt->ctype ? ct : NULL, b, &r);
+	ck_assert_msg(r.status >= 200 && r.status < 300, "%s %s?%s: %ld %s", rt->method, rt->path, rt->query, r.status,
+		      r.body);
+	pe_resp_free(&r);
+}
+
+/* The problem's "type", to compare across routes. */
+static void problem_type(const struct pe_resp *r, char *out, size_t cap)
+{
+	json_t *doc = pe_resp_json(r);
+	snprintf(out, cap, "%s", json_string_value(json_object_get(doc, "type")));
+	json_decref(doc);
+}
+
+static void detail_has(const struct pe_resp *r, const char *want, const char *what)
+{
+	json_t *doc = pe_resp_json(r);
+	const char *detail = json_string_value(json_object_get(doc, "detail"));
+	ck_assert_msg(detail && strstr(detail, want), "%s: detail '%s' lacks '%s'", what, detail ? detail : "", want);
+	if (!strcmp(want, "empty name"))
+		ck_assert_msg(!json_object_get(doc, "param"), "%s: an empty name is no parameter to name", what);
+	json_decref(doc);
+}
+
+/* query without the parameter name (NULL: all of it) into out. */
+static void without(const char *query, const char *name, char *out, size_t cap)
+{
+	size_t at = 0, n = name ? strlen(name) : 0;
+	out[0] = 0;
+	for (const char *p = query; *p;) {
+		size_t k = strcspn(p, "&");
+		if (!(name && k > n && !strncmp(p, name, n) && p[n] == '='))
+			at += (size_t)snprintf(out + at, cap - at, "%s%.*s", at ? "&" : "", (int)k, p);
+		p += k + (p[k] == '&');
+	}
+}
+
+/* Every fault on every route that declares what it breaks: one status, one type, the parameter. */
+static void query_faults(const struct pe_daemon *d, const struct bodies *b)
+{
+	char type0[NFAULTS][128] = {{0}};
+	for (size_t f = 0; f < NFAULTS; f++)
+		for (size_t i = 0; i < NROUTES; i++) {
+			const struct route *rt = &routes[i];
+			const struct fault *fa = &faults[f];
+			char add[256], query[512], param[64], what[1024], ct[128], type[128];
+			struct pe_resp r;
+			if (fa->typed && !rt->typed)
+				continue;
+			char base[256];
+			snprintf(add, sizeof add, fa->fmt, rt->typed ? rt->typed : "", rt->good ? rt->good : "");
+			without(rt->query, fa->typed ? rt->typed : NULL, base, sizeof base);
+			snprintf(query, sizeof query, "%s%s%s", base, *base ? "&" : "", add);
+			snprintf(what, sizeof what, "%s: %s %s?%s", fa->what, rt->method, rt->path, query);
+			snprintf(ct, sizeof ct, "Content-Type: %s", rt->ctype ? rt->ctype : "");
+			send_route(d, rt, query, rt->ctype ? ct : NULL, b, &r);
+			if (fa->param) /* "%s": the typed parameter */
+				snprintf(param, sizeof param, "%s", strcmp(fa->param, "%s") ? fa->param : rt->typed);
+			ck_assert_msg(r.status == 400, "%s: %ld %s", what, r.status, r.body);
+			pe_assert_problem(&r, 400, fa->param ? param : NULL);
+			if (fa->detail)
+				detail_has(&r, fa->detail, what);
+			problem_type(&r, type, sizeof type);
+			if (!type0[f][0])
+				snprintf(type0[f], sizeof type0[f], "%s", type);
+			ck_assert_msg(!strcmp(type, type0[f]), "%s: type %s, another route said %s", what, type, type0[f]);
+			pe_resp_free(&r);
+		}
+}
+
+/* Every route that takes a body: the same 415 naming Content-Type, whether it is missing or wrong. */
+static void media_faults(const struct pe_daemon *d, const struct bodies *b)
+{
+	static const char *const headers[] = {"Content-Type:", "Content-Type: text/plain",
+					      "Content-Type: application/x-www-form-urlencoded", "Content-Type: npy"};
+	char type0[128] = "";
+	for (size_t i = 0; i < NROUTES; i++)
+		for (size_t k = 0; routes[i].ctype && k < sizeof headers / sizeof headers[0]; k++) {
+			struct pe_resp r;
+			char type[128];
+			send_route(d, &routes[i], routes[i].query, headers[k], b, &r);
+			ck_assert_msg(r.status == 415, "%s %s with '%s': %ld %s", routes[i].method, routes[i].path, headers[k],
+				      r.status, r.body);
+			pe_assert_problem(&r, 415, "Content-Type");
+			problem_type(&r, type, sizeof type);
+			if (!type0[0])
+				snprintf(type0, sizeof type0, "%s", type);
+			ck_assert_str_eq(type, type0);
+			pe_resp_free(&r);
+		}
+}
+
+static void start(struct pe_daemon *d, char *dir)
+{
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	const char *args[] = {"--data-dir", dir, NULL};
+	pe_daemon_start(d, args);
+}
+
+static void stop(struct pe_daemon *d, const char *dir)
+{
+	char cmd[256];
+	pe_daemon_stop(d, 15);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(every_route_refuses_alike)
+{
+	struct pe_daemon d;
+	struct bodies b;
+	char dir[] = "/tmp/pe_contract_XXXXXX";
+	make_bodies(&b);
+	start(&d, dir);
+	for (size_t i = 0; i < NROUTES; i++)
+		if (strcmp(routes[i].method, "DELETE") != 0)
+			send_ok(&d, &routes[i], &b);
+	query_faults(&d, &b);
+	media_faults(&d, &b);
+	send_ok(&d, &routes[NROUTES - 1], &b); /* the DELETE, last: the table was there throughout */
+	stop(&d, dir);
+	free_bodies(&b);
+}
+END_TEST
+
+/* Parameter names of media types in any case, in every header that carries them. */
+START_TEST(parameter_names_any_case)
+{
+	struct pe_daemon d;
+	struct bodies b;
+	struct pe_resp r;
+	char dir[] = "/tmp/pe_contract_XXXXXX";
+	make_bodies(&b);
+	start(&d, dir);
+	/* multipart/form-data: BOUNDARY=, Boundary=, and a parameter in the part's own Content-Type */
+	static const char *const forms[] = {"Content-Type: multipart/form-data; BOUNDARY=" FORM_BOUNDARY,
+					    "Content-Type: Multipart/Form-Data; charset=utf-8; Boundary=\"" FORM_BOUNDARY "\""};
+	struct form_part parts[] = {{"x", "application/x-npy; Version=1", b.data[X_F32], b.len[X_F32]}};
+	size_t len;
+	char *body = form_body(parts, 1, &len);
+	for (size_t i = 0; i < 2; i++) {
+		const char *hs[] = {forms[i], NULL};
+		pe_request(&d, "POST", "/v1/rope/apply?format=npy", hs, body, len, &r);
+		ck_assert_msg(r.status == 200, "%s: %ld %s", forms[i], r.status, r.body);
+		pe_resp_free(&r);
+	}
+	free(body);
+	/* a JSON body with CHARSET= */
+	const char *json[] = {"Content-Type: application/json; CHARSET=UTF-8", NULL};
+	pe_request(&d, "POST", "/v1/plan", json, b.data[CONFIG], b.len[CONFIG], &r);
+	ck_assert_msg(r.status == 200, "CHARSET=: %ld %s", r.status, r.body);
+	pe_resp_free(&r);
+	/* Accept's weight as Q= */
+	const char *accept[] = {"Accept: application/json; Q=0, application/x-npy", NULL};
+	pe_request(&d, "GET", "/v1/sinusoidal?len=4&dim=4", accept, NULL, 0, &r);
+	char ct[64];
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(pe_resp_header(&r, "Content-Type", ct, sizeof ct), "application/x-npy");
+	pe_resp_free(&r);
+	/* Accept-Encoding's weight as Q=: gzip refused, so the JSON goes uncompressed */
+	const char *ae[] = {"Accept-Encoding: gzip;Q=0, identity", NULL};
+	pe_request(&d, "GET", "/v1/sinusoidal?len=4&dim=4", ae, NULL, 0, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_ptr_null(pe_resp_header(&r, "Content-Encoding", ct, sizeof ct));
+	pe_resp_free(&r);
+	stop(&d, dir);
+	free_bodies(&b);
+}
+END_TEST
+
+static Suite *contract_suite(void)
+{
+	Suite *s = suite_create("contract");
+	TCase *tc = tcase_create("contract");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, every_route_refuses_alike);
+	tcase_add_test(tc, parameter_names_any_case);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(contract_suite)
