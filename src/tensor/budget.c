@@ -1,5 +1,5 @@
 /* struct pe_budget: bytes in use against a limit, shared by every thread that builds or sends a
- * response (contract in include/posenc/tensor.h).
+ * response (contract in include/posenc/budget.h).
  *
  * It sits in the tensor layer because its first user is struct pe_buf, the sink of every writer;
  * the cache (which hands evicted-but-still-sent entries over to it) and the HTTP layer sit above.
@@ -295,5 +295,3 @@ void pe_budget_free_block(struct pe_budget *b, void *p)
 	pe_budget_give(b, pe_mem_size(p));
 	free(p);
 }
-
-size_t pe_budget_text_width(enum pe_dtype dt) { return pe_fmt_width(dt); }

@@ -137,6 +137,17 @@ static int room_for(const struct pe_buf *b, size_t cap)
 	return !b->budget || (extra <= st.limit && st.used <= st.limit - extra);
 }
 
+/* 8 KiB holds pe_mem_bound of the block (n, its spare byte and the first block's alignment: n + 64)
+ * on 4 KiB pages with room to spare; larger pages need the bound itself. */
+#define HELD_SLACK ((size_t)8192)
+
+size_t pe_buf_bound(size_t n)
+{
+	size_t mem = pe_mem_bound(n > SIZE_MAX - 64 ? SIZE_MAX : n + 64);
+	size_t slack = n > SIZE_MAX - HELD_SLACK ? SIZE_MAX : n + HELD_SLACK;
+	return mem > slack ? mem : slack;
+}
+
 int pe_buf_reserve(struct pe_buf *b, size_t more) { return pe_buf_reserve_within(b, more, SIZE_MAX); }
 
 int pe_buf_reserve_within(struct pe_buf *b, size_t more, size_t most)
