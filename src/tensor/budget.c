@@ -22,8 +22,7 @@
  * whose bytes were taken from its parent at once: a job's blocks are reserved on the share, and
  * past it they spill to the parent like any take, so a share's estimate can only add room. */
 #include "posenc/core.h"
-#include "posenc/tensor.h"
-#include "tensor/internal.h"
+#include "posenc/budget.h"
 
 #include <malloc.h>
 #include <pthread.h>

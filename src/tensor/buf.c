@@ -17,7 +17,7 @@
  * its stack): a small document is then written there and copied once into a block of its exact
  * size, one malloc where the estimate's block cost an aligned allocation (glibc splits and frees
  * its lead and tail) and a shrinking realloc, and left fragments behind in the heap. */
-#include "posenc/tensor.h"
+#include "posenc/budget.h"
 
 #include <stdarg.h>
 #include <stdint.h>
