@@ -119,10 +119,10 @@ void pe_buf_use(struct pe_buf *b, void *mem, size_t n);
  * MADV_POPULATE_WRITE) instead of a page fault per 4 KiB page; a no-op where unsupported. For
  * large buffers about to be written in full. */
 void pe_mem_prefault(void *p, size_t n);
-/* The most a buffer holds on its budget at once while a writer that reserves and writes at most n
- * bytes fills it: n with its block's spare byte, the first block's 64-byte alignment, the
- * allocator's rounding (pe_mem_bound) and the one-byte appends past a writer's estimate.
- * Saturates at SIZE_MAX. */
+/* The most a buffer holds on its budget for n bytes reserved or written (a writer's bound): the
+ * spare byte, the first block's 64-byte alignment and the allocator's rounding (pe_mem_bound of
+ * n + 64), and never less than n + 8 KiB. pe_buf_bound of a writer's bound is what a caller asks
+ * its budget for (pe_out_bound). Saturates at SIZE_MAX. */
 size_t pe_buf_bound(size_t n);
 
 #endif
