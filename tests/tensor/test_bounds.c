@@ -197,8 +197,9 @@ END_TEST
 START_TEST(every_half_value)
 {
 	enum pe_dtype dt = _i ? PE_BF16 : PE_F16;
-	struct pe_shape s = {.rank = 2, .dim = {256, 240}};
-	struct pe_tensor_view t = {.shape = s, .dtype = dt, .data = fill_table(dt, 256 * 240, EVERY)};
+	/* 65536 patterns less the non-finite ones: 2 * 1024 for f16, 2 * 128 for bf16 */
+	struct pe_shape s = {.rank = 2, .dim = {_i ? 255 : 248, 256}};
+	struct pe_tensor_view t = {.shape = s, .dtype = dt, .data = fill_table(dt, s.dim[0] * 256, EVERY)};
 	struct pe_out json = {.fmt = PE_FMT_JSON, .dt = dt}, csv = {.fmt = PE_FMT_CSV, .dt = dt};
 	check_close(encode_within(&json, &t, NULL), pe_json_bound(&s, dt, 0), 0, "json", &s);
 	check_close(encode_within(&csv, &t, NULL), pe_csv_bound(&s, dt), 0, "csv", &s);
