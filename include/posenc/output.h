@@ -64,6 +64,11 @@ int pe_out_key(const struct pe_out *o, char *buf, size_t cap);
  * When o->fmt is bin, callers may compute straight into out instead (see pe_out_raw_direct). */
 int pe_out_encode(const struct pe_out *o, const struct pe_parallel *par, const struct pe_params *p,
 		  const struct pe_tensor_view *t, struct pe_buf *out, struct pe_err *err);
+/* The most pe_out_encode holds on out's budget at once for a table of shape s encoded as o says:
+ * the writer's bound (pe_<format>_bound) as a buffer holds it (pe_buf_bound); with gzip, the plain
+ * text's buffer and its compressed copy together. params: as pe_json_bound's (JSON only); png: the
+ * picture's layout (format=png; NULL there gives SIZE_MAX). Saturates at SIZE_MAX. */
+size_t pe_out_bound(const struct pe_out *o, const struct pe_shape *s, size_t params, const struct pe_png_layout *png);
 /* Formats whose body is the raw tensor bytes, which a producer can write straight into the buffer. */
 int pe_out_raw_direct(const struct pe_out *o);
 

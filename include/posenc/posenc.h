@@ -1,5 +1,6 @@
 /* posenc: positional encodings computed, cached and served. Umbrella header for libposenc.a.
- * Layers: core (tables, no I/O) < tensor (formats) < cache (LRU). See each header for ownership. */
+ * Layers: core (tables, no I/O) < tensor (budget.h: memory; tensor.h: formats) < cache (LRU). See
+ * each header for ownership. */
 #ifndef POSENC_POSENC_H
 #define POSENC_POSENC_H
 
@@ -7,6 +8,7 @@
 #include "posenc/err.h"
 #include "posenc/dtype.h"
 #include "posenc/core.h"
+#include "posenc/budget.h"
 #include "posenc/tensor.h"
 #include "posenc/cache.h"
 

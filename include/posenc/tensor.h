@@ -1,127 +1,23 @@
-/* posenc tensor formats: tensors in and out (npy, raw bin, JSON, CSV), growable bounded buffers and
- * shortest round-trip number printing.
+/* posenc tensor formats: tensors in and out (npy, raw bin, JSON, CSV, PNG, gzip), the row writer
+ * that streams them, and shortest round-trip number printing.
  *
- * Writers append to a struct pe_buf, a growable byte buffer with a hard maximum (like curl's
- * dynbuf): growing past it fails with PE_ETOOBIG instead of taking memory. Readers never trust a
- * header: declared shapes are checked against the bytes, counts are computed without overflow.
- * A struct pe_tensor_view borrows its data; nothing here takes ownership of a caller's memory.
- * All functions are re-entrant. */
+ * Writers append to a struct pe_buf (posenc/budget.h), a growable byte buffer with a hard maximum
+ * (like curl's dynbuf): growing past it fails with PE_ETOOBIG instead of taking memory. Each
+ * writer answers for the most it can write (pe_<format>_bound, as libdeflate's compress_bound):
+ * its output and its own up-front reservations in the buffer, for a shape and dtype, so that a
+ * caller can refuse a table too big for its memory before any of it is computed. Readers never
+ * trust a header: declared shapes are checked against the bytes, counts are computed without
+ * overflow. A struct pe_tensor_view borrows its data; nothing here takes ownership of a caller's
+ * memory. All functions are re-entrant and thread-safe (gzip's kept compressors are per thread). */
 #ifndef POSENC_TENSOR_H
 #define POSENC_TENSOR_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include "posenc/budget.h"
 #include "posenc/core.h"
 #include "posenc/dtype.h"
 #include "posenc/err.h"
-
-/* ---- byte budget ----
- * A count of bytes in use against a limit, shared by threads (atomics; nothing blocks). take()
- * admits a reservation only while the total stays within the limit, else it fails with PE_EBUSY
- * and counts a refusal; charge() adds bytes that already exist (memory handed over from elsewhere),
- * even past the limit; give() returns either. The daemon uses one for every response being built
- * or sent (the cache's own bytes are bounded separately, by cache_bytes). A NULL budget admits
- * everything and counts nothing, so every function below accepts NULL. */
-struct pe_budget;
-struct pe_budget_stats {
-	size_t used, limit;
-	uint64_t refused;
-};
-struct pe_budget *pe_budget_new(size_t limit);
-void pe_budget_free(struct pe_budget *b);
-/* 0; PE_EBUSY when it does not fit now; PE_ETOOBIG when n exceeds the whole limit (never fits). */
-int pe_budget_take(struct pe_budget *b, size_t n);
-/* take(), or when it does not fit now, wait for room until `until` (CLOCK_MONOTONIC seconds, as
- * pe_monotonic gives): one caller at a time waits, and while it does the bytes it wants are kept
- * back from every other take of PE_BUDGET_SMALL_TAKE bytes or more (smaller ones pass: they are
- * given back soon, and a small table's answer is not refused for a large job's sake); a second
- * caller that would wait gets PE_EBUSY at once. For a job
- * that already holds memory (its body) and needs more: two such jobs would otherwise refuse each
- * other. give() wakes the waiter. A waiter also stops when pe_cancelled() says so (its thread's
- * deadline, shutdown), with that code (PE_ETIMEOUT, PE_EDRAINING). */
-int pe_budget_take_wait(struct pe_budget *b, size_t n, double until);
-#define PE_BUDGET_SMALL_TAKE ((size_t)64 * 1024)
-/* A share: n bytes taken from parent at once (pe_budget_take_wait until `until`), as a budget of
- * its own limited to n, for one job's blocks. A take past the share spills to the parent (a plain
- * take there), so a share never refuses what the parent alone would have admitted. NULL with *rc
- * PE_EBUSY / PE_ETOOBIG / PE_ENOMEM; NULL with *rc 0 when parent is NULL (no budget). */
-struct pe_budget *pe_budget_share_open(struct pe_budget *parent, size_t n, double until, int *rc);
-/* n bytes of a block reserved on the share now held on the parent (an answer outliving the job). */
-void pe_budget_share_hand_over(struct pe_budget *s, size_t n);
-/* Gives the share's bytes back to the parent and frees it; its blocks must all be given back or
- * handed over first. NULL is fine. */
-void pe_budget_share_close(struct pe_budget *s);
-void pe_budget_charge(struct pe_budget *b, size_t n);
-void pe_budget_give(struct pe_budget *b, size_t n);
-void pe_budget_stats(const struct pe_budget *b, struct pe_budget_stats *out);
-/* Bytes the allocator actually holds for a block from malloc (its usable size; 0 for NULL). */
-size_t pe_mem_size(const void *p);
-/* The most pe_mem_size can be for a block malloc'd, or realloc'd last, to n bytes, whichever block
- * the allocator picked: what a figure told to clients counts, so it is the same for every request
- * of that size. */
-size_t pe_mem_bound(size_t n);
-/* Called after each block a thread keeps (a cached body): every few calls, moves the calling
- * thread's arena's grown part a block's worth past its top, so the next small blocks kept do not
- * each grow it by a system call (budget.c says why). Any thread; costs no memory. */
-void pe_mem_keep_headroom(void);
-/* malloc(n) with a reservation of exactly pe_mem_size(block) on b; NULL with *rc PE_EBUSY (the
- * budget is full), PE_ETOOBIG (n is over its limit) or PE_ENOMEM. Free it with
- * pe_budget_free_block(b, block). */
-void *pe_budget_malloc(struct pe_budget *b, size_t n, int *rc);
-void pe_budget_free_block(struct pe_budget *b, void *p); /* gives back pe_mem_size(p); NULL is fine */
-/* The widest a text writer (JSON data, CSV) prints one element of dt, its separator included: the
- * per-element worst case a budget estimate multiplies by the element count. */
-size_t pe_budget_text_width(enum pe_dtype dt);
-
-/* ---- bounded buffer ----
- * With a budget (pe_buf_set_budget, before anything is written), the buffer holds a reservation
- * of exactly the allocation it holds: growth reserves first and fails (PE_EBUSY, PE_ETOOBIG)
- * before any memory is taken when the budget has no room. */
-struct pe_buf {
-	char *data;
-	size_t len, cap, max;
-	struct pe_budget *budget; /* NULL: none */
-	size_t held;              /* reserved on budget for data: pe_mem_size(data) */
-	int borrowed;             /* data is the caller's memory (pe_buf_use): never freed or grown */
-};
-
-void pe_buf_init(struct pe_buf *b, size_t max);
-void pe_buf_set_budget(struct pe_buf *b, struct pe_budget *budget);
-void pe_buf_destroy(struct pe_buf *b);
-/* 0, PE_ETOOBIG (over max, or over the budget's whole limit), PE_EBUSY (the budget is full now) or
- * PE_ENOMEM. */
-int pe_buf_reserve(struct pe_buf *b, size_t more);
-int pe_buf_append(struct pe_buf *b, const void *p, size_t n);
-/* The bytes b's block will take once pe_buf_reserve(b, more) has grown it, without a budget (an
- * allocator may round up by less than a page); 0 when more is past max. For a caller that counts
- * a buffer's memory itself (the HTTP layer's request bodies). */
-size_t pe_buf_block_after(const struct pe_buf *b, size_t more);
-/* pe_buf_reserve and pe_buf_block_after growing to a block of at most `most` bytes (as
- * pe_buf_block_after counts it) when the bytes wanted fit in one: for a caller that holds the
- * block against a limit itself, whom doubling past the limit would refuse a body within it. */
-int pe_buf_reserve_within(struct pe_buf *b, size_t more, size_t most);
-size_t pe_buf_block_within(const struct pe_buf *b, size_t more, size_t most);
-int pe_buf_puts(struct pe_buf *b, const char *s);
-int pe_buf_printf(struct pe_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Hand the bytes to the caller; the buffer is left empty. The block is first shrunk to len + 1
- * (its NUL), so what a caller keeps is what it holds, not the capacity it grew to. It is free()d,
- * or with a budget pe_budget_free_block()ed: the reservation (pe_mem_size of the block) goes with
- * it to the caller. */
-char *pe_buf_steal(struct pe_buf *b, size_t *len);
-/* pe_buf_steal with the reason when no block can be handed out: 0 and *out set, or PE_EBUSY or
- * PE_ETOOBIG (the budget refused the copy of a borrowed buffer) or PE_ENOMEM, and *out NULL. */
-int pe_buf_take(struct pe_buf *b, char **out, size_t *len);
-/* Let an empty b write into the caller's n bytes at mem first (n - 1 of them: the spare byte),
- * neither allocated nor reserved on the budget; growth past them moves the bytes to the heap as
- * the first block would be (64-byte aligned), and pe_buf_steal of bytes still there copies them
- * into a block of exactly len + 1, reserved on the budget then. For a writer whose output is
- * usually small (one malloc of the exact size instead of an estimate's block shrunk after); mem
- * (64-byte aligned if SIMD writers fill it) must outlive the buffer's use. */
-void pe_buf_use(struct pe_buf *b, void *mem, size_t n);
-/* Fault in the whole pages of [p, p + n) for writing, in one system call (Linux 5.14's
- * MADV_POPULATE_WRITE) instead of a page fault per 4 KiB page; a no-op where unsupported. For
- * large buffers about to be written in full. */
-void pe_mem_prefault(void *p, size_t n);
 
 /* ---- views ---- */
 struct pe_tensor_view {
@@ -147,6 +43,9 @@ size_t pe_fmt_f16(uint16_t h, char *buf);
 size_t pe_fmt_bf16(uint16_t h, char *buf);
 /* Element i of a view, shortest for its dtype (i32 printed as an integer). */
 size_t pe_fmt_elem(const struct pe_tensor_view *t, size_t i, char *buf);
+/* The widest shortest form of one element of dt with the separator after it ("-1.17549435e-38,"
+ * for f32): the most a text writer (JSON data, CSV) prints per element. */
+size_t pe_fmt_width(enum pe_dtype dt);
 
 /* Index of the first NaN or infinity of t's first count elements, or count if there is none. */
 size_t pe_first_nonfinite(const struct pe_tensor_view *t, size_t count);
@@ -157,6 +56,9 @@ int pe_npy_write(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err
 /* Header length (with padding: the offset where data starts, a multiple of 64) that pe_npy_write
  * will produce for this shape and dtype; 0 for bf16. */
 size_t pe_npy_header_len(const struct pe_tensor_view *t);
+/* The most pe_npy_write (or pe_row_writer's npy) writes for shape s and dtype dt: the header and
+ * the data, exactly. SIZE_MAX when npy cannot hold them (bf16, a bad rank) or they overflow. */
+size_t pe_npy_bound(const struct pe_shape *s, enum pe_dtype dt);
 /* Only the header (pe_npy_header_len(t) bytes, t->data unused) into out; returns its length, 0
  * when npy cannot hold t. Lets producers compute the data straight after it. */
 size_t pe_npy_write_header(char *out, const struct pe_tensor_view *t);
@@ -173,6 +75,8 @@ int pe_npy_parse_index(const void *data, size_t len, size_t max_elements, struct
 
 /* ---- bin: raw little-endian elements ---- */
 int pe_bin_write(struct pe_buf *b, const struct pe_tensor_view *t);
+/* What pe_bin_write writes for shape s and dtype dt, exactly; SIZE_MAX on overflow. */
+size_t pe_bin_bound(const struct pe_shape *s, enum pe_dtype dt);
 
 /* ---- JSON ---- */
 /* The table document of the contract:
@@ -196,6 +100,11 @@ struct pe_parallel {
  * most 8) encoded through par. par NULL or width 1, or a small table: this thread alone. */
 int pe_json_write_table_mt(struct pe_buf *b, const struct pe_params *p, const struct pe_tensor_view *t,
 			   const struct pe_parallel *par, struct pe_err *err);
+/* The most pe_json_write_table and pe_json_write_table_mt reserve in b or write for a table of
+ * shape s and dtype dt, every number at its widest, when the encoding, its parameters and the
+ * table's extra value take at most `params` bytes of the head (0 when p is NULL); the shape, the
+ * dtype and the brackets are counted here. Saturates at SIZE_MAX. */
+size_t pe_json_bound(const struct pe_shape *s, enum pe_dtype dt, size_t params);
 /* Only the nested "data" array. */
 int pe_json_write_data(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err);
 /* A JSON tensor body: a bare nested array of numbers, or {"shape":[...],"data":[...]} (data
@@ -250,6 +159,10 @@ int pe_png_plan(const struct pe_tensor_view *t, const struct pe_png_options *o,
  * entry. */
 int pe_png_write(struct pe_buf *b, const struct pe_tensor_view *t, const struct pe_png_options *o,
 		 struct pe_err *err);
+/* The most pe_png_write writes for a picture laid out as lay (pe_png_plan's, for the same table
+ * and options): every row's pixels stored uncompressed, with zlib's and PNG's framing. Saturates
+ * at SIZE_MAX. */
+size_t pe_png_bound(const struct pe_png_layout *lay);
 
 /* ---- gzip ---- */
 /* Append the gzip (RFC 1952) compression of data to out at level 1..12 (libdeflate's scale).
@@ -258,9 +171,15 @@ int pe_png_write(struct pe_buf *b, const struct pe_tensor_view *t, const struct 
  * beyond out's growth once its level is kept. */
 #define PE_GZIP_LEVELS_KEPT 2
 int pe_gzip(struct pe_buf *out, const void *data, size_t len, int level);
+/* The most pe_gzip reserves in out or writes for len bytes of input at any level, incompressible
+ * data included (libdeflate's bound). Saturates at SIZE_MAX. */
+size_t pe_gzip_bound(size_t len);
 
 /* ---- CSV ---- */
 int pe_csv_write(struct pe_buf *b, const struct pe_tensor_view *t, struct pe_err *err);
+/* The most pe_csv_write reserves in b or writes for shape s and dtype dt, every number at its
+ * widest, the shape comment of rank 3 and above included. Saturates at SIZE_MAX. */
+size_t pe_csv_bound(const struct pe_shape *s, enum pe_dtype dt);
 
 /* ---- streamed documents (src/tensor/rows.c) ----
  * A table in any of json, npy, bin or csv, written a block of rows at a time into a buffer the

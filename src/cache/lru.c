@@ -26,7 +26,7 @@
 #include "posenc/cache.h"
 #include "cache/hash.h"
 #include "posenc/err.h"
-#include "posenc/tensor.h"
+#include "posenc/budget.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

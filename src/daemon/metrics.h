@@ -6,7 +6,7 @@
 #include "daemon/pool.h"
 #include "http/http.h"
 #include "posenc/cache.h"
-#include "posenc/tensor.h"
+#include "posenc/budget.h"
 
 struct pe_metrics;
 

@@ -27,7 +27,6 @@
 #include <string.h>
 
 #define PATH "/v1/analysis/order"
-#define NUM_WIDTH 26 /* the widest shortest double, and its comma */
 #define HEAD_BYTES 4096
 /* The largest body that can hold a valid X: PE_ORDER_MAX_CELLS float64 values after an npy
  * header of at most 64 KiB (NumPy's are a few hundred bytes). A bigger body is refused as it
@@ -97,7 +96,7 @@ static int put_document(struct pe_buf *b, const struct pe_params *p, const struc
 static uint64_t text_bound(uint64_t len, uint64_t dim, size_t keylen)
 {
 	uint64_t nums = 2 * len * len + 2 * len * dim;
-	return nums * NUM_WIDTH + 8 * len + 12 * len + 2 * keylen + HEAD_BYTES;
+	return nums * pe_fmt_width(PE_F64) + 8 * len + 12 * len + 2 * keylen + HEAD_BYTES;
 }
 
 /* The most a job holds at once: the core's arrays (and a POST's float64 X) with the answer. */

@@ -66,10 +66,10 @@ void pe_produce_scratch_give(struct pe_http *h, struct pe_scratch s);
  * producer's job_new_cb adds up the most its job will hold at once from the parameters, with the
  * bound below for the output, and asks pe_produce_budget_check. */
 
-/* The most the output buffer of a job reserves for t's shape and dtype encoded as o says (gzip:
- * the text and its compressed copy together). head: the most a JSON document's head takes (the
- * encoding and its parameters; ignored by other formats); png: the picture's layout (format=png
- * only, else NULL). Saturates at UINT64_MAX. */
+/* The most the output buffer of a job reserves for t's shape and dtype encoded as o says: the
+ * writers' own bound (pe_out_bound; gzip: the text and its compressed copy together). head: the
+ * most a JSON document's encoding and parameters take (ignored by other formats); png: the
+ * picture's layout (format=png only, else NULL). Saturates at UINT64_MAX. */
 uint64_t pe_produce_out_bound(const struct pe_out *o, const struct pe_shape *s, size_t head,
 			      const struct pe_png_layout *png);
 /* Saturating sums and products for these estimates. */

@@ -1,8 +1,9 @@
 /* What a produce-and-cache job may cost before it runs (see produce.h; produce.c runs the jobs):
- * the most memory its answer can take at once in each format (pe_produce_out_bound, the budget's
- * share and its 413 check) and the time an inline computation is estimated at (the per-element
- * and fixed costs measured with tests/bench/bench_inline.c), with saturating arithmetic so a
- * client's absurd shape counts as too big, never as small. */
+ * the most memory its answer can take at once in each format (pe_produce_out_bound, from the
+ * writers' own bounds, for the budget's share and its 413 check) and the time an inline
+ * computation is estimated at (the per-element and fixed costs measured with
+ * tests/bench/bench_inline.c), with saturating arithmetic so a client's absurd shape counts as too
+ * big, never as small. */
 #include "http/produce.h"
 
 #include <inttypes.h>
@@ -10,72 +11,17 @@
 
 /* ---- the response budget, before a job ---- */
 
-/* Allocator rounding (usable sizes, charged), the +1 and 64-byte alignment of pe_buf's blocks and
- * the one-byte appends past an estimate, for every block a job holds. */
-#define BLOCK_SLACK 8192
-#define NPY_HEADER_MAX 512
-#define JSON_CHUNKS 9 /* json.c's MAX_CHUNKS windows, each estimated with its own 16 bytes, and one */
-#define CSV_WIDTH 12  /* csv.c reserves about this per value up front, whatever the dtype */
-#define CSV_COMMENT 256
-
 uint64_t pe_produce_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 uint64_t pe_produce_mul(uint64_t a, uint64_t b) { return b && a > UINT64_MAX / b ? UINT64_MAX : a * b; }
 
-/* The elements of s and the lists of a nested JSON array over it (one per index of every axis but
- * the last), as json.c's data estimate counts them. */
-static uint64_t shape_count(const struct pe_shape *s, uint64_t *lists, uint64_t *rows)
-{
-	uint64_t n = 1, prefix = 1;
-	*lists = 1;
-	for (int k = 0; k < s->rank; k++) {
-		n = pe_produce_mul(n, s->dim[k]);
-		if (k + 1 < s->rank) {
-			prefix = pe_produce_mul(prefix, s->dim[k]);
-			*lists = pe_produce_add(*lists, prefix);
-		}
-	}
-	*rows = s->rank >= 2 ? prefix : n;
-	return n;
-}
-
-/* A PNG's image data stored without compression (each row a filter byte and RGB pixels; zlib's
- * stored blocks add 5 bytes in 16 KiB), with the chunks around it: the most libpng writes. */
-static uint64_t png_bound(const struct pe_png_layout *png)
-{
-	uint64_t raw = pe_produce_mul(pe_produce_add(pe_produce_mul(png->width, 3), 1), png->height);
-	return pe_produce_add(pe_produce_add(raw, raw / 1024), 65536);
-}
-
+/* Each writer answers for its own output and reservations (pe_out_bound): nothing of a format's
+ * internals is known here. */
 uint64_t pe_produce_out_bound(const struct pe_out *o, const struct pe_shape *s, size_t head,
 			      const struct pe_png_layout *png)
 {
-	uint64_t lists, rows, n = shape_count(s, &lists, &rows), w = pe_budget_text_width(o->dt), text;
-	uint64_t raw = pe_produce_mul(n, pe_dtype_size(o->dt));
-	switch (o->fmt) {
-	case PE_FMT_BIN:
-		return pe_produce_add(raw, BLOCK_SLACK);
-	case PE_FMT_NPY:
-		return pe_produce_add(raw, NPY_HEADER_MAX + BLOCK_SLACK);
-	case PE_FMT_PNG:
-		return png ? pe_produce_add(png_bound(png), BLOCK_SLACK) : UINT64_MAX;
-	case PE_FMT_JSON: /* the head, the data's width bound, "}" */
-		text = pe_produce_add(pe_produce_mul(n, w), pe_produce_mul(lists, 3));
-		text = pe_produce_add(text, head + 16 * JSON_CHUNKS + 1);
-		break;
-	case PE_FMT_CSV: /* the up-front reservation, or the widest rows if longer; the shape comment */
-		text = pe_produce_mul(n, w > CSV_WIDTH ? w : CSV_WIDTH);
-		text = pe_produce_add(pe_produce_add(text, rows), CSV_COMMENT);
-		break;
-	default:
-		return UINT64_MAX;
-	}
-	text = pe_produce_add(text, BLOCK_SLACK);
-	if (!o->gzip)
-		return text;
-	/* gzip: the text stays while libdeflate's bound (a few bytes per 5000, plus the header) is
-	 * reserved for the compressed copy */
-	return pe_produce_add(pe_produce_add(text, text), text / 512 + BLOCK_SLACK);
+	size_t n = pe_out_bound(o, s, head, png);
+	return n == SIZE_MAX ? UINT64_MAX : n;
 }
 
 uint64_t pe_produce_block(uint64_t n, uint64_t size) { return pe_produce_add(pe_produce_mul(n, size), 4096); }

@@ -6,7 +6,7 @@
 
 #include "http/oneshot.h"
 #include "posenc/core.h"
-#include "posenc/tensor.h"
+#include "posenc/budget.h"
 
 enum body_kind { BODY_NPY, BODY_BIN, BODY_JSON };
 

@@ -1,5 +1,5 @@
 /* struct pe_budget: bytes in use against a limit, shared by every thread that builds or sends a
- * response (contract in include/posenc/tensor.h).
+ * response (contract in include/posenc/budget.h).
  *
  * It sits in the tensor layer because its first user is struct pe_buf, the sink of every writer;
  * the cache (which hands evicted-but-still-sent entries over to it) and the HTTP layer sit above.
@@ -22,8 +22,7 @@
  * whose bytes were taken from its parent at once: a job's blocks are reserved on the share, and
  * past it they spill to the parent like any take, so a share's estimate can only add room. */
 #include "posenc/core.h"
-#include "posenc/tensor.h"
-#include "tensor/internal.h"
+#include "posenc/budget.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -295,5 +294,3 @@ void pe_budget_free_block(struct pe_budget *b, void *p)
 	pe_budget_give(b, pe_mem_size(p));
 	free(p);
 }
-
-size_t pe_budget_text_width(enum pe_dtype dt) { return pe_fmt_width(dt); }

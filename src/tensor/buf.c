@@ -17,7 +17,7 @@
  * its stack): a small document is then written there and copied once into a block of its exact
  * size, one malloc where the estimate's block cost an aligned allocation (glibc splits and frees
  * its lead and tail) and a shrinking realloc, and left fragments behind in the heap. */
-#include "posenc/tensor.h"
+#include "posenc/budget.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -135,6 +135,17 @@ static int room_for(const struct pe_buf *b, size_t cap)
 	pe_budget_stats(b->budget, &st);
 	size_t extra = cap + 1 > b->held ? cap + 1 - b->held : 0;
 	return !b->budget || (extra <= st.limit && st.used <= st.limit - extra);
+}
+
+/* 8 KiB holds pe_mem_bound of the block (n, its spare byte and the first block's alignment: n + 64)
+ * on 4 KiB pages with room to spare; larger pages need the bound itself. */
+#define HELD_SLACK ((size_t)8192)
+
+size_t pe_buf_bound(size_t n)
+{
+	size_t mem = pe_mem_bound(n > SIZE_MAX - 64 ? SIZE_MAX : n + 64);
+	size_t slack = n > SIZE_MAX - HELD_SLACK ? SIZE_MAX : n + HELD_SLACK;
+	return mem > slack ? mem : slack;
 }
 
 int pe_buf_reserve(struct pe_buf *b, size_t more) { return pe_buf_reserve_within(b, more, SIZE_MAX); }

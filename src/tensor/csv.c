@@ -11,6 +11,7 @@
 #include "posenc/tensor.h"
 #include "tensor/internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Print element i (after `sep` if not 0) at b->len: in place when PE_NUM_MAX + 1 bytes are free,
@@ -45,14 +46,28 @@ static int put_row(struct pe_buf *b, const struct pe_tensor_view *t, size_t star
 	return rc ? rc : pe_buf_append(b, "\n", 1);
 }
 
+#define COMMENT "# shape: %s; rows are the last axis flattened in C order\n"
+
 static int put_shape_comment(struct pe_buf *b, const struct pe_shape *s)
 {
 	char dims[PE_MAX_RANK * 21 + 1];
 	pe_shape_format(s, dims, sizeof dims);
-	return pe_buf_printf(b, "# shape: %s; rows are the last axis flattened in C order\n", dims);
+	return pe_buf_printf(b, COMMENT, dims);
 }
 
-/* Rows and row length: rank 0 is one row of one, rank 1 n rows of one. */
+/* The shape comment's length (0 below rank 3). */
+static size_t comment_len(const struct pe_shape *s)
+{
+	char dims[PE_MAX_RANK * 21 + 1];
+	if (s->rank < 3)
+		return 0;
+	pe_shape_format(s, dims, sizeof dims);
+	int n = snprintf(NULL, 0, COMMENT, dims);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* Rows and row length: rank 0 is one row of one, rank 1 n rows of one. Saturates (a bound's shape
+ * may not fit in memory; a written view's rows are a prefix of its count's product). */
 static void row_layout(const struct pe_shape *s, size_t count, size_t *rows, size_t *width)
 {
 	*rows = count;
@@ -61,8 +76,24 @@ static void row_layout(const struct pe_shape *s, size_t count, size_t *rows, siz
 		*width = s->dim[s->rank - 1];
 		*rows = 1;
 		for (int k = 0; k + 1 < s->rank; k++)
-			*rows *= s->dim[k]; /* a prefix of the count's product: cannot overflow */
+			*rows = pe_sat_mul(*rows, s->dim[k]);
 	}
+}
+
+/* Every element at its widest with its separator (a comma, or the line's end), and a line end for
+ * each row, empty rows included. */
+static size_t rows_estimate(const struct pe_shape *s, enum pe_dtype dt, size_t count)
+{
+	size_t rows, width;
+	row_layout(s, count, &rows, &width);
+	return pe_sat_add(pe_sat_mul(count, pe_fmt_width(dt)), rows);
+}
+
+size_t pe_csv_bound(const struct pe_shape *s, enum pe_dtype dt)
+{
+	if (s->rank < 0 || s->rank > PE_MAX_RANK || pe_dtype_size(dt) == 0)
+		return SIZE_MAX;
+	return pe_sat_add(comment_len(s), rows_estimate(s, dt, pe_shape_count_sat(s)));
 }
 
 static int write_rows(struct pe_buf *b, const struct pe_tensor_view *t, size_t count)
@@ -70,8 +101,9 @@ static int write_rows(struct pe_buf *b, const struct pe_tensor_view *t, size_t c
 	size_t rows, width;
 	row_layout(&t->shape, count, &rows, &width);
 	int rc = t->shape.rank >= 3 ? put_shape_comment(b, &t->shape) : 0;
-	/* one up-front reservation of about 12 bytes a value, clamped to what max allows */
-	size_t est = count < SIZE_MAX / 16 ? count * 12 + rows : SIZE_MAX, left = b->max - b->len;
+	/* one up-front reservation of the widest rows, clamped to what max allows: the output never
+	 * grows the buffer after it, so pe_csv_bound holds the buffer's block too */
+	size_t est = rows_estimate(&t->shape, t->dtype, count), left = b->max - b->len;
 	if (rc == 0)
 		rc = pe_buf_reserve(b, est < left ? est : left);
 	for (size_t r = 0; r < rows && rc == 0; r++)

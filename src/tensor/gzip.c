@@ -110,3 +110,8 @@ int pe_gzip(struct pe_buf *out, const void *data, size_t len, int level)
 	libdeflate_free_compressor(c);
 	return rc;
 }
+
+size_t pe_gzip_bound(size_t len)
+{
+	return libdeflate_gzip_compress_bound(NULL, len); /* NULL: valid at every level */
+}

@@ -9,8 +9,17 @@
 
 /* pe_first_nonfinite is public (tensor.h). */
 
-/* The widest shortest form of one element of dt plus a separator ("-1.17549435e-38," for f32). */
-size_t pe_fmt_width(enum pe_dtype dt);
+/* Saturating size arithmetic for the writers' bounds. */
+static inline size_t pe_sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+static inline size_t pe_sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
+
+/* The elements of s, saturated at SIZE_MAX (a count that overflows is as big as any). */
+static inline size_t pe_shape_count_sat(const struct pe_shape *s)
+{
+	int overflow;
+	size_t n = pe_shape_count(s, &overflow);
+	return overflow ? SIZE_MAX : n;
+}
 
 /* Elements start .. start+n-1 of t, shortest for the dtype, separated by commas, at buf; returns
  * the bytes written. buf needs n * pe_fmt_width(dtype) + PE_NUM_MAX bytes (the printers store

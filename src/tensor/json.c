@@ -89,21 +89,17 @@ static int check_view(const struct pe_tensor_view *t, size_t *count, struct pe_e
 
 /* ---- the nested data array ---- */
 
-
-static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
-static size_t sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
-
 #define HEAD_GUESS 256 /* bytes before "data" in most documents: encoding, params, shape, dtype */
 
 /* Bytes the data array will take at most (saturating): elements plus brackets and commas. */
 static size_t data_estimate(const struct pe_tensor_view *t, size_t count)
 {
-	size_t est = sat_mul(count, pe_fmt_width(t->dtype)), lists = 1;
+	size_t est = pe_sat_mul(count, pe_fmt_width(t->dtype)), lists = 1;
 	for (int k = 0; k + 1 < t->shape.rank; k++) {
-		lists = sat_mul(lists, t->shape.dim[k]);
-		est = sat_add(est, sat_mul(lists, 3));
+		lists = pe_sat_mul(lists, t->shape.dim[k]);
+		est = pe_sat_add(est, pe_sat_mul(lists, 3));
 	}
-	return sat_add(est, 16);
+	return pe_sat_add(est, 16);
 }
 
 /* One innermost list: n elements from `start`. The fast path prints the whole row in place when
@@ -355,7 +351,7 @@ int pe_json_write_table(struct pe_buf *b, const struct pe_params *p, const struc
 		return rc;
 	/* one block for the document (the head is rarely longer than HEAD_GUESS): a small table's
 	 * buffer was otherwise grown four times, each growth a realloc on the HTTP thread */
-	size_t want = sat_add(data_estimate(t, count), HEAD_GUESS), left = b->max - b->len;
+	size_t want = pe_sat_add(data_estimate(t, count), HEAD_GUESS), left = b->max - b->len;
 	rc = pe_buf_reserve(b, want < left ? want : left);
 	if (rc == 0)
 		rc = write_head(b, p, t);
@@ -421,9 +417,9 @@ static int plan_windows(struct pe_buf *b, const struct pe_tensor_view *t, struct
 		chunk_view(t, rows * k / n, rows * (k + 1) / n, &c[k].view);
 		c[k].at = total;
 		c[k].count = pe_shape_count(&c[k].view.shape, &(int){0});
-		total = sat_add(total, data_estimate(&c[k].view, c[k].count));
+		total = pe_sat_add(total, data_estimate(&c[k].view, c[k].count));
 	}
-	total = sat_add(total, 1); /* the closing brace */
+	total = pe_sat_add(total, 1); /* the closing brace */
 	if (total > b->max - b->len || pe_buf_reserve(b, total) != 0)
 		return 0;
 	for (unsigned k = 0; k < n; k++) {
@@ -494,4 +490,26 @@ int pe_json_write_table_mt(struct pe_buf *b, const struct pe_params *p, const st
 		return size_error(err, rc, b);
 	}
 	return 0;
+}
+
+/* ---- the bound ----
+ * One thread reserves the data's estimate (data_estimate: every number at its widest, the lists'
+ * brackets and commas, 16 spare) with HEAD_GUESS for the head, or the head and then the estimate
+ * when the head is longer; several threads write the head and then up to MAX_CHUNKS windows, each
+ * an estimate of its own rows (the lists add up to the whole table's), and "}". */
+size_t pe_json_bound(const struct pe_shape *s, enum pe_dtype dt, size_t params)
+{
+	if (s->rank < 0 || s->rank > PE_MAX_RANK || pe_dtype_size(dt) == 0)
+		return SIZE_MAX;
+	struct pe_tensor_view t = {.shape = *s, .dtype = dt};
+	char mem[PE_MAX_RANK * 24 + 64];
+	struct pe_buf b;
+	pe_buf_init(&b, sizeof mem - 1);
+	pe_buf_use(&b, mem, sizeof mem); /* the shape and dtype fit: never grown */
+	size_t head = write_head(&b, NULL, &t) == 0 ? b.len : SIZE_MAX;
+	pe_buf_destroy(&b);
+	head = pe_sat_add(head, params);
+	size_t data = data_estimate(&t, pe_shape_count_sat(s)) - 16; /* the windows' spares below */
+	data = pe_sat_add(data, 16 * MAX_CHUNKS + 1);
+	return pe_sat_add(data, head > HEAD_GUESS ? head : HEAD_GUESS);
 }

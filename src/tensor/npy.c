@@ -14,6 +14,7 @@
  * The data is never touched, so its alignment does not matter here; the view points into the
  * caller's memory at whatever offset the header gives. Errors name the byte where parsing failed. */
 #include "posenc/tensor.h"
+#include "tensor/internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,6 +93,13 @@ size_t pe_npy_header_len(const struct pe_tensor_view *t)
 	char dict[DICT_MAX];
 	size_t n = header_dict(t, dict);
 	return n ? padded_len(n) : 0;
+}
+
+size_t pe_npy_bound(const struct pe_shape *s, enum pe_dtype dt)
+{
+	struct pe_tensor_view t = {.shape = *s, .dtype = dt};
+	size_t hdr = dt == PE_BF16 ? 0 : pe_npy_header_len(&t);
+	return hdr ? pe_sat_add(hdr, pe_sat_mul(pe_shape_count_sat(s), pe_dtype_size(dt))) : SIZE_MAX;
 }
 
 /* Write the whole padded header at out (which has padded_len(dict_len) bytes). */

@@ -89,6 +89,38 @@ int pe_out_key(const struct pe_out *o, char *buf, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -1 : n;
 }
 
+/* The most a format's writer reserves or writes (SIZE_MAX for none). */
+static size_t writer_bound(const struct pe_out *o, const struct pe_shape *s, size_t params,
+			   const struct pe_png_layout *png)
+{
+	switch (o->fmt) {
+	case PE_FMT_JSON:
+		return pe_json_bound(s, o->dt, params);
+	case PE_FMT_NPY:
+		return pe_npy_bound(s, o->dt);
+	case PE_FMT_BIN:
+		return pe_bin_bound(s, o->dt);
+	case PE_FMT_CSV:
+		return pe_csv_bound(s, o->dt);
+	case PE_FMT_PNG:
+		return png ? pe_png_bound(png) : SIZE_MAX;
+	default:
+		return SIZE_MAX;
+	}
+}
+
+size_t pe_out_bound(const struct pe_out *o, const struct pe_shape *s, size_t params, const struct pe_png_layout *png)
+{
+	size_t plain = writer_bound(o, s, params, png);
+	if (plain == SIZE_MAX)
+		return SIZE_MAX;
+	size_t held = pe_buf_bound(plain);
+	if (!o->gzip)
+		return held;
+	size_t gz = pe_buf_bound(pe_gzip_bound(plain)); /* the text stays while its copy is made */
+	return held > SIZE_MAX - gz ? SIZE_MAX : held + gz;
+}
+
 int pe_out_raw_direct(const struct pe_out *o) { return o->fmt == PE_FMT_BIN; }
 
 static int encode_plain(const struct pe_out *o, const struct pe_parallel *par, const struct pe_params *p,

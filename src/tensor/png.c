@@ -13,6 +13,7 @@
  * fastest and the smallest (330 KB vs 500 KB for "up", 510 KB for libpng's adaptive choice),
  * and level 3 or the default 6 cost 1.5-2.5x the time for 20-25% fewer bytes. */
 #include "tensor/png.h"
+#include "tensor/internal.h"
 
 #include <math.h>
 #include <png.h>
@@ -476,6 +477,16 @@ static int encode(struct sink *s, struct picture *pic)
 	png_write_end(png, NULL);
 	png_destroy_write_struct(&png, &info);
 	return 0;
+}
+
+/* The image data as stored, uncompressed: a filter byte and the RGB pixels of each row. zlib (level
+ * 1 keeps a block that does not shrink as a stored block, 5 bytes per at most 16 KiB) and libpng
+ * (IDAT chunks of 8 KiB, 12 bytes each) add less than 1/256 of it; the signature, IHDR, IEND and
+ * the zlib header and checksum are the rest. */
+size_t pe_png_bound(const struct pe_png_layout *lay)
+{
+	size_t raw = pe_sat_mul(pe_sat_add(pe_sat_mul(lay->width, 3), 1), lay->height);
+	return pe_sat_add(pe_sat_add(raw, raw / 256), 4096);
 }
 
 int pe_png_write(struct pe_buf *b, const struct pe_tensor_view *t, const struct pe_png_options *o,

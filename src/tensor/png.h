@@ -1,8 +1,8 @@
 /* PNG heatmaps of tensors (format=png), their colormaps and the bitmap font of their labels.
  *
- * The first half is public API waiting to move into include/posenc/tensor.h; the second half is
- * internal to src/tensor (the colormap tables and the font) and is what tests look colours and
- * glyphs up in. Everything here is re-entrant and thread-safe: the tables are const data.
+ * The public part (options, layout, pe_png_plan, pe_png_write, pe_png_bound) is in
+ * include/posenc/tensor.h; what is declared here is internal to src/tensor (the colormap tables
+ * and the font) and is what tests look colours and glyphs up in. Everything here is re-entrant and thread-safe: the tables are const data.
  *
  * Picture, like the seeds' `plt.pcolormesh(table, cmap='viridis'); plt.colorbar()`:
  *   - x = the last axis (embedding dimension, key), y = the first (position, query). Position 0 is

@@ -27,9 +27,8 @@
  *
  * Hand-written because no Debian library offers shortest round-trip printing for C (printf only
  * has fixed precisions; %.17g is long and not shortest, and snprintf is far too slow for 400k
- * numbers per table). The multipliers are computed once, on first use, with a small exact bignum:
- * g(k) = floor(10^-k * 2^-r) + 1 scaled into [2^125, 2^126), from 10^p built by exact
- * multiplication (p >= 0) and floor(2^1152 / 10^-p) by exact repeated division (p < 0).
+ * numbers per table). The multipliers and Dragonbox's cache are tensor/pow10.c's tables, built
+ * once on first use.
  *
  * Output style (one rule for every type): plain decimal when it is not longer than scientific,
  * else d.ddde-N / d.dddeN (no '+', no leading zeros in the exponent); "-0" keeps its sign. So
@@ -39,6 +38,7 @@
  * overwritten (with NULs, or left as they were). */
 #include "posenc/tensor.h"
 #include "tensor/internal.h"
+#include "tensor/pow10.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -48,121 +48,14 @@ typedef unsigned __int128 u128;
 
 #define M63 ((1ull << 63) - 1)
 
-/* ---- the multiplier table: g(p) ~ 10^p * 2^-r in [2^125, 2^126), p = -k ---- */
+/* ---- the tables (tensor/pow10.h) ---- */
 
-#define P_MIN (-292) /* k = floor(log10(2^971)) for the largest double exponent */
-#define P_MAX 324    /* -k for the smallest subnormal double, q = -1074 */
+#define K32_MIN PE_POW10_K32_MIN
 
-struct mult {
-	uint64_t hi, lo; /* g = hi * 2^63 + lo, both < 2^63 */
-	int e2;          /* floor(log2(10^p)) */
-};
-
-static struct mult table[P_MAX - P_MIN + 1];
-
-/* Dragonbox's float32 cache: phi(k) = ceil(10^k * 2^(63 - e(k))) in [2^63, 2^64), e(k) =
- * floor(log2 10^k), for the k a normal float32 needs. */
-#define K32_MIN (-31)
-#define K32_MAX 46
-static uint64_t phi32[K32_MAX - K32_MIN + 1];
-static int ek32[K32_MAX - K32_MIN + 1]; /* e(k) */
-static atomic_int table_ready;
-static pthread_once_t table_once = PTHREAD_ONCE_INIT;
-
-#define BIG_LIMBS 40 /* 1280 bits: 10^324 < 2^1077, and 2^1152 */
-
-static int big_bitlen(const uint32_t *a)
+static const struct pe_pow10_mult *mult_for(int k)
 {
-	for (int i = BIG_LIMBS - 1; i >= 0; i--)
-		if (a[i])
-			return 32 * i + 32 - __builtin_clz(a[i]);
-	return 0;
-}
-
-static void big_mul10(uint32_t *a)
-{
-	uint64_t carry = 0;
-	for (int i = 0; i < BIG_LIMBS; i++) {
-		uint64_t t = (uint64_t)a[i] * 10 + carry;
-		a[i] = (uint32_t)t;
-		carry = t >> 32;
-	}
-}
-
-static void big_div10(uint32_t *a)
-{
-	uint64_t rem = 0;
-	for (int i = BIG_LIMBS - 1; i >= 0; i--) {
-		uint64_t t = rem << 32 | a[i];
-		a[i] = (uint32_t)(t / 10);
-		rem = t % 10;
-	}
-}
-
-/* floor(a / 2^shift) for a result below 2^126; shift may be negative (then a is shifted up). */
-static u128 big_bits(const uint32_t *a, int shift)
-{
-	u128 r = 0;
-	for (int i = 125; i >= 0; i--) {
-		int j = shift + i;
-		int bit = j >= 0 && j < 32 * BIG_LIMBS ? (int)(a[j / 32] >> (j % 32) & 1) : 0;
-		r = r << 1 | (u128)bit;
-	}
-	return r;
-}
-
-/* Whether a has a 1 bit below bit `below`. */
-static int big_any_below(const uint32_t *a, int below)
-{
-	for (int j = 0; j < below && j < 32 * BIG_LIMBS; j++)
-		if (a[j / 32] >> (j % 32) & 1)
-			return 1;
-	return 0;
-}
-
-/* x is 10^p * 2^scale, exactly or (p < 0) rounded down; both keep floor() exact. */
-static void set_mult(int p, const uint32_t *x, int scale)
-{
-	int len = big_bitlen(x);
-	u128 g = big_bits(x, len - 126) + 1;
-	table[p - P_MIN] = (struct mult){(uint64_t)(g >> 63), (uint64_t)g & M63, len - 1 - scale};
-	if (p >= K32_MIN && p <= K32_MAX) { /* ceil of the top 64 bits: +1 unless exact (p < 0 never is) */
-		uint64_t top = (uint64_t)big_bits(x, len - 64);
-		top += p < 0 || big_any_below(x, len - 64);
-		phi32[p - K32_MIN] = top;
-		ek32[p - K32_MIN] = len - 1 - scale;
-	}
-}
-
-static void build_layouts(void);
-
-static void build_table(void)
-{
-	uint32_t x[BIG_LIMBS] = {1};
-	for (int p = 0; p <= P_MAX; p++) {
-		set_mult(p, x, 0);
-		big_mul10(x);
-	}
-	memset(x, 0, sizeof x);
-	x[1152 / 32] = 1;
-	for (int p = -1; p >= P_MIN; p--) {
-		big_div10(x); /* floor(floor(a / 10^n) / 10) = floor(a / 10^(n+1)) */
-		set_mult(p, x, 1152);
-	}
-	build_layouts();
-	atomic_store_explicit(&table_ready, 1, memory_order_release);
-}
-
-static void tables_ready(void)
-{
-	if (!atomic_load_explicit(&table_ready, memory_order_acquire))
-		pthread_once(&table_once, build_table);
-}
-
-static const struct mult *mult_for(int k)
-{
-	tables_ready();
-	return &table[-k - P_MIN];
+	pe_pow10_ready();
+	return &pe_pow10_mult[-k - PE_POW10_P_MIN];
 }
 
 /* floor(q * log10(2)) and floor(log10(3/4 * 2^q)), exact for |q| <= 1200 (checked against long
@@ -178,7 +71,7 @@ struct decimal {
 };
 
 /* floor(g * cp / 2^127) with bit 0 forced to 1 when the fraction is not zero. */
-static inline uint64_t round_odd64(const struct mult *g, uint64_t cp)
+static inline uint64_t round_odd64(const struct pe_pow10_mult *g, uint64_t cp)
 {
 	uint64_t x1 = (uint64_t)(((u128)g->lo * cp) >> 64);
 	u128 y = (u128)g->hi * cp;
@@ -220,7 +113,7 @@ static struct decimal to_decimal64(uint64_t c, int q, int asym)
 {
 	uint64_t cb = c << 2, cbl = asym ? cb - 1 : cb - 2, cbr = cb + 2;
 	int k = asym ? floor_log10_3q_pow2(q) : floor_log10_pow2(q);
-	const struct mult *g = mult_for(k);
+	const struct pe_pow10_mult *g = mult_for(k);
 	int h = q + g->e2 + 2;
 	return choose(round_odd64(g, cb << h), round_odd64(g, cbl << h), round_odd64(g, cbr << h),
 		      c & 1, k);
@@ -231,7 +124,7 @@ static struct decimal to_decimal32(uint32_t c, int q, int asym)
 {
 	uint64_t cb = (uint64_t)c << 2, cbl = asym ? cb - 1 : cb - 2, cbr = cb + 2;
 	int k = asym ? floor_log10_3q_pow2(q) : floor_log10_pow2(q);
-	const struct mult *m = mult_for(k);
+	const struct pe_pow10_mult *m = mult_for(k);
 	uint64_t g = m->hi + 1;
 	int h = q + m->e2 + 33;
 	return choose(round_odd32(g, cb << h), round_odd32(g, cbl << h), round_odd32(g, cbr << h),
@@ -245,8 +138,8 @@ static struct decimal to_decimal32(uint32_t c, int q, int asym)
 static inline struct decimal to_decimal32_dragonbox(uint32_t fc, int e)
 {
 	int minus_k = floor_log10_pow2(e) - 1;
-	int beta = e + ek32[-minus_k - K32_MIN];
-	uint64_t phi = phi32[-minus_k - K32_MIN];
+	int beta = e + pe_pow10_ek32[-minus_k - K32_MIN];
+	uint64_t phi = pe_pow10_phi32[-minus_k - K32_MIN];
 	uint32_t two_fc = fc << 1, deltai = (uint32_t)(phi >> (63 - beta));
 	u128 zp = (u128)((uint64_t)(two_fc | 1) << beta) * phi; /* z = floor(zp / 2^64) */
 	uint32_t zi = (uint32_t)(zp >> 64);
@@ -449,12 +342,23 @@ static void build_layout(struct pe_f32_layout *l, int neg, int n, int x)
 	l->len = (uint8_t)(len + 1);
 }
 
+static atomic_int layouts_built;
+static pthread_once_t layouts_once = PTHREAD_ONCE_INIT;
+
 static void build_layouts(void)
 {
 	for (int neg = 0; neg < 2; neg++)
 		for (int n = 1; n <= 9; n++)
 			for (int x = PE_F32_X_MIN; x <= PE_F32_X_MAX; x++)
 				build_layout(&layouts[(neg * 9 + n - 1) * LAYOUT_X + x - PE_F32_X_MIN], neg, n, x);
+	atomic_store_explicit(&layouts_built, 1, memory_order_release);
+}
+
+/* Built once, on the first list, as the power tables are. */
+static void layouts_ready(void)
+{
+	if (!atomic_load_explicit(&layouts_built, memory_order_acquire))
+		pthread_once(&layouts_once, build_layouts);
 }
 
 /* ---- the public functions: decode the bits, then the common path ---- */
@@ -509,7 +413,7 @@ static inline __attribute__((always_inline)) size_t fmt_f32(float x, char *buf)
 	uint32_t t = bits & ((1u << 23) - 1);
 	if (__builtin_expect(!f32_plain(bits), 0))
 		return be == 0xff ? write_nonfinite(buf, neg, t != 0) : write_small(buf, neg, be, t, 23, 127);
-	tables_ready();
+	pe_pow10_ready();
 	return write_decimal(buf, neg, to_decimal32_dragonbox(t | 1u << 23, be - 150), 0);
 }
 
@@ -617,7 +521,7 @@ static size_t list_f32(const unsigned char *base, size_t n, char *buf)
 static size_t list_f32_x8(const unsigned char *base, size_t n, char *buf,
 			  size_t (*fmt8)(const void *, char *, const struct pe_f32_vec_tables *))
 {
-	static const struct pe_f32_vec_tables tb = {phi32, K32_MIN, layouts};
+	static const struct pe_f32_vec_tables tb = {pe_pow10_phi32, K32_MIN, layouts};
 	char *p = buf;
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
@@ -632,7 +536,8 @@ size_t pe_fmt_list(const struct pe_tensor_view *t, size_t start, size_t n, char 
 	char *p = buf;
 	if (t->dtype == PE_F32) { /* the default output: the printer inlined, no dispatch per value */
 		const unsigned char *base = (const unsigned char *)t->data + 4 * start;
-		tables_ready();
+		pe_pow10_ready();
+		layouts_ready();
 		enum pe_isa isa = pe_isa_active();
 		size_t len = isa == PE_ISA_AVX512 ? list_f32_x8(base, n, buf, pe_fmt_f32x8_avx512)
 			     : isa == PE_ISA_AVX2 ? list_f32_x8(base, n, buf, pe_fmt_f32x8_avx2)

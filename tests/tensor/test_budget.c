@@ -6,7 +6,7 @@
  * closes. pe_mem_bound holds every block; pe_mem_keep_headroom grows an arena in one step.
  * (take/charge/give alone: test_buf.c.) */
 #include "posenc/core.h"
-#include "posenc/tensor.h"
+#include "posenc/budget.h"
 #include "support/pe_check.h"
 
 #include <pthread.h>

@@ -20,7 +20,7 @@ ALLOWED["cli"] = {"core", "tensor", "cli"}
 PUBLIC = {
     "version.h": "core", "err.h": "core", "dtype.h": "core", "core.h": "core", "resample.h": "core", "order.h": "core",
     "plan.h": "core",
-    "tensor.h": "tensor", "output.h": "tensor", "cache.h": "cache", "store.h": "store",
+    "budget.h": "tensor", "tensor.h": "tensor", "output.h": "tensor", "cache.h": "cache", "store.h": "store",
     "posenc.h": "cache",  # the umbrella header: err, dtype, core, tensor, cache
 }
 ASSETS = {"dashboard"}
