@@ -16,11 +16,13 @@
 #            beside the O(dim) scan it replaced, in-process, and NumPy's dim/2 inverse frequencies
 #   cli      the posenc CLI's whole process beside head, PyTorch, and (analysis/similarity) a
 #            posencd computing the same table and NumPy
+#   cold     cold tables beside hits of the same bytes and the CLI's CPU; faults, first byte by
+#            size, cold JSON beside jansson (BENCH_ONLY=cold runs it alone)
 # Knobs (environment): BENCH_ROUNDS, BENCH_WRK_SECONDS (5), BENCH_COLD_SECONDS (3),
 # BENCH_NGINX_WORKERS (1), BENCH_SMALL_CONNS (64), BENCH_LARGE_CONNS (16), BENCH_COLD_CONNS (16),
 # BENCH_MIXED_LARGE_Q / BENCH_MIXED_LARGE_CONNS (the mixed load's large tables: 512×768 JSON, 2);
 # BENCH_SIM_LEN / BENCH_SIM_DIM (the CLI section's similarity table: 2048, 1024);
-# BENCH_ONLY=cli, BENCH_ONLY=checks, BENCH_ONLY=cold or BENCH_ONLY=small runs one section (see each); BENCH_PE_ARGS adds flags to the
+# BENCH_ONLY=cli, BENCH_ONLY=checks or BENCH_ONLY=small runs one section (see each); BENCH_PE_ARGS adds flags to the
 # HTTP section's posencd (an A/B: BENCH_PE_ARGS='--inline-max-us 0' computes every miss on the pool).
 # Raw outputs (wrk logs, samples, configs) stay in build/bench/ for a second look.
 set -euo pipefail
