@@ -136,6 +136,24 @@ void pe_produce_free(struct pe_produce *p)
 	free(p);
 }
 
+/* A new scratch block of n bytes, faulted in at once: a pe_buf's first block, which from 2 MiB lies
+ * on huge pages (buf.c), so a large table's scratch costs a page fault per 2 MiB instead of one per
+ * 4 KiB (cold 4096x1024 f32 JSON: see the commit). Freed with free(). */
+static void *fresh_block(size_t n)
+{
+	struct pe_buf b;
+	char *p = NULL;
+	pe_buf_init(&b, n);
+	if (pe_buf_reserve(&b, n) == 0) {
+		b.len = n;
+		pe_buf_take(&b, &p, NULL);
+	}
+	pe_buf_destroy(&b);
+	if (p)
+		pe_mem_prefault(p, n);
+	return p;
+}
+
 struct pe_scratch pe_produce_scratch_take(struct pe_http *h, size_t n)
 {
 	struct pe_produce *p = h->produce;
@@ -147,10 +165,8 @@ struct pe_scratch pe_produce_scratch_take(struct pe_http *h, size_t n)
 			p->kept[i] = (struct pe_scratch){0};
 		}
 	pthread_mutex_unlock(&p->lock);
-	if (!s.p && (s.p = malloc(n)) != NULL) {
+	if (!s.p && (s.p = fresh_block(n)) != NULL)
 		s.cap = n;
-		pe_mem_prefault(s.p, n);
-	}
 	return s;
 }
 

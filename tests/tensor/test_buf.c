@@ -5,6 +5,8 @@
 #include "support/pe_check.h"
 
 #include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,6 +261,34 @@ START_TEST(first_block_exact)
 }
 END_TEST
 
+/* A first block of 2 MiB or more starts on a 2 MiB boundary (transparent huge pages can back it
+ * from its first byte) wherever the allocator keeps a same-size realloc of such a block in place
+ * (glibc's mapped blocks), and its tail is trimmed: it holds no more than pe_mem_bound of its
+ * bytes, as any block. 64-byte aligned everywhere. */
+START_TEST(large_first_block_on_huge_boundary)
+{
+	static const size_t sizes[] = {(2u << 20) - 65, 2u << 20, (3u << 20) - 20, 24u << 20, (24u << 20) + 4000};
+	const size_t huge = 2u << 20;
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* as posencd */
+	char *probe = aligned_alloc(huge, 4 * huge), *kept = probe ? realloc(probe, 3 * huge + 1) : NULL;
+	int in_place = kept && kept == probe;
+	free(kept ? kept : probe);
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		struct pe_buf b;
+		size_t n = sizes[i], bytes = (n + 1 + 63) & ~(size_t)63; /* the first block's allocation */
+		pe_buf_init(&b, 1u << 30);
+		ck_assert_int_eq(pe_buf_reserve(&b, n), 0);
+		ck_assert_uint_eq((uintptr_t)b.data % 64, 0);
+		ck_assert_msg(pe_mem_size(b.data) <= pe_mem_bound(bytes), "%zu: holds %zu > %zu", n, pe_mem_size(b.data),
+			      pe_mem_bound(bytes));
+		if (in_place && bytes >= huge)
+			ck_assert_msg((uintptr_t)b.data % huge == 0, "%zu bytes at %p", n, (void *)b.data);
+		memset(b.data, 1, n); /* every byte of it is there */
+		pe_buf_destroy(&b);
+	}
+}
+END_TEST
+
 /* pe_buf_block_after predicts the block every growth allocates (the HTTP layer reserves a request
  * body's memory from it before the buffer grows): never less than what is then held. */
 START_TEST(block_after_predicts_growth)
@@ -494,6 +524,7 @@ static Suite *buf_suite(void)
 	tcase_add_test(tc, steal);
 	tcase_add_test(tc, steal_holds_what_it_counts);
 	tcase_add_test(tc, first_block_exact);
+	tcase_add_test(tc, large_first_block_on_huge_boundary);
 	tcase_add_test(tc, budget_take_charge_give);
 	tcase_add_test(tc, buf_with_budget);
 	tcase_add_test(tc, prefault_whole_pages);

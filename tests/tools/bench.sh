@@ -16,6 +16,8 @@
 #            beside the O(dim) scan it replaced, in-process, and NumPy's dim/2 inverse frequencies
 #   cli      the posenc CLI's whole process beside head, PyTorch, and (analysis/similarity) a
 #            posencd computing the same table and NumPy
+#   cold     cold tables beside hits of the same bytes and the CLI's CPU; faults, first byte by
+#            size, cold JSON beside jansson (BENCH_ONLY=cold runs it alone)
 # Knobs (environment): BENCH_ROUNDS, BENCH_WRK_SECONDS (5), BENCH_COLD_SECONDS (3),
 # BENCH_NGINX_WORKERS (1), BENCH_SMALL_CONNS (64), BENCH_LARGE_CONNS (16), BENCH_COLD_CONNS (16),
 # BENCH_MIXED_LARGE_Q / BENCH_MIXED_LARGE_CONNS (the mixed load's large tables: 512×768 JSON, 2);
@@ -56,6 +58,8 @@ command -v nginx >/dev/null 2>&1 || missing+=(nginx-light)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 # the CLI section needs none of them (its similarity row skips its daemon without curl); checks neither
+# the cold section needs curl only
+[ "${BENCH_ONLY:-}" = cold ] && [ -n "$(command -v curl)" ] && missing=()
 if [ ${#missing[@]} -gt 0 ] && [ "${BENCH_ONLY:-}" != cli ] && [ "${BENCH_ONLY:-}" != checks ]; then
 	die "missing ${missing[*]}: run 'make deps' as root (make bench does)"
 fi
@@ -83,7 +87,7 @@ mkdir -p "$OUT"
 if [ -x "$BUILD/tests/bench/bench_kernels" ]; then # built by make bench with the Makefile's flags
 	cp "$BUILD/tests/bench/bench_kernels" "$OUT/bench_kernels"
 else
-	cc -O3 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc $(pkg-config --cflags jansson) -o "$OUT/bench_kernels" \
+	cc -O3 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -Itests $(pkg-config --cflags jansson) -o "$OUT/bench_kernels" \
 		tests/bench/bench_kernels.c "$BUILD/libposenc.a" $(pkg-config --libs jansson) \
 		-lnettle -lpng -ldeflate -lsleef -lm
 fi
@@ -336,14 +340,140 @@ checks_section() {
 			"$(faster "$(div "$3" "$1")") than the scan$([ -n "${5:-}" ] && echo "; $(div "$1" "$5")× NumPy's time")" "reported" "—"
 	done
 }
+# ================================================================ cold tables
+# cold_section: what a cold table costs against what sending it costs, on one posencd started here
+# (--workers 2, the other settings at their defaults: a 256 MiB cache), each figure beside its
+# anchor from the same run. `BENCH_ONLY=cold` runs this section alone (no nginx or wrk).
+#   cold vs hit  per table (sinusoidal 8192×768 and rope 32768×192, f32 bin): ROUNDS times a cold
+#                GET at a new offset, then a hit of the same URL, curl's time_total. Unrecorded
+#                cold tables of the same size fill the cache first, so every recorded miss evicts,
+#                as on a daemon that has run a while (the first tables of a fresh daemon take
+#                memory the kernel has not handed out for a while: COLD_FRESH says what they cost)
+#   CPU          posencd's utime+stime (/proc/PID/stat) around those cold GETs, per table, beside
+#                the CLI's whole-process CPU (bash's times for its child) writing the same table
+#                into a pipe, ROUNDS runs, alternating with the GETs
+#   faults       posencd's minor faults (/proc/PID/stat) around the same GETs, per table, against
+#                the target of one per 64 KiB of output
+#   first byte   curl's time_starttransfer of cold 1 MiB and 256 MiB bin tables, alternating
+#   JSON         cold 512×768 JSON end to end (curl's time_total) beside jansson's tree +
+#                json_dumps of the same table in-process (bench_kernels json), alternating
+COLD_F=$OUT/cold.txt
+# cold_ticks_faults PID: "utime+stime minflt" of the process
+cold_ticks_faults() { awk '{print $14 + $15, $10}' "/proc/$1/stat"; }
+# cold_cli_cpu ARGS...: the CLI's user+system seconds for one run into fd 3 (a pipe to cat)
+cold_cli_cpu() {
+	( "$BUILD/posenc" "$@" >&3; times ) | awk 'NR == 2 {n = split($0, t, " "); s = 0
+		for (i = 1; i <= n; i++) {split(t[i], a, "m"); sub(/s$/, "", a[2]); s += a[1] * 60 + a[2]}; printf "%.6f\n", s}'
+}
+# cold_table NAME QUERY BYTES CLI_ARGS...: samples NAME_cold, NAME_hit, NAME_cli; info NAME_cpu,
+# NAME_faults (per table), NAME_misses, NAME_same
+cold_table() {
+	local name=$1 q=$2 bytes=$3 r off code t0 f0 t1 f1 ticks=0 faults=0 misses=0 fill
+	shift 3
+	fill=$((268435456 / bytes + 2))
+	read -r t0 f0 < <(cold_ticks_faults "$PD_PID")
+	for r in $(seq "$fill"); do curl -s -o "$OUT/discard" "$PD_URL/v1/$q&offset=$((700000 + r))"; done
+	read -r t1 f1 < <(cold_ticks_faults "$PD_PID")
+	echo "info ${name}_fill $fill $(awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$fill" 'BEGIN {printf "%.6f", t / hz / n}') $(((f1 - f0) / fill))" >>"$COLD_F"
+	for r in $(seq "$ROUNDS"); do
+		off=$((800000 + r))
+		read -r t0 f0 < <(cold_ticks_faults "$PD_PID")
+		code=$(curl -s -o "$OUT/discard" -w '%{time_total} %{http_code} %header{x-pe-cache}' "$PD_URL/v1/$q&offset=$off")
+		read -r t1 f1 < <(cold_ticks_faults "$PD_PID")
+		ticks=$((ticks + t1 - t0))
+		faults=$((faults + f1 - f0))
+		[ "${code#* }" = "200 miss" ] && misses=$((misses + 1))
+		echo "sample ${name}_cold ${code%% *}" >>"$COLD_F"
+		echo "sample ${name}_hit $(curl -s -o "$OUT/discard" -w '%{time_total}' "$PD_URL/v1/$q&offset=$off")" >>"$COLD_F"
+		echo "sample ${name}_cli $(cold_cli_cpu "$@" --offset "$off")" >>"$COLD_F"
+	done
+	alive "$PD_PID" cold
+	curl -s -o "$OUT/cold-pd.bin" "$PD_URL/v1/$q&offset=$off"
+	"$BUILD/posenc" "$@" --offset "$off" >"$OUT/cold-cli.bin"
+	echo "info ${name}_same $(cmp -s "$OUT/cold-pd.bin" "$OUT/cold-cli.bin" && echo identical || echo DIFFERENT)" >>"$COLD_F"
+	echo "info ${name}_cpu $(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$ROUNDS" 'BEGIN {printf "%.6f", t / hz / n}')" >>"$COLD_F"
+	echo "info ${name}_faults $((faults / ROUNDS))" >>"$COLD_F"
+	echo "info ${name}_misses $misses" >>"$COLD_F"
+	rm -f "$OUT/cold-pd.bin" "$OUT/cold-cli.bin"
+}
+# cold_rows NAME LABEL BYTES: the three rows of one table
+cold_rows() {
+	local name=$1 label=$2 bytes=$3 mc mh cli cpu faults lim r
+	mc=$(median "${name}_cold" "$COLD_F")
+	mh=$(median "${name}_hit" "$COLD_F")
+	cli=$(awk -v n="$name" '$1 == "sample" && $2 == n "_cli" {s += $3; k++} END {if (k) printf "%.6f", s / k}' "$COLD_F")
+	cpu=$(info "${name}_cpu" "$COLD_F")
+	faults=$(info "${name}_faults" "$COLD_F")
+	set -- $mc $mh
+	r=$(div "$1" "$3")
+	row "cold vs cached hit, $label ($(mib "$bytes"); $(info "${name}_misses" "$COLD_F")/$ROUNDS misses, cache full and evicting; curl time_total, alternating)" \
+		"cold $(fmt_s "$1") (n=$2)" "hit of the same URL $(fmt_s "$3") (n=$4)" "${r}× the hit" "≤ 1.5×" "$(verdict "$r" "<=" 1.5)"
+	r=$(div "$cpu" "$cli")
+	row "CPU per cold table, $label: posencd utime+stime (/proc/PID/stat) around the $ROUNDS cold GETs above" \
+		"$(fmt_s "$cpu")" "the CLI's whole process into a pipe (bash times, mean of $ROUNDS; bytes $(info "${name}_same" "$COLD_F")) $(fmt_s "$cli")" \
+		"${r}× the CLI's" "≤ 1.5×" "$(verdict "$r" "<=" 1.5)"
+	set -- $(info "${name}_fill" "$COLD_F")
+	row "CPU per cold table, $label, the first $1 tables of the fresh daemon (the cache filling with memory new to the process; diagnostic)" \
+		"$(fmt_s "$2"), $3 faults per table" "the CLI's, as above, $(fmt_s "$cli")" "$(div "$2" "$cli")× the CLI's" "reported" "—"
+	lim=$(awk -v b="$bytes" 'BEGIN {printf "%d", b / 65536}')
+	r=$(div "$faults" "$lim")
+	row "minor page faults per cold table, $label (posencd, /proc/PID/stat, the same GETs)" "$faults" \
+		"1 per 64 KiB of output: $lim" "$r× the allowance" "≤ 1×" "$(verdict "$r" "<=" 1)"
+}
+cold_section() {
+	local q1 q256 r js cj
+	: >"$COLD_F"
+	if [ ! -x "$BUILD/posenc" ] || ! command -v curl >/dev/null 2>&1; then
+		row "cold tables" "skipped: $BUILD/posenc or curl is missing" "—" "—" "—" "—"
+		return
+	fi
+	start_posencd cold --workers 2
+	exec 3> >(cat >/dev/null)
+	log "cold: cold vs hit, CPU and faults per table, $ROUNDS rounds each, alternating with the CLI"
+	cold_table sin 'sinusoidal?len=8192&dim=768&format=bin' $((8192 * 768 * 4)) sinusoidal --len 8192 --dim 768 --format bin
+	cold_table rope 'rope?len=32768&dim=192&format=bin' $((2 * 32768 * 192 * 4)) rope --len 32768 --dim 192 --format bin
+	exec 3>&-
+	log "cold: time to first byte, 1 MiB and 256 MiB bin, alternating"
+	q1='sinusoidal?len=256&dim=1024&format=bin'
+	q256='sinusoidal?len=65536&dim=1024&format=bin'
+	for r in $(seq "$ROUNDS"); do
+		echo "sample ttfb_1 $(curl -s -o "$OUT/discard" -w '%{time_starttransfer}' "$PD_URL/v1/$q1&offset=$((900000 + r))")" >>"$COLD_F"
+		echo "sample ttfb_256 $(curl -s -o "$OUT/discard" -w '%{time_starttransfer}' "$PD_URL/v1/$q256&offset=$((900000 + r))")" >>"$COLD_F"
+	done
+	alive "$PD_PID" cold
+	log "cold: 512×768 JSON end to end, alternating with jansson in-process"
+	curl -s -o "$OUT/discard" "$PD_URL/v1/sinusoidal?len=512&dim=768&offset=949999"
+	for r in $(seq "$ROUNDS"); do
+		echo "sample cold_json $(curl -s -o "$OUT/discard" -w '%{time_total}' "$PD_URL/v1/sinusoidal?len=512&dim=768&offset=$((950000 + r))")" >>"$COLD_F"
+		if [ -x "$OUT/bench_kernels" ]; then "$OUT/bench_kernels" 1 json | grep '^sample json_jansson' >>"$COLD_F" || true; fi
+	done
+	alive "$PD_PID" cold
+	stop_pid "$PD_PID"
+	cold_rows sin "sinusoidal?len=8192&dim=768&format=bin" $((8192 * 768 * 4))
+	cold_rows rope "rope?len=32768&dim=192&format=bin" $((2 * 32768 * 192 * 4))
+	set -- $(median ttfb_256 "$COLD_F") $(median ttfb_1 "$COLD_F")
+	r=$(div "$1" "$3")
+	row "time to first byte of a cold bin table by size: 256 MiB ($q256) beside 1 MiB ($q1), curl time_starttransfer, alternating" \
+		"256 MiB $(fmt_s "$1") (n=$2)" "1 MiB $(fmt_s "$3") (n=$4)" "${r}× the 1 MiB one's" "≤ 5×" "$(verdict "$r" "<=" 5)"
+	js=$(median json_jansson "$COLD_F")
+	cj=$(median cold_json "$COLD_F")
+	if [ -z "$js" ]; then
+		row "cold 512×768 JSON end to end" "$(fmt_s "${cj%% *}")" "skipped: no bench_kernels json figure" "—" "≥ 10× faster" "—"
+	else
+		set -- $cj $js
+		r=$(div "$3" "$1")
+		row "cold 512×768 JSON end to end (curl time_total, new offset each)" "$(fmt_s "$1") (n=$2)" \
+			"jansson tree + json_dumps of the same table in-process, alternating $(fmt_s "$3") (n=$4)" "$(faster "$r")" "≥ 10× faster" "$(verdict "$r" ">=" 10)"
+	fi
+}
 # only_header: the machine and its load, for a section run alone
 only_header() {
 	echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) vCPU; load average at the start: $LOAD0, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- posenc $(git rev-parse --short HEAD 2>/dev/null || echo '?'), built -O3 ($BUILD); $(date -u '+%Y-%m-%d %H:%M UTC'); medians of $ROUNDS rounds"
 	echo
 }
-if [ "${BENCH_ONLY:-}" = cli ] || [ "${BENCH_ONLY:-}" = checks ]; then
-	if [ "$BENCH_ONLY" = cli ]; then cli_section; else checks_section; fi
+if [ "${BENCH_ONLY:-}" = cli ] || [ "${BENCH_ONLY:-}" = checks ] || [ "${BENCH_ONLY:-}" = cold ]; then
+	case $BENCH_ONLY in cli) cli_section ;; checks) checks_section ;; cold) cold_section ;; esac
 	{
 		only_header
 		printf '%s\n' "| measurement | posenc | anchor (same run) | ratio | target | verdict |" "|---|---|---|---|---|---|" "${ROWS[@]}"
@@ -799,6 +929,7 @@ stop_pid "$PD_PID"
 
 checks_section
 cli_section
+cold_section
 
 # ================================================================ the table
 CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
