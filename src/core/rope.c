@@ -220,7 +220,7 @@ static int scan_freqs(const struct pe_params *p, double *amax, int *nan)
 	return 0;
 }
 
-static int force_scan; /* tests: always scan (the verdict before the cheap bound) */
+static int force_scan; /* tests: always scan (the reference for the cheap bound) */
 
 void pe_rope_freq_force_scan(int on) { force_scan = on; }
 

@@ -91,7 +91,8 @@ int pe_rope_ggml_angle_bound(const struct pe_rope_cfg *c, double *m, double *u);
  * scanned; both give the same verdict (tests/core/test_rope_checks.c). */
 enum { PE_FREQ_OK = 0, PE_FREQ_NAN = 1, PE_FREQ_BIG = 2 };
 int pe_rope_freq_verdict(const struct pe_params *p, double last, double lim, int nan_first);
-/* Tests only (not thread-safe): 1 makes every verdict scan the plan, as before the cheap bound. */
+/* Tests only (not thread-safe): 1 makes every verdict scan the plan instead of using the cheap
+ * bound (the reference the bound is checked against). */
 void pe_rope_freq_force_scan(int on);
 int pe_rope_freq_force_scanning(void);
 

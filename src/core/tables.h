@@ -28,7 +28,7 @@ void *pe_table_derived(const struct pe_params *from, const struct pe_table_def *
 int pe_check_float32_range(const struct pe_params *p, const char *name, struct pe_err *err);
 
 /* rope-decay's work per term (a sin/cos pair, two additions, a square root), in multiply-adds of
- * the similarity kernel's time; documented with max_analysis_cost (README). */
+ * the similarity kernel's time; documented with max_analysis_cost (docs/configuration.md). */
 #define PE_DECAY_TERM_COST 64
 
 /* Rows between two pe_cancelled() checks in a table of row_elems elements per row: about 2^20

@@ -487,12 +487,9 @@ static unsigned cgroup_quota_cpus(void)
 }
 
 /* http_threads 0: one HTTP thread for every two CPUs the daemon may use (its affinity, within its
- * cgroup's quota), at least one. On 2 vCPUs (AMD EPYC, 2026-11-26, quiet A/B of two daemons
- * alternating) one thread served cold and cached 16x16 tables as fast as two (wrk -t1 is the bound
- * on two cores either way) and under the mixed load (cold 512x768 tables computing) the small
- * requests' p99 was 1.5-3.7 ms (median 2.7) against 2.7-5.2 (median 4.1): two HTTP threads beside a
- * worker on two CPUs queue behind each other (perf sched: a third of one thread's waits of 0.5 ms
- * or more were behind the other). With more CPUs, more threads: each is an epoll loop of its own. */
+ * cgroup's quota), at least one: on two CPUs, two HTTP threads beside a worker queue behind each
+ * other (the mixed load's small-request p99 is lower with one, and one serves small tables as fast
+ * as two). With more CPUs, more threads: each is an epoll loop of its own. */
 static void resolve_http_threads(struct daemon *d)
 {
 	cpu_set_t allowed;
@@ -530,14 +527,9 @@ int main(int argc, char **argv)
 	 * keep anything from 128 KiB in its own mapping so evicted tables give their memory back. */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	/* An arena for each thread that allocates per request (the HTTP threads, the workers, the loop
-	 * and the ticker). With one arena for all (as before), two HTTP threads each making ~55
-	 * allocations per small miss queued on its lock, with a futex wake-up when they met: A/B on
-	 * 2 vCPUs (AMD EPYC, cold 16x16 misses, wrk -c16, fresh daemons) with four arenas 50-62 CPU-us
-	 * per miss (median ~57) against 54-69 (~65), 13% more requests/s, ~5% on a full cache, the
-	 * mixed load's small p99 no worse; with this count (six by default) 52-63 against 59-72. A
-	 * thread's own arena grows by exactly what it needs (an mprotect per small miss while the
-	 * cache fills, where the main arena's brk grows by M_TOP_PAD): that cost is inside those
-	 * figures. What an arena frees only its thread reuses: README, How it works, Memory. */
+	 * and the ticker): with one arena for all, HTTP threads making ~55 allocations per small miss
+	 * queue on its lock (a shared arena costs ~13% of small-miss throughput on two CPUs). What an
+	 * arena frees only its thread reuses: docs/architecture.md, Memory. */
 	mallopt(M_ARENA_MAX, (int)(d.cfg.http_threads + d.cfg.workers + 2));
 	mallopt(M_TOP_PAD, 1 << 20);
 	if (load_tls(&d, &err) != 0) {

@@ -208,9 +208,8 @@ static void unlink_idle(struct pe_pool *p, struct worker *w)
  * it may not run, leaving another idle worker asleep with no timeout; so a worker that starts a
  * job with more queued behind it wakes one more (worker_main): once busy ends, the first held-back
  * worker to look starts the queue and each start wakes the next (test_pool_attack
- * storm_of_mixed_jobs: 2 of 3 heavy jobs started, the third never, in 2 of 8 runs under ASan
- * before; 0 of 16 after). Polling every FG_RECHECK_NS instead cost each held-back worker
- * 1000 wake-ups a second, on the lock, while the HTTP threads were busy (test_pool_attack). */
+ * storm_of_mixed_jobs). Polling every FG_RECHECK_NS instead would cost each held-back worker
+ * 1000 wake-ups a second, on the lock, while the HTTP threads are busy. */
 static void sleep_idle(struct pe_pool *p, struct worker *w, int held)
 {
 	w->woken = 0;
@@ -272,8 +271,8 @@ static void worker_main(void *arg)
 /* Free pages inside the heap go back to the system (malloc_trim madvises them) once
  * TRIM_FREE_BYTES more are free than at the lowest since the last trim (pages freed since, which
  * may be resident again). Measured (--cache-bytes 32Mi, 12000 cold 16x16 JSON tables, then six
- * 8 MiB bin tables evicting them): idle RSS stayed 65 MiB over the cache's 24, before and after
- * the one-arena change alike; malloc_trim(0) brought it to 10. The trim holds the arena's lock
+ * 8 MiB bin tables evicting them): idle RSS stays 65 MiB over the cache's 24 without a trim;
+ * malloc_trim(0) brings it to 10. The trim holds the arena's lock
  * while it madvises: 6-18 ms for those 50 MiB on a loaded 2-vCPU machine, a one-off stall of
  * other threads' allocations after such a turnover, hence only then and at most every
  * TRIM_EVERY_NS (steady churn frees about what it reuses: no trim). *low is the free bytes'

@@ -8,8 +8,8 @@
  * uv_cond_t; the ticker waits with uv_cond_timedwait on uv_hrtime's monotonic clock). There is no
  * libuv loop and no libuv threadpool: the pool is ours, so it is sized by `workers` directly and
  * its queue is the bounded one; a submit wakes a sleeping worker itself, with no thread between
- * the HTTP thread and the worker. Helpers are not pinned to CPUs: waking a sleeping worker was
- * measured as fast as the pinned, freshly created helper threads the encoder used to start. */
+ * the HTTP thread and the worker. Helpers are not pinned to CPUs: waking a sleeping worker is as
+ * fast as starting a pinned thread. */
 #ifndef PE_DAEMON_POOL_H
 #define PE_DAEMON_POOL_H
 

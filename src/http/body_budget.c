@@ -85,12 +85,12 @@ static size_t body_resident(size_t block, size_t len)
  * only as much as it has sent (a client trickling a large declared body holds what arrived, not
  * what it promised). What is weighed against the whole budget is the body so far, as a declared
  * one's length is (reserve_declared), never the increment: each increment of a chunked body past
- * the budget is below it, and was refused as busy (503) on every try. A body within the budget is
+ * the budget is below it, and would be refused as busy (503) on every try. A body within the budget is
  * held up to its limit and no further (its block grows no larger; the allocator's rounding is
  * charged after, as always): whether its job fits is the job's question, the same for every
  * framing (pe_http_body_figure). The whole-budget check counts every body byte the handler took
  * (body_seen), also where the handler holds them itself: a chunked multipart body past the budget
- * was 503 on every try, as each part's increment was. 0 or the budget's code (PE_EBUSY;
+ * is 413, not 503 on every try. 0 or the budget's code (PE_EBUSY;
  * PE_ETOOBIG) or PE_ENOMEM. */
 static int hold_body(struct req *r, uint64_t more)
 {

@@ -268,7 +268,7 @@ static void list_json(struct pe_budget *budget, size_t copy, size_t limit, const
 
 /* The catalogue is listed on a worker (oneshot.c), not on the HTTP thread: the file store checks
  * every table's file and the document grows with the tables (68k of them: ~385 ms and 13.5 MB),
- * and on the HTTP thread every other connection on it waited that long (session 12's attack). The
+ * and on the HTTP thread every other connection on it would wait that long. The
  * store's copy of the list is reserved on the budget first, from its count, so a list the budget
  * cannot hold (413: the copy and the least its JSON can take pass the whole budget; 503: not now)
  * is refused before the store is scanned. */

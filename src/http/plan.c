@@ -4,8 +4,8 @@
  * The body is application/json of at most PE_PLAN_MAX_BODY (1 MiB) bytes, or max_body_bytes if
  * that is smaller: a larger Content-Length is a 413 before a byte is read. The plan is made on a
  * worker (oneshot.c), not on libmicrohttpd's thread: a body near that bound made of many small keys
- * took 11-25 ms to parse and plan, and on the HTTP thread every other connection on it waited that
- * long (a hostile client's 16 such POSTs held a bystander's 16x16 table up to 120 ms; session 12).
+ * takes 11-25 ms to parse and plan, and on the HTTP thread every other connection on it would wait
+ * that long (16 such POSTs would hold a bystander's 16x16 table up to 120 ms).
  * Not cached: the answer depends on the whole body. Every url is answered as given by this server:
  * len is capped by max_elements, and a table whose JSON would be over response_budget_bytes or
  * max_response_bytes is planned as format=npy (or, when even that is over, with a shorter len). Errors: 400 for JSON that does not parse,

@@ -16,18 +16,15 @@
  * response budget (opt.budget) as it grows. It starts in SMALL_BODY bytes of the job's stack,
  * reserved on the budget only when the
  * answer is copied out of them into a block of its exact size (pe_buf_use): one malloc per small
- * answer, where a block sized from the width bound cost an aligned allocation and a shrinking
- * realloc on the HTTP thread (perf, MHD-single, cold 16x16 JSON misses: pe_buf_reserve 8.2% of
- * the samples before, the copy's malloc 4.4% after, nearly all of it the page faults that a
- * growing cache costs anyway). The finished body's reservation ends when the cache takes it:
+ * answer, where a block sized from the width bound would cost an aligned allocation and a
+ * shrinking realloc on the HTTP thread. The finished body's reservation ends when the cache takes it:
  * from then on the cache counts it (by its allocation sizes), and if it leaves the cache while
  * still being sent, the cache charges it back to the budget until MHD lets go of it.
  *
  * Scratch blocks: the tables of the formats that are not computed in place go through a scratch
  * block. Up to two blocks of at most SCRATCH_KEEP bytes are kept between jobs, already faulted
- * in: a fresh 1.5 MiB block for a 512x768 f32 table cost ~0.5 ms of page faults per request,
- * before the encoding can start (measured A/B on the cold JSON request: 7.4-7.6 ms against
- * 7.8-8.2). So at most 4 MiB stay resident for them.
+ * in: a fresh 1.5 MiB block for a 512x768 f32 table costs ~0.5 ms of page faults per request
+ * before the encoding can start. So at most 4 MiB stay resident for them.
  *
  * Inline work: a miss whose job the producer estimates at most inline_max_us (default 50 us) is
  * computed, encoded and put in the cache on the HTTP thread that parsed it, and answered at once:
@@ -56,7 +53,7 @@
  * saturated machine the pool can still give more requests/s (its three threads against one; A/B
  * at -c16, load 3.6-4.5 on 2 vCPUs: 5.4-7.5k against 10-12.6k req/s, CPU per request alike):
  * inline_max_us 0 restores that, at the price of small tables queueing behind large ones (the
- * bench's mixed load: 679 against 3381 small req/s, p99 107 against 42 ms; README, Benchmarks).
+ * bench's mixed load: 679 against 3381 small req/s, p99 107 against 42 ms; docs/benchmarks.md).
  *   Another request for a key being computed inline: on the same HTTP thread it is parsed only
  * once the computation is done (it then hits); on another of the http_threads it finds the key
  * pending in the cache (PE_CACHE_WAIT), suspends on its waiter as for a pooled job, and is resumed

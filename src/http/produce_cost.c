@@ -64,9 +64,9 @@ int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param,
  * CSV 23-36 (f32: shortest round-trip digits; f64 prints twice the digits); gzip'd text 230-480
  * in all; PNG 3.2-4.7 ms whatever the size (libpng and zlib set up per image), so never inline.
  *   gzip also has a fixed cost: libdeflate resets its level-6 hash tables on every call (inputs
- * over 55 bytes). Its compressor (656 KiB) is kept per thread (src/tensor/gzip.c); allocated per
- * response, as it was, it was often mapped afresh and faulted in: 175-257 us more on the HTTP
- * thread (51 page faults a request). Kept, bench_inline's gzip section gives 9-13 us for a 1x2
+ * over 55 bytes). Its compressor (656 KiB) is kept per thread (src/tensor/gzip.c): allocated per
+ * response it would often be mapped afresh and faulted in (175-257 us more on the HTTP thread,
+ * 51 page faults a request). Kept, bench_inline's gzip section gives 9-13 us for a 1x2
  * table and 12-17 for a 4x4 over the same plain JSON, and posencd (1000 distinct gzip'd 1x2 or 4x4
  * requests against the same without, the HTTP thread's CPU from schedstat, 30 rounds) 8-48 us
  * more, ~25 median, no extra faults. Priced at 30 us: at the default inline_max_us gzip'd tables

@@ -228,8 +228,8 @@ size_t pe_mem_size(const void *p) { return p ? malloc_usable_size((void *)p) : 0
  * - A mapped block (posencd maps from 128 KiB, main.c): whole pages, holding the block rounded to 16
  *   past its header plus 8 (a block 20 bytes short of a page boundary takes the next page), and
  *   for an aligned block its alignment and a minimum chunk more, a tail a mapping keeps: n + 256
- *   rounded to pages holds them all (a 261992-byte body held 266176 bytes, past n + 128's 262144,
- *   and the 413 figure of the same request moved by 4032 bytes: a helper's attack).
+ *   rounded to pages holds them all (a 261992-byte body holds 266176 bytes, past n + 128's
+ *   262144).
  * - A buffer that grows by doubling (pe_buf) holds less than twice its length, so a block under
  *   64 KiB never was mapped: the heap's bound alone (a page-rounded one would count a 2 KiB
  *   positions part as 4 KiB, an int32 part as much as an int64 one: test_apply_need).
@@ -253,10 +253,8 @@ size_t pe_mem_bound(size_t n)
  * HEADROOM_BYTES, malloc'd and freed at once, moves the mark that far past the top in one call
  * (freed, it merges back into the top untouched: no page is faulted in for it, nothing is kept),
  * so the next HEADROOM_EVERY fills grow within it. Below posencd's mmap threshold (128 KiB), or
- * it would be mapped on its own and move nothing. Measured A/B, fresh daemons alternating, 3 s of
- * wrk -c16 cold 16x16 misses, 8 runs each on a quiet machine (AMD EPYC, 2 vCPUs): 39-52 CPU-us per
- * request (median 46) against 43-58 (50.5), 27.4k requests/s against 22.3k (medians). Prefaulting
- * the headroom as well (MADV_POPULATE_WRITE) gained nothing measurable (37-56 against 40-53). */
+ * it would be mapped on its own and move nothing. On two CPUs (AMD EPYC) this takes ~8% off the
+ * CPU of a cold 16x16 miss while the cache fills. */
 #define HEADROOM_BYTES ((size_t)96 << 10)
 #define HEADROOM_EVERY 8u
 

@@ -10,7 +10,7 @@
  * Memory held is memory counted: the first block is as large as the first request (a buffer
  * reserved once for a whole table is not doubled past it), pe_buf_steal shrinks the block to
  * len + 1 before handing it out (a JSON document reserved from its worst-case width is a quarter
- * of that estimate; the cache used to keep the estimate, faulted in), and with a budget the
+ * of that estimate, which the cache would otherwise keep, faulted in), and with a budget the
  * reservation follows the allocation's usable size at every step.
  *
  * A buffer may start in memory of the caller's (pe_buf_use: the HTTP layer's job keeps 16 KiB on

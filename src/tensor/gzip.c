@@ -7,7 +7,7 @@
  * only, not on what the compressor did before), at most PE_GZIP_LEVELS_KEPT levels, the least
  * recently used one dropped for a new level; a thread's are freed when it exits (a pthread key's
  * destructor), the main thread's stay reachable from it until the process ends. Without the key
- * or the memory to keep one, a compressor is made and freed per call as before. */
+ * or the memory to keep one, a compressor is made and freed per call. */
 #include "posenc/tensor.h"
 
 #include <libdeflate.h>
