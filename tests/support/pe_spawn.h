@@ -4,6 +4,11 @@
  * assertions) and the fault tests (tests/fault/fault.h). No libcheck here: every function reports
  * failure to its caller.
  *
+ * Each daemon gets a data_dir of its own, a new directory under $TMPDIR, unless the test passes
+ * --data-dir itself: no test reads or writes the checkout's ./data (the default), and tests run
+ * beside a `make run` daemon and beside each other. That directory is removed when the daemon is
+ * stopped; a --data-dir the test passed is the test's to remove.
+ *
  * Every daemon started is remembered until it is stopped; pe_spawn_cleanup (registered with atexit
  * by the first start) kills and reaps those still running and removes their files, and
  * pe_spawn_kill_all is the async-signal-safe part for a signal handler. Both touch only daemons
@@ -21,6 +26,7 @@ struct pe_spawn {
 	int port;
 	int slot;
 	char out[128], err[128]; /* the daemon's stdout (JSON log lines) and stderr */
+	char data_dir[128];      /* the data_dir the spawner made for it; "" when the test passed one */
 };
 
 struct pe_spawn_opts {
@@ -33,7 +39,8 @@ struct pe_spawn_opts {
 /* The daemon binary: $POSENC_BIN when set and not empty, else PE_BUILD_DIR/posencd. */
 const char *pe_spawn_bin(void);
 
-/* Start posencd --port 0 --bind BIND --log-level info, then extra (NULL-terminated, may be NULL).
+/* Start posencd --port 0 --bind BIND --log-level info [--data-dir TMP], then extra (NULL-terminated,
+ * may be NULL); --data-dir TMP only when extra has no --data-dir.
  * Returns 0 with s->pid and s->port set, or -1 with the reason (and the daemon's stderr, if it
  * exited) in why. opts may be NULL. */
 int pe_spawn_start(struct pe_spawn *s, const char *const *extra, const struct pe_spawn_opts *opts, char *why,
@@ -41,7 +48,8 @@ int pe_spawn_start(struct pe_spawn *s, const char *const *extra, const struct pe
 
 /* Send sig and wait up to timeout_s: the exit status, 128 + signal if killed by one, -1 if it did
  * not exit (it is then killed). The daemon's stderr is written to our stderr when the status is
- * not 0 or it holds a sanitizer report. Its log files stay until the slot is reused or cleanup. */
+ * not 0 or it holds a sanitizer report. Its log files stay until the slot is reused or cleanup;
+ * the data_dir the spawner made is removed here. */
 int pe_spawn_stop(struct pe_spawn *s, int sig, double timeout_s);
 
 /* Is it still running (not exited, not a zombie)? */
@@ -56,7 +64,7 @@ char *pe_spawn_read(const char *path, size_t *len);
 
 /* SIGKILL every daemon this process started (async-signal-safe). */
 void pe_spawn_kill_all(void);
-/* Kill and reap those still running and remove every log file. */
+/* Kill and reap those still running and remove every log file and spawner-made data_dir. */
 void pe_spawn_cleanup(void);
 
 #endif
