@@ -118,7 +118,7 @@ static void valid_value(const char *isa)
 
 int main(void)
 {
-	fault_init("isa_env", 120);
+	fault_init("isa_env_daemon", 120);
 	unsetenv("POSENC_ISA");
 	bad_values();
 	valid_value("scalar");

@@ -197,7 +197,7 @@ static void held_writes(struct pe_spawn *d, const char *gate)
 
 int main(void)
 {
-	fault_init("store", 240);
+	fault_init("store_attack", 240);
 	snprintf(dir, sizeof dir, "/tmp/posenc-fault-store-XXXXXX");
 	if (!mkdtemp(dir))
 		return 2;

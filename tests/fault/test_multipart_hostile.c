@@ -441,7 +441,7 @@ static void scratch_on_budget(int port)
 
 int main(void)
 {
-	fault_init("multipart", 240);
+	fault_init("multipart_hostile", 240);
 	struct pe_spawn d;
 	const char *args[] = {"--cache-bytes", "0", "--response-budget-bytes", "12Mi", "--max-body-bytes", "4Mi",
 			      "--connection-timeout", "3", "--workers", "2", NULL};

@@ -287,7 +287,7 @@ static void content_codings(int port)
 
 int main(void)
 {
-	fault_init("framing", 120);
+	fault_init("framing_smuggling", 120);
 	char dir[] = "/tmp/posenc-framing-XXXXXX";
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
