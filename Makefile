@@ -40,7 +40,8 @@ TEST_SUPPORT := $(BUILD)/obj/tests/support/pe_check.o $(BUILD)/obj/tests/support
 SPAWN_SUPPORT := $(BUILD)/obj/tests/support/pe_spawn.o $(BUILD)/obj/tests/support/pe_http.o
 E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o $(BUILD)/obj/tests/support/pe_pg.o $(SPAWN_SUPPORT)
 
-.PHONY: all deps run test check layers unit e2e fault fuzz ops browser asan lint bench bench-inline clean test-exhaustive
+.PHONY: all deps run test check layers unit e2e fault fuzz ops browser asan lint bench bench-inline clean test-exhaustive \
+	test-programs
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/libposenc.a $(BUILD)/posencd $(if $(CLI_SRC),$(BUILD)/posenc)
@@ -103,8 +104,16 @@ $(E2E_BIN): $(E2E_SUPPORT)
 $(E2E_SUPPORT): CFLAGS += -DPE_BUILD_DIR='"$(BUILD)"'
 $(SPAWN_SUPPORT): CFLAGS += $(shell pkg-config --cflags jansson 2>/dev/null)
 
+# Test programs compile in parallel: a sub-make gets -j$(TEST_JOBS) (the CPUs) unless the command
+# line gave a -j, whose jobserver it then shares. tests/tools/run-tests.sh runs the programs
+# PE_TEST_JOBS at a time (default: the CPUs) and the ones that need the machine alone after them.
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+SUBJ = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS))
+
 # The inner loop: everything `make test` builds and its fast suites, without installing anything.
-check: all layers
+check:
+	$(MAKE) $(SUBJ) all $(UNIT_BIN) $(E2E_BIN)
+	$(MAKE) layers
 	$(MAKE) unit
 	$(MAKE) e2e
 
@@ -115,10 +124,12 @@ layers: all
 	@./tests/tools/test_file_cycles.sh
 	@./tests/tools/file_cycles.py $(BUILD)
 
-unit: all $(UNIT_BIN)
+unit:
+	@$(MAKE) $(SUBJ) all $(UNIT_BIN)
 	@./tests/tools/run-tests.sh unit $(UNIT_BIN)
 
-e2e: all $(E2E_BIN)
+e2e:
+	@$(MAKE) $(SUBJ) all $(E2E_BIN)
 	@./tests/tools/run-tests.sh e2e $(E2E_BIN)
 
 # Fault tests: slowloris, overload, abandoned jobs, SIGTERM under load, big bodies, hostile headers
@@ -131,8 +142,12 @@ $(FAULT_BIN): $(BUILD)/tests/fault/%: tests/fault/%.c tests/fault/fault.h $(SPAW
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(SPAWN_SUPPORT) $(shell pkg-config --libs jansson 2>/dev/null) -pthread
 
-fault: all $(FAULT_BIN)
+fault:
+	@$(MAKE) $(SUBJ) all $(FAULT_BIN)
 	@./tests/tools/run-tests.sh fault $(FAULT_BIN)
+
+# Every test program of this build tree, compiled (nothing run).
+test-programs: all $(UNIT_BIN) $(E2E_BIN) $(FAULT_BIN)
 
 # libFuzzer targets (clang, ASan + UBSan) for every parser, FUZZ_SECONDS each.
 fuzz:
@@ -141,7 +156,7 @@ fuzz:
 
 # Deployment checks: the Dockerfile's steps on plain Debian, manifests, and a scale-out behind nginx.
 ops: all
-	@./tests/tools/run-tests.sh ops ./docker/check-image.sh $(wildcard tests/ops/test_*.sh)
+	@PE_TEST_JOBS=1 ./tests/tools/run-tests.sh ops ./docker/check-image.sh $(wildcard tests/ops/test_*.sh)
 
 # The dashboard in Debian's Chromium driven by playwright-core (installs both when missing).
 browser: $(BUILD)/posencd
@@ -155,7 +170,7 @@ run:
 
 test:
 	@./tests/tools/deps.sh build test ops lint browser
-	$(MAKE) all
+	$(MAKE) $(SUBJ) test-programs
 	$(MAKE) layers
 	$(MAKE) unit
 	$(MAKE) e2e
@@ -166,11 +181,14 @@ test:
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in its own build tree; the
 # CLI tests run that tree's CLI (they run $POSENC_CLI, else build/posenc).
+ASAN_MAKE = POSENC_CLI=build/asan/posenc \
+	$(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 asan:
 	@./tests/tools/deps.sh build test
-	POSENC_CLI=build/asan/posenc \
-	$(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-		unit e2e fault
+	$(ASAN_MAKE) $(SUBJ) test-programs
+	$(ASAN_MAKE) unit
+	$(ASAN_MAKE) e2e
+	$(ASAN_MAKE) fault
 
 lint:
 	@./tests/tools/deps.sh lint
