@@ -138,9 +138,11 @@ FAULT_SRC  := $(wildcard tests/fault/test_*.c)
 FAULT_BIN  := $(FAULT_SRC:%.c=$(BUILD)/%)
 FUZZ_SECONDS ?= 60
 
-$(FAULT_BIN): $(BUILD)/tests/fault/%: tests/fault/%.c tests/fault/fault.h $(SPAWN_SUPPORT)
+# Each links the fault support library (tests/support/pe_fault.c) and reports through check.
+FAULT_SUPPORT := $(BUILD)/obj/tests/support/pe_fault.o $(BUILD)/obj/tests/support/pe_check.o $(SPAWN_SUPPORT)
+$(FAULT_BIN): $(BUILD)/tests/fault/%: tests/fault/%.c $(FAULT_SUPPORT)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(SPAWN_SUPPORT) $(shell pkg-config --libs jansson 2>/dev/null) -pthread
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(FAULT_SUPPORT) $(shell pkg-config --libs jansson 2>/dev/null) $(TEST_LIBS)
 
 fault:
 	@$(MAKE) $(SUBJ) all $(FAULT_BIN)

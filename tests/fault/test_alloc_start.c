@@ -5,7 +5,7 @@
  * own, the daemon runs with that value and never starts again (no POSENC_ALLOC_TUNED); a marker
  * copied from another daemon's environment changes nothing. Its name stays the binary's. A daemon
  * built with AddressSanitizer (its own allocator) is left as started. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include "daemon/alloc.h"
 
@@ -224,7 +224,7 @@ static void other_runners(void)
 	check(st == 0 && strstr(out, "posencd "), "under valgrind, posencd --version runs (status %d: %.120s)", st, out);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("alloc_start", 120);
 	char want[128];
@@ -239,3 +239,5 @@ int main(void)
 	other_runners();
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -1,7 +1,7 @@
 /* The one way tests start posencd: on port 0, reading the bound port back from its JSON start line
  * (libmicrohttpd's testcurl does the same), with its stdout (the JSON log) and stderr in files under
  * $TMPDIR (default /tmp). Used by the end-to-end tests (support/pe_daemon.h wraps it in check
- * assertions) and the fault tests (tests/fault/fault.h). No libcheck here: every function reports
+ * assertions) and the fault tests (tests/support/pe_fault.h). No libcheck here: every function reports
  * failure to its caller.
  *
  * Each daemon gets a data_dir of its own, a new directory under $TMPDIR, unless the test passes
