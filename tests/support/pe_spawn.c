@@ -2,6 +2,7 @@
 #include "support/pe_spawn.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -114,6 +115,30 @@ void pe_spawn_cleanup(void)
 	}
 }
 
+static const char *tmp_dir(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	return tmp && *tmp ? tmp : "/tmp";
+}
+
+void pe_spawn_sweep(void)
+{
+	DIR *d = opendir(tmp_dir());
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		int pid = 0, end = 0;
+		if (sscanf(e->d_name, "posenc-test-%d-%*u.%n", &pid, &end) != 1 || end == 0 || pid <= 0)
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue; /* its test is still running (or not ours to judge) */
+		char path[512];
+		snprintf(path, sizeof path, "%s/%s", tmp_dir(), e->d_name);
+		nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	if (d)
+		closedir(d);
+}
+
 /* A free slot of this process, its old files removed; -1 if all are running. */
 static int take_slot(void)
 {
@@ -187,7 +212,7 @@ int pe_spawn_start(struct pe_spawn *s, const char *const *extra, const struct pe
 		   size_t cap)
 {
 	static unsigned serial;
-	const char *tmp = getenv("TMPDIR");
+	const char *tmp = tmp_dir();
 	const char *argv[64];
 	int n = 0, slot = take_slot();
 	memset(s, 0, sizeof *s);
@@ -196,17 +221,18 @@ int pe_spawn_start(struct pe_spawn *s, const char *const *extra, const struct pe
 		return -1;
 	}
 	if (!cleanup_armed) {
+		pe_spawn_sweep();
 		atexit(pe_spawn_cleanup);
 		cleanup_armed = 1;
 	}
 	s->slot = slot;
 	serial++;
-	snprintf(s->out, sizeof s->out, "%s/posenc-test-%d-%u.out", tmp && *tmp ? tmp : "/tmp", (int)getpid(), serial);
-	snprintf(s->err, sizeof s->err, "%s/posenc-test-%d-%u.err", tmp && *tmp ? tmp : "/tmp", (int)getpid(), serial);
+	snprintf(s->out, sizeof s->out, "%s/posenc-test-%d-%u.out", tmp, (int)getpid(), serial);
+	snprintf(s->err, sizeof s->err, "%s/posenc-test-%d-%u.err", tmp, (int)getpid(), serial);
 	snprintf(slot_files[slot][0], sizeof slot_files[slot][0], "%s", s->out);
 	snprintf(slot_files[slot][1], sizeof slot_files[slot][1], "%s", s->err);
 	if (!has_data_dir(extra)) {
-		snprintf(s->data_dir, sizeof s->data_dir, "%s/posenc-test-%d-%u.data-XXXXXX", tmp && *tmp ? tmp : "/tmp",
+		snprintf(s->data_dir, sizeof s->data_dir, "%s/posenc-test-%d-%u.data-XXXXXX", tmp,
 			 (int)getpid(), serial);
 		if (!mkdtemp(s->data_dir)) {
 			snprintf(why, cap, "%s: %s", s->data_dir, strerror(errno));

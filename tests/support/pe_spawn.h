@@ -66,5 +66,8 @@ char *pe_spawn_read(const char *path, size_t *len);
 void pe_spawn_kill_all(void);
 /* Kill and reap those still running and remove every log file and spawner-made data_dir. */
 void pe_spawn_cleanup(void);
+/* Remove the log files and data_dirs in $TMPDIR of test processes that no longer exist: a check
+ * test that fails ends with _exit, past pe_spawn_cleanup. The first start of a process sweeps. */
+void pe_spawn_sweep(void);
 
 #endif

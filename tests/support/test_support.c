@@ -263,6 +263,36 @@ START_TEST(spawn_cleanup_removes_the_data_dir)
 }
 END_TEST
 
+/* A check test that fails ends with _exit, past the cleanup: the next start sweeps what such a
+ * process left in $TMPDIR, and nothing of a process still running. */
+START_TEST(spawn_sweeps_what_dead_tests_left)
+{
+	const char *tmp = getenv("TMPDIR");
+	char dead_dir[512], dead_log[512], mine[512], inner[600];
+	pid_t gone = fork();
+	ck_assert_int_ge(gone, 0);
+	if (gone == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(gone, NULL, 0), gone); /* a pid no process has now */
+	snprintf(dead_dir, sizeof dead_dir, "%s/posenc-test-%d-1.data-sweep", tmp && *tmp ? tmp : "/tmp", (int)gone);
+	snprintf(dead_log, sizeof dead_log, "%s/posenc-test-%d-1.out", tmp && *tmp ? tmp : "/tmp", (int)gone);
+	snprintf(mine, sizeof mine, "%s/posenc-test-%d-999.out", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+	snprintf(inner, sizeof inner, "%s/left.table", dead_dir);
+	ck_assert_int_eq(mkdir(dead_dir, 0700), 0);
+	const char *files[] = {inner, dead_log, mine};
+	for (int i = 0; i < 3; i++) {
+		FILE *f = fopen(files[i], "w");
+		ck_assert_ptr_nonnull(f);
+		fclose(f);
+	}
+	pe_spawn_sweep();
+	ck_assert_msg(access(dead_dir, F_OK) == -1 && errno == ENOENT, "%s was left", dead_dir);
+	ck_assert_msg(access(dead_log, F_OK) == -1 && errno == ENOENT, "%s was left", dead_log);
+	ck_assert_msg(access(mine, F_OK) == 0, "%s, of a running process, was removed", mine);
+	unlink(mine);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("support");
@@ -277,6 +307,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, spawn_ignores_a_stale_log);
 	tcase_add_test(tc, spawn_gives_a_data_dir_of_its_own);
 	tcase_add_test(tc, spawn_cleanup_removes_the_data_dir);
+	tcase_add_test(tc, spawn_sweeps_what_dead_tests_left);
 	suite_add_tcase(s, tc);
 	return s;
 }
