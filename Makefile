@@ -40,8 +40,7 @@ TEST_SUPPORT := $(BUILD)/obj/tests/support/pe_check.o $(BUILD)/obj/tests/support
 SPAWN_SUPPORT := $(BUILD)/obj/tests/support/pe_spawn.o $(BUILD)/obj/tests/support/pe_http.o
 E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o $(BUILD)/obj/tests/support/pe_pg.o $(SPAWN_SUPPORT)
 
-.PHONY: all deps run test check layers unit e2e fault fuzz ops browser asan lint bench bench-inline clean test-exhaustive \
-	test-programs
+.PHONY: all deps run test check layers unit e2e fault fuzz ops browser asan lint bench bench-inline clean test-exhaustive
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/libposenc.a $(BUILD)/posencd $(if $(CLI_SRC),$(BUILD)/posenc)
@@ -149,6 +148,7 @@ fault:
 	@./tests/tools/run-tests.sh fault $(FAULT_BIN)
 
 # Every test program of this build tree, compiled (nothing run).
+.PHONY: test-programs
 test-programs: all $(UNIT_BIN) $(E2E_BIN) $(FAULT_BIN)
 
 # libFuzzer targets (clang, ASan + UBSan) for every parser, FUZZ_SECONDS each.
