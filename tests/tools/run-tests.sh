@@ -67,6 +67,10 @@ stop() {
 }
 trap stop INT TERM
 
+# N programs at once each get about 1/N of the CPUs: check's per-test time limits (hang guards,
+# not measurements) stretch by as much, unless the caller set the multiplier.
+export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-$jobs}
+
 serial=(); n=0
 for t in "$@"; do
 	if is_serial "$t"; then serial+=("$t"); continue; fi
