@@ -2,8 +2,8 @@
 # Run test programs: KIND then the programs. The independent ones run PE_TEST_JOBS at a time
 # (default: the number of CPUs; each daemon a test starts takes port 0 and a data_dir of its own),
 # then the serial ones below one after another, alone on the machine. Each program's output is
-# captured and printed whole when it ends, so no two interleave. Ends with the failed programs'
-# names and the line "KIND: N passed, N failed" (CI reads it); exits non-zero when any failed.
+# captured and printed whole when it ends, with how long it ran, so no two interleave. Ends with
+# the failed programs' names and "KIND: N passed, N failed" (CI reads it); exits 1 if any failed.
 set -u
 kind=$1; shift
 jobs=${PE_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
@@ -34,13 +34,15 @@ is_serial() {
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/posenc-run-tests.XXXXXX") || exit 2
 pass=0; fail=0; failed=()
-declare -A running=() logs=() # pid -> program, pid -> its output
+declare -A running=() logs=() began=() # pid -> program, its output, when it started
 
-# Print a finished program's output and count it.
+# Print a finished program's output and how long it ran, and count it.
 finish() {
-	local t=$1 st=$2 log=$3
+	local t=$1 st=$2 log=$3 t0=$4
 	cat "$log"
 	rm -f "$log"
+	local us=$(( ${EPOCHREALTIME//[.,]/} - ${t0//[.,]/} ))
+	printf '%s: %s: %d.%d s\n' "$kind" "$t" $((us / 1000000)) $((us / 100000 % 10))
 	if [ "$st" -eq 0 ]; then
 		pass=$((pass + 1))
 	else
@@ -54,8 +56,8 @@ reap() {
 	local pid st
 	wait -n -p pid "${!running[@]}"; st=$?
 	[ -n "${pid:-}" ] || return 0
-	finish "${running[$pid]}" "$st" "${logs[$pid]}"
-	unset "running[$pid]" "logs[$pid]"
+	finish "${running[$pid]}" "$st" "${logs[$pid]}" "${began[$pid]}"
+	unset "running[$pid]" "logs[$pid]" "began[$pid]"
 }
 
 stop() {
@@ -77,13 +79,14 @@ for t in "$@"; do
 	while [ "${#running[@]}" -ge "$jobs" ]; do reap; done
 	n=$((n + 1))
 	"$t" >"$out/$n.log" 2>&1 &
-	running[$!]=$t; logs[$!]=$out/$n.log
+	running[$!]=$t; logs[$!]=$out/$n.log; began[$!]=$EPOCHREALTIME
 done
 while [ "${#running[@]}" -gt 0 ]; do reap; done
 
 for t in "${serial[@]}"; do
+	t0=$EPOCHREALTIME
 	"$t" >"$out/serial.log" 2>&1
-	finish "$t" $? "$out/serial.log"
+	finish "$t" $? "$out/serial.log" "$t0"
 done
 rm -rf "$out"
 
