@@ -9,13 +9,16 @@ kind=$1; shift
 jobs=${PE_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "run-tests.sh: PE_TEST_JOBS must be a positive integer" >&2; exit 2; }
 
-# Serial: they measure the daemon's memory or time its threads against the scheduler, or hold
-# hundreds of connections or large bodies; another test's load would make them flaky or starve it.
+# Serial: they measure the daemon's memory, time its threads against the scheduler, give a job
+# one second, or hold hundreds of connections or large bodies; another test's load would make them
+# flaky or starve it.
 serial_names=(
 	test_abandon         # RSS after abandoned big answers
 	test_bodybudget      # hundreds of MiB of bodies in flight, RSS
+	test_bounded         # job_timeout 1 s: the table served right after must be computed within it
 	test_connlimit       # fills max_connections; a refusal must come at once
 	test_idlerss         # idle RSS against the cache gauge
+	test_learned_similarity # job_timeout 1 s: a small table must be read within it
 	test_membudget       # RSS under many slow readers
 	test_memtrim         # RSS given back after eviction
 	test_overload        # many concurrent cold requests on one worker
