@@ -116,8 +116,17 @@ $(E2E_BIN): $(E2E_SUPPORT)
 $(E2E_SUPPORT): CFLAGS += -DPE_BUILD_DIR='"$(BUILD)"'
 $(SPAWN_SUPPORT): CFLAGS += $(shell pkg-config --cflags jansson 2>/dev/null)
 
+# Test programs compile in parallel: a sub-make gets -j$(TEST_JOBS) (the CPUs) unless the command
+# line gave a -j, whose jobserver it then shares. tests/tools/run-tests.sh runs the programs
+# PE_TEST_JOBS at a time (default: the CPUs) and the ones that need the machine alone after them.
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+SUBJ = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS))
+
 # The inner loop: everything `make test` builds and its fast suites, without installing anything.
-check: all layers docs-check
+check:
+	$(MAKE) $(SUBJ) unit-programs e2e-programs
+	$(MAKE) layers
+	$(MAKE) docs-check
 	$(MAKE) unit
 	$(MAKE) e2e
 
@@ -146,11 +155,12 @@ docs-check: $(CONFIG_DOC)
 	@./tests/tools/docs.py check $(CONFIG_DOC)
 	@./tests/tools/docs.py self-test $(CONFIG_DOC)
 
-# The tests that hold a job or a write start $(BUILD)/posencd-hooks (pe_spawn_hooks).
-unit: all $(BUILD)/posencd-hooks $(UNIT_BIN)
+unit:
+	@$(MAKE) $(SUBJ) unit-programs
 	@./tests/tools/run-tests.sh unit $(UNIT_BIN)
 
-e2e: all $(BUILD)/posencd-hooks $(E2E_BIN)
+e2e:
+	@$(MAKE) $(SUBJ) e2e-programs
 	@./tests/tools/run-tests.sh e2e $(E2E_BIN)
 
 # Fault tests: slowloris, overload, abandoned jobs, SIGTERM under load, big bodies, hostile headers
@@ -159,12 +169,26 @@ FAULT_SRC  := $(wildcard tests/fault/test_*.c)
 FAULT_BIN  := $(FAULT_SRC:%.c=$(BUILD)/%)
 FUZZ_SECONDS ?= 60
 
-$(FAULT_BIN): $(BUILD)/tests/fault/%: tests/fault/%.c tests/fault/fault.h $(SPAWN_SUPPORT)
+# Each links the fault support library (tests/support/pe_fault.c) and reports through check.
+FAULT_SUPPORT := $(BUILD)/obj/tests/support/pe_fault.o $(BUILD)/obj/tests/support/pe_check.o $(SPAWN_SUPPORT)
+$(FAULT_BIN): $(BUILD)/tests/fault/%: tests/fault/%.c $(FAULT_SUPPORT)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(SPAWN_SUPPORT) $(shell pkg-config --libs jansson 2>/dev/null) -pthread
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -o $@ $< $(FAULT_SUPPORT) $(shell pkg-config --libs jansson 2>/dev/null) $(TEST_LIBS)
 
-fault: all $(BUILD)/posencd-hooks $(FAULT_BIN)
+fault:
+	@$(MAKE) $(SUBJ) fault-programs
 	@./tests/tools/run-tests.sh fault $(FAULT_BIN)
+
+# The test programs of this build tree, compiled (nothing run).
+.PHONY: test-programs unit-programs e2e-programs fault-programs
+test-programs: unit-programs e2e-programs fault-programs
+# The tests that hold a job or a write start $(BUILD)/posencd-hooks (pe_spawn_hooks).
+unit-programs: all $(BUILD)/posencd-hooks $(UNIT_BIN)
+	@:
+e2e-programs: all $(BUILD)/posencd-hooks $(E2E_BIN)
+	@:
+fault-programs: all $(BUILD)/posencd-hooks $(FAULT_BIN)
+	@:
 
 # libFuzzer targets (clang, ASan + UBSan) for every parser, FUZZ_SECONDS each.
 fuzz:
@@ -173,7 +197,7 @@ fuzz:
 
 # Deployment checks: the Dockerfile's steps on plain Debian, manifests, and a scale-out behind nginx.
 ops: all
-	@./tests/tools/run-tests.sh ops ./docker/check-image.sh $(wildcard tests/ops/test_*.sh)
+	@PE_TEST_JOBS=1 ./tests/tools/run-tests.sh ops ./docker/check-image.sh $(wildcard tests/ops/test_*.sh)
 
 # The dashboard in Debian's Chromium driven by playwright-core (installs both when missing).
 browser: $(BUILD)/posencd
@@ -190,7 +214,7 @@ run:
 
 test:
 	@./tests/tools/deps.sh build test ops lint browser
-	$(MAKE) all
+	$(MAKE) $(SUBJ) test-programs
 	$(MAKE) layers
 	$(MAKE) docs-check
 	$(MAKE) unit
@@ -202,11 +226,14 @@ test:
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in its own build tree; the
 # CLI tests run that tree's CLI (they run $POSENC_CLI, else build/posenc).
+ASAN_MAKE = POSENC_CLI=build/asan/posenc \
+	$(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 asan:
 	@./tests/tools/deps.sh build test
-	POSENC_CLI=build/asan/posenc \
-	$(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-		unit e2e fault
+	$(ASAN_MAKE) $(SUBJ) test-programs
+	$(ASAN_MAKE) unit
+	$(ASAN_MAKE) e2e
+	$(ASAN_MAKE) fault
 
 lint:
 	@./tests/tools/deps.sh lint

@@ -1,7 +1,7 @@
 /* Model plans in core (src/core/plan*.c): the config reader's bounds and refusals, the family rules'
  * decisions and errors (which key a 422 names), len and its cap, the JSON answer (read back with
  * jansson) and the CLI's pick. The tables the urls name are checked end to end in
- * tests/e2e/test_plan.c against tests/ref/gen_plan.py. */
+ * tests/e2e/test_plan_configs.c against tests/ref/gen_plan.py. */
 #include "core/plan_json.h"
 #include "posenc/core.h"
 #include "posenc/plan.h"

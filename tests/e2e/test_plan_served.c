@@ -1,6 +1,6 @@
 /* POST /v1/plan as a hostile client reads it: every url a plan gives is fetched as given, with
  * and without gzip, for every fixture under tests/data/configs/ at the extreme lens (1, and the
- * largest ?len, 2^30; test_plan.c fetches the default len), under the default limits and under small ones (a response budget of a few
+ * largest ?len, 2^30; test_plan_configs.c fetches the default len), under the default limits and under small ones (a response budget of a few
  * MB, max_elements 500000) where the plan must switch to npy or cap len. A url the plan gives
  * must be a 200, and a len the plan capped must be named in a warning.
  *

@@ -20,7 +20,7 @@
 
 static struct pe_daemon D;
 
-static char data_dir[64]; /* the fixture's own: tests start a second daemon beside it, on ./data */
+static char data_dir[64]; /* the fixture's own: tests start a second daemon beside it, on another */
 
 static void start_default(void)
 {

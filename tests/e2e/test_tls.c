@@ -51,10 +51,11 @@ START_TEST(https_table)
 }
 END_TEST
 
+/* posencd's exit status with args, on a data_dir in the test's directory (never ./data). */
 static int run_status(const char *args)
 {
 	char cmd[512];
-	snprintf(cmd, sizeof cmd, "%s --port 0 %s >/dev/null 2>&1", pe_daemon_bin(), args);
+	snprintf(cmd, sizeof cmd, "%s --port 0 --data-dir %s/data %s >/dev/null 2>&1", pe_daemon_bin(), dir, args);
 	int st = system(cmd);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -4,7 +4,7 @@
  * theirs, and it keeps serving. The cache is kept at 1 MiB (--cache-bytes) so the tables are
  * dropped rather than cached, and each is 64 MiB: far over glibc's largest mmap threshold, so
  * memory handed back is really returned to the kernel and RSS is a fair measure. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include <pthread.h>
 
@@ -56,7 +56,7 @@ static void *wait_whole(void *arg)
 	return NULL;
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("abandon", 90);
 	struct pe_spawn d;
@@ -151,3 +151,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

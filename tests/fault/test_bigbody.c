@@ -3,7 +3,7 @@
  * transform and body type, with or without "Expect: 100-continue" (and then without a 100
  * Continue first). A chunked body that grows past the limit is cut off with 413; the daemon's
  * memory stays flat throughout. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #define TIB "1099511627776"
 
@@ -27,7 +27,7 @@ static int head_only_m(int port, const char *method, const char *path, const cha
 
 #define head_only(port, ...) head_only_m(port, "POST", __VA_ARGS__)
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("bigbody", 60);
 	struct pe_spawn d;
@@ -117,3 +117,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

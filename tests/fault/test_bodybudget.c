@@ -9,7 +9,7 @@
  * are answered 503 problem+json naming "body" with Retry-After (some are: the budget cannot hold
  * them all) and the others are served; a body larger than the whole budget is a 413 at once; and
  * once every client is gone the budget is back at zero, and a large body is served again. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #define BODIES 8
 #define ROWS 2048
@@ -155,7 +155,7 @@ static void held_bodies(struct pe_spawn *d, const char *body, int chunked, long 
 	check(used == 0, "the budget is back at zero once the %s clients are gone (%.0f)", how, used);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("bodybudget", 120);
 	struct pe_spawn d;
@@ -194,3 +194,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -7,7 +7,7 @@
  * Part 2, one worker, job_timeout 1 s and a huge max_analysis_cost: a rope-decay that would run
  * for minutes and a similarity that would run for seconds each get 503 (job-timeout); right after
  * each, a small table is answered 200 by that same single worker, and no job stays in flight. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 static void expect_refused(int port, const char *path, const char *param)
 {
@@ -40,7 +40,7 @@ static void cut_and_served(int port, const char *path, int round)
 	check(busy == 0, "no job is left running or queued (%.0f)", busy);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("bounded", 240);
 	struct pe_spawn d;
@@ -65,3 +65,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -14,7 +14,7 @@
  * 3. A learned table's read reserved: the 4 MiB file read beside its 8 MiB float64 copy, on a
  *    budget with about 10 MiB free: 503 (the copy alone fits; without the file's reservation it was
  *    computed), and 200 once the reader is gone. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #define MIB (1024L * 1024L)
 
@@ -214,7 +214,7 @@ static void learned_read_reserved(void)
 	check(st == 0, "exit status %d after SIGTERM", st);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("budget_jobs", 180);
 	before_the_work();
@@ -222,3 +222,5 @@ int main(void)
 	learned_read_reserved();
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -10,7 +10,7 @@
  * whose job cannot get its share within its wait (a slow reader holds a 10 MiB answer): 503 with
  * Retry-After, promptly and without having computed. Last, every kind of job that takes a share
  * (tables, the order view by GET and POST, M-RoPE by POST) answers and leaves the budget at 0. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include <pthread.h>
 
@@ -131,7 +131,7 @@ static void every_share_given_back(int port)
 	resp_free(&pos);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("budget_share", 240);
 	if (!mkdtemp(dir)) {
@@ -159,3 +159,5 @@ int main(void)
 		note("could not remove %s", dir);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -34,7 +34,7 @@
  *     answered, beside one slow reader of 8 MiB): most small misses are served meanwhile. Before,
  *     a waiter's bytes were kept back from every take and 5 of 553 were served; now takes under
  *     PE_BUDGET_SMALL_TAKE pass it. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 #include "e2e/test_apply_positions_form.h"
 
 #include <math.h>
@@ -432,7 +432,7 @@ static void chain_of_waiters(void)
 	stop(&d);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("test_budget_wait", 300);
 	struct pe_spawn d;
@@ -449,3 +449,5 @@ int main(void)
 	chain_of_waiters();
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -16,7 +16,7 @@
  *  - npy bodies of 600128 and 1040128 bytes answered in place: 200 with the whole answer, chunked
  *    as with Content-Length (the buffer's doubling past the budget refused them too);
  * and the budget's gauge back at 0 after each. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #define MIB ((size_t)1 << 20)
 #define TRIES 3
@@ -109,7 +109,7 @@ static void served_alike(int port, const char *body, size_t len)
 	}
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("chunked_413", 300);
 	struct pe_spawn d;
@@ -169,3 +169,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -4,7 +4,7 @@
  * minor faults for a 24 MiB table, one per 4 KiB). Counts posencd's minor faults
  * (/proc/PID/stat) around cold requests after a warm-up of each shape; asserts no time. Skipped
  * (a note) where transparent huge pages are off, and under an instrumented daemon. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #define ROUNDS 3
 
@@ -59,7 +59,7 @@ static void cold_faults(const struct pe_spawn *d, const char *query)
 	      per, allowed, bytes / ROUNDS);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("coldfaults", 300);
 	if (thp_off()) {
@@ -79,3 +79,5 @@ int main(void)
 	check(daemon_stop(&d, SIGTERM, 10) == 0, "exit status 0 after SIGTERM");
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

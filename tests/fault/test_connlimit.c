@@ -3,7 +3,7 @@
  * libmicrohttpd's own limit leaves it); the per-IP limit likewise. With 2,000 idle connections
  * from several addresses a normal client gets an answer or an immediate close, never silence;
  * once the idle ones go, it is served again. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #define IDLE 2000
 
@@ -45,7 +45,7 @@ static void close_all(int *fds, int n)
 			close(fds[i]);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("connlimit", 120);
 	static int fds[IDLE];
@@ -103,3 +103,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

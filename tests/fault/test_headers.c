@@ -2,7 +2,7 @@
  * thousands of query parameters, a giant X-Request-Id or Accept, and conflicting Content-Length
  * headers. Each must get a 4xx (or, for harmless ones, a normal answer) within 2 s: never a crash,
  * never a connection left hanging until the inactivity timeout, never a request framed two ways. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 /* Send len bytes on a new connection and read one response. */
 static int raw_request(int port, const char *data, size_t len, int timeout_ms, struct resp *r)
@@ -52,7 +52,7 @@ static void expect_refusal(int port, const char *what, const char *head, const c
 
 #define expect_4xx(port, what, head, unit, repeat, tail) expect_refusal(port, what, head, unit, repeat, tail, 0)
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("headers", 60);
 	struct pe_spawn d;
@@ -116,3 +116,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -10,7 +10,7 @@
  *    (posenc_jobs_total). Which thread took a connection is seen in the threads' epoll sets
  *    (/proc/PID/fdinfo) once it is accepted and before its request is sent: MHD takes a suspended
  *    connection out of its epoll set. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include <sched.h>
 #include <sys/stat.h>
@@ -184,7 +184,7 @@ static void single_flight_across_threads(void)
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "exits 0");
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("http_threads", 120);
 	if (!mkdtemp(dir)) {
@@ -209,3 +209,5 @@ int main(void)
 	rmdir(dir);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

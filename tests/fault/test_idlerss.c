@@ -3,7 +3,7 @@
  * within a constant of posenc_cache_bytes. Each JSON document is built in a buffer reserved from
  * its worst-case width (about four times its final length) and faulted in; the cache used to keep
  * that whole buffer while counting only the text (one 47.9 MB entry held 192 MB). */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #define TABLES 8
 #define MIB (1024L * 1024L)
@@ -18,7 +18,7 @@ static double budget_settles(int port, double within_s)
 	return v;
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("idlerss", 120);
 	struct pe_spawn d;
@@ -63,3 +63,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

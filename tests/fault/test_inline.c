@@ -11,7 +11,7 @@
  *   - the same tables computed inline and on the pool (--inline-max-us 0) give the same bytes and
  *     headers (ETag, shape, type, X-PE-Cache), metrics count both in posenc_jobs_total and only
  *     the inline ones in posenc_jobs_inline_total, and the access log says "miss" for both. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include <pthread.h>
 
@@ -194,7 +194,7 @@ static void access_log(struct pe_spawn *d)
 	free(log);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("inline", 120);
 	if (!mkdtemp(dir)) {
@@ -227,3 +227,5 @@ int main(void)
 		note("could not remove %s", dir);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

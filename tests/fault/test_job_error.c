@@ -8,7 +8,7 @@
  * f16: only the job, on the values it made, can tell (learned_get.c, typed_values). It runs on
  * the pool (learned tables are never inline), held at POSENC_TEST_JOB_GATE until a second
  * identical request has joined it (posenc_cache_joins_total), so the join is certain, not timed. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #define ROWS 4
 #define COLS 128
@@ -65,7 +65,7 @@ static void first_and_waiter(int port)
 	resp_free(&rc);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("job_error", 120);
 	if (!mkdtemp(dir)) {
@@ -97,3 +97,5 @@ int main(void)
 		note("could not remove %s", dir);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -6,7 +6,7 @@
  * (tests/fault/linger_client.py) and with a raw socket. With Expect the refusal comes at once,
  * without 100 Continue. A client that keeps sending past the bound (a chunked body), or sends too
  * slowly, is cut off, and the daemon serves others meanwhile. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include <libgen.h>
 
@@ -169,7 +169,7 @@ static void slow(int port)
 		close(fd);
 }
 
-int main(int argc, char **argv)
+static int scenario(void)
 {
 	fault_init("linger", 300);
 	char src[512];
@@ -219,7 +219,7 @@ int main(int argc, char **argv)
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		note("could not remove %s", dir);
-	(void)argc;
-	(void)argv;
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -9,7 +9,7 @@
  *
  * The readers shrink their receive buffers before connecting, so the kernel holds a few KiB of
  * each answer, not megabytes: what is not sent stays in the daemon's memory, where it is counted. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #define READERS 40
 #define JSON_READERS 8
@@ -119,7 +119,7 @@ static void shared_reader_counted(int port)
 	check(left == 0, "and given back when its reader is gone (%.0f)", left);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("membudget", 120);
 	struct pe_spawn d;
@@ -209,3 +209,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -6,7 +6,7 @@
  * pool's ticker now hands free heap pages back (pool.c trim_heap, every few seconds once 16 MiB
  * are free): within CONSTANT_MIB of the gauge over the idle start, as test_idlerss asserts. Waits
  * for a condition, never for a time. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #define SMALL 12000
 #define LARGE 6 /* 8 MiB each: the 32 MiB cache keeps three, every small table evicted */
@@ -46,7 +46,7 @@ static long excess_kib(int port, pid_t pid, long idle)
 	}
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("memtrim", 240);
 	struct pe_spawn d;
@@ -81,3 +81,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

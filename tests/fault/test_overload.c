@@ -2,7 +2,7 @@
  * a 200 with the whole table, or a 503 problem+json with Retry-After: nothing else (no 500, no
  * reset, no hang). Then the queue must drain back to empty and the daemon serve normally: the
  * same for distinct tables, for identical ones (single flight) and for transforms with bodies. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include <pthread.h>
 
@@ -70,7 +70,7 @@ static int queue_drained(int port, double within_s)
 	return 0;
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("overload", 90);
 	struct pe_spawn d;
@@ -134,3 +134,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

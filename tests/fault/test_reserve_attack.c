@@ -16,7 +16,7 @@
  *    the configured one after many connections (when the kernel keeps slices at all), with two HTTP
  *    threads and with one (and one worker).
  * No timing is asserted. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -464,7 +464,7 @@ static void slice_once_per_thread(struct pe_spawn *d, int threads)
 	check(n == threads, "%d HTTP threads (%d), no thread per connection", threads, n);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("reserve_attack", 240);
 	if (!mkdtemp(dir)) {
@@ -496,3 +496,5 @@ int main(void)
 	rmdir(dir);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -4,7 +4,7 @@
  * each of the daemon's threads, never on time. On a kernel that keeps no slice for ordinary
  * threads (before Linux 6.12) the hints are ignored: the test then says so and checks only that
  * the daemon serves with them configured. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -103,7 +103,7 @@ static void check_slices(pid_t pid, unsigned http_us, unsigned worker_us, unsign
 	check(rest == total - 4, "%s: the other threads keep the kernel's %u µs (%d of %d)", how, dflt, rest, total);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("sched_slice", 60);
 	int keeps = kernel_keeps_slices();
@@ -137,3 +137,5 @@ int main(void)
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "exits 0");
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

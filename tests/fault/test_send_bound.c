@@ -3,7 +3,7 @@
  * smaller one leaves the kernel's autotuning alone. Asserted on the daemon's own sockets, taken
  * into this process with pidfd_getfd (we started it, so we may) and read with getsockopt, never
  * on time; and the bounded answers arrive whole, as cached and as computed. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -51,7 +51,7 @@ static int get_on(int fd, const char *path, size_t *len)
 	return st;
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("send_bound", 120);
 	struct pe_spawn d;
@@ -90,3 +90,5 @@ int main(void)
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "exits 0");
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -21,7 +21,7 @@
  *  6. A client that resets while its table job is held at POSENC_TEST_JOB_GATE: 0 once it ran;
  *     SIGTERM while a table job waits for its share: exit 0, the waiter a 503 problem with
  *     Retry-After naming no parameter. SHARE_ATTACK_LAST=1 runs 6 alone. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #define MIB (1024L * 1024L)
 #define HOLD_PATH "/v1/sinusoidal?len=2048&dim=1024&format=bin" /* 8 MiB */
@@ -320,7 +320,7 @@ static void reset_then_sigterm(void)
 	pe_spawn_hooks(0);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("test_share_attack", 300);
 	if (!mkdtemp(dir)) {
@@ -343,3 +343,5 @@ int main(void)
 		note("could not remove %s", dir);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

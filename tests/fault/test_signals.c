@@ -8,7 +8,7 @@
  * lists every fatal signal. A flood of 20000 of one real-time signal is logged at most once a
  * second, the next line counting the unlogged ones. SIGTERM then drains it to exit status 0, and SIGQUIT drains a
  * second one the same way, logging "draining" with "SIGQUIT". */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 static int excluded(int sig)
 {
@@ -142,7 +142,7 @@ static void flood(struct pe_spawn *d, const char *const *args)
 	check_serving(d, args, sig, name);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("signals", 120);
 	struct pe_spawn d;
@@ -173,3 +173,5 @@ int main(void)
 	      "SIGQUIT: the log shows draining and stop");
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

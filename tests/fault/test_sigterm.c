@@ -6,7 +6,7 @@
  * queued, SIGTERM ends the process within shutdown_timeout plus a few seconds (a bound on
  * correctness, far below the minutes the work would take), with status 0, and every request in
  * flight is answered 503 rather than left hanging. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include <pthread.h>
 
@@ -89,7 +89,7 @@ static void shutdown_timeout_honoured(void)
 	check(told == LONG_JOBS, "every one of them says the service is shutting down: %d of %d", told, LONG_JOBS);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("sigterm", 150);
 	struct pe_spawn d;
@@ -178,3 +178,5 @@ int main(void)
 	shutdown_timeout_honoured();
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

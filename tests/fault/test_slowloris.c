@@ -9,7 +9,7 @@
  * deadline of its own for a whole request); the connection one over --max-connections-per-ip
  * closed at once; the daemon healthy and exiting 0 on SIGTERM afterwards. Attackers come from
  * 127.0.0.2-127.0.0.9, the good client from 127.0.0.1 (all loopback on Linux). */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include <pthread.h>
 
@@ -63,7 +63,7 @@ static int open_slow(struct slow *s, int port, const char *src, const char *firs
 	return 0;
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("slowloris", 60);
 	struct pe_spawn d;
@@ -184,3 +184,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

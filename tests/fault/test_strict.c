@@ -3,7 +3,7 @@
  * exponents, 64-bit overflow, NaN / Inf, bad percent-encoding, NUL bytes and values a table
  * cannot compute with are each a 400 problem+json naming the parameter; paths are matched exactly (no "//", ".", "..", trailing "/",
  * encoded "/" or NUL turning into another route): 404 problem+json. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 struct req_case {
 	const char *target;
@@ -88,7 +88,7 @@ static const struct req_case post_cases[] = {
 	{"/v1/alibi/apply?max_bias=65", 400, "max_bias"},
 };
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("strict", 60);
 	struct pe_spawn d;
@@ -125,3 +125,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM (0 expected)", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -12,7 +12,7 @@
  *    answered problem+json 400 / 413, not MHD's HTML page; posenc_requests_total settles at the
  *    requests our handlers saw, each counted once (never more on the way); and after SIGTERM
  *    every line of the access log is one whole JSON object, one request line per request. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -223,7 +223,7 @@ static void accounting_under_load(void)
 	      handled + reads);
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("threads_cross", 240);
 	if (!mkdtemp(dir)) {
@@ -256,3 +256,5 @@ int main(void)
 		note("could not remove %s", dir);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

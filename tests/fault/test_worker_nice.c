@@ -7,7 +7,7 @@
  * taskset -c 0 and one busy loop; nice 10: 1.85 s, nice 5: 0.65 s, nice 0: 0.25 s). The default
  * keeps that slowdown within MAX_SLOWDOWN (the weight ratio), asserted on the threads' nice
  * values as /proc shows them, never on time; an explicit --worker-nice is still applied as is. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #define MAX_SLOWDOWN 4.0 /* a worker's CPU share against one nice-0 thread: at least 1/(1+this) */
 
@@ -56,7 +56,7 @@ static int workers_niced(pid_t pid, int *lo, int *hi)
 	return 0;
 }
 
-int main(void)
+static int scenario(void)
 {
 	fault_init("worker_nice", 60);
 	struct pe_spawn d;
@@ -78,3 +78,5 @@ int main(void)
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "exits 0");
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -9,7 +9,7 @@ Regenerate (from the repository root, with Debian's Python: numpy, mpmath, torch
 
     /usr/bin/python3 tests/ref/gen_plan.py
 
-It rewrites tests/data/plan/ (conventions: kat.py); tests/e2e/test_plan.c reads it: it posts each
+It rewrites tests/data/plan/ (conventions: kat.py); tests/e2e/test_plan_configs.c reads it: it posts each
 config with ?len=8, fetches every url of the plan and compares it with ref_f64 (torch_i32 for T5; the listed rows of ViT-MAE 2-D tables),
 fetches the hand-written query and compares the two ETags, and checks head_dim, rotary_dim,
 softmax_scale and attention_scaling. Cases without a table (learned, none) have no file.

@@ -11,7 +11,7 @@ Regenerate (from the repository root, with Debian's Python, which has numpy, mpm
     /usr/bin/python3 tests/ref/gen_rope_variants.py
 
 It rewrites tests/data/rope_variants/; tests/core/test_rope_variants.c and
-tests/e2e/test_rope_variants.c read it. Files per case:
+tests/e2e/test_rope_variants_http.c read it. Files per case:
 
   ref_f64    float64: the formulas in Python floats / NumPy with glibc's pow, sin, cos (compat=exact's
              definition). Llama 4 text: transformers' llama3 frequencies (gen_rope.inv_freq_f64; with

@@ -1,5 +1,5 @@
 /* HTTP assertions shared by the end-to-end tests (responses read with libcurl, support/pe_daemon.h)
- * and the fault tests (responses read from raw sockets, tests/fault/fault.h): header lookup, the
+ * and the fault tests (responses read from raw sockets, tests/support/pe_fault.h): header lookup, the
  * RFC 9457 problem document check, a Prometheus sample. Predicates only, no libcheck: each caller
  * turns a false answer into its own kind of failure, with the reason these functions write. */
 #ifndef PE_TEST_HTTP_H

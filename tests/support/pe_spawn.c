@@ -2,7 +2,9 @@
 #include "support/pe_spawn.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 static volatile pid_t slot_pid[PE_SPAWN_MAX];
 static volatile pid_t slot_owner[PE_SPAWN_MAX];
 static char slot_files[PE_SPAWN_MAX][2][128];
+static char slot_dir[PE_SPAWN_MAX][128]; /* the data_dir made for the slot's daemon, or "" */
 static int cleanup_armed;
 
 static double now_s(void)
@@ -91,6 +94,21 @@ void pe_spawn_kill_all(void)
 			kill(slot_pid[i], SIGKILL);
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* Remove the data_dir made for slot i, with everything the daemon left in it. */
+static void remove_dir(int i)
+{
+	if (slot_dir[i][0])
+		nftw(slot_dir[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	slot_dir[i][0] = 0;
+}
+
 void pe_spawn_cleanup(void)
 {
 	pid_t me = getpid();
@@ -107,7 +125,32 @@ void pe_spawn_cleanup(void)
 				unlink(slot_files[i][k]);
 				slot_files[i][k][0] = 0;
 			}
+		remove_dir(i);
 	}
+}
+
+static const char *tmp_dir(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	return tmp && *tmp ? tmp : "/tmp";
+}
+
+void pe_spawn_sweep(void)
+{
+	DIR *d = opendir(tmp_dir());
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		int pid = 0, end = 0;
+		if (sscanf(e->d_name, "posenc-test-%d-%*u.%n", &pid, &end) != 1 || end == 0 || pid <= 0)
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue; /* its test is still running (or not ours to judge) */
+		char path[512];
+		snprintf(path, sizeof path, "%s/%s", tmp_dir(), e->d_name);
+		nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	if (d)
+		closedir(d);
 }
 
 /* A free slot of this process, its old files removed; -1 if all are running. */
@@ -121,8 +164,11 @@ static int take_slot(void)
 			for (int k = 0; k < 2; k++)
 				if (slot_files[i][k][0])
 					unlink(slot_files[i][k]);
+		if (slot_owner[i] == me)
+			remove_dir(i);
 		slot_pid[i] = 0;
 		slot_owner[i] = me;
+		slot_dir[i][0] = 0;
 		slot_files[i][0][0] = slot_files[i][1][0] = 0;
 		return i;
 	}
@@ -134,6 +180,15 @@ static int start_port(const char *log)
 	const char *p = log ? strstr(log, "\"event\":\"start\"") : NULL;
 	const char *q = p ? strstr(p, "\"port\":") : NULL;
 	return q ? atoi(q + 7) : 0;
+}
+
+/* Does the test give the daemon its own data_dir? */
+static int has_data_dir(const char *const *extra)
+{
+	for (int i = 0; extra && extra[i]; i++)
+		if (strcmp(extra[i], "--data-dir") == 0 || strncmp(extra[i], "--data-dir=", 11) == 0)
+			return 1;
+	return 0;
 }
 
 /* In the child: logs to the files the parent opened, default signal state, then exec. */
@@ -171,7 +226,7 @@ int pe_spawn_start(struct pe_spawn *s, const char *const *extra, const struct pe
 		   size_t cap)
 {
 	static unsigned serial;
-	const char *tmp = getenv("TMPDIR");
+	const char *tmp = tmp_dir();
 	const char *argv[64];
 	int n = 0, slot = take_slot();
 	memset(s, 0, sizeof *s);
@@ -185,27 +240,43 @@ int pe_spawn_start(struct pe_spawn *s, const char *const *extra, const struct pe
 		return -1;
 	}
 	if (!cleanup_armed) {
+		pe_spawn_sweep();
 		atexit(pe_spawn_cleanup);
 		cleanup_armed = 1;
 	}
 	s->slot = slot;
 	serial++;
-	snprintf(s->out, sizeof s->out, "%s/posenc-test-%d-%u.out", tmp && *tmp ? tmp : "/tmp", (int)getpid(), serial);
-	snprintf(s->err, sizeof s->err, "%s/posenc-test-%d-%u.err", tmp && *tmp ? tmp : "/tmp", (int)getpid(), serial);
+	snprintf(s->out, sizeof s->out, "%s/posenc-test-%d-%u.out", tmp, (int)getpid(), serial);
+	snprintf(s->err, sizeof s->err, "%s/posenc-test-%d-%u.err", tmp, (int)getpid(), serial);
 	snprintf(slot_files[slot][0], sizeof slot_files[slot][0], "%s", s->out);
 	snprintf(slot_files[slot][1], sizeof slot_files[slot][1], "%s", s->err);
+	if (!has_data_dir(extra)) {
+		snprintf(s->data_dir, sizeof s->data_dir, "%s/posenc-test-%d-%u.data-XXXXXX", tmp,
+			 (int)getpid(), serial);
+		if (!mkdtemp(s->data_dir)) {
+			snprintf(why, cap, "%s: %s", s->data_dir, strerror(errno));
+			return -1;
+		}
+		snprintf(slot_dir[slot], sizeof slot_dir[slot], "%s", s->data_dir);
+	}
 	for (int i = 0; opts && opts->wrap && opts->wrap[i] && n < 16; i++)
 		argv[n++] = opts->wrap[i];
 	const char *base[] = {pe_spawn_bin(), "--port", "0", "--bind", opts && opts->bind ? opts->bind : "127.0.0.1",
 			      "--log-level", "info"};
 	for (size_t i = 0; i < sizeof base / sizeof *base; i++)
 		argv[n++] = base[i];
+	if (s->data_dir[0]) {
+		argv[n++] = "--data-dir";
+		argv[n++] = s->data_dir;
+	}
 	for (int i = 0; extra && extra[i] && n < 63; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
 	int logs[2];
-	if (open_logs(s, logs, why, cap) != 0)
+	if (open_logs(s, logs, why, cap) != 0) {
+		remove_dir(slot);
 		return -1;
+	}
 	fflush(NULL); /* nothing buffered is written twice */
 	pid_t pid = fork();
 	if (pid == 0)
@@ -215,6 +286,7 @@ int pe_spawn_start(struct pe_spawn *s, const char *const *extra, const struct pe
 	close(logs[1]);
 	if (pid < 0) {
 		snprintf(why, cap, "fork: %s", strerror(fork_errno));
+		remove_dir(slot);
 		return -1;
 	}
 	s->pid = slot_pid[slot] = pid;
@@ -232,6 +304,7 @@ int pe_spawn_start(struct pe_spawn *s, const char *const *extra, const struct pe
 				 WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), err ? err : "");
 			free(err);
 			s->pid = slot_pid[slot] = 0;
+			remove_dir(slot);
 			return -1;
 		}
 		if (now_s() > end) {
@@ -277,6 +350,7 @@ int pe_spawn_stop(struct pe_spawn *s, int sig, double timeout_s)
 	}
 	show_stderr(s, rc);
 	slot_pid[s->slot] = 0;
+	remove_dir(s->slot);
 	s->pid = 0;
 	return rc;
 }

@@ -1,7 +1,8 @@
 /* Tests of the shared test support itself: the HTTP assertions (pe_http) accept what they should
  * and refuse each defect, the spawner (pe_spawn) reports why a daemon did not start and kills at
  * exit only the daemons of the process that exits, never reads a stale log as a new daemon's,
- * starts the test-hooks build for a gate (and refuses a gate otherwise), and pe_query_table computes what the core
+ * gives each daemon a data_dir of its own (never ./data) and removes it, starts the test-hooks
+ * build for a gate (and refuses a gate otherwise), and pe_query_table computes what the core
  * computes for the same parameters. */
 #include "support/pe_check.h"
 #include "support/pe_http.h"
@@ -9,10 +10,12 @@
 #include "support/pe_table.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,7 +159,9 @@ START_TEST(spawn_ignores_a_stale_log)
 	const char *args[] = {"--data-dir", dir, NULL};
 	ck_assert_int_eq(pe_spawn_start(&d, args, NULL, why, sizeof why), 0);
 	ck_assert_msg(d.port != 1, "the stale log's port was taken for the daemon's");
+	ck_assert_str_eq(d.data_dir, ""); /* the test's --data-dir is used, and left to the test */
 	ck_assert_int_eq(pe_spawn_stop(&d, SIGTERM, 20), 0);
+	ck_assert_int_eq(access(dir, F_OK), 0);
 	for (unsigned serial = 1; serial <= 64; serial++) {
 		snprintf(path, sizeof path, "%s/posenc-test-%d-%u.out", tmp && *tmp ? tmp : "/tmp", (int)getpid(), serial);
 		unlink(path);
@@ -212,6 +217,108 @@ START_TEST(spawn_cleanup_is_per_process)
 }
 END_TEST
 
+/* ./data as it is now: exists, inode and modification time (what a daemon on it would change). */
+struct dir_state {
+	int exists;
+	ino_t ino;
+	struct timespec mtime;
+};
+
+static struct dir_state dir_state(const char *path)
+{
+	struct stat st;
+	struct dir_state d = {0};
+	if (stat(path, &st) == 0)
+		d = (struct dir_state){1, st.st_ino, st.st_mtim};
+	return d;
+}
+
+static void assert_same_state(const struct dir_state *a, const struct dir_state *b)
+{
+	ck_assert_int_eq(a->exists, b->exists);
+	ck_assert(a->ino == b->ino);
+	ck_assert(a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec);
+}
+
+/* A daemon started without --data-dir runs on a new directory of its own, which its store opens
+ * (the "store" log line names it), not on ./data; stopping it removes that directory. */
+START_TEST(spawn_gives_a_data_dir_of_its_own)
+{
+	struct dir_state before = dir_state("data");
+	struct pe_spawn d;
+	char why[4096], want[256], real[PATH_MAX], cwd_data[PATH_MAX];
+	ck_assert_msg(pe_spawn_start(&d, NULL, NULL, why, sizeof why) == 0, "%s", why);
+	ck_assert_str_ne(d.data_dir, "");
+	ck_assert_ptr_nonnull(realpath(d.data_dir, real));
+	ck_assert_ptr_nonnull(getcwd(cwd_data, sizeof cwd_data - 8));
+	strcat(cwd_data, "/data");
+	ck_assert_str_ne(real, cwd_data);
+	struct stat st;
+	ck_assert_int_eq(stat(d.data_dir, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	snprintf(want, sizeof want, "\"data_dir\":\"%s\"", d.data_dir);
+	char *log = NULL;
+	for (int i = 0; i < 500 && !(log && strstr(log, want)); i++) { /* the store line precedes start */
+		free(log);
+		log = pe_spawn_read(d.out, NULL);
+	}
+	ck_assert_msg(log && strstr(log, want), "the daemon's store is not on %s: %s", d.data_dir, log ? log : "");
+	free(log);
+	char dir[128];
+	snprintf(dir, sizeof dir, "%s", d.data_dir);
+	ck_assert_int_eq(pe_spawn_stop(&d, SIGTERM, 20), 0);
+	ck_assert_msg(access(dir, F_OK) == -1 && errno == ENOENT, "%s outlived its daemon", dir);
+	struct dir_state after = dir_state("data");
+	assert_same_state(&before, &after);
+}
+END_TEST
+
+/* pe_spawn_cleanup (the atexit of every test program) kills a daemon still running and removes
+ * the data_dir made for it. */
+START_TEST(spawn_cleanup_removes_the_data_dir)
+{
+	struct pe_spawn d;
+	char why[4096], dir[128];
+	ck_assert_msg(pe_spawn_start(&d, NULL, NULL, why, sizeof why) == 0, "%s", why);
+	snprintf(dir, sizeof dir, "%s", d.data_dir);
+	ck_assert_int_eq(access(dir, F_OK), 0);
+	pid_t pid = d.pid;
+	pe_spawn_cleanup();
+	ck_assert_msg(kill(pid, 0) == -1 && errno == ESRCH, "daemon %d outlived the cleanup", (int)pid);
+	ck_assert_msg(access(dir, F_OK) == -1 && errno == ENOENT, "%s outlived the cleanup", dir);
+}
+END_TEST
+
+/* A check test that fails ends with _exit, past the cleanup: the next start sweeps what such a
+ * process left in $TMPDIR, and nothing of a process still running. */
+START_TEST(spawn_sweeps_what_dead_tests_left)
+{
+	const char *tmp = getenv("TMPDIR");
+	char dead_dir[512], dead_log[512], mine[512], inner[600];
+	pid_t gone = fork();
+	ck_assert_int_ge(gone, 0);
+	if (gone == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(gone, NULL, 0), gone); /* a pid no process has now */
+	snprintf(dead_dir, sizeof dead_dir, "%s/posenc-test-%d-1.data-sweep", tmp && *tmp ? tmp : "/tmp", (int)gone);
+	snprintf(dead_log, sizeof dead_log, "%s/posenc-test-%d-1.out", tmp && *tmp ? tmp : "/tmp", (int)gone);
+	snprintf(mine, sizeof mine, "%s/posenc-test-%d-999.out", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+	snprintf(inner, sizeof inner, "%s/left.table", dead_dir);
+	ck_assert_int_eq(mkdir(dead_dir, 0700), 0);
+	const char *files[] = {inner, dead_log, mine};
+	for (int i = 0; i < 3; i++) {
+		FILE *f = fopen(files[i], "w");
+		ck_assert_ptr_nonnull(f);
+		fclose(f);
+	}
+	pe_spawn_sweep();
+	ck_assert_msg(access(dead_dir, F_OK) == -1 && errno == ENOENT, "%s was left", dead_dir);
+	ck_assert_msg(access(dead_log, F_OK) == -1 && errno == ENOENT, "%s was left", dead_log);
+	ck_assert_msg(access(mine, F_OK) == 0, "%s, of a running process, was removed", mine);
+	unlink(mine);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("support");
@@ -225,6 +332,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, spawn_cleanup_is_per_process);
 	tcase_add_test(tc, spawn_ignores_a_stale_log);
 	tcase_add_test(tc, spawn_gates_need_the_hooks_build);
+	tcase_add_test(tc, spawn_gives_a_data_dir_of_its_own);
+	tcase_add_test(tc, spawn_cleanup_removes_the_data_dir);
+	tcase_add_test(tc, spawn_sweeps_what_dead_tests_left);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,7 +4,7 @@
  * POSENC_ISA, the value, the accepted values and the tiers this CPU supports. A tier the CPU has
  * (scalar always) starts, says so in its start line and answers. A daemon that wrongly starts is
  * killed after a grace period (it would otherwise run until the watchdog). */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 #include "support/pe_cpu.h"
 
 
@@ -23,22 +23,23 @@ static void drain(int fd, char *buf, size_t cap)
 	buf[n] = 0;
 }
 
-/* Run posencd --port 0 --bind 127.0.0.1 with POSENC_ISA=isa; wait up to grace_s for it to exit. */
+/* Run posencd --port 0 --bind 127.0.0.1 with POSENC_ISA=isa, on a data_dir of its own (one that
+ * wrongly starts never touches ./data); wait up to grace_s for it to exit. */
 static void run_daemon(const char *isa, double grace_s, struct outcome *o)
 {
 	int po[2], pe[2];
+	char dir[] = "/tmp/posenc-isa-env-XXXXXX", cmd[64];
 	memset(o, 0, sizeof *o);
-	if (pipe2(po, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(pe, O_CLOEXEC | O_NONBLOCK) != 0) {
-		check(0, "pipes: %s", strerror(errno));
-		exit(2);
-	}
+	check(pipe2(po, O_CLOEXEC | O_NONBLOCK) == 0 && pipe2(pe, O_CLOEXEC | O_NONBLOCK) == 0, "pipes: %s",
+	      strerror(errno));
+	check(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
 		setenv("POSENC_ISA", isa, 1);
 		dup2(po[1], 1);
 		dup2(pe[1], 2);
-		execl(daemon_bin(), daemon_bin(), "--port", "0", "--bind", "127.0.0.1", (char *)NULL);
+		execl(daemon_bin(), daemon_bin(), "--port", "0", "--bind", "127.0.0.1", "--data-dir", dir, (char *)NULL);
 		_exit(127);
 	}
 	close(po[1]);
@@ -54,6 +55,8 @@ static void run_daemon(const char *isa, double grace_s, struct outcome *o)
 	} else {
 		o->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	}
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	check(system(cmd) == 0, "%s removed", dir);
 	drain(po[0], o->out, sizeof o->out);
 	drain(pe[0], o->err, sizeof o->err);
 	close(po[0]);
@@ -116,9 +119,9 @@ static void valid_value(const char *isa)
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "POSENC_ISA=%s: exit 0 after SIGTERM", isa);
 }
 
-int main(void)
+static int scenario(void)
 {
-	fault_init("isa_env", 120);
+	fault_init("isa_env_daemon", 120);
 	unsetenv("POSENC_ISA");
 	bad_values();
 	valid_value("scalar");
@@ -126,3 +129,5 @@ int main(void)
 		valid_value("avx2");
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

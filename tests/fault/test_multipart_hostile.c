@@ -20,7 +20,7 @@
  *    while the others, refused, give their bodies back (before the wait, the last two jobs could
  *    refuse each other and all six were 503, about one run in 17). Three rounds of it.
  * After all of it the daemon serves a good form and exits 0 on SIGTERM. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 #include "e2e/test_apply_positions_form.h"
 
 #define MIB (1024L * 1024L)
@@ -439,9 +439,9 @@ static void scratch_on_budget(int port)
 	free(half);
 }
 
-int main(void)
+static int scenario(void)
 {
-	fault_init("multipart", 240);
+	fault_init("multipart_hostile", 240);
 	struct pe_spawn d;
 	const char *args[] = {"--cache-bytes", "0", "--response-budget-bytes", "12Mi", "--max-body-bytes", "4Mi",
 			      "--connection-timeout", "3", "--workers", "2", NULL};
@@ -466,3 +466,5 @@ int main(void)
 	check(st == 0, "exit status %d after SIGTERM", st);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -9,7 +9,7 @@
  *   - a PUT and a DELETE answered 503 at job_timeout never land afterwards (POSENC_TEST_WRITE_GATE
  *     holds writes before they reach the store while its file exists, so the 503 comes first).
  * The daemon runs with --data-dir in a directory of this test's own under /tmp. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #include <pthread.h>
 
@@ -195,9 +195,9 @@ static void held_writes(struct pe_spawn *d, const char *gate)
 	free(body);
 }
 
-int main(void)
+static int scenario(void)
 {
-	fault_init("store", 240);
+	fault_init("store_attack", 240);
 	snprintf(dir, sizeof dir, "/tmp/posenc-fault-store-XXXXXX");
 	if (!mkdtemp(dir))
 		return 2;
@@ -243,3 +243,5 @@ int main(void)
 		note("could not remove %s", dir);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -300,7 +300,7 @@ END_TEST
 
 static Suite *plan_suite(void)
 {
-	Suite *s = suite_create("plan");
+	Suite *s = suite_create("e2e_plan_configs");
 	TCase *tc = tcase_create("plan");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, every_fixture_matches_its_reference);

@@ -10,7 +10,7 @@
  * or with two, is a 400. libmicrohttpd's own answers to a malformed or overlong Content-Length
  * come as one problem+json (not HTML with the status line twice), "11 " included; an HTTP/2 preface gets one
  * well-formed answer or a close. */
-#include "fault/fault.h"
+#include "support/pe_fault.h"
 
 #define DELETE_T "DELETE /v1/learned/t HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
@@ -285,9 +285,9 @@ static void content_codings(int port)
 	answered_200(port, req, "Content-Encoding: identity");
 }
 
-int main(void)
+static int scenario(void)
 {
-	fault_init("framing", 120);
+	fault_init("framing_smuggling", 120);
 	char dir[] = "/tmp/posenc-framing-XXXXXX";
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
@@ -311,3 +311,5 @@ int main(void)
 		note("could not remove %s", dir);
 	return fault_finish();
 }
+
+PE_FAULT_MAIN(scenario)

@@ -1,21 +1,10 @@
-/* Fault tests: shared helpers. Each tests/fault/test_*.c is one program (no libcheck) linked with
- * the test support objects: it starts its own posencd through the spawner the e2e tests use
- * (tests/support/pe_spawn.h: --port 0 --bind 127.0.0.1, the port read from the JSON start line),
- * misbehaves at it over raw sockets (the helpers below), judges answers with the shared HTTP
- * assertions (tests/support/pe_http.h), counts checks and ends with "<name>: N passed, M failed"
- * (exit 1 on any failure).
- *
- * Cleanup is the C form of a shell trap: every daemon started is killed on exit (the spawner's
- * atexit), on SIGINT / SIGTERM / SIGHUP, and by a watchdog alarm when a test overruns its time
- * limit. The daemon is $POSENC_BIN, else PE_BUILD_DIR/posencd. Under a sanitizer or valgrind
- * timing- and RSS-sensitive checks are relaxed; exit status 0 after SIGTERM is always checked,
- * which in the asan build also means LeakSanitizer found no leak. */
-#ifndef PE_FAULT_H
-#define PE_FAULT_H
+/* The fault tests' helpers (see pe_fault.h): checks reported through libcheck, the daemon's
+ * start and stop with a watchdog, /proc readings, raw sockets and HTTP/1.1 by hand. */
+#include "support/pe_fault.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -25,40 +14,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <dirent.h>
 
+#include "support/pe_check.h"
 #include "support/pe_http.h"
-#include "support/pe_spawn.h"
+
+const char *fault_name = "fault";
 
 /* ---- checks ---- */
 
-static const char *fault_name = "fault";
-static int fault_pass, fault_fail;
-
-__attribute__((format(printf, 2, 3))) static inline void check(int ok, const char *fmt, ...)
+void pe_fault_check(int ok, const char *file, int line, const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 	va_start(ap, fmt);
-	printf("%s: %s: ", fault_name, ok ? "ok" : "FAIL");
-	vprintf(fmt, ap);
-	printf("\n");
-	fflush(stdout);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	if (ok)
-		fault_pass++;
-	else
-		fault_fail++;
+	if (ok) {
+		if (getenv("PE_FAULT_VERBOSE"))
+			printf("%s: ok: %s\n", fault_name, msg);
+		_mark_point(file, line);
+		return;
+	}
+	fflush(stdout);
+	pe_spawn_cleanup(); /* a failed check ends the process with _exit, past atexit */
+	_ck_assert_failed(file, line, "Check failed", "%s: %s", fault_name, msg);
 }
 
-__attribute__((format(printf, 1, 2))) static inline void note(const char *fmt, ...)
+void note(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -69,23 +55,23 @@ __attribute__((format(printf, 1, 2))) static inline void note(const char *fmt, .
 	va_end(ap);
 }
 
-static inline double now_s(void)
+double now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static inline void sleep_s(double s)
+void sleep_s(double s)
 {
 	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
 }
 
-/* ---- daemons and cleanup ---- */
+/* ---- the program, daemons and cleanup ---- */
 
-static inline void fault_on_signal(int sig)
+static void on_signal(int sig)
 {
 	pe_spawn_kill_all();
 	if (sig == SIGALRM) {
@@ -96,17 +82,15 @@ static inline void fault_on_signal(int sig)
 	_exit(sig == SIGALRM ? 3 : 128 + sig);
 }
 
-/* Name the test, arm the cleanup and a watchdog of limit_s seconds, raise the fd limit (hundreds
- * of sockets; the daemon inherits it), and ignore SIGPIPE (peers that close on us). */
-static inline void fault_init(const char *name, unsigned limit_s)
+void fault_init(const char *name, unsigned limit_s)
 {
 	fault_name = name;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	atexit(pe_spawn_cleanup);
-	signal(SIGINT, fault_on_signal);
-	signal(SIGTERM, fault_on_signal);
-	signal(SIGHUP, fault_on_signal);
-	signal(SIGALRM, fault_on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	signal(SIGALRM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	alarm(limit_s);
 	struct rlimit rl;
@@ -116,40 +100,56 @@ static inline void fault_init(const char *name, unsigned limit_s)
 	}
 }
 
-static inline int fault_finish(void)
+int fault_finish(void)
 {
-	printf("%s: %d passed, %d failed\n", fault_name, fault_pass, fault_fail);
 	fflush(stdout);
-	return fault_fail ? 1 : 0;
+	return 0;
 }
 
-static inline const char *daemon_bin(void) { return pe_spawn_bin(); }
-static inline char *read_file(const char *path, size_t *len) { return pe_spawn_read(path, len); }
+void pe_fault_scenario_end(int rc)
+{
+	ck_assert_msg(rc == 0, "%s: the scenario ended with status %d", fault_name, rc);
+}
 
-/* Start posencd with extra arguments (NULL-terminated, may be NULL); exits the test if it does
- * not report its port within 20 s. */
-static inline void daemon_start(struct pe_spawn *d, const char *const *extra)
+int pe_fault_run(const TTest *scenario)
+{
+	char name[128];
+	const char *prog = program_invocation_short_name;
+	snprintf(name, sizeof name, "fault_%s", strncmp(prog, "test_", 5) == 0 ? prog + 5 : prog);
+	Suite *s = suite_create(name);
+	TCase *tc = tcase_create("scenario");
+	tcase_set_timeout(tc, PE_FAULT_BACKSTOP_S);
+	tcase_add_test(tc, scenario);
+	suite_add_tcase(s, tc);
+	return pe_test_run(s);
+}
+
+const char *daemon_bin(void) { return pe_spawn_bin(); }
+char *read_file(const char *path, size_t *len) { return pe_spawn_read(path, len); }
+
+void daemon_start(struct pe_spawn *d, const char *const *extra)
 {
 	char why[4096];
 	if (pe_spawn_start(d, extra, NULL, why, sizeof why) != 0) {
-		printf("%s: %s\n", fault_name, why);
-		exit(2);
+		pe_spawn_cleanup();
+		ck_abort_msg("%s: %s", fault_name, why);
 	}
 }
 
-/* Signal and wait up to timeout_s (pe_spawn_stop): the exit status, 128 + signal if killed, -1
- * if it did not exit (then it is killed). */
-static inline int daemon_stop(struct pe_spawn *d, int sig, double timeout_s)
+int daemon_stop(struct pe_spawn *d, int sig, double timeout_s)
 {
 	fflush(stdout); /* its stderr, if shown, comes after what we said */
 	return pe_spawn_stop(d, sig, timeout_s);
 }
 
-static inline int daemon_alive(const struct pe_spawn *d) { return pe_spawn_alive(d); }
-static inline int daemon_instrumented(const struct pe_spawn *d) { return pe_spawn_instrumented(d); }
+int daemon_alive(const struct pe_spawn *d) { return pe_spawn_alive(d); }
+int daemon_instrumented(const struct pe_spawn *d) { return pe_spawn_instrumented(d); }
+
+long rss_kib(pid_t pid) { return status_kib(pid, "VmRSS:"); }
+long hwm_kib(pid_t pid) { return status_kib(pid, "VmHWM:"); }
 
 /* A "Vm...:" field of /proc/<pid>/status in KiB (0 if unknown). */
-static inline long status_kib(pid_t pid, const char *field)
+long status_kib(pid_t pid, const char *field)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
@@ -160,11 +160,7 @@ static inline long status_kib(pid_t pid, const char *field)
 	return v;
 }
 
-/* VmRSS (resident now) and VmHWM (the peak) in KiB. */
-static inline long rss_kib(pid_t pid) { return status_kib(pid, "VmRSS:"); }
-static inline long hwm_kib(pid_t pid) { return status_kib(pid, "VmHWM:"); }
-
-static inline int fd_count(pid_t pid)
+int fd_count(pid_t pid)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
@@ -182,7 +178,7 @@ static inline int fd_count(pid_t pid)
 
 /* A TCP connection to the daemon from source address src ("127.0.0.N", NULL for any); -1 and
  * errno on failure. */
-static inline int tcp_connect(int port, const char *src)
+int tcp_connect(int port, const char *src)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -211,14 +207,14 @@ static inline int tcp_connect(int port, const char *src)
 }
 
 /* Close with an RST instead of a FIN: a client that vanishes. */
-static inline void tcp_abort(int fd)
+void tcp_abort(int fd)
 {
 	struct linger l = {1, 0};
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
 	close(fd);
 }
 
-static inline int send_all(int fd, const void *p, size_t n)
+int send_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
 	while (n) {
@@ -235,7 +231,7 @@ static inline int send_all(int fd, const void *p, size_t n)
 
 /* A slow reader: connect with a 4 KiB receive buffer and send GET path; the answer is left unread
  * (the server's send then stalls). The socket, or -1. */
-static inline int slow_reader_open(int port, const char *path)
+int slow_reader_open(int port, const char *path)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int small = 4096;
@@ -257,7 +253,7 @@ static inline int slow_reader_open(int port, const char *path)
 
 /* Has the peer closed (or reset) the connection? Waits up to wait_ms for it. Data that arrives
  * is read and dropped. */
-static inline int peer_closed(int fd, int wait_ms)
+int peer_closed(int fd, int wait_ms)
 {
 	double end = now_s() + wait_ms / 1000.0;
 	for (;;) {
@@ -278,30 +274,21 @@ static inline int peer_closed(int fd, int wait_ms)
 	}
 }
 
-struct resp {
-	int status;        /* 0: no (complete) response */
-	char head[8192];   /* status line and headers */
-	char *body;
-	size_t body_len;
-	long content_length; /* -1 if absent */
-	double seconds;    /* from sending to the end of the response */
-};
-
-static inline void resp_free(struct resp *r)
+void resp_free(struct resp *r)
 {
 	free(r->body);
 	r->body = NULL;
 }
 
 /* Value of a header in r->head into buf; NULL if absent. */
-static inline const char *resp_header(const struct resp *r, const char *name, char *buf, size_t cap)
+const char *resp_header(const struct resp *r, const char *name, char *buf, size_t cap)
 {
 	return pe_http_header(r->head, name, buf, cap);
 }
 
 /* Read one response from fd (blocking with poll, timeout_ms overall). Bodies are read by
  * Content-Length, else until the peer closes. Returns 0 when a whole response arrived. */
-static inline int read_response(int fd, struct resp *r, int timeout_ms, size_t body_cap)
+int read_response(int fd, struct resp *r, int timeout_ms, size_t body_cap)
 {
 	double t0 = now_s(), end = t0 + timeout_ms / 1000.0;
 	size_t cap = 1 << 16, n = 0;
@@ -369,7 +356,7 @@ incomplete:
 }
 
 /* One request on a new connection ("Connection: close"); extra_headers ends with "\r\n" or is "". */
-static inline int http_request(int port, const char *src, const char *method, const char *path, const char *extra_headers,
+int http_request(int port, const char *src, const char *method, const char *path, const char *extra_headers,
 			const void *body, size_t body_len, int timeout_ms, struct resp *r)
 {
 	memset(r, 0, sizeof *r);
@@ -396,13 +383,13 @@ static inline int http_request(int port, const char *src, const char *method, co
 	return rc;
 }
 
-static inline int http_get(int port, const char *path, int timeout_ms, struct resp *r)
+int http_get(int port, const char *path, int timeout_ms, struct resp *r)
 {
 	return http_request(port, NULL, "GET", path, "", NULL, 0, timeout_ms, r);
 }
 
 /* A metric's value from /metrics (its first sample, pe_http_metric), or -1. */
-static inline double metric(int port, const char *name)
+double metric(int port, const char *name)
 {
 	struct resp r;
 	double v = -1;
@@ -415,16 +402,15 @@ static inline double metric(int port, const char *name)
 /* Is the response an RFC 9457 problem document with this status (and, if param, naming it)?
  * The checks are pe_http_is_problem's (tests also ask this of answers that may rightly be
  * something else, so the reason it is not is not printed). */
-static inline int is_problem(const struct resp *r, int status, const char *param)
+int is_problem(const struct resp *r, int status, const char *param)
 {
 	char ct[128], why[1024];
 	const char *type = resp_header(r, "Content-Type", ct, sizeof ct);
 	return pe_http_is_problem(r->status, type, r->body, r->body ? r->body_len : 0, status, param, why, sizeof why);
 }
 
-/* Poll /metrics until name is at least want (up to 30 s); 1 when it got there. */
 /* Poll /metrics until name equals want (up to 20 s): 1 then, else 0. */
-static inline int wait_metric_eq(int port, const char *name, double want)
+int wait_metric_eq(int port, const char *name, double want)
 {
 	for (int i = 0; i < 2000; i++) {
 		if (metric(port, name) == want)
@@ -435,14 +421,14 @@ static inline int wait_metric_eq(int port, const char *name, double want)
 }
 
 /* The response budget's gauge back at 0 (an answer just sent may still be let go of), checked. */
-static inline void budget_zero_after(int port, const char *what)
+void budget_zero_after(int port, const char *what)
 {
 	check(wait_metric_eq(port, "posenc_response_budget_bytes", 0), "%s: posenc_response_budget_bytes back at 0", what);
 }
 
 /* A problem+json 503 with Retry-After whose document names no parameter (the client's request was
  * fine; the server was busy). */
-static inline int busy_problem_of(const struct resp *r)
+int busy_problem_of(const struct resp *r)
 {
 	char ra[32];
 	return is_problem(r, 503, NULL) && resp_header(r, "Retry-After", ra, sizeof ra) && r->body &&
@@ -451,7 +437,7 @@ static inline int busy_problem_of(const struct resp *r)
 
 /* A slow reader of an 8 MiB bin table, and its 8 MiB held on the response budget while it does not
  * read (checked): the socket, or -1. */
-static inline int hold_8mib_answer(int port)
+int hold_8mib_answer(int port)
 {
 	int fd = slow_reader_open(port, "/v1/sinusoidal?len=2048&dim=1024&format=bin");
 	double end = now_s() + 30, held = 0, mib = 1024.0 * 1024.0;
@@ -461,7 +447,8 @@ static inline int hold_8mib_answer(int port)
 	return fd;
 }
 
-static inline int wait_metric_at_least(int port, const char *name, double want)
+/* Poll /metrics until name is at least want (up to 30 s): 1 then, else 0. */
+int wait_metric_at_least(int port, const char *name, double want)
 {
 	for (int i = 0; i < 3000; i++) {
 		if (metric(port, name) >= want)
@@ -474,12 +461,7 @@ static inline int wait_metric_at_least(int port, const char *name, double want)
 /* ---- which HTTP thread took a connection: the daemon's epoll sets (/proc/PID/fdinfo) ----
  * Each libmicrohttpd thread watches its connections in an epoll set of its own; a suspended
  * connection leaves it, so a connection is placed once accepted, before its request is sent. */
-#define FAULT_NEP 16
-struct epolls {
-	int n, fd[FAULT_NEP], watched[FAULT_NEP];
-};
-
-static inline void epolls_read(pid_t pid, struct epolls *ep)
+void epolls_read(pid_t pid, struct epolls *ep)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/fdinfo", (int)pid);
@@ -507,16 +489,16 @@ static inline void epolls_read(pid_t pid, struct epolls *ep)
 
 /* Connect; the index (into the sets read before) of the epoll set the connection joined, -1 if
  * none was seen within 5 s. ep is read again either way. */
-static inline int connect_to_thread(pid_t pid, int port, struct epolls *ep, int *fd)
+int connect_to_thread(pid_t pid, int port, struct epolls *ep, int *fd)
 {
 	*fd = tcp_connect(port, NULL);
 	for (int i = 0; i < 500 && *fd >= 0; i++) {
-		struct epolls now;
-		epolls_read(pid, &now);
-		for (int a = 0; a < now.n; a++)
+		struct epolls cur;
+		epolls_read(pid, &cur);
+		for (int a = 0; a < cur.n; a++)
 			for (int b = 0; b < ep->n; b++)
-				if (now.fd[a] == ep->fd[b] && now.watched[a] > ep->watched[b]) {
-					*ep = now;
+				if (cur.fd[a] == ep->fd[b] && cur.watched[a] > ep->watched[b]) {
+					*ep = cur;
 					return b;
 				}
 		sleep_s(0.01);
@@ -526,7 +508,7 @@ static inline int connect_to_thread(pid_t pid, int port, struct epolls *ep, int 
 }
 
 /* A float32 .npy of the given shape, every element v, into buf: its length, 0 if buf is too small. */
-static inline size_t npy_f32_filled(char *buf, size_t cap, const int *shape, int rank, float v)
+size_t npy_f32_filled(char *buf, size_t cap, const int *shape, int rank, float v)
 {
 	char dict[128];
 	size_t elems = 1;
@@ -557,7 +539,7 @@ static inline size_t npy_f32_filled(char *buf, size_t cap, const int *shape, int
  * first one's computation (held at POSENC_TEST_JOB_GATE: posenc_jobs_in_flight, then
  * posenc_cache_joins_total), until both of the daemon's HTTP threads hold at least one or max
  * connections are open: their descriptors in fds, their count returned. */
-static inline int join_on_both_threads(const struct pe_spawn *d, const char *request, int *fds, int max)
+int join_on_both_threads(const struct pe_spawn *d, const char *request, int *fds, int max)
 {
 	struct epolls ep;
 	epolls_read(d->pid, &ep);
@@ -577,4 +559,3 @@ static inline int join_on_both_threads(const struct pe_spawn *d, const char *req
 	return n;
 }
 
-#endif
