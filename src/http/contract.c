@@ -51,7 +51,9 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
 	return pe_query_take(w->q, key, key_size, value, value_size, &w->err) == 0 ? MHD_YES : MHD_NO;
 }
 
-/* The query into r->query: 0, or a refusal. */
+/* The query into r->query: 0, or a refusal. A route that takes a body holds the query's refusal
+ * (r->query->late) until the body has been read, unless its query comes first: a client that
+ * sends its body regardless then reads the 400 on a connection that stays open. */
 static int read_query(struct req *r, struct MHD_Connection *conn, const struct pe_contract *c, const char *url)
 {
 	struct walk w = {.q = r->query = malloc(sizeof *r->query)};
@@ -62,8 +64,13 @@ static int read_query(struct req *r, struct MHD_Connection *conn, const struct p
 	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &w);
 	if (!w.err.code && c->finish)
 		pe_params_finish(&w.q->params, &w.err);
-	if (w.err.code)
-		pe_http_refuse(r, &w.err, NULL);
+	if (!w.err.code)
+		return 0;
+	if (c->media && !c->query_first) {
+		w.q->late = w.err;
+		return 0;
+	}
+	pe_http_refuse(r, &w.err, NULL);
 	return w.err.code;
 }
 
@@ -130,9 +137,11 @@ enum MHD_Result pe_contract_begin(struct req *r, struct MHD_Connection *conn, co
 enum MHD_Result pe_contract_finish(struct req *r, struct MHD_Connection *conn, int *answered)
 {
 	struct pe_err err = {0};
-	*answered = r->contract && r->body_too_big;
+	*answered = r->contract && (r->body_too_big || (r->query && r->query->late.code));
 	if (!*answered)
 		return MHD_YES;
+	if (!r->body_too_big)
+		return pe_http_problem(r, conn, &r->query->late);
 	pe_err_set(&err, PE_ETOOBIG, "body", "the body is over %" PRIu64 " bytes (%s)", pe_contract_body_limit(r),
 		   limit_name(r));
 	return pe_http_problem(r, conn, &err);

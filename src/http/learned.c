@@ -167,7 +167,7 @@ static uint64_t body_limit(const struct pe_http *h)
 static const struct pe_contract list_contract = {.methods = "GET, HEAD", .params = &list_def, .finish = 1};
 static const struct pe_contract put_contract = {
 	.methods = "PUT", .params = &put_def, .finish = 1, .media = "application/x-npy, application/octet-stream",
-	.body_limit_cb = body_limit, .limit_name = "max_table_bytes plus an npy header"};
+	.body_limit_cb = body_limit, .limit_name = "max_table_bytes plus an npy header", .query_first = 1};
 static const struct pe_contract delete_contract = {.methods = "DELETE"};
 
 /* The declaration for the list or an item, by method (NULL: 405 with the methods of either). */

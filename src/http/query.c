@@ -12,6 +12,7 @@ void pe_query_init(struct pe_query *q, const struct pe_table_def *params, const 
 		   int output, const char *route)
 {
 	memset(&q->out, 0, sizeof q->out);
+	memset(&q->late, 0, sizeof q->late);
 	pe_params_init(&q->params, params ? params : &no_params);
 	pe_params_init(&q->extras, extras ? extras : &no_params);
 	q->output = output;

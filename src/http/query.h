@@ -21,6 +21,7 @@ struct pe_query {
 	struct pe_out_query out; /* the output options (values point into the request) */
 	int output;              /* the output options are parameters here */
 	const char *route;       /* for "unknown parameter 'x' for <route>" */
+	struct pe_err late;      /* a refusal held until the body is read (contract.c) */
 };
 
 /* params / extras NULL: none. route is kept (not copied). */

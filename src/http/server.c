@@ -216,16 +216,18 @@ static enum MHD_Result answer_refusal(struct req *r, struct MHD_Connection *conn
 	return r->refusal_answer ? r->refusal_answer(r, conn, &r->refusal) : pe_http_problem(r, conn, &r->refusal);
 }
 
-/* The refusal now, when no body byte will be sent in vain (none follows, the client waits for
- * 100 Continue, which MHD then does not send) or the declared body is past what we would drop:
- * MHD closes the connection after it. Otherwise the body is read and dropped first (nginx's
- * lingering close), within linger_bytes and linger_timeout. */
+/* A refusal of a request without a body is answered on the next call, once MHD has read the
+ * request, so the connection stays open as for any answer (one queued on the first call makes MHD
+ * close it). With a body: now, when no body byte will be sent in vain (the client waits for
+ * 100 Continue, which MHD then does not send) or the declared body is past what we would drop, and
+ * MHD closes the connection after it; otherwise the body is read and dropped first (nginx's
+ * lingering close), within linger_bytes and linger_timeout, and the connection closed after. */
 static enum MHD_Result refuse_early(struct pe_http *h, struct req *r, struct MHD_Connection *conn)
 {
-	int now = !r->has_body || r->expect_continue || h->opt.linger_bytes == 0 ||
-		  (!r->chunked && r->declared > h->opt.linger_bytes);
-	if (now) {
-		r->close = r->has_body;
+	if (!r->has_body)
+		return MHD_YES;
+	if (r->expect_continue || h->opt.linger_bytes == 0 || (!r->chunked && r->declared > h->opt.linger_bytes)) {
+		r->close = 1;
 		return answer_refusal(r, conn);
 	}
 	pe_conn_guard_phase(h->guard, conn, PH_DISCARD, 0);
@@ -325,7 +327,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	if (r->answered)
 		return MHD_YES;
 	if (r->refusal.code) {
-		r->close = 1;
+		r->close = r->has_body; /* a body refused was dropped: the connection goes with it */
 		pe_http_body_refusal_final(r);
 		return answer_refusal(r, conn);
 	}

@@ -281,6 +281,63 @@ START_TEST(parameter_names_any_case)
 }
 END_TEST
 
+/* How many responses buf holds, and whether the first said Connection: close. */
+static int count_answers(const char *buf, int *first_closes)
+{
+	int n = 0;
+	const char *first_end = strstr(buf, "\r\n\r\n");
+	*first_closes = 0;
+	for (const char *p = buf; (p = strstr(p, "HTTP/1.1 ")) != NULL; p++)
+		n++;
+	for (const char *p = buf; first_end && (p = strcasestr(p, "\r\nConnection: close")) && p < first_end; p++)
+		*first_closes = 1;
+	return n;
+}
+
+/* A refusal keeps the connection open as any answer does, when no body was dropped with it: two
+ * requests in one write, the first refused, are both answered. */
+START_TEST(refusals_keep_the_connection)
+{
+	static const struct {
+		const char *head; /* request line and headers, without the empty line */
+		const char *body;
+		const char *status;
+	} cases[] = {
+		{"GET /v1/sinusoidal?len=1&dim=2&zzz=1 HTTP/1.1", "", "400"},
+		{"GET /v1/sinusoidal?len=1&dim=2&dim=2 HTTP/1.1", "", "400"},
+		{"GET /v1/sinusoidal?len=x&dim=2 HTTP/1.1", "", "400"},
+		{"GET /v1/learned/c?zzz=1 HTTP/1.1", "", "400"},
+		{"GET /v1/learned?zzz=1 HTTP/1.1", "", "400"},
+		{"GET /v1/analysis/similarity?zzz=1 HTTP/1.1", "", "400"},
+		{"DELETE /v1/learned/c?zzz=1 HTTP/1.1", "", "400"},
+		{"POST /v1/rope/apply?zzz=1 HTTP/1.1\r\nContent-Type: application/x-npy\r\nContent-Length: 4", "abcd", "400"},
+		{"POST /v1/plan?zzz=1 HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2", "{}", "400"},
+		{"POST /v1/rope/mrope?zzz=1 HTTP/1.1\r\nContent-Type: application/x-npy\r\nTransfer-Encoding: chunked",
+		 "4\r\nabcd\r\n0\r\n\r\n", "400"},
+		{"POST /v1/rope/apply HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 0", "", "415"},
+		{"POST /v1/sinusoidal?len=1&dim=2 HTTP/1.1\r\nContent-Length: 0", "", "405"},
+		{"DELETE /v1/sinusoidal HTTP/1.1", "", "405"},
+		{"GET /v1/nosuch HTTP/1.1", "", "404"},
+	};
+	struct pe_daemon d;
+	char dir[] = "/tmp/pe_contract_XXXXXX";
+	start(&d, dir);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char req[1024], buf[16384], want[32];
+		int n = snprintf(req, sizeof req, "%s\r\nHost: x\r\n\r\n%sGET /healthz HTTP/1.1\r\nHost: x\r\n"
+				 "Connection: close\r\n\r\n", cases[i].head, cases[i].body);
+		pe_raw_exchange(&d, req, (size_t)n, buf, sizeof buf, 5000);
+		int closes, answers = count_answers(buf, &closes);
+		snprintf(want, sizeof want, "HTTP/1.1 %s ", cases[i].status);
+		ck_assert_msg(!strncmp(buf, want, strlen(want)), "%s: first answer %.40s", cases[i].head, buf);
+		ck_assert_msg(answers == 2 && !closes, "%s: %d answers, the first %s", cases[i].head, answers,
+			      closes ? "with Connection: close" : "keeping the connection");
+		ck_assert_msg(strstr(buf, "HTTP/1.1 200 "), "%s: the request after it answered 200", cases[i].head);
+	}
+	stop(&d, dir);
+}
+END_TEST
+
 static Suite *contract_suite(void)
 {
 	Suite *s = suite_create("contract");
@@ -288,6 +345,7 @@ static Suite *contract_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, every_route_refuses_alike);
 	tcase_add_test(tc, parameter_names_any_case);
+	tcase_add_test(tc, refusals_keep_the_connection);
 	suite_add_tcase(s, tc);
 	return s;
 }
