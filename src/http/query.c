@@ -37,6 +37,14 @@ int pe_query_take(struct pe_query *q, const char *key, size_t key_len, const cha
 	return pe_err_set(err, PE_EINVAL, key, "unknown parameter '%.40s' for %s", key, q->route);
 }
 
+size_t pe_query_count(const char *query)
+{
+	size_t n = 1;
+	for (const char *p = query; *p; p++)
+		n += *p == '&';
+	return n;
+}
+
 const char *pe_query_extra(const struct pe_query *q, const char *name)
 {
 	int i = pe_param_index(q->extras.def, name);

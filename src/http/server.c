@@ -18,6 +18,7 @@
 #include "http/conn_guard.h"
 #include "http/framing.h"
 #include "http/produce.h"
+#include "http/query.h"
 #include "http/router.h"
 
 #include <arpa/inet.h>
@@ -234,8 +235,38 @@ static enum MHD_Result refuse_early(struct pe_http *h, struct req *r, struct MHD
 	return MHD_YES;
 }
 
+/* libmicrohttpd 0.9.75 keeps a record (64 bytes) of every query parameter and header field in the
+ * connection's memory pool, beside the request's head; when the records do not fit it answers
+ * nothing at all for a query (its 431 is lost). The pool holds a head of max_header_bytes with
+ * this many records (a request's parameters are capped at PE_QUERY_MAX_PARAMS, uri_cb). */
+#define MHD_RECORD_BYTES 64
+#define HEADER_FIELDS_ROOM 64
+#define POOL_SLACK 1024
+
+static size_t pool_bytes(const struct pe_http_options *opt)
+{
+	size_t head = opt->max_header_bytes ? opt->max_header_bytes : (size_t)32768;
+	return head + (PE_QUERY_MAX_PARAMS + HEADER_FIELDS_ROOM) * MHD_RECORD_BYTES + POOL_SLACK;
+}
+
+/* A request whose query has more than PE_QUERY_MAX_PARAMS parameters: its con_cls, until the
+ * access handler answers it. */
+static char query_over_cap;
+
+/* MHD_OPTION_URI_LOG_CALLBACK: the raw request target, before MHD parses its query. A query over
+ * the cap is cut to nothing in MHD's buffer (MHD parses it right after this returns), so no record
+ * is kept of it and the request is answered with a 400 naming the query (first_call). */
+static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	char *q = strchr(uri, '?');
+	if (!q || pe_query_count(q + 1) <= PE_QUERY_MAX_PARAMS)
+		return NULL;
+	q[1] = 0;
+	return &query_over_cap;
+}
+
 static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version)
+				  const char *method, const char *version, int query_over)
 {
 	struct pe_err err = {0};
 	if (read_framing(r, conn, method, version, &err) != 0) {
@@ -244,7 +275,10 @@ static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_C
 	}
 	pe_router_match(h->router, r, url);
 	enum MHD_Result rc = MHD_YES;
-	if (r->has_body && takes_no_body(method)) {
+	if (query_over) {
+		pe_err_set(&err, PE_EINVAL, "query", "the query has more than %d parameters", PE_QUERY_MAX_PARAMS);
+		pe_http_refuse(r, &err, NULL);
+	} else if (r->has_body && takes_no_body(method)) {
 		pe_err_set(&err, PE_EBODY, "body", "%s takes no body", method);
 		pe_http_refuse(r, &err, NULL);
 	} else if (r->has_body && body_coded(conn)) {
@@ -299,16 +333,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 {
 	struct pe_http *h = cls;
 	struct req *r = *con_cls;
-	if (!r) {
+	if (!r || *con_cls == &query_over_cap) {
+		int query_over = r != NULL;
 		note_thread(h);
-		r = calloc(1, sizeof *r);
+		*con_cls = r = calloc(1, sizeof *r);
 		if (!r)
 			return MHD_NO;
 		begin_request(h, r, conn, url, method);
-		*con_cls = r;
 		atomic_fetch_add(&h->active, 1);
 		pe_conn_guard_phase(h->guard, conn, PH_BODY, 0);
-		return first_call(h, r, conn, url, method, version);
+		return first_call(h, r, conn, url, method, version, query_over);
 	}
 	if (r->on_resume) {
 		/* the waiter was completed or expired under wait_lock, and libmicrohttpd's wake-up
@@ -460,12 +494,12 @@ static struct MHD_Daemon *start_mhd(struct pe_http *h, const struct pe_http_opti
 				MHD_OPTION_CONNECTION_LIMIT, pe_conn_guard_mhd_limit(h->guard) * threads,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, opt->max_connections_per_ip,
 				MHD_OPTION_CONNECTION_TIMEOUT, opt->connection_timeout_s,
-				/* MHD clears the pool on every keep-alive request: the default 32 KiB holds
-				 * the longest query (factor lists) at half the cost of 64 KiB */
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, opt->max_header_bytes ? opt->max_header_bytes : (size_t)32768,
+				/* MHD clears the whole pool on every keep-alive request: no larger than the
+				 * head and its records need */
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool_bytes(opt),
 				MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 				MHD_OPTION_UNESCAPE_CALLBACK, pe_router_unescape_cb, NULL,
-				MHD_OPTION_URI_LOG_CALLBACK, pe_conn_guard_uri_cb, NULL,
+				MHD_OPTION_URI_LOG_CALLBACK, uri_cb, NULL,
 				MHD_OPTION_NOTIFY_CONNECTION, pe_conn_guard_notify_cb, h->guard,
 				MHD_OPTION_ARRAY, more_options(opt, threads, more),
 				MHD_OPTION_END);

@@ -338,6 +338,47 @@ START_TEST(refusals_keep_the_connection)
 }
 END_TEST
 
+/* GET /v1/sinusoidal?len=2&dim=2 with nparams unknown parameters p0=1 ..., the last one's value
+ * pad bytes long, and nheaders header fields; the answer's problem must name param. */
+static void many_params(const struct pe_daemon *d, size_t nparams, size_t pad, size_t nheaders, const char *param)
+{
+	size_t cap = 64 + nparams * 16 + pad + nheaders * 32 + 128, at = 0;
+	char *req = malloc(cap), buf[16384];
+	at += (size_t)snprintf(req + at, cap - at, "GET /v1/sinusoidal?len=2&dim=2");
+	for (size_t i = 0; i < nparams; i++)
+		at += (size_t)snprintf(req + at, cap - at, "&p%zu=1", i);
+	memset(req + at, 'a', pad);
+	at += pad;
+	at += (size_t)snprintf(req + at, cap - at, " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n");
+	for (size_t i = 0; i < nheaders; i++)
+		at += (size_t)snprintf(req + at, cap - at, "X-H%zu: 1\r\n", i);
+	at += (size_t)snprintf(req + at, cap - at, "\r\n");
+	pe_raw_exchange(d, req, at, buf, sizeof buf, 5000);
+	char want[128];
+	snprintf(want, sizeof want, "\"param\":\"%s\"", param);
+	ck_assert_msg(!strncmp(buf, "HTTP/1.1 400 ", 13) && strstr(buf, want),
+		      "%zu + 2 parameters, %zu more bytes, %zu header fields (%zu bytes): a 400 naming %s, got %.300s",
+		      nparams, pad, nheaders, at, param, buf);
+	free(req);
+}
+
+/* Every query within the limits is read and answered; past PE_QUERY_MAX_PARAMS (64) parameters,
+ * a 400 naming the query instead of libmicrohttpd's silence. */
+START_TEST(query_limits)
+{
+	struct pe_daemon d;
+	char dir[] = "/tmp/pe_contract_XXXXXX";
+	start(&d, dir);
+	many_params(&d, 62, 0, 0, "p0");
+	many_params(&d, 62, 0, 60, "p0");
+	many_params(&d, 62, 30000, 20, "p0"); /* a head near max_header_bytes (32 KiB) */
+	many_params(&d, 63, 0, 0, "query");
+	many_params(&d, 260, 0, 0, "query");
+	many_params(&d, 3000, 0, 0, "query");
+	stop(&d, dir);
+}
+END_TEST
+
 static Suite *contract_suite(void)
 {
 	Suite *s = suite_create("contract");
@@ -346,6 +387,7 @@ static Suite *contract_suite(void)
 	tcase_add_test(tc, every_route_refuses_alike);
 	tcase_add_test(tc, parameter_names_any_case);
 	tcase_add_test(tc, refusals_keep_the_connection);
+	tcase_add_test(tc, query_limits);
 	suite_add_tcase(s, tc);
 	return s;
 }
