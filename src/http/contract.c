@@ -16,27 +16,46 @@ static enum MHD_Result refuse(struct req *r, int code, const char *param, const 
 	return pe_http_refuse(r, &err, NULL);
 }
 
-/* The entry for this request, or NULL (405) with r->allow the methods the route takes. */
+/* methods appended to r->allow_buf (a list so far at bytes), ", " between; the new length. */
+static size_t allow_add(struct req *r, size_t at, const char *methods)
+{
+	size_t n = strlen(methods);
+	if (at + n + 3 < sizeof r->allow_buf) {
+		if (at)
+			memcpy(r->allow_buf + at, ", ", 2), at += 2;
+		memcpy(r->allow_buf + at, methods, n + 1);
+		at += n;
+	}
+	return at;
+}
+
+/* The entry for this request, or NULL (405) with r->allow the methods the route takes, OPTIONS
+ * (the router's preflight) with them: one list for a 405 and a preflight alike. */
 static const struct pe_contract *select_entry(struct req *r, struct MHD_Connection *conn, const char *url)
 {
 	const struct pe_handler *hd = r->handler;
-	if (hd->contract_cb)
-		return hd->contract_cb(r, conn, url);
 	size_t at = 0;
 	r->allow_buf[0] = 0;
-	for (const struct pe_contract *c = hd->contract; c->methods; c++) {
-		if (pe_http_method_listed(c->methods, r->method))
+	if (hd->contract_cb) {
+		const struct pe_contract *c = hd->contract_cb(r, conn, url);
+		if (c)
 			return c;
-		size_t n = strlen(c->methods);
-		if (at + n + 3 < sizeof r->allow_buf) {
-			if (at)
-				memcpy(r->allow_buf + at, ", ", 2), at += 2;
-			memcpy(r->allow_buf + at, c->methods, n + 1);
-			at += n;
+		at = allow_add(r, at, r->allow);
+	} else
+		for (const struct pe_contract *c = hd->contract; c->methods; c++) {
+			if (pe_http_method_listed(c->methods, r->method))
+				return c;
+			at = allow_add(r, at, c->methods);
 		}
-	}
+	allow_add(r, at, "OPTIONS");
 	r->allow = r->allow_buf;
 	return NULL;
+}
+
+void pe_contract_allow(struct req *r, struct MHD_Connection *conn, const char *url)
+{
+	if (select_entry(r, conn, url))
+		r->allow = NULL; /* a route that declares OPTIONS itself: none does */
 }
 
 struct walk {

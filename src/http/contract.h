@@ -63,6 +63,8 @@ enum MHD_Result pe_contract_begin(struct req *r, struct MHD_Connection *conn, co
  * 400, answered before the handler's finish_cb; MHD_YES with nothing done otherwise and
  * *answered 0. */
 enum MHD_Result pe_contract_finish(struct req *r, struct MHD_Connection *conn, int *answered);
+/* r->allow for an OPTIONS request: the methods the route's declaration takes, and OPTIONS. */
+void pe_contract_allow(struct req *r, struct MHD_Connection *conn, const char *url);
 /* The request's parsed query (NULL for a route without a declaration). */
 struct pe_query *pe_contract_query(struct req *r);
 /* The request's parameters moved into to (its lists with them), for a job that outlives the

@@ -517,7 +517,6 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 const struct pe_handler pe_learned_handler = {
 	.name = "learned tables",
 	.match_cb = match_cb,
-	.allow = "GET, HEAD, PUT, DELETE, OPTIONS",
 	.cors_methods = "GET, HEAD, OPTIONS",
 	.contract_cb = contract_cb,
 	.guard_cb = guard_cb,

@@ -285,8 +285,10 @@ static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_C
 		pe_err_set(&err, PE_EMEDIATYPE, "Content-Encoding", "request bodies are read as sent: send it without a "
 			   "Content-Encoding (or identity)");
 		pe_http_refuse(r, &err, NULL);
-	} else if (!strcmp(method, "OPTIONS"))
+	} else if (!strcmp(method, "OPTIONS")) {
+		pe_router_allow(r, conn, url);
 		return MHD_YES; /* a CORS preflight: answered once the request is read */
+	}
 	else {
 		rc = pe_router_begin(r, conn, url, method);
 		pe_http_reserve_declared(r);

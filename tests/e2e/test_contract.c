@@ -379,6 +379,43 @@ START_TEST(query_limits)
 }
 END_TEST
 
+/* The Allow of a route's 405 is that of its preflight, OPTIONS among them; and a method the
+ * preflight lists is not answered 405. */
+START_TEST(allow_from_the_declaration)
+{
+	static const struct {
+		const char *path, *refused, *allow;
+	} cases[] = {
+		{"/v1/sinusoidal?len=2&dim=2", "POST", "GET, HEAD, OPTIONS"},
+		{"/v1/rope/mrope", "PUT", "GET, HEAD, POST, OPTIONS"},
+		{"/v1/rope/apply", "GET", "POST, OPTIONS"},
+		{"/v1/plan", "GET", "POST, OPTIONS"},
+		{"/v1/analysis/similarity?len=4&dim=4", "POST", "GET, HEAD, OPTIONS"},
+		{"/v1/learned", "PUT", "GET, HEAD, OPTIONS"},
+		{"/v1/learned/c", "POST", "GET, HEAD, PUT, DELETE, OPTIONS"},
+		{"/healthz", "POST", "GET, HEAD, OPTIONS"},
+	};
+	struct pe_daemon d;
+	char dir[] = "/tmp/pe_contract_XXXXXX";
+	start(&d, dir);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct pe_resp r;
+		char allow[128], pre[128];
+		pe_request(&d, cases[i].refused, cases[i].path, NULL, NULL, 0, &r);
+		pe_assert_problem(&r, 405, NULL);
+		ck_assert_msg(pe_resp_header(&r, "Allow", allow, sizeof allow) && !strcmp(allow, cases[i].allow),
+			      "%s %s: 405 with Allow '%s', want '%s'", cases[i].refused, cases[i].path, allow, cases[i].allow);
+		pe_resp_free(&r);
+		pe_request(&d, "OPTIONS", cases[i].path, NULL, NULL, 0, &r);
+		ck_assert_int_eq(r.status, 204);
+		ck_assert_msg(pe_resp_header(&r, "Allow", pre, sizeof pre) && !strcmp(pre, cases[i].allow),
+			      "OPTIONS %s: Allow '%s', want '%s'", cases[i].path, pre, cases[i].allow);
+		pe_resp_free(&r);
+	}
+	stop(&d, dir);
+}
+END_TEST
+
 static Suite *contract_suite(void)
 {
 	Suite *s = suite_create("contract");
@@ -388,6 +425,7 @@ static Suite *contract_suite(void)
 	tcase_add_test(tc, parameter_names_any_case);
 	tcase_add_test(tc, refusals_keep_the_connection);
 	tcase_add_test(tc, query_limits);
+	tcase_add_test(tc, allow_from_the_declaration);
 	suite_add_tcase(s, tc);
 	return s;
 }
