@@ -387,7 +387,7 @@ int pe_mp_feed(struct pe_mp *m, const char *data, size_t n)
 		return m->err.code;
 	if (n > m->max_body - m->fed || !m->pp) {
 		char d[128];
-		snprintf(d, sizeof d, "the body is over max_body_bytes (%llu)", (unsigned long long)m->max_body);
+		snprintf(d, sizeof d, "the body is over %llu bytes (max_body_bytes)", (unsigned long long)m->max_body);
 		return fail(m, m->pp ? PE_ETOOBIG : PE_EINTERNAL, "body", m->pp ? d : "no multipart reader");
 	}
 	if (m->declared) /* no part outgrows the rest of the body: its buffer doubles up to that, no further */

@@ -416,6 +416,59 @@ START_TEST(allow_from_the_declaration)
 }
 END_TEST
 
+/* The problem's detail of a raw exchange's answer into out. */
+static void raw_detail(const struct pe_daemon *d, const char *req, size_t len, char *out, size_t cap)
+{
+	char buf[16384];
+	pe_raw_exchange(d, req, len, buf, sizeof buf, 5000);
+	const char *body = strstr(buf, "\r\n\r\n");
+	json_t *doc = body ? json_loads(body + 4, 0, NULL) : NULL;
+	const char *detail = doc ? json_string_value(json_object_get(doc, "detail")) : NULL;
+	snprintf(out, cap, "%.200s", detail ? detail : buf);
+	json_decref(doc);
+}
+
+/* A chunked body of n bytes (of fill) after head and before tail, to path with Content-Type ctype. */
+static size_t chunked(char *req, size_t cap, const char *ctype, const char *head, size_t n, const char *tail)
+{
+	size_t at = (size_t)snprintf(req, cap, "POST /v1/rope/apply HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n"
+				     "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n%zx\r\n%s",
+				     ctype, strlen(head) + n + strlen(tail), head);
+	memset(req + at, 'a', n);
+	at += n;
+	return at + (size_t)snprintf(req + at, cap - at, "%s\r\n0\r\n\r\n", tail);
+}
+
+/* Details name what is wrong: an integer out of range is not called "not an integer", a missing
+ * learned table of encoding= is named by encoding, and a chunked body past the limit is told the
+ * same way plain or multipart. */
+START_TEST(details_name_the_fault)
+{
+	struct pe_daemon d;
+	struct pe_resp r;
+	char dir[] = "/tmp/pe_contract_XXXXXX", plain[512], form[512];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	const char *args[] = {"--data-dir", dir, "--max-body-bytes", "1000", NULL};
+	pe_daemon_start(&d, args);
+	const char *json[] = {"Content-Type: application/json", NULL};
+	pe_request(&d, "POST", "/v1/rope/apply?positions=4611686018427387904", json, "[[1,2]]", 7, &r);
+	pe_assert_problem(&r, 400, "positions");
+	detail_has(&r, "out of range", "positions=2^62");
+	pe_resp_free(&r);
+	pe_get(&d, "/v1/analysis/similarity?encoding=learned:nosuch", &r);
+	pe_assert_problem(&r, 404, "encoding");
+	pe_resp_free(&r);
+	static char req[8192];
+	size_t n = chunked(req, sizeof req, "application/x-npy", "", 2000, "");
+	raw_detail(&d, req, n, plain, sizeof plain);
+	n = chunked(req, sizeof req, "multipart/form-data; boundary=XyZ",
+		    "--XyZ\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\n", 2000, "\r\n--XyZ--\r\n");
+	raw_detail(&d, req, n, form, sizeof form);
+	ck_assert_msg(strstr(plain, "1000") && !strcmp(plain, form), "plain: '%s', multipart: '%s'", plain, form);
+	stop(&d, dir);
+}
+END_TEST
+
 static Suite *contract_suite(void)
 {
 	Suite *s = suite_create("contract");
@@ -426,6 +479,7 @@ static Suite *contract_suite(void)
 	tcase_add_test(tc, refusals_keep_the_connection);
 	tcase_add_test(tc, query_limits);
 	tcase_add_test(tc, allow_from_the_declaration);
+	tcase_add_test(tc, details_name_the_fault);
 	suite_add_tcase(s, tc);
 	return s;
 }
