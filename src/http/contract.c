@@ -118,6 +118,9 @@ static enum MHD_Result begin_body(struct req *r, struct MHD_Connection *conn)
 			   strchr(c->media, ',') ? "one of: " : "", c->media);
 		return pe_http_refuse(r, &err, NULL);
 	}
+	if (pe_media_check(ct) < 0)
+		return refuse(r, PE_EINVAL, "Content-Type", "Content-Type must be type/subtype and parameters "
+			      "name=value (a token or a quoted string), each after a ';'");
 	if (r->declared > limit) {
 		pe_err_set(&err, PE_ETOOBIG, "body", "the body is %" PRIu64 " bytes; the limit is %" PRIu64 " (%s)",
 			   r->declared, limit, limit_name(r));
