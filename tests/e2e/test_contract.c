@@ -236,6 +236,24 @@ START_TEST(every_route_refuses_alike)
 }
 END_TEST
 
+/* rope/apply with a form of one part x (of this Content-Type) is answered 200 under each of the
+ * n Content-Type headers. */
+static void forms_taken(const struct pe_daemon *d, const char *const *headers, size_t n, const char *part_type,
+			const struct bodies *b)
+{
+	struct pe_resp r;
+	struct form_part parts[] = {{"x", part_type, b->data[X_F32], b->len[X_F32]}};
+	size_t len;
+	char *body = form_body(parts, 1, &len);
+	for (size_t i = 0; i < n; i++) {
+		const char *hs[] = {headers[i], NULL};
+		pe_request(d, "POST", "/v1/rope/apply?format=npy", hs, body, len, &r);
+		ck_assert_msg(r.status == 200, "%s: %ld %s", headers[i], r.status, r.body);
+		pe_resp_free(&r);
+	}
+	free(body);
+}
+
 /* One reading of Content-Type's parameters on every body route: a list that does not parse is a
  * 400 naming Content-Type on npy and JSON routes as on multipart ones; a multipart boundary may be
  * followed by empty parameters and be 1 byte long (RFC 2046: 1 to 70) between quotes (MHD takes
@@ -263,16 +281,7 @@ START_TEST(content_type_parameters)
 		}
 	static const char *const boundaries[] = {"Content-Type: multipart/form-data; boundary=" FORM_BOUNDARY ";",
 						 "Content-Type: multipart/form-data; boundary=\"" FORM_BOUNDARY "\"; ; "};
-	struct form_part parts[] = {{"x", "application/x-npy", b.data[X_F32], b.len[X_F32]}};
-	size_t len;
-	char *body = form_body(parts, 1, &len);
-	for (size_t i = 0; i < 2; i++) {
-		const char *hs[] = {boundaries[i], NULL};
-		pe_request(&d, "POST", "/v1/rope/apply?format=npy", hs, body, len, &r);
-		ck_assert_msg(r.status == 200, "%s: %ld %s", boundaries[i], r.status, r.body);
-		pe_resp_free(&r);
-	}
-	free(body);
+	forms_taken(&d, boundaries, 2, "application/x-npy", &b);
 	/* a one-byte boundary: between quotes; without, the 400 says how */
 	char one[1024];
 	const char *hs1[] = {"Content-Type: multipart/form-data; boundary=\"q\"", NULL};
@@ -320,16 +329,7 @@ START_TEST(parameter_names_any_case)
 	/* multipart/form-data: BOUNDARY=, Boundary=, and a parameter in the part's own Content-Type */
 	static const char *const forms[] = {"Content-Type: multipart/form-data; BOUNDARY=" FORM_BOUNDARY,
 					    "Content-Type: Multipart/Form-Data; charset=utf-8; Boundary=\"" FORM_BOUNDARY "\""};
-	struct form_part parts[] = {{"x", "application/x-npy; Version=1", b.data[X_F32], b.len[X_F32]}};
-	size_t len;
-	char *body = form_body(parts, 1, &len);
-	for (size_t i = 0; i < 2; i++) {
-		const char *hs[] = {forms[i], NULL};
-		pe_request(&d, "POST", "/v1/rope/apply?format=npy", hs, body, len, &r);
-		ck_assert_msg(r.status == 200, "%s: %ld %s", forms[i], r.status, r.body);
-		pe_resp_free(&r);
-	}
-	free(body);
+	forms_taken(&d, forms, 2, "application/x-npy; Version=1", &b);
 	/* a JSON body with CHARSET= */
 	const char *json[] = {"Content-Type: application/json; CHARSET=UTF-8", NULL};
 	pe_request(&d, "POST", "/v1/plan", json, b.data[CONFIG], b.len[CONFIG], &r);
