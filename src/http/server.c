@@ -410,8 +410,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct pe_http *h = cls;
 	struct req *r = *con_cls;
-	if (!r)
+	if (!r || *con_cls == &query_over_cap) { /* ended before the access handler saw it (MHD's 431) */
+		*con_cls = NULL;
 		return;
+	}
 	if (!r->observed)
 		observe(h, r, conn, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	pe_conn_guard_phase(h->guard, conn, PH_HEADERS, 0);
