@@ -105,19 +105,29 @@ static int parse_real(const char *s, size_t len, double *out)
 	return 0;
 }
 
-/* One integer of a list (len bytes of s): decimal digits only, as parse_int, read into a double
- * (list values are doubles; integers beyond 2^53 could not be held exactly and are refused). */
+#define LIST_INT_MAX (UINT64_C(1) << 53) /* list values are doubles, exact up to 2^53 */
+
+/* One integer of a list (len bytes of s): decimal digits only, as parse_int, read into a double.
+ * 0; -1 when it is no decimal integer; 1 when it is one beyond 2^53, which a double could not
+ * hold exactly (out of range). */
 static int parse_int_n(const char *s, size_t len, double *out)
 {
-	char tmp[24];
-	int64_t v;
-	if (len == 0 || len >= sizeof tmp)
+	size_t neg = len && s[0] == '-', at = neg;
+	uint64_t v = 0;
+	if (len == neg)
 		return -1;
-	memcpy(tmp, s, len);
-	tmp[len] = 0;
-	if (parse_int(tmp, &v) != 0 || v > (INT64_C(1) << 53) || v < -(INT64_C(1) << 53))
-		return -1;
-	*out = (double)v;
+	for (size_t i = neg; i < len; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+	while (at + 1 < len && s[at] == '0')
+		at++;
+	if (len - at > 16) /* 10^16 > 2^53 */
+		return 1;
+	for (; at < len; at++)
+		v = v * 10 + (uint64_t)(s[at] - '0');
+	if (v > LIST_INT_MAX)
+		return 1;
+	*out = neg ? -(double)v : (double)v;
 	return 0;
 }
 
@@ -179,7 +189,14 @@ static int parse_list(const struct pe_param_spec *sp, const char *s, struct pe_p
 		const char *e = strchr(c, ',');
 		size_t len = e ? (size_t)(e - c) : strlen(c);
 		int integer = sp->choices == PE_LIST_INTEGERS;
-		if ((integer ? parse_int_n(c, len, &vals[i]) : parse_real(c, len, &vals[i])) != 0) {
+		int rc = integer ? parse_int_n(c, len, &vals[i]) : parse_real(c, len, &vals[i]);
+		if (rc > 0) {
+			free(vals);
+			return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is out of range: it must be between "
+					  "%.17g and %.17g", sp->name, i + 1, fmax(sp->min, -(double)LIST_INT_MAX),
+					  fmin(sp->max, (double)LIST_INT_MAX));
+		}
+		if (rc != 0) {
 			free(vals);
 			return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is not %s", sp->name, i + 1,
 					  integer ? "a decimal integer" : "a finite number");

@@ -43,7 +43,6 @@ const struct pe_handler pe_analysis_handler = {
 	.name = "analysis",
 	.match_cb = match_cb,
 	.contract_cb = contract_cb,
-	.allow = "GET, HEAD, OPTIONS",
 	.cors_methods = "GET, HEAD, OPTIONS",
 	.finish_cb = finish_cb,
 };

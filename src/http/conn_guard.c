@@ -6,8 +6,7 @@
  * socket is shut down (MHD then closes the connection). Answers are not timed. libmicrohttpd's
  * connection timeout only catches silence, not a byte every second.
  *
- * Limits: connections past max_connections are closed at accept (accept_cb), and targets with
- * thousands of query arguments are cut before libmicrohttpd parses them (uri_cb).
+ * Limits: connections past max_connections are closed at accept (accept_cb).
  *
  * libmicrohttpd's own Content-Length errors are answered with problem+json through its log
  * (answer_length_errors). */
@@ -230,22 +229,4 @@ void pe_conn_guard_log_cb(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 	if (strstr(fmt, "Content-Length"))
 		answer_length_errors(cls);
-}
-
-/* Called with the raw request target before MHD parses it. libmicrohttpd 0.9.75 stores every
- * query argument in the connection's fixed pool and, when thousands of them exhaust it, answers
- * nothing and leaves the connection hanging: such a target is cut off here at once. */
-#define MAX_QUERY_ARGS 256
-
-void *pe_conn_guard_uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
-{
-	size_t amps = 0;
-	for (const char *q = strchr(uri, '?'); q && *q; q++)
-		amps += *q == '&' || *q == ';';
-	if (amps > MAX_QUERY_ARGS) {
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-		if (ci)
-			shutdown(ci->connect_fd, SHUT_RDWR);
-	}
-	return NULL;
 }

@@ -23,6 +23,5 @@ enum MHD_Result pe_conn_guard_accept_cb(void *cls, const struct sockaddr *addr, 
 void pe_conn_guard_notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
 			     enum MHD_ConnectionNotificationCode toe);
 void pe_conn_guard_log_cb(void *cls, const char *fmt, va_list ap);
-void *pe_conn_guard_uri_cb(void *cls, const char *uri, struct MHD_Connection *conn);
 
 #endif

@@ -16,27 +16,46 @@ static enum MHD_Result refuse(struct req *r, int code, const char *param, const 
 	return pe_http_refuse(r, &err, NULL);
 }
 
-/* The entry for this request, or NULL (405) with r->allow the methods the route takes. */
+/* methods appended to r->allow_buf (a list so far at bytes), ", " between; the new length. */
+static size_t allow_add(struct req *r, size_t at, const char *methods)
+{
+	size_t n = strlen(methods);
+	if (at + n + 3 < sizeof r->allow_buf) {
+		if (at)
+			memcpy(r->allow_buf + at, ", ", 2), at += 2;
+		memcpy(r->allow_buf + at, methods, n + 1);
+		at += n;
+	}
+	return at;
+}
+
+/* The entry for this request, or NULL (405) with r->allow the methods the route takes, OPTIONS
+ * (the router's preflight) with them: one list for a 405 and a preflight alike. */
 static const struct pe_contract *select_entry(struct req *r, struct MHD_Connection *conn, const char *url)
 {
 	const struct pe_handler *hd = r->handler;
-	if (hd->contract_cb)
-		return hd->contract_cb(r, conn, url);
 	size_t at = 0;
 	r->allow_buf[0] = 0;
-	for (const struct pe_contract *c = hd->contract; c->methods; c++) {
-		if (pe_http_method_listed(c->methods, r->method))
+	if (hd->contract_cb) {
+		const struct pe_contract *c = hd->contract_cb(r, conn, url);
+		if (c)
 			return c;
-		size_t n = strlen(c->methods);
-		if (at + n + 3 < sizeof r->allow_buf) {
-			if (at)
-				memcpy(r->allow_buf + at, ", ", 2), at += 2;
-			memcpy(r->allow_buf + at, c->methods, n + 1);
-			at += n;
+		at = allow_add(r, at, r->allow);
+	} else
+		for (const struct pe_contract *c = hd->contract; c->methods; c++) {
+			if (pe_http_method_listed(c->methods, r->method))
+				return c;
+			at = allow_add(r, at, c->methods);
 		}
-	}
+	allow_add(r, at, "OPTIONS");
 	r->allow = r->allow_buf;
 	return NULL;
+}
+
+void pe_contract_allow(struct req *r, struct MHD_Connection *conn, const char *url)
+{
+	if (select_entry(r, conn, url))
+		r->allow = NULL; /* a route that declares OPTIONS itself: none does */
 }
 
 struct walk {
@@ -51,7 +70,9 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
 	return pe_query_take(w->q, key, key_size, value, value_size, &w->err) == 0 ? MHD_YES : MHD_NO;
 }
 
-/* The query into r->query: 0, or a refusal. */
+/* The query into r->query: 0, or a refusal. A route that takes a body holds the query's refusal
+ * (r->query->late) until the body has been read, unless its query comes first: a client that
+ * sends its body regardless then reads the 400 on a connection that stays open. */
 static int read_query(struct req *r, struct MHD_Connection *conn, const struct pe_contract *c, const char *url)
 {
 	struct walk w = {.q = r->query = malloc(sizeof *r->query)};
@@ -62,8 +83,13 @@ static int read_query(struct req *r, struct MHD_Connection *conn, const struct p
 	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &w);
 	if (!w.err.code && c->finish)
 		pe_params_finish(&w.q->params, &w.err);
-	if (w.err.code)
-		pe_http_refuse(r, &w.err, NULL);
+	if (!w.err.code)
+		return 0;
+	if (c->media && !c->query_first) {
+		w.q->late = w.err;
+		return 0;
+	}
+	pe_http_refuse(r, &w.err, NULL);
 	return w.err.code;
 }
 
@@ -92,6 +118,9 @@ static enum MHD_Result begin_body(struct req *r, struct MHD_Connection *conn)
 			   strchr(c->media, ',') ? "one of: " : "", c->media);
 		return pe_http_refuse(r, &err, NULL);
 	}
+	if (pe_media_check(ct) < 0)
+		return refuse(r, PE_EINVAL, "Content-Type", "Content-Type must be type/subtype and parameters "
+			      "name=value (a token or a quoted string), each after a ';'");
 	if (r->declared > limit) {
 		pe_err_set(&err, PE_ETOOBIG, "body", "the body is %" PRIu64 " bytes; the limit is %" PRIu64 " (%s)",
 			   r->declared, limit, limit_name(r));
@@ -130,9 +159,11 @@ enum MHD_Result pe_contract_begin(struct req *r, struct MHD_Connection *conn, co
 enum MHD_Result pe_contract_finish(struct req *r, struct MHD_Connection *conn, int *answered)
 {
 	struct pe_err err = {0};
-	*answered = r->contract && r->body_too_big;
+	*answered = r->contract && (r->body_too_big || (r->query && r->query->late.code));
 	if (!*answered)
 		return MHD_YES;
+	if (!r->body_too_big)
+		return pe_http_problem(r, conn, &r->query->late);
 	pe_err_set(&err, PE_ETOOBIG, "body", "the body is over %" PRIu64 " bytes (%s)", pe_contract_body_limit(r),
 		   limit_name(r));
 	return pe_http_problem(r, conn, &err);

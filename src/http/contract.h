@@ -5,7 +5,9 @@
  *   method       not listed by any of the route's entries: 405 with Allow
  *   guard_cb     the handler's own refusals that must come first (learned.c: authorisation)
  *   query        one parser (query.h): empty names, %00, unknown names, repeats, empty values and
- *                mistyped or out-of-range values are a 400 naming the parameter
+ *                mistyped or out-of-range values are a 400 naming the parameter; on a route that
+ *                takes a body, answered once the body has been read (the checks below first), on a
+ *                connection kept open, unless the entry says query_first
  *   draining     a route that takes a body: 503
  *   Content-Type missing, or not one of media: 415 naming Content-Type (parameters aside; their
  *                names match case-insensitively, media.h)
@@ -48,14 +50,21 @@ struct pe_contract {
 	const char *media;
 	uint64_t (*body_limit_cb)(const struct pe_http *h);
 	const char *limit_name;
+	/* A bad query refuses the body before it is read (dropped, the connection closed after): a
+	 * write whose query says what is stored. 0: the body is read and the query's 400 answered
+	 * after it. */
+	int query_first;
 };
 
 /* The begin phase of a route with a declaration (router.c). MHD_YES, the request refused or its
  * body wanted (r->refusal, r->body_wanted); MHD_NO when out of memory. */
 enum MHD_Result pe_contract_begin(struct req *r, struct MHD_Connection *conn, const char *url);
-/* The 413 of a body that passed its limit as it arrived (r->body_too_big), answered before the
- * handler's finish_cb; MHD_YES with nothing done otherwise and *answered 0. */
+/* The 413 of a body that passed its limit as it arrived (r->body_too_big), else the query's held
+ * 400, answered before the handler's finish_cb; MHD_YES with nothing done otherwise and
+ * *answered 0. */
 enum MHD_Result pe_contract_finish(struct req *r, struct MHD_Connection *conn, int *answered);
+/* r->allow for an OPTIONS request: the methods the route's declaration takes, and OPTIONS. */
+void pe_contract_allow(struct req *r, struct MHD_Connection *conn, const char *url);
 /* The request's parsed query (NULL for a route without a declaration). */
 struct pe_query *pe_contract_query(struct req *r);
 /* The request's parameters moved into to (its lists with them), for a job that outlives the

@@ -5,7 +5,7 @@
  * before the colon makes libmicrohttpd store "Content-Length " and ignore it), a control byte in a
  * value, Content-Length together with Transfer-Encoding, Transfer-Encoding on HTTP/1.0, two
  * Content-Length fields, one that is not exactly 1*DIGIT, and an HTTP/1.1 request without exactly
- * one Host. A transfer coding other than exactly "chunked" (gzip, identity, "chunked, gzip") is not
+ * one Host. Two Content-Type fields are refused too: which one a reader takes is as open. A transfer coding other than exactly "chunked" (gzip, identity, "chunked, gzip") is not
  * implemented: 501.
  *
  * Framing values are compared exactly, never trimmed: libmicrohttpd 0.9.75 compares them as they
@@ -105,6 +105,8 @@ void pe_framing_header(struct pe_framing *f, const char *name, size_t name_len, 
 		f->te_blank |= tlen != value_len && tlen == 7 && strncasecmp(t, "chunked", 7) == 0;
 	} else if (name_is(name, name_len, "Host"))
 		f->n_host++;
+	else if (name_is(name, name_len, "Content-Type"))
+		f->n_type++;
 	else if (name_is(name, name_len, "Expect")) {
 		const char *v = trim(value, &value_len);
 		f->expect_continue = value_len == 12 && strncasecmp(v, "100-continue", 12) == 0;
@@ -142,6 +144,8 @@ int pe_framing_finish(struct pe_framing *f, const char *version, struct pe_err *
 							    : "an HTTP/1.1 request must carry a Host header");
 	if (http10 && f->n_host > 1)
 		return pe_err_set(err, PE_EINVAL, "Host", "Host is given more than once");
+	if (f->n_type > 1)
+		return pe_err_set(err, PE_EINVAL, "Content-Type", "Content-Type is given more than once");
 	f->expect_continue = f->expect_continue && !http10;
 	f->body = f->n_te ? PE_BODY_CHUNKED : f->length ? PE_BODY_LENGTH : PE_BODY_NONE;
 	return 0;

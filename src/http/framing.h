@@ -21,7 +21,7 @@ struct pe_framing {
 	uint64_t length;     /* Content-Length (PE_BODY_LENGTH; 0 is PE_BODY_NONE) */
 	int expect_continue; /* Expect: 100-continue on HTTP/1.1 */
 	/* collected field by field */
-	unsigned n_length, n_te, n_host;
+	unsigned n_length, n_te, n_host, n_type;
 	int length_bad;      /* a Content-Length that is not 1*DIGIT, or past 2^64 - 1 */
 	int length_overflow;
 	int te_chunked;      /* the (only) Transfer-Encoding is exactly "chunked" */
@@ -39,8 +39,8 @@ void pe_framing_header(struct pe_framing *f, const char *name, size_t name_len, 
 void pe_framing_bad(struct pe_framing *f, const char *name, size_t name_len);
 /* The verdict for a request of this version ("HTTP/1.1"; MHD admits HTTP/1.x only). 0: the request
  * may go on (f->body says what follows); else, with err filled: PE_EBODY (400, param
- * Content-Length or Transfer-Encoding), PE_EINVAL (400, param Host, or "header" for a malformed
- * field), PE_ETOOBIG (413, a Content-Length past 64 bits) or PE_ENOTIMPL (501, a transfer coding
+ * Content-Length or Transfer-Encoding), PE_EINVAL (400, param Host or Content-Type given twice,
+ * or "header" for a malformed field), PE_ETOOBIG (413, a Content-Length past 64 bits) or PE_ENOTIMPL (501, a transfer coding
  * other than chunked). */
 int pe_framing_finish(struct pe_framing *f, const char *version, struct pe_err *err);
 

@@ -29,7 +29,7 @@ struct pe_handler {
 	/* The metric route label when url (decoded path, no query) is this handler's, else -1.
 	 * *target (NULL before) is kept in r->target. */
 	int (*match_cb)(void *hctx, const char *url, const void **target);
-	const char *allow;        /* methods, as a preflight's Allow ("GET, HEAD, OPTIONS") */
+	const char *allow;        /* without a declaration: its methods, as Allow ("GET, HEAD, OPTIONS") */
 	const char *cors_methods; /* those a browser on another origin may use */
 	/* What the route accepts (contract.h): entries by method (ended by one with methods NULL),
 	 * or contract_cb's choice for a route whose declaration depends on more than the method

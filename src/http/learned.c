@@ -167,7 +167,7 @@ static uint64_t body_limit(const struct pe_http *h)
 static const struct pe_contract list_contract = {.methods = "GET, HEAD", .params = &list_def, .finish = 1};
 static const struct pe_contract put_contract = {
 	.methods = "PUT", .params = &put_def, .finish = 1, .media = "application/x-npy, application/octet-stream",
-	.body_limit_cb = body_limit, .limit_name = "max_table_bytes plus an npy header"};
+	.body_limit_cb = body_limit, .limit_name = "max_table_bytes plus an npy header", .query_first = 1};
 static const struct pe_contract delete_contract = {.methods = "DELETE"};
 
 /* The declaration for the list or an item, by method (NULL: 405 with the methods of either). */
@@ -517,7 +517,6 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 const struct pe_handler pe_learned_handler = {
 	.name = "learned tables",
 	.match_cb = match_cb,
-	.allow = "GET, HEAD, PUT, DELETE, OPTIONS",
 	.cors_methods = "GET, HEAD, OPTIONS",
 	.contract_cb = contract_cb,
 	.guard_cb = guard_cb,

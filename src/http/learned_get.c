@@ -417,12 +417,13 @@ static const struct pe_producer producer = {
 	.client_details = 1, /* the store's details: a database's refusal is answered with its reason */
 };
 
-/* A failed stat (code) as the request's problem: the store down says why, as the store words it. */
-static int stat_failed(struct pe_store *store, const char *name, int code, struct pe_err *err)
+/* A failed stat (code) as the request's problem (a missing table named by param): the store down
+ * says why, as the store words it. */
+static int stat_failed(struct pe_store *store, const char *name, const char *param, int code, struct pe_err *err)
 {
 	struct pe_err why;
 	if (code != PE_EUNAVAIL)
-		return pe_err_set(err, PE_ENOTFOUND, "name", "no learned table named %s", name);
+		return pe_err_set(err, PE_ENOTFOUND, param, "no learned table named %s", name);
 	pe_store_ready(store, &why);
 	return pe_err_set(err, PE_EUNAVAIL, "", "%s; retry", why.detail[0] ? why.detail : "the learned-table database "
 			  "cannot serve now");
@@ -444,7 +445,7 @@ static enum MHD_Result get_common(struct req *r, struct MHD_Connection *conn, co
 	if (rc == 0)
 		rc = pe_http_out_resolve(&o, &pq->out, conn, PE_DTYPE_COUNT_, OFFERED, &err);
 	if (rc == 0 && (rc = pe_store_stat(r->h->opt.store, name, &m)) != 0)
-		rc = stat_failed(r->h->opt.store, name, rc, &err);
+		rc = stat_failed(r->h->opt.store, name, similarity ? "encoding" : "name", rc, &err);
 	if (rc == 0)
 		rc = result_shape(r->h, &m, p, &s, &err);
 	if (rc == 0 && similarity)

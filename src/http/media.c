@@ -89,3 +89,29 @@ int pe_media_param(const char *value, const char *name, const char **v, size_t *
 	}
 	return found;
 }
+
+static size_t token_len(const char *p)
+{
+	size_t n = 0;
+	while (tchar((unsigned char)p[n]))
+		n++;
+	return n;
+}
+
+int pe_media_check(const char *value)
+{
+	if (!value)
+		return -1;
+	const char *p = value + strspn(value, " \t");
+	size_t n = token_len(p);
+	if (n == 0 || p[n] != '/')
+		return -1;
+	p += n + 1;
+	if ((n = token_len(p)) == 0)
+		return -1;
+	p += n;
+	p += strspn(p, " \t");
+	const char *v;
+	size_t len;
+	return (*p == 0 || *p == ';') && pe_media_param(value, "", &v, &len, NULL) == 0 ? 0 : -1;
+}

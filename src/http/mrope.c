@@ -226,7 +226,6 @@ static int match_cb(void *hctx, const char *url, const void **target)
 const struct pe_handler pe_mrope_handler = {
 	.name = "mrope",
 	.match_cb = match_cb,
-	.allow = "GET, HEAD, POST, OPTIONS",
 	.cors_methods = "GET, HEAD, POST, OPTIONS",
 	.contract = contract,
 	.finish_cb = finish_cb,

@@ -80,12 +80,20 @@ void pe_mp_want(struct pe_mp *m, const char *name, size_t max, const char *types
  * stands, so that MHD's search finds "BOUNDARY=" too; then MHD must find it there, as the last
  * parameter, one token or one quoted string without quotes or escapes inside. at: the
  * parameter's name; v, len: its value. */
-static int boundary_misread(const char *ctype, const char *at, const char *v, size_t len)
+static int boundary_misread(const char *ctype, const char *at, const char *v, size_t len, int quoted)
 {
-	int quoted = v > ctype && v[-1] == '"';
 	if (strstr(ctype, "boundary=") != at || v[len + (quoted ? 1 : 0)] != 0)
 		return 1;
 	return quoted && (memchr(v, '"', len) != NULL || memchr(v, '\\', len) != NULL);
+}
+
+/* Empty parameters after the boundary ("boundary=B;", which RFC 9110 allows) cut off where they
+ * start, in the header's own bytes, so that MHD's boundary ends where the parameter does. */
+static void drop_empty_tail(const char *v, size_t len, int quoted)
+{
+	char *end = (char *)v + len + (quoted ? 1 : 0);
+	if (end[strspn(end, "; \t")] == 0)
+		*end = 0;
 }
 
 /* The delimiter MHD ends a value at, "\r\n--" and the boundary. The scan starts as if a line
@@ -99,20 +107,32 @@ static void boundary_copy(struct pe_mp *m, const char *b, size_t n)
 	m->phase = PE_MP_PREAMBLE;
 }
 
+/* MHD takes a boundary of 2 to PE_MP_PP_BUFFER / 2 - 1 bytes as written, its quotes counted (so
+ * RFC 2046's one-byte boundary only between quotes). */
+#define BOUNDARY_MIN 2
+#define BOUNDARY_MAX (PE_MP_PP_BUFFER / 2 - 1)
+
+static int boundary_size(struct pe_err *err)
+{
+	return pe_err_set(err, PE_EINVAL, "Content-Type", "multipart/form-data needs a boundary= of %d to %d bytes, "
+			  "its quotes counted (one byte: boundary=\"q\")", BOUNDARY_MIN, BOUNDARY_MAX);
+}
+
 /* The boundary of ctype into m: 0, or a 400 naming Content-Type. */
 static int read_boundary(struct pe_mp *m, const char *ctype, struct pe_err *err)
 {
 	const char *v = NULL, *at = NULL;
 	size_t len = 0;
-	int has = pe_media_param(ctype, "boundary", &v, &len, &at);
-	if (has > 0)
+	int has = pe_media_param(ctype, "boundary", &v, &len, &at), quoted = has > 0 && v[-1] == '"';
+	if (has > 0) {
 		memcpy((char *)at, "boundary", 8); /* the header's own bytes, as MHD's search reads them */
-	if (has < 0 || (has > 0 && boundary_misread(ctype, at, v, len)))
+		drop_empty_tail(v, len, quoted);
+	}
+	if (has < 0 || (has > 0 && boundary_misread(ctype, at, v, len, quoted)))
 		return pe_err_set(err, PE_EINVAL, "Content-Type", "boundary= must be the last parameter of Content-Type, "
 				  "one token or one quoted string (multipart/form-data; boundary=XYZ)");
-	if (!has || len < 2 || len > PE_MP_PP_BUFFER / 2 - 1)
-		return pe_err_set(err, PE_EINVAL, "Content-Type", "multipart/form-data needs a boundary= of 2 to %d "
-				  "bytes", PE_MP_PP_BUFFER / 2 - 1);
+	if (!has || len < 1 || len + (quoted ? 2 : 0) < BOUNDARY_MIN || len + (quoted ? 2 : 0) > BOUNDARY_MAX)
+		return boundary_size(err);
 	boundary_copy(m, v, len);
 	return 0;
 }
@@ -130,8 +150,7 @@ int pe_mp_begin(struct pe_mp *m, struct MHD_Connection *conn, uint64_t declared,
 	m->pp = MHD_create_post_processor(conn, PE_MP_PP_BUFFER, pe_mp_data_cb, m);
 	if (!m->pp) {
 		pe_mp_destroy(m);
-		return pe_err_set(err, PE_EINVAL, "Content-Type",
-				  "multipart/form-data needs a boundary= of 2 to %d bytes", PE_MP_PP_BUFFER / 2 - 1);
+		return boundary_size(err);
 	}
 	return 0;
 }
@@ -184,7 +203,7 @@ static int part_begins(struct pe_mp *m, struct pe_mp_part *p, const char *ctype,
 			 "(binary)", p->name, te);
 		return fail(m, PE_EBODY, p->name, d);
 	}
-	if (ctype && *ctype && pe_media_match(ctype, p->types) < 0) {
+	if (ctype && *ctype && (pe_media_match(ctype, p->types) < 0 || pe_media_check(ctype) < 0)) {
 		snprintf(d, sizeof d, "the part %s has Content-Type %.40s; it takes %s (or no Content-Type)", p->name,
 			 ctype, p->types);
 		return fail(m, PE_EBODY, p->name, d);
@@ -387,7 +406,7 @@ int pe_mp_feed(struct pe_mp *m, const char *data, size_t n)
 		return m->err.code;
 	if (n > m->max_body - m->fed || !m->pp) {
 		char d[128];
-		snprintf(d, sizeof d, "the body is over max_body_bytes (%llu)", (unsigned long long)m->max_body);
+		snprintf(d, sizeof d, "the body is over %llu bytes (max_body_bytes)", (unsigned long long)m->max_body);
 		return fail(m, m->pp ? PE_ETOOBIG : PE_EINTERNAL, "body", m->pp ? d : "no multipart reader");
 	}
 	if (m->declared) /* no part outgrows the rest of the body: its buffer doubles up to that, no further */

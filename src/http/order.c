@@ -412,7 +412,6 @@ static int match_cb(void *hctx, const char *url, const void **target)
 const struct pe_handler pe_order_handler = {
 	.name = "order",
 	.match_cb = match_cb,
-	.allow = "GET, HEAD, POST, OPTIONS",
 	.cors_methods = "GET, HEAD, POST, OPTIONS",
 	.contract = contract,
 	.finish_cb = finish_cb,

@@ -109,7 +109,6 @@ static int match_cb(void *hctx, const char *url, const void **target)
 const struct pe_handler pe_plan_handler = {
 	.name = "plan",
 	.match_cb = match_cb,
-	.allow = "POST, OPTIONS",
 	.cors_methods = "POST, OPTIONS",
 	.contract = contract,
 	.finish_cb = finish_cb,

@@ -12,6 +12,7 @@ void pe_query_init(struct pe_query *q, const struct pe_table_def *params, const 
 		   int output, const char *route)
 {
 	memset(&q->out, 0, sizeof q->out);
+	memset(&q->late, 0, sizeof q->late);
 	pe_params_init(&q->params, params ? params : &no_params);
 	pe_params_init(&q->extras, extras ? extras : &no_params);
 	q->output = output;
@@ -34,6 +35,14 @@ int pe_query_take(struct pe_query *q, const char *key, size_t key_len, const cha
 	if (pe_param_index(q->extras.def, key) >= 0)
 		return pe_params_set(&q->extras, key, value, err);
 	return pe_err_set(err, PE_EINVAL, key, "unknown parameter '%.40s' for %s", key, q->route);
+}
+
+size_t pe_query_count(const char *query)
+{
+	size_t n = 1;
+	for (const char *p = query; *p; p++)
+		n += *p == '&';
+	return n;
 }
 
 const char *pe_query_extra(const struct pe_query *q, const char *name)

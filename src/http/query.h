@@ -15,12 +15,17 @@
 #include "posenc/core.h"
 #include "posenc/output.h"
 
+/* The most parameters a query may carry (a route takes far fewer; each given once): more is a 400
+ * naming "query", answered before libmicrohttpd keeps a record of each in its connection pool. */
+#define PE_QUERY_MAX_PARAMS 64
+
 struct pe_query {
 	struct pe_params params; /* the route's parameters */
 	struct pe_params extras; /* the route's extras */
 	struct pe_out_query out; /* the output options (values point into the request) */
 	int output;              /* the output options are parameters here */
 	const char *route;       /* for "unknown parameter 'x' for <route>" */
+	struct pe_err late;      /* a refusal held until the body is read (contract.c) */
 };
 
 /* params / extras NULL: none. route is kept (not copied). */
@@ -31,6 +36,8 @@ void pe_query_init(struct pe_query *q, const struct pe_table_def *params, const 
 int pe_query_take(struct pe_query *q, const char *key, size_t key_len, const char *value, size_t value_len,
 		  struct pe_err *err);
 /* The text of extra name, or NULL when it was not given. */
+/* The number of parameters in query (the text after '?'): its '&'-separated pieces. */
+size_t pe_query_count(const char *query);
 const char *pe_query_extra(const struct pe_query *q, const char *name);
 void pe_query_destroy(struct pe_query *q);
 

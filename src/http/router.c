@@ -53,6 +53,13 @@ void pe_router_match(struct pe_router *rt, struct req *r, const char *url)
 
 static int declared(const struct pe_handler *hd) { return hd->contract || hd->contract_cb; }
 
+/* The 405 of a handler without a declaration: its Allow is the handler's. */
+static void method_refused(struct req *r, const char *method, struct pe_err *err)
+{
+	r->allow = r->handler->allow;
+	pe_err_set(err, PE_EMETHOD, "", "%s is not allowed here; use GET", method);
+}
+
 enum MHD_Result pe_router_begin(struct req *r, struct MHD_Connection *conn, const char *url, const char *method)
 {
 	struct pe_err err = {0};
@@ -69,8 +76,16 @@ enum MHD_Result pe_router_begin(struct req *r, struct MHD_Connection *conn, cons
 	if (!r->handler)
 		pe_err_set(&err, PE_ENOTFOUND, "", "no resource at this path");
 	else
-		pe_err_set(&err, PE_EMETHOD, "", "%s is not allowed here; use GET", method);
+		method_refused(r, method, &err);
 	return pe_http_refuse(r, &err, NULL);
+}
+
+void pe_router_allow(struct req *r, struct MHD_Connection *conn, const char *url)
+{
+	if (r->handler && declared(r->handler))
+		pe_contract_allow(r, conn, url);
+	else if (r->handler)
+		r->allow = r->handler->allow;
 }
 
 int pe_router_body(struct req *r, const char *data, size_t n)
@@ -82,8 +97,8 @@ int pe_router_body(struct req *r, const char *data, size_t n)
 	return declared(r->handler) ? pe_http_body_collect(r, data, n) : -1;
 }
 
-/* A CORS preflight: Allow for the route, and the CORS headers when the method asked for is one a
- * browser on another origin may use there. */
+/* A CORS preflight: Allow for the route (pe_router_allow: from its declaration, as a 405's), and
+ * the CORS headers when the method asked for is one a browser on another origin may use there. */
 static enum MHD_Result preflight(struct req *r, struct MHD_Connection *conn)
 {
 	const struct pe_handler *hd = r->handler;
@@ -91,7 +106,7 @@ static enum MHD_Result preflight(struct req *r, struct MHD_Connection *conn)
 	if (!resp)
 		return MHD_NO;
 	const char *want = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Access-Control-Request-Method");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, hd->allow);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow ? r->allow : hd->allow);
 	if (want && pe_http_method_listed(hd->cors_methods, want)) {
 		pe_http_add_cors(r->h, conn, resp);
 		MHD_add_response_header(resp, "Access-Control-Allow-Methods", hd->cors_methods);
@@ -116,7 +131,7 @@ enum MHD_Result pe_router_finish(struct req *r, struct MHD_Connection *conn, con
 	if (!r->handler->begin_cb && !declared(r->handler)) {
 		r->route = r->matched_route;
 		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-			pe_err_set(&err, PE_EMETHOD, "", "%s is not allowed here; use GET", method);
+			method_refused(r, method, &err);
 			return pe_http_problem(r, conn, &err);
 		}
 	}

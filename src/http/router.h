@@ -14,6 +14,9 @@ void pe_router_match(struct pe_router *rt, struct req *r, const char *url);
 /* First call of a request not refused yet and not a preflight: the handler's begin_cb, or a
  * refusal of a body that no one reads (404 or 405). */
 enum MHD_Result pe_router_begin(struct req *r, struct MHD_Connection *conn, const char *url, const char *method);
+/* First call of an OPTIONS request: r->allow, the methods of the route (its declaration's, and
+ * OPTIONS; a handler without one: its allow). */
+void pe_router_allow(struct req *r, struct MHD_Connection *conn, const char *url);
 /* Body bytes for the handler that wanted them: 0, or -1 past its limit. */
 int pe_router_body(struct req *r, const char *data, size_t n);
 /* The request is complete: a preflight, or the handler's answer (404, 405 when none applies). */

@@ -18,6 +18,7 @@
 #include "http/conn_guard.h"
 #include "http/framing.h"
 #include "http/produce.h"
+#include "http/query.h"
 #include "http/router.h"
 
 #include <arpa/inet.h>
@@ -216,24 +217,56 @@ static enum MHD_Result answer_refusal(struct req *r, struct MHD_Connection *conn
 	return r->refusal_answer ? r->refusal_answer(r, conn, &r->refusal) : pe_http_problem(r, conn, &r->refusal);
 }
 
-/* The refusal now, when no body byte will be sent in vain (none follows, the client waits for
- * 100 Continue, which MHD then does not send) or the declared body is past what we would drop:
- * MHD closes the connection after it. Otherwise the body is read and dropped first (nginx's
- * lingering close), within linger_bytes and linger_timeout. */
+/* A refusal of a request without a body is answered on the next call, once MHD has read the
+ * request, so the connection stays open as for any answer (one queued on the first call makes MHD
+ * close it). With a body: now, when no body byte will be sent in vain (the client waits for
+ * 100 Continue, which MHD then does not send) or the declared body is past what we would drop, and
+ * MHD closes the connection after it; otherwise the body is read and dropped first (nginx's
+ * lingering close), within linger_bytes and linger_timeout, and the connection closed after. */
 static enum MHD_Result refuse_early(struct pe_http *h, struct req *r, struct MHD_Connection *conn)
 {
-	int now = !r->has_body || r->expect_continue || h->opt.linger_bytes == 0 ||
-		  (!r->chunked && r->declared > h->opt.linger_bytes);
-	if (now) {
-		r->close = r->has_body;
+	if (!r->has_body)
+		return MHD_YES;
+	if (r->expect_continue || h->opt.linger_bytes == 0 || (!r->chunked && r->declared > h->opt.linger_bytes)) {
+		r->close = 1;
 		return answer_refusal(r, conn);
 	}
 	pe_conn_guard_phase(h->guard, conn, PH_DISCARD, 0);
 	return MHD_YES;
 }
 
+/* libmicrohttpd 0.9.75 keeps a record (64 bytes) of every query parameter and header field in the
+ * connection's memory pool, beside the request's head; when the records do not fit it answers
+ * nothing at all for a query (its 431 is lost). The pool holds a head of max_header_bytes with
+ * this many records (a request's parameters are capped at PE_QUERY_MAX_PARAMS, uri_cb). */
+#define MHD_RECORD_BYTES 64
+#define HEADER_FIELDS_ROOM 64
+#define POOL_SLACK 1024
+
+static size_t pool_bytes(const struct pe_http_options *opt)
+{
+	size_t head = opt->max_header_bytes ? opt->max_header_bytes : (size_t)32768;
+	return head + (PE_QUERY_MAX_PARAMS + HEADER_FIELDS_ROOM) * MHD_RECORD_BYTES + POOL_SLACK;
+}
+
+/* A request whose query has more than PE_QUERY_MAX_PARAMS parameters: its con_cls, until the
+ * access handler answers it. */
+static char query_over_cap;
+
+/* MHD_OPTION_URI_LOG_CALLBACK: the raw request target, before MHD parses its query. A query over
+ * the cap is cut to nothing in MHD's buffer (MHD parses it right after this returns), so no record
+ * is kept of it and the request is answered with a 400 naming the query (first_call). */
+static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	char *q = strchr(uri, '?');
+	if (!q || pe_query_count(q + 1) <= PE_QUERY_MAX_PARAMS)
+		return NULL;
+	q[1] = 0;
+	return &query_over_cap;
+}
+
 static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version)
+				  const char *method, const char *version, int query_over)
 {
 	struct pe_err err = {0};
 	if (read_framing(r, conn, method, version, &err) != 0) {
@@ -242,15 +275,20 @@ static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_C
 	}
 	pe_router_match(h->router, r, url);
 	enum MHD_Result rc = MHD_YES;
-	if (r->has_body && takes_no_body(method)) {
+	if (query_over) {
+		pe_err_set(&err, PE_EINVAL, "query", "the query has more than %d parameters", PE_QUERY_MAX_PARAMS);
+		pe_http_refuse(r, &err, NULL);
+	} else if (r->has_body && takes_no_body(method)) {
 		pe_err_set(&err, PE_EBODY, "body", "%s takes no body", method);
 		pe_http_refuse(r, &err, NULL);
 	} else if (r->has_body && body_coded(conn)) {
 		pe_err_set(&err, PE_EMEDIATYPE, "Content-Encoding", "request bodies are read as sent: send it without a "
 			   "Content-Encoding (or identity)");
 		pe_http_refuse(r, &err, NULL);
-	} else if (!strcmp(method, "OPTIONS"))
+	} else if (!strcmp(method, "OPTIONS")) {
+		pe_router_allow(r, conn, url);
 		return MHD_YES; /* a CORS preflight: answered once the request is read */
+	}
 	else {
 		rc = pe_router_begin(r, conn, url, method);
 		pe_http_reserve_declared(r);
@@ -297,16 +335,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 {
 	struct pe_http *h = cls;
 	struct req *r = *con_cls;
-	if (!r) {
+	if (!r || *con_cls == &query_over_cap) {
+		int query_over = r != NULL;
 		note_thread(h);
-		r = calloc(1, sizeof *r);
+		*con_cls = r = calloc(1, sizeof *r);
 		if (!r)
 			return MHD_NO;
 		begin_request(h, r, conn, url, method);
-		*con_cls = r;
 		atomic_fetch_add(&h->active, 1);
 		pe_conn_guard_phase(h->guard, conn, PH_BODY, 0);
-		return first_call(h, r, conn, url, method, version);
+		return first_call(h, r, conn, url, method, version, query_over);
 	}
 	if (r->on_resume) {
 		/* the waiter was completed or expired under wait_lock, and libmicrohttpd's wake-up
@@ -325,7 +363,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	if (r->answered)
 		return MHD_YES;
 	if (r->refusal.code) {
-		r->close = 1;
+		r->close = r->has_body; /* a body refused was dropped: the connection goes with it */
 		pe_http_body_refusal_final(r);
 		return answer_refusal(r, conn);
 	}
@@ -372,8 +410,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct pe_http *h = cls;
 	struct req *r = *con_cls;
-	if (!r)
+	if (!r || *con_cls == &query_over_cap) { /* ended before the access handler saw it (MHD's 431) */
+		*con_cls = NULL;
 		return;
+	}
 	if (!r->observed)
 		observe(h, r, conn, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	pe_conn_guard_phase(h->guard, conn, PH_HEADERS, 0);
@@ -458,12 +498,12 @@ static struct MHD_Daemon *start_mhd(struct pe_http *h, const struct pe_http_opti
 				MHD_OPTION_CONNECTION_LIMIT, pe_conn_guard_mhd_limit(h->guard) * threads,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, opt->max_connections_per_ip,
 				MHD_OPTION_CONNECTION_TIMEOUT, opt->connection_timeout_s,
-				/* MHD clears the pool on every keep-alive request: the default 32 KiB holds
-				 * the longest query (factor lists) at half the cost of 64 KiB */
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, opt->max_header_bytes ? opt->max_header_bytes : (size_t)32768,
+				/* MHD clears the whole pool on every keep-alive request: no larger than the
+				 * head and its records need */
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool_bytes(opt),
 				MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 				MHD_OPTION_UNESCAPE_CALLBACK, pe_router_unescape_cb, NULL,
-				MHD_OPTION_URI_LOG_CALLBACK, pe_conn_guard_uri_cb, NULL,
+				MHD_OPTION_URI_LOG_CALLBACK, uri_cb, NULL,
 				MHD_OPTION_NOTIFY_CONNECTION, pe_conn_guard_notify_cb, h->guard,
 				MHD_OPTION_ARRAY, more_options(opt, threads, more),
 				MHD_OPTION_END);

@@ -414,7 +414,6 @@ const struct pe_handler pe_table_handler = {
 	.name = "tables",
 	.match_cb = match_cb,
 	.contract = contract,
-	.allow = "GET, HEAD, OPTIONS",
 	.cors_methods = "GET, HEAD, OPTIONS",
 	.finish_cb = finish_cb,
 };

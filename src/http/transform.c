@@ -467,7 +467,6 @@ static int match_cb(void *hctx, const char *url, const void **target)
 const struct pe_handler pe_transform_handler = {
 	.name = "transforms",
 	.match_cb = match_cb,
-	.allow = "POST, OPTIONS",
 	.cors_methods = "POST, OPTIONS",
 	.contract_cb = contract_cb,
 	.begin_cb = begin_cb,

@@ -236,6 +236,87 @@ START_TEST(every_route_refuses_alike)
 }
 END_TEST
 
+/* rope/apply with a form of one part x (of this Content-Type) is answered 200 under each of the
+ * n Content-Type headers. */
+static void forms_taken(const struct pe_daemon *d, const char *const *headers, size_t n, const char *part_type,
+			const struct bodies *b)
+{
+	struct pe_resp r;
+	struct form_part parts[] = {{"x", part_type, b->data[X_F32], b->len[X_F32]}};
+	size_t len;
+	char *body = form_body(parts, 1, &len);
+	for (size_t i = 0; i < n; i++) {
+		const char *hs[] = {headers[i], NULL};
+		pe_request(d, "POST", "/v1/rope/apply?format=npy", hs, body, len, &r);
+		ck_assert_msg(r.status == 200, "%s: %ld %s", headers[i], r.status, r.body);
+		pe_resp_free(&r);
+	}
+	free(body);
+}
+
+/* One reading of Content-Type's parameters on every body route: a list that does not parse is a
+ * 400 naming Content-Type on npy and JSON routes as on multipart ones; a multipart boundary may be
+ * followed by empty parameters and be 1 byte long (RFC 2046: 1 to 70) between quotes (MHD takes
+ * 2 bytes at least as written), and the limits told are the ones applied, quotes counted. */
+START_TEST(content_type_parameters)
+{
+	struct pe_daemon d;
+	struct bodies b;
+	struct pe_resp r;
+	char dir[] = "/tmp/pe_contract_XXXXXX";
+	make_bodies(&b);
+	start(&d, dir);
+	static const char *const bad[] = {"; a=\"x", "; a", "; a=", " x"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		for (size_t k = 0; k < NROUTES; k++) {
+			if (!routes[k].ctype)
+				continue;
+			char ct[128];
+			snprintf(ct, sizeof ct, "Content-Type: %s%s", routes[k].ctype, bad[i]);
+			send_route(&d, &routes[k], routes[k].query, ct, &b, &r);
+			ck_assert_msg(r.status == 400, "%s %s with '%s': %ld %s", routes[k].method, routes[k].path, ct,
+				      r.status, r.body);
+			pe_assert_problem(&r, 400, "Content-Type");
+			pe_resp_free(&r);
+		}
+	static const char *const boundaries[] = {"Content-Type: multipart/form-data; boundary=" FORM_BOUNDARY ";",
+						 "Content-Type: multipart/form-data; boundary=\"" FORM_BOUNDARY "\"; ; "};
+	forms_taken(&d, boundaries, 2, "application/x-npy", &b);
+	/* a one-byte boundary: between quotes; without, the 400 says how */
+	char one[1024];
+	const char *hs1[] = {"Content-Type: multipart/form-data; boundary=\"q\"", NULL};
+	const char *hs2[] = {"Content-Type: multipart/form-data; boundary=q", NULL};
+	int n = snprintf(one, sizeof one, "--q\r\nContent-Disposition: form-data; name=\"x\"\r\nContent-Type: "
+			 "application/json\r\n\r\n[[1,2,3,4]]\r\n--q--\r\n");
+	pe_request(&d, "POST", "/v1/rope/apply", hs1, one, (size_t)n, &r);
+	ck_assert_msg(r.status == 200, "boundary=\"q\": %ld %s", r.status, r.body);
+	pe_resp_free(&r);
+	pe_request(&d, "POST", "/v1/rope/apply", hs2, one, (size_t)n, &r);
+	pe_assert_problem(&r, 400, "Content-Type");
+	detail_has(&r, "boundary=\"q\"", "boundary=q");
+	pe_resp_free(&r);
+	/* quoted: 4093 bytes taken, 4094 refused by the limit its message gives (4095, quotes counted) */
+	for (size_t q = 4093; q <= 4094; q++) {
+		char *hdr = malloc(q + 64);
+		int at = snprintf(hdr, 64, "Content-Type: multipart/form-data; boundary=\"");
+		memset(hdr + at, 'b', q);
+		snprintf(hdr + at + q, 8, "\"");
+		const char *hq[] = {hdr, NULL};
+		pe_request(&d, "POST", "/v1/rope/apply", hq, "--", 2, &r);
+		if (q == 4093) /* read as a boundary: the body, no delimiter, is what is refused */
+			ck_assert_msg(r.status == 400 && !strstr(r.body, "boundary="), "4093 quoted: %ld %s", r.status, r.body);
+		else {
+			pe_assert_problem(&r, 400, "Content-Type");
+			detail_has(&r, "2 to 4095 bytes, its quotes counted", "4094 quoted");
+		}
+		pe_resp_free(&r);
+		free(hdr);
+	}
+	stop(&d, dir);
+	free_bodies(&b);
+}
+END_TEST
+
 /* Parameter names of media types in any case, in every header that carries them. */
 START_TEST(parameter_names_any_case)
 {
@@ -248,16 +329,7 @@ START_TEST(parameter_names_any_case)
 	/* multipart/form-data: BOUNDARY=, Boundary=, and a parameter in the part's own Content-Type */
 	static const char *const forms[] = {"Content-Type: multipart/form-data; BOUNDARY=" FORM_BOUNDARY,
 					    "Content-Type: Multipart/Form-Data; charset=utf-8; Boundary=\"" FORM_BOUNDARY "\""};
-	struct form_part parts[] = {{"x", "application/x-npy; Version=1", b.data[X_F32], b.len[X_F32]}};
-	size_t len;
-	char *body = form_body(parts, 1, &len);
-	for (size_t i = 0; i < 2; i++) {
-		const char *hs[] = {forms[i], NULL};
-		pe_request(&d, "POST", "/v1/rope/apply?format=npy", hs, body, len, &r);
-		ck_assert_msg(r.status == 200, "%s: %ld %s", forms[i], r.status, r.body);
-		pe_resp_free(&r);
-	}
-	free(body);
+	forms_taken(&d, forms, 2, "application/x-npy; Version=1", &b);
 	/* a JSON body with CHARSET= */
 	const char *json[] = {"Content-Type: application/json; CHARSET=UTF-8", NULL};
 	pe_request(&d, "POST", "/v1/plan", json, b.data[CONFIG], b.len[CONFIG], &r);
@@ -281,6 +353,212 @@ START_TEST(parameter_names_any_case)
 }
 END_TEST
 
+/* How many responses buf holds, and whether the first said Connection: close. */
+static int count_answers(const char *buf, int *first_closes)
+{
+	int n = 0;
+	const char *first_end = strstr(buf, "\r\n\r\n");
+	*first_closes = 0;
+	for (const char *p = buf; (p = strstr(p, "HTTP/1.1 ")) != NULL; p++)
+		n++;
+	for (const char *p = buf; first_end && (p = strcasestr(p, "\r\nConnection: close")) && p < first_end; p++)
+		*first_closes = 1;
+	return n;
+}
+
+/* A refusal keeps the connection open as any answer does, when no body was dropped with it: two
+ * requests in one write, the first refused, are both answered. */
+START_TEST(refusals_keep_the_connection)
+{
+	static const struct {
+		const char *head; /* request line and headers, without the empty line */
+		const char *body;
+		const char *status;
+	} cases[] = {
+		{"GET /v1/sinusoidal?len=1&dim=2&zzz=1 HTTP/1.1", "", "400"},
+		{"GET /v1/sinusoidal?len=1&dim=2&dim=2 HTTP/1.1", "", "400"},
+		{"GET /v1/sinusoidal?len=x&dim=2 HTTP/1.1", "", "400"},
+		{"GET /v1/learned/c?zzz=1 HTTP/1.1", "", "400"},
+		{"GET /v1/learned?zzz=1 HTTP/1.1", "", "400"},
+		{"GET /v1/analysis/similarity?zzz=1 HTTP/1.1", "", "400"},
+		{"DELETE /v1/learned/c?zzz=1 HTTP/1.1", "", "400"},
+		{"POST /v1/rope/apply?zzz=1 HTTP/1.1\r\nContent-Type: application/x-npy\r\nContent-Length: 4", "abcd", "400"},
+		{"POST /v1/plan?zzz=1 HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2", "{}", "400"},
+		{"POST /v1/rope/mrope?zzz=1 HTTP/1.1\r\nContent-Type: application/x-npy\r\nTransfer-Encoding: chunked",
+		 "4\r\nabcd\r\n0\r\n\r\n", "400"},
+		{"POST /v1/rope/apply HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 0", "", "415"},
+		{"POST /v1/sinusoidal?len=1&dim=2 HTTP/1.1\r\nContent-Length: 0", "", "405"},
+		{"DELETE /v1/sinusoidal HTTP/1.1", "", "405"},
+		{"GET /v1/nosuch HTTP/1.1", "", "404"},
+	};
+	struct pe_daemon d;
+	char dir[] = "/tmp/pe_contract_XXXXXX";
+	start(&d, dir);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char req[1024], buf[16384], want[32];
+		int n = snprintf(req, sizeof req, "%s\r\nHost: x\r\n\r\n%sGET /healthz HTTP/1.1\r\nHost: x\r\n"
+				 "Connection: close\r\n\r\n", cases[i].head, cases[i].body);
+		pe_raw_exchange(&d, req, (size_t)n, buf, sizeof buf, 5000);
+		int closes, answers = count_answers(buf, &closes);
+		snprintf(want, sizeof want, "HTTP/1.1 %s ", cases[i].status);
+		ck_assert_msg(!strncmp(buf, want, strlen(want)), "%s: first answer %.40s", cases[i].head, buf);
+		ck_assert_msg(answers == 2 && !closes, "%s: %d answers, the first %s", cases[i].head, answers,
+			      closes ? "with Connection: close" : "keeping the connection");
+		ck_assert_msg(strstr(buf, "HTTP/1.1 200 "), "%s: the request after it answered 200", cases[i].head);
+	}
+	stop(&d, dir);
+}
+END_TEST
+
+/* GET /v1/sinusoidal?len=2&dim=2 with nparams unknown parameters p0=1 ..., the last one's value
+ * pad bytes long, and nheaders header fields; the answer's problem must name param. */
+static void many_params(const struct pe_daemon *d, size_t nparams, size_t pad, size_t nheaders, const char *param)
+{
+	size_t cap = 64 + nparams * 16 + pad + nheaders * 32 + 128, at = 0;
+	char *req = malloc(cap), buf[16384];
+	at += (size_t)snprintf(req + at, cap - at, "GET /v1/sinusoidal?len=2&dim=2");
+	for (size_t i = 0; i < nparams; i++)
+		at += (size_t)snprintf(req + at, cap - at, "&p%zu=1", i);
+	memset(req + at, 'a', pad);
+	at += pad;
+	at += (size_t)snprintf(req + at, cap - at, " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n");
+	for (size_t i = 0; i < nheaders; i++)
+		at += (size_t)snprintf(req + at, cap - at, "X-H%zu: 1\r\n", i);
+	at += (size_t)snprintf(req + at, cap - at, "\r\n");
+	pe_raw_exchange(d, req, at, buf, sizeof buf, 5000);
+	char want[128];
+	snprintf(want, sizeof want, "\"param\":\"%s\"", param);
+	ck_assert_msg(!strncmp(buf, "HTTP/1.1 400 ", 13) && strstr(buf, want),
+		      "%zu + 2 parameters, %zu more bytes, %zu header fields (%zu bytes): a 400 naming %s, got %.300s",
+		      nparams, pad, nheaders, at, param, buf);
+	free(req);
+}
+
+/* Every query within the limits is read and answered; past PE_QUERY_MAX_PARAMS (64) parameters,
+ * a 400 naming the query instead of libmicrohttpd's silence. */
+START_TEST(query_limits)
+{
+	struct pe_daemon d;
+	char dir[] = "/tmp/pe_contract_XXXXXX";
+	start(&d, dir);
+	many_params(&d, 62, 0, 0, "p0");
+	many_params(&d, 62, 0, 60, "p0");
+	many_params(&d, 62, 30000, 20, "p0"); /* a head near max_header_bytes (32 KiB) */
+	many_params(&d, 63, 0, 0, "query");
+	many_params(&d, 260, 0, 0, "query");
+	many_params(&d, 3000, 0, 0, "query");
+	/* too many parameters in a head too large for the pool: libmicrohttpd's own 431 (the query
+	 * was cut, the access handler never runs), and the daemon serves on */
+	size_t n = 0, cap = 80000;
+	char *req = malloc(cap), buf[4096];
+	n += (size_t)snprintf(req, cap, "GET /v1/sinusoidal?len=2&dim=2");
+	for (int i = 0; i < 100; i++)
+		n += (size_t)snprintf(req + n, cap - n, "&p%d=1", i);
+	n += (size_t)snprintf(req + n, cap - n, " HTTP/1.1\r\nHost: x\r\nX-Big: ");
+	memset(req + n, 'a', 60000);
+	n += 60000;
+	n += (size_t)snprintf(req + n, cap - n, "\r\n\r\n");
+	pe_raw_exchange(&d, req, n, buf, sizeof buf, 5000);
+	ck_assert_msg(!strncmp(buf, "HTTP/1.1 431 ", 13), "100 parameters and a 60 KiB header: %.60s", buf);
+	free(req);
+	struct pe_resp r;
+	pe_get(&d, "/healthz", &r);
+	ck_assert_int_eq(r.status, 200);
+	pe_resp_free(&r);
+	stop(&d, dir);
+}
+END_TEST
+
+/* The Allow of a route's 405 is that of its preflight, OPTIONS among them; and a method the
+ * preflight lists is not answered 405. */
+START_TEST(allow_from_the_declaration)
+{
+	static const struct {
+		const char *path, *refused, *allow;
+	} cases[] = {
+		{"/v1/sinusoidal?len=2&dim=2", "POST", "GET, HEAD, OPTIONS"},
+		{"/v1/rope/mrope", "PUT", "GET, HEAD, POST, OPTIONS"},
+		{"/v1/rope/apply", "GET", "POST, OPTIONS"},
+		{"/v1/plan", "GET", "POST, OPTIONS"},
+		{"/v1/analysis/similarity?len=4&dim=4", "POST", "GET, HEAD, OPTIONS"},
+		{"/v1/learned", "PUT", "GET, HEAD, OPTIONS"},
+		{"/v1/learned/c", "POST", "GET, HEAD, PUT, DELETE, OPTIONS"},
+		{"/healthz", "POST", "GET, HEAD, OPTIONS"},
+	};
+	struct pe_daemon d;
+	char dir[] = "/tmp/pe_contract_XXXXXX";
+	start(&d, dir);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct pe_resp r;
+		char allow[128], pre[128];
+		pe_request(&d, cases[i].refused, cases[i].path, NULL, NULL, 0, &r);
+		pe_assert_problem(&r, 405, NULL);
+		ck_assert_msg(pe_resp_header(&r, "Allow", allow, sizeof allow) && !strcmp(allow, cases[i].allow),
+			      "%s %s: 405 with Allow '%s', want '%s'", cases[i].refused, cases[i].path, allow, cases[i].allow);
+		pe_resp_free(&r);
+		pe_request(&d, "OPTIONS", cases[i].path, NULL, NULL, 0, &r);
+		ck_assert_int_eq(r.status, 204);
+		ck_assert_msg(pe_resp_header(&r, "Allow", pre, sizeof pre) && !strcmp(pre, cases[i].allow),
+			      "OPTIONS %s: Allow '%s', want '%s'", cases[i].path, pre, cases[i].allow);
+		pe_resp_free(&r);
+	}
+	stop(&d, dir);
+}
+END_TEST
+
+/* The problem's detail of a raw exchange's answer into out. */
+static void raw_detail(const struct pe_daemon *d, const char *req, size_t len, char *out, size_t cap)
+{
+	char buf[16384];
+	pe_raw_exchange(d, req, len, buf, sizeof buf, 5000);
+	const char *body = strstr(buf, "\r\n\r\n");
+	json_t *doc = body ? json_loads(body + 4, 0, NULL) : NULL;
+	const char *detail = doc ? json_string_value(json_object_get(doc, "detail")) : NULL;
+	snprintf(out, cap, "%.200s", detail ? detail : buf);
+	json_decref(doc);
+}
+
+/* A chunked body of n bytes (of fill) after head and before tail, to path with Content-Type ctype. */
+static size_t chunked(char *req, size_t cap, const char *ctype, const char *head, size_t n, const char *tail)
+{
+	size_t at = (size_t)snprintf(req, cap, "POST /v1/rope/apply HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n"
+				     "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n%zx\r\n%s",
+				     ctype, strlen(head) + n + strlen(tail), head);
+	memset(req + at, 'a', n);
+	at += n;
+	return at + (size_t)snprintf(req + at, cap - at, "%s\r\n0\r\n\r\n", tail);
+}
+
+/* Details name what is wrong: an integer out of range is not called "not an integer", a missing
+ * learned table of encoding= is named by encoding, and a chunked body past the limit is told the
+ * same way plain or multipart. */
+START_TEST(details_name_the_fault)
+{
+	struct pe_daemon d;
+	struct pe_resp r;
+	char dir[] = "/tmp/pe_contract_XXXXXX", plain[512], form[512];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	const char *args[] = {"--data-dir", dir, "--max-body-bytes", "1000", NULL};
+	pe_daemon_start(&d, args);
+	const char *json[] = {"Content-Type: application/json", NULL};
+	pe_request(&d, "POST", "/v1/rope/apply?positions=4611686018427387904", json, "[[1,2]]", 7, &r);
+	pe_assert_problem(&r, 400, "positions");
+	detail_has(&r, "out of range", "positions=2^62");
+	pe_resp_free(&r);
+	pe_get(&d, "/v1/analysis/similarity?encoding=learned:nosuch", &r);
+	pe_assert_problem(&r, 404, "encoding");
+	pe_resp_free(&r);
+	static char req[8192];
+	size_t n = chunked(req, sizeof req, "application/x-npy", "", 2000, "");
+	raw_detail(&d, req, n, plain, sizeof plain);
+	n = chunked(req, sizeof req, "multipart/form-data; boundary=XyZ",
+		    "--XyZ\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\n", 2000, "\r\n--XyZ--\r\n");
+	raw_detail(&d, req, n, form, sizeof form);
+	ck_assert_msg(strstr(plain, "1000") && !strcmp(plain, form), "plain: '%s', multipart: '%s'", plain, form);
+	stop(&d, dir);
+}
+END_TEST
+
 static Suite *contract_suite(void)
 {
 	Suite *s = suite_create("contract");
@@ -288,6 +566,11 @@ static Suite *contract_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, every_route_refuses_alike);
 	tcase_add_test(tc, parameter_names_any_case);
+	tcase_add_test(tc, refusals_keep_the_connection);
+	tcase_add_test(tc, query_limits);
+	tcase_add_test(tc, allow_from_the_declaration);
+	tcase_add_test(tc, details_name_the_fault);
+	tcase_add_test(tc, content_type_parameters);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -322,11 +322,11 @@ START_TEST(wrong_methods)
 	char h[64];
 	pe_request(&D, "POST", "/v1/learned/x", NULL, "a", 1, &r);
 	pe_assert_problem(&r, 405, NULL);
-	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "GET, HEAD, PUT, DELETE");
+	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "GET, HEAD, PUT, DELETE, OPTIONS");
 	pe_resp_free(&r);
 	pe_request(&D, "PUT", "/v1/learned", NULL, "a", 1, &r);
 	pe_assert_problem(&r, 405, NULL);
-	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "GET, HEAD");
+	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "GET, HEAD, OPTIONS");
 	pe_resp_free(&r);
 	get_problem("/v1/learned?x=1", 400, "x");
 	stop();

@@ -252,7 +252,7 @@ START_TEST(errors_are_problems)
 	char h[64];
 	pe_request(&D, "POST", "/v1/sinusoidal?len=2&dim=2", NULL, "x", 1, &r);
 	pe_assert_problem(&r, 405, NULL);
-	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "GET, HEAD");
+	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "GET, HEAD, OPTIONS");
 	pe_resp_free(&r);
 }
 END_TEST

@@ -130,7 +130,7 @@ START_TEST(errors)
 	pe_request(&D, "GET", "/v1/alibi/apply", NULL, NULL, 0, &r);
 	pe_assert_problem(&r, 405, NULL);
 	char h[32];
-	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "POST");
+	ck_assert_str_eq(pe_resp_header(&r, "Allow", h, sizeof h), "POST, OPTIONS");
 	pe_resp_free(&r);
 	/* each bad request: a problem+json with its status naming its parameter; body NULL: x */
 	static const struct {

@@ -80,6 +80,9 @@ START_TEST(smuggling_refused)
 		const char *fs[] = {"Host: a", cl, NULL};
 		ck_assert_msg(verdict("HTTP/1.1", fs, &f, &err) == PE_EBODY, "%s accepted", cl);
 	}
+	const char *types[] = {"Host: a", "Content-Type: application/x-npy", "content-type: text/plain", NULL};
+	ck_assert_int_eq(verdict("HTTP/1.1", types, &f, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "Content-Type");
 	const char *huge[] = {"Host: a", "Content-Length: 18446744073709551616", NULL};
 	ck_assert_int_eq(verdict("HTTP/1.1", huge, &f, &err), PE_ETOOBIG);
 }

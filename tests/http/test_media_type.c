@@ -76,12 +76,42 @@ START_TEST(parameters_by_name)
 }
 END_TEST
 
+/* One rule for every Content-Type: type/subtype, then parameters that parse (or none). */
+static const struct {
+	const char *value;
+	int want;
+} checks[] = {
+	{"application/x-npy", 0},
+	{" application/json ; charset=utf-8", 0},
+	{"multipart/form-data; boundary=xyzzy;", 0},
+	{"multipart/form-data; boundary=\"a b\"", 0},
+	{"application/x-npy; a=\"x", -1},
+	{"application/x-npy; a", -1},
+	{"application/x-npy; a=", -1},
+	{"application/x-npy garbage", -1},
+	{"application/x-npy, text/plain", -1},
+	{"application", -1},
+	{"application/", -1},
+	{"/x-npy", -1},
+	{"", -1},
+	{NULL, -1},
+};
+
+START_TEST(whole_type_checked)
+{
+	int rc = pe_media_check(checks[_i].value);
+	ck_assert_msg(rc == checks[_i].want, "'%s': %d, want %d", checks[_i].value ? checks[_i].value : "(null)", rc,
+		      checks[_i].want);
+}
+END_TEST
+
 static Suite *media_suite(void)
 {
 	Suite *s = suite_create("media_type");
 	TCase *tc = tcase_create("media");
 	tcase_add_loop_test(tc, type_matches, 0, (int)(sizeof matches / sizeof matches[0]));
 	tcase_add_loop_test(tc, parameters_by_name, 0, (int)(sizeof params / sizeof params[0]));
+	tcase_add_loop_test(tc, whole_type_checked, 0, (int)(sizeof checks / sizeof checks[0]));
 	suite_add_tcase(s, tc);
 	return s;
 }
