@@ -4,7 +4,7 @@
  *   pg_index.c   the in-memory index of metadata and the rule that orders changes to it
  *   pg_listen.c  the listener thread: LISTEN/NOTIFY, the up/down state, reconnection
  *   pg_schema.c  the schema: found, or created when missing; the role's rights on it
- *   pg_error.c   every database error classified once, by SQLSTATE; the operations' deadline
+ *   pg_error.c   every database error classified once, by SQLSTATE, described and logged
  *
  * The database holds, per table, one row of posenc_learned (metadata, the SHA-256 and the elements
  * as bytea) with a generation: a number from the sequence posenc_generation drawn by every write
@@ -97,6 +97,10 @@ struct pgstore {
 
 /* pg_conn.c */
 int64_t pg_now_ms(void);
+/* The deadline of an operation starting now: op_ms away, or sooner when this thread's cancel
+ * deadline (the HTTP job's: job_timeout) comes first, so the store answers before the job's
+ * waiter gives up: one deadline decides the outcome. */
+int64_t pg_deadline(const struct pgstore *s);
 /* Connect within deadline (pg_now_ms()), non-blocking mode, synchronous_commit on and a
  * statement_timeout; NULL with why filled. Given up at once when the store closes. */
 PGconn *pg_connect(struct pgstore *s, int64_t deadline, char *why, size_t cap);
@@ -114,15 +118,8 @@ int pg_acquire(struct pgstore *s, int64_t deadline, int write, struct pg_slot **
 void pg_release(struct pgstore *s, struct pg_slot *slot, int failed);
 /* One command (the simple protocol): 0, -1 with w (may be NULL) filled (pg_describe). */
 int pg_command(PGconn *c, const char *sql, int64_t deadline, int abort_fd, struct pg_why *w);
-/* libpq's message on c, first line, without the "connection to server at <host>, port <n> failed:"
- * part (details reach clients), into out. */
-void pg_reason(PGconn *c, char *out, size_t cap);
 
 /* pg_error.c */
-/* The deadline of an operation starting now: op_ms away, or sooner when this thread's cancel
- * deadline (the HTTP job's: job_timeout) comes first, so the store answers before the job's
- * waiter gives up: one deadline decides the outcome. */
-int64_t pg_deadline(const struct pgstore *s);
 /* A failed statement as the operation's error, err filled (write: the operation was a put or a
  * delete): r NULL (no answer by the deadline, the connection failed) or an error result, whose
  * SQLSTATE decides: PE_EUNAVAIL (unavailable or transient: retry), PE_EFORBIDDEN (a write the
@@ -140,6 +137,10 @@ void pg_describe(const PGresult *r, PGconn *c, struct pg_why *w);
 /* pre, reason and post into out (cap bytes): reason cut at a word, marked "...", when all three do
  * not fit, so that a detail never ends mid-word or loses its end. */
 void pg_fit(char *out, size_t cap, const char *pre, const char *reason, const char *post);
+/* libpq's message on c, first line, without the "connection to server at <host>, port <n> failed:"
+ * part (details reach clients), into out. */
+void pg_reason(PGconn *c, char *out, size_t cap);
+void pg_note(struct pgstore *s, const char *event, const char *detail);
 /* Log detail ("store_error") unless it is among the PG_CAUSES logged last. */
 void pg_note_once(struct pgstore *s, const char *detail);
 
@@ -176,6 +177,5 @@ void pg_payload_put(const struct pe_store_meta *m, int64_t gen, char *out, size_
 /* pg_listen.c */
 int pg_listen_start(struct pgstore *s, struct pe_err *err);
 void pg_listen_stop(struct pgstore *s);
-void pg_note(struct pgstore *s, const char *event, const char *detail);
 
 #endif

@@ -8,13 +8,22 @@
  * tcp_user_timeout (added to the URI unless it sets them) notice a dead peer on idle sockets.
  *
  * The pool: a fixed number of slots (max_conns), each a connection made on first use and kept
- * while it works. While the store is down (the listener says so) acquire fails at once, with the
+ * while it works. While the store is down (the listener says so) acquire fails at once, in the
  * class of why it is down (transient: 503 and retry; the database's configuration or a privilege:
- * its error, as a statement meeting it would answer): workers never queue behind a dead database; while it is up and every slot is busy, acquire waits for
- * one at most PG_SLOT_WAIT_MS and then answers PE_EBUSY: the workers held by the database are at
- * most the slots (each for at most the operation timeout), the others keep computing tables. Connections older than the listener's latest
- * reconnection are dropped on acquire (the database may have restarted under them). */
+ * its error, as a statement meeting it would answer): workers never queue behind a dead database.
+ * While it is up and every slot is busy, acquire waits for one at most PG_SLOT_WAIT_MS and then
+ * answers PE_EBUSY: the workers held by the database are at most the slots (each for at most the
+ * operation timeout), the others keep computing tables. Connections older than the listener's
+ * latest reconnection are dropped on acquire (the database may have restarted under them).
+ *
+ * The deadline (pg_deadline): an operation ends op_ms after it starts, or PG_WAITER_MARGIN_MS
+ * before its thread's cancel deadline (the HTTP job's, at job_timeout) when that comes first; the
+ * session's statement_timeout (stmt_ms) is shorter than op_ms, so a statement held by a lock ends
+ * with the server's 57014 (the connection kept) within the deadline, and the HTTP layer never
+ * answers for the store. */
 #include "store/pg.h"
+
+#include "posenc/core.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -24,6 +33,18 @@ int64_t pg_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t pg_deadline(const struct pgstore *s)
+{
+	int64_t now = pg_now_ms(), d = now + s->op_ms;
+	double cancel = pe_cancel_deadline();
+	if (cancel > 0) {
+		int64_t c = (int64_t)(cancel * 1000.0) - PG_WAITER_MARGIN_MS;
+		if (c < d)
+			d = c > now ? c : now;
+	}
+	return d;
 }
 
 /* Wait for events on c's socket until deadline: 1 ready, 0 timed out, -1 error or abort_fd
@@ -46,19 +67,6 @@ static int wait_sock(PGconn *c, short events, int64_t deadline, int abort_fd)
 		if (rc < 0 && errno != EINTR)
 			return -1;
 	}
-}
-
-void pg_reason(PGconn *c, char *out, size_t cap)
-{
-	const char *m = c ? PQerrorMessage(c) : "";
-	int n = (int)strcspn(m, "\n");
-	/* "connection to server at "host" (addr), port 5432 failed: Connection refused" */
-	if (!strncmp(m, "connection to server", 20))
-		for (const char *f; (f = strstr(m, "failed: ")) != NULL && f < m + n;) {
-			n -= (int)(f + 8 - m);
-			m = f + 8;
-		}
-	snprintf(out, cap, "%.*s", n, m);
 }
 
 static void copy_why(char *why, size_t cap, const char *what, PGconn *c)

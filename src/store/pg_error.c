@@ -20,30 +20,11 @@
  * cause while it is among the PG_CAUSES distinct ones logged last, not once per request. The
  * failure that keeps the store down keeps its class too (pg_down_code): a revoked privilege found
  * while reconnecting is the same 500 (403 on a write) as before it, not a promise that a retry
- * helps.
- *
- * The deadline: an operation ends op_ms after it starts, or PG_WAITER_MARGIN_MS before its
- * thread's cancel deadline (the HTTP job's, at job_timeout) when that comes first; the session's
- * statement_timeout (stmt_ms) is shorter than op_ms, so a statement held by a lock ends with the
- * server's 57014 (the connection kept) within the deadline, and the HTTP layer never answers for
- * the store. */
+ * helps. Nothing here calls the rest of the store: connections, the listener and the operations
+ * describe their failures through it. */
 #include "store/pg.h"
 
-#include "posenc/core.h"
-
 #include <stdlib.h>
-
-int64_t pg_deadline(const struct pgstore *s)
-{
-	int64_t now = pg_now_ms(), d = now + s->op_ms;
-	double cancel = pe_cancel_deadline();
-	if (cancel > 0) {
-		int64_t c = (int64_t)(cancel * 1000.0) - PG_WAITER_MARGIN_MS;
-		if (c < d)
-			d = c > now ? c : now;
-	}
-	return d;
-}
 
 int pg_sqlstate_code(const char *st, int write)
 {
@@ -55,6 +36,25 @@ int pg_sqlstate_code(const char *st, int write)
 		if (!strcmp(st, transient[i]))
 			return PE_EUNAVAIL;
 	return write && !strcmp(st, "42501") ? PE_EFORBIDDEN : PE_ESTORE;
+}
+
+void pg_reason(PGconn *c, char *out, size_t cap)
+{
+	const char *m = c ? PQerrorMessage(c) : "";
+	int n = (int)strcspn(m, "\n");
+	/* "connection to server at "host" (addr), port 5432 failed: Connection refused" */
+	if (!strncmp(m, "connection to server", 20))
+		for (const char *f; (f = strstr(m, "failed: ")) != NULL && f < m + n;) {
+			n -= (int)(f + 8 - m);
+			m = f + 8;
+		}
+	snprintf(out, cap, "%.*s", n, m);
+}
+
+void pg_note(struct pgstore *s, const char *event, const char *detail)
+{
+	if (s->log)
+		s->log(s->log_arg, event, "store_url", detail);
 }
 
 int pg_down_code(const struct pgstore *s, int write)

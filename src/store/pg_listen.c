@@ -23,12 +23,6 @@
 #define PG_STR_(x) #x
 #define PG_STR(x) PG_STR_(x)
 
-void pg_note(struct pgstore *s, const char *event, const char *detail)
-{
-	if (s->log)
-		s->log(s->log_arg, event, "store_url", detail);
-}
-
 /* Every row's metadata into the index (replacing it), LOAD_PAGE rows per query in name order, so
  * no result holds more than a page whatever the table count (a row changed between pages is
  * notified, as LISTEN came first). */

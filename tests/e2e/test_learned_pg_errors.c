@@ -91,6 +91,15 @@ static void make_tables(void)
 	memset(&D, 0, sizeof D);
 }
 
+/* The tables made (make_tables), a role with grants, and posencd on that role's URL. */
+static void serve_as(const char *role, const char *grants)
+{
+	char url[256];
+	make_tables();
+	ck_assert_int_eq(pe_pg_role(&PG, role, grants, url, sizeof url), 0);
+	start(url);
+}
+
 /* PUT a [4, 8] f32 table of seed; the response in r (caller frees). */
 static void put(const char *name, float seed, struct pe_resp *r)
 {
@@ -261,12 +270,8 @@ END_TEST
 START_TEST(revoked_select_is_500_with_the_reason)
 {
 	struct pe_resp r;
-	char url[256];
-	make_tables();
 	/* CREATE too: what an older posencd needed to start at all */
-	ck_assert_int_eq(pe_pg_role(&PG, "app", GRANTS_RW("app") "; GRANT CREATE ON SCHEMA public TO app", url,
-				    sizeof url), 0);
-	start(url);
+	serve_as("app", GRANTS_RW("app") "; GRANT CREATE ON SCHEMA public TO app");
 	ck_assert_int_eq(status_of_put("t", 2.0f), 200);
 	ck_assert_int_eq(pe_pg_sql(&PG, "REVOKE SELECT ON posenc_learned FROM app"), 0);
 	for (int i = 0; i < 3; i++) {
@@ -297,10 +302,8 @@ static void put_refused(const char *name)
 START_TEST(revoked_select_keeps_its_class)
 {
 	struct pe_resp r;
-	char url[256], why[256], q[32];
-	make_tables();
-	ck_assert_int_eq(pe_pg_role(&PG, "app", GRANTS_RW("app"), url, sizeof url), 0);
-	start(url);
+	char why[256], q[32];
+	serve_as("app", GRANTS_RW("app"));
 	ck_assert_int_eq(status_of_put("t", 2.0f), 200);
 	ck_assert_int_eq(pe_pg_sql(&PG, "REVOKE SELECT ON posenc_learned FROM app"), 0);
 	for (int i = 0; i < 10; i++) { /* two causes alternating: each logged once */
@@ -342,10 +345,8 @@ END_TEST
 START_TEST(grant_takes_effect_at_next_write)
 {
 	struct pe_resp r;
-	char url[256], why[256];
-	make_tables();
-	ck_assert_int_eq(pe_pg_role(&PG, "reader", GRANTS_RO("reader"), url, sizeof url), 0);
-	start(url);
+	char why[256];
+	serve_as("reader", GRANTS_RO("reader"));
 	put("u", 1.0f, &r);
 	assert_store_problem(&r, 403, "forbidden", "INSERT on posenc_learned", NULL, 0);
 	pe_resp_free(&r);
@@ -367,11 +368,8 @@ END_TEST
 START_TEST(search_path_naming_no_schema)
 {
 	struct pe_resp r;
-	char url[256], why[256];
-	make_tables();
-	ck_assert_int_eq(pe_pg_role(&PG, "app", GRANTS_RW("app") "; ALTER ROLE app SET search_path = ''", url,
-				    sizeof url), 0);
-	start(url);
+	char why[256];
+	serve_as("app", GRANTS_RW("app") "; ALTER ROLE app SET search_path = ''");
 	ck_assert_int_eq(readyz(why, sizeof why), 503);
 	ck_assert_msg(strstr(why, "search_path") && !strstr(why, "do not exist"), "/readyz says \"%s\"", why);
 	get("t", "", &r);
@@ -383,11 +381,8 @@ END_TEST
 START_TEST(read_only_database_is_503)
 {
 	struct pe_resp r;
-	char url[256], why[256];
-	make_tables();
-	ck_assert_int_eq(pe_pg_role(&PG, "app", GRANTS_RW("app") "; ALTER ROLE app SET default_transaction_read_only = on",
-				    url, sizeof url), 0);
-	start(url);
+	char why[256];
+	serve_as("app", GRANTS_RW("app") "; ALTER ROLE app SET default_transaction_read_only = on");
 	char *before = body_of("t");
 	put("t", 5.0f, &r);
 	assert_store_problem(&r, 503, "store-unavailable", "read-only transaction (SQLSTATE 25006)", NULL, 0);
@@ -407,10 +402,8 @@ END_TEST
 START_TEST(read_write_role_without_create_serves)
 {
 	struct pe_resp r;
-	char url[256], why[256];
-	make_tables();
-	ck_assert_int_eq(pe_pg_role(&PG, "app", GRANTS_RW("app"), url, sizeof url), 0);
-	start(url);
+	char why[256];
+	serve_as("app", GRANTS_RW("app"));
 	ck_assert_int_eq(readyz(why, sizeof why), 200);
 	ck_assert_str_eq(why, "");
 	ck_assert_int_eq(status_of_put("u", 1.0f), 201);
@@ -427,10 +420,8 @@ END_TEST
 START_TEST(select_only_role_reads)
 {
 	struct pe_resp r;
-	char url[256], why[256];
-	make_tables();
-	ck_assert_int_eq(pe_pg_role(&PG, "reader", GRANTS_RO("reader"), url, sizeof url), 0);
-	start(url);
+	char why[256];
+	serve_as("reader", GRANTS_RO("reader"));
 	ck_assert_int_eq(readyz(why, sizeof why), 200);
 	ck_assert_msg(strstr(why, "INSERT on posenc_learned"), "/readyz says \"%s\"", why);
 	get("t", "", &r);
