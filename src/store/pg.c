@@ -424,7 +424,7 @@ static void close_op(struct pe_store *b)
 static int ready_op(struct pe_store *b, struct pe_err *why)
 {
 	struct pgstore *s = pg(b);
-	char d[PE_ERR_DETAIL_MAX];
+	char d[PE_ERR_DETAIL_MAX - 8]; /* room for pe_store_unready's "; retry" */
 	int rc = 0;
 	pthread_mutex_lock(&s->lock);
 	if (!s->up) {
@@ -433,7 +433,7 @@ static int ready_op(struct pe_store *b, struct pe_err *why)
 		       "not connected yet", "");
 	} else if (s->read_why[0]) {
 		rc = PE_ESTORE;
-		snprintf(d, sizeof d, "%s", s->read_why);
+		pg_fit(d, sizeof d, "", s->read_why, "");
 	} else if (s->no_put[0] || s->no_del[0] || s->ro_why[0]) {
 		rc = PE_EFORBIDDEN;
 		pg_fit(d, sizeof d, "reads only: ", s->no_put[0] ? s->no_put : s->no_del[0] ? s->no_del : s->ro_why, "");
