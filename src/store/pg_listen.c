@@ -226,6 +226,27 @@ static int drain(struct pgstore *s, PGconn *c)
 	return PQstatus(c) == CONNECTION_BAD ? -1 : 0;
 }
 
+/* While readiness reports a refused read, whether the table can be read again: a readiness probe
+ * that keeps traffic away must not wait for a request's read to clear it. -1 when the connection
+ * failed. */
+static int recheck_reads(struct pgstore *s, PGconn *c, int64_t now)
+{
+	pthread_mutex_lock(&s->lock);
+	int refused = s->read_why[0] != 0;
+	pthread_mutex_unlock(&s->lock);
+	if (!refused)
+		return 0;
+	PGresult *r = pg_run(c, "SELECT name FROM posenc_learned LIMIT 1", 0, NULL, NULL, NULL, 0, 0, now + s->op_ms,
+			     s->wake[0]);
+	if (r && PQresultStatus(r) == PGRES_TUPLES_OK) {
+		pthread_mutex_lock(&s->lock);
+		s->read_why[0] = 0;
+		pthread_mutex_unlock(&s->lock);
+	}
+	PQclear(r);
+	return r ? 0 : -1;
+}
+
 /* Serve notifications until the connection fails or the store stops; every PG_PING_MS, the rights
  * read again: a query that must answer within the operation timeout (the database may have stopped
  * answering). */
@@ -246,7 +267,8 @@ static void serve(struct pgstore *s, PGconn *c)
 		}
 		if (now - last >= PG_PING_MS) {
 			struct pg_why w;
-			if (pg_rights(s, c, now + s->op_ms, s->wake[0], &w) < 0 || drain(s, c) != 0)
+			if (pg_rights(s, c, now + s->op_ms, s->wake[0], &w) < 0 || recheck_reads(s, c, now) != 0 ||
+			    drain(s, c) != 0)
 				return;
 			last = pg_now_ms();
 		}

@@ -4,7 +4,7 @@
  *     Retry-After and the database's reason (statement timeout), every time, before job_timeout;
  *     the table is unchanged afterwards;
  *   - SELECT revoked: GET answers 500 store-error naming the permission error, never "damaged";
- *     logged once for many requests;
+ *     logged once for many requests; /readyz 503 until SELECT is granted again;
  *   - a role with SELECT, INSERT, UPDATE, DELETE on tables made before, without CREATE: starts,
  *     serves reads and writes, /readyz 200;
  *   - a SELECT-only role: reads served, PUT and DELETE 403 naming the privilege, /readyz says so;
@@ -285,6 +285,10 @@ START_TEST(revoked_select_is_500_with_the_reason)
 	const char *p = strstr(log, "\"store_error\"");
 	ck_assert_msg(p && !strstr(p + 1, "\"store_error\""), "the cause is logged once: %s", log);
 	free(log);
+	char why[256]; /* not ready while reads are refused; ready again once granted, with no read asked */
+	ck_assert_int_eq(readyz(why, sizeof why), 503);
+	ck_assert_int_eq(pe_pg_sql(&PG, "GRANT SELECT ON posenc_learned TO app"), 0);
+	ck_assert_msg(until_ready(200, 10, why, sizeof why), "still not ready: %s", why);
 }
 END_TEST
 
