@@ -107,10 +107,16 @@ void pe_store_close(struct pe_store *s); /* NULL is fine */
 int pe_store_init(const struct pe_store_options *o, struct pe_err *err);
 
 /* Can the store serve now? 0: reads and writes; PE_EFORBIDDEN: reads only (PostgreSQL: the role
- * lacks a write privilege, why names it; those writes answer PE_EFORBIDDEN at once);
- * PE_EUNAVAIL: nothing from the database (down, or its tables missing and not creatable: why
- * says which). The file store is always ready once open. why may be NULL. Thread-safe, no I/O. */
+ * lacks a write privilege, why names it, and those writes answer PE_EFORBIDDEN at once; or the
+ * database refused the last write as read-only, 25006); PE_EUNAVAIL: nothing from the database for
+ * now (down: a lost connection, a timeout; a retry may help); PE_ESTORE: the database's
+ * configuration refuses (its tables missing and not creatable, a revoked privilege, a search_path
+ * naming no schema: while reconnecting, or a read refused since the last that succeeded). The file
+ * store is always ready once open. why may be NULL. Thread-safe, no I/O. */
 int pe_store_ready(struct pe_store *s, struct pe_err *why);
+/* err as code (the store's answer to an operation it could not do: PE_EUNAVAIL, PE_ESTORE) with
+ * pe_store_ready's reason; PE_EUNAVAIL's says to retry. Returns code. */
+int pe_store_unready(struct pe_store *s, int code, struct pe_err *err);
 
 /* A table name: [A-Za-z0-9._-]{1,64} without a leading dot. len is the name's byte length (a NUL
  * inside fails). 0, or PE_EINVAL with err naming "name" and the rule broken. */
@@ -145,7 +151,8 @@ int pe_store_delete(struct pe_store *s, const char *name, pe_store_commit_cb com
  * the last two are PE_ENOTFOUND here). */
 int pe_store_stat(struct pe_store *s, const char *name, struct pe_store_meta *out);
 /* Every table's metadata sorted by name, in *out (caller frees; NULL when *n is 0), each checked
- * against its file as pe_store_stat does. 0 or PE_ENOMEM. */
+ * against its file as pe_store_stat does. 0 or PE_ENOMEM; PostgreSQL: PE_EUNAVAIL or PE_ESTORE
+ * while its index has never been loaded (down since it opened: pe_store_ready says why). */
 int pe_store_list(struct pe_store *s, struct pe_store_meta **out, size_t *n);
 /* Two metadata describe the same version of a table when everything that shapes its responses is
  * equal: the elements' SHA-256, dtype, shape, prefix_tokens and grid (not the creation time). */

@@ -292,8 +292,10 @@ static void run_list(struct pe_oneshot *os, struct pe_oneshot_result *res)
 		list_refused(rc, &res->err);
 		return;
 	}
-	if (pe_store_list(store, &all, &n) != 0) {
+	if ((rc = pe_store_list(store, &all, &n)) == PE_ENOMEM) {
 		pe_err_set(&res->err, PE_ENOMEM, "", "out of memory");
+	} else if (rc != 0) { /* the store has never been read: its reason, as the items answer it */
+		pe_store_unready(store, rc, &res->err);
 	} else {
 		if (budget && n * sizeof *all > copy) {
 			pe_budget_charge(budget, n * sizeof *all - copy);

@@ -418,15 +418,13 @@ static const struct pe_producer producer = {
 };
 
 /* A failed stat (code) as the request's problem (a missing table named by param): the store down
- * says why, as the store words it. */
+ * says why, as the store words it (PE_EUNAVAIL: a retry may help; PE_ESTORE: the database's
+ * configuration). */
 static int stat_failed(struct pe_store *store, const char *name, const char *param, int code, struct pe_err *err)
 {
-	struct pe_err why;
-	if (code != PE_EUNAVAIL)
+	if (code != PE_EUNAVAIL && code != PE_ESTORE)
 		return pe_err_set(err, PE_ENOTFOUND, param, "no learned table named %s", name);
-	pe_store_ready(store, &why);
-	return pe_err_set(err, PE_EUNAVAIL, "", "%s; retry", why.detail[0] ? why.detail : "the learned-table database "
-			  "cannot serve now");
+	return pe_store_unready(store, code, err);
 }
 
 /* GET a table (similarity 0) or its position similarity (1: /v1/analysis/similarity with

@@ -1,6 +1,7 @@
 /* Operations endpoints: /healthz (the process answers), /readyz (503 while draining, or while the
- * learned-table store cannot serve: its reason in "store"; 200 with the reason when it serves
- * reads only), /metrics
+ * learned-table store cannot serve: its reason in "store", with Retry-After only when the reason is
+ * transient, "store-error" when it is the database's configuration; 200 with the reason when it
+ * serves reads only), /metrics
  * (Prometheus text from the daemon's hook) and /v1 (the catalogue: every table and transform with
  * its parameters, from the registry: what the dashboard builds its controls from). */
 #include "http/handler.h"
@@ -32,7 +33,9 @@ static enum MHD_Result serve_readyz(struct req *r, struct MHD_Connection *conn)
 		static const char body[] = "{\"status\":\"ready\"}\n";
 		return pe_http_queue(r, conn, 200, pe_http_text(body, sizeof body - 1, "application/json", 0));
 	}
-	json_t *o = json_pack("{s:s, s:s}", "status", rc == PE_EUNAVAIL ? "store-unavailable" : "ready", "store", why.detail);
+	int down = rc == PE_EUNAVAIL || rc == PE_ESTORE;
+	json_t *o = json_pack("{s:s, s:s}", "status", rc == PE_EUNAVAIL ? "store-unavailable" : down ? "store-error" : "ready",
+			      "store", why.detail);
 	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	struct MHD_Response *resp = body ? MHD_create_response_from_buffer_with_free_callback(strlen(body), body, free) : NULL;
@@ -44,7 +47,7 @@ static enum MHD_Result serve_readyz(struct req *r, struct MHD_Connection *conn)
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	if (rc == PE_EUNAVAIL)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, PE_HTTP_RETRY_AFTER);
-	return pe_http_queue(r, conn, rc == PE_EUNAVAIL ? 503 : 200, resp);
+	return pe_http_queue(r, conn, down ? 503 : 200, resp);
 }
 
 static enum MHD_Result serve_metrics(struct req *r, struct MHD_Connection *conn)

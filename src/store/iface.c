@@ -34,6 +34,14 @@ int pe_store_ready(struct pe_store *s, struct pe_err *why)
 	return s->ops->ready ? s->ops->ready(s, why) : 0;
 }
 
+int pe_store_unready(struct pe_store *s, int code, struct pe_err *err)
+{
+	struct pe_err why;
+	pe_store_ready(s, &why);
+	return pe_err_set(err, code, "", "%s%s", why.detail[0] ? why.detail : "the learned-table database cannot serve now",
+			  code == PE_EUNAVAIL ? "; retry" : "");
+}
+
 void pe_store_close(struct pe_store *s)
 {
 	if (s)

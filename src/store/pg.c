@@ -108,15 +108,42 @@ static int begin_write(struct op *o, const char *name, int64_t *gen, uint64_t *o
 	return 0;
 }
 
-/* A write this role may not make: PE_EFORBIDDEN naming the privileges it lacks (found at
- * connection, pg_schema.c), before any transaction. */
+/* The privileges the role lacks for a put or a delete as last read, into why ("": none). */
+static int lacks(struct pgstore *s, int del, char *why, size_t cap)
+{
+	pthread_mutex_lock(&s->lock);
+	snprintf(why, cap, "%s", del ? s->no_del : s->no_put);
+	pthread_mutex_unlock(&s->lock);
+	return why[0] != 0;
+}
+
+/* A write this role may not make: PE_EFORBIDDEN naming the privileges it lacks, before any
+ * transaction. The rights are read again first (one query) when they would refuse it, so a GRANT
+ * takes effect at the next write. */
 static int refused(struct pgstore *s, int del, struct pe_err *err)
 {
 	char why[PE_ERR_DETAIL_MAX];
+	struct pg_slot *sl;
+	struct pe_err ignored;
+	struct pg_why w;
+	if (!lacks(s, del, why, sizeof why))
+		return 0;
+	int64_t deadline = pg_deadline(s);
+	if (pg_acquire(s, deadline, 1, &sl, &ignored) == 0) {
+		int rc = pg_rights(s, sl->c, deadline, -1, &w);
+		pg_release(s, sl, rc < 0);
+		if (!lacks(s, del, why, sizeof why))
+			return 0;
+	}
+	return pe_err_set(err, PE_EFORBIDDEN, "", "%s", why);
+}
+
+/* A write committed: the database takes writes (again). */
+static void wrote(struct pgstore *s)
+{
 	pthread_mutex_lock(&s->lock);
-	snprintf(why, sizeof why, "%s", del ? s->no_del : s->no_put);
+	s->ro_why[0] = 0;
 	pthread_mutex_unlock(&s->lock);
-	return why[0] ? pe_err_set(err, PE_EFORBIDDEN, "", "%s", why) : 0;
 }
 
 /* ---- put ---- */
@@ -189,12 +216,13 @@ static int put_op(struct pe_store *b, struct pe_store_meta *m, const void *data,
 	m->max_abs = store_max_abs(m->dtype, data, (size_t)(m->rows * m->cols), 0);
 	m->created_ms = store_now_ms();
 	struct op o = {.s = s, .deadline = pg_deadline(s), .write = 1};
-	if ((rc = pg_acquire(s, o.deadline, &sl, err)) != 0)
+	if ((rc = pg_acquire(s, o.deadline, 1, &sl, err)) != 0)
 		return rc;
 	o.c = sl->c;
 	rc = put_tx(&o, m, data, &rep, cb, arg, &gen, err);
 	pg_release(s, sl, o.failed);
 	if (rc == 0) {
+		wrote(s);
 		pthread_mutex_lock(&s->lock);
 		pg_index_put(s, m, gen);
 		pthread_mutex_unlock(&s->lock);
@@ -236,12 +264,13 @@ static int del_op(struct pe_store *b, const char *name, pe_store_commit_cb cb, v
 		return PE_EINVAL;
 	int rc = refused(s, 1, err);
 	struct op o = {.s = s, .deadline = pg_deadline(s), .write = 1};
-	if (rc != 0 || (rc = pg_acquire(s, o.deadline, &sl, err)) != 0)
+	if (rc != 0 || (rc = pg_acquire(s, o.deadline, 1, &sl, err)) != 0)
 		return rc;
 	o.c = sl->c;
 	rc = del_tx(&o, name, cb, arg, &gen, err);
 	pg_release(s, sl, o.failed);
 	if (rc == 0) {
+		wrote(s);
 		pthread_mutex_lock(&s->lock);
 		pg_index_del(s, name, gen);
 		pthread_mutex_unlock(&s->lock);
@@ -289,6 +318,17 @@ static int take_row(struct pgstore *s, const PGresult *r, const char *name, cons
 	return 0;
 }
 
+/* Readiness reports a read the database refused for a reason that is not transient, until a read
+ * succeeds (rc 0: the database answered). */
+static void read_outcome(struct pgstore *s, int rc, const struct pe_err *err)
+{
+	if (rc != 0 && rc != PE_ESTORE)
+		return;
+	pthread_mutex_lock(&s->lock);
+	snprintf(s->read_why, sizeof s->read_why, "%s", rc ? err->detail : "");
+	pthread_mutex_unlock(&s->lock);
+}
+
 static int read_op(struct pe_store *b, const char *name, const struct pe_store_meta *want, struct pe_store_meta *m,
 		   void **data, struct pe_err *err)
 {
@@ -301,7 +341,7 @@ static int read_op(struct pe_store *b, const char *name, const struct pe_store_m
 	int64_t seen = e ? e->gen : 0; /* before the query: a newer entry then came from a newer write */
 	pthread_mutex_unlock(&s->lock);
 	int64_t deadline = pg_deadline(s);
-	int rc = pg_acquire(s, deadline, &sl, err);
+	int rc = pg_acquire(s, deadline, 0, &sl, err);
 	if (rc != 0)
 		return rc;
 	PGresult *r = pg_run(sl->c, "SELECT " PG_META_COLS ", data FROM posenc_learned WHERE name = $1", 1, v, NULL, NULL,
@@ -310,6 +350,7 @@ static int read_op(struct pe_store *b, const char *name, const struct pe_store_m
 	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
 		rc = pg_fail(s, r, sl->c, 0, err);
 	pg_release(s, sl, failed);
+	read_outcome(s, rc, err);
 	if (rc == 0)
 		rc = PQntuples(r) == 0 ? gone(s, name, seen, err) : take_row(s, r, name, want, m, data, err);
 	PQclear(r);
@@ -321,19 +362,21 @@ static int stat_op(struct pe_store *b, const char *name, struct pe_store_meta *o
 	struct pgstore *s = pg(b);
 	pthread_mutex_lock(&s->lock);
 	const struct pg_entry *e = pg_index_find(s, name);
-	int rc = e ? 0 : s->up ? PE_ENOTFOUND : PE_EUNAVAIL;
+	int rc = e ? 0 : s->up ? PE_ENOTFOUND : pg_down_code(s, 0);
 	if (e)
 		*out = e->m;
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
 
+/* The index; while it has never been loaded (down since opening), the code of why: an empty list
+ * would claim what the store has never read. */
 static int list_op(struct pe_store *b, struct pe_store_meta **out, size_t *n)
 {
 	struct pgstore *s = pg(b);
-	int rc = 0;
 	pthread_mutex_lock(&s->lock);
-	*n = s->n;
+	int rc = s->epoch == 0 && !s->up ? pg_down_code(s, 0) : 0;
+	*n = rc ? 0 : s->n;
 	*out = NULL;
 	if (s->n && !(*out = malloc(s->n * sizeof **out)))
 		rc = PE_ENOMEM;
@@ -376,18 +419,27 @@ static void close_op(struct pe_store *b)
 	free(s);
 }
 
+/* Down: its class and reason; a read refused (not transiently) since the last that succeeded:
+ * PE_ESTORE with it; writes refused (privileges, a read-only database): reads only. */
 static int ready_op(struct pe_store *b, struct pe_err *why)
 {
 	struct pgstore *s = pg(b);
+	char d[PE_ERR_DETAIL_MAX - 8]; /* room for pe_store_unready's "; retry" */
 	int rc = 0;
 	pthread_mutex_lock(&s->lock);
-	if (!s->up)
-		rc = pe_err_set(why, PE_EUNAVAIL, "store_url", "the learned-table database cannot serve: %s",
-				s->down_why[0] ? s->down_why : "not connected yet");
-	else if (s->no_put[0] || s->no_del[0])
-		rc = pe_err_set(why, PE_EFORBIDDEN, "store_url", "reads only: %s", s->no_put[0] ? s->no_put : s->no_del);
+	if (!s->up) {
+		rc = pg_down_code(s, 0);
+		pg_fit(d, sizeof d, "the learned-table database cannot serve: ", s->down.text[0] ? s->down.text :
+		       "not connected yet", "");
+	} else if (s->read_why[0]) {
+		rc = PE_ESTORE;
+		pg_fit(d, sizeof d, "", s->read_why, "");
+	} else if (s->no_put[0] || s->no_del[0] || s->ro_why[0]) {
+		rc = PE_EFORBIDDEN;
+		pg_fit(d, sizeof d, "reads only: ", s->no_put[0] ? s->no_put : s->no_del[0] ? s->no_del : s->ro_why, "");
+	}
 	pthread_mutex_unlock(&s->lock);
-	return rc;
+	return rc ? pe_err_set(why, rc, "store_url", "%s", d) : 0;
 }
 
 static const struct store_ops pg_ops = {put_op, del_op, stat_op, list_op, read_op, stats_op, close_op, ready_op};
@@ -466,16 +518,16 @@ static struct pgstore *pg_new(const struct pe_store_options *o)
 int store_pg_init(const struct pe_store_options *o, struct pe_err *err)
 {
 	struct pgstore *s = pg_new(o);
-	char why[PE_ERR_DETAIL_MAX];
+	struct pg_why why = {"", ""};
 	int rc = s ? conn_params(s, o->url, err) : pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	if (rc != 0)
 		goto out;
 	int64_t deadline = pg_now_ms() + s->op_ms;
-	PGconn *c = pg_connect(s, deadline, why, sizeof why);
-	int made = c ? pg_schema(s, c, deadline, -1, why, sizeof why) : -1;
+	PGconn *c = pg_connect(s, deadline, why.text, sizeof why.text);
+	int made = c ? pg_schema(s, c, deadline, -1, 1, &why) : -1;
 	PQfinish(c);
 	if (made != 0)
-		rc = pe_err_set(err, made == -2 ? PE_EIO : PE_EUNAVAIL, "store_url", "%s", why);
+		rc = pe_err_set(err, made == -2 ? PE_EIO : PE_EUNAVAIL, "store_url", "%s", why.text);
 	else
 		rc = pe_err_set(err, 0, "", "the learned tables are in place (schema version %d)%s%s", PG_SCHEMA_VERSION,
 				s->no_put[0] || s->no_del[0] ? "; " : "", s->no_put[0] ? s->no_put : s->no_del);

@@ -4,7 +4,7 @@
  *   pg_index.c   the in-memory index of metadata and the rule that orders changes to it
  *   pg_listen.c  the listener thread: LISTEN/NOTIFY, the up/down state, reconnection
  *   pg_schema.c  the schema: found, or created when missing; the role's rights on it
- *   pg_error.c   every database error classified once, by SQLSTATE; the operations' deadline
+ *   pg_error.c   every database error classified once, by SQLSTATE, described and logged
  *
  * The database holds, per table, one row of posenc_learned (metadata, the SHA-256 and the elements
  * as bytea) with a generation: a number from the sequence posenc_generation drawn by every write
@@ -34,6 +34,7 @@
 #define PG_GRACE_MS 1000          /* at most: the server's statement_timeout is this much (a quarter of
 				   * the operation timeout when smaller) before the operation's deadline */
 #define PG_WAITER_MARGIN_MS 100   /* an operation ends this long before its thread's cancel deadline */
+#define PG_CAUSES 8               /* the distinct database errors remembered as logged */
 #define PG_META_COLS "name, dtype, nrows, ncols, prefix_tokens, grid_h, grid_w, bytes, sha256, created_ms, " \
 		     "max_abs, generation"
 
@@ -51,6 +52,13 @@ struct pg_slot {
 	PGconn *c;      /* NULL: not connected */
 	uint64_t epoch; /* the listener's connection count when it was made: older ones are dropped */
 	int busy;
+};
+
+/* A database failure: its reason (the server's primary message and SQLSTATE, or libpq's) and its
+ * SQLSTATE ("": libpq's own failure, no answer), which pg_sqlstate_code classifies. */
+struct pg_why {
+	char text[PE_ERR_DETAIL_MAX];
+	char state[6];
 };
 
 struct pgstore {
@@ -71,11 +79,14 @@ struct pgstore {
 	size_t next_tomb;
 	int up, fatal, stopping, tried; /* tried: the first connection attempt is over */
 	char fatal_why[PE_ERR_DETAIL_MAX];
-	char down_why[PE_ERR_DETAIL_MAX];  /* why the store is down (readiness), while it is */
+	struct pg_why down;        /* why the store is down (readiness, acquire), while it is */
+	char read_why[PE_ERR_DETAIL_MAX];  /* a read's refusal that is not transient, until one succeeds */
+	char ro_why[PE_ERR_DETAIL_MAX];    /* the database refuses writes (25006), until one succeeds */
 	char no_put[PE_ERR_DETAIL_MAX];    /* why the role may not put / delete ("": it may) */
 	char no_del[PE_ERR_DETAIL_MAX];
-	char cause[PE_ERR_DETAIL_MAX];     /* the last database error logged: each cause once */
-	uint64_t epoch;            /* connections the listener made */
+	char causes[PG_CAUSES][PE_ERR_DETAIL_MAX]; /* the errors logged last: each cause once */
+	unsigned next_cause;
+	uint64_t epoch;            /* connections the listener made (0: the index never loaded) */
 	uint64_t notifications, unavailable;
 	struct pg_slot *slots;
 	unsigned nslots;
@@ -86,6 +97,10 @@ struct pgstore {
 
 /* pg_conn.c */
 int64_t pg_now_ms(void);
+/* The deadline of an operation starting now: op_ms away, or sooner when this thread's cancel
+ * deadline (the HTTP job's: job_timeout) comes first, so the store answers before the job's
+ * waiter gives up: one deadline decides the outcome. */
+int64_t pg_deadline(const struct pgstore *s);
 /* Connect within deadline (pg_now_ms()), non-blocking mode, synchronous_commit on and a
  * statement_timeout; NULL with why filled. Given up at once when the store closes. */
 PGconn *pg_connect(struct pgstore *s, int64_t deadline, char *why, size_t cap);
@@ -95,34 +110,48 @@ PGconn *pg_connect(struct pgstore *s, int64_t deadline, char *why, size_t cap);
  * (-1: none) became readable (the connection is then unusable: release it as failed). */
 PGresult *pg_run(PGconn *c, const char *sql, int n, const char *const *vals, const int *lens, const int *fmts,
 		 int binary, int simple, int64_t deadline, int abort_fd);
-/* A connection from the pool for one operation: 0, PE_EUNAVAIL (the store is down, or connecting
- * failed), PE_EBUSY (every slot stayed busy for PG_SLOT_WAIT_MS); err filled. */
-int pg_acquire(struct pgstore *s, int64_t deadline, struct pg_slot **slot, struct pe_err *err);
+/* A connection from the pool for one operation (write: a put or a delete): 0; while the store is
+ * down, the class of why it is (pg_down_code); PE_EUNAVAIL when connecting failed; PE_EBUSY (every
+ * slot stayed busy for PG_SLOT_WAIT_MS); err filled. */
+int pg_acquire(struct pgstore *s, int64_t deadline, int write, struct pg_slot **slot, struct pe_err *err);
 /* Give it back; failed: the connection is closed. */
 void pg_release(struct pgstore *s, struct pg_slot *slot, int failed);
-int pg_unavailable(struct pgstore *s, struct pe_err *err, const char *what, PGconn *c);
-/* libpq's message on c, first line, without the "connection to server at <host>, port <n> failed:"
- * part (details reach clients), into out. */
-void pg_reason(PGconn *c, char *out, size_t cap);
+/* One command (the simple protocol): 0, -1 with w (may be NULL) filled (pg_describe). */
+int pg_command(PGconn *c, const char *sql, int64_t deadline, int abort_fd, struct pg_why *w);
 
 /* pg_error.c */
-/* The deadline of an operation starting now: op_ms away, or sooner when this thread's cancel
- * deadline (the HTTP job's: job_timeout) comes first, so the store answers before the job's
- * waiter gives up: one deadline decides the outcome. */
-int64_t pg_deadline(const struct pgstore *s);
 /* A failed statement as the operation's error, err filled (write: the operation was a put or a
  * delete): r NULL (no answer by the deadline, the connection failed) or an error result, whose
  * SQLSTATE decides: PE_EUNAVAIL (unavailable or transient: retry), PE_EFORBIDDEN (a write the
  * role has no privilege for), PE_ESTORE (anything else: the database's configuration). */
 int pg_fail(struct pgstore *s, const PGresult *r, PGconn *c, int write, struct pe_err *err);
-/* The code of a SQLSTATE (NULL: libpq's own failure), as pg_fail decides it. */
+/* The code of a SQLSTATE (NULL or "": libpq's own failure), as pg_fail decides it. */
 int pg_sqlstate_code(const char *sqlstate, int write);
+/* The code an operation (write: a put or a delete) answers while the store is down (lock held):
+ * the class of the last failure to establish it: PE_EUNAVAIL when transient, else PE_ESTORE (or
+ * PE_EFORBIDDEN for a write the role has no privilege for). */
+int pg_down_code(const struct pgstore *s, int write);
+/* A failed statement's reason and SQLSTATE into w: r NULL (no answer, the connection failed: libpq's
+ * message on c) or an error result. */
+void pg_describe(const PGresult *r, PGconn *c, struct pg_why *w);
+/* pre, reason and post into out (cap bytes): reason cut at a word, marked "...", when all three do
+ * not fit, so that a detail never ends mid-word or loses its end. */
+void pg_fit(char *out, size_t cap, const char *pre, const char *reason, const char *post);
+/* libpq's message on c, first line, without the "connection to server at <host>, port <n> failed:"
+ * part (details reach clients), into out. */
+void pg_reason(PGconn *c, char *out, size_t cap);
+void pg_note(struct pgstore *s, const char *event, const char *detail);
+/* Log detail ("store_error") unless it is among the PG_CAUSES logged last. */
+void pg_note_once(struct pgstore *s, const char *detail);
 
 /* pg_schema.c */
 /* Find the schema (no CREATE right needed), or create it when missing; then read what the role
- * may do into no_put / no_del. 0; -1 (failed: why, retry later); -2 (a newer schema than this
- * build knows: why). */
-int pg_schema(struct pgstore *s, PGconn *c, int64_t deadline, int abort_fd, char *why, size_t cap);
+ * may do into no_put / no_del. 0; -1 (failed: w, retry later); -2 (a newer schema than this build
+ * knows: w). init: posencd --init-store, whose failure to create says what the role lacks. */
+int pg_schema(struct pgstore *s, PGconn *c, int64_t deadline, int abort_fd, int init, struct pg_why *w);
+/* Read what the role may do into no_put / no_del (one query): 0; -1 no answer (the connection is
+ * unusable); 1 the database refused the query (w: why; the rights held are kept). */
+int pg_rights(struct pgstore *s, PGconn *c, int64_t deadline, int abort_fd, struct pg_why *w);
 
 /* pg_index.c (callers hold the lock) */
 void pg_index_put(struct pgstore *s, const struct pe_store_meta *m, int64_t gen);
@@ -148,6 +177,5 @@ void pg_payload_put(const struct pe_store_meta *m, int64_t gen, char *out, size_
 /* pg_listen.c */
 int pg_listen_start(struct pgstore *s, struct pe_err *err);
 void pg_listen_stop(struct pgstore *s);
-void pg_note(struct pgstore *s, const char *event, const char *detail);
 
 #endif

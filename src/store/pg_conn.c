@@ -8,12 +8,22 @@
  * tcp_user_timeout (added to the URI unless it sets them) notice a dead peer on idle sockets.
  *
  * The pool: a fixed number of slots (max_conns), each a connection made on first use and kept
- * while it works. While the store is down (the listener says so) acquire fails at once: workers
- * never queue behind a dead database; while it is up and every slot is busy, acquire waits for
- * one at most PG_SLOT_WAIT_MS and then answers PE_EBUSY: the workers held by the database are at
- * most the slots (each for at most the operation timeout), the others keep computing tables. Connections older than the listener's latest
- * reconnection are dropped on acquire (the database may have restarted under them). */
+ * while it works. While the store is down (the listener says so) acquire fails at once, in the
+ * class of why it is down (transient: 503 and retry; the database's configuration or a privilege:
+ * its error, as a statement meeting it would answer): workers never queue behind a dead database.
+ * While it is up and every slot is busy, acquire waits for one at most PG_SLOT_WAIT_MS and then
+ * answers PE_EBUSY: the workers held by the database are at most the slots (each for at most the
+ * operation timeout), the others keep computing tables. Connections older than the listener's
+ * latest reconnection are dropped on acquire (the database may have restarted under them).
+ *
+ * The deadline (pg_deadline): an operation ends op_ms after it starts, or PG_WAITER_MARGIN_MS
+ * before its thread's cancel deadline (the HTTP job's, at job_timeout) when that comes first; the
+ * session's statement_timeout (stmt_ms) is shorter than op_ms, so a statement held by a lock ends
+ * with the server's 57014 (the connection kept) within the deadline, and the HTTP layer never
+ * answers for the store. */
 #include "store/pg.h"
+
+#include "posenc/core.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -23,6 +33,18 @@ int64_t pg_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t pg_deadline(const struct pgstore *s)
+{
+	int64_t now = pg_now_ms(), d = now + s->op_ms;
+	double cancel = pe_cancel_deadline();
+	if (cancel > 0) {
+		int64_t c = (int64_t)(cancel * 1000.0) - PG_WAITER_MARGIN_MS;
+		if (c < d)
+			d = c > now ? c : now;
+	}
+	return d;
 }
 
 /* Wait for events on c's socket until deadline: 1 ready, 0 timed out, -1 error or abort_fd
@@ -47,24 +69,12 @@ static int wait_sock(PGconn *c, short events, int64_t deadline, int abort_fd)
 	}
 }
 
-void pg_reason(PGconn *c, char *out, size_t cap)
-{
-	const char *m = c ? PQerrorMessage(c) : "";
-	int n = (int)strcspn(m, "\n");
-	/* "connection to server at "host" (addr), port 5432 failed: Connection refused" */
-	if (!strncmp(m, "connection to server", 20))
-		for (const char *f; (f = strstr(m, "failed: ")) != NULL && f < m + n;) {
-			n -= (int)(f + 8 - m);
-			m = f + 8;
-		}
-	snprintf(out, cap, "%.*s", n, m);
-}
-
 static void copy_why(char *why, size_t cap, const char *what, PGconn *c)
 {
-	char m[160];
+	char m[PE_ERR_DETAIL_MAX], pre[64];
 	pg_reason(c, m, sizeof m);
-	snprintf(why, cap, "%s%s%s", what, *m ? ": " : "", m);
+	snprintf(pre, sizeof pre, "%s%s", what, *m ? ": " : "");
+	pg_fit(why, cap < 200 ? cap : 200, pre, m, "");
 }
 
 /* The server's notices ("relation ... already exists, skipping") are not for posencd's stderr. */
@@ -138,14 +148,35 @@ PGresult *pg_run(PGconn *c, const char *sql, int n, const char *const *vals, con
 	return last;
 }
 
-int pg_unavailable(struct pgstore *s, struct pe_err *err, const char *what, PGconn *c)
+int pg_command(PGconn *c, const char *sql, int64_t deadline, int abort_fd, struct pg_why *w)
 {
-	char why[200];
-	copy_why(why, sizeof why, what, c);
+	PGresult *r = pg_run(c, sql, 0, NULL, NULL, NULL, 0, 1, deadline, abort_fd);
+	int ok = r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
+	if (!ok && w)
+		pg_describe(r, c, w);
+	PQclear(r);
+	return ok ? 0 : -1;
+}
+
+static int unreachable(struct pgstore *s, struct pe_err *err, const char *why)
+{
+	char d[PE_ERR_DETAIL_MAX];
 	pthread_mutex_lock(&s->lock);
 	s->unavailable++;
 	pthread_mutex_unlock(&s->lock);
-	return pe_err_set(err, PE_EUNAVAIL, "", "the learned-table database cannot be reached (%s); retry", why);
+	pg_fit(d, sizeof d, "the learned-table database cannot be reached (", why, "); retry");
+	return pe_err_set(err, PE_EUNAVAIL, "", "%s", d);
+}
+
+/* The store is down (down: why): the operation's error, in the class of why. */
+static int down_error(int code, const char *down, struct pe_err *err)
+{
+	char d[PE_ERR_DETAIL_MAX];
+	if (code == PE_EUNAVAIL)
+		pg_fit(d, sizeof d, "the learned-table database cannot serve now (", down, "); retry");
+	else
+		pg_fit(d, sizeof d, "the learned-table database cannot serve: ", down, "");
+	return pe_err_set(err, code, "", "%s", d);
 }
 
 /* A free slot (lock held), or NULL. */
@@ -164,7 +195,7 @@ static struct pg_slot *free_slot(struct pgstore *s)
 	return empty;
 }
 
-int pg_acquire(struct pgstore *s, int64_t deadline, struct pg_slot **slot, struct pe_err *err)
+int pg_acquire(struct pgstore *s, int64_t deadline, int write, struct pg_slot **slot, struct pe_err *err)
 {
 	struct pg_slot *sl = NULL;
 	PGconn *stale = NULL;
@@ -184,10 +215,10 @@ int pg_acquire(struct pgstore *s, int64_t deadline, struct pg_slot **slot, struc
 		}
 		pthread_cond_timedwait(&s->changed, &s->lock, &ts);
 	}
-	int up = s->up;
+	int up = s->up, code = up ? 0 : pg_down_code(s, write);
 	uint64_t epoch = s->epoch;
 	char down[PE_ERR_DETAIL_MAX];
-	snprintf(down, sizeof down, "%s", s->down_why[0] ? s->down_why : "not connected yet");
+	snprintf(down, sizeof down, "%s", s->down.text[0] ? s->down.text : "not connected yet");
 	if (sl && up) {
 		sl->busy = 1;
 		if (sl->c && sl->epoch != epoch) {
@@ -195,21 +226,21 @@ int pg_acquire(struct pgstore *s, int64_t deadline, struct pg_slot **slot, struc
 			sl->c = NULL;
 		}
 	}
-	if (!up)
+	if (code == PE_EUNAVAIL)
 		s->unavailable++;
 	pthread_mutex_unlock(&s->lock);
 	PQfinish(stale);
 	if (!up)
-		return pe_err_set(err, PE_EUNAVAIL, "", "the learned-table database cannot serve now (%.180s); retry", down);
+		return down_error(code, down, err);
 	if (!sl)
 		return pe_err_set(err, PE_EBUSY, "", "every database connection is busy; retry");
 	if (!sl->c) {
-		char why[200];
+		char why[PE_ERR_DETAIL_MAX];
 		sl->c = pg_connect(s, deadline, why, sizeof why);
 		sl->epoch = epoch;
 		if (!sl->c) {
 			pg_release(s, sl, 1);
-			return pg_unavailable(s, err, why, NULL);
+			return unreachable(s, err, why);
 		}
 	}
 	*slot = sl;

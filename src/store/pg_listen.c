@@ -2,10 +2,13 @@
  * the schema (pg_schema.c), (2) LISTENs on posenc_learned, (3) loads the index, then declares the
  * store up and refreshes from the database each name a notification names (other replicas'
  * writes, within milliseconds; the payload itself is not trusted: any database user may NOTIFY).
- * Its connection is the store's liveness probe: a query when idle for PG_PING_MS must answer
- * within the operation timeout, and any failure declares the store down (put, delete and read
- * then fail at once with PE_EUNAVAIL; readiness says why) and reconnects with exponential backoff
- * (PG_BACKOFF_MIN_MS doubling to PG_BACKOFF_MAX_MS). LISTEN is issued before the reload, so a
+ * Its connection is the store's liveness probe: every PG_PING_MS it reads the role's rights again
+ * (pg_rights: a GRANT or a REVOKE shows in readiness), a query that must answer within the
+ * operation timeout, and any failure declares the store down (put, delete and read then fail at
+ * once, in the class of why: PE_EUNAVAIL for a lost connection, the database's error for a
+ * revoked privilege or a missing schema; readiness says why, and the log says it once per
+ * distinct reason) and reconnects with exponential backoff (PG_BACKOFF_MIN_MS doubling to
+ * PG_BACKOFF_MAX_MS). LISTEN is issued before the reload, so a
  * write committed while the index was being loaded is notified afterwards: a replica that
  * reconnects misses nothing. */
 #include "store/pg.h"
@@ -20,31 +23,19 @@
 #define PG_STR_(x) #x
 #define PG_STR(x) PG_STR_(x)
 
-void pg_note(struct pgstore *s, const char *event, const char *detail)
-{
-	if (s->log)
-		s->log(s->log_arg, event, "store_url", detail);
-}
-
-static int command(PGconn *c, const char *sql, int64_t deadline, int abort_fd)
-{
-	PGresult *r = pg_run(c, sql, 0, NULL, NULL, NULL, 0, 1, deadline, abort_fd);
-	int ok = r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
-	PQclear(r);
-	return ok ? 0 : -1;
-}
-
 /* Every row's metadata into the index (replacing it), LOAD_PAGE rows per query in name order, so
  * no result holds more than a page whatever the table count (a row changed between pages is
  * notified, as LISTEN came first). */
 #define LOAD_PAGE 1000
 static int load_page(struct pgstore *s, PGconn *c, char **after, struct pg_entry **e, size_t *k, size_t *cap,
-		     int *rows)
+		     int *rows, struct pg_why *w)
 {
 	const char *v[] = {*after};
 	PGresult *r = pg_run(c, "SELECT " PG_META_COLS " FROM posenc_learned WHERE name > $1 ORDER BY name LIMIT "
 			     PG_STR(LOAD_PAGE), 1, v, NULL, NULL, 1, 0, pg_now_ms() + s->op_ms, s->wake[0]);
 	int n = r && PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : -1;
+	if (n < 0)
+		pg_describe(r, c, w);
 	if (n > 0 && *k + (size_t)n > *cap) {
 		struct pg_entry *g = realloc(*e, (*k + (size_t)n) * 2 * sizeof *g);
 		if (g) {
@@ -70,15 +61,18 @@ static int load_page(struct pgstore *s, PGconn *c, char **after, struct pg_entry
 	return n < 0 ? -1 : 0;
 }
 
-static int load(struct pgstore *s, PGconn *c)
+/* 0, or -1 with w filled. */
+static int load(struct pgstore *s, PGconn *c, struct pg_why *w)
 {
 	char *after = strdup("");
 	struct pg_entry *e = malloc(sizeof *e);
 	size_t k = 0, cap = 1;
 	int rows = LOAD_PAGE, rc = after && e ? 0 : -1;
 	while (rc == 0 && rows == LOAD_PAGE)
-		rc = load_page(s, c, &after, &e, &k, &cap, &rows);
+		rc = load_page(s, c, &after, &e, &k, &cap, &rows, w);
 	free(after);
+	if (rc != 0 && !w->text[0])
+		snprintf(w->text, sizeof w->text, "out of memory");
 	if (rc != 0) {
 		free(e);
 		return -1;
@@ -89,38 +83,44 @@ static int load(struct pgstore *s, PGconn *c)
 	return 0;
 }
 
-static void set_up(struct pgstore *s, int up, const char *why)
+/* The store up (why NULL) or down for why: logged when that changes, and while down each time the
+ * reason does (each failed attempt with a new reason: the log says what readiness says). */
+static void set_up(struct pgstore *s, int up, const char *note, const struct pg_why *why)
 {
 	pthread_mutex_lock(&s->lock);
-	int was = s->up, first = !s->tried;
+	int was = s->up, first = !s->tried, changed = !up && strcmp(s->down.text, why->text) != 0;
 	s->up = up;
-	snprintf(s->down_why, sizeof s->down_why, "%s", up ? "" : why ? why : "");
-	if (up)
+	if (up) {
+		s->down = (struct pg_why){"", ""};
+		s->read_why[0] = s->ro_why[0] = 0; /* the index loaded: reads work; writes are tried again */
 		s->epoch++;
+	} else
+		s->down = *why;
 	s->tried = 1;
 	pthread_cond_broadcast(&s->changed);
 	pthread_mutex_unlock(&s->lock);
-	if (was != up || first)
-		pg_note(s, up ? "store_up" : "store_down", why ? why : "connected; index loaded");
+	if (was != up || first || changed)
+		pg_note(s, up ? "store_up" : "store_down", up ? note : why->text);
 }
 
-/* Connect, set up, load: the connection, or NULL with why. */
-static PGconn *establish(struct pgstore *s, char *why, size_t cap)
+/* Connect, set up, load: the connection, or NULL with w. */
+static PGconn *establish(struct pgstore *s, struct pg_why *w)
 {
 	int64_t deadline = pg_now_ms() + s->op_ms;
-	PGconn *c = pg_connect(s, deadline, why, cap);
+	struct pg_why e = {"", ""};
+	*w = e;
+	PGconn *c = pg_connect(s, deadline, w->text, sizeof w->text);
 	if (!c)
 		return NULL;
-	int rc = pg_schema(s, c, deadline, s->wake[0], why, cap);
+	int rc = pg_schema(s, c, deadline, s->wake[0], 0, w);
 	if (rc == -2) {
 		pthread_mutex_lock(&s->lock);
 		s->fatal = 1;
-		snprintf(s->fatal_why, sizeof s->fatal_why, "%s", why);
+		snprintf(s->fatal_why, sizeof s->fatal_why, "%s", w->text);
 		pthread_mutex_unlock(&s->lock);
-	} else if (rc == 0 && (command(c, "LISTEN " PG_CHANNEL, deadline, s->wake[0]) != 0 || load(s, c) != 0)) {
-		char reason[160];
-		pg_reason(c, reason, sizeof reason);
-		snprintf(why, cap, "cannot listen or load the index: %s", reason);
+	} else if (rc == 0 && (pg_command(c, "LISTEN " PG_CHANNEL, deadline, s->wake[0], &e) != 0 || load(s, c, &e) != 0)) {
+		snprintf(w->state, sizeof w->state, "%s", e.state);
+		pg_fit(w->text, sizeof w->text, "cannot listen or load the index: ", e.text, "");
 	} else if (rc == 0)
 		return c;
 	PQfinish(c);
@@ -212,8 +212,9 @@ static int drain(struct pgstore *s, PGconn *c)
 {
 	static __thread struct pending p; /* the listener's; 16 KB off its stack */
 	for (;;) {
+		struct pg_why w = {"", ""};
 		if (collect(s, c, &p)) {
-			if (load(s, c) != 0)
+			if (load(s, c, &w) != 0)
 				return -1;
 		} else if (p.n == 0)
 			break;
@@ -225,8 +226,30 @@ static int drain(struct pgstore *s, PGconn *c)
 	return PQstatus(c) == CONNECTION_BAD ? -1 : 0;
 }
 
-/* Serve notifications until the connection fails or the store stops; when idle for PG_PING_MS, a
- * query that must answer within the operation timeout (the database may have stopped answering). */
+/* While readiness reports a refused read, whether the table can be read again: a readiness probe
+ * that keeps traffic away must not wait for a request's read to clear it. -1 when the connection
+ * failed. */
+static int recheck_reads(struct pgstore *s, PGconn *c, int64_t now)
+{
+	pthread_mutex_lock(&s->lock);
+	int refused = s->read_why[0] != 0;
+	pthread_mutex_unlock(&s->lock);
+	if (!refused)
+		return 0;
+	PGresult *r = pg_run(c, "SELECT name FROM posenc_learned LIMIT 1", 0, NULL, NULL, NULL, 0, 0, now + s->op_ms,
+			     s->wake[0]);
+	if (r && PQresultStatus(r) == PGRES_TUPLES_OK) {
+		pthread_mutex_lock(&s->lock);
+		s->read_why[0] = 0;
+		pthread_mutex_unlock(&s->lock);
+	}
+	PQclear(r);
+	return r ? 0 : -1;
+}
+
+/* Serve notifications until the connection fails or the store stops; every PG_PING_MS, the rights
+ * read again: a query that must answer within the operation timeout (the database may have stopped
+ * answering). */
 static void serve(struct pgstore *s, PGconn *c)
 {
 	int64_t last = pg_now_ms();
@@ -241,10 +264,11 @@ static void serve(struct pgstore *s, PGconn *c)
 		if (rc > 0 && p[0].revents) {
 			if (!PQconsumeInput(c) || drain(s, c) != 0)
 				return;
-			last = now;
 		}
 		if (now - last >= PG_PING_MS) {
-			if (command(c, "SELECT 1", now + s->op_ms, s->wake[0]) != 0 || drain(s, c) != 0)
+			struct pg_why w;
+			if (pg_rights(s, c, now + s->op_ms, s->wake[0], &w) < 0 || recheck_reads(s, c, now) != 0 ||
+			    drain(s, c) != 0)
 				return;
 			last = pg_now_ms();
 		}
@@ -264,19 +288,20 @@ static void *listener(void *arg)
 	int backoff = PG_BACKOFF_MIN_MS;
 	uint64_t connects = 0;
 	while (!stopping(s)) {
-		char why[PE_ERR_DETAIL_MAX];
-		PGconn *c = establish(s, why, sizeof why);
+		static const struct pg_why lost = {"the connection to the database was lost; reconnecting", ""};
+		struct pg_why why;
+		PGconn *c = establish(s, &why);
 		if (c) {
 			backoff = PG_BACKOFF_MIN_MS;
 			connects++;
-			set_up(s, 1, connects > 1 ? "reconnected; index reloaded" : NULL);
+			set_up(s, 1, connects > 1 ? "reconnected; index reloaded" : "connected; index loaded", NULL);
 			serve(s, c);
 			PQfinish(c);
 			if (stopping(s))
 				break;
-			set_up(s, 0, "the connection to the database was lost; reconnecting");
+			set_up(s, 0, NULL, &lost);
 		} else {
-			set_up(s, 0, why);
+			set_up(s, 0, NULL, &why);
 		}
 		pause_ms(s, backoff);
 		backoff = backoff * 2 > PG_BACKOFF_MAX_MS ? PG_BACKOFF_MAX_MS : backoff * 2;

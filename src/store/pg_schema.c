@@ -11,7 +11,9 @@
  *
  * The rights: a role without SELECT on the tables cannot serve (loading the index fails, the store
  * stays down with the database's reason); one without the rights a put or a delete needs serves
- * reads, and those writes are refused at once (403) with a detail naming what it lacks. */
+ * reads, and those writes are refused at once (403) with a detail naming what it lacks. The
+ * rights are read again every PG_PING_MS by the listener and before a write is refused for them,
+ * so a GRANT or a REVOKE takes effect at the next write. */
 #include "store/pg.h"
 
 #include <stdlib.h>
@@ -26,78 +28,66 @@
 	"CREATE SEQUENCE posenc_generation; "                                                               \
 	"INSERT INTO posenc_schema_version (version) VALUES (1)"
 
-/* One query's single row, or NULL (why: the database's reason). */
-static PGresult *row(PGconn *c, const char *sql, int64_t deadline, int ab, char *why, size_t cap)
+/* One query's single row, or NULL (w: the database's reason). */
+static PGresult *row(PGconn *c, const char *sql, int64_t deadline, int ab, struct pg_why *w)
 {
 	PGresult *r = pg_run(c, sql, 0, NULL, NULL, NULL, 0, 0, deadline, ab);
 	if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
 		return r;
-	if (r && PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY))
-		snprintf(why, cap, "%.160s (SQLSTATE %s)", PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY),
-			 PQresultErrorField(r, PG_DIAG_SQLSTATE));
-	else
-		pg_reason(c, why, cap);
+	pg_describe(r, c, w);
 	PQclear(r);
 	return NULL;
 }
 
-static int command(PGconn *c, const char *sql, int64_t deadline, int ab, char *why, size_t cap)
-{
-	PGresult *r = pg_run(c, sql, 0, NULL, NULL, NULL, 0, 1, deadline, ab);
-	int ok = r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
-	if (!ok && r && PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY))
-		snprintf(why, cap, "%.160s (SQLSTATE %s)", PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY),
-			 PQresultErrorField(r, PG_DIAG_SQLSTATE));
-	else if (!ok)
-		pg_reason(c, why, cap);
-	PQclear(r);
-	return ok ? 0 : -1;
-}
-
 /* The version the database holds (0: none), or -1. */
-static int version(PGconn *c, int64_t deadline, int ab, char *why, size_t cap)
+static int version(PGconn *c, int64_t deadline, int ab, struct pg_why *w)
 {
-	PGresult *r = row(c, "SELECT max(version) FROM posenc_schema_version", deadline, ab, why, cap);
+	PGresult *r = row(c, "SELECT max(version) FROM posenc_schema_version", deadline, ab, w);
 	int v = !r ? -1 : PQgetisnull(r, 0, 0) ? 0 : atoi(PQgetvalue(r, 0, 0));
 	PQclear(r);
 	return v;
 }
 
-/* Create what is missing: 0, or -1 with why (the database's reason: a role without CREATE). */
-static int create(PGconn *c, int64_t deadline, int ab, char *why, size_t cap)
+/* Create what is missing: 0, or -1 with w (the database's reason: a role without CREATE). The
+ * failure is the tables' absence (42P01: the store's configuration, not a retry) unless it was
+ * transient. */
+static int create(PGconn *c, int64_t deadline, int ab, int init, struct pg_why *w)
 {
-	char reason[200] = "", ignored[200];
+	struct pg_why e = {"", ""};
 	int v = -1;
-	if (command(c, "BEGIN; SELECT pg_advisory_xact_lock(" SCHEMA_LOCK "); CREATE TABLE IF NOT EXISTS "
-		       "posenc_schema_version (version integer NOT NULL)", deadline, ab, reason, sizeof reason) == 0 &&
-	    (v = version(c, deadline, ab, reason, sizeof reason)) == 0 &&
-	    command(c, SCHEMA_V1, deadline, ab, reason, sizeof reason) != 0)
+	if (pg_command(c, "BEGIN; SELECT pg_advisory_xact_lock(" SCHEMA_LOCK "); CREATE TABLE IF NOT EXISTS "
+			  "posenc_schema_version (version integer NOT NULL)", deadline, ab, &e) == 0 &&
+	    (v = version(c, deadline, ab, &e)) == 0 && pg_command(c, SCHEMA_V1, deadline, ab, &e) != 0)
 		v = -1;
 	if (v < 0)
-		command(c, "ROLLBACK", deadline, ab, ignored, sizeof ignored);
-	else if (command(c, "COMMIT", deadline, ab, reason, sizeof reason) != 0)
+		pg_command(c, "ROLLBACK", deadline, ab, NULL);
+	else if (pg_command(c, "COMMIT", deadline, ab, &e) != 0)
 		v = -1;
-	if (v < 0)
-		snprintf(why, cap, "the learned tables (posenc_learned, posenc_generation, posenc_schema_version) do not "
-			 "exist and cannot be created: %s; create them with posencd --init-store as a role that may",
-			 reason);
-	return v < 0 ? -1 : 0;
+	if (v >= 0)
+		return 0;
+	int denied = !strcmp(e.state, "42501");
+	snprintf(w->state, sizeof w->state, "%s", pg_sqlstate_code(e.state, 0) == PE_EUNAVAIL ? e.state : "42P01");
+	pg_fit(w->text, sizeof w->text, "the learned tables do not exist and cannot be created (", e.text,
+	       !denied ? ")" : init ? "): this role lacks CREATE on the schema; run --init-store as its owner" :
+	       "); run posencd --init-store as a role with CREATE on the schema");
+	return -1;
 }
 
-/* What the role lacks for a put (INSERT, UPDATE, USAGE on the sequence) and a delete (DELETE,
- * USAGE), into no_put / no_del. 0 or -1. */
-static int rights(struct pgstore *s, PGconn *c, int64_t deadline, int ab, char *why, size_t cap)
+int pg_rights(struct pgstore *s, PGconn *c, int64_t deadline, int ab, struct pg_why *w)
 {
 	static const char *const names[] = {"INSERT on posenc_learned", "UPDATE on posenc_learned",
 					    "DELETE on posenc_learned", "USAGE on posenc_generation"};
-	PGresult *r = row(c, "SELECT has_table_privilege('posenc_learned', 'INSERT'), has_table_privilege("
+	PGresult *r = pg_run(c, "SELECT has_table_privilege('posenc_learned', 'INSERT'), has_table_privilege("
 			     "'posenc_learned', 'UPDATE'), has_table_privilege('posenc_learned', 'DELETE'), "
 			     "has_sequence_privilege('posenc_generation', 'USAGE') OR "
 			     "has_sequence_privilege('posenc_generation', 'UPDATE')",
-			  deadline, ab, why, cap);
+			     0, NULL, NULL, NULL, 0, 0, deadline, ab);
 	char put[160] = "", del[160] = "";
-	if (!r)
-		return -1;
+	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+		pg_describe(r, c, w);
+		PQclear(r);
+		return r ? 1 : -1;
+	}
 	for (int i = 0; i < 4; i++) {
 		if (!strcmp(PQgetvalue(r, 0, i), "t"))
 			continue;
@@ -119,28 +109,43 @@ static int rights(struct pgstore *s, PGconn *c, int64_t deadline, int ab, char *
 	return 0;
 }
 
-int pg_schema(struct pgstore *s, PGconn *c, int64_t deadline, int ab, char *why, size_t cap)
+/* Do the tables exist through the search_path: 1, 0, or -1 (w: why; a search_path naming no
+ * schema that exists is its own reason, 3F000: the tables may well exist elsewhere). */
+static int found(PGconn *c, int64_t deadline, int ab, struct pg_why *w)
 {
 	PGresult *r = row(c, "SELECT to_regclass('posenc_schema_version') IS NOT NULL AND to_regclass("
-			     "'posenc_learned') IS NOT NULL AND to_regclass('posenc_generation') IS NOT NULL",
-			  deadline, ab, why, cap);
+			     "'posenc_learned') IS NOT NULL AND to_regclass('posenc_generation') IS NOT NULL, "
+			     "current_schema() IS NOT NULL, current_setting('search_path')",
+			  deadline, ab, w);
 	if (!r)
 		return -1;
-	int exists = !strcmp(PQgetvalue(r, 0, 0), "t"), v;
+	int exists = !strcmp(PQgetvalue(r, 0, 0), "t"), schema = !strcmp(PQgetvalue(r, 0, 1), "t");
+	if (!exists && !schema) {
+		snprintf(w->state, sizeof w->state, "3F000");
+		pg_fit(w->text, sizeof w->text, "no schema is found through this role's search_path (", PQgetvalue(r, 0, 2),
+		       "): set it to the schema that holds the learned tables (SQLSTATE 3F000)");
+	}
 	PQclear(r);
-	if (!exists && create(c, deadline, ab, why, cap) != 0)
+	return exists ? 1 : schema ? 0 : -1;
+}
+
+int pg_schema(struct pgstore *s, PGconn *c, int64_t deadline, int ab, int init, struct pg_why *w)
+{
+	int exists = found(c, deadline, ab, w), v;
+	if (exists < 0 || (!exists && create(c, deadline, ab, init, w) != 0))
 		return -1;
-	if ((v = version(c, deadline, ab, why, cap)) < 0)
+	if ((v = version(c, deadline, ab, w)) < 0)
 		return -1;
 	if (v > PG_SCHEMA_VERSION) {
-		snprintf(why, cap, "the database's schema is version %d; this posencd knows version %d", v,
+		snprintf(w->text, sizeof w->text, "the database's schema is version %d; this posencd knows version %d", v,
 			 PG_SCHEMA_VERSION);
 		return -2;
 	}
 	if (v < PG_SCHEMA_VERSION) {
-		snprintf(why, cap, "posenc_schema_version holds no version: the tables were not made by posencd "
-			 "(posencd --init-store makes them)");
+		snprintf(w->state, sizeof w->state, "42P01");
+		snprintf(w->text, sizeof w->text, "posenc_schema_version holds no version: the tables were not made by "
+			 "posencd (posencd --init-store makes them)");
 		return -1;
 	}
-	return rights(s, c, deadline, ab, why, cap);
+	return pg_rights(s, c, deadline, ab, w) == 0 ? 0 : -1;
 }

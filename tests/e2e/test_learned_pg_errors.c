@@ -4,12 +4,19 @@
  *     Retry-After and the database's reason (statement timeout), every time, before job_timeout;
  *     the table is unchanged afterwards;
  *   - SELECT revoked: GET answers 500 store-error naming the permission error, never "damaged";
- *     logged once for many requests;
+ *     logged once for many requests; /readyz 503 until SELECT is granted again;
  *   - a role with SELECT, INSERT, UPDATE, DELETE on tables made before, without CREATE: starts,
  *     serves reads and writes, /readyz 200;
  *   - a SELECT-only role: reads served, PUT and DELETE 403 naming the privilege, /readyz says so;
- *   - the tables missing and no right to create them: /readyz 503 with the reason, until
- *     `posencd --init-store` makes them (twice: the second finds them) and they are granted;
+ *   - SELECT revoked: a write's 403 names what was refused; two causes alternating are logged once
+ *     each; /readyz 503 after a refused read; after a reconnect the same class (500, 403 for
+ *     writes, /readyz 503 without Retry-After), never a 503 promising a retry, and the log says why;
+ *   - write privileges granted to a read-only role: the next write succeeds, /readyz follows;
+ *   - the tables missing and no right to create them: 500 store-error with the reason for items
+ *     and the list, /readyz 503 with it, until `posencd --init-store` makes them (twice: the second
+ *     finds them; run by the role itself it says the role lacks CREATE) and they are granted;
+ *   - a search_path naming no schema: the reason says so, not that the tables do not exist;
+ *   - a read-only database (25006): writes 503 with Retry-After naming it, /readyz says so;
  *   - the server stopped: PUT and GET 503 with Retry-After, /readyz 503. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
@@ -62,12 +69,12 @@ static void start(const char *url)
 	pe_daemon_start(&D, args);
 }
 
-/* posencd --init-store on the superuser's URL: its exit status. */
-static int init_store(void)
+/* posencd --init-store on url: its exit status. */
+static int init_store(const char *url)
 {
 	char cmd[1024];
 	snprintf(cmd, sizeof cmd, "'%s' --init-store --data-dir '%s' --store-url '%s' 2>>'%s/init.out'", pe_daemon_bin(),
-		 dir, PG.url, dir);
+		 dir, url, dir);
 	int st = system(cmd);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -82,6 +89,15 @@ static void make_tables(void)
 	ck_assert_int_eq(status_of_put("t", 1.0f), 201);
 	ck_assert_int_eq(pe_daemon_stop(&D, SIGTERM), 0);
 	memset(&D, 0, sizeof D);
+}
+
+/* The tables made (make_tables), a role with grants, and posencd on that role's URL. */
+static void serve_as(const char *role, const char *grants)
+{
+	char url[256];
+	make_tables();
+	ck_assert_int_eq(pe_pg_role(&PG, role, grants, url, sizeof url), 0);
+	start(url);
 }
 
 /* PUT a [4, 8] f32 table of seed; the response in r (caller frees). */
@@ -137,12 +153,16 @@ static void assert_store_problem(const struct pe_resp *r, long status, const cha
 	json_decref(j);
 }
 
+static int readyz_retry; /* the last /readyz had Retry-After */
+
 /* GET /readyz: its status; the body's "store" into why (may be NULL). */
 static long readyz(char *why, size_t cap)
 {
 	struct pe_resp r;
+	char ra[16];
 	pe_get(&D, "/readyz", &r);
 	long st = r.status;
+	readyz_retry = pe_resp_header(&r, "Retry-After", ra, sizeof ra) != NULL;
 	json_t *j = pe_resp_json(&r);
 	const char *s = json_string_value(json_object_get(j, "store"));
 	if (why)
@@ -161,6 +181,31 @@ static int until_ready(long want, double limit, char *why, size_t cap)
 		usleep(100000);
 	}
 	return 0;
+}
+
+/* Poll /readyz until its reason holds want (at most limit seconds): 1 when it did. */
+static int until_why(const char *want, double limit, char *why, size_t cap)
+{
+	for (int i = 0; i < (int)(limit * 10); i++) {
+		readyz(why, cap);
+		if (strstr(why, want))
+			return 1;
+		usleep(100000);
+	}
+	return 0;
+}
+
+/* How many lines of the daemon's log hold event (as "event"). */
+static int logged(const char *event)
+{
+	char key[64];
+	int n = 0;
+	char *log = pe_daemon_log(&D);
+	snprintf(key, sizeof key, "\"%s\"", event);
+	for (const char *p = log; (p = strstr(p, key)) != NULL; p++)
+		n++;
+	free(log);
+	return n;
 }
 
 /* The JSON body of a GET of name (to compare tables before and after). */
@@ -225,12 +270,8 @@ END_TEST
 START_TEST(revoked_select_is_500_with_the_reason)
 {
 	struct pe_resp r;
-	char url[256];
-	make_tables();
 	/* CREATE too: what an older posencd needed to start at all */
-	ck_assert_int_eq(pe_pg_role(&PG, "app", GRANTS_RW("app") "; GRANT CREATE ON SCHEMA public TO app", url,
-				    sizeof url), 0);
-	start(url);
+	serve_as("app", GRANTS_RW("app") "; GRANT CREATE ON SCHEMA public TO app");
 	ck_assert_int_eq(status_of_put("t", 2.0f), 200);
 	ck_assert_int_eq(pe_pg_sql(&PG, "REVOKE SELECT ON posenc_learned FROM app"), 0);
 	for (int i = 0; i < 3; i++) {
@@ -244,16 +285,129 @@ START_TEST(revoked_select_is_500_with_the_reason)
 	const char *p = strstr(log, "\"store_error\"");
 	ck_assert_msg(p && !strstr(p + 1, "\"store_error\""), "the cause is logged once: %s", log);
 	free(log);
+	char why[256]; /* not ready while reads are refused; ready again once granted, with no read asked */
+	ck_assert_int_eq(readyz(why, sizeof why), 503);
+	ck_assert_int_eq(pe_pg_sql(&PG, "GRANT SELECT ON posenc_learned TO app"), 0);
+	ck_assert_msg(until_ready(200, 10, why, sizeof why), "still not ready: %s", why);
+}
+END_TEST
+
+/* A PUT of name with SELECT revoked: 403 naming what was refused (not "may read, not write"). */
+static void put_refused(const char *name)
+{
+	struct pe_resp r;
+	char d[256];
+	put(name, 3.0f, &r);
+	assert_store_problem(&r, 403, "forbidden", "permission denied for table posenc_learned", d, sizeof d);
+	ck_assert_msg(!strstr(d, "may read, not write"), "%s", d);
+	pe_resp_free(&r);
+}
+
+START_TEST(revoked_select_keeps_its_class)
+{
+	struct pe_resp r;
+	char why[256], q[32];
+	serve_as("app", GRANTS_RW("app"));
+	ck_assert_int_eq(status_of_put("t", 2.0f), 200);
+	ck_assert_int_eq(pe_pg_sql(&PG, "REVOKE SELECT ON posenc_learned FROM app"), 0);
+	for (int i = 0; i < 10; i++) { /* two causes alternating: each logged once */
+		put_refused("a");
+		snprintf(q, sizeof q, "&len=%d", 2 + i);
+		get("t", q, &r);
+		assert_store_problem(&r, 500, "store-error", "permission denied for table posenc_learned", NULL, 0);
+		pe_resp_free(&r);
+	}
+	ck_assert_int_eq(logged("store_error"), 2);
+	/* a read failed for the database's configuration: not ready until one succeeds */
+	ck_assert_int_eq(readyz(why, sizeof why), 503);
+	ck_assert_msg(strstr(why, "permission denied for table posenc_learned") && !readyz_retry, "%s", why);
+	ck_assert_int_eq(pe_pg_sql(&PG, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'app'"),
+			 0);
+	ck_assert_msg(until_why("load the index", 10, why, sizeof why), "/readyz says \"%s\"", why);
+	ck_assert_msg(strstr(why, "permission denied for table posenc_learned (SQLSTATE 42501)"), "%s", why);
+	ck_assert_int_eq(readyz(why, sizeof why), 503);
+	ck_assert_msg(!readyz_retry, "/readyz promises a retry for a revoked privilege");
+	put_refused("a"); /* after the reconnect: the same answers as before it */
+	pe_request(&D, "DELETE", "/v1/learned/t", NULL, NULL, 0, &r);
+	assert_store_problem(&r, 403, "forbidden", "permission denied for table posenc_learned", NULL, 0);
+	pe_resp_free(&r);
+	get("t", "&len=20", &r);
+	assert_store_problem(&r, 500, "store-error", "permission denied for table posenc_learned", NULL, 0);
+	pe_resp_free(&r);
+	char *log = pe_daemon_log(&D); /* the log says why the store stays down */
+	const char *down = strstr(log, "\"store_down\"");
+	ck_assert_msg(down && strstr(log, "load the index: permission denied"), "%s", log);
+	free(log);
+	ck_assert_int_eq(pe_pg_sql(&PG, "GRANT SELECT ON posenc_learned TO app"), 0);
+	ck_assert_msg(until_ready(200, 20, why, sizeof why), "not ready again: %s", why);
+	get("t", "&len=21", &r);
+	ck_assert_int_eq(r.status, 200);
+	pe_resp_free(&r);
+}
+END_TEST
+
+START_TEST(grant_takes_effect_at_next_write)
+{
+	struct pe_resp r;
+	char why[256];
+	serve_as("reader", GRANTS_RO("reader"));
+	put("u", 1.0f, &r);
+	assert_store_problem(&r, 403, "forbidden", "INSERT on posenc_learned", NULL, 0);
+	pe_resp_free(&r);
+	ck_assert_int_eq(pe_pg_sql(&PG, "GRANT INSERT, UPDATE, DELETE ON posenc_learned TO reader; GRANT USAGE ON "
+					"SEQUENCE posenc_generation TO reader"), 0);
+	ck_assert_int_eq(status_of_put("u", 1.0f), 201);
+	pe_request(&D, "DELETE", "/v1/learned/u", NULL, NULL, 0, &r);
+	ck_assert_int_eq(r.status, 204);
+	pe_resp_free(&r);
+	int ready = 0;
+	for (int i = 0; i < 50 && !ready; i++) {
+		ready = readyz(why, sizeof why) == 200 && !why[0];
+		usleep(100000);
+	}
+	ck_assert_msg(ready, "/readyz still says \"%s\"", why);
+}
+END_TEST
+
+START_TEST(search_path_naming_no_schema)
+{
+	struct pe_resp r;
+	char why[256];
+	serve_as("app", GRANTS_RW("app") "; ALTER ROLE app SET search_path = ''");
+	ck_assert_int_eq(readyz(why, sizeof why), 503);
+	ck_assert_msg(strstr(why, "search_path") && !strstr(why, "do not exist"), "/readyz says \"%s\"", why);
+	get("t", "", &r);
+	assert_store_problem(&r, 500, "store-error", "search_path", NULL, 0);
+	pe_resp_free(&r);
+}
+END_TEST
+
+START_TEST(read_only_database_is_503)
+{
+	struct pe_resp r;
+	char why[256];
+	serve_as("app", GRANTS_RW("app") "; ALTER ROLE app SET default_transaction_read_only = on");
+	char *before = body_of("t");
+	put("t", 5.0f, &r);
+	assert_store_problem(&r, 503, "store-unavailable", "read-only transaction (SQLSTATE 25006)", NULL, 0);
+	pe_resp_free(&r);
+	pe_request(&D, "DELETE", "/v1/learned/t", NULL, NULL, 0, &r);
+	assert_store_problem(&r, 503, "store-unavailable", "SQLSTATE 25006", NULL, 0);
+	pe_resp_free(&r);
+	ck_assert_int_eq(readyz(why, sizeof why), 200);
+	ck_assert_msg(strstr(why, "reads only") && strstr(why, "25006"), "/readyz says \"%s\"", why);
+	char *after = body_of("t");
+	ck_assert_str_eq(before, after);
+	free(before);
+	free(after);
 }
 END_TEST
 
 START_TEST(read_write_role_without_create_serves)
 {
 	struct pe_resp r;
-	char url[256], why[256];
-	make_tables();
-	ck_assert_int_eq(pe_pg_role(&PG, "app", GRANTS_RW("app"), url, sizeof url), 0);
-	start(url);
+	char why[256];
+	serve_as("app", GRANTS_RW("app"));
 	ck_assert_int_eq(readyz(why, sizeof why), 200);
 	ck_assert_str_eq(why, "");
 	ck_assert_int_eq(status_of_put("u", 1.0f), 201);
@@ -270,10 +424,8 @@ END_TEST
 START_TEST(select_only_role_reads)
 {
 	struct pe_resp r;
-	char url[256], why[256];
-	make_tables();
-	ck_assert_int_eq(pe_pg_role(&PG, "reader", GRANTS_RO("reader"), url, sizeof url), 0);
-	start(url);
+	char why[256];
+	serve_as("reader", GRANTS_RO("reader"));
 	ck_assert_int_eq(readyz(why, sizeof why), 200);
 	ck_assert_msg(strstr(why, "INSERT on posenc_learned"), "/readyz says \"%s\"", why);
 	get("t", "", &r);
@@ -297,14 +449,28 @@ START_TEST(tables_missing_without_create_is_not_ready)
 	ck_assert_int_eq(readyz(why, sizeof why), 503);
 	ck_assert_msg(strstr(why, "cannot be created") && strstr(why, "permission denied for schema public"),
 		      "/readyz says \"%s\"", why);
-	put("t", 1.0f, &r); /* the same reason, for a write and a read */
-	assert_store_problem(&r, 503, "store-unavailable", "permission denied for schema public", NULL, 0);
+	ck_assert_msg(!readyz_retry, "/readyz promises a retry for a missing table");
+	put("t", 1.0f, &r); /* the same reason, for a write, a read and the list: not a retry */
+	assert_store_problem(&r, 500, "store-error", "permission denied for schema public", NULL, 0);
 	pe_resp_free(&r);
 	get("t", "", &r);
-	assert_store_problem(&r, 503, "store-unavailable", "permission denied for schema public", NULL, 0);
+	char d[256];
+	assert_store_problem(&r, 500, "store-error", "permission denied for schema public", d, sizeof d);
+	ck_assert_msg(strstr(d, "run posencd --init-store as a role with CREATE on the schema"), "cut: %s", d);
 	pe_resp_free(&r);
-	ck_assert_int_eq(init_store(), 0); /* the operator makes them and grants: ready on its own */
-	ck_assert_int_eq(init_store(), 0); /* again: finds them, changes nothing */
+	pe_get(&D, "/v1/learned", &r); /* never read: not an empty list */
+	assert_store_problem(&r, 500, "store-error", "permission denied for schema public", NULL, 0);
+	pe_resp_free(&r);
+	ck_assert_int_ne(init_store(url), 0); /* the role itself: told what it lacks */
+	char path[128], out[1024] = "";
+	snprintf(path, sizeof path, "%s/init.out", dir);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	out[fread(out, 1, sizeof out - 1, f)] = 0;
+	fclose(f);
+	ck_assert_msg(strstr(out, "lacks CREATE on the schema") && !strstr(out, "run posencd --init-store"), "%s", out);
+	ck_assert_int_eq(init_store(PG.url), 0); /* the operator makes them and grants: ready on its own */
+	ck_assert_int_eq(init_store(PG.url), 0); /* again: finds them, changes nothing */
 	ck_assert_int_eq(pe_pg_sql(&PG, GRANTS_RW("app")), 0);
 	ck_assert_msg(until_ready(200, 20, why, sizeof why), "still not ready: %s", why);
 	ck_assert_int_eq(status_of_put("t", 1.0f), 201);
@@ -343,6 +509,10 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, lock_held_answers_503_every_time);
 	tcase_add_test(t, revoked_select_is_500_with_the_reason);
+	tcase_add_test(t, revoked_select_keeps_its_class);
+	tcase_add_test(t, grant_takes_effect_at_next_write);
+	tcase_add_test(t, search_path_naming_no_schema);
+	tcase_add_test(t, read_only_database_is_503);
 	tcase_add_test(t, read_write_role_without_create_serves);
 	tcase_add_test(t, select_only_role_reads);
 	tcase_add_test(t, tables_missing_without_create_is_not_ready);
