@@ -333,8 +333,9 @@ static int too_big(const struct pe_plan_enc *e, const char *limit, struct pe_err
 		if (e->params[k].source)
 			p = &e->params[k];
 	const char *key = p && p->source ? p->source : p ? p->key : e->table;
-	return pe_err_set(err, PE_EUNPROCESSABLE, key, "%.64s = %.40s: the /v1/%s table is over the server's %s even at "
-			  "its smallest%s", key, p ? p->value : "?", e->table, limit, e->len_key ? " (len 1)" : "");
+	return pe_err_set(err, PE_EUNPROCESSABLE, key, "%.64s makes the /v1/%s table (%s=%.40s) over %s even "
+			  "at its smallest%s", key, e->table, p ? p->key : "?", p ? p->value : "?", limit,
+			  e->len_key ? " (len 1)" : "");
 }
 
 /* The url is longer than the server's request line takes: a 422 naming the config key of its
@@ -376,7 +377,7 @@ int pe_plan_finish_enc(struct pe_plan *plan, struct pe_plan_enc *e, int64_t len,
 		int64_t capped = len ? cap_len(def, e, len, o, NULL) : 0;
 		warn_capped(plan, e, len, capped, o->max_elements);
 		if (fit_response(plan, def, e, &capped, o) != 0)
-			return too_big(e, "response limits (response_budget_bytes, max_response_bytes) even as npy", err);
+			return too_big(e, "the server's response limits (response_budget_bytes, max_response_bytes) as npy", err);
 		if (table_params(def, e, capped ? capped : 1, &p, &why) != 0) /* passed above with a larger len */
 			return pe_err_set(err, PE_EINTERNAL, "", "cannot form the url of %s", e->kind);
 		e->url = canonical_url(def, &p, e->format);

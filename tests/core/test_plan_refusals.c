@@ -231,6 +231,37 @@ START_TEST(a_table_that_fits_is_planned)
 }
 END_TEST
 
+/* A server whose response limits take tables of at most 4096 elements as npy (none as JSON). */
+static int small_responses_cb(void *ctx, const struct pe_params *p, const char *format)
+{
+	struct pe_shape s;
+	int overflow = 0;
+	(void)ctx;
+	return !strcmp(format, "npy") && pe_table_shape(p, &s) == 0 && pe_shape_count(&s, &overflow) <= 4096 && !overflow;
+}
+
+/* The response limits too: npy at the largest len that fits, or a 422 when even the smallest
+ * table would be over them (never a url the server answers 413). */
+START_TEST(a_table_over_the_response_limits_at_its_smallest_names_its_size_key)
+{
+	struct pe_plan_opts o = {.max_elements = (uint64_t)1 << 26, .fits_cb = small_responses_cb};
+	struct pe_plan plan;
+	struct pe_err err = {0};
+	const char *config = VIT_MAE("224"); /* 197 x 768 */
+	ck_assert_int_eq(pe_plan_build(config, strlen(config), &o, &plan, &err), PE_EUNPROCESSABLE);
+	ck_assert_str_eq(err.param, "image_size");
+	ck_assert_msg(strstr(err.detail, "response limits") != NULL, "%s", err.detail);
+	config = LLAMA_HEAD("4096"); /* 2 x len x 4096: len 1 is 8192 elements */
+	ck_assert_int_eq(pe_plan_build(config, strlen(config), &o, &plan, &err), PE_EUNPROCESSABLE);
+	ck_assert_str_eq(err.param, "head_dim");
+	config = LLAMA_HEAD("64"); /* len 32 fits: capped, as npy */
+	ck_assert_int_eq(pe_plan_build(config, strlen(config), &o, &plan, &err), 0);
+	ck_assert_int_eq(plan.enc[0].len, 32);
+	ck_assert_str_eq(plan.enc[0].format, "npy");
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
 /* A phi3 config whose factor lists make a url longer than max_url: opts.max_url, or the default
  * (PE_PLAN_MAX_URL, posencd's default max_header_bytes less PE_PLAN_URL_ROOM). */
 static char *long_lists(int head_dim)
@@ -422,6 +453,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, a_table_too_large_at_its_smallest_names_its_size_key, 0, NELEM(size_refusals));
 	tcase_add_test(tc, a_table_that_fits_is_planned);
 	tcase_add_test(tc, a_url_past_the_request_line_names_the_long_key);
+	tcase_add_test(tc, a_table_over_the_response_limits_at_its_smallest_names_its_size_key);
 	tcase_add_loop_test(tc, a_key_of_another_json_type_names_itself, 0, NELEM(typed_refusals));
 	tcase_add_loop_test(tc, deepseeks_softmax_scale_is_from_checked_values, 0, NELEM(deepseek_refusals));
 	tcase_add_loop_test(tc, the_422_names_the_key_as_the_config_spells_it, 0, NELEM(named_refusals));
