@@ -21,6 +21,11 @@
 #define PE_PLAN_MAX_NOTES 8
 #define PE_PLAN_MAX_WARNINGS 16
 #define PE_PLAN_MAX_LAYERS 1024
+#define PE_PLAN_MAX_LEN ((int64_t)1 << 30) /* the longest len a plan takes (?len= of POST /v1/plan) */
+/* What a request's headers and libmicrohttpd's own bookkeeping take from posencd's
+ * max_header_bytes: a url longer than max_header_bytes - PE_PLAN_URL_ROOM may get a 414. */
+#define PE_PLAN_URL_ROOM 4096
+#define PE_PLAN_MAX_URL ((size_t)32768 - PE_PLAN_URL_ROOM) /* for posencd's default max_header_bytes */
 
 struct pe_plan_param {
 	const char *key; /* the table's parameter name (static) */
@@ -72,6 +77,10 @@ struct pe_plan_opts {
 	 * most positions that fit as npy (a warning names the cap). ctx: fits_ctx. */
 	int (*fits_cb)(void *ctx, const struct pe_params *p, const char *format);
 	void *fits_ctx;
+	/* The longest url the server answers (its request line's bound: max_header_bytes -
+	 * PE_PLAN_URL_ROOM); 0: PE_PLAN_MAX_URL. A longer url is a 422 naming the config key whose
+	 * value makes it long (a factor list). */
+	size_t max_url;
 };
 
 /* The plan of the config in json[0 .. n). Errors: PE_EBODY (400) for JSON that does not parse
@@ -81,8 +90,12 @@ struct pe_plan_opts {
  * type (booleans are not numbers; rope_scaling, rope_parameters, text_config must be objects), and
  * for a value the table of its url refuses (the table's own pe_params_set / pe_params_finish
  * decide, as for a GET of that url: "rope_scaling.factor", "rope_theta"...); PE_ETOOBIG for a body past
- * PE_PLAN_MAX_BODY or the JSON reader's bounds; PE_EINVAL naming "len" for a len below 1. On
- * failure the plan holds nothing to free. */
+ * PE_PLAN_MAX_BODY or the JSON reader's bounds; PE_EINVAL naming "len" for a len outside
+ * [1, PE_PLAN_MAX_LEN]. A table that cannot fit max_elements (or, with fits_cb, the response
+ * limits even as npy) at its smallest (len 1, or the size the config fixes) is a 422 naming the
+ * config key that sizes it (head_dim, image_size...), and so is a url longer than max_url. Keys
+ * read from text_config are named with its prefix ("text_config.rope_theta"). On failure the
+ * plan holds nothing to free. */
 int pe_plan_build(const char *json, size_t n, const struct pe_plan_opts *o, struct pe_plan *plan,
 		  struct pe_err *err);
 void pe_plan_destroy(struct pe_plan *plan);

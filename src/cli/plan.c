@@ -37,14 +37,17 @@ static char *read_config(const char *path, size_t *len, struct pe_err *err)
 	return buf;
 }
 
-static int parse_count(const char *s, const char *param, int64_t *out, struct pe_err *err)
+/* A count as the daemon reads ?len=: decimal digits only, from 1 to max. */
+static int parse_count(const char *s, const char *param, uint64_t max, int64_t *out, struct pe_err *err)
 {
-	char *end;
+	unsigned long long v = 0;
+	int digits = s && *s && strspn(s, "0123456789") == strlen(s);
 	errno = 0;
-	long long v = s ? strtoll(s, &end, 10) : 0;
-	if (!s || !*s || *end || errno || v < 1)
-		return pe_err_set(err, PE_EINVAL, param, "must be a positive integer");
-	*out = v;
+	if (digits)
+		v = strtoull(s, NULL, 10);
+	if (!digits || errno || v < 1 || v > max)
+		return pe_err_set(err, PE_EINVAL, param, "must be an integer from 1 to %llu", (unsigned long long)max);
+	*out = (int64_t)v;
 	return 0;
 }
 
@@ -55,10 +58,10 @@ static int make_plan(const char *path, const char *len, const char *max_elements
 	 * so its only limit is --max-elements; the urls are JSON GETs of that length. */
 	struct pe_plan_opts o = {.len = 0, .max_elements = CLI_DEFAULT_MAX_ELEMENTS};
 	int64_t v = 0;
-	if (len && parse_count(len, "len", &o.len, err) != 0)
+	if (len && parse_count(len, "len", (uint64_t)PE_PLAN_MAX_LEN, &o.len, err) != 0)
 		return PE_EINVAL;
 	if (max_elements) {
-		if (parse_count(max_elements, "max-elements", &v, err) != 0)
+		if (parse_count(max_elements, "max-elements", INT64_MAX, &v, err) != 0)
 			return PE_EINVAL;
 		o.max_elements = (uint64_t)v;
 	}

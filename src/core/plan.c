@@ -80,29 +80,37 @@ static int family_mpt(struct cfg *c)
 	const struct pe_json *ac;
 	if ((rc = plan_object_of(c, plan_get(c, "attn_config"), "attn_config", &ac)) < 0)
 		return rc;
-	const struct pe_json *al = plan_member(ac, "alibi");
-	if (!al || !al->num) {
+	int alibi = 0;
+	if ((rc = plan_bool_of(c, plan_member(ac, "alibi"), "attn_config.alibi", &alibi)) < 0)
+		return rc;
+	if (!alibi) {
 		learned_enc(c, &d, d.max_pos, "wpe (learned_pos_emb)");
 		return plan_finish_all(c);
 	}
 	double mb = 8, ss = 0;
 	if ((rc = plan_num_of(c, plan_member(ac, "alibi_bias_max"), "attn_config.alibi_bias_max", &mb)) < 0)
 		return rc;
+	int has_ss = plan_num_of(c, plan_member(ac, "softmax_scale"), "attn_config.softmax_scale", &ss);
+	if (has_ss < 0)
+		return has_ss;
+	if (has_ss && !(ss > 0))
+		return plan_bad(c, "attn_config.softmax_scale", "attn_config.softmax_scale must be > 0");
 	rc = add_alibi(c, &d, mb, "attn_config.alibi_bias_max", "MPT's bias is -(k_len - 1 - key) per head, equal to ALiBi's -(query - key) up to a "
 			   "per-row constant the softmax ignores");
-	if (rc == 0 && plan_num_of(c, plan_member(ac, "softmax_scale"), "attn_config.softmax_scale", &ss) > 0)
+	if (rc == 0 && has_ss)
 		c->plan->enc[c->plan->nenc - 1].softmax_scale = ss;
 	return rc;
 }
 
 static int family_falcon(struct cfg *c)
 {
-	const struct pe_json *al = plan_get(c, "alibi");
-	if (!al || !al->num)
+	int alibi = 0, rc = plan_bool(c, "alibi", &alibi);
+	if (rc < 0)
+		return rc;
+	if (!alibi)
 		return plan_family_rope(c);
 	struct dims d;
-	int rc = plan_read_dims(c, &d);
-	if (rc < 0)
+	if ((rc = plan_read_dims(c, &d)) < 0)
 		return rc;
 	plan_choose_len(c, &d);
 	return add_alibi(c, &d, 8, NULL, NULL);
@@ -115,9 +123,9 @@ static int family_t5(struct cfg *c)
 	int rc = plan_read_dims(c, &d);
 	if (rc < 0)
 		return rc;
-	if ((rc = plan_num(c, "d_kv", &dkv)) < 0)
+	if ((rc = plan_int(c, "d_kv", 1, 65536, &dkv)) < 0)
 		return rc;
-	if (rc > 0 && dkv >= 1 && dkv <= 65536)
+	if (rc > 0)
 		d.head_dim = (int)dkv; /* T5's head width, not d_model / num_heads */
 	if ((rc = plan_num(c, "relative_attention_num_buckets", &nb)) < 0 || (rc = plan_num(c, "relative_attention_max_distance", &md)) < 0)
 		return rc;
@@ -167,9 +175,13 @@ static int family_learned(struct cfg *c)
 		return rc;
 	int64_t positions = d.max_pos;
 	const char *what = "position_embeddings";
-	if (plan_num(c, "image_size", &img) > 0 && plan_num(c, "patch_size", &patch) > 0 && patch >= 1) {
-		if (!(img / patch <= 65536))
-			return plan_bad(c, "image_size", "image_size / patch_size must be at most 65536");
+	int has_img = plan_int(c, "image_size", 1, 1 << 24, &img), has_patch = 0;
+	if (has_img < 0 || (has_patch = plan_int(c, "patch_size", 1, 1 << 24, &patch)) < 0)
+		return has_img < 0 ? has_img : has_patch;
+	if (has_img && has_patch) {
+		if (img < patch || img / patch > 65536)
+			return plan_bad(c, img < patch ? "patch_size" : "image_size",
+					"image_size / patch_size must be from 1 to 65536");
 		int64_t side = (int64_t)(img / patch);
 		positions = side * side + 1;
 		what = "a [1, patches + 1, hidden] parameter with the class token";
@@ -187,12 +199,15 @@ static int family_vit_mae(struct cfg *c)
 	int rc = plan_read_dims(c, &d);
 	if (rc < 0)
 		return rc;
-	if (plan_num(c, "image_size", &img) <= 0 || plan_num(c, "patch_size", &patch) <= 0 || patch < 1 || img < patch)
-		return plan_bad(c, "image_size", "ViT-MAE needs image_size and patch_size");
-	if ((rc = plan_num(c, "decoder_hidden_size", &dec)) < 0 || (rc = plan_num(c, "decoder_num_attention_heads", &dec_heads)) < 0)
+	if ((rc = plan_int(c, "image_size", 1, 1 << 24, &img)) <= 0)
+		return rc < 0 ? rc : plan_bad(c, "image_size", "ViT-MAE needs image_size");
+	if ((rc = plan_int(c, "patch_size", 1, 1 << 24, &patch)) <= 0)
+		return rc < 0 ? rc : plan_bad(c, "patch_size", "ViT-MAE needs patch_size");
+	if (img < patch || img / patch > 65536)
+		return plan_bad(c, img < patch ? "patch_size" : "image_size", "image_size / patch_size must be from 1 to 65536");
+	if ((rc = plan_int(c, "decoder_hidden_size", 0, 1 << 24, &dec)) < 0 ||
+	    (rc = plan_int(c, "decoder_num_attention_heads", 0, 65536, &dec_heads)) < 0)
 		return rc;
-	if (img / patch > 65536 || dec < 0 || dec > (1 << 24) || dec != floor(dec))
-		return plan_bad(c, img / patch > 65536 ? "image_size" : "decoder_hidden_size", "beyond what a plan handles");
 	int side = (int)(img / patch);
 	for (int k = 0; k < 2; k++) {
 		int dim = k ? (int)dec : d.hidden;
@@ -250,8 +265,11 @@ static int build(struct cfg *c)
 		return rc;
 	c->text = tc ? tc : c->root;
 	for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
-		if (!strcmp(families[i].model_type, mt->str))
-			return families[i].build(c);
+		if (!strcmp(families[i].model_type, mt->str)) {
+			if ((rc = families[i].build(c)) < 0 && c->err->code == PE_EUNPROCESSABLE)
+				plan_name_text(c, c->err);
+			return rc;
+		}
 	return plan_bad(c, "model_type", "model_type '%.40s' is not a family posenc knows", mt->str);
 }
 
@@ -261,8 +279,8 @@ int pe_plan_build(const char *json, size_t n, const struct pe_plan_opts *o, stru
 	memset(plan, 0, sizeof *plan);
 	if (n > PE_PLAN_MAX_BODY)
 		return pe_err_set(err, PE_ETOOBIG, "body", "the config is %zu bytes; the limit is %zu", n, PE_PLAN_MAX_BODY);
-	if (o->len < 0)
-		return pe_err_set(err, PE_EINVAL, "len", "len must be at least 1");
+	if (o->len < 0 || o->len > PE_PLAN_MAX_LEN)
+		return pe_err_set(err, PE_EINVAL, "len", "len must be from 1 to %lld", (long long)PE_PLAN_MAX_LEN);
 	struct pe_err local = {0};
 	struct pe_err *e = err ? err : &local;
 	struct pe_json *root = pe_json_parse(json, n, e);
@@ -275,12 +293,12 @@ int pe_plan_build(const char *json, size_t n, const struct pe_plan_opts *o, stru
 		struct cfg c = {.root = root, .text = root, .plan = plan, .opt = o, .err = e};
 		e->code = 0;
 		rc = build(&c);
+		/* an error set is the answer even when a caller dropped its return value: a plan is
+		 * never made past a refusal */
 		if (rc < 0 && !e->code)
 			rc = pe_err_set(e, PE_EINTERNAL, "", "the plan failed");
-		else if (rc < 0)
-			rc = e->code;
 		else
-			rc = 0;
+			rc = e->code;
 	}
 	pe_json_free(root);
 	if (rc != 0)

@@ -60,6 +60,52 @@ int plan_object_of(struct cfg *c, const struct pe_json *v, const char *name, con
 	return 1;
 }
 
+int plan_bool_of(struct cfg *c, const struct pe_json *v, const char *name, int *out)
+{
+	if (!v)
+		return 0;
+	if (v->type != PE_JSON_BOOL)
+		return plan_bad(c, name, "%s must be true or false", name);
+	*out = v->num != 0;
+	return 1;
+}
+
+int plan_bool(struct cfg *c, const char *key, int *out) { return plan_bool_of(c, plan_get(c, key), key, out); }
+
+int plan_list_of(struct cfg *c, const struct pe_json *v, const char *name, const struct pe_json **out)
+{
+	*out = NULL;
+	if (!v)
+		return 0;
+	if (v->type != PE_JSON_ARR)
+		return plan_bad(c, name, "%s must be a list", name);
+	*out = v;
+	return 1;
+}
+
+int plan_int(struct cfg *c, const char *key, double lo, double hi, double *out)
+{
+	int rc = plan_num(c, key, out);
+	return rc > 0 && (*out != floor(*out) || *out < lo || *out > hi) ?
+		       plan_bad(c, key, "%s must be an integer from %.0f to %.0f", key, lo, hi) : rc;
+}
+
+/* The name err gives as a key of the text model, prefixed "text_config." when the text model
+ * holds it: plan_get reads text_config first, so that is where the value came from. */
+void plan_name_text(const struct cfg *c, struct pe_err *err)
+{
+	char top[PE_ERR_PARAM_MAX], full[PE_ERR_PARAM_MAX + 16];
+	if (c->text == c->root || !err->param[0] || !strncmp(err->param, "text_config", 11))
+		return;
+	snprintf(top, sizeof top, "%.*s", (int)strcspn(err->param, "."), err->param);
+	if (!plan_member(c->text, top))
+		return;
+	size_t n = (size_t)snprintf(full, sizeof full, "text_config.%s", err->param);
+	n = n < sizeof err->param - 1 ? n : sizeof err->param - 1; /* the longest key a family names fits */
+	memcpy(err->param, full, n);
+	err->param[n] = 0;
+}
+
 /* A number that must be > 0 (a scale, a scalar under a square root): 1 given, 0 absent, or an error. */
 int plan_positive(struct cfg *c, const char *key, double *out)
 {

@@ -35,6 +35,14 @@ int plan_num(struct cfg *c, const char *key, double *out);
 /* An object member (rope_scaling, text_config...): 1 found (*out), 0 absent (*out NULL), or a 422
  * naming name when it is another JSON type (a mistyped object is not silently dropped). */
 int plan_object_of(struct cfg *c, const struct pe_json *v, const char *name, const struct pe_json **out);
+/* A boolean (true / false, not 1 or "true") and a list: 1 found, 0 absent, or a 422 naming name. */
+int plan_bool_of(struct cfg *c, const struct pe_json *v, const char *name, int *out);
+int plan_bool(struct cfg *c, const char *key, int *out);
+int plan_list_of(struct cfg *c, const struct pe_json *v, const char *name, const struct pe_json **out);
+/* An integer in [lo, hi]: 1 given, 0 absent, or a 422 naming key. */
+int plan_int(struct cfg *c, const char *key, double lo, double hi, double *out);
+/* err's key prefixed "text_config." when the text model holds it (plan_get's first place). */
+void plan_name_text(const struct cfg *c, struct pe_err *err);
 int plan_positive(struct cfg *c, const char *key, double *out);
 int plan_channels(struct cfg *c, const char *key, double *out);
 int plan_read_dims(struct cfg *c, struct dims *d);

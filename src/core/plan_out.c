@@ -144,31 +144,35 @@ static int table_params(const struct pe_table_def *def, const struct pe_plan_enc
 	return rc;
 }
 
-/* Does the table for len positions fit: at most max_elements, and with fmt ("json", "npy"; NULL:
- * elements only) within the server's response limits (o->fits_cb)? Parameters that fail do not. */
+/* Does the table for len positions fit: at most max_elements, with any intermediate table (the
+ * server's 413 checks), and with fmt ("json", "npy"; NULL: elements only) within the server's
+ * response limits (o->fits_cb)? Parameters that fail do not. */
 static int len_fits(const struct pe_table_def *def, const struct pe_plan_enc *e, int64_t len,
 		    const struct pe_plan_opts *o, const char *fmt)
 {
 	struct pe_params p;
 	struct pe_shape s;
+	struct pe_cost c;
 	int of = 0;
 	if (table_params(def, e, len, &p, NULL) != 0)
 		return 0;
 	size_t n = pe_table_shape(&p, &s) == 0 ? pe_shape_count(&s, &of) : 0;
-	int ok = !of && (!o->max_elements || n <= o->max_elements);
+	int ok = !of && pe_table_cost(&p, &c) == 0 &&
+		 (!o->max_elements || (n <= o->max_elements && c.intermediate <= o->max_elements));
 	if (ok && fmt && o->fits_cb)
 		ok = o->fits_cb(o->fits_ctx, &p, fmt) != 0;
 	pe_params_destroy(&p);
 	return ok;
 }
 
-/* The largest len <= want that fits (len_fits; 1 when even that does not). */
+/* The largest len <= want that fits (len_fits), given that len 1 fits (checked by the caller:
+ * a table too large at len 1 is a 422, not a url capped to a len the server refuses). */
 static int64_t cap_len(const struct pe_table_def *def, const struct pe_plan_enc *e, int64_t want,
 		       const struct pe_plan_opts *o, const char *fmt)
 {
 	if (!e->len_key || len_fits(def, e, want, o, fmt))
 		return want;
-	int64_t lo = 1, hi = want; /* fits(lo) (or lo = 1), not fits(hi) */
+	int64_t lo = 1, hi = want; /* fits(lo), not fits(hi) */
 	while (hi - lo > 1) {
 		int64_t mid = lo + (hi - lo) / 2;
 		if (len_fits(def, e, mid, o, fmt))
@@ -257,20 +261,23 @@ static void warn_capped(struct pe_plan *plan, const struct pe_plan_enc *e, int64
  * the cap. npy before a cap because the plan's len is the model's context, the table the user
  * asked for: a binary body loads in one call (numpy.load, torch) at 4 bytes a value, while a
  * capped JSON table would silently be a different (shorter) table than the model's. */
-static int64_t fit_response(struct pe_plan *plan, const struct pe_table_def *def, struct pe_plan_enc *e,
-			    int64_t len, const struct pe_plan_opts *o)
+static int fit_response(struct pe_plan *plan, const struct pe_table_def *def, struct pe_plan_enc *e,
+			int64_t *len, const struct pe_plan_opts *o)
 {
-	if (!o->fits_cb || len_fits(def, e, len ? len : 1, o, "json"))
-		return len;
+	if (!o->fits_cb || len_fits(def, e, *len, o, "json"))
+		return 0;
 	e->format = "npy";
-	int64_t capped = len ? cap_len(def, e, len, o, "npy") : 0;
-	if (capped < len)
+	if (!len_fits(def, e, e->len_key ? 1 : 0, o, "npy"))
+		return -1;
+	int64_t capped = *len ? cap_len(def, e, *len, o, "npy") : 0;
+	if (capped < *len)
 		pe_plan_warn(plan, "%s (%s): len %lld capped to %lld, the most positions whose table fits the server's "
 			     "response limits (response_budget_bytes, max_response_bytes) even as npy",
-			     e->kind, e->layers ? e->layers : "listed layers", (long long)len, (long long)capped);
+			     e->kind, e->layers ? e->layers : "listed layers", (long long)*len, (long long)capped);
 	pe_plan_note(e, "format=npy: as JSON this table would be over the server's response limits "
 		     "(response_budget_bytes, max_response_bytes); npy loads with numpy.load");
-	return capped;
+	*len = capped;
+	return 0;
 }
 
 /* Does the table take e's parameters: at len, or at len 1 when only the length is past the
@@ -287,20 +294,69 @@ static int params_ok(const struct pe_table_def *def, const struct pe_plan_enc *e
 	return 0;
 }
 
+/* The planned parameter of e named key, or NULL. */
+static const struct pe_plan_param *planned(const struct pe_plan_enc *e, const char *key)
+{
+	for (size_t k = 0; k < e->nparams; k++)
+		if (!strcmp(e->params[k].key, key))
+			return &e->params[k];
+	return NULL;
+}
+
 /* The table refused e's parameters (why: the table's problem, naming its parameter): a 422 naming
  * the config key that parameter was read from, with the value as planned and the table's reason. */
 static int refused(const struct pe_plan_enc *e, const struct pe_err *why, struct pe_err *err)
 {
-	const struct pe_plan_param *p = NULL;
-	for (size_t k = 0; k < e->nparams && !p; k++)
-		if (!strcmp(e->params[k].key, why->param))
-			p = &e->params[k];
+	const struct pe_plan_param *p = planned(e, why->param);
 	const char *key = p && p->source ? p->source : *why->param ? why->param : e->table;
 	if (!p) /* a cross check naming no planned parameter */
 		return pe_err_set(err, PE_EUNPROCESSABLE, key, "/v1/%s refuses the planned parameters (%.*s)", e->table,
 				  PE_ERR_DETAIL_MAX / 2, why->detail);
 	return pe_err_set(err, PE_EUNPROCESSABLE, key, "%.64s = %.40s: /v1/%s refuses it (%.*s)", key, p->value, e->table,
 			  PE_ERR_DETAIL_MAX / 2, why->detail);
+}
+
+/* The table is over limit (max_elements, the response limits) at its smallest: len 1, or the
+ * size the config fixes. A 422 naming the config key of the parameter that sizes the table
+ * besides its length (rope's dim, alibi's heads, sinusoidal2d's height). */
+static int too_big(const struct pe_plan_enc *e, const char *limit, struct pe_err *err)
+{
+	static const struct {
+		const char *table, *param;
+	} sizes[] = {{"rope", "dim"}, {"rope/mrope", "dim"}, {"alibi", "heads"}, {"sinusoidal2d", "height"},
+		     {"relative/t5", "num_buckets"}};
+	const struct pe_plan_param *p = NULL;
+	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0] && !p; k++)
+		if (!strcmp(sizes[k].table, e->table))
+			p = planned(e, sizes[k].param);
+	for (size_t k = 0; k < e->nparams && (!p || !p->source); k++) /* else the first named parameter */
+		if (e->params[k].source)
+			p = &e->params[k];
+	const char *key = p && p->source ? p->source : p ? p->key : e->table;
+	return pe_err_set(err, PE_EUNPROCESSABLE, key, "%.64s makes the /v1/%s table (%s=%.40s) over %s even "
+			  "at its smallest%s", key, e->table, p ? p->key : "?", p ? p->value : "?", limit,
+			  e->len_key ? " (len 1)" : "");
+}
+
+/* The url is longer than the server's request line takes: a 422 naming the config key of its
+ * longest value (a factor list). */
+static int too_long(const struct pe_plan_enc *e, size_t n, size_t max, struct pe_err *err)
+{
+	const struct pe_plan_param *p = NULL;
+	for (size_t k = 0; k < e->nparams; k++)
+		if (!p || strlen(e->params[k].value) > strlen(p->value))
+			p = &e->params[k];
+	const char *key = p && p->source ? p->source : p ? p->key : e->table;
+	return pe_err_set(err, PE_EUNPROCESSABLE, key, "%.64s makes the url of /v1/%s %zu bytes long; the server takes "
+			  "urls of at most %zu (max_header_bytes less room for the headers)", key, e->table, n, max);
+}
+
+static int url_fits(const struct pe_plan_enc *e, const struct pe_plan_opts *o, struct pe_err *err)
+{
+	size_t max = o->max_url ? o->max_url : PE_PLAN_MAX_URL, n = e->url ? strlen(e->url) : 0;
+	if (!e->url)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	return n > max ? too_long(e, n, max, err) : 0;
 }
 
 int pe_plan_finish_enc(struct pe_plan *plan, struct pe_plan_enc *e, int64_t len, const struct pe_plan_opts *o,
@@ -316,9 +372,12 @@ int pe_plan_finish_enc(struct pe_plan *plan, struct pe_plan_enc *e, int64_t len,
 	if (def && !params_ok(def, e, len, &why))
 		return refused(e, &why, err);
 	if (def) {
+		if (!len_fits(def, e, len ? 1 : 0, o, NULL))
+			return too_big(e, "max_elements", err);
 		int64_t capped = len ? cap_len(def, e, len, o, NULL) : 0;
 		warn_capped(plan, e, len, capped, o->max_elements);
-		capped = fit_response(plan, def, e, capped, o);
+		if (fit_response(plan, def, e, &capped, o) != 0)
+			return too_big(e, "the server's response limits (response_budget_bytes, max_response_bytes) as npy", err);
 		if (table_params(def, e, capped ? capped : 1, &p, &why) != 0) /* passed above with a larger len */
 			return pe_err_set(err, PE_EINTERNAL, "", "cannot form the url of %s", e->kind);
 		e->url = canonical_url(def, &p, e->format);
@@ -326,13 +385,13 @@ int pe_plan_finish_enc(struct pe_plan *plan, struct pe_plan_enc *e, int64_t len,
 		if (def->extra)
 			e->attention_scaling = def->extra(&p);
 		pe_params_destroy(&p);
-		return e->url ? 0 : pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		return url_fits(e, o, err);
 	}
 	pe_plan_warn(plan, "%s: this posenc has no /v1/%s yet; the url names the table as planned", e->kind, e->table);
 	e->len = cap_plain(e, len, o->max_elements);
 	warn_capped(plan, e, len, e->len, o->max_elements);
 	e->url = plain_url(e, e->len);
-	return e->url ? 0 : pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	return url_fits(e, o, err);
 }
 
 /* ---- JSON ---- */

@@ -3,6 +3,7 @@
  * The scaling object (rope_scaling / rope_parameters) is plan_scaling.c's; plan.c's header lists
  * the decisions. */
 #include "core/plan_rope.h"
+#include "posenc/core.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -104,17 +105,20 @@ static int rotary_dim(struct cfg *c, struct rope *r)
 	int rc;
 	r->rotary_dim = (int)(r->head_dim * family_rotary_share(c)); /* the class default: see below */
 	r->dim_key = r->d->head_dim_key;
+	snprintf(r->share_key, sizeof r->share_key, "%s.partial_rotary_factor", r->scaling_name);
 	if ((rc = plan_channels(c, "rotary_dim", &v)) != 0) {
 		if (rc > 0)
 			r->rotary_dim = (int)v;
 		r->dim_key = "rotary_dim";
-	} else if ((rc = r->scaling ? plan_num_of(c, plan_member(r->scaling, "partial_rotary_factor"), "rope_parameters.partial_rotary_factor", &v) : 0) != 0 ||
-		   (rc = plan_num(c, "partial_rotary_factor", &v)) != 0 || (rc = plan_num(c, "rotary_pct", &v)) != 0) {
+	} else if ((rc = plan_num_of(c, plan_member(r->scaling, "partial_rotary_factor"), r->share_key, &v)) != 0 ||
+		   (snprintf(r->share_key, sizeof r->share_key, "partial_rotary_factor"),
+		    rc = plan_num(c, "partial_rotary_factor", &v)) != 0 ||
+		   (snprintf(r->share_key, sizeof r->share_key, "rotary_pct"), rc = plan_num(c, "rotary_pct", &v)) != 0) {
 		if (rc > 0 && !(v > 0 && v <= 1))
-			return plan_bad(c, "partial_rotary_factor", "partial_rotary_factor must be in (0, 1]");
+			return plan_bad(c, r->share_key, "%s must be in (0, 1]", r->share_key);
 		if (rc > 0)
 			r->rotary_dim = (int)(r->head_dim * v); /* transformers: int(head_dim * factor) */
-		r->dim_key = "partial_rotary_factor";
+		r->dim_key = r->share_key;
 	}
 	if (rc < 0)
 		return rc;
@@ -122,8 +126,9 @@ static int rotary_dim(struct cfg *c, struct rope *r)
 		pe_plan_warn(c->plan, "no rotary_pct / partial_rotary_factor: %g of each head rotates (the default of "
 			     "transformers' %s config)", family_rotary_share(c), c->plan->model_type);
 	if (r->rotary_dim < 2 || r->rotary_dim > r->head_dim || r->rotary_dim % 2)
-		return plan_bad(c, "rotary_dim", "the rotary dimensions (%d) must be even and within head_dim (%d)", r->rotary_dim,
-			   r->head_dim);
+		return plan_bad(c, r->dim_key ? r->dim_key : "head_dim",
+				"the rotary dimensions (%d) must be even, at least 2 and within head_dim (%d)", r->rotary_dim,
+				r->head_dim);
 	return 0;
 }
 
@@ -151,6 +156,20 @@ static int head_dim_note(struct cfg *c, const struct dims *d, struct pe_plan_enc
 	return 0;
 }
 
+/* sliding_window (a number; null or absent: none) and use_sliding_window (a boolean): a note on e
+ * (when not NULL) when the window applies. 0, or a 422 naming the key of the wrong type. */
+static int sliding_window(struct cfg *c, struct pe_plan_enc *e, const char *note)
+{
+	double sw = 0;
+	int use = 1, rc = plan_num(c, "sliding_window", &sw), has_use;
+	if (rc < 0 || (has_use = plan_bool(c, "use_sliding_window", &use)) < 0)
+		return rc < 0 ? rc : has_use;
+	if (e && rc > 0 && sw >= 1 && use)
+		note ? pe_plan_note(e, "%s", note)
+		     : pe_plan_note(e, "attention is limited to a sliding window of %g tokens; the rotary table is the same", sw);
+	return 0;
+}
+
 static int family_rope_layout(struct cfg *c, const char *layout)
 {
 	struct dims d;
@@ -163,9 +182,8 @@ static int family_rope_layout(struct cfg *c, const char *layout)
 	if (!e)
 		return -1;
 	head_dim_note(c, &d, e);
-	double sw = 0;
-	if (plan_num(c, "sliding_window", &sw) > 0 && !(plan_get(c, "use_sliding_window") && !plan_get(c, "use_sliding_window")->num))
-		pe_plan_note(e, "attention is limited to a sliding window of %g tokens; the rotary table is the same", sw);
+	if ((rc = sliding_window(c, e, NULL)) < 0)
+		return rc;
 	if (!strcmp(layout, "half"))
 		pe_plan_note(e, "half layout, as transformers' rotate_half (the checkpoint's q/k weights are permuted for it)");
 	return plan_finish_all(c);
@@ -218,8 +236,8 @@ int plan_family_gemma(struct cfg *c)
 	head_dim_note(c, &d, e);
 	if (rc > 0)
 		pe_plan_note(e, "softmax_scale is query_pre_attn_scalar^-1/2 (%g), not head_dim^-1/2", q);
-	if (plan_get(c, "sliding_window"))
-		pe_plan_note(e, "sliding-window and global layers alternate; both use this table");
+	if ((rc = sliding_window(c, e, "sliding-window and global layers alternate; both use this table")) < 0)
+		return rc;
 	return plan_finish_all(c);
 }
 
@@ -280,6 +298,10 @@ int plan_family_gemma3(struct cfg *c)
 	if ((rc = plan_object_of(c, plan_member(g.scaling, "full_attention"), fname, &per_full)) < 0 ||
 	    (rc = plan_object_of(c, plan_member(g.scaling, "sliding_attention"), sname, &per_slide)) < 0)
 		return rc;
+	if (!per_full != !per_slide)
+		return plan_bad(c, per_full ? sname : fname, "%s gives %s without %s: a per-layer-type %s needs both",
+				g.scaling_name, per_full ? "full_attention" : "sliding_attention",
+				per_full ? "sliding_attention" : "full_attention", g.scaling_name);
 	l = g;
 	if (per_full && per_slide) { /* rope_parameters: {"full_attention": {...}, "sliding_attention": {...}} */
 		g.scaling = per_full;
@@ -311,8 +333,8 @@ int plan_family_gemma3(struct cfg *c)
 	struct pe_plan_enc *el = nsl ? add_rope(c, &l) : NULL, *eg = nsl < d.layers ? add_rope(c, &g) : NULL;
 	if ((nsl && !el) || (nsl < d.layers && !eg))
 		return -1;
-	if (el)
-		pe_plan_note(el, "sliding-window layers: base rope_local_base_freq, no scaling");
+	if ((rc = sliding_window(c, el, "sliding-window layers: base rope_local_base_freq, no scaling")) < 0)
+		return rc;
 	if (eg)
 		pe_plan_note(eg, "global layers: base rope_theta with the config's scaling");
 	return plan_finish_all(c);
@@ -328,18 +350,17 @@ int plan_family_llama4(struct cfg *c)
 	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = rope_init(c, &r, &d, "interleaved")) < 0)
 		return rc;
 	plan_choose_len(c, &d);
-	const struct pe_json *nr = plan_get(c, "no_rope_layers");
+	const struct pe_json *nr;
 	double interval = 4;
-	if ((rc = plan_num(c, "no_rope_layer_interval", &interval)) < 0)
+	if ((rc = plan_list_of(c, plan_get(c, "no_rope_layers"), "no_rope_layers", &nr)) < 0 ||
+	    (rc = plan_int(c, "no_rope_layer_interval", 1, 1e15, &interval)) < 0)
 		return rc;
-	if (interval < 1)
-		return plan_bad(c, "no_rope_layer_interval", "no_rope_layer_interval must be at least 1");
-	if (nr && nr->type == PE_JSON_ARR && nr->n) {
+	if (nr && nr->n) { /* an empty list: the interval's default, as transformers */
 		if ((int)nr->n != d.layers)
 			return plan_bad(c, "no_rope_layers", "no_rope_layers must have num_hidden_layers (%d) entries", d.layers);
 		for (const struct pe_json *x = nr->child; x; x = x->next, n++) {
-			if (x->type != PE_JSON_NUM)
-				return plan_bad(c, "no_rope_layers", "no_rope_layers holds numbers (0: the layer has no RoPE)");
+			if (x->type != PE_JSON_NUM || (x->num != 0 && x->num != 1))
+				return plan_bad(c, "no_rope_layers", "no_rope_layers holds 0 or 1 per layer (0: the layer has no RoPE)");
 			uses[n] = x->num != 0;
 		}
 	} else {
@@ -373,6 +394,22 @@ int plan_family_llama4(struct cfg *c)
 	return plan_finish_all(c);
 }
 
+/* A value of the scaling object that the url may not carry (DeepSeek's softmax scale reads it
+ * whatever the rope_type) through /v1/rope's own check of that parameter: 0, or a 422 naming
+ * "<scaling_name>.<key>" with the table's reason. */
+static int rope_value(struct cfg *c, const struct rope *r, const char *key, double v)
+{
+	struct pe_params p;
+	struct pe_err why = {0};
+	char text[32], name[96];
+	pe_plan_real_text(v, text);
+	pe_params_init(&p, pe_table_find("rope"));
+	int rc = pe_params_set(&p, key, text, &why);
+	pe_params_destroy(&p);
+	snprintf(name, sizeof name, "%s.%s", r->scaling_name, key);
+	return rc ? plan_bad(c, name, "%s = %s: /v1/rope refuses it (%s)", name, text, why.detail) : 0;
+}
+
 /* DeepSeek V2 / V3: MLA rotates qk_rope_head_dim channels (interleaved in the checkpoint); the
  * softmax scale is (qk_nope + qk_rope)^-1/2 times mscale(factor, mscale_all_dim)^2. */
 int plan_family_deepseek(struct cfg *c)
@@ -387,17 +424,29 @@ int plan_family_deepseek(struct cfg *c)
 		return rc < 0 ? rc : plan_bad(c, "qk_rope_head_dim", "DeepSeek's MLA needs qk_rope_head_dim");
 	if ((rc = plan_channels(c, "qk_nope_head_dim", &nope)) <= 0)
 		return rc < 0 ? rc : plan_bad(c, "qk_nope_head_dim", "DeepSeek's MLA needs qk_nope_head_dim");
+	if (ropedim < 2 || (int)ropedim % 2)
+		return plan_bad(c, "qk_rope_head_dim", "qk_rope_head_dim must be even and at least 2");
 	d.head_dim = (int)(nope + ropedim);
 	if ((rc = rope_init(c, &r, &d, "interleaved")) < 0)
 		return rc;
 	r.rotary_dim = (int)ropedim;
-	if (r.rotary_dim < 2 || r.rotary_dim % 2)
-		return plan_bad(c, "qk_rope_head_dim", "qk_rope_head_dim must be even");
+	r.dim_key = "qk_rope_head_dim";
 	plan_choose_len(c, &d);
-	if ((rc = plan_scaling_num(c, &r, "mscale_all_dim", &mad)) < 0 || (rc = plan_scaling_num(c, &r, "factor", &factor)) < 0)
+	int has_mad, has_factor;
+	if ((has_mad = plan_scaling_num(c, &r, "mscale_all_dim", &mad)) < 0 ||
+	    (has_factor = plan_scaling_num(c, &r, "factor", &factor)) < 0)
+		return has_mad < 0 ? has_mad : has_factor;
+	if ((has_mad && (rc = rope_value(c, &r, "mscale_all_dim", mad)) < 0) ||
+	    (has_factor && (rc = rope_value(c, &r, "factor", factor)) < 0))
 		return rc;
 	double m = mad && factor > 1 ? 0.1 * mad * log(factor) + 1 : 1;
 	r.softmax_scale = m * m / sqrt((double)d.head_dim);
+	if (!(isfinite(r.softmax_scale) && r.softmax_scale > 0)) {
+		char name[96];
+		snprintf(name, sizeof name, "%s.mscale_all_dim", r.scaling_name);
+		return plan_bad(c, name, "%s (%g) with factor %g makes softmax_scale %g, not a finite scale", name, mad, factor,
+				r.softmax_scale);
+	}
 	struct pe_plan_enc *e = add_rope(c, &r);
 	if (!e)
 		return -1;

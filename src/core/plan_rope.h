@@ -15,6 +15,7 @@ struct rope {
 	/* The config keys base and the rotary width were read from, or would be (rope_theta, head_dim)
 	 * when a default gave them: a value the table refuses is a 422 naming its key. */
 	char base_key[96];
+	char share_key[96]; /* the key the rotary share was read from (rotary_pct, partial_rotary_factor...) */
 	const char *dim_key;
 	const struct dims *d;
 };

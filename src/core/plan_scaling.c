@@ -66,7 +66,9 @@ static const char *scaling_type(struct cfg *c, const struct rope *r, char *which
 	if (rt && t && t->type == PE_JSON_STR && rt->type == PE_JSON_STR && strcmp(rt->str, t->str))
 		pe_plan_warn(c->plan, "%s.rope_type (%s) and %s.type (%s) differ: rope_type is used", r->scaling_name,
 			     rt->str, r->scaling_name, t->str);
-	const struct pe_json *v = rt ? rt : t;
+	if (rt && t && t->type != PE_JSON_STR) /* the legacy key is read too: a mistyped one is not dropped */
+		snprintf(which, cap, "%s.type", r->scaling_name);
+	const struct pe_json *v = rt && (!t || t->type == PE_JSON_STR) ? rt : t;
 	if (!v)
 		return "default";
 	return v->type == PE_JSON_STR ? v->str : NULL;
@@ -200,7 +202,11 @@ static int llama3(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 static int mrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 {
 	char name[96];
-	const struct pe_json *sec = plan_member(r->scaling, "mrope_section"), *il = plan_member(r->scaling, "mrope_interleaved");
+	const struct pe_json *sec = plan_member(r->scaling, "mrope_section");
+	int interleaved = 0;
+	snprintf(name, sizeof name, "%s.mrope_interleaved", r->scaling_name);
+	if (plan_bool_of(c, plan_member(r->scaling, "mrope_interleaved"), name, &interleaved) < 0)
+		return -1;
 	snprintf(name, sizeof name, "%s.mrope_section", r->scaling_name);
 	if (!sec || sec->type != PE_JSON_ARR || sec->n != 3)
 		return plan_bad(c, name, "%s must be three integers (t, h, w)", name);
@@ -218,7 +224,7 @@ static int mrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 	e->len_prefix = "text:";
 	pe_plan_param(e, "mrope_section", "%d,%d,%d", s[0], s[1], s[2]);
 	pe_plan_source(e, "mrope_section", name);
-	pe_plan_param(e, "interleaved", "%d", il && il->type == PE_JSON_BOOL && il->num ? 1 : 0);
+	pe_plan_param(e, "interleaved", "%d", interleaved);
 	if (!strcmp(c->plan->model_type, "qwen2_5_vl"))
 		pe_plan_param(e, "variant", "qwen25vl"); /* its videos' time positions: tokens_per_second */
 	pe_plan_note(e, "positions are three rows (temporal, height, width); the url's sequence is len text tokens, "

@@ -96,7 +96,9 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 	}
 	j->os = (struct pe_oneshot){.h = r->h, .run = run_plan, .free = plan_job_free};
 	j->opts = (struct pe_plan_opts){
-		.len = pe_param_isset(p, "len") ? pe_param_int(p, "len") : 0, .max_elements = r->h->opt.max_elements, .fits_cb = fits_cb, .fits_ctx = r->h};
+		.len = pe_param_isset(p, "len") ? pe_param_int(p, "len") : 0, .max_elements = r->h->opt.max_elements, .fits_cb = fits_cb, .fits_ctx = r->h,
+		/* the request line this server reads (0: libmicrohttpd's pool is its 32 KiB default) */
+		.max_url = (r->h->opt.max_header_bytes ? r->h->opt.max_header_bytes : 32768) - PE_PLAN_URL_ROOM};
 	pe_http_take_body(r, &j->body);
 	return pe_oneshot_start(r, conn, &j->os, &plan_answer);
 }

@@ -1,12 +1,15 @@
 /* POST /v1/plan never answers 200 with a url its own server refuses. Each published config under
- * tests/data/configs/ is posted with every number in it (at the top, in rope_scaling /
- * rope_parameters / text_config and any other object) set in turn to 0, -0, -1, 1e-310, 1e308,
- * true, a string and a list, and rope_scaling / rope_parameters / text_config themselves to the
- * same values. Each plan is a 422 problem naming a key, or a 200 whose every url, fetched from the
- * same daemon, answers 200; a scaling object or text model of another type is a 422 naming it.
- * ?len=8 keeps the tables small; the plans and fetches share one keep-alive connection.
- * `posenc plan` refuses a mutated config with the daemon's detail, on one stderr line, status 2.
- * The single cases, with the key each names, are tests/core/test_plan_refusals.c. */
+ * tests/data/configs/ is posted with every member in it (at the top, in rope_scaling /
+ * rope_parameters / text_config and any other object) set in turn to values of its own JSON type
+ * and of every other: a number to 0, -0, -1, 1e-310, 1e308, true, a string, a list and an object;
+ * a boolean, a string, a list or an object to its other values and the other types. Each plan is a
+ * 422 problem naming a key, or a 200 whose every url, fetched from the same daemon, answers 200;
+ * a key the plan reads as one JSON type (typed_keys: the scaling object, the text model, alibi,
+ * mrope_interleaved, sliding_window...) set to another is a 422. ?len=8 keeps the tables small;
+ * the plans and fetches share one keep-alive connection. `posenc plan` with the daemon's
+ * max_elements gets every mutated config too and agrees: exit 0 for a 200, status 2 with the
+ * daemon's detail on one stderr line for a 422 or 400. The single cases, with the key each names,
+ * are tests/core/test_plan_refusals.c. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
 #include "support/pe_http.h"
@@ -35,56 +38,81 @@ struct site {
 	json_t *parent; /* the object holding the member */
 	const char *key;
 	char path[256]; /* for messages: "rope_scaling.factor" */
-	int object;     /* rope_scaling / rope_parameters / text_config: every mutation must be a 422 */
+	json_type type; /* the member's JSON type as published */
+	int typed;      /* a key the plan reads as that type: another type must be a 422 */
 };
 
-static int is_scaling_or_text(const char *key)
+/* Keys the plan reads as one JSON type, wherever the family reads them (at the top or in
+ * text_config, which plan_get reads first). */
+static const char *const typed_keys[] = {
+	"rope_scaling", "rope_parameters", "text_config", "attn_config", "attn_config.alibi", "alibi",
+	"use_sliding_window", "sliding_window", "rope_scaling.mrope_interleaved", "rope_scaling.mrope_section",
+	"rope_scaling.short_factor", "rope_scaling.long_factor", "layer_types", "no_rope_layers", "rope_theta",
+	"head_dim", "num_attention_heads", "image_size", "patch_size", "d_kv", NULL,
+};
+
+/* Is path one of typed_keys as the plan reads it: in text_config, or at the top of a config
+ * whose text_config does not hold it? */
+static int is_typed(json_t *root, const char *path)
 {
-	return !strcmp(key, "rope_scaling") || !strcmp(key, "rope_parameters") || !strcmp(key, "text_config");
+	json_t *text = json_object_get(root, "text_config");
+	const char *key = path;
+	char top[256];
+	if (text && !strncmp(path, "text_config.", 12))
+		key = path + 12;
+	else if (text) {
+		snprintf(top, sizeof top, "%.*s", (int)strcspn(path, "."), path);
+		if (strcmp(top, "text_config") && json_object_get(text, top))
+			return 0; /* the text model's own is read instead */
+	}
+	for (int k = 0; typed_keys[k]; k++)
+		if (!strcmp(typed_keys[k], key))
+			return 1;
+	return 0;
 }
 
-/* Every number member of obj and its objects, and the scaling / text objects themselves. */
-static void find_sites(json_t *obj, const char *prefix, struct site *s, size_t *n)
+/* Every member of obj and its objects (null aside: it reads as absent). */
+static void find_sites(json_t *root, json_t *obj, const char *prefix, struct site *s, size_t *n)
 {
 	const char *key;
 	json_t *v;
 	json_object_foreach(obj, key, v) {
-		int number = json_is_number(v), object = json_is_object(v);
 		char path[256];
-		if (!(number || object) || *n >= MAX_SITES)
+		if (json_is_null(v) || *n >= MAX_SITES)
 			continue;
 		snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
-		if (number || is_scaling_or_text(key)) {
-			struct site *at = &s[(*n)++];
-			snprintf(at->path, sizeof at->path, "%s", path);
-			at->parent = obj;
-			at->key = key;
-			at->object = object;
-		}
-		if (object)
-			find_sites(v, path, s, n);
+		struct site *at = &s[(*n)++];
+		snprintf(at->path, sizeof at->path, "%s", path);
+		at->parent = obj;
+		at->key = key;
+		at->type = json_typeof(v) == JSON_INTEGER ? JSON_REAL : json_is_boolean(v) ? JSON_TRUE : json_typeof(v);
+		at->typed = is_typed(root, path);
+		if (json_is_object(v))
+			find_sites(root, v, path, s, n);
 	}
 }
 
-#define NMUT 8
-static const char *const mut_names[NMUT] = {"0", "-0", "-1", "1e-310", "1e308", "true", "a string", "a list"};
+/* The values a member of JSON type t is set to: its own type's edge cases and every other type. */
+#define NMUT 9
+static const char *const mut_numbers[NMUT] = {"0", "-0", "-1", "1e-310", "1e308", "true", "\"llama3\"", "[1, 2]", "{}"};
+static const char *const mut_bools[NMUT] = {"true", "false", "1", "0", "\"true\"", "[true]", "{}", NULL, NULL};
+static const char *const mut_strings[NMUT] = {"\"\"", "\"x\"", "8", "true", "[\"x\"]", "{}", NULL, NULL, NULL};
+static const char *const mut_lists[NMUT] = {"[]", "[\"x\"]", "8", "true", "\"x\"", "{}", NULL, NULL, NULL};
+static const char *const mut_objects[NMUT] = {"{}", "0", "-1", "1e308", "true", "\"llama3\"", "[1, 2]", NULL, NULL};
 
-static json_t *mutation(int k)
+static const char *const *mutations_of(json_type t)
 {
-	switch (k) {
-	case 0: return json_integer(0);
-	case 1: return json_real(-0.0);
-	case 2: return json_integer(-1);
-	case 3: return json_real(1e-310);
-	case 4: return json_real(1e308);
-	case 5: return json_true();
-	case 6: return json_string("llama3");
-	default: return json_pack("[i, i]", 1, 2);
-	}
+	return t == JSON_REAL ? mut_numbers : t == JSON_TRUE ? mut_bools : t == JSON_STRING ? mut_strings :
+	       t == JSON_ARRAY ? mut_lists : mut_objects;
+}
+
+static json_type type_of(const json_t *v)
+{
+	return json_is_number(v) ? JSON_REAL : json_is_boolean(v) ? JSON_TRUE : json_typeof(v);
 }
 
 struct tally {
-	size_t plans, refused, served, urls, bad;
+	size_t plans, refused, served, urls, cli, bad;
 	char first[MAX_REPORTED][512];
 };
 
@@ -100,14 +128,43 @@ static void report(struct tally *t, const char *fmt, ...)
 	t->bad++;
 }
 
+#define DAEMON_MAX_ELEMENTS "67108864"
+
+/* posenc plan on body (written to file) agrees with the daemon's status and detail. */
+static void check_cli(const char *file, const char *body, const char *what, long status, const char *detail,
+		      struct tally *t)
+{
+	struct crun r;
+	struct crun_opts o = {0};
+	FILE *f = fopen(file, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fputs(body, f) >= 0 && fclose(f) == 0, 1);
+	crun(&r, &o, "plan", "--len", "8", "--max-elements", DAEMON_MAX_ELEMENTS, file, NULL);
+	t->cli++;
+	int want = status == 200 ? 0 : 2;
+	if (r.status != want)
+		report(t, "%s: the daemon answers %ld, posenc plan exits %d: %.200s", what, status, r.status, r.err ? r.err : "");
+	else if (want && detail && (!r.err || !strstr(r.err, detail)))
+		report(t, "%s: posenc plan's '%.200s' lacks the daemon's '%.200s'", what, r.err ? r.err : "", detail);
+	crun_free(&r);
+}
+
 /* The plan of body: a 422 problem naming a key (required when must_refuse), or a 200 whose urls
- * all answer 200. */
-static void check_plan(struct pe_conn *c, const char *body, const char *what, int must_refuse, struct tally *t)
+ * all answer 200; posenc plan (on file) agrees. */
+static void check_plan(struct pe_conn *c, const char *body, const char *what, int must_refuse, const char *file,
+		       struct tally *t)
 {
 	struct pe_resp r;
 	char why[256], ctype[128];
 	t->plans++;
 	pe_conn_request(c, "POST", "/v1/plan?len=8", json_ct, body, strlen(body), &r);
+	if (r.status != 200) {
+		json_t *p = json_loads(r.body ? r.body : "", 0, NULL);
+		check_cli(file, body, what, r.status, json_string_value(json_object_get(p, "detail")), t);
+		json_decref(p);
+	} else {
+		check_cli(file, body, what, 200, NULL, t);
+	}
 	if (r.status == 422) {
 		t->refused++;
 		json_t *p = json_loads(r.body, 0, NULL);
@@ -150,37 +207,48 @@ START_TEST(every_url_of_every_mutated_plan_is_served)
 	struct pe_conn c;
 	struct tally t = {0};
 	struct site *sites = calloc(MAX_SITES, sizeof *sites);
-	size_t nsites = 0;
-	char path[512];
+	size_t nsites = 0, nmut = 0;
+	char path[512], dir[] = "/tmp/pe-plan-mut-XXXXXX", file[64];
 	json_error_t je;
+	const char *args[] = {"--max-elements", DAEMON_MAX_ELEMENTS, NULL};
 	snprintf(path, sizeof path, CONFIGS "/%s", configs[_i]);
 	json_t *root = json_load_file(path, JSON_DECODE_INT_AS_REAL, &je);
 	ck_assert_msg(root != NULL, "%s: %s", path, je.text);
-	find_sites(root, "", sites, &nsites);
-	ck_assert_msg(nsites > 0 && nsites < MAX_SITES, "%s: %zu numbers", path, nsites);
-	pe_daemon_start(&d, NULL);
+	find_sites(root, root, "", sites, &nsites);
+	ck_assert_msg(nsites > 0 && nsites < MAX_SITES, "%s: %zu members", path, nsites);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(file, sizeof file, "%s/config.json", dir);
+	pe_daemon_start(&d, args);
 	pe_conn_open(&c, &d);
 	char *plain = json_dumps(root, JSON_COMPACT);
-	check_plan(&c, plain, configs[_i], 0, &t); /* as published */
+	check_plan(&c, plain, configs[_i], 0, file, &t); /* as published */
 	free(plain);
 	for (size_t s = 0; s < nsites; s++) {
 		json_t *orig = json_incref(json_object_get(sites[s].parent, sites[s].key));
-		for (int k = 0; k < NMUT; k++) {
+		const char *const *muts = mutations_of(sites[s].type);
+		for (int k = 0; k < NMUT && muts[k]; k++) {
 			char what[512];
-			json_object_set_new(sites[s].parent, sites[s].key, mutation(k));
+			json_t *v = json_loads(muts[k], JSON_DECODE_ANY, NULL);
+			ck_assert_ptr_nonnull(v);
+			int must_refuse = sites[s].typed && type_of(v) != sites[s].type;
+			json_object_set_new(sites[s].parent, sites[s].key, v);
 			char *body = json_dumps(root, JSON_COMPACT);
-			snprintf(what, sizeof what, "%s %s = %s", configs[_i], sites[s].path, mut_names[k]);
-			check_plan(&c, body, what, sites[s].object, &t);
+			snprintf(what, sizeof what, "%s %s = %s", configs[_i], sites[s].path, muts[k]);
+			check_plan(&c, body, what, must_refuse, file, &t);
 			free(body);
+			nmut++;
 		}
 		json_object_set_new(sites[s].parent, sites[s].key, orig);
 	}
 	pe_conn_close(&c);
+	unlink(file);
+	rmdir(dir);
 	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 	ck_assert_msg(t.bad == 0, "%s: %zu of %zu plans (%zu urls) failed; first: %s | %s | %s | %s", configs[_i], t.bad,
 		      t.plans, t.urls, t.first[0], t.bad > 1 ? t.first[1] : "", t.bad > 2 ? t.first[2] : "",
 		      t.bad > 3 ? t.first[3] : "");
-	ck_assert_uint_eq(t.plans, 1 + NMUT * nsites);
+	ck_assert_uint_eq(t.plans, 1 + nmut);
+	ck_assert_uint_eq(t.cli, t.plans);
 	ck_assert_uint_ge(t.served, 1); /* the published config plans */
 	json_decref(root);
 	free(sites);
@@ -242,6 +310,52 @@ START_TEST(the_cli_refuses_with_the_daemons_detail)
 }
 END_TEST
 
+/* posenc plan --len takes what ?len= of POST /v1/plan takes: digits only, 1 to 2^30. */
+START_TEST(the_cli_len_is_the_daemons)
+{
+	static const struct {
+		const char *len, *query; /* query: the same value in a url, or NULL when it has no url form */
+		int ok;
+	} cases[] = {
+		{"8", "8", 1},           {"1073741824", "1073741824", 1}, {"1073741825", "1073741825", 0},
+		{"99999999999", "99999999999", 0}, {"0", "0", 0},       {" 8", "%208", 0},
+		{"+8", "%2B8", 0},       {"-8", "-8", 0},                 {"8x", "8x", 0},
+		{"", NULL, 0},
+	};
+	struct pe_daemon d;
+	struct pe_conn c;
+	struct pe_resp resp;
+	char path[256], url[128];
+	snprintf(path, sizeof path, CONFIGS "/llama3.2-1b.json");
+	pe_daemon_start(&d, NULL);
+	pe_conn_open(&c, &d);
+	FILE *f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	char body[16384];
+	size_t n = fread(body, 1, sizeof body, f);
+	fclose(f);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct crun r;
+		struct crun_opts o = {0};
+		crun(&r, &o, "plan", "--len", cases[i].len, path, NULL);
+		if (cases[i].ok)
+			ck_assert_msg(r.status == 0, "--len '%s': status %d, %s", cases[i].len, r.status, r.err ? r.err : "");
+		else
+			ck_assert_msg(r.status == 2 && r.err && strstr(r.err, "--len") != NULL, "--len '%s': status %d, %s",
+				      cases[i].len, r.status, r.err ? r.err : "");
+		crun_free(&r);
+		if (!cases[i].query)
+			continue;
+		snprintf(url, sizeof url, "/v1/plan?len=%s", cases[i].query);
+		pe_conn_request(&c, "POST", url, json_ct, body, n, &resp);
+		ck_assert_msg((resp.status == 200) == cases[i].ok, "%s: %ld %s", url, resp.status, resp.body);
+		pe_resp_free(&resp);
+	}
+	pe_conn_close(&c);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The published configs, by name (the loop test's index picks one). */
@@ -275,6 +389,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, the_fixtures_are_there);
 	tcase_add_loop_test(tc, every_url_of_every_mutated_plan_is_served, 0, nconfigs);
 	tcase_add_test(tc, the_cli_refuses_with_the_daemons_detail);
+	tcase_add_test(tc, the_cli_len_is_the_daemons);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -9,8 +9,9 @@
  * jansson is wrong (a raw NUL byte it skips). A refusal
  * is PE_EBODY or PE_ETOOBIG naming "body" with a detail. pe_plan_build fails only with a known
  * code and a detail; when it succeeds, every encoding with a table has a url whose query the
- * table's own pe_params_set / pe_params_finish take (what the server runs on a GET of it), and
- * pe_plan_json is JSON that jansson reads back (strings well-formed UTF-8) with the same number
+ * table's own pe_params_set / pe_params_finish take (what the server runs on a GET of it), whose
+ * table has at most max_elements elements and whose length is at most PE_PLAN_MAX_URL (what the
+ * server answers 413 or 414 otherwise), and pe_plan_json is JSON that jansson reads back (strings well-formed UTF-8) with the same number
  * of encodings. */
 #include <jansson.h>
 #include <stdint.h>
@@ -53,10 +54,12 @@ static void check_reader(const char *text, size_t n)
 
 /* The url "/v1/<table>?k=v&..." through its table's parameter code, as a GET of it would be
  * ("%2B" is '+'; format is the output's, not the table's). A table posenc lacks is not checked. */
-static void check_url(const char *url)
+static void check_url(const char *url, uint64_t max_elements)
 {
 	const char *q = strchr(url, '?');
 	char table[64], *query, *save = NULL;
+	if (strlen(url) > PE_PLAN_MAX_URL)
+		FAIL("the plan's url is %zu bytes, past PE_PLAN_MAX_URL", strlen(url));
 	struct pe_params p;
 	struct pe_err err = {0};
 	if (!q || strncmp(url, "/v1/", 4) || (size_t)(q - url - 4) >= sizeof table)
@@ -82,6 +85,11 @@ static void check_url(const char *url)
 		rc = pe_params_finish(&p, &err);
 	if (rc != 0)
 		FAIL("the plan's url %.300s is refused: %s: %s", url, err.param, err.detail);
+	struct pe_shape shape;
+	int overflow = 0;
+	size_t n = pe_table_shape(&p, &shape) == 0 ? pe_shape_count(&shape, &overflow) : 0;
+	if (max_elements && (overflow || n > max_elements))
+		FAIL("the plan's url %.300s names a table of %zu elements, past max_elements", url, n);
 	pe_params_destroy(&p);
 	free(query);
 }
@@ -102,7 +110,7 @@ static void check_plan(const char *text, size_t n, uint8_t sel)
 		if (plan.enc[i].table && !plan.enc[i].url)
 			FAIL("encoding %zu has a table and no url", i);
 		if (plan.enc[i].table)
-			check_url(plan.enc[i].url);
+			check_url(plan.enc[i].url, o.max_elements);
 	}
 	size_t len = 0;
 	char *out = pe_plan_json(&plan, &len);
