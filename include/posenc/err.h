@@ -29,7 +29,9 @@
 	X(TIMEOUT, 503, "job-timeout", "Computation timed out")                      \
 	X(UNAVAIL, 503, "store-unavailable", "Store unavailable")                   \
 	X(NOSPACE, 507, "insufficient-storage", "Insufficient storage")              \
-	X(NOTIMPL, 501, "not-implemented", "Not implemented")
+	X(NOTIMPL, 501, "not-implemented", "Not implemented")                        \
+	X(HEADTOOBIG, 431, "header-too-large", "Request header fields too large")     \
+	X(URITOOLONG, 414, "uri-too-long", "URI too long")
 
 enum pe_errno {
 	PE_OK = 0,

@@ -70,6 +70,9 @@ struct pe_query;
 
 struct req {
 	struct pe_http *h;
+	/* From the URI callback (server.c uri_cb), before the access handler's first call (begun). */
+	size_t target_bytes;     /* the raw request target */
+	int query_over, begun;
 	int route, status, cache_hit;
 	double t0;
 	uint64_t bytes;

@@ -235,38 +235,78 @@ static enum MHD_Result refuse_early(struct pe_http *h, struct req *r, struct MHD
 	return MHD_YES;
 }
 
-/* libmicrohttpd 0.9.75 keeps a record (64 bytes) of every query parameter and header field in the
- * connection's memory pool, beside the request's head; when the records do not fit it answers
- * nothing at all for a query (its 431 is lost). The pool holds a head of max_header_bytes with
- * this many records (a request's parameters are capped at PE_QUERY_MAX_PARAMS, uri_cb). */
+/* libmicrohttpd 0.9.75 keeps the whole head in the connection's memory pool, with a record (64
+ * bytes) of every query parameter and header field beside it, and the answer's header after it;
+ * when the records do not fit it answers nothing at all for a query. The pool holds twice
+ * max_header_bytes (the head read, and room for MHD to grow its read buffer past it so that a head
+ * a little over the limit still reaches head_refusal) and the records of PE_QUERY_MAX_PARAMS
+ * parameters and HEADER_FIELDS_MAX fields. A head over what the pool holds gets MHD's own 414/431. */
 #define MHD_RECORD_BYTES 64
-#define HEADER_FIELDS_ROOM 64
+#define HEADER_FIELDS_MAX 128
 #define POOL_SLACK 1024
+
+static size_t head_limit(const struct pe_http_options *opt)
+{
+	return opt->max_header_bytes ? opt->max_header_bytes : (size_t)32768;
+}
 
 static size_t pool_bytes(const struct pe_http_options *opt)
 {
-	size_t head = opt->max_header_bytes ? opt->max_header_bytes : (size_t)32768;
-	return head + (PE_QUERY_MAX_PARAMS + HEADER_FIELDS_ROOM) * MHD_RECORD_BYTES + POOL_SLACK;
+	return 2 * head_limit(opt) + (PE_QUERY_MAX_PARAMS + HEADER_FIELDS_MAX) * MHD_RECORD_BYTES + POOL_SLACK;
 }
 
-/* A request whose query has more than PE_QUERY_MAX_PARAMS parameters: its con_cls, until the
- * access handler answers it. */
-static char query_over_cap;
-
-/* MHD_OPTION_URI_LOG_CALLBACK: the raw request target, before MHD parses its query. A query over
- * the cap is cut to nothing in MHD's buffer (MHD parses it right after this returns), so no record
- * is kept of it and the request is answered with a 400 naming the query (first_call). */
+/* MHD_OPTION_URI_LOG_CALLBACK: the raw request target, before MHD parses its query. Its length is
+ * kept for head_refusal in the request's state, begun here. A query over the cap, or in a target
+ * over max_header_bytes, is cut to nothing in MHD's buffer (MHD parses it right after this
+ * returns), so no record is kept of it and the request is refused (first_call). */
 static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 {
+	struct pe_http *h = cls;
+	(void)conn;
+	size_t n = strlen(uri);
 	char *q = strchr(uri, '?');
-	if (!q || pe_query_count(q + 1) <= PE_QUERY_MAX_PARAMS)
-		return NULL;
-	q[1] = 0;
-	return &query_over_cap;
+	int query_over = q && pe_query_count(q + 1) > PE_QUERY_MAX_PARAMS;
+	if (q && (query_over || n > head_limit(&h->opt)))
+		q[1] = 0;
+	struct req *r = calloc(1, sizeof *r);
+	if (r) {
+		r->target_bytes = n;
+		r->query_over = query_over;
+	}
+	return r;
+}
+
+static enum MHD_Result count_field(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				   const char *value, size_t value_size)
+{
+	(void)kind;
+	(void)key;
+	(void)value;
+	*(size_t *)cls += key_size + 2 + value_size + 2; /* "name: value" CRLF */
+	return MHD_YES;
+}
+
+/* A head over max_header_bytes (request line and header fields, each with its CRLF) or with more
+ * than HEADER_FIELDS_MAX fields: 414 when the request line alone is over, else 431. */
+static int head_refusal(struct pe_http *h, struct req *r, struct MHD_Connection *conn, const char *method,
+			const char *version, struct pe_err *err)
+{
+	size_t limit = head_limit(&h->opt), head = strlen(method) + 1 + r->target_bytes + 1 + strlen(version) + 2;
+	if (head > limit)
+		return pe_err_set(err, PE_EURITOOLONG, "request-target", "the request line is over max_header_bytes "
+				  "(%zu bytes)", limit);
+	int fields = MHD_get_connection_values_n(conn, MHD_HEADER_KIND, count_field, &head);
+	if (fields > HEADER_FIELDS_MAX)
+		return pe_err_set(err, PE_EHEADTOOBIG, "header", "the request has more than %d header fields",
+				  HEADER_FIELDS_MAX);
+	if (head > limit)
+		return pe_err_set(err, PE_EHEADTOOBIG, "header", "the request line and header fields are over "
+				  "max_header_bytes (%zu bytes)", limit);
+	return 0;
 }
 
 static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version, int query_over)
+				  const char *method, const char *version)
 {
 	struct pe_err err = {0};
 	if (read_framing(r, conn, method, version, &err) != 0) {
@@ -275,7 +315,9 @@ static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_C
 	}
 	pe_router_match(h->router, r, url);
 	enum MHD_Result rc = MHD_YES;
-	if (query_over) {
+	if (head_refusal(h, r, conn, method, version, &err) != 0) {
+		pe_http_refuse(r, &err, NULL);
+	} else if (r->query_over) {
 		pe_err_set(&err, PE_EINVAL, "query", "the query has more than %d parameters", PE_QUERY_MAX_PARAMS);
 		pe_http_refuse(r, &err, NULL);
 	} else if (r->has_body && takes_no_body(method)) {
@@ -335,16 +377,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 {
 	struct pe_http *h = cls;
 	struct req *r = *con_cls;
-	if (!r || *con_cls == &query_over_cap) {
-		int query_over = r != NULL;
+	if (!r || !r->begun) {
 		note_thread(h);
-		*con_cls = r = calloc(1, sizeof *r);
-		if (!r)
+		if (!r && !(*con_cls = r = calloc(1, sizeof *r)))
 			return MHD_NO;
+		if (!r->target_bytes)
+			r->target_bytes = strlen(url); /* the URI callback found no memory: at least the path */
+		r->begun = 1;
 		begin_request(h, r, conn, url, method);
 		atomic_fetch_add(&h->active, 1);
 		pe_conn_guard_phase(h->guard, conn, PH_BODY, 0);
-		return first_call(h, r, conn, url, method, version, query_over);
+		return first_call(h, r, conn, url, method, version);
 	}
 	if (r->on_resume) {
 		/* the waiter was completed or expired under wait_lock, and libmicrohttpd's wake-up
@@ -410,7 +453,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct pe_http *h = cls;
 	struct req *r = *con_cls;
-	if (!r || *con_cls == &query_over_cap) { /* ended before the access handler saw it (MHD's 431) */
+	if (!r || !r->begun) { /* ended before the access handler saw it (MHD's 431) */
+		free(r);
 		*con_cls = NULL;
 		return;
 	}
@@ -503,7 +547,7 @@ static struct MHD_Daemon *start_mhd(struct pe_http *h, const struct pe_http_opti
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool_bytes(opt),
 				MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 				MHD_OPTION_UNESCAPE_CALLBACK, pe_router_unescape_cb, NULL,
-				MHD_OPTION_URI_LOG_CALLBACK, uri_cb, NULL,
+				MHD_OPTION_URI_LOG_CALLBACK, uri_cb, h,
 				MHD_OPTION_NOTIFY_CONNECTION, pe_conn_guard_notify_cb, h->guard,
 				MHD_OPTION_ARRAY, more_options(opt, threads, more),
 				MHD_OPTION_END);
