@@ -198,6 +198,20 @@ static void byte_by_byte(int port)
 	free(b);
 }
 
+/* head then body (len bytes; none if body is NULL) on a new connection: a problem of status
+ * naming body, what (with the status got) the check's text. */
+static void body_refused(int port, const char *head, const char *body, size_t len, int status, const char *what)
+{
+	struct resp r = {0};
+	int fd = tcp_connect(port, NULL);
+	int ok = fd >= 0 && send_all(fd, head, strlen(head)) == 0 && (!body || send_all(fd, body, len) == 0) &&
+		 read_response(fd, &r, 30000, 1 << 20) == 0;
+	check(ok && is_problem(&r, status, "body"), "%s (%d)", what, r.status);
+	resp_free(&r);
+	if (fd >= 0)
+		close(fd);
+}
+
 static void length_lies(int port)
 {
 	size_t len;
@@ -212,25 +226,13 @@ static void length_lies(int port)
 	if (fd >= 0)
 		close(fd);
 	/* promised less: the form ends before its closing boundary */
-	fd = tcp_connect(port, NULL);
-	hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT "Content-Length: %zu\r\n\r\n",
-		      len - 40);
-	struct resp r = {0};
-	ok = fd >= 0 && send_all(fd, head, (size_t)hl) == 0 && send_all(fd, b, len) == 0 &&
-	     read_response(fd, &r, 30000, 1 << 20) == 0;
-	check(ok && is_problem(&r, 400, "body"), "Content-Length 40 bytes short: 400 naming body (%d)", r.status);
-	resp_free(&r);
-	if (fd >= 0)
-		close(fd);
+	snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT "Content-Length: %zu\r\n\r\n",
+		 len - 40);
+	body_refused(port, head, b, len, 400, "Content-Length 40 bytes short: 400 naming body");
 	/* over max_body_bytes: refused from the header (Expect: 100-continue, nothing sent) */
-	fd = tcp_connect(port, NULL);
-	hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT
-		      "Expect: 100-continue\r\nContent-Length: %ld\r\n\r\n", 5 * MIB);
-	ok = fd >= 0 && send_all(fd, head, (size_t)hl) == 0 && read_response(fd, &r, 30000, 1 << 20) == 0;
-	check(ok && is_problem(&r, 413, "body"), "Content-Length over max_body_bytes: 413 naming body (%d)", r.status);
-	resp_free(&r);
-	if (fd >= 0)
-		close(fd);
+	snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT
+		 "Expect: 100-continue\r\nContent-Length: %ld\r\n\r\n", 5 * MIB);
+	body_refused(port, head, NULL, 0, 413, "Content-Length over max_body_bytes: 413 naming body");
 	/* chunked past max_body_bytes: 413 */
 	size_t xlen = 5 * MIB, blen;
 	char *big = calloc(1, xlen);
@@ -246,6 +248,7 @@ static void length_lies(int port)
 		int sl = snprintf(sz, sizeof sz, "%zx\r\n", n);
 		ok = send_all(fd, sz, (size_t)sl) == 0 && send_all(fd, bb + off, n) == 0 && send_all(fd, "\r\n", 2) == 0;
 	}
+	struct resp r = {0};
 	ok = ok && send_all(fd, "0\r\n\r\n", 5) == 0 && read_response(fd, &r, 30000, 1 << 20) == 0;
 	check(ok && is_problem(&r, 413, "body"), "a chunked form past max_body_bytes: 413 naming body (%d)", r.status);
 	resp_free(&r);
