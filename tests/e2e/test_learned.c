@@ -198,6 +198,17 @@ static void files(char *out, size_t cap)
 	pclose(p);
 }
 
+/* The list counts count tables and the store holds exactly the files want ("a.table|b.table|"). */
+static void assert_stored(json_int_t count, const char *want)
+{
+	json_t *l = list();
+	ck_assert_int_eq(json_integer_value(json_object_get(l, "count")), count);
+	json_decref(l);
+	char f[256];
+	files(f, sizeof f);
+	ck_assert_str_eq(f, want);
+}
+
 /* ---- upload, download, list ---- */
 
 START_TEST(put_get_every_format)
@@ -315,12 +326,7 @@ START_TEST(replace_changes_etag_never_stale)
 	pe_request(&D, "DELETE", "/v1/learned/t", NULL, NULL, 0, &r);
 	pe_assert_problem(&r, 404, "name");
 	pe_resp_free(&r);
-	json_t *l = list();
-	ck_assert_int_eq(json_integer_value(json_object_get(l, "count")), 0);
-	json_decref(l);
-	char f[256];
-	files(f, sizeof f);
-	ck_assert_str_eq(f, "");
+	assert_stored(0, "");
 	stop();
 }
 END_TEST
@@ -513,12 +519,7 @@ START_TEST(upload_errors)
 	put_table("/v1/learned/s2", 800, 1, 0, 201);
 	put_table("/v1/learned/s3", 800, 1, 0, 507);
 	put_table("/v1/learned/s1", 800, 1, 1, 200); /* replacing needs no more room */
-	json_t *l = list();
-	ck_assert_int_eq(json_integer_value(json_object_get(l, "count")), 2);
-	json_decref(l);
-	char f[256];
-	files(f, sizeof f);
-	ck_assert_str_eq(f, "s1.table|s2.table|");
+	assert_stored(2, "s1.table|s2.table|");
 	stop();
 }
 END_TEST
