@@ -212,20 +212,32 @@ static void body_refused(int port, const char *head, const char *body, size_t le
 		close(fd);
 }
 
+/* A new connection with a form's POST head of content_length sent: its fd, -1 if either failed. */
+static int post_head(int port, size_t content_length)
+{
+	char head[512];
+	int hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT
+			  "Content-Length: %zu\r\n\r\n", content_length);
+	int fd = tcp_connect(port, NULL);
+	if (fd >= 0 && send_all(fd, head, (size_t)hl) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 static void length_lies(int port)
 {
 	size_t len;
 	char *b = good_form(&len);
 	/* promised more than sent, then silence */
-	int fd = tcp_connect(port, NULL);
-	char head[512];
-	int hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT
-			  "Content-Length: %zu\r\n\r\n", len + 100000);
-	int ok = fd >= 0 && send_all(fd, head, (size_t)hl) == 0 && send_all(fd, b, len) == 0;
+	int fd = post_head(port, len + 100000);
+	int ok = fd >= 0 && send_all(fd, b, len) == 0;
 	check(ok && peer_closed(fd, 20000), "Content-Length 100000 bytes past what is sent, then silence: cut");
 	if (fd >= 0)
 		close(fd);
 	/* promised less: the form ends before its closing boundary */
+	char head[512];
 	snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT "Content-Length: %zu\r\n\r\n",
 		 len - 40);
 	body_refused(port, head, b, len, 400, "Content-Length 40 bytes short: 400 naming body");
@@ -239,7 +251,7 @@ static void length_lies(int port)
 	struct form_part parts[] = {{"x", NULL, big, xlen}};
 	char *bb = form_body(parts, 1, &blen);
 	fd = tcp_connect(port, NULL);
-	hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" CT
+	int hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" CT
 		      "Transfer-Encoding: chunked\r\n\r\n");
 	ok = fd >= 0 && send_all(fd, head, (size_t)hl) == 0;
 	for (size_t off = 0; ok && off < blen; off += 65536) {
@@ -264,11 +276,8 @@ static void dripping(int port)
 {
 	size_t len;
 	char *b = good_form(&len);
-	int fd = tcp_connect(port, NULL);
-	char head[512];
-	int hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT
-			  "Content-Length: %zu\r\n\r\n", len);
-	int ok = fd >= 0 && send_all(fd, head, (size_t)hl) == 0, cut = 0;
+	int fd = post_head(port, len);
+	int ok = fd >= 0, cut = 0;
 	double end = now_s() + 30;
 	for (size_t i = 0; ok && i < len && now_s() < end && !cut; i++) {
 		if (send_all(fd, b + i, 1) != 0)
