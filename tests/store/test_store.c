@@ -163,12 +163,13 @@ static void assert_listing(const char *sub, const char *want)
 
 static void file_path(const char *file, char *out, size_t cap) { snprintf(out, cap, "%s/%s", dir, file); }
 
-/* A store of 1 MiB holding one 3x2 f32 table `name` of values(6, 1): *m its meta, *v its values. */
-static struct pe_store *store_with(const char *name, struct pe_store_meta *m, float **v)
+/* A store of 1 MiB holding one rows x 2 f32 table `name` of values(2 * rows, 1): *m its meta, *v
+ * its values. */
+static struct pe_store *store_with(const char *name, uint64_t rows, struct pe_store_meta *m, float **v)
 {
 	struct pe_store *s = open_store(1 << 20, 1 << 20);
-	*v = values(6, 1);
-	*m = meta(name, PE_F32, 3, 2);
+	*v = values(2 * rows, 1);
+	*m = meta(name, PE_F32, rows, 2);
 	put_ok(s, m, *v, 0);
 	return s;
 }
@@ -372,12 +373,11 @@ END_TEST
 /* Damage that appears while the daemon runs is caught when the table is read. */
 START_TEST(read_verifies_checksum)
 {
-	struct pe_store *s = open_store(1 << 20, 1 << 20);
-	float *v = values(8, 1);
-	struct pe_store_meta m = meta("x", PE_F32, 4, 2), got;
+	float *v;
+	struct pe_store_meta m, got;
+	struct pe_store *s = store_with("x", 4, &m, &v);
 	struct pe_err err = {0};
 	void *data = (void *)1;
-	put_ok(s, &m, v, 0);
 	flip("x.table", HEADER + 5);
 	ck_assert_int_eq(pe_store_read(s, "x", &m, &got, &data, &err), PE_EIO);
 	ck_assert_ptr_null(data);
@@ -583,7 +583,7 @@ START_TEST(second_open_changes_nothing)
 {
 	float *v;
 	struct pe_store_meta m;
-	struct pe_store *s = store_with("t", &m, &v);
+	struct pe_store *s = store_with("t", 3, &m, &v);
 	write_file(".tmp-u.4242.1", "in progress", 11); /* as if an upload were being written */
 	struct pe_store_options o = {.dir = dir, .max_bytes = 1 << 20, .max_table_bytes = 1 << 20,
 				     .quarantine_max_bytes = 1 << 20, .quarantine_max_files = 64, .log = log_cb};
@@ -614,7 +614,7 @@ START_TEST(scan_leaves_special_files_alone)
 {
 	float *v;
 	struct pe_store_meta m;
-	struct pe_store *s = store_with("real", &m, &v);
+	struct pe_store *s = store_with("real", 3, &m, &v);
 	pe_store_close(s);
 	char path[400];
 	file_path("fifo.table", path, sizeof path);
@@ -677,7 +677,7 @@ START_TEST(vanished_file_is_not_found)
 {
 	float *v;
 	struct pe_store_meta m, st;
-	struct pe_store *s = store_with("gone", &m, &v);
+	struct pe_store *s = store_with("gone", 3, &m, &v);
 	struct pe_err err = {0};
 	void *data = NULL;
 	remove_file("gone.table");
