@@ -174,6 +174,16 @@ static struct pe_store *store_with(const char *name, uint64_t rows, struct pe_st
 	return s;
 }
 
+/* s holds no table and counts no byte. */
+static void assert_empty(struct pe_store *s)
+{
+	uint64_t bytes;
+	size_t n;
+	pe_store_usage(s, &bytes, &n);
+	ck_assert_uint_eq(bytes, 0);
+	ck_assert_uint_eq(n, 0);
+}
+
 /* The end of a test: its values freed, its store closed. */
 static void done(struct pe_store *s, void *v)
 {
@@ -313,11 +323,7 @@ START_TEST(delete_removes)
 	pe_store_close(s);
 	s = open_store(1 << 20, 1 << 20);
 	ck_assert_int_eq(pe_store_stat(s, "a", &st), PE_ENOTFOUND);
-	uint64_t bytes;
-	size_t n;
-	pe_store_usage(s, &bytes, &n);
-	ck_assert_uint_eq(bytes, 0);
-	ck_assert_uint_eq(n, 0);
+	assert_empty(s);
 	done(s, v);
 }
 END_TEST
@@ -685,11 +691,7 @@ START_TEST(vanished_file_is_not_found)
 	ck_assert_str_eq(err.param, "name");
 	ck_assert_int_eq(pe_store_stat(s, "gone", &st), PE_ENOTFOUND);
 	ck_assert_int_eq(pe_store_read(s, "gone", NULL, &st, &data, &err), PE_ENOTFOUND);
-	uint64_t bytes;
-	size_t n;
-	pe_store_usage(s, &bytes, &n);
-	ck_assert_uint_eq(bytes, 0);
-	ck_assert_uint_eq(n, 0);
+	assert_empty(s);
 	ck_assert_msg(strstr(events, "vanished gone.table|") != NULL, "%s", events);
 	put_ok(s, &m, v, 0); /* the name is free again */
 	assert_reads(s, "gone", v, 24);
@@ -736,7 +738,6 @@ START_TEST(stat_and_list_see_a_removed_file)
 	float *v = values(6, 1);
 	struct pe_store_meta a = meta("a", PE_F32, 3, 2), b = meta("b", PE_F32, 3, 2), st, *all = NULL;
 	size_t n;
-	uint64_t bytes;
 	put_ok(s, &a, v, 0);
 	put_ok(s, &b, v, 0);
 	remove_file("a.table");
@@ -751,9 +752,7 @@ START_TEST(stat_and_list_see_a_removed_file)
 	ck_assert_int_eq(pe_store_stat(s, "b", &st), PE_ENOTFOUND);
 	ck_assert_int_eq(pe_store_list(s, &all, &n), 0);
 	ck_assert_uint_eq(n, 0);
-	pe_store_usage(s, &bytes, &n);
-	ck_assert_uint_eq(bytes, 0);
-	ck_assert_uint_eq(n, 0);
+	assert_empty(s);
 	done(s, v);
 }
 END_TEST
