@@ -101,6 +101,14 @@ static void t_val_free(void *p)
 	atomic_fetch_add(&t_freed, 1);
 }
 
+/* The cache freed: free_cb called freed times in all, and no cache allocation left. */
+static void free_cache(struct pe_cache *c, int freed)
+{
+	pe_cache_free(c);
+	ck_assert_int_eq(atomic_load(&t_freed), freed);
+	ck_assert_int_eq(atomic_load(&t_live), 0);
+}
+
 static int t_frees(const struct t_val *v)
 {
 	return atomic_load(&((struct t_val *)v)->frees);
@@ -249,9 +257,7 @@ START_TEST(test_binary_keys)
 	}
 	ck_assert_uint_eq(t_stats(c).entries, 8);
 	ck_assert_uint_eq(t_stats(c).bytes, COST(0, 3 + 3 + 2 + 1 + 0 + 4096 + 4096 + 4000) + 7 * ENTRY_OVERHEAD);
-	pe_cache_free(c);
-	ck_assert_int_eq(atomic_load(&t_freed), 8);
-	ck_assert_int_eq(atomic_load(&t_live), 0);
+	free_cache(c, 8);
 }
 END_TEST
 
@@ -362,9 +368,7 @@ START_TEST(test_bytes_exact)
 	ck_assert_uint_eq(t_stats(c).entries, 1);
 	ck_assert_uint_eq(t_stats(c).evictions, 3);
 	ck_assert_int_eq(t_peek(c, "full"), 5);
-	pe_cache_free(c);
-	ck_assert_int_eq(atomic_load(&t_freed), 5);
-	ck_assert_int_eq(atomic_load(&t_live), 0);
+	free_cache(c, 5);
 }
 END_TEST
 
@@ -383,9 +387,7 @@ START_TEST(test_bytes_no_overflow)
 	ck_assert_int_eq(t_put(c, "c", t_val_new(3), 0), 0); /* b goes to make room */
 	ck_assert_uint_eq(t_stats(c).bytes, COST(0, 1));
 	ck_assert_int_eq(t_peek(c, "b"), -1);
-	pe_cache_free(c);
-	ck_assert_int_eq(atomic_load(&t_freed), 3);
-	ck_assert_int_eq(atomic_load(&t_live), 0);
+	free_cache(c, 3);
 }
 END_TEST
 
@@ -417,9 +419,7 @@ START_TEST(test_set_limit)
 	pe_cache_set_limit(c, 1 << 20); /* growing keeps again */
 	ck_assert_int_eq(t_put(c, "x", t_val_new(11), 0), 0);
 	ck_assert_int_eq(t_peek(c, "x"), 11);
-	pe_cache_free(c);
-	ck_assert_int_eq(atomic_load(&t_freed), 12);
-	ck_assert_int_eq(atomic_load(&t_live), 0);
+	free_cache(c, 12);
 }
 END_TEST
 
@@ -465,9 +465,7 @@ START_TEST(test_oversize)
 	ck_assert_int_eq(t_peek(c, "old"), -1);
 	ck_assert_uint_eq(t_stats(c).entries, 0);
 	ck_assert_uint_eq(t_stats(c).bytes, 0);
-	pe_cache_free(c);
-	ck_assert_int_eq(atomic_load(&t_freed), 4);
-	ck_assert_int_eq(atomic_load(&t_live), 0);
+	free_cache(c, 4);
 }
 END_TEST
 
@@ -495,9 +493,7 @@ START_TEST(test_ref_outlives_eviction)
 	pe_cache_release(held);
 	ck_assert_int_eq(t_frees(a), 1);
 	ck_assert_int_eq(atomic_load(&t_freed), 1);
-	pe_cache_free(c);
-	ck_assert_int_eq(atomic_load(&t_freed), 3);
-	ck_assert_int_eq(atomic_load(&t_live), 0);
+	free_cache(c, 3);
 }
 END_TEST
 
@@ -570,9 +566,7 @@ START_TEST(test_growth)
 	ck_assert_uint_eq(s.entries, N);
 	ck_assert_uint_eq(s.bytes, bytes);
 	ck_assert_uint_eq(s.hits, N);
-	pe_cache_free(c);
-	ck_assert_int_eq(atomic_load(&t_freed), N);
-	ck_assert_int_eq(atomic_load(&t_live), 0);
+	free_cache(c, N);
 }
 END_TEST
 
@@ -716,9 +710,7 @@ START_TEST(test_fail)
 	pe_cache_fail(c, "k", 1, PE_EIO);
 	ck_assert_int_eq(t_peek(c, "k"), 1);
 	ck_assert_uint_eq(t_stats(c).misses, 2);
-	pe_cache_free(c);
-	ck_assert_int_eq(atomic_load(&t_freed), 1);
-	ck_assert_int_eq(atomic_load(&t_live), 0);
+	free_cache(c, 1);
 }
 END_TEST
 
@@ -779,9 +771,7 @@ START_TEST(test_callback_reenters)
 	ck_assert_int_eq(t_put(c, "k", t_val_new(5), 1), 0);
 	ck_assert_int_eq(r.seen, 5);
 	ck_assert_int_eq(t_peek(c, "from-cb"), 9);
-	pe_cache_free(c);
-	ck_assert_int_eq(atomic_load(&t_freed), 2);
-	ck_assert_int_eq(atomic_load(&t_live), 0);
+	free_cache(c, 2);
 }
 END_TEST
 

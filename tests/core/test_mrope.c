@@ -216,21 +216,24 @@ START_TEST(positions_exact)
 }
 END_TEST
 
-START_TEST(exact_vs_numpy)
-{
-	if (!pe_kat_use_isa(_i))
-		return;
-	const struct pe_kat_cmp cmp = {"rope/mrope", "query", "ref_f64", PE_F64, "attention_scaling", 0};
-	pe_kat_compare_dtypes(DATA_DIR, &cmp, "mrope exact %s vs numpy", 1, 1, 2);
-}
-END_TEST
+/* The known answers every float dtype is checked against (label's %s its name), in ulps: bound,
+ * scaled cases bound_scaled, scaled f64 bound_scaled_f64. */
+static const struct reference {
+	struct pe_kat_cmp cmp;
+	const char *label;
+	uint64_t bound, bound_scaled, bound_scaled_f64;
+} references[] = {
+	{{"rope/mrope", "query", "ref_f64", PE_F64, "attention_scaling", 0}, "mrope exact %s vs numpy", 1, 1, 2},
+	{{"rope/mrope", "hf_query", "torch_f32", PE_F32, "attention_scaling", 0}, "mrope hf %s vs torch", 1, 2, 2},
+};
 
-START_TEST(hf_vs_torch)
+/* _i / 2 the reference, _i % 2 the kernel path. */
+START_TEST(vs_reference)
 {
-	if (!pe_kat_use_isa(_i))
+	if (!pe_kat_use_isa(_i % 2))
 		return;
-	const struct pe_kat_cmp cmp = {"rope/mrope", "hf_query", "torch_f32", PE_F32, "attention_scaling", 0};
-	pe_kat_compare_dtypes(DATA_DIR, &cmp, "mrope hf %s vs torch", 1, 2, 2);
+	const struct reference *ref = &references[_i / 2];
+	pe_kat_compare_dtypes(DATA_DIR, &ref->cmp, ref->label, ref->bound, ref->bound_scaled, ref->bound_scaled_f64);
 }
 END_TEST
 
@@ -357,8 +360,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, segments_bounded);
 	tcase_add_test(tc, sequence_parameters_refused);
 	tcase_add_test(tc, positions_exact);
-	tcase_add_loop_test(tc, exact_vs_numpy, 0, 2);
-	tcase_add_loop_test(tc, hf_vs_torch, 0, 2);
+	tcase_add_loop_test(tc, vs_reference, 0, 2 * (int)(sizeof references / sizeof references[0]));
 	tcase_add_test(tc, rows_and_body_match_whole);
 	tcase_add_test(tc, long_sequence_blocks);
 	tcase_add_test(tc, dynamic_seq_len_default);

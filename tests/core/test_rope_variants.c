@@ -26,44 +26,29 @@
 
 static const enum pe_dtype float_dtypes[] = {PE_F64, PE_F32, PE_F16, PE_BF16};
 
-/* Every case having query_field and file: the table as dt against the file, within 1 ulp. */
-static void compare(const char *query_field, const char *file, enum pe_dtype dt, const char *what)
-{
-	const struct pe_kat_cmp cmp = {NULL, query_field, file, dt, NULL, 0};
-	pe_kat_compare_dir(DATA_DIR, &cmp, what, 1, 1);
-}
+/* The known answers each case is checked against, within 1 ulp: every float dtype (label's %s its
+ * name) or, without all_dtypes, cmp.dt alone (label as it is). */
+static const struct reference {
+	struct pe_kat_cmp cmp;
+	const char *label;
+	int all_dtypes;
+} references[] = {
+	{{NULL, "query", "ref_f64", PE_F64, NULL, 0}, "variants exact %s vs numpy", 1},
+	{{NULL, "query", "mp_f64", PE_F64, NULL, 0}, "variants exact f64 vs mpmath", 0},
+	{{NULL, "hf_query", "torch_f32", PE_F32, NULL, 0}, "variants hf %s vs torch", 1},
+	{{NULL, "ggml_query", "ggml_f32", PE_F32, NULL, 0}, "llama4 ggml f32 vs emulation", 0},
+};
 
-START_TEST(exact_vs_numpy)
+/* _i / 2 the reference, _i % 2 the kernel path. */
+START_TEST(vs_reference)
 {
-	if (!pe_kat_use_isa(_i))
+	if (!pe_kat_use_isa(_i % 2))
 		return;
-	const struct pe_kat_cmp cmp = {NULL, "query", "ref_f64", PE_F64, NULL, 0};
-	pe_kat_compare_dtypes(DATA_DIR, &cmp, "variants exact %s vs numpy", 1, 1, 1);
-}
-END_TEST
-
-START_TEST(exact_f64_vs_mpmath)
-{
-	if (!pe_kat_use_isa(_i))
-		return;
-	compare("query", "mp_f64", PE_F64, "variants exact f64 vs mpmath");
-}
-END_TEST
-
-START_TEST(hf_vs_torch)
-{
-	if (!pe_kat_use_isa(_i))
-		return;
-	const struct pe_kat_cmp cmp = {NULL, "hf_query", "torch_f32", PE_F32, NULL, 0};
-	pe_kat_compare_dtypes(DATA_DIR, &cmp, "variants hf %s vs torch", 1, 1, 1);
-}
-END_TEST
-
-START_TEST(ggml_vs_emulation)
-{
-	if (!pe_kat_use_isa(_i))
-		return;
-	compare("ggml_query", "ggml_f32", PE_F32, "llama4 ggml f32 vs emulation");
+	const struct reference *ref = &references[_i / 2];
+	if (ref->all_dtypes)
+		pe_kat_compare_dtypes(DATA_DIR, &ref->cmp, ref->label, 1, 1, 1);
+	else
+		pe_kat_compare_dir(DATA_DIR, &ref->cmp, ref->label, 1, 1);
 }
 END_TEST
 
@@ -377,10 +362,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("rope_variants");
 	TCase *kat = tcase_create("known answers");
 	tcase_set_timeout(kat, 60);
-	tcase_add_loop_test(kat, exact_vs_numpy, 0, 2);
-	tcase_add_loop_test(kat, exact_f64_vs_mpmath, 0, 2);
-	tcase_add_loop_test(kat, hf_vs_torch, 0, 2);
-	tcase_add_loop_test(kat, ggml_vs_emulation, 0, 2);
+	tcase_add_loop_test(kat, vs_reference, 0, 2 * (int)(sizeof references / sizeof references[0]));
 	tcase_add_test(kat, scalar_and_avx2_agree);
 	suite_add_tcase(s, kat);
 	TCase *unit = tcase_create("properties and validation");

@@ -121,6 +121,16 @@ static void put_with(const char *path, const void *body, size_t len, const char 
 
 static void put(const char *path, const struct pe_buf *b, struct pe_resp *r) { put_with(path, b->data, b->len, NULL, r); }
 
+/* PUT b to path: a 400 problem naming param. */
+static void put_refused(const char *path, const struct pe_buf *b, const char *param)
+{
+	struct pe_resp r;
+	put(path, b, &r);
+	ck_assert_msg(r.status == 400, "PUT %s: %ld, want 400: %s", path, r.status, r.body);
+	pe_assert_problem(&r, 400, param);
+	pe_resp_free(&r);
+}
+
 /* PUT a [rows, cols] f32 table; its status must be want. */
 static void put_table(const char *path, size_t rows, size_t cols, float seed, long want)
 {
@@ -186,6 +196,17 @@ static void files(char *out, size_t cap)
 	size_t n = fread(out, 1, cap - 1, p);
 	out[n] = 0;
 	pclose(p);
+}
+
+/* The list counts count tables and the store holds exactly the files want ("a.table|b.table|"). */
+static void assert_stored(json_int_t count, const char *want)
+{
+	json_t *l = list();
+	ck_assert_int_eq(json_integer_value(json_object_get(l, "count")), count);
+	json_decref(l);
+	char f[256];
+	files(f, sizeof f);
+	ck_assert_str_eq(f, want);
 }
 
 /* ---- upload, download, list ---- */
@@ -305,12 +326,7 @@ START_TEST(replace_changes_etag_never_stale)
 	pe_request(&D, "DELETE", "/v1/learned/t", NULL, NULL, 0, &r);
 	pe_assert_problem(&r, 404, "name");
 	pe_resp_free(&r);
-	json_t *l = list();
-	ck_assert_int_eq(json_integer_value(json_object_get(l, "count")), 0);
-	json_decref(l);
-	char f[256];
-	files(f, sizeof f);
-	ck_assert_str_eq(f, "");
+	assert_stored(0, "");
 	stop();
 }
 END_TEST
@@ -454,41 +470,29 @@ START_TEST(upload_errors)
 	struct pe_tensor_view t = {.shape = {2, {2, 2}}, .dtype = PE_I32, .data = iv};
 	pe_buf_init(&b, 1 << 20);
 	pe_npy_write(&b, &t, NULL);
-	put("/v1/learned/ints", &b, &r);
-	pe_assert_problem(&r, 400, "body");
-	pe_resp_free(&r);
+	put_refused("/v1/learned/ints", &b, "body");
 	pe_buf_destroy(&b);
 	t = (struct pe_tensor_view){.shape = {3, {2, 2, 2}}, .dtype = PE_F32, .data = v};
 	pe_buf_init(&b, 1 << 20);
 	pe_npy_write(&b, &t, NULL);
-	put("/v1/learned/rank3", &b, &r);
-	pe_assert_problem(&r, 400, "body");
-	pe_resp_free(&r);
+	put_refused("/v1/learned/rank3", &b, "body");
 	pe_buf_destroy(&b);
 	v[3] = NAN;
 	npy(&b, PE_F32, 2, 2, v);
-	put("/v1/learned/nan", &b, &r);
-	pe_assert_problem(&r, 400, "body");
-	pe_resp_free(&r);
+	put_refused("/v1/learned/nan", &b, "body");
 	pe_buf_destroy(&b);
 	v[3] = 0;
 
 	npy(&b, PE_F32, 6, 2, v);
-	put("/v1/learned/g?prefix_tokens=1&grid=2,2", &b, &r);
-	pe_assert_problem(&r, 400, "grid");
-	pe_resp_free(&r);
-	put("/v1/learned/g?prefix_tokens=2", &b, &r);
-	pe_assert_problem(&r, 400, "prefix_tokens");
-	pe_resp_free(&r);
-	put("/v1/learned/g?grid=2", &b, &r);
-	pe_assert_problem(&r, 400, "grid");
-	pe_resp_free(&r);
-	put("/v1/learned/g?grid=2.5,2", &b, &r);
-	pe_assert_problem(&r, 400, "grid");
-	pe_resp_free(&r);
-	put("/v1/learned/g?color=red", &b, &r);
-	pe_assert_problem(&r, 400, "color");
-	pe_resp_free(&r);
+	static const char *const bad_query[][2] = {
+		{"/v1/learned/g?prefix_tokens=1&grid=2,2", "grid"},
+		{"/v1/learned/g?prefix_tokens=2", "prefix_tokens"},
+		{"/v1/learned/g?grid=2", "grid"},
+		{"/v1/learned/g?grid=2.5,2", "grid"},
+		{"/v1/learned/g?color=red", "color"},
+	};
+	for (size_t i = 0; i < sizeof bad_query / sizeof bad_query[0]; i++)
+		put_refused(bad_query[i][0], &b, bad_query[i][1]);
 	const char *form[] = {"Content-Type: application/json", NULL};
 	pe_request(&D, "PUT", "/v1/learned/g", form, b.data, b.len, &r);
 	pe_assert_problem(&r, 415, "Content-Type");
@@ -515,12 +519,7 @@ START_TEST(upload_errors)
 	put_table("/v1/learned/s2", 800, 1, 0, 201);
 	put_table("/v1/learned/s3", 800, 1, 0, 507);
 	put_table("/v1/learned/s1", 800, 1, 1, 200); /* replacing needs no more room */
-	json_t *l = list();
-	ck_assert_int_eq(json_integer_value(json_object_get(l, "count")), 2);
-	json_decref(l);
-	char f[256];
-	files(f, sizeof f);
-	ck_assert_str_eq(f, "s1.table|s2.table|");
+	assert_stored(2, "s1.table|s2.table|");
 	stop();
 }
 END_TEST

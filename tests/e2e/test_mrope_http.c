@@ -204,6 +204,17 @@ static size_t npy(char *buf, const char *descr, size_t rows, size_t cols, const 
 }
 
 /* POST one body, 200 expected; the answer's bytes. */
+/* POST body to path with headers hs: a problem of status naming param. */
+static void post_refused(const struct pe_daemon *d, const char *path, const char *const *hs, const char *body,
+			 size_t len, long status, const char *param)
+{
+	struct pe_resp r;
+	pe_request(d, "POST", path, hs, body, len, &r);
+	ck_assert_msg(r.status == status, "POST %s: %ld, want %ld: %s", path, r.status, status, r.body);
+	pe_assert_problem(&r, status, param);
+	pe_resp_free(&r);
+}
+
 static void post_ok(const struct pe_daemon *d, const char *query, const char *body, size_t len, struct pe_resp *r)
 {
 	const char *hs[] = {"Content-Type: application/x-npy", NULL};
@@ -256,9 +267,7 @@ START_TEST(post_int64_positions_equal_int32)
 		int64_t row[6] = {0, 1, 0, 1, 0, 1};
 		row[3] = bad[k];
 		size_t n = npy(b8, "<i8", 3, 2, row, sizeof row);
-		pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, b8, n, &a);
-		pe_assert_problem(&a, 400, "body");
-		pe_resp_free(&a);
+		post_refused(&d, "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, b8, n, 400, "body");
 	}
 	pe_resp_free(&pos);
 	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
@@ -278,27 +287,15 @@ START_TEST(post_refusals)
 	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, body, n, &r);
 	ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
 	pe_resp_free(&r);
-	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3&" SEGMENTS, npy_h, body, n, &r);
-	pe_assert_problem(&r, 400, "segments");
-	pe_resp_free(&r);
-	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", text_h, body, n, &r);
-	pe_assert_problem(&r, 415, "Content-Type");
-	pe_resp_free(&r);
-	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,4", npy_h, body, n, &r);
-	pe_assert_problem(&r, 400, "mrope_section");
-	pe_resp_free(&r);
+	post_refused(&d, "/v1/rope/mrope?dim=16&mrope_section=2,3,3&" SEGMENTS, npy_h, body, n, 400, "segments");
+	post_refused(&d, "/v1/rope/mrope?dim=16&mrope_section=2,3,3", text_h, body, n, 415, "Content-Type");
+	post_refused(&d, "/v1/rope/mrope?dim=16&mrope_section=2,3,4", npy_h, body, n, 400, "mrope_section");
 	n = npy(body, "<i4", 3, 2, neg, sizeof neg);
-	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, body, n, &r);
-	pe_assert_problem(&r, 400, "body");
-	pe_resp_free(&r);
+	post_refused(&d, "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, body, n, 400, "body");
 	n = npy(body, "<f4", 3, 2, f, sizeof f);
-	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, body, n, &r);
-	pe_assert_problem(&r, 400, "body");
-	pe_resp_free(&r);
+	post_refused(&d, "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, body, n, 400, "body");
 	n = npy(body, "<i4", 2, 3, ok, sizeof ok);
-	pe_request(&d, "POST", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, body, n, &r);
-	pe_assert_problem(&r, 400, "body");
-	pe_resp_free(&r);
+	post_refused(&d, "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, body, n, 400, "body");
 	pe_request(&d, "PUT", "/v1/rope/mrope?dim=16&mrope_section=2,3,3", npy_h, body, n, &r);
 	ck_assert_int_eq(r.status, 405);
 	pe_resp_free(&r);

@@ -298,14 +298,23 @@ static void accounting(int port)
 	free(x);
 }
 
+/* A daemon of BUDGET (start's other arguments) with an 8 MiB answer held (the return, -1 if not):
+ * *x an SEQ-row transform body of *len bytes for it, the caller frees. */
+static int start_held(struct pe_spawn *d, const char *job_timeout, const char *shutdown_timeout, const char *workers,
+		      char **x, size_t *len)
+{
+	start(d, BUDGET, job_timeout, shutdown_timeout, workers);
+	*x = x_npy(SEQ, 0.5f, len);
+	return hold_8mib_answer(d->port);
+}
+
 /* 4. */
 static void job_timeout_while_waiting(void)
 {
 	struct pe_spawn d;
-	start(&d, BUDGET, "1", "10", "1");
 	size_t len;
-	char *x = x_npy(SEQ, 0.5f, &len);
-	int hold = hold_8mib_answer(d.port);
+	char *x;
+	int hold = start_held(&d, "1", "10", "1", &x, &len);
 	struct resp r;
 	int got = http_request(d.port, NULL, "POST", WAIT_PATH, NPY, x, len, 30000, &r);
 	check(got == 0 && is_problem(&r, 503, NULL) && r.body && !strstr(r.body, "\"param\""),
@@ -326,10 +335,9 @@ static void job_timeout_while_waiting(void)
 static void sigterm_while_waiting(void)
 {
 	struct pe_spawn d;
-	start(&d, BUDGET, "30", "1", "2");
 	size_t len;
-	char *x = x_npy(SEQ, 0.5f, &len);
-	int hold = hold_8mib_answer(d.port);
+	char *x;
+	int hold = start_held(&d, "30", "1", "2", &x, &len);
 	int w = send_only(d.port, WAIT_PATH, NPY, x, len, 0);
 	check(w >= 0 && waiting_seen(d.port, w), "a transform waits for its share");
 	int st = daemon_stop(&d, SIGTERM, 10);
@@ -400,10 +408,9 @@ static void exact_needs(void)
 static void chain_of_waiters(void)
 {
 	struct pe_spawn d;
-	start(&d, BUDGET, "30", "10", "2");
 	size_t len;
-	char *x = x_npy(SEQ, 0.5f, &len);
-	int hold = hold_8mib_answer(d.port), w = -1, served = 0, refused = 0, posted = 0;
+	char *x;
+	int hold = start_held(&d, "30", "10", "2", &x, &len), w = -1, served = 0, refused = 0, posted = 0;
 	double end = now_s() + 6;
 	while (now_s() < end) {
 		if (w < 0 && (w = send_only(d.port, WAIT_PATH, NPY, x, len, 0)) >= 0)

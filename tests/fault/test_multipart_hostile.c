@@ -198,46 +198,60 @@ static void byte_by_byte(int port)
 	free(b);
 }
 
+/* head then body (len bytes; none if body is NULL) on a new connection: a problem of status
+ * naming body, what (with the status got) the check's text. */
+static void body_refused(int port, const char *head, const char *body, size_t len, int status, const char *what)
+{
+	struct resp r = {0};
+	int fd = tcp_connect(port, NULL);
+	int ok = fd >= 0 && send_all(fd, head, strlen(head)) == 0 && (!body || send_all(fd, body, len) == 0) &&
+		 read_response(fd, &r, 30000, 1 << 20) == 0;
+	check(ok && is_problem(&r, status, "body"), "%s (%d)", what, r.status);
+	resp_free(&r);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* A new connection with a form's POST head of content_length sent: its fd, -1 if either failed. */
+static int post_head(int port, size_t content_length)
+{
+	char head[512];
+	int hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT
+			  "Content-Length: %zu\r\n\r\n", content_length);
+	int fd = tcp_connect(port, NULL);
+	if (fd >= 0 && send_all(fd, head, (size_t)hl) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 static void length_lies(int port)
 {
 	size_t len;
 	char *b = good_form(&len);
 	/* promised more than sent, then silence */
-	int fd = tcp_connect(port, NULL);
-	char head[512];
-	int hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT
-			  "Content-Length: %zu\r\n\r\n", len + 100000);
-	int ok = fd >= 0 && send_all(fd, head, (size_t)hl) == 0 && send_all(fd, b, len) == 0;
+	int fd = post_head(port, len + 100000);
+	int ok = fd >= 0 && send_all(fd, b, len) == 0;
 	check(ok && peer_closed(fd, 20000), "Content-Length 100000 bytes past what is sent, then silence: cut");
 	if (fd >= 0)
 		close(fd);
 	/* promised less: the form ends before its closing boundary */
-	fd = tcp_connect(port, NULL);
-	hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT "Content-Length: %zu\r\n\r\n",
-		      len - 40);
-	struct resp r = {0};
-	ok = fd >= 0 && send_all(fd, head, (size_t)hl) == 0 && send_all(fd, b, len) == 0 &&
-	     read_response(fd, &r, 30000, 1 << 20) == 0;
-	check(ok && is_problem(&r, 400, "body"), "Content-Length 40 bytes short: 400 naming body (%d)", r.status);
-	resp_free(&r);
-	if (fd >= 0)
-		close(fd);
+	char head[512];
+	snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT "Content-Length: %zu\r\n\r\n",
+		 len - 40);
+	body_refused(port, head, b, len, 400, "Content-Length 40 bytes short: 400 naming body");
 	/* over max_body_bytes: refused from the header (Expect: 100-continue, nothing sent) */
-	fd = tcp_connect(port, NULL);
-	hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT
-		      "Expect: 100-continue\r\nContent-Length: %ld\r\n\r\n", 5 * MIB);
-	ok = fd >= 0 && send_all(fd, head, (size_t)hl) == 0 && read_response(fd, &r, 30000, 1 << 20) == 0;
-	check(ok && is_problem(&r, 413, "body"), "Content-Length over max_body_bytes: 413 naming body (%d)", r.status);
-	resp_free(&r);
-	if (fd >= 0)
-		close(fd);
+	snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT
+		 "Expect: 100-continue\r\nContent-Length: %ld\r\n\r\n", 5 * MIB);
+	body_refused(port, head, NULL, 0, 413, "Content-Length over max_body_bytes: 413 naming body");
 	/* chunked past max_body_bytes: 413 */
 	size_t xlen = 5 * MIB, blen;
 	char *big = calloc(1, xlen);
 	struct form_part parts[] = {{"x", NULL, big, xlen}};
 	char *bb = form_body(parts, 1, &blen);
 	fd = tcp_connect(port, NULL);
-	hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" CT
+	int hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" CT
 		      "Transfer-Encoding: chunked\r\n\r\n");
 	ok = fd >= 0 && send_all(fd, head, (size_t)hl) == 0;
 	for (size_t off = 0; ok && off < blen; off += 65536) {
@@ -246,6 +260,7 @@ static void length_lies(int port)
 		int sl = snprintf(sz, sizeof sz, "%zx\r\n", n);
 		ok = send_all(fd, sz, (size_t)sl) == 0 && send_all(fd, bb + off, n) == 0 && send_all(fd, "\r\n", 2) == 0;
 	}
+	struct resp r = {0};
 	ok = ok && send_all(fd, "0\r\n\r\n", 5) == 0 && read_response(fd, &r, 30000, 1 << 20) == 0;
 	check(ok && is_problem(&r, 413, "body"), "a chunked form past max_body_bytes: 413 naming body (%d)", r.status);
 	resp_free(&r);
@@ -261,11 +276,8 @@ static void dripping(int port)
 {
 	size_t len;
 	char *b = good_form(&len);
-	int fd = tcp_connect(port, NULL);
-	char head[512];
-	int hl = snprintf(head, sizeof head, "POST /v1/rope/apply HTTP/1.1\r\nHost: 127.0.0.1\r\n" CT
-			  "Content-Length: %zu\r\n\r\n", len);
-	int ok = fd >= 0 && send_all(fd, head, (size_t)hl) == 0, cut = 0;
+	int fd = post_head(port, len);
+	int ok = fd >= 0, cut = 0;
 	double end = now_s() + 30;
 	for (size_t i = 0; ok && i < len && now_s() < end && !cut; i++) {
 		if (send_all(fd, b + i, 1) != 0)

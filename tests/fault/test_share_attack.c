@@ -192,6 +192,18 @@ static int send_get(int port, const char *path)
 	return fd;
 }
 
+/* The answer on connection w (-1: none), read within timeout_ms, is the busy problem; what is
+ * the check's text. Closes w. */
+static void waiter_busy(int w, int timeout_ms, const char *what)
+{
+	struct resp r = {0};
+	int got = w >= 0 ? read_response(w, &r, timeout_ms, 16 * MIB) : -1;
+	check(got == 0 && busy_problem_of(&r), "%s (%d %.160s)", what, r.status, r.body ? r.body : "");
+	resp_free(&r);
+	if (w >= 0)
+		close(w);
+}
+
 /* 2. */
 static void table_waiter(void)
 {
@@ -207,12 +219,7 @@ static void table_waiter(void)
 	got = http_get(d.port, "/v1/sinusoidal?len=1&dim=512&format=bin&offset=77", 5000, &r);
 	check(got == 0 && r.status == 200, "a 2 KiB miss while a table job waits: 200 (%d)", r.status);
 	resp_free(&r);
-	got = w >= 0 ? read_response(w, &r, 15000, 16 * MIB) : -1;
-	check(got == 0 && busy_problem_of(&r), "the waiting table job: 503 with Retry-After naming no parameter (%d %.160s)",
-	      r.status, r.body ? r.body : "");
-	resp_free(&r);
-	if (w >= 0)
-		close(w);
+	waiter_busy(w, 15000, "the waiting table job: 503 with Retry-After naming no parameter");
 	if (hold >= 0)
 		tcp_abort(hold);
 	budget_zero_after(d.port, "a table job's wait refused");
@@ -307,13 +314,7 @@ static void reset_then_sigterm(void)
 	sleep_s(0.5);
 	int st = daemon_stop(&d, SIGTERM, 10);
 	check(st == 0, "SIGTERM while a table job waits for its share: exit 0 within 10 s (%d)", st);
-	struct resp r = {0};
-	int got = w >= 0 ? read_response(w, &r, 10000, 16 * MIB) : -1;
-	check(got == 0 && busy_problem_of(&r), "the waiter: 503 problem with Retry-After naming no parameter (%d %.120s)",
-	      r.status, r.body ? r.body : "");
-	resp_free(&r);
-	if (w >= 0)
-		close(w);
+	waiter_busy(w, 10000, "the waiter: 503 problem with Retry-After naming no parameter");
 	if (hold >= 0)
 		close(hold);
 	unsetenv("POSENC_TEST_JOB_GATE");

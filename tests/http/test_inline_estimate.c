@@ -41,41 +41,35 @@ static uint64_t estimate(const char *table, const char *query, enum pe_format fm
 	return estimate_gz(table, query, fmt, dt, 0);
 }
 
-static void not_inline(const char *table, const char *query, enum pe_format fmt, enum pe_dtype dt)
-{
-	uint64_t ns = estimate(table, query, fmt, dt);
-	ck_assert_msg(ns > INLINE_MAX_NS, "%s?%s estimated %llu ns: inline, but it takes far longer", table, query,
-		      (unsigned long long)ns);
-}
+/* Requests a hostile client can send, each measured far above INLINE_MAX_NS as binary. */
+static const struct heavy {
+	const char *table, *query;
+	enum pe_dtype dt;
+} heavy[] = {
+	/* narrow rows, ~40-110 ns per row whatever the width: 820 us, 1040 us, 430 us, 620 us, 440 us measured */
+	{"sinusoidal", "len=20000&dim=1", PE_F32},
+	{"rope", "len=10000&dim=2&compat=ggml", PE_F32},
+	{"rope/mrope", "segments=text:2000&dim=2&mrope_section=1,0,0", PE_F32},
+	{"rope2d", "height=5000&width=1&dim=4", PE_F32},
+	{"relative/xl", "len=10000&dim=2", PE_F32},
+	{"relative/t5", "q_len=20000&k_len=1", PE_I32},
+	/* costly elements: a pow per element (116 us), half-precision stores (221 us), M-RoPE's gathers (107 us) */
+	{"rope/inv_freq", "dim=8192", PE_F32},
+	{"rope", "len=64&dim=128", PE_BF16},
+	{"rope", "len=64&dim=128&compat=hf", PE_F16},
+	{"rope/mrope", "segments=text:64&dim=128", PE_F32},
+	/* analysis: a tiny answer over a wide encoding table: 200 us, 296 us, 1170 us measured */
+	{"analysis/similarity", "len=2&dim=8000", PE_F32},
+	{"analysis/similarity", "len=4&dim=4096&encoding=rope", PE_F32},
+	{"analysis/order", "len=2&dim=4000&encoding=rope", PE_F32},
+};
 
-START_TEST(narrow_rows_not_inline)
+START_TEST(heavy_not_inline)
 {
-	/* ~40-110 ns per row whatever the width: 820 us, 1040 us, 430 us, 620 us, 440 us measured */
-	not_inline("sinusoidal", "len=20000&dim=1", PE_FMT_BIN, PE_F32);
-	not_inline("rope", "len=10000&dim=2&compat=ggml", PE_FMT_BIN, PE_F32);
-	not_inline("rope/mrope", "segments=text:2000&dim=2&mrope_section=1,0,0", PE_FMT_BIN, PE_F32);
-	not_inline("rope2d", "height=5000&width=1&dim=4", PE_FMT_BIN, PE_F32);
-	not_inline("relative/xl", "len=10000&dim=2", PE_FMT_BIN, PE_F32);
-	not_inline("relative/t5", "q_len=20000&k_len=1", PE_FMT_BIN, PE_I32);
-}
-END_TEST
-
-START_TEST(costly_elements_not_inline)
-{
-	/* a pow per element (116 us), half-precision stores (221 us), M-RoPE's gathers (107 us) */
-	not_inline("rope/inv_freq", "dim=8192", PE_FMT_BIN, PE_F32);
-	not_inline("rope", "len=64&dim=128", PE_FMT_BIN, PE_BF16);
-	not_inline("rope", "len=64&dim=128&compat=hf", PE_FMT_BIN, PE_F16);
-	not_inline("rope/mrope", "segments=text:64&dim=128", PE_FMT_BIN, PE_F32);
-}
-END_TEST
-
-START_TEST(analysis_intermediate_not_inline)
-{
-	/* a tiny answer over a wide encoding table: 200 us, 296 us, 1170 us measured */
-	not_inline("analysis/similarity", "len=2&dim=8000", PE_FMT_BIN, PE_F32);
-	not_inline("analysis/similarity", "len=4&dim=4096&encoding=rope", PE_FMT_BIN, PE_F32);
-	not_inline("analysis/order", "len=2&dim=4000&encoding=rope", PE_FMT_BIN, PE_F32);
+	const struct heavy *h = &heavy[_i];
+	uint64_t ns = estimate(h->table, h->query, PE_FMT_BIN, h->dt);
+	ck_assert_msg(ns > INLINE_MAX_NS, "%s?%s estimated %llu ns: inline, but it takes far longer", h->table,
+		      h->query, (unsigned long long)ns);
 }
 END_TEST
 
@@ -119,9 +113,7 @@ static Suite *estimate_suite(void)
 {
 	Suite *s = suite_create("inline_estimate");
 	TCase *tc = tcase_create("inline_estimate");
-	tcase_add_test(tc, narrow_rows_not_inline);
-	tcase_add_test(tc, costly_elements_not_inline);
-	tcase_add_test(tc, analysis_intermediate_not_inline);
+	tcase_add_loop_test(tc, heavy_not_inline, 0, (int)(sizeof heavy / sizeof heavy[0]));
 	tcase_add_test(tc, gzip_priced_with_its_setup);
 	tcase_add_test(tc, small_table_still_inline);
 	suite_add_tcase(s, tc);

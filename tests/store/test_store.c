@@ -153,7 +153,51 @@ static void listing(const char *sub, char *out, size_t cap)
 	free(ents);
 }
 
+/* The names listing() gives for sub of data_dir are want. */
+static void assert_listing(const char *sub, const char *want)
+{
+	char files[512];
+	listing(sub, files, sizeof files);
+	ck_assert_msg(!strcmp(files, want), "%s: \"%s\", not \"%s\"", sub ? sub : "data_dir", files, want);
+}
+
 static void file_path(const char *file, char *out, size_t cap) { snprintf(out, cap, "%s/%s", dir, file); }
+
+/* A store of 1 MiB holding one rows x 2 f32 table `name` of values(2 * rows, 1): *m its meta, *v
+ * its values. */
+static struct pe_store *store_with(const char *name, uint64_t rows, struct pe_store_meta *m, float **v)
+{
+	struct pe_store *s = open_store(1 << 20, 1 << 20);
+	*v = values(2 * rows, 1);
+	*m = meta(name, PE_F32, rows, 2);
+	put_ok(s, m, *v, 0);
+	return s;
+}
+
+/* s holds no table and counts no byte. */
+static void assert_empty(struct pe_store *s)
+{
+	uint64_t bytes;
+	size_t n;
+	pe_store_usage(s, &bytes, &n);
+	ck_assert_uint_eq(bytes, 0);
+	ck_assert_uint_eq(n, 0);
+}
+
+/* The end of a test: its values freed, its store closed. */
+static void done(struct pe_store *s, void *v)
+{
+	free(v);
+	pe_store_close(s);
+}
+
+/* The file `file` of data_dir removed behind the store's back. */
+static void remove_file(const char *file)
+{
+	char path[400];
+	file_path(file, path, sizeof path);
+	ck_assert_msg(unlink(path) == 0, "unlink %s: %s", file, strerror(errno));
+}
 
 static void write_file(const char *file, const void *data, size_t len)
 {
@@ -198,17 +242,14 @@ START_TEST(put_read_list)
 	ck_assert_int_eq(memcmp(&all[0], &m, sizeof m), 0);
 	ck_assert_int_eq(pe_store_stat(s, "gpt2.wpe", &st), 0);
 	ck_assert_int_eq(pe_store_stat(s, "gpt2", &st), PE_ENOTFOUND);
-	char files[512];
-	listing(NULL, files, sizeof files);
-	ck_assert_str_eq(files, "gpt2.wpe.table|quarantine|");
+	assert_listing(NULL, "gpt2.wpe.table|quarantine|");
 	struct stat sb;
 	char path[400];
 	file_path("gpt2.wpe.table", path, sizeof path);
 	ck_assert_int_eq(stat(path, &sb), 0);
 	ck_assert_int_eq(sb.st_size, HEADER + 48);
 	free(all);
-	free(v);
-	pe_store_close(s);
+	done(s, v);
 }
 END_TEST
 
@@ -282,13 +323,8 @@ START_TEST(delete_removes)
 	pe_store_close(s);
 	s = open_store(1 << 20, 1 << 20);
 	ck_assert_int_eq(pe_store_stat(s, "a", &st), PE_ENOTFOUND);
-	uint64_t bytes;
-	size_t n;
-	pe_store_usage(s, &bytes, &n);
-	ck_assert_uint_eq(bytes, 0);
-	ck_assert_uint_eq(n, 0);
-	free(v);
-	pe_store_close(s);
+	assert_empty(s);
+	done(s, v);
 }
 END_TEST
 
@@ -324,8 +360,7 @@ START_TEST(scan_quarantines_damage)
 	ck_assert_str_eq(all[0].name, "ok");
 	assert_reads(s, "ok", v, 120);
 	char files[1024];
-	listing(NULL, files, sizeof files);
-	ck_assert_str_eq(files, "README|ok.table|quarantine|");
+	assert_listing(NULL, "README|ok.table|quarantine|");
 	listing(QUARANTINE, files, sizeof files);
 	const char *moved[] = {".tmp-ok.123.1.", "bitrot.table.", "header.table.", "other.table.", "short.table.",
 			       "truncated.table."};
@@ -337,30 +372,25 @@ START_TEST(scan_quarantines_damage)
 	}
 	ck_assert_msg(strstr(events, "ignored README|") != NULL, "%s", events);
 	free(all);
-	free(v);
-	pe_store_close(s);
+	done(s, v);
 }
 END_TEST
 
 /* Damage that appears while the daemon runs is caught when the table is read. */
 START_TEST(read_verifies_checksum)
 {
-	struct pe_store *s = open_store(1 << 20, 1 << 20);
-	float *v = values(8, 1);
-	struct pe_store_meta m = meta("x", PE_F32, 4, 2), got;
+	float *v;
+	struct pe_store_meta m, got;
+	struct pe_store *s = store_with("x", 4, &m, &v);
 	struct pe_err err = {0};
 	void *data = (void *)1;
-	put_ok(s, &m, v, 0);
 	flip("x.table", HEADER + 5);
 	ck_assert_int_eq(pe_store_read(s, "x", &m, &got, &data, &err), PE_EIO);
 	ck_assert_ptr_null(data);
 	ck_assert_int_eq(pe_store_stat(s, "x", &got), PE_ENOTFOUND);
 	ck_assert_msg(strstr(events, "quarantine x.table|") != NULL, "%s", events);
-	char files[512];
-	listing(NULL, files, sizeof files);
-	ck_assert_str_eq(files, "quarantine|");
-	free(v);
-	pe_store_close(s);
+	assert_listing(NULL, "quarantine|");
+	done(s, v);
 }
 END_TEST
 
@@ -399,15 +429,12 @@ START_TEST(limits)
 	put_ok(s, &a, v, 1); /* a replacement only needs the difference */
 	ck_assert_int_eq(pe_store_delete(s, "b", NULL, NULL, &err), 0);
 	put_ok(s, &c, v, 0);
-	char files[512];
-	listing(NULL, files, sizeof files);
-	ck_assert_str_eq(files, "a.table|c.table|quarantine|");
+	assert_listing(NULL, "a.table|c.table|quarantine|");
 	uint64_t bytes;
 	size_t n;
 	pe_store_usage(s, &bytes, &n);
 	ck_assert_uint_eq(bytes, 196);
-	free(v);
-	pe_store_close(s);
+	done(s, v);
 }
 END_TEST
 
@@ -424,9 +451,7 @@ START_TEST(disk_full_keeps_old_version)
 	ck_assert_int_eq(pe_store_put(s, &m2, v2, NULL, NULL, NULL, &err), PE_ENOSPACE);
 	atomic_store(&t_write_fail_at, -1);
 	assert_reads(s, "x", v1, 24);
-	char files[512];
-	listing(NULL, files, sizeof files);
-	ck_assert_str_eq(files, "quarantine|x.table|");
+	assert_listing(NULL, "quarantine|x.table|");
 	ck_assert_uint_eq(((struct fstore *)s)->reserved, 0);
 	free(v1);
 	free(v2);
@@ -467,9 +492,7 @@ START_TEST(invalid_input)
 	put_fails(s, g, "grid");
 	g.grid_h = 0;
 	put_fails(s, g, "prefix_tokens");
-	char files[512];
-	listing(NULL, files, sizeof files);
-	ck_assert_str_eq(files, "quarantine|");
+	assert_listing(NULL, "quarantine|");
 	pe_store_close(s);
 }
 END_TEST
@@ -564,10 +587,9 @@ END_TEST
  * upload in progress (a temporary file), not its tables, not quarantine/. */
 START_TEST(second_open_changes_nothing)
 {
-	struct pe_store *s = open_store(1 << 20, 1 << 20);
-	float *v = values(6, 1);
-	struct pe_store_meta m = meta("t", PE_F32, 3, 2);
-	put_ok(s, &m, v, 0);
+	float *v;
+	struct pe_store_meta m;
+	struct pe_store *s = store_with("t", 3, &m, &v);
 	write_file(".tmp-u.4242.1", "in progress", 11); /* as if an upload were being written */
 	struct pe_store_options o = {.dir = dir, .max_bytes = 1 << 20, .max_table_bytes = 1 << 20,
 				     .quarantine_max_bytes = 1 << 20, .quarantine_max_files = 64, .log = log_cb};
@@ -579,18 +601,14 @@ START_TEST(second_open_changes_nothing)
 	snprintf(want, sizeof want, "in use by another posencd (pid %ld)", (long)getpid());
 	ck_assert_msg(strstr(err.detail, want) != NULL, "%s", err.detail);
 	ck_assert_str_eq(events, "");
-	char files[512];
-	listing(NULL, files, sizeof files);
-	ck_assert_str_eq(files, ".tmp-u.4242.1|quarantine|t.table|");
-	listing(QUARANTINE, files, sizeof files);
-	ck_assert_str_eq(files, "");
+	assert_listing(NULL, ".tmp-u.4242.1|quarantine|t.table|");
+	assert_listing(QUARANTINE, "");
 	put_ok(s, &m, v, 1); /* the first store goes on */
 	pe_store_close(s);
 	s = open_store(1 << 20, 1 << 20); /* the lock goes with the store */
 	ck_assert_msg(strstr(events, "quarantine .tmp-u.4242.1|") != NULL, "%s", events);
 	assert_reads(s, "t", v, 24);
-	free(v);
-	pe_store_close(s);
+	done(s, v);
 }
 END_TEST
 
@@ -600,10 +618,9 @@ END_TEST
  * FIFO nor a symlink is opened, moved or served: logged and left alone. */
 START_TEST(scan_leaves_special_files_alone)
 {
-	struct pe_store *s = open_store(1 << 20, 1 << 20);
-	float *v = values(6, 1);
-	struct pe_store_meta m = meta("real", PE_F32, 3, 2);
-	put_ok(s, &m, v, 0);
+	float *v;
+	struct pe_store_meta m;
+	struct pe_store *s = store_with("real", 3, &m, &v);
 	pe_store_close(s);
 	char path[400];
 	file_path("fifo.table", path, sizeof path);
@@ -624,11 +641,8 @@ START_TEST(scan_leaves_special_files_alone)
 	for (int i = 0; i < 4; i++)
 		ck_assert_msg(strstr(events, ignored[i]) != NULL, "no '%s' in %s", ignored[i], events);
 	ck_assert_ptr_null(strstr(events, "quarantine"));
-	char files[512];
-	listing(NULL, files, sizeof files);
-	ck_assert_str_eq(files, ".tmp-fifo.1.1|dir.table|fifo.table|link.table|quarantine|real.table|");
-	free(v);
-	pe_store_close(s);
+	assert_listing(NULL, ".tmp-fifo.1.1|dir.table|fifo.table|link.table|quarantine|real.table|");
+	done(s, v);
 }
 END_TEST
 
@@ -656,11 +670,8 @@ START_TEST(read_refuses_special_files)
 	ck_assert_ptr_null(data);
 	ck_assert_int_eq(pe_store_stat(s, "a", &st), PE_ENOTFOUND);
 	ck_assert_int_eq(pe_store_stat(s, "b", &st), PE_ENOTFOUND);
-	char files[512];
-	listing(NULL, files, sizeof files);
-	ck_assert_str_eq(files, "a.table|b.table|quarantine|");
-	free(v);
-	pe_store_close(s);
+	assert_listing(NULL, "a.table|b.table|quarantine|");
+	done(s, v);
 }
 END_TEST
 
@@ -670,29 +681,21 @@ END_TEST
  * dropped from the index and from the byte count, and the event is logged. */
 START_TEST(vanished_file_is_not_found)
 {
-	struct pe_store *s = open_store(1 << 20, 1 << 20);
-	float *v = values(6, 1);
-	struct pe_store_meta m = meta("gone", PE_F32, 3, 2), st;
+	float *v;
+	struct pe_store_meta m, st;
+	struct pe_store *s = store_with("gone", 3, &m, &v);
 	struct pe_err err = {0};
 	void *data = NULL;
-	put_ok(s, &m, v, 0);
-	char path[400];
-	file_path("gone.table", path, sizeof path);
-	ck_assert_int_eq(unlink(path), 0);
+	remove_file("gone.table");
 	ck_assert_int_eq(pe_store_read(s, "gone", &m, &st, &data, &err), PE_ENOTFOUND);
 	ck_assert_str_eq(err.param, "name");
 	ck_assert_int_eq(pe_store_stat(s, "gone", &st), PE_ENOTFOUND);
 	ck_assert_int_eq(pe_store_read(s, "gone", NULL, &st, &data, &err), PE_ENOTFOUND);
-	uint64_t bytes;
-	size_t n;
-	pe_store_usage(s, &bytes, &n);
-	ck_assert_uint_eq(bytes, 0);
-	ck_assert_uint_eq(n, 0);
+	assert_empty(s);
 	ck_assert_msg(strstr(events, "vanished gone.table|") != NULL, "%s", events);
 	put_ok(s, &m, v, 0); /* the name is free again */
 	assert_reads(s, "gone", v, 24);
-	free(v);
-	pe_store_close(s);
+	done(s, v);
 }
 END_TEST
 
@@ -735,12 +738,9 @@ START_TEST(stat_and_list_see_a_removed_file)
 	float *v = values(6, 1);
 	struct pe_store_meta a = meta("a", PE_F32, 3, 2), b = meta("b", PE_F32, 3, 2), st, *all = NULL;
 	size_t n;
-	uint64_t bytes;
-	char path[400];
 	put_ok(s, &a, v, 0);
 	put_ok(s, &b, v, 0);
-	file_path("a.table", path, sizeof path);
-	ck_assert_int_eq(unlink(path), 0);
+	remove_file("a.table");
 	ck_assert_int_eq(pe_store_list(s, &all, &n), 0);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_str_eq(all[0].name, "b");
@@ -748,16 +748,12 @@ START_TEST(stat_and_list_see_a_removed_file)
 	ck_assert_int_eq(pe_store_stat(s, "a", &st), PE_ENOTFOUND);
 	ck_assert_int_eq(pe_store_stat(s, "b", &st), 0);
 	ck_assert_msg(strstr(events, "vanished a.table|") != NULL, "%s", events);
-	file_path("b.table", path, sizeof path);
-	ck_assert_int_eq(unlink(path), 0);
+	remove_file("b.table");
 	ck_assert_int_eq(pe_store_stat(s, "b", &st), PE_ENOTFOUND);
 	ck_assert_int_eq(pe_store_list(s, &all, &n), 0);
 	ck_assert_uint_eq(n, 0);
-	pe_store_usage(s, &bytes, &n);
-	ck_assert_uint_eq(bytes, 0);
-	ck_assert_uint_eq(n, 0);
-	free(v);
-	pe_store_close(s);
+	assert_empty(s);
+	done(s, v);
 }
 END_TEST
 
@@ -825,8 +821,7 @@ START_TEST(stat_sees_a_file_changed_in_place)
 	ck_assert_msg(strstr(events, "quarantine x.table|") != NULL, "%s", events);
 	ck_assert_int_eq(pe_store_read(s, "x", &m, &got, &data, &err), PE_ENOTFOUND);
 	assert_reads(s, "t", v, 32);
-	free(v);
-	pe_store_close(s);
+	done(s, v);
 }
 END_TEST
 
@@ -970,8 +965,7 @@ START_TEST(quarantine_is_bounded)
 	ck_assert_uint_eq(st.quarantine_bytes, 1000);
 	ck_assert_uint_eq(st.quarantined_total, 1);
 	ck_assert_msg(strstr(events, "quarantine .tmp-t6.1.1|") != NULL, "%s", events);
-	listing(NULL, files, sizeof files);
-	ck_assert_str_eq(files, "quarantine|");
+	assert_listing(NULL, "quarantine|");
 	pe_store_close(s);
 	/* a lower limit at the next start trims what is there */
 	q_max_files = 1;
@@ -1009,8 +1003,7 @@ START_TEST(quarantine_bounded_at_read)
 	char files[512];
 	listing(QUARANTINE, files, sizeof files);
 	ck_assert_msg(!strncmp(files, "b.table.", 8) && strchr(files, '|') == files + strlen(files) - 1, "%s", files);
-	free(v);
-	pe_store_close(s);
+	done(s, v);
 }
 END_TEST
 
@@ -1035,8 +1028,7 @@ START_TEST(unsynced_directory_is_told)
 	size_t n;
 	pe_store_usage(s, &bytes, &n);
 	ck_assert_uint_eq(bytes, 0);
-	free(v);
-	pe_store_close(s);
+	done(s, v);
 }
 END_TEST
 
