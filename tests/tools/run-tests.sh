@@ -20,6 +20,7 @@ serial_names=(
 	test_idlerss         # idle RSS against the cache gauge
 	test_learned_similarity # job_timeout 1 s: a small table must be read within it
 	test_membudget       # RSS under many slow readers
+	test_multipart_hostile # many 3 MiB forms held at once: peak RSS against the budget
 	test_memtrim         # RSS given back after eviction
 	test_overload        # many concurrent cold requests on one worker
 	test_reserve_attack  # the HTTP threads' reserve under load, RSS
