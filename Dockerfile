@@ -45,9 +45,6 @@ COPY docker/healthcheck.sh /usr/local/bin/posenc-healthcheck
 ENV POSENC_BIND=0.0.0.0 \
     POSENC_PORT=8080 \
     POSENC_DATA_DIR=/var/lib/posenc
-# glibc keeps 32 freed blocks per small size and thread instead of 7, so a small request's many
-# header allocations come from its thread cache (docs/configuration.md, Allocator tuning).
-ENV GLIBC_TUNABLES=glibc.malloc.tcache_count=32
 VOLUME ["/var/lib/posenc"]
 WORKDIR /var/lib/posenc
 USER 10001:10001

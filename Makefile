@@ -204,13 +204,10 @@ browser: $(BUILD)/posencd
 	@./tests/tools/deps.sh browser
 	@POSENCD=$(BUILD)/posencd ./tests/browser/run.sh
 
-# posencd runs with glibc's thread cache enlarged, as the image and the systemd unit set it
-# (docs/configuration.md, Allocator tuning), unless GLIBC_TUNABLES is set already.
-MALLOC_TUNABLES := glibc.malloc.tcache_count=32
 run:
 	@./tests/tools/deps.sh build
 	$(MAKE) all
-	GLIBC_TUNABLES="$${GLIBC_TUNABLES-$(MALLOC_TUNABLES)}" ./$(BUILD)/posencd
+	./$(BUILD)/posencd
 
 test:
 	@./tests/tools/deps.sh build test ops lint browser

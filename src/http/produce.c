@@ -244,7 +244,7 @@ static void body_free_cb(void *cls)
  * bytes or on its eviction (perf, cold 16x16 misses on a full cache: the two responses' headers
  * and the evicted one's destruction ~10% of the HTTP thread). The miss answer's header
  * allocations then no longer reuse the evicted response's freed chunks unless glibc's thread cache
- * holds more than its default 7 a size (GLIBC_TUNABLES as shipped: docs/configuration.md). The
+ * holds more than its default 7 a size (docs/configuration.md, Allocator tuning). The
  * caller holds a reference to e, so b outlives this. */
 static struct MHD_Response *shared_response(struct pe_http *h, struct pe_cache_entry *e, struct body *b)
 {

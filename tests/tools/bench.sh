@@ -24,9 +24,9 @@
 # BENCH_SIM_LEN / BENCH_SIM_DIM (the CLI section's similarity table: 2048, 1024);
 # BENCH_ONLY=cli, BENCH_ONLY=checks or BENCH_ONLY=small runs one section (see each); BENCH_PE_ARGS adds flags to the
 # HTTP section's posencd (an A/B: BENCH_PE_ARGS='--inline-max-us 0' computes every miss on the pool);
-# BENCH_TUNABLES (glibc.malloc.tcache_count=32): the GLIBC_TUNABLES every posencd here runs with, as
-# the Dockerfile, docker/posencd.service and make run set it; the HTTP section's small rows are also
-# taken on a second posencd without it (glibc's defaults), beside them.
+# BENCH_TUNABLES (glibc.malloc.tcache_count=32): a GLIBC_TUNABLES to weigh: every posencd here runs on
+# glibc's defaults, as shipped, and the HTTP section's small rows are also taken on a second posencd
+# with it, beside them (docs/configuration.md, Allocator tuning).
 # Raw outputs (wrk logs, samples, configs) stay in build/bench/ for a second look.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -110,7 +110,7 @@ cleanup() {
 trap cleanup EXIT
 
 # start_posencd NAME ARGS...: sets PD_PID and PD_URL (port 0: the daemon picks and logs it). It runs
-# with GLIBC_TUNABLES=$TUNABLES, or $PD_TUNABLES when that is set (empty: glibc's defaults).
+# on glibc's defaults (GLIBC_TUNABLES empty), or with GLIBC_TUNABLES=$PD_TUNABLES when that is set.
 start_posencd() {
 	local name=$1
 	shift
@@ -118,7 +118,7 @@ start_posencd() {
 	# Its log (an access-log line per request: hundreds of MB under wrk) is kept to its first 64 reads
 	# (dd writes each as it comes); posencd ignores SIGPIPE, so once dd is gone its writes just fail.
 	# Its stderr (errors, an abort's last words) goes whole to $name.err.
-	GLIBC_TUNABLES=${PD_TUNABLES-$TUNABLES} "$POSENCD" --port 0 --bind 127.0.0.1 --log-level info "$@" > >(dd of="$OUT/$name.log" bs=64k count=64 status=none) \
+	GLIBC_TUNABLES=${PD_TUNABLES:-} "$POSENCD" --port 0 --bind 127.0.0.1 --log-level info "$@" > >(dd of="$OUT/$name.log" bs=64k count=64 status=none) \
 		2>"$OUT/$name.err" &
 	PD_PID=$!
 	PIDS+=("$PD_PID")
@@ -582,17 +582,17 @@ PE=$PD_URL
 CHECK_PID=$HTTP_PID
 CHECK_NAME=http
 curl -sf "$PE/healthz" >/dev/null || die "posencd is not healthy"
-# The same daemon on glibc's default thread cache, for the small rows' A/B (GLIBC_TUNABLES empty),
-# with a data_dir of its own (one daemon per data_dir).
+# The same daemon with GLIBC_TUNABLES=$TUNABLES, for the small rows' A/B, with a data_dir of its own
+# (one daemon per data_dir). Its files keep the name _default: the second daemon of the A/B.
 rm -rf "$OUT/http-default.data"
 # shellcheck disable=SC2086
-PD_TUNABLES='' start_posencd http-default --workers 2 --cache-bytes 1Gi --data-dir "$OUT/http-default.data" ${BENCH_PE_ARGS:-}
+PD_TUNABLES=$TUNABLES start_posencd http-default --workers 2 --cache-bytes 1Gi --data-dir "$OUT/http-default.data" ${BENCH_PE_ARGS:-}
 DEF_PID=$PD_PID
 PE_DEF=$PD_URL
 # (glibc parses GLIBC_TUNABLES in place, cutting it at each ':', so only its first item is looked for)
 tunables_of() { tr '\0' '\n' <"/proc/$1/environ" | grep -c "^GLIBC_TUNABLES=$2" || true; }
-[ "$(tunables_of "$HTTP_PID" "${TUNABLES%%:*}")" = 1 ] || die "posencd (http) does not run with GLIBC_TUNABLES=$TUNABLES"
-[ "$(tunables_of "$DEF_PID" .)" = 0 ] || die "posencd (http-default) runs with GLIBC_TUNABLES set"
+[ "$(tunables_of "$DEF_PID" "${TUNABLES%%:*}")" = 1 ] || die "posencd (http-default) does not run with GLIBC_TUNABLES=$TUNABLES"
+[ "$(tunables_of "$HTTP_PID" .)" = 0 ] || die "posencd (http) runs with GLIBC_TUNABLES set"
 
 # nginx serves the bytes posencd serves, with the same Content-Type and the same extra headers.
 NG=$OUT/nginx
@@ -776,13 +776,14 @@ CPU_MISS=$(col "$OUT/wrk/pe_cold.txt" 4)
 CPU_HIT=$(col "$OUT/wrk/pe_small.txt" 4)
 row "posencd CPU time per cold 16×16 miss against per cached hit (process utime+stime from /proc/PID/stat around each wrk run, divided by its requests)" \
 	"$CPU_MISS CPU-µs/miss" "$CPU_HIT CPU-µs/hit" "$(div "$CPU_MISS" "$CPU_HIT")× a hit" "≤ 2×" "$(verdict "$(div "$CPU_MISS" "$CPU_HIT")" "<=" 2)"
-# The thread-cache A/B (pe_ab): the same runs on posencd with GLIBC_TUNABLES=$TUNABLES and without.
+# The thread-cache A/B (pe_ab): the same runs on posencd as shipped (glibc's defaults) and with
+# GLIBC_TUNABLES=$TUNABLES.
 ab_row() { # ab_row LABEL NAME
 	local a=$OUT/wrk/$2.txt b=$OUT/wrk/$2_default.txt e
 	e="$(errs "$a")$(errs "$b")"
-	row "$1: GLIBC_TUNABLES=$TUNABLES against glibc's defaults, two posencds, runs alternating (CPU-µs/req medians, their range over the runs; requests/s)${e:+ (errors: $e)}" \
+	row "$1: glibc's defaults (as shipped) against GLIBC_TUNABLES=$TUNABLES, two posencds, runs alternating (CPU-µs/req medians, their range over the runs; requests/s)${e:+ (errors: $e)}" \
 		"$(col "$a" 4) CPU-µs/req ($(span "$a" 4)), $(fmt_n "$(col "$a" 1)") req/s (n=$(wc -l <"$a"))" \
-		"without: $(col "$b" 4) CPU-µs/req ($(span "$b" 4)), $(fmt_n "$(col "$b" 1)") req/s (n=$(wc -l <"$b"))" \
+		"with it: $(col "$b" 4) CPU-µs/req ($(span "$b" 4)), $(fmt_n "$(col "$b" 1)") req/s (n=$(wc -l <"$b"))" \
 		"$(div "$(col "$a" 4)" "$(col "$b" 4)")× the CPU, $(div "$(col "$a" 1)" "$(col "$b" 1)")× the req/s" "reported" "—"
 }
 ab_row "cached small, 16×16 JSON, wrk -c$SMALL_C" pe_small
@@ -797,7 +798,7 @@ if [ "$SMALL_ONLY" = 1 ]; then
 	NGINX_PID=
 	{
 		echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) vCPU; load average at the start: $LOAD0, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-		echo "- posenc $(git rev-parse --short HEAD 2>/dev/null || echo '?'), built -O3 ($BUILD), posencd --workers 2 ${BENCH_PE_ARGS:-} with GLIBC_TUNABLES=$TUNABLES (and one without, for the A/B rows); medians of $ROUNDS rounds, posencd and nginx alternating"
+		echo "- posenc $(git rev-parse --short HEAD 2>/dev/null || echo '?'), built -O3 ($BUILD), posencd --workers 2 ${BENCH_PE_ARGS:-} on glibc's defaults (and one with GLIBC_TUNABLES=$TUNABLES, for the A/B rows); medians of $ROUNDS rounds, posencd and nginx alternating"
 		echo
 		printf '%s\n' "| measurement | posenc | anchor (same run) | ratio | target | verdict |" "|---|---|---|---|---|---|" "${ROWS[@]}"
 	} | tee build/bench-small.md
