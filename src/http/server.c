@@ -237,10 +237,13 @@ static enum MHD_Result refuse_early(struct pe_http *h, struct req *r, struct MHD
 
 /* libmicrohttpd 0.9.75 keeps the whole head in the connection's memory pool, with a record (64
  * bytes) of every query parameter and header field beside it, and the answer's header after it;
- * when the records do not fit it answers nothing at all for a query. The pool holds twice
- * max_header_bytes (the head read, and room for MHD to grow its read buffer past it so that a head
- * a little over the limit still reaches head_refusal) and the records of PE_QUERY_MAX_PARAMS
- * parameters and HEADER_FIELDS_MAX fields. A head over what the pool holds gets MHD's own 414/431. */
+ * when the records do not fit it answers nothing at all for a query. The pool holds
+ * max_header_bytes and the records of PE_QUERY_MAX_PARAMS parameters and HEADER_FIELDS_MAX fields:
+ * a head within the limit is read whatever its records, and one over it reaches head_refusal as
+ * long as it fits in the room its records leave (13 KiB with few of them). A head over what the
+ * pool holds gets MHD's own 414/431. No larger: MHD zeroes the whole pool on every request of a
+ * keep-alive connection, and half of it again when it answers, so every byte of it is paid for on
+ * every request. */
 #define MHD_RECORD_BYTES 64
 #define HEADER_FIELDS_MAX 128
 #define POOL_SLACK 1024
@@ -252,7 +255,7 @@ static size_t head_limit(const struct pe_http_options *opt)
 
 static size_t pool_bytes(const struct pe_http_options *opt)
 {
-	return 2 * head_limit(opt) + (PE_QUERY_MAX_PARAMS + HEADER_FIELDS_MAX) * MHD_RECORD_BYTES + POOL_SLACK;
+	return head_limit(opt) + (PE_QUERY_MAX_PARAMS + HEADER_FIELDS_MAX) * MHD_RECORD_BYTES + POOL_SLACK;
 }
 
 /* MHD_OPTION_URI_LOG_CALLBACK: the raw request target, before MHD parses its query. Its length is
