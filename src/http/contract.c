@@ -75,9 +75,7 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
  * sends its body regardless then reads the 400 on a connection that stays open. */
 static int read_query(struct req *r, struct MHD_Connection *conn, const struct pe_contract *c, const char *url)
 {
-	struct walk w = {.q = r->query = malloc(sizeof *r->query)};
-	if (!w.q)
-		return pe_err_set(&r->refusal, PE_ENOMEM, "", "out of memory");
+	struct walk w = {.q = r->query = &r->query_store};
 	const struct pe_table_def *params = c->target_params ? r->target : c->params;
 	pe_query_init(w.q, params, c->extras, c->output, url);
 	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &w);
@@ -189,7 +187,6 @@ void pe_contract_end(struct req *r)
 {
 	if (r->query) {
 		pe_query_destroy(r->query);
-		free(r->query);
 		r->query = NULL;
 	}
 }

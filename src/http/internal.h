@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include "http/http.h"
+#include "http/query.h"
 #include "posenc/output.h"
 #include "posenc/posenc.h"
 
@@ -90,7 +91,8 @@ struct req {
 	int matched_route;
 	void *ctx;
 	void *hctx;              /* the handler's context (one per server) */
-	/* What the route declared for this request and its parsed query (contract.h). */
+	/* What the route declared for this request and its parsed query (contract.h): query is
+	 * &query_store once the begin phase has read it, NULL before. */
 	const struct pe_contract *contract;
 	struct pe_query *query;
 	char allow_buf[48];      /* r->allow of a 405, from the declaration's methods */
@@ -120,6 +122,9 @@ struct req {
 	 * ends (on_completed), so an entry evicted while its bytes are still being sent is counted
 	 * by the budget (lru.c), as one behind a response of the request's own is. */
 	struct pe_cache_entry *sending;
+	/* Last, and left out of the zeroing of a new request (server.c req_new): 3.4 KB that
+	 * pe_query_init sets whole when the begin phase reads the query. */
+	struct pe_query query_store;
 };
 
 /* ---- response.c ---- */

@@ -8,13 +8,23 @@
 
 static const struct pe_table_def no_params = {.name = "", .fixed_dtype = PE_DTYPE_COUNT_};
 
+/* A list the route does not declare has no values to clear: no name is ever found in it (every
+ * reader walks def->nparams), and pe_query_destroy passes it by. */
+static void list_init(struct pe_params *p, const struct pe_table_def *def)
+{
+	if (def)
+		pe_params_init(p, def);
+	else
+		p->def = &no_params;
+}
+
 void pe_query_init(struct pe_query *q, const struct pe_table_def *params, const struct pe_table_def *extras,
 		   int output, const char *route)
 {
 	memset(&q->out, 0, sizeof q->out);
 	memset(&q->late, 0, sizeof q->late);
-	pe_params_init(&q->params, params ? params : &no_params);
-	pe_params_init(&q->extras, extras ? extras : &no_params);
+	list_init(&q->params, params);
+	list_init(&q->extras, extras);
 	q->output = output;
 	q->route = route;
 }
@@ -53,6 +63,8 @@ const char *pe_query_extra(const struct pe_query *q, const char *name)
 
 void pe_query_destroy(struct pe_query *q)
 {
-	pe_params_destroy(&q->params);
-	pe_params_destroy(&q->extras);
+	if (q->params.def != &no_params)
+		pe_params_destroy(&q->params);
+	if (q->extras.def != &no_params)
+		pe_params_destroy(&q->extras);
 }

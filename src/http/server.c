@@ -22,6 +22,7 @@
 #include "http/router.h"
 
 #include <arpa/inet.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,6 +259,35 @@ static size_t pool_bytes(const struct pe_http_options *opt)
 	return head_limit(opt) + (PE_QUERY_MAX_PARAMS + HEADER_FIELDS_MAX) * MHD_RECORD_BYTES + POOL_SLACK;
 }
 
+/* A request's state, zeroed up to its query (query_store, set whole where it is read). Each HTTP
+ * thread keeps the state of its last request for its next one: struct req is past the sizes
+ * glibc's per-thread cache serves, and an allocation from its bins cost more than the rest of a
+ * small request's own bookkeeping. Freed when the thread ends (the key's destructor). */
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static int spare_ok;
+
+static void spare_init(void) { spare_ok = pthread_key_create(&spare_key, free) == 0; }
+
+static struct req *req_new(void)
+{
+	pthread_once(&spare_once, spare_init);
+	struct req *r = spare_ok ? pthread_getspecific(spare_key) : NULL;
+	if (r)
+		pthread_setspecific(spare_key, NULL);
+	else if (!(r = malloc(sizeof *r)))
+		return NULL;
+	memset(r, 0, offsetof(struct req, query_store));
+	return r;
+}
+
+static void req_free(struct req *r)
+{
+	if (r && spare_ok && !pthread_getspecific(spare_key) && pthread_setspecific(spare_key, r) == 0)
+		return;
+	free(r);
+}
+
 /* MHD_OPTION_URI_LOG_CALLBACK: the raw request target, before MHD parses its query. Its length is
  * kept for head_refusal in the request's state, begun here. A query over the cap, or in a target
  * over max_header_bytes, is cut to nothing in MHD's buffer (MHD parses it right after this
@@ -271,7 +301,7 @@ static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 	int query_over = q && pe_query_count(q + 1) > PE_QUERY_MAX_PARAMS;
 	if (q && (query_over || n > head_limit(&h->opt)))
 		q[1] = 0;
-	struct req *r = calloc(1, sizeof *r);
+	struct req *r = req_new();
 	if (r) {
 		r->target_bytes = n;
 		r->query_over = query_over;
@@ -382,7 +412,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	struct req *r = *con_cls;
 	if (!r || !r->begun) {
 		note_thread(h);
-		if (!r && !(*con_cls = r = calloc(1, sizeof *r)))
+		if (!r && !(*con_cls = r = req_new()))
 			return MHD_NO;
 		if (!r->target_bytes)
 			r->target_bytes = strlen(url); /* the URI callback found no memory: at least the path */
@@ -457,7 +487,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct pe_http *h = cls;
 	struct req *r = *con_cls;
 	if (!r || !r->begun) { /* ended before the access handler saw it (MHD's 431) */
-		free(r);
+		req_free(r);
 		*con_cls = NULL;
 		return;
 	}
@@ -469,7 +499,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	pe_router_end(r);
 	pe_buf_destroy(&r->body);
 	pe_budget_give(h->opt.budget, r->body_held);
-	free(r);
+	req_free(r);
 	*con_cls = NULL;
 	atomic_fetch_sub(&h->active, 1);
 }
