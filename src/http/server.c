@@ -24,6 +24,7 @@
 #include <arpa/inet.h>
 #include <stddef.h>
 #include <netinet/in.h>
+#include <sanitizer/asan_interface.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,20 +263,28 @@ static size_t pool_bytes(const struct pe_http_options *opt)
 /* A request's state, zeroed up to its query (query_store, set whole where it is read). Each HTTP
  * thread keeps the state of its last request for its next one: struct req is past the sizes
  * glibc's per-thread cache serves, and an allocation from its bins cost more than the rest of a
- * small request's own bookkeeping. Freed when the thread ends (the key's destructor). */
+ * small request's own bookkeeping. Freed when the thread ends (the key's destructor); poisoned
+ * while it waits under AddressSanitizer, so a use after the request's end is still reported. */
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static int spare_ok;
 
-static void spare_init(void) { spare_ok = pthread_key_create(&spare_key, free) == 0; }
+static void spare_free(void *r)
+{
+	ASAN_UNPOISON_MEMORY_REGION(r, sizeof(struct req));
+	free(r);
+}
+
+static void spare_init(void) { spare_ok = pthread_key_create(&spare_key, spare_free) == 0; }
 
 static struct req *req_new(void)
 {
 	pthread_once(&spare_once, spare_init);
 	struct req *r = spare_ok ? pthread_getspecific(spare_key) : NULL;
-	if (r)
+	if (r) {
 		pthread_setspecific(spare_key, NULL);
-	else if (!(r = malloc(sizeof *r)))
+		ASAN_UNPOISON_MEMORY_REGION(r, sizeof *r);
+	} else if (!(r = malloc(sizeof *r)))
 		return NULL;
 	memset(r, 0, offsetof(struct req, query_store));
 	return r;
@@ -283,8 +292,10 @@ static struct req *req_new(void)
 
 static void req_free(struct req *r)
 {
-	if (r && spare_ok && !pthread_getspecific(spare_key) && pthread_setspecific(spare_key, r) == 0)
+	if (r && spare_ok && !pthread_getspecific(spare_key) && pthread_setspecific(spare_key, r) == 0) {
+		ASAN_POISON_MEMORY_REGION(r, sizeof *r);
 		return;
+	}
 	free(r);
 }
 
