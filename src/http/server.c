@@ -118,6 +118,8 @@ static void begin_request(struct pe_http *h, struct req *r, struct MHD_Connectio
  * A NUL directly before the line end hides nothing and is not seen. */
 struct framing_walk {
 	struct pe_framing f;
+	size_t field_bytes;    /* the fields as sent, "name: value" CRLF each (head_refusal) */
+	int fields;
 	const char *value_end; /* the NUL ending the previous field's value; NULL before the first */
 	const char *name;      /* the previous field's name */
 	size_t name_len;
@@ -175,22 +177,25 @@ static enum MHD_Result framing_field(void *cls, enum MHD_ValueKind kind, const c
 	}
 	w->name = key;
 	w->name_len = key_size;
+	w->field_bytes += key_size + 2 + value_size + 2;
+	w->fields++;
 	pe_framing_header(&w->f, key, key_size, value, value_size);
 	return MHD_YES;
 }
 
 /* Framing a proxy and this server could read differently (request smuggling), transfer codings
  * other than chunked and a missing Host: answered at once, and the connection closed with the
- * body unread (framing.c). 0 when the request may go on, with its body described in r. */
+ * body unread (framing.c). 0 when the request may go on, with its body described in r. The same
+ * walk of the fields measures them for head_refusal (w). */
 static int read_framing(struct req *r, struct MHD_Connection *conn, const char *method, const char *version,
-			struct pe_err *err)
+			struct framing_walk *w, struct pe_err *err)
 {
-	struct framing_walk w = {0};
-	pe_framing_init(&w.f);
-	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, framing_field, &w);
-	check_value_end(&w, NULL);
-	check_section_end(&w, conn, method);
-	struct pe_framing *f = &w.f;
+	memset(w, 0, sizeof *w);
+	pe_framing_init(&w->f);
+	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, framing_field, w);
+	check_value_end(w, NULL);
+	check_section_end(w, conn, method);
+	struct pe_framing *f = &w->f;
 	int rc = pe_framing_finish(f, version, err);
 	r->has_body = f->body != PE_BODY_NONE;
 	r->chunked = f->body == PE_BODY_CHUNKED;
@@ -320,27 +325,17 @@ static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 	return r;
 }
 
-static enum MHD_Result count_field(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
-				   const char *value, size_t value_size)
-{
-	(void)kind;
-	(void)key;
-	(void)value;
-	*(size_t *)cls += key_size + 2 + value_size + 2; /* "name: value" CRLF */
-	return MHD_YES;
-}
-
 /* A head over max_header_bytes (request line and header fields, each with its CRLF) or with more
  * than HEADER_FIELDS_MAX fields: 414 when the request line alone is over, else 431. */
-static int head_refusal(struct pe_http *h, struct req *r, struct MHD_Connection *conn, const char *method,
+static int head_refusal(struct pe_http *h, struct req *r, const struct framing_walk *w, const char *method,
 			const char *version, struct pe_err *err)
 {
 	size_t limit = head_limit(&h->opt), head = strlen(method) + 1 + r->target_bytes + 1 + strlen(version) + 2;
 	if (head > limit)
 		return pe_err_set(err, PE_EURITOOLONG, "request-target", "the request line is over max_header_bytes "
 				  "(%zu bytes)", limit);
-	int fields = MHD_get_connection_values_n(conn, MHD_HEADER_KIND, count_field, &head);
-	if (fields > HEADER_FIELDS_MAX)
+	head += w->field_bytes;
+	if (w->fields > HEADER_FIELDS_MAX)
 		return pe_err_set(err, PE_EHEADTOOBIG, "header", "the request has more than %d header fields",
 				  HEADER_FIELDS_MAX);
 	if (head > limit)
@@ -353,13 +348,14 @@ static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_C
 				  const char *method, const char *version)
 {
 	struct pe_err err = {0};
-	if (read_framing(r, conn, method, version, &err) != 0) {
+	struct framing_walk w;
+	if (read_framing(r, conn, method, version, &w, &err) != 0) {
 		r->answered = r->close = 1;
 		return pe_http_problem(r, conn, &err);
 	}
 	pe_router_match(h->router, r, url);
 	enum MHD_Result rc = MHD_YES;
-	if (head_refusal(h, r, conn, method, version, &err) != 0) {
+	if (head_refusal(h, r, &w, method, version, &err) != 0) {
 		pe_http_refuse(r, &err, NULL);
 	} else if (r->query_over) {
 		pe_err_set(&err, PE_EINVAL, "query", "the query has more than %d parameters", PE_QUERY_MAX_PARAMS);
