@@ -6,7 +6,6 @@
 #include "http/media.h"
 
 #include <inttypes.h>
-#include <stdlib.h>
 #include <string.h>
 
 static enum MHD_Result refuse(struct req *r, int code, const char *param, const char *detail)

@@ -22,9 +22,9 @@
 #include "http/router.h"
 
 #include <arpa/inet.h>
-#include <stddef.h>
 #include <netinet/in.h>
 #include <sanitizer/asan_interface.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,7 +266,7 @@ static size_t pool_bytes(const struct pe_http_options *opt)
 }
 
 /* A request's state, zeroed up to its query (query_store, set whole where it is read). Each HTTP
- * thread keeps the state of its last request for its next one: struct req is past the sizes
+ * thread keeps the state of its last request (one) for its next one: struct req is past the sizes
  * glibc's per-thread cache serves, and an allocation from its bins cost more than the rest of a
  * small request's own bookkeeping. Freed when the thread ends (the key's destructor); poisoned
  * while it waits under AddressSanitizer, so a use after the request's end is still reported. */
