@@ -71,7 +71,8 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
 
 /* The query into r->query: 0, or a refusal. A route that takes a body holds the query's refusal
  * (r->query->late) until the body has been read, unless its query comes first: a client that
- * sends its body regardless then reads the 400 on a connection that stays open. */
+ * sends its body regardless then reads the 400 on a connection that stays open. A client that
+ * waits for 100 Continue has sent no body byte yet: it gets the 400 at once, and no 100. */
 static int read_query(struct req *r, struct MHD_Connection *conn, const struct pe_contract *c, const char *url)
 {
 	struct walk w = {.q = r->query = &r->query_store};
@@ -82,7 +83,7 @@ static int read_query(struct req *r, struct MHD_Connection *conn, const struct p
 		pe_params_finish(&w.q->params, &w.err);
 	if (!w.err.code)
 		return 0;
-	if (c->media && !c->query_first) {
+	if (c->media && !c->query_first && !r->expect_continue) {
 		w.q->late = w.err;
 		return 0;
 	}

@@ -410,6 +410,30 @@ START_TEST(refusals_keep_the_connection)
 }
 END_TEST
 
+/* A client that waits for 100 Continue has sent no body: a refused query is answered at once on
+ * every body route, with no 100 before it (the client would then send the body in vain). */
+START_TEST(expect_continue_refused_at_once)
+{
+	struct pe_daemon d;
+	char dir[] = "/tmp/pe_contract_XXXXXX";
+	start(&d, dir);
+	for (size_t i = 0; i < NROUTES; i++) {
+		if (!routes[i].ctype)
+			continue;
+		char req[1024], buf[8192];
+		int n = snprintf(req, sizeof req, "%s %s?zzz=1 HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n"
+				 "Content-Length: 4096\r\nExpect: 100-continue\r\n\r\n", routes[i].method,
+				 routes[i].path, routes[i].ctype);
+		pe_raw_exchange(&d, req, (size_t)n, buf, sizeof buf, 5000);
+		ck_assert_msg(!strncmp(buf, "HTTP/1.1 400 ", 13), "%s %s: first answer %.40s", routes[i].method,
+			      routes[i].path, buf);
+		ck_assert_msg(!strstr(buf, "100 Continue") && strstr(buf, "\"param\":\"zzz\""), "%s %s: %.300s",
+			      routes[i].method, routes[i].path, buf);
+	}
+	stop(&d, dir);
+}
+END_TEST
+
 /* GET /v1/sinusoidal?len=2&dim=2 with nparams unknown parameters p0=1 ..., the last one's value
  * pad bytes long, and nheaders header fields; the answer's problem must name param. */
 static void many_params(const struct pe_daemon *d, size_t nparams, size_t pad, size_t nheaders, const char *param)
@@ -567,6 +591,7 @@ static Suite *contract_suite(void)
 	tcase_add_test(tc, every_route_refuses_alike);
 	tcase_add_test(tc, parameter_names_any_case);
 	tcase_add_test(tc, refusals_keep_the_connection);
+	tcase_add_test(tc, expect_continue_refused_at_once);
 	tcase_add_test(tc, query_limits);
 	tcase_add_test(tc, allow_from_the_declaration);
 	tcase_add_test(tc, details_name_the_fault);
