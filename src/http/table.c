@@ -209,10 +209,59 @@ static int compute(struct job *j, struct pe_budget *bg, void *out, struct pe_err
 	return rc;
 }
 
+/* Rows per streamed block: about STREAM_BLOCK bytes, a multiple of 64 rows (blocks that start on
+ * the core's anchors replay nothing: PE_TABLE_ROW_ALIGN), at least 64. */
+#define STREAM_BLOCK ((size_t)256 << 10)
+
+static size_t stream_rows(size_t row_bytes, size_t rows)
+{
+	size_t n = STREAM_BLOCK / (row_bytes ? row_bytes : 1) / 64 * 64;
+	n = n < 64 ? 64 : n;
+	return n < rows ? n : rows;
+}
+
+/* The table computed into data (after the header's hdr bytes of out) a block of rows at a time, in
+ * C order, each block published to the stream (pe_produce_progress) as it is done. A rank-3
+ * table's planes are computed together (pe_table_compute_planes: each row once): the bytes final
+ * are then plane 0's rows until the last block, and the whole table after it. */
+static int compute_streamed(struct job *j, const struct pe_shape *s, struct pe_buf *out, size_t hdr,
+			    const struct pe_body_info *info, struct pe_err *err)
+{
+	size_t planes = s->rank == 3 ? s->dim[0] : 1, rows = s->rank >= 2 ? s->dim[s->rank - 2] : s->dim[0];
+	size_t row_bytes = (s->rank >= 2 ? s->dim[s->rank - 1] : 1) * pe_dtype_size(j->out.dt);
+	size_t plane_bytes = rows * row_bytes, total = hdr + planes * plane_bytes, nb = stream_rows(row_bytes, rows);
+	void **outs = calloc(planes, sizeof *outs);
+	int rc = outs ? pe_budget_take(out->budget, j->scratch_bytes) : PE_ENOMEM;
+	if (rc != 0) {
+		free(outs);
+		return pe_err_set(err, rc, "", rc == PE_ENOMEM ? "out of memory" : "the response memory budget is full");
+	}
+	for (size_t r0 = 0; r0 < rows && rc == 0; r0 += nb) {
+		size_t n = rows - r0 < nb ? rows - r0 : nb;
+		for (size_t k = 0; k < planes; k++)
+			outs[k] = out->data + hdr + k * plane_bytes + r0 * row_bytes;
+		if ((rc = pe_cancelled()) != 0)
+			pe_cancel_err(rc, err);
+		else if (planes == 1)
+			rc = pe_table_compute_rows(&j->params, j->out.dt, 0, r0, n, outs[0], err);
+		else
+			rc = pe_table_compute_planes(&j->params, j->out.dt, r0, n, outs, err);
+		if (rc == 0) {
+			out->len = r0 + n == rows ? total : hdr + (r0 + n) * row_bytes;
+			rc = pe_produce_progress(out, total, info, err);
+		}
+	}
+	pe_budget_give(out->budget, j->scratch_bytes);
+	free(outs);
+	return rc;
+}
+
 /* Compute the table and encode it into out. bin and npy are computed straight into the response
- * buffer (after npy's header); the others go through a scratch table. Everything is reserved on
- * out's budget: the job's share when it is pooled (produce.c). */
-static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, struct pe_err *err)
+ * buffer (after npy's header), a block at a time when the answer streams; the others go through
+ * a scratch table. Everything is reserved on out's budget: the job's share when it is pooled
+ * (produce.c). */
+static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, const struct pe_body_info *info,
+		  struct pe_err *err)
 {
 	struct pe_budget *bg = out->budget;
 	int overflow, rc;
@@ -224,6 +273,8 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 			return pe_err_set(err, rc, "", "the response would exceed the size limit");
 		if (hdr)
 			pe_npy_write_header(out->data, &t);
+		if (pe_produce_streaming())
+			return compute_streamed(j, s, out, hdr, info, err);
 		rc = compute(j, bg, out->data + hdr, err);
 		if (rc == 0)
 			out->len = hdr + raw;
@@ -263,14 +314,12 @@ void pe_table_extra_header(const struct pe_table_def *def, char *out, size_t cap
 	out[n] = 0;
 }
 
-/* The producer: compute and encode the table, and name its extra header. */
+/* The producer: name the table's headers (before any byte streams), compute and encode it. */
 static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, struct pe_err *err)
 {
 	struct job *j = arg;
 	struct pe_shape s;
 	int rc = pe_table_shape(&j->params, &s);
-	if (rc == 0)
-		rc = encode(j, &s, out, err);
 	if (rc != 0)
 		return rc;
 	pe_shape_format(&s, info->shape, sizeof info->shape);
@@ -279,7 +328,22 @@ static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, 
 		pe_table_extra_header(def, info->extra_name, sizeof info->extra_name);
 		info->extra[pe_fmt_f64(def->extra(&j->params), info->extra)] = 0;
 	}
-	return 0;
+	return encode(j, &s, out, info, err);
+}
+
+/* Streamed: bin, and npy but bf16 (the formats computed in place), tables with a row computation,
+ * from PE_PRODUCE_STREAM_MIN bytes. JSON and CSV are encoded whole (by several threads, see
+ * pe_json_write_table_mt) and PNG is drawn whole. */
+static int stream_cb(void *arg)
+{
+	struct job *j = arg;
+	struct pe_shape s;
+	int overflow;
+	if ((!pe_out_raw_direct(&j->out) && !(j->out.fmt == PE_FMT_NPY && j->out.dt != PE_BF16)) || j->out.gzip ||
+	    pe_table_shape(&j->params, &s) != 0 || s.rank < 1 || s.rank > 3 || !pe_table_rows_supported(&j->params))
+		return 0;
+	size_t n = pe_shape_count(&s, &overflow);
+	return !overflow && pe_produce_mul(n, pe_dtype_size(j->out.dt)) >= PE_PRODUCE_STREAM_MIN;
 }
 
 static uint64_t estimate_cb(void *arg) { return ((struct job *)arg)->estimate_ns; }
@@ -352,6 +416,7 @@ static const struct pe_producer producer = {
 	.job_free_cb = job_free_cb,
 	.estimate_cb = estimate_cb,
 	.need_cb = need_cb,
+	.stream_cb = stream_cb,
 	.failure_cb = failure_cb,
 };
 
