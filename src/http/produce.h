@@ -126,7 +126,7 @@ uint64_t pe_table_need(const struct pe_params *p, const struct pe_out *o, uint64
  * order. The request that made the job is answered at the first call (headers from info, the key's
  * ETag, Content-Length total) and reads the rest as it comes; so do requests for the key that
  * arrive meanwhile; on completion out becomes the cache's body as for any job (stream.c). */
-#define PE_PRODUCE_STREAM_MIN ((uint64_t)8 << 20) /* answers streamed from this size */
+#define PE_PRODUCE_STREAM_MIN ((uint64_t)8 << 20) /* answers streamed past this size */
 /* 1 while the calling thread's job has a stream to feed. */
 int pe_produce_streaming(void);
 /* The first out->len bytes of out (total in all) are final. 0, or an error with err set when the

@@ -20,6 +20,7 @@
  * called off at its next block: no one wants its bytes. A failure after the first block can only
  * close the readers' connections: their 200 and Content-Length have gone. */
 #include "http/stream.h"
+#include "http/test_hooks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -249,8 +250,10 @@ int pe_stream_publish(struct pe_stream *s, const char *data, size_t ready, size_
 	wake(s);
 	int cancel = atomic_load(&s->cancel);
 	pthread_mutex_unlock(&s->lock);
-	if (first) /* its reference and reader's place go with the stream (the waiter's result) */
+	if (first) { /* its reference and reader's place go with the stream (the waiter's result) */
 		pe_waiter_complete(first, NULL, s, 0);
+		pe_hook_stream_gate(s->key, s->keylen); /* test builds only */
+	}
 	if (!cancel)
 		return 0;
 	atomic_fetch_add(&s->ss->cancelled, 1);

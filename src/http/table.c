@@ -332,7 +332,7 @@ static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, 
 }
 
 /* Streamed: bin, and npy but bf16 (the formats computed in place), tables with a row computation,
- * from PE_PRODUCE_STREAM_MIN bytes. JSON and CSV are encoded whole (by several threads, see
+ * over PE_PRODUCE_STREAM_MIN bytes. JSON and CSV are encoded whole (by several threads, see
  * pe_json_write_table_mt) and PNG is drawn whole. */
 static int stream_cb(void *arg)
 {
@@ -343,7 +343,7 @@ static int stream_cb(void *arg)
 	    pe_table_shape(&j->params, &s) != 0 || s.rank < 1 || s.rank > 3 || !pe_table_rows_supported(&j->params))
 		return 0;
 	size_t n = pe_shape_count(&s, &overflow);
-	return !overflow && pe_produce_mul(n, pe_dtype_size(j->out.dt)) >= PE_PRODUCE_STREAM_MIN;
+	return !overflow && pe_produce_mul(n, pe_dtype_size(j->out.dt)) > PE_PRODUCE_STREAM_MIN;
 }
 
 static uint64_t estimate_cb(void *arg) { return ((struct job *)arg)->estimate_ns; }
