@@ -25,13 +25,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define READ_BLOCK ((size_t)256 << 10) /* the most a reader copies per call */
+/* The most a reader copies per call: libmicrohttpd gives each reader's response a block this large,
+ * counted on the response budget with its headers (READER_BYTES) while the response lives. */
+#define READ_BLOCK ((size_t)64 << 10)
+#define READER_BYTES (READ_BLOCK + 2048)
 
 enum { S_PENDING, S_RUNNING, S_DONE, S_FAILED };
 
 struct reader {
 	struct pe_stream *s;
 	struct MHD_Connection *conn;
+	struct pe_budget *budget; /* READER_BYTES held on it */
 	struct reader *next; /* in s->sleepers while its connection is suspended */
 };
 
@@ -213,19 +217,27 @@ static void reader_free_cb(void *cls)
 			break;
 		}
 	pthread_mutex_unlock(&s->lock);
+	pe_budget_give(rd->budget, READER_BYTES);
 	free(rd);
 	pe_stream_leave(s);
 }
 
-struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn)
+struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget,
+					int *code)
 {
-	struct reader *rd = calloc(1, sizeof *rd);
+	struct reader *rd = NULL;
 	struct MHD_Response *resp = NULL;
+	*code = pe_budget_take(budget, READER_BYTES);
+	if (*code == 0 && !(rd = calloc(1, sizeof *rd)))
+		*code = PE_ENOMEM;
 	if (rd) {
-		*rd = (struct reader){.s = s, .conn = conn};
+		*rd = (struct reader){.s = s, .conn = conn, .budget = budget};
 		resp = MHD_create_response_from_callback(s->head.total, READ_BLOCK, read_cb, rd, reader_free_cb);
+		*code = resp ? 0 : PE_ENOMEM;
 	}
 	if (!resp) {
+		if (rd)
+			pe_budget_give(budget, READER_BYTES);
 		free(rd);
 		pe_stream_leave(s);
 	}
