@@ -184,6 +184,20 @@ static double metric_becomes(const char *name, double want)
 	return v;
 }
 
+/* GET path: 200, X-PE-Cache cache, the n bytes of want; its ETag into etag. */
+static void get_expect(const char *path, const char *cache, const char *want, size_t n, char etag[64])
+{
+	struct pe_resp r;
+	char c[32];
+	pe_get(&D, path, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(pe_resp_header(&r, "X-PE-Cache", c, sizeof c), cache);
+	ck_assert_uint_eq(r.len, n);
+	ck_assert(memcmp(r.body, want, n) == 0);
+	ck_assert_ptr_nonnull(pe_resp_header(&r, "ETag", etag, 64));
+	pe_resp_free(&r);
+}
+
 /* ---- the tests ---- */
 
 /* Each table streams (posenc_streams_total), equals the core's whole table, and is a hit after. */
@@ -202,24 +216,13 @@ START_TEST(streamed_bytes_are_the_tables)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		double streams = pe_metric(&D, "posenc_streams_total");
-		struct pe_resp r, h;
-		char c[32], e1[64], e2[64];
+		char e1[64], e2[64];
 		size_t n;
 		char *want = core_table(cases[i].table, cases[i].kv, cases[i].npy, &n);
-		pe_get(&D, cases[i].path, &r);
-		ck_assert_int_eq(r.status, 200);
-		ck_assert_str_eq(pe_resp_header(&r, "X-PE-Cache", c, sizeof c), "miss");
+		get_expect(cases[i].path, "miss", want, n, e1);
 		ck_assert_double_eq(pe_metric(&D, "posenc_streams_total"), streams + 1);
-		ck_assert_uint_eq(r.len, n);
-		ck_assert(memcmp(r.body, want, n) == 0);
-		pe_get(&D, cases[i].path, &h);
-		ck_assert_int_eq(h.status, 200);
-		ck_assert_str_eq(pe_resp_header(&h, "X-PE-Cache", c, sizeof c), "hit");
-		ck_assert_str_eq(pe_resp_header(&h, "ETag", e1, sizeof e1), pe_resp_header(&r, "ETag", e2, sizeof e2));
-		ck_assert_uint_eq(h.len, n);
-		ck_assert(memcmp(h.body, want, n) == 0);
-		pe_resp_free(&r);
-		pe_resp_free(&h);
+		get_expect(cases[i].path, "hit", want, n, e2);
+		ck_assert_str_eq(e1, e2);
 		free(want);
 	}
 	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
@@ -252,11 +255,8 @@ START_TEST(second_request_joins_the_stream)
 	ck_assert_str_eq(raw_header(&b, "X-PE-Cache", c, sizeof c), "miss");
 	raw_close(&a);
 	raw_close(&b);
-	struct pe_resp h;
-	pe_get(&D, path, &h);
-	ck_assert_str_eq(pe_resp_header(&h, "X-PE-Cache", c, sizeof c), "hit");
-	ck_assert_str_eq(pe_resp_header(&h, "ETag", e1, sizeof e1), e2);
-	pe_resp_free(&h);
+	get_expect(path, "hit", want, n, e1);
+	ck_assert_str_eq(e1, e2);
 	free(want);
 	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
 }
@@ -270,7 +270,6 @@ START_TEST(disconnect_cancels_the_job)
 	const char *path = "/v1/sinusoidal?len=4104&dim=1024&format=bin";
 	double cancelled = pe_metric(&D, "posenc_streams_cancelled_total");
 	struct raw a;
-	char c[32];
 	gate_on("len=4104");
 	raw_send(&a, path);
 	ck_assert_int_eq(raw_head(&a), 200);
@@ -282,14 +281,8 @@ START_TEST(disconnect_cancels_the_job)
 	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
 	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
 	size_t n;
-	char *want = core_table("sinusoidal", kv, 0, &n);
-	struct pe_resp r;
-	pe_get(&D, path, &r);
-	ck_assert_int_eq(r.status, 200);
-	ck_assert_str_eq(pe_resp_header(&r, "X-PE-Cache", c, sizeof c), "miss");
-	ck_assert_uint_eq(r.len, n);
-	ck_assert(memcmp(r.body, want, n) == 0);
-	pe_resp_free(&r);
+	char etag[64], *want = core_table("sinusoidal", kv, 0, &n);
+	get_expect(path, "miss", want, n, etag);
 	free(want);
 }
 END_TEST
@@ -302,16 +295,9 @@ START_TEST(too_large_to_cache_still_streams)
 	double streams = pe_metric(&D, "posenc_streams_total");
 	size_t n;
 	char *want = core_table("sinusoidal", kv, 0, &n);
-	struct pe_resp r;
-	char c[32];
-	for (int i = 0; i < 2; i++) {
-		pe_get(&D, path, &r);
-		ck_assert_int_eq(r.status, 200);
-		ck_assert_str_eq(pe_resp_header(&r, "X-PE-Cache", c, sizeof c), "miss");
-		ck_assert_uint_eq(r.len, n);
-		ck_assert(memcmp(r.body, want, n) == 0);
-		pe_resp_free(&r);
-	}
+	char etag[64];
+	for (int i = 0; i < 2; i++)
+		get_expect(path, "miss", want, n, etag);
 	ck_assert_double_eq(pe_metric(&D, "posenc_streams_total"), streams + 2);
 	free(want);
 	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
