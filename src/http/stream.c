@@ -17,8 +17,9 @@
  * the stream begun (they read it from the start), and requests that came before its first block
  * (they wait for the cache fill as on any job, and are counted). When the last reader goes
  * (disconnect, or its answer ended) while the job runs and none waits for the fill, the job is
- * called off at its next block: no one wants its bytes. A failure after the first block can only
- * close the readers' connections: their 200 and Content-Length have gone. */
+ * called off at its next block: no one wants its bytes (a HEAD, whose answer ends with its
+ * headers, too). A failure after the first block can only close the readers' connections: their
+ * 200 and Content-Length have gone. */
 #include "http/stream.h"
 #include "http/test_hooks.h"
 
@@ -40,6 +41,8 @@ struct reader {
 };
 
 struct pe_stream {
+	/* Recursive: the job holds it across the cache's fill, whose waiter callbacks may give back a
+	 * reader's place (pe_stream_leave, a waiter's result freed) on the same thread. */
 	pthread_mutex_t lock;
 	atomic_int refs;
 	struct pe_streams *ss;
@@ -110,9 +113,13 @@ struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, s
 				const char *key, size_t keylen)
 {
 	struct pe_stream *s = calloc(1, sizeof *s + keylen + 1);
+	pthread_mutexattr_t attr;
 	if (!s)
 		return NULL;
-	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&s->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
 	atomic_init(&s->refs, 3); /* the job's, the watch's, first's reader place */
 	s->ss = ss;
 	s->head.pr = pr;

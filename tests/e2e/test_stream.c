@@ -23,14 +23,16 @@
 #include "posenc/posenc.h"
 
 static struct pe_daemon D;
-static char dir[] = "/tmp/posenc-stream-XXXXXX", gate[64];
+static char dir[] = "/tmp/posenc-stream-XXXXXX", gate[64], job_gate[64];
 
 static void start_with(const char *const *args)
 {
 	ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/posenc-stream-XXXXXX")));
 	snprintf(gate, sizeof gate, "%s/gate", dir);
-	pe_spawn_hooks(1); /* only the test build honours the gate */
+	snprintf(job_gate, sizeof job_gate, "%s/job_gate", dir);
+	pe_spawn_hooks(1); /* only the test build honours the gates */
 	setenv("POSENC_TEST_STREAM_GATE", gate, 1);
+	setenv("POSENC_TEST_JOB_GATE", job_gate, 1);
 	pe_daemon_start(&D, args);
 }
 
@@ -43,19 +45,23 @@ static void start(void)
 static void stop(void)
 {
 	unlink(gate);
+	unlink(job_gate);
 	ck_assert_int_eq(pe_daemon_stop(&D, SIGTERM), 0);
 	unsetenv("POSENC_TEST_STREAM_GATE");
+	unsetenv("POSENC_TEST_JOB_GATE");
 	pe_spawn_hooks(0);
 	rmdir(dir);
 }
 
-static void gate_on(const char *text)
+static void gate_file(const char *path, const char *text)
 {
-	FILE *f = fopen(gate, "w");
+	FILE *f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
 	fputs(text, f);
 	fclose(f);
 }
+
+static void gate_on(const char *text) { gate_file(gate, text); }
 
 /* The table of query (format and dtype left out) as the core computes it whole: bin's bytes, or
  * npy's document. */
@@ -287,6 +293,35 @@ START_TEST(disconnect_cancels_the_job)
 }
 END_TEST
 
+/* A client that goes before the first block. Resumed at the first block, its request either reads
+ * the stream, fails to send and leaves (the job is called off, nothing cached), or is closed by
+ * libmicrohttpd before its handler runs: the stream's place for it is then given back when the
+ * cache's fill drops the request's waiter, on the job's thread while the job holds the stream (the
+ * stream's lock is recursive for this), and the table is cached. Which one depends on the order
+ * libmicrohttpd sees the close in; either way the job ends and nothing is left held. */
+START_TEST(client_gone_before_the_first_block)
+{
+	static const char *const kv[] = {"len", "4112", "dim", "1024", NULL};
+	const char *path = "/v1/sinusoidal?len=4112&dim=1024&format=bin";
+	double streams = pe_metric(&D, "posenc_streams_total");
+	double cancelled = pe_metric(&D, "posenc_streams_cancelled_total");
+	struct raw a;
+	gate_file(job_gate, "len=4112");
+	raw_send(&a, path);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1); /* held before it computes */
+	close(a.fd);
+	unlink(job_gate);
+	ck_assert_double_eq(metric_becomes("posenc_streams_total", streams + 1), streams + 1);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	int called_off = pe_metric(&D, "posenc_streams_cancelled_total") == cancelled + 1;
+	size_t n;
+	char etag[64], *want = core_table("sinusoidal", kv, 0, &n);
+	get_expect(path, called_off ? "miss" : "hit", want, n, etag);
+	free(want);
+}
+END_TEST
+
 /* A table larger than cache_bytes still streams, whole, and is not kept. */
 START_TEST(too_large_to_cache_still_streams)
 {
@@ -339,6 +374,7 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, second_request_joins_the_stream);
 	tcase_add_test(tc, disconnect_cancels_the_job);
 	tcase_add_test(tc, too_large_to_cache_still_streams);
+	tcase_add_test(tc, client_gone_before_the_first_block);
 	suite_add_tcase(s, tc);
 	TCase *tf = tcase_create("failure");
 	tcase_set_timeout(tf, 60);
