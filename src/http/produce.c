@@ -389,20 +389,21 @@ static void job_compute(struct job *j, int pooled)
 	if (rc == 0)
 		rc = make_body(j, b, &out);
 	pe_buf_destroy(&out);
-	const char *data = NULL; /* the filled bytes, for the stream */
 	if (rc == 0) {
 		size_t held = pe_mem_size(b->data); /* reserved by out; the cache counts it from here */
-		data = b->data;
+		const char *data = b->data;
 		if (pe_cache_fill(h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b), body_release_cb) != 0)
 			data = NULL; /* freed */
+		if (s) /* data is held by the stream's entry when the fill gave it one */
+			pe_stream_end(s, 0, data);
 		pe_budget_give(share ? share : h->opt.budget, held);
 		pe_mem_keep_headroom(); /* the cache keeps b: the next bodies' room, made in one step */
 	} else {
 		free(b);
 		fail_key(h, j->pr, j->key, j->keylen, rc, &err);
+		if (s)
+			pe_stream_end(s, rc, NULL);
 	}
-	if (s) /* data is held by the stream's entry when the fill gave it one */
-		pe_stream_end(s, rc, data);
 	pe_budget_share_close(share);
 }
 
