@@ -28,7 +28,7 @@
 
 /* The most a reader copies per call: libmicrohttpd gives each reader's response a block this large,
  * counted on the response budget with its headers (READER_BYTES) while the response lives. */
-#define READ_BLOCK ((size_t)64 << 10)
+#define READ_BLOCK ((size_t)256 << 10)
 #define READER_BYTES (READ_BLOCK + 2048)
 
 enum { S_PENDING, S_RUNNING, S_DONE, S_FAILED };
