@@ -431,13 +431,7 @@ static enum MHD_Result serve_stream(struct req *r, struct MHD_Connection *conn, 
 	memcpy(b.etag, hd->etag, sizeof b.etag);
 	r->cache_hit = 0;
 	r->bytes = hd->total;
-	int code;
-	struct MHD_Response *resp = pe_stream_response(s, conn, r->h->opt.budget, &code);
-	if (!resp && code == PE_EBUSY) {
-		struct pe_err err = {0};
-		pe_err_set(&err, PE_EBUSY, "", "the response memory budget is full; retry shortly");
-		return pe_http_problem(r, conn, &err);
-	}
+	struct MHD_Response *resp = pe_stream_response(s, conn, r->h->opt.budget);
 	if (!resp)
 		return MHD_NO;
 	add_headers(&b, resp, "miss");

@@ -27,7 +27,9 @@
 #include <string.h>
 
 /* The most a reader copies per call: libmicrohttpd gives each reader's response a block this large,
- * counted on the response budget with its headers (READER_BYTES) while the response lives. */
+ * counted on the response budget with its headers (READER_BYTES) while the response lives:
+ * charged, never refused, as a connection's own memory (a refusal while another job waits for
+ * room would answer the request that made the job 503 and call its work off). */
 #define READ_BLOCK ((size_t)256 << 10)
 #define READER_BYTES (READ_BLOCK + 2048)
 
@@ -229,18 +231,14 @@ static void reader_free_cb(void *cls)
 	pe_stream_leave(s);
 }
 
-struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget,
-					int *code)
+struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget)
 {
-	struct reader *rd = NULL;
+	struct reader *rd = calloc(1, sizeof *rd);
 	struct MHD_Response *resp = NULL;
-	*code = pe_budget_take(budget, READER_BYTES);
-	if (*code == 0 && !(rd = calloc(1, sizeof *rd)))
-		*code = PE_ENOMEM;
 	if (rd) {
 		*rd = (struct reader){.s = s, .conn = conn, .budget = budget};
+		pe_budget_charge(budget, READER_BYTES);
 		resp = MHD_create_response_from_callback(s->head.total, READ_BLOCK, read_cb, rd, reader_free_cb);
-		*code = resp ? 0 : PE_ENOMEM;
 	}
 	if (!resp) {
 		if (rd)
