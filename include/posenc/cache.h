@@ -51,6 +51,10 @@ void pe_cache_free(struct pe_cache *c); /* outstanding references stay valid unt
  * gets no callback; a WAIT with NULL cb is a bug). */
 int pe_cache_acquire(struct pe_cache *c, const void *key, size_t keylen, pe_cache_wait_cb cb, void *arg,
 		     struct pe_cache_entry **entry);
+/* Be told like a waiter (cb, once) when the pending key is filled or failed, without counting a
+ * join: the computation's own interest in its value (a streamed answer holds the filled entry for
+ * its readers). 0; PE_EINVAL when key is not pending; PE_ENOMEM. */
+int pe_cache_watch(struct pe_cache *c, const void *key, size_t keylen, pe_cache_wait_cb cb, void *arg);
 /* Plain lookup without single flight: a reference or NULL. Counts a hit or a miss. */
 struct pe_cache_entry *pe_cache_get(struct pe_cache *c, const void *key, size_t keylen);
 

@@ -419,6 +419,18 @@ out:
 	return rc;
 }
 
+int pe_cache_watch(struct pe_cache *c, const void *key, size_t keylen, pe_cache_wait_cb cb, void *arg)
+{
+	uint64_t hash = pe_cache_hash(c->seed, key, keylen);
+	int rc = PE_EINVAL;
+	pthread_mutex_lock(&c->lock);
+	struct pe_cache_entry *e = *find_link(c, hash, key, keylen);
+	if (e != NULL && e->pending)
+		rc = add_waiter(e, waiter_new(cb, arg)) ? 0 : PE_ENOMEM;
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
 struct pe_cache_entry *pe_cache_get(struct pe_cache *c, const void *key, size_t keylen)
 {
 	uint64_t hash = pe_cache_hash(c->seed, key, keylen);

@@ -9,6 +9,7 @@
  *   waiter.c      requests suspended while a job computes their answer
  *   conn_guard.c  slow clients, connection limits, libmicrohttpd's own error answers
  *   produce.c     the cached GET path (produce.h)
+ *   stream.c      answers sent while their job computes them (stream.h)
  *   oneshot.c     the uncached POST job: deadline, result, resumed answer (oneshot.h)
  *   auth.c        who may write: bearer token or loopback (auth.h)
  * and one file per endpoint family (handler.h). Handlers call these modules; none of them calls
@@ -204,7 +205,8 @@ int pe_http_method_listed(const char *list, const char *method);
 struct waiter *pe_waiter_new(struct pe_http *h, struct MHD_Connection *conn);
 void pe_waiter_unref(struct waiter *w);
 void pe_waiter_ready_cb(void *arg, struct pe_cache_entry *entry, int code); /* the cache callback */
-/* Complete w with a result (or code != 0) from any thread; drops the completer's reference. */
+/* Complete w with a result (or code != 0) from any thread; drops the completer's reference. Once
+ * w is done or expired, what a completion brings is given back (first completion wins). */
 void pe_waiter_complete(struct waiter *w, struct pe_cache_entry *entry, void *result, int code);
 /* Suspend conn until w completes (or resume at once if it already has). */
 void pe_waiter_suspend(struct waiter *w);

@@ -6,7 +6,9 @@
  * its parameters, from the registry: what the dashboard builds its controls from). */
 #include "http/handler.h"
 #include "http/problem.h"
+#include "http/produce.h"
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +62,14 @@ static enum MHD_Result serve_metrics(struct req *r, struct MHD_Connection *conn)
 		pe_err_set(&err, PE_EINTERNAL, "", "metrics unavailable");
 		return pe_http_problem(r, conn, &err);
 	}
+	uint64_t begun, cancelled;
+	pe_produce_stream_stats(r->h, &begun, &cancelled);
+	pe_buf_printf(&b,
+		      "# HELP posenc_streams_total Answers sent while their job computed them (produce.h).\n"
+		      "# TYPE posenc_streams_total counter\nposenc_streams_total %" PRIu64 "\n"
+		      "# HELP posenc_streams_cancelled_total Streamed jobs called off because every reader went away.\n"
+		      "# TYPE posenc_streams_cancelled_total counter\nposenc_streams_cancelled_total %" PRIu64 "\n",
+		      begun, cancelled);
 	size_t len;
 	char *body = pe_buf_steal(&b, &len);
 	struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(len, body, free);

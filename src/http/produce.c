@@ -65,6 +65,7 @@
  * that joined it answer the same problem+json, detail and param included; a bare code (out of
  * memory before the job ran, a refused submit) is worded by the producer's failure_cb. */
 #include "http/produce.h"
+#include "http/stream.h"
 #include "http/test_hooks.h"
 
 #include <sched.h>
@@ -87,6 +88,7 @@
 struct pe_produce {
 	pthread_mutex_t lock;
 	struct pe_scratch kept[NKEPT];
+	struct pe_streams *streams;
 };
 
 enum { SHARED_NONE, SHARED_BUILDING, SHARED_READY };
@@ -109,15 +111,23 @@ struct job {
 	double deadline; /* pe_monotonic() time past which the computation stops (job_timeout) */
 	struct pe_out out;
 	char etag[40];
+	struct pe_stream *stream; /* the answer's, when it streams (until the job ends) */
 	size_t keylen;
 	char key[]; /* the cache key */
 };
+
+/* The stream the calling thread's job feeds (job_compute sets it around produce_cb). */
+static _Thread_local struct pe_stream *tl_stream;
 
 /* ---- the module's state: scratch blocks ---- */
 
 struct pe_produce *pe_produce_new(void)
 {
 	struct pe_produce *p = calloc(1, sizeof *p);
+	if (p && !(p->streams = pe_streams_new())) {
+		free(p);
+		p = NULL;
+	}
 	if (p)
 		pthread_mutex_init(&p->lock, NULL);
 	return p;
@@ -129,6 +139,7 @@ void pe_produce_free(struct pe_produce *p)
 		return;
 	for (size_t i = 0; i < NKEPT; i++)
 		free(p->kept[i].p);
+	pe_streams_free(p->streams);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -321,6 +332,8 @@ static int make_body(struct job *j, struct body *b, struct pe_buf *out)
 
 static void job_free(struct job *j)
 {
+	if (j->stream) /* never ran */
+		pe_stream_abort(j->stream);
 	if (j->job)
 		j->pr->job_free_cb(j->job);
 	free(j);
@@ -364,22 +377,66 @@ static void job_compute(struct job *j, int pooled)
 		rc = pe_produce_share_open(h, j->pr->need_cb(j->job), &share, &err);
 	pe_buf_set_budget(&out, share ? share : h->opt.budget);
 	pe_buf_use(&out, small, sizeof small);
+	struct pe_stream *s = j->stream;
+	j->stream = NULL;
+	tl_stream = s;
 	if (rc == 0)
 		rc = j->pr->produce_cb(j->job, &out, &b->info, &err);
+	tl_stream = NULL;
 	pe_cancel_set_deadline(0);
+	if (s) /* its readers wait while the bytes change hands */
+		pe_stream_hold(s);
 	if (rc == 0)
 		rc = make_body(j, b, &out);
 	pe_buf_destroy(&out);
 	if (rc == 0) {
 		size_t held = pe_mem_size(b->data); /* reserved by out; the cache counts it from here */
-		pe_cache_fill(h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b), body_release_cb);
+		const char *data = b->data;
+		if (pe_cache_fill(h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b), body_release_cb) != 0)
+			data = NULL; /* freed */
+		if (s) /* data is held by the stream's entry when the fill gave it one */
+			pe_stream_end(s, 0, data);
 		pe_budget_give(share ? share : h->opt.budget, held);
 		pe_mem_keep_headroom(); /* the cache keeps b: the next bodies' room, made in one step */
 	} else {
 		free(b);
 		fail_key(h, j->pr, j->key, j->keylen, rc, &err);
+		if (s)
+			pe_stream_end(s, rc, NULL);
 	}
 	pe_budget_share_close(share);
+}
+
+/* ---- streams (stream.c) ---- */
+
+int pe_produce_streaming(void) { return tl_stream != NULL; }
+
+int pe_produce_progress(const struct pe_buf *out, size_t total, const struct pe_body_info *info,
+			struct pe_err *err)
+{
+	return tl_stream ? pe_stream_publish(tl_stream, out->data, out->len, total, info, err) : 0;
+}
+
+void pe_produce_stream_stats(struct pe_http *h, uint64_t *begun, uint64_t *cancelled)
+{
+	pe_streams_stats(h->produce->streams, begun, cancelled);
+}
+
+/* Answer from a stream (taking over the caller's reference and reader's place): "miss", the
+ * stream's headers, its bytes as they are computed. */
+static enum MHD_Result serve_stream(struct req *r, struct MHD_Connection *conn, struct pe_stream *s)
+{
+	const struct pe_stream_head *hd = pe_stream_head(s);
+	struct body b = {.pr = hd->pr, .out = hd->out, .info = hd->info};
+	memcpy(b.etag, hd->etag, sizeof b.etag);
+	r->cache_hit = 0;
+	r->bytes = hd->total;
+	struct MHD_Response *resp = pe_stream_response(s, conn, r->h->opt.budget);
+	if (!resp)
+		return MHD_NO;
+	add_headers(&b, resp, "miss");
+	pe_http_add_cors(r->h, conn, resp);
+	return pe_http_queue(r, conn, 200, resp);
 }
 
 /* A job on a worker. */
@@ -403,6 +460,11 @@ static enum MHD_Result produce_resume(struct req *r, struct MHD_Connection *conn
 		else
 			pe_err_set(&err, PE_ETIMEOUT, "", "the table was not ready within job_timeout");
 		return pe_http_problem(r, conn, &err);
+	}
+	if (w->result) { /* answered by the first block of a stream */
+		struct pe_stream *s = w->result;
+		w->result = NULL;
+		return serve_stream(r, conn, s);
 	}
 	const struct pe_err *failed = pe_cache_entry_err(w->entry); /* the job's own problem, if it left one */
 	if (failed)
@@ -434,8 +496,8 @@ static enum where place(const struct pe_http *h, const struct job *j)
 /* A miss: this request computes, here when the work is small (the key is filled or failed before
  * this returns, and *inlined is set), else on the pool. Failures fail the key, which answers
  * every waiter. */
-static int start_job(struct req *r, const struct pe_producer *pr, const struct pe_out *o, const char *key,
-		     size_t keylen, void *ctx, int *inlined, struct pe_err *err)
+static int start_job(struct req *r, struct waiter *wt, const struct pe_producer *pr, const struct pe_out *o,
+		     const char *key, size_t keylen, void *ctx, int *inlined, struct pe_err *err)
 {
 	struct pe_http *h = r->h;
 	struct job *j = malloc(sizeof *j + keylen + 1);
@@ -458,6 +520,8 @@ static int start_job(struct req *r, const struct pe_producer *pr, const struct p
 		*inlined = 1;
 		return 0;
 	}
+	if (pr->stream_cb && pr->stream_cb(j->job)) /* NULL (out of memory): computed whole */
+		j->stream = pe_stream_new(h->produce->streams, h->opt.cache, wt, pr, o, r->etag, key, keylen);
 	int rc = (w == RUN_HEAVY ? h->opt.hooks.submit_heavy : h->opt.hooks.submit)(h->opt.hooks.ctx, job_run, j);
 	if (rc != 0) {
 		job_free(j);
@@ -485,8 +549,13 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
 		return pe_http_problem(r, conn, &err);
 	}
+	struct pe_stream *s;
+	if (rc == PE_CACHE_WAIT && (s = pe_stream_join(h->produce->streams, key, keylen)) != NULL) {
+		r->w = w; /* the cache's completion of w comes at the fill, unused */
+		return serve_stream(r, conn, s);
+	}
 	int inlined = 0;
-	if (rc == PE_CACHE_MISS && start_job(r, pr, o, key, keylen, ctx, &inlined, &err) != 0) {
+	if (rc == PE_CACHE_MISS && start_job(r, w, pr, o, key, keylen, ctx, &inlined, &err) != 0) {
 		fail_key(h, pr, key, keylen, err.code, &err); /* completes w: drops the cache's reference */
 		pe_waiter_unref(w);
 		return pe_http_problem(r, conn, &err);

@@ -40,6 +40,10 @@ struct pe_producer {
 	 * its own for it (err not set, or set for another code): fills err. When it did, every
 	 * request on the key gets the job's (produce.c, pe_cache_fail_err). */
 	void (*failure_cb)(int code, struct pe_err *err);
+	/* Optional (NULL: never): 1 when the job's answer streams (its first bytes are sent after its
+	 * first block, see pe_produce_progress), 0 when it is computed whole. Asked on a miss that
+	 * goes to the pool (MHD thread). */
+	int (*stream_cb)(void *job);
 	/* 1: produce_cb's 5xx details are written for any client (the store's: no host, no path) and
 	 * are answered as they are; 0: a 5xx is worded by failure_cb alone. */
 	int client_details;
@@ -114,6 +118,24 @@ uint64_t pe_table_estimate_ns(const struct pe_params *p, const struct pe_out *o)
  * its 413 check counts it for the longest key p can have; *out: the output buffer's bound (what
  * max_response_bytes must hold). UINT64_MAX when the table cannot be sized. (POST /v1/plan.) */
 uint64_t pe_table_need(const struct pe_params *p, const struct pe_out *o, uint64_t *out);
+
+/* ---- streamed answers ----
+ * A job whose producer said it streams (stream_cb) runs produce_cb with a stream to feed: the
+ * producer reserves out for the whole answer at once (out->data never moves after), fills info
+ * first, and after each block calls pe_produce_progress with out->len the bytes now final, in
+ * order. The request that made the job is answered at the first call (headers from info, the key's
+ * ETag, Content-Length total) and reads the rest as it comes; so do requests for the key that
+ * arrive meanwhile; on completion out becomes the cache's body as for any job (stream.c). */
+#define PE_PRODUCE_STREAM_MIN ((uint64_t)8 << 20) /* answers streamed past this size */
+/* 1 while the calling thread's job has a stream to feed. */
+int pe_produce_streaming(void);
+/* The first out->len bytes of out (total in all) are final. 0, or an error with err set when the
+ * job should stop: every reader went away and no other request waits. No-op without a stream. */
+int pe_produce_progress(const struct pe_buf *out, size_t total, const struct pe_body_info *info,
+			struct pe_err *err);
+
+/* Streams begun and streams called off (every reader gone) since start, for /metrics. */
+void pe_produce_stream_stats(struct pe_http *h, uint64_t *begun, uint64_t *cancelled);
 
 /* The strong ETag of a cache key, from the key and PE_OUTPUT_EPOCH only: equal on every replica
  * and across restarts. */

@@ -209,10 +209,52 @@ static int compute(struct job *j, struct pe_budget *bg, void *out, struct pe_err
 	return rc;
 }
 
+/* Rows per streamed block: about `bytes`, a multiple of 64 rows, at least 64. The first block is
+ * FIRST_BLOCK (the first bytes wait for it); the others NEXT_BLOCK: each block costs a replay from
+ * the core's anchors and a wake-up of the readers, ~40% more CPU per 24 MiB table at 256 KiB than
+ * at 1 MiB (perf, AMD EPYC). */
+#define FIRST_BLOCK ((size_t)256 << 10)
+#define NEXT_BLOCK ((size_t)1 << 20)
+
+static size_t stream_rows(size_t bytes, size_t row_bytes, size_t rows)
+{
+	size_t n = bytes / (row_bytes ? row_bytes : 1) / 64 * 64;
+	n = n < 64 ? 64 : n;
+	return n < rows ? n : rows;
+}
+
+/* The table (rank 1 or 2) computed after the header's hdr bytes of out a block of rows at a time,
+ * each block published to the stream (pe_produce_progress) as it is done. */
+static int compute_streamed(struct job *j, const struct pe_shape *s, struct pe_buf *out, size_t hdr,
+			    const struct pe_body_info *info, struct pe_err *err)
+{
+	size_t rows = s->dim[0]; /* rank 1: its elements are its rows */
+	size_t row_bytes = (s->rank == 2 ? s->dim[1] : 1) * pe_dtype_size(j->out.dt), total = hdr + rows * row_bytes;
+	size_t nb = stream_rows(FIRST_BLOCK, row_bytes, rows);
+	int rc = pe_budget_take(out->budget, j->scratch_bytes);
+	if (rc != 0)
+		return pe_err_set(err, rc, "", "the response memory budget is full");
+	for (size_t r0 = 0; r0 < rows && rc == 0; r0 += nb, nb = stream_rows(NEXT_BLOCK, row_bytes, rows)) {
+		size_t n = rows - r0 < nb ? rows - r0 : nb;
+		if ((rc = pe_cancelled()) != 0)
+			pe_cancel_err(rc, err);
+		else
+			rc = pe_table_compute_rows(&j->params, j->out.dt, 0, r0, n, out->data + hdr + r0 * row_bytes, err);
+		if (rc == 0) {
+			out->len = hdr + (r0 + n) * row_bytes;
+			rc = pe_produce_progress(out, total, info, err);
+		}
+	}
+	pe_budget_give(out->budget, j->scratch_bytes);
+	return rc;
+}
+
 /* Compute the table and encode it into out. bin and npy are computed straight into the response
- * buffer (after npy's header); the others go through a scratch table. Everything is reserved on
- * out's budget: the job's share when it is pooled (produce.c). */
-static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, struct pe_err *err)
+ * buffer (after npy's header), a block at a time when the answer streams; the others go through
+ * a scratch table. Everything is reserved on out's budget: the job's share when it is pooled
+ * (produce.c). */
+static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, const struct pe_body_info *info,
+		  struct pe_err *err)
 {
 	struct pe_budget *bg = out->budget;
 	int overflow, rc;
@@ -224,6 +266,8 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, s
 			return pe_err_set(err, rc, "", "the response would exceed the size limit");
 		if (hdr)
 			pe_npy_write_header(out->data, &t);
+		if (pe_produce_streaming())
+			return compute_streamed(j, s, out, hdr, info, err);
 		rc = compute(j, bg, out->data + hdr, err);
 		if (rc == 0)
 			out->len = hdr + raw;
@@ -263,14 +307,12 @@ void pe_table_extra_header(const struct pe_table_def *def, char *out, size_t cap
 	out[n] = 0;
 }
 
-/* The producer: compute and encode the table, and name its extra header. */
+/* The producer: name the table's headers (before any byte streams), compute and encode it. */
 static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, struct pe_err *err)
 {
 	struct job *j = arg;
 	struct pe_shape s;
 	int rc = pe_table_shape(&j->params, &s);
-	if (rc == 0)
-		rc = encode(j, &s, out, err);
 	if (rc != 0)
 		return rc;
 	pe_shape_format(&s, info->shape, sizeof info->shape);
@@ -279,7 +321,26 @@ static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, 
 		pe_table_extra_header(def, info->extra_name, sizeof info->extra_name);
 		info->extra[pe_fmt_f64(def->extra(&j->params), info->extra)] = 0;
 	}
-	return 0;
+	return encode(j, &s, out, info, err);
+}
+
+/* Streamed: bin, and npy but bf16 (the formats computed in place), tables of rank 1 or 2 with a
+ * row computation, over PE_PRODUCE_STREAM_MIN bytes. JSON and CSV are encoded whole (by several
+ * threads, see pe_json_write_table_mt) and PNG is drawn whole. Rank-3 tables (rope's cos and sin
+ * planes, alibi's heads) are computed whole: their planes' row computation costs about twice the
+ * whole table's kernel (a conversion pass; perf of cold rope?len=32768&dim=192, AMD EPYC: 49-59
+ * against 28-31 CPU-ms per table), and the bytes past plane 0 would wait for the last block
+ * anyway. */
+static int stream_cb(void *arg)
+{
+	struct job *j = arg;
+	struct pe_shape s;
+	int overflow;
+	if ((!pe_out_raw_direct(&j->out) && !(j->out.fmt == PE_FMT_NPY && j->out.dt != PE_BF16)) || j->out.gzip ||
+	    pe_table_shape(&j->params, &s) != 0 || s.rank < 1 || s.rank > 2 || !pe_table_rows_supported(&j->params))
+		return 0;
+	size_t n = pe_shape_count(&s, &overflow);
+	return !overflow && pe_produce_mul(n, pe_dtype_size(j->out.dt)) > PE_PRODUCE_STREAM_MIN;
 }
 
 static uint64_t estimate_cb(void *arg) { return ((struct job *)arg)->estimate_ns; }
@@ -352,6 +413,7 @@ static const struct pe_producer producer = {
 	.job_free_cb = job_free_cb,
 	.estimate_cb = estimate_cb,
 	.need_cb = need_cb,
+	.stream_cb = stream_cb,
 	.failure_cb = failure_cb,
 };
 

@@ -11,11 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* While the file POSENC_TEST_JOB_GATE names exists (at most a minute) and the key contains its
- * text, wait: a test holds one big table in flight for as long as it needs, deterministically. */
-void pe_hook_job_gate(const char *key, size_t keylen)
+/* While the file the variable env names exists (at most a minute) and the key contains its text,
+ * wait: a test holds one big table in flight for as long as it needs, deterministically. */
+static void key_gate(const char *env, const char *key, size_t keylen)
 {
-	const char *path = getenv("POSENC_TEST_JOB_GATE");
+	const char *path = getenv(env);
 	char text[128];
 	FILE *f;
 	for (int i = 0; path && *path && i < 6000 && (f = fopen(path, "r")) != NULL; i++) {
@@ -27,6 +27,12 @@ void pe_hook_job_gate(const char *key, size_t keylen)
 		usleep(10000);
 	}
 }
+
+/* POSENC_TEST_JOB_GATE: before the job computes. */
+void pe_hook_job_gate(const char *key, size_t keylen) { key_gate("POSENC_TEST_JOB_GATE", key, keylen); }
+
+/* POSENC_TEST_STREAM_GATE: after a streamed answer's first block went to its first request. */
+void pe_hook_stream_gate(const char *key, size_t keylen) { key_gate("POSENC_TEST_STREAM_GATE", key, keylen); }
 
 /* While the file POSENC_TEST_WRITE_GATE names exists (at most a minute), wait: a test lets
  * job_timeout pass before the write lands. */
@@ -41,6 +47,8 @@ void pe_hook_write_gate(void)
 #else
 
 void pe_hook_job_gate(const char *key, size_t keylen) {}
+
+void pe_hook_stream_gate(const char *key, size_t keylen) {}
 
 void pe_hook_write_gate(void) {}
 

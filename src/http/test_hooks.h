@@ -9,6 +9,9 @@
 /* A pooled table job with this cache key, before it computes. */
 void pe_hook_job_gate(const char *key, size_t keylen);
 
+/* A streamed answer's job, after its first block went to the request that made it. */
+void pe_hook_stream_gate(const char *key, size_t keylen);
+
 /* A learned-table write or delete, before it reaches the store. */
 void pe_hook_write_gate(void);
 

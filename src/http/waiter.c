@@ -3,7 +3,8 @@
  * A request that waits is suspended (MHD_suspend_connection, always inside the handler, before the
  * waiter can complete) and resumed exactly once by whichever comes first: its completion (the
  * cache's waiter callback or a job, on a worker thread) or the deadline (pe_waiter_expire, from
- * the tick). Both transitions happen under wait_lock, so a resume never precedes its suspend and
+ * the tick). A request answered from a stream is completed by the stream's first block and again
+ * by the cache's fill: the first completion wins, a later one only gives back what it brings. Both transitions happen under wait_lock, so a resume never precedes its suspend and
  * never happens twice. Suspended connections must all be resumed before MHD_stop_daemon. */
 #include "http/internal.h"
 
@@ -56,7 +57,7 @@ void pe_waiter_complete(struct waiter *w, struct pe_cache_entry *entry, void *re
 {
 	struct pe_http *h = w->h;
 	pthread_mutex_lock(&h->wait_lock);
-	if (w->state == W_EXPIRED) { /* the client was already answered */
+	if (w->state == W_EXPIRED || w->state == W_DONE) { /* answered already, or by a stream (stream.c) */
 		pe_cache_release(entry);
 		if (result && w->result_free)
 			w->result_free(result);

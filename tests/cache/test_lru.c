@@ -677,6 +677,31 @@ START_TEST(test_single_flight)
 }
 END_TEST
 
+/* A watch is told like a waiter, is not a join, and needs the key pending. */
+START_TEST(test_watch)
+{
+	struct pe_cache *c = pe_cache_new(1 << 20);
+	struct t_rec owner = {0}, watch = {0};
+	struct pe_cache_entry *e;
+	ck_assert_int_eq(pe_cache_watch(c, "key", 3, t_record, &watch), PE_EINVAL); /* nothing under way */
+	ck_assert_int_eq(pe_cache_acquire(c, "key", 3, t_record, &owner, &e), PE_CACHE_MISS);
+	ck_assert_int_eq(pe_cache_watch(c, "key", 3, t_record, &watch), 0);
+	ck_assert_uint_eq(t_stats(c).joins, 0);
+	struct t_val *v = t_val_new(7);
+	ck_assert_int_eq(t_put(c, "key", v, 64), 0);
+	ck_assert_int_eq(watch.calls, 1);
+	ck_assert_int_eq(watch.code, 0);
+	ck_assert_ptr_eq(watch.e, owner.e);
+	ck_assert_int_eq(pe_cache_watch(c, "key", 3, t_record, &watch), PE_EINVAL); /* filled: not pending */
+	pe_cache_free(c);
+	pe_cache_release(owner.e);
+	ck_assert_int_eq(t_frees(v), 0); /* the watch's reference holds the value */
+	pe_cache_release(watch.e);
+	ck_assert_int_eq(t_frees(v), 1);
+	ck_assert_int_eq(atomic_load(&t_live), 0);
+}
+END_TEST
+
 START_TEST(test_fail)
 {
 	struct pe_cache *c = pe_cache_new(1 << 20);
@@ -1160,6 +1185,7 @@ static Suite *lru_suite(void)
 	tcase_add_test(tc, test_growth);
 	tcase_add_test(tc, test_chain_unlink_anywhere);
 	tcase_add_test(tc, test_single_flight);
+	tcase_add_test(tc, test_watch);
 	tcase_add_test(tc, test_fail);
 	tcase_add_test(tc, test_null_callback);
 	tcase_add_test(tc, test_free_with_pending);

@@ -51,7 +51,7 @@ const char *pe_spawn_bin(void)
 /* A gate variable set for a daemon that ignores it: its name, else NULL. */
 static const char *unheeded_gate(void)
 {
-	static const char *const gates[] = {"POSENC_TEST_JOB_GATE", "POSENC_TEST_WRITE_GATE"};
+	static const char *const gates[] = {"POSENC_TEST_JOB_GATE", "POSENC_TEST_WRITE_GATE", "POSENC_TEST_STREAM_GATE"};
 	for (size_t i = 0; !use_hooks && i < sizeof gates / sizeof *gates; i++)
 		if (getenv(gates[i]))
 			return gates[i];

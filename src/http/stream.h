@@ -1,0 +1,61 @@
+/* Answers sent while their job computes them (stream.c): the first bytes of a large table go out
+ * after its first block of rows, not after its last. Used by produce.c only. */
+#ifndef PE_HTTP_STREAM_H
+#define PE_HTTP_STREAM_H
+
+#include "http/produce.h"
+
+struct pe_streams; /* a server's streams under way, by cache key */
+struct pe_stream;
+
+/* What a streamed answer's headers say, as a cached body's would. */
+struct pe_stream_head {
+	const struct pe_producer *pr;
+	struct pe_out out;
+	struct pe_body_info info;
+	char etag[40];
+	size_t total; /* Content-Length */
+};
+
+struct pe_streams *pe_streams_new(void);
+void pe_streams_free(struct pe_streams *ss); /* when no job runs any more */
+/* Streams begun (their first block sent), and streams whose job was called off because every
+ * reader went away. */
+void pe_streams_stats(struct pe_streams *ss, uint64_t *begun, uint64_t *cancelled);
+
+/* HTTP thread, at a miss whose job streams (key pending in cache): the stream of key, found by
+ * pe_stream_join until the job ends, watching the key for the filled entry (which it holds for
+ * its readers). first, the request that made the job, is completed with the stream (its result,
+ * pe_stream_leave its result_free) at the first block: a reference of first is taken, and a
+ * reader's place is kept for it. The reference returned is the job's. NULL when out of memory. */
+struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, struct waiter *first,
+				const struct pe_producer *pr, const struct pe_out *o, const char *etag,
+				const char *key, size_t keylen);
+/* A request that found key under way. Its stream when the stream's bytes have begun: a reference
+ * and a reader's place, the request reads it from the start. Otherwise NULL, and when a stream of
+ * key exists the request is counted as waiting for the cache fill, so its job is not called off. */
+struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t keylen);
+/* The response that sends s from its first byte on conn, owning the caller's reference and
+ * reader's place; its read block (256 KiB) is charged to budget while it lives. NULL when out of
+ * memory: the reference and place given back. Headers are the caller's (pe_stream_head). */
+struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget);
+const struct pe_stream_head *pe_stream_head(const struct pe_stream *s);
+/* Give back a reader's place and its reference (a waiter's result_free). */
+void pe_stream_leave(void *s);
+
+/* The job (worker thread). The first ready bytes of data (total in all) are final and data does
+ * not move until pe_stream_end: sent to every reader. The first call completes the first request
+ * with info's headers. 0, or PE_EBUSY with err set once every reader went away while no other
+ * request waits for the key: the job should stop. */
+int pe_stream_publish(struct pe_stream *s, const char *data, size_t ready, size_t total,
+		      const struct pe_body_info *info, struct pe_err *err);
+/* Before the job's buffer is handed to the cache or freed: readers wait until pe_stream_end. */
+void pe_stream_hold(struct pe_stream *s);
+/* After the key was filled (rc 0; data: the filled body's bytes) or failed: readers go on from
+ * the cache's entry, or their connections are closed (a 200 was already sent); the stream leaves
+ * the registry and the job's reference goes. */
+void pe_stream_end(struct pe_stream *s, int rc, const char *data);
+/* The job never ran (its submit failed): as pe_stream_end without pe_stream_hold. */
+void pe_stream_abort(struct pe_stream *s);
+
+#endif
