@@ -1,0 +1,271 @@
+/* Axial RoPE: the grid parser and preset position ids (axial.c), and the cos/sin tables
+ * (axial_table.c) against the known answers of tests/ref/gen_axial.py, on both kernel paths.
+ *
+ * Bounds (every comparison prints its measured maximum):
+ *   positions: exact f64 equal to NumPy's; hf f32 equal to torch's (CogVideoX's torch.linspace).
+ *   exact tables vs float64 NumPy rounded once to the dtype: 1 ulp (sincos within 1 ulp).
+ *   hf tables vs the models' PyTorch float32: 1 ulp (cos/sin of the same angles, rounded). */
+#include "core/axial.h"
+#include "posenc/core.h"
+#include "support/pe_check.h"
+#include "support/pe_kat.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DATA_DIR "tests/data/axial"
+
+/* ---- the grid ---- */
+
+START_TEST(grid_parse)
+{
+	struct pe_axial_grid g;
+	struct pe_err err = {0};
+	char buf[64];
+	ck_assert_int_eq(pe_axial_grid_parse("64x48", &g, &err), 0);
+	ck_assert_int_eq(g.rank, 2);
+	ck_assert_int_eq(g.t, 1);
+	ck_assert_int_eq(g.h, 64);
+	ck_assert_int_eq(g.w, 48);
+	ck_assert_int_eq(pe_axial_grid_parse("013x30x045", &g, &err), 0);
+	ck_assert_int_eq(g.rank, 3);
+	ck_assert_int_eq(g.t, 13);
+	ck_assert_int_gt(pe_axial_grid_format(&g, buf, sizeof buf), 0);
+	ck_assert_str_eq(buf, "13x30x45");
+	ck_assert_int_eq(pe_axial_grid_format(&g, buf, 4), -1);
+	static const char *const bad[] = {"", "64", "x4", "4x", "4xx4", "0x4", "4x0", "1x2x3x4", "4*4", "-4x4", "4x4 ",
+					  "65537x1", "4096x4097", "99999999999999999999x1", "4x+4", "4x4x", NULL};
+	for (size_t i = 0; bad[i]; i++) {
+		memset(&err, 0, sizeof err);
+		ck_assert_msg(pe_axial_grid_parse(bad[i], &g, &err) == PE_EINVAL, "'%s' accepted", bad[i]);
+		ck_assert_str_eq(err.param, "grid");
+	}
+	ck_assert_int_eq(pe_axial_grid_parse(NULL, &g, &err), PE_EINVAL);
+}
+END_TEST
+
+/* A plan names a preset's tables by this query, and it is one the tables accept. */
+START_TEST(query_for_plans)
+{
+	struct pe_axial_grid g = {.rank = 2, .t = 1, .h = 64, .w = 64};
+	char q[128];
+	struct pe_params p;
+	struct pe_err err = {0};
+	ck_assert_int_gt(pe_axial_query(PE_AXIAL_FLUX, &g, 512, q, sizeof q), 0);
+	ck_assert_str_eq(q, "preset=flux&grid=64x64&text_tokens=512");
+	ck_assert_int_eq(pe_query_params(&p, "rope/axial", q, &err), 0);
+	pe_params_destroy(&p);
+	g = (struct pe_axial_grid){.rank = 3, .t = 21, .h = 30, .w = 52};
+	ck_assert_int_gt(pe_axial_query(PE_AXIAL_WAN, &g, 512, q, sizeof q), 0);
+	ck_assert_str_eq(q, "preset=wan&grid=21x30x52"); /* no text positions: text_tokens left out */
+	ck_assert_int_eq(pe_query_params(&p, "rope/axial/positions", q, &err), 0);
+	pe_params_destroy(&p);
+	ck_assert_int_eq(pe_axial_query(PE_AXIAL_NONE, &g, 0, q, sizeof q), -1);
+	ck_assert_int_eq(pe_axial_query(PE_AXIAL_WAN, &g, 0, q, 8), -1);
+}
+END_TEST
+
+START_TEST(refused)
+{
+	static const struct pe_kat_refusal bad[] = {
+		{"rope/axial/positions", "grid=4x4", "preset"},
+		{"rope/axial/positions", "preset=none&grid=4x4", "preset"},
+		{"rope/axial/positions", "preset=flux", "grid"},
+		{"rope/axial/positions", "preset=flux&grid=4x4x4", "grid"},
+		{"rope/axial/positions", "preset=flux&grid=4by4", "grid"},
+		{"rope/axial/positions", "preset=wan&grid=4x4&text_tokens=3", "text_tokens"},
+		{"rope/axial/positions", "preset=flux&grid=4x4&base_width=3", "base_width"},
+		{"rope/axial/positions", "preset=wan&grid=4x4&base_height=3", "base_height"},
+		{"rope/axial/positions", "preset=flux&grid=4x4&scale_rope=0", "scale_rope"},
+		{"rope/axial/positions", "preset=wan&grid=2x1025x4", "grid"},
+		{"rope/axial/positions", "preset=qwenimage&grid=8194x2", "grid"},
+		{"rope/axial/positions", "preset=qwenimage&grid=8x8&text_tokens=4093", "text_tokens"},
+		{"rope/axial/positions", "preset=flux&grid=4096x4096&text_tokens=1", "text_tokens"},
+		{"rope/axial/positions", "preset=flux&grid=4x4&text_tokens=-1", "text_tokens"},
+		{"rope/axial", "axes_dim=16,56,56", "preset"},
+		{"rope/axial", "preset=flux&grid=4x4&axes_dim=16,56", "axes_dim"},
+		{"rope/axial", "preset=flux&grid=4x4&axes_dim=16,55,56", "axes_dim"},
+		{"rope/axial", "preset=flux&grid=4x4&axes_dim=0,56,56", "axes_dim"},
+		{"rope/axial", "preset=flux&grid=4x4&axes_dim=16,56.5,56", "axes_dim"},
+		{"rope/axial", "preset=flux&grid=4x4&axes_dim=16,56,65536", "axes_dim"},
+		{"rope/axial", "preset=flux&grid=4x4&theta=0", "theta"},
+		{"rope/axial", "preset=flux&grid=4x4&theta=-3", "theta"},
+		{"rope/axial", "preset=flux&grid=4x4&theta=1e300&compat=hf&freqs_dtype=f32", "theta"},
+		{"rope/axial", "preset=flux&grid=4x4&freqs_dtype=f32", "freqs_dtype"},
+		{"rope/axial", "preset=flux&grid=4x4&layout=rotate", "layout"},
+		{"rope/axial", "preset=flux&grid=4x4&compat=ggml", "compat"},
+	};
+	pe_kat_rejects_all(bad, sizeof bad / sizeof bad[0]);
+}
+END_TEST
+
+/* Equal grids written differently share one canonical key; the preset's axes and theta fill in. */
+START_TEST(canonical)
+{
+	struct pe_params p;
+	struct pe_err err;
+	char key[512];
+	ck_assert_int_eq(pe_query_params(&p, "rope/axial", "preset=hunyuanvideo&grid=02x004x6", &err), 0);
+	ck_assert_int_gt(pe_params_canonical(&p, key, sizeof key), 0);
+	ck_assert_str_eq(key, "preset=hunyuanvideo&grid=2x4x6&axes_dim=16,56,56&theta=256&layout=interleaved&compat=exact");
+	pe_params_destroy(&p);
+}
+END_TEST
+
+/* ---- known answers ---- */
+
+START_TEST(positions_known)
+{
+	static const struct pe_kat_cmp exact = {"rope/axial/positions", "query", "ref_f64", PE_F64, NULL, 0},
+				       hf = {"rope/axial/positions", "hf_query", "torch_f32", PE_F32, NULL, 1};
+	pe_kat_compare_dir(DATA_DIR, &exact, "axial positions exact f64 vs numpy", 0, 0);
+	pe_kat_compare_dir(DATA_DIR, &hf, "axial positions hf f32 vs torch", 0, 0);
+}
+END_TEST
+
+/* _i / 2 the reference, _i % 2 the kernel path. */
+static const struct reference {
+	struct pe_kat_cmp cmp;
+	const char *label;
+	uint64_t bound;
+} references[] = {
+	{{"rope/axial", "query", "ref_f64", PE_F64, NULL, 0}, "axial exact %s vs numpy", 1},
+	{{"rope/axial", "hf_query", "torch_f32", PE_F32, NULL, 0}, "axial hf %s vs torch", 1},
+};
+
+START_TEST(tables_known)
+{
+	if (!pe_kat_use_isa(_i % 2))
+		return;
+	const struct reference *ref = &references[_i / 2];
+	pe_kat_compare_dtypes(DATA_DIR, &ref->cmp, ref->label, ref->bound, ref->bound, ref->bound);
+}
+END_TEST
+
+START_TEST(paths_agree)
+{
+	static const char *const dirs[] = {DATA_DIR};
+	if (pe_kat_have_avx2(""))
+		pe_kat_paths_agree(dirs, 1, "rope/axial", "axial");
+}
+END_TEST
+
+/* The ids of a POST case ([S][naxes] doubles from its "ids" list); *naxes set. */
+static double *case_ids(json_t *c, size_t *n, size_t *naxes)
+{
+	json_t *ids = json_object_get(c, "ids");
+	*n = json_array_size(ids);
+	*naxes = json_array_size(json_array_get(ids, 0));
+	double *v = malloc(*n * *naxes * sizeof *v);
+	for (size_t i = 0; i < *n; i++)
+		for (size_t a = 0; a < *naxes; a++)
+			v[i * *naxes + a] = json_number_value(json_array_get(json_array_get(ids, i), a));
+	return v;
+}
+
+/* The POST form: the table of posted ids (pe_axial_body_def), exact and both hf arithmetics. */
+START_TEST(ids_known)
+{
+	static const struct {
+		const char *query_field, *file;
+		enum pe_dtype dt;
+	} cmp[] = {{"query", "ref_f64", PE_F64}, {"query", "ref_f64", PE_F32}, {"hf_query", "torch_f32", PE_F32},
+		   {"hf32_query", "torchf32freq_f32", PE_F32}};
+	struct pe_kat k;
+	struct pe_kat_max m = {.what = "axial POST ids vs numpy / torch"};
+	pe_kat_load(&k, DATA_DIR);
+	for (size_t i = 0; i < pe_kat_count(&k); i++) {
+		json_t *c = pe_kat_case(&k, i);
+		if (strcmp(pe_kat_str(c, "table"), "rope/axial POST"))
+			continue;
+		size_t n, na;
+		double *ids = case_ids(c, &n, &na);
+		struct pe_shape s;
+		size_t count = pe_kat_shape(c, &s);
+		for (size_t q = 0; q < sizeof cmp / sizeof cmp[0]; q++) {
+			struct pe_params p;
+			struct pe_err err = {0};
+			const char *query = pe_kat_str(c, cmp[q].query_field);
+			int f64 = strstr(cmp[q].file, "f64") != NULL;
+			void *ref = pe_kat_file(&k, c, cmp[q].file, count * (f64 ? 8 : 4));
+			void *got = malloc(count * pe_dtype_size(cmp[q].dt));
+			pe_params_init(&p, &pe_axial_body_def);
+			ck_assert_int_eq(pe_query_set(&p, query, NULL, &err), 0);
+			ck_assert_msg(pe_params_finish(&p, &err) == 0, "%s: %s", query, err.detail);
+			ck_assert_int_eq(pe_axial_body_check(&p, na, &err), 0);
+			ck_assert_int_eq(pe_axial_body_check(&p, na + 1, &err), PE_EINVAL);
+			ck_assert_str_eq(err.param, "axes_dim");
+			ck_assert_int_eq(pe_axial_table_compute(&p, ids, n, cmp[q].dt, got, &err), 0);
+			for (size_t j = 0; j < count; j++)
+				pe_kat_max_add(&m, pe_kat_ref_ulp(cmp[q].dt, got, ref, f64, j, query), query, j);
+			pe_params_destroy(&p);
+			free(ref);
+			free(got);
+		}
+		free(ids);
+	}
+	pe_kat_free(&k);
+	pe_kat_max_check(&m, 1);
+}
+END_TEST
+
+/* A preset's table is the table of its positions posted as ids, byte for byte, past a block. */
+START_TEST(grid_equals_ids)
+{
+	static const char grid[] = "preset=cogvideox&grid=3x20x30", rope[] = "preset=cogvideox";
+	struct pe_shape s, ps;
+	float *whole = pe_query_table("rope/axial", grid, PE_F32, &s);
+	double *pos = pe_query_table("rope/axial/positions", grid, PE_F64, &ps);
+	ck_assert_uint_eq(ps.dim[0], 1800);
+	ck_assert_uint_eq(s.dim[1], 1800);
+	struct pe_params b;
+	struct pe_err err = {0};
+	pe_params_init(&b, &pe_axial_body_def);
+	ck_assert_int_eq(pe_query_set(&b, rope, NULL, &err), 0);
+	ck_assert_int_eq(pe_params_finish(&b, &err), 0);
+	float *given = malloc(2 * 1800 * s.dim[2] * sizeof *given);
+	ck_assert_int_eq(pe_axial_table_compute(&b, pos, 1800, PE_F32, given, &err), 0);
+	ck_assert_mem_eq(given, whole, 2 * 1800 * s.dim[2] * 4);
+	ck_assert_int_eq(pe_query_set(&b, "grid=4x4", NULL, &err), PE_EINVAL); /* not in the POST form */
+	pe_params_destroy(&b);
+	free(given);
+	free(pos);
+	free(whole);
+}
+END_TEST
+
+START_TEST(ids_checked)
+{
+	double ids[6] = {0, 1, -2.5, 4503599627370496.0, 1, 2};
+	struct pe_err err = {0};
+	ck_assert_int_eq(pe_axial_ids_check(ids, 2, 3, "body", &err), 0);
+	ids[3] = 4503599627370497.0 * 2;
+	ck_assert_int_eq(pe_axial_ids_check(ids, 2, 3, "body", &err), PE_EBODY);
+	ck_assert_str_eq(err.param, "body");
+	ids[3] = 0.0 / 0.0;
+	ck_assert_int_eq(pe_axial_ids_check(ids, 2, 3, "positions", &err), PE_EBODY);
+	ck_assert_str_eq(err.param, "positions");
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("axial");
+	TCase *tc = tcase_create("axial");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, grid_parse);
+	tcase_add_test(tc, query_for_plans);
+	tcase_add_test(tc, refused);
+	tcase_add_test(tc, canonical);
+	tcase_add_test(tc, positions_known);
+	tcase_add_loop_test(tc, tables_known, 0, 2 * (int)(sizeof references / sizeof references[0]));
+	tcase_add_test(tc, paths_agree);
+	tcase_add_test(tc, ids_known);
+	tcase_add_test(tc, grid_equals_ids);
+	tcase_add_test(tc, ids_checked);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(suite)
