@@ -209,6 +209,40 @@ int pe_axial_ids_check(const double *ids, size_t n, size_t naxes, const char *wh
 	return 0;
 }
 
+int pe_axial_ids_from(const void *data, enum pe_dtype dt, int wide, size_t n, size_t naxes, double *out,
+		      const char *who, struct pe_err *err)
+{
+	size_t esz = dt == PE_I32 && wide ? 8 : pe_dtype_size(dt);
+	const char *b = data;
+	for (size_t i = 0; i < n * naxes; i++, b += esz) {
+		float f;
+		uint16_t u;
+		int32_t i32;
+		int64_t i64;
+		switch (dt) {
+		case PE_F64:
+			memcpy(&out[i], b, 8);
+			break;
+		case PE_F32:
+			memcpy(&f, b, 4);
+			out[i] = f;
+			break;
+		case PE_F16:
+		case PE_BF16:
+			memcpy(&u, b, 2);
+			out[i] = dt == PE_F16 ? pe_f16_to_f32(u) : pe_bf16_to_f32(u);
+			break;
+		default:
+			if (wide)
+				memcpy(&i64, b, 8);
+			else
+				memcpy(&i32, b, 4), i64 = i32;
+			out[i] = (double)i64;
+		}
+	}
+	return pe_axial_ids_check(out, n, naxes, who, err);
+}
+
 /* The k-th of h frequencies of a band of width d. */
 static double freq(const struct pe_axial_rope *r, size_t d, size_t k)
 {

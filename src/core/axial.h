@@ -81,6 +81,12 @@ void pe_axial_row(const struct pe_axial_rope *r, const double *ids, double *cs, 
 /* Are ids [n][naxes] finite and within PE_AXIAL_MAX_ABS? 0, or PE_EBODY naming `who`. */
 int pe_axial_ids_check(const double *ids, size_t n, size_t naxes, const char *who, struct pe_err *err);
 
+/* n ids of naxes axes as an npy parser gives them (dtype f32, f64, f16, bf16, int32, or int64 when
+ * wide; C order, possibly unaligned) into out as doubles, then pe_axial_ids_check'ed. 0, or
+ * PE_EBODY naming `who`. */
+int pe_axial_ids_from(const void *data, enum pe_dtype dt, int wide, size_t n, size_t naxes, double *out,
+		      const char *who, struct pe_err *err);
+
 /* axes_dim of params p against naxes axes (0: the preset's or the list's own count): each even
  * and >= 2, one per axis, the sum within PE_MAX_DIM. 0, or PE_EINVAL naming axes_dim. */
 int pe_axial_axes_check(const struct pe_params *p, size_t naxes, struct pe_err *err);
