@@ -104,6 +104,15 @@ void pe_axial_layout_get(const struct pe_params *p, struct pe_axial_layout *l);
  * length, or -1 when cap is short. */
 int pe_axial_query(int preset, const struct pe_axial_grid *g, int64_t text, char *buf, size_t cap);
 
+/* rope/apply with axes_dim (apply_axial.c): x rotated in place by the ids of pos ([seq, n_axes]),
+ * channels [0, sum(axes_dim)) of each vector, interleaved pairs (diffusers' use_real_unbind_dim=-1);
+ * x is [outer, seq, inner, last] in the working dtype. 0, or PE_EINVAL / PE_EBODY naming positions. */
+struct pe_axial_geometry {
+	size_t outer, seq, inner, last;
+};
+int pe_axial_apply(const struct pe_params *p, const struct pe_positions *pos, struct pe_tensor_mut *x,
+		   const struct pe_axial_geometry *g, struct pe_err *err);
+
 /* The grid parameters, known to both GET tables and refused by the POST form. */
 #define PE_AXIAL_GRID_PARAMS                                                                                      \
 	{"grid", PE_PT_TEXT, "", 0, 64, NULL, "token grid HxW (images) or TxHxW (video), after patching"},             \
