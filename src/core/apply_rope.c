@@ -110,6 +110,9 @@ static int out_shape(const struct pe_params *p, const struct pe_shape *in, struc
 	if (in->rank < 2 || -axis > in->rank)
 		return pe_err_set(err, PE_EINVAL, "seq_axis", "seq_axis=%d is outside a rank-%d body", axis, in->rank);
 	size_t last = in->dim[in->rank - 1], rd = rotary_width(p, last), seq = in->dim[in->rank + axis], n;
+	if (axes_width(p) > last)
+		return pe_err_set(err, PE_EINVAL, "axes_dim", "axes_dim sums to %zu channels, wider than the last axis (%zu)",
+				  axes_width(p), last);
 	if (rd > last)
 		return pe_err_set(err, PE_EINVAL, "rotary_dim", "rotary_dim=%zu is wider than the last axis (%zu)", rd, last);
 	if (rd & 1)

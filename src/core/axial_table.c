@@ -179,6 +179,16 @@ static int table_shape(const struct pe_params *p, struct pe_shape *s)
 	return 0;
 }
 
+/* The grid sets a table's size (a 413 names it); compute's memory is the frequencies and a row. */
+static int grid_cost(const struct pe_params *p, struct pe_cost *c)
+{
+	struct pe_shape s;
+	c->work_param = "grid";
+	if (p->def == &pe_table_rope_axial && table_shape(p, &s) == 0)
+		c->scratch_bytes = 5 * (uint64_t)s.dim[2] * sizeof(double);
+	return 0;
+}
+
 static int positions_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
 {
 	struct pe_axial_layout l;
@@ -251,6 +261,7 @@ const struct pe_table_def pe_table_rope_axial_positions = {
 	.check = layout_check,
 	.shape = positions_shape,
 	.compute = positions_compute,
+	.cost = grid_cost,
 };
 
 const struct pe_table_def pe_table_rope_axial = {
@@ -262,6 +273,7 @@ const struct pe_table_def pe_table_rope_axial = {
 	.check = table_check,
 	.shape = table_shape,
 	.compute = table_compute,
+	.cost = grid_cost,
 	.panel_labels = pe_cos_sin_labels,
 };
 

@@ -195,6 +195,32 @@ IDS_CASES = [
 ]
 
 
+def write_npy(name, arr):
+    np.save(f"{kat.DATA}/axial/{name}.npy", arr)
+
+
+def apply_case(rng):
+    """rope/apply with axes_dim: x [1, 2, S, 128] rotated by FLUX ids (fractional, negative), as
+    diffusers' apply_rotary_emb(use_real_unbind_dim=-1); ref in float64 from the formulas, torch
+    the float32 module (FluxPosEmbed's cos/sin, then x*cos + rotate(x)*sin)."""
+    s, axes, theta = 9, (16, 56, 56), 10000.0
+    x = rng.standard_normal((1, 2, s, 128)).astype(np.float32)
+    ids = (np.round(rng.uniform(-40, 40, size=(s, 3)) * 2) / 2).astype(np.float32)
+    cs = table_f64(ids.astype(np.float64), axes, theta, "interleaved")
+    xd = x.astype(np.float64)
+    rot = np.stack([-xd[..., 1::2], xd[..., 0::2]], axis=-1).reshape(xd.shape)
+    ref = xd * cs[0] + rot * cs[1]
+    pos = torch.from_numpy(ids)
+    parts = [torch_1d(d, pos[:, a], theta, torch.float64) for a, d in enumerate(axes)]
+    cos, sin = torch.cat([p[0] for p in parts], 1), torch.cat([p[1] for p in parts], 1)
+    xt = torch.from_numpy(x)
+    xr, xi = xt.reshape(*xt.shape[:-1], -1, 2).unbind(-1)
+    rt = torch.stack([-xi, xr], dim=-1).flatten(3)
+    out = (xt.float() * cos[None, None] + rt.float() * sin[None, None]).numpy()
+    for tag, arr in (("x", x), ("pos", ids), ("ref", ref), ("torch", out)):
+        write_npy(f"apply_flux.{tag}", arr)
+
+
 def main():
     m = kat.Manifest("axial", GEN)
     for name, query in POSITION_CASES:
@@ -229,6 +255,7 @@ def main():
                 for k, v in (("torch_f32", f64), ("torchf32freq_f32", f32))}
         m.add(name, "rope/axial POST", query, ref.shape, {"ref_f64": ref, **both}, ids=ids.tolist(),
               hf_query=query + "&compat=hf&freqs_dtype=f64", hf32_query=query + "&compat=hf&freqs_dtype=f32")
+    apply_case(rng)
     n = m.save({"numpy": np.__version__, "torch": torch.__version__})
     print(f"{GEN}: {len(m.cases)} cases, {n} bytes")
 
