@@ -28,12 +28,12 @@ extern const char *const pe_rope_layouts[];
 	 "compat=hf: frequencies in f64 (FLUX, Wan) or f32 (HunyuanVideo, CogVideoX, Qwen-Image); default the preset's, else f64"}
 
 static const struct pe_param_spec table_params[] = {
-	AXIAL_PRESET_PARAM("none", "the model whose grid, axes and theta the table takes"),
+	AXIAL_PRESET_PARAM("flux", "the model whose grid, axes and theta the table takes"),
 	PE_AXIAL_GRID_PARAMS, AXIAL_ROPE_PARAMS};
 static const struct pe_param_spec body_params[] = {
 	AXIAL_PRESET_PARAM("none", "the model whose axes and theta the table takes"), AXIAL_ROPE_PARAMS};
 static const struct pe_param_spec positions_params[] = {
-	AXIAL_PRESET_PARAM(NULL, "the model whose position ids these are"),
+	AXIAL_PRESET_PARAM("flux", "the model whose position ids these are"),
 	PE_AXIAL_GRID_PARAMS,
 	{"compat", PE_PT_ENUM, "exact", 0, 0, pe_compat_exact_hf,
 	 "exact (float64 values) or hf (the model's float32 tensors: CogVideoX's torch.linspace)"}};

@@ -69,9 +69,7 @@ END_TEST
 START_TEST(refused)
 {
 	static const struct pe_kat_refusal bad[] = {
-		{"rope/axial/positions", "grid=4x4", "preset"},
 		{"rope/axial/positions", "preset=none&grid=4x4", "preset"},
-		{"rope/axial/positions", "preset=flux", "grid"},
 		{"rope/axial/positions", "preset=flux&grid=4x4x4", "grid"},
 		{"rope/axial/positions", "preset=flux&grid=4by4", "grid"},
 		{"rope/axial/positions", "preset=wan&grid=4x4&text_tokens=3", "text_tokens"},
@@ -83,7 +81,7 @@ START_TEST(refused)
 		{"rope/axial/positions", "preset=qwenimage&grid=8x8&text_tokens=4093", "text_tokens"},
 		{"rope/axial/positions", "preset=flux&grid=4096x4096&text_tokens=1", "text_tokens"},
 		{"rope/axial/positions", "preset=flux&grid=4x4&text_tokens=-1", "text_tokens"},
-		{"rope/axial", "axes_dim=16,56,56", "preset"},
+		{"rope/axial", "preset=none&axes_dim=16,56,56", "preset"},
 		{"rope/axial", "preset=flux&grid=4x4&axes_dim=16,56", "axes_dim"},
 		{"rope/axial", "preset=flux&grid=4x4&axes_dim=16,55,56", "axes_dim"},
 		{"rope/axial", "preset=flux&grid=4x4&axes_dim=0,56,56", "axes_dim"},

@@ -219,14 +219,14 @@ START_TEST(get_refusals)
 	struct pe_daemon d;
 	const char *argv[] = {"--max-elements", "100000", NULL};
 	pe_daemon_start(&d, argv);
-	expect_get(&d, "/v1/rope/axial/positions?grid=4x4", 400, "preset");
+	expect_get(&d, "/v1/rope/axial/positions?preset=none&grid=4x4", 400, "preset");
 	expect_get(&d, "/v1/rope/axial/positions?preset=sd3&grid=4x4", 400, "preset");
 	expect_get(&d, "/v1/rope/axial/positions?preset=flux&grid=4x", 400, "grid");
 	expect_get(&d, "/v1/rope/axial/positions?preset=flux&grid=2x4x4", 400, "grid");
 	expect_get(&d, "/v1/rope/axial/positions?preset=wan&grid=4x4&text_tokens=2", 400, "text_tokens");
 	expect_get(&d, "/v1/rope/axial?preset=flux&grid=4x4&axes_dim=16,56", 400, "axes_dim");
 	expect_get(&d, "/v1/rope/axial?preset=flux&grid=4x4&axes_dim=15,57,56", 400, "axes_dim");
-	expect_get(&d, "/v1/rope/axial?axes_dim=16,56,56&theta=10000", 400, "preset");
+	expect_get(&d, "/v1/rope/axial?preset=none&axes_dim=16,56,56&theta=10000", 400, "preset");
 	expect_get(&d, "/v1/rope/axial?preset=flux&grid=4x4&theta=0", 400, "theta");
 	/* S * sum(axes_dim) * 2 over max_elements: refused before any work */
 	expect_get(&d, "/v1/rope/axial?preset=flux&grid=64x64", 413, "grid");
