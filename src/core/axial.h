@@ -115,7 +115,7 @@ int pe_axial_apply(const struct pe_params *p, const struct pe_positions *pos, st
 
 /* The grid parameters, known to both GET tables and refused by the POST form. */
 #define PE_AXIAL_GRID_PARAMS                                                                                      \
-	{"grid", PE_PT_TEXT, "64x64", 0, 64, NULL, "token grid HxW (images) or TxHxW (video), after patching"},             \
+	{"grid", PE_PT_TEXT, "16x16", 0, 64, NULL, "token grid HxW (images) or TxHxW (video), after patching"},             \
 	{"text_tokens", PE_PT_INT, "", 0, PE_AXIAL_MAX_TEXT, NULL, "flux, qwenimage: text tokens, first in the sequence"}, \
 	{"base_width", PE_PT_INT, "", 1, PE_AXIAL_MAX_SIDE, NULL, "cogvideox: crop region width in tokens (sample_width / patch_size)"}, \
 	{"base_height", PE_PT_INT, "", 1, PE_AXIAL_MAX_SIDE, NULL, "cogvideox: crop region height in tokens (sample_height / patch_size)"}, \

@@ -27,14 +27,14 @@ extern const char *const pe_rope_layouts[];
 	{"freqs_dtype", PE_PT_ENUM, "", 0, 0, freqs_dtypes,                                                          \
 	 "compat=hf: frequencies in f64 (FLUX, Wan) or f32 (HunyuanVideo, CogVideoX, Qwen-Image); default the preset's, else f64"}
 
+/* grid first: a table too large for max_elements is refused naming it (src/http/table.c). */
 static const struct pe_param_spec table_params[] = {
-	AXIAL_PRESET_PARAM("flux", "the model whose grid, axes and theta the table takes"),
-	PE_AXIAL_GRID_PARAMS, AXIAL_ROPE_PARAMS};
+	PE_AXIAL_GRID_PARAMS, AXIAL_PRESET_PARAM("flux", "the model whose grid, axes and theta the table takes"),
+	AXIAL_ROPE_PARAMS};
 static const struct pe_param_spec body_params[] = {
 	AXIAL_PRESET_PARAM("none", "the model whose axes and theta the table takes"), AXIAL_ROPE_PARAMS};
 static const struct pe_param_spec positions_params[] = {
-	AXIAL_PRESET_PARAM("flux", "the model whose position ids these are"),
-	PE_AXIAL_GRID_PARAMS,
+	PE_AXIAL_GRID_PARAMS, AXIAL_PRESET_PARAM("flux", "the model whose position ids these are"),
 	{"compat", PE_PT_ENUM, "exact", 0, 0, pe_compat_exact_hf,
 	 "exact (float64 values) or hf (the model's float32 tensors: CogVideoX's torch.linspace)"}};
 
@@ -179,16 +179,6 @@ static int table_shape(const struct pe_params *p, struct pe_shape *s)
 	return 0;
 }
 
-/* The grid sets a table's size (a 413 names it); compute's memory is the frequencies and a row. */
-static int grid_cost(const struct pe_params *p, struct pe_cost *c)
-{
-	struct pe_shape s;
-	c->work_param = "grid";
-	if (p->def == &pe_table_rope_axial && table_shape(p, &s) == 0)
-		c->scratch_bytes = 5 * (uint64_t)s.dim[2] * sizeof(double);
-	return 0;
-}
-
 static int positions_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
 {
 	struct pe_axial_layout l;
@@ -261,7 +251,6 @@ const struct pe_table_def pe_table_rope_axial_positions = {
 	.check = layout_check,
 	.shape = positions_shape,
 	.compute = positions_compute,
-	.cost = grid_cost,
 };
 
 const struct pe_table_def pe_table_rope_axial = {
@@ -273,7 +262,6 @@ const struct pe_table_def pe_table_rope_axial = {
 	.check = table_check,
 	.shape = table_shape,
 	.compute = table_compute,
-	.cost = grid_cost,
 	.panel_labels = pe_cos_sin_labels,
 };
 
