@@ -18,7 +18,9 @@
  * Frequencies: axis a's k-th is 1 / theta^(2k / axes_dim[a]), in float64 (exact, and hf for FLUX
  * and Wan, whose float32 positions and float64 frequencies give float64 angles, rounded to float
  * after cos/sin), or in PyTorch's float32 for HunyuanVideo, CogVideoX and Qwen-Image
- * (float(2k)/float(d), torch.pow through pe_torch_powf, 1/x, float angle = float(pos) * freq). */
+ * (float(2k)/float(d), torch.pow through pe_torch_powf, 1/x, float angle = float(pos) * freq),
+ * whose cos/sin PyTorch takes of a whole tensor 8 lanes at a time (pe_axial_row_torch), except
+ * Qwen-Image's torch.polar, element by element (correctly rounded here: pe_axial_row). */
 #include "core/axial.h"
 #include "core/kernels.h"
 #include "core/tables.h"
@@ -265,6 +267,8 @@ int pe_axial_rope_init(struct pe_axial_rope *r, const struct pe_params *p)
 	r->hf = pe_param_enum(p, "compat") == 1;
 	r->freqs_f32 = r->hf && pe_param_index(p->def, "freqs_dtype") >= 0 && pe_param_enum(p, "freqs_dtype") == 1;
 	r->interleaved = pe_param_enum(p, "layout") == 1;
+	int polar = pe_param_index(p->def, "preset") >= 0 && pe_param_enum(p, "preset") == PE_AXIAL_QWENIMAGE;
+	r->torch_vec = r->freqs_f32 && !polar;
 	if (!(r->freq = malloc(sizeof(double) * (r->dim ? 3 * r->dim : 1))))
 		return PE_ENOMEM;
 	for (size_t a = 0, off = 0; a < n; off += r->axes_dim[a] / 2, a++)
@@ -289,14 +293,9 @@ static double angle(const struct pe_axial_rope *r, double x, double f)
 	return (double)((float)x * (float)f);
 }
 
-void pe_axial_row(const struct pe_axial_rope *r, const double *ids, double *cs, double *sn)
+/* The rows cs and sn from each frequency's cos c[] and sin s[], in the layout. */
+static void write_row(const struct pe_axial_rope *r, const double *c, const double *s, double *cs, double *sn)
 {
-	size_t h = r->dim / 2;
-	double *t = r->freq + h, *s = t + h, *c = s + h; /* scratch after the frequencies (init) */
-	for (size_t a = 0, off = 0; a < r->naxes; off += r->axes_dim[a] / 2, a++)
-		for (size_t k = 0; k < r->axes_dim[a] / 2; k++)
-			t[off + k] = angle(r, ids[a], r->freq[off + k]);
-	pe_kernels()->sincos_f64(t, s, c, h);
 	for (size_t a = 0, off = 0; a < r->naxes; off += r->axes_dim[a] / 2, a++) {
 		size_t ha = r->axes_dim[a] / 2;
 		for (size_t k = 0; k < ha; k++) {
@@ -307,6 +306,45 @@ void pe_axial_row(const struct pe_axial_rope *r, const double *ids, double *cs, 
 			sn[i0] = sn[i1] = sv;
 		}
 	}
+}
+
+void pe_axial_row(const struct pe_axial_rope *r, const double *ids, double *cs, double *sn)
+{
+	size_t h = r->dim / 2;
+	double *t = r->freq + h, *s = t + h, *c = s + h; /* scratch after the frequencies (init) */
+	for (size_t a = 0, off = 0; a < r->naxes; off += r->axes_dim[a] / 2, a++)
+		for (size_t k = 0; k < r->axes_dim[a] / 2; k++)
+			t[off + k] = angle(r, ids[a], r->freq[off + k]);
+	pe_kernels()->sincos_f64(t, s, c, h);
+	write_row(r, c, s, cs, sn);
+}
+
+/* Axis a's band: the groups of 8 of its [rows, ha] tensor that hold this row's elements, each
+ * group's angles float(id of its row) * freq, zeros past the tensor's end. */
+static void torch_band(const struct pe_axial_rope *r, size_t a, size_t off, const struct pe_axial_src *src, double *c,
+		       double *s)
+{
+	size_t ha = r->axes_dim[a] / 2, first = src->row * ha, end = first + ha, total = src->rows * ha;
+	for (size_t g = first / 8 * 8; g < end; g += 8) {
+		float x[8] = {0}, oc[8], os[8];
+		for (size_t j = 0; j < 8 && g + j < total; j++)
+			x[j] = (float)src->pos(src->ctx, a, (g + j) / ha) * (float)r->freq[off + (g + j) % ha];
+		pe_torch_sincosf8(x, os, oc);
+		for (size_t j = 0; j < 8; j++)
+			if (g + j >= first && g + j < end) {
+				c[off + g + j - first] = oc[j];
+				s[off + g + j - first] = os[j];
+			}
+	}
+}
+
+void pe_axial_row_torch(const struct pe_axial_rope *r, const struct pe_axial_src *src, double *cs, double *sn)
+{
+	size_t h = r->dim / 2;
+	double *s = r->freq + 2 * h, *c = s + h;
+	for (size_t a = 0, off = 0; a < r->naxes; off += r->axes_dim[a] / 2, a++)
+		torch_band(r, a, off, &src[a], c, s);
+	write_row(r, c, s, cs, sn);
 }
 
 int pe_axial_axes_check(const struct pe_params *p, size_t naxes, struct pe_err *err)

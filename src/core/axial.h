@@ -70,6 +70,7 @@ struct pe_axial_rope {
 	size_t axes_dim[PE_AXIAL_MAX_AXES];
 	double theta;
 	int hf, freqs_f32, interleaved; /* compat=hf, its float32 frequencies, layout */
+	int torch_vec;                  /* hf float32 cos/sin as torch.cos/sin of a tensor: pe_axial_row_torch */
 	double *freq;                   /* [dim/2]: axis a's k-th frequency at off[a]/2 + k (heap) */
 };
 /* From checked params of rope/axial or rope/apply (axes_dim, theta or base, compat, layout,
@@ -78,6 +79,19 @@ int pe_axial_rope_init(struct pe_axial_rope *r, const struct pe_params *p);
 void pe_axial_rope_destroy(struct pe_axial_rope *r);
 /* One token's cos and sin rows (dim doubles each: in hf mode float values) at ids[naxes]. */
 void pe_axial_row(const struct pe_axial_rope *r, const double *ids, double *cs, double *sn);
+/* compat=hf with float32 frequencies (but Qwen-Image's torch.polar, which pe_axial_row matches):
+ * the model takes cos and sin of a whole tensor of angles [rows, axes_dim[a] / 2] per axis, 8
+ * lanes at a time (pe_torch_sincosf8), so a value depends on the angles beside it. Axis a's
+ * tensor has src[a].rows rows, row src[a].row is this token's, and src[a].pos gives any row's id:
+ * the token's ids for get_1d_rotary_pos_embed over every token (HunyuanVideo, posted ids), the
+ * axis' coordinates for CogVideoX's per-axis tables. */
+struct pe_axial_src {
+	size_t rows, row;
+	double (*pos)(const void *ctx, size_t axis, size_t row);
+	const void *ctx;
+};
+void pe_axial_row_torch(const struct pe_axial_rope *r, const struct pe_axial_src *src, double *cs, double *sn);
+
 /* Are ids [n][naxes] finite and within PE_AXIAL_MAX_ABS? 0, or PE_EBODY naming `who`. */
 int pe_axial_ids_check(const double *ids, size_t n, size_t naxes, const char *who, struct pe_err *err);
 

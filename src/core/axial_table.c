@@ -196,11 +196,57 @@ static int positions_compute(const struct pe_params *p, enum pe_dtype dt, void *
 	return 0;
 }
 
+/* Where compat=hf's float32 cos/sin find the ids beside a token's (pe_axial_row_torch). */
+struct torch_ctx {
+	const struct pe_axial_layout *l;
+	const double *ids; /* the posted ids [n][na], or NULL: the layout's */
+	size_t na;
+};
+
+static double ids_pos(const void *ctx, size_t axis, size_t row)
+{
+	const struct torch_ctx *t = ctx;
+	return t->ids[row * t->na + axis];
+}
+
+static double token_pos(const void *ctx, size_t axis, size_t row)
+{
+	const struct torch_ctx *t = ctx;
+	double o[3];
+	pe_axial_positions(t->l, row, 1, o);
+	return o[axis];
+}
+
+/* CogVideoX's per-axis tables: row `row` of axis 0, 1, 2 is the coordinate of frame, row, column `row`. */
+static double coord_pos(const void *ctx, size_t axis, size_t row)
+{
+	const struct torch_ctx *t = ctx;
+	size_t hw = (size_t)(t->l->grid.h * t->l->grid.w), w = (size_t)t->l->grid.w;
+	return token_pos(ctx, axis, axis == 0 ? row * hw : axis == 1 ? row * w : row);
+}
+
+/* Token k's sources: every token's ids as one tensor, or CogVideoX's per-axis tables. */
+static void torch_sources(const struct torch_ctx *t, size_t n, size_t k, struct pe_axial_src *src)
+{
+	const struct pe_axial_grid *g = t->ids ? NULL : &t->l->grid;
+	for (size_t a = 0; a < t->na; a++) {
+		src[a] = (struct pe_axial_src){.rows = n, .row = k, .pos = t->ids ? ids_pos : token_pos, .ctx = t};
+		if (g && t->l->preset == PE_AXIAL_COGVIDEOX) {
+			size_t side[3] = {(size_t)g->t, (size_t)g->h, (size_t)g->w}, at[3];
+			at[0] = k / (side[1] * side[2]);
+			at[1] = k / side[2] % side[1];
+			at[2] = k % side[2];
+			src[a] = (struct pe_axial_src){.rows = side[a], .row = at[a], .pos = coord_pos, .ctx = t};
+		}
+	}
+}
+
 /* Rows of tokens [0, n): ids from `ids` ([n][naxes]) or, NULL, from the params' layout. */
 static int rows(const struct pe_params *p, const double *ids, size_t n, enum pe_dtype dt, void *out, struct pe_err *err)
 {
 	struct pe_axial_rope r;
 	struct pe_axial_layout l;
+	struct pe_axial_src src[PE_AXIAL_MAX_AXES];
 	double own[3 * BLOCK];
 	if (pe_axial_rope_init(&r, p) != 0)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
@@ -209,6 +255,7 @@ static int rows(const struct pe_params *p, const double *ids, size_t n, enum pe_
 	int rc = row ? 0 : pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	if (!ids)
 		pe_axial_layout_get(p, &l);
+	struct torch_ctx tc = {.l = &l, .ids = ids, .na = na};
 	for (size_t i = 0; rc == 0 && i < n; i += BLOCK) {
 		size_t c = n - i < BLOCK ? n - i : BLOCK;
 		const double *blk = ids ? ids + i * na : own;
@@ -219,7 +266,12 @@ static int rows(const struct pe_params *p, const double *ids, size_t n, enum pe_
 		if (!ids)
 			pe_axial_positions(&l, i, c, own);
 		for (size_t k = 0; k < c; k++) {
-			pe_axial_row(&r, blk + k * na, row, row + r.dim);
+			if (r.torch_vec) {
+				torch_sources(&tc, n, i + k, src);
+				pe_axial_row_torch(&r, src, row, row + r.dim);
+			} else {
+				pe_axial_row(&r, blk + k * na, row, row + r.dim);
+			}
 			pe_store_f64(dt, (char *)out + (i + k) * r.dim * esz, row, r.dim);
 			pe_store_f64(dt, (char *)out + (n + i + k) * r.dim * esz, row + r.dim, r.dim);
 		}
