@@ -9,6 +9,7 @@
 #include "core/axial.h"
 #include "core/tables.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +242,22 @@ static void torch_sources(const struct torch_ctx *t, size_t n, size_t k, struct 
 	}
 }
 
+/* The largest |id|: each axis' coordinates grow with the index along it, so the first and last
+ * image tokens and the last text token hold the extremes. */
+static double positions_max_abs(const struct pe_params *p)
+{
+	struct pe_axial_layout l;
+	double o[9], m = 0;
+	pe_axial_layout_get(p, &l);
+	size_t n = pe_axial_tokens(&l), text = n - (size_t)(l.grid.t * l.grid.h * l.grid.w);
+	pe_axial_positions(&l, text, 1, o);
+	pe_axial_positions(&l, n - 1, 1, o + 3);
+	pe_axial_positions(&l, text ? text - 1 : n - 1, 1, o + 6);
+	for (int i = 0; i < 9; i++)
+		m = fabs(o[i]) > m ? fabs(o[i]) : m;
+	return m;
+}
+
 /* Rows of tokens [0, n): ids from `ids` ([n][naxes]) or, NULL, from the params' layout. */
 static int rows(const struct pe_params *p, const double *ids, size_t n, enum pe_dtype dt, void *out, struct pe_err *err)
 {
@@ -303,6 +320,7 @@ const struct pe_table_def pe_table_rope_axial_positions = {
 	.check = layout_check,
 	.shape = positions_shape,
 	.compute = positions_compute,
+	.max_abs = positions_max_abs,
 };
 
 const struct pe_table_def pe_table_rope_axial = {

@@ -241,6 +241,30 @@ START_TEST(grid_equals_ids)
 }
 END_TEST
 
+/* A dtype too narrow for the ids is refused before they are computed: f16 holds 65504. */
+START_TEST(positions_dtype_range)
+{
+	struct pe_params p;
+	struct pe_err err = {0};
+	ck_assert_int_eq(pe_query_params(&p, "rope/axial/positions", "preset=qwenimage&grid=8x8&text_tokens=4000", &err), 0);
+	ck_assert_double_eq(p.def->max_abs(&p), 4003);
+	ck_assert_int_eq(pe_table_check_dtype(&p, PE_F16, &err), 0);
+	pe_params_destroy(&p);
+	ck_assert_int_eq(pe_query_params(&p, "rope/axial/positions", "preset=hunyuanvideo&grid=65536x2x2", &err), 0);
+	ck_assert_double_eq(p.def->max_abs(&p), 65535);
+	ck_assert_int_eq(pe_table_check_dtype(&p, PE_F16, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "dtype");
+	ck_assert_int_eq(pe_table_check_dtype(&p, PE_BF16, &err), 0);
+	pe_params_destroy(&p);
+	ck_assert_int_eq(pe_query_params(&p, "rope/axial/positions", "preset=qwenimage&grid=9x7", &err), 0);
+	ck_assert_double_eq(p.def->max_abs(&p), 5); /* rows -5 .. 3 */
+	pe_params_destroy(&p);
+	ck_assert_int_eq(pe_query_params(&p, "rope/axial/positions", "preset=cogvideox&grid=20x30", &err), 0);
+	ck_assert_double_eq(p.def->max_abs(&p), 43.5); /* x on linspace(0, 45 * 29 / 30, 30) */
+	pe_params_destroy(&p);
+}
+END_TEST
+
 START_TEST(ids_checked)
 {
 	double ids[6] = {0, 1, -2.5, 4503599627370496.0, 1, 2};
@@ -270,6 +294,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, ids_known);
 	tcase_add_test(tc, grid_equals_ids);
 	tcase_add_test(tc, ids_checked);
+	tcase_add_test(tc, positions_dtype_range);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -323,6 +323,18 @@ START_TEST(apply_part_refusals)
 	pe_request(&d, "POST", "/v1/rope/apply?axes_dim=4,4", form_headers, body, blen, &r);
 	pe_assert_problem(&r, 400, "positions");
 	pe_resp_free(&r);
+	free(body);
+	json_t *inf = json_loads("[[0, 1], [2, 3], [4, 5]]", 0, NULL);
+	size_t il;
+	char *in = ids_npy(inf, PE_F32, &il);
+	memcpy(in + il - 4, "\x00\x00\x80\x7f", 4); /* the last id +inf */
+	const struct form_part infinite[] = {{"x", NULL, xn, xl}, {"positions", NULL, in, il}};
+	body = form_body(infinite, 2, &blen);
+	pe_request(&d, "POST", "/v1/rope/apply?axes_dim=4,4", form_headers, body, blen, &r);
+	pe_assert_problem(&r, 400, "positions");
+	pe_resp_free(&r);
+	free(in);
+	json_decref(inf);
 	/* without axes_dim, float positions stay refused (integers only), as before */
 	free(body);
 	body = form_body(good, 2, &blen);
