@@ -12,7 +12,9 @@
 #include "posenc/core.h"
 #include "support/pe_check.h"
 #include "support/pe_kat.h"
+#include "posenc/tensor.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,6 +267,72 @@ START_TEST(positions_dtype_range)
 }
 END_TEST
 
+/* An npy file of tests/data/axial as a view (buf keeps its bytes; caller frees it). */
+static void load_npy(const char *name, char **buf, struct pe_tensor_view *v)
+{
+	char path[256];
+	size_t len;
+	snprintf(path, sizeof path, DATA_DIR "/%s.npy", name);
+	*buf = pe_test_read_file(path, &len);
+	ck_assert_int_eq(pe_npy_parse(*buf, len, 1 << 24, v, NULL), 0);
+}
+
+/* rope/apply's params of query (a transform: not in pe_query_params's registry of tables). */
+static void apply_params(struct pe_params *p, const char *query)
+{
+	struct pe_err err = {0};
+	pe_params_init(p, pe_transform_find("rope/apply"));
+	ck_assert_int_eq(pe_query_set(p, query, NULL, &err), 0);
+	ck_assert_msg(pe_params_finish(p, &err) == 0, "%s: %s", query, err.detail);
+}
+
+/* rope/apply with axes_dim through the core (pe_rope_apply_positions): compat=hf is diffusers'
+ * apply_rotary_emb with FluxPosEmbed bit for bit; compat=exact within float32 rounding of the
+ * float64 answer (each channel within 2^-22·(|a| + |b|) plus half an ulp); inverse=1 undoes it. */
+START_TEST(apply_known_answer)
+{
+	char *xb, *pb, *rb, *tb;
+	struct pe_tensor_view xv, pv, rv, tv;
+	load_npy("apply_flux.x", &xb, &xv);
+	load_npy("apply_flux.pos", &pb, &pv);
+	load_npy("apply_flux.ref", &rb, &rv);
+	load_npy("apply_flux.torch", &tb, &tv);
+	int of;
+	size_t n = pe_shape_count(&xv.shape, &of), last = xv.shape.dim[xv.shape.rank - 1];
+	float *x = malloc(n * 4);
+	struct pe_positions pos = {.shape = pv.shape, .data = pv.data, .dtype = pv.dtype};
+	static const char *const queries[] = {"axes_dim=16,56,56&compat=hf", "axes_dim=16,56,56"};
+	for (int q = 0; q < 2; q++) {
+		struct pe_params p;
+		struct pe_err err = {0};
+		memcpy(x, xv.data, n * 4);
+		struct pe_tensor_mut t = {.shape = xv.shape, .dtype = PE_F32, .data = x};
+		apply_params(&p, queries[q]);
+		ck_assert_msg(pe_rope_apply_positions(&p, &pos, &t, &err) == 0, "%s", err.detail);
+		for (size_t i = 0; i < n && q == 0; i++)
+			ck_assert_msg(x[i] == ((const float *)tv.data)[i], "[%zu] %.9g vs torch %.9g", i, x[i],
+				      ((const float *)tv.data)[i]);
+		for (size_t i = 0; i < n && q == 1; i++) {
+			double m = 0, w = ((const double *)rv.data)[i];
+			for (size_t c = i - i % last; c < i - i % last + last; c++)
+				m = fabs(((const float *)xv.data)[c]) > m ? fabs(((const float *)xv.data)[c]) : m;
+			ck_assert_msg(fabs(x[i] - w) <= 0x1p-21 * m + 0x1p-24 * fabs(w), "[%zu] %.9g vs %.17g", i, x[i], w);
+		}
+		pe_params_destroy(&p);
+		apply_params(&p, "axes_dim=16,56,56&inverse=1");
+		ck_assert_int_eq(pe_rope_apply_positions(&p, &pos, &t, &err), 0);
+		for (size_t i = 0; i < n; i++)
+			ck_assert(fabs(x[i] - ((const float *)xv.data)[i]) <= 1e-5);
+		pe_params_destroy(&p);
+	}
+	free(x);
+	free(xb);
+	free(pb);
+	free(rb);
+	free(tb);
+}
+END_TEST
+
 START_TEST(ids_checked)
 {
 	double ids[6] = {0, 1, -2.5, 4503599627370496.0, 1, 2};
@@ -295,6 +363,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, grid_equals_ids);
 	tcase_add_test(tc, ids_checked);
 	tcase_add_test(tc, positions_dtype_range);
+	tcase_add_test(tc, apply_known_answer);
 	suite_add_tcase(s, tc);
 	return s;
 }
