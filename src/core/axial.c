@@ -46,6 +46,39 @@ const struct pe_axial_preset *pe_axial_preset(int id)
 	return id > PE_AXIAL_NONE && id <= PE_AXIAL_QWENIMAGE ? &presets[id] : NULL;
 }
 
+int pe_axial_preset_of_class(const char *class_name)
+{
+	static const char *const classes[] = {
+		[PE_AXIAL_FLUX] = "FluxTransformer2DModel",
+		[PE_AXIAL_HUNYUANVIDEO] = "HunyuanVideoTransformer3DModel",
+		[PE_AXIAL_WAN] = "WanTransformer3DModel",
+		[PE_AXIAL_COGVIDEOX] = "CogVideoXTransformer3DModel",
+		[PE_AXIAL_QWENIMAGE] = "QwenImageTransformer2DModel",
+	};
+	for (int i = PE_AXIAL_FLUX; class_name && i <= PE_AXIAL_QWENIMAGE; i++)
+		if (!strcmp(class_name, classes[i]))
+			return i;
+	return PE_AXIAL_NONE;
+}
+
+int pe_axial_head_split(int preset, int64_t head_dim, int64_t axes[3])
+{
+	int64_t d = head_dim;
+	if (preset == PE_AXIAL_WAN) {
+		axes[1] = axes[2] = 2 * (d / 6);
+		axes[0] = d - axes[1] - axes[2];
+	} else if (preset == PE_AXIAL_COGVIDEOX) {
+		axes[0] = d / 4;
+		axes[1] = axes[2] = d / 8 * 3;
+	} else {
+		return PE_EINVAL;
+	}
+	for (int a = 0; a < 3; a++)
+		if (axes[a] < 2 || axes[a] % 2)
+			return PE_EINVAL;
+	return 0;
+}
+
 /* ---- the grid ---- */
 
 /* One side: decimal digits up to the next 'x' or the end, 1 .. PE_AXIAL_MAX_SIDE. */

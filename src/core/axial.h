@@ -40,6 +40,15 @@ struct pe_axial_preset {
 extern const char *const pe_axial_preset_names[]; /* "none", then the presets in enum order */
 const struct pe_axial_preset *pe_axial_preset(int id); /* NULL for PE_AXIAL_NONE */
 
+/* For plans (a diffusers transformer's config.json): the preset of its _class_name
+ * (FluxTransformer2DModel, HunyuanVideoTransformer3DModel, WanTransformer3DModel,
+ * CogVideoXTransformer3DModel, QwenImageTransformer2DModel), else PE_AXIAL_NONE; and the axes of a
+ * model whose code derives them from attention_head_dim (Wan: d - 4*floor(d/6), 2*floor(d/6),
+ * 2*floor(d/6); CogVideoX: d/4, 3*(d/8), 3*(d/8)) into axes[3]: 0, or PE_EINVAL when the preset's
+ * config states them instead or the split is not even and positive. */
+int pe_axial_preset_of_class(const char *class_name);
+int pe_axial_head_split(int preset, int64_t head_dim, int64_t axes[3]);
+
 /* A token grid: "HxW" (t = 1, rank 2) or "TxHxW" (rank 3), decimal digits, each side in
  * 1 .. PE_AXIAL_MAX_SIDE and the product at most PE_AXIAL_MAX_TOKENS. 0, or PE_EINVAL naming
  * `grid` with the reason. */

@@ -71,6 +71,28 @@ START_TEST(query_for_plans)
 }
 END_TEST
 
+/* A plan's view of a diffusers config: its class names the preset, its head width the axes. */
+START_TEST(config_helpers)
+{
+	int64_t ax[3];
+	ck_assert_int_eq(pe_axial_preset_of_class("FluxTransformer2DModel"), PE_AXIAL_FLUX);
+	ck_assert_int_eq(pe_axial_preset_of_class("WanTransformer3DModel"), PE_AXIAL_WAN);
+	ck_assert_int_eq(pe_axial_preset_of_class("QwenImageTransformer2DModel"), PE_AXIAL_QWENIMAGE);
+	ck_assert_int_eq(pe_axial_preset_of_class("SD3Transformer2DModel"), PE_AXIAL_NONE);
+	ck_assert_int_eq(pe_axial_preset_of_class(NULL), PE_AXIAL_NONE);
+	ck_assert_int_eq(pe_axial_head_split(PE_AXIAL_WAN, 128, ax), 0);
+	ck_assert_msg(ax[0] == 44 && ax[1] == 42 && ax[2] == 42, "wan 128: %lld,%lld,%lld", (long long)ax[0],
+		      (long long)ax[1], (long long)ax[2]);
+	ck_assert_str_eq(pe_axial_preset(PE_AXIAL_WAN)->axes_dim, "44,42,42");
+	ck_assert_int_eq(pe_axial_head_split(PE_AXIAL_COGVIDEOX, 64, ax), 0);
+	ck_assert_msg(ax[0] == 16 && ax[1] == 24 && ax[2] == 24, "cogvideox 64");
+	ck_assert_int_eq(pe_axial_head_split(PE_AXIAL_WAN, 6, ax), 0); /* 2, 2, 2 */
+	ck_assert_int_eq(pe_axial_head_split(PE_AXIAL_WAN, 5, ax), PE_EINVAL); /* 1, 2, 2 */
+	ck_assert_int_eq(pe_axial_head_split(PE_AXIAL_COGVIDEOX, 36, ax), PE_EINVAL); /* 9, 12, 12 */
+	ck_assert_int_eq(pe_axial_head_split(PE_AXIAL_FLUX, 128, ax), PE_EINVAL); /* its config states axes_dims_rope */
+}
+END_TEST
+
 START_TEST(refused)
 {
 	static const struct pe_kat_refusal bad[] = {
@@ -354,6 +376,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, grid_parse);
 	tcase_add_test(tc, query_for_plans);
+	tcase_add_test(tc, config_helpers);
 	tcase_add_test(tc, refused);
 	tcase_add_test(tc, canonical);
 	tcase_add_test(tc, positions_known);
