@@ -129,8 +129,16 @@ def torch_positions(preset, q):
     return torch.stack([x.reshape(-1) for x in g], dim=1)
 
 
+def axes_of(q):
+    """The case's axes_dim and theta: the query's, else the preset's."""
+    axes_dim, theta = PRESETS[q["preset"]]
+    if "axes_dim" in q:
+        axes_dim = tuple(int(x) for x in q["axes_dim"].split(","))
+    return axes_dim, float(q.get("theta", theta))
+
+
 def torch_table(preset, q):
-    axes_dim, theta = PRESETS[preset]
+    axes_dim, theta = axes_of(q)
     t, h, w = grid_of(q["grid"])
     if preset == "wan":  # WanRotaryPosEmbed: per-axis tables over arange(max_seq_len), float64 frequencies
         tabs = [torch_1d(d, torch.arange(1024), theta, torch.float64) for d in axes_dim]
@@ -184,6 +192,9 @@ TABLE_CASES = [
     ("cogvideox_1x20x6", "preset=cogvideox&grid=1x20x6"),
     ("qwenimage_6x8_t3", "preset=qwenimage&grid=6x8&text_tokens=3"),
     ("qwenimage_1x5x7_noscale", "preset=qwenimage&grid=1x5x7&text_tokens=2&scale_rope=0"),
+    # narrow bands over more than one block of tokens: PyTorch's groups of 8 lanes span 8 tokens
+    ("hunyuanvideo_3x20x20_narrow", "preset=hunyuanvideo&grid=3x20x20&axes_dim=2,4,2"),
+    ("cogvideox_2x24x30_narrow", "preset=cogvideox&grid=2x24x30&axes_dim=2,4,6"),
 ]
 
 HALF_CASES = [("flux_5x3_half", "preset=flux&grid=5x3&layout=half")]
@@ -231,7 +242,7 @@ def main():
               hf_query=query + "&compat=hf")
     for name, query in TABLE_CASES + HALF_CASES:
         q = query_dict(query)
-        axes_dim, theta = PRESETS[q["preset"]]
+        axes_dim, theta = axes_of(q)
         ids = positions_f64(q["preset"], q)
         ref = table_f64(ids, axes_dim, theta, q.get("layout", "interleaved"))
         files = {"ref_f64": ref}
