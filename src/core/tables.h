@@ -8,6 +8,7 @@ extern const struct pe_table_def pe_table_sinusoidal;
 extern const struct pe_table_def pe_table_sinusoidal2d, pe_table_rope2d;
 extern const struct pe_table_def pe_table_alibi_slopes, pe_table_alibi;
 extern const struct pe_table_def pe_table_relative_t5, pe_table_relative_xl;
+extern const struct pe_table_def pe_table_relative_deberta, pe_table_rope_query_scale; /* relative_deberta.c, query_scale.c */
 extern const struct pe_table_def pe_table_rope, pe_table_rope_inv_freq;
 extern const struct pe_table_def pe_table_rope_mrope, pe_table_rope_mrope_positions; /* mrope.c, mrope_positions.c */
 extern const struct pe_table_def pe_transform_sinusoidal_apply, pe_transform_alibi_apply, pe_transform_rope_apply;
