@@ -12,15 +12,13 @@
  * denominator's ratio is a Python double rounded to float (torch.tensor); both logs are torch.log
  * on float32 (pe_torch_logf); the quotient and the product with float(mid - 1) are float32; ceil
  * and + mid are exact. A bucket depends on q - k only: the q_len + k_len - 1 of them are computed
- * once and every row is a contiguous slice. Configurations where transformers divides by log 1 = 0
+ * once and every row is a contiguous slice (pe_relative_rows). Configurations where transformers divides by log 1 = 0
  * or turns the log scale over (max_relative_positions - 1 <= mid), and buckets past int32, are
  * refused naming the parameter. */
 #include "core/tables.h"
 #include "core/torchmath.h"
 
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 static const struct pe_param_spec deberta_params[] = {
 	{"q_len", PE_PT_INT, NULL, 1, PE_MAX_LEN, NULL, "number of queries (rows)"},
@@ -57,14 +55,12 @@ static double deberta_value(const struct deberta *d, int64_t rel)
 	return rel < 0 ? -b : b;
 }
 
+/* The entry for k - q (pe_relative_rows' callback). */
+static int32_t deberta_entry(const void *ctx, int64_t k_minus_q) { return (int32_t)deberta_value(ctx, -k_minus_q); }
+
 static int deberta_check(struct pe_params *p, struct pe_err *err)
 {
-	struct pe_param_val *k = &p->v[pe_param_index(p->def, "k_len")];
-	if (!k->set) {
-		k->set = 1;
-		k->i = pe_param_int(p, "q_len");
-		k->r = (double)k->i;
-	}
+	pe_relative_k_len(p);
 	struct pe_param_val *pb = &p->v[pe_param_index(p->def, "position_buckets")];
 	if (pb->i < 0) { /* -1 (the config's "none") and 0 give the same table: one key */
 		pb->i = 0;
@@ -85,7 +81,7 @@ static int deberta_check(struct pe_params *p, struct pe_err *err)
 	struct deberta d;
 	deberta_init(p, &d);
 	/* |bucket| grows with |q - k| (monotone float steps): the widest distance bounds the table */
-	int64_t far = pe_param_int(p, "q_len") - 1, kf = k->i - 1;
+	int64_t far = pe_param_int(p, "q_len") - 1, kf = pe_param_int(p, "k_len") - 1;
 	if (kf > far)
 		far = kf;
 	if (!(fabs(deberta_value(&d, far)) <= 2147483647.0))
@@ -106,20 +102,9 @@ static int deberta_shape(const struct pe_params *p, struct pe_shape *s)
 static int deberta_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
 				struct pe_err *err)
 {
-	int64_t q_len = pe_param_int(p, "q_len"), k_len = pe_param_int(p, "k_len");
-	size_t nrel = (size_t)(q_len + k_len - 1);
 	struct deberta d;
 	deberta_init(p, &d);
-	int32_t *lut = malloc(nrel * sizeof *lut); /* lut[j]: the value of k - q = j - (q_len - 1) */
-	if (!lut)
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	for (size_t j = 0; j < nrel; j++)
-		lut[j] = (int32_t)deberta_value(&d, (q_len - 1) - (int64_t)j);
-	int32_t *o = out[0];
-	for (size_t q = r0; q < r0 + n; q++)
-		memcpy(o + (q - r0) * (size_t)k_len, lut + ((size_t)q_len - 1 - q), (size_t)k_len * sizeof *lut);
-	free(lut);
-	return 0;
+	return pe_relative_rows(p, deberta_entry, &d, r0, n, out[0], err);
 }
 
 static int deberta_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)

@@ -6,7 +6,7 @@
  * 9457 problems naming the parameter; a table past max_elements is refused before it is made. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
-#include "support/pe_kat.h"
+#include "support/pe_kat_http.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -15,69 +15,14 @@
 
 static struct pe_daemon D;
 
-static void expect_shape(const struct pe_resp *r, const struct pe_shape *s, const char *path)
-{
-	char want[96] = "", got[96];
-	size_t at = 0;
-	for (int i = 0; i < s->rank; i++)
-		at += (size_t)snprintf(want + at, sizeof want - at, "%s%zu", i ? "," : "", s->dim[i]);
-	ck_assert_msg(pe_resp_header(r, "X-PE-Shape", got, sizeof got) != NULL, "%s: no X-PE-Shape", path);
-	ck_assert_msg(strcmp(got, want) == 0, "%s: X-PE-Shape %s, expected %s", path, got, want);
-}
-
-/* Every case of dir with query_field and file, fetched as raw dtype dt: i32 equal, floats within
- * 1 ulp of the file. Returns the number of cases. */
-static size_t compare_over_http(const char *dir, const char *query_field, const char *file, enum pe_dtype dt,
-				const char *what)
-{
-	struct pe_kat k;
-	struct pe_kat_max m = {.what = what};
-	size_t cases = 0;
-	pe_kat_load(&k, dir);
-	for (size_t i = 0; i < pe_kat_count(&k); i++) {
-		json_t *c = pe_kat_case(&k, i);
-		if (!pe_kat_has(c, query_field) || !pe_kat_has(c, file))
-			continue;
-		struct pe_shape s;
-		size_t n = pe_kat_shape(c, &s);
-		int f64file = strstr(file, "f64") != NULL;
-		void *ref = pe_kat_file(&k, c, file, n * (f64file ? 8 : 4));
-		char path[600];
-		snprintf(path, sizeof path, "/v1/%s?%s&format=bin&dtype=%s", pe_kat_str(c, "table"),
-			 pe_kat_str(c, query_field), pe_dtype_name(dt));
-		struct pe_resp r;
-		pe_get(&D, path, &r);
-		ck_assert_msg(r.status == 200, "%s: %ld %s", path, r.status, r.body ? r.body : "");
-		ck_assert_msg(r.len == n * pe_dtype_size(dt), "%s: %zu bytes", path, r.len);
-		expect_shape(&r, &s, path);
-		for (size_t j = 0; j < n; j++) {
-			if (dt == PE_I32) {
-				int32_t got;
-				memcpy(&got, r.body + 4 * j, 4);
-				ck_assert_msg(got == ((int32_t *)ref)[j], "%s [%zu]: %d, transformers %d", path, j, got,
-					      ((int32_t *)ref)[j]);
-				continue;
-			}
-			pe_kat_max_add(&m, pe_kat_ulp(dt, r.body, j, f64file ? ((double *)ref)[j] : ((float *)ref)[j]), path, j);
-		}
-		pe_resp_free(&r);
-		free(ref);
-		cases++;
-	}
-	pe_kat_free(&k);
-	if (dt != PE_I32)
-		pe_kat_max_check(&m, 1);
-	return cases;
-}
-
 START_TEST(known_answers_over_http)
 {
 	pe_daemon_start(&D, NULL);
-	ck_assert_uint_ge(compare_over_http("tests/data/relative_deberta", "query", "torch_i32", PE_I32, "deberta"), 12);
-	ck_assert_uint_ge(compare_over_http("tests/data/query_scale", "query", "mp_f64", PE_F64, "http query-scale exact f64"), 6);
-	ck_assert_uint_ge(compare_over_http("tests/data/query_scale", "hf_query", "torch_f32", PE_F32, "http query-scale hf f32"), 6);
-	ck_assert_uint_ge(compare_over_http("tests/data/rope_proportional", "query", "ref_f64", PE_F64, "http proportional exact f64"), 6);
-	ck_assert_uint_ge(compare_over_http("tests/data/rope_proportional", "hf_query", "torch_f32", PE_F32, "http proportional hf f32"), 6);
+	ck_assert_uint_ge(pe_kat_http_compare(&D, "tests/data/relative_deberta", "query", "torch_i32", PE_I32, "deberta"), 12);
+	ck_assert_uint_ge(pe_kat_http_compare(&D, "tests/data/query_scale", "query", "mp_f64", PE_F64, "http query-scale exact f64"), 6);
+	ck_assert_uint_ge(pe_kat_http_compare(&D, "tests/data/query_scale", "hf_query", "torch_f32", PE_F32, "http query-scale hf f32"), 6);
+	ck_assert_uint_ge(pe_kat_http_compare(&D, "tests/data/rope_proportional", "query", "ref_f64", PE_F64, "http proportional exact f64"), 6);
+	ck_assert_uint_ge(pe_kat_http_compare(&D, "tests/data/rope_proportional", "hf_query", "torch_f32", PE_F32, "http proportional hf f32"), 6);
 	ck_assert_int_eq(pe_daemon_stop(&D, SIGTERM), 0);
 }
 END_TEST
