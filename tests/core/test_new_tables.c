@@ -5,7 +5,7 @@
  * including the distances where float32 moves a bucket away from the real-number formula (the core
  * must differ from the real numbers there, as the model does); refusals name the parameter.
  * query-scale: exact within 1 ulp of mpmath in every dtype, hf within 1 ulp of the model's float32
- * expression. proportional: exact within 1 ulp of float64 NumPy, hf within 1 ulp of transformers'
+ * expression, past 2^24 too (windows of rows, where float(p) rounds and the two modes differ). proportional: exact within 1 ulp of float64 NumPy, hf within 1 ulp of transformers'
  * proportional inv_freq and rotary forward in torch, the pairs past the rotated share cos 1, sin 0. */
 #include "posenc/core.h"
 #include "support/pe_check.h"
@@ -149,6 +149,47 @@ START_TEST(query_scale_hf_vs_torch)
 }
 END_TEST
 
+/* Windows of tables too long to store, past 2^24 where float(p) rounds: rows [row0, row0 + n) of
+ * compat=exact within 1 ulp of mpmath, of compat=hf within 1 ulp of torch; and the two differ. */
+START_TEST(query_scale_windows_past_2p24)
+{
+	struct pe_kat k;
+	size_t cases = 0;
+	pe_kat_load(&k, QSCALE);
+	for (size_t i = 0; i < pe_kat_count(&k); i++) {
+		json_t *c = pe_kat_case(&k, i);
+		if (!pe_kat_has(c, "row0"))
+			continue;
+		struct pe_shape s;
+		size_t n = pe_kat_shape(c, &s), row0 = (size_t)json_integer_value(json_object_get(c, "row0")), differ = 0;
+		double *mp = pe_kat_file(&k, c, "mpwin_f64", n * 8);
+		float *torch = pe_kat_file(&k, c, "torchwin_f32", n * 4);
+		float got[2][256];
+		ck_assert_uint_le(n, 256);
+		for (int m = 0; m < 2; m++) {
+			struct pe_params p;
+			struct pe_err err;
+			ck_assert_int_eq(pe_query_params(&p, "rope/query-scale", pe_kat_str(c, m ? "hf_query" : "query"), &err), 0);
+			ck_assert_int_eq(pe_table_compute_rows(&p, PE_F32, 0, row0, n, got[m], &err), 0);
+			pe_params_destroy(&p);
+		}
+		for (size_t j = 0; j < n; j++) {
+			ck_assert_msg(pe_ulp_f32(got[0][j], (float)mp[j]) <= 1, "row %zu: exact %.9g, mpmath %.17g", row0 + j,
+				      got[0][j], mp[j]);
+			ck_assert_msg(pe_ulp_f32(got[1][j], torch[j]) <= 1, "row %zu: hf %.9g, torch %.9g", row0 + j, got[1][j],
+				      torch[j]);
+			differ += got[0][j] != got[1][j];
+		}
+		ck_assert_uint_gt(differ, 0);
+		free(mp);
+		free(torch);
+		cases++;
+	}
+	pe_kat_free(&k);
+	ck_assert_uint_ge(cases, 2);
+}
+END_TEST
+
 /* Llama 4 at the defaults: 1 up to position 8190, then 1 + 0.1 ln 2 from 8191 ((p + 1) / 8192 = 1);
  * Ministral 3: 1 + beta ln(1 + floor(p / orig)). */
 START_TEST(query_scale_by_hand)
@@ -281,6 +322,7 @@ static Suite *suite(void)
 	TCase *q = tcase_create("query_scale");
 	tcase_add_test(q, query_scale_exact_vs_mpmath);
 	tcase_add_test(q, query_scale_hf_vs_torch);
+	tcase_add_test(q, query_scale_windows_past_2p24);
 	tcase_add_test(q, query_scale_by_hand);
 	tcase_add_test(q, query_scale_refusals);
 	suite_add_tcase(s, q);

@@ -19,6 +19,8 @@ tests/core/test_new_tables.c and tests/e2e/test_new_tables_http.c read them. Fil
   query_scale
     mp_f64     1 + scale * ln(m) in mpmath, m the integer floor term, rounded once (compat=exact).
     torch_f32  the model's float32 tensor expression over torch.arange(len) (compat=hf).
+    mpwin_f64, torchwin_f32   the same for rows [row0, row0 + shape) of a table too long to store,
+               past 2^24 where float(p) rounds (compat=hf differs from exact there).
   rope_proportional
     ref_f64    cos/sin of p * w_i in float64 NumPy (glibc), w_i = 1/base**(2i/dim)/factor for the
                first floor(partial_rotary_factor*dim/2) pairs and 0 after, cat(f, f) (compat=exact).
@@ -160,17 +162,17 @@ QS_CASES = [
 QS_DEFAULTS = {"attn_scale": "0.1", "floor_scale": "8192"}
 
 
-def qs_terms(p, n):
-    """(scale, the integer m of each position) as the real-number formula has them."""
-    pos = np.arange(n, dtype=np.int64)
+def qs_terms(p, n, start=0):
+    """(scale, the integer m of each position start .. n-1) as the real-number formula has them."""
+    pos = np.arange(start, n, dtype=np.int64)
     if p["variant"] == "llama4":
         return float(p["attn_scale"]), (pos + 1) // int(p["floor_scale"]) + 1
     return float(p["beta"]), pos // int(p["original_max_position_embeddings"]) + 1
 
 
-def qs_mp(p, n):
+def qs_mp(p, n, start=0):
     mpmath.mp.dps = 50
-    scale, ms = qs_terms(p, n)
+    scale, ms = qs_terms(p, n, start)
     memo = {}
     for mv in set(ms.tolist()):
         memo[mv] = float(1 + mpmath.mpf(scale) * mpmath.log(mv))
@@ -190,6 +192,14 @@ def qs_torch(p, n):
     return v.numpy()
 
 
+# Windows of long tables, rows [row0, row0 + rows) only (files *win_*): past 2^24 float(p) rounds,
+# so hf and exact part ways there. Elementwise ops: a window of positions is the table's window.
+QS_WINDOWS = [
+    ("ministral3_o1_past2p24", "len=16777300&variant=ministral3&beta=0.1&original_max_position_embeddings=1", 16777200, 100),
+    ("llama4_fs1_past2p24", "len=16777300&variant=llama4&floor_scale=1&attn_scale=0.1", 16777200, 100),
+]
+
+
 def gen_query_scale():
     m = kat.Manifest("query_scale", GEN)
     for name, query in QS_CASES:
@@ -197,6 +207,13 @@ def gen_query_scale():
         n = int(p["len"])
         m.add(name, "rope/query-scale", query, (n,), {"mp_f64": qs_mp(p, n), "torch_f32": qs_torch(p, n)},
               hf_query=query + "&compat=hf")
+    for name, query, row0, rows in QS_WINDOWS:
+        p = kat.parse_query(query, QS_DEFAULTS)
+        mp = qs_mp(p, row0 + rows, row0)
+        t = qs_torch(p, row0 + rows)[row0:]
+        assert not np.array_equal(mp.astype(np.float32), t), "the window shows no float32 rounding"
+        m.add(name, "rope/query-scale", query, (rows,), {"mpwin_f64": mp, "torchwin_f32": t},
+              hf_query=query + "&compat=hf", row0=row0)
     return m
 
 
