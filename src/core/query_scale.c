@@ -61,19 +61,26 @@ static void qs_init(const struct pe_params *p, struct qs *q)
 	q->shift = l4;
 }
 
-/* The factor at position pos, as a double (hf: a float held exactly). */
-static double qs_value(const struct qs *q, int64_t pos)
+/* The log's argument at position pos: the integer m (exact), or the float the model forms (hf). */
+static double qs_arg(const struct qs *q, int64_t pos)
 {
-	if (!q->hf) {
-		int64_t m = (pos + q->shift) / q->div + 1;
-		return fma(q->scale, log((double)m), 1.0);
-	}
+	if (!q->hf)
+		return (double)((pos + q->shift) / q->div + 1);
 	float x = (float)pos;
 	if (q->shift)
 		x = x + 1.0f;
-	x = floorf(x / (float)q->div) + 1.0f;
-	return (double)(pe_torch_logf(x) * (float)q->scale + 1.0f);
+	return (double)(floorf(x / (float)q->div) + 1.0f);
 }
+
+/* The factor for the log's argument m, as a double (hf: a float held exactly). */
+static double qs_of_arg(const struct qs *q, double m)
+{
+	if (!q->hf)
+		return fma(q->scale, log(m), 1.0);
+	return (double)(pe_torch_logf((float)m) * (float)q->scale + 1.0f);
+}
+
+static double qs_value(const struct qs *q, int64_t pos) { return qs_of_arg(q, qs_arg(q, pos)); }
 
 static int qs_check(struct pe_params *p, struct pe_err *err)
 {
@@ -114,13 +121,17 @@ static int qs_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r
 {
 	struct qs q;
 	qs_init(p, &q);
-	double buf[256];
+	double buf[256], last = -1, v = 0; /* runs of positions share the argument: one log per run */
 	char *o = out[0];
 	size_t esz = pe_dtype_size(dt);
 	for (size_t i = 0; i < n; i += 256) {
 		size_t m = n - i < 256 ? n - i : 256;
-		for (size_t j = 0; j < m; j++)
-			buf[j] = qs_value(&q, (int64_t)(r0 + i + j));
+		for (size_t j = 0; j < m; j++) {
+			double a = qs_arg(&q, (int64_t)(r0 + i + j));
+			if (a != last)
+				v = qs_of_arg(&q, last = a);
+			buf[j] = v;
+		}
 		pe_store_f64(dt, o + i * esz, buf, m);
 	}
 	return 0;
