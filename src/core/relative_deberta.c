@@ -10,11 +10,11 @@
  * Arithmetic is the model's float32 PyTorch, operation for operation, because the ceil turns a
  * last-bit difference into a different bucket: |q - k| / mid is float(|q - k|) / float(mid); the
  * denominator's ratio is a Python double rounded to float (torch.tensor); both logs are torch.log
- * on float32 (pe_torch_logf); the quotient and the product with float(mid - 1) are float32; ceil
- * and + mid are exact. A bucket depends on q - k only: the q_len + k_len - 1 of them are computed
- * once and every row is a contiguous slice (pe_relative_rows). Configurations where transformers divides by log 1 = 0
- * or turns the log scale over (max_relative_positions - 1 <= mid), and buckets past int32, are
- * refused naming the parameter. */
+ * on float32 (pe_torch_logf); the quotient, the product with float(mid - 1) and + mid are float32
+ * (exact below 2^24). A bucket depends on q - k only: the q_len + k_len - 1 of them are computed
+ * once and every row is a contiguous slice (pe_relative_rows). Configurations where transformers
+ * divides by log 1 = 0 or turns the log scale over (max_relative_positions - 1 <= mid), and
+ * buckets past int32, are refused naming the parameter. */
 #include "core/tables.h"
 #include "core/torchmath.h"
 
@@ -51,7 +51,7 @@ static double deberta_value(const struct deberta *d, int64_t rel)
 	if (!d->mid || a <= d->mid)
 		return (double)rel;
 	float x = pe_torch_logf((float)a / d->fmid) / d->log_den * d->fmid1;
-	double b = (double)ceilf(x) + (double)d->mid;
+	double b = (double)(ceilf(x) + d->fmid); /* a float32 sum, as the model's */
 	return rel < 0 ? -b : b;
 }
 
