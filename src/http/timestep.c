@@ -1,0 +1,242 @@
+/* /v1/sinusoidal/timestep: GET is the registry's table (timesteps in the query, at most
+ * PE_MAX_LIST of them), answered by table.c like any table; POST takes the timesteps in the body
+ * instead, an npy vector [N] (float32/64, float16, int32 or int64, NumPy's defaults) or a JSON
+ * array of numbers, and answers the same [N, dim] table (pe_timestep_body_def: the table's
+ * parameters without timesteps).
+ *
+ * The POST body is refused before it is read when its type is neither, or its Content-Length is
+ * over max_body_bytes, then collected under that bound (its declaration, contract.h). The work
+ * runs on a worker as an uncached job (oneshot.c): the body's shape and values are checked, the
+ * table (N·dim against max_elements) and the job's memory against the response budget before
+ * anything is allocated. Answers depend on the body: not cached (Cache-Control: no-store). */
+#include "core/timestep.h"
+#include "http/handler.h"
+#include "http/media.h"
+#include "http/oneshot.h"
+#include "http/produce.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PATH "/v1/sinusoidal/timestep"
+#define OFFERED (PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV))
+#define BODY_TYPES "application/x-npy, application/json" /* index 0: npy, 1: JSON */
+
+extern const struct pe_table_def pe_table_sinusoidal_timestep;
+
+struct tjob {
+	struct pe_oneshot os; /* first: the job as oneshot.c runs it */
+	struct pe_params params;
+	struct pe_out out;
+	struct pe_held_body body; /* held on the response budget (pe_http_take_body) */
+	int json;
+};
+
+static int is_post(const struct req *r) { return !strcmp(r->method, "POST"); }
+
+/* timesteps: known to the route, refused by a POST (the body gives them). */
+static const struct pe_param_spec list_spec[] = {
+	{"timesteps", PE_PT_LIST, "", -PE_TIMESTEP_MAX, PE_TIMESTEP_MAX, NULL, "the timesteps (GET only)"},
+};
+static const struct pe_table_def list_param = {.name = "sinusoidal/timestep", .params = list_spec, .nparams = 1,
+					       .fixed_dtype = PE_DTYPE_COUNT_};
+
+/* GET: the registry's table; POST: its parameters without timesteps, an npy or JSON body. */
+static const struct pe_contract contract[] = {
+	{.methods = "GET, HEAD", .target_params = 1, .output = 1, .finish = 1},
+	{.methods = "POST", .params = &pe_timestep_body_def, .output = 1, .extras = &list_param, .finish = 1,
+	 .media = BODY_TYPES},
+	{0},
+};
+
+/* ---- the job (worker) ---- */
+
+/* Element i of a parsed npy vector as a double. */
+static double npy_value(const struct pe_tensor_view *v, int wide, size_t i)
+{
+	const char *p = (const char *)v->data;
+	if (v->dtype == PE_I32 && wide) {
+		int64_t x;
+		memcpy(&x, p + 8 * i, 8);
+		return (double)x;
+	}
+	if (v->dtype == PE_I32) {
+		int32_t x;
+		memcpy(&x, p + 4 * i, 4);
+		return (double)x;
+	}
+	if (v->dtype == PE_F64) {
+		double x;
+		memcpy(&x, p + 8 * i, 8);
+		return x;
+	}
+	if (v->dtype == PE_F32) {
+		float x;
+		memcpy(&x, p + 4 * i, 4);
+		return x;
+	}
+	uint16_t x;
+	memcpy(&x, p + 2 * i, 2);
+	return v->dtype == PE_F16 ? pe_f16_to_f32(x) : pe_bf16_to_f32(x);
+}
+
+/* The body's timesteps as n doubles into *t (caller frees): a vector [N], N >= 1, each finite
+ * within PE_TIMESTEP_MAX. */
+static int timesteps(struct tjob *j, double **t, size_t *n, struct pe_err *err)
+{
+	uint64_t max = j->os.h->opt.max_elements;
+	struct pe_shape s;
+	struct pe_tensor_view v;
+	struct pe_tensor_mut m = {0};
+	int wide = 0, rc;
+	*t = NULL;
+	if (j->json)
+		rc = pe_json_tensor_parse(j->body.data, j->body.len, max, &m, err);
+	else
+		rc = pe_npy_parse_index(j->body.data, j->body.len, max, &v, &wide, err);
+	if (rc != 0)
+		return rc;
+	s = j->json ? m.shape : v.shape;
+	if (s.rank != 1 || s.dim[0] == 0) {
+		free(m.data);
+		return pe_err_set(err, PE_EBODY, "body", "timesteps are a vector [N] with N >= 1");
+	}
+	*n = s.dim[0];
+	if (j->json)
+		*t = m.data;
+	else if (!(*t = malloc(*n * sizeof **t)))
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	for (size_t i = 0; i < *n; i++) {
+		if (!j->json)
+			(*t)[i] = npy_value(&v, wide, i);
+		if ((rc = pe_timestep_check_value((*t)[i], i, err)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Could the table and its answer ever fit? N·dim against max_elements (named by the body: it
+ * says N), bytes (the body, the timesteps, the table, the encoded answer) against the budget.
+ * *more: what the job takes on the budget besides the body. */
+static int check_size(struct tjob *j, const struct pe_shape *s, uint64_t *more, struct pe_err *err)
+{
+	int of;
+	size_t n = pe_shape_count(s, &of);
+	if (of || n > j->os.h->opt.max_elements)
+		return pe_err_set(err, PE_ETOOBIG, "body", "the table (timesteps x dim) would have more than %" PRIu64 " elements",
+				  j->os.h->opt.max_elements);
+	*more = pe_produce_add(pe_produce_mul(n, pe_dtype_size(j->out.dt)), pe_produce_out_bound(&j->out, s, 4096, NULL));
+	uint64_t need = pe_produce_add(pe_http_body_figure(&j->body), *more);
+	return pe_produce_budget_check(j->os.h, need, j->out.fmt == PE_FMT_JSON || j->out.fmt == PE_FMT_CSV ? "format" : "body",
+				       err);
+}
+
+static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
+{
+	struct tjob *j = (struct tjob *)os;
+	struct pe_err *err = &res->err;
+	struct pe_buf out;
+	double *t = NULL;
+	size_t n = 0;
+	void *table = NULL;
+	struct pe_budget *bg = NULL; /* the job's share (pe_produce_share_open) */
+	uint64_t more = 0;
+	int rc;
+	pe_buf_init(&out, j->os.h->opt.max_response_bytes);
+	if ((rc = timesteps(j, &t, &n, err)) != 0)
+		goto done;
+	struct pe_shape s = {.rank = 2, .dim = {n, (size_t)pe_param_int(&j->params, "dim")}};
+	if ((rc = check_size(j, &s, &more, err)) != 0 || (rc = pe_produce_share_open(j->os.h, more, &bg, err)) != 0)
+		goto done;
+	pe_buf_set_budget(&out, bg);
+	int of;
+	if (!(table = pe_budget_malloc(bg, pe_shape_count(&s, &of) * pe_dtype_size(j->out.dt), &rc)))
+		goto done;
+	if ((rc = pe_timestep_compute(&j->params, t, n, j->out.dt, table, err)) != 0)
+		goto done;
+	struct pe_tensor_view v = {.shape = s, .dtype = j->out.dt, .data = table};
+	if ((rc = pe_out_encode(&j->out, &j->os.h->opt.parallel, &j->params, &v, &out, err)) != 0)
+		goto done;
+	res->out = j->out;
+	pe_shape_format(&s, res->shape, sizeof res->shape);
+	res->data = pe_buf_steal(&out, &res->len);
+	res->budget = j->os.h->opt.budget;
+	res->held = bg ? pe_mem_size(res->data) : 0;
+	pe_budget_share_hand_over(bg, res->held); /* the answer outlives the share */
+done:
+	if (rc == PE_EBUSY && !err->code)
+		pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
+	else if (rc != 0 && !err->code)
+		pe_err_set(err, rc, "", "the table failed");
+	free(t);
+	pe_buf_destroy(&out);
+	pe_budget_free_block(bg, table);
+	pe_budget_share_close(bg);
+}
+
+static void tjob_free(struct pe_oneshot *os)
+{
+	struct tjob *j = (struct tjob *)os;
+	pe_params_destroy(&j->params);
+	pe_http_release_body(&j->body);
+	free(j);
+}
+
+static const struct pe_oneshot_answer answer = {.noun = "the table"};
+
+static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
+{
+	struct tjob *j = calloc(1, sizeof *j);
+	if (!j) {
+		pe_err_set(err, PE_ENOMEM, "", "out of memory");
+		return NULL;
+	}
+	j->os.h = r->h;
+	struct pe_query *q = pe_contract_query(r);
+	pe_contract_take_params(r, &j->params);
+	const char *ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	j->json = pe_media_match(ctype, BODY_TYPES) == 1;
+	int rc = q->extras.v[0].given ? pe_err_set(err, PE_EINVAL, "timesteps", "timesteps does not apply to POST: the body gives them") : 0;
+	if (rc == 0)
+		rc = pe_http_out_resolve(&j->out, &q->out, conn, PE_DTYPE_COUNT_, OFFERED, err);
+	if (rc != 0) {
+		tjob_free(&j->os);
+		return NULL;
+	}
+	pe_http_take_body(r, &j->body);
+	return j;
+}
+
+static enum MHD_Result post(struct req *r, struct MHD_Connection *conn)
+{
+	struct pe_err err = {0};
+	struct tjob *j = tjob_new(r, conn, &err);
+	if (!j)
+		return pe_http_problem(r, conn, &err);
+	j->os.run = run;
+	j->os.free = tjob_free;
+	return pe_oneshot_start(r, conn, &j->os, &answer);
+}
+
+static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
+{
+	return is_post(r) ? post(r, conn) : pe_table_request(r, conn, &pe_table_sinusoidal_timestep);
+}
+
+static int match_cb(void *hctx, const char *url, const void **target)
+{
+	if (strcmp(url, PATH) != 0)
+		return -1;
+	*target = &pe_table_sinusoidal_timestep;
+	return pe_http_def_route(&pe_table_sinusoidal_timestep);
+}
+
+const struct pe_handler pe_timestep_handler = {
+	.name = "timestep",
+	.match_cb = match_cb,
+	.cors_methods = "GET, HEAD, POST, OPTIONS",
+	.contract = contract,
+	.finish_cb = finish_cb,
+};
