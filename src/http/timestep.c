@@ -14,6 +14,7 @@
 #include "http/media.h"
 #include "http/oneshot.h"
 #include "http/produce.h"
+#include "tensor/vector.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -53,68 +54,14 @@ static const struct pe_contract contract[] = {
 
 /* ---- the job (worker) ---- */
 
-/* Element i of a parsed npy vector as a double. */
-static double npy_value(const struct pe_tensor_view *v, int wide, size_t i)
-{
-	const char *p = (const char *)v->data;
-	if (v->dtype == PE_I32 && wide) {
-		int64_t x;
-		memcpy(&x, p + 8 * i, 8);
-		return (double)x;
-	}
-	if (v->dtype == PE_I32) {
-		int32_t x;
-		memcpy(&x, p + 4 * i, 4);
-		return (double)x;
-	}
-	if (v->dtype == PE_F64) {
-		double x;
-		memcpy(&x, p + 8 * i, 8);
-		return x;
-	}
-	if (v->dtype == PE_F32) {
-		float x;
-		memcpy(&x, p + 4 * i, 4);
-		return x;
-	}
-	uint16_t x;
-	memcpy(&x, p + 2 * i, 2);
-	return v->dtype == PE_F16 ? pe_f16_to_f32(x) : pe_bf16_to_f32(x);
-}
-
 /* The body's timesteps as n doubles into *t (caller frees): a vector [N], N >= 1, each finite
  * within PE_TIMESTEP_MAX. */
 static int timesteps(struct tjob *j, double **t, size_t *n, struct pe_err *err)
 {
-	uint64_t max = j->os.h->opt.max_elements;
-	struct pe_shape s;
-	struct pe_tensor_view v;
-	struct pe_tensor_mut m = {0};
-	int wide = 0, rc;
-	*t = NULL;
-	if (j->json)
-		rc = pe_json_tensor_parse(j->body.data, j->body.len, max, &m, err);
-	else
-		rc = pe_npy_parse_index(j->body.data, j->body.len, max, &v, &wide, err);
-	if (rc != 0)
-		return rc;
-	s = j->json ? m.shape : v.shape;
-	if (s.rank != 1 || s.dim[0] == 0) {
-		free(m.data);
-		return pe_err_set(err, PE_EBODY, "body", "timesteps are a vector [N] with N >= 1");
-	}
-	*n = s.dim[0];
-	if (j->json)
-		*t = m.data;
-	else if (!(*t = malloc(*n * sizeof **t)))
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	for (size_t i = 0; i < *n; i++) {
-		if (!j->json)
-			(*t)[i] = npy_value(&v, wide, i);
-		if ((rc = pe_timestep_check_value((*t)[i], i, err)) != 0)
-			return rc;
-	}
-	return 0;
+	int rc = pe_vector_parse(j->body.data, j->body.len, j->json, j->os.h->opt.max_elements, "timesteps", t, n, err);
+	for (size_t i = 0; rc == 0 && i < *n; i++)
+		rc = pe_timestep_check_value((*t)[i], i, err);
+	return rc;
 }
 
 /* Could the table and its answer ever fit? N·dim against max_elements (named by the body: it
