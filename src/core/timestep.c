@@ -12,8 +12,8 @@
  * kernels run SLEEF's 8-lane u10 functions over a contiguous tensor in groups of 8 from its first
  * element (the last group padded with zeros), and SLEEF's vector sinf/cosf take their slower,
  * more precise reduction for all 8 lanes when any lane is past 125: an angle's result depends on
- * the other angles of its group. So the angles are laid out as that tensor and grouped the same
- * way: bit for bit torch's table where torch runs the op as one piece (at most 2048 elements, or
+ * the other angles of its group. So the angles are taken in that tensor's order and grouped the
+ * same way: bit for bit torch's table where torch runs the op as one piece (at most 2048 elements, or
  * one thread); past that torch splits the tensor among its threads, which may regroup lanes at a
  * split (1 ulp there). Without AVX2+FMA, SLEEF's portable u10 functions per element (within 1
  * ulp of torch's). exp has no lane-dependent path: the scalar FMA build is torch's exp. */
@@ -75,25 +75,24 @@ static void frequencies(const struct pe_params *p, size_t h, int hf, double *f)
 		f[k] = hf ? (double)pe_torch_expf((float)((float)-lnp * (float)k) / (float)den) : exp(-lnp * (double)k / den);
 }
 
-/* sin and cos of the n angles at a, as torch.sin / torch.cos of that contiguous float32 tensor
- * (the grouping: see the top of the file). */
-static void torch_sincos(const float *a, size_t n, float *s, float *c)
+/* sin and cos of one group of 8 angles as PyTorch's AVX2 kernels give them (lanes past the
+ * tensor's end hold 0, as its partial load gives). */
+static void torch_sincos8(const float *x, float *s, float *c)
 {
-	int avx2 = pe_cpu_has(PE_CPU_AVX2 | PE_CPU_FMA);
-	for (size_t i = 0; i < n; i += 8) {
-		float x[8] = {0}, ys[8], yc[8];
-		size_t m = n - i < 8 ? n - i : 8;
-		memcpy(x, a + i, m * sizeof *x);
-		if (avx2)
-			pe_timestep_sincos8_avx2(x, ys, yc);
-		else
-			for (size_t j = 0; j < m; j++) {
-				ys[j] = Sleef_sinf_u10(x[j]);
-				yc[j] = Sleef_cosf_u10(x[j]);
-			}
-		memcpy(s + i, ys, m * sizeof *s);
-		memcpy(c + i, yc, m * sizeof *c);
+	if (pe_cpu_has(PE_CPU_AVX2 | PE_CPU_FMA)) {
+		pe_timestep_sincos8_avx2(x, s, c);
+		return;
 	}
+	for (int j = 0; j < 8; j++) {
+		s[j] = Sleef_sinf_u10(x[j]);
+		c[j] = Sleef_cosf_u10(x[j]);
+	}
+}
+
+/* One value into the table at row i, column col. */
+static void put(enum pe_dtype dt, void *out, size_t dim, size_t i, size_t col, double v)
+{
+	pe_store_f64(dt, (char *)out + (i * dim + col) * pe_dtype_size(dt), &v, 1);
 }
 
 /* Row i of the table from its h sines and cosines, placed by flip, an odd dim's last value 0. */
@@ -129,33 +128,31 @@ static int exact_rows(const struct pe_params *p, const double *t, size_t n, cons
 	return 0;
 }
 
-/* compat=hf: the [n, h] float angle tensor, its sin and cos tensors, then the rows. */
+/* compat=hf: the [n, h] float angle tensor in groups of 8 from its first element, each group's
+ * angles made when it is reached (no copy of the tensor is held). */
 static int hf_rows(const struct pe_params *p, const double *t, size_t n, const double *f, enum pe_dtype dt, void *out,
-		   double *r, struct pe_err *err)
+		   struct pe_err *err)
 {
-	size_t dim = (size_t)pe_param_int(p, "dim"), h = dim / 2;
+	size_t dim = (size_t)pe_param_int(p, "dim"), h = dim / 2, total = n * h, every = pe_cancel_rows(8);
+	size_t so = pe_param_int(p, "flip_sin_to_cos") ? h : 0, co = h - so;
 	float scale = (float)pe_param_real(p, "scale");
-	float *a = malloc(sizeof(float) * 3 * (n * h > 0 ? n * h : 1));
-	if (!a)
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	float *sf = a + n * h, *cf = sf + n * h;
-	double *s = r + dim, *c = s + h;
-	for (size_t i = 0; i < n; i++)
-		for (size_t k = 0; k < h; k++)
-			a[i * h + k] = scale * ((float)t[i] * (float)f[k]);
-	torch_sincos(a, n * h, sf, cf);
-	int rc = 0;
-	for (size_t i = 0; i < n && !rc; i++) {
-		for (size_t k = 0; k < h; k++) {
-			s[k] = sf[i * h + k];
-			c[k] = cf[i * h + k];
+	for (size_t i0 = 0; i0 < total; i0 += 8) {
+		int rc = (i0 / 8) % every == 0 ? pe_cancelled() : 0;
+		if (rc)
+			return pe_cancel_err(rc, err);
+		float x[8] = {0}, ys[8], yc[8];
+		size_t m = total - i0 < 8 ? total - i0 : 8;
+		for (size_t j = 0; j < m; j++)
+			x[j] = scale * ((float)t[(i0 + j) / h] * (float)f[(i0 + j) % h]);
+		torch_sincos8(x, ys, yc);
+		for (size_t j = 0; j < m; j++) {
+			put(dt, out, dim, (i0 + j) / h, so + (i0 + j) % h, ys[j]);
+			put(dt, out, dim, (i0 + j) / h, co + (i0 + j) % h, yc[j]);
 		}
-		put_row(p, i, s, c, dt, out, r);
-		if (i % pe_cancel_rows(dim) == 0 && (rc = pe_cancelled()) != 0)
-			pe_cancel_err(rc, err);
 	}
-	free(a);
-	return rc;
+	for (size_t i = 0; i < n && dim % 2; i++)
+		put(dt, out, dim, i, dim - 1, 0);
+	return 0;
 }
 
 int pe_timestep_compute(const struct pe_params *p, const double *t, size_t n, enum pe_dtype dt, void *out,
@@ -167,7 +164,7 @@ int pe_timestep_compute(const struct pe_params *p, const double *t, size_t n, en
 	if (!buf)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	frequencies(p, h, hf, buf);
-	int rc = (hf ? hf_rows : exact_rows)(p, t, n, buf, dt, out, buf + h, err);
+	int rc = hf ? hf_rows(p, t, n, buf, dt, out, err) : exact_rows(p, t, n, buf, dt, out, buf + h, err);
 	free(buf);
 	return rc;
 }
