@@ -96,66 +96,32 @@ static int positions(struct mjob *j, const int32_t **pos, size_t *seq, int64_t *
 	return 0;
 }
 
-/* Could the table and its answer ever fit? Elements against max_elements, bytes (the body held by
- * the server, the table, the encoded answer) against the response budget. *more: what the job
- * takes on the budget besides the body (its share). */
-static int check_size(struct mjob *j, const struct pe_shape *s, uint64_t *more, struct pe_err *err)
+struct fill {
+	const struct pe_params *p;
+	const int32_t *pos;
+	size_t seq;
+};
+
+static int fill_cb(void *ctx, enum pe_dtype dt, void *table, struct pe_err *err)
 {
-	int of;
-	size_t n = pe_shape_count(s, &of);
-	if (of || n > j->os.h->opt.max_elements)
-		return pe_err_set(err, PE_ETOOBIG, "body", "the table would have more than %" PRIu64 " elements",
-				  j->os.h->opt.max_elements);
-	*more = pe_produce_add(pe_produce_mul(n, pe_dtype_size(j->out.dt)), pe_produce_out_bound(&j->out, s, 4096, NULL));
-	uint64_t need = pe_produce_add(pe_http_body_figure(&j->body), *more); /* the body as the budget may hold it */
-	return pe_produce_budget_check(j->os.h, need, j->out.fmt == PE_FMT_JSON || j->out.fmt == PE_FMT_CSV ? "format" : "body",
-				       err);
+	struct fill *f = ctx;
+	return pe_mrope_table_compute(f->p, f->pos, f->seq, dt, table, err);
 }
 
 static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
 {
 	struct mjob *j = (struct mjob *)os;
 	struct pe_err *err = &res->err;
-	struct pe_buf out;
-	const int32_t *pos = NULL;
-	size_t seq = 0;
+	struct fill f = {.p = &j->params};
 	int64_t max = 0;
-	void *table = NULL;
-	struct pe_budget *bg = NULL; /* the job's share (pe_produce_share_open) */
-	uint64_t more = 0;
-	int rc;
-	pe_buf_init(&out, j->os.h->opt.max_response_bytes);
-	if ((rc = positions(j, &pos, &seq, &max, err)) != 0 || (rc = pe_mrope_body_finish(&j->params, max, err)) != 0 ||
-	    (rc = pe_table_check_dtype(&j->params, j->out.dt, err)) != 0)
-		goto done;
-	struct pe_shape s = {.rank = 3, .dim = {2, seq, (size_t)pe_param_int(&j->params, "dim")}};
-	if ((rc = check_size(j, &s, &more, err)) != 0 || (rc = pe_produce_share_open(j->os.h, more, &bg, err)) != 0)
-		goto done;
-	pe_buf_set_budget(&out, bg);
-	int of;
-	if (!(table = pe_budget_malloc(bg, pe_shape_count(&s, &of) * pe_dtype_size(j->out.dt), &rc)))
-		goto done;
-	if ((rc = pe_mrope_table_compute(&j->params, pos, seq, j->out.dt, table, err)) != 0)
-		goto done;
-	struct pe_tensor_view v = {.shape = s, .dtype = j->out.dt, .data = table};
-	if ((rc = pe_out_encode(&j->out, &j->os.h->opt.parallel, &j->params, &v, &out, err)) != 0)
-		goto done;
-	res->out = j->out;
-	pe_shape_format(&s, res->shape, sizeof res->shape);
+	if (positions(j, &f.pos, &f.seq, &max, err) != 0 || pe_mrope_body_finish(&j->params, max, err) != 0 ||
+	    pe_table_check_dtype(&j->params, j->out.dt, err) != 0)
+		return;
+	struct pe_shape s = {.rank = 3, .dim = {2, f.seq, (size_t)pe_param_int(&j->params, "dim")}};
+	if (pe_oneshot_table(os, &j->params, &j->out, &j->body, &s, fill_cb, &f, res) != 0)
+		return;
 	res->extra[pe_fmt_f64(j->params.def->extra(&j->params), res->extra)] = 0;
 	pe_table_extra_header(&pe_mrope_body_def, res->extra_name, sizeof res->extra_name);
-	res->data = pe_buf_steal(&out, &res->len);
-	res->budget = j->os.h->opt.budget;
-	res->held = bg ? pe_mem_size(res->data) : 0;
-	pe_budget_share_hand_over(bg, res->held); /* the answer outlives the share */
-done:
-	if (rc == PE_EBUSY && !err->code)
-		pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
-	else if (rc != 0 && !err->code)
-		pe_err_set(err, rc, "", "the table failed");
-	pe_buf_destroy(&out);
-	pe_budget_free_block(bg, table);
-	pe_budget_share_close(bg);
 }
 
 static void mjob_free(struct pe_oneshot *os)

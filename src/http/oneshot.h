@@ -39,4 +39,13 @@ void pe_oneshot_result_free(void *res);
 enum MHD_Result pe_oneshot_start(struct req *r, struct MHD_Connection *conn, struct pe_oneshot *job,
 				 const struct pe_oneshot_answer *how);
 
+/* A job's table answer (oneshot_table.c): the table of shape s, fill(ctx, dt, table, err) writing
+ * its elements, encoded as out with the parameters p into res. Sized first: elements against
+ * max_elements, then the body (held by the server), the table and its encoding against the
+ * response budget (413 / 503 naming "body", or "format"). 0, or the code with res->err set. */
+typedef int (*pe_oneshot_fill_cb)(void *ctx, enum pe_dtype dt, void *table, struct pe_err *err);
+int pe_oneshot_table(struct pe_oneshot *os, const struct pe_params *p, const struct pe_out *out,
+		     const struct pe_held_body *body, const struct pe_shape *s, pe_oneshot_fill_cb fill, void *ctx,
+		     struct pe_oneshot_result *res);
+
 #endif

@@ -16,8 +16,6 @@
 #include "http/produce.h"
 #include "tensor/vector.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,63 +62,29 @@ static int timesteps(struct tjob *j, double **t, size_t *n, struct pe_err *err)
 	return rc;
 }
 
-/* Could the table and its answer ever fit? N·dim against max_elements (named by the body: it
- * says N), bytes (the body, the timesteps, the table, the encoded answer) against the budget.
- * *more: what the job takes on the budget besides the body. */
-static int check_size(struct tjob *j, const struct pe_shape *s, uint64_t *more, struct pe_err *err)
+struct fill {
+	const struct pe_params *p;
+	const double *t;
+	size_t n;
+};
+
+static int fill_cb(void *ctx, enum pe_dtype dt, void *table, struct pe_err *err)
 {
-	int of;
-	size_t n = pe_shape_count(s, &of);
-	if (of || n > j->os.h->opt.max_elements)
-		return pe_err_set(err, PE_ETOOBIG, "body", "the table (timesteps x dim) would have more than %" PRIu64 " elements",
-				  j->os.h->opt.max_elements);
-	*more = pe_produce_add(pe_produce_mul(n, pe_dtype_size(j->out.dt)), pe_produce_out_bound(&j->out, s, 4096, NULL));
-	uint64_t need = pe_produce_add(pe_http_body_figure(&j->body), *more);
-	return pe_produce_budget_check(j->os.h, need, j->out.fmt == PE_FMT_JSON || j->out.fmt == PE_FMT_CSV ? "format" : "body",
-				       err);
+	struct fill *f = ctx;
+	return pe_timestep_compute(f->p, f->t, f->n, dt, table, err);
 }
 
 static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
 {
 	struct tjob *j = (struct tjob *)os;
-	struct pe_err *err = &res->err;
-	struct pe_buf out;
+	struct fill f = {.p = &j->params};
 	double *t = NULL;
-	size_t n = 0;
-	void *table = NULL;
-	struct pe_budget *bg = NULL; /* the job's share (pe_produce_share_open) */
-	uint64_t more = 0;
-	int rc;
-	pe_buf_init(&out, j->os.h->opt.max_response_bytes);
-	if ((rc = timesteps(j, &t, &n, err)) != 0)
-		goto done;
-	struct pe_shape s = {.rank = 2, .dim = {n, (size_t)pe_param_int(&j->params, "dim")}};
-	if ((rc = check_size(j, &s, &more, err)) != 0 || (rc = pe_produce_share_open(j->os.h, more, &bg, err)) != 0)
-		goto done;
-	pe_buf_set_budget(&out, bg);
-	int of;
-	if (!(table = pe_budget_malloc(bg, pe_shape_count(&s, &of) * pe_dtype_size(j->out.dt), &rc)))
-		goto done;
-	if ((rc = pe_timestep_compute(&j->params, t, n, j->out.dt, table, err)) != 0)
-		goto done;
-	struct pe_tensor_view v = {.shape = s, .dtype = j->out.dt, .data = table};
-	if ((rc = pe_out_encode(&j->out, &j->os.h->opt.parallel, &j->params, &v, &out, err)) != 0)
-		goto done;
-	res->out = j->out;
-	pe_shape_format(&s, res->shape, sizeof res->shape);
-	res->data = pe_buf_steal(&out, &res->len);
-	res->budget = j->os.h->opt.budget;
-	res->held = bg ? pe_mem_size(res->data) : 0;
-	pe_budget_share_hand_over(bg, res->held); /* the answer outlives the share */
-done:
-	if (rc == PE_EBUSY && !err->code)
-		pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
-	else if (rc != 0 && !err->code)
-		pe_err_set(err, rc, "", "the table failed");
+	if (timesteps(j, &t, &f.n, &res->err) == 0) {
+		struct pe_shape s = {.rank = 2, .dim = {f.n, (size_t)pe_param_int(&j->params, "dim")}};
+		f.t = t;
+		pe_oneshot_table(os, &j->params, &j->out, &j->body, &s, fill_cb, &f, res);
+	}
 	free(t);
-	pe_buf_destroy(&out);
-	pe_budget_free_block(bg, table);
-	pe_budget_share_close(bg);
 }
 
 static void tjob_free(struct pe_oneshot *os)
