@@ -24,13 +24,6 @@
 
 extern const struct pe_table_def pe_table_rope_mrope;
 
-struct mjob {
-	struct pe_oneshot os; /* first: the job as oneshot.c runs it */
-	struct pe_params params;
-	struct pe_out out;
-	struct pe_held_body body; /* held on the response budget (pe_http_take_body) */
-};
-
 static int is_post(const struct req *r) { return !strcmp(r->method, "POST"); }
 
 /* The sequence's parameters: known to the route, refused by a POST (the body gives the positions). */
@@ -70,7 +63,7 @@ static int narrow_positions(char *data, size_t n, struct pe_err *err)
 
 /* The body's positions: an int32 or int64 [3, seq] npy (NumPy's default int and get_rope_index's
  * dtype are int64) of values >= 0, as int32 at the start of the body; their largest into *max. */
-static int positions(struct mjob *j, const int32_t **pos, size_t *seq, int64_t *max, struct pe_err *err)
+static int positions(struct pe_table_job *j, const int32_t **pos, size_t *seq, int64_t *max, struct pe_err *err)
 {
 	struct pe_tensor_view v;
 	int wide = 0, of, rc = pe_npy_parse_index(j->body.data, j->body.len, j->os.h->opt.max_elements, &v, &wide, err);
@@ -110,7 +103,7 @@ static int fill_cb(void *ctx, enum pe_dtype dt, void *table, struct pe_err *err)
 
 static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
 {
-	struct mjob *j = (struct mjob *)os;
+	struct pe_table_job *j = (struct pe_table_job *)os;
 	struct pe_err *err = &res->err;
 	struct fill f = {.p = &j->params};
 	int64_t max = 0;
@@ -124,56 +117,9 @@ static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
 	pe_table_extra_header(&pe_mrope_body_def, res->extra_name, sizeof res->extra_name);
 }
 
-static void mjob_free(struct pe_oneshot *os)
-{
-	struct mjob *j = (struct mjob *)os;
-	pe_params_destroy(&j->params);
-	pe_http_release_body(&j->body);
-	free(j);
-}
-
-static const struct pe_oneshot_answer answer = {.noun = "the table"};
-
-/* A sequence parameter given to a POST: 0 when there is none. */
-static int sequence_given(const struct pe_query *q, struct pe_err *err)
-{
-	for (int i = 0; i < q->extras.def->nparams; i++)
-		if (q->extras.v[i].given)
-			return pe_err_set(err, PE_EINVAL, q->extras.def->params[i].name,
-					  "%s does not apply to POST: the body gives the positions", q->extras.def->params[i].name);
-	return 0;
-}
-
-static struct mjob *mjob_new(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
-{
-	struct mjob *j = calloc(1, sizeof *j);
-	if (!j) {
-		pe_err_set(err, PE_ENOMEM, "", "out of memory");
-		return NULL;
-	}
-	j->os.h = r->h;
-	struct pe_query *q = pe_contract_query(r);
-	pe_contract_take_params(r, &j->params);
-	int rc = sequence_given(q, err);
-	if (rc == 0)
-		rc = pe_http_out_resolve(&j->out, &q->out, conn, PE_DTYPE_COUNT_, OFFERED, err);
-	if (rc != 0) {
-		mjob_free(&j->os);
-		return NULL;
-	}
-	pe_http_take_body(r, &j->body);
-	return j;
-}
-
 static enum MHD_Result post(struct req *r, struct MHD_Connection *conn)
 {
-	struct pe_err err = {0};
-	struct mjob *j = mjob_new(r, conn, &err);
-	if (!j)
-		return pe_http_problem(r, conn, &err);
-	j->os.run = run;
-	j->os.free = mjob_free;
-	return pe_oneshot_start(r, conn, &j->os, &answer);
+	return pe_table_job_start(r, conn, sizeof(struct pe_table_job), OFFERED, "application/x-npy", "the positions", run);
 }
 
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)

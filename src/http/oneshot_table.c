@@ -1,11 +1,15 @@
 /* The last step of an uncached job whose answer is a computed table (oneshot.h): sized against
  * max_elements and the response budget before anything is allocated, computed into a block on
- * the job's budget share, encoded, handed to the result. mrope.c (positions in the body) and
- * timestep.c (timesteps in the body) end this way. */
+ * the job's budget share, encoded, handed to the result; and the start of such a job from a
+ * POST whose body gives the table's values. mrope.c (positions in the body) and timestep.c
+ * (timesteps in the body) are made of these. */
+#include "http/contract.h"
+#include "http/media.h"
 #include "http/oneshot.h"
 #include "http/produce.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 
 /* Could the table and its answer ever fit? Elements against max_elements, bytes (the body held by
  * the server, the table, the encoded answer) against the response budget, both named by "body"
@@ -60,4 +64,48 @@ done:
 	pe_budget_free_block(bg, table);
 	pe_budget_share_close(bg);
 	return rc;
+}
+
+static void table_job_free(struct pe_oneshot *os)
+{
+	struct pe_table_job *j = (struct pe_table_job *)os;
+	pe_params_destroy(&j->params);
+	pe_http_release_body(&j->body);
+	free(j);
+}
+
+static const struct pe_oneshot_answer answer = {.noun = "the table"};
+
+/* The query's extras are what the body replaces: 0 when none was given. */
+static int extras_given(const struct pe_query *q, const char *what, struct pe_err *err)
+{
+	for (int i = 0; q->extras.def && i < q->extras.def->nparams; i++)
+		if (q->extras.v[i].given)
+			return pe_err_set(err, PE_EINVAL, q->extras.def->params[i].name, "%s does not apply to POST: the body gives %s",
+					  q->extras.def->params[i].name, what);
+	return 0;
+}
+
+enum MHD_Result pe_table_job_start(struct req *r, struct MHD_Connection *conn, size_t size, unsigned offered,
+				   const char *media, const char *what,
+				   void (*run)(struct pe_oneshot *job, struct pe_oneshot_result *res))
+{
+	struct pe_err err = {0};
+	struct pe_table_job *j = calloc(1, size);
+	if (!j) {
+		pe_err_set(&err, PE_ENOMEM, "", "out of memory");
+		return pe_http_problem(r, conn, &err);
+	}
+	j->os.h = r->h;
+	j->os.run = run;
+	j->os.free = table_job_free;
+	struct pe_query *q = pe_contract_query(r);
+	pe_contract_take_params(r, &j->params);
+	j->media = pe_media_match(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE), media);
+	if (extras_given(q, what, &err) != 0 || pe_http_out_resolve(&j->out, &q->out, conn, PE_DTYPE_COUNT_, offered, &err) != 0) {
+		table_job_free(&j->os);
+		return pe_http_problem(r, conn, &err);
+	}
+	pe_http_take_body(r, &j->body);
+	return pe_oneshot_start(r, conn, &j->os, &answer);
 }

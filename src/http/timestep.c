@@ -11,7 +11,6 @@
  * anything is allocated. Answers depend on the body: not cached (Cache-Control: no-store). */
 #include "core/timestep.h"
 #include "http/handler.h"
-#include "http/media.h"
 #include "http/oneshot.h"
 #include "http/produce.h"
 #include "tensor/vector.h"
@@ -24,14 +23,6 @@
 #define BODY_TYPES "application/x-npy, application/json" /* index 0: npy, 1: JSON */
 
 extern const struct pe_table_def pe_table_sinusoidal_timestep;
-
-struct tjob {
-	struct pe_oneshot os; /* first: the job as oneshot.c runs it */
-	struct pe_params params;
-	struct pe_out out;
-	struct pe_held_body body; /* held on the response budget (pe_http_take_body) */
-	int json;
-};
 
 static int is_post(const struct req *r) { return !strcmp(r->method, "POST"); }
 
@@ -54,9 +45,9 @@ static const struct pe_contract contract[] = {
 
 /* The body's timesteps as n doubles into *t (caller frees): a vector [N], N >= 1, each finite
  * within PE_TIMESTEP_MAX. */
-static int timesteps(struct tjob *j, double **t, size_t *n, struct pe_err *err)
+static int timesteps(struct pe_table_job *j, double **t, size_t *n, struct pe_err *err)
 {
-	int rc = pe_vector_parse(j->body.data, j->body.len, j->json, j->os.h->opt.max_elements, "timesteps", t, n, err);
+	int rc = pe_vector_parse(j->body.data, j->body.len, j->media == 1, j->os.h->opt.max_elements, "timesteps", t, n, err);
 	for (size_t i = 0; rc == 0 && i < *n; i++)
 		rc = pe_timestep_check_value((*t)[i], i, err);
 	return rc;
@@ -76,7 +67,7 @@ static int fill_cb(void *ctx, enum pe_dtype dt, void *table, struct pe_err *err)
 
 static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
 {
-	struct tjob *j = (struct tjob *)os;
+	struct pe_table_job *j = (struct pe_table_job *)os;
 	struct fill f = {.p = &j->params};
 	double *t = NULL;
 	if (timesteps(j, &t, &f.n, &res->err) == 0) {
@@ -87,48 +78,9 @@ static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
 	free(t);
 }
 
-static void tjob_free(struct pe_oneshot *os)
-{
-	struct tjob *j = (struct tjob *)os;
-	pe_params_destroy(&j->params);
-	pe_http_release_body(&j->body);
-	free(j);
-}
-
-static const struct pe_oneshot_answer answer = {.noun = "the table"};
-
-static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
-{
-	struct tjob *j = calloc(1, sizeof *j);
-	if (!j) {
-		pe_err_set(err, PE_ENOMEM, "", "out of memory");
-		return NULL;
-	}
-	j->os.h = r->h;
-	struct pe_query *q = pe_contract_query(r);
-	pe_contract_take_params(r, &j->params);
-	const char *ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-	j->json = pe_media_match(ctype, BODY_TYPES) == 1;
-	int rc = q->extras.v[0].given ? pe_err_set(err, PE_EINVAL, "timesteps", "timesteps does not apply to POST: the body gives them") : 0;
-	if (rc == 0)
-		rc = pe_http_out_resolve(&j->out, &q->out, conn, PE_DTYPE_COUNT_, OFFERED, err);
-	if (rc != 0) {
-		tjob_free(&j->os);
-		return NULL;
-	}
-	pe_http_take_body(r, &j->body);
-	return j;
-}
-
 static enum MHD_Result post(struct req *r, struct MHD_Connection *conn)
 {
-	struct pe_err err = {0};
-	struct tjob *j = tjob_new(r, conn, &err);
-	if (!j)
-		return pe_http_problem(r, conn, &err);
-	j->os.run = run;
-	j->os.free = tjob_free;
-	return pe_oneshot_start(r, conn, &j->os, &answer);
+	return pe_table_job_start(r, conn, sizeof(struct pe_table_job), OFFERED, BODY_TYPES, "the timesteps", run);
 }
 
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
