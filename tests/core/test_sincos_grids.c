@@ -206,6 +206,25 @@ START_TEST(validation_names_the_parameter)
 }
 END_TEST
 
+/* The query takes at most PE_MAX_LIST timesteps (a POST body takes more). */
+START_TEST(timesteps_list_is_bounded)
+{
+	size_t cap = (PE_MAX_LIST + 1) * 8 + 64, len = 0;
+	char *q = malloc(cap);
+	ck_assert_ptr_nonnull(q);
+	len += (size_t)snprintf(q, cap, "dim=4&timesteps=");
+	for (int i = 0; i <= PE_MAX_LIST; i++)
+		len += (size_t)snprintf(q + len, cap - len, "%s%d", i ? "," : "", i % 1000);
+	pe_kat_rejects("sinusoidal/timestep", q, "timesteps");
+	q[strrchr(q, ',') - q] = 0; /* PE_MAX_LIST of them */
+	struct pe_params p;
+	struct pe_err err;
+	ck_assert_int_eq(pe_query_params(&p, "sinusoidal/timestep", q, &err), 0);
+	pe_params_destroy(&p);
+	free(q);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sincos_grids");
@@ -222,6 +241,7 @@ static Suite *suite(void)
 	tcase_add_test(unit, layout_3d_by_hand);
 	tcase_add_test(unit, timestep_layout_by_hand);
 	tcase_add_test(unit, validation_names_the_parameter);
+	tcase_add_test(unit, timesteps_list_is_bounded);
 	suite_add_tcase(s, unit);
 	return s;
 }
