@@ -21,6 +21,8 @@ static const struct pe_table_def *const all[] = {
 	&pe_table_analysis_similarity,
 	&pe_table_analysis_rope_decay,
 	&pe_table_analysis_order,
+	&pe_table_sinusoidal3d,
+	&pe_table_sinusoidal_timestep,
 };
 
 static const struct pe_table_def *const transforms[] = {

@@ -7,10 +7,19 @@
  * Both have q = dim/4 frequencies w_k = 1/base^(k/q). Patches are row-major (row r, column c is
  * row cls_token + r*width + c); the cls_token leading rows are zeros (MAE uses one).
  *
+ * diffusers' get_2d_sincos_pos_embed (SD3, PixArt, DiT, Hunyuan-DiT) is the mae layout on a scaled
+ * grid: on a grid of G_h x G_w patches, row i sits at i / (G_h / base_size) / interpolation_scale
+ * (columns alike with G_w). With pos_embed_max_size M (SD3's PatchEmbed), the grid is the M x M
+ * square and the table is its centre height x width crop (cropped_pos_embed: top (M - height) / 2,
+ * left (M - width) / 2). Without these parameters a coordinate is its integer index, so the table
+ * is byte for byte the one without them; base_size alone defaults to the grid's own size.
+ *
  * compat=exact: double throughout (angles.h), one rounding to the dtype. compat=hf: the float32
  * table a model holds. MAE computes in float64 NumPy and copies the result into a float32
  * parameter, so mae+hf is the exact table rounded to float; timm computes in torch float32, so
- * timm+hf uses float frequencies and angles (angles.h).
+ * timm+hf uses float frequencies and angles (angles.h). diffusers divides its grid in torch float32
+ * (each quotient rounded to float, the divisors too) and computes the rest in float64: with the
+ * scaled grid, hf takes those float coordinates, exact the double quotients.
  *
  * A patch row is a permutation of the sin/cos of its row and column coordinates, so those are
  * computed once per coordinate and rounded once into the dtype (a width x dim/2 table for the
@@ -37,12 +46,52 @@ static const struct pe_param_spec params[] = {
 	{"cls_token", PE_PT_INT, "0", 0, MAX_CLS, NULL, "number of leading zero rows (MAE: 1)"},
 	{"variant", PE_PT_ENUM, "mae", 0, 0, variants, "channel layout: mae [sin w|cos w|sin h|cos h], timm [sin h|sin w|cos h|cos w]"},
 	{"compat", PE_PT_ENUM, "exact", 0, 0, pe_compat_exact_hf, "arithmetic: exact (double) or hf (the reference's float32 table)"},
+	{"base_size", PE_PT_REAL, "", 1e-6, MAX_GRID, NULL, "diffusers' base_size: coordinates are index / (grid / base_size) (default: the grid's size)"},
+	{"interpolation_scale", PE_PT_REAL, "", 1e-6, 1e6, NULL, "diffusers' interpolation_scale: coordinates are divided by it (default 1)"},
+	{"pos_embed_max_size", PE_PT_INT, "", 1, MAX_GRID, NULL, "SD3: compute on this square and crop its centre height x width"},
 };
+
+/* The grid a coordinate is scaled on: the max square (SD3) or the table's own rows / columns. */
+struct axis {
+	int scaled, hf;
+	double offset, grid, base, interp;
+};
+
+static struct axis axis_of(const struct pe_params *p, const char *size)
+{
+	struct axis a = {.scaled = pe_param_isset(p, "base_size") || pe_param_isset(p, "interpolation_scale") ||
+				   pe_param_isset(p, "pos_embed_max_size"),
+			 .hf = pe_param_enum(p, "compat") == PE_COMPAT_HF};
+	double n = (double)pe_param_int(p, size);
+	a.grid = pe_param_isset(p, "pos_embed_max_size") ? (double)pe_param_int(p, "pos_embed_max_size") : n;
+	a.offset = (double)(((int64_t)a.grid - (int64_t)n) / 2);
+	a.base = pe_param_isset(p, "base_size") ? pe_param_real(p, "base_size") : a.grid;
+	a.interp = pe_param_isset(p, "interpolation_scale") ? pe_param_real(p, "interpolation_scale") : 1.0;
+	return a;
+}
+
+/* The coordinate of index i of the table's rows or columns (float32 quotients under hf). */
+static double axis_coord(const struct axis *a, size_t i)
+{
+	double g = (double)i + a->offset;
+	if (!a->scaled)
+		return g;
+	if (a->hf)
+		return (double)((float)((float)g / (float)(a->grid / a->base)) / (float)a->interp);
+	return g / (a->grid / a->base) / a->interp;
+}
 
 static int check(struct pe_params *p, struct pe_err *err)
 {
 	if (pe_param_int(p, "dim") % 4 != 0)
 		return pe_err_set(err, PE_EINVAL, "dim", "dim must be a multiple of 4 for sinusoidal2d");
+	if (pe_param_isset(p, "pos_embed_max_size"))
+		for (int k = 0; k < 2; k++) {
+			const char *side = k ? "width" : "height";
+			if (pe_param_int(p, side) > pe_param_int(p, "pos_embed_max_size"))
+				return pe_err_set(err, PE_EINVAL, side, "%s must be at most pos_embed_max_size (%lld) to crop it",
+						  side, (long long)pe_param_int(p, "pos_embed_max_size"));
+		}
 	return pe_check_float32_range(p, "base", err);
 }
 
@@ -93,15 +142,16 @@ static int compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, 
 	}
 	double *w = buf, *ang = w + q, *s = ang + q, *c = s + q;
 	char *cs = tab, *cc = cs + blk * ncols, *rs = cc + blk * ncols, *rc = rs + blk;
+	struct axis ax_row = axis_of(p, "height"), ax_col = axis_of(p, "width");
 	pe_inv_freq_pow(pe_param_real(p, "base"), q, 1, (double)q, float_angles, w);
 	for (size_t t = 0; t < ncols; t++) {
-		coord((double)((x0 + t) % width), w, q, float_angles, hf, ang, s, c);
+		coord(axis_coord(&ax_col, (x0 + t) % width), w, q, float_angles, hf, ang, s, c);
 		pe_store_f64(dt, cs + t * blk, s, q);
 		pe_store_f64(dt, cc + t * blk, c, q);
 	}
 	char *o = (char *)out[0] + zeros * dim * esz;
 	for (size_t r = j0 / width; r * width < j1; r++) {
-		coord((double)r, w, q, float_angles, hf, ang, s, c);
+		coord(axis_coord(&ax_row, r), w, q, float_angles, hf, ang, s, c);
 		pe_store_f64(dt, rs, s, q);
 		pe_store_f64(dt, rc, c, q);
 		size_t xa = r * width < j0 ? j0 - r * width : 0, xb = j1 - r * width < width ? j1 - r * width : width;
@@ -127,7 +177,7 @@ static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struc
 
 const struct pe_table_def pe_table_sinusoidal2d = {
 	.name = "sinusoidal2d",
-	.summary = "Fixed 2-D sin/cos position encodings of a ViT patch grid (MAE, timm)",
+	.summary = "Fixed 2-D sin/cos position encodings of a ViT patch grid (MAE, timm; diffusers' scaled and cropped grids)",
 	.params = params,
 	.nparams = sizeof params / sizeof params[0],
 	.fixed_dtype = PE_DTYPE_COUNT_,

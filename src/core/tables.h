@@ -6,6 +6,7 @@
 
 extern const struct pe_table_def pe_table_sinusoidal;
 extern const struct pe_table_def pe_table_sinusoidal2d, pe_table_rope2d;
+extern const struct pe_table_def pe_table_sinusoidal3d, pe_table_sinusoidal_timestep; /* sinusoidal3d.c, timestep.c */
 extern const struct pe_table_def pe_table_alibi_slopes, pe_table_alibi;
 extern const struct pe_table_def pe_table_relative_t5, pe_table_relative_xl;
 extern const struct pe_table_def pe_table_relative_deberta, pe_table_rope_query_scale; /* relative_deberta.c, query_scale.c */

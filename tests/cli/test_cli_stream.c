@@ -34,6 +34,9 @@ static const struct tcase cases[] = {
 	{"sinusoidal2d", "height=5&width=7&dim=16", ALL_FMTS},
 	{"sinusoidal2d", "height=60&width=50&dim=96&cls_token=1&variant=timm&compat=hf", ALL_FMTS}, /* blocks */
 	{"sinusoidal2d", "height=3&width=900&dim=768&cls_token=70&dtype=f16", ALL_FMTS}, /* grid rows > a block */
+	{"sinusoidal2d", "height=50&width=60&dim=32&base_size=64&pos_embed_max_size=192&compat=hf", ALL_FMTS}, /* a crop */
+	{"sinusoidal3d", "frames=3&height=30&width=45&dim=64&spatial_interpolation_scale=1.875", ALL_FMTS}, /* planes */
+	{"sinusoidal/timestep", "timesteps=0,250.5,999&dim=33&flip_sin_to_cos=1&compat=hf", ALL_FMTS}, /* whole */
 	{"rope2d", "height=40&width=75&dim=64&compat=hf", ALL_FMTS},  /* planes held in memory */
 	{"rope2d", "height=5&width=7&dim=8&dtype=f16", ALL_FMTS},
 	{"rope2d", "height=100&width=170&dim=256&dtype=f64", RAW_FMTS}, /* 34 MiB planes: one after the other */

@@ -43,6 +43,8 @@ static const struct tcase cases[] = {
 	{"sinusoidal2d", "height=20&width=70&dim=8&cls_token=3&variant=timm&compat=hf&base=100"},
 	{"sinusoidal2d", "height=2&width=1100&dim=12&cls_token=1"},
 	{"sinusoidal2d", "height=1100&width=1&dim=4&cls_token=1100"},
+	{"sinusoidal2d", "height=40&width=37&dim=8&base_size=64&pos_embed_max_size=192&compat=hf"},
+	{"sinusoidal3d", "frames=3&height=33&width=41&dim=16&spatial_interpolation_scale=1.875"},
 	{"rope2d", "height=37&width=41&dim=16"},
 	{"rope2d", "height=20&width=70&dim=32&compat=hf"},
 	{"rope2d", "height=2&width=1100&dim=8&base=100"},
