@@ -437,6 +437,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		pthread_mutex_unlock(&h->wait_lock);
 		return r->on_resume(r, conn);
 	}
+	/* libmicrohttpd 0.9.75 sends 100 Continue to a request without a body that carries Expect,
+	 * and then, when the next request's bytes are already read, calls here once with them and a
+	 * size of 0 before the final call: an answer queued now is refused (the connection would
+	 * close unanswered). Only the final call (upload_data NULL) answers. */
+	if (upload_data && *upload_data_size == 0)
+		return MHD_YES;
 	if (*upload_data_size != 0) {
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;

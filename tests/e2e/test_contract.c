@@ -434,6 +434,39 @@ START_TEST(expect_continue_refused_at_once)
 }
 END_TEST
 
+/* Expect: 100-continue on a request without a body, with the next request already sent behind
+ * it: libmicrohttpd 0.9.75 sends 100 Continue and calls the handler once more with the next
+ * request's bytes (size 0) before the final call. Both requests are answered, in order, whether
+ * the first is served or refused. */
+START_TEST(expect_without_body_pipelined)
+{
+	struct pe_daemon d;
+	char dir[] = "/tmp/pe_contract_XXXXXX";
+	static const struct {
+		const char *first;
+		const char *status;
+	} cases[] = {
+		{"GET /v1/sinusoidal?len=2&dim=2 HTTP/1.1", "HTTP/1.1 200 "},
+		{"GET /v1/sinusoidal?len=2&dim=2&zzz=1 HTTP/1.1", "HTTP/1.1 400 "},
+		{"POST /v1/rope/apply?zzz=1 HTTP/1.1\r\nContent-Type: application/x-npy\r\nContent-Length: 0",
+		 "HTTP/1.1 400 "},
+	};
+	start(&d, dir);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char req[1024], buf[16384];
+		int n = snprintf(req, sizeof req, "%s\r\nHost: x\r\nExpect: 100-continue\r\n\r\n"
+				 "GET /v1/sinusoidal?len=2&dim=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+				 cases[i].first);
+		pe_raw_exchange(&d, req, (size_t)n, buf, sizeof buf, 5000);
+		const char *a = strstr(buf, cases[i].status);
+		ck_assert_msg(a, "%s: no first answer: %.200s", cases[i].first, buf);
+		ck_assert_msg(strstr(a + 1, "HTTP/1.1 200 "), "%s: the pipelined request went unanswered: %.300s",
+			      cases[i].first, buf);
+	}
+	stop(&d, dir);
+}
+END_TEST
+
 /* GET /v1/sinusoidal?len=2&dim=2 with nparams unknown parameters p0=1 ..., the last one's value
  * pad bytes long, and nheaders header fields; the answer's problem must name param. */
 static void many_params(const struct pe_daemon *d, size_t nparams, size_t pad, size_t nheaders, const char *param)
@@ -592,6 +625,7 @@ static Suite *contract_suite(void)
 	tcase_add_test(tc, parameter_names_any_case);
 	tcase_add_test(tc, refusals_keep_the_connection);
 	tcase_add_test(tc, expect_continue_refused_at_once);
+	tcase_add_test(tc, expect_without_body_pipelined);
 	tcase_add_test(tc, query_limits);
 	tcase_add_test(tc, allow_from_the_declaration);
 	tcase_add_test(tc, details_name_the_fault);
