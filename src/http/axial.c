@@ -6,11 +6,13 @@
  *
  * The POST body is refused before it is read when its type is not application/x-npy or its
  * Content-Length is over max_body_bytes (its declaration, contract.h). The work runs on a worker as
- * an uncached job (body_table.c): the body's shape is checked, the table (S * sum(axes_dim) * 2)
- * against max_elements and it, the ids as doubles and the answer against the response budget
- * before anything is allocated, then the ids' values. Answers depend on the body: not cached. */
+ * an uncached table job (oneshot_table.c): the body's shape is checked, the table
+ * (S * sum(axes_dim) * 2) against max_elements and it, the ids as doubles and the answer against
+ * the response budget before anything is allocated, then the ids' values. Answers depend on the
+ * body: not cached. */
 #include "core/axial.h"
-#include "http/body_table.h"
+#include "http/handler.h"
+#include "http/oneshot.h"
 #include "http/produce.h"
 
 #include <stdlib.h>
@@ -36,7 +38,7 @@ static const struct pe_contract contract[] = {
 /* ---- the job (worker) ---- */
 
 /* The body's ids tensor: [S, n_axes], S >= 1, 1 .. PE_AXIAL_MAX_AXES axes. */
-static int ids_view(struct pe_body_table *j, struct pe_tensor_view *v, int *wide, struct pe_err *err)
+static int ids_view(struct pe_table_job *j, struct pe_tensor_view *v, int *wide, struct pe_err *err)
 {
 	int rc = pe_npy_parse_index(j->body.data, j->body.len, j->os.h->opt.max_elements, v, wide, err);
 	if (rc != 0)
@@ -56,48 +58,42 @@ static size_t width(const struct pe_params *p)
 	return dim;
 }
 
-/* The params finished, the ids checked against them, the table sized (the ids as doubles on the
- * job's share with it) before anything is allocated. */
+/* The body's ids as pe_npy_parse_index found them. */
+struct ids {
+	struct pe_tensor_view v;
+	int wide;
+};
+
+/* values: the ids; their values as doubles into scratch (one per id), then the table of them. */
+static int fill_cb(struct pe_table_job *j, const void *values, const struct pe_shape *s, void *table, void *scratch,
+		   struct pe_err *err)
+{
+	const struct ids *ids = values;
+	size_t seq = ids->v.shape.dim[0], naxes = ids->v.shape.dim[1];
+	int rc = pe_axial_ids_from(ids->v.data, ids->v.dtype, ids->wide, seq, naxes, scratch, "body", err);
+	return rc != 0 ? rc : pe_axial_table_compute(&j->params, scratch, seq, j->out.dt, table, err);
+}
+
+/* The params finished, the ids checked against them; the table sized with the ids as doubles as
+ * its scratch. */
 static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
 {
-	struct pe_body_table *j = (struct pe_body_table *)os;
+	struct pe_table_job *j = (struct pe_table_job *)os;
 	struct pe_err *err = &res->err;
-	struct pe_buf out;
-	struct pe_tensor_view v;
-	int wide = 0, rc, of;
-	double *ids = NULL;
-	void *table = NULL;
-	struct pe_budget *bg = NULL; /* the job's share (pe_produce_share_open) */
-	uint64_t more = 0;
-	pe_buf_init(&out, j->os.h->opt.max_response_bytes);
-	if ((rc = pe_params_finish(&j->params, err)) != 0 || (rc = ids_view(j, &v, &wide, err)) != 0 ||
-	    (rc = pe_axial_body_check(&j->params, v.shape.dim[1], err)) != 0 ||
-	    (rc = pe_table_check_dtype(&j->params, j->out.dt, err)) != 0)
-		goto done;
-	size_t seq = v.shape.dim[0], naxes = v.shape.dim[1];
+	struct ids ids = {.wide = 0};
+	if (pe_params_finish(&j->params, err) != 0 || ids_view(j, &ids.v, &ids.wide, err) != 0 ||
+	    pe_axial_body_check(&j->params, ids.v.shape.dim[1], err) != 0 ||
+	    pe_table_check_dtype(&j->params, j->out.dt, err) != 0)
+		return;
+	size_t seq = ids.v.shape.dim[0], naxes = ids.v.shape.dim[1];
 	struct pe_shape s = {.rank = 3, .dim = {2, seq, width(&j->params)}};
-	if ((rc = pe_body_table_check_size(j, &s, pe_produce_mul(seq * naxes, sizeof *ids), &more, err)) != 0 ||
-	    (rc = pe_produce_share_open(j->os.h, more, &bg, err)) != 0)
-		goto done;
-	pe_buf_set_budget(&out, bg);
-	if (!(ids = pe_budget_malloc(bg, seq * naxes * sizeof *ids, &rc)) ||
-	    (rc = pe_axial_ids_from(v.data, v.dtype, wide, seq, naxes, ids, "body", err)) != 0 ||
-	    !(table = pe_budget_malloc(bg, pe_shape_count(&s, &of) * pe_dtype_size(j->out.dt), &rc)) ||
-	    (rc = pe_axial_table_compute(&j->params, ids, seq, j->out.dt, table, err)) != 0)
-		goto done;
-	struct pe_tensor_view t = {.shape = s, .dtype = j->out.dt, .data = table};
-	rc = pe_body_table_answer(j, &t, &out, bg, res, err);
-done:
-	pe_body_table_fail(rc, err);
-	pe_buf_destroy(&out);
-	pe_budget_free_block(bg, table);
-	pe_budget_free_block(bg, ids);
-	pe_budget_share_close(bg);
+	pe_table_job_answer(j, &s, seq * naxes * sizeof(double), fill_cb, &ids, res);
 }
 
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 {
-	return is_post(r) ? pe_body_table_post(r, conn, OFFERED, "ids", run) : pe_table_request(r, conn, &pe_table_rope_axial);
+	return is_post(r) ? pe_table_job_start(r, conn, OFFERED, "the ids", run)
+			  : pe_table_request(r, conn, &pe_table_rope_axial);
 }
 
 static int match_cb(void *hctx, const char *url, const void **target)

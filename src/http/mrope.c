@@ -6,12 +6,13 @@
  *
  * The POST body is refused before it is read when its type is not application/x-npy or its
  * Content-Length is over max_body_bytes, then collected under that bound (its declaration,
- * contract.h). The work runs on a worker as an uncached job (oneshot.c): the body's shape, dtype
- * and values are checked, the table is sized against max_elements and the response budget before
- * it is allocated (body_table.c, as POST /v1/rope/axial). Answers depend on the body: not cached
- * (Cache-Control: no-store). */
+ * contract.h). The work runs on a worker as an uncached table job (oneshot_table.c, as POST
+ * /v1/rope/axial and /v1/sinusoidal/timestep): the body's shape, dtype and values are checked, the
+ * table is sized against max_elements and the response budget before it is allocated. Answers
+ * depend on the body: not cached (Cache-Control: no-store). */
 #include "core/mrope.h"
-#include "http/body_table.h"
+#include "http/handler.h"
+#include "http/oneshot.h"
 #include "http/produce.h"
 
 #include <inttypes.h>
@@ -63,7 +64,7 @@ static int narrow_positions(char *data, size_t n, struct pe_err *err)
 
 /* The body's positions: an int32 or int64 [3, seq] npy (NumPy's default int and get_rope_index's
  * dtype are int64) of values >= 0, as int32 at the start of the body; their largest into *max. */
-static int positions(struct pe_body_table *j, const int32_t **pos, size_t *seq, int64_t *max, struct pe_err *err)
+static int positions(struct pe_table_job *j, const int32_t **pos, size_t *seq, int64_t *max, struct pe_err *err)
 {
 	struct pe_tensor_view v;
 	int wide = 0, of, rc = pe_npy_parse_index(j->body.data, j->body.len, j->os.h->opt.max_elements, &v, &wide, err);
@@ -89,47 +90,36 @@ static int positions(struct pe_body_table *j, const int32_t **pos, size_t *seq, 
 	return 0;
 }
 
+/* values: the positions, [3, seq] int32. */
+static int fill_cb(struct pe_table_job *j, const void *values, const struct pe_shape *s, void *table, void *scratch,
+		   struct pe_err *err)
+{
+	return pe_mrope_table_compute(&j->params, values, s->dim[1], j->out.dt, table, err);
+}
+
+/* The positions read and checked, the parameters finished against them; the table answered with
+ * its delta header. */
 static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
 {
-	struct pe_body_table *j = (struct pe_body_table *)os;
+	struct pe_table_job *j = (struct pe_table_job *)os;
 	struct pe_err *err = &res->err;
-	struct pe_buf out;
 	const int32_t *pos = NULL;
 	size_t seq = 0;
 	int64_t max = 0;
-	void *table = NULL;
-	struct pe_budget *bg = NULL; /* the job's share (pe_produce_share_open) */
-	uint64_t more = 0;
-	int rc;
-	pe_buf_init(&out, j->os.h->opt.max_response_bytes);
-	if ((rc = positions(j, &pos, &seq, &max, err)) != 0 || (rc = pe_mrope_body_finish(&j->params, max, err)) != 0 ||
-	    (rc = pe_table_check_dtype(&j->params, j->out.dt, err)) != 0)
-		goto done;
+	if (positions(j, &pos, &seq, &max, err) != 0 || pe_mrope_body_finish(&j->params, max, err) != 0 ||
+	    pe_table_check_dtype(&j->params, j->out.dt, err) != 0)
+		return;
 	struct pe_shape s = {.rank = 3, .dim = {2, seq, (size_t)pe_param_int(&j->params, "dim")}};
-	if ((rc = pe_body_table_check_size(j, &s, 0, &more, err)) != 0 ||
-	    (rc = pe_produce_share_open(j->os.h, more, &bg, err)) != 0)
-		goto done;
-	pe_buf_set_budget(&out, bg);
-	int of;
-	if (!(table = pe_budget_malloc(bg, pe_shape_count(&s, &of) * pe_dtype_size(j->out.dt), &rc)))
-		goto done;
-	if ((rc = pe_mrope_table_compute(&j->params, pos, seq, j->out.dt, table, err)) != 0)
-		goto done;
-	struct pe_tensor_view v = {.shape = s, .dtype = j->out.dt, .data = table};
-	if ((rc = pe_body_table_answer(j, &v, &out, bg, res, err)) != 0)
-		goto done;
+	if (pe_table_job_answer(j, &s, 0, fill_cb, pos, res) != 0)
+		return;
 	res->extra[pe_fmt_f64(j->params.def->extra(&j->params), res->extra)] = 0;
 	pe_table_extra_header(&pe_mrope_body_def, res->extra_name, sizeof res->extra_name);
-done:
-	pe_body_table_fail(rc, err);
-	pe_buf_destroy(&out);
-	pe_budget_free_block(bg, table);
-	pe_budget_share_close(bg);
 }
 
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 {
-	return is_post(r) ? pe_body_table_post(r, conn, OFFERED, "positions", run) : pe_table_request(r, conn, &pe_table_rope_mrope);
+	return is_post(r) ? pe_table_job_start(r, conn, OFFERED, "the positions", run)
+			  : pe_table_request(r, conn, &pe_table_rope_mrope);
 }
 
 static int match_cb(void *hctx, const char *url, const void **target)

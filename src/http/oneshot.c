@@ -1,9 +1,9 @@
 /* The uncached job (oneshot.h), shared by the handlers whose answer depends on the body
- * (transform.c, mrope.c, order.c, plan.c) or costs too much for the HTTP thread (learned.c's
- * list): the request is suspended on a waiter; a worker runs the job under the waiter's deadline
- * (a job that starts past it, or after shutdown cancelled everything, does nothing at all) and
- * completes the waiter with its result; the resumed request is answered 503 when it expired,
- * else from the result. Not cached (no-store). */
+ * (transform.c, order.c, plan.c, the tables of oneshot_table.c) or costs too much for the HTTP
+ * thread (learned.c's list): the request is suspended on a waiter; a worker runs the job under
+ * the waiter's deadline (a job that starts past it, or after shutdown cancelled everything, does
+ * nothing at all) and completes the waiter with its result; the resumed request is answered 503
+ * when it expired, else from the result. Not cached (no-store). */
 #include "http/oneshot.h"
 
 #include <stdlib.h>

@@ -39,31 +39,35 @@ void pe_oneshot_result_free(void *res);
 enum MHD_Result pe_oneshot_start(struct req *r, struct MHD_Connection *conn, struct pe_oneshot *job,
 				 const struct pe_oneshot_answer *how);
 
-/* The POST job of a table whose values come from the body (mrope.c, timestep.c): the query's
- * parameters, the answer's output options, the body held on the budget, and which of the
- * route's body types the Content-Type is. A handler's job may extend it (this first). */
+/* The POST job of a table whose values come from the body (oneshot_table.c; mrope.c, axial.c,
+ * timestep.c): the query's parameters, the answer's output options, the body held on the budget,
+ * and which of the route's declared body types the Content-Type is. A handler's run parses the
+ * body and calls pe_table_job_answer with the table's shape and how to fill it. */
 struct pe_table_job {
-	struct pe_oneshot os;
+	struct pe_oneshot os; /* first: the job as oneshot.c runs it */
 	struct pe_params params;
 	struct pe_out out;
-	struct pe_held_body body;
-	int media; /* index of the Content-Type in the media list given to pe_table_job_start */
+	struct pe_held_body body; /* held on the response budget (pe_http_take_body) */
+	int media;                /* index of the Content-Type in the route's contract media list */
 };
 
-/* Start r's job of size bytes (at least sizeof struct pe_table_job) running run: a parameter of
- * the query's extras given is refused (a 400 naming it: the body gives `what`), the output
- * resolved among `offered` formats, the body taken; then as pe_oneshot_start (oneshot_table.c). */
-enum MHD_Result pe_table_job_start(struct req *r, struct MHD_Connection *conn, size_t size, unsigned offered,
-				   const char *media, const char *what,
+/* Start r's job running run: a parameter of the query's extras given is refused (a 400 naming it:
+ * "... does not apply to POST: the body gives <what>"), the output resolved among `offered`
+ * formats, the body taken; then as pe_oneshot_start. */
+enum MHD_Result pe_table_job_start(struct req *r, struct MHD_Connection *conn, unsigned offered, const char *what,
 				   void (*run)(struct pe_oneshot *job, struct pe_oneshot_result *res));
 
-/* A job's table answer (oneshot_table.c): the table of shape s, fill(ctx, dt, table, err) writing
- * its elements, encoded as out with the parameters p into res. Sized first: elements against
- * max_elements, then the body (held by the server), the table and its encoding against the
- * response budget (413 / 503 naming "body", or "format"). 0, or the code with res->err set. */
-typedef int (*pe_oneshot_fill_cb)(void *ctx, enum pe_dtype dt, void *table, struct pe_err *err);
-int pe_oneshot_table(struct pe_oneshot *os, const struct pe_params *p, const struct pe_out *out,
-		     const struct pe_held_body *body, const struct pe_shape *s, pe_oneshot_fill_cb fill, void *ctx,
-		     struct pe_oneshot_result *res);
+/* fill(j, values, s, table, scratch, err) writes the elements of the table of shape s (dtype
+ * j->out.dt) from the body's values as run parsed them; scratch: the bytes asked for besides the
+ * table (NULL when none). 0, or the code with err set. */
+typedef int (*pe_table_fill_cb)(struct pe_table_job *j, const void *values, const struct pe_shape *s, void *table,
+				void *scratch, struct pe_err *err);
+/* j's answer: the table of shape s filled by fill and encoded as j->out into res. Sized first:
+ * elements against max_elements, then the body (as the budget holds it), `scratch` bytes, the
+ * table and its encoding against the response budget (413 / 503 naming "body", or "format" for a
+ * text answer), all but the body then taken as the job's share (pe_produce_share_open) before
+ * anything is allocated. 0, or the code with res->err set. */
+int pe_table_job_answer(struct pe_table_job *j, const struct pe_shape *s, size_t scratch, pe_table_fill_cb fill,
+			const void *values, struct pe_oneshot_result *res);
 
 #endif

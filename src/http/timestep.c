@@ -6,9 +6,10 @@
  *
  * The POST body is refused before it is read when its type is neither, or its Content-Length is
  * over max_body_bytes, then collected under that bound (its declaration, contract.h). The work
- * runs on a worker as an uncached job (oneshot.c): the body's shape and values are checked, the
- * table (N·dim against max_elements) and the job's memory against the response budget before
- * anything is allocated. Answers depend on the body: not cached (Cache-Control: no-store). */
+ * runs on a worker as an uncached table job (oneshot_table.c): the body's shape and values are
+ * checked, the table (N·dim against max_elements) and the job's memory against the response
+ * budget before anything is allocated. Answers depend on the body: not cached (Cache-Control:
+ * no-store). */
 #include "core/timestep.h"
 #include "http/handler.h"
 #include "http/oneshot.h"
@@ -20,7 +21,7 @@
 
 #define PATH "/v1/sinusoidal/timestep"
 #define OFFERED (PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV))
-#define BODY_TYPES "application/x-npy, application/json" /* index 0: npy, 1: JSON */
+#define BODY_TYPES "application/x-npy, application/json" /* j->media 0: npy, 1: JSON */
 
 extern const struct pe_table_def pe_table_sinusoidal_timestep;
 
@@ -53,39 +54,29 @@ static int timesteps(struct pe_table_job *j, double **t, size_t *n, struct pe_er
 	return rc;
 }
 
-struct fill {
-	const struct pe_params *p;
-	const double *t;
-	size_t n;
-};
-
-static int fill_cb(void *ctx, enum pe_dtype dt, void *table, struct pe_err *err)
+/* values: the timesteps, [N] doubles. */
+static int fill_cb(struct pe_table_job *j, const void *values, const struct pe_shape *s, void *table, void *scratch,
+		   struct pe_err *err)
 {
-	struct fill *f = ctx;
-	return pe_timestep_compute(f->p, f->t, f->n, dt, table, err);
+	return pe_timestep_compute(&j->params, values, s->dim[0], j->out.dt, table, err);
 }
 
 static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
 {
 	struct pe_table_job *j = (struct pe_table_job *)os;
-	struct fill f = {.p = &j->params};
 	double *t = NULL;
-	if (timesteps(j, &t, &f.n, &res->err) == 0) {
-		struct pe_shape s = {.rank = 2, .dim = {f.n, (size_t)pe_param_int(&j->params, "dim")}};
-		f.t = t;
-		pe_oneshot_table(os, &j->params, &j->out, &j->body, &s, fill_cb, &f, res);
+	size_t n = 0;
+	if (timesteps(j, &t, &n, &res->err) == 0) {
+		struct pe_shape s = {.rank = 2, .dim = {n, (size_t)pe_param_int(&j->params, "dim")}};
+		pe_table_job_answer(j, &s, 0, fill_cb, t, res);
 	}
 	free(t);
 }
 
-static enum MHD_Result post(struct req *r, struct MHD_Connection *conn)
-{
-	return pe_table_job_start(r, conn, sizeof(struct pe_table_job), OFFERED, BODY_TYPES, "the timesteps", run);
-}
-
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 {
-	return is_post(r) ? post(r, conn) : pe_table_request(r, conn, &pe_table_sinusoidal_timestep);
+	return is_post(r) ? pe_table_job_start(r, conn, OFFERED, "the timesteps", run)
+			  : pe_table_request(r, conn, &pe_table_sinusoidal_timestep);
 }
 
 static int match_cb(void *hctx, const char *url, const void **target)
