@@ -2,11 +2,8 @@
  * model uses, family by family (model_type), with the quirks of the published configs spelled
  * out where they are read.
  *
- * Where this lives: in core, with its own small JSON reader (plan_json.c), because the daemon's
- * handler and the CLI must make the same plan and the CLI links core and tensor only, without
- * jansson (Makefile: build/posenc gets libposenc.a and LIBS_CORE). Reading the config in tensor
- * and the rules in core would need an interface between the two for a handful of lookups; the
- * reader is pure (bytes in, tree out) and has no other user, so it stays beside the rules.
+ * Where this lives: the plan layer (src/plan/), above core and tensor, below http and the CLI,
+ * which make the same plan from the same bytes; the config is read with jansson (cfg.c).
  *
  * Decisions the configs leave open (each named in the plan's warnings when it applies):
  * - YaRN's factor: rope_scaling.factor is used as written (what the model authors and vLLM use);
@@ -17,19 +14,18 @@
  * - No context length in the config (BLOOM, T5 without n_positions): len is 2048.
  * - Gemma 3 without layer_types or sliding_window_pattern: every 6th layer is global (its default).
  * - mscale without mscale_all_dim (or the reverse): transformers ignores the lone one, and so do we.
- * - No rope_theta: the default of the model's transformers config class (plan_rope.c's
- *   default_theta; warned when it is not the usual 10000).
- * - A table whose JSON the server would refuse as too large (pe_plan_opts.fits_cb): format=npy,
- *   len capped only when even npy would be refused (plan_out.c's fit_response says why).
+ * - No rope_theta: the default of the model's transformers config class (the family's
+ *   row; warned when it is not the usual 10000).
+ * - A table whose JSON the server would refuse as too large (pe_plan_opts' limits): format=npy,
+ *   len capped only when even npy would be refused (out.c's fit_response says why).
  * Everything else a family needs and does not find is a 422 naming the key, and so is a key of the
  * wrong JSON type (true is not a number; a rope_scaling that is not an object is not "none") and a
  * value the table of its url refuses: every url is checked by the table's own parameter code, the
  * code the server runs on a GET of it, and a refusal names the config key the value came from.
  *
- * Files: plan_cfg.c reads the config (errors naming the key, dimensions, len), plan_rope.c holds the
- * RoPE families and plan_scaling.c their rope_scaling / rope_parameters, plan_out.c builds urls and
- * the answer; this file the other families and the table that picks a family by model_type. */
-#include "core/plan_cfg.h"
+ * Files: cfg.c reads the config (errors naming the key, dimensions, len), rope.c holds the RoPE
+ * families and scaling.c their rope_scaling / rope_parameters, out.c builds urls and the answer; this file the other families and the table that picks a family by model_type. */
+#include "plan/cfg.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -68,7 +64,7 @@ static int family_bloom(struct cfg *c)
 	return add_alibi(c, &d, 8, NULL, NULL);
 }
 
-static const struct pe_json *learned_enc(struct cfg *c, const struct dims *d, int64_t positions, const char *what);
+static const json_t *learned_enc(struct cfg *c, const struct dims *d, int64_t positions, const char *what);
 
 static int family_mpt(struct cfg *c)
 {
@@ -77,7 +73,7 @@ static int family_mpt(struct cfg *c)
 	if (rc < 0)
 		return rc;
 	plan_choose_len(c, &d);
-	const struct pe_json *ac;
+	const json_t *ac;
 	if ((rc = plan_object_of(c, plan_get(c, "attn_config"), "attn_config", &ac)) < 0)
 		return rc;
 	int alibi = 0;
@@ -151,7 +147,7 @@ static int family_t5(struct cfg *c)
 	return plan_finish_all(c);
 }
 
-static const struct pe_json *learned_enc(struct cfg *c, const struct dims *d, int64_t positions, const char *what)
+static const json_t *learned_enc(struct cfg *c, const struct dims *d, int64_t positions, const char *what)
 {
 	struct pe_plan_enc *e = pe_plan_enc_add(c->plan, "learned", NULL, NULL, "all");
 	if (!e)
@@ -255,22 +251,22 @@ static const struct family {
 
 static int build(struct cfg *c)
 {
-	const struct pe_json *mt = plan_member(c->root, "model_type");
-	if (!mt || mt->type != PE_JSON_STR)
+	const json_t *mt = plan_member(c->root, "model_type");
+	if (!mt || !json_is_string(mt))
 		return plan_bad(c, "model_type", "the config has no model_type string");
-	snprintf(c->plan->model_type, sizeof c->plan->model_type, "%s", mt->str);
-	const struct pe_json *tc;
+	snprintf(c->plan->model_type, sizeof c->plan->model_type, "%s", json_string_value(mt));
+	const json_t *tc;
 	int rc = plan_object_of(c, plan_member(c->root, "text_config"), "text_config", &tc);
 	if (rc < 0)
 		return rc;
 	c->text = tc ? tc : c->root;
 	for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
-		if (!strcmp(families[i].model_type, mt->str)) {
+		if (!strcmp(families[i].model_type, json_string_value(mt))) {
 			if ((rc = families[i].build(c)) < 0 && c->err->code == PE_EUNPROCESSABLE)
 				plan_name_text(c, c->err);
 			return rc;
 		}
-	return plan_bad(c, "model_type", "model_type '%.40s' is not a family posenc knows", mt->str);
+	return plan_bad(c, "model_type", "model_type '%.40s' is not a family posenc knows", json_string_value(mt));
 }
 
 int pe_plan_build(const char *json, size_t n, const struct pe_plan_opts *o, struct pe_plan *plan,
@@ -283,11 +279,11 @@ int pe_plan_build(const char *json, size_t n, const struct pe_plan_opts *o, stru
 		return pe_err_set(err, PE_EINVAL, "len", "len must be from 1 to %lld", (long long)PE_PLAN_MAX_LEN);
 	struct pe_err local = {0};
 	struct pe_err *e = err ? err : &local;
-	struct pe_json *root = pe_json_parse(json, n, e);
+	json_t *root = plan_parse(json, n, e);
 	if (!root)
 		return e->code ? e->code : PE_EBODY;
 	int rc = 0;
-	if (root->type != PE_JSON_OBJ)
+	if (!json_is_object(root))
 		rc = pe_err_set(e, PE_EBODY, "body", "the config must be a JSON object");
 	else {
 		struct cfg c = {.root = root, .text = root, .plan = plan, .opt = o, .err = e};
@@ -300,7 +296,7 @@ int pe_plan_build(const char *json, size_t n, const struct pe_plan_opts *o, stru
 		else
 			rc = e->code;
 	}
-	pe_json_free(root);
+	json_decref(root);
 	if (rc != 0)
 		pe_plan_destroy(plan);
 	return rc;

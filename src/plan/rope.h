@@ -1,16 +1,16 @@
-/* Internal to the model plans: one RoPE table as the RoPE families (plan_rope.c) read it from the
- * config, and the reader of its scaling object (plan_scaling.c) that turns rope_scaling /
+/* Internal to the model plans: one RoPE table as the RoPE families (rope.c) read it from the
+ * config, and the reader of its scaling object (scaling.c) that turns rope_scaling /
  * rope_parameters into the table's parameters. */
-#ifndef PE_CORE_PLAN_ROPE_H
-#define PE_CORE_PLAN_ROPE_H
+#ifndef PE_PLAN_ROPE_H
+#define PE_PLAN_ROPE_H
 
-#include "core/plan_cfg.h"
+#include "plan/cfg.h"
 
 struct rope {
 	const char *layout, *layers;
 	int head_dim, rotary_dim;
 	double base, softmax_scale;
-	const struct pe_json *scaling; /* rope_scaling / rope_parameters, or NULL */
+	const json_t *scaling; /* rope_scaling / rope_parameters, or NULL */
 	const char *scaling_name;
 	/* The config keys base and the rotary width were read from, or would be (rope_theta, head_dim)
 	 * when a default gave them: a value the table refuses is a 422 naming its key. */

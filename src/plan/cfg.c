@@ -1,13 +1,57 @@
 /* Reading a Hugging Face config for the model plans: errors naming the key, the text model's keys
  * (text_config first), numbers and channel counts checked before use, the model's dimensions and
  * the plan's length, and the urls of every encoding once the families have added them. */
-#include "core/plan_cfg.h"
+#include "plan/cfg.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Depth and values of text outside its strings, counted before jansson allocates a node: a
+ * value per container and per comma bounds the values from above. A raw NUL byte is refused
+ * here (jansson would read past it in a string). 0, or the error. */
+static int prescan(const char *text, size_t n, struct pe_err *err)
+{
+	size_t depth = 0, values = 1;
+	int in_str = 0, esc = 0;
+	for (size_t i = 0; i < n; i++) {
+		char ch = text[i];
+		if (!ch)
+			return pe_err_set(err, PE_EBODY, "body", "a NUL byte at byte %zu", i);
+		if (in_str) {
+			in_str = esc || ch != '"';
+			esc = !esc && ch == '\\';
+			continue;
+		}
+		in_str = ch == '"';
+		if (ch == '[' || ch == '{') {
+			values++;
+			if (++depth > PE_PLAN_MAX_DEPTH)
+				return pe_err_set(err, PE_ETOOBIG, "body", "nested deeper than %d at byte %zu", PE_PLAN_MAX_DEPTH, i);
+		} else if ((ch == ']' || ch == '}') && depth) {
+			depth--;
+		} else if (ch == ',' && ++values > PE_PLAN_MAX_NODES) {
+			return pe_err_set(err, PE_ETOOBIG, "body", "more than %d values", PE_PLAN_MAX_NODES);
+		}
+	}
+	return values > PE_PLAN_MAX_NODES ? pe_err_set(err, PE_ETOOBIG, "body", "more than %d values", PE_PLAN_MAX_NODES) : 0;
+}
+
+json_t *plan_parse(const char *text, size_t n, struct pe_err *err)
+{
+	json_error_t je;
+	if (prescan(text, n, err) != 0)
+		return NULL;
+	/* strict: a duplicate key is refused (which value a model means is not ours to guess), and
+	 * integers read as reals (a 20-digit integer is a number, not jansson's "too big") */
+	json_t *v = json_loadb(text, n, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &je);
+	if (!v)
+		pe_err_set(err, json_error_code(&je) == json_error_out_of_memory ? PE_ENOMEM : PE_EBODY, "body",
+			   "not JSON at byte %d: %s", je.position, je.text);
+	return v;
+}
 
 int plan_bad(struct cfg *c, const char *key, const char *fmt, ...)
 {
@@ -20,64 +64,64 @@ int plan_bad(struct cfg *c, const char *key, const char *fmt, ...)
 }
 
 /* A key of the text model (text_config first, then the top level); null counts as absent. */
-const struct pe_json *plan_get(const struct cfg *c, const char *key)
+const json_t *plan_get(const struct cfg *c, const char *key)
 {
-	const struct pe_json *v = pe_json_get(c->text, key);
+	const json_t *v = json_object_get(c->text, key);
 	if (!v && c->text != c->root)
-		v = pe_json_get(c->root, key);
-	return v && v->type != PE_JSON_NULL ? v : NULL;
+		v = json_object_get(c->root, key);
+	return v && !json_is_null(v) ? v : NULL;
 }
 
-const struct pe_json *plan_member(const struct pe_json *obj, const char *key)
+const json_t *plan_member(const json_t *obj, const char *key)
 {
-	const struct pe_json *v = pe_json_get(obj, key);
-	return v && v->type != PE_JSON_NULL ? v : NULL;
+	const json_t *v = json_object_get(obj, key);
+	return v && !json_is_null(v) ? v : NULL;
 }
 
 /* A number member: 1 found, 0 absent, PE_EUNPROCESSABLE when it is not a number (true and false
  * are not: a config's rope_theta: true is a mistake, not 1). name is the key as messages show it
  * ("rope_scaling.factor"). */
-int plan_num_of(struct cfg *c, const struct pe_json *v, const char *name, double *out)
+int plan_num_of(struct cfg *c, const json_t *v, const char *name, double *out)
 {
 	if (!v)
 		return 0;
-	if (v->type != PE_JSON_NUM)
+	if (!json_is_number(v))
 		return plan_bad(c, name, "%s must be a number", name);
-	*out = v->num;
+	*out = json_number_value(v);
 	return 1;
 }
 
 int plan_num(struct cfg *c, const char *key, double *out) { return plan_num_of(c, plan_get(c, key), key, out); }
 
-int plan_object_of(struct cfg *c, const struct pe_json *v, const char *name, const struct pe_json **out)
+int plan_object_of(struct cfg *c, const json_t *v, const char *name, const json_t **out)
 {
 	*out = NULL;
 	if (!v)
 		return 0;
-	if (v->type != PE_JSON_OBJ)
+	if (!json_is_object(v))
 		return plan_bad(c, name, "%s must be a JSON object", name);
 	*out = v;
 	return 1;
 }
 
-int plan_bool_of(struct cfg *c, const struct pe_json *v, const char *name, int *out)
+int plan_bool_of(struct cfg *c, const json_t *v, const char *name, int *out)
 {
 	if (!v)
 		return 0;
-	if (v->type != PE_JSON_BOOL)
+	if (!json_is_boolean(v))
 		return plan_bad(c, name, "%s must be true or false", name);
-	*out = v->num != 0;
+	*out = json_is_true(v);
 	return 1;
 }
 
 int plan_bool(struct cfg *c, const char *key, int *out) { return plan_bool_of(c, plan_get(c, key), key, out); }
 
-int plan_list_of(struct cfg *c, const struct pe_json *v, const char *name, const struct pe_json **out)
+int plan_list_of(struct cfg *c, const json_t *v, const char *name, const json_t **out)
 {
 	*out = NULL;
 	if (!v)
 		return 0;
-	if (v->type != PE_JSON_ARR)
+	if (!json_is_array(v))
 		return plan_bad(c, name, "%s must be a list", name);
 	*out = v;
 	return 1;

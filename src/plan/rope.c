@@ -1,8 +1,8 @@
 /* The RoPE families of the model plans: the base and the rotary share of a head (partial rotary),
  * Gemma's local and global bases, Llama 4's NoPE layers and DeepSeek's rotary head and mscale.
- * The scaling object (rope_scaling / rope_parameters) is plan_scaling.c's; plan.c's header lists
+ * The scaling object (rope_scaling / rope_parameters) is scaling.c's; plan.c's header lists
  * the decisions. */
-#include "core/plan_rope.h"
+#include "plan/rope.h"
 #include "posenc/core.h"
 
 #include <math.h>
@@ -198,7 +198,7 @@ int plan_family_qwen_vl(struct cfg *c)
 	int rc = family_rope_layout(c, "half");
 	if (rc == 0 && c->plan->nenc && strcmp(c->plan->enc[0].kind, "mrope"))
 		pe_plan_warn(c->plan, "a vision-language model without mrope_section: planned as plain RoPE");
-	if (rc == 0 && pe_json_get(c->root, "vision_config"))
+	if (rc == 0 && json_object_get(c->root, "vision_config"))
 		pe_plan_warn(c->plan, "vision_config: the vision encoder's 2-D rotary table (/v1/rope2d) is not planned");
 	return rc;
 }
@@ -244,16 +244,17 @@ int plan_family_gemma(struct cfg *c)
 /* Which layers are sliding: layer_types, else sliding_window_pattern (every pattern-th is global). */
 static int gemma3_layers(struct cfg *c, const struct dims *d, int *sliding)
 {
-	const struct pe_json *lt = plan_get(c, "layer_types");
+	const json_t *lt = plan_get(c, "layer_types");
 	double pat = 0;
 	if (lt) {
-		if (lt->type != PE_JSON_ARR || (int)lt->n != d->layers)
+		if (!json_is_array(lt) || (int)json_array_size(lt) != d->layers)
 			return plan_bad(c, "layer_types", "layer_types must list num_hidden_layers (%d) names", d->layers);
 		int i = 0;
-		for (const struct pe_json *x = lt->child; x; x = x->next, i++) {
-			if (x->type != PE_JSON_STR || (strcmp(x->str, "sliding_attention") && strcmp(x->str, "full_attention")))
+		for (size_t k = 0; k < json_array_size(lt); k++, i++) {
+			const json_t *x = json_array_get(lt, k);
+			if (!json_is_string(x) || (strcmp(json_string_value(x), "sliding_attention") && strcmp(json_string_value(x), "full_attention")))
 				return plan_bad(c, "layer_types", "layer_types holds sliding_attention or full_attention");
-			sliding[i] = !strcmp(x->str, "sliding_attention");
+			sliding[i] = !strcmp(json_string_value(x), "sliding_attention");
 		}
 		return 0;
 	}
@@ -291,7 +292,7 @@ int plan_family_gemma3(struct cfg *c)
 	if ((rc = gemma3_layers(c, &d, sliding)) < 0 || (rc = gemma_query_scalar(c, &q)) < 0)
 		return rc;
 	double scale = rc > 0 ? 1 / sqrt(q) : g.softmax_scale;
-	const struct pe_json *per_full, *per_slide;
+	const json_t *per_full, *per_slide;
 	char fname[96], sname[96];
 	snprintf(fname, sizeof fname, "%s.full_attention", g.scaling_name);
 	snprintf(sname, sizeof sname, "%s.sliding_attention", g.scaling_name);
@@ -350,18 +351,19 @@ int plan_family_llama4(struct cfg *c)
 	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = rope_init(c, &r, &d, "interleaved")) < 0)
 		return rc;
 	plan_choose_len(c, &d);
-	const struct pe_json *nr;
+	const json_t *nr;
 	double interval = 4;
 	if ((rc = plan_list_of(c, plan_get(c, "no_rope_layers"), "no_rope_layers", &nr)) < 0 ||
 	    (rc = plan_int(c, "no_rope_layer_interval", 1, 1e15, &interval)) < 0)
 		return rc;
-	if (nr && nr->n) { /* an empty list: the interval's default, as transformers */
-		if ((int)nr->n != d.layers)
+	if (nr && json_array_size(nr)) { /* an empty list: the interval's default, as transformers */
+		if ((int)json_array_size(nr) != d.layers)
 			return plan_bad(c, "no_rope_layers", "no_rope_layers must have num_hidden_layers (%d) entries", d.layers);
-		for (const struct pe_json *x = nr->child; x; x = x->next, n++) {
-			if (x->type != PE_JSON_NUM || (x->num != 0 && x->num != 1))
+		for (size_t k = 0; k < json_array_size(nr); k++, n++) {
+			const json_t *x = json_array_get(nr, k);
+			if (!json_is_number(x) || (json_number_value(x) != 0 && json_number_value(x) != 1))
 				return plan_bad(c, "no_rope_layers", "no_rope_layers holds 0 or 1 per layer (0: the layer has no RoPE)");
-			uses[n] = x->num != 0;
+			uses[n] = json_number_value(x) != 0;
 		}
 	} else {
 		interval = fmin(interval, PE_PLAN_MAX_LAYERS + 1); /* past the layers, the same (and an int) */
