@@ -36,7 +36,8 @@ struct pe_plan_param {
 };
 
 struct pe_plan_enc {
-	const char *kind;   /* rope, mrope, alibi, relative/t5, sinusoidal, sinusoidal2d, learned, none */
+	const char *kind;   /* rope, mrope, rope2d, alibi, relative/t5, relative/deberta, sinusoidal, sinusoidal2d, learned, none */
+	const char *tower;  /* the model part it belongs to: "text", "vision", "audio" */
 	const char *table;  /* the table's path without /v1/ ("rope", "rope/mrope"); NULL for none */
 	const char *len_key; /* the table's length parameter ("len", "q_len", "segments"), or NULL */
 	const char *len_prefix; /* written before the length ("text:" for M-RoPE's segments), or NULL */

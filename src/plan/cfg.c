@@ -63,12 +63,35 @@ int plan_bad(struct cfg *c, const char *key, const char *fmt, ...)
 	return pe_err_set(c->err, PE_EUNPROCESSABLE, key, "%s", d);
 }
 
-/* A key of the text model (text_config first, then the top level); null counts as absent. */
+const char *plan_type(const struct cfg *c)
+{
+	const json_t *mt = c->text != c->root ? json_object_get(c->text, "model_type") : NULL;
+	return json_is_string(mt) ? json_string_value(mt) : c->plan->model_type;
+}
+
+/* A warning once, however often the key is read. */
+static void warn_once(struct pe_plan *plan, const char *text)
+{
+	for (size_t k = 0; k < plan->nwarnings; k++)
+		if (!strcmp(plan->warnings[k], text))
+			return;
+	pe_plan_warn(plan, "%s", text);
+}
+
+/* A key of the text model (text_config first, then the top level, then the class default of the
+ * family's row, warned); null counts as absent. */
 const json_t *plan_get(const struct cfg *c, const char *key)
 {
 	const json_t *v = json_object_get(c->text, key);
-	if (!v && c->text != c->root)
+	if (!v && c->text != c->root && !c->no_root)
 		v = json_object_get(c->root, key);
+	if ((!v || json_is_null(v)) && c->defaults && (v = json_object_get(c->defaults, key)) != NULL) {
+		char text[160], *dump = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+		snprintf(text, sizeof text, "no %s: %s (the default of transformers' %s config)", key, dump ? dump : "?",
+			 plan_type(c));
+		free(dump);
+		warn_once(c->plan, text);
+	}
 	return v && !json_is_null(v) ? v : NULL;
 }
 
@@ -139,12 +162,13 @@ int plan_int(struct cfg *c, const char *key, double lo, double hi, double *out)
 void plan_name_text(const struct cfg *c, struct pe_err *err)
 {
 	char top[PE_ERR_PARAM_MAX], full[PE_ERR_PARAM_MAX + 16];
-	if (c->text == c->root || !err->param[0] || !strncmp(err->param, "text_config", 11))
+	const char *pre = c->prefix ? c->prefix : "text_config";
+	if (c->text == c->root || !err->param[0] || !strncmp(err->param, pre, strlen(pre)))
 		return;
 	snprintf(top, sizeof top, "%.*s", (int)strcspn(err->param, "."), err->param);
 	if (!plan_member(c->text, top))
 		return;
-	size_t n = (size_t)snprintf(full, sizeof full, "text_config.%s", err->param);
+	size_t n = (size_t)snprintf(full, sizeof full, "%s.%s", pre, err->param);
 	n = n < sizeof err->param - 1 ? n : sizeof err->param - 1; /* the longest key a family names fits */
 	memcpy(err->param, full, n);
 	err->param[n] = 0;
@@ -187,12 +211,14 @@ static int first_int(struct cfg *c, const char *const *keys, int64_t *out, const
 
 int plan_read_dims(struct cfg *c, struct dims *d)
 {
-	static const char *const heads[] = {"num_attention_heads", "n_head", "num_heads", "n_heads", NULL};
-	static const char *const hidden[] = {"hidden_size", "n_embd", "d_model", "n_embed", NULL};
-	static const char *const layers[] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers", NULL};
+	static const char *const heads[] = {"num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads",
+					    "attention_heads", NULL};
+	static const char *const hidden[] = {"hidden_size", "n_embd", "d_model", "n_embed", "dim", "embed_dim", NULL};
+	static const char *const layers[] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers", "depth",
+					     NULL};
 	static const char *const positions[] = {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
 						"n_ctx", NULL};
-	static const char *const head_dim[] = {"head_dim", NULL};
+	static const char *const head_dim[] = {"head_dim", "d_kv", NULL}; /* d_kv: T5's head width */
 	int64_t h = 0, w = 0, l = 0, hd = 0;
 	int rc;
 	memset(d, 0, sizeof *d);

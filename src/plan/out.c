@@ -375,7 +375,7 @@ static int url_fits(const struct pe_plan_enc *e, const struct pe_plan_opts *o, s
 int pe_plan_finish_enc(struct pe_plan *plan, struct pe_plan_enc *e, int64_t len, const struct pe_plan_opts *o,
 		       struct pe_err *err)
 {
-	if (!e->table)
+	if (!e->table || e->url) /* none, or finished already (a tower planned before) */
 		return 0;
 	const struct pe_table_def *def = pe_table_find(e->table);
 	struct pe_params p;
@@ -496,11 +496,19 @@ static void put_enc(struct sb *b, const struct pe_plan_enc *e)
 {
 	puts_(b, "{\"kind\":");
 	put_str(b, e->kind);
+	puts_(b, ",\"tower\":");
+	put_str(b, e->tower ? e->tower : "text");
 	puts_(b, ",\"layers\":");
 	if (e->layers) {
 		put_str(b, e->layers);
 	} else {
 		puts_(b, "[");
+		for (size_t k = 0; k < e->nlayers; k++)
+			putf(b, "%s%d", k ? "," : "", e->layer_list[k]);
+		puts_(b, "]");
+	}
+	if (e->layers && e->nlayers) { /* a named set of layers, and which they are */
+		puts_(b, ",\"layer_indices\":[");
 		for (size_t k = 0; k < e->nlayers; k++)
 			putf(b, "%s%d", k ? "," : "", e->layer_list[k]);
 		puts_(b, "]");

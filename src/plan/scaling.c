@@ -3,6 +3,7 @@
  * su, llama3, mrope), the original context, and each type's own keys. Each value is read with the
  * config key it came from, so a value the table refuses is a 422 naming that key (out.c). */
 #include "plan/rope.h"
+#include "posenc/core.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -235,6 +236,43 @@ static int mrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 	return 0;
 }
 
+/* Does /v1/rope take key=value? */
+static int rope_takes(const char *key, const char *value)
+{
+	struct pe_params p;
+	const struct pe_table_def *def = pe_table_find("rope");
+	if (!def)
+		return 0;
+	pe_params_init(&p, def);
+	int ok = pe_params_set(&p, key, value, NULL) == 0;
+	pe_params_destroy(&p);
+	return ok;
+}
+
+/* Gemma 4's proportional rope: frequencies base^(-2i/head_dim) for the first partial_rotary_factor
+ * of them, zero past it (those channels pass unrotated). */
+static int proportional(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
+{
+	double f = 1;
+	char name[96];
+	int rc = plan_scaling_num(c, r, "partial_rotary_factor", &f);
+	snprintf(name, sizeof name, "%s.partial_rotary_factor", r->scaling_name);
+	if (rc < 0)
+		return rc;
+	if (!(f > 0 && f <= 1))
+		return plan_bad(c, name, "%s must be in (0, 1]", name);
+	pe_plan_note(e, "proportional: frequencies base^(-2i/%d) for the first %g of them, zero past it", r->head_dim, f);
+	if (!rope_takes("scaling", "proportional")) {
+		e->table = NULL;
+		pe_plan_warn(c->plan, "%s: this posenc's /v1/rope has no scaling=proportional: no url", r->scaling_name);
+		return 0;
+	}
+	pe_plan_param(e, "scaling", "proportional");
+	pe_plan_param_real(e, "partial_rotary_factor", f);
+	pe_plan_source(e, "partial_rotary_factor", name);
+	return 0;
+}
+
 int plan_scaling_params(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 {
 	char which[96];
@@ -246,6 +284,13 @@ int plan_scaling_params(struct cfg *c, const struct rope *r, struct pe_plan_enc 
 		return mrope(c, r, e);
 	if (!strcmp(type, "default"))
 		return 0;
+	if (!strcmp(type, "proportional"))
+		return proportional(c, r, e);
+	if (!strcmp(type, "dynamic") && r->alpha) {
+		pe_plan_note(e, "dynamic with alpha (NTK by alpha): base is rope_theta * alpha^(head_dim / (head_dim - 2)), "
+			     "unscaled within max_position_embeddings");
+		return 0;
+	}
 	if (!strcmp(type, "linear") || !strcmp(type, "dynamic")) {
 		double f = 0;
 		int64_t orig;
