@@ -226,7 +226,7 @@ def layers_where(types, pred):
     return [i for i, t in enumerate(types) if pred(t)]
 
 
-def std_rope(cfg, mt, src, layout="half", partial_keys=("partial_rotary_factor",), sm=None, tower="text",
+def std_rope(cfg, mt, layout="half", partial_keys=("partial_rotary_factor",), sm=None, tower="text",
              layers="all", scaling=None, base=None, max_len=None, note=None):
     """A text tower with one rope for the layers given: default / linear / llama3 / yarn / longrope."""
     heads = cfg.get("num_attention_heads", "n_head", "n_heads", "num_heads")
@@ -300,18 +300,18 @@ REL = [-1000, -512, -300, -200, -129, -128, -127, -100, -20, -8, -7, -1, 0, 1, 7
 # ---- families -------------------------------------------------------------------------------------
 
 def fam_standard(c, mt, layout="half", **kw):
-    return [std_rope(Cfg(c), mt, None, layout=layout, **kw)]
+    return [std_rope(Cfg(c), mt, layout=layout, **kw)]
 
 
 def fam_gpt_oss(c):
     cfg = Cfg(c)
-    e = std_rope(cfg, "gpt_oss", None, layout="half")
+    e = std_rope(cfg, "gpt_oss", layout="half")
     e["note"] = "sinks per head; YaRN with truncate=false keeps the correction range unrounded"
     return [e]
 
 
 def fam_cohere(c):
-    return [std_rope(Cfg(c), "cohere", None, layout="interleaved")]
+    return [std_rope(Cfg(c), "cohere", layout="interleaved")]
 
 
 def fam_cohere2(c):
@@ -322,12 +322,12 @@ def fam_cohere2(c):
     sl = layers_where(types, lambda t: t == "sliding_attention")
     fu = layers_where(types, lambda t: t == "full_attention")
     hd = cfg.get("head_dim") or cfg.get("hidden_size") // cfg.get("num_attention_heads")
-    return [std_rope(cfg, "cohere2", None, layout="interleaved", layers=sl),
+    return [std_rope(cfg, "cohere2", layout="interleaved", layers=sl),
             none_enc("text", fu, hd, hd ** -0.5, "full-attention layers apply no rotary (NoPE)")]
 
 
 def fam_glm(c):  # glm, glm4: partial rotary, interleaved on the first rotary_dim channels
-    return [std_rope(Cfg(c), c["model_type"], None, layout="interleaved")]
+    return [std_rope(Cfg(c), c["model_type"], layout="interleaved")]
 
 
 def fam_chatglm(c):
@@ -361,18 +361,18 @@ def fam_olmo3(c):
     types = c["layer_types"]
     sl = layers_where(types, lambda t: t == "sliding_attention")
     fu = layers_where(types, lambda t: t == "full_attention")
-    return [std_rope(cfg, "olmo3", None, layers=sl, scaling={"rope_type": "default"},
+    return [std_rope(cfg, "olmo3", layers=sl, scaling={"rope_type": "default"},
                      note="sliding layers: default rope (rotary_embs['sliding_attention'])"),
-            std_rope(cfg, "olmo3", None, layers=fu, note="full-attention layers: YaRN")]
+            std_rope(cfg, "olmo3", layers=fu, note="full-attention layers: YaRN")]
 
 
 def fam_stablelm(c):
-    return [std_rope(Cfg(c, {"partial_rotary_factor": 0.25}), "stablelm", None)]
+    return [std_rope(Cfg(c, {"partial_rotary_factor": 0.25}), "stablelm")]
 
 
 def fam_granite(c):
     cfg = Cfg(c)
-    return [std_rope(cfg, c["model_type"], None, sm=cfg.get("attention_multiplier"))]
+    return [std_rope(cfg, c["model_type"], sm=cfg.get("attention_multiplier"))]
 
 
 def fam_granitemoehybrid(c):
@@ -383,7 +383,7 @@ def fam_granitemoehybrid(c):
     mam = layers_where(types, lambda t: t != "attention")
     sm = cfg.get("attention_multiplier")
     if cfg.get("position_embedding_type", default="nope") == "rope":
-        first = std_rope(cfg, "granitemoehybrid", None, layers=att, sm=sm)
+        first = std_rope(cfg, "granitemoehybrid", layers=att, sm=sm)
     else:
         first = none_enc("text", att, hd, sm, "position_embedding_type nope: attention layers apply no rotary")
     return [first, none_enc("text", mam, hd, None, "mamba layers: no attention, no positions")]
@@ -412,10 +412,10 @@ def fam_exaone4(c):
     types = c["layer_types"]
     hd = cfg.get("head_dim")
     if cfg.get("sliding_window") is None:
-        return [std_rope(cfg, "exaone4", None)]
+        return [std_rope(cfg, "exaone4")]
     sl = layers_where(types, lambda t: t == "sliding_attention")
     fu = layers_where(types, lambda t: t != "sliding_attention")
-    return [std_rope(cfg, "exaone4", None, layers=sl),
+    return [std_rope(cfg, "exaone4", layers=sl),
             none_enc("text", fu, hd, hd ** -0.5, "with a sliding window, global layers apply no rotary")]
 
 
@@ -425,7 +425,7 @@ def fam_smollm3(c):
     flags = c.get("no_rope_layers") or [int((i + 1) % cfg.get("no_rope_layer_interval", default=4) != 0)
                                         for i in range(n)]
     hd = cfg.get("hidden_size") // cfg.get("num_attention_heads")
-    return [std_rope(cfg, "smollm3", None, layers=[i for i in range(n) if flags[i]]),
+    return [std_rope(cfg, "smollm3", layers=[i for i in range(n) if flags[i]]),
             none_enc("text", [i for i in range(n) if not flags[i]], hd, hd ** -0.5, "no_rope_layers[i] == 0")]
 
 
@@ -437,12 +437,12 @@ def fam_qwen3_next(c):
     fu = layers_where(types, lambda t: t == "full_attention")
     li = layers_where(types, lambda t: t != "full_attention")
     hd = cfg.get("head_dim")
-    return [std_rope(cfg, "qwen3_next", None, layers=fu),
+    return [std_rope(cfg, "qwen3_next", layers=fu),
             none_enc("text", li, hd, None, "linear-attention (gated delta net) layers: no positions")]
 
 
 def fam_ernie(c):
-    return [std_rope(Cfg(c), "ernie4_5", None, layout="interleaved",
+    return [std_rope(Cfg(c), "ernie4_5", layout="interleaved",
                      note="cos/sin stay float32 (not cast to the model dtype) and q, k are rotated in float32")]
 
 
@@ -459,7 +459,7 @@ def fam_hunyuan(c):
 
 
 def fam_partial_half(c):  # nemotron, persimmon
-    return [std_rope(Cfg(c), c["model_type"], None)]
+    return [std_rope(Cfg(c), c["model_type"])]
 
 
 def fam_codegen(c):
@@ -511,10 +511,10 @@ def fam_gemma3(c):
     n = t.get("num_hidden_layers")
     sl, fu = gemma_layers(t, n)
     sm = t.get("query_pre_attn_scalar") ** -0.5
-    out = [std_rope(t, "gemma3", None, layers=sl, scaling={"rope_type": "default"},
+    out = [std_rope(t, "gemma3", layers=sl, scaling={"rope_type": "default"},
                     base=t.get("rope_local_base_freq"), sm=sm,
                     note="sliding layers: rope_local_base_freq, no scaling; class defaults filled in"),
-           std_rope(t, "gemma3", None, layers=fu, sm=sm)]
+           std_rope(t, "gemma3", layers=fu, sm=sm)]
     if c.get("vision_config"):
         out.append(vision_learned(Cfg(c["vision_config"], SIGLIP_VISION)))
     return out
@@ -524,9 +524,9 @@ def fam_gemma3n(c):
     t = Cfg(c["text_config"])
     n = t.get("num_hidden_layers")
     sl, fu = gemma_layers(t, n)
-    return [std_rope(t, "gemma3n", None, layers=sl, scaling={"rope_type": "default"},
+    return [std_rope(t, "gemma3n", layers=sl, scaling={"rope_type": "default"},
                      base=t.get("rope_local_base_freq"), sm=1.0, note="Gemma3nTextAttention.scaling is 1.0"),
-            std_rope(t, "gemma3n", None, layers=fu, sm=1.0)]
+            std_rope(t, "gemma3n", layers=fu, sm=1.0)]
 
 
 def fam_gemma4(c):
@@ -565,7 +565,7 @@ def query_scale_enc(variant, layers, beta, floor, mx, why):
 def fam_ministral3(c):
     t = Cfg(c["text_config"])
     rp = dict(t.get("rope_parameters"))
-    e = std_rope(t, "ministral3", None, scaling=rp, base=rp["rope_theta"])
+    e = std_rope(t, "ministral3", scaling=rp, base=rp["rope_theta"])
     out = [e]
     if rp.get("llama_4_scaling_beta") is not None:
         out.append(query_scale_enc("ministral3", "all", rp["llama_4_scaling_beta"],
@@ -576,7 +576,7 @@ def fam_ministral3(c):
 
 
 def fam_mistral3(c):
-    out = [std_rope(Cfg(c["text_config"]), "mistral", None)]
+    out = [std_rope(Cfg(c["text_config"]), "mistral")]
     out.append(pixtral_enc(Cfg(c["vision_config"])))
     return out
 
@@ -629,7 +629,7 @@ def text_of(c, defaults=None):
 
 
 def fam_llava(c):  # llava, llava_next, llava_onevision, pixtral-12b (llava + pixtral vision)
-    out = [std_rope(text_of(c), c["text_config"]["model_type"], None)]
+    out = [std_rope(text_of(c), c["text_config"]["model_type"])]
     v = c["vision_config"]
     if v["model_type"] == "pixtral":
         out.append(pixtral_enc(Cfg(v)))
@@ -645,11 +645,11 @@ GEMMA_TEXT = {"head_dim": 256, "rope_theta": 10000.0, "max_position_embeddings":
 
 def fam_paligemma(c):
     t = text_of(c, GEMMA_TEXT)
-    return [std_rope(t, "gemma", None), vision_learned(Cfg(c["vision_config"], SIGLIP_VISION))]
+    return [std_rope(t, "gemma"), vision_learned(Cfg(c["vision_config"], SIGLIP_VISION))]
 
 
 def fam_idefics3(c):
-    out = [std_rope(text_of(c), "llama", None)]
+    out = [std_rope(text_of(c), "llama")]
     out.append(vision_learned(Cfg(c["vision_config"]), extra={
         "note": "for a partial image, position ids come from bucketize of fractional patch coordinates"}))
     return out
@@ -658,7 +658,7 @@ def fam_idefics3(c):
 def fam_internvl(c):
     v = c["vision_config"]
     side = v["image_size"][0] // v["patch_size"][0]
-    return [std_rope(text_of(c), "qwen2", None),
+    return [std_rope(text_of(c), "qwen2"),
             learned_enc("vision", "all", side * side + 1, 0, [side, side], 1)]
 
 
@@ -669,7 +669,7 @@ def fam_mllama(c):
     hd = t.get("hidden_size") // t.get("num_attention_heads")
     v = Cfg(c["vision_config"])
     side = v.get("image_size") // v.get("patch_size")
-    return [std_rope(t, "mllama", None, layers=[i for i in range(n) if i not in xl]),
+    return [std_rope(t, "mllama", layers=[i for i in range(n) if i not in xl]),
             none_enc("text", xl, hd, hd ** -0.5, "cross-attention layers: keys are image states, no rotary"),
             learned_enc("vision", "all", side * side + 1, 0, [side, side], 1,
                         {"gated": True, "max_num_tiles": v.get("max_num_tiles"),
@@ -678,8 +678,7 @@ def fam_mllama(c):
 
 def fam_glm4v(c):
     t = text_of(c)
-    hd = t.get("hidden_size") // t.get("num_attention_heads")
-    e = std_rope(t, "glm4v", None, layout="interleaved", scaling={"rope_type": "default"})
+    e = std_rope(t, "glm4v", layout="interleaved", scaling={"rope_type": "default"})
     e["mrope_section"] = t.get("rope_scaling")["mrope_section"]
     e["note"] = "text alone: the three position rows are equal, the table is plain rope"
     v = Cfg(c["vision_config"])
@@ -779,8 +778,8 @@ def fam_modernbert(c):
     k = cfg.get("global_attn_every_n_layers")
     glob = [i for i in range(n) if i % k == 0]
     loc = [i for i in range(n) if i % k]
-    return [std_rope(cfg, "modernbert", None, layers=glob, base=cfg.get("global_rope_theta"), scaling={}),
-            std_rope(cfg, "modernbert", None, layers=loc, base=cfg.get("local_rope_theta"), scaling={},
+    return [std_rope(cfg, "modernbert", layers=glob, base=cfg.get("global_rope_theta"), scaling={}),
+            std_rope(cfg, "modernbert", layers=loc, base=cfg.get("local_rope_theta"), scaling={},
                      note="local (sliding 128) layers")]
 
 
@@ -888,7 +887,7 @@ def fam_qwen_vl(c):
     s = t.get("rope_scaling") or c.get("rope_scaling")
     sec = s["mrope_section"]
     inter = bool(s.get("mrope_interleaved"))
-    e = std_rope(t, mt, None, scaling={"rope_type": "default"})
+    e = std_rope(t, mt, scaling={"rope_type": "default"})
     e["kind"] = "mrope"
     e["variant"] = {"qwen2_5_vl": "qwen25vl", "qwen3_vl": "qwen3vl"}.get(mt, "qwen2vl")
     e["mrope_section"] = sec
