@@ -847,6 +847,29 @@ def fam_phi3_longrope(c):
                      tables=tables)]
 
 
+def fam_phimoe(c):
+    """PhimoeRotaryEmbedding: LongRoPE frequencies (short / long factors by sequence length), but the
+    tables are scaled by short_mscale / long_mscale from the config, not LongRoPE's attention factor."""
+    cfg = Cfg(c)
+    s = dict(cfg.get("rope_scaling"))
+    hd = cfg.get("hidden_size") // cfg.get("num_attention_heads")
+    mx = cfg.get("max_position_embeddings")
+    orig = cfg.get("original_max_position_embeddings") or s["original_max_position_embeddings"]
+    s.setdefault("original_max_position_embeddings", orig)
+    s.pop("factor", None)
+    tables = []
+    for seq in (orig, mx):
+        inv, _, factor = inv_longrope(cfg.get("rope_theta"), hd, s, mx, seq)
+        msc = s["long_mscale"] if seq > orig else s["short_mscale"]
+        t = rope_table(inv, positions_for(seq), msc, seq)
+        t["attention_scaling"] = msc
+        tables.append(t)
+    return [rope_enc("text", "all", hd, hd, "half", cfg.get("rope_theta"), "longrope", inv, s["long_mscale"],
+                     hd ** -0.5, mx, {"original_max_position_embeddings": orig, "short_mscale": s["short_mscale"],
+                                      "long_mscale": s["long_mscale"], "longrope_attention_factor_unused":
+                                      math.sqrt(1 + math.log(factor) / math.log(orig))}, tables=tables)]
+
+
 def mrope_axes(section, interleaved):
     """Which position row (t, h, w) each frequency pair uses."""
     n = sum(section)
@@ -1028,6 +1051,7 @@ FAMILIES = {
     # details that change numbers (item 5), on published configs already under tests/data/configs
     "deepseek-v3": (fam_deepseek_v3, [M + "deepseek_v3/modeling_deepseek_v3.py"]),
     "deepseek-v3-rope-interleave-false": (fam_deepseek_v3, [M + "deepseek_v3/modeling_deepseek_v3.py"]),
+    "phi-3.5-moe-instruct": (fam_phimoe, [M + "phimoe/modeling_phimoe.py"]),
     "phi4-mini-instruct-longrope-factor": (fam_phi3_longrope, [TF + "modeling_rope_utils.py (5.x longrope)"]),
     "qwen2.5-vl-7b": (fam_qwen_vl, [M + "qwen2_5_vl/modeling_qwen2_5_vl.py (get_rope_index)"]),
     "qwen3-vl-8b": (fam_qwen_vl, [M + "qwen3_vl/modeling_qwen3_vl.py"]),
