@@ -546,7 +546,31 @@ def fam_gemma4(c):
     return [rope_enc("text", sl, hd, hd, "half", ps["rope_theta"], "default", inv_s, 1.0, 1.0, mx),
             rope_enc("text", fu, ghd, ghd, "half", pf["rope_theta"], "proportional", inv_f, 1.0, 1.0, mx,
                      {"partial_rotary_factor": part, "rotated_pairs": int(part * ghd // 2),
-                      "note": "frequencies past the rotary share are 0: those channels see cos 1, sin 0"})]
+                      "note": "frequencies past the rotary share are 0: those channels see cos 1, sin 0"}),
+            gemma4_vision_enc(Cfg(c["vision_config"]))]
+
+
+def gemma4_vision_enc(v):
+    """Gemma4VisionRotaryEmbedding: the head splits into an x block and a y block of head_dim/2
+    channels, each rotated in half layout with inv_freq over head_dim/2; x is the column."""
+    hd = v.get("head_dim")
+    sd = hd // 2
+    base = v.get("rope_parameters")["rope_theta"]
+    inv = 1.0 / (base ** (torch.arange(0, sd, 2, dtype=torch.float32) / sd))
+    pts = [(r, q) for r, q in PATCHES if r >= 0] + [(40, 63)]
+    rows = []
+    for r, q in pts:
+        ax = angles(inv, [q])[0]
+        ay = angles(inv, [r])[0]
+        rows.append(torch.cat([ax, ay]))
+    a = torch.stack(rows)
+    return {"tower": "vision", "kind": "rope2d", "variant": "gemma4", "layers": "all", "head_dim": hd,
+            "rotary_dim": hd, "layout": "half_per_axis", "base": base, "softmax_scale": 1.0,
+            "inv_freq": f32_hex(inv), "pair_axis": ["col"] * (sd // 2) + ["row"] * (sd // 2),
+            "patches": pts, "cos": f32_hex(a.cos()), "sin": f32_hex(a.sin()),
+            "position_embedding_size": v.get("position_embedding_size"),
+            "note": "channels [0, head_dim/2) rotate by the column (pair i at i, i + head_dim/4), "
+                    "[head_dim/2, head_dim) by the row; plus a learned table per axis of position_embedding_size rows"}
 
 
 def query_scale_enc(variant, layers, beta, floor, mx, why):
