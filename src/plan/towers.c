@@ -183,7 +183,6 @@ int plan_family_deberta(struct cfg *c)
 	e->head_dim = d.head_dim;
 	/* the model divides by a float32 sqrt(head_dim * (1 + terms)) */
 	e->softmax_scale = 1 / (double)sqrtf((float)d.head_dim * (float)(1 + terms));
-	pe_plan_param(e, "k_len", "%lld", (long long)c->len);
 	if (buckets > 0) {
 		pe_plan_param_real(e, "position_buckets", buckets);
 		pe_plan_source(e, "position_buckets", "position_buckets");
