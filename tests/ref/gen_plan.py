@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Known answers for POST /v1/plan: for every config under tests/data/configs/, the encodings the
 model uses, each with a hand-written query of its table and that table's values at len=8, from a
-reading of the config written here independently of src/core/plan.c (the published transformers /
+reading of the config written here independently of src/plan/ (the published transformers /
 model-code conventions, as the comments say), and the tables from the independent references of
 gen_rope.py and gen_tables.py (float64; T5's buckets in PyTorch as transformers computes them).
 
@@ -134,6 +134,8 @@ def plan_of(cfg):
              f"&interleaved={il}&segments=text:{LEN}")
         if mt == "qwen2_5_vl":  # its own get_rope_index (time-scaled videos); text alone is the same
             q += "&variant=qwen25vl"
+        if mt == "qwen3_vl":  # its videos' timestamps; text alone is the same
+            q += "&variant=qwen3vl"
         return [{"kind": "mrope", "table": "rope/mrope", "layers": "all", "query": q, "head_dim": head_dim,
                  "rotary_dim": head_dim, "softmax_scale": sm, "attention_scaling": 1.0,
                  "same_as": f"dim={head_dim}&base={num_text(get('rope_theta'))}&len={LEN}"}]
