@@ -272,6 +272,23 @@ static int add_axial(struct cfg *c, const struct gen *g)
 	return 0;
 }
 
+/* A sin-cos grid's size (frames when the grid is a video's) and width: the hidden size. */
+static void grid_params(struct pe_plan_enc *e, const struct gen *g)
+{
+	if (g->grid.rank == 3) {
+		pe_plan_param(e, "frames", "%lld", (long long)g->grid.t);
+		pe_plan_source(e, "frames", "frames");
+	}
+	pe_plan_param(e, "height", "%lld", (long long)g->grid.h);
+	pe_plan_source(e, "height", "height");
+	pe_plan_param(e, "width", "%lld", (long long)g->grid.w);
+	pe_plan_source(e, "width", "width");
+	pe_plan_param(e, "dim", "%lld", (long long)g->hidden);
+	pe_plan_source(e, "dim", "attention_head_dim");
+	e->head_dim = (int)g->head_dim;
+	e->softmax_scale = 1 / sqrt((double)g->head_dim);
+}
+
 /* SD3, PixArt, DiT: the 2-D sin-cos of PatchEmbed at the token grid. */
 static int add_sincos2d(struct cfg *c, const struct gen *g)
 {
@@ -296,12 +313,7 @@ static int add_sincos2d(struct cfg *c, const struct gen *g)
 	struct pe_plan_enc *e = add_enc(c, "sinusoidal2d", "sinusoidal2d", "input");
 	if (!e)
 		return PE_EINTERNAL;
-	pe_plan_param(e, "height", "%lld", (long long)g->grid.h);
-	pe_plan_source(e, "height", "height");
-	pe_plan_param(e, "width", "%lld", (long long)g->grid.w);
-	pe_plan_source(e, "width", "width");
-	pe_plan_param(e, "dim", "%lld", (long long)g->hidden);
-	pe_plan_source(e, "dim", "attention_head_dim");
+	grid_params(e, g);
 	pe_plan_param(e, "base_size", "%lld", (long long)(sample / g->patch));
 	pe_plan_source(e, "base_size", "sample_size");
 	pe_plan_param_real(e, "interpolation_scale", interp);
@@ -310,8 +322,6 @@ static int add_sincos2d(struct cfg *c, const struct gen *g)
 		pe_plan_param(e, "pos_embed_max_size", "%lld", (long long)maxsz);
 		pe_plan_source(e, "pos_embed_max_size", "pos_embed_max_size");
 	}
-	e->head_dim = (int)g->head_dim;
-	e->softmax_scale = 1 / sqrt((double)g->head_dim);
 	pe_plan_note(e, "[tokens, %lld] added to the patch embeddings; base_size is sample_size / patch_size%s", (long long)g->hidden,
 		     maxsz ? "; computed on the pos_embed_max_size square and cropped at its centre" : "");
 	return 0;
@@ -335,20 +345,11 @@ static int add_cogvideox(struct cfg *c, const struct gen *g)
 	struct pe_plan_enc *e = add_enc(c, "sinusoidal3d", "sinusoidal3d", "input");
 	if (!e)
 		return PE_EINTERNAL;
-	pe_plan_param(e, "frames", "%lld", (long long)g->grid.t);
-	pe_plan_source(e, "frames", "frames");
-	pe_plan_param(e, "height", "%lld", (long long)g->grid.h);
-	pe_plan_source(e, "height", "height");
-	pe_plan_param(e, "width", "%lld", (long long)g->grid.w);
-	pe_plan_source(e, "width", "width");
-	pe_plan_param(e, "dim", "%lld", (long long)g->hidden);
-	pe_plan_source(e, "dim", "attention_head_dim");
+	grid_params(e, g);
 	pe_plan_param_real(e, "spatial_interpolation_scale", si);
 	pe_plan_source(e, "spatial_interpolation_scale", "spatial_interpolation_scale");
 	pe_plan_param_real(e, "temporal_interpolation_scale", ti);
 	pe_plan_source(e, "temporal_interpolation_scale", "temporal_interpolation_scale");
-	e->head_dim = (int)g->head_dim;
-	e->softmax_scale = 1 / sqrt((double)g->head_dim);
 	pe_plan_note(e, "[frames, height x width, %lld] added to the video tokens' embeddings; the text tokens before "
 		     "them get zeros", (long long)g->hidden);
 	return 0;
