@@ -5,6 +5,7 @@
  * cannot take are 400s naming height, width or frames; an unknown _class_name a 422 naming it. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
+#include "cli/run.h"
 
 #include <math.h>
 #include <signal.h>
@@ -149,6 +150,32 @@ START_TEST(sizes_the_latent_cannot_take_are_refused)
 }
 END_TEST
 
+/* `posenc plan --height --width --frames` prints what the daemon answers for the same query, and
+ * a size the latent cannot take is status 2 naming the option. */
+START_TEST(the_cli_plans_as_the_daemon_does)
+{
+	struct pe_daemon d;
+	struct crun c;
+	struct crun_opts o = {0};
+	long status;
+	pe_daemon_start(&d, NULL);
+	json_t *want = post_plan(&d, "CogVideoX-5b.json", "height=768&width=1360&frames=85", &status);
+	ck_assert_int_eq(status, 200);
+	crun(&c, &o, "plan", "--height", "768", "--width", "1360", "--frames", "85", DIR_ "CogVideoX-5b.json", NULL);
+	crun_expect_ok(&c);
+	json_t *got = json_loadb(c.out, c.nout, 0, NULL);
+	ck_assert_msg(got && json_equal(want, got), "%.*s", (int)c.nout, c.out);
+	json_decref(got);
+	json_decref(want);
+	crun_free(&c);
+	crun(&c, &o, "plan", "--height", "1000", "--width", "1024", DIR_ "FLUX.1-dev.json", NULL);
+	ck_assert_int_eq(c.status, 2);
+	ck_assert_ptr_nonnull(strstr(c.err, "--height"));
+	crun_free(&c);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
 static Suite *plan_generators_suite(void)
 {
 	Suite *s = suite_create("plan_generators");
@@ -156,6 +183,7 @@ static Suite *plan_generators_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, sizes_the_latent_cannot_take_are_refused);
 	tcase_add_test(tc, every_generator_at_two_sizes);
+	tcase_add_test(tc, the_cli_plans_as_the_daemon_does);
 	suite_add_tcase(s, tc);
 	return s;
 }
