@@ -155,6 +155,9 @@ static int size_of(struct cfg *c, struct gen *g)
 	g->lw = o->width / m->vae;
 	g->grid = (struct pe_axial_grid){.rank = 2, .t = 1, .h = o->height / stride, .w = o->width / stride};
 	g->lt = 1;
+	if (g->grid.h > PE_AXIAL_MAX_SIDE || g->grid.w > PE_AXIAL_MAX_SIDE)
+		return pe_err_set(c->err, PE_EINVAL, g->grid.h > g->grid.w ? "height" : "width", "at most %d tokens a side",
+				  PE_AXIAL_MAX_SIDE);
 	if (!m->vae_t) {
 		if (o->frames > 1)
 			return pe_err_set(c->err, PE_EINVAL, "frames", "%s makes images: frames must be 1 or absent", m->class_name);
@@ -172,9 +175,6 @@ static int size_of(struct cfg *c, struct gen *g)
 				  (long long)g->lt, (long long)g->patch_t);
 	g->grid.rank = 3;
 	g->grid.t = g->lt / g->patch_t;
-	if (g->grid.h > PE_AXIAL_MAX_SIDE || g->grid.w > PE_AXIAL_MAX_SIDE)
-		return pe_err_set(c->err, PE_EINVAL, g->grid.h > g->grid.w ? "height" : "width", "at most %d tokens a side",
-				  PE_AXIAL_MAX_SIDE);
 	return 0;
 }
 
