@@ -66,6 +66,7 @@ struct pe_plan {
 	size_t nenc;
 	char *warnings[PE_PLAN_MAX_WARNINGS];
 	size_t nwarnings;
+	char *generator; /* a generator's latent geometry as a JSON object (heap), or NULL */
 };
 
 struct pe_plan_opts {
@@ -83,6 +84,7 @@ struct pe_plan_opts {
 	 * PE_PLAN_URL_ROOM); 0: PE_PLAN_MAX_URL. A longer url is a 422 naming the config key whose
 	 * value makes it long (a factor list). */
 	size_t max_url;
+	int64_t height, width, frames; /* a generator's output size in pixels and frames (0: not given) */
 };
 
 /* The plan of the config in json[0 .. n). Errors: PE_EBODY (400) for JSON that does not parse

@@ -90,7 +90,9 @@ void cli_help_main(FILE *f)
 		   "  posenc plan [--len N] [--max-elements N] config.json   print the plan (JSON)\n"
 		   "  posenc rope --config config.json [--len N] [--layers L] -o t.npy\n"
 		   "                              the table the plan names (--layers picks one of several:\n"
-		   "                              sliding_attention, full_attention, encoder, decoder, a layer)\n\n");
+		   "                              sliding_attention, full_attention, encoder, decoder, a layer)\n"
+		   "  posenc plan --height H --width W [--frames F] config.json\n"
+		   "                              a diffusers transformer (_class_name) at H x W pixels (F frames)\n\n");
 	put_options(f);
 	fprintf(f, "\nExit status: 0 success, 2 bad usage or parameter (one line on stderr naming it),\n"
 		   "1 input/output or other failure. A failed run never leaves a partial -o file\n"

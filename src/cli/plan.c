@@ -51,14 +51,27 @@ static int parse_count(const char *s, const char *param, uint64_t max, int64_t *
 	return 0;
 }
 
-static int make_plan(const char *path, const char *len, const char *max_elements, struct pe_plan *plan,
-		     struct pe_err *err)
+/* A generator's --height, --width, --frames (NULL: not given) into o. */
+static int gen_size(const char *const gen[3], struct pe_plan_opts *o, struct pe_err *err)
+{
+	static const char *const names[3] = {"height", "width", "frames"};
+	int64_t *dst[3] = {&o->height, &o->width, &o->frames};
+	for (int k = 0; k < 3; k++)
+		if (gen && gen[k] && parse_count(gen[k], names[k], 1 << 20, dst[k], err) != 0)
+			return PE_EINVAL;
+	return 0;
+}
+
+static int make_plan(const char *path, const char *len, const char *max_elements, const char *const gen[3],
+		     struct pe_plan *plan, struct pe_err *err)
 {
 	/* No response limits: the CLI writes a table block by block to its output, with no response budget,
 	 * so its only limit is --max-elements; the urls are JSON GETs of that length. */
 	struct pe_plan_opts o = {.len = 0, .max_elements = CLI_DEFAULT_MAX_ELEMENTS};
 	int64_t v = 0;
 	if (len && parse_count(len, "len", (uint64_t)PE_PLAN_MAX_LEN, &o.len, err) != 0)
+		return PE_EINVAL;
+	if (gen_size(gen, &o, err) != 0)
 		return PE_EINVAL;
 	if (max_elements) {
 		if (parse_count(max_elements, "max-elements", INT64_MAX, &v, err) != 0)
@@ -71,7 +84,7 @@ static int make_plan(const char *path, const char *len, const char *max_elements
 		return err->code;
 	int rc = pe_plan_build(text, n, &o, plan, err);
 	free(text);
-	if (rc != 0 && err->param[0] && strcmp(err->param, "len")) { /* name the file: the key is inside it */
+	if (rc != 0 && err->param[0] && strcmp(err->param, "len") && rc != PE_EINVAL) { /* name the file: the key is inside it */
 		char d[PE_ERR_DETAIL_MAX + 64];
 		snprintf(d, sizeof d, "%.60s: %s", path, err->detail);
 		pe_err_set(err, rc, "config", "%.*s", PE_ERR_DETAIL_MAX - 1, d);
@@ -81,7 +94,7 @@ static int make_plan(const char *path, const char *len, const char *max_elements
 
 int cli_plan_main(int argc, char **argv)
 {
-	const char *len = NULL, *max = NULL, *path = NULL;
+	const char *len = NULL, *max = NULL, *path = NULL, *gen[3] = {NULL, NULL, NULL};
 	struct pe_err err = {0};
 	struct pe_plan plan;
 	int rc = 0;
@@ -90,14 +103,20 @@ int cli_plan_main(int argc, char **argv)
 			len = argv[++i];
 		else if (!strcmp(argv[i], "--max-elements") && i + 1 < argc)
 			max = argv[++i];
+		else if (!strcmp(argv[i], "--height") && i + 1 < argc)
+			gen[0] = argv[++i];
+		else if (!strcmp(argv[i], "--width") && i + 1 < argc)
+			gen[1] = argv[++i];
+		else if (!strcmp(argv[i], "--frames") && i + 1 < argc)
+			gen[2] = argv[++i];
 		else if (argv[i][0] != '-' && !path)
 			path = argv[i];
 		else
-			rc = pe_err_set(&err, PE_EINVAL, "", "usage: posenc plan [--len N] [--max-elements N] config.json");
+			rc = pe_err_set(&err, PE_EINVAL, "", "usage: posenc plan [--len N] [--max-elements N] [--height H --width W [--frames F]] config.json");
 	}
 	if (rc == 0 && !path)
-		rc = pe_err_set(&err, PE_EINVAL, "", "usage: posenc plan [--len N] [--max-elements N] config.json");
-	if (rc == 0 && (rc = make_plan(path, len, max, &plan, &err)) == 0) {
+		rc = pe_err_set(&err, PE_EINVAL, "", "usage: posenc plan [--len N] [--max-elements N] [--height H --width W [--frames F]] config.json");
+	if (rc == 0 && (rc = make_plan(path, len, max, gen, &plan, &err)) == 0) {
 		size_t n = 0;
 		char *json = pe_plan_json(&plan, &n);
 		if (!json || fwrite(json, 1, n, stdout) != n || fflush(stdout) != 0)
@@ -167,10 +186,12 @@ int cli_plan_config(struct cli_args *a, struct cli_plan *cp, struct pe_err *err)
 	if (!config)
 		return 0;
 	for (size_t i = 0; i < a->nkv; i++)
-		if (strcmp(a->kv[i].key, "config") && strcmp(a->kv[i].key, "len") && strcmp(a->kv[i].key, "layers"))
-			return pe_err_set(err, PE_EINVAL, a->kv[i].key,
-					  "the parameters come from --config (only --len and --layers go with it)");
-	int rc = make_plan(config, take_kv(a, "len"), a->max_elements, &cp->plan, err);
+		if (strcmp(a->kv[i].key, "config") && strcmp(a->kv[i].key, "len") && strcmp(a->kv[i].key, "layers") &&
+		    strcmp(a->kv[i].key, "height") && strcmp(a->kv[i].key, "width") && strcmp(a->kv[i].key, "frames"))
+			return pe_err_set(err, PE_EINVAL, a->kv[i].key, "the parameters come from --config (only --len, --layers "
+					  "and a generator's --height, --width, --frames go with it)");
+	const char *gen[3] = {take_kv(a, "height"), take_kv(a, "width"), take_kv(a, "frames")};
+	int rc = make_plan(config, take_kv(a, "len"), a->max_elements, gen, &cp->plan, err);
 	if (rc != 0)
 		return rc;
 	cp->has_plan = 1;

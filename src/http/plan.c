@@ -38,8 +38,11 @@ static uint64_t body_limit(const struct pe_http *h)
 /* ?len=N: the longest sequence to plan for. */
 static const struct pe_param_spec specs[] = {
 	{"len", PE_PT_INT, "", 1, 1 << 30, NULL, "the longest sequence the plan's urls cover"},
+	{"height", PE_PT_INT, "", 1, 1 << 20, NULL, "a generator's (diffusers _class_name) image height in pixels"},
+	{"width", PE_PT_INT, "", 1, 1 << 20, NULL, "a generator's image width in pixels"},
+	{"frames", PE_PT_INT, "", 1, 1 << 20, NULL, "a video generator's frames (default: its pipeline's)"},
 };
-static const struct pe_table_def params = {.name = "plan", .params = specs, .nparams = 1, .fixed_dtype = PE_DTYPE_COUNT_};
+static const struct pe_table_def params = {.name = "plan", .params = specs, .nparams = 4, .fixed_dtype = PE_DTYPE_COUNT_};
 
 static const struct pe_contract contract[] = {
 	{.methods = "POST", .params = &params, .finish = 1, .media = "application/json", .body_limit_cb = body_limit,
@@ -92,7 +95,10 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 		.len = pe_param_isset(p, "len") ? pe_param_int(p, "len") : 0, .max_elements = r->h->opt.max_elements,
 		.max_response_bytes = r->h->opt.max_response_bytes, .budget_bytes = budget_limit(r->h),
 		/* the request line this server reads (0: libmicrohttpd's pool is its 32 KiB default) */
-		.max_url = (r->h->opt.max_header_bytes ? r->h->opt.max_header_bytes : 32768) - PE_PLAN_URL_ROOM};
+		.max_url = (r->h->opt.max_header_bytes ? r->h->opt.max_header_bytes : 32768) - PE_PLAN_URL_ROOM,
+		.height = pe_param_isset(p, "height") ? pe_param_int(p, "height") : 0,
+		.width = pe_param_isset(p, "width") ? pe_param_int(p, "width") : 0,
+		.frames = pe_param_isset(p, "frames") ? pe_param_int(p, "frames") : 0};
 	pe_http_take_body(r, &j->body);
 	return pe_oneshot_start(r, conn, &j->os, &plan_answer);
 }

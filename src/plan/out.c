@@ -121,6 +121,7 @@ void pe_plan_destroy(struct pe_plan *plan)
 	}
 	for (size_t k = 0; k < plan->nwarnings; k++)
 		free(plan->warnings[k]);
+	free(plan->generator);
 	memset(plan, 0, sizeof *plan);
 }
 
@@ -556,6 +557,10 @@ char *pe_plan_json(const struct pe_plan *plan, size_t *len)
 	struct sb b = {0};
 	puts_(&b, "{\"model_type\":");
 	put_str(&b, plan->model_type);
+	if (plan->generator) {
+		puts_(&b, ",\"generator\":");
+		puts_(&b, plan->generator);
+	}
 	puts_(&b, ",\"encodings\":[");
 	for (size_t i = 0; i < plan->nenc; i++) {
 		puts_(&b, i ? ",\n  " : "\n  ");

@@ -26,6 +26,7 @@
  * Files: cfg.c reads the config (errors naming the key, dimensions, len), rope.c holds the RoPE
  * families and scaling.c their rope_scaling / rope_parameters, out.c builds urls and the answer; this file the other families and the table that picks a family by model_type. */
 #include "plan/cfg.h"
+#include "plan/diffusers.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -301,6 +302,8 @@ static const struct plan_family *plan_find_family(const char *model_type)
 
 static int build(struct cfg *c)
 {
+	if (plan_is_generator(c->root))
+		return plan_generator(c);
 	const json_t *mt = plan_member(c->root, "model_type");
 	if (!mt || !json_is_string(mt))
 		return plan_bad(c, "model_type", "the config has no model_type string");
