@@ -15,6 +15,7 @@ static const struct pe_table_def *const all[] = {
 	&pe_table_rope_inv_freq,
 	&pe_table_rope_mrope,
 	&pe_table_rope_mrope_positions,
+	&pe_table_relative_deberta, &pe_table_rope_query_scale,
 	&pe_table_analysis_similarity,
 	&pe_table_analysis_rope_decay,
 	&pe_table_analysis_order,

@@ -48,7 +48,7 @@ static void t5_init(const struct pe_params *p, struct t5 *t)
 	t->log_buckets = (float)(t->half - t->max_exact);
 }
 
-static int t5_check(struct pe_params *p, struct pe_err *err)
+void pe_relative_k_len(struct pe_params *p)
 {
 	struct pe_param_val *k = &p->v[pe_param_index(p->def, "k_len")];
 	if (!k->set) {
@@ -56,6 +56,27 @@ static int t5_check(struct pe_params *p, struct pe_err *err)
 		k->i = pe_param_int(p, "q_len");
 		k->r = (double)k->i;
 	}
+}
+
+int pe_relative_rows(const struct pe_params *p, int32_t (*value)(const void *ctx, int64_t k_minus_q), const void *ctx,
+		     size_t r0, size_t n, int32_t *out, struct pe_err *err)
+{
+	int64_t q_len = pe_param_int(p, "q_len"), k_len = pe_param_int(p, "k_len");
+	size_t nrel = (size_t)(q_len + k_len - 1);
+	int32_t *lut = malloc(nrel * sizeof *lut); /* lut[j] = value of k - q = j - (q_len - 1) */
+	if (!lut)
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	for (size_t j = 0; j < nrel; j++)
+		lut[j] = value(ctx, (int64_t)j - (q_len - 1));
+	for (size_t q = r0; q < r0 + n; q++)
+		memcpy(out + (q - r0) * (size_t)k_len, lut + ((size_t)q_len - 1 - q), (size_t)k_len * sizeof *lut);
+	free(lut);
+	return 0;
+}
+
+static int t5_check(struct pe_params *p, struct pe_err *err)
+{
+	pe_relative_k_len(p);
 	int64_t nb = pe_param_int(p, "num_buckets"), md = pe_param_int(p, "max_distance");
 	int bi = (int)pe_param_int(p, "bidirectional");
 	int64_t max_exact = (bi ? nb / 2 : nb) / 2;
@@ -78,8 +99,9 @@ static int t5_shape(const struct pe_params *p, struct pe_shape *s)
 	return 0;
 }
 
-static int32_t t5_bucket(const struct t5 *t, int64_t rel)
+static int32_t t5_bucket(const void *ctx, int64_t rel)
 {
+	const struct t5 *t = ctx;
 	int64_t bucket = 0, n;
 	if (t->bidirectional) {
 		bucket = rel > 0 ? t->half : 0;
@@ -98,20 +120,9 @@ static int32_t t5_bucket(const struct t5 *t, int64_t rel)
 static int t5_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
 			   struct pe_err *err)
 {
-	int64_t q_len = pe_param_int(p, "q_len"), k_len = pe_param_int(p, "k_len");
-	size_t nrel = (size_t)(q_len + k_len - 1);
 	struct t5 t;
 	t5_init(p, &t);
-	int32_t *lut = malloc(nrel * sizeof *lut); /* lut[j] = bucket of k - q = j - (q_len - 1) */
-	if (!lut)
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	for (size_t j = 0; j < nrel; j++)
-		lut[j] = t5_bucket(&t, (int64_t)j - (q_len - 1));
-	int32_t *o = out[0];
-	for (size_t q = r0; q < r0 + n; q++)
-		memcpy(o + (q - r0) * (size_t)k_len, lut + ((size_t)q_len - 1 - q), (size_t)k_len * sizeof *lut);
-	free(lut);
-	return 0;
+	return pe_relative_rows(p, t5_bucket, &t, r0, n, out[0], err);
 }
 
 static int t5_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)

@@ -32,7 +32,7 @@
 
 enum { L_HALF, L_INTERLEAVED };
 const char *const pe_rope_layouts[] = {"half", "interleaved", NULL};
-const char *const pe_rope_scalings[] = {"none", "linear", "ntk", "dynamic", "yarn", "longrope", "llama3", NULL};
+const char *const pe_rope_scalings[] = {"none", "linear", "ntk", "dynamic", "yarn", "longrope", "llama3", "proportional", NULL};
 const char *const pe_rope_compats[] = {"exact", "hf", "ggml", NULL};
 
 static const struct pe_param_spec rope_params[] = {
@@ -52,7 +52,7 @@ static const struct {
 	const char *name;
 	unsigned applies, required;
 } applicability[] = {
-	{"factor", S(LINEAR) | S(NTK) | S(DYNAMIC) | S(YARN) | S(LONGROPE) | S(LLAMA3),
+	{"factor", S(LINEAR) | S(NTK) | S(DYNAMIC) | S(YARN) | S(LONGROPE) | S(LLAMA3) | S(PROPORTIONAL),
 	 S(LINEAR) | S(NTK) | S(DYNAMIC) | S(YARN) | S(LLAMA3)},
 	{"original_max_position_embeddings", S(DYNAMIC) | S(YARN) | S(LONGROPE) | S(LLAMA3),
 	 S(DYNAMIC) | S(YARN) | S(LONGROPE) | S(LLAMA3)},
@@ -65,6 +65,7 @@ static const struct {
 	{"truncate", S(YARN), 0},
 	{"low_freq_factor", S(LLAMA3), 0},
 	{"high_freq_factor", S(LLAMA3), 0},
+	{"partial_rotary_factor", S(PROPORTIONAL), 0},
 	{"short_factor", S(LONGROPE), S(LONGROPE)},
 	{"long_factor", S(LONGROPE), S(LONGROPE)},
 };
@@ -148,7 +149,8 @@ static int check_factor(const struct pe_rope_cfg *c, struct pe_err *err)
 		return 0;
 	if (c->factor <= 0)
 		return pe_err_set(err, PE_EINVAL, "factor", "factor must be > 0");
-	if (c->factor < 1 && c->scaling != PE_ROPE_LINEAR && c->scaling != PE_ROPE_LONGROPE)
+	if (c->factor < 1 && c->scaling != PE_ROPE_LINEAR && c->scaling != PE_ROPE_LONGROPE &&
+	    c->scaling != PE_ROPE_PROPORTIONAL)
 		return pe_err_set(err, PE_EINVAL, "factor", "factor must be >= 1 for scaling=%s", pe_rope_scalings[c->scaling]);
 	return 0;
 }
@@ -162,6 +164,9 @@ static int check_scaling(struct pe_params *p, const struct pe_rope_cfg *c, struc
 		return check_yarn(p, c, err);
 	if (c->scaling == PE_ROPE_LONGROPE)
 		return check_longrope(p, c, err);
+	if (c->scaling == PE_ROPE_PROPORTIONAL && c->rot == 0)
+		return pe_err_set(err, PE_EINVAL, "partial_rotary_factor",
+				  "partial_rotary_factor * dim / 2 must be at least 1 (no frequency would turn)");
 	if (c->scaling == PE_ROPE_LLAMA3 && c->low_freq_factor > c->high_freq_factor)
 		return pe_err_set(err, PE_EINVAL, "high_freq_factor", "high_freq_factor must be at least low_freq_factor (equal: Llama 4's step)");
 	return 0;
@@ -171,6 +176,8 @@ static int check_scaling(struct pe_params *p, const struct pe_rope_cfg *c, struc
 static int check_ggml(struct pe_params *p, const struct pe_rope_cfg *c, struct pe_err *err)
 {
 	static const char *const not_ggml[] = {"mscale", "mscale_all_dim", NULL};
+	if (c->scaling == PE_ROPE_PROPORTIONAL)
+		return pe_err_set(err, PE_EINVAL, "compat", "compat=ggml cannot express scaling=proportional (use exact or hf)");
 	if (c->scaling == PE_ROPE_NTK || c->scaling == PE_ROPE_DYNAMIC)
 		return pe_err_set(err, PE_EINVAL, "compat",
 				  "compat=ggml cannot express scaling=%s (llama.cpp has no such rope type; give the scaled base)",

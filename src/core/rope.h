@@ -15,7 +15,7 @@ extern const char *const pe_rope_layouts[], *const pe_rope_scalings[], *const pe
 	{"dim", PE_PT_INT, dim_default, 2, PE_MAX_DIM, NULL, "rotary dimensions (even)"},                           \
 	{"base", PE_PT_REAL, "10000", 0, 1e300, NULL, "rope_theta (> 0)"},                                   \
 	{"scaling", PE_PT_ENUM, "none", 0, 0, pe_rope_scalings, "rope_type of transformers' rope_scaling"},          \
-	{"factor", PE_PT_REAL, "", 0, 1e300, NULL, "scaling factor (linear, ntk, dynamic, yarn, llama3; longrope: max/original positions)"}, \
+	{"factor", PE_PT_REAL, "", 0, 1e300, NULL, "scaling factor (linear, ntk, dynamic, yarn, llama3, proportional; longrope: max/original positions)"}, \
 	{"original_max_position_embeddings", PE_PT_INT, "", 1, PE_MAX_POSITION, NULL,                       \
 	 "pretrained context (dynamic, yarn, longrope, llama3)"},                                            \
 	{"seq_len", PE_PT_INT, "", 1, PE_MAX_POSITION, NULL, "sequence length seen (dynamic, longrope)"},    \
@@ -27,6 +27,7 @@ extern const char *const pe_rope_layouts[], *const pe_rope_scalings[], *const pe
 	{"truncate", PE_PT_BOOL, "1", 0, 1, NULL, "yarn: floor/ceil the correction range"},                 \
 	{"low_freq_factor", PE_PT_REAL, "1", 1e-300, 1e300, NULL, "llama3: low frequency factor"},          \
 	{"high_freq_factor", PE_PT_REAL, "4", 1e-300, 1e300, NULL, "llama3: high frequency factor"},        \
+	{"partial_rotary_factor", PE_PT_REAL, "1", 1e-300, 1, NULL, "proportional: rotated share of dim (Gemma 4)"}, \
 	{"short_factor", PE_PT_LIST, "", 1e-300, 1e300, NULL, "longrope: dim/2 factors up to the original context"}, \
 	{"long_factor", PE_PT_LIST, "", 1e-300, 1e300, NULL, "longrope: dim/2 factors beyond it"},           \
 	{"compat", PE_PT_ENUM, "exact", 0, 0, pe_rope_compats, "arithmetic: exact (double), hf (PyTorch float32), ggml (llama.cpp)"}
@@ -35,12 +36,13 @@ extern const char *const pe_rope_layouts[], *const pe_rope_scalings[], *const pe
 
 enum pe_rope_scaling {
 	PE_ROPE_NONE, PE_ROPE_LINEAR, PE_ROPE_NTK, PE_ROPE_DYNAMIC, PE_ROPE_YARN, PE_ROPE_LONGROPE,
-	PE_ROPE_LLAMA3
+	PE_ROPE_LLAMA3, PE_ROPE_PROPORTIONAL
 };
 
 /* Every parameter after pe_params_finish, defaults filled in; has_* say whether an optional one is set. */
 struct pe_rope_cfg {
 	size_t dim, h; /* rotary dims and dim/2 frequencies */
+	size_t rot;    /* frequencies that turn: h, or proportional's floor(partial_rotary_factor*dim/2) */
 	double base;
 	int scaling, compat;
 	double factor;

@@ -41,6 +41,7 @@ static void freq_at(const struct pe_rope_cfg *c, double base, double low, double
 		*extra = 1.0 / pos;
 		switch (c->scaling) {
 		case PE_ROPE_LINEAR:
+		case PE_ROPE_PROPORTIONAL:
 			*w = 1.0 / pos / c->factor;
 			break;
 		case PE_ROPE_YARN: {
@@ -59,10 +60,11 @@ static void freq_at(const struct pe_rope_cfg *c, double base, double low, double
 		}
 		return;
 	}
-	float pw = pe_torch_powf((float)base, (float)(2 * i) / (float)c->dim, i, c->h), v;
+	float pw = pe_torch_powf((float)base, (float)(2 * i) / (float)c->dim, i, c->rot), v;
 	*extra = (double)(1.0f / pw);
 	switch (c->scaling) {
 	case PE_ROPE_LINEAR:
+	case PE_ROPE_PROPORTIONAL:
 		v = (1.0f / pw) / (float)c->factor;
 		break;
 	case PE_ROPE_YARN:
@@ -227,11 +229,11 @@ int pe_rope_freq_bound(const struct pe_rope_cfg *c, double *m, double *u)
 {
 	if (c->compat == PE_COMPAT_GGML)
 		return ggml_bound(c, m, u);
-	if (!bound_covers(c))
+	if (!bound_covers(c) || c->rot == 0)
 		return -1;
 	double base = c->compat == PE_COMPAT_HF ? pe_rope_ntk_base_hf(c) : pe_rope_ntk_base(c), low = 0, high = 1, w, extra, fmin = 1, k = 1,
 	       xmax = 0;
-	size_t idx[MAX_WITNESS] = {0, c->h - 1}, n = 2, a = 1, b = 0;
+	size_t idx[MAX_WITNESS] = {0, c->rot - 1}, n = 2, a = 1, b = 0; /* proportional's zeros are no larger */
 	int ok = 1;
 	if (c->scaling == PE_ROPE_YARN)
 		pe_rope_yarn_range(c, &low, &high);

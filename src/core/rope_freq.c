@@ -30,7 +30,13 @@
  * three arithmetics (HF computes its smoothing term for every frequency but selects it only where
  * neither comparison holds; llama.cpp's converter, whose assert is commented out "for Llama4",
  * takes the same branches). A wavelength exactly on the edge is NaN in HF and in the converter
- * (x / 0.0 with x = 0 or not, then inf - inf); it is NaN here too, and /v1/rope refuses it. */
+ * (x / 0.0 with x = 0 or not, then inf - inf); it is NaN here too, and /v1/rope refuses it.
+ *
+ * proportional (Gemma 4; transformers' _compute_proportional_rope_parameters): the first
+ * rot = floor(partial_rotary_factor * dim / 2) frequencies are the unscaled ones of the whole dim,
+ * 1/base^(2i/dim) (the exponent's denominator is dim, not the rotated width), divided by factor as
+ * linear's are; the other dim/2 - rot are 0 (cos 1, sin 0: those pairs do not turn). In hf the pow
+ * runs over a tensor of rot exponents, which decides where PyTorch's SLEEF blocks end. */
 #include "core/rope_freq.h"
 #include "core/tables.h"
 #include "core/torchmath.h"
@@ -61,6 +67,9 @@ void pe_rope_cfg_get(const struct pe_params *p, struct pe_rope_cfg *c)
 	c->truncate = (int)pe_param_int(p, "truncate");
 	c->low_freq_factor = pe_param_real(p, "low_freq_factor");
 	c->high_freq_factor = pe_param_real(p, "high_freq_factor");
+	c->rot = c->h;
+	if (c->scaling == PE_ROPE_PROPORTIONAL) /* Python's int(prf * head_dim // 2) */
+		c->rot = (size_t)floor(pe_param_real(p, "partial_rotary_factor") * (double)c->dim / 2.0);
 	size_t n;
 	c->short_factor = pe_param_list(p, "short_factor", &n);
 	c->long_factor = pe_param_list(p, "long_factor", &n);
@@ -186,7 +195,8 @@ static void freqs_exact(const struct pe_rope_cfg *c, double *w)
 		double pos = pow(base, pe_rope_x_exact(c, i));
 		switch (c->scaling) {
 		case PE_ROPE_LINEAR:
-			w[i] = 1.0 / pos / c->factor;
+		case PE_ROPE_PROPORTIONAL:
+			w[i] = i < c->rot ? 1.0 / pos / c->factor : 0.0;
 			break;
 		case PE_ROPE_YARN: {
 			double ramp = fmin(fmax(((double)i - low) / (high - low), 0), 1), ef = 1 - ramp;
@@ -211,7 +221,7 @@ static void freqs_exact(const struct pe_rope_cfg *c, double *w)
 static void pow_hf(const struct pe_rope_cfg *c, double base, float *pw)
 {
 	for (size_t i = 0; i < c->h; i++)
-		pw[i] = pe_torch_powf((float)base, (float)(2 * i) / (float)c->dim, i, c->h);
+		pw[i] = pe_torch_powf((float)base, (float)(2 * i) / (float)c->dim, i, c->rot);
 }
 
 /* HF's llama3 on float32 tensors. `2*pi / t` is t.reciprocal() * 2*pi in PyTorch, and comparisons
@@ -250,7 +260,8 @@ static void freqs_hf(const struct pe_rope_cfg *c, float *pw, double *w)
 		float v;
 		switch (c->scaling) {
 		case PE_ROPE_LINEAR:
-			v = (1.0f / pw[i]) / (float)c->factor;
+		case PE_ROPE_PROPORTIONAL:
+			v = i < c->rot ? (1.0f / pw[i]) / (float)c->factor : 0.0f;
 			break;
 		case PE_ROPE_YARN:
 			v = pe_rope_yarn_hf(c, i, pw[i], low, high);

@@ -8,6 +8,7 @@ extern const struct pe_table_def pe_table_sinusoidal;
 extern const struct pe_table_def pe_table_sinusoidal2d, pe_table_rope2d;
 extern const struct pe_table_def pe_table_alibi_slopes, pe_table_alibi;
 extern const struct pe_table_def pe_table_relative_t5, pe_table_relative_xl;
+extern const struct pe_table_def pe_table_relative_deberta, pe_table_rope_query_scale; /* relative_deberta.c, query_scale.c */
 extern const struct pe_table_def pe_table_rope, pe_table_rope_inv_freq;
 extern const struct pe_table_def pe_table_rope_mrope, pe_table_rope_mrope_positions; /* mrope.c, mrope_positions.c */
 extern const struct pe_table_def pe_transform_sinusoidal_apply, pe_transform_alibi_apply, pe_transform_rope_apply;
@@ -26,6 +27,13 @@ void *pe_table_derived(const struct pe_params *from, const struct pe_table_def *
 /* compat=hf tables compute in float32: a real parameter they turn into a float must be a normal
  * float (else its frequencies overflow or vanish). 0, or PE_EINVAL naming it. */
 int pe_check_float32_range(const struct pe_params *p, const char *name, struct pe_err *err);
+
+/* Tables [q_len, k_len] whose entry depends on k - q only (relative.c): k_len defaults to q_len
+ * (a check calls pe_relative_k_len); rows [r0, r0 + n) from the q_len + k_len - 1 values
+ * value(ctx, k - q), each computed once, every row a slice of them. 0 or PE_ENOMEM. */
+void pe_relative_k_len(struct pe_params *p);
+int pe_relative_rows(const struct pe_params *p, int32_t (*value)(const void *ctx, int64_t k_minus_q), const void *ctx,
+		     size_t r0, size_t n, int32_t *out, struct pe_err *err);
 
 /* rope-decay's work per term (a sin/cos pair, two additions, a square root), in multiply-adds of
  * the similarity kernel's time; documented with max_analysis_cost (docs/configuration.md). */

@@ -5,6 +5,8 @@
 #include <stddef.h>
 
 float pe_torch_expf(float x);
+/* PyTorch's float32 torch.log, every element alike (its unary kernel is SLEEF's logf u10 throughout). */
+float pe_torch_logf(float x);
 /* Element i of n of PyTorch's float32 `base ** x` (a scalar base, a tensor of exponents). */
 float pe_torch_powf(float base, float x, size_t i, size_t n);
 

@@ -49,6 +49,8 @@ const AXES = {
 	'alibi/slopes': { x: 'head', v: 'slope' },
 	'relative/t5': { y: 'query', x: 'key', v: 'bucket' },
 	'relative/xl': { y: 'row (relative position len−1−row)', x: 'dimension' },
+	'relative/deberta': { y: 'query', x: 'key', v: 'relative position q − k (log-bucketed)' },
+	'rope/query-scale': { x: 'position', v: 'query scale' },
 	'rope/inv_freq': { x: 'frequency index i', v: 'inv_freq (radians per position)' },
 	'analysis/similarity': { y: 'position i', x: 'position j', rowStart: offsetOf, colStart: offsetOf },
 	'analysis/rope-decay': { x: 'relative distance m − n', v: 'mean |Σ e^{i(m−n)θ}|' },

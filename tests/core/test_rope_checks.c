@@ -92,7 +92,7 @@ static struct verdict run(const struct req *r, int scan)
 	return v;
 }
 
-static const char *const scalings[] = {"none", "linear", "ntk", "dynamic", "yarn", "longrope", "llama3"};
+static const char *const scalings[] = {"none", "linear", "ntk", "dynamic", "yarn", "longrope", "llama3", "proportional"};
 static const char *const compats[] = {"exact", "hf", "ggml"};
 
 /* A base: log-uniform over the whole range, near 1, or at float's and double's edges. */
@@ -212,7 +212,7 @@ static void make(struct req *r, int t)
 		return;
 	}
 	r->table = t == 0 ? "rope" : t == 1 ? "rope/inv_freq" : "rope/mrope";
-	int sc = (int)pick(7), compat = t == 2 ? (int)pick(2) : (int)pick(3);
+	int sc = (int)pick(8), compat = t == 2 ? (int)pick(2) : (int)pick(3);
 	size_t dim = some_dim(sc == 5);
 	double last = 1;
 	add(r, "dim", "%zu", dim);
@@ -251,7 +251,7 @@ static void make(struct req *r, int t)
 	add(r, "base", "%.17g", some_base());
 	if (sc != 0 && pick(12))
 		add(r, "factor", "%.17g", some_factor());
-	if (sc >= 3 && pick(12))
+	if (sc >= 3 && sc != 7 && pick(12))
 		add(r, "original_max_position_embeddings", "%lld", (long long)(pick(2) ? 1 + pick(9000) : 1 + pick(3000000)));
 	if ((sc == 3 || sc == 5) && pick(2))
 		add(r, "seq_len", "%lld", (long long)(1 + pick(5000000)));
@@ -272,6 +272,8 @@ static void make(struct req *r, int t)
 		add(r, "low_freq_factor", "%.17g", lo);
 		add(r, "high_freq_factor", "%.17g", pick(3) == 0 ? lo : pick(2) ? lo * (1 + 1e-12) : lo * logunif(1, 1e3));
 	}
+	if (sc == 7 && pick(4))
+		add(r, "partial_rotary_factor", "%.17g", pick(2) ? 0.25 : unif());
 	if (sc == 5) {
 		factor_list(r, "short_factor", dim / 2);
 		factor_list(r, "long_factor", dim / 2);

@@ -7,7 +7,7 @@
  * spatial_merge_size=1 are spelled out, and another variant has another. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
-#include "support/pe_kat.h"
+#include "support/pe_kat_http.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -18,53 +18,12 @@
 
 static struct pe_daemon D;
 
-static void expect_shape(const struct pe_resp *r, const struct pe_shape *s, const char *path)
-{
-	char want[96] = "", got[96];
-	size_t at = 0;
-	for (int i = 0; i < s->rank; i++)
-		at += (size_t)snprintf(want + at, sizeof want - at, "%s%zu", i ? "," : "", s->dim[i]);
-	ck_assert_msg(pe_resp_header(r, "X-PE-Shape", got, sizeof got) != NULL, "%s: no X-PE-Shape", path);
-	ck_assert_msg(strcmp(got, want) == 0, "%s: X-PE-Shape %s, expected %s", path, got, want);
-}
-
-/* Every case with query_field and file, fetched as raw dtype dt, within 1 ulp of the file. */
-static void compare_over_http(const char *query_field, const char *file, enum pe_dtype dt, const char *what)
-{
-	struct pe_kat k;
-	struct pe_kat_max m = {.what = what};
-	pe_kat_load(&k, DATA_DIR);
-	for (size_t i = 0; i < pe_kat_count(&k); i++) {
-		json_t *c = pe_kat_case(&k, i);
-		if (!pe_kat_has(c, query_field) || !pe_kat_has(c, file))
-			continue;
-		struct pe_shape s;
-		size_t n = pe_kat_shape(c, &s);
-		int f64file = strstr(file, "f64") != NULL;
-		void *ref = pe_kat_file(&k, c, file, n * (f64file ? 8 : 4));
-		char path[600];
-		snprintf(path, sizeof path, "/v1/%s?%s&format=bin&dtype=%s", pe_kat_str(c, "table"),
-			 pe_kat_str(c, query_field), pe_dtype_name(dt));
-		struct pe_resp r;
-		pe_get(&D, path, &r);
-		ck_assert_msg(r.status == 200, "%s: %ld %s", path, r.status, r.body ? r.body : "");
-		ck_assert_msg(r.len == n * pe_dtype_size(dt), "%s: %zu bytes", path, r.len);
-		expect_shape(&r, &s, path);
-		for (size_t j = 0; j < n; j++)
-			pe_kat_max_add(&m, pe_kat_ulp(dt, r.body, j, f64file ? ((double *)ref)[j] : ((float *)ref)[j]), path, j);
-		pe_resp_free(&r);
-		free(ref);
-	}
-	pe_kat_free(&k);
-	pe_kat_max_check(&m, 1);
-}
-
 START_TEST(known_answers_over_http)
 {
 	pe_daemon_start(&D, NULL);
-	compare_over_http("query", "ref_f64", PE_F64, "http exact f64 vs numpy");
-	compare_over_http("hf_query", "torch_f32", PE_F32, "http hf f32 vs torch");
-	compare_over_http("ggml_query", "ggml_f32", PE_F32, "http ggml f32 vs emulation");
+	pe_kat_http_compare(&D, DATA_DIR, "query", "ref_f64", PE_F64, "http exact f64 vs numpy");
+	pe_kat_http_compare(&D, DATA_DIR, "hf_query", "torch_f32", PE_F32, "http hf f32 vs torch");
+	pe_kat_http_compare(&D, DATA_DIR, "ggml_query", "ggml_f32", PE_F32, "http ggml f32 vs emulation");
 	ck_assert_int_eq(pe_daemon_stop(&D, SIGTERM), 0);
 }
 END_TEST
