@@ -70,11 +70,7 @@ static const struct {
 			       "which scales by 1/math.sqrt(head_dim), the plan's 0.08838834764831843"},
 	{"deberta-v3-base.json", "plan: softmax_scale 192**-0.5 (0.07216878364870323); DebertaV2 divides q.k by the float32 "
 				 "sqrt(head_dim * 3) = 0x415db3d7, i.e. 0.07216878494400528 (known); fix 1/(double)sqrtf(...)"},
-	{"deepseek-v3-rope-interleave-false.json", "plan: rope_interleave false ignored, layout interleaved; the model "
-						   "then uses apply_rotary_pos_emb (half); fix layout=half when false"},
-	{"phi4-mini-instruct-longrope-factor.json", "plan: LongRoPE's explicit rope_parameters.factor 16 ignored (url "
-						    "factor=32, attention_scaling 1.1902 for 1.1547); 5.x "
-						    "_compute_longrope_parameters takes factor when given; + " SCALE_POW},
+	{"phi4-mini-instruct-longrope-factor.json", SCALE_POW},
 	{"phi-3.5-moe-instruct.json", "plan: PhimoeRotaryEmbedding scales by short_mscale/long_mscale (1.2432), the plan "
 				      "by LongRoPE's attention factor 1.1902; fix attention_factor=the mscale; + " SCALE_POW},
 	{"roberta-base.json", "known answer: num_positions 514 is the table's rows where BART's 1024 is its positions "
@@ -89,12 +85,10 @@ static const struct {
 	{"gemma-4-e2b-it.json", "plan: no vision tower (Gemma 4's 2-D rope, half_per_axis, base 100)"},
 	{"glm-4.1v-9b-thinking.json", "known answer: text kind rope where it is M-RoPE (mrope_section 8,12,12; the plan's "
 				      "mrope, the README's kind); plan: no vision learned table (24x24); + " SCALE_POW},
-	{"llama4-scout.json", "plan: no query_scale encoding (attn_temperature_tuning on the NoPE layers) and no "
-			      "vision rope2d (llama4); + " SCALE_POW},
-	{"ministral-3-8b-instruct-2512.json", "plan: no query_scale encoding (llama_4_scaling_beta 0.1); + " SCALE_POW},
+	{"llama4-scout.json", "plan: no vision rope2d (llama4, 24x24 + class token); + " SCALE_POW},
+	{"ministral-3-8b-instruct-2512.json", SCALE_POW},
 	{"qwen2.5-vl-7b.json", "plan: no vision rope2d (qwen2vl, head_dim 80); + " SCALE_POW},
-	{"qwen3-vl-8b.json", "plan: mrope variant=qwen2vl for qwen3vl, no vision rope2d and no vision learned table; "
-			     "+ " SCALE_POW},
+	{"qwen3-vl-8b.json", "plan: no vision rope2d (qwen2vl) and no vision learned table; + " SCALE_POW},
 	{NULL, NULL},
 };
 
