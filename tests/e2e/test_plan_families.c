@@ -94,6 +94,18 @@ static const struct {
 
 static const char *const json_ct[] = {"Content-Type: application/json", NULL};
 
+/* How many known encodings of each kind were compared with what the daemon served (or, for learned
+ * and none, with the plan's fields), whatever the outcome: a kind no family reaches is a failure. */
+static const char *const kinds[] = {"rope", "mrope", "rope2d", "sinusoidal", "query_scale", "t5", "deberta", "learned", "none"};
+static size_t compared[sizeof kinds / sizeof kinds[0]];
+
+static void count(const char *kind)
+{
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (!strcmp(kinds[i], kind))
+			compared[i]++;
+}
+
 /* One family's findings: each difference counted and the first few kept for the message. */
 struct fam {
 	const struct pe_daemon *d;
@@ -745,6 +757,7 @@ static void encoding_check(struct fam *f, json_t *plan, json_t *ke)
 		return;
 	}
 	same_double(f, "softmax_scale", json_object_get(ke, "softmax_scale"), json_object_get(pe, "softmax_scale"));
+	count(kind);
 	if (!strcmp(kind, "none"))
 		return;
 	if (!strcmp(kind, "learned")) {
@@ -838,6 +851,8 @@ START_TEST(every_family_matches_its_known_answer)
 	closedir(dir);
 	ck_assert_msg(failed == 0, "%zu families differ from their known answers, or match and are listed (above)", failed);
 	ck_assert_uint_ge(families, 60);
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		ck_assert_msg(compared[i] > 0, "no known %s encoding was compared", kinds[i]);
 	ck_assert_uint_eq(matched + listed, families);
 	for (size_t i = 0; known_mismatch[i].model; i++) {
 		char path[300];
