@@ -48,10 +48,13 @@ static const struct {
 	{"glm-4-9b-0414.json", SCALE_POW},
 	{"glm-4-9b-chat-hf.json", SCALE_POW},
 	{"glm-4.5-air.json", SCALE_POW},
-	{"gpt-bigcode-santacoder.json", SCALE_POW},
+	{"gpt-bigcode-santacoder.json", "known answer or version: GPTBigCodeAttention._attn's scale_factor /= head_dim**0.5 is "
+					"the plan's 0.08838834764831843; an attention-interface version with head_dim**-0.5 the "
+					"known one"},
 	{"hunyuan-7b-instruct.json", SCALE_POW},
 	{"hunyuan-a13b-instruct.json", SCALE_POW},
-	{"internlm2-chat-7b.json", SCALE_POW},
+	{"internlm2-chat-7b.json", "known answer: softmax_scale 128**-0.5; InternLM2's remote code divides q.k by "
+				   "math.sqrt(head_dim) (flash: its default 1/sqrt), the plan's 0.08838834764831843"},
 	{"llava-1.5-7b.json", SCALE_POW},
 	{"llava-onevision-qwen2-7b-ov.json", SCALE_POW},
 	{"llava-v1.6-mistral-7b.json", SCALE_POW},
