@@ -654,8 +654,9 @@ static void query_scale_check(struct fam *f, json_t *ke, const char *url)
 	size_t i;
 	json_array_foreach(pos, i, x)
 		len = json_integer_value(x) + 1 > len ? json_integer_value(x) + 1 : len;
-	char *v = hf_f32(with_ll(strdup(url), "len", len), NULL);
+	char *u = with_ll(strdup(url), "len", len), *v = hf_f32(u, NULL);
 	struct pe_resp r;
+	free(u);
 	if (fetch(f, v, 4 * (size_t)len, &r)) {
 		json_array_foreach(pos, i, x) {
 			float got = f32_at(&r, (size_t)json_integer_value(x)), want = hexf(json_array_get(json_object_get(ke, "scale"), i));
