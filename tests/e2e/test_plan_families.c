@@ -383,23 +383,32 @@ static uint32_t rope_bound(json_t *ke, json_t *t)
 	return (float)s == 1.0f ? 1 : 2;
 }
 
-/* cos/sin rows [2, n, d] against the known pair values of rows (known_cos/sin [n][d/2]) within bound. */
+/* Row `row` of a served cos/sin table [2, rows, d] against the known pair values kc, ks [d/2],
+ * within bound ulps; the first difference is recorded and ends the comparison (0). */
+static int row_match(struct fam *f, const struct pe_resp *r, size_t rows, size_t d, size_t row, const char *layout,
+		     json_t *kc, json_t *ks, uint32_t bound, const char *what, const char *url)
+{
+	for (size_t i = 0; i < d / 2; i++)
+		for (int s = 0; s < 2; s++) {
+			size_t c = channel(layout, i, d, s);
+			float gc = f32_at(r, row * d + c), gs = f32_at(r, (rows + row) * d + c);
+			float wc = hexf(json_array_get(kc, i)), ws = hexf(json_array_get(ks, i));
+			if (ulps(gc, wc) > bound || ulps(gs, ws) > bound) {
+				miss(f, "%s %s pair %zu: cos %.9g sin %.9g, known %.9g %.9g (%s)", what, layout, i, gc, gs, wc,
+				     ws, url);
+				return 0;
+			}
+		}
+	return 1;
+}
+
+/* cos/sin rows [2, n, d] against the known pair values of rows (kcos/ksin [n][d/2]) within bound. */
 static void rows_match(struct fam *f, const char *url, const struct pe_resp *r, size_t n, size_t d,
 		       const char *layout, json_t *kcos, json_t *ksin, const char *what, uint32_t bound)
 {
 	for (size_t p = 0; p < n; p++)
-		for (size_t i = 0; i < d / 2; i++)
-			for (int s = 0; s < 2; s++) {
-				size_t c = channel(layout, i, d, s);
-				float gc = f32_at(r, p * d + c), gs = f32_at(r, (n + p) * d + c);
-				float wc = hexf(json_array_get(json_array_get(kcos, p), i));
-				float ws = hexf(json_array_get(json_array_get(ksin, p), i));
-				if (ulps(gc, wc) > bound || ulps(gs, ws) > bound) {
-					miss(f, "%s %s row %zu pair %zu: cos %.9g sin %.9g, known %.9g %.9g (%s)", what,
-					     layout, p, i, gc, gs, wc, ws, url);
-					return;
-				}
-			}
+		if (!row_match(f, r, n, d, p, layout, json_array_get(kcos, p), json_array_get(ksin, p), bound, what, url))
+			return;
 }
 
 /* An M-RoPE url less its sequence (segments and how they are numbered): the table's parameters. */
@@ -453,17 +462,14 @@ static void rope_rows(struct fam *f, const char *url, json_t *ke, json_t *t)
 		char *u = pin_seq_len(strdup(url));
 		u = with_ll(with_ll(u, "offset", json_integer_value(json_array_get(pos, p))), "len", 1);
 		char *v = hf_f32(u, NULL);
-		json_t *kc = json_pack("[O]", json_array_get(json_object_get(t, "cos"), p));
-		json_t *ks = json_pack("[O]", json_array_get(json_object_get(t, "sin"), p));
 		struct pe_resp r;
 		char what[48];
 		snprintf(what, sizeof what, "position %lld", (long long)json_integer_value(json_array_get(pos, p)));
 		if (fetch(f, v, 8 * d, &r)) {
-			rows_match(f, v, &r, 1, d, layout, kc, ks, what, rope_bound(ke, t));
+			row_match(f, &r, 1, d, 0, layout, json_array_get(json_object_get(t, "cos"), p),
+				  json_array_get(json_object_get(t, "sin"), p), rope_bound(ke, t), what, v);
 			pe_resp_free(&r);
 		}
-		json_decref(kc);
-		json_decref(ks);
 		free(u);
 		free(v);
 	}
@@ -594,24 +600,16 @@ static void rope2d_check(struct fam *f, json_t *ke, const char *url)
 	char *v = hf_f32(u, NULL);
 	struct pe_resp r;
 	if (fetch(f, v, 8 * rows * d, &r)) {
-		json_t *kc = json_object_get(ke, "cos"), *ks = json_object_get(ke, "sin");
+		const char *layout = json_string_value(json_object_get(ke, "layout"));
 		for (size_t k = 0; k < n; k++) {
 			json_t *rc = patches ? json_array_get(patches, k) : NULL;
 			size_t row = rc ? patch_row(json_integer_value(json_array_get(rc, 0)), json_integer_value(json_array_get(rc, 1)), w, m)
 					: (size_t)json_integer_value(json_array_get(tokens, k));
-			for (size_t i = 0; i < d / 2; i++)
-				for (int s = 0; s < 2; s++) {
-					size_t c = channel(json_string_value(json_object_get(ke, "layout")), i, d, s);
-					float gc = f32_at(&r, row * d + c), gs = f32_at(&r, (rows + row) * d + c);
-					float wc = hexf(json_array_get(json_array_get(kc, k), i)), ws = hexf(json_array_get(json_array_get(ks, k), i));
-					if (ulps(gc, wc) > 1 || ulps(gs, ws) > 1) {
-						miss(f, "rope2d entry %zu pair %zu: cos %.9g sin %.9g, known %.9g %.9g (%s)", k, i, gc, gs,
-						     wc, ws, v);
-						i = d;
-						k = n;
-						break;
-					}
-				}
+			char what[48];
+			snprintf(what, sizeof what, "rope2d entry %zu", k);
+			if (!row_match(f, &r, rows, d, row, layout, json_array_get(json_object_get(ke, "cos"), k),
+				       json_array_get(json_object_get(ke, "sin"), k), 1, what, v))
+				break;
 		}
 		pe_resp_free(&r);
 	}
