@@ -267,3 +267,29 @@ int plan_finish_all(struct cfg *c)
 	}
 	return 0;
 }
+
+int plan_use_family(struct cfg *c, const struct plan_family *fam)
+{
+	json_decref(c->defaults);
+	c->defaults = NULL;
+	c->fam = fam;
+	if (fam->defaults && !(c->defaults = json_loads(fam->defaults, 0, NULL)))
+		return pe_err_set(c->err, PE_ENOMEM, "", "out of memory");
+	return 0;
+}
+
+/* A learned absolute table: the checkpoint holds it, so the encoding has no table, only its size. */
+struct pe_plan_enc *plan_learned_enc(struct cfg *c, const struct dims *d, int64_t positions, const char *what)
+{
+	struct pe_plan_enc *e = pe_plan_enc_add(c->plan, "learned", NULL, NULL, "all");
+	if (!e)
+		return NULL;
+	e->head_dim = d->head_dim;
+	e->softmax_scale = 1 / sqrt((double)d->head_dim);
+	e->url = strdup("/v1/learned");
+	pe_plan_param(e, "positions", "%lld", (long long)positions);
+	pe_plan_param(e, "dim", "%d", d->hidden);
+	pe_plan_note(e, "learned absolute positions (%s): the checkpoint holds them; upload them with PUT "
+		     "/v1/learned/{name} to serve and analyse them", what);
+	return e;
+}

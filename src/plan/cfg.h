@@ -33,10 +33,12 @@ struct plan_family {
 	const char *tower;           /* "text" (default), "vision", "audio" */
 	double softmax_fixed;        /* nonzero: the attention's scale of q·k (Gemma 3n: 1) */
 	const char *local_theta_key; /* the key of the plain_types' base (NULL: rope_local_base_freq) */
+	int vision;                  /* the builder plans the text model: the vision tower follows (vision.c) */
 };
 
 struct cfg {
 	const struct plan_family *fam;
+	const struct plan_family *(*find)(const char *model_type); /* plan.c's table, for a text_config's row */
 	json_t *defaults;          /* fam->defaults read (NULL: none) */
 	const json_t *root, *text; /* text: text_config, else the root (a tower's config while it plans) */
 	const char *prefix;        /* the key errors name text's keys under (NULL: "text_config") */
@@ -85,15 +87,15 @@ int plan_read_dims(struct cfg *c, struct dims *d);
 void plan_choose_len(struct cfg *c, const struct dims *d);
 int plan_finish_all(struct cfg *c);
 
-/* The row of a model_type (plan.c), or NULL; c planned as that family from now (its defaults). */
-const struct plan_family *plan_find_family(const char *model_type);
+/* c planned as the family fam from now on (its defaults). */
 int plan_use_family(struct cfg *c, const struct plan_family *fam);
 /* A learned absolute table of positions rows (learned: the checkpoint holds it), NULL when full. */
 struct pe_plan_enc *plan_learned_enc(struct cfg *c, const struct dims *d, int64_t positions, const char *what);
 
-/* Towers and encoders (towers.c). */
-int plan_family_multimodal(struct cfg *c);
+/* The vision tower of vision_config, if any (vision.c): 0, or an error. */
 int plan_vision_tower(struct cfg *c);
+/* Multimodal configs and encoders (towers.c). */
+int plan_family_multimodal(struct cfg *c);
 int plan_family_whisper(struct cfg *c);
 int plan_family_seq2seq(struct cfg *c);
 int plan_family_encoder(struct cfg *c);

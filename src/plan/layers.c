@@ -244,7 +244,9 @@ int plan_family_typed(struct cfg *c)
 	for (int i = 0; i < d.layers; i++) {
 		const char *v = variant(c, &r, types[i], sw > 0, nope_all);
 		int k = 0;
-		while (k < ng && !(v == g[k].variant || (v && g[k].variant && !strcmp(v, g[k].variant))))
+		/* one group per rotation; unrotated layers one per type (attention and mamba apart) */
+		while (k < ng && !(v ? g[k].variant && !strcmp(v, g[k].variant)
+				   : !g[k].variant && g[k].type && !strcmp(g[k].type, types[i])))
 			k++;
 		if (k == ng) {
 			if (ng == PE_PLAN_MAX_ENC)

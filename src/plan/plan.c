@@ -151,20 +151,6 @@ static int family_t5(struct cfg *c)
 	return plan_finish_all(c);
 }
 
-struct pe_plan_enc *plan_learned_enc(struct cfg *c, const struct dims *d, int64_t positions, const char *what)
-{
-	struct pe_plan_enc *e = pe_plan_enc_add(c->plan, "learned", NULL, NULL, "all");
-	if (!e)
-		return NULL;
-	e->head_dim = d->head_dim;
-	e->softmax_scale = 1 / sqrt((double)d->head_dim);
-	e->url = strdup("/v1/learned");
-	pe_plan_param(e, "positions", "%lld", (long long)positions);
-	pe_plan_param(e, "dim", "%d", d->hidden);
-	pe_plan_note(e, "learned absolute positions (%s): the checkpoint holds them; upload them with PUT "
-		     "/v1/learned/{name} to serve and analyse them", what);
-	return e;
-}
 
 static int family_learned(struct cfg *c)
 {
@@ -268,11 +254,11 @@ static const struct plan_family families[] = {
 	{.names = {"qwen3_next"}, .build = plan_family_typed, .rotary_share = 0.25, .nope_types = "linear_attention"},
 	{.names = {"granitemoehybrid"}, .build = plan_family_typed, .nope_types = "mamba", .softmax_key = "attention_multiplier"},
 	{.names = {"gemma", "gemma2"}, .build = plan_family_gemma},
-	{.names = {"gemma3", "gemma3_text"}, .build = plan_family_gemma3, .defaults = GEMMA3_DEFAULTS},
+	{.names = {"gemma3", "gemma3_text"}, .build = plan_family_gemma3, .defaults = GEMMA3_DEFAULTS, .vision = 1},
 	{.names = {"llama4", "llama4_text"}, .build = plan_family_llama4, .layout = "interleaved", .theta = 500000},
 	/* M-RoPE */
-	{.names = {"qwen2_vl", "qwen2_5_vl"}, .build = plan_family_qwen_vl, .theta = 1000000},
-	{.names = {"qwen3_vl", "qwen3_vl_moe"}, .build = plan_family_qwen_vl, .theta = 500000},
+	{.names = {"qwen2_vl", "qwen2_5_vl"}, .build = plan_family_qwen_vl, .theta = 1000000, .vision = 1},
+	{.names = {"qwen3_vl", "qwen3_vl_moe"}, .build = plan_family_qwen_vl, .theta = 500000, .vision = 1},
 	{.names = {"deepseek_v2", "deepseek_v3"}, .build = plan_family_deepseek, .layout = "interleaved"},
 	/* ALiBi, relative, learned, 2-D sin-cos */
 	{.names = {"falcon", "RefinedWeb", "RefinedWebModel"}, .build = family_falcon},
@@ -297,13 +283,14 @@ static const struct plan_family families[] = {
 	/* q and k are RMS-normalised: the attention scales q·k by 1 */
 	{.names = {"gemma4_text"}, .build = plan_family_typed, .theta = 1000000, .softmax_fixed = 1},
 	{.names = {"mllama_text_model"}, .build = plan_family_typed, .theta = 500000, .nope_types = "cross_attention"},
-	{.names = {"glm4v", "glm4v_text"}, .build = plan_family_qwen_vl, .layout = "interleaved", .rotary_share = 0.5},
+	{.names = {"glm4v", "glm4v_text"}, .build = plan_family_qwen_vl, .layout = "interleaved", .rotary_share = 0.5,
+	 .vision = 1},
 	{.names = {"ministral3"}, .build = plan_family_rope},
 	{.names = {"gemma3n_text"}, .build = plan_family_typed, .theta = 1000000, .plain_types = "sliding_attention",
 	 .softmax_fixed = 1}, /* q and k RMS-normalised: scale 1 */
 };
 
-const struct plan_family *plan_find_family(const char *model_type)
+static const struct plan_family *plan_find_family(const char *model_type)
 {
 	for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
 		for (size_t k = 0; k < sizeof families[i].names / sizeof families[i].names[0] && families[i].names[k]; k++)
@@ -328,7 +315,10 @@ static int build(struct cfg *c)
 		return plan_bad(c, "model_type", "model_type '%.40s' is not a family posenc knows", json_string_value(mt));
 	if ((rc = plan_use_family(c, fam)) < 0)
 		return rc;
-	if ((rc = c->fam->build(c)) < 0 && c->err->code == PE_EUNPROCESSABLE)
+	c->find = plan_find_family;
+	if ((rc = c->fam->build(c)) == 0 && fam->vision)
+		rc = plan_vision_tower(c);
+	if (rc < 0 && c->err->code == PE_EUNPROCESSABLE)
 		plan_name_text(c, c->err);
 	for (size_t i = 0; rc == 0 && i < c->plan->nenc; i++)
 		if (!c->plan->enc[i].tower)
@@ -336,15 +326,6 @@ static int build(struct cfg *c)
 	return rc;
 }
 
-int plan_use_family(struct cfg *c, const struct plan_family *fam)
-{
-	json_decref(c->defaults);
-	c->defaults = NULL;
-	c->fam = fam;
-	if (fam->defaults && !(c->defaults = json_loads(fam->defaults, 0, NULL)))
-		return pe_err_set(c->err, PE_ENOMEM, "", "out of memory");
-	return 0;
-}
 
 int pe_plan_build(const char *json, size_t n, const struct pe_plan_opts *o, struct pe_plan *plan,
 		  struct pe_err *err)

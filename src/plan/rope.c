@@ -200,13 +200,13 @@ static int family_rope_layout(struct cfg *c, const char *layout)
 
 int plan_family_rope(struct cfg *c) { return family_rope_layout(c, c->fam->layout ? c->fam->layout : "half"); }
 
-/* Qwen2-VL, 2.5-VL, 3-VL, GLM-4.1V: M-RoPE on the text model, and the vision tower. */
+/* Qwen2-VL, 2.5-VL, 3-VL, GLM-4.1V: M-RoPE on the text model (the row adds the vision tower). */
 int plan_family_qwen_vl(struct cfg *c)
 {
 	int rc = family_rope_layout(c, c->fam->layout ? c->fam->layout : "half");
 	if (rc == 0 && c->plan->nenc && strcmp(c->plan->enc[0].kind, "mrope"))
 		pe_plan_warn(c->plan, "a vision-language model without mrope_section: planned as plain RoPE");
-	return rc == 0 ? plan_vision_tower(c) : rc;
+	return rc;
 }
 
 /* query_pre_attn_scalar, else 256 as Gemma 2's and Gemma 3's configs default to (warned; Gemma 1
@@ -340,6 +340,10 @@ int plan_family_gemma3(struct cfg *c)
 	struct pe_plan_enc *el = nsl ? plan_add_rope(c, &l) : NULL, *eg = nsl < d.layers ? plan_add_rope(c, &g) : NULL;
 	if ((nsl && !el) || (nsl < d.layers && !eg))
 		return -1;
+	for (int i = 0; i < d.layers; i++) { /* the layer indices of each */
+		struct pe_plan_enc *t = sliding[i] ? el : eg;
+		t->layer_list[t->nlayers++] = i;
+	}
 	if ((rc = sliding_window(c, el, "sliding-window layers: base rope_local_base_freq, no scaling")) < 0)
 		return rc;
 	if (eg)

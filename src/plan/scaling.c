@@ -166,6 +166,22 @@ static int longrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 		return rc;
 	if (plan_member(r->scaling, "attention_factor"))
 		return scaling_num(c, r, e, "attention_factor", "attention_factor") < 0 ? -1 : 0;
+	/* PhiMoE scales the tables by short_mscale / long_mscale instead of LongRoPE's factor */
+	double sm = 0, lm = 0;
+	int hs = plan_scaling_num(c, r, "short_mscale", &sm), hl = plan_scaling_num(c, r, "long_mscale", &lm);
+	if (hs < 0 || hl < 0)
+		return -1;
+	if (hs && hl) {
+		int64_t len = c->len > 0 ? c->len : r->d->max_pos;
+		double m = len > orig ? lm : sm;
+		snprintf(sname, sizeof sname, "%s.%s", r->scaling_name, len > orig ? "long_mscale" : "short_mscale");
+		if (sm != lm)
+			pe_plan_warn(c->plan, "%s: the table is scaled by %s (%g) at len %lld; past %lld positions the other "
+				     "mscale applies", r->scaling_name, sname, m, (long long)len, (long long)orig);
+		pe_plan_param_real(e, "attention_factor", m);
+		pe_plan_source(e, "attention_factor", sname);
+		return 0;
+	}
 	char fname[96];
 	double factor = 1;
 	/* an explicit factor is the length ratio (rope_parameters' longrope factor); else

@@ -1,7 +1,5 @@
 /* Model parts besides a decoder's text model: a multimodal config's text model (planned by the
- * family of text_config.model_type) and its vision tower (by vision_config.model_type: learned
- * patch tables with their grid and class tokens, or Pixtral's / Qwen's 2-D rotary table), and the
- * encoders: Whisper's audio encoder, BART / OPT / RoBERTa learned tables with their position
+ * family of text_config.model_type) before its vision tower (vision.c), and the encoders: Whisper's audio encoder, BART / OPT / RoBERTa learned tables with their position
  * offset, MPNet's relative buckets, DeBERTa-v2's log-bucketed relative positions. Every encoding
  * says its tower. */
 #include "plan/rope.h"
@@ -12,169 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the vision tower ---- */
-
-struct vision;
-typedef int (*vision_fn)(struct cfg *c, const struct vision *v);
-
-struct vision {
-	const char *names[4];
-	vision_fn build;
-	int cls;              /* class tokens in a learned table */
-	const char *variant;  /* rope2d's variant */
-	const char *defaults; /* the vision config class's defaults */
-};
-
-/* image_size / patch_size as a grid: numbers or [height, width] lists. 1, 0 when absent, or a 422. */
-static int side_of(struct cfg *c, const char *key, int k, double *out)
-{
-	const json_t *v = plan_get(c, key);
-	if (json_is_array(v))
-		v = json_array_get(v, json_array_size(v) == 2 ? (size_t)k : 99);
-	if (!v)
-		return plan_get(c, key) ? plan_bad(c, key, "%s is a number or [height, width]", key) : 0;
-	if (!json_is_number(v) || json_number_value(v) < 1 || json_number_value(v) > (1 << 24) ||
-	    json_number_value(v) != floor(json_number_value(v)))
-		return plan_bad(c, key, "%s must be positive integers", key);
-	*out = json_number_value(v);
-	return 1;
-}
-
-static int grid(struct cfg *c, int *h, int *w)
-{
-	double img[2] = {0, 0}, patch[2] = {0, 0};
-	for (int k = 0; k < 2; k++) {
-		int rc = side_of(c, "image_size", k, &img[k]), rp;
-		if (rc < 0 || (rp = side_of(c, "patch_size", k, &patch[k])) < 0)
-			return -1;
-		if (!rc || !rp)
-			return 0;
-		if (img[k] < patch[k] || img[k] / patch[k] > 65536)
-			return plan_bad(c, "image_size", "image_size / patch_size must be from 1 to 65536");
-	}
-	*h = (int)(img[0] / patch[0]);
-	*w = (int)(img[1] / patch[1]);
-	return 1;
-}
-
-static int vision_learned(struct cfg *c, const struct vision *v)
-{
-	struct dims d;
-	int h = 0, w = 0, rc;
-	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = grid(c, &h, &w)) < 0)
-		return rc;
-	if (!rc)
-		return plan_bad(c, "image_size", "the vision tower needs image_size and patch_size");
-	struct pe_plan_enc *e = plan_learned_enc(c, &d, (int64_t)h * w + v->cls, "the patch grid's position embedding");
-	if (!e)
-		return pe_err_set(c->err, PE_EINTERNAL, "", "too many encodings");
-	pe_plan_param(e, "grid", "%dx%d", h, w);
-	pe_plan_param(e, "class_tokens", "%d", v->cls);
-	pe_plan_note(e, "a %dx%d patch grid%s; other image sizes interpolate the grid", h, w,
-		     v->cls ? " after one class-token row" : "");
-	return 0;
-}
-
-static int vision_rope2d(struct cfg *c, const struct vision *v)
-{
-	struct dims d;
-	struct rope r;
-	int h = 0, w = 0, rc;
-	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = plan_rope_init(c, &r, &d, "half")) < 0 || (rc = grid(c, &h, &w)) < 0)
-		return rc;
-	if (!rc) { /* dynamic resolution: each image has its own grid */
-		pe_plan_warn(c->plan, "vision_config has no image_size: its /v1/rope2d?variant=%s table takes each image's "
-			     "height and width in patches", v->variant);
-		return 0;
-	}
-	/* height is the length a plan caps: a table over the limits keeps the grid's first rows */
-	struct pe_plan_enc *e = pe_plan_enc_add(c->plan, "rope2d", "rope2d", "height", "all");
-	if (!e)
-		return pe_err_set(c->err, PE_EINTERNAL, "", "too many encodings");
-	e->head_dim = e->rotary_dim = d.head_dim;
-	e->softmax_scale = 1 / sqrt((double)d.head_dim);
-	pe_plan_param(e, "width", "%d", w);
-	pe_plan_source(e, "width", "image_size");
-	pe_plan_param(e, "dim", "%d", d.head_dim);
-	pe_plan_source(e, "dim", d.head_dim_key);
-	pe_plan_param_real(e, "base", r.base);
-	pe_plan_source(e, "base", r.base_key);
-	pe_plan_param(e, "variant", "%s", v->variant);
-	if (!strcmp(v->variant, "pixtral"))
-		pe_plan_param(e, "max_patches_per_side", "%d", h > w ? h : w);
-	double merge = 0;
-	if ((rc = plan_int(c, "spatial_merge_size", 1, 64, &merge)) < 0)
-		return rc;
-	if (rc > 0 && merge > 1 && strcmp(v->variant, "pixtral")) /* rows stay in raster order: a capped grid is a prefix */
-		pe_plan_note(e, "the model orders patches in %gx%g merge blocks (spatial_merge_size): /v1/rope2d with "
-			     "spatial_merge_size=%g gives that order for a grid of whole blocks", merge, merge, merge);
-	pe_plan_note(e, "the largest image's %dx%d patch grid; a smaller image takes its own height and width", h, w);
-	c->len = h;
-	return plan_finish_all(c);
-}
-
-static int vision_none(struct cfg *c, const struct vision *v)
-{
-	struct pe_plan_enc *e = pe_plan_enc_add(c->plan, "none", NULL, NULL, "all");
-	if (!e)
-		return pe_err_set(c->err, PE_EINTERNAL, "", "too many encodings");
-	pe_plan_note(e, "a convolutional encoder: no position table");
-	return 0;
-}
-
-#define SIGLIP_DEFAULTS "{\"image_size\": 224, \"patch_size\": 16}"
-static const struct vision visions[] = {
-	{{"clip_vision_model", "internvl_vision", "mllama_vision_model"}, vision_learned, 1, NULL, NULL},
-	{{"siglip_vision_model", "idefics3_vision", "smolvlm_vision"}, vision_learned, 0, NULL, SIGLIP_DEFAULTS},
-	{{"pixtral"}, vision_rope2d, 0, "pixtral", NULL},
-	{{"glm4v", "qwen2_vl", "qwen2_5_vl"}, vision_rope2d, 0, "qwen2vl", NULL},
-	{{"gemma3n_vision"}, vision_none, 0, NULL, NULL},
-};
-
-int plan_vision_tower(struct cfg *c)
-{
-	const json_t *vc = plan_member(c->root, "vision_config");
-	const json_t *mt = plan_member(vc, "model_type");
-	const struct vision *v = NULL;
-	if (!mt) /* Qwen2-VL's vision_config names no type: the config's own */
-		mt = plan_member(c->root, "model_type");
-	if (!vc)
-		return 0;
-	for (size_t i = 0; i < sizeof visions / sizeof visions[0] && !v; i++)
-		for (size_t k = 0; k < 4 && visions[i].names[k] && !v; k++)
-			if (json_is_string(mt) && !strcmp(visions[i].names[k], json_string_value(mt)))
-				v = &visions[i];
-	if (!v) {
-		pe_plan_warn(c->plan, "vision_config (%.40s): this vision tower is not planned",
-			     json_is_string(mt) ? json_string_value(mt) : "no model_type");
-		return 0;
-	}
-	size_t n0 = c->plan->nenc;
-	const json_t *text = c->text, *defaults = c->defaults;
-	static const struct plan_family tower = {.names = {"vision"}}; /* a vision config's own defaults */
-	struct cfg vcfg = *c;
-	vcfg.fam = &tower;
-	vcfg.text = vc;
-	vcfg.prefix = "vision_config";
-	vcfg.no_root = 1;
-	vcfg.defaults = v->defaults ? json_loads(v->defaults, 0, NULL) : NULL;
-	int rc = v->build(&vcfg, v);
-	if (rc < 0 && c->err->code == PE_EUNPROCESSABLE)
-		plan_name_text(&vcfg, c->err);
-	json_decref(vcfg.defaults);
-	c->text = text;
-	c->defaults = (json_t *)defaults;
-	for (size_t i = n0; i < c->plan->nenc; i++)
-		c->plan->enc[i].tower = "vision";
-	return rc;
-}
-
 /* A vision-language config: its text model as the family of text_config.model_type says, then
  * its vision tower. */
 int plan_family_multimodal(struct cfg *c)
 {
 	const json_t *mt = c->text != c->root ? plan_member(c->text, "model_type") : NULL;
-	const struct plan_family *tf = json_is_string(mt) ? plan_find_family(json_string_value(mt)) : NULL;
+	const struct plan_family *tf = json_is_string(mt) ? c->find(json_string_value(mt)) : NULL;
 	if (c->text == c->root)
 		return plan_bad(c, "text_config", "a %s config plans its text model from text_config", c->plan->model_type);
 	if (!tf || tf->build == plan_family_multimodal)
@@ -340,7 +181,8 @@ int plan_family_deberta(struct cfg *c)
 	if (!e)
 		return pe_err_set(c->err, PE_EINTERNAL, "", "too many encodings");
 	e->head_dim = d.head_dim;
-	e->softmax_scale = 1 / sqrt((double)d.head_dim * (1 + terms));
+	/* the model divides by a float32 sqrt(head_dim * (1 + terms)) */
+	e->softmax_scale = 1 / (double)sqrtf((float)d.head_dim * (float)(1 + terms));
 	pe_plan_param(e, "k_len", "%lld", (long long)c->len);
 	if (buckets > 0) {
 		pe_plan_param_real(e, "position_buckets", buckets);

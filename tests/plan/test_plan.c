@@ -300,13 +300,14 @@ START_TEST(yarn_factor_disagreement_is_a_warning)
 }
 END_TEST
 
-/* Gemma 3: sliding_window_pattern and layer_types give the same two tables. */
+/* Gemma 3: sliding_window_pattern and layer_types give the same two text tables. */
 START_TEST(gemma3_local_and_global)
 {
 	struct pe_plan a, b;
 	plan_fixture("gemma3-4b.json", NULL, &a);
 	plan_fixture("gemma3-1b-layer-types.json", NULL, &b);
-	ck_assert_uint_eq(a.nenc, 2);
+	ck_assert_uint_eq(a.nenc, 3); /* and gemma3-4b's vision tower, last */
+	ck_assert_str_eq(a.enc[2].tower, "vision");
 	ck_assert_uint_eq(b.nenc, 2);
 	for (size_t i = 0; i < 2; i++) {
 		ck_assert_str_eq(a.enc[i].layers, b.enc[i].layers);

@@ -1,0 +1,344 @@
+/* The plans of issue #34's families against their known answers (tests/data/plan_families/, from
+ * tests/ref/gen_plan_families.py, which re-implements each model's transformers code in float32
+ * torch): for every published config under tests/data/configs/ with an answer, each answered
+ * encoding is in the plan with its tower, kind and layers, its softmax_scale, layout, rotary width
+ * and base, a learned table's position offset, ALiBi's bias_scale; and the cos/sin of each rope
+ * table, fetched from the plan's own url with compat=hf at the answer's positions (offset= one
+ * row each, seq_len= the answer's sequence), within 2 float32 ulp of the answer (YaRN and LongRoPE
+ * multiply by attention_scaling after cos: MODELS.md). */
+#include "posenc/core.h"
+#include "posenc/plan.h"
+#include "support/pe_check.h"
+#include "support/pe_table.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DIR_ANSWERS "tests/data/plan_families"
+#define ULPS 2
+
+/* Vision towers this posenc does not plan yet (their text models are checked). */
+static const char *const unplanned_vision[] = {"gemma-4-e2b-it.json", "llama4-scout.json", "qwen2.5-vl-7b.json",
+						"qwen3-vl-8b.json", NULL};
+
+static int listed(const char *const *list, const char *name)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, name))
+			return 1;
+	return 0;
+}
+
+static float f32_of_hex(const char *hex)
+{
+	uint32_t u = (uint32_t)strtoul(hex, NULL, 16);
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+/* The plan's layers as the answers write them: a name ("all", "encoder") or the index list. */
+static int same_layers(const struct pe_plan_enc *e, const json_t *want)
+{
+	if (json_is_string(want))
+		return e->layers && !strcmp(e->layers, json_string_value(want));
+	if (!json_is_array(want) || json_array_size(want) != e->nlayers || (e->layers && !strcmp(e->layers, "all")))
+		return 0;
+	for (size_t k = 0; k < e->nlayers; k++)
+		if (json_integer_value(json_array_get(want, k)) != e->layer_list[k])
+			return 0;
+	return 1;
+}
+
+static const char *plan_kind(const json_t *x)
+{
+	const char *k = json_string_value(json_object_get(x, "kind"));
+	return !strcmp(k, "t5") ? "relative/t5" : !strcmp(k, "deberta") ? "relative/deberta" : k;
+}
+
+/* The encoding of the plan that answers x (unused so far), or NULL. An answer's rope with
+ * mrope_section is the plan's mrope (text alone: the same table). */
+static const struct pe_plan_enc *find(const struct pe_plan *plan, const json_t *x, int *used)
+{
+	const char *kind = plan_kind(x), *tower = json_string_value(json_object_get(x, "tower"));
+	int mrope = !strcmp(kind, "rope") && json_object_get(x, "mrope_section");
+	for (size_t i = 0; i < plan->nenc; i++) {
+		const struct pe_plan_enc *e = &plan->enc[i];
+		if (used[i] || strcmp(e->tower, tower) || (strcmp(e->kind, kind) && !(mrope && !strcmp(e->kind, "mrope"))))
+			continue;
+		if (same_layers(e, json_object_get(x, "layers"))) {
+			used[i] = 1;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+static const char *param(const struct pe_plan_enc *e, const char *key)
+{
+	for (size_t k = 0; k < e->nparams; k++)
+		if (!strcmp(e->params[k].key, key))
+			return e->params[k].value;
+	return NULL;
+}
+
+/* The plan's url as a query with key=value replaced or added (the table's own parameter names). */
+static void set_query(char *q, size_t cap, const char *url, const char *const *kv)
+{
+	const char *s = strchr(url, '?') + 1;
+	size_t n = 0;
+	q[0] = 0;
+	while (*s) {
+		size_t len = strcspn(s, "&"), klen = strcspn(s, "=");
+		int drop = 0;
+		for (int i = 0; kv[i]; i += 2)
+			drop |= klen == strlen(kv[i]) && !strncmp(s, kv[i], klen);
+		if (!drop && strncmp(s, "format=", 7))
+			for (size_t k = 0; k < len && n + 4 < cap; k++)
+				n += (size_t)snprintf(q + n, cap - n, "%s", !strncmp(s + k, "%2B", 3) ? (k += 2, "+") : (char[2]){s[k], 0});
+		if (!drop && strncmp(s, "format=", 7))
+			q[n++] = '&';
+		s += len + (s[len] == '&');
+	}
+	for (int i = 0; kv[i]; i += 2)
+		n += (size_t)snprintf(q + n, cap - n, "%s=%s&", kv[i], kv[i + 1]);
+	q[n ? n - 1 : 0] = 0;
+}
+
+/* Each table of a rope answer against the plan's url at the same positions. */
+static void check_rope_tables(const char *cfg, const struct pe_plan_enc *e, const json_t *x)
+{
+	const json_t *tables = json_object_get(x, "tables"), *t;
+	const char *layout = json_string_value(json_object_get(x, "layout"));
+	size_t ti;
+	if (!e->url || strncmp(e->url, "/v1/rope?", 9))
+		return; /* mrope's text table is rope's; checked by test_mrope */
+	json_array_foreach(tables, ti, t) {
+		const json_t *pos = json_object_get(t, "positions"), *cos = json_object_get(t, "cos"), *sin = json_object_get(t, "sin");
+		char seq[32], off[32], query[16384];
+		snprintf(seq, sizeof seq, "%lld", (long long)json_integer_value(json_object_get(t, "seq_len")));
+		for (size_t pi = 0; pi < json_array_size(pos); pi++) {
+			snprintf(off, sizeof off, "%lld", (long long)json_integer_value(json_array_get(pos, pi)));
+			int seqd = strstr(e->url, "seq_len=") != NULL;
+			const char *const kv[] = {"len", "1", "offset", off, "compat", "hf", seqd ? "seq_len" : NULL, seq, NULL};
+			set_query(query, sizeof query, e->url, kv);
+			struct pe_shape s;
+			float *v = pe_query_table("rope", query, PE_F32, &s);
+			size_t dim = s.dim[s.rank - 1], half = json_array_size(json_array_get(cos, pi));
+			ck_assert_uint_eq(half * 2, dim);
+			for (size_t i = 0; i < half; i++) {
+				size_t ch = !strcmp(layout, "half") ? i : 2 * i;
+				float wc = f32_of_hex(json_string_value(json_array_get(json_array_get(cos, pi), i)));
+				float ws = f32_of_hex(json_string_value(json_array_get(json_array_get(sin, pi), i)));
+				ck_assert_msg(pe_ulp_f32(v[ch], wc) <= ULPS && pe_ulp_f32(v[dim + ch], ws) <= ULPS,
+					      "%s: %s pos %s pair %zu: cos %a sin %a, answer %a %a", cfg, query, off, i, v[ch],
+					      v[dim + ch], wc, ws);
+			}
+			free(v);
+		}
+	}
+}
+
+static void check_encoding(const char *cfg, const struct pe_plan_enc *e, const json_t *x)
+{
+	const json_t *sm = json_object_get(x, "softmax_scale");
+	if (json_is_number(sm))
+		ck_assert_msg(fabs(e->softmax_scale - json_number_value(sm)) <= 1e-12 * fabs(json_number_value(sm)),
+			      "%s %s: softmax_scale %.17g, answer %.17g", cfg, e->kind, e->softmax_scale, json_number_value(sm));
+	const char *kind = plan_kind(x);
+	if (!strcmp(kind, "rope")) {
+		const char *layout = json_string_value(json_object_get(x, "layout"));
+		ck_assert_msg(!layout || (e->layout && !strcmp(e->layout, layout)), "%s: layout %s, answer %s", cfg, e->layout,
+			      layout);
+		if (!e->url)
+			return; /* no url (a table this posenc lacks): nothing to fetch */
+		const json_t *base = json_object_get(x, "base");
+		if (json_is_number(base) && param(e, "base"))
+			ck_assert_msg(fabs(strtod(param(e, "base"), NULL) - json_number_value(base)) <= 1e-9 * json_number_value(base),
+				      "%s: base %s, answer %.17g", cfg, param(e, "base"), json_number_value(base));
+		check_rope_tables(cfg, e, x);
+	}
+	if (!strcmp(kind, "learned") && json_object_get(x, "offset")) {
+		const char *off = param(e, "position_offset");
+		ck_assert_msg(json_integer_value(json_object_get(x, "offset")) == (off ? atoi(off) : 0), "%s: offset %s", cfg,
+			      off ? off : "0");
+	}
+	if (!strcmp(kind, "alibi") && json_object_get(x, "bias_scale"))
+		ck_assert(fabs(e->bias_scale - json_number_value(json_object_get(x, "bias_scale"))) < 1e-12);
+}
+
+static void check_answer(const char *name)
+{
+	char path[512];
+	snprintf(path, sizeof path, DIR_ANSWERS "/%s", name);
+	json_t *ans = json_load_file(path, 0, NULL), *x;
+	ck_assert_msg(ans != NULL, "%s", path);
+	const char *cfg = json_string_value(json_object_get(ans, "config"));
+	snprintf(path, sizeof path, "tests/data/configs/%s", cfg);
+	size_t n, i;
+	char *text = pe_test_read_file(path, &n);
+	struct pe_plan plan;
+	struct pe_err err = {0};
+	struct pe_plan_opts o = {.len = 8, .max_elements = (uint64_t)1 << 26};
+	ck_assert_msg(pe_plan_build(text, n, &o, &plan, &err) == 0, "%s: %s: %s", cfg, err.param, err.detail);
+	int used[PE_PLAN_MAX_ENC] = {0};
+	json_array_foreach(json_object_get(ans, "encodings"), i, x) {
+		const struct pe_plan_enc *e = find(&plan, x, used);
+		const char *tower = json_string_value(json_object_get(x, "tower"));
+		if (!e && !strcmp(tower, "vision") && listed(unplanned_vision, cfg))
+			continue;
+		ck_assert_msg(e != NULL, "%s: no %s %s encoding on its layers", cfg, tower, plan_kind(x));
+		check_encoding(cfg, e, x);
+	}
+	for (size_t k = 0; k < plan.nenc; k++)
+		ck_assert_msg(used[k] || !strcmp(plan.enc[k].kind, "query_scale"), "%s: %s %s (%s) is not in the answer", cfg,
+			      plan.enc[k].tower, plan.enc[k].kind, plan.enc[k].layers ? plan.enc[k].layers : "listed");
+	pe_plan_destroy(&plan);
+	free(text);
+	json_decref(ans);
+}
+
+static void plan_of(const char *config, const char *patch_key, const char *patch, struct pe_plan *plan)
+{
+	char path[256];
+	size_t n;
+	snprintf(path, sizeof path, "tests/data/configs/%s", config);
+	char *text = pe_test_read_file(path, &n);
+	json_t *root = json_loadb(text, n, 0, NULL);
+	ck_assert_ptr_nonnull(root);
+	json_t *where = json_is_object(json_object_get(root, "text_config")) ? json_object_get(root, "text_config") : root;
+	if (patch_key) /* in the text model's keys */
+		json_object_set_new(where, patch_key, json_loads(patch, JSON_DECODE_ANY, NULL));
+	char *body = json_dumps(root, JSON_COMPACT);
+	struct pe_err err = {0};
+	struct pe_plan_opts o = {.len = 8, .max_elements = (uint64_t)1 << 26};
+	ck_assert_msg(pe_plan_build(body, strlen(body), &o, plan, &err) == 0, "%s: %s: %s", config, err.param, err.detail);
+	free(body);
+	free(text);
+	json_decref(root);
+}
+
+/* Falcon adds ALiBi before the 1/sqrt(head_dim) scale, BLOOM and MPT after. */
+START_TEST(alibi_says_its_bias_scale)
+{
+	static const struct {
+		const char *config;
+		double bias_scale;
+	} cases[] = {{"falcon-rw-1b.json", 0.125}, {"bloom-560m.json", 1}, {"mpt-7b.json", 1}};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct pe_plan plan;
+		plan_of(cases[i].config, NULL, NULL, &plan);
+		ck_assert_str_eq(plan.enc[0].kind, "alibi");
+		ck_assert_msg(plan.enc[0].bias_scale == cases[i].bias_scale, "%s: %g", cases[i].config, plan.enc[0].bias_scale);
+		size_t n;
+		char *json = pe_plan_json(&plan, &n);
+		ck_assert_ptr_nonnull(strstr(json, "\"bias_scale\":"));
+		free(json);
+		pe_plan_destroy(&plan);
+	}
+}
+END_TEST
+
+/* Query scaling is named with the endpoint's parameter names, on the layers it applies to. */
+START_TEST(query_scale_is_planned_where_the_config_turns_it_on)
+{
+	struct pe_plan plan;
+	plan_of("ministral-3-8b-instruct-2512.json", NULL, NULL, &plan);
+	const struct pe_plan_enc *q = NULL;
+	for (size_t i = 0; i < plan.nenc; i++)
+		q = !strcmp(plan.enc[i].kind, "query_scale") ? &plan.enc[i] : q;
+	ck_assert_ptr_nonnull(q);
+	ck_assert_str_eq(param(q, "variant"), "ministral3");
+	ck_assert_str_eq(param(q, "beta"), "0.1");
+	ck_assert_str_eq(param(q, "original_max_position_embeddings"), "16384");
+	ck_assert_str_eq(q->layers, "all");
+	ck_assert(!q->url || !strncmp(q->url, "/v1/rope/query-scale?", 21));
+	pe_plan_destroy(&plan);
+	plan_of("llama4-scout.json", NULL, NULL, &plan);
+	q = &plan.enc[plan.nenc - 1];
+	ck_assert_str_eq(q->kind, "query_scale");
+	ck_assert_str_eq(param(q, "variant"), "llama4");
+	ck_assert_str_eq(param(q, "attn_scale"), "0.1");
+	ck_assert_str_eq(param(q, "floor_scale"), "8192");
+	ck_assert_uint_eq(q->nlayers, 12); /* the NoPE layers: every 4th of 48 */
+	ck_assert_int_eq(q->layer_list[0], 3);
+	pe_plan_destroy(&plan);
+	plan_of("llama4-scout.json", "attn_temperature_tuning", "false", &plan);
+	ck_assert_str_ne(plan.enc[plan.nenc - 1].kind, "query_scale");
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
+/* DeepSeek-V2's code never reads rope_interleave; V3's does. */
+START_TEST(rope_interleave_is_read_by_deepseek_v3_only)
+{
+	struct pe_plan plan;
+	plan_of("deepseek-v2-lite.json", "rope_interleave", "false", &plan);
+	ck_assert_str_eq(plan.enc[0].layout, "interleaved");
+	pe_plan_destroy(&plan);
+	plan_of("deepseek-v3.json", "rope_interleave", "false", &plan);
+	ck_assert_str_eq(plan.enc[0].layout, "half");
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
+/* gemma-3-4b-it's text_config omits num_attention_heads and head_dim: Gemma3TextConfig's. */
+START_TEST(class_defaults_fill_what_a_text_config_omits)
+{
+	struct pe_plan plan;
+	plan_of("gemma-3-4b-it.json", NULL, NULL, &plan);
+	ck_assert_int_eq(plan.enc[0].head_dim, 256);
+	int warned = 0;
+	for (size_t k = 0; k < plan.nwarnings; k++)
+		warned |= strstr(plan.warnings[k], "no num_attention_heads: 8") != NULL;
+	ck_assert(warned);
+	ck_assert_str_eq(plan.enc[plan.nenc - 1].tower, "vision");
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
+static char **names;
+static size_t nnames;
+
+START_TEST(every_family_plans_as_its_model_computes)
+{
+	check_answer(names[_i]);
+}
+END_TEST
+
+/* The answers exist: a missing directory must not pass as an empty loop. */
+START_TEST(the_answers_are_there)
+{
+	ck_assert_uint_ge(nnames, 60);
+}
+END_TEST
+
+int main(void)
+{
+	DIR *d = opendir(DIR_ANSWERS);
+	struct dirent *de;
+	while (d && (de = readdir(d)) != NULL) {
+		size_t l = strlen(de->d_name);
+		if (l < 6 || strcmp(de->d_name + l - 5, ".json"))
+			continue;
+		names = realloc(names, (nnames + 1) * sizeof *names);
+		names[nnames++] = strdup(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	Suite *s = suite_create("plan_families");
+	TCase *tc = tcase_create("families");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, the_answers_are_there);
+	tcase_add_test(tc, alibi_says_its_bias_scale);
+	tcase_add_test(tc, query_scale_is_planned_where_the_config_turns_it_on);
+	tcase_add_test(tc, rope_interleave_is_read_by_deepseek_v3_only);
+	tcase_add_test(tc, class_defaults_fill_what_a_text_config_omits);
+	tcase_add_loop_test(tc, every_family_plans_as_its_model_computes, 0, (int)nnames);
+	suite_add_tcase(s, tc);
+	return pe_test_run(s);
+}
