@@ -32,6 +32,8 @@ struct plan_family {
 	const char *softmax_key;     /* the config key that is softmax_scale (Granite's attention_multiplier), or NULL */
 	const char *tower;           /* "text" (default), "vision", "audio" */
 	double softmax_fixed;        /* nonzero: the attention's scale of q·k (Gemma 3n: 1) */
+	int softmax_rsqrt;           /* q·k divided by math.sqrt(head_dim) (remote code: ChatGLM, InternLM2), not
+				      * multiplied by head_dim**-0.5 as transformers' attention modules do */
 	const char *local_theta_key; /* the key of the plain_types' base (NULL: rope_local_base_freq) */
 	int vision;                  /* the builder plans the text model: the vision tower follows (vision.c) */
 };

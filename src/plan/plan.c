@@ -230,7 +230,8 @@ static int family_vit_mae(struct cfg *c)
 static const struct plan_family families[] = {
 	/* RoPE over whole heads, one table for every layer */
 	{.names = {"llama", "mistral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"}, .build = plan_family_rope},
-	{.names = {"olmo", "olmo2", "starcoder2", "internlm2", "phimoe"}, .build = plan_family_rope},
+	{.names = {"olmo", "olmo2", "starcoder2", "phimoe"}, .build = plan_family_rope},
+	{.names = {"internlm2"}, .build = plan_family_rope, .softmax_rsqrt = 1},
 	{.names = {"mixtral"}, .build = plan_family_rope, .theta = 1000000},
 	{.names = {"cohere", "ernie4_5"}, .build = plan_family_rope, .layout = "interleaved"},
 	{.names = {"gptj", "codegen"}, .build = plan_family_rope, .layout = "interleaved"},
@@ -245,7 +246,7 @@ static const struct plan_family families[] = {
 	{.names = {"nemotron", "persimmon"}, .build = plan_family_rope, .rotary_share = 0.5},
 	{.names = {"glm", "glm4"}, .build = plan_family_rope, .layout = "interleaved", .rotary_share = 0.5},
 	{.names = {"glm4_moe"}, .build = plan_family_rope, .rotary_share = 0.5},
-	{.names = {"chatglm"}, .build = plan_family_chatglm},
+	{.names = {"chatglm"}, .build = plan_family_chatglm, .softmax_rsqrt = 1},
 	/* layer types */
 	{.names = {"gpt_oss"}, .build = plan_family_typed, .theta = 150000},
 	{.names = {"olmo3"}, .build = plan_family_typed, .plain_types = "sliding_attention"},

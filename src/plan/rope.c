@@ -138,7 +138,8 @@ int plan_rope_init(struct cfg *c, struct rope *r, const struct dims *d, const ch
 	r->layout = layout;
 	r->layers = "all";
 	r->head_dim = d->head_dim;
-	r->softmax_scale = 1 / sqrt((double)d->head_dim);
+	/* head_dim**-0.5 (a pow, which can differ from 1/sqrt in the last bit of a double) */
+	r->softmax_scale = c->fam->softmax_rsqrt ? 1 / sqrt((double)d->head_dim) : pow((double)d->head_dim, -0.5);
 	int rc = plan_scaling_of(c, r);
 	if (rc == 0)
 		rc = plan_rope_base(c, r);

@@ -351,7 +351,8 @@ def fam_chatglm(c):
         t["sin_cache"] = half_hex(torch.sin(idx), dt)
     e = {"tower": "text", "kind": "rope", "layers": "all", "head_dim": hd, "rotary_dim": rot,
          "layout": "interleaved", "rope_type": "default", "base": base, "rope_ratio": ratio,
-         "attention_scaling": 1.0, "attention_scaling_f32": f32_of(1.0), "softmax_scale": hd ** -0.5,
+         # CoreAttention.norm_factor: q·k divided by math.sqrt(head_dim)
+         "attention_scaling": 1.0, "attention_scaling_f32": f32_of(1.0), "softmax_scale": 1.0 / math.sqrt(hd),
          "tables": [t]}
     return [e]
 
@@ -403,7 +404,8 @@ def fam_internlm2(c):
     tables = [rope_table(inv, positions_for(mx), 1.0, mx),
               rope_table(inv_long, positions_for(long_len), 1.0, long_len)]
     tables[1]["base"] = long_base
-    return [rope_enc("text", "all", hd, hd, "half", base, "dynamic", inv, 1.0, hd ** -0.5, mx,
+    # the remote code divides q·k by math.sqrt(head_dim)
+    return [rope_enc("text", "all", hd, hd, "half", base, "dynamic", inv, 1.0, 1.0 / math.sqrt(hd), mx,
                      {"factor": s["factor"]}, tables=tables)]
 
 
@@ -761,7 +763,10 @@ def fam_distilbert(c):
 
 
 def fam_bigcode(c):
-    return [fam_learned_offset(c, 0, num_key="n_positions", heads_key="n_head", hidden_key="n_embd")]
+    """GPTBigCodeAttention: scale_factor /= head_dim**0.5, q·k scaled by 1 / math.sqrt(head_dim)."""
+    e = fam_learned_offset(c, 0, num_key="n_positions", heads_key="n_head", hidden_key="n_embd")
+    e["softmax_scale"] = 1.0 / math.sqrt(c["n_embd"] // c["n_head"])
+    return [e]
 
 
 def fam_mpnet(c):
