@@ -1,8 +1,8 @@
 # posenc build. `make run` and `make test` are the two commands a fresh Debian machine needs; both
 # install missing packages first (make deps, as root: tests/tools/deps.sh is the only place that
 # installs anything). `make check` is the inner loop: build, layer check, unit and e2e tests, and no
-# package installation. Layers build into build/libposenc.a (core, tensor, cache), build/posencd
-# (+ http, daemon) and build/posenc (the CLI). Only test code is compiled with -Itests.
+# package installation. Layers build into build/libposenc.a (core, tensor, plan, cache, store),
+# build/posencd (+ http, daemon) and build/posenc (the CLI; plan reads configs with jansson). Only test code is compiled with -Itests.
 
 CC       ?= cc
 BUILD    ?= build
@@ -18,7 +18,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LIBS_CORE  := -lnettle -lpng -ldeflate -lsleef -lpq -lm
 TEST_LIBS  := $(shell pkg-config --libs check 2>/dev/null) -lcurl -pthread
 
-LIB_SRC    := $(wildcard src/core/*.c src/tensor/*.c src/cache/*.c src/store/*.c)
+LIB_SRC    := $(wildcard src/core/*.c src/tensor/*.c src/plan/*.c src/cache/*.c src/store/*.c)
 DAEMON_SRC := $(wildcard src/http/*.c src/daemon/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c)
 ASSET_SRC  := $(wildcard src/daemon/*.S)
@@ -34,7 +34,7 @@ HOOKS_SRC  := src/http/test_hooks.c
 HOOKS_OBJ  := $(HOOKS_SRC:%.c=$(BUILD)/obj-hooks/%.o)
 DAEMON_HOOKS_OBJ := $(filter-out $(HOOKS_SRC:%.c=$(BUILD)/obj/%.o),$(DAEMON_OBJ)) $(HOOKS_OBJ)
 
-UNIT_SRC   := $(wildcard tests/core/test_*.c tests/tensor/test_*.c tests/cache/test_*.c tests/store/test_*.c \
+UNIT_SRC   := $(wildcard tests/core/test_*.c tests/tensor/test_*.c tests/plan/test_*.c tests/cache/test_*.c tests/store/test_*.c \
 	tests/http/test_*.c tests/daemon/test_*.c tests/cli/test_*.c tests/support/test_*.c)
 E2E_SRC    := $(wildcard tests/e2e/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:%.c=$(BUILD)/%)
@@ -86,11 +86,11 @@ $(BUILD)/posencd-hooks: $(DAEMON_HOOKS_OBJ) $(BUILD)/libposenc.a
 	$(CC) $(CFLAGS) -o $@ $(DAEMON_HOOKS_OBJ) $(BUILD)/libposenc.a $(PKG_LIBS) $(LIBS_CORE) -pthread
 
 $(BUILD)/posenc: $(CLI_OBJ) $(BUILD)/libposenc.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libposenc.a $(LIBS_CORE)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libposenc.a $(shell pkg-config --libs jansson 2>/dev/null) $(LIBS_CORE)
 
-# Tests: one check program per file. core/tensor/cache/cli tests link the library only; http,
+# Tests: one check program per file. core/tensor/plan/cache/cli tests link the library only; http,
 # daemon and e2e tests also link the daemon layers' objects (all but main).
-LIB_TEST_BIN := $(filter $(BUILD)/tests/core/% $(BUILD)/tests/tensor/% $(BUILD)/tests/cache/% $(BUILD)/tests/store/% \
+LIB_TEST_BIN := $(filter $(BUILD)/tests/core/% $(BUILD)/tests/tensor/% $(BUILD)/tests/plan/% $(BUILD)/tests/cache/% $(BUILD)/tests/store/% \
 	$(BUILD)/tests/cli/% $(BUILD)/tests/exhaustive/%,$(UNIT_BIN) $(BUILD)/tests/exhaustive/test_shortest_all)
 SUPPORT_TEST_BIN := $(filter $(BUILD)/tests/support/%,$(UNIT_BIN))
 SRV_TEST_BIN := $(filter-out $(LIB_TEST_BIN) $(SUPPORT_TEST_BIN),$(UNIT_BIN) $(E2E_BIN))

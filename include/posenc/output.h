@@ -69,6 +69,18 @@ int pe_out_encode(const struct pe_out *o, const struct pe_parallel *par, const s
  * text's buffer and its compressed copy together. params: as pe_json_bound's (JSON only); png: the
  * picture's layout (format=png; NULL there gives SIZE_MAX). Saturates at SIZE_MAX. */
 size_t pe_out_bound(const struct pe_out *o, const struct pe_shape *s, size_t params, const struct pe_png_layout *png);
+/* What a table's job holds on the response budget at most, as the server's 413 check counts it:
+ * for bin and npy (not bf16) the output's bound `out` and the compute's scratch together; else
+ * the raw table beside the larger of the scratch and the output (encode's order). Saturates. */
+uint64_t pe_out_job_need(const struct pe_out *o, const struct pe_shape *s, uint64_t scratch, uint64_t out);
+/* Room for any cache key of p's parameters (a list value at most 25 characters an element, a text
+ * its own length, 4096 for the path and the output options). */
+size_t pe_out_key_room(const struct pe_params *p);
+/* pe_out_job_need for the table of p (finished) answered as o (not png), its JSON head sized for
+ * the longest key p can have; *out: the output's bound (what max_response_bytes must hold).
+ * UINT64_MAX when the table cannot be sized. Lets a caller outside the server (model plans) ask
+ * whether a url's answer fits limits without the server. */
+uint64_t pe_out_table_need(const struct pe_params *p, const struct pe_out *o, uint64_t *out);
 /* Formats whose body is the raw tensor bytes, which a producer can write straight into the buffer. */
 int pe_out_raw_direct(const struct pe_out *o);
 

@@ -1,10 +1,10 @@
 /* Model plans: a Hugging Face config.json in, every positional encoding the model uses out, each
  * with the canonical GET of its table (POST /v1/plan, `posenc plan`, `posenc rope --config`).
  *
- * Pure (no I/O), in core: the daemon's handler and the CLI (which links core and tensor only,
- * without jansson) make the same plan from the same bytes. The config's JSON is read by a small
- * reader of core's own (src/core/plan_json.c); the rules per model family are src/core/plan.c,
- * the table URLs and the JSON answer src/core/plan_out.c.
+ * The plan layer (src/plan/), above core and tensor and below http and the CLI, which make the
+ * same plan from the same bytes. The config is read with jansson; one family is one row of the
+ * table in src/plan/plan.c; the table URLs and the JSON answer are src/plan/out.c's. Whether a
+ * url's answer fits a server's limits is asked of the writers' own bounds (pe_out_table_need).
  *
  * Ownership: pe_plan_build fills a caller's struct pe_plan whose strings are on the heap;
  * pe_plan_destroy frees them. pe_plan_json returns a new string (caller frees). Thread-safe. */
@@ -21,6 +21,8 @@
 #define PE_PLAN_MAX_NOTES 8
 #define PE_PLAN_MAX_WARNINGS 16
 #define PE_PLAN_MAX_LAYERS 1024
+#define PE_PLAN_MAX_DEPTH 64      /* the deepest nesting of a config accepted */
+#define PE_PLAN_MAX_NODES 100000  /* the most JSON values in a config accepted */
 #define PE_PLAN_MAX_LEN ((int64_t)1 << 30) /* the longest len a plan takes (?len= of POST /v1/plan) */
 /* What a request's headers and libmicrohttpd's own bookkeeping take from posencd's
  * max_header_bytes: a url longer than max_header_bytes - PE_PLAN_URL_ROOM may get a 414. */
@@ -34,7 +36,8 @@ struct pe_plan_param {
 };
 
 struct pe_plan_enc {
-	const char *kind;   /* rope, mrope, alibi, relative/t5, sinusoidal, sinusoidal2d, learned, none */
+	const char *kind;   /* rope, mrope, rope2d, alibi, relative/t5, relative/deberta, sinusoidal, sinusoidal2d, learned, none */
+	const char *tower;  /* the model part it belongs to: "text", "vision", "audio" */
 	const char *table;  /* the table's path without /v1/ ("rope", "rope/mrope"); NULL for none */
 	const char *len_key; /* the table's length parameter ("len", "q_len", "segments"), or NULL */
 	const char *len_prefix; /* written before the length ("text:" for M-RoPE's segments), or NULL */
@@ -64,19 +67,17 @@ struct pe_plan {
 	size_t nwarnings;
 };
 
-struct pe_params;
-
 struct pe_plan_opts {
 	int64_t len;           /* positions wanted; 0: the config's max_position_embeddings */
 	uint64_t max_elements; /* the largest table a url may name: len is capped to fit (0: no cap) */
-	/* The response limits of the server the urls are for (response_budget_bytes,
-	 * max_response_bytes): nonzero when the table of p (finished) answered as format ("json", any
-	 * Accept-Encoding; or "npy") stays within them, decided from the parameters as that server
-	 * decides before computing. NULL: no limits (every url is JSON). A table whose JSON would not
-	 * fit gets format=npy (a note says so), and if even npy would not, its len is capped to the
-	 * most positions that fit as npy (a warning names the cap). ctx: fits_ctx. */
-	int (*fits_cb)(void *ctx, const struct pe_params *p, const char *format);
-	void *fits_ctx;
+	/* The response limits of the server the urls are for, in bytes: nonzero max_response_bytes
+	 * says the server has them (0: none, every url is JSON); budget_bytes is its
+	 * response_budget_bytes (0: no budget). A table whose answer as JSON (any Accept-Encoding)
+	 * would not pass them, as that server decides before computing (pe_out_table_need), gets
+	 * format=npy (a note says so), and if even npy would not, its len is capped to the most
+	 * positions that fit as npy (a warning names the cap). */
+	uint64_t max_response_bytes;
+	uint64_t budget_bytes;
 	/* The longest url the server answers (its request line's bound: max_header_bytes -
 	 * PE_PLAN_URL_ROOM); 0: PE_PLAN_MAX_URL. A longer url is a 422 naming the config key whose
 	 * value makes it long (a factor list). */
@@ -90,9 +91,9 @@ struct pe_plan_opts {
  * type (booleans are not numbers; rope_scaling, rope_parameters, text_config must be objects), and
  * for a value the table of its url refuses (the table's own pe_params_set / pe_params_finish
  * decide, as for a GET of that url: "rope_scaling.factor", "rope_theta"...); PE_ETOOBIG for a body past
- * PE_PLAN_MAX_BODY or the JSON reader's bounds; PE_EINVAL naming "len" for a len outside
- * [1, PE_PLAN_MAX_LEN]. A table that cannot fit max_elements (or, with fits_cb, the response
- * limits even as npy) at its smallest (len 1, or the size the config fixes) is a 422 naming the
+ * PE_PLAN_MAX_BODY, PE_PLAN_MAX_DEPTH or PE_PLAN_MAX_NODES; PE_EINVAL naming "len" for a len outside
+ * [1, PE_PLAN_MAX_LEN]. A table that cannot fit max_elements (or the response limits even as
+ * npy) at its smallest (len 1, or the size the config fixes) is a 422 naming the
  * config key that sizes it (head_dim, image_size...), and so is a url longer than max_url. Keys
  * read from text_config are named with its prefix ("text_config.rope_theta"). On failure the
  * plan holds nothing to free. */

@@ -54,7 +54,7 @@ static int parse_count(const char *s, const char *param, uint64_t max, int64_t *
 static int make_plan(const char *path, const char *len, const char *max_elements, struct pe_plan *plan,
 		     struct pe_err *err)
 {
-	/* No fits_cb: the CLI writes a table block by block to its output, with no response budget,
+	/* No response limits: the CLI writes a table block by block to its output, with no response budget,
 	 * so its only limit is --max-elements; the urls are JSON GETs of that length. */
 	struct pe_plan_opts o = {.len = 0, .max_elements = CLI_DEFAULT_MAX_ELEMENTS};
 	int64_t v = 0;

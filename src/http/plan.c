@@ -1,5 +1,5 @@
 /* POST /v1/plan[?len=N]: a Hugging Face config.json in, the model's positional encodings out
- * (pe_plan_build in core, the same as `posenc plan`).
+ * (pe_plan_build of src/plan, the same as `posenc plan`).
  *
  * The body is application/json of at most PE_PLAN_MAX_BODY (1 MiB) bytes, or max_body_bytes if
  * that is smaller: a larger Content-Length is a 413 before a byte is read. The plan is made on a
@@ -21,6 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The response budget's whole limit (0: none), what a job's 413 check compares with. */
+static uint64_t budget_limit(const struct pe_http *h)
+{
+	struct pe_budget_stats st = {0};
+	if (h->opt.budget)
+		pe_budget_stats(h->opt.budget, &st);
+	return h->opt.budget ? st.limit : 0;
+}
+
 static uint64_t body_limit(const struct pe_http *h)
 {
 	return h->opt.max_body_bytes < PE_PLAN_MAX_BODY ? h->opt.max_body_bytes : PE_PLAN_MAX_BODY;
@@ -37,22 +46,6 @@ static const struct pe_contract contract[] = {
 	 .limit_name = "a config.json: 1 MiB, or max_body_bytes"},
 	{0},
 };
-
-/* The plan's fits_cb: would the table of p, as format (json with gzip, the larger; or npy), pass
- * this server's 413 check before a job (response_budget_bytes, table.c's count) and fit its
- * output buffer (max_response_bytes)? */
-static int fits_cb(void *ctx, const struct pe_params *p, const char *format)
-{
-	const struct pe_http *h = ctx;
-	struct pe_out o = {.fmt = strcmp(format, "npy") ? PE_FMT_JSON : PE_FMT_NPY, .gzip = !strcmp(format, "json")};
-	if (pe_out_pick_dtype(NULL, p->def->fixed_dtype, o.fmt, &o.dt, NULL) != 0)
-		return 0;
-	uint64_t out, need = pe_table_need(p, &o, &out);
-	struct pe_budget_stats st = {0};
-	if (h->opt.budget)
-		pe_budget_stats(h->opt.budget, &st);
-	return need != UINT64_MAX && (!h->opt.budget || need <= st.limit) && out <= h->opt.max_response_bytes;
-}
 
 /* A plan to make on a worker: the body (held on the response budget) and the options. */
 struct plan_job {
@@ -96,7 +89,8 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 	}
 	j->os = (struct pe_oneshot){.h = r->h, .run = run_plan, .free = plan_job_free};
 	j->opts = (struct pe_plan_opts){
-		.len = pe_param_isset(p, "len") ? pe_param_int(p, "len") : 0, .max_elements = r->h->opt.max_elements, .fits_cb = fits_cb, .fits_ctx = r->h,
+		.len = pe_param_isset(p, "len") ? pe_param_int(p, "len") : 0, .max_elements = r->h->opt.max_elements,
+		.max_response_bytes = r->h->opt.max_response_bytes, .budget_bytes = budget_limit(r->h),
 		/* the request line this server reads (0: libmicrohttpd's pool is its 32 KiB default) */
 		.max_url = (r->h->opt.max_header_bytes ? r->h->opt.max_header_bytes : 32768) - PE_PLAN_URL_ROOM};
 	pe_http_take_body(r, &j->body);

@@ -110,11 +110,6 @@ uint64_t pe_produce_compute_ns(enum pe_dtype dt, uint64_t elements, uint64_t row
 /* A /v1/<table> job's estimate for params p (finished) and output o: what decides whether it runs
  * on the HTTP thread (table.c; UINT64_MAX when the table cannot be sized). */
 uint64_t pe_table_estimate_ns(const struct pe_params *p, const struct pe_out *o);
-/* The most a /v1/<table> job for p (finished) and o (not png) holds on the response budget, as
- * its 413 check counts it for the longest key p can have; *out: the output buffer's bound (what
- * max_response_bytes must hold). UINT64_MAX when the table cannot be sized. (POST /v1/plan.) */
-uint64_t pe_table_need(const struct pe_params *p, const struct pe_out *o, uint64_t *out);
-
 /* The strong ETag of a cache key, from the key and PE_OUTPUT_EPOCH only: equal on every replica
  * and across restarts. */
 void pe_produce_etag(const char *key, size_t keylen, char out[40]);

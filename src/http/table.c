@@ -30,7 +30,7 @@ struct job {
 	struct pe_out out;
 	size_t scratch_bytes; /* reserved around pe_table_compute: what it allocates besides the table */
 	uint64_t estimate_ns; /* pe_produce_estimate_ns: whether it runs on the HTTP thread */
-	uint64_t need;        /* the most it holds on the budget at once (job_need) */
+	uint64_t need;        /* the most it holds on the budget at once (pe_out_job_need) */
 };
 
 /* Everything a request would cost, from its parameters, before anything is allocated: the table
@@ -81,18 +81,6 @@ static int check_output(const struct pe_params *p, const struct pe_out *o, struc
 	return pe_png_plan(&v, &po, lay, err);
 }
 
-/* The most the job holds on the response budget at once (encode's order): the output buffer and
- * the compute's scratch_bytes, for bin and npy; else the scratch table with, first, the compute's
- * scratch_bytes, then the output buffer. */
-static uint64_t job_need(const struct pe_out *o, const struct pe_shape *s, uint64_t scratch, uint64_t out)
-{
-	int overflow;
-	if (pe_out_raw_direct(o) || (o->fmt == PE_FMT_NPY && o->dt != PE_BF16))
-		return pe_produce_add(out, scratch);
-	uint64_t raw = pe_produce_mul(pe_shape_count(s, &overflow), pe_dtype_size(o->dt));
-	return pe_produce_add(overflow ? UINT64_MAX : raw, scratch > out ? scratch : out);
-}
-
 /* The job's time (whether it may run on the HTTP thread): encoding o, and computing s's elements
  * and rows with c's intermediate table and work, each at the worst cost measured over the
  * tables (pe_produce_compute_ns). */
@@ -130,13 +118,13 @@ static int check_budget(struct pe_http *h, const struct pe_params *p, const stru
 	*estimate = estimate_ns(o, &s, &c);
 	/* JSON's head: the parameters as the key holds them, quoted and keyed */
 	uint64_t out = pe_produce_out_bound(o, &s, 2 * keylen + 1024, o->fmt == PE_FMT_PNG ? lay : NULL);
-	uint64_t need = *need_out = job_need(o, &s, c.scratch_bytes, out);
+	uint64_t need = *need_out = pe_out_job_need(o, &s, c.scratch_bytes, out);
 	struct pe_budget_stats st;
 	pe_budget_stats(h->opt.budget, &st);
 	if (!h->opt.budget || need <= st.limit)
 		return 0;
 	struct pe_out bin = {.fmt = PE_FMT_BIN, .dt = o->dt};
-	uint64_t need_bin = job_need(&bin, &s, c.scratch_bytes, pe_produce_out_bound(&bin, &s, 0, NULL));
+	uint64_t need_bin = pe_out_job_need(&bin, &s, c.scratch_bytes, pe_produce_out_bound(&bin, &s, 0, NULL));
 	const char *param = *c.work_param ? c.work_param : p->def->params[0].name;
 	if (c.scratch_bytes > out && *c.intermediate_param)
 		param = c.intermediate_param;
@@ -151,31 +139,6 @@ static int check_request(struct pe_http *h, struct MHD_Connection *conn, const s
 {
 	int rc = pe_http_out_resolve(o, &q->out, conn, def->fixed_dtype, OFFERED, err);
 	return rc == 0 ? check_size(h, &q->params, err) : rc;
-}
-
-/* Room for any key of these parameters: a list value's canonical form is at most 24 characters
- * and a comma, a text parameter's is its own text, a scalar's at most 24 characters; 4096 for the
- * path, the separators and the output options. (A fixed size failed long keys: two lists of 4096
- * values, or M-RoPE's segments with its second_per_grid_t, are over 100 KB.) */
-static size_t key_cap(const struct pe_params *p)
-{
-	size_t cap = 4096;
-	for (int i = 0; i < p->def->nparams; i++) {
-		const struct pe_param_val *v = &p->v[i];
-		cap += strlen(p->def->params[i].name) + 32 + 26 * v->nlist + (v->text ? strlen(v->text) : 0);
-	}
-	return cap;
-}
-
-uint64_t pe_table_need(const struct pe_params *p, const struct pe_out *o, uint64_t *out)
-{
-	struct pe_shape s;
-	struct pe_cost c;
-	*out = UINT64_MAX;
-	if (pe_table_shape(p, &s) != 0 || pe_table_cost(p, &c) != 0 || o->fmt == PE_FMT_PNG)
-		return UINT64_MAX;
-	*out = pe_produce_out_bound(o, &s, 2 * key_cap(p) + 1024, NULL); /* check_budget's, any key */
-	return job_need(o, &s, c.scratch_bytes, *out);
 }
 
 /* "v1/<name>?<canonical parameters><output options>" (the first part copied: snprintf's format
@@ -376,7 +339,7 @@ enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, con
 		return pe_http_problem(r, conn, &err);
 	char small[4096]; /* most keys fit; long factor lists take the heap */
 	int keylen = make_key(p, &o, small, sizeof small);
-	size_t cap = key_cap(p);
+	size_t cap = pe_out_key_room(p);
 	if (keylen < 0 && (key = malloc(cap)) != NULL)
 		keylen = make_key(p, &o, key, cap);
 	if (keylen < 0) {

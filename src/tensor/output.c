@@ -123,6 +123,40 @@ size_t pe_out_bound(const struct pe_out *o, const struct pe_shape *s, size_t par
 
 int pe_out_raw_direct(const struct pe_out *o) { return o->fmt == PE_FMT_BIN; }
 
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+uint64_t pe_out_job_need(const struct pe_out *o, const struct pe_shape *s, uint64_t scratch, uint64_t out)
+{
+	int overflow;
+	if (pe_out_raw_direct(o) || (o->fmt == PE_FMT_NPY && o->dt != PE_BF16))
+		return sat_add(out, scratch);
+	uint64_t n = pe_shape_count(s, &overflow), size = pe_dtype_size(o->dt);
+	uint64_t raw = overflow || (size && n > UINT64_MAX / size) ? UINT64_MAX : n * size;
+	return sat_add(raw, scratch > out ? scratch : out);
+}
+
+size_t pe_out_key_room(const struct pe_params *p)
+{
+	size_t cap = 4096;
+	for (int i = 0; i < p->def->nparams; i++) {
+		const struct pe_param_val *v = &p->v[i];
+		cap += strlen(p->def->params[i].name) + 32 + 26 * v->nlist + (v->text ? strlen(v->text) : 0);
+	}
+	return cap;
+}
+
+uint64_t pe_out_table_need(const struct pe_params *p, const struct pe_out *o, uint64_t *out)
+{
+	struct pe_shape s;
+	struct pe_cost c;
+	*out = UINT64_MAX;
+	if (pe_table_shape(p, &s) != 0 || pe_table_cost(p, &c) != 0 || o->fmt == PE_FMT_PNG)
+		return UINT64_MAX;
+	size_t b = pe_out_bound(o, &s, 2 * pe_out_key_room(p) + 1024, NULL);
+	*out = b == SIZE_MAX ? UINT64_MAX : b;
+	return pe_out_job_need(o, &s, c.scratch_bytes, *out);
+}
+
 static int encode_plain(const struct pe_out *o, const struct pe_parallel *par, const struct pe_params *p,
 			const struct pe_tensor_view *t, struct pe_buf *out, struct pe_err *err)
 {

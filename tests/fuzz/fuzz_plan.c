@@ -1,9 +1,9 @@
-/* libFuzzer target: model plans (src/core/plan_json.c, plan.c, plan_out.c).
+/* libFuzzer target: model plans (src/plan/: the config reader of cfg.c, plan.c, out.c).
  *
  * Input: one byte choosing ?len= (0: the config's own, 1, 4096, 2^40) and max_elements (2^26 or
  * none), then a config.json body.
  *
- * Checks: the JSON reader (pe_json_parse) and jansson agree on what is JSON (jansson strict:
+ * Checks: the config reader (plan_parse: a pre-scan, then jansson) and jansson agree on what is JSON (strict:
  * duplicate keys refused, integers as reals so a 20-digit integer is not its "too big"), except
  * where the reader is narrower by design: past its depth or node bounds (PE_ETOOBIG), or where
  * jansson is wrong (a raw NUL byte it skips). A refusal
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/plan_json.h"
+#include "plan/cfg.h"
 #include "posenc/core.h"
 #include "posenc/plan.h"
 
@@ -33,7 +33,7 @@
 static void check_reader(const char *text, size_t n)
 {
 	struct pe_err err = {0};
-	struct pe_json *v = pe_json_parse(text, n, &err);
+	json_t *v = plan_parse(text, n, &err);
 	json_error_t je;
 	json_t *j = json_loadb(text, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &je);
 	if (v && !j)
@@ -49,7 +49,7 @@ static void check_reader(const char *text, size_t n)
 			FAIL("the reader refuses what jansson reads: %s", err.detail);
 	}
 	json_decref(j);
-	pe_json_free(v);
+	json_decref(v);
 }
 
 /* The url "/v1/<table>?k=v&..." through its table's parameter code, as a GET of it would be

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Known answers for POST /v1/plan: for every config under tests/data/configs/, the encodings the
 model uses, each with a hand-written query of its table and that table's values at len=8, from a
-reading of the config written here independently of src/core/plan.c (the published transformers /
+reading of the config written here independently of src/plan/ (the published transformers /
 model-code conventions, as the comments say), and the tables from the independent references of
 gen_rope.py and gen_tables.py (float64; T5's buckets in PyTorch as transformers computes them).
 

@@ -71,7 +71,7 @@ compile() { # src obj extra-flags...
 }
 
 lib_objs=()
-for src in src/core/*.c src/tensor/*.c src/cache/*.c src/store/*.c src/daemon/config.c src/http/framing.c src/http/media.c src/http/multipart.c; do
+for src in src/core/*.c src/tensor/*.c src/plan/*.c src/cache/*.c src/store/*.c src/daemon/config.c src/http/framing.c src/http/media.c src/http/multipart.c; do
 	obj="$OUT/obj/${src%.c}.o"
 	extra=(-fsanitize=fuzzer-no-link)
 	case "$src" in

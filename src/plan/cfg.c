@@ -1,13 +1,57 @@
 /* Reading a Hugging Face config for the model plans: errors naming the key, the text model's keys
  * (text_config first), numbers and channel counts checked before use, the model's dimensions and
  * the plan's length, and the urls of every encoding once the families have added them. */
-#include "core/plan_cfg.h"
+#include "plan/cfg.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Depth and values of text outside its strings, counted before jansson allocates a node: a
+ * value per container and per comma bounds the values from above. A raw NUL byte is refused
+ * here (jansson would read past it in a string). 0, or the error. */
+static int prescan(const char *text, size_t n, struct pe_err *err)
+{
+	size_t depth = 0, values = 1;
+	int in_str = 0, esc = 0;
+	for (size_t i = 0; i < n; i++) {
+		char ch = text[i];
+		if (!ch)
+			return pe_err_set(err, PE_EBODY, "body", "a NUL byte at byte %zu", i);
+		if (in_str) {
+			in_str = esc || ch != '"';
+			esc = !esc && ch == '\\';
+			continue;
+		}
+		in_str = ch == '"';
+		if (ch == '[' || ch == '{') {
+			values++;
+			if (++depth > PE_PLAN_MAX_DEPTH)
+				return pe_err_set(err, PE_ETOOBIG, "body", "nested deeper than %d at byte %zu", PE_PLAN_MAX_DEPTH, i);
+		} else if ((ch == ']' || ch == '}') && depth) {
+			depth--;
+		} else if (ch == ',' && ++values > PE_PLAN_MAX_NODES) {
+			return pe_err_set(err, PE_ETOOBIG, "body", "more than %d values", PE_PLAN_MAX_NODES);
+		}
+	}
+	return values > PE_PLAN_MAX_NODES ? pe_err_set(err, PE_ETOOBIG, "body", "more than %d values", PE_PLAN_MAX_NODES) : 0;
+}
+
+json_t *plan_parse(const char *text, size_t n, struct pe_err *err)
+{
+	json_error_t je;
+	if (prescan(text, n, err) != 0)
+		return NULL;
+	/* strict: a duplicate key is refused (which value a model means is not ours to guess), and
+	 * integers read as reals (a 20-digit integer is a number, not jansson's "too big") */
+	json_t *v = json_loadb(text, n, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &je);
+	if (!v)
+		pe_err_set(err, json_error_code(&je) == json_error_out_of_memory ? PE_ENOMEM : PE_EBODY, "body",
+			   "not JSON at byte %d: %s", je.position, je.text);
+	return v;
+}
 
 int plan_bad(struct cfg *c, const char *key, const char *fmt, ...)
 {
@@ -19,65 +63,88 @@ int plan_bad(struct cfg *c, const char *key, const char *fmt, ...)
 	return pe_err_set(c->err, PE_EUNPROCESSABLE, key, "%s", d);
 }
 
-/* A key of the text model (text_config first, then the top level); null counts as absent. */
-const struct pe_json *plan_get(const struct cfg *c, const char *key)
+const char *plan_type(const struct cfg *c)
 {
-	const struct pe_json *v = pe_json_get(c->text, key);
-	if (!v && c->text != c->root)
-		v = pe_json_get(c->root, key);
-	return v && v->type != PE_JSON_NULL ? v : NULL;
+	const json_t *mt = c->text != c->root ? json_object_get(c->text, "model_type") : NULL;
+	return json_is_string(mt) ? json_string_value(mt) : c->plan->model_type;
 }
 
-const struct pe_json *plan_member(const struct pe_json *obj, const char *key)
+/* A warning once, however often the key is read. */
+static void warn_once(struct pe_plan *plan, const char *text)
 {
-	const struct pe_json *v = pe_json_get(obj, key);
-	return v && v->type != PE_JSON_NULL ? v : NULL;
+	for (size_t k = 0; k < plan->nwarnings; k++)
+		if (!strcmp(plan->warnings[k], text))
+			return;
+	pe_plan_warn(plan, "%s", text);
+}
+
+/* A key of the text model (text_config first, then the top level, then the class default of the
+ * family's row, warned); null counts as absent. */
+const json_t *plan_get(const struct cfg *c, const char *key)
+{
+	const json_t *v = json_object_get(c->text, key);
+	if (!v && c->text != c->root && !c->no_root)
+		v = json_object_get(c->root, key);
+	if ((!v || json_is_null(v)) && c->defaults && (v = json_object_get(c->defaults, key)) != NULL) {
+		char text[160], *dump = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+		snprintf(text, sizeof text, "no %s: %s (the default of transformers' %s config)", key, dump ? dump : "?",
+			 plan_type(c));
+		free(dump);
+		warn_once(c->plan, text);
+	}
+	return v && !json_is_null(v) ? v : NULL;
+}
+
+const json_t *plan_member(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(obj, key);
+	return v && !json_is_null(v) ? v : NULL;
 }
 
 /* A number member: 1 found, 0 absent, PE_EUNPROCESSABLE when it is not a number (true and false
  * are not: a config's rope_theta: true is a mistake, not 1). name is the key as messages show it
  * ("rope_scaling.factor"). */
-int plan_num_of(struct cfg *c, const struct pe_json *v, const char *name, double *out)
+int plan_num_of(struct cfg *c, const json_t *v, const char *name, double *out)
 {
 	if (!v)
 		return 0;
-	if (v->type != PE_JSON_NUM)
+	if (!json_is_number(v))
 		return plan_bad(c, name, "%s must be a number", name);
-	*out = v->num;
+	*out = json_number_value(v);
 	return 1;
 }
 
 int plan_num(struct cfg *c, const char *key, double *out) { return plan_num_of(c, plan_get(c, key), key, out); }
 
-int plan_object_of(struct cfg *c, const struct pe_json *v, const char *name, const struct pe_json **out)
+int plan_object_of(struct cfg *c, const json_t *v, const char *name, const json_t **out)
 {
 	*out = NULL;
 	if (!v)
 		return 0;
-	if (v->type != PE_JSON_OBJ)
+	if (!json_is_object(v))
 		return plan_bad(c, name, "%s must be a JSON object", name);
 	*out = v;
 	return 1;
 }
 
-int plan_bool_of(struct cfg *c, const struct pe_json *v, const char *name, int *out)
+int plan_bool_of(struct cfg *c, const json_t *v, const char *name, int *out)
 {
 	if (!v)
 		return 0;
-	if (v->type != PE_JSON_BOOL)
+	if (!json_is_boolean(v))
 		return plan_bad(c, name, "%s must be true or false", name);
-	*out = v->num != 0;
+	*out = json_is_true(v);
 	return 1;
 }
 
 int plan_bool(struct cfg *c, const char *key, int *out) { return plan_bool_of(c, plan_get(c, key), key, out); }
 
-int plan_list_of(struct cfg *c, const struct pe_json *v, const char *name, const struct pe_json **out)
+int plan_list_of(struct cfg *c, const json_t *v, const char *name, const json_t **out)
 {
 	*out = NULL;
 	if (!v)
 		return 0;
-	if (v->type != PE_JSON_ARR)
+	if (!json_is_array(v))
 		return plan_bad(c, name, "%s must be a list", name);
 	*out = v;
 	return 1;
@@ -95,12 +162,13 @@ int plan_int(struct cfg *c, const char *key, double lo, double hi, double *out)
 void plan_name_text(const struct cfg *c, struct pe_err *err)
 {
 	char top[PE_ERR_PARAM_MAX], full[PE_ERR_PARAM_MAX + 16];
-	if (c->text == c->root || !err->param[0] || !strncmp(err->param, "text_config", 11))
+	const char *pre = c->prefix ? c->prefix : "text_config";
+	if (c->text == c->root || !err->param[0] || !strncmp(err->param, pre, strlen(pre)))
 		return;
 	snprintf(top, sizeof top, "%.*s", (int)strcspn(err->param, "."), err->param);
 	if (!plan_member(c->text, top))
 		return;
-	size_t n = (size_t)snprintf(full, sizeof full, "text_config.%s", err->param);
+	size_t n = (size_t)snprintf(full, sizeof full, "%s.%s", pre, err->param);
 	n = n < sizeof err->param - 1 ? n : sizeof err->param - 1; /* the longest key a family names fits */
 	memcpy(err->param, full, n);
 	err->param[n] = 0;
@@ -143,12 +211,14 @@ static int first_int(struct cfg *c, const char *const *keys, int64_t *out, const
 
 int plan_read_dims(struct cfg *c, struct dims *d)
 {
-	static const char *const heads[] = {"num_attention_heads", "n_head", "num_heads", "n_heads", NULL};
-	static const char *const hidden[] = {"hidden_size", "n_embd", "d_model", "n_embed", NULL};
-	static const char *const layers[] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers", NULL};
+	static const char *const heads[] = {"num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads",
+					    "attention_heads", NULL};
+	static const char *const hidden[] = {"hidden_size", "n_embd", "d_model", "n_embed", "dim", "embed_dim", NULL};
+	static const char *const layers[] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers", "depth",
+					     NULL};
 	static const char *const positions[] = {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
 						"n_ctx", NULL};
-	static const char *const head_dim[] = {"head_dim", NULL};
+	static const char *const head_dim[] = {"head_dim", "d_kv", NULL}; /* d_kv: T5's head width */
 	int64_t h = 0, w = 0, l = 0, hd = 0;
 	int rc;
 	memset(d, 0, sizeof *d);

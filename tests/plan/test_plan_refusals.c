@@ -1,12 +1,14 @@
-/* Model plans refuse what their urls' tables would refuse (src/core/plan_out.c, plan_cfg.c,
- * plan_scaling.c): a config value the table of its url refuses is a 422 naming the config key it
+/* Model plans refuse what their urls' tables would refuse (src/plan/out.c, cfg.c,
+ * scaling.c): a config value the table of its url refuses is a 422 naming the config key it
  * came from, with the table's own reason (the same pe_params_set / pe_params_finish a GET runs);
  * a rope_scaling / rope_parameters / text_config / attn_config of another JSON type is a 422
  * naming it; true and false are not numbers. The same refusals over every published fixture,
  * with every url fetched from a daemon, are tests/e2e/test_plan_mutations.c. */
 #include "posenc/core.h"
+#include "posenc/output.h"
 #include "posenc/plan.h"
 #include "support/pe_check.h"
+#include "support/pe_table.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,21 +233,25 @@ START_TEST(a_table_that_fits_is_planned)
 }
 END_TEST
 
-/* A server whose response limits take tables of at most 4096 elements as npy (none as JSON). */
-static int small_responses_cb(void *ctx, const struct pe_params *p, const char *format)
+/* A server whose response limits hold the npy answer of a 4096-element rope table (dim 64, 32
+ * positions) and no more, from the writers' own bounds (none as JSON: its head alone is larger). */
+static void small_responses(struct pe_plan_opts *o)
 {
-	struct pe_shape s;
-	int overflow = 0;
-	(void)ctx;
-	return !strcmp(format, "npy") && pe_table_shape(p, &s) == 0 && pe_shape_count(&s, &overflow) <= 4096 && !overflow;
+	struct pe_params p;
+	struct pe_err err = {0};
+	struct pe_out out = {.fmt = PE_FMT_NPY, .dt = PE_F32};
+	ck_assert_int_eq(pe_query_params(&p, "rope", "dim=64&base=500000&layout=half&len=32", &err), 0);
+	o->budget_bytes = pe_out_table_need(&p, &out, &o->max_response_bytes);
+	pe_params_destroy(&p);
 }
 
 /* The response limits too: npy at the largest len that fits, or a 422 when even the smallest
  * table would be over them (never a url the server answers 413). */
 START_TEST(a_table_over_the_response_limits_at_its_smallest_names_its_size_key)
 {
-	struct pe_plan_opts o = {.max_elements = (uint64_t)1 << 26, .fits_cb = small_responses_cb};
+	struct pe_plan_opts o = {.max_elements = (uint64_t)1 << 26};
 	struct pe_plan plan;
+	small_responses(&o);
 	struct pe_err err = {0};
 	const char *config = VIT_MAE("224"); /* 197 x 768 */
 	ck_assert_int_eq(pe_plan_build(config, strlen(config), &o, &plan, &err), PE_EUNPROCESSABLE);

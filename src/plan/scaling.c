@@ -1,34 +1,36 @@
 /* The scaling object of a RoPE config (rope_scaling, or the newer rope_parameters) as the rope
  * table's parameters: its rope_type in every spelling (default, linear, dynamic, yarn, longrope /
  * su, llama3, mrope), the original context, and each type's own keys. Each value is read with the
- * config key it came from, so a value the table refuses is a 422 naming that key (plan_out.c). */
-#include "core/plan_rope.h"
+ * config key it came from, so a value the table refuses is a 422 naming that key (out.c). */
+#include "plan/rope.h"
+#include "posenc/core.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int list_param(struct cfg *c, struct pe_plan_enc *e, const struct pe_json *v, const char *pname,
+static int list_param(struct cfg *c, struct pe_plan_enc *e, const json_t *v, const char *pname,
 		      const char *name, size_t want)
 {
-	if (!v || v->type != PE_JSON_ARR)
+	if (!v || !json_is_array(v))
 		return plan_bad(c, name, "%s must be a list of numbers", name);
-	if (v->n != want)
-		return plan_bad(c, name, "%s has %zu values; the rotary dimensions need %zu", name, v->n, want);
-	char *s = malloc(v->n * 26 + 1);
+	if (json_array_size(v) != want)
+		return plan_bad(c, name, "%s has %zu values; the rotary dimensions need %zu", name, json_array_size(v), want);
+	char *s = malloc(json_array_size(v) * 26 + 1);
 	size_t n = 0;
 	if (!s)
 		return pe_err_set(c->err, PE_ENOMEM, "", "out of memory");
 	s[0] = 0;
-	for (const struct pe_json *x = v->child; x; x = x->next) {
-		if (x->type != PE_JSON_NUM) {
+	for (size_t k = 0; k < json_array_size(v); k++) {
+		const json_t *x = json_array_get(v, k);
+		if (!json_is_number(x)) {
 			free(s);
 			return plan_bad(c, name, "%s must be a list of numbers", name);
 		}
 		if (n)
 			s[n++] = ',';
-		pe_plan_real_text(x->num, s + n);
+		pe_plan_real_text(json_number_value(x), s + n);
 		n += strlen(s + n);
 	}
 	pe_plan_param(e, pname, "%s", s);
@@ -61,17 +63,17 @@ int plan_scaling_num(struct cfg *c, const struct rope *r, const char *key, doubl
 /* rope_type, or the legacy type; "default" when the config has no scaling. */
 static const char *scaling_type(struct cfg *c, const struct rope *r, char *which, size_t cap)
 {
-	const struct pe_json *rt = plan_member(r->scaling, "rope_type"), *t = plan_member(r->scaling, "type");
+	const json_t *rt = plan_member(r->scaling, "rope_type"), *t = plan_member(r->scaling, "type");
 	snprintf(which, cap, "%s.%s", r->scaling_name, rt ? "rope_type" : "type");
-	if (rt && t && t->type == PE_JSON_STR && rt->type == PE_JSON_STR && strcmp(rt->str, t->str))
+	if (rt && t && json_is_string(t) && json_is_string(rt) && strcmp(json_string_value(rt), json_string_value(t)))
 		pe_plan_warn(c->plan, "%s.rope_type (%s) and %s.type (%s) differ: rope_type is used", r->scaling_name,
-			     rt->str, r->scaling_name, t->str);
-	if (rt && t && t->type != PE_JSON_STR) /* the legacy key is read too: a mistyped one is not dropped */
+			     json_string_value(rt), r->scaling_name, json_string_value(t));
+	if (rt && t && !json_is_string(t)) /* the legacy key is read too: a mistyped one is not dropped */
 		snprintf(which, cap, "%s.type", r->scaling_name);
-	const struct pe_json *v = rt && (!t || t->type == PE_JSON_STR) ? rt : t;
+	const json_t *v = rt && (!t || json_is_string(t)) ? rt : t;
 	if (!v)
 		return "default";
-	return v->type == PE_JSON_STR ? v->str : NULL;
+	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
 static int orig_positions(struct cfg *c, const struct rope *r, struct pe_plan_enc *e, int64_t *orig)
@@ -138,9 +140,9 @@ static int yarn(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 		pe_plan_warn(c->plan, "%s.%s is given without %s: ignored, as transformers does", r->scaling_name,
 			     m ? "mscale" : "mscale_all_dim", m ? "mscale_all_dim" : "mscale");
 	}
-	const struct pe_json *t = plan_member(r->scaling, "truncate");
-	if (t && t->type == PE_JSON_BOOL)
-		pe_plan_param(e, "truncate", "%d", (int)t->num);
+	const json_t *t = plan_member(r->scaling, "truncate");
+	if (t && json_is_boolean(t))
+		pe_plan_param(e, "truncate", "%d", json_is_true(t));
 	else if (t) {
 		char name[96];
 		snprintf(name, sizeof name, "%s.truncate", r->scaling_name);
@@ -202,19 +204,20 @@ static int llama3(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 static int mrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 {
 	char name[96];
-	const struct pe_json *sec = plan_member(r->scaling, "mrope_section");
+	const json_t *sec = plan_member(r->scaling, "mrope_section");
 	int interleaved = 0;
 	snprintf(name, sizeof name, "%s.mrope_interleaved", r->scaling_name);
 	if (plan_bool_of(c, plan_member(r->scaling, "mrope_interleaved"), name, &interleaved) < 0)
 		return -1;
 	snprintf(name, sizeof name, "%s.mrope_section", r->scaling_name);
-	if (!sec || sec->type != PE_JSON_ARR || sec->n != 3)
+	if (!sec || !json_is_array(sec) || json_array_size(sec) != 3)
 		return plan_bad(c, name, "%s must be three integers (t, h, w)", name);
 	int s[3], k = 0;
-	for (const struct pe_json *x = sec->child; x; x = x->next, k++) {
-		if (x->type != PE_JSON_NUM || x->num != floor(x->num) || x->num < 0 || x->num > 65536)
+	for (size_t j = 0; j < 3; j++, k++) {
+		const json_t *x = json_array_get(sec, j);
+		if (!json_is_number(x) || json_number_value(x) != floor(json_number_value(x)) || json_number_value(x) < 0 || json_number_value(x) > 65536)
 			return plan_bad(c, name, "%s must be three integers (t, h, w)", name);
-		s[k] = (int)x->num;
+		s[k] = (int)json_number_value(x);
 	}
 	if (s[0] + s[1] + s[2] != r->rotary_dim / 2)
 		return plan_bad(c, name, "%s sums to %d, not head_dim / 2 = %d", name, s[0] + s[1] + s[2], r->rotary_dim / 2);
@@ -233,6 +236,43 @@ static int mrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 	return 0;
 }
 
+/* Does /v1/rope take key=value? */
+static int rope_takes(const char *key, const char *value)
+{
+	struct pe_params p;
+	const struct pe_table_def *def = pe_table_find("rope");
+	if (!def)
+		return 0;
+	pe_params_init(&p, def);
+	int ok = pe_params_set(&p, key, value, NULL) == 0;
+	pe_params_destroy(&p);
+	return ok;
+}
+
+/* Gemma 4's proportional rope: frequencies base^(-2i/head_dim) for the first partial_rotary_factor
+ * of them, zero past it (those channels pass unrotated). */
+static int proportional(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
+{
+	double f = 1;
+	char name[96];
+	int rc = plan_scaling_num(c, r, "partial_rotary_factor", &f);
+	snprintf(name, sizeof name, "%s.partial_rotary_factor", r->scaling_name);
+	if (rc < 0)
+		return rc;
+	if (!(f > 0 && f <= 1))
+		return plan_bad(c, name, "%s must be in (0, 1]", name);
+	pe_plan_note(e, "proportional: frequencies base^(-2i/%d) for the first %g of them, zero past it", r->head_dim, f);
+	if (!rope_takes("scaling", "proportional")) {
+		e->table = NULL;
+		pe_plan_warn(c->plan, "%s: this posenc's /v1/rope has no scaling=proportional: no url", r->scaling_name);
+		return 0;
+	}
+	pe_plan_param(e, "scaling", "proportional");
+	pe_plan_param_real(e, "partial_rotary_factor", f);
+	pe_plan_source(e, "partial_rotary_factor", name);
+	return 0;
+}
+
 int plan_scaling_params(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 {
 	char which[96];
@@ -244,6 +284,13 @@ int plan_scaling_params(struct cfg *c, const struct rope *r, struct pe_plan_enc 
 		return mrope(c, r, e);
 	if (!strcmp(type, "default"))
 		return 0;
+	if (!strcmp(type, "proportional"))
+		return proportional(c, r, e);
+	if (!strcmp(type, "dynamic") && r->alpha) {
+		pe_plan_note(e, "dynamic with alpha (NTK by alpha): base is rope_theta * alpha^(head_dim / (head_dim - 2)), "
+			     "unscaled within max_position_embeddings");
+		return 0;
+	}
 	if (!strcmp(type, "linear") || !strcmp(type, "dynamic")) {
 		double f = 0;
 		int64_t orig;
@@ -272,7 +319,7 @@ int plan_scaling_params(struct cfg *c, const struct rope *r, struct pe_plan_enc 
  * of another JSON type (a string "llama3", a list) is a 422 naming it, not a model without scaling. */
 int plan_scaling_of(struct cfg *c, struct rope *r)
 {
-	const struct pe_json *rp, *rs;
+	const json_t *rp, *rs;
 	int rc;
 	if ((rc = plan_object_of(c, plan_get(c, "rope_parameters"), "rope_parameters", &rp)) < 0 ||
 	    (rc = plan_object_of(c, plan_get(c, "rope_scaling"), "rope_scaling", &rs)) < 0)

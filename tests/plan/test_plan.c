@@ -1,11 +1,13 @@
-/* Model plans in core (src/core/plan*.c): the config reader's bounds and refusals, the family rules'
+/* Model plans (src/plan/): the config reader's bounds and refusals, the family rules'
  * decisions and errors (which key a 422 names), len and its cap, the JSON answer (read back with
  * jansson) and the CLI's pick. The tables the urls name are checked end to end in
  * tests/e2e/test_plan_configs.c against tests/ref/gen_plan.py. */
-#include "core/plan_json.h"
+#include "plan/cfg.h"
 #include "posenc/core.h"
+#include "posenc/output.h"
 #include "posenc/plan.h"
 #include "support/pe_check.h"
+#include "support/pe_table.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -50,23 +52,23 @@ START_TEST(json_reader_reads_what_configs_hold)
 {
 	struct pe_err err = {0};
 	const char *text = " {\"a\": [1, -2.5e3, true, null, \"x\\u00e9\\ud83d\\ude00\\n\"], \"b\": {}} ";
-	struct pe_json *v = pe_json_parse(text, strlen(text), &err);
+	json_t *v = plan_parse(text, strlen(text), &err);
 	ck_assert_ptr_nonnull(v);
-	const struct pe_json *a = pe_json_get(v, "a");
-	ck_assert_int_eq(a->type, PE_JSON_ARR);
-	ck_assert_uint_eq(a->n, 5);
-	ck_assert(a->child->next->num == -2500);
-	ck_assert_str_eq(a->child->next->next->next->next->str, "x\xc3\xa9\xf0\x9f\x98\x80\n");
-	ck_assert_int_eq(pe_json_get(v, "b")->type, PE_JSON_OBJ);
-	ck_assert_ptr_null(pe_json_get(v, "c"));
-	pe_json_free(v);
+	const json_t *a = json_object_get(v, "a");
+	ck_assert(json_is_array(a));
+	ck_assert_uint_eq(json_array_size(a), 5);
+	ck_assert(json_number_value(json_array_get(a, 1)) == -2500);
+	ck_assert_str_eq(json_string_value(json_array_get(a, 4)), "x\xc3\xa9\xf0\x9f\x98\x80\n");
+	ck_assert(json_is_object(json_object_get(v, "b")));
+	ck_assert_ptr_null(json_object_get(v, "c"));
+	json_decref(v);
 }
 END_TEST
 
 static void reader_refuses(const char *text, int code)
 {
 	struct pe_err err = {0};
-	struct pe_json *v = pe_json_parse(text, strlen(text), &err);
+	json_t *v = plan_parse(text, strlen(text), &err);
 	ck_assert_msg(v == NULL, "%s parsed", text);
 	ck_assert_msg(err.code == code, "%s: %d %s", text, err.code, err.detail);
 	ck_assert_str_eq(err.param, "body");
@@ -93,10 +95,10 @@ START_TEST(json_reader_is_bounded)
 	memset(deep + 100, ']', 100);
 	deep[200] = 0;
 	reader_refuses(deep, PE_ETOOBIG); /* depth 100 > 64 */
-	size_t n = 2 * (PE_JSON_MAX_NODES + 1) + 2;
+	size_t n = 2 * (PE_PLAN_MAX_NODES + 1) + 2;
 	char *wide = malloc(n + 1);
 	wide[0] = '[';
-	for (size_t i = 0; i <= PE_JSON_MAX_NODES; i++)
+	for (size_t i = 0; i <= PE_PLAN_MAX_NODES; i++)
 		memcpy(wide + 1 + 2 * i, "0,", 2);
 	wide[n - 2] = '0';
 	wide[n - 1] = ']';
@@ -119,10 +121,10 @@ START_TEST(json_reader_refuses_ill_formed_utf8)
 		reader_refuses(bad[i], PE_EBODY);
 	struct pe_err err = {0};
 	const char *ok = "[\"\xc2\x80\xdf\xbf\", \"\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80\", \"\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\"]";
-	struct pe_json *v = pe_json_parse(ok, strlen(ok), &err);
+	json_t *v = plan_parse(ok, strlen(ok), &err);
 	ck_assert_msg(v != NULL, "%s", err.detail);
-	ck_assert_str_eq(v->child->next->str, "\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80");
-	pe_json_free(v);
+	ck_assert_str_eq(json_string_value(json_array_get(v, 1)), "\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80");
+	json_decref(v);
 }
 END_TEST
 
@@ -135,15 +137,15 @@ START_TEST(json_reader_reads_long_numbers)
 	memset(text + strlen(text), '0', 80);
 	strcat(text, "]");
 	struct pe_err err = {0};
-	struct pe_json *v = pe_json_parse(text, strlen(text), &err);
+	json_t *v = plan_parse(text, strlen(text), &err);
 	ck_assert_msg(v != NULL, "%s", err.detail);
-	ck_assert(v->child->num == 1e-3);
-	ck_assert(v->child->next->num == 1e80);
-	pe_json_free(v);
+	ck_assert(json_number_value(json_array_get(v, 0)) == 1e-3);
+	ck_assert(json_number_value(json_array_get(v, 1)) == 1e80);
+	json_decref(v);
 }
 END_TEST
 
-/* An object with PE_JSON_MAX_NODES - 1 members (within the bounds) is read, and one duplicate
+/* An object with PE_PLAN_MAX_NODES - 1 members (within the bounds) is read, and one duplicate
  * among them found, without comparing every key with every other (that took minutes). */
 static char *many_keys(size_t n, int dup)
 {
@@ -158,13 +160,13 @@ static char *many_keys(size_t n, int dup)
 START_TEST(json_reader_many_members)
 {
 	struct pe_err err = {0};
-	char *s = many_keys(PE_JSON_MAX_NODES - 1, 0);
-	struct pe_json *v = pe_json_parse(s, strlen(s), &err);
+	char *s = many_keys(PE_PLAN_MAX_NODES - 1, 0);
+	json_t *v = plan_parse(s, strlen(s), &err);
 	ck_assert_msg(v != NULL, "%s", err.detail);
-	ck_assert_uint_eq(v->n, PE_JSON_MAX_NODES - 1);
-	pe_json_free(v);
+	ck_assert_uint_eq(json_object_size(v), PE_PLAN_MAX_NODES - 1);
+	json_decref(v);
 	free(s);
-	s = many_keys(PE_JSON_MAX_NODES - 1, 1);
+	s = many_keys(PE_PLAN_MAX_NODES - 1, 1);
 	reader_refuses(s, PE_EBODY);
 	free(s);
 	reader_refuses("{\"a\": {\"b\": 1, \"c\": [{\"d\": 1, \"d\": 1}]}}", PE_EBODY);
@@ -442,29 +444,51 @@ START_TEST(missing_rotary_share_is_the_class_default)
 }
 END_TEST
 
-/* The response limits (fits_cb): a table whose JSON would be over them is planned as npy (a note
- * says so) at the same len; when npy would be over them too, len is capped so npy fits (a warning
- * names the cap). The limits here: JSON up to 1000 elements, npy up to 4000. */
-static int small_server_cb(void *ctx, const struct pe_params *p, const char *format)
+/* The need of the table of a plan's url (its format= passed over) with its length key at len,
+ * answered as fmt (json: with gzip), from the writers' own bounds; *bound: the output's. */
+static uint64_t need_at(const char *url, const char *len_key, int64_t len, enum pe_format fmt, uint64_t *bound)
 {
-	struct pe_shape s;
-	int of = 0;
-	int *calls = ctx;
-	++*calls;
-	ck_assert_int_eq(pe_table_shape(p, &s), 0);
-	size_t n = pe_shape_count(&s, &of);
-	return !of && n <= (strcmp(format, "npy") ? 1000u : 4000u);
+	char table[64], lenbuf[32], query[4096], *w = query;
+	const char *q = strchr(url, '?');
+	const char *const skip[] = {"format", len_key, "k_len", NULL}; /* k_len follows q_len */
+	struct pe_params p;
+	struct pe_err err = {0};
+	ck_assert_ptr_nonnull(q);
+	snprintf(table, sizeof table, "%.*s", (int)(q - url - 4), url + 4);
+	ck_assert_uint_lt(strlen(q), sizeof query);
+	for (const char *r = q + 1; *r; r++) /* the url's only escape: '+' as %2B */
+		*w++ = !strncmp(r, "%2B", 3) ? (r += 2, '+') : *r;
+	*w = 0;
+	pe_params_init(&p, pe_table_find(table));
+	snprintf(lenbuf, sizeof lenbuf, "%lld", (long long)len);
+	ck_assert_int_eq(pe_query_set(&p, query, skip, &err), 0);
+	ck_assert_int_eq(pe_params_set(&p, len_key, lenbuf, &err), 0);
+	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
+	struct pe_out o = {.fmt = fmt, .gzip = fmt == PE_FMT_JSON, .dt = PE_F32};
+	uint64_t b, need = pe_out_table_need(&p, &o, bound ? bound : &b);
+	pe_params_destroy(&p);
+	return need;
 }
 
+static int fits(const struct pe_plan_opts *o, const char *url, const char *len_key, int64_t len, enum pe_format fmt)
+{
+	uint64_t bound, need = need_at(url, len_key, len, fmt, &bound);
+	return need <= o->budget_bytes && bound <= o->max_response_bytes;
+}
+
+/* The response limits: a table whose JSON would be over them is planned as npy (a note says so)
+ * at the same len; when npy would be over them too, len is capped to the most positions npy fits
+ * (a warning names the cap). The limits here: the JSON answer of llama2-7b's table at len 3. */
 START_TEST(urls_fit_the_response_limits)
 {
-	int calls = 0;
 	struct pe_plan plan;
-	struct pe_plan_opts o = {.len = 3, .max_elements = 0, .fits_cb = small_server_cb, .fits_ctx = &calls};
+	struct pe_plan_opts o = {.len = 3, .max_elements = 0};
+	plan_fixture("llama2-7b.json", &o, &plan);
+	o.budget_bytes = need_at(plan.enc[0].url, "len", 3, PE_FMT_JSON, &o.max_response_bytes);
+	pe_plan_destroy(&plan);
 	plan_fixture("llama2-7b.json", &o, &plan); /* 2 * 3 * 128 = 768: JSON */
 	ck_assert_ptr_null(plan.enc[0].format);
 	ck_assert_ptr_null(strstr(plan.enc[0].url, "format="));
-	ck_assert_int_gt(calls, 0);
 	pe_plan_destroy(&plan);
 	o.len = 10; /* 2560: npy at the same len */
 	plan_fixture("llama2-7b.json", &o, &plan);
@@ -474,17 +498,22 @@ START_TEST(urls_fit_the_response_limits)
 	ck_assert(strstr(plan.enc[0].notes[plan.enc[0].nnotes - 1], "format=npy") != NULL);
 	ck_assert(!warned(&plan, "capped"));
 	pe_plan_destroy(&plan);
-	o.len = 100; /* npy holds 2 * 15 * 128 = 3840 */
+	o.len = 100; /* npy holds fewer: the most that fit */
 	plan_fixture("llama2-7b.json", &o, &plan);
 	ck_assert_str_eq(plan.enc[0].format, "npy");
-	ck_assert_int_eq(plan.enc[0].len, 15);
-	ck_assert(warned(&plan, "len 100 capped to 15"));
+	int64_t n = plan.enc[0].len;
+	ck_assert_msg(n > 10 && n < 100, "len %lld", (long long)n);
+	ck_assert(fits(&o, plan.enc[0].url, "len", n, PE_FMT_NPY) && !fits(&o, plan.enc[0].url, "len", n + 1, PE_FMT_NPY));
+	char want[64];
+	snprintf(want, sizeof want, "len 100 capped to %lld", (long long)n);
+	ck_assert(warned(&plan, want));
 	ck_assert(warned(&plan, "response limits"));
 	pe_plan_destroy(&plan);
 	o.len = 0; /* MPT's ALiBi: 32 heads * q_len^2 */
 	plan_fixture("mpt-7b.json", &o, &plan);
 	ck_assert_str_eq(plan.enc[0].format, "npy");
-	ck_assert_int_eq(plan.enc[0].len, 11); /* 32 * 11^2 = 3872 */
+	n = plan.enc[0].len;
+	ck_assert(fits(&o, plan.enc[0].url, "q_len", n, PE_FMT_NPY) && !fits(&o, plan.enc[0].url, "q_len", n + 1, PE_FMT_NPY));
 	pe_plan_destroy(&plan);
 }
 END_TEST

@@ -1,7 +1,7 @@
-/* Internal to the model plans: what the family rules (plan.c) call in plan_out.c to fill an
+/* Internal to the model plans: what the family rules (plan.c) call in out.c to fill an
  * encoding (parameters, notes, warnings) and to turn it into its table's canonical URL. */
-#ifndef PE_CORE_PLAN_INTERNAL_H
-#define PE_CORE_PLAN_INTERNAL_H
+#ifndef PE_PLAN_INTERNAL_H
+#define PE_PLAN_INTERNAL_H
 
 #include "posenc/plan.h"
 

@@ -1,8 +1,8 @@
 /* The RoPE families of the model plans: the base and the rotary share of a head (partial rotary),
  * Gemma's local and global bases, Llama 4's NoPE layers and DeepSeek's rotary head and mscale.
- * The scaling object (rope_scaling / rope_parameters) is plan_scaling.c's; plan.c's header lists
+ * The scaling object (rope_scaling / rope_parameters) is scaling.c's; plan.c's header lists
  * the decisions. */
-#include "core/plan_rope.h"
+#include "plan/rope.h"
 #include "posenc/core.h"
 
 #include <math.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct pe_plan_enc *add_rope(struct cfg *c, const struct rope *r)
+struct pe_plan_enc *plan_add_rope(struct cfg *c, const struct rope *r)
 {
 	struct pe_plan_enc *e = pe_plan_enc_add(c->plan, "rope", "rope", "len", r->layers);
 	if (!e) {
@@ -38,32 +38,13 @@ static struct pe_plan_enc *add_rope(struct cfg *c, const struct rope *r)
 	return e;
 }
 
-/* The base a config without rope_theta gets: its transformers config class's default (the class
- * attribute default_theta, or the rope_theta default of its __init__), by model_type. Families
- * not listed default to 10000 (LlamaConfig, MistralConfig, Qwen2Config, Qwen3, DeepseekV2/V3,
- * Phi, Phi3, GPTNeoX's rotary_emb_base, GPT-J, Falcon, Gemma, Gemma2; Gemma 3's global layers are
- * plan_family_gemma3's). */
-static const struct {
-	const char *model_type;
-	double theta;
-} default_theta[] = {
-	{"llama4", 500000},     {"llama4_text", 500000},  /* Llama4TextConfig.default_theta */
-	{"mixtral", 1000000},                             /* MixtralConfig.default_theta */
-	{"qwen2_vl", 1000000},  {"qwen2_5_vl", 1000000},  /* Qwen2(.5)VLTextConfig: rope_theta 1000000.0 */
-	{"qwen3_vl", 500000},   {"qwen3_vl_moe", 500000}, /* Qwen3VL(Moe)TextConfig.default_theta */
-};
-
-static double family_theta(const struct cfg *c)
-{
-	for (size_t i = 0; i < sizeof default_theta / sizeof default_theta[0]; i++)
-		if (!strcmp(c->plan->model_type, default_theta[i].model_type))
-			return default_theta[i].theta;
-	return 10000;
-}
+/* The base a config without rope_theta gets: its transformers config class's default (the row's
+ * theta: the class attribute default_theta, or the rope_theta default of its __init__). */
+static double family_theta(const struct cfg *c) { return c->fam->theta ? c->fam->theta : 10000; }
 
 /* base: rope_theta (also inside rope_parameters), GPT-NeoX's rotary_emb_base, else the family's
  * default (family_theta; a warning names it when it is not the usual 10000). */
-static int rope_base(struct cfg *c, struct rope *r)
+int plan_rope_base(struct cfg *c, struct rope *r)
 {
 	double v = 0;
 	int rc = 0;
@@ -74,28 +55,27 @@ static int rope_base(struct cfg *c, struct rope *r)
 		snprintf(r->base_key, sizeof r->base_key, "rope_theta");
 	if (rc == 0 && (rc = plan_num(c, "rotary_emb_base", &v)) >= 0)
 		snprintf(r->base_key, sizeof r->base_key, rc ? "rotary_emb_base" : "rope_theta");
+	if (rc == 0 && (rc = plan_num_of(c, plan_member(plan_get(c, "attn_config"), "rope_theta"), "attn_config.rope_theta", &v)) > 0)
+		snprintf(r->base_key, sizeof r->base_key, "attn_config.rope_theta"); /* DBRX */
+	if (rc == 0 && (rc = plan_num(c, "global_rope_theta", &v)) > 0)
+		snprintf(r->base_key, sizeof r->base_key, "global_rope_theta"); /* ModernBERT */
 	if (rc < 0)
 		return rc;
 	r->base = rc ? v : family_theta(c);
-	if (!rc && r->base != 10000)
+	int per_type = json_is_object(plan_member(r->scaling, "full_attention")) ||
+		       json_is_object(plan_member(r->scaling, "sliding_attention")); /* each type gives its own */
+	if (!rc && r->base != 10000 && !per_type)
 		pe_plan_warn(c->plan, "no rope_theta: base %.0f (the default of transformers' %s config)", r->base,
-			     c->plan->model_type);
+			     plan_type(c));
 	if (!(r->base > 0))
 		return plan_bad(c, r->base_key, "%s must be > 0", r->base_key);
 	return rc;
 }
 
 /* The rotary share a config without rotary_dim / partial_rotary_factor / rotary_pct gets: its
- * transformers config class's default, by model_type (GPTNeoXConfig rotary_pct=0.25, PhiConfig
+ * transformers config class's default (the row's; GPTNeoXConfig rotary_pct=0.25, PhiConfig
  * partial_rotary_factor=0.5); the others rotate whole heads. */
-static double family_rotary_share(const struct cfg *c)
-{
-	if (!strcmp(c->plan->model_type, "gpt_neox"))
-		return 0.25;
-	if (!strcmp(c->plan->model_type, "phi"))
-		return 0.5;
-	return 1;
-}
+static double family_rotary_share(const struct cfg *c) { return c->fam->rotary_share ? c->fam->rotary_share : 1; }
 
 /* The rotary share of a head: rotary_dim (GPT-J), partial_rotary_factor (Phi), rotary_pct (NeoX),
  * else the family's default (family_rotary_share; a warning names it when it is not the whole head). */
@@ -124,7 +104,7 @@ static int rotary_dim(struct cfg *c, struct rope *r)
 		return rc;
 	if (rc == 0 && family_rotary_share(c) != 1)
 		pe_plan_warn(c->plan, "no rotary_pct / partial_rotary_factor: %g of each head rotates (the default of "
-			     "transformers' %s config)", family_rotary_share(c), c->plan->model_type);
+			     "transformers' %s config)", family_rotary_share(c), plan_type(c));
 	if (r->rotary_dim < 2 || r->rotary_dim > r->head_dim || r->rotary_dim % 2)
 		return plan_bad(c, r->dim_key ? r->dim_key : "head_dim",
 				"the rotary dimensions (%d) must be even, at least 2 and within head_dim (%d)", r->rotary_dim,
@@ -132,8 +112,26 @@ static int rotary_dim(struct cfg *c, struct rope *r)
 	return 0;
 }
 
+/* HunYuan's dynamic scaling with alpha (NTK by alpha): a fixed base theta * alpha^(d / (d - 2)),
+ * d the head width, and no scaling of the table while the sequence stays within the context. */
+static int ntk_alpha(struct cfg *c, struct rope *r)
+{
+	double alpha = 0;
+	int rc = plan_scaling_num(c, r, "alpha", &alpha);
+	if (rc <= 0)
+		return rc;
+	char name[96];
+	snprintf(name, sizeof name, "%s.alpha", r->scaling_name);
+	if (!(alpha > 0) || r->head_dim < 4)
+		return plan_bad(c, name, "%s must be > 0 (with head_dim at least 4)", name);
+	r->base *= pow(alpha, r->head_dim / (r->head_dim - 2.0));
+	r->alpha = 1;
+	snprintf(r->base_key, sizeof r->base_key, "%s", name);
+	return 1;
+}
+
 /* The common RoPE model: one table for every layer. */
-static int rope_init(struct cfg *c, struct rope *r, const struct dims *d, const char *layout)
+int plan_rope_init(struct cfg *c, struct rope *r, const struct dims *d, const char *layout)
 {
 	memset(r, 0, sizeof *r);
 	r->d = d;
@@ -143,8 +141,17 @@ static int rope_init(struct cfg *c, struct rope *r, const struct dims *d, const 
 	r->softmax_scale = 1 / sqrt((double)d->head_dim);
 	int rc = plan_scaling_of(c, r);
 	if (rc == 0)
-		rc = rope_base(c, r);
-	return rc < 0 ? rc : rotary_dim(c, r);
+		rc = plan_rope_base(c, r);
+	if (rc < 0 || (rc = rotary_dim(c, r)) < 0 || (rc = ntk_alpha(c, r)) < 0)
+		return rc;
+	double m = 0;
+	if (c->fam->softmax_key && (rc = plan_positive(c, c->fam->softmax_key, &m)) < 0)
+		return rc;
+	if (m > 0)
+		r->softmax_scale = m; /* Granite: attention_multiplier scales q·k in place of head_dim^-1/2 */
+	if (c->fam->softmax_fixed)
+		r->softmax_scale = c->fam->softmax_fixed;
+	return 0;
 }
 
 
@@ -175,10 +182,10 @@ static int family_rope_layout(struct cfg *c, const char *layout)
 	struct dims d;
 	struct rope r;
 	int rc;
-	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = rope_init(c, &r, &d, layout)) < 0)
+	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = plan_rope_init(c, &r, &d, layout)) < 0)
 		return rc;
 	plan_choose_len(c, &d);
-	struct pe_plan_enc *e = add_rope(c, &r);
+	struct pe_plan_enc *e = plan_add_rope(c, &r);
 	if (!e)
 		return -1;
 	head_dim_note(c, &d, e);
@@ -189,18 +196,15 @@ static int family_rope_layout(struct cfg *c, const char *layout)
 	return plan_finish_all(c);
 }
 
-int plan_family_rope(struct cfg *c) { return family_rope_layout(c, "half"); }
-int plan_family_gptj(struct cfg *c) { return family_rope_layout(c, "interleaved"); }
+int plan_family_rope(struct cfg *c) { return family_rope_layout(c, c->fam->layout ? c->fam->layout : "half"); }
 
-/* Qwen2-VL, 2.5-VL, 3-VL: M-RoPE on the text model; the vision tower is not planned. */
+/* Qwen2-VL, 2.5-VL, 3-VL, GLM-4.1V: M-RoPE on the text model, and the vision tower. */
 int plan_family_qwen_vl(struct cfg *c)
 {
-	int rc = family_rope_layout(c, "half");
+	int rc = family_rope_layout(c, c->fam->layout ? c->fam->layout : "half");
 	if (rc == 0 && c->plan->nenc && strcmp(c->plan->enc[0].kind, "mrope"))
 		pe_plan_warn(c->plan, "a vision-language model without mrope_section: planned as plain RoPE");
-	if (rc == 0 && pe_json_get(c->root, "vision_config"))
-		pe_plan_warn(c->plan, "vision_config: the vision encoder's 2-D rotary table (/v1/rope2d) is not planned");
-	return rc;
+	return rc == 0 ? plan_vision_tower(c) : rc;
 }
 
 /* query_pre_attn_scalar, else 256 as Gemma 2's and Gemma 3's configs default to (warned; Gemma 1
@@ -208,7 +212,7 @@ int plan_family_qwen_vl(struct cfg *c)
 static int gemma_query_scalar(struct cfg *c, double *q)
 {
 	int rc = plan_positive(c, "query_pre_attn_scalar", q);
-	if (rc != 0 || !strcmp(c->plan->model_type, "gemma"))
+	if (rc != 0 || !strcmp(plan_type(c), "gemma"))
 		return rc;
 	*q = 256;
 	pe_plan_warn(c->plan, "no query_pre_attn_scalar: softmax_scale is 256^-1/2 (the default of %s's config)",
@@ -223,14 +227,14 @@ int plan_family_gemma(struct cfg *c)
 	struct rope r;
 	double q = 0;
 	int rc;
-	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = rope_init(c, &r, &d, "half")) < 0)
+	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = plan_rope_init(c, &r, &d, "half")) < 0)
 		return rc;
 	plan_choose_len(c, &d);
 	if ((rc = gemma_query_scalar(c, &q)) < 0)
 		return rc;
 	if (rc > 0)
 		r.softmax_scale = 1 / sqrt(q);
-	struct pe_plan_enc *e = add_rope(c, &r);
+	struct pe_plan_enc *e = plan_add_rope(c, &r);
 	if (!e)
 		return -1;
 	head_dim_note(c, &d, e);
@@ -244,16 +248,17 @@ int plan_family_gemma(struct cfg *c)
 /* Which layers are sliding: layer_types, else sliding_window_pattern (every pattern-th is global). */
 static int gemma3_layers(struct cfg *c, const struct dims *d, int *sliding)
 {
-	const struct pe_json *lt = plan_get(c, "layer_types");
+	const json_t *lt = plan_get(c, "layer_types");
 	double pat = 0;
 	if (lt) {
-		if (lt->type != PE_JSON_ARR || (int)lt->n != d->layers)
+		if (!json_is_array(lt) || (int)json_array_size(lt) != d->layers)
 			return plan_bad(c, "layer_types", "layer_types must list num_hidden_layers (%d) names", d->layers);
 		int i = 0;
-		for (const struct pe_json *x = lt->child; x; x = x->next, i++) {
-			if (x->type != PE_JSON_STR || (strcmp(x->str, "sliding_attention") && strcmp(x->str, "full_attention")))
+		for (size_t k = 0; k < json_array_size(lt); k++, i++) {
+			const json_t *x = json_array_get(lt, k);
+			if (!json_is_string(x) || (strcmp(json_string_value(x), "sliding_attention") && strcmp(json_string_value(x), "full_attention")))
 				return plan_bad(c, "layer_types", "layer_types holds sliding_attention or full_attention");
-			sliding[i] = !strcmp(x->str, "sliding_attention");
+			sliding[i] = !strcmp(json_string_value(x), "sliding_attention");
 		}
 		return 0;
 	}
@@ -281,7 +286,7 @@ int plan_family_gemma3(struct cfg *c)
 	struct rope g, l;
 	int sliding[PE_PLAN_MAX_LAYERS], rc;
 	double q = 0, local = 10000;
-	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = rope_init(c, &g, &d, "half")) < 0)
+	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = plan_rope_init(c, &g, &d, "half")) < 0)
 		return rc;
 	if (!d.layers)
 		return plan_bad(c, "num_hidden_layers", "Gemma 3 needs num_hidden_layers");
@@ -291,7 +296,7 @@ int plan_family_gemma3(struct cfg *c)
 	if ((rc = gemma3_layers(c, &d, sliding)) < 0 || (rc = gemma_query_scalar(c, &q)) < 0)
 		return rc;
 	double scale = rc > 0 ? 1 / sqrt(q) : g.softmax_scale;
-	const struct pe_json *per_full, *per_slide;
+	const json_t *per_full, *per_slide;
 	char fname[96], sname[96];
 	snprintf(fname, sizeof fname, "%s.full_attention", g.scaling_name);
 	snprintf(sname, sizeof sname, "%s.sliding_attention", g.scaling_name);
@@ -308,7 +313,7 @@ int plan_family_gemma3(struct cfg *c)
 		g.scaling_name = "rope_parameters.full_attention";
 		l.scaling = per_slide;
 		l.scaling_name = "rope_parameters.sliding_attention";
-		if ((rc = rope_base(c, &g)) < 0 || (rc = rope_base(c, &l)) < 0)
+		if ((rc = plan_rope_base(c, &g)) < 0 || (rc = plan_rope_base(c, &l)) < 0)
 			return rc;
 	} else {
 		if ((rc = plan_num(c, "rope_local_base_freq", &local)) < 0)
@@ -330,7 +335,7 @@ int plan_family_gemma3(struct cfg *c)
 	int nsl = 0;
 	for (int i = 0; i < d.layers; i++)
 		nsl += sliding[i];
-	struct pe_plan_enc *el = nsl ? add_rope(c, &l) : NULL, *eg = nsl < d.layers ? add_rope(c, &g) : NULL;
+	struct pe_plan_enc *el = nsl ? plan_add_rope(c, &l) : NULL, *eg = nsl < d.layers ? plan_add_rope(c, &g) : NULL;
 	if ((nsl && !el) || (nsl < d.layers && !eg))
 		return -1;
 	if ((rc = sliding_window(c, el, "sliding-window layers: base rope_local_base_freq, no scaling")) < 0)
@@ -347,21 +352,22 @@ int plan_family_llama4(struct cfg *c)
 	struct dims d;
 	struct rope r;
 	int uses[PE_PLAN_MAX_LAYERS], rc, n = 0;
-	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = rope_init(c, &r, &d, "interleaved")) < 0)
+	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = plan_rope_init(c, &r, &d, "interleaved")) < 0)
 		return rc;
 	plan_choose_len(c, &d);
-	const struct pe_json *nr;
+	const json_t *nr;
 	double interval = 4;
 	if ((rc = plan_list_of(c, plan_get(c, "no_rope_layers"), "no_rope_layers", &nr)) < 0 ||
 	    (rc = plan_int(c, "no_rope_layer_interval", 1, 1e15, &interval)) < 0)
 		return rc;
-	if (nr && nr->n) { /* an empty list: the interval's default, as transformers */
-		if ((int)nr->n != d.layers)
+	if (nr && json_array_size(nr)) { /* an empty list: the interval's default, as transformers */
+		if ((int)json_array_size(nr) != d.layers)
 			return plan_bad(c, "no_rope_layers", "no_rope_layers must have num_hidden_layers (%d) entries", d.layers);
-		for (const struct pe_json *x = nr->child; x; x = x->next, n++) {
-			if (x->type != PE_JSON_NUM || (x->num != 0 && x->num != 1))
+		for (size_t k = 0; k < json_array_size(nr); k++, n++) {
+			const json_t *x = json_array_get(nr, k);
+			if (!json_is_number(x) || (json_number_value(x) != 0 && json_number_value(x) != 1))
 				return plan_bad(c, "no_rope_layers", "no_rope_layers holds 0 or 1 per layer (0: the layer has no RoPE)");
-			uses[n] = x->num != 0;
+			uses[n] = json_number_value(x) != 0;
 		}
 	} else {
 		interval = fmin(interval, PE_PLAN_MAX_LAYERS + 1); /* past the layers, the same (and an int) */
@@ -371,7 +377,7 @@ int plan_family_llama4(struct cfg *c)
 	int nope = 0;
 	for (int i = 0; i < n; i++)
 		nope += !uses[i];
-	struct pe_plan_enc *e = add_rope(c, &r);
+	struct pe_plan_enc *e = plan_add_rope(c, &r);
 	if (!e)
 		return -1;
 	pe_plan_note(e, "interleaved layout: Llama 4 rotates adjacent pairs (complex multiplication)");
@@ -427,7 +433,7 @@ int plan_family_deepseek(struct cfg *c)
 	if (ropedim < 2 || (int)ropedim % 2)
 		return plan_bad(c, "qk_rope_head_dim", "qk_rope_head_dim must be even and at least 2");
 	d.head_dim = (int)(nope + ropedim);
-	if ((rc = rope_init(c, &r, &d, "interleaved")) < 0)
+	if ((rc = plan_rope_init(c, &r, &d, "interleaved")) < 0)
 		return rc;
 	r.rotary_dim = (int)ropedim;
 	r.dim_key = "qk_rope_head_dim";
@@ -447,7 +453,7 @@ int plan_family_deepseek(struct cfg *c)
 		return plan_bad(c, name, "%s (%g) with factor %g makes softmax_scale %g, not a finite scale", name, mad, factor,
 				r.softmax_scale);
 	}
-	struct pe_plan_enc *e = add_rope(c, &r);
+	struct pe_plan_enc *e = plan_add_rope(c, &r);
 	if (!e)
 		return -1;
 	pe_plan_note(e, "MLA: the rotary part is qk_rope_head_dim = %d channels of a %d-channel query/key head",

@@ -2,11 +2,8 @@
  * model uses, family by family (model_type), with the quirks of the published configs spelled
  * out where they are read.
  *
- * Where this lives: in core, with its own small JSON reader (plan_json.c), because the daemon's
- * handler and the CLI must make the same plan and the CLI links core and tensor only, without
- * jansson (Makefile: build/posenc gets libposenc.a and LIBS_CORE). Reading the config in tensor
- * and the rules in core would need an interface between the two for a handful of lookups; the
- * reader is pure (bytes in, tree out) and has no other user, so it stays beside the rules.
+ * Where this lives: the plan layer (src/plan/), above core and tensor, below http and the CLI,
+ * which make the same plan from the same bytes; the config is read with jansson (cfg.c).
  *
  * Decisions the configs leave open (each named in the plan's warnings when it applies):
  * - YaRN's factor: rope_scaling.factor is used as written (what the model authors and vLLM use);
@@ -17,19 +14,18 @@
  * - No context length in the config (BLOOM, T5 without n_positions): len is 2048.
  * - Gemma 3 without layer_types or sliding_window_pattern: every 6th layer is global (its default).
  * - mscale without mscale_all_dim (or the reverse): transformers ignores the lone one, and so do we.
- * - No rope_theta: the default of the model's transformers config class (plan_rope.c's
- *   default_theta; warned when it is not the usual 10000).
- * - A table whose JSON the server would refuse as too large (pe_plan_opts.fits_cb): format=npy,
- *   len capped only when even npy would be refused (plan_out.c's fit_response says why).
+ * - No rope_theta: the default of the model's transformers config class (the family's
+ *   row; warned when it is not the usual 10000).
+ * - A table whose JSON the server would refuse as too large (pe_plan_opts' limits): format=npy,
+ *   len capped only when even npy would be refused (out.c's fit_response says why).
  * Everything else a family needs and does not find is a 422 naming the key, and so is a key of the
  * wrong JSON type (true is not a number; a rope_scaling that is not an object is not "none") and a
  * value the table of its url refuses: every url is checked by the table's own parameter code, the
  * code the server runs on a GET of it, and a refusal names the config key the value came from.
  *
- * Files: plan_cfg.c reads the config (errors naming the key, dimensions, len), plan_rope.c holds the
- * RoPE families and plan_scaling.c their rope_scaling / rope_parameters, plan_out.c builds urls and
- * the answer; this file the other families and the table that picks a family by model_type. */
-#include "core/plan_cfg.h"
+ * Files: cfg.c reads the config (errors naming the key, dimensions, len), rope.c holds the RoPE
+ * families and scaling.c their rope_scaling / rope_parameters, out.c builds urls and the answer; this file the other families and the table that picks a family by model_type. */
+#include "plan/cfg.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -68,7 +64,6 @@ static int family_bloom(struct cfg *c)
 	return add_alibi(c, &d, 8, NULL, NULL);
 }
 
-static const struct pe_json *learned_enc(struct cfg *c, const struct dims *d, int64_t positions, const char *what);
 
 static int family_mpt(struct cfg *c)
 {
@@ -77,14 +72,14 @@ static int family_mpt(struct cfg *c)
 	if (rc < 0)
 		return rc;
 	plan_choose_len(c, &d);
-	const struct pe_json *ac;
+	const json_t *ac;
 	if ((rc = plan_object_of(c, plan_get(c, "attn_config"), "attn_config", &ac)) < 0)
 		return rc;
 	int alibi = 0;
 	if ((rc = plan_bool_of(c, plan_member(ac, "alibi"), "attn_config.alibi", &alibi)) < 0)
 		return rc;
 	if (!alibi) {
-		learned_enc(c, &d, d.max_pos, "wpe (learned_pos_emb)");
+		plan_learned_enc(c, &d, d.max_pos, "wpe (learned_pos_emb)");
 		return plan_finish_all(c);
 	}
 	double mb = 8, ss = 0;
@@ -151,7 +146,7 @@ static int family_t5(struct cfg *c)
 	return plan_finish_all(c);
 }
 
-static const struct pe_json *learned_enc(struct cfg *c, const struct dims *d, int64_t positions, const char *what)
+struct pe_plan_enc *plan_learned_enc(struct cfg *c, const struct dims *d, int64_t positions, const char *what)
 {
 	struct pe_plan_enc *e = pe_plan_enc_add(c->plan, "learned", NULL, NULL, "all");
 	if (!e)
@@ -163,7 +158,7 @@ static const struct pe_json *learned_enc(struct cfg *c, const struct dims *d, in
 	pe_plan_param(e, "dim", "%d", d->hidden);
 	pe_plan_note(e, "learned absolute positions (%s): the checkpoint holds them; upload them with PUT "
 		     "/v1/learned/{name} to serve and analyse them", what);
-	return c->root;
+	return e;
 }
 
 static int family_learned(struct cfg *c)
@@ -186,8 +181,11 @@ static int family_learned(struct cfg *c)
 		positions = side * side + 1;
 		what = "a [1, patches + 1, hidden] parameter with the class token";
 	}
-	if (!learned_enc(c, &d, positions, what))
+	struct pe_plan_enc *e = plan_learned_enc(c, &d, positions, what);
+	if (!e)
 		return pe_err_set(c->err, PE_ENOMEM, "", "out of memory");
+	if (has_img && has_patch)
+		pe_plan_param(e, "class_tokens", "1");
 	return 0;
 }
 
@@ -233,44 +231,114 @@ static int family_vit_mae(struct cfg *c)
 	return plan_finish_all(c);
 }
 
-/* ---- families ---- */
+/* ---- families: one row each ---- */
 
-static const struct family {
-	const char *model_type;
-	int (*build)(struct cfg *c);
-} families[] = {
-	{"llama", plan_family_rope},        {"mistral", plan_family_rope},      {"mixtral", plan_family_rope},
-	{"qwen2", plan_family_rope},        {"qwen2_moe", plan_family_rope},    {"qwen3", plan_family_rope},
-	{"qwen3_moe", plan_family_rope},    {"phi", plan_family_rope},          {"phi3", plan_family_rope},
-	{"gpt_neox", plan_family_rope},     {"gemma", plan_family_gemma},       {"gemma2", plan_family_gemma},
-	{"gemma3", plan_family_gemma3},     {"gemma3_text", plan_family_gemma3}, {"llama4", plan_family_llama4},
-	{"llama4_text", plan_family_llama4}, {"qwen2_vl", plan_family_qwen_vl}, {"qwen2_5_vl", plan_family_qwen_vl},
-	{"qwen3_vl", plan_family_qwen_vl},  {"qwen3_vl_moe", plan_family_qwen_vl}, {"deepseek_v2", plan_family_deepseek},
-	{"deepseek_v3", plan_family_deepseek}, {"gptj", plan_family_gptj},      {"falcon", family_falcon},
-	{"RefinedWeb", family_falcon}, {"RefinedWebModel", family_falcon}, {"bloom", family_bloom},
-	{"mpt", family_mpt},           {"t5", family_t5},             {"mt5", family_t5},
-	{"bert", family_learned},      {"roberta", family_learned},   {"gpt2", family_learned},
-	{"vit", family_learned},       {"vit_mae", family_vit_mae},
+#define GEMMA3_DEFAULTS "{\"num_attention_heads\": 8, \"head_dim\": 256, \"max_position_embeddings\": 131072}"
+
+static const struct plan_family families[] = {
+	/* RoPE over whole heads, one table for every layer */
+	{.names = {"llama", "mistral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"}, .build = plan_family_rope},
+	{.names = {"olmo", "olmo2", "starcoder2", "internlm2", "phimoe"}, .build = plan_family_rope},
+	{.names = {"mixtral"}, .build = plan_family_rope, .theta = 1000000},
+	{.names = {"cohere", "ernie4_5"}, .build = plan_family_rope, .layout = "interleaved"},
+	{.names = {"gptj", "codegen"}, .build = plan_family_rope, .layout = "interleaved"},
+	{.names = {"hunyuan_v1_dense", "hunyuan_v1_moe"}, .build = plan_family_rope},
+	{.names = {"dbrx"}, .build = plan_family_rope},
+	{.names = {"granite", "granitemoe"}, .build = plan_family_rope, .softmax_key = "attention_multiplier"},
+	/* partial rotary: the class's share when the config gives none */
+	{.names = {"phi"}, .build = plan_family_rope, .rotary_share = 0.5},
+	{.names = {"phi3"}, .build = plan_family_rope},
+	{.names = {"gpt_neox"}, .build = plan_family_rope, .rotary_share = 0.25},
+	{.names = {"stablelm"}, .build = plan_family_rope, .rotary_share = 0.25},
+	{.names = {"nemotron", "persimmon"}, .build = plan_family_rope, .rotary_share = 0.5},
+	{.names = {"glm", "glm4"}, .build = plan_family_rope, .layout = "interleaved", .rotary_share = 0.5},
+	{.names = {"glm4_moe"}, .build = plan_family_rope, .rotary_share = 0.5},
+	{.names = {"chatglm"}, .build = plan_family_chatglm},
+	/* layer types */
+	{.names = {"gpt_oss"}, .build = plan_family_typed, .theta = 150000},
+	{.names = {"olmo3"}, .build = plan_family_typed, .plain_types = "sliding_attention"},
+	{.names = {"cohere2"}, .build = plan_family_typed, .layout = "interleaved", .nope_types = "full_attention", .nope_needs_window = 1},
+	{.names = {"exaone4"}, .build = plan_family_typed, .nope_types = "full_attention", .nope_needs_window = 1},
+	{.names = {"smollm3"}, .build = plan_family_typed, .theta = 2000000},
+	{.names = {"qwen3_next"}, .build = plan_family_typed, .rotary_share = 0.25, .nope_types = "linear_attention"},
+	{.names = {"granitemoehybrid"}, .build = plan_family_typed, .nope_types = "mamba", .softmax_key = "attention_multiplier"},
+	{.names = {"gemma", "gemma2"}, .build = plan_family_gemma},
+	{.names = {"gemma3", "gemma3_text"}, .build = plan_family_gemma3, .defaults = GEMMA3_DEFAULTS},
+	{.names = {"llama4", "llama4_text"}, .build = plan_family_llama4, .layout = "interleaved", .theta = 500000},
+	/* M-RoPE */
+	{.names = {"qwen2_vl", "qwen2_5_vl"}, .build = plan_family_qwen_vl, .theta = 1000000},
+	{.names = {"qwen3_vl", "qwen3_vl_moe"}, .build = plan_family_qwen_vl, .theta = 500000},
+	{.names = {"deepseek_v2", "deepseek_v3"}, .build = plan_family_deepseek, .layout = "interleaved"},
+	/* ALiBi, relative, learned, 2-D sin-cos */
+	{.names = {"falcon", "RefinedWeb", "RefinedWebModel"}, .build = family_falcon},
+	{.names = {"bloom"}, .build = family_bloom},
+	{.names = {"mpt"}, .build = family_mpt},
+	{.names = {"t5", "mt5"}, .build = family_t5},
+	{.names = {"bert", "gpt2", "gpt_bigcode", "clip_text_model", "siglip_text_model"}, .build = family_learned},
+	{.names = {"vit", "dinov2"}, .build = family_learned, .tower = "vision"},
+	{.names = {"vit_mae"}, .build = family_vit_mae, .tower = "vision"},
+	{.names = {"umt5"}, .build = family_t5},
+	/* encoders */
+	{.names = {"roberta", "xlm-roberta", "distilbert", "mpnet"}, .build = plan_family_encoder},
+	{.names = {"bart", "mbart", "opt"}, .build = plan_family_seq2seq},
+	{.names = {"whisper"}, .build = plan_family_whisper},
+	{.names = {"deberta-v2"}, .build = plan_family_deberta},
+	{.names = {"modernbert"}, .build = plan_family_typed, .theta = 160000, .plain_types = "sliding_attention",
+	 .local_theta_key = "local_rope_theta"},
+	/* a text model and a vision tower: each planned by its own row */
+	{.names = {"llava", "llava_next", "llava_onevision", "mistral3", "paligemma", "idefics3"}, .build = plan_family_multimodal},
+	{.names = {"smolvlm", "internvl", "mllama", "clip", "siglip", "gemma3n"}, .build = plan_family_multimodal},
+	{.names = {"gemma4"}, .build = plan_family_multimodal},
+	/* q and k are RMS-normalised: the attention scales q·k by 1 */
+	{.names = {"gemma4_text"}, .build = plan_family_typed, .theta = 1000000, .softmax_fixed = 1},
+	{.names = {"mllama_text_model"}, .build = plan_family_typed, .theta = 500000, .nope_types = "cross_attention"},
+	{.names = {"glm4v", "glm4v_text"}, .build = plan_family_qwen_vl, .layout = "interleaved", .rotary_share = 0.5},
+	{.names = {"ministral3"}, .build = plan_family_rope},
+	{.names = {"gemma3n_text"}, .build = plan_family_typed, .theta = 1000000, .plain_types = "sliding_attention",
+	 .softmax_fixed = 1}, /* q and k RMS-normalised: scale 1 */
 };
+
+const struct plan_family *plan_find_family(const char *model_type)
+{
+	for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+		for (size_t k = 0; k < sizeof families[i].names / sizeof families[i].names[0] && families[i].names[k]; k++)
+			if (!strcmp(families[i].names[k], model_type))
+				return &families[i];
+	return NULL;
+}
 
 static int build(struct cfg *c)
 {
-	const struct pe_json *mt = plan_member(c->root, "model_type");
-	if (!mt || mt->type != PE_JSON_STR)
+	const json_t *mt = plan_member(c->root, "model_type");
+	if (!mt || !json_is_string(mt))
 		return plan_bad(c, "model_type", "the config has no model_type string");
-	snprintf(c->plan->model_type, sizeof c->plan->model_type, "%s", mt->str);
-	const struct pe_json *tc;
+	snprintf(c->plan->model_type, sizeof c->plan->model_type, "%s", json_string_value(mt));
+	const json_t *tc;
 	int rc = plan_object_of(c, plan_member(c->root, "text_config"), "text_config", &tc);
 	if (rc < 0)
 		return rc;
 	c->text = tc ? tc : c->root;
-	for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
-		if (!strcmp(families[i].model_type, mt->str)) {
-			if ((rc = families[i].build(c)) < 0 && c->err->code == PE_EUNPROCESSABLE)
-				plan_name_text(c, c->err);
-			return rc;
-		}
-	return plan_bad(c, "model_type", "model_type '%.40s' is not a family posenc knows", mt->str);
+	const struct plan_family *fam = plan_find_family(json_string_value(mt));
+	if (!fam)
+		return plan_bad(c, "model_type", "model_type '%.40s' is not a family posenc knows", json_string_value(mt));
+	if ((rc = plan_use_family(c, fam)) < 0)
+		return rc;
+	if ((rc = c->fam->build(c)) < 0 && c->err->code == PE_EUNPROCESSABLE)
+		plan_name_text(c, c->err);
+	for (size_t i = 0; rc == 0 && i < c->plan->nenc; i++)
+		if (!c->plan->enc[i].tower)
+			c->plan->enc[i].tower = fam->tower ? fam->tower : "text";
+	return rc;
+}
+
+int plan_use_family(struct cfg *c, const struct plan_family *fam)
+{
+	json_decref(c->defaults);
+	c->defaults = NULL;
+	c->fam = fam;
+	if (fam->defaults && !(c->defaults = json_loads(fam->defaults, 0, NULL)))
+		return pe_err_set(c->err, PE_ENOMEM, "", "out of memory");
+	return 0;
 }
 
 int pe_plan_build(const char *json, size_t n, const struct pe_plan_opts *o, struct pe_plan *plan,
@@ -283,16 +351,17 @@ int pe_plan_build(const char *json, size_t n, const struct pe_plan_opts *o, stru
 		return pe_err_set(err, PE_EINVAL, "len", "len must be from 1 to %lld", (long long)PE_PLAN_MAX_LEN);
 	struct pe_err local = {0};
 	struct pe_err *e = err ? err : &local;
-	struct pe_json *root = pe_json_parse(json, n, e);
+	json_t *root = plan_parse(json, n, e);
 	if (!root)
 		return e->code ? e->code : PE_EBODY;
 	int rc = 0;
-	if (root->type != PE_JSON_OBJ)
+	if (!json_is_object(root))
 		rc = pe_err_set(e, PE_EBODY, "body", "the config must be a JSON object");
 	else {
 		struct cfg c = {.root = root, .text = root, .plan = plan, .opt = o, .err = e};
 		e->code = 0;
 		rc = build(&c);
+		json_decref(c.defaults);
 		/* an error set is the answer even when a caller dropped its return value: a plan is
 		 * never made past a refusal */
 		if (rc < 0 && !e->code)
@@ -300,7 +369,7 @@ int pe_plan_build(const char *json, size_t n, const struct pe_plan_opts *o, stru
 		else
 			rc = e->code;
 	}
-	pe_json_free(root);
+	json_decref(root);
 	if (rc != 0)
 		pe_plan_destroy(plan);
 	return rc;

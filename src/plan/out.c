@@ -1,5 +1,5 @@
 /* Model plans, the output side: an encoding's parameters, notes and warnings as the family rules
- * (plan.c) add them; its url, made by the table's own parameter code (pe_params_set, _finish,
+ * (plan.c, rope.c) add them; its url, made by the table's own parameter code (pe_params_set, _finish,
  * _canonical: the url is the canonical GET, so its ETag is that of any hand-written query for the
  * same table, and parameters the table refuses are the plan's 422 naming the config key each came
  * from, never a url the server would refuse); the plan as JSON; and the pick of one encoding for
@@ -8,8 +8,9 @@
  * len is capped here, not in the rules: the largest len whose table still fits max_elements is
  * found by bisection over the table's own shape function, so every table is capped by the count
  * the server will check, whatever its shape (rope 2·len·dim, alibi heads·len²). */
-#include "core/plan_internal.h"
+#include "plan/internal.h"
 #include "posenc/core.h"
+#include "posenc/output.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -144,9 +145,21 @@ static int table_params(const struct pe_table_def *def, const struct pe_plan_enc
 	return rc;
 }
 
+/* Would the server whose limits o gives answer the table of p (finished) as format ("json" with
+ * gzip, the larger; or "npy")? Its 413 check before a job (budget_bytes) and its output buffer
+ * (max_response_bytes), from the writers' own bounds. */
+static int response_fits(const struct pe_params *p, const char *format, const struct pe_plan_opts *o)
+{
+	struct pe_out out = {.fmt = strcmp(format, "npy") ? PE_FMT_JSON : PE_FMT_NPY, .gzip = !strcmp(format, "json")};
+	if (pe_out_pick_dtype(NULL, p->def->fixed_dtype, out.fmt, &out.dt, NULL) != 0)
+		return 0;
+	uint64_t bound, need = pe_out_table_need(p, &out, &bound);
+	return need != UINT64_MAX && (!o->budget_bytes || need <= o->budget_bytes) && bound <= o->max_response_bytes;
+}
+
 /* Does the table for len positions fit: at most max_elements, with any intermediate table (the
  * server's 413 checks), and with fmt ("json", "npy"; NULL: elements only) within the server's
- * response limits (o->fits_cb)? Parameters that fail do not. */
+ * response limits (response_fits)? Parameters that fail do not. */
 static int len_fits(const struct pe_table_def *def, const struct pe_plan_enc *e, int64_t len,
 		    const struct pe_plan_opts *o, const char *fmt)
 {
@@ -159,8 +172,8 @@ static int len_fits(const struct pe_table_def *def, const struct pe_plan_enc *e,
 	size_t n = pe_table_shape(&p, &s) == 0 ? pe_shape_count(&s, &of) : 0;
 	int ok = !of && pe_table_cost(&p, &c) == 0 &&
 		 (!o->max_elements || (n <= o->max_elements && c.intermediate <= o->max_elements));
-	if (ok && fmt && o->fits_cb)
-		ok = o->fits_cb(o->fits_ctx, &p, fmt) != 0;
+	if (ok && fmt && o->max_response_bytes)
+		ok = response_fits(&p, fmt, o);
 	pe_params_destroy(&p);
 	return ok;
 }
@@ -253,7 +266,7 @@ static void warn_capped(struct pe_plan *plan, const struct pe_plan_enc *e, int64
 }
 
 /* The format of e's url and its len, so that the url is answered as given by the server whose
- * limits o->fits_cb knows (len already fits max_elements).
+ * limits o gives (len already fits max_elements).
  *
  * When the table's JSON would pass the response limits (any Accept-Encoding: gzip holds the text
  * and its copy), the url stays JSON. Else it asks for npy at the same len if that fits, and only
@@ -264,7 +277,7 @@ static void warn_capped(struct pe_plan *plan, const struct pe_plan_enc *e, int64
 static int fit_response(struct pe_plan *plan, const struct pe_table_def *def, struct pe_plan_enc *e,
 			int64_t *len, const struct pe_plan_opts *o)
 {
-	if (!o->fits_cb || len_fits(def, e, *len, o, "json"))
+	if (!o->max_response_bytes || len_fits(def, e, *len, o, "json"))
 		return 0;
 	e->format = "npy";
 	if (!len_fits(def, e, e->len_key ? 1 : 0, o, "npy"))
@@ -362,7 +375,7 @@ static int url_fits(const struct pe_plan_enc *e, const struct pe_plan_opts *o, s
 int pe_plan_finish_enc(struct pe_plan *plan, struct pe_plan_enc *e, int64_t len, const struct pe_plan_opts *o,
 		       struct pe_err *err)
 {
-	if (!e->table)
+	if (!e->table || e->url) /* none, or finished already (a tower planned before) */
 		return 0;
 	const struct pe_table_def *def = pe_table_find(e->table);
 	struct pe_params p;
@@ -483,11 +496,19 @@ static void put_enc(struct sb *b, const struct pe_plan_enc *e)
 {
 	puts_(b, "{\"kind\":");
 	put_str(b, e->kind);
+	puts_(b, ",\"tower\":");
+	put_str(b, e->tower ? e->tower : "text");
 	puts_(b, ",\"layers\":");
 	if (e->layers) {
 		put_str(b, e->layers);
 	} else {
 		puts_(b, "[");
+		for (size_t k = 0; k < e->nlayers; k++)
+			putf(b, "%s%d", k ? "," : "", e->layer_list[k]);
+		puts_(b, "]");
+	}
+	if (e->layers && e->nlayers) { /* a named set of layers, and which they are */
+		puts_(b, ",\"layer_indices\":[");
 		for (size_t k = 0; k < e->nlayers; k++)
 			putf(b, "%s%d", k ? "," : "", e->layer_list[k]);
 		puts_(b, "]");
