@@ -149,11 +149,15 @@ int pe_transform_apply(const struct pe_params *p, const struct pe_tensor_mut *x,
  * shape [seq] (shared by every vector of x; vLLM's [num_tokens] with x [num_tokens, heads, head_dim]
  * and seq_axis=-3), [batch, seq] (batch 1, or the length of x's first axis, before seq_axis); with
  * mrope_section, [3, seq] or [3, batch, seq]. x (working dtype, as pe_transform_apply) is rotated in
- * place. 0, or PE_EINVAL naming "positions" (shape, range), "mrope_section" or "offset". */
+ * place. 0, or PE_EINVAL naming "positions" (shape, range), "mrope_section" or "offset".
+ * With axes_dim (axial RoPE, diffusers' apply_rotary_emb): positions are ids [seq, n_axes] of
+ * dtype `dtype` (any float, or PE_I32 with wide as above; fractional and negative allowed), one
+ * band of axes_dim channels per axis; PE_EBODY naming "positions" for a non-finite id. */
 struct pe_positions {
 	struct pe_shape shape;
 	int wide;
 	const void *data;
+	enum pe_dtype dtype; /* axes_dim only: the ids' dtype (PE_I32 for int32 and int64) */
 };
 int pe_rope_apply_positions(const struct pe_params *p, const struct pe_positions *pos, struct pe_tensor_mut *x,
 			    struct pe_err *err);

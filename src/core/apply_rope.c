@@ -19,7 +19,9 @@
  * M-RoPE (mrope_section=t,h,w, Qwen2-VL's apply_multimodal_rotary_pos_emb; interleaved=1 for
  * Qwen3-VL): channel c turns with frequency k (c mod rd/2, or c/2 for layout=interleaved), whose
  * position is row pe_mrope_row_of(k) of the three; each vector's cos/sin are gathered from the
- * rows of its three positions. */
+ * rows of its three positions. Axial RoPE (axes_dim, diffusers' image and video transformers) takes
+ * ids [seq, n_axes] as the positions part and is apply_axial.c's. */
+#include "core/axial.h"
 #include "core/kernels.h"
 #include "core/rope.h"
 #include "core/tables.h"
@@ -40,10 +42,41 @@ static const struct pe_param_spec params[] = {
 	{"mrope_section", PE_PT_LIST, "", 0, PE_MAX_DIM, PE_LIST_INTEGERS,
 	 "M-RoPE: frequencies following the t, h, w position rows (sum rotary_dim/2); needs a positions part"},
 	{"interleaved", PE_PT_BOOL, "0", 0, 1, NULL, "M-RoPE: sections interleaved t h w t h w ... (Qwen3-VL)"},
+	{"axes_dim", PE_PT_LIST, "", 2, PE_MAX_DIM, PE_LIST_INTEGERS,
+	 "axial RoPE: rotary channels per axis of the ids [seq, n_axes] sent as a positions part (FLUX: 16,56,56)"},
 };
+
+/* Axial RoPE's parameters: its ids come as a part, its pairs are interleaved, no scaling. */
+static int check_axial(struct pe_params *p, struct pe_err *err)
+{
+	if (pe_param_isset(p, "mrope_section"))
+		return pe_err_set(err, PE_EINVAL, "axes_dim", "give axes_dim (axial) or mrope_section (M-RoPE), not both");
+	if (pe_param_isset(p, "positions"))
+		return pe_err_set(err, PE_EINVAL, "positions", "axial ids are [seq, n_axes]: send them as a positions part (multipart/form-data)");
+	if (pe_param_enum(p, "scaling") != PE_ROPE_NONE)
+		return pe_err_set(err, PE_EINVAL, "scaling", "axial RoPE takes no scaling");
+	if (pe_param_enum(p, "compat") == PE_COMPAT_GGML)
+		return pe_err_set(err, PE_EINVAL, "compat", "axial RoPE offers compat=exact and compat=hf");
+	if (p->v[pe_param_index(p->def, "layout")].given && pe_param_enum(p, "layout") != 1)
+		return pe_err_set(err, PE_EINVAL, "layout", "axial RoPE rotates interleaved pairs (layout=interleaved)");
+	return pe_axial_axes_check(p, 0, err);
+}
+
+/* The channels axes_dim names (0 without it). */
+static size_t axes_width(const struct pe_params *p)
+{
+	size_t n, w = 0;
+	const double *ad = pe_param_list(p, "axes_dim", &n);
+	for (size_t a = 0; ad && a < n; a++)
+		w += (size_t)ad[a];
+	return w;
+}
 
 static int check(struct pe_params *p, struct pe_err *err)
 {
+	int rc = pe_param_isset(p, "axes_dim") ? check_axial(p, err) : 0;
+	if (rc)
+		return rc;
 	if (pe_param_isset(p, "dim") && pe_param_isset(p, "rotary_dim") &&
 	    pe_param_int(p, "dim") != pe_param_int(p, "rotary_dim"))
 		return pe_err_set(err, PE_EINVAL, "rotary_dim", "rotary_dim and dim name the same width; give one");
@@ -66,7 +99,9 @@ static size_t rotary_width(const struct pe_params *p, size_t last)
 {
 	if (pe_param_isset(p, "rotary_dim"))
 		return (size_t)pe_param_int(p, "rotary_dim");
-	return pe_param_isset(p, "dim") ? (size_t)pe_param_int(p, "dim") : last;
+	if (pe_param_isset(p, "dim"))
+		return (size_t)pe_param_int(p, "dim");
+	return pe_param_isset(p, "axes_dim") ? axes_width(p) : last;
 }
 
 static int out_shape(const struct pe_params *p, const struct pe_shape *in, struct pe_shape *out, struct pe_err *err)
@@ -75,10 +110,15 @@ static int out_shape(const struct pe_params *p, const struct pe_shape *in, struc
 	if (in->rank < 2 || -axis > in->rank)
 		return pe_err_set(err, PE_EINVAL, "seq_axis", "seq_axis=%d is outside a rank-%d body", axis, in->rank);
 	size_t last = in->dim[in->rank - 1], rd = rotary_width(p, last), seq = in->dim[in->rank + axis], n;
+	if (axes_width(p) > last)
+		return pe_err_set(err, PE_EINVAL, "axes_dim", "axes_dim sums to %zu channels, wider than the last axis (%zu)",
+				  axes_width(p), last);
 	if (rd > last)
 		return pe_err_set(err, PE_EINVAL, "rotary_dim", "rotary_dim=%zu is wider than the last axis (%zu)", rd, last);
 	if (rd & 1)
 		return pe_err_set(err, PE_EINVAL, "rotary_dim", "the rotary width must be even, got %zu", rd);
+	if (pe_param_isset(p, "axes_dim") && axes_width(p) != rd)
+		return pe_err_set(err, PE_EINVAL, "axes_dim", "axes_dim sums to %zu channels; the rotary width is %zu", axes_width(p), rd);
 	if (pe_param_list(p, "positions", &n) && n != seq)
 		return pe_err_set(err, PE_EINVAL, "positions", "%zu positions for a sequence axis of %zu", n, seq);
 	const double *sec = pe_param_list(p, "mrope_section", &n);
@@ -150,6 +190,9 @@ static int apply(const struct pe_params *p, const struct pe_tensor_mut *x, struc
 	if (pe_param_isset(p, "mrope_section"))
 		return pe_err_set(err, PE_EINVAL, "positions",
 				  "M-RoPE needs per-token positions [3, seq]: send x and positions as multipart/form-data");
+	if (pe_param_isset(p, "axes_dim"))
+		return pe_err_set(err, PE_EINVAL, "positions",
+				  "axial RoPE needs ids [seq, n_axes]: send x and positions as multipart/form-data");
 	if (g.seq == 0 || g.rd == 0)
 		return 0;
 	size_t npos, esz = pe_dtype_size(x->dtype);
@@ -415,6 +458,10 @@ int pe_rope_apply_positions(const struct pe_params *p, const struct pe_positions
 		return rc;
 	struct geometry g;
 	geometry_of(p, &x->shape, &g);
+	if (pe_param_isset(p, "axes_dim")) {
+		struct pe_axial_geometry ag = {g.outer, g.seq, g.inner, g.last};
+		return pe_axial_apply(p, pos, x, &ag, err);
+	}
 	struct pos_map m = {.pos = pos};
 	int overflow;
 	size_t count = pe_shape_count(&pos->shape, &overflow);

@@ -1,4 +1,5 @@
 /* The registry of every table and transform the service and the CLI know, by path without "/v1/". */
+#include "core/axial.h"
 #include "core/tables.h"
 
 #include <string.h>
@@ -15,6 +16,7 @@ static const struct pe_table_def *const all[] = {
 	&pe_table_rope_inv_freq,
 	&pe_table_rope_mrope,
 	&pe_table_rope_mrope_positions,
+	&pe_table_rope_axial, &pe_table_rope_axial_positions, /* axial.h */
 	&pe_table_analysis_similarity,
 	&pe_table_analysis_rope_decay,
 	&pe_table_analysis_order,

@@ -30,3 +30,15 @@ float pe_torch_powf(float base, float x, size_t i, size_t n)
 		return pe_cpu_has(PE_CPU_FMA) ? Sleef_powf1_u10purecfma(base, x) : Sleef_powf_u10(base, x);
 	return powf(base, x);
 }
+
+void pe_torch_sincosf8(const float x[8], float s[8], float c[8])
+{
+	if (pe_cpu_has(PE_CPU_AVX2 | PE_CPU_FMA)) {
+		pe_torch_sincosf8_avx2(x, s, c);
+		return;
+	}
+	for (int i = 0; i < 8; i++) {
+		s[i] = Sleef_sinf_u10(x[i]);
+		c[i] = Sleef_cosf_u10(x[i]);
+	}
+}

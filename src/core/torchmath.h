@@ -8,4 +8,10 @@ float pe_torch_expf(float x);
 /* Element i of n of PyTorch's float32 `base ** x` (a scalar base, a tensor of exponents). */
 float pe_torch_powf(float base, float x, size_t i, size_t n);
 
+/* sin and cos of 8 float32 lanes as PyTorch's CPU kernels compute one vector of a contiguous
+ * tensor (torch.cos / torch.sin): SLEEF's 8-lane u10 functions on AVX2 CPUs (bit for bit), else
+ * lane by lane (within 1 ulp). Lanes past a tensor's end are zeros, as PyTorch's partial load. */
+void pe_torch_sincosf8(const float x[8], float s[8], float c[8]);
+void pe_torch_sincosf8_avx2(const float x[8], float s[8], float c[8]);
+
 #endif

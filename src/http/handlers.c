@@ -3,7 +3,8 @@
 #include "http/handler.h"
 
 extern const struct pe_handler pe_static_handler, pe_ops_handler, pe_learned_handler, pe_transform_handler,
-	pe_order_handler, pe_analysis_handler, pe_mrope_handler, pe_table_handler, pe_plan_handler;
+	pe_order_handler, pe_analysis_handler, pe_mrope_handler, pe_table_handler, pe_plan_handler,
+	pe_axial_handler;
 
 const struct pe_handler *const pe_http_handlers[] = {
 	&pe_static_handler,    /* static_files.c: /openapi.yaml, the dashboard */
@@ -14,6 +15,7 @@ const struct pe_handler *const pe_http_handlers[] = {
 	&pe_order_handler,     /* order.c: /v1/analysis/order (GET, POST) */
 	&pe_analysis_handler,  /* analysis.c: /v1/analysis/... */
 	&pe_mrope_handler,     /* mrope.c: /v1/rope/mrope (GET as a table, POST positions) */
+	&pe_axial_handler,     /* axial.c: /v1/rope/axial (GET as a table, POST ids) */
 	&pe_table_handler,     /* table.c: /v1/<table> */
 };
 const size_t pe_http_nhandlers = sizeof pe_http_handlers / sizeof pe_http_handlers[0];

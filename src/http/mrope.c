@@ -8,10 +8,10 @@
  * Content-Length is over max_body_bytes, then collected under that bound (its declaration,
  * contract.h). The work runs on a worker as an uncached job (oneshot.c): the body's shape, dtype
  * and values are checked, the table is sized against max_elements and the response budget before
- * it is allocated. Answers depend on the body: not cached (Cache-Control: no-store). */
+ * it is allocated (body_table.c, as POST /v1/rope/axial). Answers depend on the body: not cached
+ * (Cache-Control: no-store). */
 #include "core/mrope.h"
-#include "http/handler.h"
-#include "http/oneshot.h"
+#include "http/body_table.h"
 #include "http/produce.h"
 
 #include <inttypes.h>
@@ -23,13 +23,6 @@
 #define OFFERED (PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV))
 
 extern const struct pe_table_def pe_table_rope_mrope;
-
-struct mjob {
-	struct pe_oneshot os; /* first: the job as oneshot.c runs it */
-	struct pe_params params;
-	struct pe_out out;
-	struct pe_held_body body; /* held on the response budget (pe_http_take_body) */
-};
 
 static int is_post(const struct req *r) { return !strcmp(r->method, "POST"); }
 
@@ -70,7 +63,7 @@ static int narrow_positions(char *data, size_t n, struct pe_err *err)
 
 /* The body's positions: an int32 or int64 [3, seq] npy (NumPy's default int and get_rope_index's
  * dtype are int64) of values >= 0, as int32 at the start of the body; their largest into *max. */
-static int positions(struct mjob *j, const int32_t **pos, size_t *seq, int64_t *max, struct pe_err *err)
+static int positions(struct pe_body_table *j, const int32_t **pos, size_t *seq, int64_t *max, struct pe_err *err)
 {
 	struct pe_tensor_view v;
 	int wide = 0, of, rc = pe_npy_parse_index(j->body.data, j->body.len, j->os.h->opt.max_elements, &v, &wide, err);
@@ -96,25 +89,9 @@ static int positions(struct mjob *j, const int32_t **pos, size_t *seq, int64_t *
 	return 0;
 }
 
-/* Could the table and its answer ever fit? Elements against max_elements, bytes (the body held by
- * the server, the table, the encoded answer) against the response budget. *more: what the job
- * takes on the budget besides the body (its share). */
-static int check_size(struct mjob *j, const struct pe_shape *s, uint64_t *more, struct pe_err *err)
-{
-	int of;
-	size_t n = pe_shape_count(s, &of);
-	if (of || n > j->os.h->opt.max_elements)
-		return pe_err_set(err, PE_ETOOBIG, "body", "the table would have more than %" PRIu64 " elements",
-				  j->os.h->opt.max_elements);
-	*more = pe_produce_add(pe_produce_mul(n, pe_dtype_size(j->out.dt)), pe_produce_out_bound(&j->out, s, 4096, NULL));
-	uint64_t need = pe_produce_add(pe_http_body_figure(&j->body), *more); /* the body as the budget may hold it */
-	return pe_produce_budget_check(j->os.h, need, j->out.fmt == PE_FMT_JSON || j->out.fmt == PE_FMT_CSV ? "format" : "body",
-				       err);
-}
-
 static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
 {
-	struct mjob *j = (struct mjob *)os;
+	struct pe_body_table *j = (struct pe_body_table *)os;
 	struct pe_err *err = &res->err;
 	struct pe_buf out;
 	const int32_t *pos = NULL;
@@ -129,7 +106,8 @@ static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
 	    (rc = pe_table_check_dtype(&j->params, j->out.dt, err)) != 0)
 		goto done;
 	struct pe_shape s = {.rank = 3, .dim = {2, seq, (size_t)pe_param_int(&j->params, "dim")}};
-	if ((rc = check_size(j, &s, &more, err)) != 0 || (rc = pe_produce_share_open(j->os.h, more, &bg, err)) != 0)
+	if ((rc = pe_body_table_check_size(j, &s, 0, &more, err)) != 0 ||
+	    (rc = pe_produce_share_open(j->os.h, more, &bg, err)) != 0)
 		goto done;
 	pe_buf_set_budget(&out, bg);
 	int of;
@@ -138,81 +116,20 @@ static void run(struct pe_oneshot *os, struct pe_oneshot_result *res)
 	if ((rc = pe_mrope_table_compute(&j->params, pos, seq, j->out.dt, table, err)) != 0)
 		goto done;
 	struct pe_tensor_view v = {.shape = s, .dtype = j->out.dt, .data = table};
-	if ((rc = pe_out_encode(&j->out, &j->os.h->opt.parallel, &j->params, &v, &out, err)) != 0)
+	if ((rc = pe_body_table_answer(j, &v, &out, bg, res, err)) != 0)
 		goto done;
-	res->out = j->out;
-	pe_shape_format(&s, res->shape, sizeof res->shape);
 	res->extra[pe_fmt_f64(j->params.def->extra(&j->params), res->extra)] = 0;
 	pe_table_extra_header(&pe_mrope_body_def, res->extra_name, sizeof res->extra_name);
-	res->data = pe_buf_steal(&out, &res->len);
-	res->budget = j->os.h->opt.budget;
-	res->held = bg ? pe_mem_size(res->data) : 0;
-	pe_budget_share_hand_over(bg, res->held); /* the answer outlives the share */
 done:
-	if (rc == PE_EBUSY && !err->code)
-		pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
-	else if (rc != 0 && !err->code)
-		pe_err_set(err, rc, "", "the table failed");
+	pe_body_table_fail(rc, err);
 	pe_buf_destroy(&out);
 	pe_budget_free_block(bg, table);
 	pe_budget_share_close(bg);
 }
 
-static void mjob_free(struct pe_oneshot *os)
-{
-	struct mjob *j = (struct mjob *)os;
-	pe_params_destroy(&j->params);
-	pe_http_release_body(&j->body);
-	free(j);
-}
-
-static const struct pe_oneshot_answer answer = {.noun = "the table"};
-
-/* A sequence parameter given to a POST: 0 when there is none. */
-static int sequence_given(const struct pe_query *q, struct pe_err *err)
-{
-	for (int i = 0; i < q->extras.def->nparams; i++)
-		if (q->extras.v[i].given)
-			return pe_err_set(err, PE_EINVAL, q->extras.def->params[i].name,
-					  "%s does not apply to POST: the body gives the positions", q->extras.def->params[i].name);
-	return 0;
-}
-
-static struct mjob *mjob_new(struct req *r, struct MHD_Connection *conn, struct pe_err *err)
-{
-	struct mjob *j = calloc(1, sizeof *j);
-	if (!j) {
-		pe_err_set(err, PE_ENOMEM, "", "out of memory");
-		return NULL;
-	}
-	j->os.h = r->h;
-	struct pe_query *q = pe_contract_query(r);
-	pe_contract_take_params(r, &j->params);
-	int rc = sequence_given(q, err);
-	if (rc == 0)
-		rc = pe_http_out_resolve(&j->out, &q->out, conn, PE_DTYPE_COUNT_, OFFERED, err);
-	if (rc != 0) {
-		mjob_free(&j->os);
-		return NULL;
-	}
-	pe_http_take_body(r, &j->body);
-	return j;
-}
-
-static enum MHD_Result post(struct req *r, struct MHD_Connection *conn)
-{
-	struct pe_err err = {0};
-	struct mjob *j = mjob_new(r, conn, &err);
-	if (!j)
-		return pe_http_problem(r, conn, &err);
-	j->os.run = run;
-	j->os.free = mjob_free;
-	return pe_oneshot_start(r, conn, &j->os, &answer);
-}
-
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 {
-	return is_post(r) ? post(r, conn) : pe_table_request(r, conn, &pe_table_rope_mrope);
+	return is_post(r) ? pe_body_table_post(r, conn, OFFERED, "positions", run) : pe_table_request(r, conn, &pe_table_rope_mrope);
 }
 
 static int match_cb(void *hctx, const char *url, const void **target)

@@ -74,25 +74,27 @@ int pe_tjob_decode(struct tjob *j, struct pe_tensor_mut *t, int *owned, struct p
 	return 0;
 }
 
-/* The positions part: an npy int32/int64 tensor, aligned for its elements, errors naming it. */
+/* The positions part: an npy int32/int64 tensor (with axes_dim, axial ids: any float dtype too),
+ * aligned for its elements, errors naming it. */
 int pe_tjob_decode_positions(struct tjob *j, struct pe_positions *pos, struct pe_err *err)
 {
 	struct pe_tensor_view v;
+	int axial = pe_param_index(j->params.def, "axes_dim") >= 0 && pe_param_isset(&j->params, "axes_dim");
 	int wide = 0, rc = pe_npy_parse_index(j->pos.data, j->pos.len, j->os.h->opt.max_elements, &v, &wide, err);
-	if (rc == 0 && v.dtype != PE_I32)
+	if (rc == 0 && v.dtype != PE_I32 && !axial)
 		rc = pe_err_set(err, PE_EBODY, "positions", "positions must be integers: an npy '<i4' or '<i8' array, "
 				"not %s", pe_dtype_name(v.dtype));
 	if (rc != 0) {
 		snprintf(err->param, sizeof err->param, "positions");
 		return rc;
 	}
-	size_t esz = wide ? 8 : 4;
+	size_t esz = wide ? 8 : pe_dtype_size(v.dtype);
 	int of;
 	if ((uintptr_t)v.data % esz != 0) { /* odd hand-made header */
 		memmove(j->pos.data, v.data, pe_shape_count(&v.shape, &of) * esz);
 		v.data = j->pos.data;
 	}
-	*pos = (struct pe_positions){.shape = v.shape, .wide = wide, .data = v.data};
+	*pos = (struct pe_positions){.shape = v.shape, .wide = wide, .data = v.data, .dtype = v.dtype};
 	return 0;
 }
 

@@ -22,7 +22,7 @@ cd "$(dirname "$0")/../.."
 
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
 OUT=build/fuzz
-ALL_TARGETS=(params npy json_tensor config shortest framing segments multipart plan)
+ALL_TARGETS=(params npy json_tensor config shortest framing segments multipart plan axial)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL_TARGETS[@]}")
 
