@@ -11,6 +11,8 @@
  *   M-RoPE              mrope.js: the t, h, w position rows of a text+image+video sequence and
  *                       which frequency follows which row.
  *   Why order matters   /v1/analysis/order: attention on a sentence and on it reordered (order.js).
+ *   Axial RoPE          axial.js: an image's or a video's position ids per axis and the channel
+ *                       band each axis rotates (FLUX, HunyuanVideo, Wan, CogVideoX, Qwen-Image).
  *
  * Every view builds its controls from the catalogue, fetches format=bin tables from the same
  * origin, draws them itself, shows the curl and Python snippets for exactly those requests, and
@@ -28,6 +30,7 @@ import { curlText, pythonText, snippetBox } from './snippets.js';
 import { MropeView } from './mrope.js';
 import { OrderView } from './order.js';
 import { PlanView } from './plan.js'; /* Model plan: POST /v1/plan (plan.js) */
+import { AxialView } from './axial.js';
 
 /* How to name the axes of each table; tables not listed get generic names. rowStart(form) is the
  * position of row 0 (offset), so tick labels and read-outs show real positions. */
@@ -571,6 +574,7 @@ async function main() {
 		mrope: has('rope/mrope') && has('rope/mrope/positions') ? new MropeView(catalogue) : new MissingView('view-mrope', 'rope/mrope'),
 		order: has('analysis/order') ? new OrderView(catalogue) : new MissingView('view-order', 'analysis/order'),
 		plan: new PlanView(),
+		axial: has('rope/axial') && has('rope/axial/positions') ? new AxialView(catalogue) : new MissingView('view-axial', 'rope/axial'),
 	};
 	window.posencDashboard = views; /* for the console and the browser tests */
 	setupTabs(views);

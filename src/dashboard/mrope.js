@@ -64,7 +64,7 @@ export function tokenKinds(segments, merge, stamps = null) {
 }
 
 /* A strip of coloured cells with a legend: one cell per value. */
-class Strip {
+export class Strip {
 	constructor(label) {
 		this.canvas = el('canvas', { class: 'strip', role: 'img', 'aria-label': label, height: '34' });
 		this.legend = el('p', { class: 'readout' });
