@@ -11,17 +11,14 @@
  * axes_dim is read back from the table's own JSON answer for a one-token grid (the preset's value,
  * or the one given), so the bands are the server's and not a copy of its presets.
  *
- * As every view: format=bin requests to the same origin, data-state (idle, loading, ready, error)
- * and data-url on the view element, curl/Python snippets for exactly what is drawn, and an API
- * problem shown with the parameter it names. The id grid publishes its layout and the ids it drew
- * as data- attributes for the browser tests. */
+ * The skeleton (fetching, data-state and data-url, snippets, problems) is view.js's. The id grid
+ * publishes its layout and the ids it drew as data- attributes for the browser tests. */
 
-import { ApiError, buildUrl, fetchTensor, formatValue } from './api.js';
+import { buildUrl, formatValue } from './api.js';
 import { buildForm, el } from './controls.js';
-import { Heatmap } from './heatmap.js';
-import { SERIES_COLORS, FONT, INK } from './charts.js';
+import { SERIES_COLORS, FONT, INK, sizedContext } from './charts.js';
 import { COLORMAPS, colorOf } from './colormap.js';
-import { curlText, pythonText, snippetBox } from './snippets.js';
+import { View } from './view.js';
 import { Strip } from './mrope.js';
 
 export const AXIS_NAMES = ['axis 0 (frame)', 'axis 1 (row)', 'axis 2 (column)'];
@@ -48,18 +45,11 @@ class IdGrid {
 	/* ids: Float32Array [S, n] row-major; dims [T, H, W]; text: tokens before the grid. */
 	draw(ids, n, dims, text) {
 		const [T, H, W] = dims, frames = Math.min(T, MAX_FRAMES), S = ids.length / n;
-		const w = Math.max(200, this.wrap.clientWidth || 800), dpr = window.devicePixelRatio || 1;
+		const w = Math.max(200, this.wrap.clientWidth || 800);
 		const left = 120, gap = 8, head = 16, textRow = text > 0 ? 14 : 0;
 		const cell = Math.max(1, Math.min((w - left - gap * frames) / (frames * W), (BAND - 4) / H));
 		const blockH = head + textRow + Math.ceil(cell * H) + 10, h = n * blockH;
-		const c = this.canvas;
-		c.width = Math.round(w * dpr);
-		c.height = Math.round(h * dpr);
-		c.style.width = `${w}px`;
-		c.style.height = `${h}px`;
-		const g = c.getContext('2d');
-		g.setTransform(dpr, 0, 0, dpr, 0, 0);
-		g.clearRect(0, 0, w, h);
+		const c = this.canvas, g = sizedContext(c, w, h);
 		g.font = FONT;
 		g.textBaseline = 'top';
 		const cmap = COLORMAPS.viridis, ranges = [], boxes = [];
@@ -97,106 +87,45 @@ class IdGrid {
 	}
 }
 
-export class AxialView {
+export class AxialView extends View {
 	constructor(catalogue) {
-		this.root = document.getElementById('view-axial');
+		super('view-axial', 'Axial RoPE');
 		this.table = catalogue.tables.find((t) => t.name === 'rope/axial');
 		this.positions = catalogue.tables.find((t) => t.name === 'rope/axial/positions');
-		this.gen = 0;
-		this.loaded = false;
-		this.controls = el('form', { class: 'controls', 'aria-label': 'Axial RoPE: parameters', novalidate: true });
-		this.controls.addEventListener('submit', (e) => { e.preventDefault(); this.refresh(); });
 		this.formBox = el('div', { class: 'params' });
-		this.status = el('span', { class: 'status', role: 'status' });
 		this.controls.append(el('h2', { text: 'Axial RoPE' }),
 			el('p', { class: 'summary', text: 'Image and video diffusion transformers give every token one position per axis (frame, row, column) and cut the head\'s channels into one band per axis (axes_dim): each band turns by its axis\' position only.' }),
-			this.formBox, el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', text: 'Draw' }), this.status));
+			this.formBox, this.submitRow());
 		this.form = buildForm(this.formBox, this.table, {
 			initial: { preset: 'flux', grid: '8x8', text_tokens: '4' },
 			onChange: () => this.schedule(),
 		});
-		this.error = el('div', { class: 'error', role: 'alert', hidden: true });
-		this.figures = el('div', { class: 'figures' });
 		this.ids = new IdGrid('position ids of every token, one block per axis');
 		this.bands = new Strip('which axis each channel of the head follows');
-		const hw = el('div', { class: 'figwrap medium' }), hr = el('p', { class: 'readout', 'aria-live': 'polite' });
-		this.heat = new Heatmap(hw, { label: 'axial RoPE cos, token by channel', readout: hr });
-		this.figures.append(this.ids.box, this.bands.box, el('figure', { class: 'fig' }, hw, hr));
-		this.caption = el('p', { class: 'caption' });
-		this.snip = snippetBox('Reproduce this figure');
-		this.output = el('div', { class: 'output' }, this.error, this.figures, this.caption, this.snip.root);
-		this.root.append(this.controls, this.output);
+		this.figures.append(this.ids.box, this.bands.box);
+		this.heat = this.figureBox('heat', 'axial RoPE cos, token by channel', 'medium');
 	}
 
-	show() {
-		if (!this.loaded) { this.loaded = true; this.refresh(); }
-	}
-
-	schedule(delay = 300) {
-		clearTimeout(this.timer);
-		this.timer = setTimeout(() => this.refresh(), delay);
-	}
-
+	/* The ids and the table, drawn; and the table's JSON for one token of the same rank, whose
+	 * params say the axes_dim it used (the preset's, or the one given). */
 	requests() {
 		const pairs = this.form.pairs();
 		const posNames = this.positions.params.map((p) => p.name);
+		const one = this.form.value('grid').split('x').length === 3 ? '1x1x1' : '1x1';
+		const perToken = pairs.filter(([n]) => !['grid', 'text_tokens', 'base_width', 'base_height'].includes(n));
 		return [
 			{ url: buildUrl(this.positions.path, [...pairs.filter(([n]) => posNames.includes(n)), ['format', 'bin']]), file: 'axial_ids.npy', name: 'ids' },
 			{ url: buildUrl(this.table.path, [...pairs, ['format', 'bin']]), file: 'axial.npy', name: 'cos_sin' },
+			{ url: buildUrl(this.table.path, [...perToken, ['grid', one]]), json: true },
 		];
 	}
 
-	/* The table's JSON for one token of the same rank: its params say the axes_dim it used. */
-	async axesDim() {
-		const grid = this.form.value('grid').split('x').length === 3 ? '1x1x1' : '1x1';
-		const keep = this.form.pairs().filter(([n]) => !['grid', 'text_tokens', 'base_width', 'base_height'].includes(n));
-		const url = buildUrl(this.table.path, [...keep, ['grid', grid]]);
-		const resp = await fetch(url, { headers: { Accept: 'application/json' } });
-		const body = await resp.json().catch(() => null);
-		if (!resp.ok) throw new ApiError(resp.status, body, url);
-		return body.params.axes_dim;
+	combine() {
+		return ['cos, sin = cos_sin'];
 	}
 
-	async refresh() {
-		clearTimeout(this.timer);
-		const gen = ++this.gen;
-		this.root.dataset.state = 'loading';
-		this.status.textContent = 'Loading…';
-		try {
-			const requests = this.requests();
-			const [ids, table] = await Promise.all(requests.map((q) => fetchTensor(q.url)));
-			const axes = await this.axesDim();
-			if (gen !== this.gen) return;
-			this.present(ids, table, axes);
-			this.snip.set(curlText(requests), pythonText(requests, ['cos, sin = cos_sin']));
-			this.error.hidden = true;
-			this.output.classList.remove('stale');
-			this.root.dataset.url = requests.map((q) => q.url).join(' ');
-			this.root.dataset.state = 'ready';
-		} catch (e) {
-			if (gen !== this.gen) return;
-			this.showError(e);
-			this.root.dataset.state = 'error';
-		}
-		this.status.textContent = '';
-	}
-
-	showError(e) {
-		this.error.replaceChildren();
-		if (e instanceof ApiError) {
-			this.error.append(el('strong', { text: e.status ? `${e.status} ${e.title}` : e.title }), ': ', e.detail);
-			if (e.param) {
-				const marked = this.form.markInvalid(e.param);
-				this.error.append(' (parameter ', el('code', { text: e.param }), marked ? ', marked below)' : ')');
-			}
-		} else {
-			this.error.append(el('strong', { text: 'Error' }), ': ', String(e && e.message ? e.message : e));
-		}
-		this.error.hidden = false;
-		this.output.classList.add('stale');
-	}
-
-	present(ids, table, axes) {
+	present([ids, table], _requests, [oneToken]) {
+		const axes = oneToken.params.axes_dim;
 		const S = ids.shape[0], n = ids.shape[1], D = table.shape[2];
 		const dims = gridDims(this.form.value('grid'));
 		if (!dims) throw new Error(`grid ${this.form.value('grid')} is not HxW or TxHxW`);
@@ -207,7 +136,7 @@ export class AxialView {
 		const band = [];
 		axes.forEach((d, a) => { for (let k = 0; k < d; k++) band.push(a); });
 		this.bands.draw(band, SERIES_COLORS, axes.map((d, a) => `${axisName(a)}:`), `channel 0 … ${D - 1}: axes_dim ${axes.join(', ')}`);
-		this.heat.show({
+		this.heat.fig.show({
 			data: table.data, dtype: table.dtype, rows: S, cols: D, panels: 2, panelNames: ['cos', 'sin'], panel: 0,
 			yName: 'token', xName: 'channel', rowValue: (i) => i, colValue: (j) => j,
 			title: `cos [${S} × ${D}]`, cmap: COLORMAPS.RdBu, format: (x) => formatValue(x, table.dtype),
