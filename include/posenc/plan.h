@@ -55,6 +55,7 @@ struct pe_plan_enc {
 	const char *layout; /* "half" / "interleaved", or NULL */
 	double attention_scaling; /* what the cos/sin tables are multiplied by (1 when none applies) */
 	double softmax_scale;     /* the scale of q·k the attention uses */
+	double bias_scale;        /* ALiBi: what the model multiplies the served table by before the softmax (0: n/a) */
 	char *notes[PE_PLAN_MAX_NOTES];
 	size_t nnotes;
 };

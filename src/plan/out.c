@@ -539,6 +539,10 @@ static void put_enc(struct sb *b, const struct pe_plan_enc *e)
 	put_real(b, e->attention_scaling);
 	puts_(b, ",\"softmax_scale\":");
 	put_real(b, e->softmax_scale);
+	if (e->bias_scale) {
+		puts_(b, ",\"bias_scale\":");
+		put_real(b, e->bias_scale);
+	}
 	puts_(b, ",\"notes\":[");
 	for (size_t k = 0; k < e->nnotes; k++) {
 		puts_(b, k ? "," : "");

@@ -36,19 +36,23 @@
 /* ---- ALiBi, T5, learned, 2-D sin-cos ---- */
 
 /* bias_key: the config key max_bias was read from, or NULL when it is the family's constant. */
-static int add_alibi(struct cfg *c, const struct dims *d, double max_bias, const char *bias_key, const char *note)
+/* bias_scale: Falcon adds the table to q·k and scales the sum by head_dim^-1/2; BLOOM and MPT
+ * add it after the scale (1). */
+static int add_alibi(struct cfg *c, const struct dims *d, double max_bias, const char *bias_key, const char *note,
+		     double bias_scale)
 {
 	struct pe_plan_enc *e = pe_plan_enc_add(c->plan, "alibi", "alibi", "q_len", "all");
 	if (!e)
 		return pe_err_set(c->err, PE_EINTERNAL, "", "too many encodings");
 	e->head_dim = d->head_dim;
 	e->softmax_scale = 1 / sqrt((double)d->head_dim);
+	e->bias_scale = bias_scale;
 	pe_plan_param(e, "heads", "%d", d->heads);
 	pe_plan_source(e, "heads", d->heads_key);
 	pe_plan_param_real(e, "max_bias", max_bias);
 	pe_plan_source(e, "max_bias", bias_key);
-	pe_plan_note(e, "the bias is added to the scaled scores; the causal mask is applied separately (mask=causal "
-		     "gives both); the slopes alone: /v1/alibi/slopes?heads=%d&max_bias=%g", d->heads, max_bias);
+	pe_plan_note(e, "the bias times bias_scale is added to the scaled scores; the causal mask is applied separately "
+		     "(mask=causal gives both); the slopes alone: /v1/alibi/slopes?heads=%d&max_bias=%g", d->heads, max_bias);
 	if (note)
 		pe_plan_note(e, "%s", note);
 	return plan_finish_all(c);
@@ -61,7 +65,7 @@ static int family_bloom(struct cfg *c)
 	if (rc < 0)
 		return rc;
 	plan_choose_len(c, &d);
-	return add_alibi(c, &d, 8, NULL, NULL);
+	return add_alibi(c, &d, 8, NULL, NULL, 1); /* baddbmm(alibi, q, k, alpha=1/sqrt(head_dim)): after the scale */
 }
 
 
@@ -91,7 +95,7 @@ static int family_mpt(struct cfg *c)
 	if (has_ss && !(ss > 0))
 		return plan_bad(c, "attn_config.softmax_scale", "attn_config.softmax_scale must be > 0");
 	rc = add_alibi(c, &d, mb, "attn_config.alibi_bias_max", "MPT's bias is -(k_len - 1 - key) per head, equal to ALiBi's -(query - key) up to a "
-			   "per-row constant the softmax ignores");
+			   "per-row constant the softmax ignores", 1);
 	if (rc == 0 && has_ss)
 		c->plan->enc[c->plan->nenc - 1].softmax_scale = ss;
 	return rc;
@@ -108,7 +112,8 @@ static int family_falcon(struct cfg *c)
 	if ((rc = plan_read_dims(c, &d)) < 0)
 		return rc;
 	plan_choose_len(c, &d);
-	return add_alibi(c, &d, 8, NULL, NULL);
+	return add_alibi(c, &d, 8, NULL, "Falcon adds the bias to q·k before the scale: bias_scale is head_dim^-1/2",
+			 1 / sqrt((double)d.head_dim));
 }
 
 static int family_t5(struct cfg *c)

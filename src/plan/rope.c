@@ -193,6 +193,8 @@ static int family_rope_layout(struct cfg *c, const char *layout)
 		return rc;
 	if (!strcmp(layout, "half"))
 		pe_plan_note(e, "half layout, as transformers' rotate_half (the checkpoint's q/k weights are permuted for it)");
+	if ((rc = plan_query_scale_beta(c, &r)) < 0)
+		return rc;
 	return plan_finish_all(c);
 }
 
@@ -345,6 +347,8 @@ int plan_family_gemma3(struct cfg *c)
 	return plan_finish_all(c);
 }
 
+static struct pe_plan_enc *query_scale(struct cfg *c, const char *variant);
+
 /* Llama 4: interleaved RoPE on most layers, none on the NoPE layers (no_rope_layers[i] = 0, by
  * default every no_rope_layer_interval-th = 4th layer). */
 int plan_family_llama4(struct cfg *c)
@@ -394,10 +398,64 @@ int plan_family_llama4(struct cfg *c)
 	none->head_dim = d.head_dim;
 	none->softmax_scale = r.softmax_scale;
 	pe_plan_note(none, "NoPE layers: no positional encoding");
-	if (plan_get(c, "attn_temperature_tuning"))
-		pe_plan_note(none, "attn_temperature_tuning: queries are scaled by 1 + attn_scale * log1p(floor((pos + 1) / "
-			     "floor_scale)) on these layers");
+	const json_t *tt = plan_get(c, "attn_temperature_tuning");
+	if (json_is_true(tt) || (json_is_number(tt) && json_number_value(tt) != 0)) {
+		double as = 0.1, fs = 8192; /* Llama4TextConfig's defaults */
+		struct pe_plan_enc *q;
+		if ((rc = plan_positive(c, "attn_scale", &as)) < 0 || (rc = plan_positive(c, "floor_scale", &fs)) < 0 ||
+		    !(q = query_scale(c, "llama4")))
+			return rc < 0 ? rc : -1;
+		pe_plan_param_real(q, "attn_scale", as);
+		pe_plan_source(q, "attn_scale", "attn_scale");
+		pe_plan_param_real(q, "floor_scale", fs);
+		pe_plan_source(q, "floor_scale", "floor_scale");
+		q->layers = NULL;
+		memcpy(q->layer_list, none->layer_list, none->nlayers * sizeof none->layer_list[0]);
+		q->nlayers = none->nlayers;
+		pe_plan_note(q, "attn_temperature_tuning: on the NoPE layers queries are multiplied by "
+			     "1 + attn_scale * log(floor((pos + 1) / floor_scale) + 1)");
+	}
 	return plan_finish_all(c);
+}
+
+static struct pe_plan_enc *query_scale(struct cfg *c, const char *variant)
+{
+	/* the table's url only where this posenc serves it */
+	const char *table = pe_table_find("rope/query-scale") ? "rope/query-scale" : NULL;
+	struct pe_plan_enc *q = pe_plan_enc_add(c->plan, "query_scale", table, "len", "all");
+	if (!q) {
+		pe_err_set(c->err, PE_EINTERNAL, "", "too many encodings");
+		return NULL;
+	}
+	pe_plan_param(q, "variant", "%s", variant);
+	q->softmax_scale = NAN; /* a factor of the query, not an attention */
+	if (!table)
+		pe_plan_note(q, "this posenc does not serve GET /v1/rope/query-scale: no url");
+	return q;
+}
+
+/* Ministral 3 / Mistral Large 3: llama_4_scaling_beta in the scaling object multiplies queries by
+ * 1 + beta * log(1 + floor(pos / original_max_position_embeddings)) on every layer. 0, or a 422. */
+int plan_query_scale_beta(struct cfg *c, const struct rope *r)
+{
+	double beta = 0, orig = 0;
+	char name[96], oname[96];
+	int rc = plan_scaling_num(c, r, "llama_4_scaling_beta", &beta);
+	if (rc <= 0)
+		return rc;
+	snprintf(name, sizeof name, "%s.llama_4_scaling_beta", r->scaling_name);
+	snprintf(oname, sizeof oname, "%s.original_max_position_embeddings", r->scaling_name);
+	if ((rc = plan_scaling_num(c, r, "original_max_position_embeddings", &orig)) <= 0 || !(orig >= 1))
+		return rc < 0 ? rc : plan_bad(c, oname, "llama_4_scaling_beta needs %s", oname);
+	struct pe_plan_enc *q = query_scale(c, "ministral3");
+	if (!q)
+		return -1;
+	pe_plan_param_real(q, "beta", beta);
+	pe_plan_source(q, "beta", name);
+	pe_plan_param_real(q, "original_max_position_embeddings", orig);
+	pe_plan_source(q, "original_max_position_embeddings", oname);
+	pe_plan_note(q, "queries are multiplied by 1 + beta * log(1 + floor(pos / original_max_position_embeddings))");
+	return 0;
 }
 
 /* A value of the scaling object that the url may not carry (DeepSeek's softmax scale reads it
@@ -433,7 +491,12 @@ int plan_family_deepseek(struct cfg *c)
 	if (ropedim < 2 || (int)ropedim % 2)
 		return plan_bad(c, "qk_rope_head_dim", "qk_rope_head_dim must be even and at least 2");
 	d.head_dim = (int)(nope + ropedim);
-	if ((rc = plan_rope_init(c, &r, &d, "interleaved")) < 0)
+	/* DeepSeek-V3 reads rope_interleave (false: the checkpoint's rotary channels are halves);
+	 * DeepSeek-V2's code never does and always interleaves */
+	int interleave = 1;
+	if (!strcmp(plan_type(c), "deepseek_v3") && (rc = plan_bool(c, "rope_interleave", &interleave)) < 0)
+		return rc;
+	if ((rc = plan_rope_init(c, &r, &d, interleave ? "interleaved" : "half")) < 0)
 		return rc;
 	r.rotary_dim = (int)ropedim;
 	r.dim_key = "qk_rope_head_dim";
@@ -458,8 +521,11 @@ int plan_family_deepseek(struct cfg *c)
 		return -1;
 	pe_plan_note(e, "MLA: the rotary part is qk_rope_head_dim = %d channels of a %d-channel query/key head",
 		     r.rotary_dim, d.head_dim);
-	pe_plan_note(e, "interleaved layout: the checkpoint's rotary channels are pairs (DeepSeek permutes them to halves "
-		     "before rotate_half)");
+	if (interleave)
+		pe_plan_note(e, "interleaved layout: the checkpoint's rotary channels are pairs (DeepSeek permutes them to "
+			     "halves before rotate_half)");
+	else
+		pe_plan_note(e, "rope_interleave is false: the rotary channels are halves, rotated as rotate_half");
 	if (m != 1)
 		pe_plan_note(e, "softmax_scale = mscale(factor, mscale_all_dim)^2 / sqrt(%d), mscale = %.17g", d.head_dim, m);
 	return plan_finish_all(c);

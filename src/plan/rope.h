@@ -28,6 +28,9 @@ int plan_rope_init(struct cfg *c, struct rope *r, const struct dims *d, const ch
 /* r->base from r->scaling's rope_theta, the config's, or the row's default: 1 given, 0 defaulted. */
 int plan_rope_base(struct cfg *c, struct rope *r);
 
+/* A query-scale table of llama_4_scaling_beta when the scaling object has one: 0, or a 422. */
+int plan_query_scale_beta(struct cfg *c, const struct rope *r);
+
 /* The scaling object: rope_parameters, else rope_scaling (r->scaling NULL when neither). 0, or a
  * 422 naming the key when one of them is not a JSON object. */
 int plan_scaling_of(struct cfg *c, struct rope *r);

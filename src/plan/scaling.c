@@ -167,15 +167,20 @@ static int longrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 	if (plan_member(r->scaling, "attention_factor"))
 		return scaling_num(c, r, e, "attention_factor", "attention_factor") < 0 ? -1 : 0;
 	char fname[96];
-	int derived = r->d->max_pos && orig;
-	double factor = derived ? (double)r->d->max_pos / (double)orig : 1;
-	if (!derived && (rc = plan_scaling_num(c, r, "factor", &factor)) < 0)
-		return rc;
+	double factor = 1;
+	/* an explicit factor is the length ratio (rope_parameters' longrope factor); else
+	 * max_position_embeddings / original_max_position_embeddings */
+	int given = plan_scaling_num(c, r, "factor", &factor);
+	if (given < 0)
+		return given;
+	int derived = !given && r->d->max_pos && orig;
+	if (derived)
+		factor = (double)r->d->max_pos / (double)orig;
 	snprintf(fname, sizeof fname, "%s.factor", r->scaling_name);
 	pe_plan_param_real(e, "factor", factor);
 	pe_plan_source(e, "factor", derived ? "max_position_embeddings" : fname);
-	pe_plan_note(e, "LongRoPE: factor is max_position_embeddings / original_max_position_embeddings (%g), which "
-		     "sets the attention factor sqrt(1 + ln factor / ln original)", factor);
+	pe_plan_note(e, "LongRoPE: factor is %s (%g), which sets the attention factor sqrt(1 + ln factor / ln original)",
+		     given ? "the config's factor" : "max_position_embeddings / original_max_position_embeddings", factor);
 	pe_plan_note(e, "short_factor applies while offset + len <= original_max_position_embeddings (%lld), "
 		     "long_factor beyond: the table picks by its own positions", (long long)orig);
 	return 0;
@@ -230,6 +235,8 @@ static int mrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 	pe_plan_param(e, "interleaved", "%d", interleaved);
 	if (!strcmp(c->plan->model_type, "qwen2_5_vl"))
 		pe_plan_param(e, "variant", "qwen25vl"); /* its videos' time positions: tokens_per_second */
+	if (!strcmp(c->plan->model_type, "qwen3_vl") || !strcmp(c->plan->model_type, "qwen3_vl_moe"))
+		pe_plan_param(e, "variant", "qwen3vl"); /* its videos' timestamps, one frame per temporal patch */
 	pe_plan_note(e, "positions are three rows (temporal, height, width); the url's sequence is len text tokens, "
 		     "where all three are the token index and the table equals /v1/rope's: give segments= with the "
 		     "images and videos of a prompt for theirs");

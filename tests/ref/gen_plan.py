@@ -134,6 +134,8 @@ def plan_of(cfg):
              f"&interleaved={il}&segments=text:{LEN}")
         if mt == "qwen2_5_vl":  # its own get_rope_index (time-scaled videos); text alone is the same
             q += "&variant=qwen25vl"
+        if mt == "qwen3_vl":  # its videos' timestamps; text alone is the same
+            q += "&variant=qwen3vl"
         return [{"kind": "mrope", "table": "rope/mrope", "layers": "all", "query": q, "head_dim": head_dim,
                  "rotary_dim": head_dim, "softmax_scale": sm, "attention_scaling": 1.0,
                  "same_as": f"dim={head_dim}&base={num_text(get('rope_theta'))}&len={LEN}"}]
