@@ -160,6 +160,16 @@ int pe_axial_body_check(const struct pe_params *p, size_t naxes, struct pe_err *
 
 #define BLOCK 1024 /* tokens whose ids are built at a time */
 
+/* The sum of axes_dim. */
+static size_t axes_width(const struct pe_params *p)
+{
+	size_t n, dim = 0;
+	const double *ad = pe_param_list(p, "axes_dim", &n);
+	for (size_t a = 0; a < n; a++)
+		dim += (size_t)ad[a];
+	return dim;
+}
+
 static int positions_shape(const struct pe_params *p, struct pe_shape *s)
 {
 	struct pe_axial_layout l;
@@ -171,30 +181,37 @@ static int positions_shape(const struct pe_params *p, struct pe_shape *s)
 static int table_shape(const struct pe_params *p, struct pe_shape *s)
 {
 	struct pe_axial_layout l;
-	size_t n, dim = 0;
-	const double *ad = pe_param_list(p, "axes_dim", &n);
-	for (size_t a = 0; a < n; a++)
-		dim += (size_t)ad[a];
 	pe_axial_layout_get(p, &l);
-	*s = (struct pe_shape){.rank = 3, .dim = {2, pe_axial_tokens(&l), dim}};
+	*s = (struct pe_shape){.rank = 3, .dim = {2, pe_axial_tokens(&l), axes_width(p)}};
+	return 0;
+}
+
+/* Ids of tokens [r0, r0 + n) into out[0] (n rows of 3 in dt). */
+static int positions_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
+			  struct pe_err *err)
+{
+	struct pe_axial_layout l;
+	double ids[3 * BLOCK];
+	size_t esz = pe_dtype_size(dt);
+	pe_axial_layout_get(p, &l);
+	for (size_t i = 0; i < n; i += BLOCK) {
+		size_t c = n - i < BLOCK ? n - i : BLOCK;
+		int rc = pe_cancelled();
+		if (rc)
+			return pe_cancel_err(rc, err);
+		pe_axial_positions(&l, r0 + i, c, ids);
+		if (out[0])
+			pe_store_f64(dt, (char *)out[0] + 3 * i * esz, ids, 3 * c);
+	}
 	return 0;
 }
 
 static int positions_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
 {
 	struct pe_axial_layout l;
-	double ids[3 * BLOCK];
+	void *const planes[1] = {out};
 	pe_axial_layout_get(p, &l);
-	size_t n = pe_axial_tokens(&l), esz = pe_dtype_size(dt);
-	for (size_t i = 0; i < n; i += BLOCK) {
-		size_t c = n - i < BLOCK ? n - i : BLOCK;
-		int rc = pe_cancelled();
-		if (rc)
-			return pe_cancel_err(rc, err);
-		pe_axial_positions(&l, i, c, ids);
-		pe_store_f64(dt, (char *)out + 3 * i * esz, ids, 3 * c);
-	}
-	return 0;
+	return positions_rows(p, dt, 0, pe_axial_tokens(&l), planes, err);
 }
 
 /* Where compat=hf's float32 cos/sin find the ids beside a token's (pe_axial_row_torch). */
@@ -258,8 +275,10 @@ static double positions_max_abs(const struct pe_params *p)
 	return m;
 }
 
-/* Rows of tokens [0, n): ids from `ids` ([n][naxes]) or, NULL, from the params' layout. */
-static int rows(const struct pe_params *p, const double *ids, size_t n, enum pe_dtype dt, void *out, struct pe_err *err)
+/* Rows [r0, r0 + count) of a table of n tokens into oc and os (NULL: a plane not wanted): ids
+ * from `ids` ([n][naxes]) or, NULL, from the params' layout. */
+static int rows(const struct pe_params *p, const double *ids, size_t n, size_t r0, size_t count, enum pe_dtype dt,
+		char *oc, char *os, struct pe_err *err)
 {
 	struct pe_axial_rope r;
 	struct pe_axial_layout l;
@@ -273,24 +292,26 @@ static int rows(const struct pe_params *p, const double *ids, size_t n, enum pe_
 	if (!ids)
 		pe_axial_layout_get(p, &l);
 	struct torch_ctx tc = {.l = &l, .ids = ids, .na = na};
-	for (size_t i = 0; rc == 0 && i < n; i += BLOCK) {
-		size_t c = n - i < BLOCK ? n - i : BLOCK;
-		const double *blk = ids ? ids + i * na : own;
+	for (size_t i = 0; rc == 0 && i < count; i += BLOCK) {
+		size_t c = count - i < BLOCK ? count - i : BLOCK;
+		const double *blk = ids ? ids + (r0 + i) * na : own;
 		if ((rc = pe_cancelled()) != 0) {
 			pe_cancel_err(rc, err);
 			break;
 		}
 		if (!ids)
-			pe_axial_positions(&l, i, c, own);
+			pe_axial_positions(&l, r0 + i, c, own);
 		for (size_t k = 0; k < c; k++) {
 			if (r.torch_vec) {
-				torch_sources(&tc, n, i + k, src);
+				torch_sources(&tc, n, r0 + i + k, src);
 				pe_axial_row_torch(&r, src, row, row + r.dim);
 			} else {
 				pe_axial_row(&r, blk + k * na, row, row + r.dim);
 			}
-			pe_store_f64(dt, (char *)out + (i + k) * r.dim * esz, row, r.dim);
-			pe_store_f64(dt, (char *)out + (n + i + k) * r.dim * esz, row + r.dim, r.dim);
+			if (oc)
+				pe_store_f64(dt, oc + (i + k) * r.dim * esz, row, r.dim);
+			if (os)
+				pe_store_f64(dt, os + (i + k) * r.dim * esz, row + r.dim, r.dim);
 		}
 	}
 	free(row);
@@ -298,17 +319,26 @@ static int rows(const struct pe_params *p, const double *ids, size_t n, enum pe_
 	return rc;
 }
 
-static int table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+static int table_compute_rows(const struct pe_params *p, enum pe_dtype dt, size_t r0, size_t n, void *const *out,
+			      struct pe_err *err)
 {
 	struct pe_axial_layout l;
 	pe_axial_layout_get(p, &l);
-	return rows(p, NULL, pe_axial_tokens(&l), dt, out, err);
+	return rows(p, NULL, pe_axial_tokens(&l), r0, n, dt, out[0], out[1], err);
+}
+
+static int table_compute(const struct pe_params *p, enum pe_dtype dt, void *out, struct pe_err *err)
+{
+	struct pe_shape s;
+	table_shape(p, &s);
+	char *cos = out, *sin = cos + s.dim[1] * s.dim[2] * pe_dtype_size(dt);
+	return rows(p, NULL, s.dim[1], 0, s.dim[1], dt, cos, sin, err);
 }
 
 int pe_axial_table_compute(const struct pe_params *p, const double *ids, size_t n, enum pe_dtype dt, void *out,
 			   struct pe_err *err)
 {
-	return rows(p, ids, n, dt, out, err);
+	return rows(p, ids, n, 0, n, dt, out, (char *)out + n * axes_width(p) * pe_dtype_size(dt), err);
 }
 
 const struct pe_table_def pe_table_rope_axial_positions = {
@@ -321,6 +351,7 @@ const struct pe_table_def pe_table_rope_axial_positions = {
 	.shape = positions_shape,
 	.compute = positions_compute,
 	.max_abs = positions_max_abs,
+	.compute_rows = positions_rows,
 };
 
 const struct pe_table_def pe_table_rope_axial = {
@@ -332,6 +363,7 @@ const struct pe_table_def pe_table_rope_axial = {
 	.check = table_check,
 	.shape = table_shape,
 	.compute = table_compute,
+	.compute_rows = table_compute_rows,
 	.panel_labels = pe_cos_sin_labels,
 };
 

@@ -355,6 +355,43 @@ START_TEST(apply_known_answer)
 }
 END_TEST
 
+/* Blocks of rows (pe_table_compute_rows, how tables stream) are the whole table's bytes, also for
+ * compat=hf's float32 presets, whose values depend on the tokens beside a block. */
+START_TEST(rows_equal_the_whole)
+{
+	static const char *const queries[][2] = {
+		{"rope/axial", "preset=hunyuanvideo&grid=3x20x20&axes_dim=2,4,2&compat=hf"},
+		{"rope/axial", "preset=cogvideox&grid=2x24x30&compat=hf"},
+		{"rope/axial", "preset=qwenimage&grid=40x40&text_tokens=7&layout=half"},
+		{"rope/axial/positions", "preset=cogvideox&grid=3x17x40&compat=hf"},
+	};
+	static const size_t blocks[][2] = {{0, 1}, {1, 7}, {1023, 2}, {1030, 300}, {5, 1100}};
+	for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
+		struct pe_params p;
+		struct pe_shape s;
+		struct pe_err err = {0};
+		int of;
+		ck_assert_int_eq(pe_query_params(&p, queries[q][0], queries[q][1], &err), 0);
+		char *whole = pe_query_table(queries[q][0], queries[q][1], PE_F32, &s);
+		size_t planes = s.rank == 3 ? 2 : 1, seq = s.dim[s.rank - 2], row = s.dim[s.rank - 1] * 4;
+		char *part = malloc(planes * 1100 * row);
+		for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+			size_t r0 = blocks[b][0], n = blocks[b][1];
+			if (r0 + n > seq)
+				continue;
+			ck_assert_int_eq(pe_table_compute_rows(&p, PE_F32, PE_TABLE_ALL_PLANES, r0, n, part, &err), 0);
+			for (size_t pl = 0; pl < planes; pl++)
+				ck_assert_msg(!memcmp(part + pl * n * row, whole + (pl * seq + r0) * row, n * row), "%s rows %zu+%zu",
+					      queries[q][1], r0, n);
+		}
+		ck_assert_uint_gt(pe_shape_count(&s, &of), 0);
+		free(part);
+		free(whole);
+		pe_params_destroy(&p);
+	}
+}
+END_TEST
+
 START_TEST(ids_checked)
 {
 	double ids[6] = {0, 1, -2.5, 4503599627370496.0, 1, 2};
@@ -387,6 +424,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, ids_checked);
 	tcase_add_test(tc, positions_dtype_range);
 	tcase_add_test(tc, apply_known_answer);
+	tcase_add_test(tc, rows_equal_the_whole);
 	suite_add_tcase(s, tc);
 	return s;
 }
