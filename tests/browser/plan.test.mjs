@@ -28,8 +28,10 @@ async function planOf(page, text, len) {
 }
 
 /* The encodings' rows (not the tower headings), cells as text: kind, layers, layer_indices, url,
- * head_dim, rotary_dim, layout, bias_scale, attention_scaling, softmax_scale, notes, draw. */
-const rowsOf = (page) => page.$$eval('#view-plan table.plan tbody tr.enc', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+ * head_dim, rotary_dim, layout, bias_scale, attention_scaling, softmax_scale, notes, draw; in the
+ * plan's order (data-index), whatever tower group each row is drawn in. */
+const rowsOf = (page) => page.$$eval('#view-plan table.plan tbody tr.enc', (trs) => trs
+	.sort((a, b) => a.dataset.index - b.dataset.index).map((tr) => [...tr.cells].map((td) => td.textContent)));
 const COL = { kind: 0, layers: 1, indices: 2, url: 3, bias_scale: 7, softmax_scale: 9, draw: 11 };
 /* The plan as the API answers it, outside the browser. */
 async function apiPlan(name, len) {
@@ -133,7 +135,8 @@ describe('model plan', () => {
 			const api = await apiPlan(name, 16 + k);
 			await planOf(p.page, config(name), 16 + k);
 			const rows = await rowsOf(p.page);
-			const shown = await p.page.$$eval('#view-plan tr.enc td.layer-indices', (tds) => tds.map((td) => td.dataset.values));
+			const shown = await p.page.$$eval('#view-plan tr.enc', (trs) => trs
+				.sort((a, b) => a.dataset.index - b.dataset.index).map((tr) => tr.querySelector('td.layer-indices').dataset.values));
 			api.encodings.forEach((e, i) => {
 				const ids = Array.isArray(e.layer_indices) ? e.layer_indices : Array.isArray(e.layers) ? e.layers : null;
 				assert.equal(shown[i], ids ? ids.join(',') : '', `${name} row ${i}`);
@@ -182,6 +185,15 @@ describe('model plan', () => {
 			url = api.encodings[index].url;
 			await planOf(p.page, config('llama4-scout.json'), 64);
 		} else {
+			/* the plan still lists the query scale, without a url and so without a Draw button */
+			const api = await apiPlan('ministral-3-8b-instruct-2512.json', 64);
+			const q = api.encodings.findIndex((e) => e.kind === 'query_scale');
+			assert.ok(q >= 0, 'ministral-3 plans a query scale');
+			await planOf(p.page, config('ministral-3-8b-instruct-2512.json'), 64);
+			const rows = await rowsOf(p.page);
+			assert.equal(rows[q][COL.kind], 'query_scale');
+			assert.equal(rows[q][COL.url], '—');
+			assert.equal(await p.page.$(`#view-plan button.draw[data-index="${q}"]`), null);
 			url = '/v1/alibi/slopes?heads=12';
 			index = 0;
 			await p.page.evaluate((u) => window.posencDashboard.plan.render(window.posencDashboard.plan.last = {
