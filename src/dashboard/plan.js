@@ -133,7 +133,7 @@ export class PlanView {
 	}
 
 	render(plan) {
-		const head = el('tr', {}, ...COLUMNS.map((h) => el('th', { scope: 'col', text: h })));
+		const head = el('tr', {}, ...COLUMNS.map((h) => el('th', { scope: 'col', 'data-field': h, text: h.replace(/_/g, ' ') })));
 		const groups = byTower(plan.encodings).map(([tower, idx]) => el('tbody', { 'data-tower': tower },
 			el('tr', { class: 'tower' }, el('th', { scope: 'rowgroup', colspan: String(COLUMNS.length), text: `${tower} tower: ${idx.length} encoding(s)` })),
 			...idx.map((i) => this.row(plan.encodings[i], i))));
@@ -157,11 +157,11 @@ export class PlanView {
 		return el('tr', { class: `enc kind-${e.kind.replace(/[^a-z0-9]+/gi, '-')}`, 'data-index': String(i), 'data-tower': e.tower || 'text' },
 			el('td', { text: e.kind }), el('td', { text: Array.isArray(e.layers) ? `${e.layers.length} layers` : fmt(e.layers) }),
 			el('td', { class: 'layer-indices', 'data-values': ids ? ids.join(',') : '', text: ids ? layersText(ids) : '—' }),
-			el('td', {}, e.url ? el('code', { text: e.url }) : el('span', { text: '—' })),
+			el('td', { class: 'url' }, e.url ? el('code', { text: e.url }) : el('span', { text: '—' })),
 			el('td', { text: fmt(e.head_dim) }), el('td', { text: fmt(e.rotary_dim) }), el('td', { text: fmt(e.layout) }),
 			el('td', { text: fmt(e.bias_scale) }),
 			el('td', { text: fmt(e.attention_scaling) }), el('td', { text: fmt(e.softmax_scale) }),
-			el('td', { text: (e.notes || []).join(' · ') }), el('td', {}, draw));
+			el('td', { class: 'notes', text: (e.notes || []).join(' · ') }), el('td', {}, draw));
 	}
 
 	async draw(i) {

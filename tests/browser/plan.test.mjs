@@ -125,6 +125,7 @@ describe('model plan', () => {
 			}
 			assert.match(await p.page.textContent('#view-plan table.plan caption'), new RegExp(`${api.encodings.length} encoding\\(s\\), ${towers.length} towers$`));
 		}
+		await screenshot(p.page, 'plan-towers');
 		assertClean(p, { sameOrigin: false });
 		await p.page.close();
 	});
