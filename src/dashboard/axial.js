@@ -68,6 +68,7 @@ class IdGrid {
 			};
 			const tw = text > 0 ? Math.min(10, (w - left) / text) : 0;
 			for (let s = 0; s < text; s++) paint(s, left + s * tw, y0 + head, Math.max(1, tw - (tw > 3 ? 1 : 0)), textRow - 2);
+			if (text > 0) { g.fillStyle = INK; g.fillText(`← ${text} text token(s)`, left + text * tw + 6, y0 + head); }
 			const gy = y0 + head + textRow;
 			for (let f = 0; f < frames; f++) {
 				const fx = left + f * (W * cell + gap);
