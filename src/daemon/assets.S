@@ -24,4 +24,6 @@ ASSET(pe_asset_dashboard_snippets_js, "src/dashboard/snippets.js")
 ASSET(pe_asset_dashboard_mrope_js, "src/dashboard/mrope.js")
 ASSET(pe_asset_dashboard_order_js, "src/dashboard/order.js")
 ASSET(pe_asset_dashboard_plan_js, "src/dashboard/plan.js")
+ASSET(pe_asset_dashboard_axial_js, "src/dashboard/axial.js")
+ASSET(pe_asset_dashboard_view_js, "src/dashboard/view.js")
 	.section .note.GNU-stack,"",@progbits

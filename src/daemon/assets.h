@@ -16,6 +16,8 @@ extern const char pe_asset_dashboard_snippets_js[], pe_asset_dashboard_snippets_
 extern const char pe_asset_dashboard_mrope_js[], pe_asset_dashboard_mrope_js_end[];
 extern const char pe_asset_dashboard_order_js[], pe_asset_dashboard_order_js_end[];
 extern const char pe_asset_dashboard_plan_js[], pe_asset_dashboard_plan_js_end[];
+extern const char pe_asset_dashboard_axial_js[], pe_asset_dashboard_axial_js_end[];
+extern const char pe_asset_dashboard_view_js[], pe_asset_dashboard_view_js_end[];
 
 #define PE_ASSET_LEN(sym) ((size_t)(sym##_end - sym))
 

@@ -40,7 +40,7 @@ struct daemon {
 	struct pe_http *_Atomic http;
 	struct pe_store *store;
 	char *tls_cert, *tls_key;
-	struct pe_http_static statics[13]; /* embedded files: openapi.yaml and the dashboard */
+	struct pe_http_static statics[15]; /* embedded files: openapi.yaml and the dashboard */
 	unsigned cpus, quota_cpus;         /* CPUs the affinity allows; the cgroup's quota in CPUs, 0: none */
 };
 
@@ -146,6 +146,8 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 	DASHBOARD_JS(10, mrope);
 	DASHBOARD_JS(11, order);
 	DASHBOARD_JS(12, plan);
+	DASHBOARD_JS(13, axial);
+	DASHBOARD_JS(14, view);
 #undef DASHBOARD_JS
 #undef STATIC
 	struct pe_http_options o = {

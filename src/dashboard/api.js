@@ -46,9 +46,14 @@ async function get(url, accept) {
 	return resp;
 }
 
+/* GET a JSON answer (a problem is thrown as ApiError). */
+export async function getJson(url) {
+	return (await get(url, 'application/json')).json();
+}
+
 /* GET /v1: {version, tables: [{name, path, summary, params: [...]}], transforms: [...]}. */
 export async function getCatalogue() {
-	return (await get('/v1', 'application/json')).json();
+	return getJson('/v1');
 }
 
 /* A relative URL: path plus the [name, value] pairs in order, empty values left out. */

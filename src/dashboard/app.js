@@ -11,6 +11,8 @@
  *   M-RoPE              mrope.js: the t, h, w position rows of a text+image+video sequence and
  *                       which frequency follows which row.
  *   Why order matters   /v1/analysis/order: attention on a sentence and on it reordered (order.js).
+ *   Axial RoPE          axial.js: an image's or a video's position ids per axis and the channel
+ *                       band each axis rotates (FLUX, HunyuanVideo, Wan, CogVideoX, Qwen-Image).
  *
  * Every view builds its controls from the catalogue, fetches format=bin tables from the same
  * origin, draws them itself, shows the curl and Python snippets for exactly those requests, and
@@ -19,15 +21,16 @@
  * element carries data-state (idle, loading, ready, error) and data-url (the requests drawn), which
  * the browser tests wait on. The selected view is kept in the URL's #fragment. */
 
-import { ApiError, buildUrl, fetchTensor, formatValue, getCatalogue } from './api.js';
+import { buildUrl, formatValue, getCatalogue } from './api.js';
 import { buildForm, el } from './controls.js';
-import { Heatmap, MAX_GRID } from './heatmap.js';
-import { LineChart, fmtTick } from './charts.js';
+import { MAX_GRID } from './heatmap.js';
+import { fmtTick } from './charts.js';
 import { COLORMAPS } from './colormap.js';
-import { curlText, pythonText, snippetBox } from './snippets.js';
+import { View } from './view.js';
 import { MropeView } from './mrope.js';
 import { OrderView } from './order.js';
 import { PlanView } from './plan.js'; /* Model plan: POST /v1/plan (plan.js) */
+import { AxialView } from './axial.js';
 
 /* How to name the axes of each table; tables not listed get generic names. rowStart(form) is the
  * position of row 0 (offset), so tick labels and read-outs show real positions. */
@@ -71,95 +74,6 @@ function layoutOf(shape, name) {
 
 /* A Python identifier and a file name for a table name ("alibi/slopes" -> alibi_slopes). */
 const slug = (name) => name.replace(/[^A-Za-z0-9]+/g, '_');
-
-/* ---- the view skeleton: controls | error, figure(s), caption, snippets ---- */
-
-class View {
-	constructor(id, title) {
-		this.root = document.getElementById(id);
-		this.title = title;
-		this.gen = 0;
-		this.loaded = false;
-		this.controls = el('form', { class: 'controls', 'aria-label': `${title}: parameters`, novalidate: true });
-		this.controls.addEventListener('submit', (e) => { e.preventDefault(); this.refresh(); });
-		this.error = el('div', { class: 'error', role: 'alert', hidden: true });
-		this.figures = el('div', { class: 'figures' });
-		this.caption = el('p', { class: 'caption' });
-		this.snip = snippetBox('Reproduce this figure');
-		this.output = el('div', { class: 'output' }, this.error, this.figures, this.caption, this.snip.root);
-		this.root.append(this.controls, this.output);
-	}
-
-	/* A figure box: {wrap, readout}; kind 'heat' | 'line'. */
-	figureBox(kind, label, cls = '') {
-		const wrap = el('div', { class: `figwrap ${kind} ${cls}` });
-		const readout = el('p', { class: 'readout', 'aria-live': 'polite' });
-		const box = el('figure', { class: `fig ${cls}` }, wrap, readout);
-		this.figures.append(box);
-		const fig = kind === 'heat' ? new Heatmap(wrap, { label, readout }) : new LineChart(wrap, { label, readout });
-		readout.textContent = 'Hover, or focus the figure and use the arrow keys, to read exact values.';
-		return { box, wrap, readout, fig };
-	}
-
-	/* The last row of the controls: a "Draw" button (edits also redraw by themselves). */
-	submitRow() {
-		return el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', text: 'Draw' }),
-			el('span', { class: 'status', role: 'status' }));
-	}
-
-	schedule(delay = 300) {
-		clearTimeout(this.timer);
-		this.timer = setTimeout(() => this.refresh(), delay);
-	}
-
-	show() {
-		if (!this.loaded) { this.loaded = true; this.refresh(); }
-	}
-
-	setStatus(text) {
-		const s = this.controls.querySelector('.status');
-		if (s) s.textContent = text;
-	}
-
-	async refresh() {
-		clearTimeout(this.timer);
-		const gen = ++this.gen;
-		this.root.dataset.state = 'loading';
-		this.setStatus('Loading…');
-		try {
-			const requests = this.requests();
-			const results = await Promise.all(requests.map((q) => fetchTensor(q.url)));
-			if (gen !== this.gen) return;
-			this.present(results, requests);
-			this.snip.set(curlText(requests), pythonText(requests, this.combine ? this.combine(requests) : []));
-			this.error.hidden = true;
-			this.output.classList.remove('stale');
-			this.root.dataset.url = requests.map((q) => q.url).join(' ');
-			this.root.dataset.state = 'ready';
-			this.setStatus('');
-		} catch (e) {
-			if (gen !== this.gen) return;
-			this.showError(e);
-			this.root.dataset.state = 'error';
-			this.setStatus('');
-		}
-	}
-
-	showError(e) {
-		this.error.replaceChildren();
-		if (e instanceof ApiError) {
-			this.error.append(el('strong', { text: e.status ? `${e.status} ${e.title}` : e.title }), ': ', e.detail);
-			if (e.param) {
-				const marked = this.form && this.form.markInvalid(e.param);
-				this.error.append(` (parameter `, el('code', { text: e.param }), marked ? ', marked below)' : ')');
-			}
-		} else {
-			this.error.append(el('strong', { text: 'Error' }), ': ', String(e && e.message ? e.message : e));
-		}
-		this.error.hidden = false;
-		this.output.classList.add('stale');
-	}
-}
 
 /* A labelled select that is not a catalogue parameter (table, colour map, panel, ...). */
 function selectField(labelText, options, value, help, name) {
@@ -573,6 +487,7 @@ async function main() {
 		mrope: has('rope/mrope') && has('rope/mrope/positions') ? new MropeView(catalogue) : new MissingView('view-mrope', 'rope/mrope'),
 		order: has('analysis/order') ? new OrderView(catalogue) : new MissingView('view-order', 'analysis/order'),
 		plan: new PlanView(),
+		axial: has('rope/axial') && has('rope/axial/positions') ? new AxialView(catalogue) : new MissingView('view-axial', 'rope/axial'),
 	};
 	window.posencDashboard = views; /* for the console and the browser tests */
 	setupTabs(views);

@@ -126,6 +126,19 @@ export function esc(s) {
 	return String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
 }
 
+/* Size canvas c to w x h CSS pixels at the device's pixel ratio; its cleared 2-D context, in CSS pixels. */
+export function sizedContext(c, w, h) {
+	const dpr = window.devicePixelRatio || 1;
+	c.width = Math.round(w * dpr);
+	c.height = Math.round(h * dpr);
+	c.style.width = `${w}px`;
+	c.style.height = `${h}px`;
+	const g = c.getContext('2d');
+	g.setTransform(dpr, 0, 0, dpr, 0, 0);
+	g.clearRect(0, 0, w, h);
+	return g;
+}
+
 export const SERIES_COLORS = ['#2a6fb0', '#d1495b', '#2e8b57', '#8a5cc2', '#e08a1e'];
 
 /* A line chart of one or more series over a shared x: {x: Float64Array|null (0..n-1 if null),

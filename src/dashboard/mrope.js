@@ -18,7 +18,7 @@
 import { ApiError, buildUrl, fetchTensor, formatValue } from './api.js';
 import { buildForm, el } from './controls.js';
 import { Heatmap } from './heatmap.js';
-import { LineChart, SERIES_COLORS, FONT, INK } from './charts.js';
+import { LineChart, SERIES_COLORS, FONT, INK, sizedContext } from './charts.js';
 import { COLORMAPS } from './colormap.js';
 import { curlText, pythonText, snippetBox } from './snippets.js';
 
@@ -64,7 +64,7 @@ export function tokenKinds(segments, merge, stamps = null) {
 }
 
 /* A strip of coloured cells with a legend: one cell per value. */
-class Strip {
+export class Strip {
 	constructor(label) {
 		this.canvas = el('canvas', { class: 'strip', role: 'img', 'aria-label': label, height: '34' });
 		this.legend = el('p', { class: 'readout' });
@@ -72,14 +72,8 @@ class Strip {
 	}
 
 	draw(values, colors, names, title) {
-		const c = this.canvas, w = Math.max(100, c.parentElement.clientWidth || 800), h = 34, dpr = window.devicePixelRatio || 1;
-		c.width = Math.round(w * dpr);
-		c.height = Math.round(h * dpr);
-		c.style.width = `${w}px`;
-		c.style.height = `${h}px`;
-		const g = c.getContext('2d');
-		g.setTransform(dpr, 0, 0, dpr, 0, 0);
-		g.clearRect(0, 0, w, h);
+		const c = this.canvas, w = Math.max(100, c.parentElement.clientWidth || 800), h = 34;
+		const g = sizedContext(c, w, h);
 		const n = values.length, top = 16, cell = w / Math.max(1, n);
 		for (let i = 0; i < n; i++) {
 			g.fillStyle = colors[values[i]];

@@ -204,6 +204,24 @@ export function httpGet(url) {
 	});
 }
 
+/* POST body (a string) to the daemon with Content-Type type: {status, headers, body, json()}; no
+ * agent, as httpGet. */
+export function httpPost(url, body, type = 'application/json') {
+	return new Promise((resolve, reject) => {
+		const req = http.request(new URL(url, ORIGIN), { method: 'POST', agent: false, headers: { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+			const chunks = [];
+			res.on('data', (c) => chunks.push(c));
+			res.on('end', () => {
+				const buf = Buffer.concat(chunks);
+				resolve({ status: res.statusCode, headers: res.headers, body: buf, json: () => JSON.parse(buf.toString('utf8')) });
+			});
+			res.on('error', reject);
+		});
+		req.on('error', reject);
+		req.end(body);
+	});
+}
+
 export async function getJson(url) {
 	const r = await httpGet(url);
 	if (r.status !== 200) throw new Error(`${r.status} ${url}`);

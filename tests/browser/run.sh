@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Browser tests of the dashboard (tests/browser/*.test.mjs): Debian's Chromium driven by
+# Browser tests of the dashboard (tests/browser/*.test.mjs; PE_BROWSER_TESTS names a subset): Debian's Chromium driven by
 # playwright-core (pinned in tests/package.json) against a real build/posencd on a free port.
 #
 # Needs the chromium package and the npm packages of tests/ (make deps installs both; make browser
@@ -53,7 +53,7 @@ done
 export PE_BROWSER_ORIGIN="http://127.0.0.1:$port" PE_BROWSER_OUT="$out" PE_CHROMIUM="$chromium"
 status=0
 # The whole run is bounded (a wedged browser must not hold CI): 3 minutes, about 25 s expected.
-timeout -k 5 180 node --test --test-reporter=tap tests/browser/*.test.mjs | tee "$out/tap.txt" || status=$?
+timeout -k 5 180 node --test --test-reporter=tap ${PE_BROWSER_TESTS:-tests/browser/*.test.mjs} | tee "$out/tap.txt" || status=$?
 stop
 trap - EXIT
 
