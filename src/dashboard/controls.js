@@ -12,14 +12,16 @@
  * screen and never sends a parameter the chosen variant refuses. */
 
 /* Starting values of required parameters: small enough to draw at once, big enough to see. */
-const STARTERS = { len: 128, dim: 128, height: 14, width: 14, heads: 8, q_len: 48 };
+const STARTERS = { len: 128, dim: 128, height: 14, width: 14, heads: 8, q_len: 48, frames: 4, timesteps: '0,1,2,4,8,16,32,64,125,250,500,999' };
 
 let uid = 0;
 
 function starterOf(p) {
 	if (p.default !== undefined) return p.default;
+	if (p.required && p.type === 'enum' && p.choices && p.choices.length) return p.choices[0];
 	if (STARTERS[p.name] !== undefined) {
 		let v = STARTERS[p.name];
+		if (typeof v === 'string') return v; /* a list */
 		if (p.minimum !== undefined) v = Math.max(v, p.minimum);
 		if (p.maximum !== undefined) v = Math.min(v, p.maximum);
 		return String(v);

@@ -214,7 +214,9 @@ describe('dashboard', () => {
 		for (const t of cat.tables) {
 			if (t.name === 'sinusoidal') continue;
 			await p.page.selectOption('#view-tables select[name="table"]', t.name);
-			url = await ready(p.page, 'tables', { changedFrom: url });
+			url = await ready(p.page, 'tables', { changedFrom: url }).catch((e) => {
+				throw new Error(`${t.name}: not drawn from its starting controls (${e.message}; ${JSON.stringify(p.problems)})`);
+			});
 			assert.ok(url.startsWith(`${t.path}?`), `${t.name}: ${url}`);
 			/* one control per parameter the table has (conditional ones may be hidden) */
 			const names = await p.page.$$eval('#view-tables form.controls .params [name]', (es) => es.map((e) => e.name));

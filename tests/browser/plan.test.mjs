@@ -46,8 +46,9 @@ describe('model plan', () => {
 		const url = await planOf(p.page, config('gemma3-4b.json'), 16);
 		assert.equal(url, '/v1/plan?len=16');
 		const rows = await rowsOf(p.page);
-		assert.equal(rows.length, 2);
-		assert.deepEqual(rows.map((r) => [r[0], r[1]]), [['rope', 'sliding_attention'], ['rope', 'full_attention']]);
+		assert.equal(rows.length, 3); /* the text model's two tables, then the vision tower's learned one */
+		assert.deepEqual(rows.map((r) => [r[0], r[1]]),
+			[['rope', 'sliding_attention'], ['rope', 'full_attention'], ['learned', 'all']]);
 		assert.match(rows[1][COL.url], /^\/v1\/rope\?len=16&.*scaling=linear&factor=8/);
 		assert.equal(rows[1][COL.softmax_scale], '0.0625'); /* softmax_scale: query_pre_attn_scalar^-1/2 */
 		const planned = rows[1][COL.url];
