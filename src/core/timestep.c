@@ -22,6 +22,7 @@
 #include "core/timestep.h"
 #include "core/torchmath.h"
 
+#include <float.h>
 #include <math.h>
 #include <sleef.h>
 #include <stdlib.h>
@@ -41,13 +42,43 @@ static const struct pe_param_spec table_params[] = {
 };
 static const struct pe_param_spec body_params[] = {TIMESTEP_TABLE_PARAMS};
 
+/* Frequency k of h: double (exact) or torch's float32 (hf). */
+static double freq_k(const struct pe_params *p, size_t h, int hf, size_t k)
+{
+	double lnp = log(pe_param_real(p, "max_period")), den = (double)h - pe_param_real(p, "downscale_freq_shift");
+	return hf ? (double)pe_torch_expf((float)((float)-lnp * (float)k) / (float)den) : exp(-lnp * (double)k / den);
+}
+
+int pe_timestep_check_angles(const struct pe_params *p, const double *t, size_t n, const char *who, struct pe_err *err)
+{
+	size_t h = (size_t)pe_param_int(p, "dim") / 2;
+	int hf = pe_param_enum(p, "compat") == PE_COMPAT_HF;
+	if (h == 0)
+		return 0;
+	/* the exponent is linear in k: the first or the last frequency is the largest */
+	double f0 = freq_k(p, h, hf, 0), f1 = freq_k(p, h, hf, h - 1), f = f0 > f1 ? f0 : f1, tmax = 0;
+	double scale = fabs(pe_param_real(p, "scale")), limit = hf ? FLT_MAX / 2 : DBL_MAX / 2;
+	if (!(f <= limit))
+		return pe_err_set(err, PE_EINVAL, "downscale_freq_shift",
+				  "max_period and downscale_freq_shift give a frequency of %g, past the %s range", f,
+				  hf ? "float32" : "float64");
+	for (size_t i = 0; i < n; i++)
+		tmax = fabs(t[i]) > tmax ? fabs(t[i]) : tmax;
+	if (!(tmax * f * (scale > 1 ? scale : 1) <= limit))
+		return pe_err_set(err, PE_EINVAL, who, "%s: timestep x frequency x scale reaches %g, past the %s range (angles must be finite)",
+				  who, tmax * f * (scale > 1 ? scale : 1), hf ? "float32" : "float64");
+	return 0;
+}
+
 static int check(struct pe_params *p, struct pe_err *err)
 {
 	double d = (double)(pe_param_int(p, "dim") / 2) - pe_param_real(p, "downscale_freq_shift");
+	size_t n = 0;
+	const double *t = pe_param_index(p->def, "timesteps") >= 0 ? pe_param_list(p, "timesteps", &n) : NULL;
 	if (pe_param_int(p, "dim") >= 2 && (d == 0 || (float)d == 0))
 		return pe_err_set(err, PE_EINVAL, "downscale_freq_shift",
 				  "downscale_freq_shift must differ from dim/2 (exponents are divided by their difference)");
-	return 0;
+	return pe_timestep_check_angles(p, t, n, "timesteps", err);
 }
 
 static int shape(const struct pe_params *p, struct pe_shape *s)
@@ -70,9 +101,8 @@ int pe_timestep_check_value(double t, size_t i, struct pe_err *err)
 /* The h frequencies: double (exact) or torch's float32 (hf). */
 static void frequencies(const struct pe_params *p, size_t h, int hf, double *f)
 {
-	double lnp = log(pe_param_real(p, "max_period")), den = (double)h - pe_param_real(p, "downscale_freq_shift");
 	for (size_t k = 0; k < h; k++)
-		f[k] = hf ? (double)pe_torch_expf((float)((float)-lnp * (float)k) / (float)den) : exp(-lnp * (double)k / den);
+		f[k] = freq_k(p, h, hf, k);
 }
 
 /* sin and cos of one group of 8 angles as PyTorch's AVX2 kernels give them (lanes past the

@@ -13,6 +13,9 @@
  * pe_timestep_compute writes the [n, dim] table of t[0..n) into out. */
 extern const struct pe_table_def pe_timestep_body_def;
 int pe_timestep_check_value(double t, size_t i, struct pe_err *err);
+/* Are the angles scale * (t * f_k) of t[0..n) finite in the params' arithmetic (float32 for
+ * compat=hf), and every frequency? 0, or PE_EINVAL naming downscale_freq_shift or `who`. */
+int pe_timestep_check_angles(const struct pe_params *p, const double *t, size_t n, const char *who, struct pe_err *err);
 int pe_timestep_compute(const struct pe_params *p, const double *t, size_t n, enum pe_dtype dt, void *out,
 			struct pe_err *err);
 

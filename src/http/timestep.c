@@ -51,7 +51,7 @@ static int timesteps(struct pe_table_job *j, double **t, size_t *n, struct pe_er
 	int rc = pe_vector_parse(j->body.data, j->body.len, j->media == 1, j->os.h->opt.max_elements, "timesteps", t, n, err);
 	for (size_t i = 0; rc == 0 && i < *n; i++)
 		rc = pe_timestep_check_value((*t)[i], i, err);
-	return rc;
+	return rc ? rc : pe_timestep_check_angles(&j->params, *t, *n, "body", err);
 }
 
 /* values: the timesteps, [N] doubles. */

@@ -180,6 +180,10 @@ START_TEST(refusals_name_the_parameter)
 		{"/v1/sinusoidal/timestep?dim=8", 400, "timesteps"},
 		{"/v1/sinusoidal/timestep?timesteps=1&dim=8&downscale_freq_shift=4", 400, "downscale_freq_shift"},
 		{"/v1/sinusoidal/timestep?timesteps=1&dim=8&max_period=-1", 400, "max_period"},
+		/* angles past float32 (compat=hf) or float64 would be NaN or inf in the table */
+		{"/v1/sinusoidal/timestep?timesteps=1e20&dim=8&scale=1e20&compat=hf", 400, "timesteps"},
+		{"/v1/sinusoidal/timestep?timesteps=0,1&dim=4&max_period=1e-30&downscale_freq_shift=1.999999", 400,
+		 "downscale_freq_shift"},
 	};
 	struct pe_daemon d;
 	struct pe_resp r;
@@ -203,6 +207,7 @@ START_TEST(refusals_name_the_parameter)
 		{"dim=8", "application/x-npy", "\x93NUMPY junk", 400, "body"},
 		{"dim=8&timesteps=1", "application/json", "[1]", 400, "timesteps"},
 		{"dim=8&downscale_freq_shift=4", "application/json", "[1]", 400, "downscale_freq_shift"},
+		{"dim=8&scale=1e30&compat=hf", "application/json", "[1e30]", 400, "body"},
 		{"dim=8", "text/plain", "[1]", 415, "Content-Type"},
 	};
 	for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
