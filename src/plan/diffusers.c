@@ -175,6 +175,9 @@ static int size_of(struct cfg *c, struct gen *g)
 				  (long long)g->lt, (long long)g->patch_t);
 	g->grid.rank = 3;
 	g->grid.t = g->lt / g->patch_t;
+	if (g->grid.t > PE_AXIAL_MAX_SIDE)
+		return pe_err_set(c->err, PE_EINVAL, "frames", "frames %lld make %lld latent frames of tokens; at most %d",
+				  (long long)g->frames, (long long)g->grid.t, PE_AXIAL_MAX_SIDE);
 	return 0;
 }
 
@@ -228,6 +231,12 @@ static int add_axial(struct cfg *c, const struct gen *g)
 		sum = ax[0] + ax[1] + ax[2];
 		axes_src = "attention_head_dim";
 	}
+	int64_t image = g->grid.h * g->grid.w; /* each side <= PE_AXIAL_MAX_SIDE: no overflow */
+	if (g->grid.rank == 3 && image + g->text <= PE_AXIAL_MAX_TOKENS &&
+	    (double)g->grid.t * (double)image + (double)g->text > PE_AXIAL_MAX_TOKENS)
+		return pe_err_set(c->err, PE_EINVAL, "frames", "frames %lld: %lld x %lld x %lld tokens, more than %u",
+				  (long long)g->frames, (long long)g->grid.t, (long long)g->grid.h, (long long)g->grid.w,
+				  PE_AXIAL_MAX_TOKENS);
 	struct pe_plan_enc *e = add_enc(c, "rope_axial", "rope/axial", "all");
 	if (!e)
 		return PE_EINTERNAL;

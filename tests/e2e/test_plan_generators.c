@@ -130,6 +130,9 @@ START_TEST(sizes_the_latent_cannot_take_are_refused)
 		{"Wan2.1-T2V-1.3B.json", "height=480&width=832&frames=80", "frames", 400}, /* not 4k + 1 */
 		{"stable-diffusion-3.5-medium.json", "height=6400&width=1024", "height", 400}, /* past pos_embed_max_size */
 		{"FLUX.1-dev.json", "height=0&width=1024", "height", 400},
+		{"Wan2.1-T2V-1.3B.json", "height=16&width=16&frames=262145", "frames", 400},   /* 65537 latent frames */
+		{"Wan2.1-T2V-1.3B.json", "height=480&width=832&frames=43021", "frames", 400},  /* 10756 x 30 x 52 tokens */
+		{"CogVideoX-2b.json", "height=480&width=720&frames=1048573", "frames", 400}, /* sin-cos 3-D: 262144 frames */
 	};
 	struct pe_daemon d;
 	pe_daemon_start(&d, NULL);
