@@ -30,8 +30,8 @@ static int no_rope_list(struct cfg *c, const struct dims *d, const char **types)
 {
 	const json_t *nr;
 	int rc = plan_list_of(c, plan_get(c, "no_rope_layers"), "no_rope_layers", &nr);
-	if (rc <= 0 || !json_array_size(nr))
-		return rc;
+	if (rc <= 0 || !json_array_size(nr)) /* absent or [] (the family default: 0), or refused */
+		return rc < 0 ? rc : 0;
 	if ((int)json_array_size(nr) != d->layers)
 		return plan_bad(c, "no_rope_layers", "no_rope_layers must have num_hidden_layers (%d) entries", d->layers);
 	for (int i = 0; i < d->layers; i++) {
@@ -237,7 +237,9 @@ int plan_family_typed(struct cfg *c)
 	if (!d.layers)
 		return plan_bad(c, "num_hidden_layers", "a model with layer types needs num_hidden_layers");
 	plan_choose_len(c, &d);
-	if ((rc = layer_types(c, &d, types)) < 0 || (rc = plan_num(c, "sliding_window", &sw)) < 0)
+	int use_sw = 1; /* use_sliding_window, read for its type: the layer types decide the rotation */
+	if ((rc = layer_types(c, &d, types)) < 0 || (rc = plan_num(c, "sliding_window", &sw)) < 0 ||
+	    (rc = plan_bool(c, "use_sliding_window", &use_sw)) < 0)
 		return rc;
 	const json_t *pet = plan_get(c, "position_embedding_type"); /* Granite 4 hybrid: "nope" or "rope" */
 	int nope_all = json_is_string(pet) && !strcmp(json_string_value(pet), "nope");

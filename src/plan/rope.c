@@ -55,8 +55,10 @@ int plan_rope_base(struct cfg *c, struct rope *r)
 		snprintf(r->base_key, sizeof r->base_key, "rope_theta");
 	if (rc == 0 && (rc = plan_num(c, "rotary_emb_base", &v)) >= 0)
 		snprintf(r->base_key, sizeof r->base_key, rc ? "rotary_emb_base" : "rope_theta");
-	if (rc == 0 && (rc = plan_num_of(c, plan_member(plan_get(c, "attn_config"), "rope_theta"), "attn_config.rope_theta", &v)) > 0)
-		snprintf(r->base_key, sizeof r->base_key, "attn_config.rope_theta"); /* DBRX */
+	const json_t *ac = NULL; /* DBRX keeps rope_theta in attn_config, which must then be an object */
+	if (rc == 0 && (rc = plan_object_of(c, plan_get(c, "attn_config"), "attn_config", &ac)) >= 0 &&
+	    (rc = plan_num_of(c, plan_member(ac, "rope_theta"), "attn_config.rope_theta", &v)) > 0)
+		snprintf(r->base_key, sizeof r->base_key, "attn_config.rope_theta");
 	if (rc == 0 && (rc = plan_num(c, "global_rope_theta", &v)) > 0)
 		snprintf(r->base_key, sizeof r->base_key, "global_rope_theta"); /* ModernBERT */
 	if (rc < 0)
