@@ -6,7 +6,8 @@
  * 422 problem naming a key, or a 200 whose every url, fetched from the same daemon, answers 200;
  * a key the plan reads as one JSON type (typed_keys: the scaling object, the text model, alibi,
  * mrope_interleaved, sliding_window...) set to another is a 422. ?len=8 keeps the tables small;
- * the plans and fetches share one keep-alive connection. `posenc plan` with the daemon's
+ * a config's mutations are shared among a few keep-alive connections to one daemon, and a url
+ * already answered 200 on that daemon is not fetched again. `posenc plan` with the daemon's
  * max_elements gets every mutated config too and agrees: exit 0 for a 200, status 2 with the
  * daemon's detail on one stderr line for a 422 or 400. The single cases, with the key each names,
  * are tests/core/test_plan_refusals.c. */
@@ -16,6 +17,7 @@
 #include "cli/run.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,11 +25,11 @@
 #include <string.h>
 
 #define CONFIGS "tests/data/configs"
-#define MAX_CONFIGS 64
 #define MAX_SITES 4096
 #define MAX_REPORTED 8
+#define NWORKERS 3 /* connections (and CLI runs) in flight: each waits on the daemon or a child */
 
-static char *configs[MAX_CONFIGS];
+static char **configs; /* every published config, sized as listed */
 static int nconfigs;
 
 static const char *const json_ct[] = {"Content-Type: application/json", NULL};
@@ -114,7 +116,28 @@ static json_type type_of(const json_t *v)
 struct tally {
 	size_t plans, refused, served, urls, cli, bad;
 	char first[MAX_REPORTED][512];
+	char **seen; /* urls already answered 200 on this daemon: one fetch each */
+	size_t nseen, capseen;
 };
+
+/* Has url been answered 200 already (a table's answer depends on its url alone)? */
+static int seen(const struct tally *t, const char *url)
+{
+	for (size_t i = 0; i < t->nseen; i++)
+		if (!strcmp(t->seen[i], url))
+			return 1;
+	return 0;
+}
+
+static void remember(struct tally *t, const char *url)
+{
+	if (t->nseen == t->capseen) {
+		t->capseen = t->capseen ? 2 * t->capseen : 64;
+		t->seen = realloc(t->seen, t->capseen * sizeof *t->seen);
+		ck_assert_ptr_nonnull(t->seen);
+	}
+	t->seen[t->nseen++] = strdup(url);
+}
 
 static void report(struct tally *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void report(struct tally *t, const char *fmt, ...)
@@ -193,12 +216,78 @@ static void check_plan(struct pe_conn *c, const char *body, const char *what, in
 		if (!url || strncmp(url, "/v1/", 4) || !strcmp(url, "/v1/learned")) /* learned: a PUT's target */
 			continue;
 		t->urls++;
+		if (seen(t, url))
+			continue;
 		pe_conn_request(c, "GET", url, NULL, NULL, 0, &r);
 		if (r.status != 200)
 			report(t, "%s: %s answers %ld %.300s", what, url, r.status, r.body);
+		else
+			remember(t, url);
 		pe_resp_free(&r);
 	}
 	json_decref(plan);
+}
+
+/* One worker's share of a config's mutations: every NWORKERS-th site, on its own copy of the
+ * config, its own connection to the shared daemon and its own file for posenc plan. */
+struct worker {
+	const struct pe_daemon *d;
+	const char *name;
+	json_t *root;
+	size_t index, nmut;
+	struct tally t;
+};
+
+static void *mutate_share(void *arg)
+{
+	struct worker *w = arg;
+	struct site *sites = calloc(MAX_SITES, sizeof *sites);
+	struct pe_conn c;
+	size_t nsites = 0;
+	char dir[] = "/tmp/pe-plan-mut-XXXXXX", file[64];
+	ck_assert_ptr_nonnull(sites);
+	find_sites(w->root, w->root, "", sites, &nsites);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(file, sizeof file, "%s/config.json", dir);
+	pe_conn_open(&c, w->d);
+	for (size_t s = w->index; s < nsites; s += NWORKERS) {
+		json_t *orig = json_incref(json_object_get(sites[s].parent, sites[s].key));
+		const char *const *muts = mutations_of(sites[s].type);
+		for (int k = 0; k < NMUT && muts[k]; k++) {
+			char what[512];
+			json_t *v = json_loads(muts[k], JSON_DECODE_ANY, NULL);
+			ck_assert_ptr_nonnull(v);
+			int must_refuse = sites[s].typed && type_of(v) != sites[s].type;
+			json_object_set_new(sites[s].parent, sites[s].key, v);
+			char *body = json_dumps(w->root, JSON_COMPACT);
+			snprintf(what, sizeof what, "%s %s = %s", w->name, sites[s].path, muts[k]);
+			check_plan(&c, body, what, must_refuse, file, &w->t);
+			free(body);
+			w->nmut++;
+		}
+		json_object_set_new(sites[s].parent, sites[s].key, orig);
+	}
+	pe_conn_close(&c);
+	unlink(file);
+	rmdir(dir);
+	free(sites);
+	return NULL;
+}
+
+/* Add a worker's counts and first failures to t. */
+static void merge(struct tally *t, struct tally *w)
+{
+	for (size_t i = 0; i < w->bad && i < MAX_REPORTED; i++)
+		report(t, "%s", w->first[i]);
+	t->bad += w->bad > MAX_REPORTED ? w->bad - MAX_REPORTED : 0;
+	t->plans += w->plans;
+	t->refused += w->refused;
+	t->served += w->served;
+	t->urls += w->urls;
+	t->cli += w->cli;
+	for (size_t i = 0; i < w->nseen; i++)
+		free(w->seen[i]);
+	free(w->seen);
 }
 
 START_TEST(every_url_of_every_mutated_plan_is_served)
@@ -207,6 +296,8 @@ START_TEST(every_url_of_every_mutated_plan_is_served)
 	struct pe_conn c;
 	struct tally t = {0};
 	struct site *sites = calloc(MAX_SITES, sizeof *sites);
+	struct worker w[NWORKERS];
+	pthread_t th[NWORKERS];
 	size_t nsites = 0, nmut = 0;
 	char path[512], dir[] = "/tmp/pe-plan-mut-XXXXXX", file[64];
 	json_error_t je;
@@ -223,26 +314,20 @@ START_TEST(every_url_of_every_mutated_plan_is_served)
 	char *plain = json_dumps(root, JSON_COMPACT);
 	check_plan(&c, plain, configs[_i], 0, file, &t); /* as published */
 	free(plain);
-	for (size_t s = 0; s < nsites; s++) {
-		json_t *orig = json_incref(json_object_get(sites[s].parent, sites[s].key));
-		const char *const *muts = mutations_of(sites[s].type);
-		for (int k = 0; k < NMUT && muts[k]; k++) {
-			char what[512];
-			json_t *v = json_loads(muts[k], JSON_DECODE_ANY, NULL);
-			ck_assert_ptr_nonnull(v);
-			int must_refuse = sites[s].typed && type_of(v) != sites[s].type;
-			json_object_set_new(sites[s].parent, sites[s].key, v);
-			char *body = json_dumps(root, JSON_COMPACT);
-			snprintf(what, sizeof what, "%s %s = %s", configs[_i], sites[s].path, muts[k]);
-			check_plan(&c, body, what, must_refuse, file, &t);
-			free(body);
-			nmut++;
-		}
-		json_object_set_new(sites[s].parent, sites[s].key, orig);
-	}
 	pe_conn_close(&c);
 	unlink(file);
 	rmdir(dir);
+	for (size_t k = 0; k < NWORKERS; k++) {
+		w[k] = (struct worker){.d = &d, .name = configs[_i], .root = json_deep_copy(root), .index = k};
+		ck_assert_ptr_nonnull(w[k].root);
+		ck_assert_int_eq(pthread_create(&th[k], NULL, mutate_share, &w[k]), 0);
+	}
+	for (size_t k = 0; k < NWORKERS; k++) {
+		ck_assert_int_eq(pthread_join(th[k], NULL), 0);
+		merge(&t, &w[k].t);
+		nmut += w[k].nmut;
+		json_decref(w[k].root);
+	}
 	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 	ck_assert_msg(t.bad == 0, "%s: %zu of %zu plans (%zu urls) failed; first: %s | %s | %s | %s", configs[_i], t.bad,
 		      t.plans, t.urls, t.first[0], t.bad > 1 ? t.first[1] : "", t.bad > 2 ? t.first[2] : "",
@@ -250,6 +335,9 @@ START_TEST(every_url_of_every_mutated_plan_is_served)
 	ck_assert_uint_eq(t.plans, 1 + nmut);
 	ck_assert_uint_eq(t.cli, t.plans);
 	ck_assert_uint_ge(t.served, 1); /* the published config plans */
+	for (size_t i = 0; i < t.nseen; i++)
+		free(t.seen[i]);
+	free(t.seen);
 	json_decref(root);
 	free(sites);
 }
@@ -365,10 +453,15 @@ static void list_configs(void)
 	struct dirent *de;
 	if (!dir)
 		return;
-	while ((de = readdir(dir)) != NULL && nconfigs < MAX_CONFIGS) {
+	while ((de = readdir(dir)) != NULL) {
 		size_t n = strlen(de->d_name);
-		if (n > 5 && !strcmp(de->d_name + n - 5, ".json"))
-			configs[nconfigs++] = strdup(de->d_name);
+		if (n <= 5 || strcmp(de->d_name + n - 5, ".json"))
+			continue;
+		char **more = realloc(configs, ((size_t)nconfigs + 1) * sizeof *configs);
+		if (!more)
+			break;
+		configs = more;
+		configs[nconfigs++] = strdup(de->d_name);
 	}
 	closedir(dir);
 	qsort(configs, (size_t)nconfigs, sizeof configs[0], by_name);
