@@ -16,6 +16,7 @@
 import { ApiError, absoluteUrl, buildUrl, formatValue } from './api.js';
 import { el } from './controls.js';
 import { Heatmap } from './heatmap.js';
+import { showProblem } from './view.js';
 import { COLORMAPS } from './colormap.js';
 import { snippetBox } from './snippets.js';
 
@@ -186,13 +187,7 @@ export class OrderView {
 	}
 
 	showError(e) {
-		this.error.replaceChildren();
-		if (e instanceof ApiError) {
-			this.error.append(el('strong', { text: e.status ? `${e.status} ${e.title}` : e.title }), ': ', e.detail);
-			if (e.param) this.error.append(' (parameter ', el('code', { text: e.param }), ')');
-		} else {
-			this.error.append(el('strong', { text: 'Error' }), ': ', String(e && e.message ? e.message : e));
-		}
+		showProblem(this.error, e, null);
 		this.error.hidden = false;
 		this.output.classList.add('stale');
 	}

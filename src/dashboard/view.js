@@ -11,6 +11,21 @@ import { Heatmap } from './heatmap.js';
 import { LineChart } from './charts.js';
 import { snippetBox, curlText, pythonText } from './snippets.js';
 
+/* A problem (ApiError) or any other error into box: title, detail and the parameter it names,
+ * marked on form when form has a control for it. */
+export function showProblem(box, e, form) {
+	box.replaceChildren();
+	if (e instanceof ApiError) {
+		box.append(el('strong', { text: e.status ? `${e.status} ${e.title}` : e.title }), ': ', e.detail);
+		if (e.param) {
+			const marked = form && form.markInvalid(e.param);
+			box.append(' (parameter ', el('code', { text: e.param }), marked ? ', marked below)' : ')');
+		}
+	} else {
+		box.append(el('strong', { text: 'Error' }), ': ', String(e && e.message ? e.message : e));
+	}
+}
+
 export class View {
 	constructor(id, title) {
 		this.root = document.getElementById(id);
@@ -84,16 +99,7 @@ export class View {
 	}
 
 	showError(e) {
-		this.error.replaceChildren();
-		if (e instanceof ApiError) {
-			this.error.append(el('strong', { text: e.status ? `${e.status} ${e.title}` : e.title }), ': ', e.detail);
-			if (e.param) {
-				const marked = this.form && this.form.markInvalid(e.param);
-				this.error.append(` (parameter `, el('code', { text: e.param }), marked ? ', marked below)' : ')');
-			}
-		} else {
-			this.error.append(el('strong', { text: 'Error' }), ': ', String(e && e.message ? e.message : e));
-		}
+		showProblem(this.error, e, this.form);
 		this.error.hidden = false;
 		this.output.classList.add('stale');
 	}
