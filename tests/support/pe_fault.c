@@ -286,8 +286,41 @@ const char *resp_header(const struct resp *r, const char *name, char *buf, size_
 	return pe_http_header(r->head, name, buf, cap);
 }
 
+/* How many of the got bytes just peeked at buf + n belong to this response: up to the end of its
+ * head while the head is not complete (a pipelined answer after it stays in the socket), up to
+ * Content-Length after it. */
+static size_t bytes_of_this_response(const char *buf, size_t n, size_t got, long hdr_end, long content_length)
+{
+	if (hdr_end < 0) {
+		size_t from = n > 3 ? n - 3 : 0;
+		char *e = memmem(buf + from, n + got - from, "\r\n\r\n", 4);
+		return e ? (size_t)(e - buf) + 4 - n : got;
+	}
+	if (content_length >= 0) {
+		size_t want = (size_t)hdr_end + (size_t)content_length - n;
+		return got < want ? got : want;
+	}
+	return got;
+}
+
+/* Parse the head in buf[0, hdr_end) into r: status, head text, Content-Length. */
+static void parse_head(struct resp *r, const char *buf, long hdr_end)
+{
+	size_t hl = (size_t)hdr_end < sizeof r->head ? (size_t)hdr_end : sizeof r->head - 1;
+	memcpy(r->head, buf, hl);
+	r->head[hl] = 0;
+	r->status = strncmp(buf, "HTTP/1.", 7) == 0 ? atoi(buf + 9) : 0;
+	char v[64];
+	if (resp_header(r, "Content-Length", v, sizeof v))
+		r->content_length = atol(v);
+	if (r->status == 304 || r->status == 204 || (r->status >= 100 && r->status < 200))
+		r->content_length = 0;
+}
+
 /* Read one response from fd (blocking with poll, timeout_ms overall). Bodies are read by
- * Content-Length, else until the peer closes. Returns 0 when a whole response arrived. */
+ * Content-Length, else until the peer closes. Bytes are peeked before they are taken, so a
+ * response pipelined behind this one is left in the socket for the next call. Returns 0 when a
+ * whole response arrived. */
 int read_response(int fd, struct resp *r, int timeout_ms, size_t body_cap)
 {
 	double t0 = now_s(), end = t0 + timeout_ms / 1000.0;
@@ -297,11 +330,8 @@ int read_response(int fd, struct resp *r, int timeout_ms, size_t body_cap)
 	memset(r, 0, sizeof *r);
 	r->content_length = -1;
 	for (;;) {
-		if (hdr_end >= 0) {
-			size_t have = n - (size_t)hdr_end;
-			if (r->content_length >= 0 && have >= (size_t)r->content_length)
-				break;
-		}
+		if (hdr_end >= 0 && r->content_length >= 0 && n - (size_t)hdr_end >= (size_t)r->content_length)
+			break;
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		int left = (int)((end - now_s()) * 1000);
 		if (left <= 0 || poll(&p, 1, left) <= 0)
@@ -315,7 +345,7 @@ int read_response(int fd, struct resp *r, int timeout_ms, size_t body_cap)
 				goto incomplete;
 			buf = nb;
 		}
-		ssize_t got = recv(fd, buf + n, cap - n, 0);
+		ssize_t got = recv(fd, buf + n, cap - n, MSG_PEEK);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0) {
@@ -323,21 +353,13 @@ int read_response(int fd, struct resp *r, int timeout_ms, size_t body_cap)
 				break; /* body delimited by close */
 			goto incomplete;
 		}
-		n += (size_t)got;
-		if (hdr_end < 0) {
-			char *e = memmem(buf, n, "\r\n\r\n", 4);
-			if (e) {
-				hdr_end = e - buf + 4;
-				size_t hl = (size_t)hdr_end < sizeof r->head ? (size_t)hdr_end : sizeof r->head - 1;
-				memcpy(r->head, buf, hl);
-				r->head[hl] = 0;
-				r->status = strncmp(buf, "HTTP/1.", 7) == 0 ? atoi(buf + 9) : 0;
-				char v[64];
-				if (resp_header(r, "Content-Length", v, sizeof v))
-					r->content_length = atol(v);
-				if (r->status == 304 || r->status == 204 || (r->status >= 100 && r->status < 200))
-					r->content_length = 0;
-			}
+		size_t take = bytes_of_this_response(buf, n, (size_t)got, hdr_end, r->content_length);
+		if (recv(fd, buf + n, take, MSG_WAITALL) != (ssize_t)take)
+			goto incomplete;
+		n += take;
+		if (hdr_end < 0 && n >= 4 && memcmp(buf + n - 4, "\r\n\r\n", 4) == 0) {
+			hdr_end = (long)n;
+			parse_head(r, buf, hdr_end);
 		}
 	}
 	r->body_len = n - (size_t)hdr_end;
