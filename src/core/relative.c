@@ -61,15 +61,19 @@ void pe_relative_k_len(struct pe_params *p)
 int pe_relative_rows(const struct pe_params *p, int32_t (*value)(const void *ctx, int64_t k_minus_q), const void *ctx,
 		     size_t r0, size_t n, int32_t *out, struct pe_err *err)
 {
-	int64_t q_len = pe_param_int(p, "q_len"), k_len = pe_param_int(p, "k_len");
-	size_t nrel = (size_t)(q_len + k_len - 1);
-	int32_t *lut = malloc(nrel * sizeof *lut); /* lut[j] = value of k - q = j - (q_len - 1) */
+	size_t k_len = (size_t)pe_param_int(p, "k_len"), last = r0 + n - 1;
+	if (n == 0)
+		return 0;
+	/* the block's distances only (its rows stream one block at a time): lut[j] = value of
+	 * k - q = j - last, for k - q from -last (k 0, row last) to k_len - 1 - r0 (row r0) */
+	size_t nrel = n + k_len - 1;
+	int32_t *lut = malloc(nrel * sizeof *lut);
 	if (!lut)
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	for (size_t j = 0; j < nrel; j++)
-		lut[j] = value(ctx, (int64_t)j - (q_len - 1));
-	for (size_t q = r0; q < r0 + n; q++)
-		memcpy(out + (q - r0) * (size_t)k_len, lut + ((size_t)q_len - 1 - q), (size_t)k_len * sizeof *lut);
+		lut[j] = value(ctx, (int64_t)j - (int64_t)last);
+	for (size_t q = r0; q <= last; q++)
+		memcpy(out + (q - r0) * k_len, lut + (last - q), k_len * sizeof *lut);
 	free(lut);
 	return 0;
 }
