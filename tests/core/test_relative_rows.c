@@ -45,9 +45,11 @@ START_TEST(block_costs_its_own_distances)
 	struct counter c = {0};
 	ck_assert_int_eq(pe_relative_rows(&p, counted, &c, r0, n, out, &err), 0);
 	ck_assert_uint_le(c.calls, n + k_len - 1);
+	size_t wrong = 0;
 	for (size_t q = r0; q < r0 + n; q++)
 		for (size_t k = 0; k < k_len; k++)
-			ck_assert_int_eq(out[(q - r0) * k_len + k], (int32_t)k - (int32_t)q);
+			wrong += out[(q - r0) * k_len + k] != (int32_t)k - (int32_t)q;
+	ck_assert_uint_eq(wrong, 0);
 	ck_assert_uint_le(r0 + n, q_len);
 	free(out);
 	pe_params_destroy(&p);
