@@ -61,20 +61,17 @@ void pe_relative_k_len(struct pe_params *p)
 int pe_relative_rows(const struct pe_params *p, int32_t (*value)(const void *ctx, int64_t k_minus_q), const void *ctx,
 		     size_t r0, size_t n, int32_t *out, struct pe_err *err)
 {
-	size_t k_len = (size_t)pe_param_int(p, "k_len"), last = r0 + n - 1;
+	size_t k_len = (size_t)pe_param_int(p, "k_len");
 	if (n == 0)
 		return 0;
-	/* the block's distances only (its rows stream one block at a time): lut[j] = value of
-	 * k - q = j - last, for k - q from -last (k 0, row last) to k_len - 1 - r0 (row r0) */
-	size_t nrel = n + k_len - 1;
-	int32_t *lut = malloc(nrel * sizeof *lut);
-	if (!lut)
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	for (size_t j = 0; j < nrel; j++)
-		lut[j] = value(ctx, (int64_t)j - (int64_t)last);
-	for (size_t q = r0; q <= last; q++)
-		memcpy(out + (q - r0) * k_len, lut + (last - q), k_len * sizeof *lut);
-	free(lut);
+	for (size_t k = 0; k < k_len; k++)
+		out[k] = value(ctx, (int64_t)k - (int64_t)r0);
+	/* row q is value(-q) followed by row q - 1 without its last entry */
+	for (size_t i = 1; i < n; i++) {
+		int32_t *row = out + i * k_len;
+		row[0] = value(ctx, -(int64_t)(r0 + i));
+		memcpy(row + 1, row - k_len, (k_len - 1) * sizeof *row);
+	}
 	return 0;
 }
 

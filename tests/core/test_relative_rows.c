@@ -2,7 +2,8 @@
  * values for that block's distances only. A table streams in blocks of rows, so a block that
  * computed every distance of the table (q_len + k_len - 1) made a q_len x 1 table cost q_len
  * values per block: 64 Mi x 1 took 64 blocks of 64 Mi logs and ran past job_timeout, cutting its
- * 200 short. Every window equals the same rows of the whole table. */
+ * 200 short. Every window equals the same rows of the whole table (built without a buffer of its
+ * own: each row is one new value and the previous row shifted). */
 #include "core/tables.h"
 #include "posenc/core.h"
 #include "support/pe_check.h"
