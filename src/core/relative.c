@@ -75,6 +75,12 @@ int pe_relative_rows(const struct pe_params *p, int32_t (*value)(const void *ctx
 	return 0;
 }
 
+int pe_relative_cost(const struct pe_params *p, struct pe_cost *c)
+{
+	c->work_param = pe_param_int(p, "k_len") > pe_param_int(p, "q_len") ? "k_len" : "q_len";
+	return 0;
+}
+
 static int t5_check(struct pe_params *p, struct pe_err *err)
 {
 	pe_relative_k_len(p);
@@ -195,6 +201,7 @@ const struct pe_table_def pe_table_relative_t5 = {
 	.check = t5_check,
 	.shape = t5_shape,
 	.compute = t5_compute,
+	.cost = pe_relative_cost,
 	.compute_rows = t5_compute_rows,
 };
 

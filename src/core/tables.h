@@ -34,6 +34,8 @@ int pe_check_float32_range(const struct pe_params *p, const char *name, struct p
  * value(ctx, k - q) those rows hold, each computed once, nothing allocated beside out: each row
  * after the first is one new value and its predecessor shifted. 0. */
 void pe_relative_k_len(struct pe_params *p);
+/* Their cost callback: nothing beyond the table, whose size the longer side names (a 413's param). */
+int pe_relative_cost(const struct pe_params *p, struct pe_cost *c);
 int pe_relative_rows(const struct pe_params *p, int32_t (*value)(const void *ctx, int64_t k_minus_q), const void *ctx,
 		     size_t r0, size_t n, int32_t *out, struct pe_err *err);
 
