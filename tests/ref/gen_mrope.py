@@ -58,6 +58,8 @@ POSITION_CASES = [
      "&second_per_grid_t=2.9,1.5,0.99&tokens_per_second=7"),
     ("pos_qwen25vl_int_fractional_tps", "variant=qwen25vl&segments=text:2,video:40x2x2&second_per_grid_t=3.7"
      "&tokens_per_second=0.3"),
+    # frame 10: float32(10) * float32(0.7) rounds to 7.0, where the real product is below 7
+    ("pos_qwen25vl_int_f32_product", "variant=qwen25vl&segments=video:11x2x2&second_per_grid_t=1.9&tokens_per_second=0.7"),
     ("pos_merge1_adjacent", "spatial_merge_size=1&segments=image:1x3x5,video:3x2x2,text:2,image:2x1x1"),
     ("pos_text_only", "segments=text:17"),
     ("pos_merge4", "spatial_merge_size=4&segments=text:3,image:2x16x8,text:1"),
