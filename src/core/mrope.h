@@ -18,6 +18,7 @@
 
 enum { PE_MROPE_TEXT, PE_MROPE_IMAGE, PE_MROPE_VIDEO };
 enum { PE_MROPE_QWEN2VL, PE_MROPE_QWEN25VL, PE_MROPE_QWEN3VL };
+enum { PE_MROPE_STEP_INT, PE_MROPE_STEP_FLOAT }; /* Qwen2.5-VL's time step (pe_mrope_time_steps) */
 #define PE_MROPE_MAX_STAMP 1024.0 /* qwen3vl: text tokens of one frame's timestamp */
 
 /* text:N holds n = N tokens; image:TxHxW / video:TxHxW hold n = T * (H/m) * (W/m) (m: the spatial
@@ -49,6 +50,7 @@ struct pe_mrope_time {
 	int variant;
 	int64_t merge;
 	double tokens_per_second;
+	int time_step; /* PE_MROPE_STEP_INT (0: current transformers) or PE_MROPE_STEP_FLOAT */
 	const double *second_per_grid_t; /* one per video, or NULL (1 each) */
 	size_t nsecond;
 	const double *stamp; /* qwen3vl: timestamp tokens per frame (nstamp 1: every frame's), or NULL (0) */
@@ -66,14 +68,16 @@ int pe_mrope_seq_stamp(struct pe_mrope_seq *q, const struct pe_mrope_time *tm, s
 
 /* The positions of q's tokens [first, first + count) into out ([3][count] int32, row-major: t, h,
  * w; NULL: none written) and the largest position of the whole sequence into *max (mrope_position_delta = *max + 1 - tokens). Qwen2.5-VL's video time
- * index is trunc(float(float(t) * float(second_per_grid_t)) * float(tokens_per_second)), as
- * PyTorch computes it; images have time 0. 0, or PE_EINVAL naming the parameter that makes a
+ * index of frame t is, as PyTorch computes it, with time_step int (transformers 4.52 and later)
+ * t * trunc(second_per_grid_t) * tokens_per_second (int64; float32 then truncated when
+ * tokens_per_second is fractional), with time_step float (earlier versions)
+ * trunc(float(float(t) * float(second_per_grid_t)) * float(tokens_per_second)); images have time 0. 0, or PE_EINVAL naming the parameter that makes a
  * position exceed PE_MROPE_MAX_POSITION. */
 int pe_mrope_positions(const struct pe_mrope_seq *q, const struct pe_mrope_time *tm, size_t first, size_t count,
 		       int32_t *out, int64_t *max, struct pe_err *err);
 
 /* The parameters of a sequence, shared by both GET tables (mrope_positions.c). */
-extern const char *const pe_mrope_variants[];
+extern const char *const pe_mrope_variants[], *const pe_mrope_time_steps[];
 #define PE_MROPE_SEQUENCE_PARAMS                                                                                              \
 	{"segments", PE_PT_TEXT, "text:4,image:1x4x4,text:2,video:2x4x4,text:2", 0, PE_MROPE_MAX_TEXT, NULL,           \
 	 "the sequence: text:N, image:TxHxW, video:TxHxW (grid_thw before merging), comma-separated"},             \
@@ -82,6 +86,9 @@ extern const char *const pe_mrope_variants[];
 	{"spatial_merge_size", PE_PT_INT, "2", 1, 1024, NULL, "vision patches merged per side into one token"},       \
 	{"tokens_per_second", PE_PT_REAL, "2", 0, 1e6, NULL, "qwen25vl: time positions per second of video"},         \
 	{"second_per_grid_t", PE_PT_LIST, "", 0, 1e6, NULL, "qwen25vl: seconds per temporal grid step, one per video (default 1)"}, \
+	{"time_step", PE_PT_ENUM, "int", 0, 0, pe_mrope_time_steps,                                                  \
+	 "qwen25vl: int casts second_per_grid_t to an integer before the product (transformers 4.52 and later), "    \
+	 "float keeps the float32 product of earlier versions"},                                                      \
 	{"timestamp_tokens", PE_PT_LIST, "", 0, PE_MROPE_MAX_STAMP, PE_LIST_INTEGERS,                                \
 	 "qwen3vl: text tokens of each video frame's <t seconds> timestamp: one value for every frame, or one per frame"}
 

@@ -6,7 +6,9 @@
  * position on all three rows, one more per token. A vision segment of grid T x H x W (before the
  * m x m merge) holds T * (H/m) * (W/m) tokens in (t, h, w) order; token (i, j, k) sits at start +
  * (time(i), j, k): time(i) = i for Qwen2-VL; Qwen2.5-VL scales a video's by its
- * second_per_grid_t times tokens_per_second (in float32, as PyTorch) and gives images time 0.
+ * second_per_grid_t times tokens_per_second and gives images time 0: time_step=int casts
+ * second_per_grid_t to an integer first (transformers 4.52 and later, the default), time_step=float
+ * multiplies in float32 (earlier versions; 0.5 and 1.5 seconds per step give other positions).
  * Qwen3-VL's processor splits a video into its T frames, each behind its timestamp text
  * (`<t seconds>`, timestamp_tokens text tokens) and <|vision_start|>, followed by <|vision_end|>;
  * its get_rope_index splits video_grid_thw likewise into T grids 1 x H x W. So a qwen3vl video
@@ -27,6 +29,7 @@
 
 static const char *const kinds[] = {"text", "image", "video", NULL};
 const char *const pe_mrope_variants[] = {"qwen2vl", "qwen25vl", "qwen3vl", NULL};
+const char *const pe_mrope_time_steps[] = {"int", "float", NULL};
 
 /* ---- the segments text ---- */
 
@@ -153,6 +156,27 @@ int pe_mrope_seq_format(const struct pe_mrope_seq *q, char *buf, size_t cap)
 
 /* ---- positions ---- */
 
+/* Qwen2.5-VL's time index of video frame i, step = second_per_grid_t. time_step=int: the step cast
+ * to int64 first; the product with an integral tokens_per_second stays int64 (a config's integer),
+ * with a fractional one it is float32 (PyTorch's int64 tensor times a Python float), then
+ * truncated. time_step=float: float32 throughout, then truncated. -1 past PE_MROPE_MAX_POSITION. */
+static int64_t video_time(const struct pe_mrope_time *tm, double step, int64_t i)
+{
+	double tps = tm->tokens_per_second;
+	if (tm->time_step == PE_MROPE_STEP_FLOAT) {
+		float v = (float)i * (float)step;
+		v = v * (float)tps;
+		return v < 2147483648.0f ? (int64_t)v : -1;
+	}
+	int64_t k = i * (int64_t)step; /* i < 2^24 (a frame is a token) and step <= 1e6: exact */
+	if (tps != (double)(int64_t)tps) {
+		float v = (float)k * (float)tps;
+		return v < 2147483648.0f ? (int64_t)v : -1;
+	}
+	int64_t n = (int64_t)tps;
+	return n == 0 || k <= (int64_t)PE_MROPE_MAX_POSITION / n ? k * n : -1;
+}
+
 /* The time index of frame i of a vision segment (video: which video it is); -1 past the limit. */
 static int64_t time_index(const struct pe_mrope_time *tm, const struct pe_mrope_seg *g, size_t video, int64_t i)
 {
@@ -160,10 +184,7 @@ static int64_t time_index(const struct pe_mrope_time *tm, const struct pe_mrope_
 		return i;
 	if (g->kind == PE_MROPE_IMAGE)
 		return 0;
-	float spg = tm->second_per_grid_t && video < tm->nsecond ? (float)tm->second_per_grid_t[video] : 1.0f;
-	float v = (float)i * spg;
-	v = v * (float)tm->tokens_per_second;
-	return v < 2147483648.0f ? (int64_t)v : -1;
+	return video_time(tm, tm->second_per_grid_t && video < tm->nsecond ? tm->second_per_grid_t[video] : 1.0, i);
 }
 
 /* ---- qwen3vl: a video as timestamped frames ---- */
@@ -347,6 +368,7 @@ static void time_get(const struct pe_params *p, struct pe_mrope_time *tm)
 	tm->variant = pe_param_enum(p, "variant");
 	tm->merge = pe_param_int(p, "spatial_merge_size");
 	tm->tokens_per_second = pe_param_real(p, "tokens_per_second");
+	tm->time_step = tm->variant == PE_MROPE_QWEN25VL ? pe_param_enum(p, "time_step") : PE_MROPE_STEP_INT;
 	tm->second_per_grid_t = pe_param_list(p, "second_per_grid_t", &tm->nsecond);
 	tm->stamp = pe_param_list(p, "timestamp_tokens", &tm->nstamp);
 }
@@ -386,6 +408,7 @@ int pe_mrope_sequence_check(struct pe_params *p, int64_t *max, struct pe_err *er
 		int variant;
 	} only[] = {{"tokens_per_second", PE_MROPE_QWEN25VL},
 		    {"second_per_grid_t", PE_MROPE_QWEN25VL},
+		    {"time_step", PE_MROPE_QWEN25VL},
 		    {"timestamp_tokens", PE_MROPE_QWEN3VL}};
 	int variant = pe_param_enum(p, "variant");
 	for (size_t k = 0; k < sizeof only / sizeof only[0]; k++) {

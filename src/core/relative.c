@@ -61,16 +61,23 @@ void pe_relative_k_len(struct pe_params *p)
 int pe_relative_rows(const struct pe_params *p, int32_t (*value)(const void *ctx, int64_t k_minus_q), const void *ctx,
 		     size_t r0, size_t n, int32_t *out, struct pe_err *err)
 {
-	int64_t q_len = pe_param_int(p, "q_len"), k_len = pe_param_int(p, "k_len");
-	size_t nrel = (size_t)(q_len + k_len - 1);
-	int32_t *lut = malloc(nrel * sizeof *lut); /* lut[j] = value of k - q = j - (q_len - 1) */
-	if (!lut)
-		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
-	for (size_t j = 0; j < nrel; j++)
-		lut[j] = value(ctx, (int64_t)j - (q_len - 1));
-	for (size_t q = r0; q < r0 + n; q++)
-		memcpy(out + (q - r0) * (size_t)k_len, lut + ((size_t)q_len - 1 - q), (size_t)k_len * sizeof *lut);
-	free(lut);
+	size_t k_len = (size_t)pe_param_int(p, "k_len");
+	if (n == 0)
+		return 0;
+	for (size_t k = 0; k < k_len; k++)
+		out[k] = value(ctx, (int64_t)k - (int64_t)r0);
+	/* row q is value(-q) followed by row q - 1 without its last entry */
+	for (size_t i = 1; i < n; i++) {
+		int32_t *row = out + i * k_len;
+		row[0] = value(ctx, -(int64_t)(r0 + i));
+		memcpy(row + 1, row - k_len, (k_len - 1) * sizeof *row);
+	}
+	return 0;
+}
+
+int pe_relative_cost(const struct pe_params *p, struct pe_cost *c)
+{
+	c->work_param = pe_param_int(p, "k_len") > pe_param_int(p, "q_len") ? "k_len" : "q_len";
 	return 0;
 }
 
@@ -194,6 +201,7 @@ const struct pe_table_def pe_table_relative_t5 = {
 	.check = t5_check,
 	.shape = t5_shape,
 	.compute = t5_compute,
+	.cost = pe_relative_cost,
 	.compute_rows = t5_compute_rows,
 };
 

@@ -121,5 +121,6 @@ const struct pe_table_def pe_table_relative_deberta = {
 	.check = deberta_check,
 	.shape = deberta_shape,
 	.compute = deberta_compute,
+	.cost = pe_relative_cost,
 	.compute_rows = deberta_compute_rows,
 };

@@ -30,9 +30,12 @@ void *pe_table_derived(const struct pe_params *from, const struct pe_table_def *
 int pe_check_float32_range(const struct pe_params *p, const char *name, struct pe_err *err);
 
 /* Tables [q_len, k_len] whose entry depends on k - q only (relative.c): k_len defaults to q_len
- * (a check calls pe_relative_k_len); rows [r0, r0 + n) from the q_len + k_len - 1 values
- * value(ctx, k - q), each computed once, every row a slice of them. 0 or PE_ENOMEM. */
+ * (a check calls pe_relative_k_len); rows [r0, r0 + n) into out from the n + k_len - 1 values
+ * value(ctx, k - q) those rows hold, each computed once, nothing allocated beside out: each row
+ * after the first is one new value and its predecessor shifted. 0. */
 void pe_relative_k_len(struct pe_params *p);
+/* Their cost callback: nothing beyond the table, whose size the longer side names (a 413's param). */
+int pe_relative_cost(const struct pe_params *p, struct pe_cost *c);
 int pe_relative_rows(const struct pe_params *p, int32_t (*value)(const void *ctx, int64_t k_minus_q), const void *ctx,
 		     size_t r0, size_t n, int32_t *out, struct pe_err *err);
 

@@ -192,6 +192,15 @@ START_TEST(sequence_parameters_refused)
 	pe_kat_rejects("rope/mrope/positions", "variant=qwen25vl&segments=video:3x4x4&second_per_grid_t=1000000&tokens_per_second=1000000",
 		       "second_per_grid_t");
 	pe_kat_rejects("rope/mrope/positions", "spatial_merge_size=0", "spatial_merge_size");
+	pe_kat_rejects("rope/mrope/positions", "time_step=int", "time_step");
+	pe_kat_rejects("rope/mrope/positions", "variant=qwen3vl&time_step=float&timestamp_tokens=1", "time_step");
+	pe_kat_rejects("rope/mrope/positions", "variant=qwen25vl&time_step=round", "time_step");
+	pe_kat_rejects("rope/mrope/positions", "variant=qwen25vl&time_step=", "time_step");
+	pe_kat_rejects("rope/mrope", "time_step=float", "time_step");
+	/* int mode: 999999 * 999999 * 1e6 is past int32; the bound holds before the product */
+	pe_kat_rejects("rope/mrope/positions",
+		       "variant=qwen25vl&segments=video:1000000x1x1&spatial_merge_size=1&second_per_grid_t=999999.5&tokens_per_second=1000000",
+		       "second_per_grid_t");
 	pe_kat_rejects("rope/mrope", "compat=ggml", "compat");
 	pe_kat_rejects("rope/mrope", "scaling=dynamic", "factor");
 }
@@ -334,16 +343,57 @@ START_TEST(dynamic_seq_len_default)
 }
 END_TEST
 
-/* Equal sequences written differently share one canonical key. */
-START_TEST(canonical_segments)
+/* The canonical key of a rope/mrope/positions query is want. */
+static void key_is(const char *query, const char *want)
 {
 	struct pe_params p;
 	struct pe_err err;
 	char key[512];
-	ck_assert_int_eq(pe_query_params(&p, "rope/mrope/positions", "segments=text:005,image:01x4x4", &err), 0);
+	ck_assert_int_eq(pe_query_params(&p, "rope/mrope/positions", query, &err), 0);
 	ck_assert_int_gt(pe_params_canonical(&p, key, sizeof key), 0);
-	ck_assert_str_eq(key, "segments=text:5,image:1x4x4&variant=qwen2vl&spatial_merge_size=2");
+	ck_assert_str_eq(key, want);
 	pe_params_destroy(&p);
+}
+
+/* Equal sequences written differently share one canonical key. */
+START_TEST(canonical_segments)
+{
+	key_is("segments=text:005,image:01x4x4", "segments=text:5,image:1x4x4&variant=qwen2vl&spatial_merge_size=2");
+}
+END_TEST
+
+/* The time step is part of the key (the two modes answer differently for fractional steps); the
+ * other variants leave it out, as every qwen25vl-only parameter. */
+START_TEST(time_step_in_key)
+{
+	key_is("variant=qwen25vl&segments=video:4x4x4",
+	       "segments=video:4x4x4&variant=qwen25vl&spatial_merge_size=2&tokens_per_second=2&time_step=int");
+	key_is("variant=qwen25vl&segments=video:4x4x4&time_step=float",
+	       "segments=video:4x4x4&variant=qwen25vl&spatial_merge_size=2&tokens_per_second=2&time_step=float");
+	key_is("variant=qwen2vl&segments=video:4x4x4", "segments=video:4x4x4&variant=qwen2vl&spatial_merge_size=2");
+}
+END_TEST
+
+/* Direct callers (the fuzz target) get the int step from a zeroed time rule; 1.5 s per step at 2
+ * tokens per second is 2 per frame (int) or 3 (float). */
+START_TEST(time_step_direct)
+{
+	struct pe_mrope_seq q;
+	struct pe_err err;
+	static const double spg[] = {1.5};
+	int32_t pos[3 * 8];
+	int64_t max;
+	ck_assert_int_eq(pe_mrope_seq_parse(&q, "video:8x2x2", 2, &err), 0);
+	struct pe_mrope_time tm = {.variant = PE_MROPE_QWEN25VL, .merge = 2, .tokens_per_second = 2, .second_per_grid_t = spg,
+				   .nsecond = 1};
+	ck_assert_int_eq(pe_mrope_positions(&q, &tm, 0, 8, pos, &max, &err), 0);
+	ck_assert_int_eq(pos[7], 14);
+	ck_assert_int_eq(max, 14);
+	tm.time_step = PE_MROPE_STEP_FLOAT;
+	ck_assert_int_eq(pe_mrope_positions(&q, &tm, 0, 8, pos, &max, &err), 0);
+	ck_assert_int_eq(pos[7], 21);
+	ck_assert_int_eq(max, 21);
+	pe_mrope_seq_destroy(&q);
 }
 END_TEST
 
@@ -365,6 +415,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, long_sequence_blocks);
 	tcase_add_test(tc, dynamic_seq_len_default);
 	tcase_add_test(tc, canonical_segments);
+	tcase_add_test(tc, time_step_in_key);
+	tcase_add_test(tc, time_step_direct);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -169,6 +169,11 @@ START_TEST(refusals_name_the_parameter)
 		{"/v1/rope/mrope/positions", "variant=qwen3vl&segments=video:2x2x2&timestamp_tokens=1025", "timestamp_tokens", 400},
 		{"/v1/rope/mrope/positions", "variant=qwen3vl&segments=video:20000x2x2&timestamp_tokens=1024", "timestamp_tokens", 400},
 		{"/v1/rope/mrope/positions", "timestamp_tokens=6", "timestamp_tokens", 400},
+		{"/v1/rope/mrope/positions", "variant=qwen25vl&time_step=round", "time_step", 400},
+		{"/v1/rope/mrope/positions", "variant=qwen25vl&time_step=int&time_step=float", "time_step", 400},
+		{"/v1/rope/mrope/positions", "time_step=float", "time_step", 400},
+		{"/v1/rope/mrope/positions", "variant=qwen3vl&timestamp_tokens=1&time_step=int", "time_step", 400},
+		{"/v1/rope/mrope", "dim=16&mrope_section=2,3,3&time_step=float", "time_step", 400},
 		{"/v1/rope/mrope", "dim=16&mrope_section=2,3", "mrope_section", 400},
 		{"/v1/rope/mrope", "dim=16&mrope_section=2,3,2", "mrope_section", 400},
 		{"/v1/rope/mrope", "dim=16&mrope_section=2,3,3&compat=ggml", "compat", 400},
@@ -390,6 +395,86 @@ START_TEST(long_key_is_served)
 }
 END_TEST
 
+/* The plan fixture's Qwen2.5-VL video example (tests/ref/gen_plan_families.py, PyTorch): for each
+ * second_per_grid_t, its rows `hf` are what the default and time_step=int serve, `float` what
+ * time_step=float serves, bit for bit. */
+START_TEST(video_example_both_time_steps)
+{
+	struct pe_daemon d;
+	json_error_t jerr;
+	json_t *fix = json_load_file("tests/data/plan_families/qwen2.5-vl-7b.json", 0, &jerr), *ex = NULL, *e;
+	size_t i, checked = 0;
+	ck_assert_msg(fix != NULL, "%s", jerr.text);
+	json_array_foreach(json_object_get(fix, "encodings"), i, e)
+		ex = ex ? ex : json_object_get(e, "video_example");
+	ck_assert_ptr_nonnull(ex);
+	static const struct {
+		const char *mode, *query;
+	} modes[] = {{"hf", ""}, {"hf", "&time_step=int"}, {"float", "&time_step=float"}};
+	const char *spg;
+	json_t *answers;
+	pe_daemon_start(&d, NULL);
+	json_object_foreach(json_object_get(ex, "second_per_grid_t"), spg, answers) {
+		for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+			json_t *rows = json_object_get(answers, modes[m].mode);
+			size_t n = json_array_size(json_array_get(rows, 0));
+			char q[512];
+			struct pe_resp r;
+			snprintf(q, sizeof q, "variant=qwen25vl&segments=%s&spatial_merge_size=%lld&tokens_per_second=%lld&second_per_grid_t=%s%s&format=bin",
+				 json_string_value(json_object_get(ex, "segments")),
+				 (long long)json_integer_value(json_object_get(ex, "spatial_merge_size")),
+				 (long long)json_integer_value(json_object_get(ex, "tokens_per_second")), spg, modes[m].query);
+			get(&d, "/v1/rope/mrope/positions", q, &r);
+			ck_assert_msg(r.status == 200, "%s: %ld %s", q, r.status, r.body);
+			ck_assert_uint_eq(json_array_size(rows), 3);
+			ck_assert_msg(n > 0 && r.len == 3 * n * 4, "%s: %zu bytes for %zu tokens", q, r.len, n);
+			const int32_t *pos = (const int32_t *)(const void *)r.body;
+			for (size_t row = 0; row < 3; row++)
+				for (size_t t = 0; t < n; t++)
+					ck_assert_msg(pos[row * n + t] == json_integer_value(json_array_get(json_array_get(rows, row), t)),
+						      "%s: row %zu token %zu: %d", q, row, t, pos[row * n + t]);
+			pe_resp_free(&r);
+			checked++;
+		}
+	}
+	ck_assert_uint_eq(checked, 4 * 3);
+	json_decref(fix);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
+/* The two time steps are cached apart: the same request but time_step answers with its own rows
+ * and its own ETag, in either order after the other is cached. */
+START_TEST(time_steps_cached_apart)
+{
+	struct pe_daemon d;
+	const char *q[] = {"variant=qwen25vl&segments=video:3x2x2&second_per_grid_t=0.5&format=json",
+			   "variant=qwen25vl&segments=video:3x2x2&second_per_grid_t=0.5&time_step=float&format=json"};
+	const char *want[] = {"[0,0,0]", "[0,1,2]"}; /* frame times: 0.5 truncated to 0; 0.5 * 2 = 1 per frame */
+	char etag[2][128];
+	pe_daemon_start(&d, NULL);
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < 2; k++) {
+			struct pe_resp r;
+			get(&d, "/v1/rope/mrope/positions", q[k], &r);
+			ck_assert_int_eq(r.status, 200);
+			json_t *j = pe_resp_json(&r);
+			char *row = json_dumps(json_array_get(json_object_get(j, "data"), 0), JSON_COMPACT);
+			ck_assert_str_eq(row, want[k]);
+			char tag[128];
+			ck_assert_ptr_nonnull(pe_resp_header(&r, "ETag", tag, sizeof tag));
+			if (pass == 0)
+				strcpy(etag[k], tag);
+			ck_assert_str_eq(tag, etag[k]);
+			free(row);
+			json_decref(j);
+			pe_resp_free(&r);
+		}
+	ck_assert_str_ne(etag[0], etag[1]);
+	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("e2e_mrope");
@@ -403,6 +488,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, post_refusals);
 	tcase_add_test(tc, post_body_bounded);
 	tcase_add_test(tc, long_key_is_served);
+	tcase_add_test(tc, video_example_both_time_steps);
+	tcase_add_test(tc, time_steps_cached_apart);
 	suite_add_tcase(s, tc);
 	return s;
 }

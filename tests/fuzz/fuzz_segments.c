@@ -65,6 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pe_mrope_time tm = {.variant = (data[0] >> 4) & 1 ? PE_MROPE_QWEN3VL : (data[0] >> 2) & 1,
 				   .merge = merge,
 				   .tokens_per_second = (data[0] >> 3) & 1 ? 25 : 2,
+				   .time_step = (data[0] >> 6) & 1 ? PE_MROPE_STEP_FLOAT : PE_MROPE_STEP_INT,
 				   .second_per_grid_t = second,
 				   .nsecond = 4,
 				   .stamp = stamp,

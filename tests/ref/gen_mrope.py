@@ -13,8 +13,11 @@ It rewrites tests/data/mrope/; tests/core/test_mrope.c reads it. Files per case:
              its time scaling) re-done on segments instead of token ids, on torch int64 tensors:
              each block starts at the previous block's max + 1, text is arange on all three rows,
              a vision block is stack(t_index, h_index, w_index) over the merged (t, h, w) grid,
-             Qwen2.5-VL's video t_index = (arange(t) * second_per_grid_t * tokens_per_second).long()
-             with second_per_grid_t a float32 tensor as the processor gives it, images 0.
+             Qwen2.5-VL's video t_index = (arange(t) * second_per_grid_t * tokens_per_second).long(),
+             images 0: time_step=int (the default) as transformers 4.52 and later, second_per_grid_t
+             an int64 tensor (torch.as_tensor(..., dtype=range_tensor.dtype)) and tokens_per_second
+             the config's number (a Python int when integral, else a float); time_step=float as
+             earlier versions, second_per_grid_t a float32 tensor as the processor gives it.
              Extra field mrope_position_delta = max + 1 - seq.
   rope/mrope ref_f64 [2, seq, dim]: float64 from the published formulas: inv_freq as
              transformers' rope init functions (gen_rope.inv_freq_f64), angles float64(position) *
@@ -47,8 +50,16 @@ Q25 = "variant=qwen25vl&segments=text:2,video:6x8x12,text:1,image:2x4x4,video:5x
 POSITION_CASES = [
     ("pos_qwen2vl_mix", "segments=" + MIX),
     ("pos_qwen25vl_two_videos", Q25),
+    ("pos_qwen25vl_two_videos_float", Q25 + "&time_step=float"),
     ("pos_qwen25vl_tps", "variant=qwen25vl&segments=video:4x4x4,text:2,video:3x2x2&tokens_per_second=25"),
-    ("pos_qwen25vl_fractions", "variant=qwen25vl&segments=text:1,video:40x2x2&second_per_grid_t=0.3&tokens_per_second=25"),
+    ("pos_qwen25vl_fractions", "variant=qwen25vl&segments=text:1,video:40x2x2&second_per_grid_t=0.3&tokens_per_second=25"
+     "&time_step=float"),
+    ("pos_qwen25vl_int_steps", "variant=qwen25vl&segments=video:9x2x2,text:1,video:5x2x2,video:3x2x2"
+     "&second_per_grid_t=2.9,1.5,0.99&tokens_per_second=7"),
+    ("pos_qwen25vl_int_fractional_tps", "variant=qwen25vl&segments=text:2,video:40x2x2&second_per_grid_t=3.7"
+     "&tokens_per_second=0.3"),
+    # frame 10: float32(10) * float32(0.7) rounds to 7.0, where the real product is below 7
+    ("pos_qwen25vl_int_f32_product", "variant=qwen25vl&segments=video:11x2x2&second_per_grid_t=1.9&tokens_per_second=0.7"),
     ("pos_merge1_adjacent", "spatial_merge_size=1&segments=image:1x3x5,video:3x2x2,text:2,image:2x1x1"),
     ("pos_text_only", "segments=text:17"),
     ("pos_merge4", "spatial_merge_size=4&segments=text:3,image:2x16x8,text:1"),
@@ -57,7 +68,7 @@ POSITION_CASES = [
 TABLE_CASES = [
     ("qwen2vl_d128", "dim=128&mrope_section=16,24,24&base=1000000&segments=" + SMALL),
     ("qwen3vl_interleaved_d128", "dim=128&mrope_section=24,20,20&interleaved=1&base=5000000&segments=" + SMALL),
-    ("qwen25vl_d64", "dim=64&mrope_section=8,12,12&base=1000000&" + Q25),
+    ("qwen25vl_d64", "dim=64&mrope_section=8,12,12&base=1000000&" + Q25 + "&time_step=float"),
     ("interleaved_short_d20", "dim=20&mrope_section=4,3,3&interleaved=1&segments=text:2,image:1x6x4,text:1"),
     ("empty_w_d16", "dim=16&mrope_section=5,3,0&segments=text:2,image:1x4x4"),
     ("yarn_d64", "dim=64&mrope_section=8,12,12&scaling=yarn&factor=4&original_max_position_embeddings=2048&segments=" + SMALL),
@@ -85,6 +96,8 @@ def segments(p):
 def get_rope_index(p):
     """[3, seq] int64 positions and mrope_position_delta of the query's sequence."""
     m, variant, tps = int(p["spatial_merge_size"]), p["variant"], float(p["tokens_per_second"])
+    as_int = p.get("time_step", "int") == "int"
+    tps_cfg = int(tps) if tps == int(tps) else tps
     second = [float(x) for x in p["second_per_grid_t"].split(",")] if "second_per_grid_t" in p else None
     blocks, video = [], 0
     for kind, dims in segments(p):
@@ -98,6 +111,11 @@ def get_rope_index(p):
             t_index = rng.flatten()
         elif kind == "image":
             t_index = (rng * 0 * tps).long().flatten()
+        elif as_int:
+            spg = torch.as_tensor(second[video] if second else 1.0, dtype=rng.dtype)
+            time = rng * spg * tps_cfg
+            assert time.dtype == (torch.int64 if isinstance(tps_cfg, int) else torch.float32)
+            t_index = time.long().flatten()
         else:
             spg = torch.tensor(second[video] if second else 1.0, dtype=torch.float32)
             time = rng * spg * tps
