@@ -117,7 +117,7 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt)
 	j->h = j->pl.cfg.h;
 	j->dim = j->pl.cfg.dim;
 	j->fmode = j->pl.cfg.compat != PE_COMPAT_EXACT;
-	j->pairs = pe_param_enum(p, "layout") == 1;
+	j->pairs = pe_param_enum(p, "layout") == 1; /* pe_rope_layouts: half, interleaved */
 	j->dt = dt;
 	if (!(j->buf = malloc(sizeof(double) * (6 * j->h + j->dim) + j->h))) {
 		pe_rope_plan_destroy(&j->pl);

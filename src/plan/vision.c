@@ -155,9 +155,11 @@ static int vision_glm4v(struct cfg *c, const struct vision *v)
 /* Llama 4: the 2-D rotary table and a learned table of the patches then the class token. */
 static int vision_llama4(struct cfg *c, const struct vision *v)
 {
-	int h = 0, w = 0, rc = vision_rope2d(c, v);
-	if (rc < 0 || (rc = grid(c, &h, &w)) <= 0)
+	int h = 0, w = 0, rc = grid(c, &h, &w);
+	if (rc <= 0)
 		return rc < 0 ? rc : plan_bad(c, "image_size", "the Llama 4 vision tower needs image_size and patch_size");
+	if ((rc = vision_rope2d(c, v)) < 0)
+		return rc;
 	return learned_grid(c, v, h, w, 1);
 }
 
@@ -167,11 +169,9 @@ static int vision_qwen3vl(struct cfg *c, const struct vision *v)
 {
 	double n = 0;
 	int rc = vision_rope2d(c, v);
-	if (rc < 0 || (rc = plan_int(c, "num_position_embeddings", 1, 1 << 24, &n)) < 0)
+	if (rc < 0 || (rc = plan_int(c, "num_position_embeddings", 1, 1 << 24, &n)) <= 0)
 		return rc;
 	int side = (int)sqrt(n);
-	if (!rc)
-		return 0;
 	if ((double)side * side != n)
 		return plan_bad(c, "num_position_embeddings", "num_position_embeddings must be a square (a grid's rows)");
 	rc = learned_grid(c, v, side, side, 0);
