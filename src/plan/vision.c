@@ -1,8 +1,9 @@
 /* The vision tower of a multimodal config, by vision_config.model_type (its model_type, else the
  * config's): learned patch tables with their grid and class tokens, or the 2-D rotary table of
  * Pixtral, Qwen2-VL (also Qwen3-VL's and GLM-4.1V's), Llama 4 or Gemma 4. A tower without
- * image_size takes each image at its own size: its plan gives an example grid. Its keys are read in vision_config alone, errors name them under it, and every
- * encoding it adds says tower "vision". */
+ * image_size takes each image at its own size: its plan gives an example grid. Its keys are read
+ * in vision_config alone, errors name them under it, and every encoding it adds says tower
+ * "vision". */
 #include "plan/rope.h"
 
 #include <math.h>
@@ -60,7 +61,7 @@ static int grid(struct cfg *c, int *h, int *w)
 	return 1;
 }
 
-/* A learned patch table of h x w rows after (or, last_cls, before) v->cls class-token rows. */
+/* A learned table of h x w patch rows and v->cls class-token rows (first; last with last_cls). */
 static int learned_grid(struct cfg *c, const struct vision *v, int h, int w, int last_cls)
 {
 	struct dims d;
