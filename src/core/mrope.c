@@ -3,7 +3,9 @@
  * split: channel c of a token turns by frequency k = c mod dim/2 at the position of the row
  * (t, h or w) that pe_mrope_row_of gives k (sections in order for Qwen2-VL / Qwen2.5-VL,
  * interleaved for Qwen3-VL). The positions come from the segments (mrope_positions.c) or, in the
- * POST form, from the body (src/http/mrope.c, through pe_mrope_body_def).
+ * POST form, from the body (src/http/mrope.c, through pe_mrope_body_def). layout=half writes a row
+ * as rotate_half takes it ([v | v], Qwen); layout=interleaved as GLM-4.1V's repeat_interleave does
+ * (frequency k at channels 2k and 2k + 1).
  *
  * Every /v1/rope scaling composes: the frequencies and angles are the rope plan's
  * (rope_freq.c), the parameters are checked by /v1/rope's own check, and dynamic / longrope's
@@ -28,6 +30,7 @@
 	{"mrope_section", PE_PT_LIST, "16,24,24", 0, PE_MAX_DIM, PE_LIST_INTEGERS,                                    \
 	 "frequencies per position row t,h,w (they sum to dim/2)"},                                                    \
 	{"interleaved", PE_PT_BOOL, "0", 0, 1, NULL, "sections interleaved t,h,w,t,h,w... (Qwen3-VL)"},              \
+	PE_ROPE_LAYOUT_PARAM,                                                                                          \
 	PE_ROPE_PARAMS_COMMON("128")
 
 static const struct pe_param_spec table_params[] = {PE_MROPE_SEQUENCE_PARAMS, MROPE_TABLE_PARAMS};
@@ -98,7 +101,7 @@ struct job {
 	struct pe_rope_plan pl;
 	const struct pe_kernel_table *k;
 	size_t h, dim;
-	int fmode;
+	int fmode, pairs; /* pairs: interleaved layout (GLM-4.1V), pair k at channels 2k, 2k + 1 */
 	enum pe_dtype dt;
 	double *buf;
 	double *t3, *t, *c, *s, *row; /* angles of the 3 rows, chosen angles, cos, sin, an output row */
@@ -114,6 +117,7 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt)
 	j->h = j->pl.cfg.h;
 	j->dim = j->pl.cfg.dim;
 	j->fmode = j->pl.cfg.compat != PE_COMPAT_EXACT;
+	j->pairs = pe_param_enum(p, "layout") == 1; /* pe_rope_layouts: half, interleaved */
 	j->dt = dt;
 	if (!(j->buf = malloc(sizeof(double) * (6 * j->h + j->dim) + j->h))) {
 		pe_rope_plan_destroy(&j->pl);
@@ -139,15 +143,18 @@ static void job_destroy(struct job *j)
 	pe_rope_plan_destroy(&j->pl);
 }
 
-/* One plane's row [v | v] in the layout of rotate_half, rounded once into the dtype. */
+/* One plane's row, [v | v] in the layout of rotate_half or v0 v0 v1 v1 ... interleaved, rounded
+ * once into the dtype. */
 static void store(const struct job *j, const double *v, char *o)
 {
 	if (j->dt == PE_F32) {
-		j->k->rope_store_f32(v, v, j->h, j->pl.att, j->fmode, 0, 0, (float *)o, (float *)o);
+		j->k->rope_store_f32(v, v, j->h, j->pl.att, j->fmode, j->pairs, 0, (float *)o, (float *)o);
 		return;
 	}
-	for (size_t i = 0; i < j->h; i++)
-		j->row[i] = j->row[j->h + i] = j->fmode ? (double)pe_rope_f32_value(v[i], j->pl.att, 1) : v[i] * j->pl.att;
+	for (size_t i = 0; i < j->h; i++) {
+		double x = j->fmode ? (double)pe_rope_f32_value(v[i], j->pl.att, 1) : v[i] * j->pl.att;
+		j->row[j->pairs ? 2 * i : i] = j->row[j->pairs ? 2 * i + 1 : j->h + i] = x;
+	}
 	pe_store_f64(j->dt, o, j->row, j->dim);
 }
 

@@ -1,5 +1,5 @@
 /* /v1/rope2d: 2-D rotary tables of vision transformers, shape [2, rows, dim]: data[0] = cos,
- * data[1] = sin, one row per patch in the order the model visits its patches. Three models'
+ * data[1] = sin, one row per patch in the order the model visits its patches. Four models'
  * constructions, each as its Hugging Face code builds it (q = dim/4 frequencies per coordinate):
  *
  *   qwen2vl  (default) Qwen2-VL's VisionRotaryEmbedding(head_dim/2): w_k = 1/base^(2k/(dim/2));
@@ -18,6 +18,9 @@
  *            (row+1)*w, as a complex freqs_ci that multiplies adjacent pairs of the head: the
  *            interleaved layout [cos a0, cos a0, cos a1, cos a1, ...]. A square grid, row-major,
  *            then the class token as the last row with every angle 0 (cos 1, sin 0).
+ *   gemma4   Gemma4VisionRotaryEmbedding: qwen2vl's frequencies (dim/2 per axis), each axis's
+ *            half of the head rotated in half layout of its own, the column's first:
+ *            [cos(col*w) | cos(col*w) | cos(row*w) | cos(row*w)]. Row-major patches.
  *
  * compat=exact: double (angles.h), one rounding. compat=hf: torch float32 frequencies (pow over the
  * vector the model builds: dim/4 values, or Pixtral's dim/2), float angles, cos/sin, as the model
@@ -40,8 +43,8 @@
 #define MAX_GRID 1048576.0 /* patches per side */
 #define MAX_MERGE 64.0     /* spatial_merge_size */
 
-enum { V_QWEN2VL, V_PIXTRAL, V_LLAMA4 };
-static const char *const variants[] = {"qwen2vl", "pixtral", "llama4", NULL};
+enum { V_QWEN2VL, V_PIXTRAL, V_LLAMA4, V_GEMMA4 };
+static const char *const variants[] = {"qwen2vl", "pixtral", "llama4", "gemma4", NULL};
 
 static const struct pe_param_spec params[] = {
 	{"height", PE_PT_INT, NULL, 1, MAX_GRID, NULL, "patch rows of the grid"},
@@ -49,7 +52,8 @@ static const struct pe_param_spec params[] = {
 	{"dim", PE_PT_INT, NULL, 4, PE_MAX_DIM, NULL, "rotary head dimension (multiple of 4)"},
 	{"base", PE_PT_REAL, "10000", 1e-300, 1e300, NULL, "wavelength base, theta (> 0)"},
 	{"variant", PE_PT_ENUM, "qwen2vl", 0, 0, variants,
-	 "model: qwen2vl (Qwen2-VL vision tower), pixtral (even/odd frequency split), llama4 (interleaved, class token)"},
+	 "model: qwen2vl (Qwen2-VL vision tower), pixtral (even/odd frequency split), llama4 (interleaved, class token), "
+	 "gemma4 (column half, then row half)"},
 	{"spatial_merge_size", PE_PT_INT, "1", 1, MAX_MERGE, NULL,
 	 "qwen2vl: patch order in m x m merge windows (1: row-major; Qwen2-VL checkpoints: 2)"},
 	{"max_patches_per_side", PE_PT_INT, "", 1, MAX_GRID, NULL, "pixtral: image_size / patch_size, the largest grid side"},
@@ -180,7 +184,8 @@ static void need_columns(struct grid *g, size_t lo, size_t hi)
 	g->chi = hi;
 }
 
-/* One output row from its row and column blocks: [R | C | R | C], or llama4's [C | R]. */
+/* One output row from its row and column blocks: [R | C | R | C], llama4's [C | R], gemma4's
+ * [C | C | R | R]. */
 static void copy_row(const struct grid *g, char *o, const char *row, const char *col)
 {
 	if (g->variant == V_LLAMA4) {
@@ -189,7 +194,7 @@ static void copy_row(const struct grid *g, char *o, const char *row, const char 
 		return;
 	}
 	for (int b = 0; b < 4; b++)
-		memcpy(o + b * g->blk, (b & 1) ? col : row, g->blk);
+		memcpy(o + b * g->blk, (g->variant == V_GEMMA4 ? b < 2 : (b & 1)) ? col : row, g->blk);
 }
 
 /* Patches [j0, j1) of band b (grid rows b*m .. b*m+m-1) into the planes at row offset `at`. */
@@ -357,7 +362,7 @@ static int compute(const struct pe_params *p, enum pe_dtype dt, void *out, struc
 
 const struct pe_table_def pe_table_rope2d = {
 	.name = "rope2d",
-	.summary = "2-D rotary cos/sin tables of vision transformers (Qwen2-VL, Pixtral, Llama 4 vision)",
+	.summary = "2-D rotary cos/sin tables of vision transformers (Qwen2-VL, Pixtral, Llama 4, Gemma 4 vision)",
 	.params = params,
 	.nparams = sizeof params / sizeof params[0],
 	.fixed_dtype = PE_DTYPE_COUNT_,

@@ -158,7 +158,8 @@ int plan_int(struct cfg *c, const char *key, double lo, double hi, double *out)
 }
 
 /* The name err gives as a key of the text model, prefixed "text_config." when the text model
- * holds it: plan_get reads text_config first, so that is where the value came from. */
+ * holds it: plan_get reads text_config first, so that is where the value came from. A tower
+ * (no_root: "vision_config.", "audio_config.") reads only its own keys: always prefixed. */
 void plan_name_text(const struct cfg *c, struct pe_err *err)
 {
 	char top[PE_ERR_PARAM_MAX], full[PE_ERR_PARAM_MAX + 16];
@@ -166,7 +167,7 @@ void plan_name_text(const struct cfg *c, struct pe_err *err)
 	if (c->text == c->root || !err->param[0] || !strncmp(err->param, pre, strlen(pre)))
 		return;
 	snprintf(top, sizeof top, "%.*s", (int)strcspn(err->param, "."), err->param);
-	if (!plan_member(c->text, top))
+	if (!c->no_root && !plan_member(c->text, top)) /* a tower's keys, even missing ones, are its own */
 		return;
 	size_t n = (size_t)snprintf(full, sizeof full, "%s.%s", pre, err->param);
 	n = n < sizeof err->param - 1 ? n : sizeof err->param - 1; /* the longest key a family names fits */

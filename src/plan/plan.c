@@ -160,7 +160,7 @@ static int family_learned(struct cfg *c)
 	int rc = plan_read_dims(c, &d);
 	if (rc < 0)
 		return rc;
-	int64_t positions = d.max_pos;
+	int64_t positions = d.max_pos, side = 0;
 	const char *what = "position_embeddings";
 	int has_img = plan_int(c, "image_size", 1, 1 << 24, &img), has_patch = 0;
 	if (has_img < 0 || (has_patch = plan_int(c, "patch_size", 1, 1 << 24, &patch)) < 0)
@@ -169,15 +169,17 @@ static int family_learned(struct cfg *c)
 		if (img < patch || img / patch > 65536)
 			return plan_bad(c, img < patch ? "patch_size" : "image_size",
 					"image_size / patch_size must be from 1 to 65536");
-		int64_t side = (int64_t)(img / patch);
+		side = (int64_t)(img / patch);
 		positions = side * side + 1;
 		what = "a [1, patches + 1, hidden] parameter with the class token";
 	}
 	struct pe_plan_enc *e = plan_learned_enc(c, &d, positions, what);
 	if (!e)
 		return pe_err_set(c->err, PE_ENOMEM, "", "out of memory");
-	if (has_img && has_patch)
+	if (has_img && has_patch) {
+		pe_plan_param(e, "grid", "%lldx%lld", (long long)side, (long long)side);
 		pe_plan_param(e, "class_tokens", "1");
+	}
 	return 0;
 }
 
@@ -257,7 +259,8 @@ static const struct plan_family families[] = {
 	{.names = {"granitemoehybrid"}, .build = plan_family_typed, .nope_types = "mamba", .softmax_key = "attention_multiplier"},
 	{.names = {"gemma", "gemma2"}, .build = plan_family_gemma},
 	{.names = {"gemma3", "gemma3_text"}, .build = plan_family_gemma3, .defaults = GEMMA3_DEFAULTS, .vision = 1},
-	{.names = {"llama4", "llama4_text"}, .build = plan_family_llama4, .layout = "interleaved", .theta = 500000},
+	{.names = {"llama4", "llama4_text"}, .build = plan_family_llama4, .layout = "interleaved", .theta = 500000,
+	 .vision = 1},
 	/* M-RoPE */
 	{.names = {"qwen2_vl", "qwen2_5_vl"}, .build = plan_family_qwen_vl, .theta = 1000000, .vision = 1},
 	{.names = {"qwen3_vl", "qwen3_vl_moe"}, .build = plan_family_qwen_vl, .theta = 500000, .vision = 1},

@@ -28,10 +28,9 @@ struct pe_plan_enc *plan_add_rope(struct cfg *c, const struct rope *r)
 	int rc = plan_scaling_params(c, r, e);
 	if (rc < 0)
 		return NULL;
-	if (!strcmp(e->kind, "rope"))
+	/* an M-RoPE table is rotate_half's unless the model interleaves (GLM-4.1V): the key stays short */
+	if (!strcmp(e->kind, "rope") || strcmp(r->layout, "half"))
 		pe_plan_param(e, "layout", "%s", r->layout);
-	else
-		e->layout = r->layout; /* M-RoPE turns halves, as rotate_half does */
 	if (r->rotary_dim < r->head_dim)
 		pe_plan_note(e, "rotates the first %d of %d channels of each head; the rest pass unchanged", r->rotary_dim,
 			     r->head_dim);

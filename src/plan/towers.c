@@ -1,7 +1,8 @@
 /* Model parts besides a decoder's text model: a multimodal config's text model (planned by the
- * family of text_config.model_type) before its vision tower (vision.c), and the encoders: Whisper's audio encoder, BART / OPT / RoBERTa learned tables with their position
- * offset, MPNet's relative buckets, DeBERTa-v2's log-bucketed relative positions. Every encoding
- * says its tower. */
+ * family of text_config.model_type) before its vision tower (vision.c) and its audio tower (Gemma
+ * 3n's conformer), and the encoders: Whisper's audio encoder, BART / OPT / RoBERTa learned tables
+ * with their position offset, MPNet's relative buckets, DeBERTa-v2's log-bucketed relative
+ * positions. Every encoding says its tower. */
 #include "plan/rope.h"
 #include "posenc/core.h"
 
@@ -10,8 +11,71 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Gemma 3n's audio conformer: each layer projects a fixed sinusoid (tensor2tensor's layout, sin
+ * then cos over hidden_size channels) of the relative positions context_left - 1 down to
+ * -context_right through its pos_proj into per-head keys, Transformer-XL's relative term. The
+ * sinusoid is /v1/sinusoidal's t2t table over 0 .. context_left - 1 (context_right is 0 in the
+ * published configs; a model looking ahead has negative positions this table does not hold). */
+static int gemma3n_audio(struct cfg *c)
+{
+	double hidden = 1536, left = 13, right = 0;
+	int rc;
+	if ((rc = plan_int(c, "hidden_size", 2, 1 << 20, &hidden)) < 0 ||
+	    (rc = plan_int(c, "conf_attention_context_left", 1, 1 << 20, &left)) < 0 ||
+	    (rc = plan_int(c, "conf_attention_context_right", 0, 1 << 20, &right)) < 0)
+		return rc;
+	struct pe_plan_enc *e = pe_plan_enc_add(c->plan, "sinusoidal", right ? NULL : "sinusoidal", "len", "all");
+	if (!e)
+		return pe_err_set(c->err, PE_EINTERNAL, "", "too many encodings");
+	e->tower = "audio";
+	e->softmax_scale = NAN; /* the query's scale is learned: head_dim^-0.5 / ln 2 * softplus(per_dim_scale) */
+	pe_plan_param(e, "dim", "%g", hidden);
+	pe_plan_source(e, "dim", "hidden_size");
+	pe_plan_param(e, "variant", "t2t");
+	pe_plan_note(e, "relative positions %g down to %g (row p is distance p into the past): each conformer layer "
+		     "projects them by its learned pos_proj into per-head keys (a Transformer-XL relative term)",
+		     left - 1, right ? -right : 0.0);
+	pe_plan_note(e, "q·k's scale is learned (head_dim^-0.5 / ln 2 times softplus(per_dim_scale)): no softmax_scale");
+	if (right) {
+		pe_plan_warn(c->plan, "audio_config.conf_attention_context_right %g: positions below 0 are not a table "
+			     "posenc serves (sin(-x) = -sin(x) of its rows): no url", right);
+		return 0;
+	}
+	c->len = (int64_t)left;
+	if (c->opt->len > c->len)
+		pe_plan_warn(c->plan, "sinusoidal (audio): len %lld capped to %lld, conf_attention_context_left (the "
+			     "relative positions the conformer attends to, always that many)", (long long)c->opt->len,
+			     (long long)c->len);
+	return plan_finish_all(c);
+}
+
+/* The audio tower of a multimodal config, planned with audio_config's keys alone (errors name them
+ * under it); a type posenc does not plan is a warning. */
+static int audio_tower(struct cfg *c)
+{
+	const json_t *ac = plan_member(c->root, "audio_config"), *mt = plan_member(ac, "model_type");
+	if (!ac)
+		return 0;
+	if (!json_is_string(mt) || strcmp(json_string_value(mt), "gemma3n_audio")) {
+		pe_plan_warn(c->plan, "audio_config (%.40s): this audio tower is not planned",
+			     json_is_string(mt) ? json_string_value(mt) : "no model_type");
+		return 0;
+	}
+	static const struct plan_family tower = {.names = {"audio"}};
+	struct cfg acfg = *c;
+	acfg.fam = &tower;
+	acfg.text = ac;
+	acfg.prefix = "audio_config";
+	acfg.no_root = 1;
+	acfg.defaults = NULL;
+	int rc = gemma3n_audio(&acfg);
+	if (rc < 0 && c->err->code == PE_EUNPROCESSABLE)
+		plan_name_text(&acfg, c->err);
+	return rc;
+}
+
 /* A vision-language config: its text model as the family of text_config.model_type says, then
- * its vision tower. */
+ * its vision tower and its audio tower. */
 int plan_family_multimodal(struct cfg *c)
 {
 	const json_t *mt = c->text != c->root ? plan_member(c->text, "model_type") : NULL;
@@ -26,7 +90,9 @@ int plan_family_multimodal(struct cfg *c)
 		return rc;
 	for (size_t i = 0; i < c->plan->nenc; i++)
 		c->plan->enc[i].tower = tf->tower ? tf->tower : "text";
-	return plan_vision_tower(c);
+	if ((rc = plan_vision_tower(c)) < 0)
+		return rc;
+	return audio_tower(c);
 }
 
 /* ---- encoders ---- */

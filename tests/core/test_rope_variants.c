@@ -1,5 +1,5 @@
 /* Llama 4's RoPE (scaling=llama3 with low_freq_factor == high_freq_factor) and the vision 2-D
- * variants of /v1/rope2d (qwen2vl with spatial_merge_size, pixtral, llama4) against the known
+ * variants of /v1/rope2d (qwen2vl with spatial_merge_size, pixtral, llama4, gemma4) against the known
  * answers of tests/ref/gen_rope_variants.py, in ulps, on both kernel paths:
  *
  *   exact  every dtype within 1 ulp of the float64 reference rounded once to it; f64 within 1 ulp
@@ -10,7 +10,8 @@
  *
  * Plus properties that need no reference: the llama3 step keeps or divides each frequency, the
  * edge itself is refused, Qwen2-VL's merge order is a permutation of the row-major rows, the
- * default table and its key are today's, Llama 4's class token, streamed blocks equal the whole
+ * default table and its key are today's, Llama 4's class token, Gemma 4's halves are Qwen2-VL's
+ * blocks reordered, streamed blocks equal the whole
  * table byte for byte, and validation names the parameter. */
 #include "posenc/core.h"
 #include "support/pe_check.h"
@@ -264,6 +265,26 @@ START_TEST(pixtral_rows_even_columns_odd)
 }
 END_TEST
 
+/* Gemma 4 and Qwen2-VL share frequencies: a Gemma 4 row [C | C | R | R] holds Qwen2-VL's
+ * row-major row [R | C | R | C] blocks, reordered, in every arithmetic. */
+START_TEST(gemma4_is_qwen2vl_blocks_column_first)
+{
+	for (int hf = 0; hf < 2; hf++) {
+		double *q = table2d(hf ? "height=3&width=5&dim=16&base=100&compat=hf" : "height=3&width=5&dim=16&base=100",
+				    PE_F64, 15, 16);
+		double *g = table2d(hf ? "height=3&width=5&dim=16&base=100&variant=gemma4&compat=hf"
+				       : "height=3&width=5&dim=16&base=100&variant=gemma4", PE_F64, 15, 16);
+		for (size_t r = 0; r < 30; r++)
+			for (size_t k = 0; k < 4; k++) {
+				ck_assert(g[r * 16 + k] == q[r * 16 + 4 + k] && g[r * 16 + 4 + k] == q[r * 16 + 4 + k]);
+				ck_assert(g[r * 16 + 8 + k] == q[r * 16 + k] && g[r * 16 + 12 + k] == q[r * 16 + k]);
+			}
+		free(q);
+		free(g);
+	}
+}
+END_TEST
+
 static const char *const stream_cases[] = {
 	"height=30&width=44&dim=16&spatial_merge_size=2",
 	"height=36&width=40&dim=8&spatial_merge_size=4&compat=hf",
@@ -273,6 +294,8 @@ static const char *const stream_cases[] = {
 	"height=2&width=1100&dim=8&variant=pixtral&compat=hf",
 	"height=40&width=40&dim=24&variant=llama4",
 	"height=33&width=33&dim=8&variant=llama4&compat=hf",
+	"height=33&width=40&dim=16&variant=gemma4",
+	"height=2&width=1100&dim=8&variant=gemma4&base=100&compat=hf",
 };
 
 static const size_t blocks[] = {1, 7, 63, 64, 65, 1000, 1024, 1500};
@@ -342,6 +365,8 @@ START_TEST(validation_names_the_parameter)
 		{"rope2d", "height=4&width=4&dim=10&variant=llama4", "dim"},
 		{"rope2d", "height=4&width=4&dim=6&variant=pixtral", "dim"},
 		{"rope2d", "height=4&width=4&dim=8&variant=pixtral&compat=ggml", "compat"},
+		{"rope2d", "height=4&width=4&dim=8&variant=gemma4&spatial_merge_size=2", "spatial_merge_size"},
+		{"rope2d", "height=4&width=4&dim=6&variant=gemma4", "dim"},
 		/* float32 angles past FLT_MAX (cos, sin NaN): refused as /v1/rope refuses them */
 		{"rope2d", "height=64&width=1&dim=256&base=1.2e-38&compat=hf", "base"},
 		{"rope2d", "height=64&width=2&dim=256&base=1.2e-38&compat=hf&variant=pixtral", "base"},
@@ -374,6 +399,7 @@ static Suite *suite(void)
 	tcase_add_test(unit, default_table_and_key_unchanged);
 	tcase_add_test(unit, llama4_class_token_and_pairs);
 	tcase_add_test(unit, pixtral_rows_even_columns_odd);
+	tcase_add_test(unit, gemma4_is_qwen2vl_blocks_column_first);
 	tcase_add_loop_test(unit, blocks_equal_the_whole_table, 0, sizeof stream_cases / sizeof stream_cases[0]);
 	tcase_add_test(unit, validation_names_the_parameter);
 	suite_add_tcase(s, unit);

@@ -37,18 +37,6 @@ static const struct {
 	const char *model;
 	const char *why;
 } known_mismatch[] = {
-	{"roberta-base.json", "known answer: num_positions 514 is the table's rows where BART's 1024 is its positions "
-			      "(1026 rows); the plan's 512 positions + offset 2 is consistent; fix the reference to 512"},
-	{"xlm-roberta-base.json", "known answer: num_positions 514 (rows), as roberta-base"},
-	{"mpnet-base.json", "known answer: num_positions 514 (rows), as roberta-base"},
-	{"dinov2-base.json", "plan: no grid for the vision table (37x37 = image_size 518 / patch_size 14, after 1 class "
-			     "token); fix the dinov2 row to give grid"},
-	{"gemma-4-e2b-it.json", "plan: no vision tower (Gemma 4's 2-D rope, half_per_axis, base 100)"},
-	{"glm-4.1v-9b-thinking.json", "known answer: text kind rope where the model is M-RoPE (mrope_section 8,12,12; "
-				      "the plan's mrope, the README's kind for it)"},
-	{"llama4-scout.json", "plan: no vision rope2d (llama4, 24x24 + class token)"},
-	{"qwen2.5-vl-7b.json", "plan: no vision rope2d (qwen2vl, head_dim 80)"},
-	{"qwen3-vl-8b.json", "plan: no vision rope2d (qwen2vl) and no vision learned table"},
 	{NULL, NULL},
 };
 
@@ -323,9 +311,12 @@ static const char *url_of(json_t *pe)
 
 /* ---- rope and mrope ---- */
 
-/* Channel of pair i's first (second 0) or second value in a row of d channels. */
+/* Channel of pair i's first (second 0) or second value in a row of d channels; half_per_axis
+ * (Gemma 4 vision): each half of the row is a half-layout block of its own. */
 static size_t channel(const char *layout, size_t i, size_t d, int second)
 {
+	if (!strcmp(layout, "half_per_axis"))
+		return i + (i >= d / 4 ? d / 4 : 0) + (second ? d / 4 : 0);
 	return !strcmp(layout, "interleaved") ? 2 * i + (size_t)second : i + (second ? d / 2 : 0);
 }
 

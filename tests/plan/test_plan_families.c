@@ -21,18 +21,6 @@
 #define DIR_ANSWERS "tests/data/plan_families"
 #define ULPS 2
 
-/* Vision towers this posenc does not plan yet (their text models are checked). */
-static const char *const unplanned_vision[] = {"gemma-4-e2b-it.json", "llama4-scout.json", "qwen2.5-vl-7b.json",
-						"qwen3-vl-8b.json", NULL};
-
-static int listed(const char *const *list, const char *name)
-{
-	for (; *list; list++)
-		if (!strcmp(*list, name))
-			return 1;
-	return 0;
-}
-
 static float f32_of_hex(const char *hex)
 {
 	uint32_t u = (uint32_t)strtoul(hex, NULL, 16);
@@ -144,6 +132,25 @@ static void check_rope_tables(const char *cfg, const struct pe_plan_enc *e, cons
 	}
 }
 
+/* A learned table's size, its position offset, and a vision table's grid and class tokens. */
+static void check_learned(const char *cfg, const struct pe_plan_enc *e, const json_t *x)
+{
+	const char *off = param(e, "position_offset"), *grid = param(e, "grid"), *cls = param(e, "class_tokens");
+	const json_t *g = json_object_get(x, "grid");
+	ck_assert_msg(param(e, "positions") && atoll(param(e, "positions")) == json_integer_value(json_object_get(x, "num_positions")),
+		      "%s: learned positions %s", cfg, param(e, "positions"));
+	ck_assert_msg(json_integer_value(json_object_get(x, "offset")) == (off ? atoi(off) : 0), "%s: offset %s", cfg,
+		      off ? off : "0");
+	if (!g)
+		return;
+	char want[48];
+	snprintf(want, sizeof want, "%lldx%lld", (long long)json_integer_value(json_array_get(g, 0)),
+		 (long long)json_integer_value(json_array_get(g, 1)));
+	ck_assert_msg(grid && !strcmp(grid, want), "%s: grid %s, answer %s", cfg, grid ? grid : "none", want);
+	ck_assert_msg(json_integer_value(json_object_get(x, "cls_tokens")) == (cls ? atoi(cls) : 0), "%s: class tokens %s",
+		      cfg, cls ? cls : "0");
+}
+
 static void check_encoding(const char *cfg, const struct pe_plan_enc *e, const json_t *x)
 {
 	const json_t *sm = json_object_get(x, "softmax_scale");
@@ -163,10 +170,20 @@ static void check_encoding(const char *cfg, const struct pe_plan_enc *e, const j
 				      "%s: base %s, answer %.17g", cfg, param(e, "base"), json_number_value(base));
 		check_rope_tables(cfg, e, x);
 	}
-	if (!strcmp(kind, "learned") && json_object_get(x, "offset")) {
-		const char *off = param(e, "position_offset");
-		ck_assert_msg(json_integer_value(json_object_get(x, "offset")) == (off ? atoi(off) : 0), "%s: offset %s", cfg,
-			      off ? off : "0");
+	if (!strcmp(kind, "mrope")) {
+		const char *layout = json_string_value(json_object_get(x, "layout"));
+		ck_assert_msg(e->layout && !strcmp(e->layout, layout), "%s: mrope layout %s, answer %s", cfg, e->layout, layout);
+		ck_assert_msg(!strcmp(layout, "half") == !strstr(e->url, "layout=interleaved"), "%s: %s", cfg, e->url);
+	}
+	if (!strcmp(kind, "learned"))
+		check_learned(cfg, e, x);
+	if (!strcmp(kind, "rope2d")) {
+		const char *v = param(e, "variant");
+		ck_assert_int_eq(e->head_dim, json_integer_value(json_object_get(x, "head_dim")));
+		ck_assert_msg(v && (!strcmp(v, json_string_value(json_object_get(x, "variant"))) ||
+				    (!strcmp(v, "qwen2vl") && json_object_get(x, "variant") &&
+				     !strcmp(json_string_value(json_object_get(x, "variant")), "glm4v"))),
+			      "%s: rope2d variant %s", cfg, v ? v : "none");
 	}
 	if (!strcmp(kind, "alibi") && json_object_get(x, "bias_scale"))
 		ck_assert(fabs(e->bias_scale - json_number_value(json_object_get(x, "bias_scale"))) < 1e-12);
@@ -190,8 +207,6 @@ static void check_answer(const char *name)
 	json_array_foreach(json_object_get(ans, "encodings"), i, x) {
 		const struct pe_plan_enc *e = find(&plan, x, used);
 		const char *tower = json_string_value(json_object_get(x, "tower"));
-		if (!e && !strcmp(tower, "vision") && listed(unplanned_vision, cfg))
-			continue;
 		ck_assert_msg(e != NULL, "%s: no %s %s encoding on its layers", cfg, tower, plan_kind(x));
 		check_encoding(cfg, e, x);
 	}
@@ -260,8 +275,10 @@ START_TEST(query_scale_is_planned_where_the_config_turns_it_on)
 	ck_assert(!q->url || !strncmp(q->url, "/v1/rope/query-scale?", 21));
 	pe_plan_destroy(&plan);
 	plan_of("llama4-scout.json", NULL, NULL, &plan);
-	q = &plan.enc[plan.nenc - 1];
-	ck_assert_str_eq(q->kind, "query_scale");
+	q = NULL;
+	for (size_t i = 0; i < plan.nenc; i++)
+		q = !strcmp(plan.enc[i].kind, "query_scale") ? &plan.enc[i] : q;
+	ck_assert_ptr_nonnull(q);
 	ck_assert_str_eq(param(q, "variant"), "llama4");
 	ck_assert_str_eq(param(q, "attn_scale"), "0.1");
 	ck_assert_str_eq(param(q, "floor_scale"), "8192");
@@ -269,8 +286,50 @@ START_TEST(query_scale_is_planned_where_the_config_turns_it_on)
 	ck_assert_int_eq(q->layer_list[0], 3);
 	pe_plan_destroy(&plan);
 	plan_of("llama4-scout.json", "attn_temperature_tuning", "false", &plan);
-	ck_assert_str_ne(plan.enc[plan.nenc - 1].kind, "query_scale");
+	for (size_t i = 0; i < plan.nenc; i++)
+		ck_assert_str_ne(plan.enc[i].kind, "query_scale");
 	pe_plan_destroy(&plan);
+}
+END_TEST
+
+/* Gemma 3n's audio conformer: the t2t sinusoid of relative positions 0 .. context_left - 1; one
+ * looking ahead (negative positions) has no table posenc serves, and says so. */
+START_TEST(gemma3n_audio_tower_is_its_relative_sinusoid)
+{
+	size_t n;
+	char *text = pe_test_read_file("tests/data/configs/gemma-3n-e4b-it.json", &n);
+	json_t *root = json_loadb(text, n, 0, NULL);
+	ck_assert_ptr_nonnull(root);
+	for (int ahead = 0; ahead < 2; ahead++) {
+		json_object_set_new(json_object_get(root, "audio_config"), "conf_attention_context_right", json_integer(ahead));
+		char *body = json_dumps(root, JSON_COMPACT);
+		struct pe_plan plan;
+		struct pe_err err = {0};
+		struct pe_plan_opts o = {.len = 8, .max_elements = (uint64_t)1 << 26};
+		ck_assert_msg(pe_plan_build(body, strlen(body), &o, &plan, &err) == 0, "%s: %s", err.param, err.detail);
+		const struct pe_plan_enc *a = NULL;
+		for (size_t i = 0; i < plan.nenc; i++)
+			a = !strcmp(plan.enc[i].tower, "audio") ? &plan.enc[i] : a;
+		ck_assert_ptr_nonnull(a);
+		ck_assert_str_eq(a->kind, "sinusoidal");
+		ck_assert_str_eq(param(a, "variant"), "t2t");
+		ck_assert_str_eq(param(a, "dim"), "1536");
+		ck_assert(isnan(a->softmax_scale));
+		if (!ahead) {
+			ck_assert_ptr_nonnull(a->url);
+			ck_assert_ptr_nonnull(strstr(a->url, "len=13&"));
+		} else {
+			int warned = 0;
+			ck_assert_ptr_null(a->url);
+			for (size_t k = 0; k < plan.nwarnings; k++)
+				warned |= strstr(plan.warnings[k], "conf_attention_context_right") != NULL;
+			ck_assert(warned);
+		}
+		pe_plan_destroy(&plan);
+		free(body);
+	}
+	json_decref(root);
+	free(text);
 }
 END_TEST
 
@@ -338,6 +397,7 @@ int main(void)
 	tcase_add_test(tc, alibi_says_its_bias_scale);
 	tcase_add_test(tc, query_scale_is_planned_where_the_config_turns_it_on);
 	tcase_add_test(tc, rope_interleave_is_read_by_deepseek_v3_only);
+	tcase_add_test(tc, gemma3n_audio_tower_is_its_relative_sinusoid);
 	tcase_add_test(tc, class_defaults_fill_what_a_text_config_omits);
 	tcase_add_loop_test(tc, every_family_plans_as_its_model_computes, 0, (int)nnames);
 	suite_add_tcase(s, tc);

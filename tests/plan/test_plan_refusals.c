@@ -44,6 +44,24 @@ static const struct pe_plan_opts defaults = {.len = 8, .max_elements = (uint64_t
 	"\"hidden_size\":3584,\"num_hidden_layers\":2,\"max_position_embeddings\":32768,"              \
 	"\"rope_scaling\":{\"type\":\"mrope\",\"mrope_section\":[16,24,24]}}"
 
+/* Qwen3-VL and Llama 4 vision towers, Gemma 3n's audio tower: the tower config as given. */
+#define QWEN3_VISION(vision)                                                                              \
+	"{\"model_type\":\"qwen3_vl\",\"text_config\":{\"num_attention_heads\":32,\"hidden_size\":4096,"   \
+	"\"num_hidden_layers\":2,\"max_position_embeddings\":8192,\"rope_scaling\":{\"rope_type\":\"default\","     \
+	"\"mrope_section\":[24,20,20],\"mrope_interleaved\":true}},\"vision_config\":" vision "}"
+#define QWEN3_V(extra)                                                                                    \
+	QWEN3_VISION("{\"model_type\":\"qwen3_vl\",\"hidden_size\":1152,\"num_heads\":16,\"patch_size\":16" extra "}")
+#define LLAMA4_VISION(extra)                                                                              \
+	"{\"model_type\":\"llama4\",\"text_config\":{\"num_attention_heads\":40,\"hidden_size\":5120,"      \
+	"\"head_dim\":128,\"num_hidden_layers\":4,\"max_position_embeddings\":8192},"                         \
+	"\"vision_config\":{\"model_type\":\"llama4_vision_model\",\"hidden_size\":1408,"                     \
+	"\"num_attention_heads\":16,\"rope_theta\":10000" extra "}}"
+#define GEMMA3N_AUDIO(audio)                                                                              \
+	"{\"model_type\":\"gemma3n\",\"text_config\":{\"model_type\":\"gemma3n_text\",\"num_attention_heads\":8," \
+	"\"hidden_size\":2048,\"head_dim\":256,\"num_hidden_layers\":2,\"max_position_embeddings\":32768,"    \
+	"\"layer_types\":[\"sliding_attention\",\"full_attention\"]},"                                         \
+	"\"audio_config\":{\"model_type\":\"gemma3n_audio\"" audio "}}"
+
 #define DEEPSEEK(scaling)                                                                               \
 	"{\"model_type\":\"deepseek_v3\",\"num_attention_heads\":16,\"hidden_size\":2048,\"num_hidden_layers\":2," \
 	"\"max_position_embeddings\":163840,\"qk_rope_head_dim\":64,\"qk_nope_head_dim\":128,\"rope_theta\":10000," \
@@ -418,6 +436,12 @@ static const struct refusal named_refusals[] = {
 	{QWEN_VL("{\"rope_theta\":true}"), "text_config.rope_theta", NULL, NULL},
 	{QWEN_VL("{\"num_attention_heads\":\"28\"}"), "text_config.num_attention_heads", NULL, NULL},
 	{DEEPSEEK(YARN("")) /* qk_rope_head_dim 64: plans */, NULL, NULL, NULL},
+	{QWEN3_V(",\"num_position_embeddings\":2300"), "vision_config.num_position_embeddings", "square", NULL},
+	{QWEN3_V(",\"num_position_embeddings\":\"2304\""), "vision_config.num_position_embeddings", NULL, NULL},
+	{LLAMA4_VISION(""), "vision_config.image_size", NULL, NULL},
+	{LLAMA4_VISION(",\"image_size\":336,\"patch_size\":0"), "vision_config.patch_size", NULL, NULL},
+	{GEMMA3N_AUDIO(",\"hidden_size\":\"1536\""), "audio_config.hidden_size", NULL, NULL},
+	{GEMMA3N_AUDIO(",\"conf_attention_context_left\":0"), "audio_config.conf_attention_context_left", NULL, NULL},
 	{"{\"model_type\":\"deepseek_v3\",\"num_attention_heads\":16,\"hidden_size\":2048,\"num_hidden_layers\":2,"
 	 "\"max_position_embeddings\":163840,\"qk_rope_head_dim\":0,\"qk_nope_head_dim\":128}",
 	 "qk_rope_head_dim", "at least 2", NULL},

@@ -528,7 +528,31 @@ def fam_gemma3n(c):
     sl, fu = gemma_layers(t, n)
     return [std_rope(t, "gemma3n", layers=sl, scaling={"rope_type": "default"},
                      base=t.get("rope_local_base_freq"), sm=1.0, note="Gemma3nTextAttention.scaling is 1.0"),
-            std_rope(t, "gemma3n", layers=fu, sm=1.0)]
+            std_rope(t, "gemma3n", layers=fu, sm=1.0),
+            gemma3n_audio_enc(Cfg(c["audio_config"]))]
+
+
+def gemma3n_audio_enc(a):
+    """Gemma3nAudioRelativePositionEmbedding: the timing signal (sin then cos, inv_timescales
+    exp(-i * ln(1e4) / (channels/2 - 1))) of relative positions max_backward .. -max_forward,
+    max_backward = conf_attention_context_left - 1, max_forward = conf_attention_context_right,
+    projected per layer by pos_proj. Row p of the table is relative position p."""
+    ch = a.get("hidden_size")
+    back = max(0, a.get("conf_attention_context_left") - 1)
+    fwd = a.get("conf_attention_context_right")
+    assert fwd == 0, "a forward context has negative positions: not a table posenc serves"
+    n = ch // 2
+    inc = math.log(1.0e4 / 1.0) / max(n - 1, 1)
+    inv = 1.0 * torch.exp(torch.arange(n) * -inc)
+    pos = torch.arange(back, -fwd - 1, -1).float().unsqueeze(-1)
+    sig = torch.cat([torch.sin(pos * inv), torch.cos(pos * inv)], dim=-1)
+    rows = [0, 1, 2, back]
+    tab = sig[[back - r for r in rows]]  # the model's order is descending: position r is index back - r
+    return {"tower": "audio", "kind": "sinusoidal", "layers": "all", "dim": ch, "num_positions": back + 1,
+            "order": "sin_then_cos", "softmax_scale": None, "inv_timescales": f32_hex(inv), "rows": rows,
+            "table": f32_hex(tab),
+            "note": "relative positions max_backward down to -max_forward, projected by each layer's pos_proj; "
+                    "the query's scale is learned (head_dim^-0.5 / ln 2 * softplus(per_dim_scale))"}
 
 
 def fam_gemma4(c):
@@ -705,8 +729,14 @@ def fam_mllama(c):
 def fam_glm4v(c):
     t = text_of(c)
     e = std_rope(t, "glm4v", layout="interleaved", scaling={"rope_type": "default"})
-    e["mrope_section"] = t.get("rope_scaling")["mrope_section"]
-    e["note"] = "text alone: the three position rows are equal, the table is plain rope"
+    sec = t.get("rope_scaling")["mrope_section"]
+    e["kind"] = "mrope"
+    e["mrope_section"] = sec
+    e["mrope_interleaved"] = False
+    e["pair_axis"] = mrope_axes(sec, False)
+    e["note"] = ("Glm4vTextAttention applies apply_multimodal_rotary_pos_emb: pair k takes the t, h or w "
+                 "row by mrope_section in order, then repeat_interleave puts it at channels 2k, 2k + 1 of "
+                 "the first rotary_dim; text alone: the three position rows are equal")
     v = Cfg(c["vision_config"])
     vhd = v.get("hidden_size") // v.get("num_heads")
     side = v.get("image_size") // v.get("patch_size")
@@ -734,10 +764,13 @@ def fam_whisper(c):
 
 
 def fam_learned_offset(c, offset, num_key="max_position_embeddings", heads_key="num_attention_heads",
-                       hidden_key="hidden_size", layers="all", note=None):
+                       hidden_key="hidden_size", layers="all", note=None, rows_key=False):
+    """rows_key: the config's number counts the table's rows, offset ones included (RoBERTa's 514
+    rows hold 512 positions); else it counts positions (BART's 1024 positions are 1026 rows)."""
     cfg = Cfg(c)
     hd = cfg.get(hidden_key) // cfg.get(heads_key)
-    e = learned_enc("text", layers, cfg.get(num_key), offset, extra={"softmax_scale": hd ** -0.5})
+    num = cfg.get(num_key) - (offset if rows_key else 0)
+    e = learned_enc("text", layers, num, offset, extra={"softmax_scale": hd ** -0.5})
     if note:
         e["note"] = note
     return e
@@ -745,7 +778,8 @@ def fam_learned_offset(c, offset, num_key="max_position_embeddings", heads_key="
 
 def fam_roberta(c):
     pad = c["pad_token_id"]
-    return [fam_learned_offset(c, pad + 1, note="create_position_ids_from_input_ids: padding_idx + 1 + index")]
+    return [fam_learned_offset(c, pad + 1, rows_key=True,
+                               note="create_position_ids_from_input_ids: padding_idx + 1 + index")]
 
 
 def fam_bart(c):
@@ -772,7 +806,7 @@ def fam_bigcode(c):
 def fam_mpnet(c):
     cfg = Cfg(c)
     nb = cfg.get("relative_attention_num_buckets", default=32)
-    return [fam_learned_offset(c, c["pad_token_id"] + 1),
+    return [fam_learned_offset(c, c["pad_token_id"] + 1, rows_key=True),
             {"tower": "text", "kind": "t5", "layers": "all", "shared_across_layers": True, "bidirectional": True,
              "num_buckets": nb, "max_distance": 128, "relative_position": REL,
              "bucket": t5_bucket(REL, True, nb, 128),
@@ -1008,7 +1042,11 @@ def fam_llama4(c):
         out.append(query_scale_enc("llama4", nope_l, t.get("attn_scale", default=0.1),
                                    t.get("floor_scale", default=8192), mx,
                                    "NoPE layers only: query_states *= log(floor((pos + 1) / floor_scale) + 1) * attn_scale + 1"))
-    out.append(llama4_vision_enc(Cfg(c["vision_config"])))
+    v = Cfg(c["vision_config"])
+    side = v.get("image_size") // v.get("patch_size")
+    out.append(llama4_vision_enc(v))
+    out.append(learned_enc("vision", "all", side * side + 1, 0, [side, side], 1,
+                           {"note": "positional_embedding_vlm: the patches, then the class token appended last"}))
     return out
 
 
@@ -1042,7 +1080,8 @@ FAMILIES = {
     "persimmon-8b-base": (fam_partial_half, [M + "persimmon/modeling_persimmon.py"]),
     "codegen-350m-mono": (fam_codegen, [M + "codegen/modeling_codegen.py"]),
     "dbrx-instruct": (fam_dbrx, [M + "dbrx/modeling_dbrx.py"]),
-    "gemma-3n-e4b-it": (fam_gemma3n, [M + "gemma3n/modeling_gemma3n.py"]),
+    "gemma-3n-e4b-it": (fam_gemma3n, [M + "gemma3n/modeling_gemma3n.py (text; the audio conformer's "
+                                      "relative position embedding)"]),
     "ministral-3-8b-instruct-2512": (fam_ministral3, [M + "ministral3/modeling_ministral3.py (5.x)",
                                                       M + "pixtral/modeling_pixtral.py"]),
     "gemma-4-e2b-it": (fam_gemma4, [M + "gemma4/configuration_gemma4.py (5.x)", TF + "modeling_rope_utils.py (5.x)"]),

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Known answers for Llama 4's RoPE (/v1/rope with scaling=llama3 and low_freq_factor ==
 high_freq_factor) and the vision 2-D variants of /v1/rope2d (variant=qwen2vl with
-spatial_merge_size, pixtral, llama4), from references written here from the models' published
-constructions (transformers' modeling_llama4.py, modeling_pixtral.py, modeling_qwen2_vl.py and
-modeling_rope_utils.py; llama.cpp's convert_hf_to_gguf.py for compat=ggml), independently of the C
+spatial_merge_size, pixtral, llama4, gemma4), from references written here from the models' published
+constructions (transformers' modeling_llama4.py, modeling_pixtral.py, modeling_qwen2_vl.py,
+modeling_gemma4.py and modeling_rope_utils.py; llama.cpp's convert_hf_to_gguf.py for compat=ggml), independently of the C
 core. Layout and conventions: tests/ref/kat.py.
 
 Regenerate (from the repository root, with Debian's Python, which has numpy, mpmath and torch):
@@ -28,6 +28,8 @@ tests/e2e/test_rope_variants_http.c read it. Files per case:
              position_ids_in_meshgrid, cat(inv, inv).cos()/.sin().
              llama4: Llama4VisionRotaryEmbedding's freqs_ci for a square grid with its class token,
              as the interleaved table (checked against vision_apply_rotary_emb's complex product).
+             gemma4: Gemma4VisionRotaryEmbedding (inv_freq over head_dim/2, cat(freqs, freqs) per
+             axis, the column's (x) block then the row's) at row-major patch positions (x, y).
   ggml_f32   (Llama 4 text) llama.cpp's CPU rope with the converter's rope_freqs (gen_rope's emulation;
              the converter's assert on low != high is commented out "for Llama4").
 """
@@ -73,6 +75,9 @@ ROPE2D_CASES = [
     ("llama4_h4_d16", "height=4&width=4&dim=16&variant=llama4", True),
     ("llama4_h8_d88", "height=8&width=8&dim=88&variant=llama4", False),
     ("llama4_h3_d8_base100", "height=3&width=3&dim=8&base=100&variant=llama4", True),
+    ("gemma4_h4_w6_d16", "height=4&width=6&dim=16&variant=gemma4", True),
+    ("gemma4_h5_w33_d64_base100", "height=5&width=33&dim=64&base=100&variant=gemma4", False),
+    ("gemma4_h3_w5_d8_base100", "height=3&width=5&dim=8&base=100&variant=gemma4", True),
 ]
 
 
@@ -174,6 +179,10 @@ def angles_f64(variant, h, w, dim, base, merge):
                 a = np.concatenate([r * f[0::2], c * f[1::2]])
                 rows.append(np.concatenate([a, a]))
         return np.array(rows)
+    if variant == "gemma4":  # per axis half layout, column block first
+        d = dim // 2
+        inv = 1.0 / gen_tables.libm_pow(base, np.arange(0, d, 2, dtype=np.float64) / d)
+        return np.array([np.concatenate([c * inv, c * inv, r * inv, r * inv]) for r in range(h) for c in range(w)])
     d = dim // 2  # llama4: x = column + 1, y = row + 1, adjacent pairs; class token last, angle 0
     inv = 1.0 / gen_tables.libm_pow(base, np.arange(0, d, 2, dtype=np.float64) / d)
     rows = [np.repeat(np.concatenate([(c + 1) * inv, (r + 1) * inv]), 2) for r in range(h) for c in range(w)]
@@ -223,6 +232,21 @@ def llama4_vision_torch(idx, dim, base):
     return torch.stack([cos, sin])
 
 
+def gemma4_vision_torch(h, w, dim, base):
+    """Gemma4VisionRotaryEmbedding's forward for patches (x, y) = (col, row), row-major."""
+    sd = dim // 2
+    inv = 1.0 / (base ** (torch.arange(0, sd, 2, dtype=torch.int64).to(dtype=torch.float) / sd))
+    yy, xx = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+    pos = torch.stack([xx.reshape(-1), yy.reshape(-1)], dim=-1)[None]  # [1, patches, 2]
+    cos, sin = [], []
+    for i in range(2):
+        f = (inv[None, :, None].float() @ pos[:, :, i][:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((f, f), dim=-1)
+        cos.append(emb.cos())
+        sin.append(emb.sin())
+    return torch.stack([torch.cat(cos, dim=-1)[0], torch.cat(sin, dim=-1)[0]])
+
+
 def add_rope2d(m, name, query, want_mp):
     p = kat.parse_query(query, ROPE2D_DEFAULTS)
     h, w, dim, base = int(p["height"]), int(p["width"]), int(p["dim"]), float(p["base"])
@@ -234,6 +258,8 @@ def add_rope2d(m, name, query, want_mp):
         t = qwen2vl_torch(h, w, dim, base, merge)
     elif variant == "pixtral":
         t = pixtral_torch(h, w, dim, base, int(p.get("max_patches_per_side", max(h, w))))
+    elif variant == "gemma4":
+        t = gemma4_vision_torch(h, w, dim, base)
     else:
         t = llama4_vision_torch(h, dim, base)
     assert t.dtype == torch.float32 and tuple(t.shape) == ref.shape, (name, t.shape, ref.shape)
