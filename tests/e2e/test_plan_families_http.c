@@ -363,7 +363,7 @@ static void rows_match(struct fam *f, const char *url, const struct pe_resp *r, 
 static char *table_params(char *u)
 {
 	static const char *const seq_keys[] = {"segments", "variant", "spatial_merge_size", "tokens_per_second",
-					       "second_per_grid_t", "timestamp_tokens"};
+					       "second_per_grid_t", "timestamp_tokens", "time_step"};
 	for (size_t k = 0; k < sizeof seq_keys / sizeof seq_keys[0]; k++)
 		u = with(u, seq_keys[k], NULL);
 	return u;
