@@ -9,7 +9,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/statfs.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +17,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <linux/magic.h>
 
 const char *pe_daemon_bin(void) { return pe_spawn_bin(); }
 
@@ -192,14 +189,4 @@ size_t pe_raw_exchange(const struct pe_daemon *d, const char *request, size_t le
 	buf[got] = 0;
 	close(fd);
 	return got;
-}
-
-const char *pe_scratch_base(void)
-{
-	struct statfs fs;
-	const char *tmp = getenv("TMPDIR");
-	if (statfs("/dev/shm", &fs) == 0 && fs.f_type == TMPFS_MAGIC && access("/dev/shm", W_OK | X_OK) == 0 &&
-	    (unsigned long long)fs.f_bavail * (unsigned long long)fs.f_bsize >= 512ULL << 20)
-		return "/dev/shm";
-	return tmp && *tmp ? tmp : "/tmp";
 }

@@ -66,9 +66,4 @@ size_t pe_raw_exchange(const struct pe_daemon *d, const char *request, size_t le
 /* The daemon binary: $POSENC_BIN, else the build tree the test was built in. */
 const char *pe_daemon_bin(void);
 
-/* Where a test puts a data_dir it writes many tables to: /dev/shm when it is a tmpfs with 512 MiB
- * free (each table written is fsynced twice, milliseconds apiece on a disk, nothing on tmpfs; a
- * killed daemon's writes stay in memory either way), else $TMPDIR, else /tmp. */
-const char *pe_scratch_base(void);
-
 #endif

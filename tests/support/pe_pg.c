@@ -1,6 +1,7 @@
 /* A private PostgreSQL cluster for tests (see pe_pg.h). Commands run through system(): initdb,
  * pg_ctl and psql, with the paths quoted; as root they run as "postgres" through runuser. */
 #include "support/pe_pg.h"
+#include "support/pe_spawn.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -177,7 +178,7 @@ int pe_pg_start(struct pe_pg *pg, char *why, size_t cap)
 {
 	memset(pg, 0, sizeof *pg);
 	pg->watch_fd = -1;
-	snprintf(pg->dir, sizeof pg->dir, "%s/posenc-pg-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(pg->dir, sizeof pg->dir, "%.100s/posenc-pg-XXXXXX", pe_scratch_base());
 	if (!mkdtemp(pg->dir))
 		return snprintf(why, cap, "mkdtemp failed"), -1;
 	if (owned_dir(pg->dir) != 0)

@@ -1,4 +1,4 @@
-/* A private PostgreSQL cluster for tests: initdb in a temporary directory, started with pg_ctl on
+/* A private PostgreSQL cluster for tests: initdb in a temporary directory (pe_scratch_base), started with pg_ctl on
  * a free loopback port (listen_addresses 127.0.0.1, its unix socket in the same directory), trust
  * authentication for the user "posenc", removed at the end. As root, initdb and the server run as
  * the "postgres" user (initdb refuses root), and the directory is chown'ed to it.
