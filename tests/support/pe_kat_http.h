@@ -53,8 +53,8 @@ static inline size_t pe_kat_http_compare(const struct pe_daemon *d, const char *
 			if (dt == PE_I32) {
 				int32_t got;
 				memcpy(&got, r.body + 4 * j, 4);
-				ck_assert_msg(got == ((int32_t *)ref)[j], "%s [%zu]: %d, the reference %d", path, j, got,
-					      ((int32_t *)ref)[j]);
+				PE_CHECK(got == ((int32_t *)ref)[j], "%s [%zu]: %d, the reference %d", path, j, got,
+				         ((int32_t *)ref)[j]);
 				continue;
 			}
 			pe_kat_max_add(&m, pe_kat_ulp(dt, r.body, j, f64file ? ((double *)ref)[j] : ((float *)ref)[j]), path, j);

@@ -3,8 +3,8 @@
  * exit only the daemons of the process that exits, never reads a stale log as a new daemon's,
  * gives each daemon a data_dir of its own (never ./data) and removes it, starts the test-hooks
  * build for a gate (and refuses a gate otherwise), pe_query_table computes what the core
- * computes for the same parameters, and PostgreSQL clusters copied from $PE_PG_TEMPLATE answer
- * queries and are apart from each other. */
+ * computes for the same parameters, PE_CHECK fails as ck_assert_msg does, and PostgreSQL clusters
+ * copied from $PE_PG_TEMPLATE answer queries and are apart from each other. */
 #include "support/pe_check.h"
 #include "support/pe_http.h"
 #include "support/pe_pg.h"
@@ -321,6 +321,33 @@ START_TEST(spawn_sweeps_what_dead_tests_left)
 }
 END_TEST
 
+/* PE_CHECK fails a test with its message where expr is false, and passes where it holds. */
+START_TEST(pe_check_fails_with_its_message)
+{
+	volatile int zero = 0;
+	PE_CHECK(zero == 0, "zero is %d", zero);
+	PE_CHECK(zero != 0, "zero is %d", zero);
+}
+END_TEST
+
+START_TEST(pe_check_fails_as_ck_assert_does)
+{
+	Suite *s = suite_create("pe_check");
+	TCase *tc = tcase_create("pe_check");
+	tcase_add_test(tc, pe_check_fails_with_its_message);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_SILENT);
+	ck_assert_int_eq(srunner_ntests_failed(sr), 1);
+	TestResult **tr = srunner_failures(sr);
+	ck_assert_str_eq(tr_msg(tr[0]), "zero is 0");
+	ck_assert_int_eq(tr_lno(tr[0]), __LINE__ - 16); /* the failing PE_CHECK's line */
+	free(tr);
+	srunner_free(sr);
+}
+END_TEST
+
 /* Two clusters made from one template: the template is made once, each copy starts and answers,
  * a table made in one is not in the other, and destroying them leaves the template. */
 START_TEST(pg_clusters_from_a_template)
@@ -369,6 +396,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, spawn_cleanup_removes_the_data_dir);
 	tcase_add_test(tc, spawn_sweeps_what_dead_tests_left);
 	tcase_add_test(tc, pg_clusters_from_a_template);
+	tcase_add_test(tc, pe_check_fails_as_ck_assert_does);
 	suite_add_tcase(s, tc);
 	return s;
 }
