@@ -257,7 +257,7 @@ static inline uint64_t pe_kat_ref_ulp(enum pe_dtype dt, const void *got, const v
 	if (f64file || dt != PE_F64)
 		return pe_kat_ulp(dt, got, j, r);
 	double g = ((const double *)got)[j];
-	ck_assert_msg(g == (double)(float)g, "%s [%zu]: f64 is not a float", query, j);
+	PE_CHECK(g == (double)(float)g, "%s [%zu]: f64 is not a float", query, j);
 	return pe_ulp_f32((float)g, (float)r);
 }
 
