@@ -43,9 +43,10 @@ E2E_BIN    := $(E2E_SRC:%.c=$(BUILD)/%)
 # program; the spawner and the HTTP assertions for e2e and fault tests alike, libcurl for e2e.
 TEST_SUPPORT := $(BUILD)/obj/tests/support/pe_check.o $(BUILD)/obj/tests/support/pe_table.o
 SPAWN_SUPPORT := $(BUILD)/obj/tests/support/pe_spawn.o $(BUILD)/obj/tests/support/pe_http.o
-E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o $(BUILD)/obj/tests/support/pe_pg.o $(SPAWN_SUPPORT)
+PG_SUPPORT   := $(BUILD)/obj/tests/support/pe_pg.o
+E2E_SUPPORT  := $(BUILD)/obj/tests/support/pe_daemon.o $(PG_SUPPORT) $(SPAWN_SUPPORT)
 
-.PHONY: all deps run test check layers unit e2e fault fuzz ops browser asan lint bench bench-inline clean test-exhaustive \
+.PHONY: all deps run test check layers unit e2e fault suites fuzz ops browser asan lint bench bench-inline clean test-exhaustive \
 	docs docs-check
 .DELETE_ON_ERROR:
 
@@ -107,9 +108,9 @@ $(SRV_TEST_BIN): $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(BUILD)/libposenc.
 		$(PKG_LIBS) $(LIBS_CORE) $(TEST_LIBS)
 
 # The test of tests/support itself (the spawner starts build/posencd: `make unit` builds all first).
-$(SUPPORT_TEST_BIN): $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(SPAWN_SUPPORT) $(BUILD)/libposenc.a
+$(SUPPORT_TEST_BIN): $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(SPAWN_SUPPORT) $(PG_SUPPORT) $(BUILD)/libposenc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(TEST_SUPPORT) $(SPAWN_SUPPORT) $(BUILD)/libposenc.a \
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(TEST_SUPPORT) $(SPAWN_SUPPORT) $(PG_SUPPORT) $(BUILD)/libposenc.a \
 		$(LIBS_CORE) $(TEST_LIBS) $(shell pkg-config --libs jansson 2>/dev/null)
 
 $(E2E_BIN): $(E2E_SUPPORT)
@@ -127,8 +128,7 @@ check:
 	$(MAKE) $(SUBJ) unit-programs e2e-programs
 	$(MAKE) layers
 	$(MAKE) docs-check
-	$(MAKE) unit
-	$(MAKE) e2e
+	@$(RUN_TESTS) unit $(UNIT_BIN) e2e: $(E2E_BIN)
 
 # No #include in src/ reaches up a layer (tests/tools/layers.py) and no two object files of src/
 # need each other (tests/tools/file_cycles.py, from nm); each check also refuses planted violations.
@@ -155,13 +155,17 @@ docs-check: $(CONFIG_DOC)
 	@./tests/tools/docs.py check $(CONFIG_DOC)
 	@./tests/tools/docs.py self-test $(CONFIG_DOC)
 
+# Each program's time in the last run is kept in $(BUILD)/test-times: the runner starts the longest
+# first (tests/tools/test-times holds the figures for a fresh tree).
+RUN_TESTS = PE_TEST_TIMES=$(BUILD)/test-times ./tests/tools/run-tests.sh
+
 unit:
 	@$(MAKE) $(SUBJ) unit-programs
-	@./tests/tools/run-tests.sh unit $(UNIT_BIN)
+	@$(RUN_TESTS) unit $(UNIT_BIN)
 
 e2e:
 	@$(MAKE) $(SUBJ) e2e-programs
-	@./tests/tools/run-tests.sh e2e $(E2E_BIN)
+	@$(RUN_TESTS) e2e $(E2E_BIN)
 
 # Fault tests: slowloris, overload, abandoned jobs, SIGTERM under load, big bodies, hostile headers
 # and queries, each against its own daemon of this build tree.
@@ -177,7 +181,13 @@ $(FAULT_BIN): $(BUILD)/tests/fault/%: tests/fault/%.c $(FAULT_SUPPORT)
 
 fault:
 	@$(MAKE) $(SUBJ) fault-programs
-	@./tests/tools/run-tests.sh fault $(FAULT_BIN)
+	@$(RUN_TESTS) fault $(FAULT_BIN)
+
+# unit, e2e and fault programs in one pool: no kind waits for another's slowest program.
+SUITES = unit $(UNIT_BIN) e2e: $(E2E_BIN) fault: $(FAULT_BIN)
+suites:
+	@$(MAKE) $(SUBJ) test-programs
+	@$(RUN_TESTS) $(SUITES)
 
 # The test programs of this build tree, compiled (nothing run).
 .PHONY: test-programs unit-programs e2e-programs fault-programs
@@ -209,17 +219,16 @@ run:
 	$(MAKE) all
 	./$(BUILD)/posencd
 
+# The ops scripts, the lint and the browser run join the same pool (mostly waiting on a compiler,
+# nginx, node or Chromium, they fill the CPUs the tests leave idle); the serial fault tests still
+# run last, alone.
 test:
 	@./tests/tools/deps.sh build test ops lint browser
 	$(MAKE) $(SUBJ) test-programs
 	$(MAKE) layers
 	$(MAKE) docs-check
-	$(MAKE) unit
-	$(MAKE) e2e
-	$(MAKE) fault
-	$(MAKE) ops
-	$(MAKE) lint
-	$(MAKE) browser
+	@POSENCD=$(BUILD)/posencd $(RUN_TESTS) $(SUITES) ops: ./docker/check-image.sh $(wildcard tests/ops/test_*.sh) \
+		lint: ./tests/tools/lint-openapi.sh browser: ./tests/browser/run.sh
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in its own build tree; the
 # CLI tests run that tree's CLI (they run $POSENC_CLI, else build/posenc).
@@ -228,9 +237,7 @@ ASAN_MAKE = POSENC_CLI=build/asan/posenc \
 asan:
 	@./tests/tools/deps.sh build test
 	$(ASAN_MAKE) $(SUBJ) test-programs
-	$(ASAN_MAKE) unit
-	$(ASAN_MAKE) e2e
-	$(ASAN_MAKE) fault
+	$(ASAN_MAKE) suites
 
 lint:
 	@./tests/tools/deps.sh lint

@@ -314,7 +314,8 @@ START_TEST(long_table_f32)
 				size_t a = r * dim + (inter ? 2 * i : i), b = r * dim + (inter ? 2 * i + 1 : h + i);
 				pe_kat_max_add(&m, pe_ulp_f32(got[a], ec), queries[q], a);
 				pe_kat_max_add(&m, pe_ulp_f32(got[len * dim + a], es), queries[q], len * dim + a);
-				ck_assert(got[a] == got[b] && got[len * dim + a] == got[len * dim + b]);
+				PE_CHECK(got[a] == got[b] && got[len * dim + a] == got[len * dim + b], "%s: [%zu] and [%zu] differ",
+				         queries[q], a, b);
 			}
 		}
 		pe_kat_max_check(&m, 1);

@@ -8,7 +8,7 @@
 #include "support/pe_check.h"
 #include "support/pe_cpu.h"
 #include "support/pe_daemon.h"
-#include "support/pe_kat.h"
+#include "support/pe_kat_http.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -55,41 +55,33 @@ static uint64_t max_ulps(const struct pe_tensor_view *v, const void *ref, int re
 /* Every GET case (positions and tables): exact f64 vs NumPy, hf f32 vs torch. */
 START_TEST(get_known_answers)
 {
-	struct pe_daemon d;
-	struct pe_kat k;
-	size_t checked = 0;
-	pe_daemon_start(&d, NULL);
-	pe_kat_load(&k, DATA_DIR);
-	for (size_t i = 0; i < pe_kat_count(&k); i++) {
-		json_t *c = pe_kat_case(&k, i);
+	static const char *const tables[] = {"rope/axial", "rope/axial/positions", NULL};
+	struct pe_kat_walk w;
+	pe_kat_walk_start(&w, DATA_DIR);
+	while (pe_kat_walk_next(&w, tables)) {
+		json_t *c = w.c;
 		const char *table = pe_kat_str(c, "table");
-		if (strcmp(table, "rope/axial") && strcmp(table, "rope/axial/positions"))
-			continue;
 		int positions = !strcmp(table, "rope/axial/positions");
 		char path[64];
-		struct pe_shape s;
-		size_t n = pe_kat_shape(c, &s);
 		struct pe_resp r;
 		struct pe_tensor_view v;
 		snprintf(path, sizeof path, "/v1/%s", table);
-		double *ref = pe_kat_file(&k, c, "ref_f64", n * 8);
-		get_npy(&d, path, pe_kat_str(c, "query"), "f64", &r, &v);
-		ck_assert_int_eq(memcmp(&v.shape, &s, sizeof s), 0);
-		ck_assert_uint_le(max_ulps(&v, ref, 1, n), positions ? 0 : 1);
+		double *ref = pe_kat_file(&w.k, c, "ref_f64", w.n * 8);
+		get_npy(&w.d, path, pe_kat_str(c, "query"), "f64", &r, &v);
+		ck_assert_int_eq(memcmp(&v.shape, &w.s, sizeof w.s), 0);
+		ck_assert_uint_le(max_ulps(&v, ref, 1, w.n), positions ? 0 : 1);
 		pe_resp_free(&r);
 		free(ref);
 		if (pe_kat_has(c, "torch_f32")) {
-			float *t = pe_kat_file(&k, c, "torch_f32", n * 4);
-			get_npy(&d, path, pe_kat_str(c, "hf_query"), "f32", &r, &v);
-			ck_assert_uint_le(max_ulps(&v, t, 0, n), positions ? 0 : hf_bound());
+			float *t = pe_kat_file(&w.k, c, "torch_f32", w.n * 4);
+			get_npy(&w.d, path, pe_kat_str(c, "hf_query"), "f32", &r, &v);
+			ck_assert_uint_le(max_ulps(&v, t, 0, w.n), positions ? 0 : hf_bound());
 			pe_resp_free(&r);
 			free(t);
 		}
-		checked++;
+		w.checked++;
 	}
-	ck_assert_uint_ge(checked, 20);
-	pe_kat_free(&k);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+	pe_kat_walk_end(&w, 20);
 }
 END_TEST
 
@@ -114,45 +106,37 @@ static char *ids_npy(json_t *ids, enum pe_dtype dt, size_t *len)
 /* POST the ids of every POST case: the table of the known answers (both hf arithmetics). */
 START_TEST(post_known_answers)
 {
-	struct pe_daemon d;
-	struct pe_kat k;
-	size_t checked = 0;
-	pe_daemon_start(&d, NULL);
-	pe_kat_load(&k, DATA_DIR);
-	for (size_t i = 0; i < pe_kat_count(&k); i++) {
-		json_t *c = pe_kat_case(&k, i);
-		if (strcmp(pe_kat_str(c, "table"), "rope/axial POST"))
-			continue;
-		static const struct {
-			const char *query, *file, *dtype;
-		} runs[] = {{"query", "ref_f64", "f64"}, {"hf_query", "torch_f32", "f32"}, {"hf32_query", "torchf32freq_f32", "f32"}};
-		struct pe_shape s;
-		size_t n = pe_kat_shape(c, &s);
+	static const char *const tables[] = {"rope/axial POST", NULL};
+	static const struct {
+		const char *query, *file, *dtype;
+	} runs[] = {{"query", "ref_f64", "f64"}, {"hf_query", "torch_f32", "f32"}, {"hf32_query", "torchf32freq_f32", "f32"}};
+	struct pe_kat_walk w;
+	pe_kat_walk_start(&w, DATA_DIR);
+	while (pe_kat_walk_next(&w, tables)) {
+		json_t *c = w.c;
 		for (int body_dt = 0; body_dt < 2; body_dt++)
 			for (size_t q = 0; q < sizeof runs / sizeof runs[0]; q++) {
 				size_t len;
 				char *body = ids_npy(json_object_get(c, "ids"), body_dt ? PE_F32 : PE_F64, &len), url[512];
 				int f64 = !strcmp(runs[q].dtype, "f64");
-				void *ref = pe_kat_file(&k, c, runs[q].file, n * (f64 ? 8 : 4));
+				void *ref = pe_kat_file(&w.k, c, runs[q].file, w.n * (f64 ? 8 : 4));
 				struct pe_resp r;
 				struct pe_tensor_view v;
 				snprintf(url, sizeof url, "/v1/rope/axial?%s&format=npy&dtype=%s", pe_kat_str(c, runs[q].query),
 					 runs[q].dtype);
-				pe_request(&d, "POST", url, npy_h, body, len, &r);
+				pe_request(&w.d, "POST", url, npy_h, body, len, &r);
 				ck_assert_msg(r.status == 200, "%s: %ld %s", url, r.status, r.body);
 				ck_assert_int_eq(pe_npy_parse(r.body, r.len, 1 << 24, &v, NULL), 0);
-				ck_assert_int_eq(memcmp(&v.shape, &s, sizeof s), 0);
-				ck_assert_uint_le(max_ulps(&v, ref, f64, n), f64 ? 1 : hf_bound());
+				ck_assert_int_eq(memcmp(&v.shape, &w.s, sizeof w.s), 0);
+				ck_assert_uint_le(max_ulps(&v, ref, f64, w.n), f64 ? 1 : hf_bound());
 				ck_assert_ptr_nonnull(strstr(r.headers, "no-store"));
 				pe_resp_free(&r);
 				free(ref);
 				free(body);
-				checked++;
+				w.checked++;
 			}
 	}
-	ck_assert_uint_ge(checked, 6);
-	pe_kat_free(&k);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+	pe_kat_walk_end(&w, 6);
 }
 END_TEST
 

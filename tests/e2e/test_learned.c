@@ -45,7 +45,8 @@ static struct pe_pg PG;
 
 static void make_dir(void)
 {
-	snprintf(dir, sizeof dir, "/tmp/posenc-learned-XXXXXX");
+	const char *base = pe_scratch_base(); /* the 6000 tables of list_is_held_on_the_budget */
+	snprintf(dir, sizeof dir, "%s/posenc-learned-XXXXXX", strlen(base) < 40 ? base : "/tmp");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	memset(&D, 0, sizeof D);
 }

@@ -5,7 +5,7 @@
  * sections, bodies, media types, sizes, each a problem naming its parameter. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
-#include "support/pe_kat.h"
+#include "support/pe_kat_http.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -30,26 +30,22 @@ static void get(const struct pe_daemon *d, const char *path, const char *query, 
 
 START_TEST(positions_match_known_answers)
 {
-	struct pe_daemon d;
-	struct pe_kat k;
-	size_t checked = 0;
-	pe_daemon_start(&d, NULL);
-	pe_kat_load(&k, DATA_DIR);
-	for (size_t i = 0; i < pe_kat_count(&k); i++) {
-		json_t *c = pe_kat_case(&k, i);
-		if (strcmp(pe_kat_str(c, "table"), "rope/mrope/positions"))
-			continue;
-		struct pe_shape s;
-		size_t n = pe_kat_shape(c, &s);
+	static const char *const tables[] = {"rope/mrope/positions", NULL};
+	struct pe_kat_walk w;
+	pe_kat_walk_start(&w, DATA_DIR);
+	while (pe_kat_walk_next(&w, tables)) {
+		json_t *c = w.c;
+		const struct pe_shape s = w.s;
+		size_t n = w.n;
 		const char *query = pe_kat_str(c, "query");
 		long delta = (long)json_integer_value(json_object_get(c, "mrope_position_delta"));
-		int32_t *ref = pe_kat_file(&k, c, "ref_i32", n * 4);
+		int32_t *ref = pe_kat_file(&w.k, c, "ref_i32", n * 4);
 		char q[4096], hdr[64], want[32];
 		struct pe_resp r;
 		struct pe_tensor_view v;
 		snprintf(want, sizeof want, "%ld", delta);
 		snprintf(q, sizeof q, "%s&format=npy", query);
-		get(&d, "/v1/rope/mrope/positions", q, &r);
+		get(&w.d, "/v1/rope/mrope/positions", q, &r);
 		ck_assert_msg(r.status == 200, "%s: %ld %s", query, r.status, r.body);
 		ck_assert_int_eq(pe_npy_parse(r.body, r.len, 1 << 24, &v, NULL), 0);
 		ck_assert_int_eq(v.dtype, PE_I32);
@@ -58,12 +54,12 @@ START_TEST(positions_match_known_answers)
 		ck_assert_str_eq(pe_resp_header(&r, "X-PE-Mrope-Delta", hdr, sizeof hdr), want);
 		pe_resp_free(&r);
 		snprintf(q, sizeof q, "%s&format=bin", query);
-		get(&d, "/v1/rope/mrope/positions", q, &r);
+		get(&w.d, "/v1/rope/mrope/positions", q, &r);
 		ck_assert_uint_eq(r.len, n * 4);
 		ck_assert_mem_eq(r.body, ref, n * 4);
 		pe_resp_free(&r);
 		snprintf(q, sizeof q, "%s&format=json", query);
-		get(&d, "/v1/rope/mrope/positions", q, &r);
+		get(&w.d, "/v1/rope/mrope/positions", q, &r);
 		json_t *j = pe_resp_json(&r);
 		ck_assert_int_eq(json_integer_value(json_object_get(j, "mrope_position_delta")), delta);
 		json_t *row2 = json_array_get(json_object_get(j, "data"), 2);
@@ -73,18 +69,16 @@ START_TEST(positions_match_known_answers)
 		json_decref(j);
 		pe_resp_free(&r);
 		snprintf(q, sizeof q, "%s&format=csv", query);
-		get(&d, "/v1/rope/mrope/positions", q, &r);
+		get(&w.d, "/v1/rope/mrope/positions", q, &r);
 		ck_assert_int_eq(r.status, 200);
 		char first[32];
-		int w = snprintf(first, sizeof first, "%d,%d,", ref[0], ref[1]);
-		ck_assert_msg(!strncmp(r.body, first, (size_t)w), "%s: csv starts %.20s", query, r.body);
+		int len = snprintf(first, sizeof first, "%d,%d,", ref[0], ref[1]);
+		ck_assert_msg(!strncmp(r.body, first, (size_t)len), "%s: csv starts %.20s", query, r.body);
 		pe_resp_free(&r);
 		free(ref);
-		checked++;
+		w.checked++;
 	}
-	pe_kat_free(&k);
-	ck_assert_uint_ge(checked, 5);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+	pe_kat_walk_end(&w, 5);
 }
 END_TEST
 

@@ -1,7 +1,7 @@
 /* POST /v1/plan as a hostile client reads it: every url a plan gives is fetched as given, with
  * and without gzip, for every fixture under tests/data/configs/ at the extreme lens (1, and the
  * largest ?len, 2^30; test_plan_configs.c fetches the default len), under the default limits (max_elements
- * 2^22: the cap is the point at 2^30, not the table's size) and under small ones (a response budget of a few
+ * 2^20: the cap is the point at 2^30, not the table's size) and under small ones (a response budget of a few
  * MB, max_elements 500000) where the plan must switch to npy or cap len. A url the plan gives
  * must be a 200, and a len the plan capped must be named in a warning. Configs share tables: each
  * distinct url is fetched once per daemon, over a few connections at once.
@@ -193,12 +193,12 @@ static void every_fixture(const char *const *args)
 	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
 }
 
-/* The default limits but max_elements 2^22: at len=2^30 every table is still capped, by the same
- * rule as at the default 2^26, while each table is 16 times smaller to build and send (the M-RoPE
+/* The default limits but max_elements 2^20: at len=2^30 every table is still capped, by the same
+ * rule as at the default 2^26, while each table is 64 times smaller to build and send (the M-RoPE
  * case below keeps the default). */
 START_TEST(every_url_is_served_at_every_len)
 {
-	static const char *const args[] = {"--max-elements", "4194304", NULL};
+	static const char *const args[] = {"--max-elements", "1048576", NULL};
 	every_fixture(args);
 }
 END_TEST

@@ -7,7 +7,7 @@
  * naming its parameter. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
-#include "support/pe_kat.h"
+#include "support/pe_kat_http.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -35,47 +35,42 @@ static void get_bin(const struct pe_daemon *d, const char *table, const char *qu
 /* Every case: hf f32 bytes against torch, exact f64 within 1 ulp of numpy. */
 START_TEST(known_answers)
 {
-	struct pe_daemon d;
-	size_t checked = 0;
-	pe_daemon_start(&d, NULL);
+	struct pe_kat_walk w;
+	pe_kat_walk_start(&w, dirs[0]);
 	for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) {
-		struct pe_kat kat;
-		pe_kat_load(&kat, dirs[k]);
-		for (size_t i = 0; i < pe_kat_count(&kat); i++) {
-			json_t *c = pe_kat_case(&kat, i);
-			struct pe_shape s;
+		pe_kat_walk_load(&w, dirs[k]);
+		while (pe_kat_walk_next(&w, NULL)) {
+			json_t *c = w.c;
+			size_t n = w.n;
 			struct pe_resp r;
-			size_t n = pe_kat_shape(c, &s);
 			const char *table = pe_kat_str(c, "table");
 			if (pe_kat_has(c, "torch_f32")) {
-				float *ref = pe_kat_file(&kat, c, "torch_f32", n * 4);
-				get_bin(&d, table, pe_kat_str(c, "hf_query"), "f32", &r);
+				float *ref = pe_kat_file(&w.k, c, "torch_f32", n * 4);
+				get_bin(&w.d, table, pe_kat_str(c, "hf_query"), "f32", &r);
 				ck_assert_uint_eq(r.len, n * 4);
 				for (size_t j = 0; j < n; j++) {
 					float g;
 					memcpy(&g, r.body + 4 * j, 4);
-					ck_assert_msg(pe_ulp_f32(g, ref[j]) <= (torch_bits() ? 0u : 1u), "%s [%zu]: %.9g vs torch %.9g",
-						      pe_kat_str(c, "hf_query"), j, g, ref[j]);
+					PE_CHECK(pe_ulp_f32(g, ref[j]) <= (torch_bits() ? 0u : 1u), "%s [%zu]: %.9g vs torch %.9g",
+					         pe_kat_str(c, "hf_query"), j, g, ref[j]);
 				}
 				pe_resp_free(&r);
 				free(ref);
 			}
-			double *ref = pe_kat_file(&kat, c, "ref_f64", n * 8);
-			get_bin(&d, table, pe_kat_str(c, "query"), "f64", &r);
+			double *ref = pe_kat_file(&w.k, c, "ref_f64", n * 8);
+			get_bin(&w.d, table, pe_kat_str(c, "query"), "f64", &r);
 			ck_assert_uint_eq(r.len, n * 8);
 			for (size_t j = 0; j < n; j++) {
 				double g;
 				memcpy(&g, r.body + 8 * j, 8);
-				ck_assert_msg(pe_ulp_f64(g, ref[j]) <= 1, "%s [%zu]", pe_kat_str(c, "query"), j);
+				PE_CHECK(pe_ulp_f64(g, ref[j]) <= 1, "%s [%zu]", pe_kat_str(c, "query"), j);
 			}
 			pe_resp_free(&r);
 			free(ref);
-			checked += n;
+			w.checked += n;
 		}
-		pe_kat_free(&kat);
 	}
-	ck_assert_uint_gt(checked, 100000);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+	pe_kat_walk_end(&w, 100001); /* more than 100000 values */
 }
 END_TEST
 
@@ -121,19 +116,16 @@ static void post(const struct pe_daemon *d, const char *query, const char *ctype
  * where the values survive the conversion (hf converts to float first anyway; integers). */
 START_TEST(post_is_the_get_table)
 {
-	struct pe_daemon d;
-	struct pe_kat kat;
-	size_t posted = 0;
-	pe_daemon_start(&d, NULL);
-	pe_kat_load(&kat, dirs[2]);
-	for (size_t i = 0; i < pe_kat_count(&kat); i++) {
-		json_t *c = pe_kat_case(&kat, i), *ts = json_object_get(c, "timesteps");
+	struct pe_kat_walk w;
+	pe_kat_walk_start(&w, dirs[2]);
+	while (pe_kat_walk_next(&w, NULL)) {
+		json_t *c = w.c, *ts = json_object_get(c, "timesteps");
 		for (int hf = 0; hf < 2; hf++) {
 			const char *q = pe_kat_str(c, hf ? "hf_query" : "query"), *rest = strchr(q, '&') + 1;
 			struct pe_resp g, r;
-			get_bin(&d, "sinusoidal/timestep", q, "f32", &g);
+			get_bin(&w.d, "sinusoidal/timestep", q, "f32", &g);
 			char *js = json_dumps(ts, JSON_COMPACT);
-			post(&d, rest, "application/json", js, strlen(js), &r);
+			post(&w.d, rest, "application/json", js, strlen(js), &r);
 			ck_assert_msg(r.status == 200 && r.len == g.len && !memcmp(r.body, g.body, g.len), "JSON %s: %ld %s", q,
 				      r.status, r.status == 200 ? "" : r.body);
 			pe_resp_free(&r);
@@ -147,19 +139,17 @@ START_TEST(post_is_the_get_table)
 					continue;
 				struct pe_buf b;
 				npy_body(ts, descrs[k], &b);
-				post(&d, rest, "application/x-npy", b.data, b.len, &r);
+				post(&w.d, rest, "application/x-npy", b.data, b.len, &r);
 				ck_assert_msg(r.status == 200 && r.len == g.len && !memcmp(r.body, g.body, g.len), "npy %s %s: %ld",
 					      descrs[k], q, r.status);
 				pe_resp_free(&r);
 				pe_buf_destroy(&b);
-				posted++;
+				w.checked++;
 			}
 			pe_resp_free(&g);
 		}
 	}
-	pe_kat_free(&kat);
-	ck_assert_uint_gt(posted, 20);
-	ck_assert_int_eq(pe_daemon_stop(&d, SIGTERM), 0);
+	pe_kat_walk_end(&w, 21); /* more than 20 posts */
 }
 END_TEST
 

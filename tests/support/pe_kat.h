@@ -103,7 +103,7 @@ static inline void pe_kat_positions_case(const struct pe_kat *k, json_t *c)
 	int32_t *ref = pe_kat_file(k, c, "ref_i32", n * 4);
 	int32_t *got = pe_kat_run("rope/mrope/positions", query, PE_I32, &s);
 	for (size_t j = 0; j < n; j++)
-		ck_assert_msg(got[j] == ref[j], "%s [%zu]: %d, expected %d", query, j, got[j], ref[j]);
+		PE_CHECK(got[j] == ref[j], "%s [%zu]: %d, expected %d", query, j, got[j], ref[j]);
 	struct pe_params p;
 	struct pe_err err;
 	ck_assert_int_eq(pe_query_params(&p, "rope/mrope/positions", query, &err), 0);
@@ -257,7 +257,7 @@ static inline uint64_t pe_kat_ref_ulp(enum pe_dtype dt, const void *got, const v
 	if (f64file || dt != PE_F64)
 		return pe_kat_ulp(dt, got, j, r);
 	double g = ((const double *)got)[j];
-	ck_assert_msg(g == (double)(float)g, "%s [%zu]: f64 is not a float", query, j);
+	PE_CHECK(g == (double)(float)g, "%s [%zu]: f64 is not a float", query, j);
 	return pe_ulp_f32((float)g, (float)r);
 }
 
@@ -281,8 +281,8 @@ static inline void pe_kat_compare(const struct pe_kat *k, const struct pe_kat_cm
 		for (size_t j = 0; j < n; j++) {
 			pe_kat_max_add(into, pe_kat_ref_ulp(cmp->dt, got, ref, f64file, j, query), query, j);
 			if (wide)
-				ck_assert_msg(wide[j] == pe_kat_get(cmp->dt, got, j), "%s: f64 is not the %s value at %zu", query,
-					      pe_dtype_name(cmp->dt), j);
+				PE_CHECK(wide[j] == pe_kat_get(cmp->dt, got, j), "%s: f64 is not the %s value at %zu", query,
+				         pe_dtype_name(cmp->dt), j);
 		}
 		free(ref);
 		free(got);

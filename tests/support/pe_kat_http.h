@@ -1,12 +1,14 @@
 /* Known answers over HTTP: every case of a tests/data/<dir> manifest (tests/ref/kat.py) fetched
  * from a running daemon as raw bytes of one dtype and compared with the case's reference file,
- * X-PE-Shape included. Header-only (static inline), for e2e programs (pe_daemon and pe_kat). */
+ * X-PE-Shape included; and the walk a test with checks of its own takes through a manifest's cases
+ * against one daemon. Header-only (static inline), for e2e programs (pe_daemon and pe_kat). */
 #ifndef PE_TEST_KAT_HTTP_H
 #define PE_TEST_KAT_HTTP_H
 
 #include "support/pe_daemon.h"
 #include "support/pe_kat.h"
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,8 +53,8 @@ static inline size_t pe_kat_http_compare(const struct pe_daemon *d, const char *
 			if (dt == PE_I32) {
 				int32_t got;
 				memcpy(&got, r.body + 4 * j, 4);
-				ck_assert_msg(got == ((int32_t *)ref)[j], "%s [%zu]: %d, the reference %d", path, j, got,
-					      ((int32_t *)ref)[j]);
+				PE_CHECK(got == ((int32_t *)ref)[j], "%s [%zu]: %d, the reference %d", path, j, got,
+				         ((int32_t *)ref)[j]);
 				continue;
 			}
 			pe_kat_max_add(&m, pe_kat_ulp(dt, r.body, j, f64file ? ((double *)ref)[j] : ((float *)ref)[j]), path, j);
@@ -65,6 +67,61 @@ static inline size_t pe_kat_http_compare(const struct pe_daemon *d, const char *
 	if (dt != PE_I32)
 		pe_kat_max_check(&m, 1);
 	return cases;
+}
+
+/* A daemon and a manifest walked case by case: the start, the filter on "table" and the end that
+ * every known-answer e2e test with checks of its own shares. */
+struct pe_kat_walk {
+	struct pe_daemon d; /* every case is fetched from it (default settings) */
+	struct pe_kat k;    /* the manifest being walked */
+	json_t *c;          /* the current case */
+	struct pe_shape s;  /* its shape */
+	size_t n;           /* its number of elements */
+	size_t at;          /* the index of the case after it */
+	size_t checked;     /* what the test counted, held against a minimum at the end */
+};
+
+/* Walk dir's manifest from its first case; the daemon stays. */
+static inline void pe_kat_walk_load(struct pe_kat_walk *w, const char *dir)
+{
+	if (w->k.cases)
+		pe_kat_free(&w->k);
+	pe_kat_load(&w->k, dir);
+	w->at = 0;
+}
+
+/* Start a daemon and walk dir's manifest. */
+static inline void pe_kat_walk_start(struct pe_kat_walk *w, const char *dir)
+{
+	memset(w, 0, sizeof *w);
+	pe_daemon_start(&w->d, NULL);
+	pe_kat_walk_load(w, dir);
+}
+
+/* The next case whose "table" is one of tables (NULL-terminated; NULL: any) into c, s and n: 1, or
+ * 0 past the last. */
+static inline int pe_kat_walk_next(struct pe_kat_walk *w, const char *const *tables)
+{
+	while (w->at < pe_kat_count(&w->k)) {
+		json_t *c = pe_kat_case(&w->k, w->at++);
+		int match = !tables;
+		for (size_t t = 0; !match && tables[t]; t++)
+			match = !strcmp(pe_kat_str(c, "table"), tables[t]);
+		if (match) {
+			w->c = c;
+			w->n = pe_kat_shape(c, &w->s);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The end: at least min counted, the manifest freed, the daemon stopped with status 0. */
+static inline void pe_kat_walk_end(struct pe_kat_walk *w, size_t min)
+{
+	ck_assert_uint_ge(w->checked, min);
+	pe_kat_free(&w->k);
+	ck_assert_int_eq(pe_daemon_stop(&w->d, SIGTERM), 0);
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* A private PostgreSQL cluster for tests (see pe_pg.h). Commands run through system(): initdb,
  * pg_ctl and psql, with the paths quoted; as root they run as "postgres" through runuser. */
 #include "support/pe_pg.h"
+#include "support/pe_spawn.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -115,23 +117,75 @@ static int watch(struct pe_pg *pg)
 	return 0;
 }
 
-int pe_pg_start(struct pe_pg *pg, char *why, size_t cap)
+/* initdb of dir/data as the cluster's owner; 0 or -1. */
+static int initdb(const char *dir)
 {
 	char t[300], cmd[1000];
+	tool("initdb", t, sizeof t);
+	snprintf(cmd, sizeof cmd, "%s'%s' -D '%s/data' -U posenc --auth=trust -N -E UTF8 --locale=C >'%s/initdb.out' 2>&1",
+		 as_owner(), t, dir, dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A directory the cluster's owner may write; 0 or -1. */
+static int owned_dir(const char *dir)
+{
 	struct passwd *pw = geteuid() == 0 ? getpwnam("postgres") : NULL;
+	return geteuid() == 0 && (!pw || chown(dir, pw->pw_uid, pw->pw_gid) != 0) ? -1 : 0;
+}
+
+/* The template's data directory under $PE_PG_TEMPLATE (see pe_pg.h), made by the first caller:
+ * initdb into a directory of its own, then renamed into place, so a reader sees a whole cluster
+ * or none and two makers racing keep one. NULL when unset or when it cannot be made. */
+static const char *template_data(void)
+{
+	static char data[300];
+	char tmp[300], cmd[400];
+	const char *root = getenv("PE_PG_TEMPLATE");
+	if (!root || !*root || strlen(root) > 200)
+		return NULL;
+	snprintf(data, sizeof data, "%s/data", root);
+	snprintf(tmp, sizeof tmp, "%s/data/PG_VERSION", root);
+	if (access(tmp, R_OK) == 0)
+		return data;
+	if (mkdir(root, 0755) != 0 && errno != EEXIST)
+		return NULL;
+	snprintf(tmp, sizeof tmp, "%s/init-XXXXXX", root);
+	if (!mkdtemp(tmp) || chmod(tmp, 0755) != 0 || owned_dir(tmp) != 0)
+		return NULL;
+	char made[320];
+	snprintf(made, sizeof made, "%s/data", tmp);
+	int ok = initdb(tmp) == 0 && (rename(made, data) == 0 || errno == EEXIST || errno == ENOTEMPTY);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "pe_pg: cannot remove %s\n", tmp);
+	return ok ? data : NULL;
+}
+
+/* dir/data: a copy of the template when there is one (initdb costs seconds, a copy a fraction of
+ * one), else initdb. 0 or -1. */
+static int make_data(const char *dir)
+{
+	char cmd[800];
+	const char *tmpl = template_data();
+	if (!tmpl)
+		return initdb(dir);
+	snprintf(cmd, sizeof cmd, "cp -a '%s' '%s/data' >'%s/initdb.out' 2>&1", tmpl, dir, dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int pe_pg_start(struct pe_pg *pg, char *why, size_t cap)
+{
 	memset(pg, 0, sizeof *pg);
 	pg->watch_fd = -1;
-	snprintf(pg->dir, sizeof pg->dir, "%s/posenc-pg-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(pg->dir, sizeof pg->dir, "%.100s/posenc-pg-XXXXXX", pe_scratch_base());
 	if (!mkdtemp(pg->dir))
 		return snprintf(why, cap, "mkdtemp failed"), -1;
-	if (geteuid() == 0 && (!pw || chown(pg->dir, pw->pw_uid, pw->pw_gid) != 0))
+	if (owned_dir(pg->dir) != 0)
 		return snprintf(why, cap, "cannot give %s to the postgres user", pg->dir), -1;
 	if (watch(pg) != 0)
 		return snprintf(why, cap, "cannot start the cluster's watcher"), -1;
-	tool("initdb", t, sizeof t);
-	snprintf(cmd, sizeof cmd, "%s'%s' -D '%s/data' -U posenc --auth=trust -N -E UTF8 --locale=C >'%s/initdb.out' 2>&1",
-		 as_owner(), t, pg->dir, pg->dir);
-	if (system(cmd) != 0)
+	if (make_data(pg->dir) != 0)
 		return snprintf(why, cap, "initdb failed (see %s/initdb.out)", pg->dir), -1;
 	for (int tries = 0; tries < 3; tries++) {
 		if ((pg->port = free_port()) < 0)

@@ -1,9 +1,11 @@
-/* A private PostgreSQL cluster for tests: initdb in a temporary directory, started with pg_ctl on
+/* A private PostgreSQL cluster for tests: initdb in a temporary directory (pe_scratch_base), started with pg_ctl on
  * a free loopback port (listen_addresses 127.0.0.1, its unix socket in the same directory), trust
  * authentication for the user "posenc", removed at the end. As root, initdb and the server run as
  * the "postgres" user (initdb refuses root), and the directory is chown'ed to it.
  *
  * The binaries: $PE_PG_BINDIR, else the newest /usr/lib/postgresql/<version>/bin, else $PATH.
+ * With $PE_PG_TEMPLATE set (tests/tools/run-tests.sh sets it to a directory of its run), the first
+ * cluster's initdb is made there once and every cluster's data directory is a copy of it.
  * Every cluster has a watcher: a small process that waits on a pipe the test process holds, and
  * stops (immediate) and removes the cluster when that pipe closes without pe_pg_destroy having
  * said goodbye, so a check test that fails (check ends it with _exit: no atexit handler runs)

@@ -9,9 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #ifndef PE_BUILD_DIR
 #define PE_BUILD_DIR "build"
@@ -372,4 +375,14 @@ int pe_spawn_instrumented(const struct pe_spawn *s)
 		yes = strstr(bin, "asan") != NULL || strstr(bin, "valgrind") != NULL;
 	}
 	return yes;
+}
+
+const char *pe_scratch_base(void)
+{
+	struct statfs fs;
+	const char *tmp = getenv("TMPDIR");
+	if (statfs("/dev/shm", &fs) == 0 && fs.f_type == TMPFS_MAGIC && access("/dev/shm", W_OK | X_OK) == 0 &&
+	    (unsigned long long)fs.f_bavail * (unsigned long long)fs.f_bsize >= 1ULL << 30)
+		return "/dev/shm";
+	return tmp && *tmp ? tmp : "/tmp";
 }

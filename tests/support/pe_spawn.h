@@ -40,6 +40,11 @@ struct pe_spawn_opts {
  * pe_spawn_hooks(1), $POSENC_HOOKS_BIN, else PE_BUILD_DIR/posencd-hooks. */
 const char *pe_spawn_bin(void);
 
+/* Where a test puts files it writes a lot, a learned store or a PostgreSQL cluster: /dev/shm when
+ * it is a tmpfs with 1 GiB free (a table written is fsynced twice, milliseconds apiece on a disk,
+ * nothing on tmpfs; a killed daemon's writes stay in memory either way), else $TMPDIR, else /tmp. */
+const char *pe_scratch_base(void);
+
 /* on: every daemon this process starts from now on is the test build posencd-hooks, the only one
  * that honours POSENC_TEST_JOB_GATE and POSENC_TEST_WRITE_GATE (src/http/test_hooks.c). While it is
  * off, a start with either variable set fails, so a gate never goes silently unheeded. */

@@ -2,10 +2,12 @@
  * and refuse each defect, the spawner (pe_spawn) reports why a daemon did not start and kills at
  * exit only the daemons of the process that exits, never reads a stale log as a new daemon's,
  * gives each daemon a data_dir of its own (never ./data) and removes it, starts the test-hooks
- * build for a gate (and refuses a gate otherwise), and pe_query_table computes what the core
- * computes for the same parameters. */
+ * build for a gate (and refuses a gate otherwise), pe_query_table computes what the core
+ * computes for the same parameters, PE_CHECK fails as ck_assert_msg does, and PostgreSQL clusters
+ * copied from $PE_PG_TEMPLATE answer queries and are apart from each other. */
 #include "support/pe_check.h"
 #include "support/pe_http.h"
+#include "support/pe_pg.h"
 #include "support/pe_spawn.h"
 #include "support/pe_table.h"
 
@@ -319,6 +321,64 @@ START_TEST(spawn_sweeps_what_dead_tests_left)
 }
 END_TEST
 
+/* PE_CHECK fails a test with its message where expr is false, and passes where it holds. */
+START_TEST(pe_check_fails_with_its_message)
+{
+	volatile int zero = 0;
+	PE_CHECK(zero == 0, "zero is %d", zero);
+	PE_CHECK(zero != 0, "zero is %d", zero);
+}
+END_TEST
+
+START_TEST(pe_check_fails_as_ck_assert_does)
+{
+	Suite *s = suite_create("pe_check");
+	TCase *tc = tcase_create("pe_check");
+	tcase_add_test(tc, pe_check_fails_with_its_message);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_SILENT);
+	ck_assert_int_eq(srunner_ntests_failed(sr), 1);
+	TestResult **tr = srunner_failures(sr);
+	ck_assert_str_eq(tr_msg(tr[0]), "zero is 0");
+	ck_assert_int_eq(tr_lno(tr[0]), __LINE__ - 16); /* the failing PE_CHECK's line */
+	free(tr);
+	srunner_free(sr);
+}
+END_TEST
+
+/* Two clusters made from one template: the template is made once, each copy starts and answers,
+ * a table made in one is not in the other, and destroying them leaves the template. */
+START_TEST(pg_clusters_from_a_template)
+{
+	if (!pe_pg_available())
+		return;
+	char root[] = "/tmp/pe-pg-template-XXXXXX", why[200], out[64], cmd[128], version[300];
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	ck_assert_int_eq(chmod(root, 0755), 0);
+	char tmpl[sizeof root + 8];
+	snprintf(tmpl, sizeof tmpl, "%s/t", root);
+	ck_assert_int_eq(setenv("PE_PG_TEMPLATE", tmpl, 1), 0);
+	struct pe_pg a, b;
+	ck_assert_msg(pe_pg_start(&a, why, sizeof why) == 0, "%s", why);
+	snprintf(version, sizeof version, "%s/data/PG_VERSION", tmpl);
+	ck_assert_int_eq(access(version, R_OK), 0);
+	ck_assert_msg(pe_pg_start(&b, why, sizeof why) == 0, "%s", why);
+	ck_assert_int_eq(pe_pg_sql(&a, "CREATE TABLE only_in_a (x int)"), 0);
+	ck_assert_int_eq(pe_pg_query(&a, "SELECT count(*) FROM pg_tables WHERE tablename = 'only_in_a'", out, sizeof out), 0);
+	ck_assert_str_eq(out, "1");
+	ck_assert_int_eq(pe_pg_query(&b, "SELECT count(*) FROM pg_tables WHERE tablename = 'only_in_a'", out, sizeof out), 0);
+	ck_assert_str_eq(out, "0");
+	pe_pg_destroy(&a);
+	pe_pg_destroy(&b);
+	ck_assert_int_eq(access(version, R_OK), 0);
+	unsetenv("PE_PG_TEMPLATE");
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("support");
@@ -335,6 +395,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, spawn_gives_a_data_dir_of_its_own);
 	tcase_add_test(tc, spawn_cleanup_removes_the_data_dir);
 	tcase_add_test(tc, spawn_sweeps_what_dead_tests_left);
+	tcase_add_test(tc, pg_clusters_from_a_template);
+	tcase_add_test(tc, pe_check_fails_as_ck_assert_does);
 	suite_add_tcase(s, tc);
 	return s;
 }

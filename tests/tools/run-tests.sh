@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# Run test programs: KIND then the programs. The independent ones run PE_TEST_JOBS at a time
+# Run test programs: run-tests.sh KIND PROGRAM... [KIND: PROGRAM...]... ("unit a b e2e: c d").
+# Every program of every kind joins one pool: the independent ones run PE_TEST_JOBS at a time
 # (default: the number of CPUs; each daemon a test starts takes port 0 and a data_dir of its own),
-# then the serial ones below one after another, alone on the machine. Each program's output is
-# captured and printed whole when it ends, with how long it ran, so no two interleave. Ends with
-# the failed programs' names and "KIND: N passed, N failed" (CI reads it); exits 1 if any failed.
+# the longest first, with no barrier between kinds; then the serial ones below one after another,
+# alone on the machine. Each program's output is captured and printed whole when it ends, with how
+# long it ran, so no two interleave. Ends with each kind's failed programs' names and
+# "KIND: N passed, N failed" (CI reads it); exits 1 if any failed.
+#
+# Longest first: a program's expected time is its time in the last run, kept in $PE_TEST_TIMES
+# (make: $(BUILD)/test-times, rewritten after each run), else the committed figure in
+# tests/tools/test-times, else nothing (it runs after the known ones, in the order given). With two
+# CPUs a long program started last would run on alone while the other CPU idles.
 set -u
-kind=$1; shift
 jobs=${PE_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "run-tests.sh: PE_TEST_JOBS must be a positive integer" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: run-tests.sh KIND PROGRAM... [KIND: PROGRAM...]..." >&2; exit 2; }
+times_file=${PE_TEST_TIMES:-}
+committed_times=$(dirname "$0")/test-times
 
 # Serial: they measure the daemon's memory, time its threads against the scheduler, give a job
 # one second, or hold hundreds of connections or large bodies; another test's load would make them
@@ -36,22 +45,62 @@ is_serial() {
 	return 1
 }
 
+# The arguments: a bare first KIND, then programs, "KIND:" switching the kind of those after it.
+kinds=(); progs=()
+declare -A kind_of=()
+add_kind() { local k; for k in "${kinds[@]}"; do [ "$k" = "$1" ] && return; done; kinds+=("$1"); }
+kind=$1; shift; add_kind "$kind"
+for a in "$@"; do
+	case $a in
+	*:) kind=${a%:}; add_kind "$kind" ;;
+	*) progs+=("$a"); kind_of[$a]=$kind ;;
+	esac
+done
+
+# Expected tenths of a second per program name: the committed figures, then the last run's.
+declare -A est=() took=()
+read_times() {
+	local name s
+	[ -r "$1" ] || return 0
+	while read -r name s _; do
+		[[ $name != \#* && $s =~ ^([0-9]+)(\.([0-9]))?[0-9]*$ ]] || continue
+		est[$name]=$((10#${BASH_REMATCH[1]} * 10 + 10#${BASH_REMATCH[3]:-0}))
+	done <"$1"
+}
+read_times "$committed_times"
+[ -n "$times_file" ] && read_times "$times_file"
+
+# The independent programs, the longest expected first (ties and unknowns in the order given).
+order=(); serial=(); i=0
+while IFS=$'\t' read -r _ _ t; do order+=("$t"); done < <(
+	for t in "${progs[@]}"; do
+		i=$((i + 1))
+		if is_serial "$t"; then continue; fi
+		printf '%d\t%d\t%s\n' "${est[${t##*/}]:-0}" "$i" "$t"
+	done | sort -t $'\t' -k1,1nr -k2,2n)
+for t in "${progs[@]}"; do is_serial "$t" && serial+=("$t"); done
+
 out=$(mktemp -d "${TMPDIR:-/tmp}/posenc-run-tests.XXXXXX") || exit 2
-pass=0; fail=0; failed=()
+# The PostgreSQL tests copy one initdb'd cluster made under it (support/pe_pg.h), which the
+# cluster's owner (postgres, when run as root) must reach.
+chmod 711 "$out" && export PE_PG_TEMPLATE=$out/pg-template
+declare -A pass=() fail=() failed=()
+for k in "${kinds[@]}"; do pass[$k]=0; fail[$k]=0; failed[$k]=; done
 declare -A running=() logs=() began=() # pid -> program, its output, when it started
 
-# Print a finished program's output and how long it ran, and count it.
+# Print a finished program's output and how long it ran, and count it under its kind.
 finish() {
-	local t=$1 st=$2 log=$3 t0=$4
+	local t=$1 st=$2 log=$3 t0=$4 k=${kind_of[$1]}
 	cat "$log"
 	rm -f "$log"
 	local us=$(( ${EPOCHREALTIME//[.,]/} - ${t0//[.,]/} ))
-	printf '%s: %s: %d.%d s\n' "$kind" "$t" $((us / 1000000)) $((us / 100000 % 10))
+	printf '%s: %s: %d.%d s\n' "$k" "$t" $((us / 1000000)) $((us / 100000 % 10))
+	took[${t##*/}]=$((us / 1000000)).$((us / 100000 % 10))
 	if [ "$st" -eq 0 ]; then
-		pass=$((pass + 1))
+		pass[$k]=$((pass[$k] + 1))
 	else
-		fail=$((fail + 1)); failed+=("$t")
-		printf '%s: %s exited with status %d\n' "$kind" "$t" "$st"
+		fail[$k]=$((fail[$k] + 1)); failed[$k]+=" $t"
+		printf '%s: %s exited with status %d\n' "$k" "$t" "$st"
 	fi
 }
 
@@ -73,13 +122,26 @@ stop() {
 }
 trap stop INT TERM
 
+# The times of this run replace those of the programs it ran; the others' are kept.
+save_times() {
+	local name s tmp
+	[ -n "$times_file" ] && [ ${#took[@]} -gt 0 ] || return 0
+	if [ -r "$times_file" ]; then
+		while read -r name s _; do
+			[[ -n $name && $name != \#* && -z ${took[$name]+x} ]] && took[$name]=$s
+		done <"$times_file"
+	fi
+	tmp=$times_file.$$
+	for name in "${!took[@]}"; do printf '%s %s\n' "$name" "${took[$name]}"; done | sort >"$tmp" &&
+		mv "$tmp" "$times_file" || rm -f "$tmp"
+}
+
 # N programs at once each get about 1/N of the CPUs: check's per-test time limits (hang guards,
 # not measurements) stretch by as much, unless the caller set the multiplier.
 export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-$jobs}
 
-serial=(); n=0
-for t in "$@"; do
-	if is_serial "$t"; then serial+=("$t"); continue; fi
+n=0
+for t in "${order[@]}"; do
 	while [ "${#running[@]}" -ge "$jobs" ]; do reap; done
 	n=$((n + 1))
 	"$t" >"$out/$n.log" 2>&1 &
@@ -93,7 +155,12 @@ for t in "${serial[@]}"; do
 	finish "$t" $? "$out/serial.log" "$t0"
 done
 rm -rf "$out"
+save_times
 
-[ ${#failed[@]} -eq 0 ] || printf '%s: FAILED: %s\n' "$kind" "${failed[*]}"
-printf '%s: %d passed, %d failed\n' "$kind" "$pass" "$fail"
-[ "$fail" -eq 0 ]
+total=0
+for k in "${kinds[@]}"; do
+	[ -z "${failed[$k]}" ] || printf '%s: FAILED:%s\n' "$k" "${failed[$k]}"
+	total=$((total + fail[$k]))
+done
+for k in "${kinds[@]}"; do printf '%s: %d passed, %d failed\n' "$k" "${pass[$k]}" "${fail[$k]}"; done
+[ "$total" -eq 0 ]
