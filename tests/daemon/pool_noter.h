@@ -1,9 +1,9 @@
 /* For the pool's tests: a thread that notes answered requests (pe_pool_note_request) at a rate
  * that keeps the pool's "HTTP threads busy" on (busy is 32 in 10 ms; this is 40 in every
  * millisecond or so, so a slow machine still makes it; real-time priority where the process may
- * take it, so a loaded machine does not hold the noter off for the 20 ms busy outlasts it). With flaps set, alternately ~5 ms busy and
- * ~40 ms quiet, so busy turns on and off (it holds for 20 ms); and a poll of the running count.
- * test_pool.c and test_pool_attack.c. */
+ * take it, so a loaded machine does not hold the noter off for longer than busy holds). With flaps
+ * set, alternately ~5 ms busy and ~40 ms quiet, so busy turns on and off (it holds for 20 ms); and
+ * a poll of the running count. test_pool.c and test_pool_attack.c. */
 #ifndef PE_TESTS_POOL_NOTER_H
 #define PE_TESTS_POOL_NOTER_H
 
