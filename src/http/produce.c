@@ -555,6 +555,8 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 		return serve_stream(r, conn, s);
 	}
 	int inlined = 0;
+	if (rc == PE_CACHE_MISS && !r->etag[0])
+		pe_produce_etag(key, keylen, r->etag);
 	if (rc == PE_CACHE_MISS && start_job(r, w, pr, o, key, keylen, ctx, &inlined, &err) != 0) {
 		fail_key(h, pr, key, keylen, err.code, &err); /* completes w: drops the cache's reference */
 		pe_waiter_unref(w);
@@ -569,12 +571,17 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 	return MHD_YES;
 }
 
+/* The ETag is formed here only for If-None-Match; otherwise by the miss that makes the job (its
+ * body keeps it), so a hit, whose headers come with its body, hashes nothing. */
 enum MHD_Result pe_produce_answer(struct req *r, struct MHD_Connection *conn, const struct pe_producer *pr,
 				  const struct pe_out *o, const char *key, size_t keylen, void *ctx)
 {
-	pe_produce_etag(key, keylen, r->etag);
 	const char *inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
-	if (inm && pe_etag_matches(inm, r->etag))
-		return pe_http_not_modified(r, conn, r->etag, pr->cache_control);
+	r->etag[0] = 0;
+	if (inm) {
+		pe_produce_etag(key, keylen, r->etag);
+		if (pe_etag_matches(inm, r->etag))
+			return pe_http_not_modified(r, conn, r->etag, pr->cache_control);
+	}
 	return lookup(r, conn, pr, o, key, keylen, ctx);
 }

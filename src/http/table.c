@@ -401,7 +401,7 @@ enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, con
 		return pe_http_problem(r, conn, &err);
 	char small[4096]; /* most keys fit; long factor lists take the heap */
 	int keylen = make_key(p, &o, small, sizeof small);
-	size_t cap = pe_out_key_room(p);
+	size_t cap = keylen < 0 ? pe_out_key_room(p) : 0;
 	if (keylen < 0 && (key = malloc(cap)) != NULL)
 		keylen = make_key(p, &o, key, cap);
 	if (keylen < 0) {
