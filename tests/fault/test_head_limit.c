@@ -39,6 +39,26 @@ static char *fields_of(size_t head, int fields, size_t *len)
 	return b;
 }
 
+/* A head of about head bytes: a request line of line bytes with nparams query parameters, then
+ * fields header fields (Host among them). */
+static char *line_and_fields_of(size_t line, int nparams, size_t head, int fields, size_t *len)
+{
+	size_t n;
+	char *l = request_line_of(line, nparams, &n), *b = malloc(head + 64 * (size_t)fields + 64);
+	n -= strlen("Host: x\r\n\r\n");
+	memcpy(b, l, n);
+	free(l);
+	n += (size_t)sprintf(b + n, "Host: x\r\n");
+	for (int i = 0; i < fields - 2; i++)
+		n += (size_t)sprintf(b + n, "a%d: b\r\n", i);
+	n += (size_t)sprintf(b + n, "p: ");
+	while (n + 4 < head)
+		b[n++] = 'v';
+	n += (size_t)sprintf(b + n, "\r\n\r\n");
+	*len = n;
+	return b;
+}
+
 /* Send req on a new connection, read one response within 1 s; the connection's fd in *fd. */
 static void one(int port, const char *req, size_t len, struct resp *r, int *fd)
 {
@@ -105,6 +125,9 @@ static int scenario(void)
 	expect_status(d.port, "an 8000-byte head of 100 header fields", req, len, 0, NULL);
 	req = fields_of(1200, 128, &len);
 	expect_status(d.port, "128 header fields", req, len, 0, NULL);
+	/* the pool holds the head and its fields' records: the query's parameters take none */
+	req = line_and_fields_of(4000, 64, LIMIT, 120, &len);
+	expect_status(d.port, "a head of max_header_bytes: 64 parameters and 120 header fields", req, len, 0, NULL);
 
 	static const size_t lines[] = {8300, 12900, 14000, 17000, 40000};
 	static const int params[] = {2, 64};
