@@ -19,9 +19,7 @@ static int match_cb(void *hctx, const char *url, const void **target)
 static const char *learned_name(const struct req *r, struct MHD_Connection *conn)
 {
 	const struct pe_table_def *def = r->target;
-	const char *enc = !strcmp(def->name, "analysis/similarity")
-				  ? MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "encoding")
-				  : NULL;
+	const char *enc = !strcmp(def->name, "analysis/similarity") ? pe_contract_query_value(r, "encoding") : NULL;
 	return enc && !strncmp(enc, "learned:", 8) ? enc + 8 : NULL;
 }
 

@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <string.h>
+#include <strings.h>
 
 static enum MHD_Result refuse(struct req *r, int code, const char *param, const char *detail)
 {
@@ -57,38 +58,30 @@ void pe_contract_allow(struct req *r, struct MHD_Connection *conn, const char *u
 		r->allow = NULL; /* a route that declares OPTIONS itself: none does */
 }
 
-struct walk {
-	struct pe_query *q;
-	struct pe_err err;
-};
-
-static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
-				 const char *value, size_t value_size)
-{
-	struct walk *w = cls;
-	return pe_query_take(w->q, key, key_size, value, value_size, &w->err) == 0 ? MHD_YES : MHD_NO;
-}
-
 /* The query into r->query: 0, or a refusal. A route that takes a body holds the query's refusal
  * (r->query->late) until the body has been read, unless its query comes first: a client that
  * sends its body regardless then reads the 400 on a connection that stays open. A client that
  * waits for 100 Continue has sent no body byte yet: it gets the 400 at once, and no 100. */
-static int read_query(struct req *r, struct MHD_Connection *conn, const struct pe_contract *c, const char *url)
+static int read_query(struct req *r, const struct pe_contract *c, const char *url)
 {
-	struct walk w = {.q = r->query = &r->query_store};
+	struct pe_query *q = r->query = &r->query_store;
+	struct pe_err err = {0};
 	const struct pe_table_def *params = c->target_params ? r->target : c->params;
-	pe_query_init(w.q, params, c->extras, c->output, url);
-	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, query_arg, &w);
-	if (!w.err.code && c->finish)
-		pe_params_finish(&w.q->params, &w.err);
-	if (!w.err.code)
+	pe_query_init(q, params, c->extras, c->output, url);
+	for (size_t i = 0; i < r->nargs && !err.code; i++) {
+		const struct pe_query_arg *a = &r->args[i];
+		pe_query_take(q, a->key, a->key_len, a->value, a->value_len, &err);
+	}
+	if (!err.code && c->finish)
+		pe_params_finish(&q->params, &err);
+	if (!err.code)
 		return 0;
 	if (c->media && !c->query_first && !r->expect_continue) {
-		w.q->late = w.err;
+		q->late = err;
 		return 0;
 	}
-	pe_http_refuse(r, &w.err, NULL);
-	return w.err.code;
+	pe_http_refuse(r, &err, NULL);
+	return err.code;
 }
 
 uint64_t pe_contract_body_limit(const struct req *r)
@@ -145,7 +138,7 @@ enum MHD_Result pe_contract_begin(struct req *r, struct MHD_Connection *conn, co
 	enum MHD_Result rc = hd->guard_cb ? hd->guard_cb(r, conn, url) : MHD_YES;
 	if (rc != MHD_YES || r->refusal.code)
 		return rc;
-	if (read_query(r, conn, c, url) != 0)
+	if (read_query(r, c, url) != 0)
 		return MHD_YES;
 	if (c->media && (rc = begin_body(r, conn)) != MHD_YES)
 		return rc;
@@ -168,6 +161,15 @@ enum MHD_Result pe_contract_finish(struct req *r, struct MHD_Connection *conn, i
 }
 
 struct pe_query *pe_contract_query(struct req *r) { return r->query; }
+
+const char *pe_contract_query_value(const struct req *r, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < r->nargs; i++)
+		if (r->args[i].key_len == n && !strncasecmp(r->args[i].key, name, n))
+			return r->args[i].value;
+	return NULL;
+}
 
 void pe_contract_take_params(struct req *r, struct pe_params *to)
 {

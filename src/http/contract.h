@@ -67,6 +67,10 @@ enum MHD_Result pe_contract_finish(struct req *r, struct MHD_Connection *conn, i
 void pe_contract_allow(struct req *r, struct MHD_Connection *conn, const char *url);
 /* The request's parsed query (NULL for a route without a declaration). */
 struct pe_query *pe_contract_query(struct req *r);
+/* The value of the request's first query parameter named name (ASCII case ignored, as
+ * libmicrohttpd's lookup), on any route, before or after the begin phase; NULL when there is none
+ * or it has no '='. */
+const char *pe_contract_query_value(const struct req *r, const char *name);
 /* The request's parameters moved into to (its lists with them), for a job that outlives the
  * request; the query keeps the output options and extras. */
 void pe_contract_take_params(struct req *r, struct pe_params *to);

@@ -75,6 +75,12 @@ struct req {
 	/* From the URI callback (server.c uri_cb), before the access handler's first call (begun). */
 	size_t target_bytes;     /* the raw request target */
 	int query_over, begun;
+	/* The query's text, kept from libmicrohttpd, which is handed an empty one so that it keeps no
+	 * record per parameter in the connection's pool: its first byte (cut to NUL in MHD's
+	 * buffer) and a pointer to it there; split into args at the first call (nargs). */
+	char *query_text;
+	char query_first;
+	size_t nargs;
 	int route, status, cache_hit;
 	double t0;
 	uint64_t bytes;
@@ -126,6 +132,7 @@ struct req {
 	/* Last, and left out of the zeroing of a new request (server.c req_new): 3.4 KB that
 	 * pe_query_init sets whole when the begin phase reads the query. */
 	struct pe_query query_store;
+	struct pe_query_arg args[PE_QUERY_MAX_PARAMS]; /* the query's parameters, in order (nargs) */
 };
 
 /* ---- response.c ---- */

@@ -402,8 +402,10 @@ static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 
 static int match_cb(void *hctx, const char *url, const void **target)
 {
+	if (strcmp(url, PATH) != 0)
+		return -1;
 	const struct pe_table_def *def = order_def();
-	if (strcmp(url, PATH) != 0 || !def)
+	if (!def)
 		return -1;
 	*target = def;
 	return pe_http_def_route(def);

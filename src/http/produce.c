@@ -365,7 +365,9 @@ static void job_compute(struct job *j, int pooled)
 	struct pe_buf out;
 	struct pe_budget *share = NULL;
 	_Alignas(64) char small[SMALL_BODY];
-	struct body *b = calloc(1, sizeof *b);
+	struct body *b = malloc(sizeof *b); /* not calloc: glibc's calloc bypasses its thread cache */
+	if (b)
+		*b = (struct body){.data = NULL};
 	pe_buf_init(&out, h->opt.max_response_bytes);
 	pe_cancel_set_deadline(j->deadline); /* the waiters have been answered 503 by then */
 	int rc = pe_cancelled();             /* expired while queued, or shutting down: no work at all */
@@ -520,6 +522,10 @@ static int start_job(struct req *r, struct waiter *wt, const struct pe_producer 
 		*inlined = 1;
 		return 0;
 	}
+	if (pr->job_keep_cb && pr->job_keep_cb(j->job) != 0) {
+		job_free(j);
+		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	}
 	if (pr->stream_cb && pr->stream_cb(j->job)) /* NULL (out of memory): computed whole */
 		j->stream = pe_stream_new(h->produce->streams, h->opt.cache, wt, pr, o, r->etag, key, keylen);
 	int rc = (w == RUN_HEAVY ? h->opt.hooks.submit_heavy : h->opt.hooks.submit)(h->opt.hooks.ctx, job_run, j);
@@ -555,6 +561,8 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 		return serve_stream(r, conn, s);
 	}
 	int inlined = 0;
+	if (rc == PE_CACHE_MISS && !r->etag[0])
+		pe_produce_etag(key, keylen, r->etag);
 	if (rc == PE_CACHE_MISS && start_job(r, w, pr, o, key, keylen, ctx, &inlined, &err) != 0) {
 		fail_key(h, pr, key, keylen, err.code, &err); /* completes w: drops the cache's reference */
 		pe_waiter_unref(w);
@@ -569,12 +577,17 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 	return MHD_YES;
 }
 
+/* The ETag is formed here only for If-None-Match; otherwise by the miss that makes the job (its
+ * body keeps it), so a hit, whose headers come with its body, hashes nothing. */
 enum MHD_Result pe_produce_answer(struct req *r, struct MHD_Connection *conn, const struct pe_producer *pr,
 				  const struct pe_out *o, const char *key, size_t keylen, void *ctx)
 {
-	pe_produce_etag(key, keylen, r->etag);
 	const char *inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
-	if (inm && pe_etag_matches(inm, r->etag))
-		return pe_http_not_modified(r, conn, r->etag, pr->cache_control);
+	r->etag[0] = 0;
+	if (inm) {
+		pe_produce_etag(key, keylen, r->etag);
+		if (pe_etag_matches(inm, r->etag))
+			return pe_http_not_modified(r, conn, r->etag, pr->cache_control);
+	}
 	return lookup(r, conn, pr, o, key, keylen, ctx);
 }

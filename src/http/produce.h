@@ -28,6 +28,10 @@ struct pe_producer {
 	/* Compute and encode the answer into out (appended), fill info (worker thread). */
 	int (*produce_cb)(void *job, struct pe_buf *out, struct pe_body_info *info, struct pe_err *err);
 	void (*job_free_cb)(void *job);
+	/* Optional: the job leaves the HTTP thread (the pool computes it), so it must own what it
+	 * borrowed from the request (job_new_cb's ctx) until now; 0, or PE_ENOMEM. Not called for a
+	 * job computed inline, which ends before the call that made it returns. */
+	int (*job_keep_cb)(void *job);
 	/* The job's work in estimated nanoseconds (pe_produce_estimate_ns): at most inline_max_us and
 	 * it is computed on the HTTP thread, without suspending. NULL: always on the pool. */
 	uint64_t (*estimate_cb)(void *job);

@@ -55,6 +55,39 @@ size_t pe_query_count(const char *query)
 	return n;
 }
 
+static void plus_to_space(char *s)
+{
+	for (; (s = strchr(s, '+')) != NULL; s++)
+		*s = ' ';
+}
+
+size_t pe_query_split(char *s, struct pe_query_arg *args, size_t max, size_t (*unescape)(char *s))
+{
+	size_t n = 0;
+	while (s && *s && n < max) {
+		char *amp = strchr(s, '&'), *eq = strchr(s, '=');
+		if (amp)
+			*amp = 0;
+		if (eq && amp && eq > amp) /* "name&x=1": this piece has no value */
+			eq = NULL;
+		struct pe_query_arg *a = &args[n++];
+		if (eq)
+			*eq = 0;
+		plus_to_space(s);
+		a->key = s;
+		a->key_len = unescape(s);
+		a->value = NULL;
+		a->value_len = 0;
+		if (eq) {
+			plus_to_space(eq + 1);
+			a->value = eq + 1;
+			a->value_len = unescape(eq + 1);
+		}
+		s = amp ? amp + 1 : NULL;
+	}
+	return n;
+}
+
 const char *pe_query_extra(const struct pe_query *q, const char *name)
 {
 	int i = pe_param_index(q->extras.def, name);

@@ -35,9 +35,20 @@ void pe_query_init(struct pe_query *q, const struct pe_table_def *params, const 
  * decoded lengths (a decoded %00 makes them longer than the strings); value NULL: "key" alone. */
 int pe_query_take(struct pe_query *q, const char *key, size_t key_len, const char *value, size_t value_len,
 		  struct pe_err *err);
-/* The text of extra name, or NULL when it was not given. */
 /* The number of parameters in query (the text after '?'): its '&'-separated pieces. */
 size_t pe_query_count(const char *query);
+/* One parameter of a query split by pe_query_split: name and value point into the query's text,
+ * decoded in place; value NULL for a name without '='. */
+struct pe_query_arg {
+	const char *key, *value;
+	size_t key_len, value_len;
+};
+/* Split query (the text after '?', rewritten in place) into at most max parameters, as
+ * libmicrohttpd 0.9.75 splits a request's query: the pieces between '&' (a last empty piece is
+ * none), the name up to the piece's first '=', '+' as a space, then unescape (the server's
+ * percent-decoding, returning the decoded length) on the name and on the value. Their count. */
+size_t pe_query_split(char *query, struct pe_query_arg *args, size_t max, size_t (*unescape)(char *s));
+/* The text of extra name, or NULL when it was not given. */
 const char *pe_query_extra(const struct pe_query *q, const char *name);
 void pe_query_destroy(struct pe_query *q);
 

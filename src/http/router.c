@@ -159,7 +159,7 @@ static int hex_value(char c)
  * are: a decoded NUL would silently cut a C string (a table name, a number) short, and a decoded
  * '/' would route /v1%2Fsinusoidal as /v1/sinusoidal; the literals are refused by every route and
  * parser instead (404, or a 400 naming the parameter). */
-size_t pe_router_unescape_cb(void *cls, struct MHD_Connection *c, char *s)
+size_t pe_router_unescape(char *s)
 {
 	char *w = s;
 	for (const char *p = s; *p;) {
@@ -174,3 +174,5 @@ size_t pe_router_unescape_cb(void *cls, struct MHD_Connection *c, char *s)
 	*w = 0;
 	return (size_t)(w - s);
 }
+
+size_t pe_router_unescape_cb(void *cls, struct MHD_Connection *c, char *s) { return pe_router_unescape(s); }

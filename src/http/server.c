@@ -79,18 +79,18 @@ static void assign_request_id(struct pe_http *h, struct req *r, struct MHD_Conne
 	r->request_id[16] = 0;
 }
 
-/* Path and query as the client asked, for the log (MHD has already split and decoded them). */
-static enum MHD_Result append_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+/* Path and query for the log, split and decoded (r->args). */
+static void log_path(struct req *r, const char *url)
 {
-	struct req *r = cls;
-	size_t len = strlen(r->path);
-	len = put_text(r->path, sizeof r->path, len, strchr(r->path, '?') ? "&" : "?");
-	len = put_text(r->path, sizeof r->path, len, key);
-	if (value) {
-		len = put_text(r->path, sizeof r->path, len, "=");
-		put_text(r->path, sizeof r->path, len, value);
+	size_t len = put_text(r->path, sizeof r->path, 0, url);
+	for (size_t i = 0; i < r->nargs; i++) {
+		len = put_text(r->path, sizeof r->path, len, i ? "&" : "?");
+		len = put_text(r->path, sizeof r->path, len, r->args[i].key);
+		if (r->args[i].value) {
+			len = put_text(r->path, sizeof r->path, len, "=");
+			len = put_text(r->path, sizeof r->path, len, r->args[i].value);
+		}
 	}
-	return MHD_YES;
 }
 
 static void begin_request(struct pe_http *h, struct req *r, struct MHD_Connection *conn, const char *url,
@@ -100,8 +100,11 @@ static void begin_request(struct pe_http *h, struct req *r, struct MHD_Connectio
 	r->t0 = pe_monotonic();
 	r->cache_hit = -1;
 	put_text(r->method, sizeof r->method, 0, method);
-	put_text(r->path, sizeof r->path, 0, url);
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, append_arg, r);
+	if (r->query_text) {
+		r->query_text[0] = r->query_first;
+		r->nargs = pe_query_split(r->query_text, r->args, PE_QUERY_MAX_PARAMS, pe_router_unescape);
+	}
+	log_path(r, url);
 	assign_request_id(h, r, conn);
 }
 
@@ -243,17 +246,19 @@ static enum MHD_Result refuse_early(struct pe_http *h, struct req *r, struct MHD
 }
 
 /* libmicrohttpd 0.9.75 keeps the whole head in the connection's memory pool, with a record (64
- * bytes) of every query parameter and header field beside it, and the answer's header after it;
- * when the records do not fit it answers nothing at all for a query. The pool holds
- * max_header_bytes and the records of PE_QUERY_MAX_PARAMS parameters and HEADER_FIELDS_MAX fields:
- * a head within the limit is read whatever its records, and one over it reaches head_refusal as
- * long as it fits in the room its records leave (13 KiB with few of them). A head over what the
- * pool holds gets MHD's own 414/431. No larger: MHD zeroes the whole pool on every request of a
- * keep-alive connection, and half of it again when it answers, so every byte of it is paid for on
- * every request. */
+ * bytes) of every header field beside it, and the answer's header after it; the query's
+ * parameters are split here (uri_cb hands MHD an empty query), so they take no record. The pool
+ * holds max_header_bytes, the records of HEADER_FIELDS_MAX fields and POOL_SLACK for the answer's
+ * header: a head within the limit is read and answered whatever its records, and one over it
+ * reaches head_refusal as long as it leaves room for that answer (10 KiB past the limit with few
+ * records). A head over what the pool holds gets MHD's own 414/431; one that fills the pool
+ * too full for an answer's header gets none (the connection is closed). No larger: MHD zeroes the
+ * whole pool (rounded up to whole pages) on every request of a keep-alive connection, and half of
+ * it again when it answers, so every byte of it is paid for on every request (42 KiB at the
+ * default limit, in 11 pages, where the records of 64 query parameters made it 12). */
 #define MHD_RECORD_BYTES 64
 #define HEADER_FIELDS_MAX 128
-#define POOL_SLACK 1024
+#define POOL_SLACK 2048
 
 static size_t head_limit(const struct pe_http_options *opt)
 {
@@ -262,7 +267,7 @@ static size_t head_limit(const struct pe_http_options *opt)
 
 static size_t pool_bytes(const struct pe_http_options *opt)
 {
-	return head_limit(opt) + (PE_QUERY_MAX_PARAMS + HEADER_FIELDS_MAX) * MHD_RECORD_BYTES + POOL_SLACK;
+	return head_limit(opt) + HEADER_FIELDS_MAX * MHD_RECORD_BYTES + POOL_SLACK;
 }
 
 /* A request's state, zeroed up to its query (query_store, set whole where it is read). Each HTTP
@@ -305,9 +310,10 @@ static void req_free(struct req *r)
 }
 
 /* MHD_OPTION_URI_LOG_CALLBACK: the raw request target, before MHD parses its query. Its length is
- * kept for head_refusal in the request's state, begun here. A query over the cap, or in a target
- * over max_header_bytes, is cut to nothing in MHD's buffer (MHD parses it right after this
- * returns), so no record is kept of it and the request is refused (first_call). */
+ * kept for head_refusal in the request's state, begun here. The query is cut to nothing in MHD's
+ * buffer (MHD parses it right after this returns), so MHD keeps no record of its parameters; the
+ * text stays there for the request's first call to split (begin_request), unless it is over the
+ * cap or in a target over max_header_bytes: such a request is refused (first_call). */
 static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 {
 	struct pe_http *h = cls;
@@ -315,13 +321,17 @@ static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 	size_t n = strlen(uri);
 	char *q = strchr(uri, '?');
 	int query_over = q && pe_query_count(q + 1) > PE_QUERY_MAX_PARAMS;
-	if (q && (query_over || n > head_limit(&h->opt)))
-		q[1] = 0;
 	struct req *r = req_new();
 	if (r) {
 		r->target_bytes = n;
 		r->query_over = query_over;
+		if (q && q[1] && !query_over && n <= head_limit(&h->opt)) {
+			r->query_text = q + 1;
+			r->query_first = q[1];
+		}
 	}
+	if (q)
+		q[1] = 0;
 	return r;
 }
 
@@ -419,10 +429,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	struct req *r = *con_cls;
 	if (!r || !r->begun) {
 		note_thread(h);
-		if (!r && !(*con_cls = r = req_new()))
+		if (!r) /* the URI callback found no memory (and the query was cut): close */
 			return MHD_NO;
-		if (!r->target_bytes)
-			r->target_bytes = strlen(url); /* the URI callback found no memory: at least the path */
 		r->begun = 1;
 		begin_request(h, r, conn, url, method);
 		atomic_fetch_add(&h->active, 1);

@@ -24,9 +24,13 @@
 	(PE_FMT_BIT(PE_FMT_JSON) | PE_FMT_BIT(PE_FMT_NPY) | PE_FMT_BIT(PE_FMT_BIN) | PE_FMT_BIT(PE_FMT_CSV) | \
 	 PE_FMT_BIT(PE_FMT_PNG))
 
+/* A job borrows the request's parameters while it runs on the HTTP thread that made it; a pooled
+ * one takes them over (job_keep_cb: own), so an inline miss copies and allocates no parameter list. */
 struct job {
 	struct pe_http *h;
-	struct pe_params params;
+	const struct pe_params *params; /* the request's, or own */
+	struct pe_params *own;
+	struct pe_params *from;         /* the request's, until job_keep_cb */
 	struct pe_out out;
 	size_t scratch_bytes; /* reserved around pe_table_compute: what it allocates besides the table */
 	uint64_t estimate_ns; /* pe_produce_estimate_ns: whether it runs on the HTTP thread */
@@ -167,7 +171,7 @@ static int compute(struct job *j, struct pe_budget *bg, void *out, struct pe_err
 	int rc = pe_budget_take(bg, j->scratch_bytes);
 	if (rc != 0)
 		return pe_err_set(err, rc, "", "the response memory budget is full");
-	rc = pe_table_compute(&j->params, j->out.dt, out, err);
+	rc = pe_table_compute(j->params, j->out.dt, out, err);
 	pe_budget_give(bg, j->scratch_bytes);
 	return rc;
 }
@@ -178,6 +182,9 @@ static int compute(struct job *j, struct pe_budget *bg, void *out, struct pe_err
  * at 1 MiB (perf, AMD EPYC). */
 #define FIRST_BLOCK ((size_t)256 << 10)
 #define NEXT_BLOCK ((size_t)1 << 20)
+/* The most planes a streamed rank-3 table has (rope's 2, sinusoidal3d's frames, alibi's heads):
+ * a table of more is computed whole. */
+#define STREAM_PLANES_MAX 256
 
 static size_t stream_rows(size_t bytes, size_t row_bytes, size_t rows)
 {
@@ -186,25 +193,34 @@ static size_t stream_rows(size_t bytes, size_t row_bytes, size_t rows)
 	return n < rows ? n : rows;
 }
 
-/* The table (rank 1 or 2) computed after the header's hdr bytes of out a block of rows at a time,
- * each block published to the stream (pe_produce_progress) as it is done. */
+/* The table computed after the header's hdr bytes of out a block of rows at a time, the block's
+ * rows of every plane together (rope's cos and sin planes come from one pass over the angles, as
+ * in the whole table's computation; one plane at a time would make the angles twice), each block
+ * published to the stream (pe_produce_progress) as it is done. The bytes final in order are plane
+ * 0's rows so far; the other planes' follow at the last block. */
 static int compute_streamed(struct job *j, const struct pe_shape *s, struct pe_buf *out, size_t hdr,
 			    const struct pe_body_info *info, struct pe_err *err)
 {
-	size_t rows = s->dim[0]; /* rank 1: its elements are its rows */
-	size_t row_bytes = (s->rank == 2 ? s->dim[1] : 1) * pe_dtype_size(j->out.dt), total = hdr + rows * row_bytes;
-	size_t nb = stream_rows(FIRST_BLOCK, row_bytes, rows);
+	size_t planes = s->rank == 3 ? s->dim[0] : 1, rows = s->rank >= 2 ? s->dim[s->rank - 2] : s->dim[0];
+	size_t row_bytes = (s->rank >= 2 ? s->dim[s->rank - 1] : 1) * pe_dtype_size(j->out.dt);
+	size_t plane_bytes = rows * row_bytes, total = hdr + planes * plane_bytes;
+	size_t nb = stream_rows(FIRST_BLOCK, planes * row_bytes, rows);
+	void *outs[STREAM_PLANES_MAX];
+	if (planes > STREAM_PLANES_MAX)
+		return pe_err_set(err, PE_EINTERNAL, "", "too many planes to stream");
 	int rc = pe_budget_take(out->budget, j->scratch_bytes);
 	if (rc != 0)
 		return pe_err_set(err, rc, "", "the response memory budget is full");
-	for (size_t r0 = 0; r0 < rows && rc == 0; r0 += nb, nb = stream_rows(NEXT_BLOCK, row_bytes, rows)) {
+	for (size_t r0 = 0; r0 < rows && rc == 0; r0 += nb, nb = stream_rows(NEXT_BLOCK, planes * row_bytes, rows)) {
 		size_t n = rows - r0 < nb ? rows - r0 : nb;
+		for (size_t k = 0; k < planes; k++)
+			outs[k] = out->data + hdr + k * plane_bytes + r0 * row_bytes;
 		if ((rc = pe_cancelled()) != 0)
 			pe_cancel_err(rc, err);
 		else
-			rc = pe_table_compute_rows(&j->params, j->out.dt, 0, r0, n, out->data + hdr + r0 * row_bytes, err);
+			rc = pe_table_compute_planes(j->params, j->out.dt, r0, n, outs, err);
 		if (rc == 0) {
-			out->len = hdr + (r0 + n) * row_bytes;
+			out->len = r0 + n == rows ? total : hdr + (r0 + n) * row_bytes;
 			rc = pe_produce_progress(out, total, info, err);
 		}
 	}
@@ -243,7 +259,7 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, c
 		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	else if ((rc = compute(j, bg, tmp.p, err)) == 0) {
 		t.data = tmp.p;
-		rc = pe_out_encode(&j->out, &j->h->opt.parallel, &j->params, &t, out, err);
+		rc = pe_out_encode(&j->out, &j->h->opt.parallel, j->params, &t, out, err);
 	}
 	pe_produce_scratch_give(j->h, tmp);
 	pe_budget_give(bg, raw ? raw : 1);
@@ -275,32 +291,30 @@ static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, 
 {
 	struct job *j = arg;
 	struct pe_shape s;
-	int rc = pe_table_shape(&j->params, &s);
+	int rc = pe_table_shape(j->params, &s);
 	if (rc != 0)
 		return rc;
 	pe_shape_format(&s, info->shape, sizeof info->shape);
-	const struct pe_table_def *def = j->params.def;
+	const struct pe_table_def *def = j->params->def;
 	if (def->extra && def->extra_name) {
 		pe_table_extra_header(def, info->extra_name, sizeof info->extra_name);
-		info->extra[pe_fmt_f64(def->extra(&j->params), info->extra)] = 0;
+		info->extra[pe_fmt_f64(def->extra(j->params), info->extra)] = 0;
 	}
 	return encode(j, &s, out, info, err);
 }
 
-/* Streamed: bin, and npy but bf16 (the formats computed in place), tables of rank 1 or 2 with a
- * row computation, over PE_PRODUCE_STREAM_MIN bytes. JSON and CSV are encoded whole (by several
- * threads, see pe_json_write_table_mt) and PNG is drawn whole. Rank-3 tables (rope's cos and sin
- * planes, alibi's heads) are computed whole: their planes' row computation costs about twice the
- * whole table's kernel (a conversion pass; perf of cold rope?len=32768&dim=192, AMD EPYC: 49-59
- * against 28-31 CPU-ms per table), and the bytes past plane 0 would wait for the last block
- * anyway. */
+/* Streamed: bin, and npy but bf16 (the formats computed in place), tables with a row computation
+ * of rank 1 or 2, or of rank 3 with at most STREAM_PLANES_MAX planes, over PE_PRODUCE_STREAM_MIN
+ * bytes. JSON and CSV are encoded whole (by several threads, see pe_json_write_table_mt) and PNG is
+ * drawn whole. */
 static int stream_cb(void *arg)
 {
 	struct job *j = arg;
 	struct pe_shape s;
 	int overflow;
 	if ((!pe_out_raw_direct(&j->out) && !(j->out.fmt == PE_FMT_NPY && j->out.dt != PE_BF16)) || j->out.gzip ||
-	    pe_table_shape(&j->params, &s) != 0 || s.rank < 1 || s.rank > 2 || !pe_table_rows_supported(&j->params))
+	    pe_table_shape(j->params, &s) != 0 || s.rank < 1 || s.rank > 3 || (s.rank == 3 && s.dim[0] > STREAM_PLANES_MAX) ||
+	    !pe_table_rows_supported(j->params))
 		return 0;
 	size_t n = pe_shape_count(&s, &overflow);
 	return !overflow && pe_produce_mul(n, pe_dtype_size(j->out.dt)) > PE_PRODUCE_STREAM_MIN;
@@ -313,8 +327,23 @@ static uint64_t need_cb(void *arg) { return ((struct job *)arg)->need; }
 static void job_free_cb(void *arg)
 {
 	struct job *j = arg;
-	pe_params_destroy(&j->params);
+	if (j->own)
+		pe_params_destroy(j->own);
+	free(j->own);
 	free(j);
+}
+
+/* The job leaves the HTTP thread: it takes the request's parameters over (their lists with them). */
+static int job_keep_cb(void *arg)
+{
+	struct job *j = arg;
+	if (!(j->own = malloc(sizeof *j->own)))
+		return PE_ENOMEM;
+	*j->own = *j->from;
+	memset(j->from, 0, sizeof *j->from);
+	j->params = j->own;
+	j->from = NULL;
+	return 0;
 }
 
 /* What a waiter is told when the job it waited for failed without a client-facing detail of its
@@ -363,9 +392,8 @@ static void *job_new_cb(void *ctx, struct pe_err *err)
 	struct job *j = malloc(sizeof *j);
 	if (!j)
 		return NULL;
-	*j = (struct job){.h = m->h, .params = *m->params, .out = *m->out, .scratch_bytes = (size_t)scratch,
-			  .estimate_ns = estimate, .need = need};
-	memset(m->params, 0, sizeof *m->params); /* the job owns the list allocations now */
+	*j = (struct job){.h = m->h, .params = m->params, .from = m->params, .out = *m->out,
+			  .scratch_bytes = (size_t)scratch, .estimate_ns = estimate, .need = need};
 	return j;
 }
 
@@ -374,6 +402,7 @@ static const struct pe_producer producer = {
 	.job_new_cb = job_new_cb,
 	.produce_cb = produce_cb,
 	.job_free_cb = job_free_cb,
+	.job_keep_cb = job_keep_cb,
 	.estimate_cb = estimate_cb,
 	.need_cb = need_cb,
 	.stream_cb = stream_cb,
@@ -401,7 +430,7 @@ enum MHD_Result pe_table_request(struct req *r, struct MHD_Connection *conn, con
 		return pe_http_problem(r, conn, &err);
 	char small[4096]; /* most keys fit; long factor lists take the heap */
 	int keylen = make_key(p, &o, small, sizeof small);
-	size_t cap = pe_out_key_room(p);
+	size_t cap = keylen < 0 ? pe_out_key_room(p) : 0;
 	if (keylen < 0 && (key = malloc(cap)) != NULL)
 		keylen = make_key(p, &o, key, cap);
 	if (keylen < 0) {

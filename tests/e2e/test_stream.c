@@ -206,12 +206,14 @@ static void get_expect(const char *path, const char *cache, const char *want, si
 
 /* ---- the tests ---- */
 
-/* Each rank-1/2 table streams (posenc_streams_total), a rank-3 one does not; each equals the
- * core's whole table and is a hit after. */
+/* Each table streams (posenc_streams_total), rank 3 (planes) too; each equals the core's whole
+ * table and is a hit after. */
 START_TEST(streamed_bytes_are_the_tables)
 {
 	static const char *const sin[] = {"len", "4096", "dim", "1024", NULL};
 	static const char *const rope[] = {"len", "16384", "dim", "192", NULL};
+	static const char *const s3d[] = {"frames", "4", "height", "32", "width", "32", "dim", "1024", NULL};
+	static const char *const alibi[] = {"heads", "8", "q_len", "1000", NULL};
 	static const struct {
 		const char *path, *table;
 		const char *const *kv;
@@ -219,7 +221,9 @@ START_TEST(streamed_bytes_are_the_tables)
 	} cases[] = {
 		{"/v1/sinusoidal?len=4096&dim=1024&format=bin", "sinusoidal", sin, 0, 1},
 		{"/v1/sinusoidal?len=4096&dim=1024&format=npy", "sinusoidal", sin, 1, 1},
-		{"/v1/rope?len=16384&dim=192&format=bin", "rope", rope, 0, 0}, /* rank 3: computed whole */
+		{"/v1/rope?len=16384&dim=192&format=bin", "rope", rope, 0, 1},
+		{"/v1/sinusoidal3d?frames=4&height=32&width=32&dim=1024&format=npy", "sinusoidal3d", s3d, 1, 1},
+		{"/v1/alibi?heads=8&q_len=1000&format=bin", "alibi", alibi, 0, 1},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		double streams = pe_metric(&D, "posenc_streams_total");

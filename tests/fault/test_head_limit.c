@@ -24,18 +24,37 @@ static char *request_line_of(size_t line, int nparams, size_t *len)
 	return b;
 }
 
-/* A head of about head bytes in fields header fields (Host among them). */
-static char *fields_of(size_t head, int fields, size_t *len)
+/* After n bytes of b: Host and fields - 2 more header fields, one of them padded so that the head
+ * ends at about head bytes, and the blank line; the new length. */
+static size_t put_fields(char *b, size_t n, size_t head, int fields)
 {
-	char *b = malloc(head + 64 * (size_t)fields + 64);
-	size_t n = (size_t)sprintf(b, "GET /v1/sinusoidal?len=2&dim=2 HTTP/1.1\r\nHost: x\r\n");
+	n += (size_t)sprintf(b + n, "Host: x\r\n");
 	for (int i = 0; i < fields - 2; i++)
 		n += (size_t)sprintf(b + n, "a%d: b\r\n", i);
 	n += (size_t)sprintf(b + n, "p: ");
 	while (n + 2 < head)
 		b[n++] = 'v';
-	n += (size_t)sprintf(b + n, "\r\n\r\n");
-	*len = n;
+	return n + (size_t)sprintf(b + n, "\r\n\r\n");
+}
+
+/* A head of about head bytes in fields header fields (Host among them). */
+static char *fields_of(size_t head, int fields, size_t *len)
+{
+	char *b = malloc(head + 64 * (size_t)fields + 64);
+	*len = put_fields(b, (size_t)sprintf(b, "GET /v1/sinusoidal?len=2&dim=2 HTTP/1.1\r\n"), head, fields);
+	return b;
+}
+
+/* A head of about head bytes: a request line of line bytes with nparams query parameters, then
+ * fields header fields (Host among them). */
+static char *line_and_fields_of(size_t line, int nparams, size_t head, int fields, size_t *len)
+{
+	size_t n;
+	char *l = request_line_of(line, nparams, &n), *b = malloc(head + 64 * (size_t)fields + 64);
+	n -= strlen("Host: x\r\n\r\n");
+	memcpy(b, l, n);
+	free(l);
+	*len = put_fields(b, n, head, fields);
 	return b;
 }
 
@@ -105,6 +124,9 @@ static int scenario(void)
 	expect_status(d.port, "an 8000-byte head of 100 header fields", req, len, 0, NULL);
 	req = fields_of(1200, 128, &len);
 	expect_status(d.port, "128 header fields", req, len, 0, NULL);
+	/* the pool holds the head and its fields' records: the query's parameters take none */
+	req = line_and_fields_of(4000, 64, LIMIT - 2, 120, &len);
+	expect_status(d.port, "a head of max_header_bytes: 64 parameters and 120 header fields", req, len, 0, NULL);
 
 	static const size_t lines[] = {8300, 12900, 14000, 17000, 40000};
 	static const int params[] = {2, 64};

@@ -1,11 +1,14 @@
 /* Unit tests of the one query parser of declared routes (src/http/query.c): every fault is a 400
  * (PE_EINVAL) naming the parameter, the same for a table's parameters, the output options and a
- * route's extras; a name is read against the lists in one order. Table-driven. */
+ * route's extras; a name is read against the lists in one order; the query's text is split as
+ * libmicrohttpd split it. Table-driven. */
 #include "support/pe_check.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "http/query.h"
+#include "http/router.h"
 
 static const struct pe_param_spec extra_spec[] = {
 	{"shape", PE_PT_TEXT, "", 0, 64, NULL, "a shape"},
@@ -93,12 +96,72 @@ START_TEST(values_land_in_their_list)
 }
 END_TEST
 
+/* The split of a query's text, as libmicrohttpd 0.9.75 split it (MHD_parse_arguments_): pieces
+ * between '&' (a trailing empty one is none, an inner one a parameter with an empty name), the
+ * name up to the piece's first '=', '+' a space, then the server's percent-decoding on each side
+ * (%00 and %2F kept). Each case: the query, then its parameters as "name=value" or "name" (no '='). */
+struct split_case {
+	const char *query;
+	const char *want[5]; /* NULL ends */
+};
+
+static const struct split_case splits[] = {
+	{"len=8&dim=4", {"len=8", "dim=4"}},
+	{"", {NULL}},
+	{"len=8&", {"len=8"}},
+	{"len=8&&dim=4", {"len=8", "", "dim=4"}},
+	{"&", {""}},
+	{"len&dim=4", {"len", "dim=4"}},
+	{"len", {"len"}},
+	{"=1", {"=1"}},
+	{"len=8=9", {"len=8=9"}},
+	{"len=", {"len="}},
+	{"a+b=c+d", {"a b=c d"}},
+	{"l%65n=%38&x=%2B", {"len=8", "x=+"}},
+	{"x=%00&y=%2F&z=%2f", {"x=%00", "y=%2F", "z=%2f"}},
+	{"x=%4&y=%zz", {"x=%4", "y=%zz"}},
+	{"?a=1", {"?a=1"}},
+};
+
+START_TEST(queries_split_as_libmicrohttpd_split_them)
+{
+	const struct split_case *c = &splits[_i];
+	char text[64];
+	struct pe_query_arg args[8];
+	snprintf(text, sizeof text, "%s", c->query);
+	size_t n = pe_query_split(text, args, 8, pe_router_unescape), want = 0;
+	while (c->want[want])
+		want++;
+	ck_assert_msg(n == want, "'%s': %zu parameters, want %zu", c->query, n, want);
+	for (size_t i = 0; i < n; i++) {
+		char got[64];
+		snprintf(got, sizeof got, "%s%s%s", args[i].key, args[i].value ? "=" : "", args[i].value ? args[i].value : "");
+		ck_assert_msg(!strcmp(got, c->want[i]), "'%s' parameter %zu: '%s', want '%s'", c->query, i, got, c->want[i]);
+		ck_assert_uint_eq(args[i].key_len, strlen(args[i].key));
+		ck_assert_uint_eq(args[i].value_len, args[i].value ? strlen(args[i].value) : 0);
+	}
+}
+END_TEST
+
+/* No more than max parameters are written, whatever the text holds. */
+START_TEST(a_split_stops_at_max)
+{
+	char text[] = "a=1&b=2&c=3&d=4";
+	struct pe_query_arg args[3] = {0};
+	ck_assert_uint_eq(pe_query_split(text, args, 2, pe_router_unescape), 2);
+	ck_assert_str_eq(args[1].key, "b");
+	ck_assert_ptr_null(args[2].key);
+}
+END_TEST
+
 static Suite *query_suite(void)
 {
 	Suite *s = suite_create("query_parse");
 	TCase *tc = tcase_create("query");
 	tcase_add_loop_test(tc, faults_name_the_parameter, 0, (int)(sizeof cases / sizeof cases[0]));
 	tcase_add_test(tc, values_land_in_their_list);
+	tcase_add_loop_test(tc, queries_split_as_libmicrohttpd_split_them, 0, (int)(sizeof splits / sizeof splits[0]));
+	tcase_add_test(tc, a_split_stops_at_max);
 	suite_add_tcase(s, tc);
 	return s;
 }
