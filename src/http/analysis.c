@@ -15,14 +15,38 @@ static int match_cb(void *hctx, const char *url, const void **target)
 	return def ? pe_http_def_route(def) : -1;
 }
 
-/* The stored table's name when the request asks for a learned table's similarity, else NULL. */
-static const char *learned_name(const struct req *r, struct MHD_Connection *conn)
+struct peek {
+	struct pe_query q;
+	int failed;
+};
+
+static enum MHD_Result encoding_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				    const char *value, size_t value_size)
+{
+	struct peek *pk = cls;
+	struct pe_err err = {0};
+	if (key_size != strlen("encoding") || memcmp(key, "encoding", key_size) != 0)
+		return MHD_YES;
+	pk->failed = pe_query_take(&pk->q, key, key_size, value, value_size, &err) != 0;
+	return pk->failed ? MHD_NO : MHD_YES;
+}
+
+/* Whether similarity's encoding= names a stored table, as the one query parser reads encoding
+ * under the learned declaration: the declaration depends on that value, so it is read before the
+ * whole query. A repeated or %00 value is no learned table here; the table's declaration then
+ * refuses the query as every route does. */
+static int wants_learned(const struct req *r, struct MHD_Connection *conn)
 {
 	const struct pe_table_def *def = r->target;
-	const char *enc = !strcmp(def->name, "analysis/similarity")
-				  ? MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "encoding")
-				  : NULL;
-	return enc && !strncmp(enc, "learned:", 8) ? enc + 8 : NULL;
+	if (strcmp(def->name, "analysis/similarity") != 0)
+		return 0;
+	struct peek pk = {.failed = 0};
+	pe_query_init(&pk.q, NULL, pe_learned_similarity_contract.extras, 0, def->name);
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, encoding_arg, &pk);
+	const char *enc = pk.failed ? NULL : pe_query_extra(&pk.q, "encoding");
+	int learned = enc && !strncmp(enc, "learned:", 8);
+	pe_query_destroy(&pk.q);
+	return learned;
 }
 
 static const struct pe_contract table_contract = {.methods = "GET, HEAD", .target_params = 1, .output = 1, .finish = 1};
@@ -30,13 +54,14 @@ static const struct pe_contract table_contract = {.methods = "GET, HEAD", .targe
 /* A table's declaration, or the learned similarity's (learned_get.c). */
 static const struct pe_contract *contract_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
-	return pe_contract_only(r, learned_name(r, conn) ? &pe_learned_similarity_contract : &table_contract);
+	return pe_contract_only(r, wants_learned(r, conn) ? &pe_learned_similarity_contract : &table_contract);
 }
 
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 {
-	const char *name = learned_name(r, conn);
-	return name ? pe_learned_similarity(r, conn, name) : pe_table_request(r, conn, r->target);
+	if (r->contract != &pe_learned_similarity_contract)
+		return pe_table_request(r, conn, r->target);
+	return pe_learned_similarity(r, conn, pe_query_extra(pe_contract_query(r), "encoding") + strlen("learned:"));
 }
 
 const struct pe_handler pe_analysis_handler = {
