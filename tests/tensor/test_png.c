@@ -9,6 +9,7 @@
 #include <float.h>
 #include <math.h>
 #include <png.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,30 @@ static void ck_labels(const struct img *im, const struct pe_png_layout *l, const
 	ck_text(im, l->x0, MARGIN + l->panel_pitch + PE_PNG_LABEL_PAD, second);
 }
 
+/* One field of a layout and the value it must have (ck_layout). */
+struct lay_field {
+	size_t off;
+	const char *name;
+	size_t want;
+};
+#define LAY(field, value) {offsetof(struct pe_png_layout, field), #field, (value)}
+
+static void ck_layout_fields(const struct pe_png_layout *l, const struct lay_field *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t got;
+		memcpy(&got, (const char *)l + f[i].off, sizeof got);
+		ck_assert_msg(got == f[i].want, "layout %s is %zu, want %zu", f[i].name, got, f[i].want);
+	}
+}
+
+/* The layout's fields as listed: ck_layout(&l, LAY(rows, 3), LAY(cols, 4)). */
+#define ck_layout(l, ...)                                                                          \
+	do {                                                                                       \
+		const struct lay_field f_[] = {__VA_ARGS__};                                        \
+		ck_layout_fields(l, f_, sizeof f_ / sizeof f_[0]);                                  \
+	} while (0)
+
 /* Options with colormap cm, scale (0: automatic) and panel labels (NULL: by index). */
 static struct pe_png_options opts(enum pe_cmap cm, int scale, const char *const *labels)
 {
@@ -268,21 +293,22 @@ START_TEST(rank2_viridis)
 	struct img im;
 	struct pe_png_layout l;
 	render(&t, &o, &im, &l);
-	ck_assert_uint_eq(l.panels, 1);
-	ck_assert_uint_eq(l.rows, 3);
-	ck_assert_uint_eq(l.cols, 4);
-	ck_assert_uint_eq(l.row_step, 1);
-	ck_assert_uint_eq(l.col_step, 1);
-	ck_assert_uint_eq(l.cell_w, 10);
-	ck_assert_uint_eq(l.cell_h, 10);
-	ck_assert_uint_eq(l.x0, MARGIN);
-	ck_assert_uint_eq(l.y0, MARGIN);
-	ck_assert_uint_eq(l.label_h, 0);
-	ck_assert_uint_eq(l.bar_x, MARGIN + 40 + 12);
-	ck_assert_uint_eq(l.bar_y, MARGIN);
-	ck_assert_uint_eq(l.bar_h, BAR_MIN_H); /* 30 px of heatmap, bar at its minimum */
-	ck_assert_uint_eq(l.width, MARGIN + 40 + DECOR_W);
-	ck_assert_uint_eq(l.height, MARGIN + BAR_MIN_H + MARGIN);
+	ck_layout(&l,
+		  LAY(panels, 1),
+		  LAY(rows, 3),
+		  LAY(cols, 4),
+		  LAY(row_step, 1),
+		  LAY(col_step, 1),
+		  LAY(cell_w, 10),
+		  LAY(cell_h, 10),
+		  LAY(x0, MARGIN),
+		  LAY(y0, MARGIN),
+		  LAY(label_h, 0),
+		  LAY(bar_x, MARGIN + 40 + 12),
+		  LAY(bar_y, MARGIN),
+		  LAY(bar_h, BAR_MIN_H), /* 30 px of heatmap, bar at its minimum */
+		  LAY(width, MARGIN + 40 + DECOR_W),
+		  LAY(height, MARGIN + BAR_MIN_H + MARGIN));
 	ck_assert(l.lo == -2 && l.hi == 6);
 	/* position 0 at the top, dimension 0 at the left */
 	ck_cell(&im, &l, 0, 0, 0, VIR_FIRST);
@@ -345,12 +371,13 @@ START_TEST(rank1_and_rank0)
 	struct img im;
 	struct pe_png_layout l;
 	render(&t, NULL, &im, &l);
-	ck_assert_uint_eq(l.rows, 1);
-	ck_assert_uint_eq(l.cols, 5);
-	ck_assert_uint_eq(l.cell_w, 32); /* automatic: min(32, 512 / 5) */
-	ck_assert_uint_eq(l.cell_h, 32);
-	ck_assert_uint_eq(l.width, MARGIN + 5 * 32 + DECOR_W);
-	ck_assert_uint_eq(l.height, MARGIN + BAR_MIN_H + MARGIN);
+	ck_layout(&l,
+		  LAY(rows, 1),
+		  LAY(cols, 5),
+		  LAY(cell_w, 32), /* automatic: min(32, 512 / 5) */
+		  LAY(cell_h, 32),
+		  LAY(width, MARGIN + 5 * 32 + DECOR_W),
+		  LAY(height, MARGIN + BAR_MIN_H + MARGIN));
 	ck_cell(&im, &l, 0, 0, 1, VIR_FIRST);
 	ck_cell(&im, &l, 0, 0, 2, VIR_LAST);
 	ck_cell(&im, &l, 0, 0, 3, cmap_of(PE_CMAP_VIRIDIS, 0, -0.25, 1.5));
@@ -361,8 +388,9 @@ START_TEST(rank1_and_rank0)
 	pe_png_options_init(&o);
 	o.scale = 2; /* a one-row table keeps its 32 px height at any scale */
 	render(&t, &o, &im, &l);
-	ck_assert_uint_eq(l.cell_w, 2);
-	ck_assert_uint_eq(l.cell_h, 32);
+	ck_layout(&l,
+		  LAY(cell_w, 2),
+		  LAY(cell_h, 32));
 	ck_cell(&im, &l, 0, 0, 2, VIR_LAST);
 	free(im.px);
 
@@ -390,16 +418,17 @@ START_TEST(rank3_panels)
 	struct img im;
 	struct pe_png_layout l;
 	render(&t, &o, &im, &l);
-	ck_assert_uint_eq(l.panels, 2);
-	ck_assert_uint_eq(l.rows, 3);
-	ck_assert_uint_eq(l.cols, 4);
-	ck_assert_uint_eq(l.label_h, STRIP);
-	ck_assert_uint_eq(l.y0, MARGIN + STRIP);
-	ck_assert_uint_eq(l.panel_pitch, STRIP + 36);
-	ck_assert_uint_eq(l.bar_y, l.y0);
-	ck_assert_uint_eq(l.bar_h, 2 * (STRIP + 36) - STRIP); /* from panel 0's top to panel 1's bottom */
-	ck_assert_uint_eq(l.height, MARGIN + 2 * (STRIP + 36) + MARGIN);
-	ck_assert_uint_eq(l.width, MARGIN + 48 + DECOR_W);
+	ck_layout(&l,
+		  LAY(panels, 2),
+		  LAY(rows, 3),
+		  LAY(cols, 4),
+		  LAY(label_h, STRIP),
+		  LAY(y0, MARGIN + STRIP),
+		  LAY(panel_pitch, STRIP + 36),
+		  LAY(bar_y, l.y0),
+		  LAY(bar_h, 2 * (STRIP + 36) - STRIP), /* from panel 0's top to panel 1's bottom */
+		  LAY(height, MARGIN + 2 * (STRIP + 36) + MARGIN),
+		  LAY(width, MARGIN + 48 + DECOR_W));
 	for (size_t p = 0; p < 2; p++)
 		for (size_t r = 0; r < 3; r++)
 			for (size_t c = 0; c < 4; c++)
@@ -605,8 +634,9 @@ START_TEST(scales)
 		ck_assert_uint_le(l.width, PE_PNG_MAX_SIDE);
 		ck_assert_uint_le(l.height, PE_PNG_MAX_SIDE);
 	}
-	ck_assert_uint_eq(l.rows, 2041);
-	ck_assert_uint_eq(l.cols, 1958);
+	ck_layout(&l,
+		  LAY(rows, 2041),
+		  LAY(cols, 1958));
 	free(v);
 }
 END_TEST
@@ -625,9 +655,10 @@ START_TEST(downsample_averages)
 	struct img im;
 	struct pe_png_layout l;
 	render(&t, &o, &im, &l);
-	ck_assert_uint_eq(l.row_step, 3);
-	ck_assert_uint_eq(l.rows, 3334);
-	ck_assert_uint_eq(l.height, MARGIN + 3334 + MARGIN);
+	ck_layout(&l,
+		  LAY(row_step, 3),
+		  LAY(rows, 3334),
+		  LAY(height, MARGIN + 3334 + MARGIN));
 	for (size_t k = 0; k < 3333; k += 111)
 		ck_cell(&im, &l, 0, k, 0, cmap_of(PE_CMAP_VIRIDIS, 3.0 * k + 1, 0, 9999));
 	ck_cell(&im, &l, 0, 0, 0, pe_cmap_rgb(PE_CMAP_VIRIDIS, 0)); /* mean 1 */
@@ -644,9 +675,10 @@ START_TEST(downsample_averages)
 	size_t d2[] = {2, 8000};
 	t = (struct pe_tensor_view){shape_of(2, d2), PE_F32, w};
 	render(&t, &o, &im, &l);
-	ck_assert_uint_eq(l.col_step, 3);
-	ck_assert_uint_eq(l.row_step, 1);
-	ck_assert_uint_eq(l.cols, 2667);
+	ck_layout(&l,
+		  LAY(col_step, 3),
+		  LAY(row_step, 1),
+		  LAY(cols, 2667));
 	ck_cell(&im, &l, 0, 0, 0, pe_cmap_rgb(PE_CMAP_VIRIDIS, 192)); /* {NaN, 1, 2}: mean 1.5 */
 	ck_cell(&im, &l, 0, 1, 0, pe_cmap_rgb(PE_CMAP_VIRIDIS, 128)); /* {0,1,2}: mean 1 */
 	ck_cell(&im, &l, 0, 0, 1, BAD);
