@@ -15,37 +15,31 @@ static int match_cb(void *hctx, const char *url, const void **target)
 	return def ? pe_http_def_route(def) : -1;
 }
 
-struct peek {
-	struct pe_query q;
-	int failed;
-};
-
+/* encoding= into the query (cls), as the parser takes it; the walk stops at its first refusal. */
 static enum MHD_Result encoding_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
 				    const char *value, size_t value_size)
 {
-	struct peek *pk = cls;
 	struct pe_err err = {0};
 	if (key_size != strlen("encoding") || memcmp(key, "encoding", key_size) != 0)
 		return MHD_YES;
-	pk->failed = pe_query_take(&pk->q, key, key_size, value, value_size, &err) != 0;
-	return pk->failed ? MHD_NO : MHD_YES;
+	return pe_query_take(cls, key, key_size, value, value_size, &err) == 0 ? MHD_YES : MHD_NO;
 }
 
 /* Whether similarity's encoding= names a stored table, as the one query parser reads encoding
  * under the learned declaration: the declaration depends on that value, so it is read before the
- * whole query. A repeated or %00 value is no learned table here; the table's declaration then
- * refuses the query as every route does. */
+ * whole query. The declaration chosen then parses the whole query, so a repeated encoding is
+ * refused as a repeat, and one with %00 (never taken here) as the table's. */
 static int wants_learned(const struct req *r, struct MHD_Connection *conn)
 {
 	const struct pe_table_def *def = r->target;
 	if (strcmp(def->name, "analysis/similarity") != 0)
 		return 0;
-	struct peek pk = {.failed = 0};
-	pe_query_init(&pk.q, NULL, pe_learned_similarity_contract.extras, 0, def->name);
-	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, encoding_arg, &pk);
-	const char *enc = pk.failed ? NULL : pe_query_extra(&pk.q, "encoding");
+	struct pe_query q;
+	pe_query_init(&q, NULL, pe_learned_similarity_contract.extras, 0, def->name);
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, encoding_arg, &q);
+	const char *enc = pe_query_extra(&q, "encoding");
 	int learned = enc && !strncmp(enc, "learned:", 8);
-	pe_query_destroy(&pk.q);
+	pe_query_destroy(&q);
 	return learned;
 }
 

@@ -849,6 +849,14 @@ START_TEST(details_name_the_fault)
 	pe_get(&fx.d, "/v1/analysis/similarity?encoding=learned:nosuch", &r);
 	pe_assert_problem(&r, 404, "encoding");
 	pe_resp_free(&r);
+	/* encoding chooses the declaration; the one chosen refuses a repeat, and a %00, naming encoding */
+	pe_get(&fx.d, "/v1/analysis/similarity?encoding=learned:nosuch&encoding=learned:nosuch", &r);
+	pe_assert_problem(&r, 400, "encoding");
+	detail_has(&r, "more than once", "encoding twice");
+	pe_resp_free(&r);
+	pe_get(&fx.d, "/v1/analysis/similarity?encoding=learned:no%00such", &r);
+	pe_assert_problem(&r, 400, "encoding");
+	pe_resp_free(&r);
 	static char req[8192];
 	size_t n = chunked(req, sizeof req, "application/x-npy", "", 2000, "");
 	raw_detail(&fx.d, req, n, plain, sizeof plain);
