@@ -118,7 +118,8 @@ static void free_bodies(struct bodies *b)
 /* ---- finding the routes ---- */
 
 /* The declared handler that serves url (the first of pe_http_handlers[] to claim it), and the
- * registry entry it matched. Handlers without a declaration answer no query: passed by. */
+ * registry entry it matched. Handlers without a declaration answer no query: passed by (their
+ * match_cb may need the context init_cb makes; a declared handler's is asked without one). */
 static const struct pe_handler *handler_of(const char *url, const struct pe_table_def **target)
 {
 	for (size_t i = 0; i < pe_http_nhandlers; i++) {
