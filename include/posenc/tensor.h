@@ -67,6 +67,10 @@ size_t pe_npy_write_header(char *out, const struct pe_tensor_view *t);
  * declared count (PE_ETOOBIG past it); other errors are PE_EBODY with a detail. */
 int pe_npy_parse(const void *data, size_t len, size_t max_elements, struct pe_tensor_view *out,
 		 struct pe_err *err);
+/* The most bytes pe_npy_parse and pe_npy_parse_index accept before the data (preamble and header,
+ * any version): a body limit for an npy upload is its data's limit plus this. A longer declared
+ * header is PE_EBODY. */
+size_t pe_npy_header_max(void);
 /* The same, for index arrays (positions) that NumPy saves as int64 by default: '<i8' is accepted
  * besides the float dtypes and '<i4'. For '<i8' data *wide is set and out->dtype is PE_I32 (posenc
  * has no 64-bit dtype): its elements are then 8 bytes each. */

@@ -155,9 +155,8 @@ static void run_job(struct pe_pool *p, struct job **at)
  * While the HTTP threads are busy (FG_BUSY_REQUESTS requests finished within one FG_WINDOW_NS,
  * and FG_HOLD_NS after), heavy jobs and the helpers of their parallel parts run at most heavy_cap
  * at once, so the CPUs the HTTP threads need are not all taken by large tables; the rest wait in
- * the queue, light jobs pass them. Measured on 2 vCPUs (AMD EPYC), two workers, 5 runs each: the
- * mixed load's small-request p99 4.8-6.0 ms with reserve_cpus 1 against 6.5-9.0 with 0, and about
- * as many large tables served. */
+ * the queue, light jobs pass them. That keeps small requests' tail latency low under a mixed load
+ * at about the same large-table throughput (figures: docs/architecture.md, "Who gets the CPU"). */
 #define FG_WINDOW_NS 10000000ull    /* 10 ms */
 #define FG_BUSY_REQUESTS 32u        /* in one window: 3200 requests a second */
 #define FG_HOLD_NS (2 * FG_WINDOW_NS)
@@ -269,17 +268,12 @@ static void worker_main(void *arg)
 #define TRIM_QUIET_NS (1000000000ull)        /* since the HTTP threads were last busy */
 
 /* Free pages inside the heap go back to the system (malloc_trim madvises them) once
- * TRIM_FREE_BYTES more are free than at the lowest since the last trim (pages freed since, which
- * may be resident again). Measured (--cache-bytes 32Mi, 12000 cold 16x16 JSON tables, then six
- * 8 MiB bin tables evicting them): idle RSS stays 65 MiB over the cache's 24 without a trim;
- * malloc_trim(0) brings it to 10. The trim holds the arena's lock
- * while it madvises: 6-18 ms for those 50 MiB on a loaded 2-vCPU machine, a one-off stall of
- * other threads' allocations after such a turnover, hence only then and at most every
- * TRIM_EVERY_NS (steady churn frees about what it reuses: no trim). *low is the free bytes'
- * lowest seen. The ticker trims only once the HTTP threads have not been busy (pe_pool_note_request)
- * for TRIM_QUIET_NS: under a mixed load whose large tables evicted ~500 MB of small ones from a
- * 1 GiB cache, a trim held every HTTP thread's allocations long enough to put the small requests'
- * p99 at 21-30 ms (7-9 ms without trims, the same runs). */
+ * TRIM_FREE_BYTES more are free than at the lowest since the last trim (*low: pages freed since,
+ * which may be resident again), so idle RSS follows the cache after a turnover of small entries.
+ * The trim holds the arena's lock while it madvises, stalling other threads' allocations, hence
+ * only after such a turnover, at most every TRIM_EVERY_NS (steady churn frees about what it
+ * reuses: no trim), and only once the HTTP threads have not been busy (pe_pool_note_request) for
+ * TRIM_QUIET_NS. Figures: docs/architecture.md, "Memory". */
 static void trim_heap(struct pe_pool *p, size_t *low)
 {
 	struct mallinfo2 mi = mallinfo2(); /* fordblks: all free bytes; keepcost: the top's */
@@ -364,7 +358,7 @@ static int start_threads(struct pe_pool *p)
 /* Worker i keeps to the i-th CPU this process may use (round robin), when it may use two or more:
  * a big JSON document's chunks then run on different CPUs from their first microsecond. Left to the
  * scheduler, a woken helper often starts on its waker's CPU and both halves share it for
- * milliseconds (a cold 512x768 JSON answer measured ~17% slower unpinned, A/B on 2 vCPUs). */
+ * milliseconds. */
 static void pin_workers(struct pe_pool *p)
 {
 	cpu_set_t allowed;

@@ -15,12 +15,27 @@ static int match_cb(void *hctx, const char *url, const void **target)
 	return def ? pe_http_def_route(def) : -1;
 }
 
-/* The stored table's name when the request asks for a learned table's similarity, else NULL. */
-static const char *learned_name(const struct req *r, struct MHD_Connection *conn)
+/* Whether similarity's encoding= names a stored table, as the one query parser reads encoding
+ * under the learned declaration: the declaration depends on that value, so it is read before the
+ * whole query. The declaration chosen then parses the whole query, so a repeated encoding is
+ * refused as a repeat, and one with %00 (never taken here) as the table's. */
+static int wants_learned(const struct req *r)
 {
 	const struct pe_table_def *def = r->target;
-	const char *enc = !strcmp(def->name, "analysis/similarity") ? pe_contract_query_value(r, "encoding") : NULL;
-	return enc && !strncmp(enc, "learned:", 8) ? enc + 8 : NULL;
+	if (strcmp(def->name, "analysis/similarity") != 0)
+		return 0;
+	struct pe_query q;
+	struct pe_err err = {0};
+	pe_query_init(&q, NULL, pe_learned_similarity_contract.extras, 0, def->name);
+	for (size_t i = 0; i < r->nargs && !err.code; i++) {
+		const struct pe_query_arg *a = &r->args[i];
+		if (a->key_len == strlen("encoding") && memcmp(a->key, "encoding", a->key_len) == 0)
+			pe_query_take(&q, a->key, a->key_len, a->value, a->value_len, &err);
+	}
+	const char *enc = pe_query_extra(&q, "encoding");
+	int learned = enc && !strncmp(enc, "learned:", 8);
+	pe_query_destroy(&q);
+	return learned;
 }
 
 static const struct pe_contract table_contract = {.methods = "GET, HEAD", .target_params = 1, .output = 1, .finish = 1};
@@ -28,13 +43,14 @@ static const struct pe_contract table_contract = {.methods = "GET, HEAD", .targe
 /* A table's declaration, or the learned similarity's (learned_get.c). */
 static const struct pe_contract *contract_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
-	return pe_contract_only(r, learned_name(r, conn) ? &pe_learned_similarity_contract : &table_contract);
+	return pe_contract_only(r, wants_learned(r) ? &pe_learned_similarity_contract : &table_contract);
 }
 
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)
 {
-	const char *name = learned_name(r, conn);
-	return name ? pe_learned_similarity(r, conn, name) : pe_table_request(r, conn, r->target);
+	if (r->contract != &pe_learned_similarity_contract)
+		return pe_table_request(r, conn, r->target);
+	return pe_learned_similarity(r, conn, pe_query_extra(pe_contract_query(r), "encoding") + strlen("learned:"));
 }
 
 const struct pe_handler pe_analysis_handler = {

@@ -50,7 +50,6 @@
 #define PREFIX "/v1/learned"
 #define ALLOW_LIST "GET, HEAD"
 #define ALLOW_ITEM "GET, HEAD, PUT, DELETE"
-#define NPY_HEADER_MAX 65546 /* npy magic, version, length and the longest 1.0 header */
 
 /* ---- parameters: strict parsing through the core's parameter machinery ---- */
 
@@ -161,7 +160,7 @@ static uint64_t body_limit(const struct pe_http *h)
 {
 	uint64_t max_bytes, max_table;
 	pe_store_limits(h->opt.store, &max_bytes, &max_table);
-	return max_table + NPY_HEADER_MAX;
+	return max_table + pe_npy_header_max();
 }
 
 static const struct pe_contract list_contract = {.methods = "GET, HEAD", .params = &list_def, .finish = 1};

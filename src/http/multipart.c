@@ -36,8 +36,8 @@
  * finds the parts, names and values; the scan only tells the callback where MHD is.
  * MHD never sees a preamble: it is given the body from the first delimiter line the scan found,
  * one that starts the body or a line (so "preamble--boundary", which MHD alone would take for the
- * first delimiter, is preamble to both; and a preamble of dashes no longer costs MHD a move of its
- * 8 KiB buffer per byte, ~130 ns a byte on the server's one HTTP thread). A body whose data holds
+ * first delimiter, is preamble to both; and a preamble of dashes cannot make MHD move its 8 KiB
+ * buffer once per byte on the HTTP thread). A body whose data holds
  * "\r\n--" boundary right at its start is refused: the scan and MHD could disagree, and RFC 2046
  * forbids it. So is a boundary line among a part's
  * header lines: MHD reads it as one more header line, while the scan would count a new part (and

@@ -28,14 +28,13 @@
 
 #define PATH "/v1/analysis/order"
 #define HEAD_BYTES 4096
-/* The largest body that can hold a valid X: PE_ORDER_MAX_CELLS float64 values after an npy
- * header of at most 64 KiB (NumPy's are a few hundred bytes). A bigger body is refused as it
- * arrives, not read whole (up to max_body_bytes) to fail the npy parse. */
-#define MAX_BODY ((uint64_t)PE_ORDER_MAX_CELLS * 8 + 65536 + 12)
-
+/* The largest body that can hold a valid X: PE_ORDER_MAX_CELLS float64 values after the longest
+ * npy header the reader accepts. A bigger body is refused as it arrives, not read whole (up to
+ * max_body_bytes) to fail the npy parse. */
 static uint64_t body_limit(const struct pe_http *h)
 {
-	return h->opt.max_body_bytes < MAX_BODY ? h->opt.max_body_bytes : MAX_BODY;
+	uint64_t most = (uint64_t)PE_ORDER_MAX_CELLS * 8 + pe_npy_header_max();
+	return h->opt.max_body_bytes < most ? h->opt.max_body_bytes : most;
 }
 
 static const struct pe_table_def *order_def(void) { return pe_table_find("analysis/order"); }

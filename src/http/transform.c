@@ -76,7 +76,8 @@ static enum MHD_Result begin_multipart(struct req *r, struct MHD_Connection *con
 	if (!m)
 		return answer_now(r, conn, PE_ENOMEM, "", "out of memory");
 	pe_mp_init(m, h->opt.max_body_bytes, h->opt.budget);
-	uint64_t pos_max = h->opt.max_elements > (UINT64_MAX - 65536) / 8 ? UINT64_MAX : h->opt.max_elements * 8 + 65536;
+	uint64_t hdr = pe_npy_header_max();
+	uint64_t pos_max = h->opt.max_elements > (UINT64_MAX - hdr) / 8 ? UINT64_MAX : h->opt.max_elements * 8 + hdr;
 	pe_mp_want(m, "x", h->opt.max_body_bytes, X_PART_TYPES);
 	pe_mp_want(m, "positions", (size_t)(pos_max < h->opt.max_body_bytes ? pos_max : h->opt.max_body_bytes),
 		   "application/x-npy, application/octet-stream");
@@ -104,9 +105,11 @@ static int body_cb(struct req *r, const char *data, size_t n)
 	return 0;
 }
 
-/* shape=: the raw body's shape (decoded with the body, transform_decode.c). */
+/* shape=: the raw body's shape, read by the query parser as a list of sizes (its rank is checked
+ * when the job takes it, the element count with the body, transform_decode.c). */
 static const struct pe_param_spec shape_spec[] = {
-	{"shape", PE_PT_TEXT, "", 0, 1024, NULL, "an application/octet-stream body's shape, e.g. 1,32,2048,128"},
+	{"shape", PE_PT_LIST, "", 0, 1099511627776.0, PE_LIST_INTEGERS,
+	 "an application/octet-stream body's shape, e.g. 1,32,2048,128 (sizes up to 2^40)"},
 };
 static const struct pe_table_def shape_param = {.name = "transforms", .params = shape_spec, .nparams = 1,
 						.fixed_dtype = PE_DTYPE_COUNT_};
@@ -345,7 +348,6 @@ static void tjob_free(struct pe_oneshot *os)
 {
 	struct tjob *j = (struct tjob *)os;
 	pe_params_destroy(&j->params);
-	free(j->raw_shape);
 	free(j->dtype);
 	pe_http_release_body(&j->body);
 	pe_http_release_body(&j->pos);
@@ -377,7 +379,7 @@ static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 /* What the x part holds, as a plain body's Content-Type would say: npy by its magic, the part's
  * own Content-Type when it names JSON or npy (curl -F sends application/octet-stream for a
  * file), raw bytes when shape= describes them, JSON when it looks like JSON. */
-static int x_part_kind(const struct pe_mp_part *x, const char *shape, enum body_kind *k, struct pe_err *err)
+static int x_part_kind(const struct pe_mp_part *x, int shape, enum body_kind *k, struct pe_err *err)
 {
 	const char *d = x->buf.data;
 	size_t n = x->buf.len, i = 0;
@@ -410,16 +412,22 @@ static struct tjob *tjob_new(struct req *r, struct MHD_Connection *conn, struct 
 	struct pe_mp_part *x = m ? pe_mp_get(m, "x") : NULL;
 	body_kind_of(content_type(conn), &j->kind);
 	struct pe_query *q = pe_contract_query(r);
-	const char *shape = pe_query_extra(q, "shape");
+	size_t rank;
+	const double *shape = pe_param_list(&q->extras, "shape", &rank);
 	pe_contract_take_params(r, &j->params);
 	int rc = 0;
 	if (m)
-		rc = x_part_kind(x, shape, &j->kind, err);
+		rc = x_part_kind(x, shape != NULL, &j->kind, err);
 	if (rc == 0 && shape && j->kind != BODY_BIN)
 		rc = pe_err_set(err, PE_EINVAL, "shape", "shape= describes application/octet-stream bodies only");
+	if (rc == 0 && shape && rank > PE_MAX_RANK)
+		rc = pe_err_set(err, PE_EINVAL, "shape", "shape has %zu sizes, more than %d", rank, PE_MAX_RANK);
 	if (rc == 0)
 		rc = pick_format(j, &q->out, conn, err);
-	j->raw_shape = dup_or_null(shape);
+	for (size_t i = 0; rc == 0 && shape && i < rank; i++)
+		j->raw_shape.dim[i] = (size_t)shape[i];
+	j->raw_shape.rank = rc == 0 && shape ? (int)rank : 0;
+	j->has_shape = shape != NULL;
 	j->dtype = dup_or_null(q->out.dtype);
 	if (rc != 0) {
 		tjob_free(&j->os);

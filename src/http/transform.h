@@ -15,7 +15,9 @@ struct tjob {
 	struct pe_params params;
 	enum body_kind kind;
 	struct pe_out out;   /* format and gzip decided on the MHD thread; dtype in the job */
-	char *raw_shape, *dtype; /* query strings (copies) or NULL */
+	struct pe_shape raw_shape; /* shape= as parsed (has_shape: given) */
+	int has_shape;
+	char *dtype; /* the query's dtype= (a copy) or NULL */
 	struct pe_held_body body; /* reserved on the budget by its usable size (budget NULL without one) */
 	struct pe_held_body pos;  /* the positions part (npy; data NULL without one), on the same budget */
 	int multipart;

@@ -11,26 +11,6 @@
 
 /* ---- decoding (worker) ---- */
 
-static int parse_shape_list(const char *s, struct pe_shape *shape, struct pe_err *err)
-{
-	shape->rank = 0;
-	for (const char *p = s; *p;) {
-		char *end;
-		if (*p < '0' || *p > '9' || shape->rank >= PE_MAX_RANK)
-			return pe_err_set(err, PE_EINVAL, "shape", "shape must be up to 8 comma-separated sizes");
-		unsigned long long v = strtoull(p, &end, 10);
-		if (v > (1ull << 40))
-			return pe_err_set(err, PE_EINVAL, "shape", "shape has a size over 2^40");
-		shape->dim[shape->rank++] = (size_t)v;
-		p = end;
-		if (*p == ',')
-			p++;
-		else if (*p)
-			return pe_err_set(err, PE_EINVAL, "shape", "shape must be up to 8 comma-separated sizes");
-	}
-	return shape->rank ? 0 : pe_err_set(err, PE_EINVAL, "shape", "shape is empty");
-}
-
 /* The body as a tensor; *owned is set when t->data was allocated (JSON), else it points into the
  * body buffer. */
 int pe_tjob_decode(struct tjob *j, struct pe_tensor_mut *t, int *owned, struct pe_err *err)
@@ -53,14 +33,13 @@ int pe_tjob_decode(struct tjob *j, struct pe_tensor_mut *t, int *owned, struct p
 			t->data = j->body.data; /* the buffer start is malloc-aligned */
 		}
 	} else {
-		if (!j->raw_shape)
+		if (!j->has_shape)
 			return pe_err_set(err, PE_EINVAL, "shape", "an application/octet-stream body needs shape=");
 		t->dtype = PE_F32;
 		if (j->dtype && (pe_dtype_parse(j->dtype, &t->dtype) != 0 || t->dtype == PE_I32))
 			return pe_err_set(err, PE_EINVAL, "dtype", "dtype must be one of: f32, f64, f16, bf16");
-		int rc = parse_shape_list(j->raw_shape, &t->shape, err), overflow;
-		if (rc != 0)
-			return rc;
+		int overflow;
+		t->shape = j->raw_shape;
 		size_t n = pe_shape_count(&t->shape, &overflow);
 		if (overflow || n > max)
 			return pe_err_set(err, PE_ETOOBIG, "shape", "the tensor has more than %zu elements", max);

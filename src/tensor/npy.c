@@ -29,6 +29,10 @@
 #define ALIGN 64
 #define GROWTH_DIGITS 21 /* NumPy's GROWTH_AXIS_MAX_DIGITS */
 #define DICT_MAX 512     /* the longest dict we write: rank 8 of 20-digit dims is < 300 bytes */
+/* The longest header the parser reads, in every version: what a 1.0 header's 2-byte length can say.
+ * A 2.0/3.0 header may declare 4 GiB, but the three keys it may hold fit in a few hundred bytes. */
+#define HEADER_LEN_MAX 65535u
+#define PREAMBLE_MAX 12 /* magic, version and a 4-byte header length (2.0, 3.0) */
 
 /* ---- writing ---- */
 
@@ -442,6 +446,9 @@ static int parse_preamble(const unsigned char *p, size_t len, int *version, size
 	*hlen = (size_t)p[8] | (size_t)p[9] << 8;
 	if (*version > 1)
 		*hlen |= (size_t)p[10] << 16 | (size_t)p[11] << 24;
+	if (*hlen > HEADER_LEN_MAX)
+		return fail(err, "header declares %zu bytes, more than the %u this reader accepts", *hlen,
+			    HEADER_LEN_MAX);
 	if (*hlen > len - *off)
 		return fail(err, "truncated header: it declares %zu bytes but only %zu follow the preamble",
 			    *hlen, len - *off);
@@ -497,6 +504,8 @@ static int parse_npy(const void *data, size_t len, size_t max_elements, int inde
 		*wide = h.wide;
 	return 0;
 }
+
+size_t pe_npy_header_max(void) { return PREAMBLE_MAX + HEADER_LEN_MAX; }
 
 int pe_npy_parse(const void *data, size_t len, size_t max_elements, struct pe_tensor_view *out,
 		 struct pe_err *err)

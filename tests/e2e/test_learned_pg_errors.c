@@ -153,6 +153,44 @@ static void assert_store_problem(const struct pe_resp *r, long status, const cha
 	json_decref(j);
 }
 
+/* A request and its answer: a status, and for a problem (slug given) its type and a piece of
+ * its detail, as assert_store_problem reads them. */
+struct exchange {
+	const char *method; /* PUT (a table of seed), GET (name as JSON, with query), DELETE */
+	const char *name, *query;
+	float seed;
+	long status;
+	const char *slug, *detail;
+};
+
+static void expect(const struct exchange *x, size_t n)
+{
+	char path[96];
+	for (size_t i = 0; i < n; i++) {
+		struct pe_resp r;
+		snprintf(path, sizeof path, "/v1/learned/%s", x[i].name);
+		if (!strcmp(x[i].method, "PUT"))
+			put(x[i].name, x[i].seed, &r);
+		else if (!strcmp(x[i].method, "GET"))
+			get(x[i].name, x[i].query, &r);
+		else
+			pe_request(&D, x[i].method, path, NULL, NULL, 0, &r);
+		if (x[i].slug)
+			assert_store_problem(&r, x[i].status, x[i].slug, x[i].detail, NULL, 0);
+		else
+			ck_assert_msg(r.status == x[i].status, "%s %s%s: %ld, want %ld", x[i].method, path, x[i].query,
+				      r.status, x[i].status);
+		pe_resp_free(&r);
+	}
+}
+
+/* The exchanges listed, in order: EXPECT({"GET", "t", "", 0, 200, NULL, NULL}, ...). */
+#define EXPECT(...)                                                                                \
+	do {                                                                                       \
+		const struct exchange x_[] = {__VA_ARGS__};                                          \
+		expect(x_, sizeof x_ / sizeof x_[0]);                                               \
+	} while (0)
+
 static int readyz_retry; /* the last /readyz had Retry-After */
 
 /* GET /readyz: its status; the body's "store" into why (may be NULL). */
@@ -250,20 +288,16 @@ START_TEST(lock_held_answers_503_every_time)
 	}
 	ck_assert_str_eq(first, again);
 	ck_assert_msg(strstr(first, "SQLSTATE 57014"), "%s", first);
-	pe_request(&D, "DELETE", "/v1/learned/t", NULL, NULL, 0, &r);
-	assert_store_problem(&r, 503, "store-unavailable", "statement timeout", NULL, 0);
-	pe_resp_free(&r);
-	get("t", "&len=5", &r); /* a key not cached: the read meets the lock */
-	assert_store_problem(&r, 503, "store-unavailable", "statement timeout", NULL, 0);
-	pe_resp_free(&r);
+	EXPECT(
+	       {"DELETE", "t", "", 0, 503, "store-unavailable", "statement timeout"},
+	       /* a key not cached: the read meets the lock */
+	       {"GET", "t", "&len=5", 0, 503, "store-unavailable", "statement timeout"});
 	pe_pg_bg_end(&PG, pid);
 	char *after = body_of("t");
 	ck_assert_str_eq(before, after); /* nothing half-done */
 	free(before);
 	free(after);
-	get("t", "&len=6", &r);
-	ck_assert_int_eq(r.status, 200);
-	pe_resp_free(&r);
+	EXPECT({"GET", "t", "&len=6", 0, 200, NULL, NULL});
 }
 END_TEST
 
@@ -328,38 +362,28 @@ START_TEST(revoked_select_keeps_its_class)
 	ck_assert_int_eq(readyz(why, sizeof why), 503);
 	ck_assert_msg(!readyz_retry, "/readyz promises a retry for a revoked privilege");
 	put_refused("a"); /* after the reconnect: the same answers as before it */
-	pe_request(&D, "DELETE", "/v1/learned/t", NULL, NULL, 0, &r);
-	assert_store_problem(&r, 403, "forbidden", "permission denied for table posenc_learned", NULL, 0);
-	pe_resp_free(&r);
-	get("t", "&len=20", &r);
-	assert_store_problem(&r, 500, "store-error", "permission denied for table posenc_learned", NULL, 0);
-	pe_resp_free(&r);
+	EXPECT(
+	       {"DELETE", "t", "", 0, 403, "forbidden", "permission denied for table posenc_learned"},
+	       {"GET", "t", "&len=20", 0, 500, "store-error", "permission denied for table posenc_learned"});
 	char *log = pe_daemon_log(&D); /* the log says why the store stays down */
 	const char *down = strstr(log, "\"store_down\"");
 	ck_assert_msg(down && strstr(log, "load the index: permission denied"), "%s", log);
 	free(log);
 	ck_assert_int_eq(pe_pg_sql(&PG, "GRANT SELECT ON posenc_learned TO app"), 0);
 	ck_assert_msg(until_ready(200, 20, why, sizeof why), "not ready again: %s", why);
-	get("t", "&len=21", &r);
-	ck_assert_int_eq(r.status, 200);
-	pe_resp_free(&r);
+	EXPECT({"GET", "t", "&len=21", 0, 200, NULL, NULL});
 }
 END_TEST
 
 START_TEST(grant_takes_effect_at_next_write)
 {
-	struct pe_resp r;
 	char why[256];
 	serve_as("reader", GRANTS_RO("reader"));
-	put("u", 1.0f, &r);
-	assert_store_problem(&r, 403, "forbidden", "INSERT on posenc_learned", NULL, 0);
-	pe_resp_free(&r);
+	EXPECT({"PUT", "u", "", 1.0f, 403, "forbidden", "INSERT on posenc_learned"});
 	ck_assert_int_eq(pe_pg_sql(&PG, "GRANT INSERT, UPDATE, DELETE ON posenc_learned TO reader; GRANT USAGE ON "
 					"SEQUENCE posenc_generation TO reader"), 0);
 	ck_assert_int_eq(status_of_put("u", 1.0f), 201);
-	pe_request(&D, "DELETE", "/v1/learned/u", NULL, NULL, 0, &r);
-	ck_assert_int_eq(r.status, 204);
-	pe_resp_free(&r);
+	EXPECT({"DELETE", "u", "", 0, 204, NULL, NULL});
 	int ready = 0;
 	for (int i = 0; i < 50 && !ready; i++) {
 		ready = readyz(why, sizeof why) == 200 && !why[0];
@@ -371,29 +395,22 @@ END_TEST
 
 START_TEST(search_path_naming_no_schema)
 {
-	struct pe_resp r;
 	char why[256];
 	serve_as("app", GRANTS_RW("app") "; ALTER ROLE app SET search_path = ''");
 	ck_assert_int_eq(readyz(why, sizeof why), 503);
 	ck_assert_msg(strstr(why, "search_path") && !strstr(why, "do not exist"), "/readyz says \"%s\"", why);
-	get("t", "", &r);
-	assert_store_problem(&r, 500, "store-error", "search_path", NULL, 0);
-	pe_resp_free(&r);
+	EXPECT({"GET", "t", "", 0, 500, "store-error", "search_path"});
 }
 END_TEST
 
 START_TEST(read_only_database_is_503)
 {
-	struct pe_resp r;
 	char why[256];
 	serve_as("app", GRANTS_RW("app") "; ALTER ROLE app SET default_transaction_read_only = on");
 	char *before = body_of("t");
-	put("t", 5.0f, &r);
-	assert_store_problem(&r, 503, "store-unavailable", "read-only transaction (SQLSTATE 25006)", NULL, 0);
-	pe_resp_free(&r);
-	pe_request(&D, "DELETE", "/v1/learned/t", NULL, NULL, 0, &r);
-	assert_store_problem(&r, 503, "store-unavailable", "SQLSTATE 25006", NULL, 0);
-	pe_resp_free(&r);
+	EXPECT(
+	       {"PUT", "t", "", 5.0f, 503, "store-unavailable", "read-only transaction (SQLSTATE 25006)"},
+	       {"DELETE", "t", "", 0, 503, "store-unavailable", "SQLSTATE 25006"});
 	ck_assert_int_eq(readyz(why, sizeof why), 200);
 	ck_assert_msg(strstr(why, "reads only") && strstr(why, "25006"), "/readyz says \"%s\"", why);
 	char *after = body_of("t");
@@ -405,38 +422,28 @@ END_TEST
 
 START_TEST(read_write_role_without_create_serves)
 {
-	struct pe_resp r;
 	char why[256];
 	serve_as("app", GRANTS_RW("app"));
 	ck_assert_int_eq(readyz(why, sizeof why), 200);
 	ck_assert_str_eq(why, "");
 	ck_assert_int_eq(status_of_put("u", 1.0f), 201);
 	ck_assert_int_eq(status_of_put("t", 2.0f), 200);
-	get("t", "", &r);
-	ck_assert_int_eq(r.status, 200);
-	pe_resp_free(&r);
-	pe_request(&D, "DELETE", "/v1/learned/t", NULL, NULL, 0, &r);
-	ck_assert_int_eq(r.status, 204);
-	pe_resp_free(&r);
+	EXPECT(
+	       {"GET", "t", "", 0, 200, NULL, NULL},
+	       {"DELETE", "t", "", 0, 204, NULL, NULL});
 }
 END_TEST
 
 START_TEST(select_only_role_reads)
 {
-	struct pe_resp r;
 	char why[256];
 	serve_as("reader", GRANTS_RO("reader"));
 	ck_assert_int_eq(readyz(why, sizeof why), 200);
 	ck_assert_msg(strstr(why, "INSERT on posenc_learned"), "/readyz says \"%s\"", why);
-	get("t", "", &r);
-	ck_assert_int_eq(r.status, 200);
-	pe_resp_free(&r);
-	put("t", 2.0f, &r);
-	assert_store_problem(&r, 403, "forbidden", "INSERT on posenc_learned", NULL, 0);
-	pe_resp_free(&r);
-	pe_request(&D, "DELETE", "/v1/learned/t", NULL, NULL, 0, &r);
-	assert_store_problem(&r, 403, "forbidden", "DELETE on posenc_learned", NULL, 0);
-	pe_resp_free(&r);
+	EXPECT(
+	       {"GET", "t", "", 0, 200, NULL, NULL},
+	       {"PUT", "t", "", 2.0f, 403, "forbidden", "INSERT on posenc_learned"},
+	       {"DELETE", "t", "", 0, 403, "forbidden", "DELETE on posenc_learned"});
 }
 END_TEST
 
@@ -450,9 +457,9 @@ START_TEST(tables_missing_without_create_is_not_ready)
 	ck_assert_msg(strstr(why, "cannot be created") && strstr(why, "permission denied for schema public"),
 		      "/readyz says \"%s\"", why);
 	ck_assert_msg(!readyz_retry, "/readyz promises a retry for a missing table");
-	put("t", 1.0f, &r); /* the same reason, for a write, a read and the list: not a retry */
-	assert_store_problem(&r, 500, "store-error", "permission denied for schema public", NULL, 0);
-	pe_resp_free(&r);
+	EXPECT(
+	       /* the same reason, for a write, a read and the list: not a retry */
+	       {"PUT", "t", "", 1.0f, 500, "store-error", "permission denied for schema public"});
 	get("t", "", &r);
 	char d[256];
 	assert_store_problem(&r, 500, "store-error", "permission denied for schema public", d, sizeof d);
@@ -479,17 +486,13 @@ END_TEST
 
 START_TEST(stopped_server_is_503)
 {
-	struct pe_resp r;
 	char why[256];
 	start(PG.url);
 	ck_assert_int_eq(status_of_put("t", 1.0f), 201);
 	ck_assert_int_eq(pe_pg_stop(&PG, "fast"), 0);
-	put("t", 2.0f, &r);
-	assert_store_problem(&r, 503, "store-unavailable", "", NULL, 0);
-	pe_resp_free(&r);
-	get("t", "&len=5", &r);
-	assert_store_problem(&r, 503, "store-unavailable", "", NULL, 0);
-	pe_resp_free(&r);
+	EXPECT(
+	       {"PUT", "t", "", 2.0f, 503, "store-unavailable", ""},
+	       {"GET", "t", "&len=5", 0, 503, "store-unavailable", ""});
 	ck_assert_msg(until_ready(503, 10, why, sizeof why), "/readyz stays 200 with the database stopped");
 	ck_assert_msg(why[0], "/readyz gives no reason");
 	ck_assert_int_eq(pe_pg_restart(&PG), 0);

@@ -143,6 +143,10 @@ START_TEST(errors)
 		{"/v1/alibi/apply?shape=2,2,3", "application/octet-stream", NULL, 400, "body"},
 		{"/v1/alibi/apply?shape=2,2,2&heads=3", "application/octet-stream", NULL, 400, "heads"},
 		{"/v1/alibi/apply?shape=8", "application/octet-stream", NULL, 400, "shape"},
+		/* shape= is typed: sizes, at most 8 of them, each up to 2^40 */
+		{"/v1/alibi/apply?shape=2,x,2", "application/octet-stream", NULL, 400, "shape"},
+		{"/v1/alibi/apply?shape=1,1,1,1,1,1,1,1,8", "application/octet-stream", NULL, 400, "shape"},
+		{"/v1/alibi/apply?shape=2199023255552,0", "application/octet-stream", NULL, 400, "shape"},
 		{"/v1/alibi/apply?shape=2,2,2&bogus=1", "application/octet-stream", NULL, 400, "bogus"},
 		{"/v1/sinusoidal/apply?pe_dim=3", "application/json", "[[1,2],[3,4]]", 400, "pe_dim"},
 		{"/v1/sinusoidal/apply", "application/json", "[[1,2],[3,\"a\"]]", 400, "body"},

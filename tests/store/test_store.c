@@ -699,6 +699,37 @@ START_TEST(vanished_file_is_not_found)
 }
 END_TEST
 
+/* x put at version 2 (m2, v2) over its current file, which is then renamed back over it, as a
+ * backup restored by hand would be; between the two, stat sees m2 when seen is given. */
+static void restore_behind(struct pe_store *s, struct pe_store_meta *m2, const float *v2,
+			   const struct pe_store_meta *seen)
+{
+	char path[400], saved[400];
+	struct pe_store_meta st;
+	file_path("x.table", path, sizeof path);
+	file_path("saved", saved, sizeof saved);
+	ck_assert_int_eq(link(path, saved), 0); /* keep the current file */
+	put_ok(s, m2, v2, 1);
+	if (seen) {
+		ck_assert_int_eq(pe_store_stat(s, "x", &st), 0);
+		ck_assert(pe_store_same_version(&st, seen));
+	}
+	ck_assert_int_eq(rename(saved, path), 0);
+}
+
+/* The store serves x as m1 again, its 24 bytes counted, and said it adopted the file. */
+static void assert_adopted(struct pe_store *s, const struct pe_store_meta *m1)
+{
+	struct pe_store_meta st;
+	uint64_t bytes;
+	size_t n;
+	ck_assert_int_eq(pe_store_stat(s, "x", &st), 0);
+	ck_assert(pe_store_same_version(&st, m1));
+	pe_store_usage(s, &bytes, &n);
+	ck_assert_uint_eq(bytes, 24);
+	ck_assert_msg(strstr(events, "adopted x.table|") != NULL, "%s", events);
+}
+
 /* A file replaced behind the store's back by another valid version: one read says "retry", and
  * from then on the version on disk is served. */
 START_TEST(replaced_file_is_adopted)
@@ -708,25 +739,13 @@ START_TEST(replaced_file_is_adopted)
 	struct pe_store_meta m1 = meta("x", PE_F32, 3, 2), m2 = meta("x", PE_F32, 4, 2), st;
 	struct pe_err err = {0};
 	void *data = NULL;
-	char path[400], saved[400];
 	put_ok(s, &m1, v1, 0);
-	file_path("x.table", path, sizeof path);
-	file_path("saved", saved, sizeof saved);
-	ck_assert_int_eq(link(path, saved), 0); /* keep version 1's file */
-	put_ok(s, &m2, v2, 1);
-	ck_assert_int_eq(rename(saved, path), 0); /* a backup restored by hand */
+	restore_behind(s, &m2, v2, NULL);
 	ck_assert_int_eq(pe_store_read(s, "x", &m2, &st, &data, &err), PE_EBUSY);
-	ck_assert_int_eq(pe_store_stat(s, "x", &st), 0);
-	ck_assert(pe_store_same_version(&st, &m1));
+	assert_adopted(s, &m1);
 	assert_reads(s, "x", v1, 24);
-	uint64_t bytes;
-	size_t n;
-	pe_store_usage(s, &bytes, &n);
-	ck_assert_uint_eq(bytes, 24);
-	ck_assert_msg(strstr(events, "adopted x.table|") != NULL, "%s", events);
-	free(v1);
 	free(v2);
-	pe_store_close(s);
+	done(s, v1);
 }
 END_TEST
 
@@ -763,38 +782,22 @@ START_TEST(stat_and_list_see_a_replaced_file)
 {
 	struct pe_store *s = open_store(1 << 20, 1 << 20);
 	float *v1 = values(6, 1), *v2 = values(8, 2);
-	struct pe_store_meta m1 = meta("x", PE_F32, 3, 2), m2 = meta("x", PE_F32, 4, 2), st, *all = NULL;
-	char path[400], saved[400];
+	struct pe_store_meta m1 = meta("x", PE_F32, 3, 2), m2 = meta("x", PE_F32, 4, 2), *all = NULL;
 	size_t n;
-	uint64_t bytes;
 	put_ok(s, &m1, v1, 0);
-	file_path("x.table", path, sizeof path);
-	file_path("saved", saved, sizeof saved);
-	ck_assert_int_eq(link(path, saved), 0); /* keep version 1's file */
-	put_ok(s, &m2, v2, 1);
-	ck_assert_int_eq(pe_store_stat(s, "x", &st), 0);
-	ck_assert(pe_store_same_version(&st, &m2));
-	ck_assert_int_eq(rename(saved, path), 0);
+	restore_behind(s, &m2, v2, &m2);
 	ck_assert_int_eq(pe_store_list(s, &all, &n), 0);
 	ck_assert_uint_eq(n, 1);
 	ck_assert(pe_store_same_version(&all[0], &m1));
 	ck_assert_uint_eq(all[0].rows, 3);
 	free(all);
-	ck_assert_int_eq(pe_store_stat(s, "x", &st), 0);
-	ck_assert(pe_store_same_version(&st, &m1));
-	ck_assert_msg(strstr(events, "adopted x.table|") != NULL, "%s", events);
-	pe_store_usage(s, &bytes, &n);
-	ck_assert_uint_eq(bytes, 24);
+	assert_adopted(s, &m1);
 	/* and back, through stat alone */
-	ck_assert_int_eq(link(path, saved), 0);
-	put_ok(s, &m2, v2, 1);
-	ck_assert_int_eq(rename(saved, path), 0);
-	ck_assert_int_eq(pe_store_stat(s, "x", &st), 0);
-	ck_assert(pe_store_same_version(&st, &m1));
+	restore_behind(s, &m2, v2, NULL);
+	assert_adopted(s, &m1);
 	assert_reads(s, "x", v1, 24);
-	free(v1);
 	free(v2);
-	pe_store_close(s);
+	done(s, v1);
 }
 END_TEST
 

@@ -454,6 +454,46 @@ START_TEST(parse_bad_preamble)
 }
 END_TEST
 
+/* A 2.0 file whose header is hlen bytes: the dict, spaces, '\n'; then twelve's 48 bytes. */
+static char *long_header_npy(size_t hlen, size_t *len)
+{
+	const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4)}";
+	size_t dl = strlen(dict);
+	char *p = malloc(12 + hlen + 48);
+	memcpy(p, "\x93NUMPY\x02\x00", 8);
+	for (int i = 0; i < 4; i++)
+		p[8 + i] = (char)(hlen >> (8 * i) & 0xff);
+	memcpy(p + 12, dict, dl);
+	memset(p + 12 + dl, ' ', hlen - dl - 1);
+	p[12 + hlen - 1] = '\n';
+	memcpy(p + 12 + hlen, twelve, 48);
+	*len = 12 + hlen + 48;
+	return p;
+}
+
+/* A 2.0 header may declare 4 GiB; the reader takes at most pe_npy_header_max() bytes before the
+ * data, so a body limit of data + pe_npy_header_max() admits every file it accepts. */
+START_TEST(parse_header_length_capped)
+{
+	size_t len, most = pe_npy_header_max();
+	struct pe_tensor_view v;
+	struct pe_err err;
+	char *p = long_header_npy(most - 12, &len);
+	ck_assert_int_eq(pe_npy_parse(p, len, 100, &v, &err), 0);
+	ck_assert_uint_eq(len, most + 48);
+	ck_assert_ptr_eq(v.data, p + most);
+	free(p);
+	p = long_header_npy(most - 12 + 1, &len);
+	ck_assert_int_eq(pe_npy_parse(p, len, 100, &v, &err), PE_EBODY);
+	ck_assert_msg(strstr(err.detail, "more than the 65535 this reader accepts"), "%s", err.detail);
+	free(p);
+	/* refused from the preamble alone, however few bytes follow */
+	unsigned char pre[12] = {0x93, 'N', 'U', 'M', 'P', 'Y', 3, 0, 0xff, 0xff, 0xff, 0xff};
+	ck_assert_int_eq(pe_npy_parse(pre, sizeof pre, 100, &v, &err), PE_EBODY);
+	ck_assert_msg(strstr(err.detail, "header declares 4294967295 bytes"), "%s", err.detail);
+}
+END_TEST
+
 /* Every proper prefix of a valid file is an error with a detail; the whole file parses. */
 static void truncate_everywhere(const char *name)
 {
@@ -601,6 +641,7 @@ static Suite *npy_suite(void)
 	tcase_add_test(p, parse_overflowing_shapes);
 	tcase_add_test(p, parse_max_elements);
 	tcase_add_test(p, parse_bad_preamble);
+	tcase_add_test(p, parse_header_length_capped);
 	tcase_add_test(p, parse_truncated_everywhere);
 	tcase_add_test(p, parse_extra_bytes);
 	tcase_add_test(p, parse_unaligned_data);

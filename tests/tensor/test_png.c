@@ -9,6 +9,7 @@
 #include <float.h>
 #include <math.h>
 #include <png.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,38 @@ static void ck_labels(const struct img *im, const struct pe_png_layout *l, const
 	ck_text(im, l->x0, MARGIN + l->panel_pitch + PE_PNG_LABEL_PAD, second);
 }
 
+/* One field of a layout and the value it must have (ck_layout). */
+struct lay_field {
+	size_t off;
+	const char *name;
+	size_t want;
+};
+#define LAY(field, value) {offsetof(struct pe_png_layout, field), #field, (value)}
+
+static void ck_layout_fields(const struct pe_png_layout *l, const struct lay_field *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t got;
+		memcpy(&got, (const char *)l + f[i].off, sizeof got);
+		ck_assert_msg(got == f[i].want, "layout %s is %zu, want %zu", f[i].name, got, f[i].want);
+	}
+}
+
+/* The layout's fields as listed: ck_layout(&l, LAY(rows, 3), LAY(cols, 4)). */
+#define ck_layout(l, ...)                                                                          \
+	do {                                                                                       \
+		const struct lay_field f_[] = {__VA_ARGS__};                                        \
+		ck_layout_fields(l, f_, sizeof f_ / sizeof f_[0]);                                  \
+	} while (0)
+
+/* pe_png_options_init's options. */
+static struct pe_png_options defaults(void)
+{
+	struct pe_png_options o;
+	pe_png_options_init(&o);
+	return o;
+}
+
 /* Options with colormap cm, scale (0: automatic) and panel labels (NULL: by index). */
 static struct pe_png_options opts(enum pe_cmap cm, int scale, const char *const *labels)
 {
@@ -160,6 +193,38 @@ static struct pe_png_options opts(enum pe_cmap cm, int scale, const char *const 
 	o.scale = scale;
 	o.labels = labels;
 	return o;
+}
+
+/* A table drawn: the view and options it was drawn from (change them and draw again with
+ * render(&s.t, &s.o, &s.im, &s.l)), the decoded picture and its layout. */
+struct shot {
+	struct pe_tensor_view t;
+	struct pe_png_options o;
+	struct img im;
+	struct pe_png_layout l;
+};
+
+/* The table of dtype dt at v, of this rank and dims, drawn with options o (by_default: with
+ * none, pe_png_write's NULL). */
+static void shoot_(struct shot *s, enum pe_dtype dt, const void *v, int rank, const size_t *dim,
+		   const struct pe_png_options *o)
+{
+	s->t = (struct pe_tensor_view){shape_of(rank, dim), dt, v};
+	pe_png_options_init(&s->o);
+	if (o)
+		s->o = *o;
+	render(&s->t, o, &s->im, &s->l);
+}
+
+static void shoot(struct shot *s, enum pe_dtype dt, const void *v, int rank, const size_t *dim,
+		  struct pe_png_options o)
+{
+	shoot_(s, dt, v, rank, dim, &o);
+}
+
+static void shoot_by_default(struct shot *s, enum pe_dtype dt, const void *v, int rank, const size_t *dim)
+{
+	shoot_(s, dt, v, rank, dim, NULL);
 }
 
 static const uint8_t *cmap_of(enum pe_cmap cm, double v, double lo, double hi)
@@ -263,43 +328,41 @@ START_TEST(rank2_viridis)
 {
 	static const float v[12] = {-2, 0, 1, 2, 3, 4, 5, 5.5f, -1, 0.25f, 2.5f, 6};
 	size_t dim[] = {3, 4};
-	struct pe_tensor_view t = {shape_of(2, dim), PE_F32, v};
-	struct pe_png_options o = opts(PE_CMAP_VIRIDIS, 10, NULL);
-	struct img im;
-	struct pe_png_layout l;
-	render(&t, &o, &im, &l);
-	ck_assert_uint_eq(l.panels, 1);
-	ck_assert_uint_eq(l.rows, 3);
-	ck_assert_uint_eq(l.cols, 4);
-	ck_assert_uint_eq(l.row_step, 1);
-	ck_assert_uint_eq(l.col_step, 1);
-	ck_assert_uint_eq(l.cell_w, 10);
-	ck_assert_uint_eq(l.cell_h, 10);
-	ck_assert_uint_eq(l.x0, MARGIN);
-	ck_assert_uint_eq(l.y0, MARGIN);
-	ck_assert_uint_eq(l.label_h, 0);
-	ck_assert_uint_eq(l.bar_x, MARGIN + 40 + 12);
-	ck_assert_uint_eq(l.bar_y, MARGIN);
-	ck_assert_uint_eq(l.bar_h, BAR_MIN_H); /* 30 px of heatmap, bar at its minimum */
-	ck_assert_uint_eq(l.width, MARGIN + 40 + DECOR_W);
-	ck_assert_uint_eq(l.height, MARGIN + BAR_MIN_H + MARGIN);
-	ck_assert(l.lo == -2 && l.hi == 6);
+	struct shot s;
+	shoot(&s, PE_F32, v, 2, dim, opts(PE_CMAP_VIRIDIS, 10, NULL));
+	ck_layout(&s.l,
+		  LAY(panels, 1),
+		  LAY(rows, 3),
+		  LAY(cols, 4),
+		  LAY(row_step, 1),
+		  LAY(col_step, 1),
+		  LAY(cell_w, 10),
+		  LAY(cell_h, 10),
+		  LAY(x0, MARGIN),
+		  LAY(y0, MARGIN),
+		  LAY(label_h, 0),
+		  LAY(bar_x, MARGIN + 40 + 12),
+		  LAY(bar_y, MARGIN),
+		  LAY(bar_h, BAR_MIN_H), /* 30 px of heatmap, bar at its minimum */
+		  LAY(width, MARGIN + 40 + DECOR_W),
+		  LAY(height, MARGIN + BAR_MIN_H + MARGIN));
+	ck_assert(s.l.lo == -2 && s.l.hi == 6);
 	/* position 0 at the top, dimension 0 at the left */
-	ck_cell(&im, &l, 0, 0, 0, VIR_FIRST);
-	ck_cell(&im, &l, 0, 2, 3, VIR_LAST);
+	ck_cell(&s.im, &s.l, 0, 0, 0, VIR_FIRST);
+	ck_cell(&s.im, &s.l, 0, 2, 3, VIR_LAST);
 	for (size_t r = 0; r < 3; r++)
 		for (size_t c = 0; c < 4; c++)
-			ck_cell(&im, &l, 0, r, c, cmap_of(PE_CMAP_VIRIDIS, v[r * 4 + c], -2, 6));
+			ck_cell(&s.im, &s.l, 0, r, c, cmap_of(PE_CMAP_VIRIDIS, v[r * 4 + c], -2, 6));
 	/* 0 is at t = 0.25: entry 64 */
-	ck_cell(&im, &l, 0, 0, 1, pe_cmap_rgb(PE_CMAP_VIRIDIS, 64));
+	ck_cell(&s.im, &s.l, 0, 0, 1, pe_cmap_rgb(PE_CMAP_VIRIDIS, 64));
 	/* white margins around the heatmap */
-	ck_rgb(&im, MARGIN - 1, MARGIN, WHITE);
-	ck_rgb(&im, MARGIN, MARGIN - 1, WHITE);
-	ck_rgb(&im, MARGIN + 40, MARGIN, WHITE);
-	ck_rgb(&im, MARGIN, MARGIN + 30, WHITE);
-	ck_bar(&im, &l, PE_CMAP_VIRIDIS);
-	ck_bar_numbers(&im, &l, "6", "-2", NULL);
-	free(im.px);
+	ck_rgb(&s.im, MARGIN - 1, MARGIN, WHITE);
+	ck_rgb(&s.im, MARGIN, MARGIN - 1, WHITE);
+	ck_rgb(&s.im, MARGIN + 40, MARGIN, WHITE);
+	ck_rgb(&s.im, MARGIN, MARGIN + 30, WHITE);
+	ck_bar(&s.im, &s.l, PE_CMAP_VIRIDIS);
+	ck_bar_numbers(&s.im, &s.l, "6", "-2", NULL);
+	free(s.im.px);
 }
 END_TEST
 
@@ -308,31 +371,28 @@ START_TEST(rank2_rdbu_centred)
 {
 	static const double v[6] = {-4, 0, 2, -1, 1, 0.5};
 	size_t dim[] = {2, 3};
-	struct pe_tensor_view t = {shape_of(2, dim), PE_F64, v};
-	struct pe_png_options o = opts(PE_CMAP_RDBU, 7, NULL);
-	struct img im;
-	struct pe_png_layout l;
-	render(&t, &o, &im, &l);
-	ck_assert(l.lo == -4 && l.hi == 4);
-	ck_cell(&im, &l, 0, 0, 0, RDBU_FIRST);
-	ck_cell(&im, &l, 0, 0, 1, RDBU_MID);
-	ck_cell(&im, &l, 0, 0, 2, pe_cmap_rgb(PE_CMAP_RDBU, 188)); /* 2 -> t = 0.75 */
+	struct shot s;
+	shoot(&s, PE_F64, v, 2, dim, opts(PE_CMAP_RDBU, 7, NULL));
+	ck_assert(s.l.lo == -4 && s.l.hi == 4);
+	ck_cell(&s.im, &s.l, 0, 0, 0, RDBU_FIRST);
+	ck_cell(&s.im, &s.l, 0, 0, 1, RDBU_MID);
+	ck_cell(&s.im, &s.l, 0, 0, 2, pe_cmap_rgb(PE_CMAP_RDBU, 188)); /* 2 -> t = 0.75 */
 	for (size_t i = 0; i < 6; i++)
-		ck_cell(&im, &l, 0, i / 3, i % 3, cmap_of(PE_CMAP_RDBU, v[i], -4, 4));
-	ck_bar(&im, &l, PE_CMAP_RDBU);
-	ck_bar_numbers(&im, &l, "4", "-4", "0");
-	free(im.px);
+		ck_cell(&s.im, &s.l, 0, i / 3, i % 3, cmap_of(PE_CMAP_RDBU, v[i], -4, 4));
+	ck_bar(&s.im, &s.l, PE_CMAP_RDBU);
+	ck_bar_numbers(&s.im, &s.l, "4", "-4", "0");
+	free(s.im.px);
 
 	/* a positive-only table still puts 0 at the centre, so its minimum is not the first colour */
 	static const double w[3] = {1, 2, 3};
 	dim[0] = 1;
-	t = (struct pe_tensor_view){shape_of(2, dim), PE_F64, w};
-	render(&t, &o, &im, &l);
-	ck_assert(l.lo == -3 && l.hi == 3);
-	ck_cell(&im, &l, 0, 0, 2, RDBU_LAST);
-	ck_cell(&im, &l, 0, 0, 0, pe_cmap_rgb(PE_CMAP_RDBU, 167)); /* t = 4/6 */
-	ck_bar_numbers(&im, &l, "3", "-3", "0");
-	free(im.px);
+	s.t = (struct pe_tensor_view){shape_of(2, dim), PE_F64, w};
+	render(&s.t, &s.o, &s.im, &s.l);
+	ck_assert(s.l.lo == -3 && s.l.hi == 3);
+	ck_cell(&s.im, &s.l, 0, 0, 2, RDBU_LAST);
+	ck_cell(&s.im, &s.l, 0, 0, 0, pe_cmap_rgb(PE_CMAP_RDBU, 167)); /* t = 4/6 */
+	ck_bar_numbers(&s.im, &s.l, "3", "-3", "0");
+	free(s.im.px);
 }
 END_TEST
 
@@ -341,39 +401,38 @@ START_TEST(rank1_and_rank0)
 {
 	static const float v[5] = {0.5f, -0.25f, 1.5f, 0, 1};
 	size_t dim[] = {5};
-	struct pe_tensor_view t = {shape_of(1, dim), PE_F32, v};
-	struct img im;
-	struct pe_png_layout l;
-	render(&t, NULL, &im, &l);
-	ck_assert_uint_eq(l.rows, 1);
-	ck_assert_uint_eq(l.cols, 5);
-	ck_assert_uint_eq(l.cell_w, 32); /* automatic: min(32, 512 / 5) */
-	ck_assert_uint_eq(l.cell_h, 32);
-	ck_assert_uint_eq(l.width, MARGIN + 5 * 32 + DECOR_W);
-	ck_assert_uint_eq(l.height, MARGIN + BAR_MIN_H + MARGIN);
-	ck_cell(&im, &l, 0, 0, 1, VIR_FIRST);
-	ck_cell(&im, &l, 0, 0, 2, VIR_LAST);
-	ck_cell(&im, &l, 0, 0, 3, cmap_of(PE_CMAP_VIRIDIS, 0, -0.25, 1.5));
-	ck_bar_numbers(&im, &l, "1.5", "-0.25", NULL);
-	free(im.px);
+	struct shot s;
+	shoot_by_default(&s, PE_F32, v, 1, dim);
+	ck_layout(&s.l,
+		  LAY(rows, 1),
+		  LAY(cols, 5),
+		  LAY(cell_w, 32), /* automatic: min(32, 512 / 5) */
+		  LAY(cell_h, 32),
+		  LAY(width, MARGIN + 5 * 32 + DECOR_W),
+		  LAY(height, MARGIN + BAR_MIN_H + MARGIN));
+	ck_cell(&s.im, &s.l, 0, 0, 1, VIR_FIRST);
+	ck_cell(&s.im, &s.l, 0, 0, 2, VIR_LAST);
+	ck_cell(&s.im, &s.l, 0, 0, 3, cmap_of(PE_CMAP_VIRIDIS, 0, -0.25, 1.5));
+	ck_bar_numbers(&s.im, &s.l, "1.5", "-0.25", NULL);
+	free(s.im.px);
 
-	struct pe_png_options o;
-	pe_png_options_init(&o);
-	o.scale = 2; /* a one-row table keeps its 32 px height at any scale */
-	render(&t, &o, &im, &l);
-	ck_assert_uint_eq(l.cell_w, 2);
-	ck_assert_uint_eq(l.cell_h, 32);
-	ck_cell(&im, &l, 0, 0, 2, VIR_LAST);
-	free(im.px);
+	pe_png_options_init(&s.o);
+	s.o.scale = 2; /* a one-row table keeps its 32 px height at any scale */
+	render(&s.t, &s.o, &s.im, &s.l);
+	ck_layout(&s.l,
+		  LAY(cell_w, 2),
+		  LAY(cell_h, 32));
+	ck_cell(&s.im, &s.l, 0, 0, 2, VIR_LAST);
+	free(s.im.px);
 
 	static const float one = 3.25f;
-	t = (struct pe_tensor_view){shape_of(0, NULL), PE_F32, &one};
-	render(&t, NULL, &im, &l);
-	ck_assert_uint_eq(l.rows * l.cols * l.panels, 1);
-	ck_assert_uint_eq(l.cell_w, 32);
-	ck_cell(&im, &l, 0, 0, 0, VIR_FIRST); /* a constant is drawn as t = 0, like matplotlib */
-	ck_bar_numbers(&im, &l, "3.25", "3.25", NULL);
-	free(im.px);
+	s.t = (struct pe_tensor_view){shape_of(0, NULL), PE_F32, &one};
+	render(&s.t, NULL, &s.im, &s.l);
+	ck_assert_uint_eq(s.l.rows * s.l.cols * s.l.panels, 1);
+	ck_assert_uint_eq(s.l.cell_w, 32);
+	ck_cell(&s.im, &s.l, 0, 0, 0, VIR_FIRST); /* a constant is drawn as t = 0, like matplotlib */
+	ck_bar_numbers(&s.im, &s.l, "3.25", "3.25", NULL);
+	free(s.im.px);
 }
 END_TEST
 
@@ -384,46 +443,44 @@ START_TEST(rank3_panels)
 	for (int i = 0; i < 24; i++)
 		v[i] = (float)i * 0.5f - 3; /* -3 .. 8.5 */
 	size_t dim[] = {2, 3, 4};
-	struct pe_tensor_view t = {shape_of(3, dim), PE_F32, v};
 	static const char *const cs[] = {"cos", "sin", NULL};
-	struct pe_png_options o = opts(PE_CMAP_VIRIDIS, 12, cs);
-	struct img im;
-	struct pe_png_layout l;
-	render(&t, &o, &im, &l);
-	ck_assert_uint_eq(l.panels, 2);
-	ck_assert_uint_eq(l.rows, 3);
-	ck_assert_uint_eq(l.cols, 4);
-	ck_assert_uint_eq(l.label_h, STRIP);
-	ck_assert_uint_eq(l.y0, MARGIN + STRIP);
-	ck_assert_uint_eq(l.panel_pitch, STRIP + 36);
-	ck_assert_uint_eq(l.bar_y, l.y0);
-	ck_assert_uint_eq(l.bar_h, 2 * (STRIP + 36) - STRIP); /* from panel 0's top to panel 1's bottom */
-	ck_assert_uint_eq(l.height, MARGIN + 2 * (STRIP + 36) + MARGIN);
-	ck_assert_uint_eq(l.width, MARGIN + 48 + DECOR_W);
+	struct shot s;
+	shoot(&s, PE_F32, v, 3, dim, opts(PE_CMAP_VIRIDIS, 12, cs));
+	ck_layout(&s.l,
+		  LAY(panels, 2),
+		  LAY(rows, 3),
+		  LAY(cols, 4),
+		  LAY(label_h, STRIP),
+		  LAY(y0, MARGIN + STRIP),
+		  LAY(panel_pitch, STRIP + 36),
+		  LAY(bar_y, s.l.y0),
+		  LAY(bar_h, 2 * (STRIP + 36) - STRIP), /* from panel 0's top to panel 1's bottom */
+		  LAY(height, MARGIN + 2 * (STRIP + 36) + MARGIN),
+		  LAY(width, MARGIN + 48 + DECOR_W));
 	for (size_t p = 0; p < 2; p++)
 		for (size_t r = 0; r < 3; r++)
 			for (size_t c = 0; c < 4; c++)
-				ck_cell(&im, &l, p, r, c, cmap_of(PE_CMAP_VIRIDIS, v[(p * 3 + r) * 4 + c], -3, 8.5));
-	ck_cell(&im, &l, 0, 0, 0, VIR_FIRST);
-	ck_cell(&im, &l, 1, 2, 3, VIR_LAST);
-	ck_labels(&im, &l, "cos", "sin");
+				ck_cell(&s.im, &s.l, p, r, c, cmap_of(PE_CMAP_VIRIDIS, v[(p * 3 + r) * 4 + c], -3, 8.5));
+	ck_cell(&s.im, &s.l, 0, 0, 0, VIR_FIRST);
+	ck_cell(&s.im, &s.l, 1, 2, 3, VIR_LAST);
+	ck_labels(&s.im, &s.l, "cos", "sin");
 	/* the strip between the panels is white where there is no text */
-	ck_rgb(&im, l.x0 + 40, MARGIN + l.panel_pitch + 1, WHITE);
-	ck_rgb(&im, l.x0 + 47, l.y0 + 36, WHITE);
-	ck_bar(&im, &l, PE_CMAP_VIRIDIS);
-	ck_bar_numbers(&im, &l, "8.5", "-3", NULL);
-	free(im.px);
+	ck_rgb(&s.im, s.l.x0 + 40, MARGIN + s.l.panel_pitch + 1, WHITE);
+	ck_rgb(&s.im, s.l.x0 + 47, s.l.y0 + 36, WHITE);
+	ck_bar(&s.im, &s.l, PE_CMAP_VIRIDIS);
+	ck_bar_numbers(&s.im, &s.l, "8.5", "-3", NULL);
+	free(s.im.px);
 
 	/* no labels: indices; a short list: the rest by index */
-	o.labels = NULL;
-	render(&t, &o, &im, &l);
-	ck_labels(&im, &l, "0", "1");
-	free(im.px);
+	s.o.labels = NULL;
+	render(&s.t, &s.o, &s.im, &s.l);
+	ck_labels(&s.im, &s.l, "0", "1");
+	free(s.im.px);
 	static const char *const one[] = {"head", NULL};
-	o.labels = one;
-	render(&t, &o, &im, &l);
-	ck_labels(&im, &l, "head", "1");
-	free(im.px);
+	s.o.labels = one;
+	render(&s.t, &s.o, &s.im, &s.l);
+	ck_labels(&s.im, &s.l, "head", "1");
+	free(s.im.px);
 }
 END_TEST
 
@@ -433,17 +490,14 @@ START_TEST(rank3_narrow_labels)
 	float v[2 * 4 * 2] = {0};
 	v[15] = 1;
 	size_t dim[] = {2, 4, 2};
-	struct pe_tensor_view t = {shape_of(3, dim), PE_F32, v};
 	static const char *const cs[] = {"cos", "sin", NULL};
-	struct pe_png_options o = opts(PE_CMAP_VIRIDIS, 3, cs);
-	struct img im;
-	struct pe_png_layout l;
-	render(&t, &o, &im, &l);
-	ck_assert_uint_eq(l.bar_x, MARGIN + 3 * 12 + 12);
-	ck_labels(&im, &l, "cos", "sin");
-	ck_cell(&im, &l, 1, 3, 1, VIR_LAST);
-	ck_rgb(&im, l.x0 + 6, l.y0, WHITE); /* right of the 6 px wide heatmap */
-	free(im.px);
+	struct shot s;
+	shoot(&s, PE_F32, v, 3, dim, opts(PE_CMAP_VIRIDIS, 3, cs));
+	ck_assert_uint_eq(s.l.bar_x, MARGIN + 3 * 12 + 12);
+	ck_labels(&s.im, &s.l, "cos", "sin");
+	ck_cell(&s.im, &s.l, 1, 3, 1, VIR_LAST);
+	ck_rgb(&s.im, s.l.x0 + 6, s.l.y0, WHITE); /* right of the 6 px wide heatmap */
+	free(s.im.px);
 }
 END_TEST
 
@@ -452,48 +506,45 @@ START_TEST(non_finite_and_masked)
 {
 	float v[6] = {NAN, 1, -FLT_MAX, INFINITY, -INFINITY, 3};
 	size_t dim[] = {2, 3};
-	struct pe_tensor_view t = {shape_of(2, dim), PE_F32, v};
-	struct pe_png_options o = opts(PE_CMAP_VIRIDIS, 4, NULL);
-	struct img im;
-	struct pe_png_layout l;
-	render(&t, &o, &im, &l);
-	ck_assert(l.lo == 1 && l.hi == 3);
-	ck_cell(&im, &l, 0, 0, 0, BAD);
-	ck_cell(&im, &l, 0, 0, 1, VIR_FIRST);
-	ck_cell(&im, &l, 0, 0, 2, BAD);
-	ck_cell(&im, &l, 0, 1, 0, BAD);
-	ck_cell(&im, &l, 0, 1, 1, BAD);
-	ck_cell(&im, &l, 0, 1, 2, VIR_LAST);
-	ck_bar_numbers(&im, &l, "3", "1", NULL);
-	free(im.px);
+	struct shot s;
+	shoot(&s, PE_F32, v, 2, dim, opts(PE_CMAP_VIRIDIS, 4, NULL));
+	ck_assert(s.l.lo == 1 && s.l.hi == 3);
+	ck_cell(&s.im, &s.l, 0, 0, 0, BAD);
+	ck_cell(&s.im, &s.l, 0, 0, 1, VIR_FIRST);
+	ck_cell(&s.im, &s.l, 0, 0, 2, BAD);
+	ck_cell(&s.im, &s.l, 0, 1, 0, BAD);
+	ck_cell(&s.im, &s.l, 0, 1, 1, BAD);
+	ck_cell(&s.im, &s.l, 0, 1, 2, VIR_LAST);
+	ck_bar_numbers(&s.im, &s.l, "3", "1", NULL);
+	free(s.im.px);
 
 	/* f16's lowest is -65504; i32 has no mask: INT32_MIN is a value like any other */
 	uint16_t h[3] = {pe_f64_to_f16(-65504.0), pe_f64_to_f16(2), pe_f64_to_f16(-2)};
 	size_t d3[] = {3};
-	t = (struct pe_tensor_view){shape_of(1, d3), PE_F16, h};
-	render(&t, &o, &im, &l);
-	ck_cell(&im, &l, 0, 0, 0, BAD);
-	ck_cell(&im, &l, 0, 0, 2, VIR_FIRST);
-	free(im.px);
+	s.t = (struct pe_tensor_view){shape_of(1, d3), PE_F16, h};
+	render(&s.t, &s.o, &s.im, &s.l);
+	ck_cell(&s.im, &s.l, 0, 0, 0, BAD);
+	ck_cell(&s.im, &s.l, 0, 0, 2, VIR_FIRST);
+	free(s.im.px);
 	int32_t k[3] = {INT32_MIN, 0, INT32_MAX};
-	t = (struct pe_tensor_view){shape_of(1, d3), PE_I32, k};
-	render(&t, &o, &im, &l);
-	ck_cell(&im, &l, 0, 0, 0, VIR_FIRST);
-	ck_cell(&im, &l, 0, 0, 1, pe_cmap_rgb(PE_CMAP_VIRIDIS, 128)); /* t = 2^31 / (2^32 - 1) */
-	ck_cell(&im, &l, 0, 0, 2, VIR_LAST);
-	ck_bar_numbers(&im, &l, "2.147e+09", "-2.147e+09", NULL);
-	free(im.px);
+	s.t = (struct pe_tensor_view){shape_of(1, d3), PE_I32, k};
+	render(&s.t, &s.o, &s.im, &s.l);
+	ck_cell(&s.im, &s.l, 0, 0, 0, VIR_FIRST);
+	ck_cell(&s.im, &s.l, 0, 0, 1, pe_cmap_rgb(PE_CMAP_VIRIDIS, 128)); /* t = 2^31 / (2^32 - 1) */
+	ck_cell(&s.im, &s.l, 0, 0, 2, VIR_LAST);
+	ck_bar_numbers(&s.im, &s.l, "2.147e+09", "-2.147e+09", NULL);
+	free(s.im.px);
 
 	/* nothing finite: all grey, the range is NaN and printed so */
 	float nan4[4] = {NAN, NAN, INFINITY, -FLT_MAX};
 	size_t d4[] = {4};
-	t = (struct pe_tensor_view){shape_of(1, d4), PE_F32, nan4};
-	render(&t, &o, &im, &l);
-	ck_assert(isnan(l.lo) && isnan(l.hi));
+	s.t = (struct pe_tensor_view){shape_of(1, d4), PE_F32, nan4};
+	render(&s.t, &s.o, &s.im, &s.l);
+	ck_assert(isnan(s.l.lo) && isnan(s.l.hi));
 	for (size_t c = 0; c < 4; c++)
-		ck_cell(&im, &l, 0, 0, c, BAD);
-	ck_bar_numbers(&im, &l, "nan", "nan", NULL);
-	free(im.px);
+		ck_cell(&s.im, &s.l, 0, 0, c, BAD);
+	ck_bar_numbers(&s.im, &s.l, "nan", "nan", NULL);
+	free(s.im.px);
 }
 END_TEST
 
@@ -502,25 +553,21 @@ START_TEST(constant_tables)
 {
 	float v[4] = {0.5f, 0.5f, 0.5f, 0.5f}, z[4] = {0, -0.0f, 0, 0};
 	size_t dim[] = {2, 2};
-	struct pe_tensor_view t = {shape_of(2, dim), PE_F32, v};
-	struct pe_png_options o;
-	pe_png_options_init(&o);
-	struct img im;
-	struct pe_png_layout l;
-	render(&t, &o, &im, &l);
-	ck_cell(&im, &l, 0, 1, 1, VIR_FIRST);
-	ck_bar_numbers(&im, &l, "0.5", "0.5", NULL);
-	free(im.px);
-	o.cmap = PE_CMAP_RDBU;
-	render(&t, &o, &im, &l);
-	ck_cell(&im, &l, 0, 1, 1, RDBU_LAST); /* 0.5 is the top of [-0.5, 0.5] */
-	free(im.px);
-	t.data = z;
-	render(&t, &o, &im, &l);
-	ck_cell(&im, &l, 0, 0, 1, RDBU_MID);
-	ck_cell(&im, &l, 0, 1, 1, RDBU_MID);
-	ck_bar_numbers(&im, &l, "0", "0", "0"); /* never "-0" */
-	free(im.px);
+	struct shot s;
+	shoot(&s, PE_F32, v, 2, dim, defaults());
+	ck_cell(&s.im, &s.l, 0, 1, 1, VIR_FIRST);
+	ck_bar_numbers(&s.im, &s.l, "0.5", "0.5", NULL);
+	free(s.im.px);
+	s.o.cmap = PE_CMAP_RDBU;
+	render(&s.t, &s.o, &s.im, &s.l);
+	ck_cell(&s.im, &s.l, 0, 1, 1, RDBU_LAST); /* 0.5 is the top of [-0.5, 0.5] */
+	free(s.im.px);
+	s.t.data = z;
+	render(&s.t, &s.o, &s.im, &s.l);
+	ck_cell(&s.im, &s.l, 0, 0, 1, RDBU_MID);
+	ck_cell(&s.im, &s.l, 0, 1, 1, RDBU_MID);
+	ck_bar_numbers(&s.im, &s.l, "0", "0", "0"); /* never "-0" */
+	free(s.im.px);
 }
 END_TEST
 
@@ -605,8 +652,9 @@ START_TEST(scales)
 		ck_assert_uint_le(l.width, PE_PNG_MAX_SIDE);
 		ck_assert_uint_le(l.height, PE_PNG_MAX_SIDE);
 	}
-	ck_assert_uint_eq(l.rows, 2041);
-	ck_assert_uint_eq(l.cols, 1958);
+	ck_layout(&l,
+		  LAY(rows, 2041),
+		  LAY(cols, 1958));
 	free(v);
 }
 END_TEST
@@ -620,19 +668,17 @@ START_TEST(downsample_averages)
 	for (size_t r = 0; r < n; r++)
 		v[r] = (float)r;
 	size_t dim[] = {n, 1};
-	struct pe_tensor_view t = {shape_of(2, dim), PE_F32, v};
-	struct pe_png_options o = opts(PE_CMAP_VIRIDIS, 1, NULL);
-	struct img im;
-	struct pe_png_layout l;
-	render(&t, &o, &im, &l);
-	ck_assert_uint_eq(l.row_step, 3);
-	ck_assert_uint_eq(l.rows, 3334);
-	ck_assert_uint_eq(l.height, MARGIN + 3334 + MARGIN);
+	struct shot s;
+	shoot(&s, PE_F32, v, 2, dim, opts(PE_CMAP_VIRIDIS, 1, NULL));
+	ck_layout(&s.l,
+		  LAY(row_step, 3),
+		  LAY(rows, 3334),
+		  LAY(height, MARGIN + 3334 + MARGIN));
 	for (size_t k = 0; k < 3333; k += 111)
-		ck_cell(&im, &l, 0, k, 0, cmap_of(PE_CMAP_VIRIDIS, 3.0 * k + 1, 0, 9999));
-	ck_cell(&im, &l, 0, 0, 0, pe_cmap_rgb(PE_CMAP_VIRIDIS, 0)); /* mean 1 */
-	ck_cell(&im, &l, 0, 3333, 0, VIR_LAST);                     /* 9999 alone */
-	free(im.px);
+		ck_cell(&s.im, &s.l, 0, k, 0, cmap_of(PE_CMAP_VIRIDIS, 3.0 * k + 1, 0, 9999));
+	ck_cell(&s.im, &s.l, 0, 0, 0, pe_cmap_rgb(PE_CMAP_VIRIDIS, 0)); /* mean 1 */
+	ck_cell(&s.im, &s.l, 0, 3333, 0, VIR_LAST);                     /* 9999 alone */
+	free(s.im.px);
 
 	/* columns: NaN in a block is left out of its average; an all-NaN block is grey */
 	float w[2 * 8000];
@@ -642,17 +688,18 @@ START_TEST(downsample_averages)
 	w[3] = w[4] = w[5] = NAN;
 	w[8000 + 3] = w[8000 + 4] = w[8000 + 5] = NAN; /* block 1 has nothing finite */
 	size_t d2[] = {2, 8000};
-	t = (struct pe_tensor_view){shape_of(2, d2), PE_F32, w};
-	render(&t, &o, &im, &l);
-	ck_assert_uint_eq(l.col_step, 3);
-	ck_assert_uint_eq(l.row_step, 1);
-	ck_assert_uint_eq(l.cols, 2667);
-	ck_cell(&im, &l, 0, 0, 0, pe_cmap_rgb(PE_CMAP_VIRIDIS, 192)); /* {NaN, 1, 2}: mean 1.5 */
-	ck_cell(&im, &l, 0, 1, 0, pe_cmap_rgb(PE_CMAP_VIRIDIS, 128)); /* {0,1,2}: mean 1 */
-	ck_cell(&im, &l, 0, 0, 1, BAD);
-	ck_cell(&im, &l, 0, 1, 1, BAD);
-	ck_cell(&im, &l, 0, 0, 2666, pe_cmap_rgb(PE_CMAP_VIRIDIS, 64)); /* columns 7998, 7999: {0, 1} */
-	free(im.px);
+	s.t = (struct pe_tensor_view){shape_of(2, d2), PE_F32, w};
+	render(&s.t, &s.o, &s.im, &s.l);
+	ck_layout(&s.l,
+		  LAY(col_step, 3),
+		  LAY(row_step, 1),
+		  LAY(cols, 2667));
+	ck_cell(&s.im, &s.l, 0, 0, 0, pe_cmap_rgb(PE_CMAP_VIRIDIS, 192)); /* {NaN, 1, 2}: mean 1.5 */
+	ck_cell(&s.im, &s.l, 0, 1, 0, pe_cmap_rgb(PE_CMAP_VIRIDIS, 128)); /* {0,1,2}: mean 1 */
+	ck_cell(&s.im, &s.l, 0, 0, 1, BAD);
+	ck_cell(&s.im, &s.l, 0, 1, 1, BAD);
+	ck_cell(&s.im, &s.l, 0, 0, 2666, pe_cmap_rgb(PE_CMAP_VIRIDIS, 64)); /* columns 7998, 7999: {0, 1} */
+	free(s.im.px);
 	free(v);
 }
 END_TEST
@@ -662,15 +709,13 @@ START_TEST(extreme_range)
 {
 	double x = nextafter(DBL_MAX, 0), v[3] = {-x, 0, x};
 	size_t dim[] = {3};
-	struct pe_tensor_view t = {shape_of(1, dim), PE_F64, v};
-	struct img im;
-	struct pe_png_layout l;
-	render(&t, NULL, &im, &l);
-	ck_cell(&im, &l, 0, 0, 0, VIR_FIRST);
-	ck_cell(&im, &l, 0, 0, 1, pe_cmap_rgb(PE_CMAP_VIRIDIS, 128));
-	ck_cell(&im, &l, 0, 0, 2, VIR_LAST);
-	ck_bar_numbers(&im, &l, "1.798e+308", "-1.798e+308", NULL);
-	free(im.px);
+	struct shot s;
+	shoot_by_default(&s, PE_F64, v, 1, dim);
+	ck_cell(&s.im, &s.l, 0, 0, 0, VIR_FIRST);
+	ck_cell(&s.im, &s.l, 0, 0, 1, pe_cmap_rgb(PE_CMAP_VIRIDIS, 128));
+	ck_cell(&s.im, &s.l, 0, 0, 2, VIR_LAST);
+	ck_bar_numbers(&s.im, &s.l, "1.798e+308", "-1.798e+308", NULL);
+	free(s.im.px);
 }
 END_TEST
 
