@@ -1,6 +1,6 @@
 /* M-RoPE: the section map (mrope_sections.c), the segments parser and get_rope_index's positions
- * (mrope_positions.c), and the cos/sin tables (mrope.c) against the known answers of
- * tests/ref/gen_mrope.py, on both kernel paths.
+ * (mrope_positions.c; GLM-4.1V's videos as frames, variant=glm4v), and the cos/sin tables (mrope.c)
+ * against the known answers of tests/ref/gen_mrope.py, on both kernel paths.
  *
  * Bounds (every comparison prints its measured maximum), as tests/core/test_rope.c argues them:
  *   positions and mrope_position_delta: equal (integers).
@@ -397,6 +397,120 @@ START_TEST(time_step_direct)
 }
 END_TEST
 
+/* ---- glm4v: a video as frames, each <|begin_of_image|> frame <|end_of_image|> seconds ---- */
+
+/* The known answers hold GLM-4.1V's cases (token ids through its get_rope_index): a missing set
+ * must not pass as an empty loop. */
+START_TEST(glm4v_answers_are_there)
+{
+	struct pe_kat k;
+	size_t n = 0;
+	pe_kat_load(&k, DATA_DIR);
+	for (size_t i = 0; i < pe_kat_count(&k); i++)
+		n += strstr(pe_kat_str(pe_kat_case(&k, i), "query"), "variant=glm4v") != NULL;
+	pe_kat_free(&k);
+	ck_assert_uint_ge(n, 6);
+}
+END_TEST
+
+/* Text and images give the ids of qwen2vl. */
+START_TEST(glm4v_images_as_qwen2vl)
+{
+	static const char seg[] = "segments=text:3,image:2x8x12,text:2,image:1x4x4,text:1";
+	char query[128];
+	struct pe_shape s, sg;
+	int32_t *a = pe_query_table("rope/mrope/positions", seg, PE_I32, &s);
+	snprintf(query, sizeof query, "variant=glm4v&%s", seg);
+	int32_t *b = pe_query_table("rope/mrope/positions", query, PE_I32, &sg);
+	ck_assert_uint_eq(s.dim[1], sg.dim[1]);
+	ck_assert_mem_eq(a, b, 3 * s.dim[1] * 4);
+	free(a);
+	free(b);
+}
+END_TEST
+
+/* One frame by hand: text:2, then <|begin_of_image|> at 2, the 2x2 frame at 3 + (0, j, k),
+ * <|end_of_image|> at 5 and two second tokens at 6, 7; the text after at 8. qwen3vl puts the same
+ * text first: its frame starts at 5. */
+START_TEST(glm4v_frame_block)
+{
+	static const int32_t t[] = {0, 1, 2, 3, 3, 3, 3, 5, 6, 7, 8}, h[] = {0, 1, 2, 3, 3, 4, 4, 5, 6, 7, 8},
+			     w[] = {0, 1, 2, 3, 4, 3, 4, 5, 6, 7, 8};
+	struct pe_shape s;
+	int32_t *p = pe_query_table("rope/mrope/positions", "variant=glm4v&segments=text:2,video:1x4x4,text:1&timestamp_tokens=2",
+				    PE_I32, &s);
+	ck_assert_uint_eq(s.dim[1], 11);
+	ck_assert_mem_eq(p, t, sizeof t);
+	ck_assert_mem_eq(p + 11, h, sizeof h);
+	ck_assert_mem_eq(p + 22, w, sizeof w);
+	free(p);
+	p = pe_query_table("rope/mrope/positions", "variant=qwen3vl&segments=text:2,video:1x4x4,text:1&timestamp_tokens=2",
+			   PE_I32, &s);
+	ck_assert_uint_eq(s.dim[1], 11);
+	ck_assert_int_eq(p[5], 5);  /* the frame's first token, t row */
+	ck_assert_int_eq(p[10], 8); /* the same text after: the spans agree */
+	free(p);
+}
+END_TEST
+
+/* Any window of tokens (starting in a frame's text before or after it, or in its grid) equals the
+ * same columns of the whole sequence; frames of one count are skipped at once. */
+static const char *const glm4v_windows[] = {
+	"variant=glm4v&segments=text:3,video:5x8x12,text:2,image:1x4x4,text:1,video:2x4x8,text:1&timestamp_tokens=1,1,2,2,3,0,4",
+	"variant=glm4v&segments=text:2,video:60x2x4,text:1,video:7x2x2,text:1&timestamp_tokens=3",
+};
+
+START_TEST(glm4v_windows_match_whole)
+{
+	const char *query = glm4v_windows[_i];
+	struct pe_shape s;
+	int32_t *whole = pe_query_table("rope/mrope/positions", query, PE_I32, &s);
+	size_t seq = s.dim[1];
+	ck_assert_uint_eq(seq, _i == 0 ? 3 + 5 * (24 + 2) + (1 + 1 + 2 + 2 + 3) + 2 + 4 + 1 + 2 * (8 + 2) + (0 + 4) + 1
+				       : 2 + 60 * (2 + 2 + 3) + 1 + 7 * (1 + 2 + 3) + 1);
+	struct pe_params p;
+	struct pe_err err = {0};
+	ck_assert_int_eq(pe_query_params(&p, "rope/mrope/positions", query, &err), 0);
+	int32_t win[3 * 29];
+	for (size_t first = 0; first < seq; first++) {
+		size_t count = seq - first < 29 ? seq - first : 29;
+		memset(win, 0xff, sizeof win);
+		ck_assert_int_eq(pe_mrope_sequence_positions(&p, first, count, win, &err), 0);
+		for (int r = 0; r < 3; r++)
+			ck_assert_msg(!memcmp(win + r * count, whole + r * seq + first, count * 4), "window at %zu, row %d", first,
+				      r);
+	}
+	pe_params_destroy(&p);
+	free(whole);
+}
+END_TEST
+
+/* What glm4v does not read is refused, what it needs is asked for, and its counts are part of the
+ * key. */
+START_TEST(glm4v_parameters)
+{
+	static const struct {
+		const char *query, *param;
+	} bad[] = {
+		{"variant=glm4v&segments=video:2x4x4", "timestamp_tokens"},               /* needed by videos */
+		{"variant=glm4v&segments=video:2x4x4&timestamp_tokens=1,2,3", "timestamp_tokens"}, /* 3 values, 2 frames */
+		{"variant=glm4v&segments=video:1x4x4&timestamp_tokens=1025", "timestamp_tokens"},
+		{"variant=glm4v&tokens_per_second=2&timestamp_tokens=1", "tokens_per_second"},
+		{"variant=glm4v&segments=video:1x4x4&second_per_grid_t=1&timestamp_tokens=1", "second_per_grid_t"},
+		{"variant=glm4v&time_step=int", "time_step"},
+		{"variant=glm4v&segments=video:20000x2x2&timestamp_tokens=1024", "timestamp_tokens"},
+		{"variant=glm4v&segments=video:5592406x2x2&timestamp_tokens=0", "segments"}, /* 3 tokens a frame: too many */
+		{"variant=glm4", "variant"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		pe_kat_rejects("rope/mrope/positions", bad[i].query, bad[i].param);
+	pe_kat_rejects("rope/mrope", "dim=16&mrope_section=2,3,3&variant=glm4v&segments=video:2x4x4", "timestamp_tokens");
+	key_is("variant=glm4v&segments=text:1,video:2x4x4&timestamp_tokens=02,1",
+	       "segments=text:1,video:2x4x4&variant=glm4v&spatial_merge_size=2&timestamp_tokens=2,1");
+	key_is("variant=glm4v&segments=text:1,image:1x4x4", "segments=text:1,image:1x4x4&variant=glm4v&spatial_merge_size=2");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("mrope");
@@ -417,6 +531,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, canonical_segments);
 	tcase_add_test(tc, time_step_in_key);
 	tcase_add_test(tc, time_step_direct);
+	tcase_add_test(tc, glm4v_answers_are_there);
+	tcase_add_test(tc, glm4v_images_as_qwen2vl);
+	tcase_add_test(tc, glm4v_frame_block);
+	tcase_add_loop_test(tc, glm4v_windows_match_whole, 0, 2);
+	tcase_add_test(tc, glm4v_parameters);
 	suite_add_tcase(s, tc);
 	return s;
 }
