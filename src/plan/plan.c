@@ -295,6 +295,9 @@ static const struct plan_family families[] = {
 	/* videos as frames, each a group of its own after its <|begin_of_image|> */
 	{.names = {"glm4v", "glm4v_text"}, .build = plan_family_qwen_vl, .layout = "interleaved", .rotary_share = 0.5,
 	 .vision = 1, .mrope_variant = "glm4v"},
+	/* GLM-4.5V: GLM-4.1V's positions, its text rotated in rotate_half layout (Glm4vMoeTextAttention) */
+	{.names = {"glm4v_moe", "glm4v_moe_text"}, .build = plan_family_qwen_vl, .rotary_share = 0.5, .vision = 1,
+	 .mrope_variant = "glm4v"},
 	{.names = {"ministral3"}, .build = plan_family_rope},
 	{.names = {"gemma3n_text"}, .build = plan_family_typed, .theta = 1000000, .plain_types = "sliding_attention",
 	 .softmax_fixed = 1}, /* q and k RMS-normalised: scale 1 */

@@ -146,7 +146,8 @@ static int vision_none(struct cfg *c, const struct vision *v)
 	return 0;
 }
 
-/* GLM-4.1V: the 2-D rotary table and a learned patch table resampled to each image's grid. */
+/* GLM-4.1V and GLM-4.5V: the 2-D rotary table and a learned patch table resampled to each image's
+ * grid. */
 static int vision_glm4v(struct cfg *c, const struct vision *v)
 {
 	int rc = vision_rope2d(c, v);
@@ -214,7 +215,7 @@ static const struct vision visions[] = {
 	{{"pixtral"}, vision_rope2d, 0, "pixtral", NULL, 0},
 	{{"qwen2_vl", "qwen2_5_vl"}, vision_rope2d, 0, "qwen2vl", NULL, 0},
 	{{"qwen3_vl", "qwen3_vl_moe"}, vision_qwen3vl, 0, "qwen2vl", NULL, 0},
-	{{"glm4v"}, vision_glm4v, 0, "qwen2vl", NULL, 0}, /* Glm4vVisionRotaryEmbedding is Qwen2-VL's */
+	{{"glm4v", "glm4v_moe"}, vision_glm4v, 0, "qwen2vl", NULL, 0}, /* Glm4vVisionRotaryEmbedding is Qwen2-VL's */
 	{{"llama4_vision_model"}, vision_llama4, 1, "llama4", NULL, 0},
 	{{"gemma4_vision"}, vision_gemma4, 0, "gemma4", GEMMA4_VISION_DEFAULTS, 1},
 	{{"gemma3n_vision"}, vision_none, 0, NULL, NULL, 0},

@@ -739,18 +739,24 @@ def fam_mllama(c):
                          "note": "plus a tile position embedding per aspect-ratio id"})]
 
 
-def fam_glm4v(c):
+def fam_glm4v(c, layout="interleaved"):
+    """GLM-4.1V (layout interleaved) and GLM-4.5V (glm4v_moe, half: Glm4vMoeTextAttention's
+    apply_rotary_pos_emb is rotate_half's on the first rotary_dim channels)."""
     t = text_of(c)
-    e = std_rope(t, "glm4v", layout="interleaved", scaling={"rope_type": "default"})
+    e = std_rope(t, c["model_type"], layout=layout, scaling={"rope_type": "default"})
     sec = t.get("rope_scaling")["mrope_section"]
     e["kind"] = "mrope"
     e["variant"] = "glm4v"  # get_rope_index: each video frame a group of its own, at time 0
     e["mrope_section"] = sec
     e["mrope_interleaved"] = False
     e["pair_axis"] = mrope_axes(sec, False)
-    e["note"] = ("Glm4vTextAttention applies apply_multimodal_rotary_pos_emb: pair k takes the t, h or w "
-                 "row by mrope_section in order, then repeat_interleave puts it at channels 2k, 2k + 1 of "
-                 "the first rotary_dim; text alone: the three position rows are equal")
+    if layout == "interleaved":
+        e["note"] = ("Glm4vTextAttention applies apply_multimodal_rotary_pos_emb: pair k takes the t, h or w "
+                     "row by mrope_section in order, then repeat_interleave puts it at channels 2k, 2k + 1 of "
+                     "the first rotary_dim; text alone: the three position rows are equal")
+    else:
+        e["note"] = ("Glm4vMoeTextRotaryEmbedding: pair k takes the t, h or w row by mrope_section in order, "
+                     "cat(freq, freq) puts it at channels k, k + rotary_dim/2; text alone: the rows are equal")
     v = Cfg(c["vision_config"])
     vhd = v.get("hidden_size") // v.get("num_heads")
     side = v.get("image_size") // v.get("patch_size")
@@ -1113,6 +1119,7 @@ FAMILIES = {
     "internvl3-1b-hf": (fam_internvl, [M + "internvl/modeling_internvl.py"]),
     "mllama-11b-vision": (fam_mllama, [M + "mllama/modeling_mllama.py"]),
     "glm-4.1v-9b-thinking": (fam_glm4v, [M + "glm4v/modeling_glm4v.py"]),
+    "glm-4.5v": (lambda c: fam_glm4v(c, "half"), [M + "glm4v_moe/modeling_glm4v_moe.py", M + "glm4v/modeling_glm4v.py"]),
     "gemma-3-4b-it": (fam_gemma3, [M + "gemma3/modeling_gemma3.py", M + "gemma3/configuration_gemma3.py"]),
     # encoders and speech
     "whisper-small": (fam_whisper, [M + "whisper/modeling_whisper.py"]),
