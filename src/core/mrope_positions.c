@@ -1,23 +1,30 @@
 /* /v1/rope/mrope/positions: the [3, seq] int32 position ids (rows t, h, w) transformers' Qwen2-VL,
- * Qwen2.5-VL and Qwen3-VL get_rope_index builds for a text+image+video sequence, given as its
- * segments rather than as token ids (the sequence's layout is all get_rope_index reads from them).
+ * Qwen2.5-VL, Qwen3-VL and GLM-4.1V / GLM-4.5V get_rope_index builds for a text+image+video
+ * sequence, given as its segments rather than as token ids (the sequence's layout is all
+ * get_rope_index reads from them).
  *
  * Each segment starts one past the largest position before it (0 first). Text tokens take the same
  * position on all three rows, one more per token. A vision segment of grid T x H x W (before the
  * m x m merge) holds T * (H/m) * (W/m) tokens in (t, h, w) order; token (i, j, k) sits at start +
- * (time(i), j, k): time(i) = i for Qwen2-VL; Qwen2.5-VL scales a video's by its
- * second_per_grid_t times tokens_per_second and gives images time 0: time_step=int casts
- * second_per_grid_t to an integer first (transformers 4.52 and later, the default), time_step=float
- * multiplies in float32 (earlier versions; 0.5 and 1.5 seconds per step give other positions).
- * Qwen3-VL's processor splits a video into its T frames, each behind its timestamp text
- * (`<t seconds>`, timestamp_tokens text tokens) and <|vision_start|>, followed by <|vision_end|>;
- * its get_rope_index splits video_grid_thw likewise into T grids 1 x H x W. So a qwen3vl video
- * segment is T blocks of [stamp + 1 text tokens, the frame at time 0, 1 text token], each block
- * one past the last (the text tokens are ordinary text; only their count matters, not the times).
+ * (time(i), j, k): time(i) = i for Qwen2-VL (and for GLM-4.1V's images); Qwen2.5-VL scales a
+ * video's by its second_per_grid_t times tokens_per_second and gives images time 0: time_step=int
+ * casts second_per_grid_t to an integer first (transformers 4.52 and later, the default),
+ * time_step=float multiplies in float32 (earlier versions; 0.5 and 1.5 seconds per step give other
+ * positions).
+ * Qwen3-VL and GLM-4.1V write a video as its T frames, each a block of its own: the frame at time 0
+ * between text tokens that count like any text (only their number matters, not the times).
+ * Qwen3-VL's processor puts `<t seconds>` (timestamp_tokens tokens) and <|vision_start|> before
+ * each frame and <|vision_end|> after it; GLM-4.1V's puts <|begin_of_image|> before it and
+ * <|end_of_image|> and the whole seconds (timestamp_tokens tokens) after it, and its
+ * get_rope_index (token groups: every frame's tokens are a video group between text groups) starts
+ * each frame one past the text before it. So a framed video segment is T blocks of [pre text, the
+ * frame, post text], pre + post = stamp + 2: qwen3vl pre = stamp + 1, glm4v pre = 1. The chat
+ * templates' tokens around the whole video (GLM's <|begin_of_video|>, <|end_of_video|>) are the
+ * text:N around the segment.
  * Positions only grow from one segment to the next, so a segment's largest position
  * (start + max(time(T-1), H/m-1, W/m-1)) is the largest so far: the delta and the bounds come from
  * the segments alone, without a walk over every token, and any window of tokens is written
- * without the ones before it (qwen3vl: frames with per-frame counts are walked, at most
+ * without the ones before it (framed videos: frames with per-frame counts are walked, at most
  * PE_MAX_LIST of them; the others are counted arithmetically). The response carries
  * mrope_position_delta = max + 1 - seq (X-PE-Mrope-Delta). */
 #include "core/mrope.h"
@@ -28,7 +35,7 @@
 #include <string.h>
 
 static const char *const kinds[] = {"text", "image", "video", NULL};
-const char *const pe_mrope_variants[] = {"qwen2vl", "qwen25vl", "qwen3vl", NULL};
+const char *const pe_mrope_variants[] = {"qwen2vl", "qwen25vl", "qwen3vl", "glm4v", NULL};
 const char *const pe_mrope_time_steps[] = {"int", "float", NULL};
 
 /* ---- the segments text ---- */
@@ -187,55 +194,64 @@ static int64_t time_index(const struct pe_mrope_time *tm, const struct pe_mrope_
 	return video_time(tm, tm->second_per_grid_t && video < tm->nsecond ? tm->second_per_grid_t[video] : 1.0, i);
 }
 
-/* ---- qwen3vl: a video as timestamped frames ---- */
+/* ---- qwen3vl, glm4v: a video as frames, each a block of its own with its text ---- */
 
 static int framed(const struct pe_mrope_time *tm, const struct pe_mrope_seg *g)
 {
-	return tm->variant == PE_MROPE_QWEN3VL && g->kind == PE_MROPE_VIDEO;
+	return (tm->variant == PE_MROPE_QWEN3VL || tm->variant == PE_MROPE_GLM4V) && g->kind == PE_MROPE_VIDEO;
 }
 
-/* Text tokens before frame f (counted over all videos) of a qwen3vl sequence: its timestamp text
- * and <|vision_start|>. Frames past a list of several counts have none (the check refuses such
- * lists: they come only from direct callers). */
-static int64_t frame_lead(const struct pe_mrope_time *tm, size_t f)
+/* Timestamp text tokens of frame f (counted over all videos). Frames past a list of several counts
+ * have none (the check refuses such lists: they come only from direct callers). */
+static int64_t frame_stamp(const struct pe_mrope_time *tm, size_t f)
 {
 	double stamp = !tm->stamp ? 0 : tm->nstamp == 1 ? tm->stamp[0] : f < tm->nstamp ? tm->stamp[f] : 0;
-	return (int64_t)stamp + 1;
+	return (int64_t)stamp;
 }
 
-/* Every frame from f on has the same lead: no list, one count, or past the list. */
+/* Text tokens of frame f's block: its timestamp and the two tokens around the frame (qwen3vl
+ * <|vision_start|> and <|vision_end|>, glm4v <|begin_of_image|> and <|end_of_image|>). */
+static int64_t frame_text(const struct pe_mrope_time *tm, size_t f) { return frame_stamp(tm, f) + 2; }
+
+/* Text tokens of frame f's block before the frame: qwen3vl's timestamp comes first, glm4v's last. */
+static int64_t frame_pre(const struct pe_mrope_time *tm, size_t f)
+{
+	return tm->variant == PE_MROPE_QWEN3VL ? frame_stamp(tm, f) + 1 : 1;
+}
+
+/* Every frame from f on has the same text: no list, one count, or past the list. */
 static int uniform_from(const struct pe_mrope_time *tm, size_t f)
 {
 	return !tm->stamp || tm->nstamp == 1 || f >= tm->nstamp;
 }
 
-/* The leads of frames [a, a + n): a walk over at most the list's PE_MAX_LIST counts, arithmetic
- * beyond it, so a long video costs no walk over its frames. */
-static int64_t leads(const struct pe_mrope_time *tm, size_t a, int64_t n)
+/* The text tokens of frames [a, a + n): a walk over at most the list's PE_MAX_LIST counts,
+ * arithmetic beyond it, so a long video costs no walk over its frames. */
+static int64_t texts(const struct pe_mrope_time *tm, size_t a, int64_t n)
 {
 	size_t f = a, end = a + (size_t)n;
 	int64_t sum = 0;
 	for (; f < end && !uniform_from(tm, f); f++)
-		sum += frame_lead(tm, f);
-	return f < end ? sum + (int64_t)(end - f) * frame_lead(tm, f) : sum;
+		sum += frame_text(tm, f);
+	return f < end ? sum + (int64_t)(end - f) * frame_text(tm, f) : sum;
 }
 
 int pe_mrope_seq_stamp(struct pe_mrope_seq *q, const struct pe_mrope_time *tm, struct pe_err *err)
 {
 	size_t frame = 0;
-	if (tm->variant != PE_MROPE_QWEN3VL)
+	if (tm->variant != PE_MROPE_QWEN3VL && tm->variant != PE_MROPE_GLM4V)
 		return 0;
-	/* each frame's <|vision_start|> and <|vision_end|> come with the segments, whatever the counts */
+	/* each frame's two tokens around it come with the segments, whatever the counts */
 	if (q->frames > (PE_MROPE_MAX_TOKENS - q->tokens) / 2)
 		return pe_err_set(err, PE_EINVAL, "segments",
-				  "segments: with each video frame's <|vision_start|> and <|vision_end|> (variant=qwen3vl), "
-				  "the sequence holds more than %u tokens",
-				  PE_MROPE_MAX_TOKENS);
+				  "segments: with the two text tokens around each video frame (variant=%s), the sequence "
+				  "holds more than %u tokens",
+				  pe_mrope_variants[tm->variant], PE_MROPE_MAX_TOKENS);
 	for (size_t i = 0; i < q->n; i++) {
 		struct pe_mrope_seg *g = &q->seg[i];
 		if (g->kind != PE_MROPE_VIDEO)
 			continue;
-		int64_t text = leads(tm, frame, g->t) + g->t; /* at most 16 Mi frames of 1026 tokens */
+		int64_t text = texts(tm, frame, g->t); /* at most 16 Mi frames of 1026 tokens */
 		frame += (size_t)g->t;
 		if (text > (int64_t)(PE_MROPE_MAX_TOKENS - q->tokens))
 			return pe_err_set(err, PE_EINVAL, "timestamp_tokens",
@@ -247,32 +263,33 @@ int pe_mrope_seq_stamp(struct pe_mrope_seq *q, const struct pe_mrope_time *tm, s
 	return 0;
 }
 
-/* The largest position of qwen3vl video g (its first frame is the sequence's frame `frame`)
- * starting at `start`: each frame's block spans its lead text, max(H/m, W/m) and <|vision_end|>. */
+/* The largest position of a framed video g (its first frame is the sequence's frame `frame`)
+ * starting at `start`: each frame's block spans its text and max(H/m, W/m). */
 static int64_t frames_max(const struct pe_mrope_time *tm, const struct pe_mrope_seg *g, size_t frame, int64_t start)
 {
 	int64_t gh = g->h / tm->merge, gw = g->w / tm->merge, side = gh > gw ? gh : gw;
-	int64_t span = leads(tm, frame, g->t) + g->t * (side + 1);
+	int64_t span = texts(tm, frame, g->t) + g->t * side;
 	return start + span - 1 > (int64_t)PE_MROPE_MAX_POSITION ? -1 : start + span - 1;
 }
 
-/* One token of a frame block starting at position s: k < lead is text (timestamp,
- * <|vision_start|>), then the frame's gh x gw tokens at time 0, then <|vision_end|>. */
-static void frame_token(int64_t s, int64_t lead, int64_t gh, int64_t gw, int64_t k, int32_t *o, size_t count)
+/* Token k of a frame block starting at position s: k < pre is text before the frame, then the
+ * frame's gh x gw tokens at time 0, then the text after it, one position each past the frame's
+ * largest. */
+static void frame_token(int64_t s, int64_t pre, int64_t gh, int64_t gw, int64_t k, int32_t *o, size_t count)
 {
-	int64_t side = gh > gw ? gh : gw, r = k - lead;
-	if (k < lead || r >= gh * gw) {
-		int64_t v = k < lead ? s + k : s + lead + side;
+	int64_t side = gh > gw ? gh : gw, r = k - pre;
+	if (k < pre || r >= gh * gw) {
+		int64_t v = k < pre ? s + k : s + pre + side + (r - gh * gw);
 		o[0] = o[count] = o[2 * count] = (int32_t)v;
 		return;
 	}
-	o[0] = (int32_t)(s + lead);
-	o[count] = (int32_t)(s + lead + r / gw);
-	o[2 * count] = (int32_t)(s + lead + r % gw);
+	o[0] = (int32_t)(s + pre);
+	o[count] = (int32_t)(s + pre + r / gw);
+	o[2 * count] = (int32_t)(s + pre + r % gw);
 }
 
-/* segment_write for a qwen3vl video: frame by frame, the blocks that meet the window; the frames
- * before it are skipped at once where their leads are uniform (a window of a long video costs no
+/* segment_write for a framed video: frame by frame, the blocks that meet the window; the frames
+ * before it are skipped at once where their text is uniform (a window of a long video costs no
  * walk over the frames before it). */
 static void frames_write(const struct pe_mrope_time *tm, const struct pe_mrope_seg *g, size_t frame, int64_t start,
 			 size_t col, size_t first, size_t count, int32_t *out)
@@ -280,18 +297,19 @@ static void frames_write(const struct pe_mrope_time *tm, const struct pe_mrope_s
 	int64_t gh = g->h / tm->merge, gw = g->w / tm->merge, side = gh > gw ? gh : gw, s = start, f = 0;
 	size_t c = col;
 	while (f < g->t && c < first + count) {
-		int64_t lead = frame_lead(tm, frame + (size_t)f), skip = 1;
-		size_t len = (size_t)(lead + gh * gw + 1);
+		int64_t text = frame_text(tm, frame + (size_t)f), skip = 1;
+		size_t len = (size_t)(text + gh * gw);
 		if (c + len <= first && uniform_from(tm, frame + (size_t)f)) {
 			skip = (int64_t)((first - c) / len);
 			skip = skip < g->t - f ? skip : g->t - f;
 		} else if (c + len > first) {
 			size_t k0 = first > c ? first - c : 0, k1 = first + count - c < len ? first + count - c : len;
+			int64_t pre = frame_pre(tm, frame + (size_t)f);
 			for (size_t k = k0; k < k1; k++)
-				frame_token(s, lead, gh, gw, (int64_t)k, out + (c + k - first), count);
+				frame_token(s, pre, gh, gw, (int64_t)k, out + (c + k - first), count);
 		}
 		c += (size_t)skip * len;
-		s += skip * (lead + side + 1);
+		s += skip * (text + side);
 		f += skip;
 	}
 }
@@ -373,15 +391,16 @@ static void time_get(const struct pe_params *p, struct pe_mrope_time *tm)
 	tm->stamp = pe_param_list(p, "timestamp_tokens", &tm->nstamp);
 }
 
-/* qwen3vl: timestamp_tokens is needed by videos, one value or one per frame. */
+/* qwen3vl, glm4v: timestamp_tokens is needed by videos, one value or one per frame. */
 static int stamps_check(const struct pe_mrope_seq *q, const struct pe_mrope_time *tm, struct pe_err *err)
 {
-	if (tm->variant != PE_MROPE_QWEN3VL)
+	if (tm->variant != PE_MROPE_QWEN3VL && tm->variant != PE_MROPE_GLM4V)
 		return 0;
 	if (!tm->stamp && q->frames)
 		return pe_err_set(err, PE_EINVAL, "timestamp_tokens",
-				  "timestamp_tokens: variant=qwen3vl needs the text tokens of each video frame's timestamp "
-				  "(<t seconds>), one value for every frame or one per frame");
+				  "timestamp_tokens: variant=%s needs the text tokens of each video frame's timestamp "
+				  "(%s), one value for every frame or one per frame",
+				  pe_mrope_variants[tm->variant], tm->variant == PE_MROPE_QWEN3VL ? "<t seconds>" : "its whole seconds");
 	if (tm->stamp && tm->nstamp != 1 && tm->nstamp != q->frames)
 		return pe_err_set(err, PE_EINVAL, "timestamp_tokens",
 				  "timestamp_tokens has %zu values for %zu video frames (give one, or one per frame)", tm->nstamp,
@@ -389,7 +408,7 @@ static int stamps_check(const struct pe_mrope_seq *q, const struct pe_mrope_time
 	return 0;
 }
 
-/* Parse p's segments, with qwen3vl's frame text (after check: cannot fail but for memory). */
+/* Parse p's segments, with qwen3vl's and glm4v's frame text (after check: cannot fail but for memory). */
 static int sequence(const struct pe_params *p, struct pe_mrope_seq *q, struct pe_mrope_time *tm, struct pe_err *err)
 {
 	time_get(p, tm);
@@ -403,20 +422,23 @@ int pe_mrope_sequence_check(struct pe_params *p, int64_t *max, struct pe_err *er
 {
 	struct pe_mrope_seq q;
 	struct pe_mrope_time tm;
+	/* which variants read each parameter (bit v: variant v) and how a refusal names them */
 	static const struct {
 		const char *name;
-		int variant;
-	} only[] = {{"tokens_per_second", PE_MROPE_QWEN25VL},
-		    {"second_per_grid_t", PE_MROPE_QWEN25VL},
-		    {"time_step", PE_MROPE_QWEN25VL},
-		    {"timestamp_tokens", PE_MROPE_QWEN3VL}};
+		unsigned variants;
+		const char *which;
+	} only[] = {{"tokens_per_second", 1u << PE_MROPE_QWEN25VL, "qwen25vl"},
+		    {"second_per_grid_t", 1u << PE_MROPE_QWEN25VL, "qwen25vl"},
+		    {"time_step", 1u << PE_MROPE_QWEN25VL, "qwen25vl"},
+		    {"timestamp_tokens", 1u << PE_MROPE_QWEN3VL | 1u << PE_MROPE_GLM4V, "qwen3vl or glm4v"}};
 	int variant = pe_param_enum(p, "variant");
 	for (size_t k = 0; k < sizeof only / sizeof only[0]; k++) {
 		struct pe_param_val *v = &p->v[pe_param_index(p->def, only[k].name)];
-		if (variant != only[k].variant && v->given)
+		int reads = (only[k].variants >> variant) & 1;
+		if (!reads && v->given)
 			return pe_err_set(err, PE_EINVAL, only[k].name, "%s applies to variant=%s only", only[k].name,
-					  pe_mrope_variants[only[k].variant]);
-		if (variant != only[k].variant)
+					  only[k].which);
+		if (!reads)
 			v->set = 0;
 	}
 	int rc = sequence(p, &q, &tm, err);
@@ -498,7 +520,7 @@ static double delta(const struct pe_params *p)
 
 const struct pe_table_def pe_table_rope_mrope_positions = {
 	.name = "rope/mrope/positions",
-	.summary = "M-RoPE position ids [3, seq] (t, h, w) of a text+image+video sequence, as Qwen2-VL / Qwen2.5-VL / Qwen3-VL's get_rope_index",
+	.summary = "M-RoPE position ids [3, seq] (t, h, w) of a text+image+video sequence, as Qwen2-VL / Qwen2.5-VL / Qwen3-VL / GLM-4.1V's get_rope_index",
 	.params = positions_params,
 	.nparams = sizeof positions_params / sizeof positions_params[0],
 	.fixed_dtype = PE_I32,

@@ -37,10 +37,11 @@ export function rowOf(sec, interleaved, k) {
 }
 
 /* Kind (0 text, 1 image, 2 video) of every token of a segments text, or null when it does not parse
- * (the server then says why). stamps (variant=qwen3vl: timestamp_tokens, one value or one per
- * frame) lays each video out as Qwen3-VL's processor does: per frame its timestamp text and
- * <|vision_start|>, the frame's tokens, <|vision_end|>. */
-export function tokenKinds(segments, merge, stamps = null) {
+ * (the server then says why). stamps (variant=qwen3vl or glm4v: timestamp_tokens, one value or one
+ * per frame) lays each video out as frames: Qwen3-VL's processor writes per frame its timestamp
+ * text and <|vision_start|>, the frame's tokens, <|vision_end|>; with stampAfter (glm4v),
+ * GLM-4.1V's <|begin_of_image|>, the frame's tokens, <|end_of_image|> and the timestamp text. */
+export function tokenKinds(segments, merge, stamps = null, stampAfter = false) {
 	const out = [];
 	let frame = 0;
 	for (const s of segments.split(',')) {
@@ -50,9 +51,10 @@ export function tokenKinds(segments, merge, stamps = null) {
 		if (kind === 2 && stamps) {
 			const hw = Math.floor(Number(m[3]) / merge) * Math.floor(Number(m[4]) / merge);
 			for (let f = 0; f < Number(m[2]); f++, frame++) {
-				const lead = (stamps.length === 1 ? stamps[0] : stamps[frame] ?? 0) + 1;
-				if (out.length + lead + hw + 1 > 1 << 22) return null;
-				for (let i = 0; i < lead + hw + 1; i++) out.push(i >= lead && i < lead + hw ? 2 : 0);
+				const stamp = stamps.length === 1 ? stamps[0] : stamps[frame] ?? 0;
+				const lead = stampAfter ? 1 : stamp + 1, len = stamp + 2 + hw;
+				if (out.length + len > 1 << 22) return null;
+				for (let i = 0; i < len; i++) out.push(i >= lead && i < lead + hw ? 2 : 0);
 			}
 			continue;
 		}
@@ -101,7 +103,7 @@ export class MropeView {
 		this.formBox = el('div', { class: 'params' });
 		this.status = el('span', { class: 'status', role: 'status' });
 		this.controls.append(el('h2', { text: 'M-RoPE' }),
-			el('p', { class: 'summary', text: 'Multimodal RoPE: every token has three positions (t, h, w); each rotary frequency turns with one of them. Text moves all three together; an image holds t while h and w sweep its grid. Qwen3-VL (variant qwen3vl) gives each video frame its own block behind its timestamp text (timestamp_tokens).' }),
+			el('p', { class: 'summary', text: 'Multimodal RoPE: every token has three positions (t, h, w); each rotary frequency turns with one of them. Text moves all three together; an image holds t while h and w sweep its grid. Qwen3-VL (variant qwen3vl) gives each video frame its own block behind its timestamp text (timestamp_tokens); GLM-4.1V (glm4v) puts the timestamp after the frame.' }),
 			this.formBox, el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary', text: 'Draw' }), this.status));
 		this.form = buildForm(this.formBox, this.table, {
 			initial: { segments: 'text:4,image:1x8x8,text:2,video:3x8x8,text:3', dim: '32', mrope_section: '4,6,6' },
@@ -184,9 +186,11 @@ export class MropeView {
 		const rowsOf = (r) => Float64Array.from(pos.data.subarray(r * seq, (r + 1) * seq));
 		let max = 0;
 		for (const v of pos.data) max = Math.max(max, v);
-		const stamps = this.form.value('variant') === 'qwen3vl' && this.form.value('timestamp_tokens')
+		const variant = this.form.value('variant'), framed = variant === 'qwen3vl' || variant === 'glm4v';
+		const stamps = framed && this.form.value('timestamp_tokens')
 			? this.form.value('timestamp_tokens').split(',').map(Number) : null;
-		const kinds = tokenKinds(this.form.value('segments'), Number(this.form.value('spatial_merge_size')), stamps);
+		const kinds = tokenKinds(this.form.value('segments'), Number(this.form.value('spatial_merge_size')), stamps,
+			variant === 'glm4v');
 		if (kinds && kinds.length === seq) this.kinds.draw(kinds, KIND_COLORS, KIND_NAMES, `the sequence: ${seq} tokens`);
 		this.rows.show({
 			x: Float64Array.from({ length: seq }, (_, i) => i),

@@ -36,6 +36,7 @@ struct plan_family {
 				      * multiplied by head_dim**-0.5 as transformers' attention modules do */
 	const char *local_theta_key; /* the key of the plain_types' base (NULL: rope_local_base_freq) */
 	int vision;                  /* the builder plans the text model: the vision tower follows (vision.c) */
+	const char *mrope_variant;   /* M-RoPE: the variant of get_rope_index its url names (NULL: qwen2vl's) */
 };
 
 struct cfg {

@@ -478,19 +478,32 @@ static void put_real(struct sb *b, double v)
 	puts_(b, buf);
 }
 
-/* A parameter's value as JSON: a number, an array for a comma list, else a string. */
-static void put_value(struct sb *b, const char *v)
+/* One value as JSON: a number, else a string. */
+static void put_scalar(struct sb *b, const char *v)
 {
 	char *end;
-	if (strchr(v, ',')) {
-		puts_(b, "[");
+	if (*v && (strtod(v, &end), !*end) && strspn(v, "0123456789.eE+-") == strlen(v))
 		puts_(b, v);
-		puts_(b, "]");
-	} else if (*v && (strtod(v, &end), !*end) && strspn(v, "0123456789.eE+-") == strlen(v)) {
-		puts_(b, v);
-	} else {
+	else
 		put_str(b, v);
+}
+
+/* A parameter's value as JSON: an array for a comma list (numbers or strings: "col,row"), else one
+ * value. */
+static void put_value(struct sb *b, const char *v)
+{
+	if (!strchr(v, ',')) {
+		put_scalar(b, v);
+		return;
 	}
+	char *copy = strdup(v), *save = NULL;
+	puts_(b, "[");
+	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL, *sep = ""; t; t = strtok_r(NULL, ",", &save), sep = ",") {
+		puts_(b, sep);
+		put_scalar(b, t);
+	}
+	puts_(b, "]");
+	free(copy);
 }
 
 static void put_enc(struct sb *b, const struct pe_plan_enc *e)

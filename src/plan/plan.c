@@ -262,8 +262,12 @@ static const struct plan_family families[] = {
 	{.names = {"llama4", "llama4_text"}, .build = plan_family_llama4, .layout = "interleaved", .theta = 500000,
 	 .vision = 1},
 	/* M-RoPE */
-	{.names = {"qwen2_vl", "qwen2_5_vl"}, .build = plan_family_qwen_vl, .theta = 1000000, .vision = 1},
-	{.names = {"qwen3_vl", "qwen3_vl_moe"}, .build = plan_family_qwen_vl, .theta = 500000, .vision = 1},
+	{.names = {"qwen2_vl"}, .build = plan_family_qwen_vl, .theta = 1000000, .vision = 1},
+	/* videos' time positions scaled by tokens_per_second */
+	{.names = {"qwen2_5_vl"}, .build = plan_family_qwen_vl, .theta = 1000000, .vision = 1, .mrope_variant = "qwen25vl"},
+	/* videos as timestamped frames, one per temporal patch */
+	{.names = {"qwen3_vl", "qwen3_vl_moe"}, .build = plan_family_qwen_vl, .theta = 500000, .vision = 1,
+	 .mrope_variant = "qwen3vl"},
 	{.names = {"deepseek_v2", "deepseek_v3"}, .build = plan_family_deepseek, .layout = "interleaved"},
 	/* ALiBi, relative, learned, 2-D sin-cos */
 	{.names = {"falcon", "RefinedWeb", "RefinedWebModel"}, .build = family_falcon},
@@ -288,8 +292,12 @@ static const struct plan_family families[] = {
 	/* q and k are RMS-normalised: the attention scales q·k by 1 */
 	{.names = {"gemma4_text"}, .build = plan_family_typed, .theta = 1000000, .softmax_fixed = 1},
 	{.names = {"mllama_text_model"}, .build = plan_family_typed, .theta = 500000, .nope_types = "cross_attention"},
+	/* videos as frames, each a group of its own after its <|begin_of_image|> */
 	{.names = {"glm4v", "glm4v_text"}, .build = plan_family_qwen_vl, .layout = "interleaved", .rotary_share = 0.5,
-	 .vision = 1},
+	 .vision = 1, .mrope_variant = "glm4v"},
+	/* GLM-4.5V: GLM-4.1V's positions, its text rotated in rotate_half layout (Glm4vMoeTextAttention) */
+	{.names = {"glm4v_moe", "glm4v_moe_text"}, .build = plan_family_qwen_vl, .rotary_share = 0.5, .vision = 1,
+	 .mrope_variant = "glm4v"},
 	{.names = {"ministral3"}, .build = plan_family_rope},
 	{.names = {"gemma3n_text"}, .build = plan_family_typed, .theta = 1000000, .plain_types = "sliding_attention",
 	 .softmax_fixed = 1}, /* q and k RMS-normalised: scale 1 */

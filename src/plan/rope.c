@@ -202,7 +202,8 @@ static int family_rope_layout(struct cfg *c, const char *layout)
 
 int plan_family_rope(struct cfg *c) { return family_rope_layout(c, c->fam->layout ? c->fam->layout : "half"); }
 
-/* Qwen2-VL, 2.5-VL, 3-VL, GLM-4.1V: M-RoPE on the text model (the row adds the vision tower). */
+/* Qwen2-VL, 2.5-VL, 3-VL, GLM-4.1V, GLM-4.5V: M-RoPE on the text model (the row adds the vision
+ * tower). */
 int plan_family_qwen_vl(struct cfg *c)
 {
 	int rc = family_rope_layout(c, c->fam->layout ? c->fam->layout : "half");

@@ -249,10 +249,8 @@ static int mrope(struct cfg *c, const struct rope *r, struct pe_plan_enc *e)
 	pe_plan_param(e, "mrope_section", "%d,%d,%d", s[0], s[1], s[2]);
 	pe_plan_source(e, "mrope_section", name);
 	pe_plan_param(e, "interleaved", "%d", interleaved);
-	if (!strcmp(c->plan->model_type, "qwen2_5_vl"))
-		pe_plan_param(e, "variant", "qwen25vl"); /* its videos' time positions: tokens_per_second */
-	if (!strcmp(c->plan->model_type, "qwen3_vl") || !strcmp(c->plan->model_type, "qwen3_vl_moe"))
-		pe_plan_param(e, "variant", "qwen3vl"); /* its videos' timestamps, one frame per temporal patch */
+	if (c->fam->mrope_variant) /* how its videos are numbered (the family's row says why) */
+		pe_plan_param(e, "variant", "%s", c->fam->mrope_variant);
 	pe_plan_note(e, "positions are three rows (temporal, height, width); the url's sequence is len text tokens, "
 		     "where all three are the token index and the table equals /v1/rope's: give segments= with the "
 		     "images and videos of a prompt for theirs");

@@ -1,6 +1,6 @@
 /* The vision tower of a multimodal config, by vision_config.model_type (its model_type, else the
- * config's): learned patch tables with their grid and class tokens, or the 2-D rotary table of
- * Pixtral, Qwen2-VL (also Qwen3-VL's and GLM-4.1V's), Llama 4 or Gemma 4. A tower without
+ * config's): learned patch tables with their grid and class tokens (Gemma 4's: one per axis), or
+ * the 2-D rotary table of Pixtral, Qwen2-VL (also Qwen3-VL's and GLM-4.1V's), Llama 4 or Gemma 4. A tower without
  * image_size takes each image at its own size: its plan gives an example grid. Its keys are read
  * in vision_config alone, errors name them under it, and every encoding it adds says tower
  * "vision". */
@@ -146,7 +146,8 @@ static int vision_none(struct cfg *c, const struct vision *v)
 	return 0;
 }
 
-/* GLM-4.1V: the 2-D rotary table and a learned patch table resampled to each image's grid. */
+/* GLM-4.1V and GLM-4.5V: the 2-D rotary table and a learned patch table resampled to each image's
+ * grid. */
 static int vision_glm4v(struct cfg *c, const struct vision *v)
 {
 	int rc = vision_rope2d(c, v);
@@ -181,6 +182,32 @@ static int vision_qwen3vl(struct cfg *c, const struct vision *v)
 	return rc;
 }
 
+/* Gemma 4: the 2-D rotary table, and a learned table per axis, [2, position_embedding_size,
+ * hidden]: a patch at (column x, row y) adds row x of the first and row y of the second
+ * (Gemma4VisionPatchEmbedder; padding patches add nothing). Each image has its own grid: the
+ * table bounds each side at position_embedding_size patches. */
+static int vision_gemma4(struct cfg *c, const struct vision *v)
+{
+	struct dims d;
+	double n = 0;
+	int rc = vision_rope2d(c, v);
+	if (rc < 0 || (rc = plan_read_dims(c, &d)) < 0 || (rc = plan_int(c, "position_embedding_size", 1, 1 << 24, &n)) < 0)
+		return rc;
+	if (rc == 0)
+		return plan_bad(c, "position_embedding_size", "the Gemma 4 vision tower needs position_embedding_size");
+	struct pe_plan_enc *e = plan_learned_enc(c, &d, (int64_t)n, "a table per axis, indexed by the patch's column and row");
+	if (!e)
+		return pe_err_set(c->err, PE_EINTERNAL, "", "too many encodings");
+	e->softmax_scale = v->unscaled ? 1 : e->softmax_scale;
+	pe_plan_source(e, "positions", "position_embedding_size");
+	pe_plan_param(e, "per_axis", "col,row");
+	pe_plan_param(e, "class_tokens", "0");
+	pe_plan_note(e, "shape [2, %.0f, %d]: a patch at column x, row y adds table[0][x] + table[1][y]; each image "
+		     "takes its own grid, at most %.0f patches a side", n, d.hidden, n);
+	return 0;
+}
+
+#define GEMMA4_VISION_DEFAULTS "{\"position_embedding_size\": 10240}"
 #define SIGLIP_DEFAULTS "{\"image_size\": 224, \"patch_size\": 16}"
 static const struct vision visions[] = {
 	{{"clip_vision_model", "internvl_vision", "mllama_vision_model"}, vision_learned, 1, NULL, NULL, 0},
@@ -188,9 +215,9 @@ static const struct vision visions[] = {
 	{{"pixtral"}, vision_rope2d, 0, "pixtral", NULL, 0},
 	{{"qwen2_vl", "qwen2_5_vl"}, vision_rope2d, 0, "qwen2vl", NULL, 0},
 	{{"qwen3_vl", "qwen3_vl_moe"}, vision_qwen3vl, 0, "qwen2vl", NULL, 0},
-	{{"glm4v"}, vision_glm4v, 0, "qwen2vl", NULL, 0}, /* Glm4vVisionRotaryEmbedding is Qwen2-VL's */
+	{{"glm4v", "glm4v_moe"}, vision_glm4v, 0, "qwen2vl", NULL, 0}, /* Glm4vVisionRotaryEmbedding is Qwen2-VL's */
 	{{"llama4_vision_model"}, vision_llama4, 1, "llama4", NULL, 0},
-	{{"gemma4_vision"}, vision_rope2d, 0, "gemma4", NULL, 1},
+	{{"gemma4_vision"}, vision_gemma4, 0, "gemma4", GEMMA4_VISION_DEFAULTS, 1},
 	{{"gemma3n_vision"}, vision_none, 0, NULL, NULL, 0},
 };
 

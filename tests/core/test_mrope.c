@@ -1,6 +1,6 @@
 /* M-RoPE: the section map (mrope_sections.c), the segments parser and get_rope_index's positions
- * (mrope_positions.c), and the cos/sin tables (mrope.c) against the known answers of
- * tests/ref/gen_mrope.py, on both kernel paths.
+ * (mrope_positions.c; GLM-4.1V's videos as frames, variant=glm4v), and the cos/sin tables (mrope.c)
+ * against the known answers of tests/ref/gen_mrope.py, on both kernel paths.
  *
  * Bounds (every comparison prints its measured maximum), as tests/core/test_rope.c argues them:
  *   positions and mrope_position_delta: equal (integers).
@@ -397,6 +397,72 @@ START_TEST(time_step_direct)
 }
 END_TEST
 
+/* ---- glm4v: a video as frames, each <|begin_of_image|> frame <|end_of_image|> seconds ---- */
+
+/* The known answers hold GLM-4.1V's cases (token ids through its get_rope_index): a missing set
+ * must not pass as an empty loop. */
+START_TEST(glm4v_answers_are_there)
+{
+	struct pe_kat k;
+	size_t n = 0;
+	pe_kat_load(&k, DATA_DIR);
+	for (size_t i = 0; i < pe_kat_count(&k); i++)
+		n += strstr(pe_kat_str(pe_kat_case(&k, i), "query"), "variant=glm4v") != NULL;
+	pe_kat_free(&k);
+	ck_assert_uint_ge(n, 6);
+}
+END_TEST
+
+/* One frame by hand: text:2, then <|begin_of_image|> at 2, the 2x2 frame at 3 + (0, j, k),
+ * <|end_of_image|> at 5 and two second tokens at 6, 7; the text after at 8. qwen3vl puts the same
+ * text first: its frame starts at 5. */
+START_TEST(glm4v_frame_block)
+{
+	static const int32_t t[] = {0, 1, 2, 3, 3, 3, 3, 5, 6, 7, 8}, h[] = {0, 1, 2, 3, 3, 4, 4, 5, 6, 7, 8},
+			     w[] = {0, 1, 2, 3, 4, 3, 4, 5, 6, 7, 8};
+	struct pe_shape s;
+	int32_t *p = pe_query_table("rope/mrope/positions", "variant=glm4v&segments=text:2,video:1x4x4,text:1&timestamp_tokens=2",
+				    PE_I32, &s);
+	ck_assert_uint_eq(s.dim[1], 11);
+	ck_assert_mem_eq(p, t, sizeof t);
+	ck_assert_mem_eq(p + 11, h, sizeof h);
+	ck_assert_mem_eq(p + 22, w, sizeof w);
+	free(p);
+	p = pe_query_table("rope/mrope/positions", "variant=qwen3vl&segments=text:2,video:1x4x4,text:1&timestamp_tokens=2",
+			   PE_I32, &s);
+	ck_assert_uint_eq(s.dim[1], 11);
+	ck_assert_int_eq(p[5], 5);  /* the frame's first token, t row */
+	ck_assert_int_eq(p[10], 8); /* the same text after: the spans agree */
+	free(p);
+}
+END_TEST
+
+/* What glm4v does not read is refused, what it needs is asked for, and its counts are part of the
+ * key. */
+START_TEST(glm4v_parameters)
+{
+	static const struct {
+		const char *query, *param;
+	} bad[] = {
+		{"variant=glm4v&segments=video:2x4x4", "timestamp_tokens"},               /* needed by videos */
+		{"variant=glm4v&segments=video:2x4x4&timestamp_tokens=1,2,3", "timestamp_tokens"}, /* 3 values, 2 frames */
+		{"variant=glm4v&segments=video:1x4x4&timestamp_tokens=1025", "timestamp_tokens"},
+		{"variant=glm4v&tokens_per_second=2&timestamp_tokens=1", "tokens_per_second"},
+		{"variant=glm4v&segments=video:1x4x4&second_per_grid_t=1&timestamp_tokens=1", "second_per_grid_t"},
+		{"variant=glm4v&time_step=int", "time_step"},
+		{"variant=glm4v&segments=video:20000x2x2&timestamp_tokens=1024", "timestamp_tokens"},
+		{"variant=glm4v&segments=video:5592406x2x2&timestamp_tokens=0", "segments"}, /* 3 tokens a frame: too many */
+		{"variant=glm4", "variant"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		pe_kat_rejects("rope/mrope/positions", bad[i].query, bad[i].param);
+	pe_kat_rejects("rope/mrope", "dim=16&mrope_section=2,3,3&variant=glm4v&segments=video:2x4x4", "timestamp_tokens");
+	key_is("variant=glm4v&segments=text:1,video:2x4x4&timestamp_tokens=02,1",
+	       "segments=text:1,video:2x4x4&variant=glm4v&spatial_merge_size=2&timestamp_tokens=2,1");
+	key_is("variant=glm4v&segments=text:1,image:1x4x4", "segments=text:1,image:1x4x4&variant=glm4v&spatial_merge_size=2");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("mrope");
@@ -417,6 +483,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, canonical_segments);
 	tcase_add_test(tc, time_step_in_key);
 	tcase_add_test(tc, time_step_direct);
+	tcase_add_test(tc, glm4v_answers_are_there);
+	tcase_add_test(tc, glm4v_frame_block);
+	tcase_add_test(tc, glm4v_parameters);
 	suite_add_tcase(s, tc);
 	return s;
 }

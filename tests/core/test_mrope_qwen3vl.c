@@ -1,8 +1,9 @@
 /* M-RoPE position ids of variant=qwen3vl (src/core/mrope_positions.c): Qwen3-VL's videos as
  * timestamped frames, against the known answers of tests/ref/gen_mrope_qwen3vl.py (a NumPy
  * get_rope_index over the processor's token ids), compared exactly (integers); windows of tokens
- * against the whole sequence; the M-RoPE table of a qwen3vl sequence against the same positions
- * given in the body; and the timestamp_tokens parameter's refusals and bounds. */
+ * against the whole sequence (also of variant=glm4v, whose frames are walked the same way); the
+ * M-RoPE table of a qwen3vl sequence against the same positions given in the body; and the
+ * timestamp_tokens parameter's refusals and bounds. */
 #include "core/mrope.h"
 #include "posenc/core.h"
 #include "support/pe_check.h"
@@ -30,14 +31,16 @@ START_TEST(positions_exact)
 }
 END_TEST
 
-/* Qwen3-VL differs from Qwen2-VL on videos only: images and text give the same ids. */
+/* Qwen3-VL and GLM-4.1V differ from Qwen2-VL on videos only: images and text give the same ids. */
+static const char *const framed_variants[] = {"qwen3vl", "glm4v"};
+
 START_TEST(images_as_qwen2vl)
 {
 	static const char seg[] = "segments=text:3,image:2x8x12,text:2,image:1x4x4,text:1";
 	char query[128];
 	struct pe_shape s, s3;
 	int32_t *a = pe_query_table("rope/mrope/positions", seg, PE_I32, &s);
-	snprintf(query, sizeof query, "variant=qwen3vl&%s", seg);
+	snprintf(query, sizeof query, "variant=%s&%s", framed_variants[_i], seg);
 	int32_t *b = pe_query_table("rope/mrope/positions", query, PE_I32, &s3);
 	ck_assert_uint_eq(s.dim[1], s3.dim[1]);
 	ck_assert_mem_eq(a, b, 3 * s.dim[1] * 4);
@@ -46,21 +49,30 @@ START_TEST(images_as_qwen2vl)
 }
 END_TEST
 
-/* Any window of tokens (starting inside a frame's text, its grid or at its <|vision_end|>) equals
- * the same columns of the whole sequence. */
-static const char *const window_queries[] = {
-	"variant=qwen3vl&segments=text:3,video:5x8x12,text:2,image:1x4x4,video:2x4x8,text:1&timestamp_tokens=6,6,7,7,8,0,9",
-	"variant=qwen3vl&segments=text:2,video:60x2x4,text:1,video:7x2x2&timestamp_tokens=3", /* frames skipped at once */
+/* Any window of tokens (starting inside a frame's text before or after it, its grid or its last
+ * text token) equals the same columns of the whole sequence; frames of one count are skipped at
+ * once. Both framed variants: qwen3vl's text mostly before each frame, glm4v's mostly after. */
+static const struct {
+	const char *query;
+	size_t tokens;
+} windows[] = {
+	{"variant=qwen3vl&segments=text:3,video:5x8x12,text:2,image:1x4x4,video:2x4x8,text:1&timestamp_tokens=6,6,7,7,8,0,9",
+	 3 + 5 * (24 + 2) + (6 + 6 + 7 + 7 + 8) + 2 + 4 + 2 * (8 + 2) + (0 + 9) + 1},
+	{"variant=qwen3vl&segments=text:2,video:60x2x4,text:1,video:7x2x2&timestamp_tokens=3",
+	 2 + 60 * (4 + 2 + 1) + 1 + 7 * (4 + 1 + 1)},
+	{"variant=glm4v&segments=text:3,video:5x8x12,text:2,image:1x4x4,text:1,video:2x4x8,text:1&timestamp_tokens=1,1,2,2,3,0,4",
+	 3 + 5 * (24 + 2) + (1 + 1 + 2 + 2 + 3) + 2 + 4 + 1 + 2 * (8 + 2) + (0 + 4) + 1},
+	{"variant=glm4v&segments=text:2,video:60x2x4,text:1,video:7x2x2,text:1&timestamp_tokens=3",
+	 2 + 60 * (2 + 2 + 3) + 1 + 7 * (1 + 2 + 3) + 1},
 };
 
 START_TEST(windows_match_whole)
 {
-	const char *query = window_queries[_i];
+	const char *query = windows[_i].query;
 	struct pe_shape s;
 	int32_t *whole = pe_query_table("rope/mrope/positions", query, PE_I32, &s);
 	size_t seq = s.dim[1];
-	ck_assert_uint_eq(seq, _i == 0 ? 3 + 5 * (24 + 2) + (6 + 6 + 7 + 7 + 8) + 2 + 4 + 2 * (8 + 2) + (0 + 9) + 1
-				       : 2 + 60 * (4 + 2 + 1) + 1 + 7 * (4 + 1 + 1));
+	ck_assert_uint_eq(seq, windows[_i].tokens);
 	struct pe_params p;
 	struct pe_err err = {0};
 	ck_assert_int_eq(pe_query_params(&p, "rope/mrope/positions", query, &err), 0);
@@ -239,8 +251,8 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("mrope_qwen3vl");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, positions_exact);
-	tcase_add_test(tc, images_as_qwen2vl);
-	tcase_add_loop_test(tc, windows_match_whole, 0, 2);
+	tcase_add_loop_test(tc, images_as_qwen2vl, 0, 2);
+	tcase_add_loop_test(tc, windows_match_whole, 0, (int)(sizeof windows / sizeof windows[0]));
 	tcase_add_test(tc, list_shorter_than_frames);
 	tcase_add_test(tc, table_of_positions);
 	tcase_add_test(tc, timestamp_tokens_refused);

@@ -1,6 +1,6 @@
 /* End-to-end test of M-RoPE against a real posencd: GET /v1/rope/mrope/positions against the known
  * answers of tests/ref/gen_mrope.py (every format, the X-PE-Mrope-Delta header and the JSON
- * field), GET /v1/rope/mrope (ETag and 304 as every table), POST /v1/rope/mrope with those
+ * field; GLM-4.1V's videos with variant=glm4v among them), GET /v1/rope/mrope (ETag and 304 as every table), POST /v1/rope/mrope with those
  * positions as an npy body (the same table as the segments give), and the refusals: bad segments,
  * sections, bodies, media types, sizes, each a problem naming its parameter. */
 #include "support/pe_check.h"
@@ -163,6 +163,11 @@ START_TEST(refusals_name_the_parameter)
 		{"/v1/rope/mrope/positions", "variant=qwen3vl&segments=video:2x2x2&timestamp_tokens=1025", "timestamp_tokens", 400},
 		{"/v1/rope/mrope/positions", "variant=qwen3vl&segments=video:20000x2x2&timestamp_tokens=1024", "timestamp_tokens", 400},
 		{"/v1/rope/mrope/positions", "timestamp_tokens=6", "timestamp_tokens", 400},
+		{"/v1/rope/mrope/positions", "variant=glm4v&segments=text:1,video:2x2x2,text:1", "timestamp_tokens", 400},
+		{"/v1/rope/mrope/positions", "variant=glm4v&segments=video:2x2x2&timestamp_tokens=1,2,3", "timestamp_tokens", 400},
+		{"/v1/rope/mrope/positions", "variant=glm4v&tokens_per_second=2", "tokens_per_second", 400},
+		{"/v1/rope/mrope/positions", "variant=glm4v&time_step=int", "time_step", 400},
+		{"/v1/rope/mrope", "dim=16&mrope_section=2,3,3&variant=glm4v&segments=video:2x2x2", "timestamp_tokens", 400},
 		{"/v1/rope/mrope/positions", "variant=qwen25vl&time_step=round", "time_step", 400},
 		{"/v1/rope/mrope/positions", "variant=qwen25vl&time_step=int&time_step=float", "time_step", 400},
 		{"/v1/rope/mrope/positions", "time_step=float", "time_step", 400},

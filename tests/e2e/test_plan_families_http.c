@@ -10,7 +10,8 @@
  * - rope2d (vision): cos/sin of the listed patches or tokens, within 1 ulp;
  * - sinusoidal (Whisper's encoder) and query-scale tables: within 1 ulp;
  * - t5 / deberta buckets and DeBERTa's [q_len, k_len] table: equal;
- * - learned: positions, offset, grid and class tokens equal; none: the layers alone;
+ * - learned: positions, offset, grid and class tokens, a table per axis's axes equal; none: the
+ *   layers alone;
  * - attention_scaling and softmax_scale: equal as doubles. Both sides print them as shortest
  *   round-trip decimals, so equal means the same double the attention module computes.
  * A family whose plan does not match is a failure, unless it is in known_mismatch[] below; an entry
@@ -672,6 +673,14 @@ static void deberta_table_check(struct fam *f, json_t *ke, const char *url)
 	free(v);
 }
 
+/* A table per axis (Gemma 4's vision): the plan's per_axis list equals the known one. */
+static void per_axis_check(struct fam *f, json_t *ke, json_t *params)
+{
+	json_t *want = json_object_get(ke, "per_axis"), *got = json_object_get(params, "per_axis");
+	if (!want != !got || (want && !json_equal(want, got)))
+		miss(f, "learned per_axis: plan %s, known %s", got ? "a list" : "none", want ? "a list" : "none");
+}
+
 static void learned_check(struct fam *f, json_t *ke, json_t *pe)
 {
 	json_t *p = json_object_get(pe, "params"), *g = json_object_get(ke, "grid");
@@ -680,6 +689,7 @@ static void learned_check(struct fam *f, json_t *ke, json_t *pe)
 	if ((off ? json_integer_value(off) : 0) != json_integer_value(json_object_get(ke, "offset")))
 		miss(f, "learned offset: plan %lld, known %lld", off ? (long long)json_integer_value(off) : 0LL,
 		     (long long)json_integer_value(json_object_get(ke, "offset")));
+	per_axis_check(f, ke, p);
 	if (g) {
 		char want[64];
 		const char *got = json_string_value(json_object_get(p, "grid"));

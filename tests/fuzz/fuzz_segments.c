@@ -62,7 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	int64_t merge = 1 + (data[0] & 3);
 	static const double second[] = {0.3, 1.7, 2, 0.5}, stamp[] = {6, 0, 9, 1024};
-	struct pe_mrope_time tm = {.variant = (data[0] >> 4) & 1 ? PE_MROPE_QWEN3VL : (data[0] >> 2) & 1,
+	int framed = (data[0] >> 7) & 1 ? PE_MROPE_GLM4V : PE_MROPE_QWEN3VL;
+	struct pe_mrope_time tm = {.variant = (data[0] >> 4) & 1 ? framed : (data[0] >> 2) & 1,
 				   .merge = merge,
 				   .tokens_per_second = (data[0] >> 3) & 1 ? 25 : 2,
 				   .time_step = (data[0] >> 6) & 1 ? PE_MROPE_STEP_FLOAT : PE_MROPE_STEP_INT,

@@ -2,7 +2,8 @@
  * tests/ref/gen_plan_families.py, which re-implements each model's transformers code in float32
  * torch): for every published config under tests/data/configs/ with an answer, each answered
  * encoding is in the plan with its tower, kind and layers, its softmax_scale, layout, rotary width
- * and base, a learned table's position offset, ALiBi's bias_scale; and the cos/sin of each rope
+ * and base, an M-RoPE url's variant, a learned table's position offset (a vision table's grid, or
+ * its axes), ALiBi's bias_scale; and the cos/sin of each rope
  * table, fetched from the plan's own url with compat=hf at the answer's positions (offset= one
  * row each, seq_len= the answer's sequence), within 2 float32 ulp of the answer (YaRN and LongRoPE
  * multiply by attention_scaling after cos: MODELS.md). */
@@ -132,7 +133,28 @@ static void check_rope_tables(const char *cfg, const struct pe_plan_enc *e, cons
 	}
 }
 
-/* A learned table's size, its position offset, and a vision table's grid and class tokens. */
+/* A table per axis (Gemma 4's vision): the axes in the answer's order, comma-separated in the
+ * plan, and the answer's shape [axes, positions, dim]; a table of one axis names none. */
+static void check_per_axis(const char *cfg, const struct pe_plan_enc *e, const json_t *x)
+{
+	const json_t *axes = json_object_get(x, "per_axis"), *shape = json_object_get(x, "shape"), *a;
+	const char *got = param(e, "per_axis");
+	char want[64] = "";
+	size_t i, n = 0;
+	json_array_foreach(axes, i, a)
+		n += (size_t)snprintf(want + n, sizeof want - n, "%s%s", i ? "," : "", json_string_value(a));
+	ck_assert_msg(axes ? got && !strcmp(got, want) : !got, "%s: per_axis %s, answer %s", cfg, got ? got : "none",
+		      axes ? want : "none");
+	if (!shape)
+		return;
+	ck_assert_int_eq(json_integer_value(json_array_get(shape, 0)), (json_int_t)json_array_size(axes));
+	ck_assert_int_eq(json_integer_value(json_array_get(shape, 1)), atoll(param(e, "positions")));
+	ck_assert_msg(param(e, "dim") && json_integer_value(json_array_get(shape, 2)) == atoll(param(e, "dim")), "%s: dim %s",
+		      cfg, param(e, "dim") ? param(e, "dim") : "none");
+}
+
+/* A learned table's size, its position offset, a table per axis, and a vision table's grid and
+ * class tokens. */
 static void check_learned(const char *cfg, const struct pe_plan_enc *e, const json_t *x)
 {
 	const char *off = param(e, "position_offset"), *grid = param(e, "grid"), *cls = param(e, "class_tokens");
@@ -141,6 +163,7 @@ static void check_learned(const char *cfg, const struct pe_plan_enc *e, const js
 		      "%s: learned positions %s", cfg, param(e, "positions"));
 	ck_assert_msg(json_integer_value(json_object_get(x, "offset")) == (off ? atoi(off) : 0), "%s: offset %s", cfg,
 		      off ? off : "0");
+	check_per_axis(cfg, e, x);
 	if (!g)
 		return;
 	char want[48];
@@ -174,6 +197,10 @@ static void check_encoding(const char *cfg, const struct pe_plan_enc *e, const j
 		const char *layout = json_string_value(json_object_get(x, "layout"));
 		ck_assert_msg(e->layout && !strcmp(e->layout, layout), "%s: mrope layout %s, answer %s", cfg, e->layout, layout);
 		ck_assert_msg(!strcmp(layout, "half") == !strstr(e->url, "layout=interleaved"), "%s: %s", cfg, e->url);
+		/* how its videos are numbered: the answer's variant, none for Qwen2-VL's (the default) */
+		const char *v = json_string_value(json_object_get(x, "variant")), *got = param(e, "variant");
+		ck_assert_msg(v ? got && !strcmp(got, v) : !got || !strcmp(got, "qwen2vl"), "%s: mrope variant %s, answer %s", cfg,
+			      got ? got : "none", v ? v : "none");
 	}
 	if (!strcmp(kind, "learned"))
 		check_learned(cfg, e, x);
@@ -361,6 +388,37 @@ START_TEST(class_defaults_fill_what_a_text_config_omits)
 }
 END_TEST
 
+/* Gemma 4's vision table per axis: its axes are a JSON list of names in the plan's answer (a comma
+ * list of words is not numbers), the table [2, position_embedding_size, hidden], scaled by 1. */
+START_TEST(gemma4_vision_learned_per_axis)
+{
+	struct pe_plan plan;
+	plan_of("gemma-4-e2b-it.json", NULL, NULL, &plan);
+	const struct pe_plan_enc *l = NULL;
+	for (size_t i = 0; i < plan.nenc; i++)
+		l = !strcmp(plan.enc[i].kind, "learned") && !strcmp(plan.enc[i].tower, "vision") ? &plan.enc[i] : l;
+	ck_assert_ptr_nonnull(l);
+	ck_assert_str_eq(param(l, "positions"), "10240");
+	ck_assert_str_eq(param(l, "dim"), "768");
+	ck_assert_double_eq(l->softmax_scale, 1);
+	size_t n;
+	char *text = pe_plan_json(&plan, &n);
+	json_error_t jerr;
+	json_t *j = json_loadb(text, n, 0, &jerr), *e, *axes = NULL;
+	ck_assert_msg(j != NULL, "the plan is not JSON: %s", jerr.text);
+	size_t i;
+	json_array_foreach(json_object_get(j, "encodings"), i, e)
+		if (!strcmp(json_string_value(json_object_get(e, "kind")), "learned"))
+			axes = json_object_get(json_object_get(e, "params"), "per_axis");
+	ck_assert_uint_eq(json_array_size(axes), 2);
+	ck_assert_str_eq(json_string_value(json_array_get(axes, 0)), "col");
+	ck_assert_str_eq(json_string_value(json_array_get(axes, 1)), "row");
+	json_decref(j);
+	free(text);
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
 static char **names;
 static size_t nnames;
 
@@ -399,6 +457,7 @@ int main(void)
 	tcase_add_test(tc, rope_interleave_is_read_by_deepseek_v3_only);
 	tcase_add_test(tc, gemma3n_audio_tower_is_its_relative_sinusoid);
 	tcase_add_test(tc, class_defaults_fill_what_a_text_config_omits);
+	tcase_add_test(tc, gemma4_vision_learned_per_axis);
 	tcase_add_loop_test(tc, every_family_plans_as_its_model_computes, 0, (int)nnames);
 	suite_add_tcase(s, tc);
 	return pe_test_run(s);

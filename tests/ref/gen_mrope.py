@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Known answers for /v1/rope/mrope/positions and /v1/rope/mrope (M-RoPE: Qwen2-VL, Qwen2.5-VL,
-Qwen3-VL), from references written independently of the C core (layout and conventions:
-tests/ref/kat.py).
+Qwen3-VL, GLM-4.1V), from references written independently of the C core (layout and conventions:
+tests/ref/kat.py; Qwen3-VL's own cases: gen_mrope_qwen3vl.py).
 
 Regenerate (from the repository root, with Debian's Python, which has numpy and torch):
 
@@ -19,6 +19,18 @@ It rewrites tests/data/mrope/; tests/core/test_mrope.c reads it. Files per case:
              the config's number (a Python int when integral, else a float); time_step=float as
              earlier versions, second_per_grid_t a float32 tensor as the processor gives it.
              Extra field mrope_position_delta = max + 1 - seq.
+             GLM-4.1V (variant=glm4v, cases pos_glm4v_*) goes through token ids, as the model
+             does (glm4v_rope_index): the prompt as Glm4vProcessor writes it (a `text:N` segment
+             is N ordinary tokens, the chat template's <|begin_of_video|> / <|end_of_video|>
+             among them: the text before a video ends with <|begin_of_video|>, the text after it
+             starts with <|end_of_video|>; an image is its <|image|> tokens; a video of grid
+             T x H x W is, per frame f, <|begin_of_image|>, H*W / m^2 <|image|>, <|end_of_image|>
+             and str(int(t_f)) as timestamp_tokens[f] ordinary tokens), then Glm4vModel's
+             get_rope_index: <|image|> tokens inside <|begin_of_video|> .. <|end_of_video|> are
+             video, consecutive tokens of one type form a group (itertools.groupby), each group
+             starts at the previous group's max + 1, a text group is arange, an image group its
+             (t, h, w) grid, a video group one frame at t = video_frame_num - 1 (reset to 1 by
+             every text group), video_grid_thw's T counting the groups of a video.
   rope/mrope ref_f64 [2, seq, dim]: float64 from the published formulas: inv_freq as
              transformers' rope init functions (gen_rope.inv_freq_f64), angles float64(position) *
              inv_freq for each of the three position rows, cat(freqs, freqs), cos/sin times
@@ -31,6 +43,7 @@ It rewrites tests/data/mrope/; tests/core/test_mrope.c reads it. Files per case:
              position_ids[:, :, None, :].float(), cat, .cos() / .sin() * attention_scaling, split.
              dynamic / longrope take seq_len = max position + 1 (dynamic_rope_update).
 """
+import itertools
 import sys
 
 import kat  # noqa: F401  (before numpy: see kat.py)
@@ -63,6 +76,25 @@ POSITION_CASES = [
     ("pos_merge1_adjacent", "spatial_merge_size=1&segments=image:1x3x5,video:3x2x2,text:2,image:2x1x1"),
     ("pos_text_only", "segments=text:17"),
     ("pos_merge4", "spatial_merge_size=4&segments=text:3,image:2x16x8,text:1"),
+]
+
+# GLM-4.1V: timestamps are the frames' whole seconds; their token counts (one per digit here, a
+# stand-in for the tokenizer's) only need to vary: positions see the counts alone
+GLM_STAMPS = [len(str(int(t))) for t in (0, 2, 4, 8, 10, 12)]
+GLM_STAMPS_B = [len(str(int(t))) for t in (0, 1, 9, 10)] + [len(str(int(t))) for t in (96, 100, 104)]
+
+GLM4V_CASES = [
+    ("pos_glm4v_video_frames", "variant=glm4v&segments=text:3,video:6x8x12,text:2&timestamp_tokens="
+     + ",".join(map(str, GLM_STAMPS))),
+    ("pos_glm4v_text_image_video_text", "variant=glm4v&segments=text:5,image:1x28x28,text:3,video:8x28x28,text:4"
+     "&timestamp_tokens=1"),
+    ("pos_glm4v_two_videos_merge1", "variant=glm4v&spatial_merge_size=1&segments=text:2,video:4x3x5,text:2,image:2x2x3,"
+     "text:2,video:3x4x2,text:3&timestamp_tokens=" + ",".join(map(str, GLM_STAMPS_B))),
+    ("pos_glm4v_merge4_tall", "variant=glm4v&spatial_merge_size=4&segments=text:4,video:2x32x8,text:2,image:1x8x24,text:1"
+     "&timestamp_tokens=0"),
+    ("pos_glm4v_image_only", "variant=glm4v&segments=text:1,image:1x28x28,text:1"),
+    ("pos_glm4v_long_video_one_count", "variant=glm4v&segments=text:2,video:60x2x4,text:2,video:7x2x2,text:1"
+     "&timestamp_tokens=2"),
 ]
 
 TABLE_CASES = [
@@ -128,6 +160,80 @@ def get_rope_index(p):
     pos = torch.cat(blocks, dim=1)
     assert pos.shape[0] == 3 and int(pos.max()) < 2**31
     return pos, int(pos.max()) + 1 - pos.shape[1]
+
+
+TEXT, IMAGE, BEGIN_IMAGE, END_IMAGE, BEGIN_VIDEO, END_VIDEO = 1, 2, 3, 4, 5, 6
+
+
+def glm4v_prompt(p):
+    """Token ids, image_grid_thw and video_grid_thw of a glm4v query's sequence, as the processor
+    lays them out (the docstring above)."""
+    m = int(p["spatial_merge_size"])
+    stamps = [int(x) for x in p["timestamp_tokens"].split(",")] if "timestamp_tokens" in p else []
+    ids, images, videos, frame, after_video = [], [], [], 0, False
+    for kind, dims in segments(p):
+        if kind == "text":
+            ids += [TEXT] * dims[0]
+            if after_video:
+                ids[-dims[0]] = END_VIDEO
+            after_video = False
+            continue
+        assert not after_video, "text follows a video (its <|end_of_video|>)"
+        t, h, w = dims
+        if kind == "image":
+            images.append(dims)
+            ids += [IMAGE] * (t * h * w // (m * m))
+            continue
+        assert ids and ids[-1] == TEXT, "text before a video (its <|begin_of_video|>)"
+        ids[-1] = BEGIN_VIDEO
+        videos.append(dims)
+        for _ in range(t):
+            n = stamps[0] if len(stamps) == 1 else stamps[frame]
+            ids += [BEGIN_IMAGE] + [IMAGE] * (h * w // (m * m)) + [END_IMAGE] + [TEXT] * n
+            frame += 1
+        after_video = True
+    return torch.tensor(ids), torch.tensor(images).view(-1, 3), torch.tensor(videos).view(-1, 3)
+
+
+def glm4v_rope_index(ids, image_grid_thw, video_grid_thw, m):
+    """Glm4vModel.get_rope_index for one unpadded sequence, on torch int64 tensors."""
+    types, in_video = [], False
+    for tok in ids.tolist():
+        in_video = True if tok == BEGIN_VIDEO else False if tok == END_VIDEO else in_video
+        types.append("text" if tok != IMAGE else "video" if in_video else "image")
+    groups = []
+    for key, g in itertools.groupby(enumerate(types), lambda x: x[1]):
+        g = list(g)
+        groups.append((key, g[0][0], g[-1][0] + 1))
+    blocks, image_index, video_index, video_group_index, video_frame_num = [], 0, 0, 0, 1
+    for kind, start, end in groups:
+        st_idx = int(blocks[-1].max()) + 1 if blocks else 0
+        if kind == "image":
+            t, h, w = (int(x) for x in image_grid_thw[image_index])
+            gt, gh, gw = t, h // m, w // m
+            t_index = torch.arange(gt).view(-1, 1).expand(-1, gh * gw).flatten()
+            h_index = torch.arange(gh).view(1, -1, 1).expand(gt, -1, gw).flatten()
+            w_index = torch.arange(gw).view(1, 1, -1).expand(gt, gh, -1).flatten()
+            blocks.append(torch.stack([t_index, h_index, w_index]) + st_idx)
+            image_index, video_frame_num = image_index + 1, 1
+        elif kind == "video":
+            gh, gw = int(video_grid_thw[video_index][1]) // m, int(video_grid_thw[video_index][2]) // m
+            for t_idx in range(video_frame_num):
+                t_index = torch.tensor(t_idx).view(-1, 1).expand(-1, gh * gw).flatten()
+                h_index = torch.arange(gh).view(1, -1, 1).expand(1, -1, gw).flatten()
+                w_index = torch.arange(gw).view(1, 1, -1).expand(1, gh, -1).flatten()
+                blocks.append(torch.stack([t_index, h_index, w_index]) + st_idx)
+            video_group_index += 1
+            if video_group_index >= int(video_grid_thw[video_index][0]):
+                video_index, video_group_index = video_index + 1, 0
+            video_frame_num += 1
+        else:
+            blocks.append(torch.arange(end - start).view(1, -1).expand(3, -1) + st_idx)
+            video_frame_num = 1
+    pos = torch.cat(blocks, dim=1)
+    assert pos.shape == (3, len(ids)) and int(pos.max()) < 2**31
+    assert video_index == video_grid_thw.shape[0] and image_index == image_grid_thw.shape[0]
+    return pos, int(pos.max()) + 1 - len(ids)
 
 
 def sections(p):
@@ -200,6 +306,11 @@ def main():
     m = kat.Manifest("mrope", GEN)
     for name, query in POSITION_CASES:
         pos, delta = get_rope_index(params(query))
+        m.add(name, "rope/mrope/positions", query, tuple(pos.shape), {"ref_i32": pos.numpy()},
+              mrope_position_delta=delta)
+    for name, query in GLM4V_CASES:
+        p = params(query)
+        pos, delta = glm4v_rope_index(*glm4v_prompt(p), int(p["spatial_merge_size"]))
         m.add(name, "rope/mrope/positions", query, tuple(pos.shape), {"ref_i32": pos.numpy()},
               mrope_position_delta=delta)
     for name, query in TABLE_CASES:

@@ -573,7 +573,21 @@ def fam_gemma4(c):
             rope_enc("text", fu, ghd, ghd, "half", pf["rope_theta"], "proportional", inv_f, 1.0, 1.0, mx,
                      {"partial_rotary_factor": part, "rotated_pairs": int(part * ghd // 2),
                       "note": "frequencies past the rotary share are 0: those channels see cos 1, sin 0"}),
-            gemma4_vision_enc(Cfg(c["vision_config"]))]
+            gemma4_vision_enc(Cfg(c["vision_config"])),
+            gemma4_vision_learned(Cfg(c["vision_config"], GEMMA4_VISION))]
+
+
+GEMMA4_VISION = {"position_embedding_size": 10240}
+
+
+def gemma4_vision_learned(v):
+    """Gemma4VisionPatchEmbedder.position_embedding_table [2, position_embedding_size, hidden]:
+    one_hot(pixel_position_ids (x, y)) @ table, summed over the two axes, so a patch at column x,
+    row y adds table[0][x] + table[1][y] (padding patches add 0); scaling 1 (q/k norms)."""
+    n = v.get("position_embedding_size")
+    return learned_enc("vision", "all", n, 0, extra={
+        "softmax_scale": 1.0, "per_axis": ["col", "row"], "shape": [2, n, v.get("hidden_size")],
+        "note": "a table per axis: a patch at column x, row y adds table[0][x] + table[1][y]"})
 
 
 def gemma4_vision_enc(v):
@@ -594,9 +608,8 @@ def gemma4_vision_enc(v):
             "rotary_dim": hd, "layout": "half_per_axis", "base": base, "softmax_scale": 1.0,
             "inv_freq": f32_hex(inv), "pair_axis": ["col"] * (sd // 2) + ["row"] * (sd // 2),
             "patches": pts, "cos": f32_hex(a.cos()), "sin": f32_hex(a.sin()),
-            "position_embedding_size": v.get("position_embedding_size"),
             "note": "channels [0, head_dim/2) rotate by the column (pair i at i, i + head_dim/4), "
-                    "[head_dim/2, head_dim) by the row; plus a learned table per axis of position_embedding_size rows"}
+                    "[head_dim/2, head_dim) by the row"}
 
 
 def query_scale_enc(variant, layers, beta, floor, mx, why):
@@ -726,17 +739,24 @@ def fam_mllama(c):
                          "note": "plus a tile position embedding per aspect-ratio id"})]
 
 
-def fam_glm4v(c):
+def fam_glm4v(c, layout="interleaved"):
+    """GLM-4.1V (layout interleaved) and GLM-4.5V (glm4v_moe, half: Glm4vMoeTextAttention's
+    apply_rotary_pos_emb is rotate_half's on the first rotary_dim channels)."""
     t = text_of(c)
-    e = std_rope(t, "glm4v", layout="interleaved", scaling={"rope_type": "default"})
+    e = std_rope(t, c["model_type"], layout=layout, scaling={"rope_type": "default"})
     sec = t.get("rope_scaling")["mrope_section"]
     e["kind"] = "mrope"
+    e["variant"] = "glm4v"  # get_rope_index: each video frame a group of its own, at time 0
     e["mrope_section"] = sec
     e["mrope_interleaved"] = False
     e["pair_axis"] = mrope_axes(sec, False)
-    e["note"] = ("Glm4vTextAttention applies apply_multimodal_rotary_pos_emb: pair k takes the t, h or w "
-                 "row by mrope_section in order, then repeat_interleave puts it at channels 2k, 2k + 1 of "
-                 "the first rotary_dim; text alone: the three position rows are equal")
+    if layout == "interleaved":
+        e["note"] = ("Glm4vTextAttention applies apply_multimodal_rotary_pos_emb: pair k takes the t, h or w "
+                     "row by mrope_section in order, then repeat_interleave puts it at channels 2k, 2k + 1 of "
+                     "the first rotary_dim; text alone: the three position rows are equal")
+    else:
+        e["note"] = ("Glm4vMoeTextRotaryEmbedding: pair k takes the t, h or w row by mrope_section in order, "
+                     "cat(freq, freq) puts it at channels k, k + rotary_dim/2; text alone: the rows are equal")
     v = Cfg(c["vision_config"])
     vhd = v.get("hidden_size") // v.get("num_heads")
     side = v.get("image_size") // v.get("patch_size")
@@ -1099,6 +1119,7 @@ FAMILIES = {
     "internvl3-1b-hf": (fam_internvl, [M + "internvl/modeling_internvl.py"]),
     "mllama-11b-vision": (fam_mllama, [M + "mllama/modeling_mllama.py"]),
     "glm-4.1v-9b-thinking": (fam_glm4v, [M + "glm4v/modeling_glm4v.py"]),
+    "glm-4.5v": (lambda c: fam_glm4v(c, "half"), [M + "glm4v_moe/modeling_glm4v_moe.py", M + "glm4v/modeling_glm4v.py"]),
     "gemma-3-4b-it": (fam_gemma3, [M + "gemma3/modeling_gemma3.py", M + "gemma3/configuration_gemma3.py"]),
     # encoders and speech
     "whisper-small": (fam_whisper, [M + "whisper/modeling_whisper.py"]),
