@@ -44,16 +44,14 @@
  * takes the pool and can never block the thread (fault test
  * test_inline holds one on the only worker and gets small tables answered meanwhile).
  *   Why 50 us: a 16x16 f32 JSON table takes ~14 us to compute and encode and a 32x32 ~27 us
- * (bench_inline, AMD EPYC), while the trip through the pool (suspend, a worker's wake-up, the
- * resume through MHD's ITC, the handler again) measured ~60-130 more CPU-us per request at one
- * connection (A/B, --inline-max-us 50 against 0: 62-96 CPU-us against 123-196, 1.5-3.4x the
- * requests/s). 50 us keeps f32 JSON up to ~600 elements (24x24; 16x16 at ~23 us estimated, ~14
- * measured) and bin/npy up to ~1300 (32x32) inline, every table's worst case included; past that the work itself dominates and the pool's parallelism pays, and 16 clients
- * each holding the thread 50 us delay another by under 1 ms. Under many concurrent misses on a
- * saturated machine the pool can still give more requests/s (its three threads against one; A/B
- * at -c16, load 3.6-4.5 on 2 vCPUs: 5.4-7.5k against 10-12.6k req/s, CPU per request alike):
- * inline_max_us 0 restores that, at the price of small tables queueing behind large ones (the
- * bench's mixed load: 679 against 3381 small req/s, p99 107 against 42 ms; docs/benchmarks.md).
+ * (bench_inline), while the trip through the pool (suspend, a worker's wake-up, the resume through
+ * MHD's ITC, the handler again) costs several times that per request. 50 us keeps f32 JSON up to
+ * ~600 elements (24x24) and bin/npy up to ~1300 (32x32) inline, every table's worst case included;
+ * past that the work itself dominates and the pool's parallelism pays, and 16 clients each holding
+ * the thread 50 us delay another by under 1 ms. Under many concurrent misses on a saturated
+ * machine the pool can give more requests/s (its threads against one): inline_max_us 0 chooses
+ * that, at the price of small tables queueing behind large ones (docs/architecture.md has the
+ * measured figures of both).
  *   Another request for a key being computed inline: on the same HTTP thread it is parsed only
  * once the computation is done (it then hits); on another of the http_threads it finds the key
  * pending in the cache (PE_CACHE_WAIT), suspends on its waiter as for a pooled job, and is resumed
@@ -146,7 +144,7 @@ void pe_produce_free(struct pe_produce *p)
 
 /* A new scratch block of n bytes, faulted in at once: a pe_buf's first block, which from 2 MiB lies
  * on huge pages (buf.c), so a large table's scratch costs a page fault per 2 MiB instead of one per
- * 4 KiB (cold 4096x1024 f32 JSON: see the commit). Freed with free(). */
+ * 4 KiB. Freed with free(). */
 static void *fresh_block(size_t n)
 {
 	struct pe_buf b;
