@@ -49,6 +49,7 @@ struct cfg {
 	const struct pe_plan_opts *opt;
 	struct pe_err *err;
 	int64_t len;
+	int per_type_ok; /* the family plans a rope_parameters keyed by layer type, group by group */
 };
 
 /* The model's dimensions, read once per family. */
