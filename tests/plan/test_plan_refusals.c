@@ -493,6 +493,28 @@ START_TEST(rope_parameters_per_layer_type_reach_their_layers)
 }
 END_TEST
 
+/* Llama 4's query-scale table covers the positions of its rotary table, capped alike. */
+START_TEST(a_query_scale_has_its_rope_tables_len)
+{
+	const char *config = "{\"model_type\":\"llama4_text\",\"num_attention_heads\":40,\"hidden_size\":5120,"
+			     "\"head_dim\":128,\"num_hidden_layers\":4,\"max_position_embeddings\":10485760,"
+			     "\"attn_temperature_tuning\":true}";
+	struct pe_plan plan;
+	struct pe_err err = {0};
+	ck_assert_int_eq(pe_plan_build(config, strlen(config), &defaults, &plan, &err), 0);
+	int64_t rope = 0, qs = 0;
+	for (size_t i = 0; i < plan.nenc; i++) {
+		if (!strcmp(plan.enc[i].kind, "rope"))
+			rope = plan.enc[i].len;
+		if (!strcmp(plan.enc[i].kind, "query_scale"))
+			qs = plan.enc[i].len;
+	}
+	ck_assert_int_lt(rope, 10485760); /* capped by max_elements */
+	ck_assert_int_eq(qs, rope);
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
 /* len is 1 to 2^30, as ?len= of POST /v1/plan. */
 START_TEST(len_past_2_30_is_refused)
 {
@@ -528,6 +550,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, the_422_names_the_key_as_the_config_spells_it, 0, NELEM(named_refusals));
 	tcase_add_test(tc, len_past_2_30_is_refused);
 	tcase_add_test(tc, rope_parameters_per_layer_type_reach_their_layers);
+	tcase_add_test(tc, a_query_scale_has_its_rope_tables_len);
 	suite_add_tcase(s, tc);
 	return s;
 }
