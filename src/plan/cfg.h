@@ -113,6 +113,9 @@ int plan_family_qwen_vl(struct cfg *c);
 int plan_family_rope(struct cfg *c);
 /* A RoPE model whose layers have types (layers.c). */
 int plan_family_typed(struct cfg *c);
+/* c->fam's build, or plan_family_typed for a one-rotation RoPE row whose rope_parameters is keyed
+ * by layer type. */
+int plan_family_build(struct cfg *c);
 int plan_family_chatglm(struct cfg *c);
 
 #endif

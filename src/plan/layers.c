@@ -298,6 +298,22 @@ int plan_family_typed(struct cfg *c)
 	return plan_finish_all(c);
 }
 
+int plan_family_build(struct cfg *c)
+{
+	struct rope r = {0};
+	int (*build)(struct cfg *) = c->fam->build;
+	/* rope_parameters keyed by layer type: the rows that turn every layer alike plan each type's
+	 * rotation on its layers here; the others refuse it in plan_rope_init */
+	if (build == plan_family_rope || build == plan_family_qwen_vl) {
+		int rc = plan_scaling_of(c, &r);
+		if (rc < 0)
+			return rc;
+		if (plan_scaling_per_type(&r))
+			build = plan_family_typed;
+	}
+	return build(c);
+}
+
 /* ChatGLM (remote code): rotates kv_channels / 2 channels of each head in pairs, base 10000 ·
  * rope_ratio; q·k scaled by kv_channels^-1/2 (the layer-number coefficient cancels in fp32). */
 int plan_family_chatglm(struct cfg *c)

@@ -189,13 +189,8 @@ static int sliding_window(struct cfg *c, struct pe_plan_enc *e, const char *note
 static int family_rope_layout(struct cfg *c, const char *layout)
 {
 	struct dims d;
-	struct rope r = {0};
+	struct rope r;
 	int rc;
-	/* rope_parameters keyed by layer type: each type's rotation on its layers (layers.c) */
-	if ((rc = plan_scaling_of(c, &r)) < 0)
-		return rc;
-	if (plan_scaling_per_type(&r))
-		return plan_family_typed(c);
 	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = plan_rope_init(c, &r, &d, layout)) < 0)
 		return rc;
 	plan_choose_len(c, &d);

@@ -894,7 +894,8 @@ def fam_deepseek_v3(c):
 
 def fam_mistral_large3(c):
     """Mistral Large 3: a DeepSeek-V3 text model (MLA, YaRN, mscale in the softmax scale) whose
-    rope_parameters carry llama_4_scaling_beta: queries times 1 + beta * log(1 + floor(pos / original))."""
+    rope_parameters carry llama_4_scaling_beta: queries times 1 + beta * log(1 + floor(pos / original)).
+    The config is reconstructed from transformers' deepseek_v3 and ministral3 config classes."""
     t = Cfg(c["text_config"])
     rp = t.get("rope_parameters")
     rot = t.get("qk_rope_head_dim")
