@@ -87,7 +87,7 @@ void cli_help_main(FILE *f)
 		fprintf(f, "  %-26s  %s\n", all[i]->name, all[i]->summary ? all[i]->summary : "");
 	fputc('\n', f);
 	fprintf(f, "Model plans (what POST /v1/plan answers for a Hugging Face config.json):\n"
-		   "  posenc plan [--len N] [--max-elements N] config.json   print the plan (JSON)\n"
+		   "  posenc plan [--len N] [--max-elements N] [--config] config.json   print the plan (JSON)\n"
 		   "  posenc rope --config config.json [--len N] [--layers L] -o t.npy\n"
 		   "                              the table the plan names (--layers picks one of several:\n"
 		   "                              sliding_attention, full_attention, encoder, decoder, a layer)\n"

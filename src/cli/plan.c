@@ -1,8 +1,9 @@
 /* Model plans on the command line (the same pe_plan_build as POST /v1/plan):
  *
- *   posenc plan [--len N] [--max-elements N] config.json      prints the plan's JSON
+ *   posenc plan [--len N] [--max-elements N] [--config] config.json      prints the plan's JSON
  *   posenc rope --config config.json [--len N] [--layers L] -o t.npy
- *                                   the table the plan names, written as any table is
+ *                                   the table the plan names, written as any table is; stderr
+ *                                   notes a bias_scale or attention_scaling the model applies
  *
  * The second form rewrites the command line: the plan's encoding (picked by PATH's kind and
  * --layers) becomes PATH and its url's query becomes the table parameters, and the run goes on
@@ -111,11 +112,13 @@ int cli_plan_main(int argc, char **argv)
 			gen[2] = argv[++i];
 		else if (argv[i][0] != '-' && !path)
 			path = argv[i];
+		else if (!strcmp(argv[i], "--config") && i + 1 < argc && !path) /* as `posenc rope --config` spells it */
+			path = argv[++i];
 		else
-			rc = pe_err_set(&err, PE_EINVAL, "", "usage: posenc plan [--len N] [--max-elements N] [--height H --width W [--frames F]] config.json");
+			rc = pe_err_set(&err, PE_EINVAL, "", "usage: posenc plan [--len N] [--max-elements N] [--height H --width W [--frames F]] [--config] config.json");
 	}
 	if (rc == 0 && !path)
-		rc = pe_err_set(&err, PE_EINVAL, "", "usage: posenc plan [--len N] [--max-elements N] [--height H --width W [--frames F]] config.json");
+		rc = pe_err_set(&err, PE_EINVAL, "", "usage: posenc plan [--len N] [--max-elements N] [--height H --width W [--frames F]] [--config] config.json");
 	if (rc == 0 && (rc = make_plan(path, len, max, gen, &plan, &err)) == 0) {
 		size_t n = 0;
 		char *json = pe_plan_json(&plan, &n);
@@ -200,6 +203,13 @@ int cli_plan_config(struct cli_args *a, struct cli_plan *cp, struct pe_err *err)
 		return err->code == PE_ENOTFOUND ? PE_EINVAL : err->code;
 	for (size_t k = 0; k < cp->plan.nwarnings; k++)
 		fprintf(stderr, "posenc: warning: %s\n", cp->plan.warnings[k]);
+	/* what the model does with the table beyond it, where the table alone would mislead */
+	if (e->bias_scale != 0 && e->bias_scale != 1)
+		fprintf(stderr, "posenc: note: the model multiplies this table by bias_scale %.17g before the softmax\n",
+			e->bias_scale);
+	if (e->url && e->attention_scaling != 1)
+		fprintf(stderr, "posenc: note: the cos/sin hold attention_scaling %.17g (the model's factor, applied)\n",
+			e->attention_scaling);
 	return rewrite(a, cp, e, err);
 }
 

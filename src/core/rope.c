@@ -14,10 +14,16 @@
  * directly computed values and corrected to each row's own rounded angle, so they are within 2^-44
  * of the exact sin/cos of the mode's angle and one rounding to the dtype gives the same bound as the
  * direct path (<= 1 ulp from the correctly rounded value). f64 output and very large angles take the
- * direct path (SLEEF's or glibc's sincos for every value). Large f32 tables use non-temporal stores. */
+ * direct path (SLEEF's or glibc's sincos for every value). Large f32 tables use non-temporal stores.
+ *
+ * compat=hf with attention_scaling (YaRN, LongRoPE): the cos/sin are PyTorch's own float32 torch.cos
+ * / torch.sin of the float32 angle (8 lanes at a time, torchmath.c), then times (float)scale in
+ * float32 as transformers does: a correctly rounded cos one ulp from PyTorch's can land two ulps
+ * away after the multiply, PyTorch's lands on the model's value. */
 #include "core/kernels.h"
 #include "core/rope.h"
 #include "core/tables.h"
+#include "core/torchmath.h"
 
 #include <float.h>
 #include <math.h>
@@ -352,6 +358,7 @@ struct job {
 	size_t len, h, dim, block;
 	int64_t offset;
 	int fmode, interleaved, use_rec, stream;
+	int torch_trig; /* cos/sin by torch_sincos (compat=hf with attention_scaling) */
 	enum pe_dtype dt;
 	double *buf; /* one allocation: t, c, s, recurrence state, a double row pair, a scratch row */
 	double *t, *c, *s, *row;
@@ -385,7 +392,9 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, 
 	j->fmode = j->pl.cfg.compat != PE_COMPAT_EXACT;
 	j->interleaved = pe_param_enum(p, "layout") == L_INTERLEAVED;
 	int order = recurrence_order(j);
-	j->use_rec = order != PE_REC_DIRECT;
+	/* PyTorch's lanes are 8 consecutive pairs of a row: whole groups only */
+	j->torch_trig = j->pl.cfg.compat == PE_COMPAT_HF && (float)j->pl.att != 1.0f && j->h % 8 == 0;
+	j->use_rec = order != PE_REC_DIRECT && !j->torch_trig;
 	j->stream = dt == PE_F32 && 2 * nrows * j->dim * 4 >= STREAM_BYTES;
 	size_t h = j->h;
 	j->block = BLOCK_ELEMS / h < 1 ? 1 : BLOCK_ELEMS / h > 64 ? 64 : BLOCK_ELEMS / h;
@@ -448,6 +457,21 @@ static void store_row(const struct job *j, char *oc, char *os)
 	store_generic(j, j->s, os);
 }
 
+/* sin and cos of the n float32 angles t (n a multiple of 8) as PyTorch's float32 kernels give them. */
+static void torch_sincos(const double *t, double *s, double *c, size_t n)
+{
+	float x[8], fs[8], fc[8];
+	for (size_t i = 0; i < n; i += 8) {
+		for (int l = 0; l < 8; l++)
+			x[l] = (float)t[i + (size_t)l];
+		pe_torch_sincosf8(x, fs, fc);
+		for (int l = 0; l < 8; l++) {
+			s[i + (size_t)l] = fs[l];
+			c[i + (size_t)l] = fc[l];
+		}
+	}
+}
+
 /* Rows [r0, r0 + n) of the cos plane into oc and of the sin plane into os (NULL: not wanted, the
  * row goes to a scratch row). The recurrence starts at the anchor at or before r0; rows before r0
  * are computed and dropped, so every block is byte for byte the whole table's rows. 0, or the
@@ -475,6 +499,8 @@ static int rows(struct job *j, size_t r0, size_t n, char *oc, char *os)
 			if (j->use_rec)
 				j->k->rope_row(&j->rec, (double)(j->offset + (int64_t)r), t, r % PE_ROPE_ANCHOR_ROWS == 0,
 					       j->c, j->s);
+			else if (j->torch_trig)
+				torch_sincos(t, j->s, j->c, j->h);
 			else
 				j->k->sincos_f64(t, j->s, j->c, j->h);
 			if (r < r0)
@@ -533,7 +559,7 @@ int pe_rope_spans_rows(struct pe_rope_spans *s, int64_t offset, size_t len, void
 	j->offset = offset;
 	j->len = len;
 	int order = recurrence_order(j);
-	j->use_rec = order != PE_REC_DIRECT;
+	j->use_rec = order != PE_REC_DIRECT && !j->torch_trig;
 	j->rec.first_order = order == PE_REC_FIRST_ORDER;
 	int rc = rows(j, 0, len, oc, os);
 	return rc ? pe_cancel_err(rc, err) : 0;

@@ -259,13 +259,23 @@ void plan_choose_len(struct cfg *c, const struct dims *d)
 }
 
 
+/* A query-scale table goes with the rotary tables of its model: the same positions, so its len is
+ * theirs when a cap shortened them (the tables are finished first). */
 int plan_finish_all(struct cfg *c)
 {
-	for (size_t i = 0; i < c->plan->nenc; i++) {
-		int rc = pe_plan_finish_enc(c->plan, &c->plan->enc[i], c->len, c->opt, c->err);
-		if (rc)
-			return rc;
-	}
+	int64_t rope_len = c->len;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < c->plan->nenc; i++) {
+			struct pe_plan_enc *e = &c->plan->enc[i];
+			int qs = !strcmp(e->kind, "query_scale");
+			if (qs != pass)
+				continue;
+			int rc = pe_plan_finish_enc(c->plan, e, qs ? rope_len : c->len, c->opt, c->err);
+			if (rc)
+				return rc;
+			if (e->len > 0 && e->len < rope_len && (!strcmp(e->kind, "rope") || !strcmp(e->kind, "mrope")))
+				rope_len = e->len;
+		}
 	return 0;
 }
 

@@ -50,6 +50,7 @@ struct cfg {
 	const struct pe_plan_opts *opt;
 	struct pe_err *err;
 	int64_t len;
+	int per_type_ok; /* the family plans a rope_parameters keyed by layer type, group by group */
 };
 
 /* The model's dimensions, read once per family. */
@@ -113,6 +114,9 @@ int plan_family_qwen_vl(struct cfg *c);
 int plan_family_rope(struct cfg *c);
 /* A RoPE model whose layers have types (layers.c). */
 int plan_family_typed(struct cfg *c);
+/* c->fam's build, or plan_family_typed for a one-rotation RoPE row whose rope_parameters is keyed
+ * by layer type. */
+int plan_family_build(struct cfg *c);
 int plan_family_chatglm(struct cfg *c);
 
 #endif

@@ -140,7 +140,8 @@ static int layer_types(struct cfg *c, const struct dims *d, const char **types)
 }
 
 /* How a layer of type t is rotated: NULL for none, "" for the config's scaling, "plain" for
- * plain_types, or t itself when rope_parameters has an entry for it. */
+ * plain_types, or t itself when rope_parameters has an entry for it (every family whose rows
+ * rotate all layers alike comes here too when its rope_parameters is keyed by layer type). */
 static const char *variant(struct cfg *c, const struct rope *r, const char *t, int window, int nope_all)
 {
 	if (nope_all || !strcmp(t, NOPE) || (listed(c->fam->nope_types, t) && (!c->fam->nope_needs_window || window)))
@@ -154,6 +155,7 @@ struct group {
 	const char *variant; /* as variant() */
 	const char *type;    /* the one layer type of its layers, or NULL when several */
 	struct pe_plan_enc *e;
+	struct pe_plan_enc *q; /* its llama_4_scaling_beta query scale, or NULL */
 };
 
 /* The rope of a group: r for the config's scaling; without scaling (and rope_local_base_freq when
@@ -184,8 +186,11 @@ static int group_rope(struct cfg *c, const struct rope *main, const char *v, str
 		return -1;
 	const json_t *rt = plan_member(r->scaling, "rope_type");
 	double g = 0;
-	int rc;
-	if (json_is_string(rt) && !strcmp(json_string_value(rt), "proportional")) {
+	int rc, prop = json_is_string(rt) && !strcmp(json_string_value(rt), "proportional");
+	/* the type's own share of the head (proportional keeps the whole head: see below) */
+	if (!prop && plan_member(r->scaling, "partial_rotary_factor") && (rc = plan_rope_rotary_dim(c, r)) < 0)
+		return rc;
+	if (prop) {
 		/* Gemma 4's global layers: heads of global_head_dim, the whole head in the table (its
 		 * frequencies past partial_rotary_factor are zero) */
 		if (!strcmp(v, "full_attention") && (rc = plan_channels(c, "global_head_dim", &g)) != 0) {
@@ -220,7 +225,15 @@ static struct pe_plan_enc *group_enc(struct cfg *c, const struct rope *main, con
 	if (group_rope(c, main, g->variant, &r, name, sizeof name) < 0)
 		return NULL;
 	r.layers = layers;
-	return plan_add_rope(c, &r);
+	struct pe_plan_enc *e = plan_add_rope(c, &r);
+	size_t n = c->plan->nenc;
+	if (!e || plan_query_scale_beta(c, &r) < 0)
+		return NULL;
+	if (c->plan->nenc > n) { /* on the group's layers: filled with them */
+		g->q = &c->plan->enc[n];
+		g->q->layers = layers;
+	}
+	return e;
 }
 
 int plan_family_typed(struct cfg *c)
@@ -232,8 +245,10 @@ int plan_family_typed(struct cfg *c)
 	int gi[PE_PLAN_MAX_LAYERS], ng = 0, rc;
 	double sw = 0;
 	const char *layout = c->fam->layout ? c->fam->layout : "half";
+	c->per_type_ok = 1;
 	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = plan_rope_init(c, &r, &d, layout)) < 0)
 		return rc;
+	const char *per_type = plan_scaling_per_type(&r);
 	if (!d.layers)
 		return plan_bad(c, "num_hidden_layers", "a model with layer types needs num_hidden_layers");
 	plan_choose_len(c, &d);
@@ -246,6 +261,12 @@ int plan_family_typed(struct cfg *c)
 	for (int i = 0; i < d.layers; i++) {
 		const char *v = variant(c, &r, types[i], sw > 0, nope_all);
 		int k = 0;
+		if (v && !*v && per_type) { /* keyed by layer type, and this type has no entry */
+			char name[96];
+			snprintf(name, sizeof name, "%s.%s", r.scaling_name, types[i]);
+			return plan_bad(c, name, "%s is keyed by layer type and has no object for %s (layer %d)",
+					r.scaling_name, types[i], i);
+		}
 		/* one group per rotation; unrotated layers one per type (attention and mamba apart) */
 		while (k < ng && !(v ? g[k].variant && !strcmp(v, g[k].variant)
 				   : !g[k].variant && g[k].type && !strcmp(g[k].type, types[i])))
@@ -264,13 +285,33 @@ int plan_family_typed(struct cfg *c)
 		if (!(g[k].e = group_enc(c, &r, &d, &g[k], layers)))
 			return -1;
 	}
-	for (int i = 0; i < d.layers; i++)
-		g[gi[i]].e->layer_list[g[gi[i]].e->nlayers++] = i;
+	for (int i = 0; i < d.layers; i++) {
+		struct group *t = &g[gi[i]];
+		t->e->layer_list[t->e->nlayers++] = i;
+		if (t->q)
+			t->q->layer_list[t->q->nlayers++] = i;
+	}
 	if (sw > 0)
 		for (int k = 0; k < ng; k++)
 			if (g[k].e->table && g[k].type && !strcmp(g[k].type, "sliding_attention"))
 				pe_plan_note(g[k].e, "attention is limited to a sliding window of %g tokens", sw);
 	return plan_finish_all(c);
+}
+
+int plan_family_build(struct cfg *c)
+{
+	struct rope r = {0};
+	int (*build)(struct cfg *) = c->fam->build;
+	/* rope_parameters keyed by layer type: the rows that turn every layer alike plan each type's
+	 * rotation on its layers here; the others refuse it in plan_rope_init */
+	if (build == plan_family_rope || build == plan_family_qwen_vl) {
+		int rc = plan_scaling_of(c, &r);
+		if (rc < 0)
+			return rc;
+		if (plan_scaling_per_type(&r))
+			build = plan_family_typed;
+	}
+	return build(c);
 }
 
 /* ChatGLM (remote code): rotates kv_channels / 2 channels of each head in pairs, base 10000 ·

@@ -331,7 +331,7 @@ static int build(struct cfg *c)
 	if ((rc = plan_use_family(c, fam)) < 0)
 		return rc;
 	c->find = plan_find_family;
-	if ((rc = c->fam->build(c)) == 0 && fam->vision)
+	if ((rc = plan_family_build(c)) == 0 && fam->vision)
 		rc = plan_vision_tower(c);
 	if (rc < 0 && c->err->code == PE_EUNPROCESSABLE)
 		plan_name_text(c, c->err);

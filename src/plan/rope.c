@@ -80,7 +80,7 @@ static double family_rotary_share(const struct cfg *c) { return c->fam->rotary_s
 
 /* The rotary share of a head: rotary_dim (GPT-J), partial_rotary_factor (Phi), rotary_pct (NeoX),
  * else the family's default (family_rotary_share; a warning names it when it is not the whole head). */
-static int rotary_dim(struct cfg *c, struct rope *r)
+int plan_rope_rotary_dim(struct cfg *c, struct rope *r)
 {
 	double v = 0;
 	int rc;
@@ -142,9 +142,16 @@ int plan_rope_init(struct cfg *c, struct rope *r, const struct dims *d, const ch
 	/* head_dim**-0.5 (a pow, which can differ from 1/sqrt in the last bit of a double) */
 	r->softmax_scale = c->fam->softmax_rsqrt ? 1 / sqrt((double)d->head_dim) : pow((double)d->head_dim, -0.5);
 	int rc = plan_scaling_of(c, r);
+	const char *type = rc == 0 ? plan_scaling_per_type(r) : NULL;
+	if (type && !c->per_type_ok) {
+		char name[96];
+		snprintf(name, sizeof name, "%s.%.48s", r->scaling_name, type);
+		return plan_bad(c, name, "%s is keyed by layer type: %s's plan has one rotation for every layer and "
+				"cannot give %s its own", r->scaling_name, plan_type(c), type);
+	}
 	if (rc == 0)
 		rc = plan_rope_base(c, r);
-	if (rc < 0 || (rc = rotary_dim(c, r)) < 0 || (rc = ntk_alpha(c, r)) < 0)
+	if (rc < 0 || (rc = plan_rope_rotary_dim(c, r)) < 0 || (rc = ntk_alpha(c, r)) < 0)
 		return rc;
 	double m = 0;
 	if (c->fam->softmax_key && (rc = plan_positive(c, c->fam->softmax_key, &m)) < 0)
@@ -291,6 +298,7 @@ int plan_family_gemma3(struct cfg *c)
 	struct rope g, l;
 	int sliding[PE_PLAN_MAX_LAYERS], rc;
 	double q = 0, local = 10000;
+	c->per_type_ok = 1;
 	if ((rc = plan_read_dims(c, &d)) < 0 || (rc = plan_rope_init(c, &g, &d, "half")) < 0)
 		return rc;
 	if (!d.layers)
@@ -516,7 +524,7 @@ int plan_family_deepseek(struct cfg *c)
 	    (has_factor && (rc = rope_value(c, &r, "factor", factor)) < 0))
 		return rc;
 	double m = mad && factor > 1 ? 0.1 * mad * log(factor) + 1 : 1;
-	r.softmax_scale = m * m / sqrt((double)d.head_dim);
+	r.softmax_scale = pow((double)d.head_dim, -0.5) * m * m; /* transformers' order: qk_head_dim**-0.5 * m * m */
 	if (!(isfinite(r.softmax_scale) && r.softmax_scale > 0)) {
 		char name[96];
 		snprintf(name, sizeof name, "%s.mscale_all_dim", r.scaling_name);
@@ -535,5 +543,7 @@ int plan_family_deepseek(struct cfg *c)
 		pe_plan_note(e, "rope_interleave is false: the rotary channels are halves, rotated as rotate_half");
 	if (m != 1)
 		pe_plan_note(e, "softmax_scale = mscale(factor, mscale_all_dim)^2 / sqrt(%d), mscale = %.17g", d.head_dim, m);
+	if ((rc = plan_query_scale_beta(c, &r)) < 0) /* Mistral Large 3: DeepSeek-V3 with Ministral 3's query scale */
+		return rc;
 	return plan_finish_all(c);
 }

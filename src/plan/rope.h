@@ -37,6 +37,12 @@ int plan_scaling_of(struct cfg *c, struct rope *r);
 /* The scaling's parameters of e (scaling=..., factor, ...; M-RoPE turns e into /v1/rope/mrope):
  * 0, or a 422 in c->err naming the config key. */
 int plan_scaling_params(struct cfg *c, const struct rope *r, struct pe_plan_enc *e);
+/* The first key of a scaling object keyed by layer type ({"full_attention": {...}, ...}), or
+ * NULL when it is one scaling for every layer. */
+const char *plan_scaling_per_type(const struct rope *r);
+/* r->rotary_dim from rotary_dim / partial_rotary_factor (r->scaling's, else the config's) /
+ * rotary_pct, else the family's share: 0, or a 422 naming the key. */
+int plan_rope_rotary_dim(struct cfg *c, struct rope *r);
 /* A number of the scaling object: 1 given (*v), 0 absent (*v as it was), or a 422 naming
  * "<scaling_name>.<key>" when it is not a number. */
 int plan_scaling_num(struct cfg *c, const struct rope *r, const char *key, double *v);

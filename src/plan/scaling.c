@@ -332,8 +332,20 @@ int plan_scaling_params(struct cfg *c, const struct rope *r, struct pe_plan_enc 
 		return longrope(c, r, e);
 	if (!strcmp(type, "llama3"))
 		return llama3(c, r, e);
-	return plan_bad(c, which, "%s '%.40s' is not one posenc knows (default, linear, dynamic, yarn, longrope, llama3, mrope)",
+	return plan_bad(c, which, "%s '%.40s' is not one posenc knows (default, linear, dynamic, yarn, longrope, llama3, mrope, proportional)",
 		   which, type);
+}
+
+const char *plan_scaling_per_type(const struct rope *r)
+{
+	const char *key;
+	const json_t *v;
+	if (!json_is_object(r->scaling))
+		return NULL;
+	json_object_foreach((json_t *)r->scaling, key, v)
+		if (json_is_object(v))
+			return key;
+	return NULL;
 }
 
 /* The scaling object: rope_scaling, or the newer rope_parameters; which one, for messages. Either

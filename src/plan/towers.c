@@ -86,7 +86,7 @@ int plan_family_multimodal(struct cfg *c)
 		return plan_bad(c, "text_config.model_type", "text_config.model_type '%.40s' is not a family posenc knows",
 				json_is_string(mt) ? json_string_value(mt) : "(none)");
 	int rc = plan_use_family(c, tf);
-	if (rc < 0 || (rc = tf->build(c)) < 0)
+	if (rc < 0 || (rc = plan_family_build(c)) < 0)
 		return rc;
 	for (size_t i = 0; i < c->plan->nenc; i++)
 		c->plan->enc[i].tower = tf->tower ? tf->tower : "text";

@@ -86,6 +86,36 @@ START_TEST(rope_config_writes_the_planned_table)
 }
 END_TEST
 
+/* `posenc plan --config f` is `posenc plan f`; a table the model scales is written as served, and
+ * stderr says by what (Falcon's ALiBi: bias_scale head_dim^-1/2 = 0.125). */
+START_TEST(config_alias_and_the_models_scale)
+{
+	struct crun c, p;
+	struct crun_opts o = {0};
+	char dir[] = "/tmp/pe-plan-cli-XXXXXX", out[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(out, sizeof out, "%s/a.npy", dir);
+	crun(&c, &o, "plan", "--config", GEMMA3, NULL);
+	crun_expect_ok(&c);
+	crun(&p, &o, "plan", GEMMA3, NULL);
+	crun_expect_ok(&p);
+	ck_assert_uint_eq(c.nout, p.nout);
+	ck_assert(memcmp(c.out, p.out, c.nout) == 0);
+	crun_free(&c);
+	crun_free(&p);
+	crun(&c, &o, "alibi", "--config", "tests/data/configs/falcon-rw-1b.json", "--len", "4", "-o", out, NULL);
+	ck_assert_msg(c.status == 0, "status %d: %s", c.status, c.err ? c.err : "");
+	ck_assert_msg(c.err && strstr(c.err, "posenc: note: the model multiplies this table by bias_scale 0.125"), "stderr: %s",
+		      c.err ? c.err : "");
+	crun_free(&c);
+	crun(&c, &o, "alibi", "--config", "tests/data/configs/bloom-560m.json", "--len", "4", "-o", out, NULL);
+	crun_expect_ok(&c); /* BLOOM adds the table as it is */
+	crun_free(&c);
+	unlink(out);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(errors_are_one_line)
 {
 	struct crun c;
@@ -127,6 +157,7 @@ static Suite *plan_cli_suite(void)
 	tcase_add_test(tc, plan_prints_what_the_daemon_answers);
 	tcase_add_test(tc, rope_config_writes_the_planned_table);
 	tcase_add_test(tc, errors_are_one_line);
+	tcase_add_test(tc, config_alias_and_the_models_scale);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,8 +4,8 @@
  * config is POSTed to /v1/plan, each known encoding is matched to the plan's by tower, kind and
  * layers, and the url the plan names is fetched with compat=hf as float32 (int32 for buckets):
  * - rope / mrope: inv_freq (/v1/rope/inv_freq of the same parameters) and cos/sin of each listed
- *   position, attention_scaling folded in, honouring layout half / interleaved: within 1 ulp (2
- *   where attention_scaling is not 1, rope_bound says why);
+ *   position, attention_scaling folded in, honouring layout half / interleaved: within 1 ulp
+ *   (compat=hf takes PyTorch's own float32 cos/sin where a scale multiplies them);
  *   one plan per table, made for the table's seq_len (LongRoPE and dynamic NTK switch on it);
  * - rope2d (vision): cos/sin of the listed patches or tokens, within 1 ulp;
  * - sinusoidal (Whisper's encoder) and query-scale tables: within 1 ulp;
@@ -321,16 +321,6 @@ static size_t channel(const char *layout, size_t i, size_t d, int second)
 	return !strcmp(layout, "interleaved") ? 2 * i + (size_t)second : i + (second ? d / 2 : 0);
 }
 
-/* The bound on a rope table's entries: 1 ulp, 2 where attention_scaling is not 1. float32 cos and
- * sin are 1 ulp functions in PyTorch too (its vectorised CPU kernels round a near tie either way:
- * cos(1.0f) is 0x3f0a5141 there, 0x3f0a5140 correctly rounded), and fl(c * scale) of two cosines one
- * ulp apart can land two ulps apart (gpt-oss-20b, position 1, pair 0: 0x3f3a412b against 0x3f3a4129). */
-static uint32_t rope_bound(json_t *ke, json_t *t)
-{
-	json_t *as = json_object_get(t, "attention_scaling");
-	double s = json_number_value(as ? as : json_object_get(ke, "attention_scaling"));
-	return (float)s == 1.0f ? 1 : 2;
-}
 
 /* Row `row` of a served cos/sin table [2, rows, d] against the known pair values kc, ks [d/2],
  * within bound ulps; the first difference is recorded and ends the comparison (0). */
@@ -416,7 +406,7 @@ static void rope_rows(struct fam *f, const char *url, json_t *ke, json_t *t)
 		snprintf(what, sizeof what, "position %lld", (long long)json_integer_value(json_array_get(pos, p)));
 		if (fetch(f, v, 8 * d, &r)) {
 			row_match(f, &r, 1, d, 0, layout, json_array_get(json_object_get(t, "cos"), p),
-				  json_array_get(json_object_get(t, "sin"), p), rope_bound(ke, t), what, v);
+				  json_array_get(json_object_get(t, "sin"), p), 1, what, v);
 			pe_resp_free(&r);
 		}
 		free(u);
@@ -447,7 +437,7 @@ static void mrope_rows(struct fam *f, const char *url, json_t *ke, json_t *t)
 	pe_request(f->d, "POST", v, npy_ct, npy, 128 + 12 * n, &r);
 	if (r.status == 200 && r.len == 8 * n * d)
 		rows_match(f, v, &r, n, d, json_string_value(json_object_get(ke, "layout")), json_object_get(t, "cos"),
-			   json_object_get(t, "sin"), "mrope", rope_bound(ke, t));
+			   json_object_get(t, "sin"), "mrope", 1);
 	else
 		miss(f, "POST %s: %ld, %zu bytes %.200s", v, r.status, r.len, r.status == 200 ? "" : r.body ? r.body : "");
 	pe_resp_free(&r);

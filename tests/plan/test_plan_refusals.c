@@ -67,6 +67,13 @@ static const struct pe_plan_opts defaults = {.len = 8, .max_elements = (uint64_t
 	"\"max_position_embeddings\":163840,\"qk_rope_head_dim\":64,\"qk_nope_head_dim\":128,\"rope_theta\":10000," \
 	"\"rope_scaling\":" scaling "}"
 
+/* A Qwen2 config with layer_types TYPES and rope_parameters PARAMS (as transformers 5 writes them). */
+#define PER_TYPE(types, params)                                                                        \
+	"{\"model_type\":\"qwen2\",\"num_attention_heads\":28,\"hidden_size\":3584,\"num_hidden_layers\":2," \
+	"\"max_position_embeddings\":32768,\"layer_types\":" types ",\"rope_parameters\":" params "}"
+#define PER_TYPE_FULL "{\"rope_type\":\"linear\",\"factor\":4,\"rope_theta\":1000000}"
+#define PER_TYPE_SLIDING "{\"rope_type\":\"default\",\"rope_theta\":10000}"
+
 struct refusal {
 	const char *config;
 	const char *param; /* the config key the 422 names */
@@ -445,12 +452,66 @@ static const struct refusal named_refusals[] = {
 	{"{\"model_type\":\"deepseek_v3\",\"num_attention_heads\":16,\"hidden_size\":2048,\"num_hidden_layers\":2,"
 	 "\"max_position_embeddings\":163840,\"qk_rope_head_dim\":0,\"qk_nope_head_dim\":128}",
 	 "qk_rope_head_dim", "at least 2", NULL},
+	/* rope_parameters keyed by layer type: a family with one rotation for every layer refuses it,
+	 * and a layer type without its own entry is named */
+	{DEEPSEEK("null,\"rope_parameters\":{\"full_attention\":" PER_TYPE_FULL "}"), "rope_parameters.full_attention",
+	 "keyed by layer type", NULL},
+	{"{\"model_type\":\"gemma2\",\"num_attention_heads\":8,\"hidden_size\":2304,\"head_dim\":256,"
+	 "\"num_hidden_layers\":2,\"rope_parameters\":{\"sliding_attention\":{\"rope_type\":\"default\"}}}",
+	 "rope_parameters.sliding_attention", "keyed by layer type", NULL},
+	{PER_TYPE("[\"full_attention\",\"sliding_attention\"]", "{\"full_attention\":" PER_TYPE_FULL "}"),
+	 "rope_parameters.sliding_attention", "layer 1", NULL},
 };
 
 START_TEST(the_422_names_the_key_as_the_config_spells_it)
 {
 	if (named_refusals[_i].param)
 		expect_refusal(&named_refusals[_i]);
+}
+END_TEST
+
+/* A plain-RoPE family with rope_parameters keyed by layer type plans each type's own base and
+ * scaling on its layers, not the class default 10000 for all of them. */
+START_TEST(rope_parameters_per_layer_type_reach_their_layers)
+{
+	const char *config = PER_TYPE("[\"sliding_attention\",\"full_attention\"]",
+				      "{\"full_attention\":" PER_TYPE_FULL ",\"sliding_attention\":" PER_TYPE_SLIDING "}");
+	struct pe_plan plan;
+	struct pe_err err = {0};
+	ck_assert_int_eq(pe_plan_build(config, strlen(config), &defaults, &plan, &err), 0);
+	ck_assert_uint_eq(plan.nenc, 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct pe_plan_enc *e = &plan.enc[i];
+		int full = !strcmp(e->layers, "full_attention");
+		ck_assert_msg(full || !strcmp(e->layers, "sliding_attention"), "layers %s", e->layers);
+		ck_assert_uint_eq(e->nlayers, 1);
+		ck_assert_int_eq(e->layer_list[0], full ? 1 : 0);
+		ck_assert_msg(strstr(e->url, full ? "base=1e%2B06" : "base=1e%2B04"), "%s", e->url);
+		ck_assert_msg(!strstr(e->url, "scaling=linear") == !full, "%s", e->url);
+	}
+	pe_plan_destroy(&plan);
+}
+END_TEST
+
+/* Llama 4's query-scale table covers the positions of its rotary table, capped alike. */
+START_TEST(a_query_scale_has_its_rope_tables_len)
+{
+	const char *config = "{\"model_type\":\"llama4_text\",\"num_attention_heads\":40,\"hidden_size\":5120,"
+			     "\"head_dim\":128,\"num_hidden_layers\":4,\"max_position_embeddings\":10485760,"
+			     "\"attn_temperature_tuning\":true}";
+	struct pe_plan plan;
+	struct pe_err err = {0};
+	ck_assert_int_eq(pe_plan_build(config, strlen(config), &defaults, &plan, &err), 0);
+	int64_t rope = 0, qs = 0;
+	for (size_t i = 0; i < plan.nenc; i++) {
+		if (!strcmp(plan.enc[i].kind, "rope"))
+			rope = plan.enc[i].len;
+		if (!strcmp(plan.enc[i].kind, "query_scale"))
+			qs = plan.enc[i].len;
+	}
+	ck_assert_int_lt(rope, 10485760); /* capped by max_elements */
+	ck_assert_int_eq(qs, rope);
+	pe_plan_destroy(&plan);
 }
 END_TEST
 
@@ -488,6 +549,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, deepseeks_softmax_scale_is_from_checked_values, 0, NELEM(deepseek_refusals));
 	tcase_add_loop_test(tc, the_422_names_the_key_as_the_config_spells_it, 0, NELEM(named_refusals));
 	tcase_add_test(tc, len_past_2_30_is_refused);
+	tcase_add_test(tc, rope_parameters_per_layer_type_reach_their_layers);
+	tcase_add_test(tc, a_query_scale_has_its_rope_tables_len);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -912,6 +912,38 @@ def fam_deepseek_v3(c):
                                         "correction_range": [info["low"], info["high"]]})]
 
 
+def fam_mistral_large3(c):
+    """Mistral Large 3: a DeepSeek-V3 text model (MLA, YaRN, mscale in the softmax scale) whose
+    rope_parameters carry llama_4_scaling_beta: queries times 1 + beta * log(1 + floor(pos / original)).
+    The config is reconstructed from transformers' deepseek_v3 and ministral3 config classes."""
+    t = Cfg(c["text_config"])
+    rp = t.get("rope_parameters")
+    rot = t.get("qk_rope_head_dim")
+    qk = t.get("qk_nope_head_dim") + rot
+    mx = t.get("max_position_embeddings")
+    inv, att, info = inv_yarn(rp["rope_theta"], rot, rp, mx)
+    m = yarn_mscale(rp["factor"], rp["mscale_all_dim"])
+    inter = t.get("rope_interleave", default=True)
+    return [rope_enc("text", "all", qk, rot, "interleaved" if inter else "half", rp["rope_theta"], "yarn", inv, att,
+                     qk ** -0.5 * m * m, mx, {"rope_interleave": inter, "factor": rp["factor"], "mscale": rp["mscale"],
+                                              "mscale_all_dim": rp["mscale_all_dim"],
+                                              "correction_range": [info["low"], info["high"]]}),
+            query_scale_enc("ministral3", "all", rp["llama_4_scaling_beta"], rp["original_max_position_embeddings"], mx,
+                            "query_states *= 1 + beta * log(1 + floor(position / original_max_position_embeddings))"),
+            pixtral_enc(Cfg(c["vision_config"]))]
+
+
+def fam_per_layer_type(c):
+    """rope_parameters keyed by layer type (5.x configs with layer_types): each type's layers turn with
+    that type's own rope_theta and scaling."""
+    cfg = Cfg(c)
+    out = []
+    for typ, s in c["rope_parameters"].items():
+        out.append(std_rope(cfg, c["model_type"], layers=layers_where(c["layer_types"], lambda t, typ=typ: t == typ),
+                            scaling=s, base=s["rope_theta"], note=f"layers of type {typ}: rope_parameters.{typ}"))
+    return out
+
+
 def fam_phi3_longrope(c):
     cfg = Cfg(c)
     rp = cfg.get("rope_parameters")
@@ -1145,6 +1177,11 @@ FAMILIES = {
     "qwen2.5-vl-7b": (fam_qwen_vl, [M + "qwen2_5_vl/modeling_qwen2_5_vl.py (get_rope_index)"]),
     "qwen3-vl-8b": (fam_qwen_vl, [M + "qwen3_vl/modeling_qwen3_vl.py"]),
     "llama4-scout": (fam_llama4, [M + "llama4/modeling_llama4.py"]),
+    "mistral-large-3-675b-instruct-2512": (fam_mistral_large3, [M + "deepseek_v3/modeling_deepseek_v3.py",
+                                                                M + "ministral3/modeling_ministral3.py (5.x)",
+                                                                M + "pixtral/modeling_pixtral.py"]),
+    "qwen2.5-7b-per-layer-rope-parameters": (fam_per_layer_type, [TF + "modeling_rope_utils.py (5.x, rope_parameters "
+                                                                   "per layer type)"]),
 }
 
 
