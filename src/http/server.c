@@ -79,16 +79,37 @@ static void assign_request_id(struct pe_http *h, struct req *r, struct MHD_Conne
 	r->request_id[16] = 0;
 }
 
-/* Path and query for the log, split and decoded (r->args). */
+/* s into dst[cap] from at, each byte that would read as framing where it stands percent-encoded:
+ * '%', controls, space and bytes past ASCII always, and the bytes of `specials`. An escape is
+ * written whole or not at all; returns the new length. */
+static size_t put_escaped(char *dst, size_t cap, size_t at, const char *s, const char *specials)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p && at + 1 < cap; p++) {
+		if (*p > 0x20 && *p < 0x7f && *p != '%' && !strchr(specials, *p)) {
+			dst[at++] = (char)*p;
+		} else if (at + 3 < cap) {
+			dst[at++] = '%';
+			dst[at++] = "0123456789ABCDEF"[*p >> 4];
+			dst[at++] = "0123456789ABCDEF"[*p & 15];
+		} else
+			break;
+	}
+	dst[at] = 0;
+	return at;
+}
+
+/* Path and query for the log as the router read them (r->args, decoded), written back in one
+ * encoding: a logged '&', '=' or '?' is one the router split at, and decoding the logged text
+ * gives each name and value it read (a "%26" in a value is not logged as a second parameter). */
 static void log_path(struct req *r, const char *url)
 {
-	size_t len = put_text(r->path, sizeof r->path, 0, url);
+	size_t len = put_escaped(r->path, sizeof r->path, 0, url, "?#");
 	for (size_t i = 0; i < r->nargs; i++) {
 		len = put_text(r->path, sizeof r->path, len, i ? "&" : "?");
-		len = put_text(r->path, sizeof r->path, len, r->args[i].key);
+		len = put_escaped(r->path, sizeof r->path, len, r->args[i].key, "&=+#");
 		if (r->args[i].value) {
 			len = put_text(r->path, sizeof r->path, len, "=");
-			len = put_text(r->path, sizeof r->path, len, r->args[i].value);
+			len = put_escaped(r->path, sizeof r->path, len, r->args[i].value, "&=+#");
 		}
 	}
 }

@@ -1,0 +1,92 @@
+/* Hostile queries against the access log: the logged path is the query as the router read it,
+ * so a parameter the router read as one is logged as one ("%26" and "%3D" inside a name or value
+ * stay escaped), and a logged "+" or "%" is not mistaken for a space or an escape. */
+#include "support/pe_check.h"
+#include "support/pe_daemon.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct pe_daemon D;
+
+static void start(void) { pe_daemon_start(&D, NULL); }
+static void stop(void) { ck_assert_int_eq(pe_daemon_stop(&D, SIGTERM), 0); }
+
+/* Sends GET target with X-Request-Id rid on its own connection; the status line's code. */
+static int raw_get(const char *target, const char *rid)
+{
+	char req[1024], buf[4096];
+	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\nConnection: close\r\n\r\n",
+			 target, rid);
+	ck_assert(n > 0 && (size_t)n < sizeof req);
+	size_t got = pe_raw_exchange(&D, req, (size_t)n, buf, sizeof buf, 5000);
+	ck_assert_uint_gt(got, 12);
+	return atoi(buf + 9);
+}
+
+/* The logged path of the request with X-Request-Id rid (a copy to free). */
+static char *logged_path(const char *rid)
+{
+	usleep(600000); /* access lines are flushed every 250 ms */
+	char *log = pe_daemon_log(&D), *path = NULL;
+	for (char *line = strtok(log, "\n"); line && !path; line = strtok(NULL, "\n")) {
+		json_t *j = json_loads(line, 0, NULL);
+		const char *id = j ? json_string_value(json_object_get(j, "request_id")) : NULL;
+		if (id && !strcmp(id, rid))
+			path = strdup(json_string_value(json_object_get(j, "path")));
+		json_decref(j);
+	}
+	free(log);
+	ck_assert_msg(path != NULL, "no request line for %s", rid);
+	return path;
+}
+
+static const struct {
+	const char *target, *logged;
+	int status;
+} cases[] = {
+	/* the clean query: logged as sent */
+	{"/v1/sinusoidal?len=2&dim=4", "/v1/sinusoidal?len=2&dim=4", 200},
+	/* one parameter len="2&dim=4" (400 naming len): not the clean query's line */
+	{"/v1/sinusoidal?len=2%26dim=4", "/v1/sinusoidal?len=2%26dim%3D4", 400},
+	/* one parameter named "len=2" */
+	{"/v1/sinusoidal?len%3D2&dim=4", "/v1/sinusoidal?len%3D2&dim=4", 400},
+	/* a '+' read as a space and a "%2B" read as '+' are told apart */
+	{"/v1/sinusoidal?len=2&dim=+4", "/v1/sinusoidal?len=2&dim=%204", 400},
+	{"/v1/sinusoidal?len=2&dim=%2B4", "/v1/sinusoidal?len=2&dim=%2B4", 400},
+	/* a '%' the router left as it was (no escape) is logged as a '%', not as an escape */
+	{"/v1/sinusoidal?len=2&dim=4%zz", "/v1/sinusoidal?len=2&dim=4%25zz", 400},
+	{"/v1/sinusoidal?len=2%00&dim=4", "/v1/sinusoidal?len=2%2500&dim=4", 400},
+	/* a newline and an escape byte stay escaped in the line (the quote is the log's JSON's) */
+	{"/v1/sinusoidal?len=2&dim=4&format=%0A%22%1B", "/v1/sinusoidal?len=2&dim=4&format=%0A\"%1B", 400},
+	/* a '?' decoded in the path is not logged as the query's start */
+	{"/v1/sinus%3Foidal?len=2", "/v1/sinus%3Foidal?len=2", 404},
+};
+
+START_TEST(logged_path_reads_as_the_router_read_it)
+{
+	char rid[32];
+	snprintf(rid, sizeof rid, "logpath-%d", _i);
+	ck_assert_int_eq(raw_get(cases[_i].target, rid), cases[_i].status);
+	char *path = logged_path(rid);
+	ck_assert_str_eq(path, cases[_i].logged);
+	free(path);
+}
+END_TEST
+
+static Suite *attack_logpath_suite(void)
+{
+	Suite *s = suite_create("e2e_attack_logpath");
+	TCase *tc = tcase_create("logpath");
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, start, stop);
+	tcase_add_loop_test(tc, logged_path_reads_as_the_router_read_it, 0, (int)(sizeof cases / sizeof cases[0]));
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(attack_logpath_suite)
