@@ -443,17 +443,27 @@ static void note_thread(struct pe_http *h)
 	}
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+/* The path of a request target: an absolute-form one ("http://host/path", which a server must
+ * accept, RFC 9112 section 3.2.2) is routed by its path, "/" when it has none. */
+static const char *origin_form(const char *url)
+{
+	size_t n = !strncasecmp(url, "http://", 7) ? 7 : !strncasecmp(url, "https://", 8) ? 8 : 0;
+	const char *path = n ? strchr(url + n, '/') : url;
+	return path ? path : "/";
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *target, const char *method,
 			      const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
 	struct pe_http *h = cls;
 	struct req *r = *con_cls;
+	const char *url = origin_form(target);
 	if (!r || !r->begun) {
 		note_thread(h);
 		if (!r) /* the URI callback found no memory (and the query was cut): close */
 			return MHD_NO;
 		r->begun = 1;
-		begin_request(h, r, conn, url, method);
+		begin_request(h, r, conn, target, method);
 		atomic_fetch_add(&h->active, 1);
 		pe_conn_guard_phase(h->guard, conn, PH_BODY, 0);
 		return first_call(h, r, conn, url, method, version);

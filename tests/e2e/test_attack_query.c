@@ -1,6 +1,7 @@
-/* Hostile queries against the access log: the logged path is the query as the router read it,
- * so a parameter the router read as one is logged as one ("%26" and "%3D" inside a name or value
- * stay escaped), and a logged "+" or "%" is not mistaken for a space or an escape. */
+/* Hostile request targets: the access log's path is the query as the router read it, so a
+ * parameter the router read as one is logged as one ("%26" and "%3D" inside a name or value stay
+ * escaped) and a logged "+" or "%" is not mistaken for a space or an escape; an absolute-form
+ * target ("http://host/path?query") is answered as its path and query are. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
 
@@ -78,15 +79,47 @@ START_TEST(logged_path_reads_as_the_router_read_it)
 }
 END_TEST
 
-static Suite *attack_logpath_suite(void)
+/* The body of the answer to GET target (status and body; a copy to free). */
+static char *answer(const char *target, int *status)
 {
-	Suite *s = suite_create("e2e_attack_logpath");
-	TCase *tc = tcase_create("logpath");
+	char req[1024], buf[8192];
+	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", target);
+	ck_assert(n > 0 && (size_t)n < sizeof req);
+	ck_assert_uint_gt(pe_raw_exchange(&D, req, (size_t)n, buf, sizeof buf, 5000), 12);
+	*status = atoi(buf + 9);
+	char *body = strstr(buf, "\r\n\r\n");
+	ck_assert_ptr_nonnull(body);
+	return strdup(body + 4);
+}
+
+static const char *const absolute[][2] = {
+	{"http://127.0.0.1/v1/sinusoidal?len=2&dim=4", "/v1/sinusoidal?len=2&dim=4"},
+	{"HTTP://x:1/v1/sinusoidal?len=2&dim=4&format=csv", "/v1/sinusoidal?len=2&dim=4&format=csv"},
+	{"https://u@x/v1/sinusoidal?len=2&bogus=1", "/v1/sinusoidal?len=2&bogus=1"},
+	{"http://x/nowhere?len=2", "/nowhere?len=2"},
+};
+
+START_TEST(absolute_form_is_answered_as_its_path)
+{
+	int got, want;
+	char *a = answer(absolute[_i][0], &got), *b = answer(absolute[_i][1], &want);
+	ck_assert_int_eq(got, want);
+	ck_assert_str_eq(a, b);
+	free(a);
+	free(b);
+}
+END_TEST
+
+static Suite *attack_query_suite(void)
+{
+	Suite *s = suite_create("e2e_attack_query");
+	TCase *tc = tcase_create("query");
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, start, stop);
 	tcase_add_loop_test(tc, logged_path_reads_as_the_router_read_it, 0, (int)(sizeof cases / sizeof cases[0]));
+	tcase_add_loop_test(tc, absolute_form_is_answered_as_its_path, 0, (int)(sizeof absolute / sizeof absolute[0]));
 	suite_add_tcase(s, tc);
 	return s;
 }
 
-PE_TEST_MAIN(attack_logpath_suite)
+PE_TEST_MAIN(attack_query_suite)
