@@ -1,7 +1,8 @@
 /* Hostile request targets: the access log's path is the query as the router read it, so a
  * parameter the router read as one is logged as one ("%26" and "%3D" inside a name or value stay
  * escaped) and a logged "+" or "%" is not mistaken for a space or an escape; an absolute-form
- * target ("http://host/path?query") is answered as its path and query are. */
+ * target ("http://host/path?query") is answered as its path and query are; a trailing '&' is no
+ * parameter, also at the parameter limit. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
 
@@ -110,6 +111,25 @@ START_TEST(absolute_form_is_answered_as_its_path)
 }
 END_TEST
 
+/* A query of PE_QUERY_MAX_PARAMS parameters and a trailing '&' (a last empty piece, which is no
+ * parameter) is read as the same query without it, not refused as one parameter too many. */
+START_TEST(trailing_amp_is_no_parameter_at_the_limit)
+{
+	char target[1024] = "/v1/sinusoidal?len=2&dim=4", with[1030];
+	for (int i = 2; i < 64; i++)
+		strcat(target, "&offset=0");
+	snprintf(with, sizeof with, "%s&", target);
+	int got, want;
+	char *a = answer(with, &got), *b = answer(target, &want);
+	ck_assert_int_eq(want, 400);
+	ck_assert_msg(strstr(b, "offset is given more than once") != NULL, "%s", b);
+	ck_assert_int_eq(got, want);
+	ck_assert_str_eq(a, b);
+	free(a);
+	free(b);
+}
+END_TEST
+
 static Suite *attack_query_suite(void)
 {
 	Suite *s = suite_create("e2e_attack_query");
@@ -118,6 +138,7 @@ static Suite *attack_query_suite(void)
 	tcase_add_checked_fixture(tc, start, stop);
 	tcase_add_loop_test(tc, logged_path_reads_as_the_router_read_it, 0, (int)(sizeof cases / sizeof cases[0]));
 	tcase_add_loop_test(tc, absolute_form_is_answered_as_its_path, 0, (int)(sizeof absolute / sizeof absolute[0]));
+	tcase_add_test(tc, trailing_amp_is_no_parameter_at_the_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }
