@@ -333,11 +333,12 @@ static void req_free(struct req *r)
 /* MHD_OPTION_URI_LOG_CALLBACK: the raw request target, before MHD parses its query. Its length is
  * kept for head_refusal in the request's state, begun here. The query is cut to nothing in MHD's
  * buffer (MHD parses it right after this returns), so MHD keeps no record of its parameters; the
- * text stays there for the request's first call to split (begin_request), unless it is over the
- * cap or in a target over max_header_bytes: such a request is refused (first_call). */
+ * text stays there for the request's first call to split (begin_request). A query over the cap
+ * or in a target over max_header_bytes is refused (first_call) before anything reads it but the
+ * log, which shows its first PE_QUERY_MAX_PARAMS parameters. */
 static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-	struct pe_http *h = cls;
+	(void)cls;
 	(void)conn;
 	size_t n = strlen(uri);
 	char *q = strchr(uri, '?');
@@ -346,7 +347,7 @@ static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 	if (r) {
 		r->target_bytes = n;
 		r->query_over = query_over;
-		if (q && q[1] && !query_over && n <= head_limit(&h->opt)) {
+		if (q && q[1]) {
 			r->query_text = q + 1;
 			r->query_first = q[1];
 		}

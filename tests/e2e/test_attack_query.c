@@ -2,7 +2,7 @@
  * parameter the router read as one is logged as one ("%26" and "%3D" inside a name or value stay
  * escaped) and a logged "+" or "%" is not mistaken for a space or an escape; an absolute-form
  * target ("http://host/path?query") is answered as its path and query are; a trailing '&' is no
- * parameter, also at the parameter limit. */
+ * parameter, also at the parameter limit; a query refused for its size is logged. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
 
@@ -130,6 +130,34 @@ START_TEST(trailing_amp_is_no_parameter_at_the_limit)
 }
 END_TEST
 
+/* A query refused for its size (65 parameters: 400; a request line over max_header_bytes: 414)
+ * is still in its log line, its first parameters after the path (the line is cut at 511 bytes). */
+START_TEST(refused_query_is_logged)
+{
+	static char target[40000];
+	strcpy(target, "/v1/sinusoidal?len=2&dim=4");
+	size_t n = strlen(target);
+	if (_i == 0)
+		for (int k = 2; k < 65; k++)
+			n += (size_t)sprintf(target + n, "&offset=%d", k);
+	else {
+		strcpy(target + n, "&format=");
+		memset(target + n + 8, 'a', 33000);
+		target[n + 8 + 33000] = 0;
+	}
+	char req[40200], buf[4096], rid[32];
+	snprintf(rid, sizeof rid, "refused-%d", _i);
+	int len = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\nConnection: close\r\n\r\n",
+			   target, rid);
+	ck_assert_uint_gt(pe_raw_exchange(&D, req, (size_t)len, buf, sizeof buf, 5000), 12);
+	ck_assert_int_eq(atoi(buf + 9), _i == 0 ? 400 : 414);
+	char *path = logged_path(rid);
+	ck_assert_uint_eq(strlen(path), 511);
+	ck_assert_msg(!strncmp(path, target, 511), "logged %s", path);
+	free(path);
+}
+END_TEST
+
 static Suite *attack_query_suite(void)
 {
 	Suite *s = suite_create("e2e_attack_query");
@@ -139,6 +167,7 @@ static Suite *attack_query_suite(void)
 	tcase_add_loop_test(tc, logged_path_reads_as_the_router_read_it, 0, (int)(sizeof cases / sizeof cases[0]));
 	tcase_add_loop_test(tc, absolute_form_is_answered_as_its_path, 0, (int)(sizeof absolute / sizeof absolute[0]));
 	tcase_add_test(tc, trailing_amp_is_no_parameter_at_the_limit);
+	tcase_add_loop_test(tc, refused_query_is_logged, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
