@@ -18,15 +18,21 @@ static struct pe_daemon D;
 static void start(void) { pe_daemon_start(&D, NULL); }
 static void stop(void) { ck_assert_int_eq(pe_daemon_stop(&D, SIGTERM), 0); }
 
-/* Sends GET target with X-Request-Id rid on its own connection; the status line's code. */
-static int raw_get(const char *target, const char *rid)
+/* GET target with X-Request-Id rid on its own connection: the status, and the body (a copy to
+ * free) when body is not NULL. */
+static int exchange(const char *target, const char *rid, char **body)
 {
-	char req[1024], buf[4096];
-	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\nConnection: close\r\n\r\n",
+	size_t cap = strlen(target) + 256;
+	char *req = malloc(cap), buf[8192];
+	int n = snprintf(req, cap, "GET %s HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\nConnection: close\r\n\r\n",
 			 target, rid);
-	ck_assert(n > 0 && (size_t)n < sizeof req);
-	size_t got = pe_raw_exchange(&D, req, (size_t)n, buf, sizeof buf, 5000);
-	ck_assert_uint_gt(got, 12);
+	ck_assert(n > 0 && (size_t)n < cap);
+	ck_assert_uint_gt(pe_raw_exchange(&D, req, (size_t)n, buf, sizeof buf, 5000), 12);
+	free(req);
+	char *start = strstr(buf, "\r\n\r\n");
+	ck_assert_ptr_nonnull(start);
+	if (body)
+		*body = strdup(start + 4);
 	return atoi(buf + 9);
 }
 
@@ -73,25 +79,12 @@ START_TEST(logged_path_reads_as_the_router_read_it)
 {
 	char rid[32];
 	snprintf(rid, sizeof rid, "logpath-%d", _i);
-	ck_assert_int_eq(raw_get(cases[_i].target, rid), cases[_i].status);
+	ck_assert_int_eq(exchange(cases[_i].target, rid, NULL), cases[_i].status);
 	char *path = logged_path(rid);
 	ck_assert_str_eq(path, cases[_i].logged);
 	free(path);
 }
 END_TEST
-
-/* The body of the answer to GET target (status and body; a copy to free). */
-static char *answer(const char *target, int *status)
-{
-	char req[1024], buf[8192];
-	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", target);
-	ck_assert(n > 0 && (size_t)n < sizeof req);
-	ck_assert_uint_gt(pe_raw_exchange(&D, req, (size_t)n, buf, sizeof buf, 5000), 12);
-	*status = atoi(buf + 9);
-	char *body = strstr(buf, "\r\n\r\n");
-	ck_assert_ptr_nonnull(body);
-	return strdup(body + 4);
-}
 
 static const char *const absolute[][2] = {
 	{"http://127.0.0.1/v1/sinusoidal?len=2&dim=4", "/v1/sinusoidal?len=2&dim=4"},
@@ -102,8 +95,8 @@ static const char *const absolute[][2] = {
 
 START_TEST(absolute_form_is_answered_as_its_path)
 {
-	int got, want;
-	char *a = answer(absolute[_i][0], &got), *b = answer(absolute[_i][1], &want);
+	char *a, *b;
+	int got = exchange(absolute[_i][0], "absolute", &a), want = exchange(absolute[_i][1], "origin", &b);
 	ck_assert_int_eq(got, want);
 	ck_assert_str_eq(a, b);
 	free(a);
@@ -119,8 +112,8 @@ START_TEST(trailing_amp_is_no_parameter_at_the_limit)
 	for (int i = 2; i < 64; i++)
 		strcat(target, "&offset=0");
 	snprintf(with, sizeof with, "%s&", target);
-	int got, want;
-	char *a = answer(with, &got), *b = answer(target, &want);
+	char *a, *b;
+	int got = exchange(with, "amp", &a), want = exchange(target, "no-amp", &b);
 	ck_assert_int_eq(want, 400);
 	ck_assert_msg(strstr(b, "offset is given more than once") != NULL, "%s", b);
 	ck_assert_int_eq(got, want);
@@ -145,12 +138,9 @@ START_TEST(refused_query_is_logged)
 		memset(target + n + 8, 'a', 33000);
 		target[n + 8 + 33000] = 0;
 	}
-	char req[40200], buf[4096], rid[32];
+	char rid[32];
 	snprintf(rid, sizeof rid, "refused-%d", _i);
-	int len = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\nConnection: close\r\n\r\n",
-			   target, rid);
-	ck_assert_uint_gt(pe_raw_exchange(&D, req, (size_t)len, buf, sizeof buf, 5000), 12);
-	ck_assert_int_eq(atoi(buf + 9), _i == 0 ? 400 : 414);
+	ck_assert_int_eq(exchange(target, rid, NULL), _i == 0 ? 400 : 414);
 	char *path = logged_path(rid);
 	ck_assert_uint_eq(strlen(path), 511);
 	ck_assert_msg(!strncmp(path, target, 511), "logged %s", path);
