@@ -49,10 +49,10 @@ int pe_query_take(struct pe_query *q, const char *key, size_t key_len, const cha
 
 size_t pe_query_count(const char *query)
 {
-	size_t n = 1;
+	size_t n = 1, len = strlen(query);
 	for (const char *p = query; *p; p++)
 		n += *p == '&';
-	return n;
+	return n - (!len || query[len - 1] == '&'); /* a last empty piece is none (pe_query_split) */
 }
 
 static void plus_to_space(char *s)

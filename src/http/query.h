@@ -35,7 +35,8 @@ void pe_query_init(struct pe_query *q, const struct pe_table_def *params, const 
  * decoded lengths (a decoded %00 makes them longer than the strings); value NULL: "key" alone. */
 int pe_query_take(struct pe_query *q, const char *key, size_t key_len, const char *value, size_t value_len,
 		  struct pe_err *err);
-/* The number of parameters in query (the text after '?'): its '&'-separated pieces. */
+/* The number of parameters in query (the text after '?'): its '&'-separated pieces, a last
+ * empty one none, as pe_query_split counts them. */
 size_t pe_query_count(const char *query);
 /* One parameter of a query split by pe_query_split: name and value point into the query's text,
  * decoded in place; value NULL for a name without '='. */

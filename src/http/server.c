@@ -79,16 +79,37 @@ static void assign_request_id(struct pe_http *h, struct req *r, struct MHD_Conne
 	r->request_id[16] = 0;
 }
 
-/* Path and query for the log, split and decoded (r->args). */
+/* s into dst[cap] from at, each byte that would read as framing where it stands percent-encoded:
+ * '%', controls, space and bytes past ASCII always, and the bytes of `specials`. An escape is
+ * written whole or not at all; returns the new length. */
+static size_t put_escaped(char *dst, size_t cap, size_t at, const char *s, const char *specials)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p && at + 1 < cap; p++) {
+		if (*p > 0x20 && *p < 0x7f && *p != '%' && !strchr(specials, *p)) {
+			dst[at++] = (char)*p;
+		} else if (at + 3 < cap) {
+			dst[at++] = '%';
+			dst[at++] = "0123456789ABCDEF"[*p >> 4];
+			dst[at++] = "0123456789ABCDEF"[*p & 15];
+		} else
+			break;
+	}
+	dst[at] = 0;
+	return at;
+}
+
+/* Path and query for the log as the router read them (r->args, decoded), written back in one
+ * encoding: a logged '&', '=' or '?' is one the router split at, and decoding the logged text
+ * gives each name and value it read (a "%26" in a value is not logged as a second parameter). */
 static void log_path(struct req *r, const char *url)
 {
-	size_t len = put_text(r->path, sizeof r->path, 0, url);
+	size_t len = put_escaped(r->path, sizeof r->path, 0, url, "?#");
 	for (size_t i = 0; i < r->nargs; i++) {
 		len = put_text(r->path, sizeof r->path, len, i ? "&" : "?");
-		len = put_text(r->path, sizeof r->path, len, r->args[i].key);
+		len = put_escaped(r->path, sizeof r->path, len, r->args[i].key, "&=+#");
 		if (r->args[i].value) {
 			len = put_text(r->path, sizeof r->path, len, "=");
-			len = put_text(r->path, sizeof r->path, len, r->args[i].value);
+			len = put_escaped(r->path, sizeof r->path, len, r->args[i].value, "&=+#");
 		}
 	}
 }
@@ -312,11 +333,12 @@ static void req_free(struct req *r)
 /* MHD_OPTION_URI_LOG_CALLBACK: the raw request target, before MHD parses its query. Its length is
  * kept for head_refusal in the request's state, begun here. The query is cut to nothing in MHD's
  * buffer (MHD parses it right after this returns), so MHD keeps no record of its parameters; the
- * text stays there for the request's first call to split (begin_request), unless it is over the
- * cap or in a target over max_header_bytes: such a request is refused (first_call). */
+ * text stays there for the request's first call to split (begin_request). A query over the cap
+ * or in a target over max_header_bytes is refused (first_call) before anything reads it but the
+ * log, which shows its first PE_QUERY_MAX_PARAMS parameters. */
 static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-	struct pe_http *h = cls;
+	(void)cls;
 	(void)conn;
 	size_t n = strlen(uri);
 	char *q = strchr(uri, '?');
@@ -325,7 +347,7 @@ static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 	if (r) {
 		r->target_bytes = n;
 		r->query_over = query_over;
-		if (q && q[1] && !query_over && n <= head_limit(&h->opt)) {
+		if (q && q[1]) {
 			r->query_text = q + 1;
 			r->query_first = q[1];
 		}
@@ -422,17 +444,27 @@ static void note_thread(struct pe_http *h)
 	}
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+/* The path of a request target: an absolute-form one ("http://host/path", which a server must
+ * accept, RFC 9112 section 3.2.2) is routed by its path, "/" when it has none. */
+static const char *origin_form(const char *url)
+{
+	size_t n = !strncasecmp(url, "http://", 7) ? 7 : !strncasecmp(url, "https://", 8) ? 8 : 0;
+	const char *path = n ? strchr(url + n, '/') : url;
+	return path ? path : "/";
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *target, const char *method,
 			      const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
 	struct pe_http *h = cls;
 	struct req *r = *con_cls;
+	const char *url = origin_form(target);
 	if (!r || !r->begun) {
 		note_thread(h);
 		if (!r) /* the URI callback found no memory (and the query was cut): close */
 			return MHD_NO;
 		r->begun = 1;
-		begin_request(h, r, conn, url, method);
+		begin_request(h, r, conn, target, method);
 		atomic_fetch_add(&h->active, 1);
 		pe_conn_guard_phase(h->guard, conn, PH_BODY, 0);
 		return first_call(h, r, conn, url, method, version);
