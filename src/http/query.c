@@ -1,7 +1,9 @@
 /* The query parser of every declared route (query.h). Which list a name belongs to is decided
  * here, once, before its value is read, so an unknown name is refused with the same problem on
  * every route whatever its value; values are read by the core (pe_params_set) or, for the
- * output options, recorded for negotiation (pe_out_take). */
+ * output options, recorded for negotiation (pe_out_take). The split of a query's text into its
+ * parameters and the percent-decoding of paths and parameters live here too, free of
+ * libmicrohttpd, so the fuzzer (tests/fuzz/fuzz_query.c) drives the code the server runs. */
 #include "http/query.h"
 
 #include <string.h>
@@ -53,6 +55,31 @@ size_t pe_query_count(const char *query)
 	for (const char *p = query; *p; p++)
 		n += *p == '&';
 	return n - (!len || query[len - 1] == '&'); /* a last empty piece is none (pe_query_split) */
+}
+
+static int hex_value(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Percent-decoding of paths and query values, as MHD's own, except that %00 and %2F stay as they
+ * are: a decoded NUL would silently cut a C string (a table name, a number) short, and a decoded
+ * '/' would route /v1%2Fsinusoidal as /v1/sinusoidal; the literals are refused by every route and
+ * parser instead (404, or a 400 naming the parameter). */
+size_t pe_query_unescape(char *s)
+{
+	char *w = s;
+	for (const char *p = s; *p;) {
+		int hi, lo;
+		if (p[0] == '%' && (hi = hex_value(p[1])) >= 0 && (lo = hex_value(p[2])) >= 0 && (hi | lo) &&
+		    hi * 16 + lo != '/') {
+			*w++ = (char)(hi * 16 + lo);
+			p += 3;
+		} else
+			*w++ = *p++;
+	}
+	*w = 0;
+	return (size_t)(w - s);
 }
 
 static void plus_to_space(char *s)

@@ -38,6 +38,8 @@ int pe_query_take(struct pe_query *q, const char *key, size_t key_len, const cha
 /* The number of parameters in query (the text after '?'): its '&'-separated pieces, a last
  * empty one none, as pe_query_split counts them. */
 size_t pe_query_count(const char *query);
+/* The percent-decoding of paths and query parameters, in place (query.c): the decoded length. */
+size_t pe_query_unescape(char *s);
 /* One parameter of a query split by pe_query_split: name and value point into the query's text,
  * decoded in place; value NULL for a name without '='. */
 struct pe_query_arg {

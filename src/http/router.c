@@ -150,29 +150,4 @@ void pe_router_end(struct req *r)
 
 /* ---- paths ---- */
 
-static int hex_value(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* Percent-decoding of paths and query values, as MHD's own, except that %00 and %2F stay as they
- * are: a decoded NUL would silently cut a C string (a table name, a number) short, and a decoded
- * '/' would route /v1%2Fsinusoidal as /v1/sinusoidal; the literals are refused by every route and
- * parser instead (404, or a 400 naming the parameter). */
-size_t pe_router_unescape(char *s)
-{
-	char *w = s;
-	for (const char *p = s; *p;) {
-		int hi, lo;
-		if (p[0] == '%' && (hi = hex_value(p[1])) >= 0 && (lo = hex_value(p[2])) >= 0 && (hi | lo) &&
-		    hi * 16 + lo != '/') {
-			*w++ = (char)(hi * 16 + lo);
-			p += 3;
-		} else
-			*w++ = *p++;
-	}
-	*w = 0;
-	return (size_t)(w - s);
-}
-
-size_t pe_router_unescape_cb(void *cls, struct MHD_Connection *c, char *s) { return pe_router_unescape(s); }
+size_t pe_router_unescape_cb(void *cls, struct MHD_Connection *c, char *s) { return pe_query_unescape(s); }

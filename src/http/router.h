@@ -24,9 +24,8 @@ enum MHD_Result pe_router_finish(struct req *r, struct MHD_Connection *conn, con
 /* The request is over: its handler's state goes. */
 void pe_router_end(struct req *r);
 
-/* The percent-decoding of paths and query parameters, in place (see router.c): the decoded
- * length. As libmicrohttpd's unescape callback (MHD_OPTION_UNESCAPE_CALLBACK): the same. */
-size_t pe_router_unescape(char *s);
+/* pe_query_unescape as libmicrohttpd's unescape callback (MHD_OPTION_UNESCAPE_CALLBACK), which
+ * decodes the request's path with it. */
 size_t pe_router_unescape_cb(void *cls, struct MHD_Connection *c, char *s);
 
 #endif

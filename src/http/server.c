@@ -123,7 +123,7 @@ static void begin_request(struct pe_http *h, struct req *r, struct MHD_Connectio
 	put_text(r->method, sizeof r->method, 0, method);
 	if (r->query_text) {
 		r->query_text[0] = r->query_first;
-		r->nargs = pe_query_split(r->query_text, r->args, PE_QUERY_MAX_PARAMS, pe_router_unescape);
+		r->nargs = pe_query_split(r->query_text, r->args, PE_QUERY_MAX_PARAMS, pe_query_unescape);
 	}
 	log_path(r, url);
 	assign_request_id(h, r, conn);

@@ -129,7 +129,7 @@ START_TEST(queries_split_as_libmicrohttpd_split_them)
 	char text[64];
 	struct pe_query_arg args[8];
 	snprintf(text, sizeof text, "%s", c->query);
-	size_t n = pe_query_split(text, args, 8, pe_router_unescape), want = 0;
+	size_t n = pe_query_split(text, args, 8, pe_query_unescape), want = 0;
 	while (c->want[want])
 		want++;
 	ck_assert_msg(n == want, "'%s': %zu parameters, want %zu", c->query, n, want);
@@ -148,7 +148,7 @@ START_TEST(a_split_stops_at_max)
 {
 	char text[] = "a=1&b=2&c=3&d=4";
 	struct pe_query_arg args[3] = {0};
-	ck_assert_uint_eq(pe_query_split(text, args, 2, pe_router_unescape), 2);
+	ck_assert_uint_eq(pe_query_split(text, args, 2, pe_query_unescape), 2);
 	ck_assert_str_eq(args[1].key, "b");
 	ck_assert_ptr_null(args[2].key);
 }

@@ -22,7 +22,7 @@ cd "$(dirname "$0")/../.."
 
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
 OUT=build/fuzz
-ALL_TARGETS=(params npy json_tensor config shortest framing segments multipart plan axial timesteps)
+ALL_TARGETS=(params npy json_tensor config shortest framing segments multipart plan axial timesteps query)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL_TARGETS[@]}")
 
@@ -71,7 +71,7 @@ compile() { # src obj extra-flags...
 }
 
 lib_objs=()
-for src in src/core/*.c src/tensor/*.c src/plan/*.c src/cache/*.c src/store/*.c src/daemon/config.c src/http/framing.c src/http/media.c src/http/multipart.c; do
+for src in src/core/*.c src/tensor/*.c src/plan/*.c src/cache/*.c src/store/*.c src/daemon/config.c src/http/framing.c src/http/media.c src/http/multipart.c src/http/query.c; do
 	obj="$OUT/obj/${src%.c}.o"
 	extra=(-fsanitize=fuzzer-no-link)
 	case "$src" in
