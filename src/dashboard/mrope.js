@@ -15,12 +15,13 @@
  * and data-url on the view element, curl/Python snippets for exactly what is drawn. The strips
  * publish what they draw as data-values (comma-separated) for the browser tests. */
 
-import { ApiError, buildUrl, fetchTensor, formatValue } from './api.js';
+import { buildUrl, fetchTensor, formatValue } from './api.js';
 import { buildForm, el } from './controls.js';
 import { Heatmap } from './heatmap.js';
 import { LineChart, SERIES_COLORS, FONT, INK, sizedContext } from './charts.js';
 import { COLORMAPS } from './colormap.js';
 import { curlText, pythonText, snippetBox } from './snippets.js';
+import { settleError, settleReady } from './view.js';
 
 export const ROW_NAMES = ['t', 'h', 'w'];
 const KIND_NAMES = ['text', 'image', 'video'];
@@ -153,31 +154,12 @@ export class MropeView {
 			if (gen !== this.gen) return;
 			this.present(pos, table);
 			this.snip.set(curlText(requests), pythonText(requests, ['t, h, w = positions', 'cos, sin = cos_sin']));
-			this.error.hidden = true;
-			this.output.classList.remove('stale');
-			this.root.dataset.url = requests.map((q) => q.url).join(' ');
-			this.root.dataset.state = 'ready';
+			settleReady(this, requests.map((q) => q.url).join(' '));
 		} catch (e) {
 			if (gen !== this.gen) return;
-			this.showError(e);
-			this.root.dataset.state = 'error';
+			settleError(this, e, this.form);
 		}
 		this.status.textContent = '';
-	}
-
-	showError(e) {
-		this.error.replaceChildren();
-		if (e instanceof ApiError) {
-			this.error.append(el('strong', { text: e.status ? `${e.status} ${e.title}` : e.title }), ': ', e.detail);
-			if (e.param) {
-				const marked = this.form.markInvalid(e.param);
-				this.error.append(' (parameter ', el('code', { text: e.param }), marked ? ', marked below)' : ')');
-			}
-		} else {
-			this.error.append(el('strong', { text: 'Error' }), ': ', String(e && e.message ? e.message : e));
-		}
-		this.error.hidden = false;
-		this.output.classList.add('stale');
 	}
 
 	present(pos, table) {

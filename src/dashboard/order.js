@@ -16,7 +16,7 @@
 import { ApiError, absoluteUrl, buildUrl, formatValue } from './api.js';
 import { el } from './controls.js';
 import { Heatmap } from './heatmap.js';
-import { showProblem } from './view.js';
+import { settleError, settleReady } from './view.js';
 import { COLORMAPS } from './colormap.js';
 import { snippetBox } from './snippets.js';
 
@@ -173,23 +173,13 @@ export class OrderView {
 			if (gen !== this.gen) return;
 			this.present(doc, words);
 			this.snip.set(this.curl(url), this.python(url));
-			this.error.hidden = true;
-			this.output.classList.remove('stale');
-			this.root.dataset.url = url;
-			this.root.dataset.state = 'ready';
+			settleReady(this, url);
 			this.setStatus('');
 		} catch (e) {
 			if (gen !== this.gen) return;
-			this.showError(e);
-			this.root.dataset.state = 'error';
+			settleError(this, e, null);
 			this.setStatus('');
 		}
-	}
-
-	showError(e) {
-		showProblem(this.error, e, null);
-		this.error.hidden = false;
-		this.output.classList.add('stale');
 	}
 
 	present(doc, words) {

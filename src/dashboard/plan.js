@@ -17,6 +17,7 @@ import { el } from './controls.js';
 import { Heatmap } from './heatmap.js';
 import { LineChart } from './charts.js';
 import { COLORMAPS } from './colormap.js';
+import { showProblem } from './view.js';
 
 const DRAW_LEN = 256;
 
@@ -107,8 +108,7 @@ export class PlanView {
 
 	fail(gen, e) {
 		if (gen !== this.gen) return;
-		this.error.replaceChildren(el('strong', { text: e.status ? `${e.status} ${e.title}` : 'Error' }), ': ', e.detail || String(e.message || e));
-		if (e.param) this.error.append(' (', el('code', { text: e.param }), ')');
+		showProblem(this.error, e, null);
 		this.error.hidden = false;
 		this.root.dataset.state = 'error';
 		this.status.textContent = '';

@@ -26,6 +26,24 @@ export function showProblem(box, e, form) {
 	}
 }
 
+/* A view's answer is shown: its error box hidden, its output no longer stale, the urls it shows on
+ * its root (url: what the browser tests read) and its state ready. */
+export function settleReady(view, url) {
+	view.error.hidden = true;
+	view.output.classList.remove('stale');
+	view.root.dataset.url = url;
+	view.root.dataset.state = 'ready';
+}
+
+/* A view's request failed: the problem in its error box (its parameter marked on form, when given),
+ * the output left in place but stale, the state error. */
+export function settleError(view, e, form) {
+	showProblem(view.error, e, form);
+	view.error.hidden = false;
+	view.output.classList.add('stale');
+	view.root.dataset.state = 'error';
+}
+
 export class View {
 	constructor(id, title) {
 		this.root = document.getElementById(id);
@@ -85,22 +103,12 @@ export class View {
 			const requests = all.filter((q) => !q.json);
 			this.present(results.filter((_, k) => !all[k].json), requests, results.filter((_, k) => all[k].json));
 			this.snip.set(curlText(requests), pythonText(requests, this.combine ? this.combine(requests) : []));
-			this.error.hidden = true;
-			this.output.classList.remove('stale');
-			this.root.dataset.url = requests.map((q) => q.url).join(' ');
-			this.root.dataset.state = 'ready';
+			settleReady(this, requests.map((q) => q.url).join(' '));
 			this.setStatus('');
 		} catch (e) {
 			if (gen !== this.gen) return;
-			this.showError(e);
-			this.root.dataset.state = 'error';
+			settleError(this, e, this.form);
 			this.setStatus('');
 		}
-	}
-
-	showError(e) {
-		showProblem(this.error, e, this.form);
-		this.error.hidden = false;
-		this.output.classList.add('stale');
 	}
 }
