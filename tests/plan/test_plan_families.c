@@ -67,6 +67,16 @@ static const struct pe_plan_enc *find(const struct pe_plan *plan, const json_t *
 	return NULL;
 }
 
+/* The last of plan's encodings of kind (any when NULL) in tower (any when NULL), or NULL. */
+static const struct pe_plan_enc *enc_of(const struct pe_plan *plan, const char *kind, const char *tower)
+{
+	const struct pe_plan_enc *found = NULL;
+	for (size_t i = 0; i < plan->nenc; i++)
+		if ((!kind || !strcmp(plan->enc[i].kind, kind)) && (!tower || !strcmp(plan->enc[i].tower, tower)))
+			found = &plan->enc[i];
+	return found;
+}
+
 static const char *param(const struct pe_plan_enc *e, const char *key)
 {
 	for (size_t k = 0; k < e->nparams; k++)
@@ -291,9 +301,7 @@ START_TEST(query_scale_is_planned_where_the_config_turns_it_on)
 {
 	struct pe_plan plan;
 	plan_of("ministral-3-8b-instruct-2512.json", NULL, NULL, &plan);
-	const struct pe_plan_enc *q = NULL;
-	for (size_t i = 0; i < plan.nenc; i++)
-		q = !strcmp(plan.enc[i].kind, "query_scale") ? &plan.enc[i] : q;
+	const struct pe_plan_enc *q = enc_of(&plan, "query_scale", NULL);
 	ck_assert_ptr_nonnull(q);
 	ck_assert_str_eq(param(q, "variant"), "ministral3");
 	ck_assert_str_eq(param(q, "beta"), "0.1");
@@ -302,9 +310,7 @@ START_TEST(query_scale_is_planned_where_the_config_turns_it_on)
 	ck_assert(!q->url || !strncmp(q->url, "/v1/rope/query-scale?", 21));
 	pe_plan_destroy(&plan);
 	plan_of("llama4-scout.json", NULL, NULL, &plan);
-	q = NULL;
-	for (size_t i = 0; i < plan.nenc; i++)
-		q = !strcmp(plan.enc[i].kind, "query_scale") ? &plan.enc[i] : q;
+	q = enc_of(&plan, "query_scale", NULL);
 	ck_assert_ptr_nonnull(q);
 	ck_assert_str_eq(param(q, "variant"), "llama4");
 	ck_assert_str_eq(param(q, "attn_scale"), "0.1");
@@ -313,8 +319,7 @@ START_TEST(query_scale_is_planned_where_the_config_turns_it_on)
 	ck_assert_int_eq(q->layer_list[0], 3);
 	pe_plan_destroy(&plan);
 	plan_of("llama4-scout.json", "attn_temperature_tuning", "false", &plan);
-	for (size_t i = 0; i < plan.nenc; i++)
-		ck_assert_str_ne(plan.enc[i].kind, "query_scale");
+	ck_assert_ptr_null(enc_of(&plan, "query_scale", NULL));
 	pe_plan_destroy(&plan);
 }
 END_TEST
@@ -334,9 +339,7 @@ START_TEST(gemma3n_audio_tower_is_its_relative_sinusoid)
 		struct pe_err err = {0};
 		struct pe_plan_opts o = {.len = 8, .max_elements = (uint64_t)1 << 26};
 		ck_assert_msg(pe_plan_build(body, strlen(body), &o, &plan, &err) == 0, "%s: %s", err.param, err.detail);
-		const struct pe_plan_enc *a = NULL;
-		for (size_t i = 0; i < plan.nenc; i++)
-			a = !strcmp(plan.enc[i].tower, "audio") ? &plan.enc[i] : a;
+		const struct pe_plan_enc *a = enc_of(&plan, NULL, "audio");
 		ck_assert_ptr_nonnull(a);
 		ck_assert_str_eq(a->kind, "sinusoidal");
 		ck_assert_str_eq(param(a, "variant"), "t2t");
@@ -394,9 +397,7 @@ START_TEST(gemma4_vision_learned_per_axis)
 {
 	struct pe_plan plan;
 	plan_of("gemma-4-e2b-it.json", NULL, NULL, &plan);
-	const struct pe_plan_enc *l = NULL;
-	for (size_t i = 0; i < plan.nenc; i++)
-		l = !strcmp(plan.enc[i].kind, "learned") && !strcmp(plan.enc[i].tower, "vision") ? &plan.enc[i] : l;
+	const struct pe_plan_enc *l = enc_of(&plan, "learned", "vision");
 	ck_assert_ptr_nonnull(l);
 	ck_assert_str_eq(param(l, "positions"), "10240");
 	ck_assert_str_eq(param(l, "dim"), "768");
