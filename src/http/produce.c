@@ -395,14 +395,14 @@ static void job_compute(struct job *j, int pooled)
 		if (pe_cache_fill(h->opt.cache, j->key, j->keylen, b, held + pe_mem_size(b), body_release_cb) != 0)
 			data = NULL; /* freed */
 		if (s) /* data is held by the stream's entry when the fill gave it one */
-			pe_stream_end(s, 0, data);
+			pe_stream_end(s, 0, data, b->len);
 		pe_budget_give(share ? share : h->opt.budget, held);
 		pe_mem_keep_headroom(); /* the cache keeps b: the next bodies' room, made in one step */
 	} else {
 		free(b);
 		fail_key(h, j->pr, j->key, j->keylen, rc, &err);
 		if (s)
-			pe_stream_end(s, rc, NULL);
+			pe_stream_end(s, rc, NULL, 0);
 	}
 	pe_budget_share_close(share);
 }
@@ -430,7 +430,8 @@ static enum MHD_Result serve_stream(struct req *r, struct MHD_Connection *conn, 
 	struct body b = {.pr = hd->pr, .out = hd->out, .info = hd->info};
 	memcpy(b.etag, hd->etag, sizeof b.etag);
 	r->cache_hit = 0;
-	r->bytes = hd->total;
+	r->bytes = hd->total == PE_PRODUCE_LENGTH_UNKNOWN ? 0 : hd->total; /* the log's bytes: 0 for unknown */
+	pe_http_bound_sends(conn, PE_PRODUCE_STREAM_MIN + 1); /* a large answer (pe_http_queue bounds by bytes) */
 	struct MHD_Response *resp = pe_stream_response(s, conn, r->h->opt.budget);
 	if (!resp)
 		return MHD_NO;

@@ -123,9 +123,11 @@ uint64_t pe_table_estimate_ns(const struct pe_params *p, const struct pe_out *o)
  * producer reserves out for the whole answer at once (out->data never moves after), fills info
  * first, and after each block calls pe_produce_progress with out->len the bytes now final, in
  * order. The request that made the job is answered at the first call (headers from info, the key's
- * ETag, Content-Length total) and reads the rest as it comes; so do requests for the key that
- * arrive meanwhile; on completion out becomes the cache's body as for any job (stream.c). */
+ * ETag, Content-Length total, or chunked transfer coding when total is PE_PRODUCE_LENGTH_UNKNOWN:
+ * text, whose length is known at its end) and reads the rest as it comes; so do requests for the
+ * key that arrive meanwhile; on completion out becomes the cache's body as for any job (stream.c). */
 #define PE_PRODUCE_STREAM_MIN ((uint64_t)8 << 20) /* answers streamed past this size */
+#define PE_PRODUCE_LENGTH_UNKNOWN SIZE_MAX
 /* 1 while the calling thread's job has a stream to feed. */
 int pe_produce_streaming(void);
 /* The first out->len bytes of out (total in all) are final. 0, or an error with err set when the

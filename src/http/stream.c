@@ -3,7 +3,8 @@
  * A job whose answer streams writes it in order into one buffer reserved whole up front, and
  * publishes how many of its first bytes are final after each block of rows. Each connection that
  * reads the stream has a response of its own over a content reader (MHD_create_response_from_callback,
- * Content-Length known): it copies what is final; when it has caught up it suspends its connection
+ * with the Content-Length, or chunked when the length is known only at the end): it copies what is
+ * final; when it has caught up it suspends its connection
  * from inside the reader and returns 0 (libmicrohttpd's rule for internal polling: returning 0
  * without suspending would spin), and the job resumes every suspended reader at its next publish.
  * Both happen under the stream's lock, so a resume never precedes its suspend (waiter.c's rule).
@@ -238,7 +239,8 @@ struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connecti
 	if (rd) {
 		*rd = (struct reader){.s = s, .conn = conn, .budget = budget};
 		pe_budget_charge(budget, READER_BYTES);
-		resp = MHD_create_response_from_callback(s->head.total, READ_BLOCK, read_cb, rd, reader_free_cb);
+		uint64_t size = s->head.total == PE_PRODUCE_LENGTH_UNKNOWN ? MHD_SIZE_UNKNOWN : s->head.total;
+		resp = MHD_create_response_from_callback(size, READ_BLOCK, read_cb, rd, reader_free_cb);
 	}
 	if (!resp) {
 		if (rd)
@@ -279,13 +281,13 @@ int pe_stream_publish(struct pe_stream *s, const char *data, size_t ready, size_
 
 void pe_stream_hold(struct pe_stream *s) { pthread_mutex_lock(&s->lock); }
 
-void pe_stream_end(struct pe_stream *s, int rc, const char *data)
+void pe_stream_end(struct pe_stream *s, int rc, const char *data, size_t len)
 {
 	struct waiter *first = s->first; /* still here: the job never published */
 	s->first = NULL;
 	if (rc == 0 && s->state == S_RUNNING && s->entry && data) {
 		s->data = data;
-		s->ready = s->head.total;
+		s->ready = len;
 		s->state = S_DONE;
 	} else {
 		s->state = rc == 0 && s->state == S_PENDING ? S_DONE : S_FAILED;
@@ -312,5 +314,5 @@ void pe_stream_end(struct pe_stream *s, int rc, const char *data)
 void pe_stream_abort(struct pe_stream *s)
 {
 	pe_stream_hold(s);
-	pe_stream_end(s, PE_EINTERNAL, NULL);
+	pe_stream_end(s, PE_EINTERNAL, NULL, 0);
 }

@@ -14,7 +14,7 @@ struct pe_stream_head {
 	struct pe_out out;
 	struct pe_body_info info;
 	char etag[40];
-	size_t total; /* Content-Length */
+	size_t total; /* Content-Length, or PE_PRODUCE_LENGTH_UNKNOWN (chunked) */
 };
 
 struct pe_streams *pe_streams_new(void);
@@ -51,10 +51,10 @@ int pe_stream_publish(struct pe_stream *s, const char *data, size_t ready, size_
 		      const struct pe_body_info *info, struct pe_err *err);
 /* Before the job's buffer is handed to the cache or freed: readers wait until pe_stream_end. */
 void pe_stream_hold(struct pe_stream *s);
-/* After the key was filled (rc 0; data: the filled body's bytes) or failed: readers go on from
- * the cache's entry, or their connections are closed (a 200 was already sent); the stream leaves
- * the registry and the job's reference goes. */
-void pe_stream_end(struct pe_stream *s, int rc, const char *data);
+/* After the key was filled (rc 0; data: the filled body's len bytes) or failed: readers go on
+ * from the cache's entry, or their connections are closed (a 200 was already sent); the stream
+ * leaves the registry and the job's reference goes. */
+void pe_stream_end(struct pe_stream *s, int rc, const char *data, size_t len);
 /* The job never ran (its submit failed): as pe_stream_end without pe_stream_hold. */
 void pe_stream_abort(struct pe_stream *s);
 

@@ -176,7 +176,9 @@ static int compute(struct job *j, struct pe_budget *bg, void *out, struct pe_err
 	return rc;
 }
 
-/* Rows per streamed block: about `bytes`, a multiple of 64 rows, at least 64. The first block is
+/* Rows per streamed block: about `bytes` worth, a power of two from 64 up to PE_TABLE_ROW_ALIGN
+ * or a multiple of it, so that blocks after the first, which end on multiples of their size
+ * (block_end), start on the core's anchors or at fixed places between them. The first block is
  * FIRST_BLOCK (the first bytes wait for it); the others NEXT_BLOCK: each block costs a replay from
  * the core's anchors and a wake-up of the readers, ~40% more CPU per 24 MiB table at 256 KiB than
  * at 1 MiB (perf, AMD EPYC). */
@@ -185,12 +187,51 @@ static int compute(struct job *j, struct pe_budget *bg, void *out, struct pe_err
 /* The most planes a streamed rank-3 table has (rope's 2, sinusoidal3d's frames, alibi's heads):
  * a table of more is computed whole. */
 #define STREAM_PLANES_MAX 256
+/* JSON and CSV stream when their writer's bound passes this (a 512x768 f32 JSON table: 6.3 MB). */
+#define TEXT_STREAM_MIN PE_PRODUCE_STREAM_MIN
 
 static size_t stream_rows(size_t bytes, size_t row_bytes, size_t rows)
 {
-	size_t n = bytes / (row_bytes ? row_bytes : 1) / 64 * 64;
-	n = n < 64 ? 64 : n;
-	return n < rows ? n : rows;
+	size_t n = bytes / (row_bytes ? row_bytes : 1), p = 64;
+	if (n >= PE_TABLE_ROW_ALIGN) {
+		p = n / PE_TABLE_ROW_ALIGN * PE_TABLE_ROW_ALIGN;
+	} else {
+		while (p * 2 <= n)
+			p *= 2;
+	}
+	return p < rows ? p : rows;
+}
+
+/* Where a block of about n rows from r0 ends: the next multiple of n, or the table's end. */
+static size_t block_end(size_t r0, size_t n, size_t rows)
+{
+	size_t end = (r0 / n + 1) * n;
+	return end < rows ? end : rows;
+}
+
+/* The rows of a table as streamed: rows per plane, the bytes of a row, the planes. */
+struct rows {
+	size_t planes, rows, row_bytes;
+};
+
+static struct rows rows_of(const struct pe_shape *s, enum pe_dtype dt)
+{
+	struct rows r = {.planes = s->rank == 3 ? s->dim[0] : 1, .rows = s->rank >= 2 ? s->dim[s->rank - 2] : s->dim[0]};
+	r.row_bytes = (s->rank >= 2 ? s->dim[s->rank - 1] : 1) * pe_dtype_size(dt);
+	return r;
+}
+
+/* Rows [r0, r1) of every plane, computed into planes laid out at base (plane k at k * plane_bytes,
+ * row r at r * row_bytes in it), unless the job was called off. */
+static int compute_block(struct job *j, const struct rows *t, char *base, size_t r0, size_t r1, struct pe_err *err)
+{
+	void *outs[STREAM_PLANES_MAX];
+	int rc = pe_cancelled();
+	if (rc != 0)
+		return pe_cancel_err(rc, err);
+	for (size_t k = 0; k < t->planes; k++)
+		outs[k] = base + k * t->rows * t->row_bytes + r0 * t->row_bytes;
+	return pe_table_compute_planes(j->params, j->out.dt, r0, r1 - r0, outs, err);
 }
 
 /* The table computed after the header's hdr bytes of out a block of rows at a time, the block's
@@ -201,30 +242,75 @@ static size_t stream_rows(size_t bytes, size_t row_bytes, size_t rows)
 static int compute_streamed(struct job *j, const struct pe_shape *s, struct pe_buf *out, size_t hdr,
 			    const struct pe_body_info *info, struct pe_err *err)
 {
-	size_t planes = s->rank == 3 ? s->dim[0] : 1, rows = s->rank >= 2 ? s->dim[s->rank - 2] : s->dim[0];
-	size_t row_bytes = (s->rank >= 2 ? s->dim[s->rank - 1] : 1) * pe_dtype_size(j->out.dt);
-	size_t plane_bytes = rows * row_bytes, total = hdr + planes * plane_bytes;
-	size_t nb = stream_rows(FIRST_BLOCK, planes * row_bytes, rows);
-	void *outs[STREAM_PLANES_MAX];
-	if (planes > STREAM_PLANES_MAX)
-		return pe_err_set(err, PE_EINTERNAL, "", "too many planes to stream");
+	struct rows t = rows_of(s, j->out.dt);
+	size_t total = hdr + t.planes * t.rows * t.row_bytes;
+	size_t nb = stream_rows(FIRST_BLOCK, t.planes * t.row_bytes, t.rows);
 	int rc = pe_budget_take(out->budget, j->scratch_bytes);
 	if (rc != 0)
 		return pe_err_set(err, rc, "", "the response memory budget is full");
-	for (size_t r0 = 0; r0 < rows && rc == 0; r0 += nb, nb = stream_rows(NEXT_BLOCK, planes * row_bytes, rows)) {
-		size_t n = rows - r0 < nb ? rows - r0 : nb;
-		for (size_t k = 0; k < planes; k++)
-			outs[k] = out->data + hdr + k * plane_bytes + r0 * row_bytes;
-		if ((rc = pe_cancelled()) != 0)
-			pe_cancel_err(rc, err);
-		else
-			rc = pe_table_compute_planes(j->params, j->out.dt, r0, n, outs, err);
+	for (size_t r0 = 0, r1; r0 < t.rows && rc == 0; r0 = r1, nb = stream_rows(NEXT_BLOCK, t.planes * t.row_bytes, t.rows)) {
+		r1 = block_end(r0, nb, t.rows);
+		rc = compute_block(j, &t, out->data + hdr, r0, r1, err);
 		if (rc == 0) {
-			out->len = r0 + n == rows ? total : hdr + (r0 + n) * row_bytes;
+			out->len = r1 == t.rows ? total : hdr + r1 * t.row_bytes;
 			rc = pe_produce_progress(out, total, info, err);
 		}
 	}
 	pe_budget_give(out->budget, j->scratch_bytes);
+	return rc;
+}
+
+/* Rows [r0, r1) of the raw table (all planes' rows counted one after the other) encoded into out
+ * and published, a block at a time. */
+static int encode_rows(struct pe_row_writer *w, const struct rows *t, const char *raw, size_t r0, size_t r1,
+		       struct pe_buf *out, const struct pe_body_info *info, struct pe_err *err)
+{
+	size_t nb = stream_rows(NEXT_BLOCK, t->row_bytes, r1 - r0);
+	int rc = 0;
+	for (size_t a = r0, b; a < r1 && rc == 0; a = b) {
+		b = a + nb < r1 ? a + nb : r1;
+		if ((rc = pe_cancelled()) != 0)
+			return pe_cancel_err(rc, err);
+		rc = pe_row_writer_rows(w, raw + a * t->row_bytes, b - a, out, err);
+		if (rc == 0)
+			rc = pe_produce_progress(out, PE_PRODUCE_LENGTH_UNKNOWN, info, err);
+	}
+	return rc;
+}
+
+/* JSON and CSV, streamed: the raw table is computed into raw a block of rows at a time (every
+ * plane's rows of the block, as compute_streamed), plane 0's rows are encoded into out as they are
+ * computed (pe_row_writer: the whole-table writers' bytes) and published, the other planes' after
+ * the last block. The length is not known before the end (chunked). out is reserved up to the
+ * writer's bound once, and may not grow past it: the readers send from it, so it must not move. */
+static int encode_streamed(struct job *j, const struct pe_shape *s, char *raw, struct pe_buf *out,
+			   const struct pe_body_info *info, struct pe_err *err)
+{
+	struct rows t = rows_of(s, j->out.dt);
+	struct pe_row_writer w;
+	size_t max = out->max, nb = stream_rows(FIRST_BLOCK, t.planes * t.row_bytes, t.rows);
+	int rc = pe_row_writer_begin(&w, j->out.fmt, j->params, s, j->out.dt, out, err);
+	if (rc != 0)
+		return rc;
+	/* the bound with the head as written, and room for the row writer's per-row reservation */
+	size_t bound = j->out.fmt == PE_FMT_JSON ? pe_json_bound(s, j->out.dt, out->len) : pe_csv_bound(s, j->out.dt);
+	size_t slack = 4 * PE_NUM_MAX + 2 * PE_MAX_RANK + 8;
+	if ((rc = bound > SIZE_MAX - slack ? PE_ETOOBIG : pe_buf_reserve(out, bound + slack)) != 0)
+		return pe_err_set(err, rc, "", "the response would exceed the size limit");
+	out->max = out->cap; /* never moved while readers send from it */
+	for (size_t r0 = 0, r1; r0 < t.rows && rc == 0; r0 = r1, nb = stream_rows(NEXT_BLOCK, t.planes * t.row_bytes, t.rows)) {
+		r1 = block_end(r0, nb, t.rows);
+		rc = compute_block(j, &t, raw, r0, r1, err);
+		if (rc == 0)
+			rc = encode_rows(&w, &t, raw, r0, r1, out, info, err);
+	}
+	if (rc == 0 && t.planes > 1)
+		rc = encode_rows(&w, &t, raw, t.rows, t.planes * t.rows, out, info, err);
+	if (rc == 0)
+		rc = pe_row_writer_end(&w, out, err);
+	if (rc == 0)
+		rc = pe_produce_progress(out, PE_PRODUCE_LENGTH_UNKNOWN, info, err);
+	out->max = max;
 	return rc;
 }
 
@@ -257,6 +343,8 @@ static int encode(struct job *j, const struct pe_shape *s, struct pe_buf *out, c
 	struct pe_scratch tmp = pe_produce_scratch_take(j->h, raw ? raw : 1);
 	if (!tmp.p)
 		rc = pe_err_set(err, PE_ENOMEM, "", "out of memory");
+	else if (pe_produce_streaming())
+		rc = encode_streamed(j, s, tmp.p, out, info, err);
 	else if ((rc = compute(j, bg, tmp.p, err)) == 0) {
 		t.data = tmp.p;
 		rc = pe_out_encode(&j->out, &j->h->opt.parallel, j->params, &t, out, err);
@@ -303,21 +391,29 @@ static int produce_cb(void *arg, struct pe_buf *out, struct pe_body_info *info, 
 	return encode(j, &s, out, info, err);
 }
 
-/* Streamed: bin, and npy but bf16 (the formats computed in place), tables with a row computation
- * of rank 1 or 2, or of rank 3 with at most STREAM_PLANES_MAX planes, over PE_PRODUCE_STREAM_MIN
- * bytes. JSON and CSV are encoded whole (by several threads, see pe_json_write_table_mt) and PNG is
- * drawn whole. */
+/* Streamed, tables with a row computation of rank 1 or 2, or of rank 3 with at most
+ * STREAM_PLANES_MAX planes: bin, and npy but bf16 (the formats computed in place), over
+ * PE_PRODUCE_STREAM_MIN bytes; JSON and CSV of rank 2 or 3 whose writer's bound passes
+ * TEXT_STREAM_MIN and whose computation needs no scratch of its own (an analysis' encoding table:
+ * its room on the budget is the encoder's, which streaming would need at the same time). Smaller
+ * JSON is encoded whole by several threads (pe_json_write_table_mt), gzip'd text compressed whole
+ * and PNG drawn whole. */
 static int stream_cb(void *arg)
 {
 	struct job *j = arg;
 	struct pe_shape s;
 	int overflow;
-	if ((!pe_out_raw_direct(&j->out) && !(j->out.fmt == PE_FMT_NPY && j->out.dt != PE_BF16)) || j->out.gzip ||
-	    pe_table_shape(j->params, &s) != 0 || s.rank < 1 || s.rank > 3 || (s.rank == 3 && s.dim[0] > STREAM_PLANES_MAX) ||
-	    !pe_table_rows_supported(j->params))
+	if (j->out.gzip || pe_table_shape(j->params, &s) != 0 || s.rank < 1 || s.rank > 3 ||
+	    (s.rank == 3 && s.dim[0] > STREAM_PLANES_MAX) || !pe_table_rows_supported(j->params))
 		return 0;
 	size_t n = pe_shape_count(&s, &overflow);
-	return !overflow && pe_produce_mul(n, pe_dtype_size(j->out.dt)) > PE_PRODUCE_STREAM_MIN;
+	if (overflow)
+		return 0;
+	if (pe_out_raw_direct(&j->out) || (j->out.fmt == PE_FMT_NPY && j->out.dt != PE_BF16))
+		return pe_produce_mul(n, pe_dtype_size(j->out.dt)) > PE_PRODUCE_STREAM_MIN;
+	if ((j->out.fmt != PE_FMT_JSON && j->out.fmt != PE_FMT_CSV) || s.rank < 2 || j->scratch_bytes)
+		return 0;
+	return pe_out_bound(&j->out, &s, 0, NULL) > TEXT_STREAM_MIN;
 }
 
 static uint64_t estimate_cb(void *arg) { return ((struct job *)arg)->estimate_ns; }

@@ -1,6 +1,7 @@
 /* End-to-end tests of streamed answers (src/http/stream.c): a cold bin or npy table over 8 MiB is
- * sent while its job computes it. Its bytes are the core's whole table (pe_table_compute, and
- * pe_npy_write for npy) byte for byte; a second request during
+ * sent while its job computes it, and so is JSON or CSV whose bound passes 8 MiB, with chunked
+ * coding. Its bytes are the core's whole table (pe_table_compute, and pe_npy_write,
+ * pe_json_write_table or pe_csv_write for the documents) byte for byte; a second request during
  * the stream gets the same bytes and ETag; the cache holds the table afterwards (X-PE-Cache: hit);
  * a client that disconnects mid-stream has its job called off (posenc_streams_cancelled_total)
  * and the response budget returns to 0; a job that fails after its first block closes the
@@ -63,9 +64,11 @@ static void gate_file(const char *path, const char *text)
 
 static void gate_on(const char *text) { gate_file(gate, text); }
 
-/* The table of query (format and dtype left out) as the core computes it whole: bin's bytes, or
- * npy's document. */
-static char *core_table(const char *table, const char *const *kv, int npy, size_t *len)
+enum doc { DOC_BIN, DOC_NPY, DOC_JSON, DOC_CSV };
+
+/* The table of kv as the core computes it whole, f32 or f64, in the whole-table writer's document:
+ * bin's bytes, npy's, JSON's (parameters in its head, as the server writes them) or CSV's. */
+static char *core_doc(const char *table, const char *const *kv, enum doc doc, enum pe_dtype dt, size_t *len)
 {
 	struct pe_params p;
 	struct pe_shape s;
@@ -76,20 +79,32 @@ static char *core_table(const char *table, const char *const *kv, int npy, size_
 		ck_assert_int_eq(pe_params_set(&p, kv[0], kv[1], &err), 0);
 	ck_assert_int_eq(pe_params_finish(&p, &err), 0);
 	ck_assert_int_eq(pe_table_shape(&p, &s), 0);
-	size_t n = pe_shape_count(&s, &overflow) * 4;
+	size_t n = pe_shape_count(&s, &overflow) * pe_dtype_size(dt);
 	char *t = malloc(n);
 	ck_assert_ptr_nonnull(t);
-	ck_assert_int_eq(pe_table_compute(&p, PE_F32, t, &err), 0);
-	pe_params_destroy(&p);
+	ck_assert_int_eq(pe_table_compute(&p, dt, t, &err), 0);
 	*len = n;
-	if (!npy)
+	if (doc == DOC_BIN) {
+		pe_params_destroy(&p);
 		return t;
+	}
 	struct pe_buf b;
-	struct pe_tensor_view v = {.shape = s, .dtype = PE_F32, .data = t};
+	struct pe_tensor_view v = {.shape = s, .dtype = dt, .data = t};
 	pe_buf_init(&b, (size_t)1 << 31);
-	ck_assert_int_eq(pe_npy_write(&b, &v, &err), 0);
+	if (doc == DOC_NPY)
+		ck_assert_int_eq(pe_npy_write(&b, &v, &err), 0);
+	else if (doc == DOC_JSON)
+		ck_assert_int_eq(pe_json_write_table(&b, &p, &v, &err), 0);
+	else
+		ck_assert_int_eq(pe_csv_write(&b, &v, &err), 0);
 	free(t);
+	pe_params_destroy(&p);
 	return pe_buf_steal(&b, len);
+}
+
+static char *core_table(const char *table, const char *const *kv, int npy, size_t *len)
+{
+	return core_doc(table, kv, npy ? DOC_NPY : DOC_BIN, PE_F32, len);
 }
 
 /* ---- a raw client: one GET per connection, read at the test's own pace ---- */
@@ -97,12 +112,14 @@ static char *core_table(const char *table, const char *const *kv, int npy, size_
 struct raw {
 	int fd;
 	char head[4096];
-	size_t content_length;
+	size_t content_length; /* SIZE_MAX: none (chunked, or to the close) */
+	int chunked;
 	char *body;
-	size_t got;
+	size_t got, cap;
+	int complete; /* chunked: the last chunk came */
 };
 
-static void raw_send(struct raw *c, const char *path)
+static void raw_send_version(struct raw *c, const char *path, const char *version)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(D.s.port)};
 	char req[1024];
@@ -111,9 +128,11 @@ static void raw_send(struct raw *c, const char *path)
 	c->fd = socket(AF_INET, SOCK_STREAM, 0);
 	ck_assert_int_ge(c->fd, 0);
 	ck_assert_int_eq(connect(c->fd, (struct sockaddr *)&a, sizeof a), 0);
-	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+	int n = snprintf(req, sizeof req, "GET %s %s\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path, version);
 	ck_assert_int_eq(send(c->fd, req, (size_t)n, 0), n);
 }
+
+static void raw_send(struct raw *c, const char *path) { raw_send_version(c, path, "HTTP/1.1"); }
 
 /* Read from c (up to 30 s without a byte): bytes, 0 at the peer's close, -1 on error or timeout. */
 static ssize_t raw_read(struct raw *c, char *buf, size_t cap)
@@ -138,9 +157,10 @@ static int raw_head(struct raw *c)
 	}
 	ck_assert_ptr_nonnull(end);
 	const char *cl = strcasestr(c->head, "\r\nContent-Length: ");
-	ck_assert_ptr_nonnull(cl);
-	c->content_length = strtoull(cl + 18, NULL, 10);
-	c->body = malloc(c->content_length + 1);
+	c->chunked = strcasestr(c->head, "\r\nTransfer-Encoding: chunked\r\n") != NULL;
+	c->content_length = cl ? strtoull(cl + 18, NULL, 10) : SIZE_MAX;
+	c->cap = cl ? c->content_length + 1 : (size_t)1 << 20;
+	c->body = malloc(c->cap);
 	ck_assert_ptr_nonnull(c->body);
 	size_t extra = n - (size_t)(end + 4 - c->head);
 	memcpy(c->body, end + 4, extra);
@@ -149,12 +169,53 @@ static int raw_head(struct raw *c)
 	return atoi(c->head + 9);
 }
 
-/* The rest of the body, until Content-Length or the peer's close: the bytes read in all. */
+/* Chunked coding undone in place (RFC 9112 section 7.1): c->got becomes the data's length, and
+ * c->complete says whether the last chunk and the end of the message came. A malformed size line
+ * fails the test. */
+static void raw_unchunk(struct raw *c)
+{
+	size_t in = 0, out = 0;
+	c->complete = 0;
+	for (;;) {
+		const char *line = c->body + in, *crlf = memmem(line, c->got - in, "\r\n", 2);
+		if (!crlf)
+			break;
+		char *digits_end;
+		size_t n = strtoull(line, &digits_end, 16);
+		ck_assert_msg(digits_end > line && digits_end == crlf, "bad chunk size line at %zu", in);
+		size_t data = (size_t)(crlf + 2 - c->body);
+		if (n == 0) {
+			c->complete = c->got - data == 2 && memcmp(c->body + data, "\r\n", 2) == 0;
+			break;
+		}
+		if (c->got - data < n + 2)
+			break; /* cut short */
+		ck_assert(memcmp(c->body + data + n, "\r\n", 2) == 0);
+		memmove(c->body + out, c->body + data, n);
+		out += n;
+		in = data + n + 2;
+	}
+	c->got = out;
+}
+
+/* The rest of the body, until Content-Length or the peer's close (chunked coding undone): the
+ * bytes of the body in all. */
 static size_t raw_body(struct raw *c)
 {
 	ssize_t k;
-	while (c->got < c->content_length && (k = raw_read(c, c->body + c->got, c->content_length - c->got)) > 0)
+	for (;;) {
+		if (c->got == c->cap) {
+			ck_assert(c->content_length == SIZE_MAX);
+			c->body = realloc(c->body, c->cap *= 2);
+			ck_assert_ptr_nonnull(c->body);
+		}
+		size_t room = (c->content_length == SIZE_MAX ? c->cap : c->content_length) - c->got;
+		if (room == 0 || (k = raw_read(c, c->body + c->got, room)) <= 0)
+			break;
 		c->got += (size_t)k;
+	}
+	if (c->chunked)
+		raw_unchunk(c);
 	return c->got;
 }
 
@@ -363,6 +424,203 @@ START_TEST(failure_mid_stream_closes_the_connection)
 }
 END_TEST
 
+/* GET path on a raw connection (HTTP/1.1 or 1.0): 200, its headers into c, its whole body. */
+static void raw_get(struct raw *c, const char *path, const char *version)
+{
+	raw_send_version(c, path, version);
+	ck_assert_int_eq(raw_head(c), 200);
+	raw_body(c);
+}
+
+/* JSON and CSV tables over 8 MiB stream with chunked coding (their length is known at their end),
+ * every plane of a rank-3 table in order; each is the whole-table writer's document byte for byte,
+ * complete (the last chunk came), and a hit after with a Content-Length and the same ETag. */
+START_TEST(streamed_text_is_the_whole_tables)
+{
+	static const char *const sin[] = {"len", "4096", "dim", "1024", NULL};
+	static const char *const sin64[] = {"len", "1500", "dim", "1000", NULL};
+	static const char *const rope[] = {"len", "4096", "dim", "128", NULL};
+	static const char *const s3d[] = {"frames", "4", "height", "32", "width", "32", "dim", "1024", NULL};
+	static const struct {
+		const char *path, *table;
+		const char *const *kv;
+		enum doc doc;
+		enum pe_dtype dt;
+	} cases[] = {
+		{"/v1/sinusoidal?len=4096&dim=1024", "sinusoidal", sin, DOC_JSON, PE_F32},
+		{"/v1/sinusoidal?len=4096&dim=1024&format=csv", "sinusoidal", sin, DOC_CSV, PE_F32},
+		{"/v1/sinusoidal?len=1500&dim=1000&dtype=f64", "sinusoidal", sin64, DOC_JSON, PE_F64},
+		{"/v1/rope?len=4096&dim=128", "rope", rope, DOC_JSON, PE_F32},
+		{"/v1/rope?len=4096&dim=128&format=csv", "rope", rope, DOC_CSV, PE_F32},
+		{"/v1/sinusoidal3d?frames=4&height=32&width=32&dim=1024", "sinusoidal3d", s3d, DOC_JSON, PE_F32},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		double streams = pe_metric(&D, "posenc_streams_total");
+		char e1[64], e2[64], c[32];
+		size_t n;
+		struct raw a;
+		char *want = core_doc(cases[i].table, cases[i].kv, cases[i].doc, cases[i].dt, &n);
+		raw_get(&a, cases[i].path, "HTTP/1.1");
+		ck_assert_msg(a.chunked, "%s: not chunked", cases[i].path);
+		ck_assert_ptr_null(raw_header(&a, "Content-Length", c, sizeof c));
+		ck_assert_str_eq(raw_header(&a, "X-PE-Cache", c, sizeof c), "miss");
+		ck_assert_msg(a.complete, "%s: no last chunk", cases[i].path);
+		ck_assert_uint_eq(a.got, n);
+		ck_assert_msg(memcmp(a.body, want, n) == 0, "%s: other bytes than the whole table's", cases[i].path);
+		ck_assert_double_eq(pe_metric(&D, "posenc_streams_total"), streams + 1);
+		ck_assert_ptr_nonnull(raw_header(&a, "ETag", e1, sizeof e1));
+		raw_close(&a);
+		get_expect(cases[i].path, "hit", want, n, e2);
+		ck_assert_str_eq(e1, e2);
+		free(want);
+	}
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
+/* Text below the streaming size is sent whole, with its Content-Length. */
+START_TEST(small_text_is_not_streamed)
+{
+	double streams = pe_metric(&D, "posenc_streams_total");
+	struct raw a;
+	char c[32];
+	raw_get(&a, "/v1/sinusoidal?len=512&dim=768", "HTTP/1.1");
+	ck_assert(!a.chunked);
+	ck_assert_ptr_nonnull(raw_header(&a, "Content-Length", c, sizeof c));
+	ck_assert_uint_eq(a.got, a.content_length);
+	raw_close(&a);
+	ck_assert_double_eq(pe_metric(&D, "posenc_streams_total"), streams);
+}
+END_TEST
+
+/* A JSON stream joined by a second request while the job is held after its first block: both
+ * read the whole document; one ETag; the table is cached after. */
+START_TEST(second_request_joins_a_text_stream)
+{
+	static const char *const kv[] = {"len", "4120", "dim", "1024", NULL};
+	const char *path = "/v1/sinusoidal?len=4120&dim=1024";
+	size_t n;
+	char *want = core_doc("sinusoidal", kv, DOC_JSON, PE_F32, &n);
+	struct raw a, b;
+	char e1[64], e2[64];
+	gate_on("len=4120");
+	raw_send(&a, path);
+	ck_assert_int_eq(raw_head(&a), 200);
+	raw_send(&b, path);
+	ck_assert_int_eq(raw_head(&b), 200);
+	unlink(gate);
+	raw_body(&a);
+	raw_body(&b);
+	ck_assert(a.complete && b.complete);
+	ck_assert_uint_eq(a.got, n);
+	ck_assert_uint_eq(b.got, n);
+	ck_assert(memcmp(a.body, want, n) == 0);
+	ck_assert(memcmp(b.body, want, n) == 0);
+	ck_assert_str_eq(raw_header(&a, "ETag", e1, sizeof e1), raw_header(&b, "ETag", e2, sizeof e2));
+	raw_close(&a);
+	raw_close(&b);
+	get_expect(path, "hit", want, n, e1);
+	free(want);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
+/* The only reader of a CSV stream goes: the job is called off and gives its memory back. Rows of
+ * 8192 floats make the first block (64 rows) ~5 MB of CSV, more than the connection's send buffer
+ * and this client's small receive buffer hold, so the server is still sending it (not waiting for
+ * the next block) when the client resets: it sees the reset while the job is held, and the reader's
+ * memory leaves the budget before the job goes on. */
+START_TEST(disconnect_cancels_a_text_job)
+{
+	double cancelled = pe_metric(&D, "posenc_streams_cancelled_total");
+	struct raw a;
+	int small = 4096;
+	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(D.s.port)};
+	const char req[] = "GET /v1/sinusoidal?len=256&dim=8192&format=csv HTTP/1.1\r\nHost: x\r\n\r\n";
+	memset(&a, 0, sizeof a);
+	inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+	a.fd = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(a.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+	gate_on("dim=8192");
+	ck_assert_int_eq(connect(a.fd, (struct sockaddr *)&addr, sizeof addr), 0);
+	ck_assert_int_eq(send(a.fd, req, sizeof req - 1, 0), (ssize_t)(sizeof req - 1));
+	ck_assert_int_eq(raw_head(&a), 200);
+	ck_assert(a.chunked);
+	double held = pe_metric(&D, "posenc_response_budget_bytes");
+	struct linger hard = {.l_onoff = 1, .l_linger = 0};
+	setsockopt(a.fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+	raw_close(&a);
+	double v = held;
+	for (int i = 0; i < 2000 && v >= held; i++) { /* the reader's block given back */
+		usleep(10000);
+		v = pe_metric(&D, "posenc_response_budget_bytes");
+	}
+	ck_assert_double_lt(v, held);
+	unlink(gate);
+	ck_assert_double_eq(metric_becomes("posenc_streams_cancelled_total", cancelled + 1), cancelled + 1);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
+/* HTTP/1.0 has no chunked coding: the streamed JSON ends with the connection, whole. */
+START_TEST(http10_text_stream_ends_at_the_close)
+{
+	static const char *const kv[] = {"len", "4128", "dim", "1024", NULL};
+	size_t n;
+	char *want = core_doc("sinusoidal", kv, DOC_JSON, PE_F32, &n);
+	struct raw a;
+	char c[32];
+	raw_get(&a, "/v1/sinusoidal?len=4128&dim=1024", "HTTP/1.0");
+	ck_assert(!a.chunked);
+	ck_assert_ptr_null(raw_header(&a, "Content-Length", c, sizeof c));
+	ck_assert_uint_eq(a.got, n);
+	ck_assert(memcmp(a.body, want, n) == 0);
+	raw_close(&a);
+	free(want);
+}
+END_TEST
+
+/* HEAD of a cold streamed JSON table: its headers, no body, and the job leaves nothing held. */
+START_TEST(head_of_a_text_stream)
+{
+	struct raw a;
+	char c[32];
+	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(D.s.port)};
+	const char req[] = "HEAD /v1/sinusoidal?len=4132&dim=1024 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	memset(&a, 0, sizeof a);
+	inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+	a.fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(a.fd, (struct sockaddr *)&addr, sizeof addr), 0);
+	ck_assert_int_eq(send(a.fd, req, sizeof req - 1, 0), (ssize_t)(sizeof req - 1));
+	ck_assert_int_eq(raw_head(&a), 200);
+	ck_assert_str_eq(raw_header(&a, "X-PE-Shape", c, sizeof c), "4132,1024");
+	ck_assert_uint_eq(raw_body(&a), 0);
+	raw_close(&a);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
+/* A text stream whose job fails after its first block ends without its last chunk. */
+START_TEST(failure_mid_text_stream_has_no_last_chunk)
+{
+	struct raw a;
+	gate_on("len=4136");
+	raw_send(&a, "/v1/sinusoidal?len=4136&dim=1024");
+	ck_assert_int_eq(raw_head(&a), 200);
+	ck_assert(a.chunked);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1);
+	sleep(2); /* past job_timeout (1 s), held at the gate meanwhile */
+	unlink(gate);
+	raw_body(&a);
+	ck_assert(!a.complete);
+	raw_close(&a);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
 static void start_short_timeout(void)
 {
 	static const char *const args[] = {"--workers", "2", "--job-timeout", "1", NULL};
@@ -380,11 +638,18 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, disconnect_cancels_the_job);
 	tcase_add_test(tc, too_large_to_cache_still_streams);
 	tcase_add_test(tc, client_gone_before_the_first_block);
+	tcase_add_test(tc, streamed_text_is_the_whole_tables);
+	tcase_add_test(tc, small_text_is_not_streamed);
+	tcase_add_test(tc, second_request_joins_a_text_stream);
+	tcase_add_test(tc, disconnect_cancels_a_text_job);
+	tcase_add_test(tc, http10_text_stream_ends_at_the_close);
+	tcase_add_test(tc, head_of_a_text_stream);
 	suite_add_tcase(s, tc);
 	TCase *tf = tcase_create("failure");
 	tcase_set_timeout(tf, 60);
 	tcase_add_checked_fixture(tf, start_short_timeout, stop);
 	tcase_add_test(tf, failure_mid_stream_closes_the_connection);
+	tcase_add_test(tf, failure_mid_text_stream_has_no_last_chunk);
 	suite_add_tcase(s, tf);
 	return s;
 }
