@@ -140,6 +140,8 @@ void pe_log_request(const struct pe_http_request_info *info)
 	put_uint(&w, info->status > 0 ? (unsigned long long)info->status : 0);
 	put_str(&w, ",\"bytes\":");
 	put_uint(&w, (unsigned long long)info->bytes);
+	if (info->cut_short)
+		put_str(&w, ",\"cut_short\":true");
 	put_str(&w, ",\"duration_ms\":");
 	put_millis(&w, info->seconds);
 	put_str(&w, ",\"cache\":\"");

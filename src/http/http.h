@@ -43,6 +43,7 @@ struct pe_http_request_info {
 	uint64_t bytes;
 	double seconds;
 	int cache_hit; /* 1 hit, 0 miss, -1 not a cached resource */
+	int cut_short; /* a streamed answer that ended before its last byte (its 200 had gone) */
 };
 
 struct pe_http_hooks {

@@ -430,9 +430,11 @@ static enum MHD_Result serve_stream(struct req *r, struct MHD_Connection *conn, 
 	struct body b = {.pr = hd->pr, .out = hd->out, .info = hd->info};
 	memcpy(b.etag, hd->etag, sizeof b.etag);
 	r->cache_hit = 0;
-	r->bytes = hd->total == PE_PRODUCE_LENGTH_UNKNOWN ? 0 : hd->total; /* the log's bytes: 0 for unknown */
+	r->bytes = 0; /* counted as sent; the request is logged when the stream ends (server.c) */
+	r->observe_at_end = 1;
+	r->stream_whole = 0;
 	pe_http_bound_sends(conn, PE_PRODUCE_STREAM_MIN + 1); /* a large answer (pe_http_queue bounds by bytes) */
-	struct MHD_Response *resp = pe_stream_response(s, conn, r->h->opt.budget);
+	struct MHD_Response *resp = pe_stream_response(s, conn, r->h->opt.budget, &r->bytes, &r->stream_whole);
 	if (!resp)
 		return MHD_NO;
 	add_headers(&b, resp, "miss");

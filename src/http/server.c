@@ -502,7 +502,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 /* The request counted (metrics) and logged, once: as soon as its answer is queued, before
  * libmicrohttpd sends a byte of it, so a client that has its answer finds it counted (with two
  * HTTP threads, its next request may be served by the other thread before this one's completion
- * callback runs); a request never answered is counted when it ends (499: the client went away). */
+ * callback runs); a request never answered is counted when it ends (499: the client went away),
+ * and so is a streamed answer, whose length and completeness are known only then (bytes as
+ * handed to the connection; cut_short when it ended before its last byte). */
 static void observe(struct pe_http *h, struct req *r, struct MHD_Connection *conn, int gone)
 {
 	r->observed = 1;
@@ -518,6 +520,7 @@ static void observe(struct pe_http *h, struct req *r, struct MHD_Connection *con
 		.bytes = r->bytes,
 		.seconds = pe_monotonic() - r->t0,
 		.cache_hit = r->cache_hit,
+		.cut_short = r->observe_at_end && !r->stream_whole && strcmp(r->method, "HEAD") != 0,
 	};
 	if (gone && !info.status)
 		info.status = 499;
@@ -530,7 +533,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
 	enum MHD_Result rc = handle(cls, conn, url, method, version, upload_data, upload_data_size, con_cls);
 	struct req *r = *con_cls;
-	if (r && r->status && !r->observed)
+	if (r && r->status && !r->observed && !r->observe_at_end)
 		observe(cls, r, conn, 0);
 	return rc;
 }

@@ -40,6 +40,8 @@ struct reader {
 	struct pe_stream *s;
 	struct MHD_Connection *conn;
 	struct pe_budget *budget; /* READER_BYTES held on it */
+	uint64_t *sent;           /* the request's: bytes handed to the connection */
+	int *whole;               /* the request's: 1 once the last byte was */
 	struct reader *next; /* in s->sleepers while its connection is suspended */
 };
 
@@ -205,8 +207,10 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 		size_t k = s->ready - (size_t)pos < max ? s->ready - (size_t)pos : max;
 		memcpy(buf, s->data + pos, k);
 		n = (ssize_t)k;
+		*rd->sent = pos + k;
 	} else if (s->state == S_DONE) {
 		n = MHD_CONTENT_READER_END_OF_STREAM;
+		*rd->whole = 1;
 	} else {
 		MHD_suspend_connection(rd->conn);
 		rd->next = s->sleepers;
@@ -232,12 +236,13 @@ static void reader_free_cb(void *cls)
 	pe_stream_leave(s);
 }
 
-struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget)
+struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget,
+					uint64_t *sent, int *whole)
 {
 	struct reader *rd = calloc(1, sizeof *rd);
 	struct MHD_Response *resp = NULL;
 	if (rd) {
-		*rd = (struct reader){.s = s, .conn = conn, .budget = budget};
+		*rd = (struct reader){.s = s, .conn = conn, .budget = budget, .sent = sent, .whole = whole};
 		pe_budget_charge(budget, READER_BYTES);
 		uint64_t size = s->head.total == PE_PRODUCE_LENGTH_UNKNOWN ? MHD_SIZE_UNKNOWN : s->head.total;
 		resp = MHD_create_response_from_callback(size, READ_BLOCK, read_cb, rd, reader_free_cb);

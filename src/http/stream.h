@@ -36,9 +36,12 @@ struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, s
  * key exists the request is counted as waiting for the cache fill, so its job is not called off. */
 struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t keylen);
 /* The response that sends s from its first byte on conn, owning the caller's reference and
- * reader's place; its read block (256 KiB) is charged to budget while it lives. NULL when out of
- * memory: the reference and place given back. Headers are the caller's (pe_stream_head). */
-struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget);
+ * reader's place; its read block (256 KiB) is charged to budget while it lives. As it reads, *sent
+ * becomes the bytes handed to the connection and *whole 1 once the last one was (both the
+ * request's, which outlives every read). NULL when out of memory: the reference and place given
+ * back. Headers are the caller's (pe_stream_head). */
+struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget,
+					uint64_t *sent, int *whole);
 const struct pe_stream_head *pe_stream_head(const struct pe_stream *s);
 /* Give back a reader's place and its reference (a waiter's result_free). */
 void pe_stream_leave(void *s);

@@ -229,6 +229,8 @@ static int compute_block(struct job *j, const struct rows *t, char *base, size_t
 	int rc = pe_cancelled();
 	if (rc != 0)
 		return pe_cancel_err(rc, err);
+	if (t->planes > STREAM_PLANES_MAX) /* stream_cb streams none */
+		return pe_err_set(err, PE_EINTERNAL, "", "too many planes to stream");
 	for (size_t k = 0; k < t->planes; k++)
 		outs[k] = base + k * t->rows * t->row_bytes + r0 * t->row_bytes;
 	return pe_table_compute_planes(j->params, j->out.dt, r0, r1 - r0, outs, err);

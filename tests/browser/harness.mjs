@@ -103,11 +103,12 @@ export async function openPage(context, hash = '') {
 }
 
 /* Wait until view (tables, similarity, decay, compat) has drawn; returns its data-url. */
-export async function ready(page, view, { state = 'ready', changedFrom } = {}) {
-	await page.waitForFunction(([v, s, old]) => {
+export async function ready(page, view, { state = 'ready', changedFrom, urlIncludes } = {}) {
+	await page.waitForFunction(([v, s, old, part]) => {
 		const e = document.getElementById(`view-${v}`);
-		return e && e.dataset.state === s && (old === undefined || e.dataset.url !== old);
-	}, [view, state, changedFrom], { timeout: 10000 });
+		return e && e.dataset.state === s && (old === undefined || e.dataset.url !== old) &&
+			(part === undefined || (e.dataset.url || '').includes(part));
+	}, [view, state, changedFrom, urlIncludes], { timeout: 10000 });
 	return page.evaluate((v) => document.getElementById(`view-${v}`).dataset.url, view);
 }
 

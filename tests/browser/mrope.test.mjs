@@ -71,11 +71,12 @@ describe('M-RoPE view', () => {
 		let url = await ready(p.page, 'mrope');
 		await p.page.fill('#view-mrope input[name="mrope_section"]', '6,5,5');
 		await p.page.check('#view-mrope input[name="interleaved"]');
-		url = await ready(p.page, 'mrope', { changedFrom: url });
+		/* the two changes may be drawn apart (the redraw waits 300 ms after each): wait for both */
+		url = await ready(p.page, 'mrope', { changedFrom: url, urlIncludes: 'interleaved=1' });
 		assert.deepEqual(await values(p.page, 1), interleavedMap([6, 5, 5], 16));
 		await p.page.selectOption('#view-mrope select[name="variant"]', 'qwen25vl');
 		await p.page.fill('#view-mrope input[name="tokens_per_second"]', '25');
-		url = await ready(p.page, 'mrope', { changedFrom: url });
+		url = await ready(p.page, 'mrope', { changedFrom: url, urlIncludes: 'tokens_per_second=25' });
 		const doc = await getJson(`/v1/rope/mrope/positions?segments=${encodeURIComponent(SEGMENTS)}&variant=qwen25vl&tokens_per_second=25`);
 		assert.equal(await p.page.getAttribute('#view-mrope', 'data-delta'), String(doc.mrope_position_delta));
 		assert.ok((await p.page.textContent('#view-mrope .caption')).includes(`largest position ${Math.max(...doc.data.flat())}:`));

@@ -12,6 +12,7 @@
 #include "support/pe_daemon.h"
 
 #include <arpa/inet.h>
+#include <jansson.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -265,6 +266,27 @@ static void get_expect(const char *path, const char *cache, const char *want, si
 	pe_resp_free(&r);
 }
 
+/* The access log's line of the last request for path (waits for the log's flush, 250 ms); NULL
+ * when there is none. */
+static json_t *logged(const char *path)
+{
+	json_t *found = NULL;
+	usleep(600000);
+	char *log = pe_daemon_log(&D);
+	for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+		json_t *j = json_loads(line, 0, NULL);
+		const char *p = j ? json_string_value(json_object_get(j, "path")) : NULL;
+		if (p && strcmp(p, path) == 0) {
+			json_decref(found);
+			found = j;
+		} else {
+			json_decref(j);
+		}
+	}
+	free(log);
+	return found;
+}
+
 /* ---- the tests ---- */
 
 /* Each table streams (posenc_streams_total), rank 3 (planes) too; each equals the core's whole
@@ -418,7 +440,13 @@ START_TEST(failure_mid_stream_closes_the_connection)
 	sleep(2); /* past job_timeout (1 s): not a timing assertion, the gate holds the job meanwhile */
 	unlink(gate);
 	ck_assert_uint_lt(raw_body(&a), a.content_length);
+	size_t total = a.content_length;
 	raw_close(&a);
+	json_t *j = logged(path);
+	ck_assert_ptr_nonnull(j);
+	ck_assert(json_is_true(json_object_get(j, "cut_short")));
+	ck_assert_uint_lt((uint64_t)json_integer_value(json_object_get(j, "bytes")), total);
+	json_decref(j);
 	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
 	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
 }
@@ -470,6 +498,14 @@ START_TEST(streamed_text_is_the_whole_tables)
 		ck_assert_double_eq(pe_metric(&D, "posenc_streams_total"), streams + 1);
 		ck_assert_ptr_nonnull(raw_header(&a, "ETag", e1, sizeof e1));
 		raw_close(&a);
+		if (i == 0) { /* logged when it ended: every byte, not cut short */
+			json_t *j = logged(cases[i].path);
+			ck_assert_ptr_nonnull(j);
+			ck_assert_int_eq(json_integer_value(json_object_get(j, "status")), 200);
+			ck_assert_uint_eq((uint64_t)json_integer_value(json_object_get(j, "bytes")), n);
+			ck_assert_ptr_null(json_object_get(j, "cut_short"));
+			json_decref(j);
+		}
 		get_expect(cases[i].path, "hit", want, n, e2);
 		ck_assert_str_eq(e1, e2);
 		free(want);
@@ -560,6 +596,12 @@ START_TEST(disconnect_cancels_a_text_job)
 	ck_assert_double_eq(metric_becomes("posenc_streams_cancelled_total", cancelled + 1), cancelled + 1);
 	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
 	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	json_t *j = logged("/v1/sinusoidal?len=256&dim=8192&format=csv"); /* a 200 cut short, so logged */
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "status")), 200);
+	ck_assert(json_is_true(json_object_get(j, "cut_short")));
+	ck_assert_int_lt(json_integer_value(json_object_get(j, "bytes")), 256 * 8192);
+	json_decref(j);
 }
 END_TEST
 

@@ -286,10 +286,53 @@ const char *resp_header(const struct resp *r, const char *name, char *buf, size_
 	return pe_http_header(r->head, name, buf, cap);
 }
 
+/* The length of a whole chunked body at b (its chunks, the last, empty one, and the CRLF that ends
+ * the message; no trailer fields), 0 while it is incomplete, -1 when it is malformed (RFC 9112
+ * section 7.1). */
+static long chunked_length(const char *b, size_t n)
+{
+	size_t at = 0;
+	for (;;) {
+		const char *crlf = memmem(b + at, n - at, "\r\n", 2);
+		if (!crlf)
+			return 0;
+		char *digits_end;
+		unsigned long long size = strtoull(b + at, &digits_end, 16);
+		if (digits_end == b + at || digits_end != crlf || size > (1ull << 40))
+			return -1;
+		at = (size_t)(crlf - b) + 2;
+		if (size == 0)
+			return n - at >= 2 ? (memcmp(b + at, "\r\n", 2) == 0 ? (long)(at + 2) : -1) : 0;
+		if (n - at < size + 2)
+			return 0;
+		if (memcmp(b + at + size, "\r\n", 2) != 0)
+			return -1;
+		at += size + 2;
+	}
+}
+
+/* The chunked body b of length n with its coding undone in place: the data's length. */
+static size_t unchunk(char *b, size_t n)
+{
+	size_t at = 0, out = 0;
+	while (at < n) {
+		const char *crlf = memmem(b + at, n - at, "\r\n", 2);
+		size_t size = strtoull(b + at, NULL, 16);
+		at = (size_t)(crlf - b) + 2;
+		if (size == 0)
+			break;
+		memmove(b + out, b + at, size);
+		out += size;
+		at += size + 2;
+	}
+	return out;
+}
+
 /* How many of the got bytes just peeked at buf + n belong to this response: up to the end of its
  * head while the head is not complete (a pipelined answer after it stays in the socket), up to
- * Content-Length after it. */
-static size_t bytes_of_this_response(const char *buf, size_t n, size_t got, long hdr_end, long content_length)
+ * Content-Length after it, or to the end of its last chunk. */
+static size_t bytes_of_this_response(const char *buf, size_t n, size_t got, long hdr_end, long content_length,
+				     int chunked)
 {
 	if (hdr_end < 0) {
 		size_t from = n > 3 ? n - 3 : 0;
@@ -299,6 +342,11 @@ static size_t bytes_of_this_response(const char *buf, size_t n, size_t got, long
 	if (content_length >= 0) {
 		size_t want = (size_t)hdr_end + (size_t)content_length - n;
 		return got < want ? got : want;
+	}
+	if (chunked) {
+		long whole = chunked_length(buf + hdr_end, n + got - (size_t)hdr_end);
+		if (whole > 0)
+			return (size_t)hdr_end + (size_t)whole - n;
 	}
 	return got;
 }
@@ -313,6 +361,8 @@ static void parse_head(struct resp *r, const char *buf, long hdr_end)
 	char v[64];
 	if (resp_header(r, "Content-Length", v, sizeof v))
 		r->content_length = atol(v);
+	else if (resp_header(r, "Transfer-Encoding", v, sizeof v) && strcasecmp(v, "chunked") == 0)
+		r->chunked = 1;
 	if (r->status == 304 || r->status == 204 || (r->status >= 100 && r->status < 200))
 		r->content_length = 0;
 }
@@ -332,6 +382,13 @@ int read_response(int fd, struct resp *r, int timeout_ms, size_t body_cap)
 	for (;;) {
 		if (hdr_end >= 0 && r->content_length >= 0 && n - (size_t)hdr_end >= (size_t)r->content_length)
 			break;
+		if (hdr_end >= 0 && r->chunked) {
+			long whole = chunked_length(buf + hdr_end, n - (size_t)hdr_end);
+			if (whole < 0)
+				goto incomplete;
+			if (whole > 0)
+				break;
+		}
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		int left = (int)((end - now_s()) * 1000);
 		if (left <= 0 || poll(&p, 1, left) <= 0)
@@ -349,11 +406,11 @@ int read_response(int fd, struct resp *r, int timeout_ms, size_t body_cap)
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0) {
-			if (hdr_end >= 0 && r->content_length < 0)
+			if (hdr_end >= 0 && r->content_length < 0 && !r->chunked)
 				break; /* body delimited by close */
 			goto incomplete;
 		}
-		size_t take = bytes_of_this_response(buf, n, (size_t)got, hdr_end, r->content_length);
+		size_t take = bytes_of_this_response(buf, n, (size_t)got, hdr_end, r->content_length, r->chunked);
 		if (recv(fd, buf + n, take, MSG_WAITALL) != (ssize_t)take)
 			goto incomplete;
 		n += take;
@@ -363,6 +420,8 @@ int read_response(int fd, struct resp *r, int timeout_ms, size_t body_cap)
 		}
 	}
 	r->body_len = n - (size_t)hdr_end;
+	if (r->chunked)
+		r->body_len = unchunk(buf + hdr_end, r->body_len);
 	r->body = malloc(r->body_len + 1);
 	memcpy(r->body, buf + hdr_end, r->body_len);
 	r->body[r->body_len] = 0;

@@ -123,6 +123,7 @@ struct resp {
 	char *body;
 	size_t body_len;
 	long content_length; /* -1 if absent */
+	int chunked;         /* Transfer-Encoding: chunked; body is the data, its coding undone */
 	double seconds;    /* from sending to the end of the response */
 };
 
@@ -130,7 +131,8 @@ void resp_free(struct resp *r);
 /* Value of a header in r->head into buf; NULL if absent. */
 const char *resp_header(const struct resp *r, const char *name, char *buf, size_t cap);
 /* Read one response from fd (blocking with poll, timeout_ms overall). Bodies are read by
- * Content-Length, else until the peer closes. Returns 0 when a whole response arrived. */
+ * Content-Length, by their chunks (to the last one), else until the peer closes. Returns 0 when a
+ * whole response arrived. */
 int read_response(int fd, struct resp *r, int timeout_ms, size_t body_cap);
 /* One request on a new connection ("Connection: close"); extra_headers ends with "\r\n" or is "". */
 int http_request(int port, const char *src, const char *method, const char *path, const char *extra_headers,
