@@ -3,15 +3,18 @@ cos/sin construction, each on one thread, timed the way tests/bench/bench_kernel
 
 Run with Debian's /usr/bin/python3 (it has numpy and torch). Output lines, as bench_kernels:
     sample <name> <seconds>  |  info <name> <text>  |  skip <name> <reason>
-Usage: bench_py.py [reps] [apply|cli|checks|sim LEN DIM OFFSET [FILE]]   (default 5; one warm-up
-run is not reported; "apply": only the RoPE apply row, for bench.sh to alternate it with HTTP round
-trips; "cli": only the tables of the CLI rows, torch_cli_rope (HF cos/sin 65536x128, base 500000)
-and torch_cli_sin (the seeds' PositionalEncoding(1024, 16384)), 64 MiB each as posenc's;
-"checks": np_inv_freq, the dim/2 inverse frequencies of RoPE at dim 65536 in float64, the anchor of
-the request-validation rows; "sim": np_sim, RoPE's similarity table (analysis/similarity,
-encoding=rope, the default base 10000 and exact arithmetic) of LEN positions from OFFSET at width
-DIM in float64, its warm-up at 64 positions; with FILE (posenc's f64 bin output of the same
-table), also its largest difference from NumPy's)
+Usage: bench_py.py [reps] [apply|cli|checks|sim LEN DIM OFFSET [FILE]|yarn-diff FILE]
+(reps default 5; one warm-up run is not reported; "apply": only the RoPE apply row, for bench.sh to
+alternate it with HTTP round trips; "cli": only the tables of the CLI rows, torch_cli_rope (HF
+cos/sin 65536x128, base 500000), torch_cli_sin (the seeds' PositionalEncoding(1024, 16384)),
+torch_cli_hf_rope (HF cos/sin 65536x128, base 10000) and torch_cli_yarn (HF's YaRN cos/sin
+65536x128, base 10000, factor 4, original context 4096), 64 MiB each as posenc's; "yarn-diff": no
+timing, FILE (posenc's f32 bin of that YaRN table) against torch_cli_yarn's table, its largest
+difference; "checks": np_inv_freq, the dim/2 inverse frequencies of RoPE at dim 65536 in float64,
+the anchor of the request-validation rows; "sim": np_sim, RoPE's similarity table
+(analysis/similarity, encoding=rope, the default base 10000 and exact arithmetic) of LEN positions
+from OFFSET at width DIM in float64, its warm-up at 64 positions; with FILE (posenc's f64 bin
+output of the same table), also its largest difference from NumPy's)
 """
 import os
 import sys
@@ -77,7 +80,7 @@ if MODE == "sim":
             print(f"info np_sim_diff largest difference from posenc {np.abs(g - ours.reshape(n, n)).max():.3g} (G_ii = {dim})")
     sys.exit(0)
 
-if np is not None and not ONLY_APPLY and not ONLY_CLI:
+if np is not None and not ONLY_APPLY and not ONLY_CLI and MODE != "yarn-diff":
     # ../shared/seeds/000*.txt, get_position_encoding, verbatim.
     def get_position_encoding(seq_length, model_dim):
         pos = np.arange(seq_length)[:, np.newaxis]
@@ -102,6 +105,8 @@ except ImportError:
     print("skip torch_hf_rope torch is not installed for this python")
     print("skip torch_cli_rope torch is not installed for this python")
     print("skip torch_cli_sin torch is not installed for this python")
+    print("skip torch_cli_hf_rope torch is not installed for this python")
+    print("skip torch_cli_yarn torch is not installed for this python")
 
 if torch is not None:
     torch.set_num_threads(1)
@@ -119,7 +124,7 @@ if torch is not None:
             pe = pe.unsqueeze(0)
             self.register_buffer('pe', pe)
 
-    if not ONLY_APPLY:
+    if not ONLY_APPLY and MODE != "yarn-diff":
         print(f"info torch_seed_sin torch {torch.__version__}, threads {torch.get_num_threads()}")
         timed("torch_seed_sin", lambda: PositionalEncoding(768, max_length=512))
 
@@ -132,10 +137,51 @@ if torch is not None:
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos(), emb.sin()
 
+    # Hugging Face's YaRN table (rope_type "yarn", transformers' _compute_yarn_parameters and the
+    # rotary embedding's forward), from its formula: the dims whose wavelength fits beta_fast
+    # rotations into the original context keep base^(-2i/dim) (extrapolation), those under
+    # beta_slow rotations take it divided by factor (interpolation), a linear ramp between the
+    # two correction dims (floored and ceiled: truncate) blends them; cos and sin of the
+    # positions' outer product with those frequencies, both halves, times the attention factor
+    # 0.1 ln(factor) + 1. All float32 tensors, as transformers builds them.
+    def yarn_inv_freq(dim, base, factor, orig_max, beta_fast=32.0, beta_slow=1.0):
+        def correction_dim(rotations):
+            return dim * math.log(orig_max / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+        low = max(math.floor(correction_dim(beta_fast)), 0)
+        high = min(math.ceil(correction_dim(beta_slow)), dim - 1)
+        if low == high:
+            high += 0.001
+        ramp = ((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low)).clamp(0, 1)
+        keep = 1 - ramp  # the share of extrapolation per frequency
+        powers = base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim)
+        return (1.0 / (factor * powers)) * (1 - keep) + (1.0 / powers) * keep
+
+    def hf_yarn_rope(seq_len=65536, dim=128, base=10000.0, factor=4.0, orig_max=4096):
+        scale = 0.1 * math.log(factor) + 1.0
+        t = torch.arange(seq_len, dtype=torch.int64).float()
+        freqs = torch.outer(t, yarn_inv_freq(dim, base, factor, orig_max))
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos() * scale, emb.sin() * scale
+
     if ONLY_CLI:
         print(f"info torch_cli_rope torch {torch.__version__}, threads {torch.get_num_threads()}")
         timed("torch_cli_rope", lambda: hf_rope(65536, 128, 500000.0))
         timed("torch_cli_sin", lambda: PositionalEncoding(1024, max_length=16384))
+        timed("torch_cli_hf_rope", lambda: hf_rope(65536, 128))
+        timed("torch_cli_yarn", lambda: hf_yarn_rope(65536, 128, 10000.0, 4.0, 4096))
+        sys.exit(0)
+
+    if MODE == "yarn-diff":
+        # posenc's f32 bin of the same YaRN table (cos block, then sin) against this one
+        ours = np.fromfile(sys.argv[3], dtype="<f4")
+        c, s = hf_yarn_rope(65536, 128, 10000.0, 4.0, 4096)
+        ref = torch.stack((c, s)).numpy().reshape(-1)
+        if ours.size != ref.size:
+            print(f"info torch_cli_yarn_diff {sys.argv[3]} holds {ours.size} values, not {ref.size}")
+        else:
+            d = np.abs(ours - ref)
+            print(f"info torch_cli_yarn_diff PyTorch's table against posenc's: largest difference {d.max():.3g}, {int((d > 0).sum())} of {d.size} values differ")
         sys.exit(0)
 
     # HF apply_rotary_pos_emb for one tensor: q * cos + rotate_half(q) * sin, cos/sin precomputed
