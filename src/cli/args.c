@@ -2,12 +2,14 @@
  *
  * Every "--name" takes a value ("--name value" or "--name=value") except --help and --version, so
  * table parameters need no list here: they are checked later by pe_params_set, exactly as query
- * parameters are. Dashes in a name become underscores ("--beta-fast" is beta_fast). As in
+ * parameters are. Dashes in a name become underscores ("--beta-fast" is beta_fast), and messages
+ * spell a name back with dashes (cli_option_name), as the help lists it. As in
  * posencd, a following "--option" is never taken as a value ("--len --dim 8" is a missing value),
  * while a negative number is ("--offset -3" reaches the range check). The first bare word is
  * PATH; options may come before or after it. */
 #include "cli/cli.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,15 +30,20 @@ static const char **special_slot(struct cli_args *a, const char *name)
 	return NULL;
 }
 
-/* How messages name an option: as typed on the command line (dashes), -o for --output; a
- * table parameter by its query name. */
+/* The parameter an error names: -o for --output, otherwise the normalised name (cli_option_name
+ * spells it as typed). */
 static const char *shown_name(const struct cli_args *a, const char **slot, const char *key)
 {
-	if (slot == &a->max_elements)
-		return "max-elements";
-	if (slot == &a->max_analysis_cost)
-		return "max-analysis-cost";
 	return slot == &a->output ? "o" : key;
+}
+
+const char *cli_option_name(const char *param, char out[CLI_OPTION_NAME_MAX])
+{
+	snprintf(out, CLI_OPTION_NAME_MAX, "%s%s", strcmp(param, "o") ? "--" : "-", param);
+	for (char *c = out; *c; c++)
+		if (*c == '_')
+			*c = '-';
+	return out;
 }
 
 /* A special option's value; param names it for the error ("format", "o"). */

@@ -44,6 +44,11 @@ struct cli_args {
 int cli_args_parse(int argc, char **argv, struct cli_args *a, struct pe_err *err);
 void cli_args_destroy(struct cli_args *a);
 
+#define CLI_OPTION_NAME_MAX (PE_ERR_PARAM_MAX + 2)
+/* A parameter name (query name or special option, as in err->param) the way the command line
+ * spells it: "-o" for "o", "--max-distance" for "max_distance". Writes and returns out. */
+const char *cli_option_name(const char *param, char out[CLI_OPTION_NAME_MAX]);
+
 struct cli_request {
 	struct pe_params params; /* finished: defaults filled, cross-checked */
 	enum pe_format fmt;

@@ -81,7 +81,7 @@ void cli_help_main(FILE *f)
 	fprintf(f, "Usage: posenc PATH [--PARAM VALUE | --PARAM=VALUE]... [--format F] [--dtype D] [-o FILE]\n"
 		   "Computes a positional-encoding table offline: the bytes posencd serves for\n"
 		   "GET /v1/PATH?PARAM=VALUE&... with the same parameters and the same validation.\n"
-		   "Parameter names are the HTTP query names; dashes may stand for underscores.\n\n"
+		   "Parameter names are the HTTP query names, with dashes for underscores (either works).\n\n"
 		   "Tables (posenc PATH --help lists one table's parameters):\n");
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "  %-26s  %s\n", all[i]->name, all[i]->summary ? all[i]->summary : "");
@@ -109,10 +109,11 @@ void cli_help_table(FILE *f, const struct pe_table_def *def)
 		fprintf(f, "Elements are always %s.\n", pe_dtype_name(def->fixed_dtype));
 	if (def->extra_name)
 		fprintf(f, "JSON output also carries \"%s\".\n", def->extra_name);
-	fprintf(f, "\nParameters (GET /v1/%s query names; dashes may stand for underscores):\n", def->name);
+	fprintf(f, "\nParameters (GET /v1/%s query names, with dashes for underscores):\n", def->name);
 	for (int i = 0; i < def->nparams; i++) {
 		const struct pe_param_spec *sp = &def->params[i];
-		int w = fprintf(f, "  --%s %s", sp->name, metavar[sp->type]);
+		char opt[CLI_OPTION_NAME_MAX];
+		int w = fprintf(f, "  %s %s", cli_option_name(sp->name, opt), metavar[sp->type]);
 		if (w < 0)
 			return;
 		if (w >= COL)

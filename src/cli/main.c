@@ -23,10 +23,11 @@ static int exit_status(int code)
 static int report(const struct pe_err *err, int code)
 {
 	const char *detail = err->detail[0] ? err->detail : pe_err_title(code);
+	char opt[CLI_OPTION_NAME_MAX];
 	if (!err->param[0])
 		fprintf(stderr, "posenc: %s\n", detail);
 	else
-		fprintf(stderr, "posenc: %s%s: %s\n", err->param[1] ? "--" : "-", err->param, detail);
+		fprintf(stderr, "posenc: %s: %s\n", cli_option_name(err->param, opt), detail);
 	return exit_status(code);
 }
 

@@ -129,7 +129,8 @@ int cli_plan_main(int argc, char **argv)
 	}
 	if (rc == 0)
 		return 0;
-	fprintf(stderr, "posenc: %s%s%s%s\n", err.param[0] ? "--" : "", err.param, err.param[0] ? ": " : "",
+	char opt[CLI_OPTION_NAME_MAX];
+	fprintf(stderr, "posenc: %s%s%s\n", err.param[0] ? cli_option_name(err.param, opt) : "", err.param[0] ? ": " : "",
 		err.detail[0] ? err.detail : pe_err_title(rc));
 	return rc == PE_EINVAL || rc == PE_ETOOBIG ? 2 : 1;
 }

@@ -2,11 +2,13 @@
  * (the canonical key: params_key.c). Shared by the HTTP layer and the CLI so both validate identically.
  *
  * Integers accept only an optional '-' and decimal digits (no '+', exponents or spaces) and must
- * fit in 64 bits; reals are finite decimals (exponents allowed; no leading '+', hex, NaN or Inf). */
+ * fit in 64 bits; reals are finite decimals (exponents allowed; no leading '+', hex, NaN or Inf)
+ * that a double holds: 0, or a magnitude from DBL_MIN to DBL_MAX. */
 #include "core/tables.h"
 #include "posenc/core.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -84,6 +86,12 @@ static int parse_small_integer(const char *s, size_t len, double *out)
 	return 1;
 }
 
+/* What parse_real read: a double, no decimal real, or one beyond a double's normal range. */
+enum { REAL_OK = 0, REAL_BAD = -1, REAL_HUGE = 1, REAL_TINY = 2 };
+
+/* A decimal real (len bytes of s). Beyond a double's range (REAL_HUGE: past +-DBL_MAX; REAL_TINY:
+ * nonzero but below DBL_MIN in magnitude, a subnormal that keeps only part of its digits) *out
+ * stands for the value: same sign, +-inf or a subnormal, so a range check places it. */
 static int parse_real(const char *s, size_t len, double *out)
 {
 	char tmp[64];
@@ -99,10 +107,18 @@ static int parse_real(const char *s, size_t len, double *out)
 	char *end;
 	errno = 0;
 	double v = strtod(tmp, &end);
-	if (end != tmp + len || !isfinite(v) || errno == ERANGE)
-		return -1;
+	if (end != tmp + len || (!isfinite(v) && errno != ERANGE))
+		return REAL_BAD;
+	if (errno == ERANGE && isinf(v)) {
+		*out = v;
+		return REAL_HUGE;
+	}
+	if (errno == ERANGE && fabs(v) < DBL_MIN) { /* strtod may flag a value that rounds to DBL_MIN */
+		*out = v != 0 ? v : copysign(DBL_TRUE_MIN, v);
+		return REAL_TINY;
+	}
 	*out = v;
-	return 0;
+	return REAL_OK;
 }
 
 #define LIST_INT_MAX (UINT64_C(1) << 53) /* list values are doubles, exact up to 2^53 */
@@ -136,6 +152,28 @@ static int check_range(const struct pe_param_spec *sp, double v, struct pe_err *
 	if (v < sp->min || v > sp->max)
 		return pe_err_set(err, PE_EINVAL, sp->name, "%s must be between %.17g and %.17g", sp->name,
 				  sp->min, sp->max);
+	return 0;
+}
+
+/* A real parameter's value (item 0) or list value (item 1, 2, ...): parsed, then in range, then
+ * held by a double. A decimal past a double's range is refused by the parameter's range when that
+ * leaves it out (1e400 above 1e300, 1e-320 below 1e-300), else for what it is. */
+static int real_value(const struct pe_param_spec *sp, const char *s, size_t len, size_t item, double *out,
+		      struct pe_err *err)
+{
+	int rc = parse_real(s, len, out);
+	if (rc != REAL_BAD && check_range(sp, *out, err) != 0)
+		return PE_EINVAL;
+	if (rc == REAL_TINY && item)
+		return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is too close to 0 for a double: a nonzero "
+				  "value needs a magnitude of at least %.17g", sp->name, item, DBL_MIN);
+	if (rc == REAL_TINY)
+		return pe_err_set(err, PE_EINVAL, sp->name, "%s=%.40s is too close to 0 for a double: a nonzero "
+				  "value needs a magnitude of at least %.17g", sp->name, s, DBL_MIN);
+	if (rc != REAL_OK && item)
+		return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is not a finite number", sp->name, item);
+	if (rc != REAL_OK)
+		return pe_err_set(err, PE_EINVAL, sp->name, "%s must be a finite number, got '%.40s'", sp->name, s);
 	return 0;
 }
 
@@ -173,6 +211,20 @@ static size_t choices_text(const struct pe_param_spec *sp, char *buf, size_t cap
 	return len;
 }
 
+/* Value item (1, 2, ...) of an integer list: parsed, held exactly by a double, then in range. */
+static int int_value(const struct pe_param_spec *sp, const char *s, size_t len, size_t item, double *out,
+		     struct pe_err *err)
+{
+	int rc = parse_int_n(s, len, out);
+	if (rc > 0)
+		return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is out of range: it must be between "
+				  "%.17g and %.17g", sp->name, item, fmax(sp->min, -(double)LIST_INT_MAX),
+				  fmin(sp->max, (double)LIST_INT_MAX));
+	if (rc != 0)
+		return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is not a decimal integer", sp->name, item);
+	return check_range(sp, *out, err);
+}
+
 static int parse_list(const struct pe_param_spec *sp, const char *s, struct pe_param_val *v,
 		      struct pe_err *err)
 {
@@ -188,22 +240,11 @@ static int parse_list(const struct pe_param_spec *sp, const char *s, struct pe_p
 	for (size_t i = 0; i < n; i++) {
 		const char *e = strchr(c, ',');
 		size_t len = e ? (size_t)(e - c) : strlen(c);
-		int integer = sp->choices == PE_LIST_INTEGERS;
-		int rc = integer ? parse_int_n(c, len, &vals[i]) : parse_real(c, len, &vals[i]);
-		if (rc > 0) {
-			free(vals);
-			return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is out of range: it must be between "
-					  "%.17g and %.17g", sp->name, i + 1, fmax(sp->min, -(double)LIST_INT_MAX),
-					  fmin(sp->max, (double)LIST_INT_MAX));
-		}
+		int rc = sp->choices == PE_LIST_INTEGERS ? int_value(sp, c, len, i + 1, &vals[i], err)
+							  : real_value(sp, c, len, i + 1, &vals[i], err);
 		if (rc != 0) {
 			free(vals);
-			return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is not %s", sp->name, i + 1,
-					  integer ? "a decimal integer" : "a finite number");
-		}
-		if (check_range(sp, vals[i], err) != 0) {
-			free(vals);
-			return PE_EINVAL;
+			return rc;
 		}
 		c = e ? e + 1 : c + len;
 	}
@@ -224,10 +265,7 @@ static int parse_value(const struct pe_param_spec *sp, const char *s, struct pe_
 		v->r = (double)v->i;
 		return check_range(sp, v->r, err);
 	case PE_PT_REAL:
-		if (parse_real(s, strlen(s), &v->r) != 0)
-			return pe_err_set(err, PE_EINVAL, sp->name, "%s must be a finite number, got '%.40s'",
-					  sp->name, s);
-		return check_range(sp, v->r, err);
+		return real_value(sp, s, strlen(s), 0, &v->r, err);
 	case PE_PT_BOOL:
 		if (parse_bool(s, &v->i) != 0)
 			return pe_err_set(err, PE_EINVAL, sp->name, "%s must be 0 or 1", sp->name);

@@ -1,9 +1,10 @@
 /* GET /v1/analysis/...: the analysis tables of the registry (similarity, ...), answered like every
  * table (table.c); /v1/analysis/similarity?encoding=learned:{name} is the similarity of a table
- * that lives in the store, not the core (learned_get.c). */
+ * that lives in the store, not the core (learned_get.c), and a refused encoding lists that form too. */
 #include "http/handler.h"
 #include "http/learned_get.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define PREFIX "/v1/analysis/"
@@ -38,7 +39,21 @@ static int wants_learned(const struct req *r)
 	return learned;
 }
 
-static const struct pe_contract table_contract = {.methods = "GET, HEAD", .target_params = 1, .output = 1, .finish = 1};
+/* The core lists similarity's own encodings when it refuses one; this route takes a stored
+ * table's too (learned:{name}, case-sensitive like the rest), so its list says so. */
+static void refused_query_cb(const struct req *r, struct pe_err *err)
+{
+	static const char core_words[] = "encoding must be one of: ";
+	const struct pe_table_def *def = r->target;
+	size_t n = strlen(err->detail);
+	if (strcmp(def->name, "analysis/similarity") != 0 || strcmp(err->param, "encoding") != 0 ||
+	    strncmp(err->detail, core_words, strlen(core_words)) != 0)
+		return;
+	snprintf(err->detail + n, sizeof err->detail - n, ", learned:{name}");
+}
+
+static const struct pe_contract table_contract = {
+	.methods = "GET, HEAD", .target_params = 1, .output = 1, .finish = 1, .refused_query_cb = refused_query_cb};
 
 /* A table's declaration, or the learned similarity's (learned_get.c). */
 static const struct pe_contract *contract_cb(struct req *r, struct MHD_Connection *conn, const char *url)

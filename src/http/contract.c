@@ -76,6 +76,8 @@ static int read_query(struct req *r, const struct pe_contract *c, const char *ur
 		pe_params_finish(&q->params, &err);
 	if (!err.code)
 		return 0;
+	if (c->refused_query_cb)
+		c->refused_query_cb(r, &err);
 	if (c->media && !c->query_first && !r->expect_continue) {
 		q->late = err;
 		return 0;

@@ -414,7 +414,7 @@ static const struct bad bad_cases[] = {
 	{{"sinusoidal", "--len", "4", "--dim", "8", "--bogus", "1"}, "bogus", 2},
 	{{"sinusoidal", "--len", "4", "--len", "5", "--dim", "8"}, "len", 2},
 	{{"sinusoidal", "--len", "4", "--dim", "8", "--variant", "t2t", "--min-timescale", "2", "--min_timescale", "3"},
-	 "min_timescale", 2},
+	 "min-timescale", 2},
 	{{"sinusoidal", "--len", "four", "--dim", "8"}, "len", 2},
 	{{"sinusoidal", "--len", "4", "--dim", "8", "--base", "1e999"}, "base", 2},
 	{{"sinusoidal", "--len", "4", "--dim", "8", "--offset", "-1"}, "offset", 2},
@@ -436,12 +436,20 @@ static const struct bad bad_cases[] = {
 	{{"sinusoidal", "--len", "65536", "--dim", "65536"}, "len", 2},
 	/* an analysis' output too big names its size parameter, as posencd's 413 does */
 	{{"analysis/similarity", "--len", "100", "--dim", "4", "--max-elements", "9999"}, "len", 2},
-	{{"analysis/rope-decay", "--max-distance", "100", "--max-elements", "99"}, "max_distance", 2},
+	{{"analysis/rope-decay", "--max-distance", "100", "--max-elements", "99"}, "max-distance", 2},
 	{{"sinusoidal", "--len", "4", "--dim", "8", "--max-elements", "0"}, "max-elements", 2},
 	{{"sinusoidal", "--len", "4", "--dim", "8", "--max-elements", "1e9"}, "max-elements", 2},
 	{{"sinusoidal", "--len", "4", "--dim", "8", "--max_elements", "9", "--max-elements", "9"}, "max-elements", 2},
 	{{"sinusoidal", "--len", "4", "--dim", "8", "--max-elements"}, "max-elements", 2},
 	{{"sinusoidal", "--len", "4", "--dim", "8", "--help=1"}, "help", 2},
+	/* a parameter is named as it is typed, dashes for the query name's underscores, however given */
+	{{"relative/t5", "--q-len", "4", "--max-distance", "0"}, "max-distance", 2},
+	{{"relative/t5", "--q_len", "4", "--max_distance", "0"}, "max-distance", 2},
+	{{"relative/t5", "--q-len", "4", "--num-buckets", "1"}, "num-buckets", 2},
+	{{"rope", "--len", "4", "--dim", "8", "--scaling", "yarn", "--factor", "4", "--original-max-position-embeddings",
+	  "0"},
+	 "original-max-position-embeddings", 2},
+	{{"rope", "--len", "4", "--dim", "8", "--no-such_option", "1"}, "no-such-option", 2},
 	{{"sinusoidal", "--len", "4", "--dim", "8", "-o"}, "o", 2},
 	{{"no/such/table", "--len", "4"}, "", 2},
 	{{"--len", "4"}, "", 2},
@@ -658,6 +666,9 @@ START_TEST(table_help_lists_every_parameter)
 	for (int i = 0; i < def->nparams; i++) {
 		const struct pe_param_spec *sp = &def->params[i];
 		snprintf(want, sizeof want, "\n  --%s ", sp->name);
+		for (char *c = want; *c; c++) /* listed as typed: dashes for underscores */
+			if (*c == '_')
+				*c = '-';
 		const char *at = strstr(r.out, want);
 		ck_assert_msg(at != NULL, "%s --help lacks %s", def->name, sp->name);
 		const char *end = strstr(at + 1, "\n  --");

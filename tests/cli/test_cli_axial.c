@@ -60,8 +60,8 @@ START_TEST(refusals)
 	const char *axes[] = {"rope/axial", "--axes-dim", "16,55,56", NULL};
 	const char *text[] = {"rope/axial/positions", "--preset", "wan", "--grid", "4x4", "--text-tokens", "3", NULL};
 	expect_refused("grid", grid);
-	expect_refused("axes_dim", axes);
-	expect_refused("text_tokens", text);
+	expect_refused("axes-dim", axes);
+	expect_refused("text-tokens", text);
 }
 END_TEST
 

@@ -74,11 +74,15 @@ static void run_case(struct crun *r, const struct cost_case *k, const char *opt,
 	crun_argv(r, &o, args);
 }
 
-/* Exit 2, nothing on stdout, one line "posenc: --param: ..." that contains want. */
+/* Exit 2, nothing on stdout, one line "posenc: --param: ..." that contains want; the line spells
+ * the query name param as the option is typed (max_distance is --max-distance). */
 static void expect_refused(const struct crun *r, const char *param, const char *want)
 {
 	char head[96];
 	snprintf(head, sizeof head, "posenc: --%s: ", param);
+	for (char *c = head; *c; c++)
+		if (*c == '_')
+			*c = '-';
 	ck_assert_msg(r->status == 2, "status %d, expected 2; stderr: %s", r->status, r->err ? r->err : "");
 	ck_assert_uint_eq(r->nout, 0);
 	ck_assert_msg(r->nerr > 0 && strchr(r->err, '\n') == r->err + r->nerr - 1, "not one line: %s",

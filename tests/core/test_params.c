@@ -403,6 +403,60 @@ START_TEST(bool_and_list)
 }
 END_TEST
 
+/* A decimal beyond a double's range is refused for what it is, not as "not a finite number": past
+ * the parameter's range, the range (with its bound); inside it, too close to 0 for a double. */
+START_TEST(reals_beyond_a_double)
+{
+	/* sinusoidal's base is 1e-300 .. 1e300: under- and overflows are below or above it */
+	static const char *const outside[] = {"1e-320", "1e-400", "-1e-400", "4.9e-324", "1e400", "-1e400",
+					      "1e99999999999"};
+	char q[128];
+	for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
+		snprintf(q, sizeof q, "len=4&dim=4&base=%s", outside[i]);
+		expect_fail(SIN, q, "base", "base must be between 1e-300 and ");
+	}
+	/* test/all's x is -1 .. 1, l (a list) 0 .. 10: a tiny magnitude is inside them */
+	static const char *const tiny[] = {"1e-320", "-1e-320", "1e-400", "-1e-400", "2e-308",
+					   "2.2250738585072011e-308"};
+	struct pe_err err;
+	char want[160];
+	for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++) {
+		memset(&err, 0, sizeof err);
+		snprintf(q, sizeof q, "r=1&x=%s", tiny[i]);
+		ck_assert_msg(all_query(q, NULL, 0, &err) == PE_EINVAL, "%s accepted", q);
+		ck_assert_str_eq(err.param, "x");
+		snprintf(want, sizeof want, "x=%s is too close to 0 for a double: a nonzero value needs a magnitude "
+			 "of at least 2.2250738585072014e-308", tiny[i]);
+		ck_assert_str_eq(err.detail, want);
+	}
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(all_query("r=1&l=1,1e-320", NULL, 0, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "l");
+	ck_assert_str_eq(err.detail, "l: value 2 is too close to 0 for a double: a nonzero value needs a magnitude of "
+			 "at least 2.2250738585072014e-308");
+	/* a negative tiny list value is below l's 0, an overflow above x's 1 */
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(all_query("r=1&l=1,-1e-400", NULL, 0, &err), PE_EINVAL);
+	ck_assert_str_eq(err.detail, "l must be between 0 and 10");
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(all_query("r=1&x=1e400", NULL, 0, &err), PE_EINVAL);
+	ck_assert_str_eq(err.detail, "x must be between -1 and 1");
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(all_query("r=1&l=1e400", NULL, 0, &err), PE_EINVAL);
+	ck_assert_str_eq(err.detail, "l must be between 0 and 10");
+	/* the smallest normal double (also as a longer decimal that rounds to it) and exact zeros are
+	 * numbers like any other */
+	ck_assert_int_eq(all_query("r=1&x=2.2250738585072014e-308&l=0e-400,-0,2.2250738585072012e-308", NULL, 0, &err),
+			 0);
+	ck_assert_int_eq(all_query("r=1&x=-2.2250738585072012e-308", NULL, 0, &err), 0);
+	ck_assert_int_eq(all_query("r=1&x=-0.0e-999", NULL, 0, &err), 0);
+	/* what is no number keeps its message */
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(all_query("r=1&x=1e-4e", NULL, 0, &err), PE_EINVAL);
+	ck_assert_str_eq(err.detail, "x must be a finite number, got '1e-4e'");
+}
+END_TEST
+
 /* A valid value for a required parameter of any table: 64 clamped into its range (even, a
  * multiple of 4, so dimension rules hold), the first choice, or false. */
 static void valid_value(const struct pe_param_spec *sp, char *buf, size_t cap)
@@ -588,6 +642,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, empty_value);
 	tcase_add_test(tc, integers_are_strict);
 	tcase_add_test(tc, reals_are_finite_decimals);
+	tcase_add_test(tc, reals_beyond_a_double);
 	tcase_add_test(tc, out_of_range);
 	tcase_add_test(tc, bad_enum_lists_choices);
 	tcase_add_test(tc, required_missing);

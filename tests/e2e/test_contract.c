@@ -858,6 +858,20 @@ START_TEST(details_name_the_fault)
 	pe_get(&fx.d, "/v1/analysis/similarity?encoding=learned:no%00such", &r);
 	pe_assert_problem(&r, 400, "encoding");
 	pe_resp_free(&r);
+	/* a decimal past a double's range: below the range's bound, or too close to 0 inside it */
+	pe_get(&fx.d, "/v1/sinusoidal?len=4&dim=4&base=1e-320", &r);
+	pe_assert_problem(&r, 400, "base");
+	detail_has(&r, "base must be between 1e-300 and ", "base=1e-320");
+	pe_resp_free(&r);
+	pe_get(&fx.d, "/v1/sinusoidal?len=4&dim=4&base=1e400", &r);
+	pe_assert_problem(&r, 400, "base");
+	detail_has(&r, "base must be between 1e-300 and ", "base=1e400");
+	pe_resp_free(&r);
+	pe_get(&fx.d, "/v1/rope?len=4&dim=4&base=1e-400", &r);
+	pe_assert_problem(&r, 400, "base");
+	detail_has(&r, "base=1e-400 is too close to 0 for a double: a nonzero value needs a magnitude of at least "
+		   "2.2250738585072014e-308", "rope base=1e-400");
+	pe_resp_free(&r);
 	static char req[8192];
 	size_t n = chunked(req, sizeof req, "application/x-npy", "", 2000, "");
 	raw_detail(&fx.d, req, n, plain, sizeof plain);

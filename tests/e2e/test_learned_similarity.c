@@ -145,6 +145,41 @@ START_TEST(similarity_of_an_upload)
 }
 END_TEST
 
+/* GET path is a 400 naming encoding with exactly this detail. */
+static void expect_encoding_detail(const struct pe_daemon *d, const char *path, const char *detail)
+{
+	struct pe_resp r;
+	pe_get(d, path, &r);
+	ck_assert_msg(r.status == 400, "%s: %ld %s", path, r.status, r.body ? r.body : "");
+	json_t *doc = json_loadb(r.body, r.len, 0, NULL);
+	ck_assert_msg(doc != NULL, "%s: not JSON", path);
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "param")), "encoding");
+	ck_assert_msg(!strcmp(json_string_value(json_object_get(doc, "detail")), detail), "%s: '%s', expected '%s'",
+		      path, json_string_value(json_object_get(doc, "detail")), detail);
+	json_decref(doc);
+	pe_resp_free(&r);
+}
+
+/* An encoding similarity does not take lists every form it does take, the stored table's too, as
+ * openapi.yaml documents them; names are case-sensitive, as every choice is. Other routes'
+ * encodings, and an encoding's other faults, keep their own words. */
+START_TEST(similarity_encoding_choices_name_learned)
+{
+	char dir[64];
+	struct pe_daemon d;
+	start_in(&d, dir, "simenc", NULL);
+	const char *all = "encoding must be one of: sinusoidal, rope, learned:{name}";
+	expect_encoding_detail(&d, "/v1/analysis/similarity?encoding=Learned:x&len=4&dim=8", all);
+	expect_encoding_detail(&d, "/v1/analysis/similarity?len=4&dim=8&encoding=Rope", all);
+	expect_encoding_detail(&d, "/v1/analysis/similarity?encoding=learned", all);
+	expect_encoding_detail(&d, "/v1/analysis/similarity?encoding=rope&encoding=nope&len=4&dim=8",
+			       "encoding is given more than once");
+	expect_encoding_detail(&d, "/v1/analysis/order?encoding=learned:x",
+			       "encoding must be one of: none, sinusoidal, rope, alibi");
+	stop_and_remove(&d, dir);
+}
+END_TEST
+
 /* The dot products' work, rows*(rows+1)/2*cols multiply-adds, is held to max_analysis_cost before
  * any work (413 naming what sets the rows), as the core's encodings are: [400, 16] costs 1283200. */
 START_TEST(similarity_cost_is_bounded)
@@ -206,6 +241,7 @@ static Suite *learned_similarity_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, similarity_of_an_upload);
 	tcase_add_test(tc, similarity_cost_is_bounded);
+	tcase_add_test(tc, similarity_encoding_choices_name_learned);
 	tcase_add_test(tc, similarity_stops_at_job_timeout);
 	suite_add_tcase(s, tc);
 	return s;
