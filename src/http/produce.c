@@ -437,6 +437,11 @@ static enum MHD_Result serve_stream(struct req *r, struct MHD_Connection *conn, 
 	struct MHD_Response *resp = pe_stream_response(s, conn, r->h->opt.budget, &r->bytes, &r->stream_whole);
 	if (!resp)
 		return MHD_NO;
+	/* libmicrohttpd 0.9.75 sends chunked coding's last chunk after a HEAD's headers, a body the
+	 * client does not read, which breaks a kept-alive connection's framing: without chunking the
+	 * HEAD answer ends at its headers, and the connection closes after it. */
+	if (hd->total == PE_PRODUCE_LENGTH_UNKNOWN && strcmp(r->method, MHD_HTTP_METHOD_HEAD) == 0)
+		MHD_set_response_options(resp, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
 	add_headers(&b, resp, "miss");
 	pe_http_add_cors(r->h, conn, resp);
 	return pe_http_queue(r, conn, 200, resp);

@@ -120,17 +120,23 @@ struct raw {
 	int complete; /* chunked: the last chunk came */
 };
 
-static void raw_send_version(struct raw *c, const char *path, const char *version)
+/* A new connection that has sent req (one or more requests, as they are). */
+static void raw_send_text(struct raw *c, const char *req)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(D.s.port)};
-	char req[1024];
 	memset(c, 0, sizeof *c);
 	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
 	c->fd = socket(AF_INET, SOCK_STREAM, 0);
 	ck_assert_int_ge(c->fd, 0);
 	ck_assert_int_eq(connect(c->fd, (struct sockaddr *)&a, sizeof a), 0);
-	int n = snprintf(req, sizeof req, "GET %s %s\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path, version);
-	ck_assert_int_eq(send(c->fd, req, (size_t)n, 0), n);
+	ck_assert_int_eq(send(c->fd, req, strlen(req), 0), (ssize_t)strlen(req));
+}
+
+static void raw_send_version(struct raw *c, const char *path, const char *version)
+{
+	char req[1024];
+	snprintf(req, sizeof req, "GET %s %s\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path, version);
+	raw_send_text(c, req);
 }
 
 static void raw_send(struct raw *c, const char *path) { raw_send_version(c, path, "HTTP/1.1"); }
@@ -644,6 +650,30 @@ START_TEST(head_of_a_text_stream)
 }
 END_TEST
 
+/* A HEAD of a cold text table on a kept-alive connection, a GET pipelined behind it: the HEAD's
+ * answer ends with its headers (no chunk, not even the last, follows them); what comes after is
+ * the GET's answer or the connection's close. */
+START_TEST(head_of_a_text_stream_has_no_body)
+{
+	struct raw a;
+	char all[65536];
+	size_t n = 0;
+	ssize_t k;
+	raw_send_text(&a, "HEAD /v1/sinusoidal?len=4140&dim=1024 HTTP/1.1\r\nHost: x\r\n\r\n"
+			  "GET /v1/sinusoidal?len=4&dim=4 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	while (n < sizeof all - 1 && (k = raw_read(&a, all + n, sizeof all - 1 - n)) > 0)
+		n += (size_t)k;
+	all[n] = 0;
+	close(a.fd);
+	ck_assert_msg(strncmp(all, "HTTP/1.1 200 ", 13) == 0, "%.32s", all);
+	const char *end = strstr(all, "\r\n\r\n");
+	ck_assert_ptr_nonnull(end);
+	ck_assert_msg(end[4] == 0 || strncmp(end + 4, "HTTP/1.1 200 ", 13) == 0, "after the HEAD's headers: %.16s", end + 4);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
 /* A text stream whose job fails after its first block ends without its last chunk. */
 START_TEST(failure_mid_text_stream_has_no_last_chunk)
 {
@@ -686,6 +716,7 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, disconnect_cancels_a_text_job);
 	tcase_add_test(tc, http10_text_stream_ends_at_the_close);
 	tcase_add_test(tc, head_of_a_text_stream);
+	tcase_add_test(tc, head_of_a_text_stream_has_no_body);
 	suite_add_tcase(s, tc);
 	TCase *tf = tcase_create("failure");
 	tcase_set_timeout(tf, 60);
