@@ -19,7 +19,8 @@
  * (they wait for the cache fill as on any job, and are counted). When the last reader goes
  * (disconnect, or its answer ended) while the job runs and none waits for the fill, the job is
  * called off at its next block: no one wants its bytes (a HEAD, whose answer ends with its
- * headers, too). A failure after the first block can only close the readers' connections: their
+ * headers, too). A request that joins before that block takes the call back; one that comes once
+ * the job has stopped waits for the fill as before the first block, and hears the failure. A failure after the first block can only close the readers' connections: their
  * 200 and Content-Length have gone. */
 #include "http/stream.h"
 #include "http/test_hooks.h"
@@ -158,6 +159,7 @@ struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t 
 		pthread_mutex_lock(&s->lock);
 		if (s->state == S_RUNNING || s->state == S_DONE) {
 			s->readers++;
+			atomic_store(&s->cancel, 0); /* the job has not stopped (it would be S_FAILED): it goes on */
 			atomic_fetch_add(&s->refs, 1);
 		} else {
 			s->joiners++;
@@ -271,8 +273,10 @@ int pe_stream_publish(struct pe_stream *s, const char *data, size_t ready, size_
 		atomic_fetch_add(&s->ss->begun, 1);
 	}
 	s->ready = ready;
-	wake(s);
 	int cancel = atomic_load(&s->cancel);
+	if (cancel) /* decided under the lock: no request joins a job that stops */
+		s->state = S_FAILED;
+	wake(s);
 	pthread_mutex_unlock(&s->lock);
 	if (first) { /* its reference and reader's place go with the stream (the waiter's result) */
 		pe_waiter_complete(first, NULL, s, 0);

@@ -674,6 +674,55 @@ START_TEST(head_of_a_text_stream_has_no_body)
 }
 END_TEST
 
+/* The only reader of a text stream resets; a request for the same table comes before the job's
+ * next block and joins the stream: the job goes on (it is not called off) and the new request
+ * reads the whole document. The first block (64 rows of 8192 floats, ~5 MB of CSV) is still being
+ * sent when the first client resets, so the server sees the reset while the job is held. */
+START_TEST(join_after_the_last_reader_left)
+{
+	static const char *const kv[] = {"len", "256", "dim", "8192", "offset", "3", NULL};
+	const char *path = "/v1/sinusoidal?len=256&dim=8192&offset=3&format=csv";
+	double cancelled = pe_metric(&D, "posenc_streams_cancelled_total");
+	struct raw a, b;
+	int small = 4096;
+	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(D.s.port)};
+	char req[256];
+	size_t n;
+	char *want = core_doc("sinusoidal", kv, DOC_CSV, PE_F32, &n);
+	snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+	memset(&a, 0, sizeof a);
+	inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+	a.fd = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(a.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+	gate_on("offset=3");
+	ck_assert_int_eq(connect(a.fd, (struct sockaddr *)&addr, sizeof addr), 0);
+	ck_assert_int_eq(send(a.fd, req, strlen(req), 0), (ssize_t)strlen(req));
+	ck_assert_int_eq(raw_head(&a), 200);
+	double held = pe_metric(&D, "posenc_response_budget_bytes");
+	struct linger hard = {.l_onoff = 1, .l_linger = 0};
+	setsockopt(a.fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+	raw_close(&a);
+	double v = held;
+	for (int i = 0; i < 2000 && v >= held; i++) { /* the reader gone (its block given back) */
+		usleep(10000);
+		v = pe_metric(&D, "posenc_response_budget_bytes");
+	}
+	ck_assert_double_lt(v, held);
+	raw_send(&b, path);
+	ck_assert_int_eq(raw_head(&b), 200); /* joined: answered while the job still waits */
+	unlink(gate);
+	raw_body(&b);
+	ck_assert_msg(b.complete, "the joined request's body stops after %zu bytes", b.got);
+	ck_assert_uint_eq(b.got, n);
+	ck_assert(memcmp(b.body, want, n) == 0);
+	raw_close(&b);
+	free(want);
+	ck_assert_double_eq(pe_metric(&D, "posenc_streams_cancelled_total"), cancelled);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
 /* A text stream whose job fails after its first block ends without its last chunk. */
 START_TEST(failure_mid_text_stream_has_no_last_chunk)
 {
@@ -717,6 +766,7 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, http10_text_stream_ends_at_the_close);
 	tcase_add_test(tc, head_of_a_text_stream);
 	tcase_add_test(tc, head_of_a_text_stream_has_no_body);
+	tcase_add_test(tc, join_after_the_last_reader_left);
 	suite_add_tcase(s, tc);
 	TCase *tf = tcase_create("failure");
 	tcase_set_timeout(tf, 60);
