@@ -532,7 +532,9 @@ static int start_job(struct req *r, struct waiter *wt, const struct pe_producer 
 		job_free(j);
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	}
-	if (pr->stream_cb && pr->stream_cb(j->job)) /* NULL (out of memory): computed whole */
+	/* not for HTTP/1.0, which could not tell a text stream cut short (chunked's last chunk
+	 * missing) from a whole one: its answer is computed whole, with a Content-Length */
+	if (pr->stream_cb && !r->http10 && pr->stream_cb(j->job)) /* NULL (out of memory): computed whole */
 		j->stream = pe_stream_new(h->produce->streams, h->opt.cache, wt, pr, o, r->etag, key, keylen);
 	int rc = (w == RUN_HEAVY ? h->opt.hooks.submit_heavy : h->opt.hooks.submit)(h->opt.hooks.ctx, job_run, j);
 	if (rc != 0) {
@@ -562,7 +564,7 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 		return pe_http_problem(r, conn, &err);
 	}
 	struct pe_stream *s;
-	if (rc == PE_CACHE_WAIT && (s = pe_stream_join(h->produce->streams, key, keylen)) != NULL) {
+	if (rc == PE_CACHE_WAIT && (s = pe_stream_join(h->produce->streams, key, keylen, r->http10)) != NULL) {
 		r->w = w; /* the cache's completion of w comes at the fill, unused */
 		return serve_stream(r, conn, s);
 	}

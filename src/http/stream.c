@@ -149,7 +149,7 @@ struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, s
 	return s;
 }
 
-struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t keylen)
+struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t keylen, int need_length)
 {
 	struct pe_stream *s;
 	pthread_mutex_lock(&ss->lock);
@@ -157,14 +157,15 @@ struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t 
 		;
 	if (s) {
 		pthread_mutex_lock(&s->lock);
-		if (s->state == S_RUNNING || s->state == S_DONE) {
+		int unknown = s->state == S_PENDING || s->head.total == PE_PRODUCE_LENGTH_UNKNOWN;
+		if ((s->state == S_RUNNING || s->state == S_DONE) && !(need_length && unknown)) {
 			s->readers++;
 			atomic_store(&s->cancel, 0); /* the job has not stopped (it would be S_FAILED): it goes on */
 			atomic_fetch_add(&s->refs, 1);
 		} else {
 			s->joiners++;
 		}
-		int joined = s->state == S_RUNNING || s->state == S_DONE;
+		int joined = (s->state == S_RUNNING || s->state == S_DONE) && !(need_length && unknown);
 		pthread_mutex_unlock(&s->lock);
 		if (!joined)
 			s = NULL;

@@ -33,8 +33,11 @@ struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, s
 				const char *key, size_t keylen);
 /* A request that found key under way. Its stream when the stream's bytes have begun: a reference
  * and a reader's place, the request reads it from the start. Otherwise NULL, and when a stream of
- * key exists the request is counted as waiting for the cache fill, so its job is not called off. */
-struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t keylen);
+ * key exists the request is counted as waiting for the cache fill, so its job is not called off.
+ * need_length: the request must have the answer's length before its body (HTTP/1.0, where only
+ * the close ends a body without one, so a cut would read as the end); it waits for the fill
+ * rather than read a stream whose length comes at its end. */
+struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t keylen, int need_length);
 /* The response that sends s from its first byte on conn, owning the caller's reference and
  * reader's place; its read block (256 KiB) is charged to budget while it lives. As it reads, *sent
  * becomes the bytes handed to the connection and *whole 1 once the last one was (both the

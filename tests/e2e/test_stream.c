@@ -611,21 +611,26 @@ START_TEST(disconnect_cancels_a_text_job)
 }
 END_TEST
 
-/* HTTP/1.0 has no chunked coding: the streamed JSON ends with the connection, whole. */
-START_TEST(http10_text_stream_ends_at_the_close)
+/* HTTP/1.0 has no chunked coding, and a close could not tell a cut answer from a whole one: a
+ * cold JSON table over 8 MiB asked over HTTP/1.0 is computed whole, not streamed, and sent with
+ * its Content-Length. */
+START_TEST(http10_text_table_is_sent_whole)
 {
 	static const char *const kv[] = {"len", "4128", "dim", "1024", NULL};
+	double streams = pe_metric(&D, "posenc_streams_total");
 	size_t n;
 	char *want = core_doc("sinusoidal", kv, DOC_JSON, PE_F32, &n);
 	struct raw a;
 	char c[32];
 	raw_get(&a, "/v1/sinusoidal?len=4128&dim=1024", "HTTP/1.0");
 	ck_assert(!a.chunked);
-	ck_assert_ptr_null(raw_header(&a, "Content-Length", c, sizeof c));
+	ck_assert_ptr_nonnull(raw_header(&a, "Content-Length", c, sizeof c));
+	ck_assert_uint_eq(a.content_length, n);
 	ck_assert_uint_eq(a.got, n);
 	ck_assert(memcmp(a.body, want, n) == 0);
 	raw_close(&a);
 	free(want);
+	ck_assert_double_eq(pe_metric(&D, "posenc_streams_total"), streams);
 }
 END_TEST
 
@@ -742,6 +747,35 @@ START_TEST(failure_mid_text_stream_has_no_last_chunk)
 }
 END_TEST
 
+/* HTTP/1.0 has no chunked coding, so the close that ends a text stream cannot tell a whole answer
+ * from one whose job failed: a CSV cut after a block reads as a shorter table. A failure (held past
+ * job_timeout) must therefore never reach an HTTP/1.0 client as a 200: it gets its problem, or
+ * the whole document. A second HTTP/1.0 request, during an HTTP/1.1 request's stream, likewise. */
+START_TEST(http10_never_gets_a_cut_text_table)
+{
+	struct raw a, b, c;
+	gate_on("offset=77");
+	raw_send_version(&a, "/v1/sinusoidal?len=4144&dim=1024&offset=77&format=csv", "HTTP/1.0");
+	raw_send(&b, "/v1/sinusoidal?len=4148&dim=1024&offset=77&format=csv");
+	ck_assert_int_eq(raw_head(&b), 200); /* an HTTP/1.1 stream, held after its first block */
+	raw_send_version(&c, "/v1/sinusoidal?len=4148&dim=1024&offset=77&format=csv", "HTTP/1.0");
+	sleep(2); /* past job_timeout (1 s): the gates hold the jobs meanwhile */
+	unlink(gate);
+	int sa = raw_head(&a), sc = raw_head(&c);
+	ck_assert_msg(sa != 200 || (raw_body(&a), !a.chunked && a.got == a.content_length),
+		      "HTTP/1.0 job's own request: a 200 ended by the close after %zu bytes", a.got);
+	ck_assert_msg(sc != 200 || (raw_body(&c), c.content_length != SIZE_MAX && c.got == c.content_length),
+		      "HTTP/1.0 joining a stream: a 200 ended by the close after %zu bytes", c.got);
+	raw_body(&b);
+	ck_assert(!b.complete);
+	raw_close(&a);
+	raw_close(&b);
+	raw_close(&c);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
 static void start_short_timeout(void)
 {
 	static const char *const args[] = {"--workers", "2", "--job-timeout", "1", NULL};
@@ -763,7 +797,7 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, small_text_is_not_streamed);
 	tcase_add_test(tc, second_request_joins_a_text_stream);
 	tcase_add_test(tc, disconnect_cancels_a_text_job);
-	tcase_add_test(tc, http10_text_stream_ends_at_the_close);
+	tcase_add_test(tc, http10_text_table_is_sent_whole);
 	tcase_add_test(tc, head_of_a_text_stream);
 	tcase_add_test(tc, head_of_a_text_stream_has_no_body);
 	tcase_add_test(tc, join_after_the_last_reader_left);
@@ -773,6 +807,7 @@ static Suite *stream_suite(void)
 	tcase_add_checked_fixture(tf, start_short_timeout, stop);
 	tcase_add_test(tf, failure_mid_stream_closes_the_connection);
 	tcase_add_test(tf, failure_mid_text_stream_has_no_last_chunk);
+	tcase_add_test(tf, http10_never_gets_a_cut_text_table);
 	suite_add_tcase(s, tf);
 	return s;
 }
