@@ -29,11 +29,13 @@
 #include <string.h>
 
 /* The most a reader copies per call: libmicrohttpd gives each reader's response a block this large,
- * counted on the response budget with its headers (READER_BYTES) while the response lives:
- * charged, never refused, as a connection's own memory (a refusal while another job waits for
- * room would answer the request that made the job 503 and call its work off). */
+ * counted on the response budget with its headers (READER_BYTES) while the response lives. The
+ * request that made the job is charged, never refused, as a connection's own memory (a refusal
+ * while another job waits for room would answer it 503 and call its work off); a request that
+ * joins takes the room first, and is refused when the budget is full (produce.c). */
 #define READ_BLOCK ((size_t)256 << 10)
-#define READER_BYTES (READ_BLOCK + 2048)
+#define READER_BYTES PE_STREAM_READER_BYTES
+_Static_assert(READER_BYTES == READ_BLOCK + 2048, "a reader's block and its headers");
 
 enum { S_PENDING, S_RUNNING, S_DONE, S_FAILED };
 
@@ -240,19 +242,19 @@ static void reader_free_cb(void *cls)
 }
 
 struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget,
-					uint64_t *sent, int *whole)
+					int taken, uint64_t *sent, int *whole)
 {
 	struct reader *rd = calloc(1, sizeof *rd);
 	struct MHD_Response *resp = NULL;
+	if (!taken)
+		pe_budget_charge(budget, READER_BYTES);
 	if (rd) {
 		*rd = (struct reader){.s = s, .conn = conn, .budget = budget, .sent = sent, .whole = whole};
-		pe_budget_charge(budget, READER_BYTES);
 		uint64_t size = s->head.total == PE_PRODUCE_LENGTH_UNKNOWN ? MHD_SIZE_UNKNOWN : s->head.total;
 		resp = MHD_create_response_from_callback(size, READ_BLOCK, read_cb, rd, reader_free_cb);
 	}
 	if (!resp) {
-		if (rd)
-			pe_budget_give(budget, READER_BYTES);
+		pe_budget_give(budget, READER_BYTES);
 		free(rd);
 		pe_stream_leave(s);
 	}

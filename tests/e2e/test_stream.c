@@ -776,6 +776,47 @@ START_TEST(http10_never_gets_a_cut_text_table)
 }
 END_TEST
 
+/* Every reader of a stream holds a read block (256 KiB) while its answer lives. Many requests
+ * joining one stream may not take the response budget past its limit: those that find it full are
+ * answered 503 with Retry-After, as any answer that does not fit; the others read the stream. */
+START_TEST(joiners_stay_within_the_budget)
+{
+	enum { JOINERS = 60 };
+	const char *path = "/v1/sinusoidal?len=2304&dim=1024&offset=5&format=bin"; /* 9.4 MB */
+	struct raw a, j[JOINERS];
+	char v[16];
+	int refused = 0;
+	gate_on("offset=5");
+	raw_send(&a, path);
+	ck_assert_int_eq(raw_head(&a), 200); /* held after its first block */
+	for (int i = 0; i < JOINERS; i++) {
+		raw_send(&j[i], path);
+		int status = raw_head(&j[i]);
+		ck_assert(status == 200 || status == 503);
+		if (status == 503) {
+			ck_assert_ptr_nonnull(raw_header(&j[i], "Retry-After", v, sizeof v));
+			refused++;
+		}
+	}
+	double used = pe_metric(&D, "posenc_response_budget_bytes");
+	double limit = pe_metric(&D, "posenc_response_budget_limit_bytes");
+	ck_assert_msg(used <= limit, "%.0f bytes held on a budget of %.0f", used, limit);
+	ck_assert_int_gt(refused, 0);
+	unlink(gate);
+	for (int i = 0; i < JOINERS; i++)
+		raw_close(&j[i]);
+	raw_close(&a);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
+static void start_small_budget(void)
+{
+	static const char *const args[] = {"--workers", "2", "--response-budget-bytes", "16Mi", NULL};
+	start_with(args);
+}
+
 static void start_short_timeout(void)
 {
 	static const char *const args[] = {"--workers", "2", "--job-timeout", "1", NULL};
@@ -809,6 +850,11 @@ static Suite *stream_suite(void)
 	tcase_add_test(tf, failure_mid_text_stream_has_no_last_chunk);
 	tcase_add_test(tf, http10_never_gets_a_cut_text_table);
 	suite_add_tcase(s, tf);
+	TCase *tb = tcase_create("budget");
+	tcase_set_timeout(tb, 60);
+	tcase_add_checked_fixture(tb, start_small_budget, stop);
+	tcase_add_test(tb, joiners_stay_within_the_budget);
+	suite_add_tcase(s, tb);
 	return s;
 }
 
