@@ -20,8 +20,9 @@
  * (disconnect, or its answer ended) while the job runs and none waits for the fill, the job is
  * called off at its next block: no one wants its bytes (a HEAD, whose answer ends with its
  * headers, too). A request that joins before that block takes the call back; one that comes once
- * the job has stopped waits for the fill as before the first block, and hears the failure. A failure after the first block can only close the readers' connections: their
- * 200 and Content-Length have gone. */
+ * the job has stopped waits for the fill as before the first block, and hears the failure. A
+ * failure after the first block can only close the readers' connections: their 200 and
+ * Content-Length have gone. */
 #include "http/stream.h"
 #include "http/test_hooks.h"
 

@@ -673,7 +673,8 @@ START_TEST(head_of_a_text_stream_has_no_body)
 	ck_assert_msg(strncmp(all, "HTTP/1.1 200 ", 13) == 0, "%.32s", all);
 	const char *end = strstr(all, "\r\n\r\n");
 	ck_assert_ptr_nonnull(end);
-	ck_assert_msg(end[4] == 0 || strncmp(end + 4, "HTTP/1.1 200 ", 13) == 0, "after the HEAD's headers: %.16s", end + 4);
+	ck_assert_msg(end[4] == 0 || strncmp(end + 4, "HTTP/1.1 200 ", 13) == 0, "after the HEAD's headers: %.16s",
+		      end + 4);
 	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
 	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
 }
