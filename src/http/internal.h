@@ -87,6 +87,7 @@ struct req {
 	struct waiter *w;
 	char etag[40];
 	char method[8];
+	int http10;              /* an HTTP/1.0 request: no chunked coding, only the close ends a body */
 	char path[512];          /* path and query, as logged (truncated past 511 bytes) */
 	char request_id[72];
 	const char *allow;       /* Allow header for a 405 (default "GET, HEAD") */

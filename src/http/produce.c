@@ -422,9 +422,9 @@ void pe_produce_stream_stats(struct pe_http *h, uint64_t *begun, uint64_t *cance
 	pe_streams_stats(h->produce->streams, begun, cancelled);
 }
 
-/* Answer from a stream (taking over the caller's reference and reader's place): "miss", the
- * stream's headers, its bytes as they are computed. */
-static enum MHD_Result serve_stream(struct req *r, struct MHD_Connection *conn, struct pe_stream *s)
+/* Answer from a stream (taking over the caller's reference and reader's place, and the reader's
+ * bytes on the budget when taken): "miss", the stream's headers, its bytes as they are computed. */
+static enum MHD_Result serve_stream(struct req *r, struct MHD_Connection *conn, struct pe_stream *s, int taken)
 {
 	const struct pe_stream_head *hd = pe_stream_head(s);
 	struct body b = {.pr = hd->pr, .out = hd->out, .info = hd->info};
@@ -434,12 +434,31 @@ static enum MHD_Result serve_stream(struct req *r, struct MHD_Connection *conn, 
 	r->observe_at_end = 1;
 	r->stream_whole = 0;
 	pe_http_bound_sends(conn, PE_PRODUCE_STREAM_MIN + 1); /* a large answer (pe_http_queue bounds by bytes) */
-	struct MHD_Response *resp = pe_stream_response(s, conn, r->h->opt.budget, &r->bytes, &r->stream_whole);
+	struct MHD_Response *resp = pe_stream_response(s, conn, r->h->opt.budget, taken, &r->bytes, &r->stream_whole);
 	if (!resp)
 		return MHD_NO;
+	/* libmicrohttpd 0.9.75 sends chunked coding's last chunk after a HEAD's headers, a body the
+	 * client does not read, which breaks a kept-alive connection's framing: without chunking the
+	 * HEAD answer ends at its headers, and the connection closes after it. */
+	if (hd->total == PE_PRODUCE_LENGTH_UNKNOWN && strcmp(r->method, MHD_HTTP_METHOD_HEAD) == 0)
+		MHD_set_response_options(resp, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
 	add_headers(&b, resp, "miss");
 	pe_http_add_cors(r->h, conn, resp);
 	return pe_http_queue(r, conn, 200, resp);
+}
+
+/* A request that found the stream begun: its reader's room is taken from the budget, or it is
+ * answered 503 as any answer that does not fit now (readers joining one stream are not bounded by
+ * it otherwise: each holds PE_STREAM_READER_BYTES of its own). */
+static enum MHD_Result join_stream(struct req *r, struct MHD_Connection *conn, struct pe_stream *s)
+{
+	struct pe_err err = {0};
+	if (pe_budget_take(r->h->opt.budget, PE_STREAM_READER_BYTES) != 0) {
+		pe_stream_leave(s);
+		pe_err_set(&err, PE_EBUSY, "", "the response memory budget is full; retry shortly");
+		return pe_http_problem(r, conn, &err);
+	}
+	return serve_stream(r, conn, s, 1);
 }
 
 /* A job on a worker. */
@@ -467,7 +486,7 @@ static enum MHD_Result produce_resume(struct req *r, struct MHD_Connection *conn
 	if (w->result) { /* answered by the first block of a stream */
 		struct pe_stream *s = w->result;
 		w->result = NULL;
-		return serve_stream(r, conn, s);
+		return serve_stream(r, conn, s, 0);
 	}
 	const struct pe_err *failed = pe_cache_entry_err(w->entry); /* the job's own problem, if it left one */
 	if (failed)
@@ -527,7 +546,9 @@ static int start_job(struct req *r, struct waiter *wt, const struct pe_producer 
 		job_free(j);
 		return pe_err_set(err, PE_ENOMEM, "", "out of memory");
 	}
-	if (pr->stream_cb && pr->stream_cb(j->job)) /* NULL (out of memory): computed whole */
+	/* not for HTTP/1.0, which could not tell a text stream cut short (chunked's last chunk
+	 * missing) from a whole one: its answer is computed whole, with a Content-Length */
+	if (pr->stream_cb && !r->http10 && pr->stream_cb(j->job)) /* NULL (out of memory): computed whole */
 		j->stream = pe_stream_new(h->produce->streams, h->opt.cache, wt, pr, o, r->etag, key, keylen);
 	int rc = (w == RUN_HEAVY ? h->opt.hooks.submit_heavy : h->opt.hooks.submit)(h->opt.hooks.ctx, job_run, j);
 	if (rc != 0) {
@@ -557,9 +578,9 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 		return pe_http_problem(r, conn, &err);
 	}
 	struct pe_stream *s;
-	if (rc == PE_CACHE_WAIT && (s = pe_stream_join(h->produce->streams, key, keylen)) != NULL) {
+	if (rc == PE_CACHE_WAIT && (s = pe_stream_join(h->produce->streams, key, keylen, r->http10)) != NULL) {
 		r->w = w; /* the cache's completion of w comes at the fill, unused */
-		return serve_stream(r, conn, s);
+		return join_stream(r, conn, s);
 	}
 	int inlined = 0;
 	if (rc == PE_CACHE_MISS && !r->etag[0])

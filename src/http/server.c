@@ -381,6 +381,7 @@ static enum MHD_Result first_call(struct pe_http *h, struct req *r, struct MHD_C
 {
 	struct pe_err err = {0};
 	struct framing_walk w;
+	r->http10 = strcmp(version, MHD_HTTP_VERSION_1_0) == 0;
 	if (read_framing(r, conn, method, version, &w, &err) != 0) {
 		r->answered = r->close = 1;
 		return pe_http_problem(r, conn, &err);

@@ -19,8 +19,10 @@
  * (they wait for the cache fill as on any job, and are counted). When the last reader goes
  * (disconnect, or its answer ended) while the job runs and none waits for the fill, the job is
  * called off at its next block: no one wants its bytes (a HEAD, whose answer ends with its
- * headers, too). A failure after the first block can only close the readers' connections: their
- * 200 and Content-Length have gone. */
+ * headers, too). A request that joins before that block takes the call back; one that comes once
+ * the job has stopped waits for the fill as before the first block, and hears the failure. A
+ * failure after the first block can only close the readers' connections: their 200 and
+ * Content-Length have gone. */
 #include "http/stream.h"
 #include "http/test_hooks.h"
 
@@ -28,11 +30,13 @@
 #include <string.h>
 
 /* The most a reader copies per call: libmicrohttpd gives each reader's response a block this large,
- * counted on the response budget with its headers (READER_BYTES) while the response lives:
- * charged, never refused, as a connection's own memory (a refusal while another job waits for
- * room would answer the request that made the job 503 and call its work off). */
+ * counted on the response budget with its headers (READER_BYTES) while the response lives. The
+ * request that made the job is charged, never refused, as a connection's own memory (a refusal
+ * while another job waits for room would answer it 503 and call its work off); a request that
+ * joins takes the room first, and is refused when the budget is full (produce.c). */
 #define READ_BLOCK ((size_t)256 << 10)
-#define READER_BYTES (READ_BLOCK + 2048)
+#define READER_BYTES PE_STREAM_READER_BYTES
+_Static_assert(READER_BYTES == READ_BLOCK + 2048, "a reader's block and its headers");
 
 enum { S_PENDING, S_RUNNING, S_DONE, S_FAILED };
 
@@ -148,7 +152,7 @@ struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, s
 	return s;
 }
 
-struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t keylen)
+struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t keylen, int need_length)
 {
 	struct pe_stream *s;
 	pthread_mutex_lock(&ss->lock);
@@ -156,13 +160,15 @@ struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t 
 		;
 	if (s) {
 		pthread_mutex_lock(&s->lock);
-		if (s->state == S_RUNNING || s->state == S_DONE) {
+		int unknown = s->state == S_PENDING || s->head.total == PE_PRODUCE_LENGTH_UNKNOWN;
+		if ((s->state == S_RUNNING || s->state == S_DONE) && !(need_length && unknown)) {
 			s->readers++;
+			atomic_store(&s->cancel, 0); /* the job has not stopped (it would be S_FAILED): it goes on */
 			atomic_fetch_add(&s->refs, 1);
 		} else {
 			s->joiners++;
 		}
-		int joined = s->state == S_RUNNING || s->state == S_DONE;
+		int joined = (s->state == S_RUNNING || s->state == S_DONE) && !(need_length && unknown);
 		pthread_mutex_unlock(&s->lock);
 		if (!joined)
 			s = NULL;
@@ -237,19 +243,19 @@ static void reader_free_cb(void *cls)
 }
 
 struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget,
-					uint64_t *sent, int *whole)
+					int taken, uint64_t *sent, int *whole)
 {
 	struct reader *rd = calloc(1, sizeof *rd);
 	struct MHD_Response *resp = NULL;
+	if (!taken)
+		pe_budget_charge(budget, READER_BYTES);
 	if (rd) {
 		*rd = (struct reader){.s = s, .conn = conn, .budget = budget, .sent = sent, .whole = whole};
-		pe_budget_charge(budget, READER_BYTES);
 		uint64_t size = s->head.total == PE_PRODUCE_LENGTH_UNKNOWN ? MHD_SIZE_UNKNOWN : s->head.total;
 		resp = MHD_create_response_from_callback(size, READ_BLOCK, read_cb, rd, reader_free_cb);
 	}
 	if (!resp) {
-		if (rd)
-			pe_budget_give(budget, READER_BYTES);
+		pe_budget_give(budget, READER_BYTES);
 		free(rd);
 		pe_stream_leave(s);
 	}
@@ -271,8 +277,10 @@ int pe_stream_publish(struct pe_stream *s, const char *data, size_t ready, size_
 		atomic_fetch_add(&s->ss->begun, 1);
 	}
 	s->ready = ready;
-	wake(s);
 	int cancel = atomic_load(&s->cancel);
+	if (cancel) /* decided under the lock: no request joins a job that stops */
+		s->state = S_FAILED;
+	wake(s);
 	pthread_mutex_unlock(&s->lock);
 	if (first) { /* its reference and reader's place go with the stream (the waiter's result) */
 		pe_waiter_complete(first, NULL, s, 0);

@@ -33,15 +33,22 @@ struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, s
 				const char *key, size_t keylen);
 /* A request that found key under way. Its stream when the stream's bytes have begun: a reference
  * and a reader's place, the request reads it from the start. Otherwise NULL, and when a stream of
- * key exists the request is counted as waiting for the cache fill, so its job is not called off. */
-struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t keylen);
+ * key exists the request is counted as waiting for the cache fill, so its job is not called off.
+ * need_length: the request must have the answer's length before its body (HTTP/1.0, where only
+ * the close ends a body without one, so a cut would read as the end); it waits for the fill
+ * rather than read a stream whose length comes at its end. */
+struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t keylen, int need_length);
+/* The response budget bytes a reader's response holds while it lives: its read block (256 KiB)
+ * and headers. */
+#define PE_STREAM_READER_BYTES (((size_t)256 << 10) + 2048)
 /* The response that sends s from its first byte on conn, owning the caller's reference and
- * reader's place; its read block (256 KiB) is charged to budget while it lives. As it reads, *sent
- * becomes the bytes handed to the connection and *whole 1 once the last one was (both the
- * request's, which outlives every read). NULL when out of memory: the reference and place given
- * back. Headers are the caller's (pe_stream_head). */
+ * reader's place; PE_STREAM_READER_BYTES are held on budget while it lives (taken by the caller
+ * when taken is 1, else charged here). As it reads, *sent becomes the bytes handed to the
+ * connection and *whole 1 once the last one was (both the request's, which outlives every read).
+ * NULL when out of memory: the reference, place and bytes given back. Headers are the caller's
+ * (pe_stream_head). */
 struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget,
-					uint64_t *sent, int *whole);
+					int taken, uint64_t *sent, int *whole);
 const struct pe_stream_head *pe_stream_head(const struct pe_stream *s);
 /* Give back a reader's place and its reference (a waiter's result_free). */
 void pe_stream_leave(void *s);

@@ -120,17 +120,23 @@ struct raw {
 	int complete; /* chunked: the last chunk came */
 };
 
-static void raw_send_version(struct raw *c, const char *path, const char *version)
+/* A new connection that has sent req (one or more requests, as they are). */
+static void raw_send_text(struct raw *c, const char *req)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(D.s.port)};
-	char req[1024];
 	memset(c, 0, sizeof *c);
 	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
 	c->fd = socket(AF_INET, SOCK_STREAM, 0);
 	ck_assert_int_ge(c->fd, 0);
 	ck_assert_int_eq(connect(c->fd, (struct sockaddr *)&a, sizeof a), 0);
-	int n = snprintf(req, sizeof req, "GET %s %s\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path, version);
-	ck_assert_int_eq(send(c->fd, req, (size_t)n, 0), n);
+	ck_assert_int_eq(send(c->fd, req, strlen(req), 0), (ssize_t)strlen(req));
+}
+
+static void raw_send_version(struct raw *c, const char *path, const char *version)
+{
+	char req[1024];
+	snprintf(req, sizeof req, "GET %s %s\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path, version);
+	raw_send_text(c, req);
 }
 
 static void raw_send(struct raw *c, const char *path) { raw_send_version(c, path, "HTTP/1.1"); }
@@ -605,21 +611,26 @@ START_TEST(disconnect_cancels_a_text_job)
 }
 END_TEST
 
-/* HTTP/1.0 has no chunked coding: the streamed JSON ends with the connection, whole. */
-START_TEST(http10_text_stream_ends_at_the_close)
+/* HTTP/1.0 has no chunked coding, and a close could not tell a cut answer from a whole one: a
+ * cold JSON table over 8 MiB asked over HTTP/1.0 is computed whole, not streamed, and sent with
+ * its Content-Length. */
+START_TEST(http10_text_table_is_sent_whole)
 {
 	static const char *const kv[] = {"len", "4128", "dim", "1024", NULL};
+	double streams = pe_metric(&D, "posenc_streams_total");
 	size_t n;
 	char *want = core_doc("sinusoidal", kv, DOC_JSON, PE_F32, &n);
 	struct raw a;
 	char c[32];
 	raw_get(&a, "/v1/sinusoidal?len=4128&dim=1024", "HTTP/1.0");
 	ck_assert(!a.chunked);
-	ck_assert_ptr_null(raw_header(&a, "Content-Length", c, sizeof c));
+	ck_assert_ptr_nonnull(raw_header(&a, "Content-Length", c, sizeof c));
+	ck_assert_uint_eq(a.content_length, n);
 	ck_assert_uint_eq(a.got, n);
 	ck_assert(memcmp(a.body, want, n) == 0);
 	raw_close(&a);
 	free(want);
+	ck_assert_double_eq(pe_metric(&D, "posenc_streams_total"), streams);
 }
 END_TEST
 
@@ -644,6 +655,80 @@ START_TEST(head_of_a_text_stream)
 }
 END_TEST
 
+/* A HEAD of a cold text table on a kept-alive connection, a GET pipelined behind it: the HEAD's
+ * answer ends with its headers (no chunk, not even the last, follows them); what comes after is
+ * the GET's answer or the connection's close. */
+START_TEST(head_of_a_text_stream_has_no_body)
+{
+	struct raw a;
+	char all[65536];
+	size_t n = 0;
+	ssize_t k;
+	raw_send_text(&a, "HEAD /v1/sinusoidal?len=4140&dim=1024 HTTP/1.1\r\nHost: x\r\n\r\n"
+			  "GET /v1/sinusoidal?len=4&dim=4 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	while (n < sizeof all - 1 && (k = raw_read(&a, all + n, sizeof all - 1 - n)) > 0)
+		n += (size_t)k;
+	all[n] = 0;
+	close(a.fd);
+	ck_assert_msg(strncmp(all, "HTTP/1.1 200 ", 13) == 0, "%.32s", all);
+	const char *end = strstr(all, "\r\n\r\n");
+	ck_assert_ptr_nonnull(end);
+	ck_assert_msg(end[4] == 0 || strncmp(end + 4, "HTTP/1.1 200 ", 13) == 0, "after the HEAD's headers: %.16s",
+		      end + 4);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
+/* The only reader of a text stream resets; a request for the same table comes before the job's
+ * next block and joins the stream: the job goes on (it is not called off) and the new request
+ * reads the whole document. The first block (64 rows of 8192 floats, ~5 MB of CSV) is still being
+ * sent when the first client resets, so the server sees the reset while the job is held. */
+START_TEST(join_after_the_last_reader_left)
+{
+	static const char *const kv[] = {"len", "256", "dim", "8192", "offset", "3", NULL};
+	const char *path = "/v1/sinusoidal?len=256&dim=8192&offset=3&format=csv";
+	double cancelled = pe_metric(&D, "posenc_streams_cancelled_total");
+	struct raw a, b;
+	int small = 4096;
+	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(D.s.port)};
+	char req[256];
+	size_t n;
+	char *want = core_doc("sinusoidal", kv, DOC_CSV, PE_F32, &n);
+	snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+	memset(&a, 0, sizeof a);
+	inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+	a.fd = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(a.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+	gate_on("offset=3");
+	ck_assert_int_eq(connect(a.fd, (struct sockaddr *)&addr, sizeof addr), 0);
+	ck_assert_int_eq(send(a.fd, req, strlen(req), 0), (ssize_t)strlen(req));
+	ck_assert_int_eq(raw_head(&a), 200);
+	double held = pe_metric(&D, "posenc_response_budget_bytes");
+	struct linger hard = {.l_onoff = 1, .l_linger = 0};
+	setsockopt(a.fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+	raw_close(&a);
+	double v = held;
+	for (int i = 0; i < 2000 && v >= held; i++) { /* the reader gone (its block given back) */
+		usleep(10000);
+		v = pe_metric(&D, "posenc_response_budget_bytes");
+	}
+	ck_assert_double_lt(v, held);
+	raw_send(&b, path);
+	ck_assert_int_eq(raw_head(&b), 200); /* joined: answered while the job still waits */
+	unlink(gate);
+	raw_body(&b);
+	ck_assert_msg(b.complete, "the joined request's body stops after %zu bytes", b.got);
+	ck_assert_uint_eq(b.got, n);
+	ck_assert(memcmp(b.body, want, n) == 0);
+	raw_close(&b);
+	free(want);
+	ck_assert_double_eq(pe_metric(&D, "posenc_streams_cancelled_total"), cancelled);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
 /* A text stream whose job fails after its first block ends without its last chunk. */
 START_TEST(failure_mid_text_stream_has_no_last_chunk)
 {
@@ -662,6 +747,76 @@ START_TEST(failure_mid_text_stream_has_no_last_chunk)
 	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
 }
 END_TEST
+
+/* HTTP/1.0 has no chunked coding, so the close that ends a text stream cannot tell a whole answer
+ * from one whose job failed: a CSV cut after a block reads as a shorter table. A failure (held past
+ * job_timeout) must therefore never reach an HTTP/1.0 client as a 200: it gets its problem, or
+ * the whole document. A second HTTP/1.0 request, during an HTTP/1.1 request's stream, likewise. */
+START_TEST(http10_never_gets_a_cut_text_table)
+{
+	struct raw a, b, c;
+	gate_on("offset=77");
+	raw_send_version(&a, "/v1/sinusoidal?len=4144&dim=1024&offset=77&format=csv", "HTTP/1.0");
+	raw_send(&b, "/v1/sinusoidal?len=4148&dim=1024&offset=77&format=csv");
+	ck_assert_int_eq(raw_head(&b), 200); /* an HTTP/1.1 stream, held after its first block */
+	raw_send_version(&c, "/v1/sinusoidal?len=4148&dim=1024&offset=77&format=csv", "HTTP/1.0");
+	sleep(2); /* past job_timeout (1 s): the gates hold the jobs meanwhile */
+	unlink(gate);
+	int sa = raw_head(&a), sc = raw_head(&c);
+	ck_assert_msg(sa != 200 || (raw_body(&a), !a.chunked && a.got == a.content_length),
+		      "HTTP/1.0 job's own request: a 200 ended by the close after %zu bytes", a.got);
+	ck_assert_msg(sc != 200 || (raw_body(&c), c.content_length != SIZE_MAX && c.got == c.content_length),
+		      "HTTP/1.0 joining a stream: a 200 ended by the close after %zu bytes", c.got);
+	raw_body(&b);
+	ck_assert(!b.complete);
+	raw_close(&a);
+	raw_close(&b);
+	raw_close(&c);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
+/* Every reader of a stream holds a read block (256 KiB) while its answer lives. Many requests
+ * joining one stream may not take the response budget past its limit: those that find it full are
+ * answered 503 with Retry-After, as any answer that does not fit; the others read the stream. */
+START_TEST(joiners_stay_within_the_budget)
+{
+	enum { JOINERS = 60 };
+	const char *path = "/v1/sinusoidal?len=2304&dim=1024&offset=5&format=bin"; /* 9.4 MB */
+	struct raw a, j[JOINERS];
+	char v[16];
+	int refused = 0;
+	gate_on("offset=5");
+	raw_send(&a, path);
+	ck_assert_int_eq(raw_head(&a), 200); /* held after its first block */
+	for (int i = 0; i < JOINERS; i++) {
+		raw_send(&j[i], path);
+		int status = raw_head(&j[i]);
+		ck_assert(status == 200 || status == 503);
+		if (status == 503) {
+			ck_assert_ptr_nonnull(raw_header(&j[i], "Retry-After", v, sizeof v));
+			refused++;
+		}
+	}
+	double used = pe_metric(&D, "posenc_response_budget_bytes");
+	double limit = pe_metric(&D, "posenc_response_budget_limit_bytes");
+	ck_assert_msg(used <= limit, "%.0f bytes held on a budget of %.0f", used, limit);
+	ck_assert_int_gt(refused, 0);
+	unlink(gate);
+	for (int i = 0; i < JOINERS; i++)
+		raw_close(&j[i]);
+	raw_close(&a);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
+static void start_small_budget(void)
+{
+	static const char *const args[] = {"--workers", "2", "--response-budget-bytes", "16Mi", NULL};
+	start_with(args);
+}
 
 static void start_short_timeout(void)
 {
@@ -684,15 +839,23 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, small_text_is_not_streamed);
 	tcase_add_test(tc, second_request_joins_a_text_stream);
 	tcase_add_test(tc, disconnect_cancels_a_text_job);
-	tcase_add_test(tc, http10_text_stream_ends_at_the_close);
+	tcase_add_test(tc, http10_text_table_is_sent_whole);
 	tcase_add_test(tc, head_of_a_text_stream);
+	tcase_add_test(tc, head_of_a_text_stream_has_no_body);
+	tcase_add_test(tc, join_after_the_last_reader_left);
 	suite_add_tcase(s, tc);
 	TCase *tf = tcase_create("failure");
 	tcase_set_timeout(tf, 60);
 	tcase_add_checked_fixture(tf, start_short_timeout, stop);
 	tcase_add_test(tf, failure_mid_stream_closes_the_connection);
 	tcase_add_test(tf, failure_mid_text_stream_has_no_last_chunk);
+	tcase_add_test(tf, http10_never_gets_a_cut_text_table);
 	suite_add_tcase(s, tf);
+	TCase *tb = tcase_create("budget");
+	tcase_set_timeout(tb, 60);
+	tcase_add_checked_fixture(tb, start_small_budget, stop);
+	tcase_add_test(tb, joiners_stay_within_the_budget);
+	suite_add_tcase(s, tb);
 	return s;
 }
 
