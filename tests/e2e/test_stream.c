@@ -443,7 +443,7 @@ START_TEST(failure_mid_stream_closes_the_connection)
 	raw_send(&a, path);
 	ck_assert_int_eq(raw_head(&a), 200);
 	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1);
-	sleep(2); /* past job_timeout (1 s): not a timing assertion, the gate holds the job meanwhile */
+	sleep(4); /* past job_timeout (3 s): not a timing assertion, the gate holds the job meanwhile */
 	unlink(gate);
 	ck_assert_uint_lt(raw_body(&a), a.content_length);
 	size_t total = a.content_length;
@@ -738,7 +738,7 @@ START_TEST(failure_mid_text_stream_has_no_last_chunk)
 	ck_assert_int_eq(raw_head(&a), 200);
 	ck_assert(a.chunked);
 	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1);
-	sleep(2); /* past job_timeout (1 s), held at the gate meanwhile */
+	sleep(4); /* past job_timeout (3 s), held at the gate meanwhile */
 	unlink(gate);
 	raw_body(&a);
 	ck_assert(!a.complete);
@@ -760,7 +760,7 @@ START_TEST(http10_never_gets_a_cut_text_table)
 	raw_send(&b, "/v1/sinusoidal?len=4148&dim=1024&offset=77&format=csv");
 	ck_assert_int_eq(raw_head(&b), 200); /* an HTTP/1.1 stream, held after its first block */
 	raw_send_version(&c, "/v1/sinusoidal?len=4148&dim=1024&offset=77&format=csv", "HTTP/1.0");
-	sleep(2); /* past job_timeout (1 s): the gates hold the jobs meanwhile */
+	sleep(4); /* past job_timeout (3 s): the gates hold the jobs meanwhile */
 	unlink(gate);
 	int sa = raw_head(&a), sc = raw_head(&c);
 	ck_assert_msg(sa != 200 || (raw_body(&a), !a.chunked && a.got == a.content_length),
@@ -820,7 +820,8 @@ static void start_small_budget(void)
 
 static void start_short_timeout(void)
 {
-	static const char *const args[] = {"--workers", "2", "--job-timeout", "1", NULL};
+	/* 3 s: the first block must come before it, which takes longer under a sanitizer on a busy machine */
+	static const char *const args[] = {"--workers", "2", "--job-timeout", "3", NULL};
 	start_with(args);
 }
 
