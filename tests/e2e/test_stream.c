@@ -120,16 +120,31 @@ struct raw {
 	int complete; /* chunked: the last chunk came */
 };
 
-/* A new connection that has sent req (one or more requests, as they are). */
-static void raw_send_text(struct raw *c, const char *req)
+/* A new connection, its receive buffer rcvbuf bytes (0: the system's), that has sent req (one or
+ * more requests, as they are). */
+static void raw_send_text_rcvbuf(struct raw *c, const char *req, int rcvbuf)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(D.s.port)};
 	memset(c, 0, sizeof *c);
 	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
 	c->fd = socket(AF_INET, SOCK_STREAM, 0);
 	ck_assert_int_ge(c->fd, 0);
+	if (rcvbuf)
+		setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
 	ck_assert_int_eq(connect(c->fd, (struct sockaddr *)&a, sizeof a), 0);
 	ck_assert_int_eq(send(c->fd, req, strlen(req), 0), (ssize_t)strlen(req));
+}
+
+static void raw_send_text(struct raw *c, const char *req) { raw_send_text_rcvbuf(c, req, 0); }
+
+/* GET path on a connection whose receive buffer is 4 KiB: a first block larger than the server's
+ * send buffer is still being sent (its reader not waiting for the next block) while the job is
+ * held at the gate, so the server sees a reset of this client at once. */
+static void raw_send_small_window(struct raw *c, const char *path)
+{
+	char req[512];
+	snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+	raw_send_text_rcvbuf(c, req, 4096);
 }
 
 static void raw_send_version(struct raw *c, const char *path, const char *version)
@@ -272,6 +287,21 @@ static void get_expect(const char *path, const char *cache, const char *want, si
 	pe_resp_free(&r);
 }
 
+/* Reset c's connection (as a killed client) and wait until the server has let its reader go:
+ * the reader's block leaves the response budget. */
+static void raw_reset_until_gone(struct raw *c)
+{
+	double held = pe_metric(&D, "posenc_response_budget_bytes"), v = held;
+	struct linger hard = {.l_onoff = 1, .l_linger = 0};
+	setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+	raw_close(c);
+	for (int i = 0; i < 2000 && v >= held; i++) {
+		usleep(10000);
+		v = pe_metric(&D, "posenc_response_budget_bytes");
+	}
+	ck_assert_double_lt(v, held);
+}
+
 /* The access log's line of the last request for path (waits for the log's flush, 250 ms); NULL
  * when there is none. */
 static json_t *logged(const char *path)
@@ -329,18 +359,15 @@ START_TEST(streamed_bytes_are_the_tables)
 }
 END_TEST
 
-/* A request that arrives while the job is held after its first block joins the stream: its
- * headers come before the job goes on, and both get the table, with one ETag. */
-START_TEST(second_request_joins_the_stream)
+/* Two readers of one stream: the first request, answered at the first block (the job then waits
+ * at the gate gate_text names), and a second that joins the stream then: both get the n bytes of
+ * want, complete, with one ETag, and the table is a hit after. */
+static void two_readers_of_one_stream(const char *path, const char *gate_text, const char *want, size_t n)
 {
-	static const char *const kv[] = {"len", "4100", "dim", "1024", NULL};
-	const char *path = "/v1/sinusoidal?len=4100&dim=1024&format=bin";
-	size_t n;
-	char *want = core_table("sinusoidal", kv, 0, &n);
 	double joins = pe_metric(&D, "posenc_cache_joins_total");
 	struct raw a, b;
 	char e1[64], e2[64], c[32];
-	gate_on("len=4100");
+	gate_on(gate_text);
 	raw_send(&a, path);
 	ck_assert_int_eq(raw_head(&a), 200); /* the first block is out; the job waits at the gate */
 	raw_send(&b, path);
@@ -349,6 +376,7 @@ START_TEST(second_request_joins_the_stream)
 	unlink(gate);
 	ck_assert_uint_eq(raw_body(&a), n);
 	ck_assert_uint_eq(raw_body(&b), n);
+	ck_assert(!a.chunked || (a.complete && b.complete));
 	ck_assert(memcmp(a.body, want, n) == 0);
 	ck_assert(memcmp(b.body, want, n) == 0);
 	ck_assert_str_eq(raw_header(&a, "ETag", e1, sizeof e1), raw_header(&b, "ETag", e2, sizeof e2));
@@ -357,8 +385,17 @@ START_TEST(second_request_joins_the_stream)
 	raw_close(&b);
 	get_expect(path, "hit", want, n, e1);
 	ck_assert_str_eq(e1, e2);
-	free(want);
 	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+
+/* A request that arrives while a bin stream's job is held after its first block joins it. */
+START_TEST(second_request_joins_the_stream)
+{
+	static const char *const kv[] = {"len", "4100", "dim", "1024", NULL};
+	size_t n;
+	char *want = core_table("sinusoidal", kv, 0, &n);
+	two_readers_of_one_stream("/v1/sinusoidal?len=4100&dim=1024&format=bin", "len=4100", want, n);
+	free(want);
 }
 END_TEST
 
@@ -535,35 +572,14 @@ START_TEST(small_text_is_not_streamed)
 }
 END_TEST
 
-/* A JSON stream joined by a second request while the job is held after its first block: both
- * read the whole document; one ETag; the table is cached after. */
+/* The same for a JSON stream, chunked. */
 START_TEST(second_request_joins_a_text_stream)
 {
 	static const char *const kv[] = {"len", "4120", "dim", "1024", NULL};
-	const char *path = "/v1/sinusoidal?len=4120&dim=1024";
 	size_t n;
 	char *want = core_doc("sinusoidal", kv, DOC_JSON, PE_F32, &n);
-	struct raw a, b;
-	char e1[64], e2[64];
-	gate_on("len=4120");
-	raw_send(&a, path);
-	ck_assert_int_eq(raw_head(&a), 200);
-	raw_send(&b, path);
-	ck_assert_int_eq(raw_head(&b), 200);
-	unlink(gate);
-	raw_body(&a);
-	raw_body(&b);
-	ck_assert(a.complete && b.complete);
-	ck_assert_uint_eq(a.got, n);
-	ck_assert_uint_eq(b.got, n);
-	ck_assert(memcmp(a.body, want, n) == 0);
-	ck_assert(memcmp(b.body, want, n) == 0);
-	ck_assert_str_eq(raw_header(&a, "ETag", e1, sizeof e1), raw_header(&b, "ETag", e2, sizeof e2));
-	raw_close(&a);
-	raw_close(&b);
-	get_expect(path, "hit", want, n, e1);
+	two_readers_of_one_stream("/v1/sinusoidal?len=4120&dim=1024", "len=4120", want, n);
 	free(want);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
 }
 END_TEST
 
@@ -576,28 +592,11 @@ START_TEST(disconnect_cancels_a_text_job)
 {
 	double cancelled = pe_metric(&D, "posenc_streams_cancelled_total");
 	struct raw a;
-	int small = 4096;
-	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(D.s.port)};
-	const char req[] = "GET /v1/sinusoidal?len=256&dim=8192&format=csv HTTP/1.1\r\nHost: x\r\n\r\n";
-	memset(&a, 0, sizeof a);
-	inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-	a.fd = socket(AF_INET, SOCK_STREAM, 0);
-	setsockopt(a.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
 	gate_on("dim=8192");
-	ck_assert_int_eq(connect(a.fd, (struct sockaddr *)&addr, sizeof addr), 0);
-	ck_assert_int_eq(send(a.fd, req, sizeof req - 1, 0), (ssize_t)(sizeof req - 1));
+	raw_send_small_window(&a, "/v1/sinusoidal?len=256&dim=8192&format=csv");
 	ck_assert_int_eq(raw_head(&a), 200);
 	ck_assert(a.chunked);
-	double held = pe_metric(&D, "posenc_response_budget_bytes");
-	struct linger hard = {.l_onoff = 1, .l_linger = 0};
-	setsockopt(a.fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
-	raw_close(&a);
-	double v = held;
-	for (int i = 0; i < 2000 && v >= held; i++) { /* the reader's block given back */
-		usleep(10000);
-		v = pe_metric(&D, "posenc_response_budget_bytes");
-	}
-	ck_assert_double_lt(v, held);
+	raw_reset_until_gone(&a);
 	unlink(gate);
 	ck_assert_double_eq(metric_becomes("posenc_streams_cancelled_total", cancelled + 1), cancelled + 1);
 	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
@@ -639,13 +638,7 @@ START_TEST(head_of_a_text_stream)
 {
 	struct raw a;
 	char c[32];
-	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(D.s.port)};
-	const char req[] = "HEAD /v1/sinusoidal?len=4132&dim=1024 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-	memset(&a, 0, sizeof a);
-	inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-	a.fd = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_eq(connect(a.fd, (struct sockaddr *)&addr, sizeof addr), 0);
-	ck_assert_int_eq(send(a.fd, req, sizeof req - 1, 0), (ssize_t)(sizeof req - 1));
+	raw_send_text(&a, "HEAD /v1/sinusoidal?len=4132&dim=1024 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 	ck_assert_int_eq(raw_head(&a), 200);
 	ck_assert_str_eq(raw_header(&a, "X-PE-Shape", c, sizeof c), "4132,1024");
 	ck_assert_uint_eq(raw_body(&a), 0);
@@ -690,30 +683,12 @@ START_TEST(join_after_the_last_reader_left)
 	const char *path = "/v1/sinusoidal?len=256&dim=8192&offset=3&format=csv";
 	double cancelled = pe_metric(&D, "posenc_streams_cancelled_total");
 	struct raw a, b;
-	int small = 4096;
-	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(D.s.port)};
-	char req[256];
 	size_t n;
 	char *want = core_doc("sinusoidal", kv, DOC_CSV, PE_F32, &n);
-	snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
-	memset(&a, 0, sizeof a);
-	inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-	a.fd = socket(AF_INET, SOCK_STREAM, 0);
-	setsockopt(a.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
 	gate_on("offset=3");
-	ck_assert_int_eq(connect(a.fd, (struct sockaddr *)&addr, sizeof addr), 0);
-	ck_assert_int_eq(send(a.fd, req, strlen(req), 0), (ssize_t)strlen(req));
+	raw_send_small_window(&a, path);
 	ck_assert_int_eq(raw_head(&a), 200);
-	double held = pe_metric(&D, "posenc_response_budget_bytes");
-	struct linger hard = {.l_onoff = 1, .l_linger = 0};
-	setsockopt(a.fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
-	raw_close(&a);
-	double v = held;
-	for (int i = 0; i < 2000 && v >= held; i++) { /* the reader gone (its block given back) */
-		usleep(10000);
-		v = pe_metric(&D, "posenc_response_budget_bytes");
-	}
-	ck_assert_double_lt(v, held);
+	raw_reset_until_gone(&a);
 	raw_send(&b, path);
 	ck_assert_int_eq(raw_head(&b), 200); /* joined: answered while the job still waits */
 	unlink(gate);
