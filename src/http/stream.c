@@ -34,9 +34,8 @@
  * request that made the job is charged, never refused, as a connection's own memory (a refusal
  * while another job waits for room would answer it 503 and call its work off); a request that
  * joins takes the room first, and is refused when the budget is full (produce.c). */
-#define READ_BLOCK ((size_t)256 << 10)
+#define READ_BLOCK PE_STREAM_READ_BLOCK
 #define READER_BYTES PE_STREAM_READER_BYTES
-_Static_assert(READER_BYTES == READ_BLOCK + 2048, "a reader's block and its headers");
 
 enum { S_PENDING, S_RUNNING, S_DONE, S_FAILED };
 

@@ -38,9 +38,10 @@ struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, s
  * the close ends a body without one, so a cut would read as the end); it waits for the fill
  * rather than read a stream whose length comes at its end. */
 struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t keylen, int need_length);
-/* The response budget bytes a reader's response holds while it lives: its read block (256 KiB)
- * and headers. */
-#define PE_STREAM_READER_BYTES (((size_t)256 << 10) + 2048)
+/* The most a reader copies per call (libmicrohttpd's block for its response), and the response
+ * budget bytes a reader's response holds while it lives: that block and its headers. */
+#define PE_STREAM_READ_BLOCK ((size_t)256 << 10)
+#define PE_STREAM_READER_BYTES (PE_STREAM_READ_BLOCK + 2048)
 /* The response that sends s from its first byte on conn, owning the caller's reference and
  * reader's place; PE_STREAM_READER_BYTES are held on budget while it lives (taken by the caller
  * when taken is 1, else charged here). As it reads, *sent becomes the bytes handed to the
