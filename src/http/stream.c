@@ -213,6 +213,8 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 		memcpy(buf, s->data + pos, k);
 		n = (ssize_t)k;
 		*rd->sent = pos + k;
+		if (pos + k == s->head.total) /* a known length: libmicrohttpd asks no more past it */
+			*rd->whole = 1;
 	} else if (s->state == S_DONE) {
 		n = MHD_CONTENT_READER_END_OF_STREAM;
 		*rd->whole = 1;

@@ -453,7 +453,7 @@ START_TEST(client_gone_before_the_first_block)
 }
 END_TEST
 
-/* A table larger than cache_bytes still streams, whole, and is not kept. */
+/* A table larger than cache_bytes still streams, whole (and logged so), and is not kept. */
 START_TEST(too_large_to_cache_still_streams)
 {
 	static const char *const kv[] = {"len", "40960", "dim", "1024", NULL}; /* 160 MiB > 128 MiB */
@@ -465,6 +465,11 @@ START_TEST(too_large_to_cache_still_streams)
 	for (int i = 0; i < 2; i++)
 		get_expect(path, "miss", want, n, etag);
 	ck_assert_double_eq(pe_metric(&D, "posenc_streams_total"), streams + 2);
+	json_t *j = logged(path); /* a Content-Length's stream ends at its length: whole, not cut short */
+	ck_assert_ptr_nonnull(j);
+	ck_assert_uint_eq((uint64_t)json_integer_value(json_object_get(j, "bytes")), n);
+	ck_assert_ptr_null(json_object_get(j, "cut_short"));
+	json_decref(j);
 	free(want);
 	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
 }
