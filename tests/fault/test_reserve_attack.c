@@ -185,7 +185,7 @@ static int whole_200_or_503(const struct getter *g)
 		return 0;
 	if (g->r.status == 503)
 		return is_problem(&g->r, 503, NULL);
-	return g->r.status == 200 && g->r.body_len > 4000000 && (long)g->r.body_len == g->r.content_length;
+	return g->r.status == 200 && g->r.body_len > 4000000 && resp_whole(&g->r);
 }
 
 static void sigterm_while_held_back(void)
@@ -309,50 +309,6 @@ static void heavy_slot_waits_on_the_budget(void)
 #define BIG_JSON "/v1/sinusoidal?len=512&dim=768&offset=5" /* ~4.3 MB */
 #define SMALL "/v1/sinusoidal?len=4&dim=4"
 
-/* Pipelined answers read one at a time from a buffer that keeps what follows each (read_response
- * may read into the next answer). */
-struct pipe_in {
-	char *buf;
-	size_t have, cap;
-};
-
-/* The next answer on fd: its status (0: none whole within 30 s), body length and X-PE-Shape. */
-static int next_answer(int fd, struct pipe_in *in, size_t *body_len, char *shape, size_t shape_cap)
-{
-	double end = now_s() + 30;
-	for (;;) {
-		char *e = in->have ? memmem(in->buf, in->have, "\r\n\r\n", 4) : NULL;
-		if (e) {
-			size_t hl = (size_t)(e - in->buf) + 4;
-			char *head = strndup(in->buf, hl), v[32];
-			long cl = pe_http_header(head, "Content-Length", v, sizeof v) ? atol(v) : -1;
-			if (cl >= 0 && in->have >= hl + (size_t)cl) {
-				int st = strncmp(head, "HTTP/1.1 ", 9) ? 0 : atoi(head + 9);
-				if (!pe_http_header(head, "X-PE-Shape", shape, shape_cap))
-					shape[0] = 0;
-				free(head);
-				*body_len = (size_t)cl;
-				memmove(in->buf, in->buf + hl + cl, in->have - hl - (size_t)cl);
-				in->have -= hl + (size_t)cl;
-				return st;
-			}
-			free(head);
-		}
-		if (in->have == in->cap) {
-			in->cap = in->cap ? 2 * in->cap : 1 << 20;
-			in->buf = realloc(in->buf, in->cap);
-		}
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int left = (int)((end - now_s()) * 1000);
-		if (!in->buf || left <= 0 || poll(&p, 1, left) <= 0)
-			return 0;
-		ssize_t got = recv(fd, in->buf + in->have, in->cap - in->have, 0);
-		if (got <= 0)
-			return 0;
-		in->have += (size_t)got;
-	}
-}
-
 static void big_and_small_on_one_connection(int port)
 {
 	int fd = tcp_connect(port, NULL);
@@ -362,15 +318,16 @@ static void big_and_small_on_one_connection(int port)
 			  "GET " SMALL " HTTP/1.1\r\nHost: x\r\n\r\n";
 	check(fd >= 0 && send_all(fd, req, strlen(req)) == 0, "four pipelined requests sent, big and small");
 	const size_t want_min[4] = {4000000, 10, 512 * 768 * 4, 10};
-	struct pipe_in in = {0};
-	char shape[32];
-	for (int i = 0; i < 4; i++) {
-		size_t len = 0;
-		int st = next_answer(fd, &in, &len, shape, sizeof shape);
-		check(st == 200 && len >= want_min[i] && !strcmp(shape, i % 2 ? "4,4" : "512,768"),
-		      "answer %d of 4 on one connection: %d, whole and in order (%zu B, shape %s)", i + 1, st, len, shape);
+	for (int i = 0; i < 4; i++) { /* read_response leaves the answers behind each in the socket */
+		struct resp r;
+		char shape[32] = "";
+		int whole = read_response(fd, &r, 30000, 64u << 20) == 0 && resp_whole(&r);
+		resp_header(&r, "X-PE-Shape", shape, sizeof shape);
+		check(whole && r.status == 200 && r.body_len >= want_min[i] && !strcmp(shape, i % 2 ? "4,4" : "512,768"),
+		      "answer %d of 4 on one connection: %d, whole and in order (%zu B, shape %s%s)", i + 1, r.status,
+		      r.body_len, shape, r.chunked ? ", chunked" : "");
+		resp_free(&r);
 	}
-	free(in.buf);
 	close(fd);
 }
 

@@ -46,7 +46,7 @@ static int get_on(int fd, const char *path, size_t *len)
 	snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
 	struct resp r = {0};
 	int st = send_all(fd, req, strlen(req)) == 0 && read_response(fd, &r, 20000, 64u << 20) == 0 ? r.status : 0;
-	*len = r.body_len == (size_t)r.content_length ? r.body_len : 0;
+	*len = st == 200 && resp_whole(&r) ? r.body_len : 0;
 	resp_free(&r);
 	return st;
 }

@@ -163,7 +163,7 @@ static int scenario(void)
 		pthread_join(jobs[i].th, NULL);
 		struct resp *jr = &jobs[i].r;
 		int whole = jobs[i].rc == 0 && jr->status == 200 &&
-			    (jr->chunked || jr->content_length == (long)jr->body_len) && /* read_response: to the last chunk */
+			    resp_whole(jr) &&
 			    (i % 2 || jr->body_len == (size_t)LEN * DIM * 4);
 		complete += whole;
 		if (!whole)

@@ -280,6 +280,8 @@ void resp_free(struct resp *r)
 	r->body = NULL;
 }
 
+int resp_whole(const struct resp *r) { return r->chunked || r->content_length == (long)r->body_len; }
+
 /* Value of a header in r->head into buf; NULL if absent. */
 const char *resp_header(const struct resp *r, const char *name, char *buf, size_t cap)
 {

@@ -128,6 +128,9 @@ struct resp {
 };
 
 void resp_free(struct resp *r);
+/* After read_response returned 0: the body whole by its framing (its Content-Length, or chunked:
+ * read_response returns 0 only once the last chunk came)? */
+int resp_whole(const struct resp *r);
 /* Value of a header in r->head into buf; NULL if absent. */
 const char *resp_header(const struct resp *r, const char *name, char *buf, size_t cap);
 /* Read one response from fd (blocking with poll, timeout_ms overall). Bodies are read by
