@@ -187,12 +187,13 @@ static int compute(struct job *j, struct pe_budget *bg, void *out, struct pe_err
 /* The most planes a streamed rank-3 table has (rope's 2, sinusoidal3d's frames, alibi's heads):
  * a table of more is computed whole. */
 #define STREAM_PLANES_MAX 256
-/* JSON and CSV stream when their writer's bound passes this: a 512x768 f32 JSON table (bound
- * 6.3 MB, 4.3 MB written) streams, a 256x768 one is encoded whole. Streamed, the 512x768 table's
- * encode overlaps its send, and only the pages it writes are faulted in, where the whole-table
- * encoder faults in every window of its bound at once: cold, end to end, 8.5 ms against 14 (Intel
- * Xeon VM, cache evicting; 7.9 against 9.6 on a fresh daemon); at 256x768 both take 4.3 ms. */
-#define TEXT_STREAM_MIN ((uint64_t)4 << 20)
+/* JSON and CSV stream when their writer's bound passes this (a 512x768 f32 JSON table: 6.3 MB).
+ * Not lower: a streamed table's pages are faulted in by its one worker as it writes them, the
+ * whole-table encoder's by every worker at once (pe_json_write_table_mt). On memory new to the
+ * process (a fresh daemon's first tables) a 512x768 table streamed often took 28-41 ms, against a
+ * median of 14 encoded whole; on memory the process had freed (an evicting daemon), 8 against 14
+ * (Intel Xeon VM, interleaved A/B). */
+#define TEXT_STREAM_MIN PE_PRODUCE_STREAM_MIN
 
 static size_t stream_rows(size_t bytes, size_t row_bytes, size_t rows)
 {
