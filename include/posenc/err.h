@@ -45,11 +45,14 @@ enum pe_errno {
 #define PE_ERR_PARAM_MAX 64
 #define PE_ERR_DETAIL_MAX 256
 
-/* Detail for the user. param is the offending query parameter, body field or config key ("" if none). */
+/* Detail for the user. param is the offending query parameter, body field or config key ("" if none).
+ * choices: 1 when detail ends with the list of the values param takes (a refused choice), so that
+ * a caller that takes forms of its own besides them may append those; pe_err_set clears it. */
 struct pe_err {
 	int code;
 	char param[PE_ERR_PARAM_MAX];
 	char detail[PE_ERR_DETAIL_MAX];
+	int choices;
 };
 
 /* Fill err (which may be NULL) and return code, so callers can write `return pe_err_set(...)`. */

@@ -53,6 +53,7 @@ int pe_err_set(struct pe_err *err, int code, const char *param, const char *fmt,
 	if (!err)
 		return code;
 	err->code = code;
+	err->choices = 0;
 	snprintf(err->param, sizeof err->param, "%s", param ? param : "");
 	va_list ap;
 	va_start(ap, fmt);

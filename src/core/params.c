@@ -164,17 +164,19 @@ static int real_value(const struct pe_param_spec *sp, const char *s, size_t len,
 	int rc = parse_real(s, len, out);
 	if (rc != REAL_BAD && check_range(sp, *out, err) != 0)
 		return PE_EINVAL;
-	if (rc == REAL_TINY && item)
-		return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is too close to 0 for a double: a nonzero "
-				  "value needs a magnitude of at least %.17g", sp->name, item, DBL_MIN);
+	if (rc == REAL_OK)
+		return 0;
+	char what[PE_ERR_PARAM_MAX + 48]; /* the value named: a list's by its place, a single one as given */
+	if (item)
+		snprintf(what, sizeof what, "%s: value %zu", sp->name, item);
+	else
+		snprintf(what, sizeof what, "%s=%.40s", sp->name, s);
 	if (rc == REAL_TINY)
-		return pe_err_set(err, PE_EINVAL, sp->name, "%s=%.40s is too close to 0 for a double: a nonzero "
-				  "value needs a magnitude of at least %.17g", sp->name, s, DBL_MIN);
-	if (rc != REAL_OK && item)
-		return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is not a finite number", sp->name, item);
-	if (rc != REAL_OK)
-		return pe_err_set(err, PE_EINVAL, sp->name, "%s must be a finite number, got '%.40s'", sp->name, s);
-	return 0;
+		return pe_err_set(err, PE_EINVAL, sp->name, "%s is too close to 0 for a double: a nonzero value needs a "
+				  "magnitude of at least %.17g", what, DBL_MIN);
+	if (item)
+		return pe_err_set(err, PE_EINVAL, sp->name, "%s is not a finite number", what);
+	return pe_err_set(err, PE_EINVAL, sp->name, "%s must be a finite number, got '%.40s'", sp->name, s);
 }
 
 static int parse_bool(const char *s, int64_t *out)
@@ -274,7 +276,10 @@ static int parse_value(const struct pe_param_spec *sp, const char *s, struct pe_
 	case PE_PT_ENUM:
 		if (parse_enum(sp, s, &v->i) != 0) {
 			choices_text(sp, choices, sizeof choices);
-			return pe_err_set(err, PE_EINVAL, sp->name, "%s must be one of: %s", sp->name, choices);
+			pe_err_set(err, PE_EINVAL, sp->name, "%s must be one of: %s", sp->name, choices);
+			if (err)
+				err->choices = 1;
+			return PE_EINVAL;
 		}
 		return 0;
 	case PE_PT_LIST:

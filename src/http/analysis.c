@@ -23,8 +23,6 @@ static int match_cb(void *hctx, const char *url, const void **target)
 static int wants_learned(const struct req *r)
 {
 	const struct pe_table_def *def = r->target;
-	if (strcmp(def->name, "analysis/similarity") != 0)
-		return 0;
 	struct pe_query q;
 	struct pe_err err = {0};
 	pe_query_init(&q, NULL, pe_learned_similarity_contract.extras, 0, def->name);
@@ -39,26 +37,30 @@ static int wants_learned(const struct req *r)
 	return learned;
 }
 
-/* The core lists similarity's own encodings when it refuses one; this route takes a stored
- * table's too (learned:{name}, case-sensitive like the rest), so its list says so. */
-static void refused_query_cb(const struct req *r, struct pe_err *err)
-{
-	static const char core_words[] = "encoding must be one of: ";
-	const struct pe_table_def *def = r->target;
-	size_t n = strlen(err->detail);
-	if (strcmp(def->name, "analysis/similarity") != 0 || strcmp(err->param, "encoding") != 0 ||
-	    strncmp(err->detail, core_words, strlen(core_words)) != 0)
-		return;
-	snprintf(err->detail + n, sizeof err->detail - n, ", learned:{name}");
-}
-
 static const struct pe_contract table_contract = {
-	.methods = "GET, HEAD", .target_params = 1, .output = 1, .finish = 1, .refused_query_cb = refused_query_cb};
+	.methods = "GET, HEAD", .target_params = 1, .output = 1, .finish = 1};
+
+/* Similarity's core table: the route takes a stored table's encoding too (learned:{name},
+ * case-sensitive like the rest), so a refused encoding lists it. */
+static const struct pe_contract similarity_contract = {.methods = "GET, HEAD",
+						       .target_params = 1,
+						       .output = 1,
+						       .finish = 1,
+						       .more_choices_param = "encoding",
+						       .more_choices = "learned:{name}"};
+
+static int is_similarity(const struct req *r)
+{
+	const struct pe_table_def *def = r->target;
+	return strcmp(def->name, "analysis/similarity") == 0;
+}
 
 /* A table's declaration, or the learned similarity's (learned_get.c). */
 static const struct pe_contract *contract_cb(struct req *r, struct MHD_Connection *conn, const char *url)
 {
-	return pe_contract_only(r, wants_learned(r) ? &pe_learned_similarity_contract : &table_contract);
+	if (!is_similarity(r))
+		return pe_contract_only(r, &table_contract);
+	return pe_contract_only(r, wants_learned(r) ? &pe_learned_similarity_contract : &similarity_contract);
 }
 
 static enum MHD_Result finish_cb(struct req *r, struct MHD_Connection *conn)

@@ -6,6 +6,7 @@
 #include "http/media.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -58,6 +59,14 @@ void pe_contract_allow(struct req *r, struct MHD_Connection *conn, const char *u
 		r->allow = NULL; /* a route that declares OPTIONS itself: none does */
 }
 
+/* A refused choice of the declaration's more_choices_param lists the route's own forms too. */
+static void append_more_choices(const struct pe_contract *c, struct pe_err *err)
+{
+	size_t n = strlen(err->detail);
+	if (err->choices && c->more_choices_param && strcmp(err->param, c->more_choices_param) == 0)
+		snprintf(err->detail + n, sizeof err->detail - n, ", %s", c->more_choices);
+}
+
 /* The query into r->query: 0, or a refusal. A route that takes a body holds the query's refusal
  * (r->query->late) until the body has been read, unless its query comes first: a client that
  * sends its body regardless then reads the 400 on a connection that stays open. A client that
@@ -76,8 +85,7 @@ static int read_query(struct req *r, const struct pe_contract *c, const char *ur
 		pe_params_finish(&q->params, &err);
 	if (!err.code)
 		return 0;
-	if (c->refused_query_cb)
-		c->refused_query_cb(r, &err);
+	append_more_choices(c, &err);
 	if (c->media && !c->query_first && !r->expect_continue) {
 		q->late = err;
 		return 0;

@@ -54,9 +54,9 @@ struct pe_contract {
 	 * write whose query says what is stored. 0: the body is read and the query's 400 answered
 	 * after it. */
 	int query_first;
-	/* The route's own words for its refused query (NULL: the parser's as they are): may reword
-	 * err for a value the route takes beyond its table's (similarity's encoding=learned:{name}). */
-	void (*refused_query_cb)(const struct req *r, struct pe_err *err);
+	/* A parameter that takes forms of the route's own besides its table's choices, and those forms
+	 * ("learned:{name}"): a refused choice of it lists them after the table's (NULL: none). */
+	const char *more_choices_param, *more_choices;
 };
 
 /* The begin phase of a route with a declaration (router.c). MHD_YES, the request refused or its

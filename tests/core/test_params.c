@@ -159,6 +159,19 @@ START_TEST(bad_enum_lists_choices)
 	expect_fail(SIN, "len=4&dim=4&variant=Vaswani", "variant", "vaswani, concat, t2t");
 	expect_fail(SIN, "len=4&dim=4&compat=ggml", "compat", "exact, hf"); /* ggml is RoPE only */
 	expect_fail(SIN, "len=4&dim=4&compat=0", "compat", "exact, hf");
+	/* a refused choice says so (a route may list forms of its own after the table's); other
+	 * refusals of the same parameter do not */
+	struct pe_params p;
+	struct pe_err err = {0};
+	pe_params_init(&p, pe_table_find(SIN));
+	ck_assert_int_eq(pe_params_set(&p, "variant", "sinusoid", &err), PE_EINVAL);
+	ck_assert_int_eq(err.choices, 1);
+	ck_assert_int_eq(pe_params_set(&p, "variant", "", &err), PE_EINVAL);
+	ck_assert_int_eq(err.choices, 0);
+	ck_assert_int_eq(pe_params_set(&p, "variant", "t2t", &err), 0);
+	ck_assert_int_eq(pe_params_set(&p, "variant", "nope", &err), PE_EINVAL); /* given twice */
+	ck_assert_int_eq(err.choices, 0);
+	pe_params_destroy(&p);
 }
 END_TEST
 
