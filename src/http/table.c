@@ -188,11 +188,11 @@ static int compute(struct job *j, struct pe_budget *bg, void *out, struct pe_err
  * a table of more is computed whole. */
 #define STREAM_PLANES_MAX 256
 /* JSON and CSV stream when their writer's bound passes this (a 512x768 f32 JSON table: 6.3 MB).
- * Not lower: a streamed table's pages are faulted in by its one worker as it writes them, the
- * whole-table encoder's by every worker at once (pe_json_write_table_mt). On memory new to the
- * process (a fresh daemon's first tables) a 512x768 table streamed often took 28-41 ms, against a
- * median of 14 encoded whole; on memory the process had freed (an evicting daemon), 8 against 14
- * (Intel Xeon VM, interleaved A/B). */
+ * Not lower: streamed, a 512x768 table alone is faster end to end (its encode overlaps its send:
+ * median 8-9 ms against 12-14 whole, fresh or evicting daemon), but under load slower, as the HTTP
+ * thread copies each streamed block (libmicrohttpd's content reader) where a whole answer is sent
+ * from its buffer: beside a flood of small misses, 240-293 such tables per 3 s against 409-414
+ * (Intel Xeon VM, builds interleaved). */
 #define TEXT_STREAM_MIN PE_PRODUCE_STREAM_MIN
 
 static size_t stream_rows(size_t bytes, size_t row_bytes, size_t rows)
