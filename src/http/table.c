@@ -191,7 +191,7 @@ static int compute(struct job *j, struct pe_budget *bg, void *out, struct pe_err
  * Not lower: streamed, a 512x768 table alone is faster end to end (its encode overlaps its send:
  * median 8-9 ms against 12-14 whole, fresh or evicting daemon), but under load slower, as the HTTP
  * thread copies each streamed block (libmicrohttpd's content reader) where a whole answer is sent
- * from its buffer: beside a flood of small misses, 240-293 such tables per 3 s against 409-414
+ * from its buffer: beside a flood of small misses, 240-307 such tables per 3 s against 408-414
  * (Intel Xeon VM, builds interleaved). */
 #define TEXT_STREAM_MIN PE_PRODUCE_STREAM_MIN
 
