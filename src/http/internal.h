@@ -116,7 +116,6 @@ struct req {
 	int body_too_big, answered;
 	int observed;           /* counted and logged (server.c: once its answer is queued) */
 	int observe_at_end;     /* a streamed answer: counted and logged when it ends, bytes as sent */
-	int stream_whole;       /* its stream's last byte was handed to the connection */
 	int request_id_given;   /* the client sent X-Request-Id: every response must echo it */
 	/* Framing (framing.h) and a refusal decided before the body is read (code 0: none). */
 	int has_body, chunked, expect_continue;

@@ -432,9 +432,8 @@ static enum MHD_Result serve_stream(struct req *r, struct MHD_Connection *conn, 
 	r->cache_hit = 0;
 	r->bytes = 0; /* counted as sent; the request is logged when the stream ends (server.c) */
 	r->observe_at_end = 1;
-	r->stream_whole = 0;
 	pe_http_bound_sends(conn, PE_PRODUCE_STREAM_MIN + 1); /* a large answer (pe_http_queue bounds by bytes) */
-	struct MHD_Response *resp = pe_stream_response(s, conn, r->h->opt.budget, taken, &r->bytes, &r->stream_whole);
+	struct MHD_Response *resp = pe_stream_response(s, conn, r->h->opt.budget, taken, &r->bytes);
 	if (!resp)
 		return MHD_NO;
 	/* libmicrohttpd 0.9.75 sends chunked coding's last chunk after a HEAD's headers, a body the

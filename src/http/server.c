@@ -505,7 +505,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
  * HTTP threads, its next request may be served by the other thread before this one's completion
  * callback runs); a request never answered is counted when it ends (499: the client went away),
  * and so is a streamed answer, whose length and completeness are known only then (bytes as
- * handed to the connection; cut_short when it ended before its last byte). */
+ * handed to the connection; cut_short when libmicrohttpd ended it other than completed). */
 static void observe(struct pe_http *h, struct req *r, struct MHD_Connection *conn, int gone)
 {
 	r->observed = 1;
@@ -521,7 +521,7 @@ static void observe(struct pe_http *h, struct req *r, struct MHD_Connection *con
 		.bytes = r->bytes,
 		.seconds = pe_monotonic() - r->t0,
 		.cache_hit = r->cache_hit,
-		.cut_short = r->observe_at_end && !r->stream_whole && strcmp(r->method, "HEAD") != 0,
+		.cut_short = r->observe_at_end && gone && strcmp(r->method, "HEAD") != 0,
 	};
 	if (gone && !info.status)
 		info.status = 499;

@@ -44,7 +44,6 @@ struct reader {
 	struct MHD_Connection *conn;
 	struct pe_budget *budget; /* READER_BYTES held on it */
 	uint64_t *sent;           /* the request's: bytes handed to the connection */
-	int *whole;               /* the request's: 1 once the last byte was */
 	struct reader *next; /* in s->sleepers while its connection is suspended */
 };
 
@@ -213,11 +212,8 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 		memcpy(buf, s->data + pos, k);
 		n = (ssize_t)k;
 		*rd->sent = pos + k;
-		if (pos + k == s->head.total) /* a known length: libmicrohttpd asks no more past it */
-			*rd->whole = 1;
 	} else if (s->state == S_DONE) {
 		n = MHD_CONTENT_READER_END_OF_STREAM;
-		*rd->whole = 1;
 	} else {
 		MHD_suspend_connection(rd->conn);
 		rd->next = s->sleepers;
@@ -244,14 +240,14 @@ static void reader_free_cb(void *cls)
 }
 
 struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget,
-					int taken, uint64_t *sent, int *whole)
+					int taken, uint64_t *sent)
 {
 	struct reader *rd = calloc(1, sizeof *rd);
 	struct MHD_Response *resp = NULL;
 	if (!taken)
 		pe_budget_charge(budget, READER_BYTES);
 	if (rd) {
-		*rd = (struct reader){.s = s, .conn = conn, .budget = budget, .sent = sent, .whole = whole};
+		*rd = (struct reader){.s = s, .conn = conn, .budget = budget, .sent = sent};
 		uint64_t size = s->head.total == PE_PRODUCE_LENGTH_UNKNOWN ? MHD_SIZE_UNKNOWN : s->head.total;
 		resp = MHD_create_response_from_callback(size, READ_BLOCK, read_cb, rd, reader_free_cb);
 	}

@@ -45,11 +45,11 @@ struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t 
 /* The response that sends s from its first byte on conn, owning the caller's reference and
  * reader's place; PE_STREAM_READER_BYTES are held on budget while it lives (taken by the caller
  * when taken is 1, else charged here). As it reads, *sent becomes the bytes handed to the
- * connection and *whole 1 once the last one was (both the request's, which outlives every read).
+ * connection (the request's, which outlives every read).
  * NULL when out of memory: the reference, place and bytes given back. Headers are the caller's
  * (pe_stream_head). */
 struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget,
-					int taken, uint64_t *sent, int *whole);
+					int taken, uint64_t *sent);
 const struct pe_stream_head *pe_stream_head(const struct pe_stream *s);
 /* Give back a reader's place and its reference (a waiter's result_free). */
 void pe_stream_leave(void *s);
