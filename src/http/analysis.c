@@ -37,17 +37,15 @@ static int wants_learned(const struct req *r)
 	return learned;
 }
 
-static const struct pe_contract table_contract = {
-	.methods = "GET, HEAD", .target_params = 1, .output = 1, .finish = 1};
+/* A table's declaration: its parameters, the output options, the cross checks. */
+#define TABLE_DECLARATION .methods = "GET, HEAD", .target_params = 1, .output = 1, .finish = 1
+
+static const struct pe_contract table_contract = {TABLE_DECLARATION};
 
 /* Similarity's core table: the route takes a stored table's encoding too (learned:{name},
  * case-sensitive like the rest), so a refused encoding lists it. */
-static const struct pe_contract similarity_contract = {.methods = "GET, HEAD",
-						       .target_params = 1,
-						       .output = 1,
-						       .finish = 1,
-						       .more_choices_param = "encoding",
-						       .more_choices = "learned:{name}"};
+static const struct pe_contract similarity_contract = {
+	TABLE_DECLARATION, .more_choices_param = "encoding", .more_choices = "learned:{name}"};
 
 static int is_similarity(const struct req *r)
 {

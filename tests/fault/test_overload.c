@@ -44,8 +44,7 @@ static void wave(const char *what, struct job *jobs, int n, size_t want_len, int
 	for (int i = 0; i < n; i++) {
 		struct resp *r = &jobs[i].r;
 		char ra[32];
-		if (jobs[i].rc == 0 && r->status == 200 && (!want_len || r->body_len == want_len) &&
-		    r->content_length == (long)r->body_len)
+		if (jobs[i].rc == 0 && r->status == 200 && (!want_len || r->body_len == want_len) && resp_whole(r))
 			(*ok200)++;
 		else if (jobs[i].rc == 0 && is_problem(r, 503, NULL) && resp_header(r, "Retry-After", ra, sizeof ra) &&
 			 atoi(ra) >= 1)

@@ -393,9 +393,6 @@ checks_section() {
 #                json_dumps of the same table in-process (bench_kernels json), in pairs
 #                (cold_json, below)
 COLD_F=$OUT/cold.txt
-# First bytes come in 1-2 ms with a rare stall of 5-11 ms (a fault or the unmapping of the last
-# 256 MiB table in its way; 1 in 20 on an Intel Xeon VM), so at least 9 of each, as COLD_JSON_N
-TTFB_N=$((2 * ROUNDS - 1 > 9 ? 2 * ROUNDS - 1 : 9))
 # cold_json: cold 512×768 JSON end to end beside jansson's encode alone, in pairs: a cold request
 # (curl's time_total, a new offset), then right after it one bench_kernels json run (a warm-up and
 # one timed encode of each library). The figure is the median of the pairs' ratios (jansson's time
@@ -403,6 +400,9 @@ TTFB_N=$((2 * ROUNDS - 1 > 9 ? 2 * ROUNDS - 1 : 9))
 # both members of a pair alike, where a ratio of the two medians takes it whole. COLD_JSON_N pairs
 # (at least 9); the two medians are printed beside the figure.
 COLD_JSON_N=$((2 * ROUNDS - 1 > 9 ? 2 * ROUNDS - 1 : 9))
+# First bytes come in 1-2 ms with a rare stall of 5-11 ms (cause not found; about 1 in 20 on an
+# Intel Xeon VM): as many of each as of the pairs above
+TTFB_N=$COLD_JSON_N
 # cold_json URL TAG: writes "pair TIME_TOTAL X-PE-CACHE JANSSON_S" lines to $OUT/cold-json-TAG.txt
 cold_json() {
 	local url=$1 tag=$2 i t c js
