@@ -192,7 +192,8 @@ static int compute(struct job *j, struct pe_budget *bg, void *out, struct pe_err
  * median 8-9 ms against 12-14 whole, fresh or evicting daemon), but under load slower, as the HTTP
  * thread copies each streamed block (libmicrohttpd's content reader) where a whole answer is sent
  * from its buffer: beside a flood of small misses, 240-307 such tables per 3 s against 408-414
- * (Intel Xeon VM, builds interleaved). */
+ * (Intel Xeon VM; alone: tests/tools/ab-cold-json.sh, under load: BENCH_ONLY=small's mixed-load
+ * row, builds alternating). */
 #define TEXT_STREAM_MIN PE_PRODUCE_STREAM_MIN
 
 static size_t stream_rows(size_t bytes, size_t row_bytes, size_t rows)
