@@ -87,21 +87,24 @@ static int parse_small_integer(const char *s, size_t len, double *out)
 }
 
 /* What parse_real read: a double, no decimal real, or one beyond a double's normal range. */
-enum { REAL_OK = 0, REAL_BAD = -1, REAL_HUGE = 1, REAL_TINY = 2 };
+enum { REAL_OK = 0, REAL_BAD = -1, REAL_LONG = -2, REAL_HUGE = 1, REAL_TINY = 2 }; /* < 0: no value */
+#define REAL_CHARS_MAX 63 /* a double needs at most 17 significant digits; longer text is refused */
 
 /* A decimal real (len bytes of s). Beyond a double's range (REAL_HUGE: past +-DBL_MAX; REAL_TINY:
  * nonzero but below DBL_MIN in magnitude, a subnormal that keeps only part of its digits) *out
  * stands for the value: same sign, +-inf or a subnormal, so a range check places it. */
 static int parse_real(const char *s, size_t len, double *out)
 {
-	char tmp[64];
+	char tmp[REAL_CHARS_MAX + 1];
 	if (parse_small_integer(s, len, out))
 		return 0;
-	if (len == 0 || len >= sizeof tmp || s[0] == '+')
-		return -1;
+	if (len == 0 || s[0] == '+')
+		return REAL_BAD;
 	for (size_t i = 0; i < len; i++)
 		if (!strchr("0123456789.eE+-", s[i]))
-			return -1;
+			return REAL_BAD;
+	if (len > REAL_CHARS_MAX)
+		return REAL_LONG;
 	memcpy(tmp, s, len);
 	tmp[len] = 0;
 	char *end;
@@ -147,12 +150,15 @@ static int parse_int_n(const char *s, size_t len, double *out)
 	return 0;
 }
 
-static int check_range(const struct pe_param_spec *sp, double v, struct pe_err *err)
+/* v within the parameter's range; item 0 a single value, else a list's value by its place. */
+static int check_range(const struct pe_param_spec *sp, double v, size_t item, struct pe_err *err)
 {
-	if (v < sp->min || v > sp->max)
-		return pe_err_set(err, PE_EINVAL, sp->name, "%s must be between %.17g and %.17g", sp->name,
-				  sp->min, sp->max);
-	return 0;
+	if (v >= sp->min && v <= sp->max)
+		return 0;
+	if (item)
+		return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu must be between %.17g and %.17g", sp->name,
+				  item, sp->min, sp->max);
+	return pe_err_set(err, PE_EINVAL, sp->name, "%s must be between %.17g and %.17g", sp->name, sp->min, sp->max);
 }
 
 /* A real parameter's value (item 0) or list value (item 1, 2, ...): parsed, then in range, then
@@ -162,7 +168,7 @@ static int real_value(const struct pe_param_spec *sp, const char *s, size_t len,
 		      struct pe_err *err)
 {
 	int rc = parse_real(s, len, out);
-	if (rc != REAL_BAD && check_range(sp, *out, err) != 0)
+	if (rc >= REAL_OK && check_range(sp, *out, item, err) != 0)
 		return PE_EINVAL;
 	if (rc == REAL_OK)
 		return 0;
@@ -174,6 +180,9 @@ static int real_value(const struct pe_param_spec *sp, const char *s, size_t len,
 	if (rc == REAL_TINY)
 		return pe_err_set(err, PE_EINVAL, sp->name, "%s is too close to 0 for a double: a nonzero value needs a "
 				  "magnitude of at least %.17g", what, DBL_MIN);
+	if (rc == REAL_LONG)
+		return pe_err_set(err, PE_EINVAL, sp->name, "%s has more than %d characters: a double needs at most 17 "
+				  "significant digits", what, REAL_CHARS_MAX);
 	if (item)
 		return pe_err_set(err, PE_EINVAL, sp->name, "%s is not a finite number", what);
 	return pe_err_set(err, PE_EINVAL, sp->name, "%s must be a finite number, got '%.40s'", sp->name, s);
@@ -224,7 +233,7 @@ static int int_value(const struct pe_param_spec *sp, const char *s, size_t len, 
 				  fmin(sp->max, (double)LIST_INT_MAX));
 	if (rc != 0)
 		return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is not a decimal integer", sp->name, item);
-	return check_range(sp, *out, err);
+	return check_range(sp, *out, item, err);
 }
 
 static int parse_list(const struct pe_param_spec *sp, const char *s, struct pe_param_val *v,
@@ -265,7 +274,7 @@ static int parse_value(const struct pe_param_spec *sp, const char *s, struct pe_
 			return pe_err_set(err, PE_EINVAL, sp->name, "%s must be a decimal integer, got '%.40s'",
 					  sp->name, s);
 		v->r = (double)v->i;
-		return check_range(sp, v->r, err);
+		return check_range(sp, v->r, 0, err);
 	case PE_PT_REAL:
 		return real_value(sp, s, strlen(s), 0, &v->r, err);
 	case PE_PT_BOOL:

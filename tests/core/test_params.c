@@ -447,16 +447,20 @@ START_TEST(reals_beyond_a_double)
 	ck_assert_str_eq(err.param, "l");
 	ck_assert_str_eq(err.detail, "l: value 2 is too close to 0 for a double: a nonzero value needs a magnitude of "
 			 "at least 2.2250738585072014e-308");
-	/* a negative tiny list value is below l's 0, an overflow above x's 1 */
+	/* a negative tiny list value is below l's 0, an overflow above x's 1; a list's value is named
+	 * by its place */
 	memset(&err, 0, sizeof err);
 	ck_assert_int_eq(all_query("r=1&l=1,-1e-400", NULL, 0, &err), PE_EINVAL);
-	ck_assert_str_eq(err.detail, "l must be between 0 and 10");
+	ck_assert_str_eq(err.detail, "l: value 2 must be between 0 and 10");
 	memset(&err, 0, sizeof err);
 	ck_assert_int_eq(all_query("r=1&x=1e400", NULL, 0, &err), PE_EINVAL);
 	ck_assert_str_eq(err.detail, "x must be between -1 and 1");
 	memset(&err, 0, sizeof err);
 	ck_assert_int_eq(all_query("r=1&l=1e400", NULL, 0, &err), PE_EINVAL);
-	ck_assert_str_eq(err.detail, "l must be between 0 and 10");
+	ck_assert_str_eq(err.detail, "l: value 1 must be between 0 and 10");
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(all_query("r=1&l=1,11", NULL, 0, &err), PE_EINVAL);
+	ck_assert_str_eq(err.detail, "l: value 2 must be between 0 and 10");
 	/* the smallest normal double (also as a longer decimal that rounds to it) and exact zeros are
 	 * numbers like any other */
 	ck_assert_int_eq(all_query("r=1&x=2.2250738585072014e-308&l=0e-400,-0,2.2250738585072012e-308", NULL, 0, &err),
@@ -467,6 +471,21 @@ START_TEST(reals_beyond_a_double)
 	memset(&err, 0, sizeof err);
 	ck_assert_int_eq(all_query("r=1&x=1e-4e", NULL, 0, &err), PE_EINVAL);
 	ck_assert_str_eq(err.detail, "x must be a finite number, got '1e-4e'");
+	/* a number of more than 63 characters is refused as that, not as no number: 63 are taken */
+	char digits[80] = "0.";
+	memset(digits + 2, '1', 61);
+	snprintf(q, sizeof q, "r=1&x=%s", digits);
+	ck_assert_int_eq(all_query(q, NULL, 0, &err), 0);
+	digits[63] = '1';
+	snprintf(q, sizeof q, "r=1&x=%s", digits);
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(all_query(q, NULL, 0, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "x");
+	ck_assert_ptr_nonnull(strstr(err.detail, "has more than 63 characters"));
+	snprintf(q, sizeof q, "r=1&l=1,%s", digits);
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(all_query(q, NULL, 0, &err), PE_EINVAL);
+	ck_assert_str_eq(err.detail, "l: value 2 has more than 63 characters: a double needs at most 17 significant digits");
 }
 END_TEST
 
