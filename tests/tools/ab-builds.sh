@@ -13,22 +13,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/ab-builds.XXXXXX")
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 
-# start NAME BINARY ENV: a daemon on port 0; sets PID_NAME and PORT_NAME.
-start() {
-	mkdir -p "$tmp/$1"
-	env ${3:-} "$2" --port 0 --bind 127.0.0.1 --workers 2 --cache-bytes 1Gi --data-dir "$tmp/$1" \
-		--log-level info >"$tmp/$1.log" 2>&1 &
-	pids+=($!)
-	local port= i
-	for i in $(seq 200); do
-		port=$(grep -o '"port":[0-9]*' "$tmp/$1.log" 2>/dev/null | head -1 | cut -d: -f2)
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	[ -n "$port" ] || { echo "ab-builds: $2 did not start: $(cat "$tmp/$1.log")" >&2; exit 1; }
-	printf -v "PID_$1" %s "$!"
-	printf -v "PORT_$1" %s "$port"
-}
+. "$here/tests/tools/ab-daemon.sh"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
@@ -47,8 +32,8 @@ run() {
 		'/requests in/ {r = $1} /Requests\/sec/ {s = $2} END {printf "%s %s %.1f %s\n", n, k, c / t * 1e6 / r, s}'
 }
 
-start a "$A" "${ENV_A:-}"
-start b "$B" "${ENV_B:-}"
+ab_start a "$A" "${ENV_A:-}" --cache-bytes 1Gi
+ab_start b "$B" "${ENV_B:-}" --cache-bytes 1Gi
 curl -s "http://127.0.0.1:$PORT_a/v1/sinusoidal?len=16&dim=16" >/dev/null
 curl -s "http://127.0.0.1:$PORT_b/v1/sinusoidal?len=16&dim=16" >/dev/null
 echo "a: $A${ENV_A:+ ($ENV_A)}; b: $B${ENV_B:+ ($ENV_B)}; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"

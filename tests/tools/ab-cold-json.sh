@@ -25,26 +25,13 @@ esac
 jansson=$here/build/bench/bench_kernels
 [ -x "$jansson" ] || { echo "ab-cold-json: note: $jansson is not built (make bench builds it): no jansson runs between requests" >&2; jansson=; }
 
-# start K BINARY: daemon K on port 0; sets PORT_K.
-start() {
-	mkdir -p "$tmp/$1"
-	"$2" --port 0 --bind 127.0.0.1 --workers 2 "${cache[@]}" --data-dir "$tmp/$1" --log-level info >"$tmp/$1.log" 2>&1 &
-	pids+=($!)
-	local port= i
-	for i in $(seq 200); do
-		port=$(grep -o '"port":[0-9]*' "$tmp/$1.log" 2>/dev/null | head -1 | cut -d: -f2)
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	[ -n "$port" ] || { echo "ab-cold-json: $2 did not start: $(cat "$tmp/$1.log")" >&2; exit 1; }
-	printf -v "PORT_$1" %s "$port"
-}
+. "$here/tests/tools/ab-daemon.sh"
 
 get() { curl -s -o /dev/null -w '%{time_total}' "http://127.0.0.1:$1/v1/sinusoidal?$2"; }
 
 k=0
 for bin in "$@"; do
-	start "$k" "$bin"
+	ab_start "$k" "$bin" "" "${cache[@]}"
 	k=$((k + 1))
 done
 for ((i = 0; i < k; i++)); do
