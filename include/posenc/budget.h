@@ -31,6 +31,9 @@ struct pe_budget *pe_budget_new(size_t limit);
 void pe_budget_free(struct pe_budget *b);
 /* 0; PE_EBUSY when it does not fit now; PE_ETOOBIG when n exceeds the whole limit (never fits). */
 int pe_budget_take(struct pe_budget *b, size_t n);
+/* take() that counts no refusal: for a caller with another way to go when the bytes do not fit
+ * (nothing is refused to a client). */
+int pe_budget_try_take(struct pe_budget *b, size_t n);
 /* take(), or when it does not fit now, wait for room until `until` (CLOCK_MONOTONIC seconds, as
  * pe_monotonic gives): one caller at a time waits, and while it does the bytes it wants are kept
  * back from every other take of PE_BUDGET_SMALL_TAKE bytes or more (smaller ones pass: they are

@@ -42,6 +42,7 @@ struct waiter {
 	struct pe_http *h;
 	struct MHD_Connection *conn;
 	struct waiter *prev, *next; /* in h->waiting while W_SUSPENDED */
+	struct waiter *early_next;  /* in a stream's list of requests to answer at its first block */
 };
 
 struct pe_conn_guard;

@@ -422,9 +422,9 @@ void pe_produce_stream_stats(struct pe_http *h, uint64_t *begun, uint64_t *cance
 	pe_streams_stats(h->produce->streams, begun, cancelled);
 }
 
-/* Answer from a stream (taking over the caller's reference and reader's place, and the reader's
- * bytes on the budget when taken): "miss", the stream's headers, its bytes as they are computed. */
-static enum MHD_Result serve_stream(struct req *r, struct MHD_Connection *conn, struct pe_stream *s, int taken)
+/* Answer from a stream (taking over the caller's reference, reader's place and the reader's bytes
+ * on the budget): "miss", the stream's headers, its bytes as they are computed. */
+static enum MHD_Result serve_stream(struct req *r, struct MHD_Connection *conn, struct pe_stream *s)
 {
 	const struct pe_stream_head *hd = pe_stream_head(s);
 	struct body b = {.pr = hd->pr, .out = hd->out, .info = hd->info};
@@ -433,7 +433,7 @@ static enum MHD_Result serve_stream(struct req *r, struct MHD_Connection *conn, 
 	r->bytes = 0; /* counted as sent; the request is logged when the stream ends (server.c) */
 	r->observe_at_end = 1;
 	pe_http_bound_sends(conn, PE_PRODUCE_STREAM_MIN + 1); /* a large answer (pe_http_queue bounds by bytes) */
-	struct MHD_Response *resp = pe_stream_response(s, conn, r->h->opt.budget, taken, &r->bytes);
+	struct MHD_Response *resp = pe_stream_response(s, conn, &r->bytes);
 	if (!resp)
 		return MHD_NO;
 	/* libmicrohttpd 0.9.75 sends chunked coding's last chunk after a HEAD's headers, a body the
@@ -457,7 +457,7 @@ static enum MHD_Result join_stream(struct req *r, struct MHD_Connection *conn, s
 		pe_err_set(&err, PE_EBUSY, "", "the response memory budget is full; retry shortly");
 		return pe_http_problem(r, conn, &err);
 	}
-	return serve_stream(r, conn, s, 1);
+	return serve_stream(r, conn, s);
 }
 
 /* A job on a worker. */
@@ -485,7 +485,7 @@ static enum MHD_Result produce_resume(struct req *r, struct MHD_Connection *conn
 	if (w->result) { /* answered by the first block of a stream */
 		struct pe_stream *s = w->result;
 		w->result = NULL;
-		return serve_stream(r, conn, s, 0);
+		return serve_stream(r, conn, s);
 	}
 	const struct pe_err *failed = pe_cache_entry_err(w->entry); /* the job's own problem, if it left one */
 	if (failed)
@@ -548,7 +548,8 @@ static int start_job(struct req *r, struct waiter *wt, const struct pe_producer 
 	/* not for HTTP/1.0, which could not tell a text stream cut short (chunked's last chunk
 	 * missing) from a whole one: its answer is computed whole, with a Content-Length */
 	if (pr->stream_cb && !r->http10 && pr->stream_cb(j->job)) /* NULL (out of memory): computed whole */
-		j->stream = pe_stream_new(h->produce->streams, h->opt.cache, wt, pr, o, r->etag, key, keylen);
+		j->stream = pe_stream_new(h->produce->streams, h->opt.cache, h->opt.budget, wt, pr, o, r->etag, key,
+					   keylen);
 	int rc = (w == RUN_HEAVY ? h->opt.hooks.submit_heavy : h->opt.hooks.submit)(h->opt.hooks.ctx, job_run, j);
 	if (rc != 0) {
 		job_free(j);
@@ -577,7 +578,7 @@ static enum MHD_Result lookup(struct req *r, struct MHD_Connection *conn, const 
 		return pe_http_problem(r, conn, &err);
 	}
 	struct pe_stream *s;
-	if (rc == PE_CACHE_WAIT && (s = pe_stream_join(h->produce->streams, key, keylen, r->http10)) != NULL) {
+	if (rc == PE_CACHE_WAIT && (s = pe_stream_join(h->produce->streams, key, keylen, r->http10, w)) != NULL) {
 		r->w = w; /* the cache's completion of w comes at the fill, unused */
 		return join_stream(r, conn, s);
 	}

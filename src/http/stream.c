@@ -15,8 +15,11 @@
  * cache or, once the entry has left it (or never fitted cache_bytes), by the response budget.
  *
  * Who waits: the request that made the job (answered at the first block), requests that found
- * the stream begun (they read it from the start), and requests that came before its first block
- * (they wait for the cache fill as on any job, and are counted). When the last reader goes
+ * the stream begun (they read it from the start), and requests that came before its first block:
+ * those are answered with the stream at that block too, each when its reader's room fits the
+ * response budget then; one that does not fit (or must have the length first, HTTP/1.0, while
+ * the length is still unknown) waits for the cache fill as on any job, and is counted (joiners)
+ * so the job goes on for it. When the last reader goes
  * (disconnect, or its answer ended) while the job runs and none waits for the fill, the job is
  * called off at its next block: no one wants its bytes (a HEAD, whose answer ends with its
  * headers, too). A request that joins before that block takes the call back; one that comes once
@@ -30,10 +33,12 @@
 #include <string.h>
 
 /* The most a reader copies per call: libmicrohttpd gives each reader's response a block this large,
- * counted on the response budget with its headers (READER_BYTES) while the response lives. The
- * request that made the job is charged, never refused, as a connection's own memory (a refusal
- * while another job waits for room would answer it 503 and call its work off); a request that
- * joins takes the room first, and is refused when the budget is full (produce.c). */
+ * counted on the response budget with its headers (READER_BYTES) from the moment the request is
+ * given the stream until its response is freed. The request that made the job is charged, never
+ * refused, as a connection's own memory (a refusal while another job waits for room would answer
+ * it 503 and call its work off); one that joins the begun stream takes the room first, and is
+ * refused when the budget is full (produce.c); one that came before the first block takes it at
+ * that block, or waits for the fill. */
 #define READ_BLOCK PE_STREAM_READ_BLOCK
 #define READER_BYTES PE_STREAM_READER_BYTES
 
@@ -54,6 +59,8 @@ struct pe_stream {
 	atomic_int refs;
 	struct pe_streams *ss;
 	struct waiter *first;  /* until the first block: the request that made the job */
+	struct waiter *early;  /* until the first block: requests that came after it (w->early_next) */
+	struct pe_budget *budget; /* where readers' READER_BYTES are held */
 	struct pe_stream_head head;
 	const char *data;
 	size_t ready;          /* final bytes of data */
@@ -115,8 +122,16 @@ static void filled_cb(void *arg, struct pe_cache_entry *entry, int code)
 	stream_unref(s);
 }
 
-struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, struct waiter *first,
-				const struct pe_producer *pr, const struct pe_out *o, const char *etag,
+/* A waiter's result that was never served: its reader's room and place. */
+static void place_free(void *arg)
+{
+	struct pe_stream *s = arg;
+	pe_budget_give(s->budget, READER_BYTES);
+	pe_stream_leave(s);
+}
+
+struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, struct pe_budget *budget,
+				struct waiter *first, const struct pe_producer *pr, const struct pe_out *o, const char *etag,
 				const char *key, size_t keylen)
 {
 	struct pe_stream *s = calloc(1, sizeof *s + keylen + 1);
@@ -129,6 +144,7 @@ struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, s
 	pthread_mutexattr_destroy(&attr);
 	atomic_init(&s->refs, 3); /* the job's, the watch's, first's reader place */
 	s->ss = ss;
+	s->budget = budget;
 	s->head.pr = pr;
 	s->head.out = *o;
 	memcpy(s->head.etag, etag, sizeof s->head.etag);
@@ -142,7 +158,7 @@ struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, s
 	}
 	s->first = first;
 	atomic_fetch_add(&first->refs, 1);
-	first->result_free = pe_stream_leave;
+	first->result_free = place_free;
 	pthread_mutex_lock(&ss->lock);
 	s->next = ss->list;
 	ss->list = s;
@@ -150,7 +166,8 @@ struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, s
 	return s;
 }
 
-struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t keylen, int need_length)
+struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t keylen, int need_length,
+				 struct waiter *w)
 {
 	struct pe_stream *s;
 	pthread_mutex_lock(&ss->lock);
@@ -159,14 +176,20 @@ struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t 
 	if (s) {
 		pthread_mutex_lock(&s->lock);
 		int unknown = s->state == S_PENDING || s->head.total == PE_PRODUCE_LENGTH_UNKNOWN;
-		if ((s->state == S_RUNNING || s->state == S_DONE) && !(need_length && unknown)) {
+		int joined = (s->state == S_RUNNING || s->state == S_DONE) && !(need_length && unknown);
+		if (joined) {
 			s->readers++;
 			atomic_store(&s->cancel, 0); /* the job has not stopped (it would be S_FAILED): it goes on */
 			atomic_fetch_add(&s->refs, 1);
 		} else {
 			s->joiners++;
+			if (s->state == S_PENDING && !need_length) { /* answered at the first block, if room */
+				atomic_fetch_add(&w->refs, 1);
+				w->result_free = place_free;
+				w->early_next = s->early;
+				s->early = w;
+			}
 		}
-		int joined = (s->state == S_RUNNING || s->state == S_DONE) && !(need_length && unknown);
 		pthread_mutex_unlock(&s->lock);
 		if (!joined)
 			s = NULL;
@@ -239,30 +262,47 @@ static void reader_free_cb(void *cls)
 	pe_stream_leave(s);
 }
 
-struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, struct pe_budget *budget,
-					int taken, uint64_t *sent)
+struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connection *conn, uint64_t *sent)
 {
 	struct reader *rd = calloc(1, sizeof *rd);
 	struct MHD_Response *resp = NULL;
-	if (!taken)
-		pe_budget_charge(budget, READER_BYTES);
 	if (rd) {
-		*rd = (struct reader){.s = s, .conn = conn, .budget = budget, .sent = sent};
+		*rd = (struct reader){.s = s, .conn = conn, .budget = s->budget, .sent = sent};
 		uint64_t size = s->head.total == PE_PRODUCE_LENGTH_UNKNOWN ? MHD_SIZE_UNKNOWN : s->head.total;
 		resp = MHD_create_response_from_callback(size, READ_BLOCK, read_cb, rd, reader_free_cb);
 	}
 	if (!resp) {
-		pe_budget_give(budget, READER_BYTES);
 		free(rd);
-		pe_stream_leave(s);
+		place_free(s);
 	}
 	return resp;
+}
+
+/* At the first block (not under s->lock): each request that came before it reads the stream when
+ * its reader's room fits the budget now, taking a reader's place from its joiner's; otherwise it
+ * stays a joiner, waiting for the fill, and the stream's completion of its waiter goes. */
+static void answer_early(struct pe_stream *s, struct waiter *early)
+{
+	for (struct waiter *w = early, *next; w; w = next) {
+		next = w->early_next;
+		w->early_next = NULL;
+		if (pe_budget_try_take(s->budget, READER_BYTES) != 0) {
+			pe_waiter_unref(w);
+			continue;
+		}
+		pthread_mutex_lock(&s->lock);
+		s->joiners--;
+		s->readers++;
+		atomic_fetch_add(&s->refs, 1);
+		pthread_mutex_unlock(&s->lock);
+		pe_waiter_complete(w, NULL, s, 0);
+	}
 }
 
 int pe_stream_publish(struct pe_stream *s, const char *data, size_t ready, size_t total,
 		      const struct pe_body_info *info, struct pe_err *err)
 {
-	struct waiter *first = NULL;
+	struct waiter *first = NULL, *early = NULL;
 	pthread_mutex_lock(&s->lock);
 	if (s->state == S_PENDING) {
 		s->head.info = *info;
@@ -270,7 +310,8 @@ int pe_stream_publish(struct pe_stream *s, const char *data, size_t ready, size_
 		s->data = data;
 		s->state = S_RUNNING;
 		first = s->first;
-		s->first = NULL;
+		early = s->early;
+		s->first = s->early = NULL;
 		atomic_fetch_add(&s->ss->begun, 1);
 	}
 	s->ready = ready;
@@ -279,8 +320,10 @@ int pe_stream_publish(struct pe_stream *s, const char *data, size_t ready, size_
 		s->state = S_FAILED;
 	wake(s);
 	pthread_mutex_unlock(&s->lock);
-	if (first) { /* its reference and reader's place go with the stream (the waiter's result) */
+	if (first) { /* its reference, reader's place and room go with the stream (the waiter's result) */
+		pe_budget_charge(s->budget, READER_BYTES);
 		pe_waiter_complete(first, NULL, s, 0);
+		answer_early(s, early);
 		pe_hook_stream_gate(s->key, s->keylen); /* test builds only */
 	}
 	if (!cancel)
@@ -293,8 +336,8 @@ void pe_stream_hold(struct pe_stream *s) { pthread_mutex_lock(&s->lock); }
 
 void pe_stream_end(struct pe_stream *s, int rc, const char *data, size_t len)
 {
-	struct waiter *first = s->first; /* still here: the job never published */
-	s->first = NULL;
+	struct waiter *first = s->first, *early = s->early; /* still here: the job never published */
+	s->first = s->early = NULL;
 	if (rc == 0 && s->state == S_RUNNING && s->entry && data) {
 		s->data = data;
 		s->ready = len;
@@ -317,6 +360,10 @@ void pe_stream_end(struct pe_stream *s, int rc, const char *data, size_t len)
 	if (first) {
 		pe_waiter_unref(first);
 		pe_stream_leave(s);
+	}
+	for (struct waiter *w = early, *next; w; w = next) { /* they hear the fill or the failure */
+		next = w->early_next;
+		pe_waiter_unref(w);
 	}
 	stream_unref(s);
 }

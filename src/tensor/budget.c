@@ -97,18 +97,23 @@ static int count_refusal(struct pe_budget *b, int rc)
 	return rc;
 }
 
-int pe_budget_take(struct pe_budget *b, size_t n)
+/* take(), counting a refusal or not. */
+static int take(struct pe_budget *b, size_t n, int count)
 {
 	if (!b || n == 0)
 		return 0;
 	int rc = try_take(b, n, n < PE_BUDGET_SMALL_TAKE ? 0 : atomic_load(&b->waiting));
 	if (rc != 0 && b->parent) { /* a share spills to its parent, which counts the refusal */
-		if ((rc = pe_budget_take(b->parent, n)) == 0)
+		if ((rc = take(b->parent, n, count)) == 0)
 			atomic_fetch_add(&b->spilled, n);
 		return rc;
 	}
-	return count_refusal(b, rc);
+	return count ? count_refusal(b, rc) : rc;
 }
+
+int pe_budget_take(struct pe_budget *b, size_t n) { return take(b, n, 1); }
+
+int pe_budget_try_take(struct pe_budget *b, size_t n) { return take(b, n, 0); }
 
 /* Sleep until `until` (CLOCK_MONOTONIC seconds) or a give(), whichever is first, but no more than
  * WAIT_SLICE_S: the waiter looks at pe_cancelled() between slices (shutdown wakes nobody here). */

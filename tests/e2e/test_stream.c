@@ -10,6 +10,7 @@
  * "during the stream" is an event, not a time. */
 #include "support/pe_check.h"
 #include "support/pe_daemon.h"
+#include "http/stream.h"
 
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -273,6 +274,17 @@ static double metric_becomes(const char *name, double want)
 	return v;
 }
 
+/* Wait (up to 20 s) for metric name to reach at least `least`; its value then. */
+static double metric_reaches(const char *name, double least)
+{
+	double v = pe_metric(&D, name);
+	for (int i = 0; i < 2000 && v < least; i++) {
+		usleep(10000);
+		v = pe_metric(&D, name);
+	}
+	return v;
+}
+
 /* GET path: 200, X-PE-Cache cache, the n bytes of want; its ETag into etag. */
 static void get_expect(const char *path, const char *cache, const char *want, size_t n, char etag[64])
 {
@@ -395,6 +407,49 @@ START_TEST(second_request_joins_the_stream)
 	size_t n;
 	char *want = core_table("sinusoidal", kv, 0, &n);
 	two_readers_of_one_stream("/v1/sinusoidal?len=4100&dim=1024&format=bin", "len=4100", want, n);
+	free(want);
+}
+END_TEST
+
+/* Requests that come while the job is held before it computes (they join the key before the
+ * stream's first block) are answered from the stream at that block, as the request that made the
+ * job is: both heads arrive while the job waits at the stream gate, so neither waited for the
+ * fill. The HTTP/1.0 one, which must have the length first, waits for the fill. */
+START_TEST(requests_before_the_first_block_read_the_stream)
+{
+	static const char *const kv[] = {"len", "4120", "dim", "1024", NULL};
+	const char *path = "/v1/sinusoidal?len=4120&dim=1024&format=bin";
+	double joins = pe_metric(&D, "posenc_cache_joins_total");
+	struct raw a, b, c;
+	char e1[64], e2[64], e3[64], cache[32];
+	size_t n;
+	char *want = core_table("sinusoidal", kv, 0, &n);
+	gate_file(job_gate, "len=4120");
+	gate_on("len=4120");
+	raw_send(&a, path);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1); /* held before it computes */
+	raw_send(&b, path);
+	raw_send_version(&c, path, "HTTP/1.0");
+	ck_assert_double_eq(metric_becomes("posenc_cache_joins_total", joins + 2), joins + 2);
+	unlink(job_gate);
+	ck_assert_int_eq(raw_head(&a), 200); /* the first block is out; the job waits at the gate */
+	ck_assert_int_eq(raw_head(&b), 200); /* answered while the job still waits: from the stream */
+	ck_assert_str_eq(raw_header(&b, "X-PE-Cache", cache, sizeof cache), "miss");
+	unlink(gate);
+	ck_assert_uint_eq(raw_body(&a), n);
+	ck_assert_uint_eq(raw_body(&b), n);
+	ck_assert_int_eq(raw_head(&c), 200);
+	ck_assert_uint_eq(raw_body(&c), n);
+	ck_assert(memcmp(a.body, want, n) == 0);
+	ck_assert(memcmp(b.body, want, n) == 0);
+	ck_assert(memcmp(c.body, want, n) == 0);
+	ck_assert_str_eq(raw_header(&a, "ETag", e1, sizeof e1), raw_header(&b, "ETag", e2, sizeof e2));
+	ck_assert_str_eq(e1, raw_header(&c, "ETag", e3, sizeof e3));
+	raw_close(&a);
+	raw_close(&b);
+	raw_close(&c);
+	get_expect(path, "hit", want, n, e2);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
 	free(want);
 }
 END_TEST
@@ -792,6 +847,49 @@ START_TEST(joiners_stay_within_the_budget)
 }
 END_TEST
 
+/* Requests that come before the first block read the stream when their reader's room fits the
+ * budget at that block; the rest wait for the fill, refused nothing: the budget fills to within a
+ * reader's room of its limit while the job is held after its first block, no more, every request
+ * gets the whole table, and no reservation is counted as refused. */
+START_TEST(early_joiners_that_do_not_fit_wait_for_the_fill)
+{
+	enum { JOINERS = 60 };
+	static const char *const kv[] = {"len", "2304", "dim", "1024", "offset", "6", NULL};
+	const char *path = "/v1/sinusoidal?len=2304&dim=1024&offset=6&format=bin"; /* 9.4 MB */
+	double joins = pe_metric(&D, "posenc_cache_joins_total");
+	double refused = pe_metric(&D, "posenc_response_budget_refused_total");
+	double limit = pe_metric(&D, "posenc_response_budget_limit_bytes");
+	struct raw a, j[JOINERS];
+	size_t n;
+	char *want = core_table("sinusoidal", kv, 0, &n);
+	gate_file(job_gate, "offset=6");
+	gate_on("offset=6");
+	raw_send(&a, path);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1);
+	for (int i = 0; i < JOINERS; i++)
+		raw_send(&j[i], path);
+	ck_assert_double_eq(metric_becomes("posenc_cache_joins_total", joins + JOINERS), joins + JOINERS);
+	unlink(job_gate);
+	ck_assert_int_eq(raw_head(&a), 200); /* held after its first block */
+	double used = metric_reaches("posenc_response_budget_bytes", limit - (double)PE_STREAM_READER_BYTES);
+	ck_assert_msg(used > limit - (double)PE_STREAM_READER_BYTES && used <= limit,
+		      "%.0f bytes held on a budget of %.0f: early joiners should fill it to within a reader", used, limit);
+	unlink(gate);
+	for (int i = 0; i < JOINERS; i++) {
+		ck_assert_int_eq(raw_head(&j[i]), 200);
+		ck_assert_uint_eq(raw_body(&j[i]), n);
+		ck_assert(memcmp(j[i].body, want, n) == 0);
+		raw_close(&j[i]);
+	}
+	ck_assert_uint_eq(raw_body(&a), n);
+	raw_close(&a);
+	ck_assert_double_eq(pe_metric(&D, "posenc_response_budget_refused_total"), refused);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	free(want);
+}
+END_TEST
+
 static void start_small_budget(void)
 {
 	static const char *const args[] = {"--workers", "2", "--response-budget-bytes", "16Mi", NULL};
@@ -813,6 +911,7 @@ static Suite *stream_suite(void)
 	tcase_add_checked_fixture(tc, start, stop);
 	tcase_add_test(tc, streamed_bytes_are_the_tables);
 	tcase_add_test(tc, second_request_joins_the_stream);
+	tcase_add_test(tc, requests_before_the_first_block_read_the_stream);
 	tcase_add_test(tc, disconnect_cancels_the_job);
 	tcase_add_test(tc, too_large_to_cache_still_streams);
 	tcase_add_test(tc, client_gone_before_the_first_block);
@@ -836,6 +935,7 @@ static Suite *stream_suite(void)
 	tcase_set_timeout(tb, 60);
 	tcase_add_checked_fixture(tb, start_small_budget, stop);
 	tcase_add_test(tb, joiners_stay_within_the_budget);
+	tcase_add_test(tb, early_joiners_that_do_not_fit_wait_for_the_fill);
 	suite_add_tcase(s, tb);
 	return s;
 }

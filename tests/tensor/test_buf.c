@@ -356,10 +356,14 @@ START_TEST(budget_take_charge_give)
 	ck_assert_uint_eq(st.used, 1500);
 	ck_assert_uint_eq(st.limit, 1000);
 	ck_assert_uint_eq(st.refused, 4);
+	ck_assert_int_eq(pe_budget_try_take(g, 1), PE_EBUSY); /* try_take: refused, not counted */
+	pe_budget_stats(g, &st);
+	ck_assert_uint_eq(st.refused, 4);
+	ck_assert_uint_eq(st.used, 1500);
 	pe_budget_give(g, 400);
 	ck_assert_int_eq(pe_budget_take(g, 1), PE_EBUSY); /* still over the limit... */
 	pe_budget_give(g, 1100);
-	ck_assert_int_eq(pe_budget_take(g, 1000), 0); /* ...until enough is given back */
+	ck_assert_int_eq(pe_budget_try_take(g, 1000), 0); /* ...until enough is given back */
 	pe_budget_give(g, 1000);
 	pe_budget_stats(g, &st);
 	ck_assert_uint_eq(st.used, 0);
