@@ -59,6 +59,16 @@ static const struct pe_table_def *encoding_def(const char *name)
 	return !strcmp(name, "sinusoidal") ? &pe_table_sinusoidal : !strcmp(name, "rope") ? &pe_table_rope : NULL;
 }
 
+/* A refused choice of the encoding's own parameters says whose list it is: similarity lists every
+ * encoding's values (compat ggml is rope's only). */
+static int name_encoding(struct pe_err *err, const char *encoding)
+{
+	char param[PE_ERR_PARAM_MAX], detail[PE_ERR_DETAIL_MAX];
+	memcpy(param, err->param, sizeof param);
+	memcpy(detail, err->detail, sizeof detail);
+	return pe_err_set(err, err->code, param, "%.200s when encoding=%s", detail, encoding);
+}
+
 static int sim_check(struct pe_params *p, struct pe_err *err)
 {
 	static const char *const rope_only[] = {"scaling", "factor", "original_max_position_embeddings"};
@@ -79,6 +89,8 @@ static int sim_check(struct pe_params *p, struct pe_err *err)
 	if (rc == 0)
 		rc = pe_params_finish(&t, err);
 	pe_params_destroy(&t);
+	if (rc != 0 && err && err->choices) /* the encoding's own list, narrower than similarity's */
+		rc = name_encoding(err, encodings[pe_param_enum(p, "encoding")]);
 	return rc;
 }
 

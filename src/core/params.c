@@ -150,15 +150,33 @@ static int parse_int_n(const char *s, size_t len, double *out)
 	return 0;
 }
 
+/* A bound as a message shows it: the fewest of 15, 16 and 17 significant digits that read back as
+ * v (1e300, not 1.0000000000000001e+300). */
+struct bound_text {
+	char s[32];
+};
+
+static struct bound_text bound_text(double v)
+{
+	struct bound_text t;
+	for (int digits = 15; digits <= 17; digits++) {
+		snprintf(t.s, sizeof t.s, "%.*g", digits, v);
+		if (strtod(t.s, NULL) == v)
+			break;
+	}
+	return t;
+}
+
 /* v within the parameter's range; item 0 a single value, else a list's value by its place. */
 static int check_range(const struct pe_param_spec *sp, double v, size_t item, struct pe_err *err)
 {
 	if (v >= sp->min && v <= sp->max)
 		return 0;
 	if (item)
-		return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu must be between %.17g and %.17g", sp->name,
-				  item, sp->min, sp->max);
-	return pe_err_set(err, PE_EINVAL, sp->name, "%s must be between %.17g and %.17g", sp->name, sp->min, sp->max);
+		return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu must be between %s and %s", sp->name, item,
+				  bound_text(sp->min).s, bound_text(sp->max).s);
+	return pe_err_set(err, PE_EINVAL, sp->name, "%s must be between %s and %s", sp->name, bound_text(sp->min).s,
+			  bound_text(sp->max).s);
 }
 
 /* A real parameter's value (item 0) or list value (item 1, 2, ...): parsed, then in range, then
@@ -229,8 +247,8 @@ static int int_value(const struct pe_param_spec *sp, const char *s, size_t len, 
 	int rc = parse_int_n(s, len, out);
 	if (rc > 0)
 		return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is out of range: it must be between "
-				  "%.17g and %.17g", sp->name, item, fmax(sp->min, -(double)LIST_INT_MAX),
-				  fmin(sp->max, (double)LIST_INT_MAX));
+				  "%s and %s", sp->name, item, bound_text(fmax(sp->min, -(double)LIST_INT_MAX)).s,
+				  bound_text(fmin(sp->max, (double)LIST_INT_MAX)).s);
 	if (rc != 0)
 		return pe_err_set(err, PE_EINVAL, sp->name, "%s: value %zu is not a decimal integer", sp->name, item);
 	return check_range(sp, *out, item, err);

@@ -279,6 +279,13 @@ START_TEST(validation_names_parameters)
 	ck_assert_int_eq(pe_params_set(&p, "len", "8193", &err), PE_EINVAL);
 	ck_assert_str_eq(err.param, "len");
 	pe_params_destroy(&p);
+	/* similarity lists compat ggml (rope's): refused for sinusoidal, by sinusoidal's own list */
+	params_with(&p, "analysis/similarity", (const char *const[]){"len", "4", "dim", "8", "compat", "ggml", NULL});
+	ck_assert_int_eq(pe_params_finish(&p, &err), PE_EINVAL);
+	ck_assert_str_eq(err.param, "compat");
+	ck_assert_str_eq(err.detail, "compat must be one of: exact, hf when encoding=sinusoidal");
+	ck_assert_int_eq(err.choices, 0);
+	pe_params_destroy(&p);
 }
 END_TEST
 

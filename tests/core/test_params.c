@@ -141,6 +141,8 @@ START_TEST(out_of_range)
 	expect_fail(SIN, "len=4&dim=65537", "dim", "between");
 	expect_fail(SIN, "len=4&dim=4&base=0", "base", "between");
 	expect_fail(SIN, "len=4&dim=4&base=-10000", "base", "between");
+	/* bounds as written, not as %.17g prints them (1.0000000000000001e+300) */
+	expect_fail(SIN, "len=4&dim=4&base=1e301", "base", "base must be between 1e-300 and 1e+300");
 	expect_fail(SIN, "len=4&dim=4&offset=-1", "offset", "between");
 	expect_fail(SIN, "len=4&dim=4&offset=4503599627370497", "offset", "between"); /* 2^52 + 1 */
 	expect_fail(SIN, "len=4&dim=4&variant=t2t&min_timescale=0", "min_timescale", "between");
