@@ -22,12 +22,11 @@
 #include <sys/socket.h>
 
 #define MIN_BODY_RATE 1024.0
-/* libmicrohttpd stops accepting at its CONNECTION_LIMIT, so clients past it wait in the listen
- * backlog until one closes (or time out there). Instead MHD's limit is set CONN_SLACK above ours
- * (closed connections are counted until MHD cleans them up) and accept_cb closes a connection
- * past max_connections at once. The per-IP limit is MHD's, checked before this. */
+/* MHD's CONNECTION_LIMIT is set CONN_SLACK above ours (closed connections are counted until MHD
+ * cleans them up), and accept_cb closes a connection past max_connections at once, as MHD takes it
+ * from the accept thread (acceptor.c). The per-IP limit is MHD's, checked before this. */
 #define CONN_SLACK 64
-#define FD_RESERVE 128 /* listening socket, epoll, ITC, log and store files, libuv */
+#define FD_RESERVE 128 /* listening socket and its eventfd, epoll, ITC, log and store files, libuv */
 
 /* A TCP connection, watched for requests that are read too slowly. Fields under lock. */
 struct ctrack {
@@ -42,7 +41,7 @@ struct ctrack {
 struct pe_conn_guard {
 	pthread_mutex_t lock;
 	struct ctrack tracks; /* list head of open connections */
-	atomic_uint nconns;   /* open connections (accepted, not yet closed) */
+	atomic_uint nconns;   /* open connections (admitted by accept_cb, not yet closed) */
 	unsigned conn_limit;  /* max_connections, lowered to what the fd limit allows */
 	unsigned connection_timeout_s, linger_timeout_s;
 	int tls;
@@ -91,10 +90,32 @@ void pe_conn_guard_free(struct pe_conn_guard *g)
 
 unsigned pe_conn_guard_mhd_limit(const struct pe_conn_guard *g) { return g->conn_limit + CONN_SLACK; }
 
+/* A connection is counted when accept_cb admits it, on the accept thread (acceptor.c, inside
+ * MHD_add_connection), not when an HTTP thread starts it: a burst handed over before any is
+ * started cannot pass max_connections. One that libmicrohttpd then refuses in MHD_add_connection
+ * is given back (pe_conn_guard_handoff_refused); one it drops after queueing it and before starting
+ * it (its memory pool not allocated: out of memory) keeps its count, one place fewer. */
+static _Thread_local int tl_admitted;
+
 enum MHD_Result pe_conn_guard_accept_cb(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
 	struct pe_conn_guard *g = cls;
-	return atomic_load(&g->nconns) < g->conn_limit ? MHD_YES : MHD_NO;
+	unsigned n = atomic_load(&g->nconns);
+	do {
+		if (n >= g->conn_limit)
+			return MHD_NO;
+	} while (!atomic_compare_exchange_weak(&g->nconns, &n, n + 1));
+	tl_admitted = 1;
+	return MHD_YES;
+}
+
+void pe_conn_guard_handoff_begin(void) { tl_admitted = 0; }
+
+void pe_conn_guard_handoff_refused(struct pe_conn_guard *g)
+{
+	if (tl_admitted)
+		atomic_fetch_sub(&g->nconns, 1);
+	tl_admitted = 0;
 }
 
 void pe_conn_guard_notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -103,8 +124,7 @@ void pe_conn_guard_notify_cb(void *cls, struct MHD_Connection *conn, void **sock
 	struct pe_conn_guard *g = cls;
 	struct ctrack *ct = *socket_context;
 	pthread_mutex_lock(&g->lock);
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		atomic_fetch_add(&g->nconns, 1);
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) { /* counted by accept_cb */
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		ct = calloc(1, sizeof *ct);
 		if (ct && ci) {

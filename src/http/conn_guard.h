@@ -20,6 +20,10 @@ void pe_conn_guard_phase(struct pe_conn_guard *g, struct MHD_Connection *conn, i
 void pe_conn_guard_cut(struct pe_conn_guard *g, double now);
 
 enum MHD_Result pe_conn_guard_accept_cb(void *cls, const struct sockaddr *addr, socklen_t addrlen);
+/* Around MHD_add_connection on the accept thread: begin before it; refused when it returns MHD_NO
+ * (gives back the count accept_cb took, if it took one). */
+void pe_conn_guard_handoff_begin(void);
+void pe_conn_guard_handoff_refused(struct pe_conn_guard *g);
 void pe_conn_guard_notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
 			     enum MHD_ConnectionNotificationCode toe);
 void pe_conn_guard_log_cb(void *cls, const char *fmt, va_list ap);

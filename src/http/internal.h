@@ -58,7 +58,7 @@ struct pe_http {
 	atomic_size_t active; /* requests begun and not yet completed */
 	uint64_t rid_seed;
 	atomic_uint_fast64_t rid_counter;
-	int listen_fd; /* returned by MHD_quiesce_daemon, -1 before */
+	struct pe_acceptor *acceptor;
 	pthread_mutex_t wait_lock;
 	struct waiter waiting; /* list head */
 	size_t nwaiting;
@@ -214,6 +214,10 @@ int pe_http_method_listed(const char *list, const char *method);
 
 struct waiter *pe_waiter_new(struct pe_http *h, struct MHD_Connection *conn);
 void pe_waiter_unref(struct waiter *w);
+/* The request's end (NULL is fine): what a completion brought and the request never used (a
+ * stream's reader place, a cache entry) is given back now, not when the last completer lets go of
+ * w; then the request's reference goes. */
+void pe_waiter_end(struct waiter *w);
 void pe_waiter_ready_cb(void *arg, struct pe_cache_entry *entry, int code); /* the cache callback */
 /* Complete w with a result (or code != 0) from any thread; drops the completer's reference. Once
  * w is done or expired, what a completion brings is given back (first completion wins). */

@@ -2,8 +2,9 @@
  * from its head to its answer. What the request is for is the router's business (router.c, which
  * hands it to a registered handler); what happens here is the same for every request.
  *
- * http_threads internal epoll threads run the callbacks, each for the connections it accepted (a
- * connection's callbacks never run on two threads). The first call of a request checks its framing
+ * http_threads internal epoll threads run the callbacks, each for the connections handed to it (a
+ * connection's callbacks never run on two threads); the listening socket and the thread that
+ * accepts are acceptor.c's. The first call of a request checks its framing
  * (framing.c; refused heads are answered and the connection closed, the body unread), names it
  * (request id, the path for the log) and lets the router match it and the handler decide whether
  * it wants the body. A refusal decided then (pe_http_refuse) is answered here for every handler
@@ -15,6 +16,7 @@
  * A body a handler keeps is reserved on the response budget before it is held (body_budget.c);
  * refused there, it takes the same path as any refusal, the rest of the body dropped. */
 #include "http/internal.h"
+#include "http/acceptor.h"
 #include "http/conn_guard.h"
 #include "http/framing.h"
 #include "http/produce.h"
@@ -551,7 +553,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!r->observed)
 		observe(h, r, conn, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	pe_conn_guard_phase(h->guard, conn, PH_HEADERS, 0);
-	pe_waiter_unref(r->w);
+	pe_waiter_end(r->w);
 	pe_cache_release(r->sending);
 	pe_router_end(r);
 	pe_buf_destroy(&r->body);
@@ -563,7 +565,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---- lifecycle ---- */
 
-static int make_addr(const char *bind, uint16_t port, struct sockaddr_storage *ss, int *ipv6, struct pe_err *err)
+#define LISTEN_BACKLOG 1024
+
+static int make_addr(const char *bind, uint16_t port, struct sockaddr_storage *ss, struct pe_err *err)
 {
 	memset(ss, 0, sizeof *ss);
 	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
@@ -571,13 +575,11 @@ static int make_addr(const char *bind, uint16_t port, struct sockaddr_storage *s
 	if (inet_pton(AF_INET, bind, &a4->sin_addr) == 1) {
 		a4->sin_family = AF_INET;
 		a4->sin_port = htons(port);
-		*ipv6 = 0;
 		return 0;
 	}
 	if (inet_pton(AF_INET6, bind, &a6->sin6_addr) == 1) {
 		a6->sin6_family = AF_INET6;
 		a6->sin6_port = htons(port);
-		*ipv6 = 1;
 		return 0;
 	}
 	return pe_err_set(err, PE_EINVAL, "bind", "bind is not an IP address literal");
@@ -600,14 +602,9 @@ static struct MHD_OptionItem *more_options(const struct pe_http_options *opt, un
 	return items;
 }
 
-static uint16_t bound_port(struct MHD_Daemon *d)
-{
-	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	return di ? di->port : 0;
-}
-
 static void free_parts(struct pe_http *h)
 {
+	pe_acceptor_free(h->acceptor);
 	pe_router_free(h->router);
 	pe_produce_free(h->produce);
 	pe_conn_guard_free(h->guard);
@@ -616,18 +613,16 @@ static void free_parts(struct pe_http *h)
 	free(h);
 }
 
-static struct MHD_Daemon *start_mhd(struct pe_http *h, const struct pe_http_options *opt,
-				    const struct sockaddr_storage *ss, int ipv6)
+static struct MHD_Daemon *start_mhd(struct pe_http *h, const struct pe_http_options *opt)
 {
 	struct MHD_OptionItem more[4];
 	unsigned flags = (opt->tls_cert_pem ? MHD_USE_TLS : 0) | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
+			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
 	unsigned threads = opt->http_threads > 1 ? opt->http_threads : 1;
 	/* with a pool MHD splits CONNECTION_LIMIT between its threads, and one may take most of the
 	 * connections: each gets the whole limit, and accept_cb keeps the total */
-	return MHD_start_daemon(flags, opt->port, pe_conn_guard_accept_cb, h->guard, on_request, h,
+	return MHD_start_daemon(flags, 0, pe_conn_guard_accept_cb, h->guard, on_request, h,
 				MHD_OPTION_EXTERNAL_LOGGER, pe_conn_guard_log_cb, h->guard, /* first, to see every message */
-				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 				MHD_OPTION_CONNECTION_LIMIT, pe_conn_guard_mhd_limit(h->guard) * threads,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, opt->max_connections_per_ip,
@@ -635,7 +630,6 @@ static struct MHD_Daemon *start_mhd(struct pe_http *h, const struct pe_http_opti
 				/* MHD clears the whole pool on every keep-alive request: no larger than the
 				 * head and its records need */
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool_bytes(opt),
-				MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 				MHD_OPTION_UNESCAPE_CALLBACK, pe_router_unescape_cb, NULL,
 				MHD_OPTION_URI_LOG_CALLBACK, uri_cb, h,
 				MHD_OPTION_NOTIFY_CONNECTION, pe_conn_guard_notify_cb, h->guard,
@@ -658,26 +652,36 @@ struct pe_http *pe_http_start(const struct pe_http_options *opt, struct pe_err *
 	h->produce = pe_produce_new();
 	h->router = pe_router_new(h);
 	struct sockaddr_storage ss;
-	int ipv6 = 0;
 	if (!h->cors_origins || !h->guard || !h->produce || !h->router) {
 		pe_err_set(err, PE_ENOMEM, "", "out of memory");
 		goto fail;
 	}
-	if (make_addr(opt->bind, opt->port, &ss, &ipv6, err) != 0)
+	if (make_addr(opt->bind, opt->port, &ss, err) != 0)
 		goto fail;
 	/* everything the HTTP threads read is set before MHD starts them: a request may arrive the
 	 * moment the socket listens (the seed written after was a data race, ThreadSanitizer) */
 	h->rid_seed = ((uint64_t)getpid() << 32) ^ (uint64_t)(pe_monotonic() * 1e9);
-	h->listen_fd = -1;
-	if (!(h->mhd = start_mhd(h, opt, &ss, ipv6))) {
-		if (opt->tls_cert_pem)
-			pe_err_set(err, PE_EIO, "tls_cert", "cannot start HTTPS on %s port %u: port in use, or tls_cert / "
-				   "tls_key not a valid PEM certificate and key", opt->bind, (unsigned)opt->port);
-		else
-			pe_err_set(err, PE_EIO, "port", "cannot listen on %s port %u", opt->bind, (unsigned)opt->port);
+	int error = 0;
+	if (!(h->acceptor = pe_acceptor_open(&ss, LISTEN_BACKLOG, &error))) {
+		pe_err_set(err, PE_EIO, "port", "cannot listen on %s port %u: %s", opt->bind, (unsigned)opt->port,
+			   strerror(error));
 		goto fail;
 	}
-	h->port = bound_port(h->mhd);
+	if (!(h->mhd = start_mhd(h, opt))) {
+		if (opt->tls_cert_pem)
+			pe_err_set(err, PE_EIO, "tls_cert", "cannot start HTTPS on %s port %u: tls_cert / tls_key not a "
+				   "valid PEM certificate and key", opt->bind, (unsigned)opt->port);
+		else
+			pe_err_set(err, PE_EIO, "port", "cannot start the HTTP server on %s port %u", opt->bind,
+				   (unsigned)opt->port);
+		goto fail;
+	}
+	if (pe_acceptor_start(h->acceptor, h->mhd, h->guard) != 0) {
+		pe_err_set(err, PE_ENOMEM, "", "cannot start the accept thread");
+		MHD_stop_daemon(h->mhd);
+		goto fail;
+	}
+	h->port = pe_acceptor_port(h->acceptor);
 	return h;
 fail:
 	free_parts(h);
@@ -686,17 +690,13 @@ fail:
 
 uint16_t pe_http_port(const struct pe_http *h) { return h->port; }
 
-/* Readiness goes 503 and the listening socket stops accepting; open connections are served on.
- * The socket MHD hands back is closed only after MHD_stop_daemon (its rule for threaded modes). */
+/* Readiness goes 503 and the listening socket stops accepting (connections queued in the kernel
+ * are refused at once, not left to be reset at the exit); open connections are served on. */
 void pe_http_drain(struct pe_http *h)
 {
 	if (atomic_exchange(&h->draining, 1))
 		return;
-	h->listen_fd = (int)MHD_quiesce_daemon(h->mhd);
-	/* quiescing only stops accepting: without this, connections queued in the kernel would wait
-	 * for the exit and be reset then; shut down, they are refused at once */
-	if (h->listen_fd >= 0)
-		shutdown(h->listen_fd, SHUT_RDWR);
+	pe_acceptor_stop(h->acceptor);
 }
 
 size_t pe_http_active(struct pe_http *h) { return atomic_load(&h->active); }
@@ -706,8 +706,7 @@ void pe_http_stop(struct pe_http *h)
 	if (!h)
 		return;
 	pe_http_tick(h, 1);
+	pe_acceptor_stop(h->acceptor); /* no connection handed over while MHD stops */
 	MHD_stop_daemon(h->mhd);
-	if (h->listen_fd >= 0)
-		close(h->listen_fd);
 	free_parts(h);
 }

@@ -283,7 +283,13 @@ struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connecti
  * stays a joiner, waiting for the fill, and the stream's completion of its waiter goes. */
 static void answer_early(struct pe_stream *s, struct waiter *early)
 {
+	struct waiter *in_order = NULL; /* the list is newest first: the first to come is answered first */
 	for (struct waiter *w = early, *next; w; w = next) {
+		next = w->early_next;
+		w->early_next = in_order;
+		in_order = w;
+	}
+	for (struct waiter *w = in_order, *next; w; w = next) {
 		next = w->early_next;
 		w->early_next = NULL;
 		if (pe_budget_try_take(s->budget, READER_BYTES) != 0) {

@@ -32,6 +32,22 @@ void pe_waiter_unref(struct waiter *w)
 	}
 }
 
+void pe_waiter_end(struct waiter *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->h->wait_lock);
+	struct pe_cache_entry *entry = w->entry;
+	void *result = w->result;
+	w->entry = NULL;
+	w->result = NULL;
+	pthread_mutex_unlock(&w->h->wait_lock);
+	pe_cache_release(entry);
+	if (result && w->result_free)
+		w->result_free(result);
+	pe_waiter_unref(w);
+}
+
 static void link_waiting(struct pe_http *h, struct waiter *w)
 {
 	w->next = h->waiting.next;

@@ -454,6 +454,35 @@ START_TEST(requests_before_the_first_block_read_the_stream)
 }
 END_TEST
 
+/* Requests that came before the first block and left before it (reset) give their reader's place
+ * and room back when they end, as the request that made the job does: with every client gone the
+ * job is called off at its next block, and the budget returns to 0. (A 128 MiB table: its job runs
+ * on for many blocks after the first.) */
+START_TEST(early_joiners_that_leave_call_the_job_off)
+{
+	enum { JOINERS = 5 };
+	const char *path = "/v1/sinusoidal?len=32768&dim=1024&offset=7&format=bin";
+	double joins = pe_metric(&D, "posenc_cache_joins_total");
+	double cancelled = pe_metric(&D, "posenc_streams_cancelled_total");
+	struct raw c[JOINERS + 1];
+	struct linger hard = {.l_onoff = 1, .l_linger = 0};
+	gate_file(job_gate, "offset=7");
+	raw_send(&c[0], path);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1);
+	for (int i = 1; i <= JOINERS; i++)
+		raw_send(&c[i], path);
+	ck_assert_double_eq(metric_becomes("posenc_cache_joins_total", joins + JOINERS), joins + JOINERS);
+	for (int i = 0; i <= JOINERS; i++) {
+		setsockopt(c[i].fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+		raw_close(&c[i]);
+	}
+	unlink(job_gate);
+	ck_assert_double_eq(metric_becomes("posenc_streams_cancelled_total", cancelled + 1), cancelled + 1);
+	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+}
+END_TEST
+
 /* The only reader goes after the first block: the job is called off, its memory given back, and
  * nothing is cached; the table is computed whole again for the next request. */
 START_TEST(disconnect_cancels_the_job)
@@ -848,9 +877,10 @@ START_TEST(joiners_stay_within_the_budget)
 END_TEST
 
 /* Requests that come before the first block read the stream when their reader's room fits the
- * budget at that block; the rest wait for the fill, refused nothing: the budget fills to within a
- * reader's room of its limit while the job is held after its first block, no more, every request
- * gets the whole table, and no reservation is counted as refused. */
+ * budget at that block, in the order they came; the rest wait for the fill, refused nothing: the
+ * budget fills to within a reader's room of its limit while the job is held after its first
+ * block, no more, the first joiner is answered then, every request gets the whole table, and no
+ * reservation is counted as refused. */
 START_TEST(early_joiners_that_do_not_fit_wait_for_the_fill)
 {
 	enum { JOINERS = 60 };
@@ -866,17 +896,20 @@ START_TEST(early_joiners_that_do_not_fit_wait_for_the_fill)
 	gate_on("offset=6");
 	raw_send(&a, path);
 	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1);
-	for (int i = 0; i < JOINERS; i++)
+	for (int i = 0; i < JOINERS; i++) { /* one at a time: their order is known */
 		raw_send(&j[i], path);
-	ck_assert_double_eq(metric_becomes("posenc_cache_joins_total", joins + JOINERS), joins + JOINERS);
+		ck_assert_double_eq(metric_becomes("posenc_cache_joins_total", joins + i + 1), joins + i + 1);
+	}
 	unlink(job_gate);
 	ck_assert_int_eq(raw_head(&a), 200); /* held after its first block */
 	double used = metric_reaches("posenc_response_budget_bytes", limit - (double)PE_STREAM_READER_BYTES);
 	ck_assert_msg(used > limit - (double)PE_STREAM_READER_BYTES && used <= limit,
 		      "%.0f bytes held on a budget of %.0f: early joiners should fill it to within a reader", used, limit);
+	ck_assert_int_eq(raw_head(&j[0]), 200); /* the first to come reads the stream: answered while held */
 	unlink(gate);
 	for (int i = 0; i < JOINERS; i++) {
-		ck_assert_int_eq(raw_head(&j[i]), 200);
+		if (i > 0)
+			ck_assert_int_eq(raw_head(&j[i]), 200);
 		ck_assert_uint_eq(raw_body(&j[i]), n);
 		ck_assert(memcmp(j[i].body, want, n) == 0);
 		raw_close(&j[i]);
@@ -912,6 +945,7 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, streamed_bytes_are_the_tables);
 	tcase_add_test(tc, second_request_joins_the_stream);
 	tcase_add_test(tc, requests_before_the_first_block_read_the_stream);
+	tcase_add_test(tc, early_joiners_that_leave_call_the_job_off);
 	tcase_add_test(tc, disconnect_cancels_the_job);
 	tcase_add_test(tc, too_large_to_cache_still_streams);
 	tcase_add_test(tc, client_gone_before_the_first_block);
