@@ -151,7 +151,8 @@ static int parse_int_n(const char *s, size_t len, double *out)
 }
 
 /* A bound as a message shows it: the fewest of 15, 16 and 17 significant digits that read back as
- * v (1e300, not 1.0000000000000001e+300). */
+ * v (1e300, not 1.0000000000000001e+300). Not the key's shortest form (params_key.c), which
+ * writes 10 as 1e+01. */
 struct bound_text {
 	char s[32];
 };

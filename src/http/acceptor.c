@@ -8,10 +8,11 @@
  * 0.9.75, still so upstream) libmicrohttpd aborts the process: "Failed to remove listen FD from
  * epoll set" (seen on SIGTERM under AddressSanitizer, exit 134). Here the server's threads never
  * see the socket: this thread accepts and hands each connection over with MHD_add_connection,
- * which queues it for an epoll thread and wakes that thread through its ITC; libmicrohttpd
- * applies its per-address limit and the accept policy (conn_guard.c, which counts the connection
- * then) on this thread, and closes what it refuses. Stopping is this thread's own business: a wake-up on an eventfd, a join, then the
- * socket shut down so the kernel refuses what waits in the backlog and every new connection.
+ * which queues it for an epoll thread and wakes that thread through its ITC. The connection limit
+ * is applied here first (conn_guard.c counts what it admits), libmicrohttpd's per-address limit
+ * inside MHD_add_connection, which closes what it refuses. Stopping is this thread's own
+ * business: a wake-up on an eventfd, a join, then the socket shut down so the kernel refuses what
+ * waits in the backlog and every new connection.
  *
  * Ownership: the acceptor owns the socket and the thread; libmicrohttpd owns each accepted
  * connection from MHD_add_connection on, even when it refuses it. */
@@ -56,9 +57,10 @@ static void accept_all(struct pe_acceptor *a)
 		socklen_t len = sizeof addr;
 		int c = accept4(a->fd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (c >= 0) {
-			pe_conn_guard_handoff_begin();
-			if (MHD_add_connection(a->mhd, c, (struct sockaddr *)&addr, len) != MHD_YES) /* c closed */
-				pe_conn_guard_handoff_refused(a->guard);
+			if (pe_conn_guard_admit(a->guard) != 0) /* max_connections open: closed at once */
+				close(c);
+			else if (MHD_add_connection(a->mhd, c, (struct sockaddr *)&addr, len) != MHD_YES) /* c closed */
+				pe_conn_guard_unadmit(a->guard);
 			continue;
 		}
 		if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)

@@ -14,9 +14,9 @@ struct pe_acceptor;
 struct pe_acceptor *pe_acceptor_open(const struct sockaddr_storage *addr, int backlog, int *error);
 uint16_t pe_acceptor_port(const struct pe_acceptor *a); /* the port bound (port 0: the kernel's) */
 struct pe_conn_guard;
-/* Accept on a thread of its own into mhd (started with MHD_USE_NO_LISTEN_SOCKET and MHD_USE_ITC,
- * guard's accept_cb its accept policy, which counts what it admits). 0, or PE_ENOMEM when the
- * thread cannot start. */
+/* Accept on a thread of its own into mhd (started with MHD_USE_NO_LISTEN_SOCKET and MHD_USE_ITC),
+ * each connection admitted by guard first (max_connections). 0, or PE_ENOMEM when the thread
+ * cannot start. */
 int pe_acceptor_start(struct pe_acceptor *a, struct MHD_Daemon *mhd, struct pe_conn_guard *guard);
 /* Stop accepting: the thread is joined, then the socket shut down, so connections queued in the
  * kernel and every new one are refused at once. Idempotent; from one thread at a time. */

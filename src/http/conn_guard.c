@@ -6,7 +6,7 @@
  * socket is shut down (MHD then closes the connection). Answers are not timed. libmicrohttpd's
  * connection timeout only catches silence, not a byte every second.
  *
- * Limits: connections past max_connections are closed at accept (accept_cb).
+ * Limits: connections past max_connections are closed at accept (pe_conn_guard_admit).
  *
  * libmicrohttpd's own Content-Length errors are answered with problem+json through its log
  * (answer_length_errors). */
@@ -23,8 +23,8 @@
 
 #define MIN_BODY_RATE 1024.0
 /* MHD's CONNECTION_LIMIT is set CONN_SLACK above ours (closed connections are counted until MHD
- * cleans them up), and accept_cb closes a connection past max_connections at once, as MHD takes it
- * from the accept thread (acceptor.c). The per-IP limit is MHD's, checked before this. */
+ * cleans them up), and the accept thread (acceptor.c) closes a connection past max_connections at
+ * once (pe_conn_guard_admit). The per-IP limit is MHD's, checked after this. */
 #define CONN_SLACK 64
 #define FD_RESERVE 128 /* listening socket and its eventfd, epoll, ITC, log and store files, libuv */
 
@@ -41,7 +41,7 @@ struct ctrack {
 struct pe_conn_guard {
 	pthread_mutex_t lock;
 	struct ctrack tracks; /* list head of open connections */
-	atomic_uint nconns;   /* open connections (admitted by accept_cb, not yet closed) */
+	atomic_uint nconns;   /* open connections (admitted, not yet closed) */
 	unsigned conn_limit;  /* max_connections, lowered to what the fd limit allows */
 	unsigned connection_timeout_s, linger_timeout_s;
 	int tls;
@@ -90,33 +90,22 @@ void pe_conn_guard_free(struct pe_conn_guard *g)
 
 unsigned pe_conn_guard_mhd_limit(const struct pe_conn_guard *g) { return g->conn_limit + CONN_SLACK; }
 
-/* A connection is counted when accept_cb admits it, on the accept thread (acceptor.c, inside
- * MHD_add_connection), not when an HTTP thread starts it: a burst handed over before any is
- * started cannot pass max_connections. One that libmicrohttpd then refuses in MHD_add_connection
- * is given back (pe_conn_guard_handoff_refused); one it drops after queueing it and before starting
- * it (its memory pool not allocated: out of memory) keeps its count, one place fewer. */
-static _Thread_local int tl_admitted;
-
-enum MHD_Result pe_conn_guard_accept_cb(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+/* A connection is counted when the accept thread admits it, before it hands it to libmicrohttpd,
+ * not when an HTTP thread starts it: a burst handed over before any is started cannot pass
+ * max_connections. One that libmicrohttpd refuses in MHD_add_connection (the per-IP limit) is
+ * given back (pe_conn_guard_unadmit); one it drops after queueing it and before starting it (its
+ * memory pool not allocated: out of memory) keeps its count, one place fewer. */
+int pe_conn_guard_admit(struct pe_conn_guard *g)
 {
-	struct pe_conn_guard *g = cls;
 	unsigned n = atomic_load(&g->nconns);
 	do {
 		if (n >= g->conn_limit)
-			return MHD_NO;
+			return -1;
 	} while (!atomic_compare_exchange_weak(&g->nconns, &n, n + 1));
-	tl_admitted = 1;
-	return MHD_YES;
+	return 0;
 }
 
-void pe_conn_guard_handoff_begin(void) { tl_admitted = 0; }
-
-void pe_conn_guard_handoff_refused(struct pe_conn_guard *g)
-{
-	if (tl_admitted)
-		atomic_fetch_sub(&g->nconns, 1);
-	tl_admitted = 0;
-}
+void pe_conn_guard_unadmit(struct pe_conn_guard *g) { atomic_fetch_sub(&g->nconns, 1); }
 
 void pe_conn_guard_notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
 			     enum MHD_ConnectionNotificationCode toe)
@@ -124,7 +113,7 @@ void pe_conn_guard_notify_cb(void *cls, struct MHD_Connection *conn, void **sock
 	struct pe_conn_guard *g = cls;
 	struct ctrack *ct = *socket_context;
 	pthread_mutex_lock(&g->lock);
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) { /* counted by accept_cb */
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) { /* counted by pe_conn_guard_admit */
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		ct = calloc(1, sizeof *ct);
 		if (ct && ci) {

@@ -11,7 +11,7 @@ enum { PH_HEADERS, PH_BODY, PH_DISCARD, PH_ANSWER };
 
 struct pe_conn_guard *pe_conn_guard_new(const struct pe_http_options *opt);
 void pe_conn_guard_free(struct pe_conn_guard *g);
-/* libmicrohttpd's MHD_OPTION_CONNECTION_LIMIT: above max_connections, see accept_cb. */
+/* libmicrohttpd's MHD_OPTION_CONNECTION_LIMIT: above max_connections, see pe_conn_guard_admit. */
 unsigned pe_conn_guard_mhd_limit(const struct pe_conn_guard *g);
 
 /* conn enters phase (and read bytes more body bytes in it). */
@@ -19,11 +19,10 @@ void pe_conn_guard_phase(struct pe_conn_guard *g, struct MHD_Connection *conn, i
 /* Shut down the sockets of clients past their time (the tick). */
 void pe_conn_guard_cut(struct pe_conn_guard *g, double now);
 
-enum MHD_Result pe_conn_guard_accept_cb(void *cls, const struct sockaddr *addr, socklen_t addrlen);
-/* Around MHD_add_connection on the accept thread: begin before it; refused when it returns MHD_NO
- * (gives back the count accept_cb took, if it took one). */
-void pe_conn_guard_handoff_begin(void);
-void pe_conn_guard_handoff_refused(struct pe_conn_guard *g);
+/* The accept thread, before it hands a connection over: 0 and the connection counted, or -1 when
+ * max_connections are open (close it). unadmit: it was not handed over after all. */
+int pe_conn_guard_admit(struct pe_conn_guard *g);
+void pe_conn_guard_unadmit(struct pe_conn_guard *g);
 void pe_conn_guard_notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
 			     enum MHD_ConnectionNotificationCode toe);
 void pe_conn_guard_log_cb(void *cls, const char *fmt, va_list ap);

@@ -620,8 +620,8 @@ static struct MHD_Daemon *start_mhd(struct pe_http *h, const struct pe_http_opti
 			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
 	unsigned threads = opt->http_threads > 1 ? opt->http_threads : 1;
 	/* with a pool MHD splits CONNECTION_LIMIT between its threads, and one may take most of the
-	 * connections: each gets the whole limit, and accept_cb keeps the total */
-	return MHD_start_daemon(flags, 0, pe_conn_guard_accept_cb, h->guard, on_request, h,
+	 * connections: each gets the whole limit, and the guard keeps the total (pe_conn_guard_admit) */
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
 				MHD_OPTION_EXTERNAL_LOGGER, pe_conn_guard_log_cb, h->guard, /* first, to see every message */
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 				MHD_OPTION_CONNECTION_LIMIT, pe_conn_guard_mhd_limit(h->guard) * threads,

@@ -59,7 +59,8 @@ struct pe_stream {
 	atomic_int refs;
 	struct pe_streams *ss;
 	struct waiter *first;  /* until the first block: the request that made the job */
-	struct waiter *early;  /* until the first block: requests that came after it (w->early_next) */
+	struct waiter *early;  /* until the first block: requests that came after it, in order (w->early_next) */
+	struct waiter **early_end; /* where the next one is linked */
 	struct pe_budget *budget; /* where readers' READER_BYTES are held */
 	struct pe_stream_head head;
 	const char *data;
@@ -145,6 +146,7 @@ struct pe_stream *pe_stream_new(struct pe_streams *ss, struct pe_cache *cache, s
 	atomic_init(&s->refs, 3); /* the job's, the watch's, first's reader place */
 	s->ss = ss;
 	s->budget = budget;
+	s->early_end = &s->early;
 	s->head.pr = pr;
 	s->head.out = *o;
 	memcpy(s->head.etag, etag, sizeof s->head.etag);
@@ -186,8 +188,8 @@ struct pe_stream *pe_stream_join(struct pe_streams *ss, const char *key, size_t 
 			if (s->state == S_PENDING && !need_length) { /* answered at the first block, if room */
 				atomic_fetch_add(&w->refs, 1);
 				w->result_free = place_free;
-				w->early_next = s->early;
-				s->early = w;
+				*s->early_end = w;
+				s->early_end = &w->early_next;
 			}
 		}
 		pthread_mutex_unlock(&s->lock);
@@ -283,13 +285,7 @@ struct MHD_Response *pe_stream_response(struct pe_stream *s, struct MHD_Connecti
  * stays a joiner, waiting for the fill, and the stream's completion of its waiter goes. */
 static void answer_early(struct pe_stream *s, struct waiter *early)
 {
-	struct waiter *in_order = NULL; /* the list is newest first: the first to come is answered first */
 	for (struct waiter *w = early, *next; w; w = next) {
-		next = w->early_next;
-		w->early_next = in_order;
-		in_order = w;
-	}
-	for (struct waiter *w = in_order, *next; w; w = next) {
 		next = w->early_next;
 		w->early_next = NULL;
 		if (pe_budget_try_take(s->budget, READER_BYTES) != 0) {
@@ -318,6 +314,7 @@ int pe_stream_publish(struct pe_stream *s, const char *data, size_t ready, size_
 		first = s->first;
 		early = s->early;
 		s->first = s->early = NULL;
+		s->early_end = &s->early;
 		atomic_fetch_add(&s->ss->begun, 1);
 	}
 	s->ready = ready;
@@ -344,6 +341,7 @@ void pe_stream_end(struct pe_stream *s, int rc, const char *data, size_t len)
 {
 	struct waiter *first = s->first, *early = s->early; /* still here: the job never published */
 	s->first = s->early = NULL;
+	s->early_end = &s->early;
 	if (rc == 0 && s->state == S_RUNNING && s->entry && data) {
 		s->data = data;
 		s->ready = len;
