@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include "posenc/err.h"
 
+struct pe_warm;
+
 /* ---- byte budget ----
  * A count of bytes in use against a limit, shared by threads. take(), charge() and give() are
  * atomics and never block (give() takes a lock only to wake a waiter); pe_budget_take_wait is the
@@ -83,10 +85,14 @@ struct pe_buf {
 	struct pe_budget *budget; /* NULL: none */
 	size_t held;              /* reserved on budget for data: pe_mem_size(data) */
 	int borrowed;             /* data is the caller's memory (pe_buf_use): never freed or grown */
+	struct pe_warm *warm;     /* where a first block of 2 MiB or more is taken from first (NULL: none) */
 };
 
 void pe_buf_init(struct pe_buf *b, size_t max);
 void pe_buf_set_budget(struct pe_buf *b, struct pe_budget *budget);
+/* A first block that fits one of warm's blocks is taken from there (posenc/warm.h): pages already
+ * written. Set before anything is written; NULL (the default) is none. */
+void pe_buf_set_warm(struct pe_buf *b, struct pe_warm *warm);
 void pe_buf_destroy(struct pe_buf *b);
 /* 0, PE_ETOOBIG (over max, or over the budget's whole limit), PE_EBUSY (the budget is full now) or
  * PE_ENOMEM. */
@@ -122,6 +128,10 @@ void pe_buf_use(struct pe_buf *b, void *mem, size_t n);
  * MADV_POPULATE_WRITE) instead of a page fault per 4 KiB page; a no-op where unsupported. For
  * large buffers about to be written in full. */
 void pe_mem_prefault(void *p, size_t n);
+/* A block of `bytes`, 64-byte aligned, free()d by the caller. From 2 MiB it starts on a 2 MiB
+ * boundary with its whole huge pages advised as such (MADV_HUGEPAGE): a page fault per 2 MiB
+ * where transparent huge pages are in "madvise" mode. NULL when out of memory. */
+char *pe_mem_first_block(size_t bytes);
 /* The most a buffer holds on its budget for n bytes reserved or written (a writer's bound): the
  * spare byte, the first block's 64-byte alignment and the allocator's rounding (pe_mem_bound of
  * n + 64), and never less than n + 8 KiB. pe_buf_bound of a writer's bound is what a caller asks

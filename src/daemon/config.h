@@ -25,6 +25,8 @@ struct pe_config {
 	int64_t max_header_bytes;      /* request line + headers of one request (per-connection pool) */
 	int64_t workers;               /* compute threads, 1..256 */
 	int64_t cache_bytes;           /* LRU budget */
+	int64_t warm_bytes;            /* the warm reserve's limit (posenc/warm.h) */
+	int64_t warm_idle;             /* seconds: its blocks are given back after that long without a take */
 	int64_t response_budget_bytes; /* responses being built or sent, outside the cache (503 beyond) */
 	int64_t max_elements;          /* largest table one request may produce */
 	int64_t max_analysis_cost;     /* multiply-adds one analysis request may cost */

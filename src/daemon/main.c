@@ -35,6 +35,8 @@ struct daemon {
 	struct pe_config cfg;
 	struct pe_cache *cache;
 	struct pe_budget *budget; /* response bytes being built or sent */
+	struct pe_warm *warm;     /* memory written ahead of the next large answers (NULL: none) */
+	pthread_t warm_thread;    /* its filler, at SCHED_IDLE */
 	struct pe_metrics *metrics;
 	struct pe_pool *pool;
 	struct pe_http *_Atomic http;
@@ -82,6 +84,8 @@ static int render_hook(void *ctx, struct pe_buf *out)
 {
 	struct daemon *d = ctx;
 	int rc = pe_metrics_render(d->metrics, d->cache, d->pool, out);
+	if (rc == 0)
+		rc = pe_metrics_render_warm(d->warm, out);
 	return rc ? rc : pe_metrics_render_budget(d->budget, out);
 }
 
@@ -92,6 +96,41 @@ static void tick(void *arg)
 	if (h)
 		pe_http_tick(h, 0);
 	pe_log_flush();
+}
+
+/* ---- the warm reserve's filler ----
+ * It writes memory for the next large answers (posenc/warm.h) only when a CPU has nothing else to
+ * run (SCHED_IDLE), so it never takes time from a request; under a steady load it may not run at
+ * all, and answers then fault in their own pages as they would without it. Its blocks are given
+ * back after warm_idle seconds without a large answer. */
+
+static void *warm_main(void *arg)
+{
+	struct sched_param sp = {0};
+	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp); /* best effort */
+	pe_warm_run(arg);
+	return NULL;
+}
+
+/* The reserve and its filler when warm_bytes asks for one; without (or if the thread cannot be
+ * started) answers are written into new memory. */
+static void start_warm(struct daemon *d)
+{
+	d->warm = pe_warm_new((size_t)d->cfg.warm_bytes, (uint64_t)d->cfg.warm_idle * 1000000000u);
+	if (d->warm && pthread_create(&d->warm_thread, NULL, warm_main, d->warm) != 0) {
+		pe_warm_free(d->warm);
+		d->warm = NULL;
+	}
+}
+
+static void stop_warm(struct daemon *d)
+{
+	if (!d->warm)
+		return;
+	pe_warm_stop(d->warm);
+	pthread_join(d->warm_thread, NULL);
+	pe_warm_free(d->warm);
+	d->warm = NULL;
 }
 
 /* A whole small file (PEM) as a NUL-terminated string; NULL with err naming key on failure. */
@@ -173,6 +212,7 @@ static struct pe_http *start_http(struct daemon *d, struct pe_err *err)
 		.nstatics = sizeof d->statics / sizeof d->statics[0],
 		.cache = d->cache,
 		.budget = d->budget,
+		.warm = d->warm,
 		.store = d->store,
 		.parallel = pe_pool_parallel_hook(d->pool),
 		.auth_token = c->auth_token,
@@ -555,6 +595,7 @@ int main(int argc, char **argv)
 	if (d.pool) {
 		pe_pool_set_sched(d.pool, (int)d.cfg.worker_nice, (unsigned)d.cfg.worker_slice_us);
 		pe_pool_reserve_cpus(d.pool, (unsigned)d.cfg.reserve_cpus);
+		start_warm(&d);
 	}
 	struct pe_http *h = d.pool ? start_http(&d, &err) : NULL;
 	if (!h) {
@@ -573,6 +614,7 @@ int main(int argc, char **argv)
 	stop_work(&d, h, drain(&d, h, deadline));
 	atomic_store(&d.http, NULL);
 	pe_http_stop(h);
+	stop_warm(&d);
 	pe_pool_free(d.pool);
 	pe_cache_free(d.cache);
 	pe_budget_free(d.budget); /* after the cache: its last entries give back to it */

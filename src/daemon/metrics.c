@@ -195,6 +195,21 @@ int pe_metrics_render(struct pe_metrics *m, struct pe_cache *cache, struct pe_po
 	return rc ? rc : render_store(m, out);
 }
 
+int pe_metrics_render_warm(struct pe_warm *w, struct pe_buf *out)
+{
+	struct pe_warm_stats s = {0};
+	if (w)
+		pe_warm_stats(w, &s);
+	const struct row rows[] = {
+		{"posenc_warm_bytes", "gauge", "Bytes of memory written ahead of need for the next large answers (warm_bytes bounds them).",
+		 (double)s.bytes},
+		{"posenc_warm_hits_total", "counter", "Answers of 2 MiB or more written into memory from the warm reserve.", (double)s.hits},
+		{"posenc_warm_misses_total", "counter", "Answers of 2 MiB or more (within warm_bytes) that found no warm block to fit.",
+		 (double)s.misses},
+	};
+	return render_rows(out, rows, sizeof rows / sizeof rows[0]);
+}
+
 int pe_metrics_render_budget(const struct pe_budget *b, struct pe_buf *out)
 {
 	struct pe_budget_stats s;

@@ -7,6 +7,7 @@
 #include "http/http.h"
 #include "posenc/cache.h"
 #include "posenc/budget.h"
+#include "posenc/warm.h"
 
 struct pe_metrics;
 
@@ -19,5 +20,7 @@ void pe_metrics_set_store(struct pe_metrics *m, struct pe_store *store);
 int pe_metrics_render(struct pe_metrics *m, struct pe_cache *cache, struct pe_pool *pool, struct pe_buf *out);
 /* The response budget's gauges and refusals (b may be NULL: zeros). */
 int pe_metrics_render_budget(const struct pe_budget *b, struct pe_buf *out);
+/* The warm reserve's gauges and counters (all 0 without one: w NULL). */
+int pe_metrics_render_warm(struct pe_warm *w, struct pe_buf *out);
 
 #endif

@@ -93,6 +93,7 @@ struct pe_http_options {
 	size_t nstatics;
 	struct pe_cache *cache;
 	struct pe_budget *budget;   /* response bytes being built or sent (NULL: unbounded) */
+	struct pe_warm *warm;       /* where answers of 2 MiB or more are first written (NULL: none) */
 	struct pe_store *store;     /* learned tables (/v1/learned) */
 	struct pe_parallel parallel; /* the workers' help for big encodes (run NULL: one thread) */
 	const char *auth_token;     /* bearer token for writes; "" or NULL: loopback clients only */

@@ -17,8 +17,10 @@
  * its stack): a small document is then written there and copied once into a block of its exact
  * size, one malloc where the estimate's block cost an aligned allocation (glibc splits and frees
  * its lead and tail) and a shrinking realloc, and left fragments behind in the heap. A first block
- * of 2 MiB or more lies on transparent huge pages (first_block): a page fault per 2 MiB, not 4 KiB. */
+ * of 2 MiB or more lies on transparent huge pages (pe_mem_first_block): a page fault per 2 MiB, not
+ * 4 KiB; a buffer given a warm reserve (pe_buf_set_warm) takes it from there when one fits. */
 #include "posenc/budget.h"
+#include "posenc/warm.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -40,6 +42,7 @@ void pe_buf_init(struct pe_buf *b, size_t max)
 	b->budget = NULL;
 	b->held = 0;
 	b->borrowed = 0;
+	b->warm = NULL;
 }
 
 void pe_buf_use(struct pe_buf *b, void *mem, size_t n)
@@ -52,6 +55,8 @@ void pe_buf_use(struct pe_buf *b, void *mem, size_t n)
 }
 
 void pe_buf_set_budget(struct pe_buf *b, struct pe_budget *budget) { b->budget = budget; }
+
+void pe_buf_set_warm(struct pe_buf *b, struct pe_warm *warm) { b->warm = warm; }
 
 void pe_buf_destroy(struct pe_buf *b)
 {
@@ -133,7 +138,7 @@ size_t pe_buf_block_after(const struct pe_buf *b, size_t more) { return pe_buf_b
  * a mapped block in place), so the block holds what a plain one of these bytes would
  * (pe_mem_bound). An allocator that moves the block instead keeps it when it is still 64-byte
  * aligned, else the plain allocation is made. */
-static char *first_block(size_t bytes)
+char *pe_mem_first_block(size_t bytes)
 {
 	if (bytes < HUGE_FROM || bytes > SIZE_MAX - HUGE_PAGE)
 		return aligned_alloc(64, bytes);
@@ -152,6 +157,13 @@ static char *first_block(size_t bytes)
 	if (q == p && end > (uintptr_t)q)
 		(void)madvise(q, end - (uintptr_t)q, MADV_HUGEPAGE); /* a hint: refused where THP is off */
 	return q;
+}
+
+/* b's first block: from its warm reserve when one there fits (posenc/warm.h), else a new one. */
+static char *first_block(const struct pe_buf *b, size_t bytes)
+{
+	char *p = pe_warm_take(b->warm, bytes);
+	return p ? p : pe_mem_first_block(bytes);
 }
 
 /* Reserve on the budget what growing to cap adds: *bytes to allocate, *extra newly reserved. */
@@ -201,7 +213,7 @@ int pe_buf_reserve_within(struct pe_buf *b, size_t more, size_t most)
 	if (owns_block(b))
 		p = realloc(b->data, bytes);
 	else /* the first block is 64-byte aligned: SIMD kernels write tables straight into it */
-		p = first_block(bytes);
+		p = first_block(b, bytes);
 	if (!p) {
 		pe_budget_give(b->budget, extra);
 		return PE_ENOMEM;

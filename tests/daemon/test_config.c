@@ -68,6 +68,8 @@ static void expect_defaults(const struct pe_config *c)
 	ck_assert_int_eq(c->max_header_bytes, 32768);
 	ck_assert_int_eq(c->workers, 2);
 	ck_assert_int_eq(c->cache_bytes, 268435456);
+	ck_assert_int_eq(c->warm_bytes, 16777216);
+	ck_assert_int_eq(c->warm_idle, 60);
 	ck_assert_int_eq(c->response_budget_bytes, 536870912);
 	ck_assert_int_eq(c->max_elements, 67108864);
 	ck_assert_int_eq(c->max_analysis_cost, INT64_C(4294967296));
@@ -113,7 +115,7 @@ START_TEST(defaults_match_config_file)
 	json_error_t jerr;
 	json_t *root = json_load_file("config/posenc.json", 0, &jerr);
 	ck_assert_msg(root != NULL, "config/posenc.json: %s", jerr.text);
-	ck_assert_uint_eq(json_object_size(root), 33);
+	ck_assert_uint_eq(json_object_size(root), 35);
 #define INT_EQ(f) ck_assert_int_eq(cfg.f, json_integer_value(json_object_get(root, #f)))
 #define STR_EQ(f) ck_assert_str_eq(cfg.f, json_string_value(json_object_get(root, #f)))
 	INT_EQ(port);
@@ -126,6 +128,8 @@ START_TEST(defaults_match_config_file)
 	INT_EQ(max_header_bytes);
 	INT_EQ(workers);
 	INT_EQ(cache_bytes);
+	INT_EQ(warm_bytes);
+	INT_EQ(warm_idle);
 	INT_EQ(response_budget_bytes);
 	INT_EQ(max_elements);
 	INT_EQ(max_analysis_cost);

@@ -1,0 +1,292 @@
+/* The warm reserve (posenc/warm.h): a take teaches the filler the size, the filler makes blocks
+ * of it with every page resident, up to the limit and no further; takes get the smallest block
+ * that fits, shrunk; a larger demand makes room by dropping blocks too small for it; idle blocks
+ * are given back; the filler thread wakes on a take and stops; a buffer's first block comes from
+ * the reserve with its budget counting what it holds. */
+#include "posenc/tensor.h"
+#include "posenc/warm.h"
+#include "support/pe_check.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIB ((size_t)1 << 20)
+#define HOUR_NS (3600ull * 1000000000ull)
+
+static struct pe_warm_stats stats_of(struct pe_warm *w)
+{
+	struct pe_warm_stats s;
+	pe_warm_stats(w, &s);
+	return s;
+}
+
+/* Is every page of [p, p + n) resident? */
+static int resident(const void *p, size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)p & ~(page - 1), e = ((uintptr_t)p + n + page - 1) & ~(page - 1);
+	size_t pages = (e - a) / page;
+	unsigned char *v = malloc(pages);
+	ck_assert_ptr_nonnull(v);
+	ck_assert_int_eq(mincore((void *)a, e - a, v), 0);
+	size_t in = 0;
+	for (size_t i = 0; i < pages; i++)
+		in += v[i] & 1;
+	free(v);
+	return in == pages;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+START_TEST(no_reserve_below_its_minimum)
+{
+	ck_assert_ptr_null(pe_warm_new(PE_WARM_MIN - 1, HOUR_NS));
+	ck_assert_ptr_null(pe_warm_new(0, HOUR_NS));
+	ck_assert_ptr_null(pe_warm_take(NULL, 4 * MIB));
+	ck_assert_int_eq(pe_warm_fill(NULL), 0);
+	pe_warm_stop(NULL);
+	pe_warm_free(NULL);
+}
+END_TEST
+
+START_TEST(a_take_teaches_the_size_and_the_filler_makes_it)
+{
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_NS);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(pe_warm_fill(w), 0); /* nothing asked yet: nothing made */
+	ck_assert_uint_eq(stats_of(w).blocks, 0);
+	size_t n = 3 * MIB + 5;
+	ck_assert_ptr_null(pe_warm_take(w, n)); /* empty: a miss, which teaches the size */
+	ck_assert_uint_eq(stats_of(w).misses, 1);
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_eq(s.blocks, 1);
+	ck_assert_uint_eq(s.made, 1);
+	ck_assert_uint_ge(s.bytes, n);
+	ck_assert_uint_le(s.bytes, pe_mem_bound(n));
+	char *p = pe_warm_take(w, n);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq((uintptr_t)p % 64, 0);
+	ck_assert_uint_ge(pe_mem_size(p), n);
+	ck_assert_msg(resident(p, n), "a warm block's pages are resident before it is written");
+	s = stats_of(w);
+	ck_assert_uint_eq(s.hits, 1);
+	ck_assert_uint_eq(s.blocks, 0);
+	ck_assert_uint_eq(s.bytes, 0);
+	memset(p, 0x5a, n); /* ordinary memory, the taker's */
+	ck_assert_int_eq(p[n - 1], 0x5a);
+	free(p);
+	/* Outside [PE_WARM_MIN, limit]: no take, and nothing learned. */
+	ck_assert_ptr_null(pe_warm_take(w, PE_WARM_MIN - 1));
+	ck_assert_ptr_null(pe_warm_take(w, 16 * MIB + 1));
+	ck_assert_uint_eq(stats_of(w).misses, 1);
+	pe_warm_free(w);
+}
+END_TEST
+
+START_TEST(fills_to_its_limit_and_no_further)
+{
+	struct pe_warm *w = pe_warm_new(10 * MIB, HOUR_NS);
+	ck_assert_ptr_null(pe_warm_take(w, 3 * MIB));
+	int made = 0;
+	while (pe_warm_fill(w) && made < 100)
+		made++;
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_int_eq(made, 3);
+	ck_assert_uint_eq(s.blocks, 3);
+	ck_assert_uint_le(s.bytes, 10 * MIB);
+	ck_assert_int_eq(pe_warm_fill(w), 0);
+	pe_warm_free(w); /* frees the blocks it holds (ASan's leak check) */
+}
+END_TEST
+
+START_TEST(a_smaller_take_gets_the_smallest_block_shrunk)
+{
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_NS);
+	ck_assert_ptr_null(pe_warm_take(w, 3 * MIB));
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	ck_assert_ptr_null(pe_warm_take(w, 5 * MIB)); /* larger than any block: a miss */
+	ck_assert_int_eq(pe_warm_fill(w), 1);          /* now a 5 MiB block beside the 3 MiB one */
+	ck_assert_uint_eq(stats_of(w).blocks, 2);
+	char *p = pe_warm_take(w, 2 * MIB + 1);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_lt(pe_mem_size(p), 3 * MIB); /* the 3 MiB block, shrunk to what was asked */
+	ck_assert_uint_ge(pe_mem_size(p), 2 * MIB + 1);
+	ck_assert_uint_eq((uintptr_t)p % 64, 0);
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_eq(s.blocks, 1);
+	ck_assert_uint_ge(s.bytes, 5 * MIB); /* the 5 MiB block stays */
+	memset(p, 1, 2 * MIB + 1);
+	free(p);
+	pe_warm_free(w);
+}
+END_TEST
+
+START_TEST(a_larger_demand_drops_blocks_too_small)
+{
+	struct pe_warm *w = pe_warm_new(9 * MIB, HOUR_NS);
+	ck_assert_ptr_null(pe_warm_take(w, 4 * MIB));
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	ck_assert_int_eq(pe_warm_fill(w), 0); /* two 4 MiB blocks: a third does not fit */
+	ck_assert_ptr_null(pe_warm_take(w, 6 * MIB));
+	int steps = 0;
+	while (pe_warm_fill(w) && steps < 10)
+		steps++;
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_eq(s.dropped, 2); /* both 4 MiB blocks made room (4 + 6 > 9) */
+	ck_assert_uint_eq(s.blocks, 1);
+	ck_assert_uint_le(s.bytes, 9 * MIB);
+	char *p = pe_warm_take(w, 6 * MIB);
+	ck_assert_ptr_nonnull(p);
+	free(p);
+	pe_warm_free(w);
+}
+END_TEST
+
+START_TEST(idle_blocks_are_given_back)
+{
+	struct pe_warm *w = pe_warm_new(8 * MIB, 100ull * 1000000u); /* 100 ms */
+	ck_assert_ptr_null(pe_warm_take(w, 2 * MIB));
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	ck_assert_uint_eq(stats_of(w).blocks, 1);
+	sleep_ms(150);
+	ck_assert_int_eq(pe_warm_fill(w), 1); /* gives them back */
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_eq(s.blocks, 0);
+	ck_assert_uint_eq(s.bytes, 0);
+	ck_assert_uint_eq(s.dropped, 1);
+	ck_assert_int_eq(pe_warm_fill(w), 0); /* and makes none until a take asks again */
+	ck_assert_ptr_null(pe_warm_take(w, 2 * MIB));
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	pe_warm_free(w);
+}
+END_TEST
+
+static void *run(void *w)
+{
+	pe_warm_run(w);
+	return NULL;
+}
+
+/* Polls up to 10 s for the filler to hold `blocks` blocks. */
+static int wait_blocks(struct pe_warm *w, size_t blocks)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (stats_of(w).blocks == blocks)
+			return 1;
+		sleep_ms(10);
+	}
+	return 0;
+}
+
+START_TEST(the_filler_wakes_on_a_take_and_stops)
+{
+	struct pe_warm *w = pe_warm_new(8 * MIB, HOUR_NS);
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, run, w), 0);
+	sleep_ms(20);
+	ck_assert_uint_eq(stats_of(w).made, 0); /* asleep until asked */
+	ck_assert_ptr_null(pe_warm_take(w, 3 * MIB));
+	ck_assert_msg(wait_blocks(w, 2), "the filler made two 3 MiB blocks (%zu)", stats_of(w).blocks);
+	char *p = pe_warm_take(w, 3 * MIB);
+	ck_assert_ptr_nonnull(p);
+	free(p);
+	ck_assert_msg(wait_blocks(w, 2), "and replaced the one taken");
+	ck_assert_uint_eq(stats_of(w).made, 3);
+	pe_warm_stop(w);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	pe_warm_free(w);
+}
+END_TEST
+
+START_TEST(the_filler_gives_back_idle_blocks_on_its_own)
+{
+	struct pe_warm *w = pe_warm_new(8 * MIB, 200ull * 1000000u);
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, run, w), 0);
+	ck_assert_ptr_null(pe_warm_take(w, 2 * MIB));
+	for (int i = 0; i < 1000 && !stats_of(w).made; i++)
+		sleep_ms(10);
+	ck_assert_uint_ge(stats_of(w).made, 1);
+	ck_assert_msg(wait_blocks(w, 0), "the filler gave its blocks back once idle");
+	ck_assert_uint_eq(stats_of(w).dropped, stats_of(w).made);
+	pe_warm_stop(w);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	pe_warm_free(w);
+}
+END_TEST
+
+/* A buffer with a reserve: its first block of 2 MiB or more comes from there (the size learned
+ * from the first buffer's miss), and its budget holds exactly what the block holds. */
+START_TEST(a_buffers_first_block_comes_from_the_reserve)
+{
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_NS);
+	struct pe_budget *bg = pe_budget_new(64 * MIB);
+	size_t n = 5 * MIB + 123;
+	struct pe_buf b;
+	pe_buf_init(&b, 64 * MIB);
+	pe_buf_set_budget(&b, bg);
+	pe_buf_set_warm(&b, w);
+	ck_assert_int_eq(pe_buf_reserve(&b, n), 0); /* a miss: a new block */
+	ck_assert_uint_eq(stats_of(w).misses, 1);
+	pe_buf_destroy(&b);
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	pe_buf_init(&b, 64 * MIB);
+	pe_buf_set_budget(&b, bg);
+	pe_buf_set_warm(&b, w);
+	ck_assert_int_eq(pe_buf_reserve(&b, n), 0);
+	ck_assert_uint_eq(stats_of(w).hits, 1);
+	ck_assert_uint_eq((uintptr_t)b.data % 64, 0);
+	ck_assert_msg(resident(b.data, n), "the buffer's pages were written before it got them");
+	struct pe_budget_stats st;
+	pe_budget_stats(bg, &st);
+	ck_assert_uint_eq(st.used, pe_mem_size(b.data));
+	memset(b.data, 'x', n);
+	b.len = n;
+	size_t len = 0;
+	char *s = pe_buf_steal(&b, &len);
+	ck_assert_uint_eq(len, n);
+	ck_assert_int_eq(s[n - 1], 'x');
+	pe_budget_give(bg, pe_mem_size(s));
+	free(s);
+	pe_budget_stats(bg, &st);
+	ck_assert_uint_eq(st.used, 0);
+	/* Without a reserve (the default), the same buffer takes nothing from it. */
+	pe_buf_init(&b, 64 * MIB);
+	ck_assert_int_eq(pe_buf_reserve(&b, n), 0);
+	pe_buf_destroy(&b);
+	ck_assert_uint_eq(stats_of(w).hits + stats_of(w).misses, 2);
+	pe_budget_free(bg);
+	pe_warm_free(w);
+}
+END_TEST
+
+static Suite *warm_suite(void)
+{
+	Suite *s = suite_create("warm");
+	TCase *tc = tcase_create("warm");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, no_reserve_below_its_minimum);
+	tcase_add_test(tc, a_take_teaches_the_size_and_the_filler_makes_it);
+	tcase_add_test(tc, fills_to_its_limit_and_no_further);
+	tcase_add_test(tc, a_smaller_take_gets_the_smallest_block_shrunk);
+	tcase_add_test(tc, a_larger_demand_drops_blocks_too_small);
+	tcase_add_test(tc, idle_blocks_are_given_back);
+	tcase_add_test(tc, the_filler_wakes_on_a_take_and_stops);
+	tcase_add_test(tc, the_filler_gives_back_idle_blocks_on_its_own);
+	tcase_add_test(tc, a_buffers_first_block_comes_from_the_reserve);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PE_TEST_MAIN(warm_suite)
