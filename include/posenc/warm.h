@@ -8,7 +8,7 @@
  * first block of a buffer that has one (pe_buf_set_warm) is taken from it, and a filler thread,
  * which the caller runs at the lowest priority (pe_warm_run; this layer starts no thread), makes
  * the next one when a CPU is otherwise idle. Blocks sit at most `limit` bytes together; those not
- * taken for `idle_ns` are given back, so an idle daemon holds none.
+ * taken for `idle_s` are given back, so an idle daemon holds none.
  *
  * Thread-safety: every function may be called from any thread; one thread runs pe_warm_run.
  * Ownership: a taken block is the taker's (free() it); the reserve owns the rest. */
@@ -29,9 +29,9 @@ struct pe_warm_stats {
 	uint64_t made, dropped; /* blocks made; blocks given back unused (idle, or too small for the demand) */
 };
 
-/* A reserve of at most limit bytes whose blocks are given back after idle_ns without a take;
+/* A reserve of at most limit bytes whose blocks are given back after idle_s seconds without a take;
  * NULL when limit is below PE_WARM_MIN (no reserve: pe_warm_take of NULL takes nothing). */
-struct pe_warm *pe_warm_new(size_t limit, uint64_t idle_ns);
+struct pe_warm *pe_warm_new(size_t limit, double idle_s);
 /* Frees the reserve and its blocks; pe_warm_run must have returned. NULL is fine. */
 void pe_warm_free(struct pe_warm *w);
 /* A block of at least `bytes` (pe_mem_size), 64-byte aligned, whose pages are written, from the
@@ -39,7 +39,7 @@ void pe_warm_free(struct pe_warm *w);
  * [PE_WARM_MIN, limit]. Either way the size is remembered as what the next block is made for,
  * and the filler is woken. */
 void *pe_warm_take(struct pe_warm *w, size_t bytes);
-/* One step of the filler, without waiting: gives back the blocks when idle_ns have passed since
+/* One step of the filler, without waiting: gives back the blocks when idle_s have passed since
  * the last take, else one block too small for the latest demand when that makes room for it, else
  * makes one block of the latest demand when it fits within limit. 1 when it did something. */
 int pe_warm_fill(struct pe_warm *w);

@@ -116,7 +116,7 @@ static void *warm_main(void *arg)
  * started) answers are written into new memory. */
 static void start_warm(struct daemon *d)
 {
-	d->warm = pe_warm_new((size_t)d->cfg.warm_bytes, (uint64_t)d->cfg.warm_idle * 1000000000u);
+	d->warm = pe_warm_new((size_t)d->cfg.warm_bytes, (double)d->cfg.warm_idle);
 	if (d->warm && pthread_create(&d->warm_thread, NULL, warm_main, d->warm) != 0) {
 		pe_warm_free(d->warm);
 		d->warm = NULL;

@@ -9,6 +9,7 @@
  * own lock only. */
 #include "posenc/warm.h"
 #include "posenc/budget.h"
+#include "posenc/core.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,25 +29,18 @@ struct pe_warm {
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* a take, or stop */
 	size_t limit;
-	uint64_t idle_ns;
+	double idle_s;
 	struct block blocks[MAX_BLOCKS];
 	size_t nblocks, bytes;
 	size_t want;       /* the latest take's size: the next block's; 0 none since the last drop */
-	uint64_t last_take; /* CLOCK_MONOTONIC ns */
+	double last_take;   /* pe_monotonic() */
 	uint64_t takes;     /* every take: the filler sleeps only when none came since it looked */
 	int filling;        /* a pe_warm_fill is making a block (outside the lock) */
 	atomic_int stop;
 	uint64_t hits, misses, made, dropped;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-struct pe_warm *pe_warm_new(size_t limit, uint64_t idle_ns)
+struct pe_warm *pe_warm_new(size_t limit, double idle_s)
 {
 	if (limit < PE_WARM_MIN)
 		return NULL;
@@ -60,8 +54,8 @@ struct pe_warm *pe_warm_new(size_t limit, uint64_t idle_ns)
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&w->lock, NULL);
 	w->limit = limit;
-	w->idle_ns = idle_ns;
-	w->last_take = now_ns();
+	w->idle_s = idle_s;
+	w->last_take = pe_monotonic();
 	return w;
 }
 
@@ -118,7 +112,7 @@ void *pe_warm_take(struct pe_warm *w, size_t bytes)
 	char *p = NULL;
 	pthread_mutex_lock(&w->lock);
 	w->want = bytes;
-	w->last_take = now_ns();
+	w->last_take = pe_monotonic();
 	w->takes++;
 	size_t i = smallest_fitting(w, bytes);
 	if (i < w->nblocks)
@@ -213,7 +207,7 @@ int pe_warm_fill(struct pe_warm *w)
 	if (!w)
 		return 0;
 	pthread_mutex_lock(&w->lock);
-	if (w->nblocks && now_ns() - w->last_take >= w->idle_ns)
+	if (w->nblocks && pe_monotonic() - w->last_take >= w->idle_s)
 		return drop_all(w);
 	size_t want = w->want;
 	if (!want || w->filling || atomic_load(&w->stop)) {
@@ -239,8 +233,11 @@ void pe_warm_run(struct pe_warm *w)
 			pthread_cond_wait(&w->wake, &w->lock);
 			continue;
 		}
-		uint64_t due = w->last_take + w->idle_ns;
-		struct timespec ts = {.tv_sec = (time_t)(due / 1000000000u), .tv_nsec = (long)(due % 1000000000u)};
+		double due = w->last_take + w->idle_s;
+		struct timespec ts = {.tv_sec = (time_t)due};
+		ts.tv_nsec = (long)((due - (double)ts.tv_sec) * 1e9);
+		if (ts.tv_nsec >= 1000000000L)
+			ts.tv_nsec = 999999999L;
 		pthread_cond_timedwait(&w->wake, &w->lock, &ts);
 	}
 	pthread_mutex_unlock(&w->lock);

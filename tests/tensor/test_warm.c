@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #define MIB ((size_t)1 << 20)
-#define HOUR_NS (3600ull * 1000000000ull)
+#define HOUR_S 3600.0
 
 static struct pe_warm_stats stats_of(struct pe_warm *w)
 {
@@ -49,8 +49,8 @@ static void sleep_ms(long ms)
 
 START_TEST(no_reserve_below_its_minimum)
 {
-	ck_assert_ptr_null(pe_warm_new(PE_WARM_MIN - 1, HOUR_NS));
-	ck_assert_ptr_null(pe_warm_new(0, HOUR_NS));
+	ck_assert_ptr_null(pe_warm_new(PE_WARM_MIN - 1, HOUR_S));
+	ck_assert_ptr_null(pe_warm_new(0, HOUR_S));
 	ck_assert_ptr_null(pe_warm_take(NULL, 4 * MIB));
 	ck_assert_int_eq(pe_warm_fill(NULL), 0);
 	pe_warm_stop(NULL);
@@ -60,7 +60,7 @@ END_TEST
 
 START_TEST(a_take_teaches_the_size_and_the_filler_makes_it)
 {
-	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_NS);
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
 	ck_assert_ptr_nonnull(w);
 	ck_assert_int_eq(pe_warm_fill(w), 0); /* nothing asked yet: nothing made */
 	ck_assert_uint_eq(stats_of(w).blocks, 0);
@@ -95,7 +95,7 @@ END_TEST
 
 START_TEST(fills_to_its_limit_and_no_further)
 {
-	struct pe_warm *w = pe_warm_new(10 * MIB, HOUR_NS);
+	struct pe_warm *w = pe_warm_new(10 * MIB, HOUR_S);
 	ck_assert_ptr_null(pe_warm_take(w, 3 * MIB));
 	int made = 0;
 	while (pe_warm_fill(w) && made < 100)
@@ -111,7 +111,7 @@ END_TEST
 
 START_TEST(a_smaller_take_gets_the_smallest_block_shrunk)
 {
-	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_NS);
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
 	ck_assert_ptr_null(pe_warm_take(w, 3 * MIB));
 	ck_assert_int_eq(pe_warm_fill(w), 1);
 	ck_assert_ptr_null(pe_warm_take(w, 5 * MIB)); /* larger than any block: a miss */
@@ -133,7 +133,7 @@ END_TEST
 
 START_TEST(a_larger_demand_drops_blocks_too_small)
 {
-	struct pe_warm *w = pe_warm_new(9 * MIB, HOUR_NS);
+	struct pe_warm *w = pe_warm_new(9 * MIB, HOUR_S);
 	ck_assert_ptr_null(pe_warm_take(w, 4 * MIB));
 	ck_assert_int_eq(pe_warm_fill(w), 1);
 	ck_assert_int_eq(pe_warm_fill(w), 1);
@@ -155,7 +155,7 @@ END_TEST
 
 START_TEST(idle_blocks_are_given_back)
 {
-	struct pe_warm *w = pe_warm_new(8 * MIB, 100ull * 1000000u); /* 100 ms */
+	struct pe_warm *w = pe_warm_new(8 * MIB, 0.1);
 	ck_assert_ptr_null(pe_warm_take(w, 2 * MIB));
 	ck_assert_int_eq(pe_warm_fill(w), 1);
 	ck_assert_uint_eq(stats_of(w).blocks, 1);
@@ -191,7 +191,7 @@ static int wait_blocks(struct pe_warm *w, size_t blocks)
 
 START_TEST(the_filler_wakes_on_a_take_and_stops)
 {
-	struct pe_warm *w = pe_warm_new(8 * MIB, HOUR_NS);
+	struct pe_warm *w = pe_warm_new(8 * MIB, HOUR_S);
 	pthread_t t;
 	ck_assert_int_eq(pthread_create(&t, NULL, run, w), 0);
 	sleep_ms(20);
@@ -211,7 +211,7 @@ END_TEST
 
 START_TEST(the_filler_gives_back_idle_blocks_on_its_own)
 {
-	struct pe_warm *w = pe_warm_new(8 * MIB, 200ull * 1000000u);
+	struct pe_warm *w = pe_warm_new(8 * MIB, 0.2);
 	pthread_t t;
 	ck_assert_int_eq(pthread_create(&t, NULL, run, w), 0);
 	ck_assert_ptr_null(pe_warm_take(w, 2 * MIB));
@@ -230,7 +230,7 @@ END_TEST
  * from the first buffer's miss), and its budget holds exactly what the block holds. */
 START_TEST(a_buffers_first_block_comes_from_the_reserve)
 {
-	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_NS);
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
 	struct pe_budget *bg = pe_budget_new(64 * MIB);
 	size_t n = 5 * MIB + 123;
 	struct pe_buf b;

@@ -24,7 +24,7 @@ ALLOWED["cli"] = {"core", "tensor", "plan", "cli"}
 PUBLIC = {
     "version.h": "core", "err.h": "core", "dtype.h": "core", "core.h": "core", "resample.h": "core", "order.h": "core",
     "plan.h": "plan",
-    "budget.h": "tensor", "tensor.h": "tensor", "output.h": "tensor", "cache.h": "cache", "store.h": "store",
+    "budget.h": "tensor", "warm.h": "tensor", "tensor.h": "tensor", "output.h": "tensor", "cache.h": "cache", "store.h": "store",
     "posenc.h": "cache",  # the umbrella header: err, dtype, core, tensor, cache
 }
 ASSETS = {"dashboard"}
