@@ -31,8 +31,6 @@
 #include <string.h>
 
 #define MIN_CAP 64
-#define HUGE_PAGE ((size_t)2 << 20)
-#define HUGE_FROM HUGE_PAGE /* first blocks from this size are laid on huge pages (first_block) */
 
 void pe_buf_init(struct pe_buf *b, size_t max)
 {
@@ -127,37 +125,6 @@ size_t pe_buf_block_within(const struct pe_buf *b, size_t more, size_t most)
 }
 
 size_t pe_buf_block_after(const struct pe_buf *b, size_t more) { return pe_buf_block_within(b, more, SIZE_MAX); }
-
-/* A first block of `bytes`, 64-byte aligned. From HUGE_FROM bytes it starts on a 2 MiB boundary and
- * asks for transparent huge pages (in THP's "madvise" mode large blocks get 4 KiB pages unless
- * asked): a 24 MiB table written in full then takes ~15 page faults instead of ~6,150, one per
- * 4 KiB (memset of a 24 MiB block, AMD EPYC VM: 5-8 ms of CPU against 22 ms). On a VM whose host
- * takes back long-free guest memory, huge pages the process never had cost more to fill than
- * 4 KiB ones (tests/tools/bench.sh's cold section reports both cases). The aligned
- * allocation maps up to 2 MiB more; the same-size realloc trims that tail off again (glibc shrinks
- * a mapped block in place), so the block holds what a plain one of these bytes would
- * (pe_mem_bound). An allocator that moves the block instead keeps it when it is still 64-byte
- * aligned, else the plain allocation is made. */
-char *pe_mem_first_block(size_t bytes)
-{
-	if (bytes < HUGE_FROM || bytes > SIZE_MAX - HUGE_PAGE)
-		return aligned_alloc(64, bytes);
-	char *p = aligned_alloc(HUGE_PAGE, (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
-	char *q = p ? realloc(p, bytes) : NULL;
-	if (!q) {
-		free(p);
-		return aligned_alloc(64, bytes);
-	}
-	if ((uintptr_t)q % 64 != 0) {
-		free(q);
-		return aligned_alloc(64, bytes);
-	}
-	long page = sysconf(_SC_PAGESIZE);
-	uintptr_t end = ((uintptr_t)q + bytes) & ~(uintptr_t)(page > 0 ? page - 1 : 4095);
-	if (q == p && end > (uintptr_t)q)
-		(void)madvise(q, end - (uintptr_t)q, MADV_HUGEPAGE); /* a hint: refused where THP is off */
-	return q;
-}
 
 /* b's first block: from its warm reserve when one there fits (posenc/warm.h), else a new one. */
 static char *first_block(const struct pe_buf *b, size_t bytes)
