@@ -59,6 +59,7 @@ int pe_table_job_answer(struct pe_table_job *j, const struct pe_shape *s, size_t
 	if ((rc = check_size(j, s, scratch, &more, err)) != 0 || (rc = pe_produce_share_open(j->os.h, more, &bg, err)) != 0)
 		goto done;
 	pe_buf_set_budget(&enc, bg);
+	pe_buf_set_warm(&enc, j->os.h->opt.warm);
 	if ((scratch && !(work = pe_budget_malloc(bg, scratch, &rc))) ||
 	    !(table = pe_budget_malloc(bg, pe_shape_count(s, &of) * pe_dtype_size(j->out.dt), &rc)))
 		goto done;

@@ -3,7 +3,8 @@
  * the next such answer is written there (posenc_warm_hits_total), byte for byte the answer of a
  * daemon without a reserve; what it holds stays within warm_bytes, is counted on the response
  * budget while in use like any block, and is given back after warm_idle seconds without such an
- * answer; a table larger than warm_bytes never asks. Serial (run-tests.sh): the filler runs only
+ * answer; a table larger than warm_bytes never asks; a transform's answer (rope/apply) takes from
+ * it as a table's does. Serial (run-tests.sh): the filler runs only
  * on an idle CPU. */
 #include "support/pe_fault.h"
 
@@ -14,6 +15,20 @@ static int get_table(int port, int offset, struct resp *r)
 	char path[128];
 	snprintf(path, sizeof path, JSON_512, offset);
 	return http_get(port, path, 30000, r) == 0 && r->status == 200 && r->body_len > (2u << 20) ? 0 : -1;
+}
+
+/* POST /v1/rope/apply of a 1x1x65536x8 float32 tensor (2 MiB), answered as float64 npy (4 MiB). */
+static int apply(int port, struct resp *r)
+{
+	int shape[] = {1, 1, 65536, 8};
+	size_t cap = (size_t)65536 * 8 * 4 + 256;
+	char *x = malloc(cap);
+	size_t len = x ? npy_f32_filled(x, cap, shape, 4, 0.25f) : 0;
+	int rc = len ? http_request(port, NULL, "POST", "/v1/rope/apply?format=npy&dtype=f64",
+				    "Content-Type: application/x-npy\r\n", x, len, 30000, r)
+		     : -1;
+	free(x);
+	return rc == 0 && r->status == 200 && r->body_len > (4u << 20) ? 0 : -1;
 }
 
 static int scenario(void)
@@ -37,7 +52,7 @@ static int scenario(void)
 	      metric(d.port, "posenc_warm_bytes"));
 
 	int got = get_table(d.port, 2, &a);
-	double t0 = now_s(); /* just after the last answer that asked the reserve */
+	double t0 = now_s(); /* just after the last answer that asked the reserve (till the transform) */
 	int ref = get_table(cold.port, 2, &b);
 	check(got == 0 && ref == 0, "the next cold table from both daemons (%d, %d)", a.status, b.status);
 	check(metric(d.port, "posenc_warm_hits_total") == 1, "is written into the warm block (hits %.0f)",
@@ -57,6 +72,20 @@ static int scenario(void)
 	resp_free(&a);
 	check(metric(d.port, "posenc_warm_hits_total") + metric(d.port, "posenc_warm_misses_total") == asked,
 	      "a table larger than warm_bytes asks nothing of the reserve");
+
+	check(apply(d.port, &a) == 0, "a rope/apply answer of 4 MiB (%d, %zu bytes)", a.status, a.body_len);
+	resp_free(&a);
+	check(wait_metric_at_least(d.port, "posenc_warm_bytes", 4u << 20), "the filler holds a block that fits it");
+	double hits = metric(d.port, "posenc_warm_hits_total");
+	got = apply(d.port, &a);
+	t0 = now_s();
+	ref = apply(cold.port, &b);
+	check(got == 0 && ref == 0 && metric(d.port, "posenc_warm_hits_total") == hits + 1,
+	      "the next one is written into a warm block (hits %.0f)", metric(d.port, "posenc_warm_hits_total"));
+	check(a.body_len == b.body_len && a.body && b.body && memcmp(a.body, b.body, a.body_len) == 0,
+	      "byte for byte the answer of the daemon without a reserve");
+	resp_free(&a);
+	resp_free(&b);
 
 	check(wait_metric_eq(d.port, "posenc_warm_bytes", 0), "the reserve is given back once idle");
 	double after = now_s() - t0;
