@@ -667,11 +667,16 @@ TORCH_APPLY_S=$(median torch_rope_apply "$K" | cut -d' ' -f1)
 # here measured ~8 ms throughout. On the HTTP section's daemon, whose 1 GiB cache the cold-miss
 # flood has filled with ~276k small entries, each request also evicts ~1200 of them, and perf
 # showed 44% of its time in the kernel zeroing the answer's fresh pages: the diagnostic row after
-# it measures that case.
+# it measures that case. The same fresh daemon with --warm-bytes 0 (no warm reserve: every answer is
+# written into memory new to the process) is a diagnostic row beside it.
 log "cold JSON: a fresh posencd, requests alternating with jansson's encode"
 start_posencd cold-json --workers 2 --cache-bytes 1Gi
 cold_json "$PD_URL" fresh
 alive "$PD_PID" cold-json
+stop_pid "$PD_PID"
+start_posencd cold-json-nowarm --workers 2 --cache-bytes 1Gi --warm-bytes 0
+cold_json "$PD_URL" fresh-nowarm
+alive "$PD_PID" cold-json-nowarm
 stop_pid "$PD_PID"
 fi # SMALL_ONLY
 
@@ -927,6 +932,7 @@ row "single flight: 50 identical concurrent cold 4096×1024 JSON requests ($SF_O
 
 cold_json "$PE" full
 cold_json_row fresh "cold 512×768 JSON end to end on a fresh posencd" "≥ 10× faster"
+cold_json_row fresh-nowarm "cold 512×768 JSON end to end on a fresh posencd without its warm reserve (--warm-bytes 0; diagnostic)" "—"
 cold_json_row full "cold 512×768 JSON end to end on the HTTP section's daemon, its cache full of small entries (diagnostic)" "—"
 # A 32 MiB npy POST round trip to /v1/rope/apply, beside PyTorch's in-process apply (kernel rows).
 # The body: a [1, 32, 2048, 128] float32 npy whose data are a (finite) 65536×128 table from posencd.
