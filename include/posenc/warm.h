@@ -1,14 +1,16 @@
-/* posenc warm blocks: a small reserve of memory faulted in before it is needed, so a large answer
+/* posenc warm blocks: a small reserve of memory written before it is needed, so a large answer
  * written into memory new to the process does not wait for the kernel to clear its pages.
  *
  * Every page a process has never had is cleared by the kernel at its first write; on a VM whose
  * host takes back long-free guest memory (free page reporting) that first write also faults on
  * the host, and a fresh daemon's 4.3 MB JSON answer spent more time there than encoding it. A
- * struct pe_warm keeps blocks of the size the last answers asked for, already written once; a
- * first block of a buffer that has one (pe_buf_set_warm) is taken from it, and a filler thread,
- * which the caller runs at the lowest priority (pe_warm_run; this layer starts no thread), makes
- * the next one when a CPU is otherwise idle. Blocks sit at most `limit` bytes together; those not
- * taken for `idle_s` are given back, so an idle daemon holds none.
+ * struct pe_warm keeps blocks of the sizes answers asked for, already written once; a first block
+ * of a buffer that has one (pe_buf_set_warm) is taken from it, the take maps (untouched) the block
+ * that will replace it, and a filler thread, which the caller runs at the lowest priority
+ * (pe_warm_run; this layer starts no thread), writes that block's pages when a CPU is otherwise
+ * idle. Blocks sit at most `limit` bytes together; pe_warm_tick gives them back once no take came
+ * for `idle_s` seconds, so an idle daemon holds none. The filler itself never maps or unmaps
+ * memory (warm.c says why).
  *
  * Thread-safety: every function may be called from any thread; one thread runs pe_warm_run.
  * Ownership: a taken block is the taker's (free() it); the reserve owns the rest. */
@@ -24,28 +26,33 @@
 
 struct pe_warm;
 struct pe_warm_stats {
-	size_t bytes, blocks;   /* held now (pe_mem_size of each) */
+	size_t bytes;           /* held against the limit: written, queued and being written */
+	size_t ready_bytes;     /* of which written (pe_mem_size of each) */
+	size_t blocks;          /* written blocks */
 	uint64_t hits, misses;  /* takes served from the reserve; takes it could not serve */
-	uint64_t made, dropped; /* blocks made; blocks given back unused (idle, or too small for the demand) */
+	uint64_t made, dropped; /* blocks written; blocks given back unused (idle, or no room) */
 };
 
-/* A reserve of at most limit bytes whose blocks are given back after idle_s seconds without a take;
- * NULL when limit is below PE_WARM_MIN (no reserve: pe_warm_take of NULL takes nothing). */
+/* A reserve of at most limit bytes whose blocks are given back after idle_s seconds without a
+ * take; NULL when limit cannot hold one block of PE_WARM_MIN (no reserve: a take of NULL takes
+ * nothing). */
 struct pe_warm *pe_warm_new(size_t limit, double idle_s);
 /* Frees the reserve and its blocks; pe_warm_run must have returned. NULL is fine. */
 void pe_warm_free(struct pe_warm *w);
-/* A block of at least `bytes` (pe_mem_size), 64-byte aligned, whose pages are written, from the
- * reserve: the smallest that fits, shrunk to `bytes`; NULL when none fits or bytes is outside
- * [PE_WARM_MIN, limit]. Either way the size is remembered as what the next block is made for,
- * and the filler is woken. */
+/* A block of at least `bytes` (pe_mem_size), 64-byte aligned, whose pages are written: the
+ * smallest written one that fits, shrunk to `bytes`; NULL when none fits, or when bytes is below
+ * PE_WARM_MIN or its block could never fit in the limit (pe_mem_bound). Then, in either case, a
+ * block of `bytes` is mapped for the filler when it fits in the limit, after giving back written
+ * blocks too small for it when that makes room. Called by the thread that needs the memory, which
+ * so does the mapping (microseconds) at its own priority. */
 void *pe_warm_take(struct pe_warm *w, size_t bytes);
-/* One step of the filler, without waiting: gives back the blocks when idle_s have passed since
- * the last take, else one block too small for the latest demand when that makes room for it, else
- * makes one block of the latest demand when it fits within limit. 1 when it did something. */
+/* The filler's step, without waiting: writes the pages of one block a take mapped. 1 when it did. */
 int pe_warm_fill(struct pe_warm *w);
-/* The filler: pe_warm_fill whenever there is something to do, else sleeps until a take or the
- * idle deadline; returns after pe_warm_stop (a block being made is finished first, stopping
- * between its 2 MiB steps). */
+/* Gives back every block (written or not) once idle_s seconds passed since the last take: for a
+ * thread of normal priority to call now and then (the daemon's ticker). 1 when it gave any back. */
+int pe_warm_tick(struct pe_warm *w);
+/* The filler: pe_warm_fill while blocks wait, else sleeps until a take maps one; returns after
+ * pe_warm_stop (a block being written is left, between its 2 MiB steps, for pe_warm_free). */
 void pe_warm_run(struct pe_warm *w);
 void pe_warm_stop(struct pe_warm *w);
 void pe_warm_stats(struct pe_warm *w, struct pe_warm_stats *out);

@@ -95,6 +95,7 @@ static void tick(void *arg)
 	struct pe_http *h = atomic_load(&d->http);
 	if (h)
 		pe_http_tick(h, 0);
+	pe_warm_tick(d->warm); /* the ticker gives idle warm blocks back: the filler never unmaps */
 	pe_log_flush();
 }
 
@@ -102,11 +103,9 @@ static void tick(void *arg)
  * It writes memory for the next large answers (posenc/warm.h) only when a CPU has nothing else to
  * run (SCHED_IDLE), so it never takes time from a request; under a steady load it may not run at
  * all, and answers then fault in their own pages as they would without it. Its blocks are given
- * back after warm_idle seconds without a large answer. Its own system calls (an mmap, madvise and
- * mremap per block, a munmap per block given back) hold the process' mmap lock for microseconds,
- * where a preempted holder would stall other threads' mappings: with small misses at -c16 beside
- * two connections of cold 512x768 JSON, small requests' p99 measured the same with and without it
- * (3.2-3.4 ms, 2-vCPU Intel Xeon VM, alternating with --warm-bytes 0). */
+ * back after warm_idle seconds without a large answer, by the pool's ticker (tick above). It
+ * makes no system call that changes the memory map (warm.c says why): the request that takes a
+ * block maps its replacement. */
 
 static void *warm_main(void *arg)
 {

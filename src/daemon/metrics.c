@@ -201,8 +201,10 @@ int pe_metrics_render_warm(struct pe_warm *w, struct pe_buf *out)
 	if (w)
 		pe_warm_stats(w, &s);
 	const struct row rows[] = {
-		{"posenc_warm_bytes", "gauge", "Bytes of memory written ahead of need for the next large answers (warm_bytes bounds them).",
+		{"posenc_warm_bytes", "gauge",
+		 "Bytes the warm reserve holds for the next large answers, written or being written (warm_bytes bounds them).",
 		 (double)s.bytes},
+		{"posenc_warm_blocks", "gauge", "Warm blocks written and ready for the next large answers.", (double)s.blocks},
 		{"posenc_warm_hits_total", "counter", "Answers of 2 MiB or more written into memory from the warm reserve.", (double)s.hits},
 		{"posenc_warm_misses_total", "counter", "Answers of 2 MiB or more (within warm_bytes) that found no warm block to fit.",
 		 (double)s.misses},

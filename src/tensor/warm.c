@@ -1,12 +1,18 @@
 /* The warm reserve (posenc/warm.h): blocks written once ahead of need, for answers too large to
  * write into memory new to the process without waiting on its page clearing.
  *
- * The reserve owns its blocks (an array of at most MAX_BLOCKS, under one lock); a take hands one
- * over whole. The filler writes a new block's pages one store per 4 KiB page (a 2 MiB step at a
- * time), not with MADV_POPULATE_WRITE: that holds the process' mmap lock for the whole range,
- * and a filler at the lowest priority, preempted while holding it, would stall every other
- * thread's mmap and munmap (each large block's malloc and free); a store faults under the block's
- * own lock only. */
+ * Who does what. The filler runs at the lowest priority and must never hold a lock another thread
+ * of the process waits for: preempted while holding it, it would wait hundreds of milliseconds for
+ * a CPU, and so would that thread. Every call that changes the process' memory map (mmap, mremap,
+ * munmap, madvise) takes its mmap lock, so the filler makes none: a take maps the block that
+ * replaces it (pe_mem_first_block, untouched: microseconds) and gives back the blocks its demand
+ * has no room for, pe_warm_tick gives back idle ones, and the filler only writes pages, one store
+ * per 4 KiB (a page fault takes the block's own lock, not the mmap lock; MADV_POPULATE_WRITE
+ * would take the mmap lock for the whole range). An attack with both CPUs busy measured requests
+ * stalled up to 1.2 s behind a filler that mapped its own blocks.
+ *
+ * The reserve owns its blocks, written (`ready`) or not yet (`pending`, the filler's queue), under
+ * one lock; `bytes` counts both against the limit, a block being written included. */
 #include "posenc/warm.h"
 #include "posenc/budget.h"
 #include "posenc/core.h"
@@ -25,68 +31,83 @@ struct block {
 	size_t size; /* pe_mem_size(p) */
 };
 
+struct list {
+	struct block b[MAX_BLOCKS];
+	size_t n;
+};
+
 struct pe_warm {
 	pthread_mutex_t lock;
-	pthread_cond_t wake; /* a take, or stop */
+	pthread_cond_t wake; /* a pending block, or stop */
 	size_t limit;
 	double idle_s;
-	struct block blocks[MAX_BLOCKS];
-	size_t nblocks, bytes;
-	size_t want;       /* the latest take's size: the next block's; 0 none since the last drop */
-	double last_take;   /* pe_monotonic() */
-	uint64_t takes;     /* every take: the filler sleeps only when none came since it looked */
-	int filling;        /* a pe_warm_fill is making a block (outside the lock) */
+	struct list ready, pending;
+	struct block filling; /* the block the filler writes now (outside the lock); p NULL: none */
+	size_t bytes;         /* ready + pending + filling, and room a take is mapping */
+	size_t ready_bytes;
+	double last_take; /* pe_monotonic() */
 	atomic_int stop;
 	uint64_t hits, misses, made, dropped;
 };
 
 struct pe_warm *pe_warm_new(size_t limit, double idle_s)
 {
-	if (limit < PE_WARM_MIN)
+	if (limit < pe_mem_bound(PE_WARM_MIN))
 		return NULL;
 	struct pe_warm *w = calloc(1, sizeof *w);
 	if (!w)
 		return NULL;
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->wake, &ca);
-	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->wake, NULL);
 	w->limit = limit;
 	w->idle_s = idle_s;
 	w->last_take = pe_monotonic();
 	return w;
 }
 
+static void free_list(struct list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->b[i].p);
+	l->n = 0;
+}
+
 void pe_warm_free(struct pe_warm *w)
 {
 	if (!w)
 		return;
-	for (size_t i = 0; i < w->nblocks; i++)
-		free(w->blocks[i].p);
+	free_list(&w->ready);
+	free_list(&w->pending);
+	free(w->filling.p);
 	pthread_cond_destroy(&w->wake);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
 }
 
-/* The index of the smallest block of at least `bytes`; nblocks when none. Lock held. */
-static size_t smallest_fitting(const struct pe_warm *w, size_t bytes)
+/* Block i out of l (the last one takes its place). */
+static struct block detach(struct list *l, size_t i)
 {
-	size_t best = w->nblocks;
-	for (size_t i = 0; i < w->nblocks; i++)
-		if (w->blocks[i].size >= bytes && (best == w->nblocks || w->blocks[i].size < w->blocks[best].size))
+	struct block b = l->b[i];
+	l->b[i] = l->b[--l->n];
+	return b;
+}
+
+/* The index of the smallest ready block of at least `bytes` (fit) or below it (!fit); n if none. */
+static size_t smallest(const struct list *l, size_t bytes, int fit)
+{
+	size_t best = l->n;
+	for (size_t i = 0; i < l->n; i++)
+		if ((l->b[i].size >= bytes) == fit && (best == l->n || l->b[i].size < l->b[best].size))
 			best = i;
 	return best;
 }
 
-/* Block i out of the reserve (the last one takes its place). Lock held. */
-static char *detach(struct pe_warm *w, size_t i)
+static struct block take_ready(struct pe_warm *w, size_t i)
 {
-	char *p = w->blocks[i].p;
-	w->bytes -= w->blocks[i].size;
-	w->blocks[i] = w->blocks[--w->nblocks];
-	return p;
+	struct block b = detach(&w->ready, i);
+	w->bytes -= b.size;
+	w->ready_bytes -= b.size;
+	return b;
 }
 
 /* p shrunk to `bytes` in place (a mapped block's realloc); p as it is when the allocator cannot;
@@ -105,101 +126,77 @@ static char *shrunk(char *p, size_t bytes)
 	return q;
 }
 
+/* Room for a new block of `bytes` (its bound is held on w->bytes until it is mapped): the ready
+ * blocks too small for it are moved to *drop while it does not fit. 0 when there is no room. Lock
+ * held. */
+static int room_for(struct pe_warm *w, size_t bound, struct list *drop)
+{
+	size_t i;
+	while (w->bytes + bound > w->limit && (i = smallest(&w->ready, bound, 0)) < w->ready.n)
+		drop->b[drop->n++] = take_ready(w, i);
+	w->dropped += drop->n;
+	if (w->bytes + bound > w->limit || w->ready.n + w->pending.n + (w->filling.p != NULL) >= MAX_BLOCKS)
+		return 0;
+	w->bytes += bound;
+	return 1;
+}
+
+/* A new, untouched block of `bytes` queued for the filler, in the room `bound` held for it. */
+static void map_pending(struct pe_warm *w, size_t bytes, size_t bound)
+{
+	char *p = pe_mem_first_block(bytes);
+	size_t size = p ? pe_mem_size(p) : 0;
+	pthread_mutex_lock(&w->lock);
+	w->bytes -= bound;
+	if (p && w->bytes + size <= w->limit) {
+		w->pending.b[w->pending.n++] = (struct block){p, size};
+		w->bytes += size;
+		p = NULL;
+		pthread_cond_signal(&w->wake);
+	}
+	pthread_mutex_unlock(&w->lock);
+	free(p);
+}
+
 void *pe_warm_take(struct pe_warm *w, size_t bytes)
 {
-	if (!w || bytes < PE_WARM_MIN || bytes > w->limit)
+	if (!w || bytes < PE_WARM_MIN || pe_mem_bound(bytes) > w->limit)
 		return NULL;
-	char *p = NULL;
+	struct block got = {0};
+	struct list drop = {.n = 0};
+	size_t bound = pe_mem_bound(bytes);
 	pthread_mutex_lock(&w->lock);
-	w->want = bytes;
 	w->last_take = pe_monotonic();
-	w->takes++;
-	size_t i = smallest_fitting(w, bytes);
-	if (i < w->nblocks)
-		p = detach(w, i);
+	size_t i = smallest(&w->ready, bytes, 1);
+	if (i < w->ready.n)
+		got = take_ready(w, i);
 	else
 		w->misses++;
-	pthread_cond_signal(&w->wake);
+	int map = !atomic_load(&w->stop) && room_for(w, bound, &drop);
 	pthread_mutex_unlock(&w->lock);
-	if (!p)
+	free_list(&drop);
+	if (map)
+		map_pending(w, bytes, bound);
+	if (!got.p)
 		return NULL;
-	p = shrunk(p, bytes);
+	char *p = shrunk(got.p, bytes);
 	pthread_mutex_lock(&w->lock);
 	*(p ? &w->hits : &w->misses) += 1;
 	pthread_mutex_unlock(&w->lock);
 	return p;
 }
 
-/* A block of `bytes` whose every page has been written; NULL when out of memory or stopped. */
-static char *make_block(struct pe_warm *w, size_t bytes)
+/* Every page of [p, p + n) written once; 0 when stopped first. */
+static int write_pages(struct pe_warm *w, char *p, size_t n)
 {
-	char *p = pe_mem_first_block(bytes);
-	if (!p)
-		return NULL;
-	for (size_t at = 0; at < bytes; at += STEP) {
-		if (atomic_load(&w->stop)) {
-			free(p);
-			return NULL;
-		}
-		size_t end = bytes - at < STEP ? bytes : at + STEP;
+	for (size_t at = 0; at < n; at += STEP) {
+		if (atomic_load(&w->stop))
+			return 0;
+		size_t end = n - at < STEP ? n : at + STEP;
 		for (size_t i = at; i < end; i += PAGE)
 			((volatile char *)p)[i] = 0;
 	}
-	return p;
-}
-
-/* Give back every block (the reserve has been idle). Lock held on entry, released. */
-static int drop_all(struct pe_warm *w)
-{
-	struct block out[MAX_BLOCKS];
-	size_t n = w->nblocks;
-	for (size_t i = 0; i < n; i++)
-		out[i] = w->blocks[i];
-	w->nblocks = w->bytes = 0;
-	w->want = 0;
-	w->dropped += n;
-	pthread_mutex_unlock(&w->lock);
-	for (size_t i = 0; i < n; i++)
-		free(out[i].p);
 	return 1;
-}
-
-/* Make one block of `want` bytes and keep it if it still fits. Lock held on entry, released. */
-static int add_block(struct pe_warm *w, size_t want)
-{
-	w->filling = 1;
-	pthread_mutex_unlock(&w->lock);
-	char *p = make_block(w, want);
-	size_t size = p ? pe_mem_size(p) : 0;
-	pthread_mutex_lock(&w->lock);
-	w->filling = 0;
-	int kept = p && w->bytes + size <= w->limit && w->nblocks < MAX_BLOCKS;
-	if (kept) {
-		w->blocks[w->nblocks++] = (struct block){p, size};
-		w->bytes += size;
-		w->made++;
-	} else if (w->want == want)
-		w->want = 0; /* out of memory, stopping, or past the bound: no retry until a take asks */
-	pthread_mutex_unlock(&w->lock);
-	if (!kept)
-		free(p);
-	return p != NULL;
-}
-
-/* The smallest block too small for `want`, given back to make room for one that fits it. Lock
- * held on entry, released. */
-static int drop_small(struct pe_warm *w, size_t want)
-{
-	size_t small = w->nblocks;
-	for (size_t i = 0; i < w->nblocks; i++)
-		if (w->blocks[i].size < want && (small == w->nblocks || w->blocks[i].size < w->blocks[small].size))
-			small = i;
-	char *p = small < w->nblocks ? detach(w, small) : NULL;
-	if (p)
-		w->dropped++;
-	pthread_mutex_unlock(&w->lock);
-	free(p);
-	return p != NULL;
 }
 
 int pe_warm_fill(struct pe_warm *w)
@@ -207,40 +204,57 @@ int pe_warm_fill(struct pe_warm *w)
 	if (!w)
 		return 0;
 	pthread_mutex_lock(&w->lock);
-	if (w->nblocks && pe_monotonic() - w->last_take >= w->idle_s)
-		return drop_all(w);
-	size_t want = w->want;
-	if (!want || w->filling || atomic_load(&w->stop)) {
+	if (!w->pending.n || w->filling.p || atomic_load(&w->stop)) {
 		pthread_mutex_unlock(&w->lock);
 		return 0;
 	}
-	if (w->nblocks < MAX_BLOCKS && pe_mem_bound(want) <= w->limit - w->bytes)
-		return add_block(w, want);
-	return drop_small(w, want);
+	w->filling = detach(&w->pending, 0);
+	pthread_mutex_unlock(&w->lock);
+	int done = write_pages(w, w->filling.p, w->filling.size);
+	pthread_mutex_lock(&w->lock);
+	struct list *to = done ? &w->ready : &w->pending; /* stopped: pe_warm_free frees it */
+	to->b[to->n++] = w->filling;
+	if (done) {
+		w->ready_bytes += w->filling.size;
+		w->made++;
+	}
+	w->filling = (struct block){0};
+	pthread_mutex_unlock(&w->lock);
+	return done;
+}
+
+int pe_warm_tick(struct pe_warm *w)
+{
+	if (!w)
+		return 0;
+	struct list out = {.n = 0};
+	pthread_mutex_lock(&w->lock);
+	if (pe_monotonic() - w->last_take >= w->idle_s) {
+		while (w->ready.n)
+			out.b[out.n++] = take_ready(w, 0);
+		while (w->pending.n) {
+			struct block b = detach(&w->pending, 0);
+			w->bytes -= b.size;
+			out.b[out.n++] = b;
+		}
+		w->dropped += out.n;
+	}
+	pthread_mutex_unlock(&w->lock);
+	int gave = out.n > 0;
+	free_list(&out);
+	return gave;
 }
 
 void pe_warm_run(struct pe_warm *w)
 {
-	pthread_mutex_lock(&w->lock);
 	while (!atomic_load(&w->stop)) {
-		uint64_t seen = w->takes;
-		pthread_mutex_unlock(&w->lock);
-		int did = pe_warm_fill(w);
+		if (pe_warm_fill(w))
+			continue;
 		pthread_mutex_lock(&w->lock);
-		if (did || seen != w->takes || atomic_load(&w->stop))
-			continue;
-		if (!w->nblocks) {
+		while (!w->pending.n && !atomic_load(&w->stop))
 			pthread_cond_wait(&w->wake, &w->lock);
-			continue;
-		}
-		double due = w->last_take + w->idle_s;
-		struct timespec ts = {.tv_sec = (time_t)due};
-		ts.tv_nsec = (long)((due - (double)ts.tv_sec) * 1e9);
-		if (ts.tv_nsec >= 1000000000L)
-			ts.tv_nsec = 999999999L;
-		pthread_cond_timedwait(&w->wake, &w->lock, &ts);
+		pthread_mutex_unlock(&w->lock);
 	}
-	pthread_mutex_unlock(&w->lock);
 }
 
 void pe_warm_stop(struct pe_warm *w)
@@ -256,7 +270,7 @@ void pe_warm_stop(struct pe_warm *w)
 void pe_warm_stats(struct pe_warm *w, struct pe_warm_stats *out)
 {
 	pthread_mutex_lock(&w->lock);
-	*out = (struct pe_warm_stats){.bytes = w->bytes, .blocks = w->nblocks, .hits = w->hits,
-				      .misses = w->misses, .made = w->made, .dropped = w->dropped};
+	*out = (struct pe_warm_stats){.bytes = w->bytes, .ready_bytes = w->ready_bytes, .blocks = w->ready.n,
+				      .hits = w->hits, .misses = w->misses, .made = w->made, .dropped = w->dropped};
 	pthread_mutex_unlock(&w->lock);
 }

@@ -1,5 +1,5 @@
 /* The warm reserve in the daemon (posenc/warm.h, warm_bytes, warm_idle): a cold answer of 2 MiB
- * or more teaches the filler its size, the filler writes a block of it while the CPU is idle, and
+ * or more maps a block of its size for the filler, which writes it while the CPU is idle, and
  * the next such answer is written there (posenc_warm_hits_total), byte for byte the answer of a
  * daemon without a reserve; what it holds stays within warm_bytes, is counted on the response
  * budget while in use like any block, and is given back after warm_idle seconds without such an
@@ -46,8 +46,8 @@ static int scenario(void)
 	check(metric(d.port, "posenc_warm_misses_total") == 1 && metric(d.port, "posenc_warm_hits_total") == 0,
 	      "the first finds no warm block (misses %.0f, hits %.0f)", metric(d.port, "posenc_warm_misses_total"),
 	      metric(d.port, "posenc_warm_hits_total"));
-	check(wait_metric_at_least(d.port, "posenc_warm_bytes", 4u << 20), "the filler wrote a block of its size (%.0f bytes)",
-	      metric(d.port, "posenc_warm_bytes"));
+	check(wait_metric_at_least(d.port, "posenc_warm_blocks", 1) && metric(d.port, "posenc_warm_bytes") >= 4u << 20,
+	      "the filler wrote the block of its size that it mapped (%.0f bytes)", metric(d.port, "posenc_warm_bytes"));
 	check(metric(d.port, "posenc_warm_bytes") <= 16.0 * (1 << 20), "within warm_bytes (%.0f)",
 	      metric(d.port, "posenc_warm_bytes"));
 
@@ -75,7 +75,7 @@ static int scenario(void)
 
 	check(apply(d.port, &a) == 0, "a rope/apply answer of 4 MiB (%d, %zu bytes)", a.status, a.body_len);
 	resp_free(&a);
-	check(wait_metric_at_least(d.port, "posenc_warm_bytes", 4u << 20), "the filler holds a block that fits it");
+	check(wait_metric_at_least(d.port, "posenc_warm_blocks", 1), "the filler holds a written block that fits it");
 	double hits = metric(d.port, "posenc_warm_hits_total");
 	got = apply(d.port, &a);
 	t0 = now_s();

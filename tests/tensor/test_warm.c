@@ -1,8 +1,9 @@
-/* The warm reserve (posenc/warm.h): a take teaches the filler the size, the filler makes blocks
- * of it with every page resident, up to the limit and no further; takes get the smallest block
- * that fits, shrunk; a larger demand makes room by dropping blocks too small for it; idle blocks
- * are given back; the filler thread wakes on a take and stops; a buffer's first block comes from
- * the reserve with its budget counting what it holds. */
+/* The warm reserve (posenc/warm.h): a take maps a block of its size, the filler writes it (every
+ * page resident), up to the limit and no further; takes get the smallest written block that fits,
+ * shrunk; a larger demand makes room by giving back blocks too small for it; a size whose block
+ * could never fit asks nothing and drops nothing; the tick gives idle blocks back, written or not;
+ * the filler thread wakes on a take and stops; a buffer's first block comes from the reserve with
+ * its budget counting what it holds. */
 #include "posenc/tensor.h"
 #include "posenc/warm.h"
 #include "support/pe_check.h"
@@ -49,30 +50,45 @@ static void sleep_ms(long ms)
 
 START_TEST(no_reserve_below_its_minimum)
 {
-	ck_assert_ptr_null(pe_warm_new(PE_WARM_MIN - 1, HOUR_S));
+	ck_assert_ptr_null(pe_warm_new(PE_WARM_MIN, HOUR_S)); /* no room for one block's rounding */
 	ck_assert_ptr_null(pe_warm_new(0, HOUR_S));
+	struct pe_warm *w = pe_warm_new(pe_mem_bound(PE_WARM_MIN), HOUR_S);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_ptr_null(pe_warm_take(w, PE_WARM_MIN));
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	char *p = pe_warm_take(w, PE_WARM_MIN);
+	ck_assert_ptr_nonnull(p); /* the smallest reserve holds one block of the smallest size */
+	free(p);
+	pe_warm_free(w);
 	ck_assert_ptr_null(pe_warm_take(NULL, 4 * MIB));
 	ck_assert_int_eq(pe_warm_fill(NULL), 0);
+	ck_assert_int_eq(pe_warm_tick(NULL), 0);
 	pe_warm_stop(NULL);
 	pe_warm_free(NULL);
 }
 END_TEST
 
-START_TEST(a_take_teaches_the_size_and_the_filler_makes_it)
+START_TEST(a_take_maps_its_size_and_the_filler_writes_it)
 {
 	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
 	ck_assert_ptr_nonnull(w);
-	ck_assert_int_eq(pe_warm_fill(w), 0); /* nothing asked yet: nothing made */
-	ck_assert_uint_eq(stats_of(w).blocks, 0);
+	ck_assert_int_eq(pe_warm_fill(w), 0); /* nothing asked yet: nothing to write */
 	size_t n = 3 * MIB + 5;
-	ck_assert_ptr_null(pe_warm_take(w, n)); /* empty: a miss, which teaches the size */
-	ck_assert_uint_eq(stats_of(w).misses, 1);
-	ck_assert_int_eq(pe_warm_fill(w), 1);
+	ck_assert_ptr_null(pe_warm_take(w, n)); /* empty: a miss, which maps a block of its size */
 	struct pe_warm_stats s = stats_of(w);
-	ck_assert_uint_eq(s.blocks, 1);
-	ck_assert_uint_eq(s.made, 1);
-	ck_assert_uint_ge(s.bytes, n);
-	ck_assert_uint_le(s.bytes, pe_mem_bound(n));
+	ck_assert_uint_eq(s.misses, 1);
+	ck_assert_uint_eq(s.blocks, 0);
+	ck_assert_uint_ge(s.bytes, n); /* held against the limit before it is written */
+	ck_assert_uint_eq(s.ready_bytes, 0);
+	ck_assert_ptr_null(pe_warm_take(w, n)); /* not written yet: another miss (and another block) */
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	ck_assert_int_eq(pe_warm_fill(w), 0);
+	s = stats_of(w);
+	ck_assert_uint_eq(s.blocks, 2);
+	ck_assert_uint_eq(s.made, 2);
+	ck_assert_uint_eq(s.ready_bytes, s.bytes);
+	ck_assert_uint_le(s.bytes, 2 * pe_mem_bound(n));
 	char *p = pe_warm_take(w, n);
 	ck_assert_ptr_nonnull(p);
 	ck_assert_uint_eq((uintptr_t)p % 64, 0);
@@ -80,15 +96,17 @@ START_TEST(a_take_teaches_the_size_and_the_filler_makes_it)
 	ck_assert_msg(resident(p, n), "a warm block's pages are resident before it is written");
 	s = stats_of(w);
 	ck_assert_uint_eq(s.hits, 1);
-	ck_assert_uint_eq(s.blocks, 0);
-	ck_assert_uint_eq(s.bytes, 0);
+	ck_assert_uint_eq(s.blocks, 1);
 	memset(p, 0x5a, n); /* ordinary memory, the taker's */
 	ck_assert_int_eq(p[n - 1], 0x5a);
 	free(p);
-	/* Outside [PE_WARM_MIN, limit]: no take, and nothing learned. */
+	ck_assert_int_eq(pe_warm_fill(w), 1); /* the take mapped its replacement */
+	ck_assert_uint_eq(stats_of(w).blocks, 2);
+	/* Outside [PE_WARM_MIN, what fits the limit]: no take, and nothing asked. */
 	ck_assert_ptr_null(pe_warm_take(w, PE_WARM_MIN - 1));
-	ck_assert_ptr_null(pe_warm_take(w, 16 * MIB + 1));
-	ck_assert_uint_eq(stats_of(w).misses, 1);
+	ck_assert_ptr_null(pe_warm_take(w, 16 * MIB));
+	ck_assert_uint_eq(stats_of(w).misses, 2);
+	ck_assert_int_eq(pe_warm_fill(w), 0);
 	pe_warm_free(w);
 }
 END_TEST
@@ -96,15 +114,15 @@ END_TEST
 START_TEST(fills_to_its_limit_and_no_further)
 {
 	struct pe_warm *w = pe_warm_new(10 * MIB, HOUR_S);
-	ck_assert_ptr_null(pe_warm_take(w, 3 * MIB));
+	for (int i = 0; i < 5; i++)
+		ck_assert_ptr_null(pe_warm_take(w, 3 * MIB));
 	int made = 0;
 	while (pe_warm_fill(w) && made < 100)
 		made++;
 	struct pe_warm_stats s = stats_of(w);
-	ck_assert_int_eq(made, 3);
+	ck_assert_int_eq(made, 3); /* a fourth 3 MiB block does not fit in 10 MiB */
 	ck_assert_uint_eq(s.blocks, 3);
 	ck_assert_uint_le(s.bytes, 10 * MIB);
-	ck_assert_int_eq(pe_warm_fill(w), 0);
 	pe_warm_free(w); /* frees the blocks it holds (ASan's leak check) */
 }
 END_TEST
@@ -113,9 +131,9 @@ START_TEST(a_smaller_take_gets_the_smallest_block_shrunk)
 {
 	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
 	ck_assert_ptr_null(pe_warm_take(w, 3 * MIB));
+	ck_assert_ptr_null(pe_warm_take(w, 5 * MIB));
 	ck_assert_int_eq(pe_warm_fill(w), 1);
-	ck_assert_ptr_null(pe_warm_take(w, 5 * MIB)); /* larger than any block: a miss */
-	ck_assert_int_eq(pe_warm_fill(w), 1);          /* now a 5 MiB block beside the 3 MiB one */
+	ck_assert_int_eq(pe_warm_fill(w), 1);
 	ck_assert_uint_eq(stats_of(w).blocks, 2);
 	char *p = pe_warm_take(w, 2 * MIB + 1);
 	ck_assert_ptr_nonnull(p);
@@ -124,7 +142,7 @@ START_TEST(a_smaller_take_gets_the_smallest_block_shrunk)
 	ck_assert_uint_eq((uintptr_t)p % 64, 0);
 	struct pe_warm_stats s = stats_of(w);
 	ck_assert_uint_eq(s.blocks, 1);
-	ck_assert_uint_ge(s.bytes, 5 * MIB); /* the 5 MiB block stays */
+	ck_assert_uint_ge(s.ready_bytes, 5 * MIB); /* the 5 MiB block stays */
 	memset(p, 1, 2 * MIB + 1);
 	free(p);
 	pe_warm_free(w);
@@ -135,15 +153,16 @@ START_TEST(a_larger_demand_drops_blocks_too_small)
 {
 	struct pe_warm *w = pe_warm_new(9 * MIB, HOUR_S);
 	ck_assert_ptr_null(pe_warm_take(w, 4 * MIB));
+	ck_assert_ptr_null(pe_warm_take(w, 4 * MIB));
 	ck_assert_int_eq(pe_warm_fill(w), 1);
 	ck_assert_int_eq(pe_warm_fill(w), 1);
-	ck_assert_int_eq(pe_warm_fill(w), 0); /* two 4 MiB blocks: a third does not fit */
-	ck_assert_ptr_null(pe_warm_take(w, 6 * MIB));
-	int steps = 0;
-	while (pe_warm_fill(w) && steps < 10)
-		steps++;
+	ck_assert_uint_eq(stats_of(w).blocks, 2);
+	ck_assert_ptr_null(pe_warm_take(w, 6 * MIB)); /* 4 + 4 + 6 > 9: both 4 MiB blocks make room */
 	struct pe_warm_stats s = stats_of(w);
-	ck_assert_uint_eq(s.dropped, 2); /* both 4 MiB blocks made room (4 + 6 > 9) */
+	ck_assert_uint_eq(s.dropped, 2);
+	ck_assert_uint_eq(s.blocks, 0);
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	s = stats_of(w);
 	ck_assert_uint_eq(s.blocks, 1);
 	ck_assert_uint_le(s.bytes, 9 * MIB);
 	char *p = pe_warm_take(w, 6 * MIB);
@@ -153,19 +172,41 @@ START_TEST(a_larger_demand_drops_blocks_too_small)
 }
 END_TEST
 
-START_TEST(idle_blocks_are_given_back)
+/* A size whose block could never fit (its allocator's rounding past the limit) is not asked: it
+ * maps nothing, and the blocks of other sizes stay. */
+START_TEST(a_size_that_can_never_fit_asks_nothing)
+{
+	size_t limit = 4 * MIB + 64;
+	struct pe_warm *w = pe_warm_new(limit, HOUR_S);
+	ck_assert_ptr_null(pe_warm_take(w, 3 * MIB));
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	ck_assert_ptr_null(pe_warm_take(w, 4 * MIB)); /* pe_mem_bound(4 MiB) > 4 MiB + 64 */
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_eq(s.misses, 1);
+	ck_assert_uint_eq(s.blocks, 1);
+	ck_assert_uint_eq(s.dropped, 0);
+	char *p = pe_warm_take(w, 3 * MIB);
+	ck_assert_ptr_nonnull(p);
+	free(p);
+	pe_warm_free(w);
+}
+END_TEST
+
+START_TEST(idle_blocks_are_given_back_by_the_tick)
 {
 	struct pe_warm *w = pe_warm_new(8 * MIB, 0.1);
 	ck_assert_ptr_null(pe_warm_take(w, 2 * MIB));
-	ck_assert_int_eq(pe_warm_fill(w), 1);
-	ck_assert_uint_eq(stats_of(w).blocks, 1);
+	ck_assert_ptr_null(pe_warm_take(w, 2 * MIB));
+	ck_assert_int_eq(pe_warm_fill(w), 1); /* one written, one still queued */
+	ck_assert_int_eq(pe_warm_tick(w), 0); /* not idle yet */
 	sleep_ms(150);
-	ck_assert_int_eq(pe_warm_fill(w), 1); /* gives them back */
+	ck_assert_int_eq(pe_warm_tick(w), 1);
 	struct pe_warm_stats s = stats_of(w);
 	ck_assert_uint_eq(s.blocks, 0);
 	ck_assert_uint_eq(s.bytes, 0);
-	ck_assert_uint_eq(s.dropped, 1);
-	ck_assert_int_eq(pe_warm_fill(w), 0); /* and makes none until a take asks again */
+	ck_assert_uint_eq(s.dropped, 2); /* the queued one too */
+	ck_assert_int_eq(pe_warm_tick(w), 0);
+	ck_assert_int_eq(pe_warm_fill(w), 0); /* nothing left to write until a take asks again */
 	ck_assert_ptr_null(pe_warm_take(w, 2 * MIB));
 	ck_assert_int_eq(pe_warm_fill(w), 1);
 	pe_warm_free(w);
@@ -178,11 +219,11 @@ static void *run(void *w)
 	return NULL;
 }
 
-/* Polls up to 10 s for the filler to hold `blocks` blocks. */
-static int wait_blocks(struct pe_warm *w, size_t blocks)
+/* Polls up to 10 s for the filler to have written `made` blocks. */
+static int wait_made(struct pe_warm *w, uint64_t made)
 {
 	for (int i = 0; i < 1000; i++) {
-		if (stats_of(w).blocks == blocks)
+		if (stats_of(w).made >= made)
 			return 1;
 		sleep_ms(10);
 	}
@@ -197,37 +238,39 @@ START_TEST(the_filler_wakes_on_a_take_and_stops)
 	sleep_ms(20);
 	ck_assert_uint_eq(stats_of(w).made, 0); /* asleep until asked */
 	ck_assert_ptr_null(pe_warm_take(w, 3 * MIB));
-	ck_assert_msg(wait_blocks(w, 2), "the filler made two 3 MiB blocks (%zu)", stats_of(w).blocks);
+	ck_assert_msg(wait_made(w, 1), "the filler wrote the block the take mapped");
 	char *p = pe_warm_take(w, 3 * MIB);
 	ck_assert_ptr_nonnull(p);
 	free(p);
-	ck_assert_msg(wait_blocks(w, 2), "and replaced the one taken");
-	ck_assert_uint_eq(stats_of(w).made, 3);
+	ck_assert_msg(wait_made(w, 2), "and its replacement");
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_eq(s.blocks, 1);
+	ck_assert_uint_eq(s.ready_bytes, s.bytes);
 	pe_warm_stop(w);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	pe_warm_free(w);
 }
 END_TEST
 
-START_TEST(the_filler_gives_back_idle_blocks_on_its_own)
+/* Stopped while blocks wait: the filler returns, and pe_warm_free frees what is left. */
+START_TEST(stop_leaves_queued_blocks_to_free)
 {
-	struct pe_warm *w = pe_warm_new(8 * MIB, 0.2);
+	struct pe_warm *w = pe_warm_new(64 * MIB, HOUR_S);
+	for (int i = 0; i < 6; i++)
+		ck_assert_ptr_null(pe_warm_take(w, 8 * MIB));
+	pe_warm_stop(w);
 	pthread_t t;
 	ck_assert_int_eq(pthread_create(&t, NULL, run, w), 0);
-	ck_assert_ptr_null(pe_warm_take(w, 2 * MIB));
-	for (int i = 0; i < 1000 && !stats_of(w).made; i++)
-		sleep_ms(10);
-	ck_assert_uint_ge(stats_of(w).made, 1);
-	ck_assert_msg(wait_blocks(w, 0), "the filler gave its blocks back once idle");
-	ck_assert_uint_eq(stats_of(w).dropped, stats_of(w).made);
-	pe_warm_stop(w);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_uint_eq(stats_of(w).made, 0);
+	ck_assert_ptr_null(pe_warm_take(w, 8 * MIB)); /* stopped: maps nothing more */
+	ck_assert_uint_le(stats_of(w).bytes, 6 * pe_mem_bound(8 * MIB));
 	pe_warm_free(w);
 }
 END_TEST
 
-/* A buffer with a reserve: its first block of 2 MiB or more comes from there (the size learned
- * from the first buffer's miss), and its budget holds exactly what the block holds. */
+/* A buffer with a reserve: its first block of 2 MiB or more comes from there (the size mapped by
+ * the first buffer's miss), and its budget holds exactly what the block holds. */
 START_TEST(a_buffers_first_block_comes_from_the_reserve)
 {
 	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
@@ -261,7 +304,7 @@ START_TEST(a_buffers_first_block_comes_from_the_reserve)
 	free(s);
 	pe_budget_stats(bg, &st);
 	ck_assert_uint_eq(st.used, 0);
-	/* Without a reserve (the default), the same buffer takes nothing from it. */
+	/* Without a reserve (the default), the same buffer asks nothing of it. */
 	pe_buf_init(&b, 64 * MIB);
 	ck_assert_int_eq(pe_buf_reserve(&b, n), 0);
 	pe_buf_destroy(&b);
@@ -277,13 +320,14 @@ static Suite *warm_suite(void)
 	TCase *tc = tcase_create("warm");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, no_reserve_below_its_minimum);
-	tcase_add_test(tc, a_take_teaches_the_size_and_the_filler_makes_it);
+	tcase_add_test(tc, a_take_maps_its_size_and_the_filler_writes_it);
 	tcase_add_test(tc, fills_to_its_limit_and_no_further);
 	tcase_add_test(tc, a_smaller_take_gets_the_smallest_block_shrunk);
 	tcase_add_test(tc, a_larger_demand_drops_blocks_too_small);
-	tcase_add_test(tc, idle_blocks_are_given_back);
+	tcase_add_test(tc, a_size_that_can_never_fit_asks_nothing);
+	tcase_add_test(tc, idle_blocks_are_given_back_by_the_tick);
 	tcase_add_test(tc, the_filler_wakes_on_a_take_and_stops);
-	tcase_add_test(tc, the_filler_gives_back_idle_blocks_on_its_own);
+	tcase_add_test(tc, stop_leaves_queued_blocks_to_free);
 	tcase_add_test(tc, a_buffers_first_block_comes_from_the_reserve);
 	suite_add_tcase(s, tc);
 	return s;
