@@ -129,10 +129,10 @@ static char *shrunk(char *p, size_t bytes)
 /* Room for a new block of `bytes` (its bound is held on w->bytes until it is mapped): the ready
  * blocks too small for it are moved to *drop while it does not fit. 0 when there is no room. Lock
  * held. */
-static int room_for(struct pe_warm *w, size_t bound, struct list *drop)
+static int room_for(struct pe_warm *w, size_t bytes, size_t bound, struct list *drop)
 {
 	size_t i;
-	while (w->bytes + bound > w->limit && (i = smallest(&w->ready, bound, 0)) < w->ready.n)
+	while (w->bytes + bound > w->limit && (i = smallest(&w->ready, bytes, 0)) < w->ready.n)
 		drop->b[drop->n++] = take_ready(w, i);
 	w->dropped += drop->n;
 	if (w->bytes + bound > w->limit || w->ready.n + w->pending.n + (w->filling.p != NULL) >= MAX_BLOCKS)
@@ -172,7 +172,7 @@ void *pe_warm_take(struct pe_warm *w, size_t bytes)
 		got = take_ready(w, i);
 	else
 		w->misses++;
-	int map = !atomic_load(&w->stop) && room_for(w, bound, &drop);
+	int map = !atomic_load(&w->stop) && room_for(w, bytes, bound, &drop);
 	pthread_mutex_unlock(&w->lock);
 	free_list(&drop);
 	if (map)
