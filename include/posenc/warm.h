@@ -29,6 +29,7 @@ struct pe_warm_stats {
 	size_t bytes;           /* held against the limit: written, queued and being written */
 	size_t ready_bytes;     /* of which written (pe_mem_size of each) */
 	size_t blocks;          /* written blocks */
+	size_t places;          /* blocks held or being mapped or written (at most 16) */
 	uint64_t hits, misses;  /* takes served from the reserve; takes it could not serve */
 	uint64_t made, dropped; /* blocks written; blocks given back unused (idle, or no room) */
 };
@@ -42,8 +43,8 @@ void pe_warm_free(struct pe_warm *w);
 /* A block of at least `bytes` (pe_mem_size), 64-byte aligned, whose pages are written: the
  * smallest written one that fits, shrunk to `bytes`; NULL when none fits, or when bytes is below
  * PE_WARM_MIN or its block could never fit in the limit (pe_mem_bound). Then, in either case, a
- * block of `bytes` is mapped for the filler when it fits in the limit, after giving back written
- * blocks too small for it when that makes room. Called by the thread that needs the memory, which
+ * block of `bytes` is mapped for the filler when it fits in the limit and one of the 16 places,
+ * after giving back written blocks too small for it when that makes room. Called by the thread that needs the memory, which
  * so does the mapping (microseconds) at its own priority. */
 void *pe_warm_take(struct pe_warm *w, size_t bytes);
 /* The filler's step, without waiting: writes the pages of one block a take mapped. 1 when it did. */

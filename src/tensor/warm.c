@@ -12,7 +12,9 @@
  * stalled up to 1.2 s behind a filler that mapped its own blocks.
  *
  * The reserve owns its blocks, written (`ready`) or not yet (`pending`, the filler's queue), under
- * one lock; `bytes` counts both against the limit, a block being written included. */
+ * one lock; `bytes` counts both against the limit, a block being written included, and at most
+ * MAX_BLOCKS places are held, those of blocks other takes are mapping outside the lock included
+ * (an attack overran the lists when two takes each saw a place left). */
 #include "posenc/warm.h"
 #include "posenc/budget.h"
 #include "posenc/core.h"
@@ -44,6 +46,7 @@ struct pe_warm {
 	struct list ready, pending;
 	struct block filling; /* the block the filler writes now (outside the lock); p NULL: none */
 	size_t bytes;         /* ready + pending + filling, and room a take is mapping */
+	size_t mapping;       /* takes mapping a block now (outside the lock): places held for them */
 	size_t ready_bytes;
 	double last_take; /* pe_monotonic() */
 	atomic_int stop;
@@ -126,18 +129,26 @@ static char *shrunk(char *p, size_t bytes)
 	return q;
 }
 
-/* Room for a new block of `bytes` (its bound is held on w->bytes until it is mapped): the ready
- * blocks too small for it are moved to *drop while it does not fit. 0 when there is no room. Lock
- * held. */
+/* Blocks held or promised: written, queued, being written, being mapped. At most MAX_BLOCKS. */
+static size_t places(const struct pe_warm *w)
+{
+	return w->ready.n + w->pending.n + (w->filling.p != NULL) + w->mapping;
+}
+
+/* Room for a new block of `bytes`: its bound is held on w->bytes and a place on w->mapping until
+ * it is mapped (other takes map theirs meanwhile). The ready blocks too small for it are moved to
+ * *drop while it does not fit, in bytes or in places. 0 when there is no room. Lock held. */
 static int room_for(struct pe_warm *w, size_t bytes, size_t bound, struct list *drop)
 {
 	size_t i;
-	while (w->bytes + bound > w->limit && (i = smallest(&w->ready, bytes, 0)) < w->ready.n)
+	while ((w->bytes + bound > w->limit || places(w) >= MAX_BLOCKS) &&
+	       (i = smallest(&w->ready, bytes, 0)) < w->ready.n)
 		drop->b[drop->n++] = take_ready(w, i);
 	w->dropped += drop->n;
-	if (w->bytes + bound > w->limit || w->ready.n + w->pending.n + (w->filling.p != NULL) >= MAX_BLOCKS)
+	if (w->bytes + bound > w->limit || places(w) >= MAX_BLOCKS)
 		return 0;
 	w->bytes += bound;
+	w->mapping++;
 	return 1;
 }
 
@@ -148,6 +159,7 @@ static void map_pending(struct pe_warm *w, size_t bytes, size_t bound)
 	size_t size = p ? pe_mem_size(p) : 0;
 	pthread_mutex_lock(&w->lock);
 	w->bytes -= bound;
+	w->mapping--;
 	if (p && w->bytes + size <= w->limit) {
 		w->pending.b[w->pending.n++] = (struct block){p, size};
 		w->bytes += size;
@@ -271,6 +283,7 @@ void pe_warm_stats(struct pe_warm *w, struct pe_warm_stats *out)
 {
 	pthread_mutex_lock(&w->lock);
 	*out = (struct pe_warm_stats){.bytes = w->bytes, .ready_bytes = w->ready_bytes, .blocks = w->ready.n,
+				      .places = places(w),
 				      .hits = w->hits, .misses = w->misses, .made = w->made, .dropped = w->dropped};
 	pthread_mutex_unlock(&w->lock);
 }

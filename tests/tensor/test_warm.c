@@ -269,6 +269,74 @@ START_TEST(stop_leaves_queued_blocks_to_free)
 }
 END_TEST
 
+/* Takes from several threads at once, each mapping a block of a new size while no filler runs (a
+ * starved one): never more than 16 places, never past the limit (two takes that each saw one
+ * place left used to write past the lists: UBSan's bounds check, or a crash). */
+struct racer {
+	struct pe_warm *w;
+	int id;
+};
+
+static void *race_takes(void *arg)
+{
+	struct racer *r = arg;
+	for (int i = 0; i < 60; i++) {
+		char *p = pe_warm_take(r->w, 2 * MIB + ((size_t)r->id * 60 + (size_t)i) * 4096);
+		free(p);
+	}
+	return NULL;
+}
+
+START_TEST(takes_at_once_hold_at_most_sixteen_places)
+{
+	struct pe_warm *w = pe_warm_new((size_t)1 << 30, HOUR_S);
+	pthread_t t[4];
+	struct racer r[4];
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct racer){w, i};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, race_takes, &r[i]), 0);
+	}
+	size_t most = 0;
+	for (int k = 0; k < 200; k++) {
+		size_t p = stats_of(w).places;
+		most = p > most ? p : most;
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_le(most, 16);
+	ck_assert_uint_eq(s.places, 16);
+	ck_assert_uint_le(s.bytes, (size_t)1 << 30);
+	int made = 0;
+	while (pe_warm_fill(w))
+		made++;
+	ck_assert_int_eq(made, 16);
+	ck_assert_uint_eq(stats_of(w).blocks, 16);
+	pe_warm_free(w);
+}
+END_TEST
+
+/* Sixteen small blocks hold every place: a larger size gives back the smallest to be mapped. */
+START_TEST(a_full_set_of_small_blocks_makes_way_for_a_larger_one)
+{
+	struct pe_warm *w = pe_warm_new((size_t)1 << 30, HOUR_S);
+	for (int i = 0; i < 20; i++)
+		ck_assert_ptr_null(pe_warm_take(w, 2 * MIB));
+	while (pe_warm_fill(w))
+		;
+	ck_assert_uint_eq(stats_of(w).blocks, 16);
+	ck_assert_ptr_null(pe_warm_take(w, 8 * MIB));
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_eq(s.dropped, 1);
+	ck_assert_uint_eq(s.places, 16);
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	char *p = pe_warm_take(w, 8 * MIB);
+	ck_assert_ptr_nonnull(p);
+	free(p);
+	pe_warm_free(w);
+}
+END_TEST
+
 /* A buffer with a reserve: its first block of 2 MiB or more comes from there (the size mapped by
  * the first buffer's miss), and its budget holds exactly what the block holds. */
 START_TEST(a_buffers_first_block_comes_from_the_reserve)
@@ -328,6 +396,8 @@ static Suite *warm_suite(void)
 	tcase_add_test(tc, idle_blocks_are_given_back_by_the_tick);
 	tcase_add_test(tc, the_filler_wakes_on_a_take_and_stops);
 	tcase_add_test(tc, stop_leaves_queued_blocks_to_free);
+	tcase_add_test(tc, takes_at_once_hold_at_most_sixteen_places);
+	tcase_add_test(tc, a_full_set_of_small_blocks_makes_way_for_a_larger_one);
 	tcase_add_test(tc, a_buffers_first_block_comes_from_the_reserve);
 	suite_add_tcase(s, tc);
 	return s;
