@@ -58,8 +58,7 @@ int pe_table_job_answer(struct pe_table_job *j, const struct pe_shape *s, size_t
 	pe_buf_init(&enc, j->os.h->opt.max_response_bytes);
 	if ((rc = check_size(j, s, scratch, &more, err)) != 0 || (rc = pe_produce_share_open(j->os.h, more, &bg, err)) != 0)
 		goto done;
-	pe_buf_set_budget(&enc, bg);
-	pe_buf_set_warm(&enc, j->os.h->opt.warm);
+	pe_produce_answer_buf(j->os.h, &enc, bg);
 	if ((scratch && !(work = pe_budget_malloc(bg, scratch, &rc))) ||
 	    !(table = pe_budget_malloc(bg, pe_shape_count(s, &of) * pe_dtype_size(j->out.dt), &rc)))
 		goto done;

@@ -308,8 +308,7 @@ static void run_post(struct pe_oneshot *os, struct pe_oneshot_result *res)
 	if ((rc = pe_produce_budget_check(j->os.h, need, "body", err)) != 0 ||
 	    (rc = pe_produce_share_open(j->os.h, need - body, &bg, err)) != 0) /* the body is held already */
 		goto done;
-	pe_buf_set_budget(&out, bg);
-	pe_buf_set_warm(&out, j->os.h->opt.warm);
+	pe_produce_answer_buf(j->os.h, &out, bg);
 	if (!(x = pe_budget_malloc(bg, (n ? n : 1) * sizeof *x, &rc))) {
 		pe_err_set(err, rc, "", "the response memory budget is full; retry shortly");
 		goto done;

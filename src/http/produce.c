@@ -26,8 +26,9 @@
  * in: a fresh 1.5 MiB block for a 512x768 f32 table costs ~0.5 ms of page faults per request
  * before the encoding can start. So at most 4 MiB stay resident for them.
  *
- * Warm memory: the output buffer takes its first block of 2 MiB or more from the daemon's warm
- * reserve when one fits (opt.warm, posenc/warm.h): pages written ahead, off the request's path.
+ * Warm memory: an answer's buffer (pe_produce_answer_buf, for this file's jobs and the POST ones)
+ * takes its first block of 2 MiB or more from the daemon's warm reserve when one fits (opt.warm,
+ * posenc/warm.h): pages written ahead, off the request's path.
  *
  * Inline work: a miss whose job the producer estimates at most inline_max_us (default 50 us) is
  * computed, encoded and put in the cache on the HTTP thread that parsed it, and answered at once:
@@ -378,8 +379,7 @@ static void job_compute(struct job *j, int pooled)
 		rc = PE_ENOMEM;
 	else if (pooled && j->pr->need_cb)
 		rc = pe_produce_share_open(h, j->pr->need_cb(j->job), &share, &err);
-	pe_buf_set_budget(&out, share ? share : h->opt.budget);
-	pe_buf_set_warm(&out, h->opt.warm);
+	pe_produce_answer_buf(h, &out, share ? share : h->opt.budget);
 	pe_buf_use(&out, small, sizeof small);
 	struct pe_stream *s = j->stream;
 	j->stream = NULL;
@@ -412,6 +412,12 @@ static void job_compute(struct job *j, int pooled)
 }
 
 /* ---- streams (stream.c) ---- */
+
+void pe_produce_answer_buf(struct pe_http *h, struct pe_buf *out, struct pe_budget *budget)
+{
+	pe_buf_set_budget(out, budget);
+	pe_buf_set_warm(out, h->opt.warm);
+}
 
 int pe_produce_streaming(void) { return tl_stream != NULL; }
 

@@ -103,6 +103,9 @@ int pe_produce_budget_check(struct pe_http *h, uint64_t need, const char *param,
  * is ~6 ms, a gzip'd small one ~0.3 ms. */
 #define PE_PRODUCE_HEAVY_NS 1000000u
 int pe_produce_share_open(struct pe_http *h, uint64_t n, struct pe_budget **share, struct pe_err *err);
+/* A job's answer buffer counted on budget (its share, or opt.budget), its first block of 2 MiB or
+ * more taken from the warm reserve when one fits (opt.warm): every job that writes an answer. */
+void pe_produce_answer_buf(struct pe_http *h, struct pe_buf *out, struct pe_budget *budget);
 
 /* ---- inline work ----
  * The time a job would take, estimated from its element count and format with the per-element

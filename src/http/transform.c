@@ -300,8 +300,7 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 	if ((rc = check_need(j, &in, owned, wd, dt, n_in, npos, &os, n_out, &more, err)) != 0 ||
 	    (rc = pe_produce_share_open(j->os.h, more, &bg, err)) != 0)
 		goto done;
-	pe_buf_set_budget(&out, bg);
-	pe_buf_set_warm(&out, j->os.h->opt.warm);
+	pe_produce_answer_buf(j->os.h, &out, bg);
 	if ((rc = pe_tjob_to_work(&in, wd, n_in, &x, &x_alloc, bg, err)) != 0)
 		goto done;
 	y = (struct pe_tensor_mut){.shape = os, .dtype = wd, .data = x.data};

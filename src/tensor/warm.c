@@ -47,7 +47,6 @@ struct pe_warm {
 	struct block filling; /* the block the filler writes now (outside the lock); p NULL: none */
 	size_t bytes;         /* ready + pending + filling, and room a take is mapping */
 	size_t mapping;       /* takes mapping a block now (outside the lock): places held for them */
-	size_t ready_bytes;
 	double last_take; /* pe_monotonic() */
 	atomic_int stop;
 	uint64_t hits, misses, made, dropped;
@@ -109,7 +108,6 @@ static struct block take_ready(struct pe_warm *w, size_t i)
 {
 	struct block b = detach(&w->ready, i);
 	w->bytes -= b.size;
-	w->ready_bytes -= b.size;
 	return b;
 }
 
@@ -226,10 +224,8 @@ int pe_warm_fill(struct pe_warm *w)
 	pthread_mutex_lock(&w->lock);
 	struct list *to = done ? &w->ready : &w->pending; /* stopped: pe_warm_free frees it */
 	to->b[to->n++] = w->filling;
-	if (done) {
-		w->ready_bytes += w->filling.size;
+	if (done)
 		w->made++;
-	}
 	w->filling = (struct block){0};
 	pthread_mutex_unlock(&w->lock);
 	return done;
@@ -282,7 +278,10 @@ void pe_warm_stop(struct pe_warm *w)
 void pe_warm_stats(struct pe_warm *w, struct pe_warm_stats *out)
 {
 	pthread_mutex_lock(&w->lock);
-	*out = (struct pe_warm_stats){.bytes = w->bytes, .ready_bytes = w->ready_bytes, .blocks = w->ready.n,
+	size_t ready = 0;
+	for (size_t i = 0; i < w->ready.n; i++)
+		ready += w->ready.b[i].size;
+	*out = (struct pe_warm_stats){.bytes = w->bytes, .ready_bytes = ready, .blocks = w->ready.n,
 				      .places = places(w),
 				      .hits = w->hits, .misses = w->misses, .made = w->made, .dropped = w->dropped};
 	pthread_mutex_unlock(&w->lock);

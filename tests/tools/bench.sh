@@ -670,14 +670,14 @@ TORCH_APPLY_S=$(median torch_rope_apply "$K" | cut -d' ' -f1)
 # it measures that case. The same fresh daemon with --warm-bytes 0 (no warm reserve: every answer is
 # written into memory new to the process) is a diagnostic row beside it.
 log "cold JSON: a fresh posencd, requests alternating with jansson's encode"
-start_posencd cold-json --workers 2 --cache-bytes 1Gi
-cold_json "$PD_URL" fresh
-alive "$PD_PID" cold-json
-stop_pid "$PD_PID"
-start_posencd cold-json-nowarm --workers 2 --cache-bytes 1Gi --warm-bytes 0
-cold_json "$PD_URL" fresh-nowarm
-alive "$PD_PID" cold-json-nowarm
-stop_pid "$PD_PID"
+for tag in fresh fresh-nowarm; do
+	warm=()
+	[ "$tag" = fresh-nowarm ] && warm=(--warm-bytes 0)
+	start_posencd "cold-json-$tag" --workers 2 --cache-bytes 1Gi "${warm[@]}"
+	cold_json "$PD_URL" "$tag"
+	alive "$PD_PID" "cold-json-$tag"
+	stop_pid "$PD_PID"
+done
 fi # SMALL_ONLY
 
 # ================================================================ 2. HTTP
