@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -168,6 +169,43 @@ START_TEST(a_larger_demand_drops_blocks_too_small)
 	char *p = pe_warm_take(w, 6 * MIB);
 	ck_assert_ptr_nonnull(p);
 	free(p);
+	pe_warm_free(w);
+}
+END_TEST
+
+/* Making room for a take's replacement gives back only ready blocks too small for its size: a
+ * block that serves the size may still be below its bound (pe_mem_bound counts the allocator's
+ * worst rounding), and is kept. Blocks mapped for m serve n (a few bytes less than their size)
+ * while n's bound is a page more than m's; the limit holds two of them but, after a hit, not n's
+ * bound beside the one left, so there is no room for a replacement. */
+START_TEST(blocks_that_serve_the_size_are_kept_when_there_is_no_room)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* as posencd: each block mapped alike */
+	size_t m = 3 * MIB;
+	struct pe_warm *probe = pe_warm_new(16 * MIB, HOUR_S);
+	ck_assert_ptr_null(pe_warm_take(probe, m));
+	ck_assert_int_eq(pe_warm_fill(probe), 1);
+	size_t size = stats_of(probe).ready_bytes, n = size - 64;
+	pe_warm_free(probe);
+	ck_assert_uint_lt(size, pe_mem_bound(n));           /* what makes the case */
+	ck_assert_uint_lt(pe_mem_bound(m), pe_mem_bound(n)); /* so that a limit falls between */
+	struct pe_warm *w = pe_warm_new(size + (pe_mem_bound(m) + pe_mem_bound(n)) / 2, HOUR_S);
+	ck_assert_ptr_null(pe_warm_take(w, m));
+	ck_assert_ptr_null(pe_warm_take(w, m));
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	ck_assert_uint_eq(stats_of(w).ready_bytes, 2 * size);
+	char *p = pe_warm_take(w, n); /* a hit; n's bound does not fit beside the other block */
+	ck_assert_ptr_nonnull(p);
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_eq(s.dropped, 0);
+	ck_assert_uint_eq(s.blocks, 1);
+	ck_assert_int_eq(pe_warm_fill(w), 0); /* nothing was mapped */
+	char *q = pe_warm_take(w, n);       /* the kept block serves the next answer of the size */
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_eq(stats_of(w).hits, 2);
+	free(p);
+	free(q);
 	pe_warm_free(w);
 }
 END_TEST
@@ -392,6 +430,7 @@ static Suite *warm_suite(void)
 	tcase_add_test(tc, fills_to_its_limit_and_no_further);
 	tcase_add_test(tc, a_smaller_take_gets_the_smallest_block_shrunk);
 	tcase_add_test(tc, a_larger_demand_drops_blocks_too_small);
+	tcase_add_test(tc, blocks_that_serve_the_size_are_kept_when_there_is_no_room);
 	tcase_add_test(tc, a_size_that_can_never_fit_asks_nothing);
 	tcase_add_test(tc, idle_blocks_are_given_back_by_the_tick);
 	tcase_add_test(tc, the_filler_wakes_on_a_take_and_stops);
