@@ -8,9 +8,11 @@
  * of a buffer that has one (pe_buf_set_warm) is taken from it, the take maps (untouched) the block
  * that will replace it, and a filler thread, which the caller runs at the lowest priority
  * (pe_warm_run; this layer starts no thread), writes that block's pages when a CPU is otherwise
- * idle. Blocks sit at most `limit` bytes together; pe_warm_tick gives them back once no take came
- * for `idle_s` seconds, so an idle daemon holds none. The filler itself never maps or unmaps
- * memory (warm.c says why).
+ * idle. A block an answer is done with (evicted from the cache, or sent) may be given back to the
+ * reserve (pe_warm_give): its pages are written already, so the next answer of its size needs no
+ * filler at all. Blocks sit at most `limit` bytes together; pe_warm_tick gives them back once no
+ * take came for `idle_s` seconds, so an idle daemon holds none. The filler itself never maps or
+ * unmaps memory (warm.c says why).
  *
  * Thread-safety: every function may be called from any thread; one thread runs pe_warm_run.
  * Ownership: a taken block is the taker's (free() it); the reserve owns the rest. */
@@ -32,6 +34,7 @@ struct pe_warm_stats {
 	size_t places;          /* blocks held or being mapped or written (at most 16) */
 	uint64_t hits, misses;  /* takes served from the reserve; takes it could not serve */
 	uint64_t made, dropped; /* blocks written; blocks given back unused (idle, or no room) */
+	uint64_t recycled;      /* blocks kept from pe_warm_give */
 };
 
 /* A reserve of at most limit bytes whose blocks are given back after idle_s seconds without a
@@ -41,12 +44,18 @@ struct pe_warm *pe_warm_new(size_t limit, double idle_s);
 /* Frees the reserve and its blocks; pe_warm_run must have returned. NULL is fine. */
 void pe_warm_free(struct pe_warm *w);
 /* A block of at least `bytes` (pe_mem_size), 64-byte aligned, whose pages are written: the
- * smallest written one that fits, shrunk to `bytes`; NULL when none fits, or when bytes is below
- * PE_WARM_MIN or its block could never fit in the limit (pe_mem_bound). Then, in either case, a
- * block of `bytes` is mapped for the filler when it fits in the limit and one of the 16 places,
- * after giving back written blocks too small for it when that makes room. Called by the thread that needs the memory, which
- * so does the mapping (microseconds) at its own priority. */
+ * smallest written one that fits, shrunk to `bytes`; NULL when none fits, or when bytes is below PE_WARM_MIN or its block could never fit in the limit (pe_mem_bound). Then, in
+ * either case, a block of `bytes` is mapped for the filler when it fits in the limit and one of
+ * the 16 places, after giving back written blocks too small for it when that makes room. Called
+ * by the thread that needs the memory, which so does the mapping (microseconds) at its own
+ * priority. */
 void *pe_warm_take(struct pe_warm *w, size_t bytes);
+/* A block its owner is done with, every page of it written (an answer's, written to its end),
+ * kept as a written block when it is at least PE_WARM_MIN, 64-byte aligned, and there is room for
+ * it in bytes and places; a queued block not yet written of no more bytes gives up its room to it
+ * (the filler then has less to write). 1 when the reserve took it (and owns it now), 0 when the
+ * caller still owns it (and frees it). Any thread; it may unmap the queued block it replaces. */
+int pe_warm_give(struct pe_warm *w, void *p);
 /* The filler's step, without waiting: writes the pages of one block a take mapped. 1 when it did. */
 int pe_warm_fill(struct pe_warm *w);
 /* Gives back every block (written or not) once idle_s seconds passed since the last take: for a

@@ -69,7 +69,7 @@ static const struct key keys[] = {
 	INT(workers, 1, 256, "compute threads: every job runs on one; idle ones help encode a big JSON answer"),
 	BYTES(cache_bytes, 0, INT64_C(1) << 40, "LRU cache budget in bytes (encoded responses; least recently used evicted)"),
 	BYTES(warm_bytes, 0, INT64_C(1) << 40,
-	      "bytes of memory written ahead of need, when a CPU is idle, for the next answers of 2 MiB or more; less than one 2 MiB block (2 MiB + 4 KiB): none"),
+	      "bytes of memory written ahead of need, when a CPU is idle, or kept from answers done with, for the next answers of 2 MiB or more; less than one 2 MiB block (2 MiB + 4 KiB): none"),
 	INT(warm_idle, 1, 86400, "seconds without an answer of 2 MiB or more after which warm memory is given back"),
 	BYTES(response_budget_bytes, 1 << 20, INT64_C(1) << 40,
 	      "bytes of request bodies and of responses being built or sent outside the cache; 503 while full, 413 for a request that alone needs more"),

@@ -617,9 +617,9 @@ int main(int argc, char **argv)
 	stop_work(&d, h, drain(&d, h, deadline));
 	atomic_store(&d.http, NULL);
 	pe_http_stop(h);
-	stop_warm(&d);
 	pe_pool_free(d.pool);
 	pe_cache_free(d.cache);
+	stop_warm(&d); /* after the cache: its last bodies are given to the reserve */
 	pe_budget_free(d.budget); /* after the cache: its last entries give back to it */
 	pe_store_close(d.store);
 	pe_metrics_free(d.metrics);

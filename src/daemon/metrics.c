@@ -208,6 +208,9 @@ int pe_metrics_render_warm(struct pe_warm *w, struct pe_buf *out)
 		{"posenc_warm_hits_total", "counter", "Answers of 2 MiB or more written into memory from the warm reserve.", (double)s.hits},
 		{"posenc_warm_misses_total", "counter", "Answers of 2 MiB or more (within warm_bytes) that found no warm block to fit.",
 		 (double)s.misses},
+		{"posenc_warm_recycled_total", "counter",
+		 "Blocks of 2 MiB or more that answers were done with (sent, or evicted from the cache), kept written for the next.",
+		 (double)s.recycled},
 	};
 	return render_rows(out, rows, sizeof rows / sizeof rows[0]);
 }

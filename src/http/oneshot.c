@@ -5,6 +5,7 @@
  * nothing at all) and completes the waiter with its result; the resumed request is answered 503
  * when it expired, else from the result. Not cached (no-store). */
 #include "http/oneshot.h"
+#include "posenc/warm.h"
 
 #include <stdlib.h>
 
@@ -12,7 +13,8 @@ void pe_oneshot_result_free(void *p)
 {
 	struct pe_oneshot_result *res = p;
 	pe_budget_give(res->budget, res->held);
-	free(res->data);
+	if (!pe_warm_give(res->warm, res->data)) /* written to its end: the next large answer's */
+		free(res->data);
 	free(res);
 }
 
@@ -27,6 +29,8 @@ static void job_cb(void *arg)
 	pthread_mutex_unlock(&j->h->wait_lock);
 	pe_cancel_set_deadline(deadline);
 	int rc = pe_cancelled();
+	if (res)
+		res->warm = j->h->opt.warm;
 	if (res && rc != 0)
 		pe_cancel_err(rc, &res->err);
 	else if (res)

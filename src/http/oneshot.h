@@ -16,6 +16,7 @@ struct pe_oneshot_result {
 	char extra_name[64], extra[64]; /* one more header when extra_name[0] */
 	struct pe_budget *budget; /* data's reservation: held bytes given back on free */
 	size_t held;
+	struct pe_warm *warm; /* where data's block goes when the answer is done with it (else freed) */
 };
 
 /* The first member of a handler's job: the worker calls run, then free. */

@@ -69,6 +69,7 @@
 #include "http/produce.h"
 #include "http/stream.h"
 #include "http/test_hooks.h"
+#include "posenc/warm.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -101,6 +102,7 @@ struct body {
 	struct MHD_Response *shared; /* built at the first hit that may use it (shared_response) */
 	atomic_int shared_state;     /* SHARED_NONE, SHARED_BUILDING (one thread), SHARED_READY */
 	const struct pe_producer *pr;
+	struct pe_warm *warm; /* where data's block goes when the body is done with (else freed) */
 	struct pe_out out;
 	struct pe_body_info info;
 	char etag[40];
@@ -243,7 +245,8 @@ static void release_entry_cb(void *cls) { pe_cache_release(cls); }
 static void body_free_cb(void *cls)
 {
 	struct body *b = cls;
-	free(b->data);
+	if (!pe_warm_give(b->warm, b->data)) /* written to its end: the next large answer's */
+		free(b->data);
 	free(b);
 }
 
@@ -327,6 +330,7 @@ static void body_release_cb(void *value)
 static int make_body(struct job *j, struct body *b, struct pe_buf *out)
 {
 	b->pr = j->pr;
+	b->warm = j->h->opt.warm;
 	b->out = j->out;
 	memcpy(b->etag, j->etag, sizeof b->etag);
 	return pe_buf_take(out, &b->data, &b->len);

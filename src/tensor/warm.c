@@ -11,6 +11,10 @@
  * would take the mmap lock for the whole range). An attack with both CPUs busy measured requests
  * stalled up to 1.2 s behind a filler that mapped its own blocks.
  *
+ * Blocks given back by the answers done with them (pe_warm_give) join `ready` as they are, in the
+ * room a queued block of no more bytes held when there is no other: recycled memory costs no
+ * filler work and no page clearing.
+ *
  * The reserve owns its blocks, written (`ready`) or not yet (`pending`, the filler's queue), under
  * one lock; `bytes` counts both against the limit, a block being written included, and at most
  * MAX_BLOCKS places are held, those of blocks other takes are mapping outside the lock included
@@ -49,7 +53,7 @@ struct pe_warm {
 	size_t mapping;       /* takes mapping a block now (outside the lock): places held for them */
 	double last_take; /* pe_monotonic() */
 	atomic_int stop;
-	uint64_t hits, misses, made, dropped;
+	uint64_t hits, misses, made, dropped, recycled;
 };
 
 struct pe_warm *pe_warm_new(size_t limit, double idle_s)
@@ -196,6 +200,52 @@ void *pe_warm_take(struct pe_warm *w, size_t bytes)
 	return p;
 }
 
+/* The index of the largest queued block of at most `bytes`; n if none. */
+static size_t largest_within(const struct list *l, size_t bytes)
+{
+	size_t best = l->n;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->b[i].size <= bytes && (best == l->n || l->b[i].size > l->b[best].size))
+			best = i;
+	return best;
+}
+
+/* Room for a written block of `size`, made when needed by giving back one queued block of no more
+ * bytes (moved to *drop): the room a take held for a block the filler has yet to write. Lock held. */
+static int room_for_given(struct pe_warm *w, size_t size, struct list *drop)
+{
+	if (w->bytes + size <= w->limit && places(w) < MAX_BLOCKS)
+		return 1;
+	size_t i = largest_within(&w->pending, size);
+	if (i == w->pending.n || w->bytes - w->pending.b[i].size + size > w->limit)
+		return 0;
+	struct block b = detach(&w->pending, i);
+	w->bytes -= b.size;
+	w->dropped++;
+	drop->b[drop->n++] = b;
+	return 1;
+}
+
+int pe_warm_give(struct pe_warm *w, void *p)
+{
+	if (!w || !p || (uintptr_t)p % 64 != 0)
+		return 0;
+	size_t size = pe_mem_size(p);
+	if (size < PE_WARM_MIN || size > w->limit)
+		return 0;
+	struct list drop = {.n = 0};
+	pthread_mutex_lock(&w->lock);
+	int kept = !atomic_load(&w->stop) && room_for_given(w, size, &drop);
+	if (kept) {
+		w->ready.b[w->ready.n++] = (struct block){p, size};
+		w->bytes += size;
+		w->recycled++;
+	}
+	pthread_mutex_unlock(&w->lock);
+	free_list(&drop);
+	return kept;
+}
+
 /* Every page of [p, p + n) written once; 0 when stopped first. */
 static int write_pages(struct pe_warm *w, char *p, size_t n)
 {
@@ -283,6 +333,7 @@ void pe_warm_stats(struct pe_warm *w, struct pe_warm_stats *out)
 		ready += w->ready.b[i].size;
 	*out = (struct pe_warm_stats){.bytes = w->bytes, .ready_bytes = ready, .blocks = w->ready.n,
 				      .places = places(w),
-				      .hits = w->hits, .misses = w->misses, .made = w->made, .dropped = w->dropped};
+				      .hits = w->hits, .misses = w->misses, .made = w->made, .dropped = w->dropped,
+				      .recycled = w->recycled};
 	pthread_mutex_unlock(&w->lock);
 }

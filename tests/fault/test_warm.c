@@ -4,8 +4,10 @@
  * daemon without a reserve; what it holds stays within warm_bytes, is counted on the response
  * budget while in use like any block, and is given back after warm_idle seconds without such an
  * answer; a table larger than warm_bytes never asks; a transform's answer (rope/apply) takes from
- * it as a table's does. Serial (run-tests.sh): the filler runs only
- * on an idle CPU. */
+ * it as a table's does. An answer's block that is done with goes back to the reserve written: a
+ * rope/apply body answered in place once it is sent, a table once the cache evicts it; the next
+ * table is written into it, byte for byte the answer of the daemon without a reserve (the block
+ * held older bytes until then). Serial (run-tests.sh): the filler runs only on an idle CPU. */
 #include "support/pe_fault.h"
 
 #define JSON_512 "/v1/sinusoidal?len=512&dim=768&offset=%d"
@@ -29,6 +31,71 @@ static int apply(int port, struct resp *r)
 		     : -1;
 	free(x);
 	return rc == 0 && r->status == 200 && r->body_len > (4u << 20) ? 0 : -1;
+}
+
+/* POST /v1/rope/apply of a 1x1x131072x8 float32 npy (4 MiB), answered in its own body. */
+static int apply_in_body(int port, struct resp *r)
+{
+	int shape[] = {1, 1, 131072, 8};
+	size_t cap = (size_t)131072 * 8 * 4 + 256;
+	char *x = malloc(cap);
+	size_t len = x ? npy_f32_filled(x, cap, shape, 4, 0.5f) : 0;
+	int rc = len ? http_request(port, NULL, "POST", "/v1/rope/apply", "Content-Type: application/x-npy\r\n", x, len,
+				    30000, r)
+		     : -1;
+	free(x);
+	return rc == 0 && r->status == 200 && r->body_len == len ? 0 : -1;
+}
+
+#define BIN_3MIB "/v1/sinusoidal?len=1024&dim=768&format=bin&offset=%d"
+
+/* The same 3 MiB table from both daemons, byte for byte. */
+static int same_table(int port, int ref_port, int offset)
+{
+	char path[128];
+	struct resp a, b;
+	snprintf(path, sizeof path, BIN_3MIB, offset);
+	int ok = http_get(port, path, 30000, &a) == 0 && http_get(ref_port, path, 30000, &b) == 0 && a.status == 200 &&
+		 b.status == 200 && a.body_len == (size_t)3 << 20 && a.body_len == b.body_len &&
+		 memcmp(a.body, b.body, a.body_len) == 0;
+	resp_free(&a);
+	resp_free(&b);
+	return ok;
+}
+
+/* A daemon whose 8 MiB cache holds two 3 MiB tables: an in-place rope/apply answer's body goes
+ * back to the empty reserve once sent, and the next table (a smaller size) is written into it
+ * before the filler has written anything; from the third table on each evicts one, whose block
+ * goes back too. */
+static void recycled(int ref_port)
+{
+	struct pe_spawn r;
+	const char *args[] = {"--workers", "2", "--cache-bytes", "8Mi", NULL};
+	daemon_start(&r, args);
+	struct resp a;
+	check(apply_in_body(r.port, &a) == 0, "a rope/apply answered in its 4 MiB body (%d, %zu bytes)", a.status,
+	      a.body_len);
+	resp_free(&a);
+	check(wait_metric_at_least(r.port, "posenc_warm_recycled_total", 1) && metric(r.port, "posenc_warm_blocks") == 1,
+	      "its body goes back to the reserve once sent (recycled %.0f, blocks %.0f)",
+	      metric(r.port, "posenc_warm_recycled_total"), metric(r.port, "posenc_warm_blocks"));
+	check(metric(r.port, "posenc_warm_hits_total") == 0 && metric(r.port, "posenc_warm_misses_total") == 0,
+	      "no answer asked the reserve yet");
+	check(same_table(r.port, ref_port, 1), "a 3 MiB table, byte for byte the other daemon's");
+	check(metric(r.port, "posenc_warm_hits_total") == 1, "written into the block the body left (hits %.0f)",
+	      metric(r.port, "posenc_warm_hits_total"));
+	int same = 1;
+	for (int i = 2; i <= 8; i++)
+		same &= same_table(r.port, ref_port, i);
+	check(same, "seven more, each byte for byte the other daemon's");
+	check(wait_metric_at_least(r.port, "posenc_warm_recycled_total", 2),
+	      "tables evicted from the cache go back to the reserve (recycled %.0f, hits %.0f, misses %.0f)",
+	      metric(r.port, "posenc_warm_recycled_total"), metric(r.port, "posenc_warm_hits_total"),
+	      metric(r.port, "posenc_warm_misses_total"));
+	check(metric(r.port, "posenc_warm_bytes") <= 16.0 * (1 << 20), "within warm_bytes (%.0f)",
+	      metric(r.port, "posenc_warm_bytes"));
+	budget_zero_after(r.port, "after the recycled answers");
+	check(daemon_stop(&r, SIGTERM, 30) == 0, "SIGTERM: exit 0 (the cache's last bodies given to the reserve, then freed)");
 }
 
 static int scenario(void)
@@ -92,6 +159,7 @@ static int scenario(void)
 	note("given back %.1f s after the last answer that asked it (warm_idle 3)", after);
 	check(after >= 2.5, "and not before warm_idle (%.1f s)", after);
 
+	recycled(cold.port);
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "SIGTERM: exit 0 (the filler is joined)");
 	check(daemon_stop(&cold, SIGTERM, 30) == 0, "SIGTERM: exit 0");
 	return fault_finish();

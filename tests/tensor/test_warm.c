@@ -2,8 +2,9 @@
  * page resident), up to the limit and no further; takes get the smallest written block that fits,
  * shrunk; a larger demand makes room by giving back blocks too small for it; a size whose block
  * could never fit asks nothing and drops nothing; the tick gives idle blocks back, written or not;
- * the filler thread wakes on a take and stops; a buffer's first block comes from the reserve with
- * its budget counting what it holds. */
+ * the filler thread wakes on a take and stops; a written block given back joins the ready ones
+ * where it fits (in the room of one not yet written if need be); a buffer's first block comes from
+ * the reserve with its budget counting what it holds. */
 #include "posenc/tensor.h"
 #include "posenc/warm.h"
 #include "support/pe_check.h"
@@ -375,6 +376,111 @@ START_TEST(a_full_set_of_small_blocks_makes_way_for_a_larger_one)
 }
 END_TEST
 
+/* A written block its owner is done with joins the ready ones as it is: the next take of its size
+ * gets that very block, and no filler work was needed for it. */
+START_TEST(a_given_block_serves_the_next_take)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* as posencd */
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
+	size_t n = 3 * MIB;
+	char *p = pe_mem_first_block(n);
+	ck_assert_ptr_nonnull(p);
+	memset(p, 0x33, n); /* an answer, written to its end */
+	ck_assert_int_eq(pe_warm_give(w, p), 1);
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_eq(s.recycled, 1);
+	ck_assert_uint_eq(s.blocks, 1);
+	ck_assert_uint_eq(s.ready_bytes, pe_mem_size(p));
+	ck_assert_uint_eq(s.bytes, s.ready_bytes);
+	ck_assert_uint_eq(s.made, 0);
+	char *q = pe_warm_take(w, n);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_eq(stats_of(w).hits, 1);
+	free(q);
+	pe_warm_free(w);
+}
+END_TEST
+
+/* What the reserve does not keep stays the caller's: no reserve, no block, a block below
+ * PE_WARM_MIN or not 64-byte aligned (no SIMD writer could use it), one past the room left in
+ * bytes or places, any block once stopped. */
+START_TEST(a_given_block_is_kept_only_where_it_fits)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	struct pe_warm *w = pe_warm_new(8 * MIB, HOUR_S);
+	char *small = pe_mem_first_block(PE_WARM_MIN - 4096);
+	char *plain = malloc(3 * MIB); /* a mapped chunk: 16 bytes past a page */
+	char *a = pe_mem_first_block(3 * MIB), *b = pe_mem_first_block(3 * MIB), *c = pe_mem_first_block(3 * MIB);
+	ck_assert_ptr_nonnull(small);
+	ck_assert_ptr_nonnull(plain);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(pe_warm_give(NULL, a), 0);
+	ck_assert_int_eq(pe_warm_give(w, NULL), 0);
+	ck_assert_int_eq(pe_warm_give(w, small), 0);
+	if ((uintptr_t)plain % 64 != 0)
+		ck_assert_int_eq(pe_warm_give(w, plain), 0);
+	ck_assert_int_eq(pe_warm_give(w, a), 1);
+	ck_assert_int_eq(pe_warm_give(w, b), 1);
+	ck_assert_int_eq(pe_warm_give(w, c), 0); /* 3 x 3 MiB > 8 MiB */
+	ck_assert_uint_eq(stats_of(w).recycled, 2);
+	ck_assert_uint_le(stats_of(w).bytes, 8 * MIB);
+	pe_warm_stop(w);
+	char *d = pe_warm_take(w, 3 * MIB); /* a take still serves; a give no longer keeps */
+	ck_assert_ptr_nonnull(d);
+	ck_assert_int_eq(pe_warm_give(w, d), 0);
+	free(small);
+	if ((uintptr_t)plain % 64 != 0 || !pe_warm_give(w, plain))
+		free(plain);
+	free(c);
+	free(d);
+	pe_warm_free(w); /* frees the block it kept (ASan's leak check) */
+
+	struct pe_warm *many = pe_warm_new((size_t)1 << 30, HOUR_S);
+	char *blocks[17];
+	for (int i = 0; i < 17; i++) {
+		blocks[i] = pe_mem_first_block(2 * MIB);
+		ck_assert_ptr_nonnull(blocks[i]);
+		ck_assert_int_eq(pe_warm_give(many, blocks[i]), i < 16);
+	}
+	ck_assert_uint_eq(stats_of(many).places, 16);
+	free(blocks[16]);
+	pe_warm_free(many);
+}
+END_TEST
+
+/* With no room left, a given block takes the room of a queued one of no more bytes, which the
+ * filler has yet to write (it is given back unwritten): the reserve then holds written memory
+ * where it held a promise, and the filler has one block less to write. */
+START_TEST(a_given_block_takes_the_room_of_one_not_yet_written)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	size_t n = 3 * MIB;
+	size_t limit = 2 * pe_mem_bound(n) + 64 * 1024;
+	struct pe_warm *w = pe_warm_new(limit, HOUR_S);
+	ck_assert_ptr_null(pe_warm_take(w, n));
+	ck_assert_ptr_null(pe_warm_take(w, n)); /* two blocks queued for the filler: no room for a third */
+	size_t queued = stats_of(w).bytes;
+	char *p = pe_mem_first_block(n);
+	ck_assert_ptr_nonnull(p);
+	memset(p, 1, n);
+	char *big = pe_mem_first_block(n + MIB); /* past the room even in a queued block's place */
+	ck_assert_ptr_nonnull(big);
+	ck_assert_int_eq(pe_warm_give(w, big), 0);
+	free(big);
+	ck_assert_int_eq(pe_warm_give(w, p), 1);
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_eq(s.recycled, 1);
+	ck_assert_uint_eq(s.dropped, 1);
+	ck_assert_uint_eq(s.blocks, 1);
+	ck_assert_uint_eq(s.bytes, queued); /* the same sizes, one written, one still queued */
+	ck_assert_uint_le(s.bytes, limit);
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	ck_assert_int_eq(pe_warm_fill(w), 0);
+	ck_assert_uint_eq(stats_of(w).blocks, 2);
+	pe_warm_free(w);
+}
+END_TEST
+
 /* A buffer with a reserve: its first block of 2 MiB or more comes from there (the size mapped by
  * the first buffer's miss), and its budget holds exactly what the block holds. */
 START_TEST(a_buffers_first_block_comes_from_the_reserve)
@@ -437,6 +543,9 @@ static Suite *warm_suite(void)
 	tcase_add_test(tc, stop_leaves_queued_blocks_to_free);
 	tcase_add_test(tc, takes_at_once_hold_at_most_sixteen_places);
 	tcase_add_test(tc, a_full_set_of_small_blocks_makes_way_for_a_larger_one);
+	tcase_add_test(tc, a_given_block_serves_the_next_take);
+	tcase_add_test(tc, a_given_block_is_kept_only_where_it_fits);
+	tcase_add_test(tc, a_given_block_takes_the_room_of_one_not_yet_written);
 	tcase_add_test(tc, a_buffers_first_block_comes_from_the_reserve);
 	suite_add_tcase(s, tc);
 	return s;
