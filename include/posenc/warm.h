@@ -44,7 +44,9 @@ struct pe_warm *pe_warm_new(size_t limit, double idle_s);
 /* Frees the reserve and its blocks; pe_warm_run must have returned. NULL is fine. */
 void pe_warm_free(struct pe_warm *w);
 /* A block of at least `bytes` (pe_mem_size), 64-byte aligned, whose pages are written: the
- * smallest written one that fits, shrunk to `bytes`; NULL when none fits, or when bytes is below PE_WARM_MIN or its block could never fit in the limit (pe_mem_bound). Then, in
+ * smallest written one that fits, shrunk to `bytes`, unless that one is more than twice `bytes`
+ * (it is kept for an answer of its own size, which would miss it); NULL when none fits, or when
+ * bytes is below PE_WARM_MIN or its block could never fit in the limit (pe_mem_bound). Then, in
  * either case, a block of `bytes` is mapped for the filler when it fits in the limit and one of
  * the 16 places, after giving back written blocks too small for it when that makes room. Called
  * by the thread that needs the memory, which so does the mapping (microseconds) at its own

@@ -182,7 +182,7 @@ void *pe_warm_take(struct pe_warm *w, size_t bytes)
 	pthread_mutex_lock(&w->lock);
 	w->last_take = pe_monotonic();
 	size_t i = smallest(&w->ready, bytes, 1);
-	if (i < w->ready.n)
+	if (i < w->ready.n && w->ready.b[i].size / 2 <= bytes) /* a far larger one waits for its size */
 		got = take_ready(w, i);
 	else
 		w->misses++;

@@ -1,6 +1,6 @@
 /* The warm reserve (posenc/warm.h): a take maps a block of its size, the filler writes it (every
  * page resident), up to the limit and no further; takes get the smallest written block that fits,
- * shrunk; a larger demand makes room by giving back blocks too small for it; a size whose block
+ * shrunk, but not one more than twice their size; a larger demand makes room by giving back blocks too small for it; a size whose block
  * could never fit asks nothing and drops nothing; the tick gives idle blocks back, written or not;
  * the filler thread wakes on a take and stops; a written block given back joins the ready ones
  * where it fits (in the room of one not yet written if need be); a buffer's first block comes from
@@ -376,6 +376,38 @@ START_TEST(a_full_set_of_small_blocks_makes_way_for_a_larger_one)
 }
 END_TEST
 
+/* A written block more than twice the size asked is not shrunk for it: the answers of its own
+ * size would miss it, and the filler write it again (an attack alternated 100 MiB tables with
+ * ~3 MiB ones, and every 100 MiB one missed). The small take maps its own size instead. */
+START_TEST(a_far_larger_block_is_kept_for_its_own_size)
+{
+	struct pe_warm *w = pe_warm_new(64 * MIB, HOUR_S);
+	ck_assert_ptr_null(pe_warm_take(w, 12 * MIB));
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	ck_assert_ptr_null(pe_warm_take(w, 3 * MIB)); /* a miss, though the 12 MiB block fits */
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_eq(s.blocks, 1);
+	ck_assert_uint_ge(s.ready_bytes, 12 * MIB);
+	ck_assert_int_eq(pe_warm_fill(w), 1); /* its own size, mapped by the miss */
+	char *small = pe_warm_take(w, 3 * MIB);
+	ck_assert_ptr_nonnull(small);
+	ck_assert_uint_lt(pe_mem_size(small), 4 * MIB);
+	char *big = pe_warm_take(w, 12 * MIB); /* still there for its size */
+	ck_assert_ptr_nonnull(big);
+	ck_assert_uint_ge(pe_mem_size(big), 12 * MIB);
+	ck_assert_uint_eq(stats_of(w).hits, 2);
+	free(small);
+	free(big);
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	char *half = pe_warm_take(w, 7 * MIB); /* 12 MiB is within twice 7 MiB: served, shrunk */
+	ck_assert_ptr_nonnull(half);
+	ck_assert_uint_lt(pe_mem_size(half), 8 * MIB);
+	free(half);
+	pe_warm_free(w);
+}
+END_TEST
+
 /* A written block its owner is done with joins the ready ones as it is: the next take of its size
  * gets that very block, and no filler work was needed for it. */
 START_TEST(a_given_block_serves_the_next_take)
@@ -543,6 +575,7 @@ static Suite *warm_suite(void)
 	tcase_add_test(tc, stop_leaves_queued_blocks_to_free);
 	tcase_add_test(tc, takes_at_once_hold_at_most_sixteen_places);
 	tcase_add_test(tc, a_full_set_of_small_blocks_makes_way_for_a_larger_one);
+	tcase_add_test(tc, a_far_larger_block_is_kept_for_its_own_size);
 	tcase_add_test(tc, a_given_block_serves_the_next_take);
 	tcase_add_test(tc, a_given_block_is_kept_only_where_it_fits);
 	tcase_add_test(tc, a_given_block_takes_the_room_of_one_not_yet_written);
