@@ -48,7 +48,8 @@ void pe_warm_free(struct pe_warm *w);
  * (it is kept for an answer of its own size, which would miss it); NULL when none fits, or when
  * bytes is below PE_WARM_MIN or its block could never fit in the limit (pe_mem_bound). Then, in
  * either case, a block of `bytes` is mapped for the filler when it fits in the limit and one of
- * the 16 places, after giving back written blocks too small for it when that makes room. Called
+ * the 16 places, after giving back written blocks too small for it, then ones too large to serve
+ * it (largest first), while it lacks room. Called
  * by the thread that needs the memory, which so does the mapping (microseconds) at its own
  * priority. */
 void *pe_warm_take(struct pe_warm *w, size_t bytes);

@@ -15,6 +15,13 @@
  * room a queued block of no more bytes held when there is no other: recycled memory costs no
  * filler work and no page clearing.
  *
+ * A take of n bytes gets the smallest ready block of at least n, unless that is more than twice
+ * n: it waits for an answer of its size. (Growing a block a little short of n is no way to serve
+ * it: a block laid on huge pages is two mappings, its unadvised head and the rest, which mremap
+ * cannot move as one, and glibc's realloc then copies it into fresh pages.) Making room for a take's replacement gives back, while it lacks room, first the blocks too small
+ * for its size, then the ones too large to serve it, largest first: blocks a large answer gave
+ * back would otherwise hold the room against every smaller one for as long as takes come.
+ *
  * The reserve owns its blocks, written (`ready`) or not yet (`pending`, the filler's queue), under
  * one lock; `bytes` counts both against the limit, a block being written included, and at most
  * MAX_BLOCKS places are held, those of blocks other takes are mapping outside the lock included
@@ -98,12 +105,36 @@ static struct block detach(struct list *l, size_t i)
 	return b;
 }
 
-/* The index of the smallest ready block of at least `bytes` (fit) or below it (!fit); n if none. */
-static size_t smallest(const struct list *l, size_t bytes, int fit)
+/* The index of the smallest ready block below `bytes`; n if none. */
+static size_t smallest_below(const struct list *l, size_t bytes)
 {
 	size_t best = l->n;
 	for (size_t i = 0; i < l->n; i++)
-		if ((l->b[i].size >= bytes) == fit && (best == l->n || l->b[i].size < l->b[best].size))
+		if (l->b[i].size < bytes && (best == l->n || l->b[i].size < l->b[best].size))
+			best = i;
+	return best;
+}
+
+/* Whether a ready block of `size` serves a take of `bytes` (shrunk to it). */
+static int serves(size_t size, size_t bytes) { return size >= bytes && size / 2 <= bytes; }
+
+/* The smallest ready block that serves a take of `bytes`; n if none. */
+static size_t serving(const struct list *l, size_t bytes)
+{
+	size_t best = l->n;
+	for (size_t i = 0; i < l->n; i++)
+		if (serves(l->b[i].size, bytes) && (best == l->n || l->b[i].size < l->b[best].size))
+			best = i;
+	return best;
+}
+
+/* The index of the largest ready block too large to serve a take of `bytes`; n if none. */
+static size_t largest_too_large(const struct list *l, size_t bytes)
+{
+	size_t best = l->n;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->b[i].size > bytes && !serves(l->b[i].size, bytes) &&
+		    (best == l->n || l->b[i].size > l->b[best].size))
 			best = i;
 	return best;
 }
@@ -137,17 +168,25 @@ static size_t places(const struct pe_warm *w)
 	return w->ready.n + w->pending.n + (w->filling.p != NULL) + w->mapping;
 }
 
+/* Whether a block of `bound` bytes lacks room, in bytes or in places. Lock held. */
+static int no_room(const struct pe_warm *w, size_t bound)
+{
+	return w->bytes + bound > w->limit || places(w) >= MAX_BLOCKS;
+}
+
 /* Room for a new block of `bytes`: its bound is held on w->bytes and a place on w->mapping until
- * it is mapped (other takes map theirs meanwhile). The ready blocks too small for it are moved to
- * *drop while it does not fit, in bytes or in places. 0 when there is no room. Lock held. */
+ * it is mapped (other takes map theirs meanwhile). While it does not fit, the ready blocks too
+ * small for it, then the ones too large to serve it (largest first), are moved to *drop. 0 when
+ * there is no room. Lock held. */
 static int room_for(struct pe_warm *w, size_t bytes, size_t bound, struct list *drop)
 {
 	size_t i;
-	while ((w->bytes + bound > w->limit || places(w) >= MAX_BLOCKS) &&
-	       (i = smallest(&w->ready, bytes, 0)) < w->ready.n)
+	while (no_room(w, bound) && (i = smallest_below(&w->ready, bytes)) < w->ready.n)
+		drop->b[drop->n++] = take_ready(w, i);
+	while (no_room(w, bound) && (i = largest_too_large(&w->ready, bytes)) < w->ready.n)
 		drop->b[drop->n++] = take_ready(w, i);
 	w->dropped += drop->n;
-	if (w->bytes + bound > w->limit || places(w) >= MAX_BLOCKS)
+	if (no_room(w, bound))
 		return 0;
 	w->bytes += bound;
 	w->mapping++;
@@ -181,8 +220,8 @@ void *pe_warm_take(struct pe_warm *w, size_t bytes)
 	size_t bound = pe_mem_bound(bytes);
 	pthread_mutex_lock(&w->lock);
 	w->last_take = pe_monotonic();
-	size_t i = smallest(&w->ready, bytes, 1);
-	if (i < w->ready.n && w->ready.b[i].size / 2 <= bytes) /* a far larger one waits for its size */
+	size_t i = serving(&w->ready, bytes);
+	if (i < w->ready.n)
 		got = take_ready(w, i);
 	else
 		w->misses++;
@@ -214,7 +253,7 @@ static size_t largest_within(const struct list *l, size_t bytes)
  * bytes (moved to *drop): the room a take held for a block the filler has yet to write. Lock held. */
 static int room_for_given(struct pe_warm *w, size_t size, struct list *drop)
 {
-	if (w->bytes + size <= w->limit && places(w) < MAX_BLOCKS)
+	if (!no_room(w, size))
 		return 1;
 	size_t i = largest_within(&w->pending, size);
 	if (i == w->pending.n || w->bytes - w->pending.b[i].size + size > w->limit)

@@ -406,6 +406,35 @@ START_TEST(a_far_larger_block_is_kept_for_its_own_size)
 }
 END_TEST
 
+/* Blocks too large to serve a take give it their room, largest first, when it has none: two
+ * 7 MiB blocks an answer gave back fill a 16 MiB reserve, and without that every 3 MiB take after
+ * them would miss and map nothing for as long as takes come (the idle tick never runs out). */
+START_TEST(blocks_too_large_to_serve_a_take_make_room_for_it)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* as posencd: each block mapped alike */
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
+	char *big[3] = {pe_mem_first_block(7 * MIB), pe_mem_first_block(7 * MIB), pe_mem_first_block(9 * MIB)};
+	ck_assert_int_eq(pe_warm_give(w, big[0]), 1);
+	ck_assert_int_eq(pe_warm_give(w, big[1]), 1);
+	ck_assert_int_eq(pe_warm_give(w, big[2]), 0); /* no room for it */
+	free(big[2]);
+	ck_assert_ptr_null(pe_warm_take(w, 3 * MIB)); /* 7 MiB is past twice 3 MiB: a miss */
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_eq(s.dropped, 1); /* one 7 MiB block was enough room */
+	ck_assert_uint_eq(s.blocks, 1);
+	ck_assert_int_eq(pe_warm_fill(w), 1); /* the 3 MiB replacement */
+	char *p = pe_warm_take(w, 3 * MIB);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(stats_of(w).hits, 1);
+	char *q = pe_warm_take(w, 6 * MIB); /* the 7 MiB block left serves its own sizes still */
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_eq(stats_of(w).hits, 2);
+	free(p);
+	free(q);
+	pe_warm_free(w);
+}
+END_TEST
+
 /* A written block its owner is done with joins the ready ones as it is: the next take of its size
  * gets that very block, and no filler work was needed for it. */
 START_TEST(a_given_block_serves_the_next_take)
@@ -574,6 +603,7 @@ static Suite *warm_suite(void)
 	tcase_add_test(tc, takes_at_once_hold_at_most_sixteen_places);
 	tcase_add_test(tc, a_full_set_of_small_blocks_makes_way_for_a_larger_one);
 	tcase_add_test(tc, a_far_larger_block_is_kept_for_its_own_size);
+	tcase_add_test(tc, blocks_too_large_to_serve_a_take_make_room_for_it);
 	tcase_add_test(tc, a_given_block_serves_the_next_take);
 	tcase_add_test(tc, a_given_block_is_kept_only_where_it_fits);
 	tcase_add_test(tc, a_given_block_takes_the_room_of_one_not_yet_written);
