@@ -25,6 +25,9 @@
 /* The smallest block the reserve serves: below it an answer's pages are few (and a buffer's
  * first block is not laid on huge pages). */
 #define PE_WARM_MIN ((size_t)2 << 20)
+/* A written block too large to serve takes that passed it over this many times in a row is given
+ * back when one of them needs its room (warm.c says why not at once). */
+#define PE_WARM_STALE_TAKES 8
 
 struct pe_warm;
 struct pe_warm_stats {
@@ -48,8 +51,8 @@ void pe_warm_free(struct pe_warm *w);
  * (it is kept for an answer of its own size, which would miss it); NULL when none fits, or when
  * bytes is below PE_WARM_MIN or its block could never fit in the limit (pe_mem_bound). Then, in
  * either case, a block of `bytes` is mapped for the filler when it fits in the limit and one of
- * the 16 places, after giving back written blocks too small for it, then ones too large to serve
- * it (largest first), while it lacks room. Called
+ * the 16 places, after giving back written blocks too small for it, then stale ones too large to
+ * serve it (PE_WARM_STALE_TAKES; largest first), while it lacks room. Called
  * by the thread that needs the memory, which so does the mapping (microseconds) at its own
  * priority. */
 void *pe_warm_take(struct pe_warm *w, size_t bytes);

@@ -18,9 +18,15 @@
  * A take of n bytes gets the smallest ready block of at least n, unless that is more than twice
  * n: it waits for an answer of its size. (Growing a block a little short of n is no way to serve
  * it: a block laid on huge pages is two mappings, its unadvised head and the rest, which mremap
- * cannot move as one, and glibc's realloc then copies it into fresh pages.) Making room for a take's replacement gives back, while it lacks room, first the blocks too small
- * for its size, then the ones too large to serve it, largest first: blocks a large answer gave
- * back would otherwise hold the room against every smaller one for as long as takes come.
+ * cannot move as one, and glibc's realloc then copies it into fresh pages.)
+ *
+ * Making room for a take's replacement gives back, while it lacks room, first the blocks too small
+ * for its size, then the stale ones too large to serve it, largest first: blocks a large answer
+ * gave back would otherwise hold the room against every smaller one for as long as takes come. A
+ * block is stale once PE_WARM_STALE_TAKES takes in a row passed it over; one that answers of its
+ * size keep taking is not: a large and a small size alternating in a reserve that cannot hold both
+ * gave each other's blocks back at every take, and nearly every take missed; so the large size
+ * keeps its block, and the small one misses, unless it comes PE_WARM_STALE_TAKES times in a row.
  *
  * The reserve owns its blocks, written (`ready`) or not yet (`pending`, the filler's queue), under
  * one lock; `bytes` counts both against the limit, a block being written included, and at most
@@ -41,7 +47,8 @@
 
 struct block {
 	char *p;
-	size_t size; /* pe_mem_size(p) */
+	size_t size;    /* pe_mem_size(p) */
+	uint64_t since; /* ready blocks: the reserve's count of takes when it became ready */
 };
 
 struct list {
@@ -60,6 +67,7 @@ struct pe_warm {
 	size_t mapping;       /* takes mapping a block now (outside the lock): places held for them */
 	double last_take; /* pe_monotonic() */
 	atomic_int stop;
+	uint64_t takes; /* every take, served or not: how long a ready block has been passed over */
 	uint64_t hits, misses, made, dropped, recycled;
 };
 
@@ -128,12 +136,14 @@ static size_t serving(const struct list *l, size_t bytes)
 	return best;
 }
 
-/* The index of the largest ready block too large to serve a take of `bytes`; n if none. */
-static size_t largest_too_large(const struct list *l, size_t bytes)
+/* The index of the largest stale ready block too large to serve a take of `bytes`; n if none. */
+static size_t largest_stale_too_large(const struct pe_warm *w, size_t bytes)
 {
+	const struct list *l = &w->ready;
 	size_t best = l->n;
 	for (size_t i = 0; i < l->n; i++)
 		if (l->b[i].size > bytes && !serves(l->b[i].size, bytes) &&
+		    w->takes - l->b[i].since >= PE_WARM_STALE_TAKES &&
 		    (best == l->n || l->b[i].size > l->b[best].size))
 			best = i;
 	return best;
@@ -176,14 +186,14 @@ static int no_room(const struct pe_warm *w, size_t bound)
 
 /* Room for a new block of `bytes`: its bound is held on w->bytes and a place on w->mapping until
  * it is mapped (other takes map theirs meanwhile). While it does not fit, the ready blocks too
- * small for it, then the ones too large to serve it (largest first), are moved to *drop. 0 when
- * there is no room. Lock held. */
+ * small for it, then the stale ones too large to serve it (largest first), are moved to *drop. 0
+ * when there is no room. Lock held. */
 static int room_for(struct pe_warm *w, size_t bytes, size_t bound, struct list *drop)
 {
 	size_t i;
 	while (no_room(w, bound) && (i = smallest_below(&w->ready, bytes)) < w->ready.n)
 		drop->b[drop->n++] = take_ready(w, i);
-	while (no_room(w, bound) && (i = largest_too_large(&w->ready, bytes)) < w->ready.n)
+	while (no_room(w, bound) && (i = largest_stale_too_large(w, bytes)) < w->ready.n)
 		drop->b[drop->n++] = take_ready(w, i);
 	w->dropped += drop->n;
 	if (no_room(w, bound))
@@ -202,7 +212,7 @@ static void map_pending(struct pe_warm *w, size_t bytes, size_t bound)
 	w->bytes -= bound;
 	w->mapping--;
 	if (p && w->bytes + size <= w->limit) {
-		w->pending.b[w->pending.n++] = (struct block){p, size};
+		w->pending.b[w->pending.n++] = (struct block){p, size, 0};
 		w->bytes += size;
 		p = NULL;
 		pthread_cond_signal(&w->wake);
@@ -220,6 +230,7 @@ void *pe_warm_take(struct pe_warm *w, size_t bytes)
 	size_t bound = pe_mem_bound(bytes);
 	pthread_mutex_lock(&w->lock);
 	w->last_take = pe_monotonic();
+	w->takes++;
 	size_t i = serving(&w->ready, bytes);
 	if (i < w->ready.n)
 		got = take_ready(w, i);
@@ -276,7 +287,7 @@ int pe_warm_give(struct pe_warm *w, void *p)
 	pthread_mutex_lock(&w->lock);
 	int kept = !atomic_load(&w->stop) && room_for_given(w, size, &drop);
 	if (kept) {
-		w->ready.b[w->ready.n++] = (struct block){p, size};
+		w->ready.b[w->ready.n++] = (struct block){p, size, w->takes};
 		w->bytes += size;
 		w->recycled++;
 	}
@@ -312,6 +323,7 @@ int pe_warm_fill(struct pe_warm *w)
 	int done = write_pages(w, w->filling.p, w->filling.size);
 	pthread_mutex_lock(&w->lock);
 	struct list *to = done ? &w->ready : &w->pending; /* stopped: pe_warm_free frees it */
+	w->filling.since = w->takes;
 	to->b[to->n++] = w->filling;
 	if (done)
 		w->made++;

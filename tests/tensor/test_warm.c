@@ -406,10 +406,11 @@ START_TEST(a_far_larger_block_is_kept_for_its_own_size)
 }
 END_TEST
 
-/* Blocks too large to serve a take give it their room, largest first, when it has none: two
+/* Stale blocks too large to serve a take give it their room, largest first, when it has none: two
  * 7 MiB blocks an answer gave back fill a 16 MiB reserve, and without that every 3 MiB take after
- * them would miss and map nothing for as long as takes come (the idle tick never runs out). */
-START_TEST(blocks_too_large_to_serve_a_take_make_room_for_it)
+ * them would miss and map nothing for as long as takes come (the idle tick never runs out). They
+ * are stale once PE_WARM_STALE_TAKES takes in a row passed them over. */
+START_TEST(stale_blocks_too_large_to_serve_a_take_make_room_for_it)
 {
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* as posencd: each block mapped alike */
 	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
@@ -418,7 +419,12 @@ START_TEST(blocks_too_large_to_serve_a_take_make_room_for_it)
 	ck_assert_int_eq(pe_warm_give(w, big[1]), 1);
 	ck_assert_int_eq(pe_warm_give(w, big[2]), 0); /* no room for it */
 	free(big[2]);
-	ck_assert_ptr_null(pe_warm_take(w, 3 * MIB)); /* 7 MiB is past twice 3 MiB: a miss */
+	for (int i = 1; i < PE_WARM_STALE_TAKES; i++) {
+		ck_assert_ptr_null(pe_warm_take(w, 3 * MIB)); /* 7 MiB is past twice 3 MiB: a miss */
+		ck_assert_uint_eq(stats_of(w).dropped, 0);  /* not stale yet: no room, nothing mapped */
+		ck_assert_int_eq(pe_warm_fill(w), 0);
+	}
+	ck_assert_ptr_null(pe_warm_take(w, 3 * MIB));
 	struct pe_warm_stats s = stats_of(w);
 	ck_assert_uint_eq(s.dropped, 1); /* one 7 MiB block was enough room */
 	ck_assert_uint_eq(s.blocks, 1);
@@ -431,6 +437,30 @@ START_TEST(blocks_too_large_to_serve_a_take_make_room_for_it)
 	ck_assert_uint_eq(stats_of(w).hits, 2);
 	free(p);
 	free(q);
+	pe_warm_free(w);
+}
+END_TEST
+
+/* A large and a small size alternating in a reserve that cannot hold both: the large one keeps
+ * its block, which every other take uses, and the small one misses. Had the small take given the
+ * large block back for its own, each would give back the other's and every take would miss. */
+START_TEST(a_block_taken_every_other_take_is_not_given_back_for_a_smaller_one)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
+	ck_assert_ptr_null(pe_warm_take(w, 14 * MIB));
+	ck_assert_int_eq(pe_warm_fill(w), 1);
+	for (int i = 0; i < 3 * PE_WARM_STALE_TAKES; i++) {
+		ck_assert_ptr_null(pe_warm_take(w, 3 * MIB));
+		ck_assert_int_eq(pe_warm_fill(w), 0); /* nothing was mapped for it */
+		char *p = pe_warm_take(w, 14 * MIB);
+		ck_assert_ptr_nonnull(p);
+		free(p);
+		ck_assert_int_eq(pe_warm_fill(w), 1); /* the 14 MiB replacement */
+	}
+	struct pe_warm_stats s = stats_of(w);
+	ck_assert_uint_eq(s.hits, 3 * PE_WARM_STALE_TAKES);
+	ck_assert_uint_eq(s.dropped, 0);
 	pe_warm_free(w);
 }
 END_TEST
@@ -603,7 +633,8 @@ static Suite *warm_suite(void)
 	tcase_add_test(tc, takes_at_once_hold_at_most_sixteen_places);
 	tcase_add_test(tc, a_full_set_of_small_blocks_makes_way_for_a_larger_one);
 	tcase_add_test(tc, a_far_larger_block_is_kept_for_its_own_size);
-	tcase_add_test(tc, blocks_too_large_to_serve_a_take_make_room_for_it);
+	tcase_add_test(tc, stale_blocks_too_large_to_serve_a_take_make_room_for_it);
+	tcase_add_test(tc, a_block_taken_every_other_take_is_not_given_back_for_a_smaller_one);
 	tcase_add_test(tc, a_given_block_serves_the_next_take);
 	tcase_add_test(tc, a_given_block_is_kept_only_where_it_fits);
 	tcase_add_test(tc, a_given_block_takes_the_room_of_one_not_yet_written);
