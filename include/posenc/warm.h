@@ -26,7 +26,8 @@
  * first block is not laid on huge pages). */
 #define PE_WARM_MIN ((size_t)2 << 20)
 /* A written block too large to serve takes that passed it over this many times in a row is given
- * back when one of them needs its room (warm.c says why not at once). */
+ * back when one of them needs its room (warm.c says why not at once). The count grows past this
+ * when such a block's size comes back too soon after, and shrinks back to it. */
 #define PE_WARM_STALE_TAKES 8
 
 struct pe_warm;

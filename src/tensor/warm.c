@@ -23,10 +23,14 @@
  * Making room for a take's replacement gives back, while it lacks room, first the blocks too small
  * for its size, then the stale ones too large to serve it, largest first: blocks a large answer
  * gave back would otherwise hold the room against every smaller one for as long as takes come. A
- * block is stale once PE_WARM_STALE_TAKES takes in a row passed it over; one that answers of its
- * size keep taking is not: a large and a small size alternating in a reserve that cannot hold both
+ * block is stale once `stale_after` takes in a row passed it over; one that answers of its size
+ * keep taking is not: a large and a small size alternating in a reserve that cannot hold both
  * gave each other's blocks back at every take, and nearly every take missed; so the large size
- * keeps its block, and the small one misses, unless it comes PE_WARM_STALE_TAKES times in a row.
+ * keeps its block, and the small one misses, unless it comes `stale_after` times in a row. That
+ * count learns (judge_stale_drop): it starts at PE_WARM_STALE_TAKES and doubles when the size a
+ * block was given back for staleness is asked again, and missed, before the smaller takes after
+ * it could have saved its bytes (a large answer every ninth take, small ones between, lost its
+ * block at each eighth small take, and no take hit); it halves back when they could have.
  *
  * The reserve owns its blocks, written (`ready`) or not yet (`pending`, the filler's queue), under
  * one lock; `bytes` counts both against the limit, a block being written included, and at most
@@ -68,6 +72,11 @@ struct pe_warm {
 	double last_take; /* pe_monotonic() */
 	atomic_int stop;
 	uint64_t takes; /* every take, served or not: how long a ready block has been passed over */
+	uint64_t stale_after;    /* takes in a row that make a block too large for them stale */
+	size_t stale_size;       /* the last block given back for staleness, until judged; 0: none */
+	size_t stale_for;        /* the size of the take it was given back for */
+	uint64_t stale_dropped;  /* the takes count when it was */
+	uint64_t stale_ready;    /* and when that block had become ready */
 	uint64_t hits, misses, made, dropped, recycled;
 };
 
@@ -83,6 +92,7 @@ struct pe_warm *pe_warm_new(size_t limit, double idle_s)
 	w->limit = limit;
 	w->idle_s = idle_s;
 	w->last_take = pe_monotonic();
+	w->stale_after = PE_WARM_STALE_TAKES;
 	return w;
 }
 
@@ -136,6 +146,8 @@ static size_t serving(const struct list *l, size_t bytes)
 	return best;
 }
 
+#define STALE_MOST 1024 /* stale_after doubles up to this many takes */
+
 /* The index of the largest stale ready block too large to serve a take of `bytes`; n if none. */
 static size_t largest_stale_too_large(const struct pe_warm *w, size_t bytes)
 {
@@ -143,7 +155,7 @@ static size_t largest_stale_too_large(const struct pe_warm *w, size_t bytes)
 	size_t best = l->n;
 	for (size_t i = 0; i < l->n; i++)
 		if (l->b[i].size > bytes && !serves(l->b[i].size, bytes) &&
-		    w->takes - l->b[i].since >= PE_WARM_STALE_TAKES &&
+		    w->takes - l->b[i].since >= w->stale_after &&
 		    (best == l->n || l->b[i].size > l->b[best].size))
 			best = i;
 	return best;
@@ -193,8 +205,15 @@ static int room_for(struct pe_warm *w, size_t bytes, size_t bound, struct list *
 	size_t i;
 	while (no_room(w, bound) && (i = smallest_below(&w->ready, bytes)) < w->ready.n)
 		drop->b[drop->n++] = take_ready(w, i);
-	while (no_room(w, bound) && (i = largest_stale_too_large(w, bytes)) < w->ready.n)
+	while (no_room(w, bound) && (i = largest_stale_too_large(w, bytes)) < w->ready.n) {
+		if (!w->stale_size) {
+			w->stale_size = w->ready.b[i].size;
+			w->stale_for = bytes;
+			w->stale_dropped = w->takes;
+			w->stale_ready = w->ready.b[i].since;
+		}
 		drop->b[drop->n++] = take_ready(w, i);
+	}
 	w->dropped += drop->n;
 	if (no_room(w, bound))
 		return 0;
@@ -221,6 +240,26 @@ static void map_pending(struct pe_warm *w, size_t bytes, size_t bound)
 	free(p);
 }
 
+/* The last staleness drop judged by a take of `bytes` that `missed` or not. It was right once the
+ * takes after it could have been served, at the size of the take it made room for, as many bytes
+ * as it gave back (stale_after halves, down to PE_WARM_STALE_TAKES); too soon when its own size
+ * comes back, and misses, before that (stale_after doubles). Lock held. */
+static void judge_stale_drop(struct pe_warm *w, size_t bytes, int missed)
+{
+	if (!w->stale_size)
+		return;
+	uint64_t since = w->takes - w->stale_dropped - 1; /* takes between it and this one */
+	if (since * w->stale_for >= w->stale_size) {
+		if (w->stale_after / 2 >= PE_WARM_STALE_TAKES)
+			w->stale_after /= 2;
+		w->stale_size = 0;
+	} else if (missed && serves(w->stale_size, bytes)) {
+		uint64_t gap = w->takes - w->stale_ready; /* from its block's last answer to this one */
+		w->stale_after = gap < STALE_MOST ? gap + 1 : STALE_MOST;
+		w->stale_size = 0;
+	}
+}
+
 void *pe_warm_take(struct pe_warm *w, size_t bytes)
 {
 	if (!w || bytes < PE_WARM_MIN || pe_mem_bound(bytes) > w->limit)
@@ -232,6 +271,7 @@ void *pe_warm_take(struct pe_warm *w, size_t bytes)
 	w->last_take = pe_monotonic();
 	w->takes++;
 	size_t i = serving(&w->ready, bytes);
+	judge_stale_drop(w, bytes, i == w->ready.n);
 	if (i < w->ready.n)
 		got = take_ready(w, i);
 	else

@@ -465,6 +465,49 @@ START_TEST(a_block_taken_every_other_take_is_not_given_back_for_a_smaller_one)
 }
 END_TEST
 
+/* An answer as posencd's: its block from the reserve when one serves it (1), else a new one; the
+ * filler done before the next; the block given back when the answer is done with. */
+static int answer(struct pe_warm *w, size_t bytes)
+{
+	char *p = pe_warm_take(w, bytes);
+	int hit = p != NULL;
+	if (!p)
+		p = pe_mem_first_block(bytes);
+	ck_assert_ptr_nonnull(p);
+	memset(p, 1, bytes);
+	while (pe_warm_fill(w))
+		;
+	if (!pe_warm_give(w, p))
+		free(p);
+	return hit;
+}
+
+/* How long a block too large for the takes passing it over waits is learnt: a 14 MiB answer
+ * every ninth, 3 MiB ones between, lost its block at the eighth small take, came back at once
+ * and missed, and so at every round no take hit. After one such miss the large block waits
+ * longer than the gap its size comes back after, and every large answer hits; once that size
+ * stops coming, the small ones get the room again. */
+START_TEST(a_block_given_back_too_soon_waits_longer_next_time)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
+	int large_hits = 0;
+	for (int round = 0; round < 10; round++) {
+		int hit = answer(w, 14 * MIB);
+		if (round >= 2)
+			large_hits += hit;
+		for (int i = 0; i < PE_WARM_STALE_TAKES; i++)
+			answer(w, 3 * MIB);
+	}
+	ck_assert_int_eq(large_hits, 8);
+	int small_hits = 0;
+	for (int i = 0; i < 4 * PE_WARM_STALE_TAKES; i++)
+		small_hits += answer(w, 3 * MIB);
+	ck_assert_int_ge(small_hits, 2 * PE_WARM_STALE_TAKES);
+	pe_warm_free(w);
+}
+END_TEST
+
 /* A written block its owner is done with joins the ready ones as it is: the next take of its size
  * gets that very block, and no filler work was needed for it. */
 START_TEST(a_given_block_serves_the_next_take)
@@ -635,6 +678,7 @@ static Suite *warm_suite(void)
 	tcase_add_test(tc, a_far_larger_block_is_kept_for_its_own_size);
 	tcase_add_test(tc, stale_blocks_too_large_to_serve_a_take_make_room_for_it);
 	tcase_add_test(tc, a_block_taken_every_other_take_is_not_given_back_for_a_smaller_one);
+	tcase_add_test(tc, a_block_given_back_too_soon_waits_longer_next_time);
 	tcase_add_test(tc, a_given_block_serves_the_next_take);
 	tcase_add_test(tc, a_given_block_is_kept_only_where_it_fits);
 	tcase_add_test(tc, a_given_block_takes_the_room_of_one_not_yet_written);
