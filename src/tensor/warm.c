@@ -27,10 +27,11 @@
  * keep taking is not: a large and a small size alternating in a reserve that cannot hold both
  * gave each other's blocks back at every take, and nearly every take missed; so the large size
  * keeps its block, and the small one misses, unless it comes `stale_after` times in a row. That
- * count learns (judge_stale_drop): it starts at PE_WARM_STALE_TAKES and doubles when the size a
- * block was given back for staleness is asked again, and missed, before the smaller takes after
- * it could have saved its bytes (a large answer every ninth take, small ones between, lost its
- * block at each eighth small take, and no take hit); it halves back when they could have.
+ * count learns (judge_stale_drop): it starts at PE_WARM_STALE_TAKES and becomes the gap its size
+ * came back after when the size a block was given back for staleness is asked again, and missed,
+ * before the smaller takes after it could have saved its bytes (a large answer every ninth take,
+ * small ones between, lost its block at each eighth small take, and no take hit); it halves back
+ * when they could have.
  *
  * The reserve owns its blocks, written (`ready`) or not yet (`pending`, the filler's queue), under
  * one lock; `bytes` counts both against the limit, a block being written included, and at most
@@ -146,7 +147,7 @@ static size_t serving(const struct list *l, size_t bytes)
 	return best;
 }
 
-#define STALE_MOST 1024 /* stale_after doubles up to this many takes */
+#define STALE_MOST 1024 /* stale_after grows up to this many takes */
 
 /* The index of the largest stale ready block too large to serve a take of `bytes`; n if none. */
 static size_t largest_stale_too_large(const struct pe_warm *w, size_t bytes)
@@ -243,7 +244,8 @@ static void map_pending(struct pe_warm *w, size_t bytes, size_t bound)
 /* The last staleness drop judged by a take of `bytes` that `missed` or not. It was right once the
  * takes after it could have been served, at the size of the take it made room for, as many bytes
  * as it gave back (stale_after halves, down to PE_WARM_STALE_TAKES); too soon when its own size
- * comes back, and misses, before that (stale_after doubles). Lock held. */
+ * comes back, and misses, before that (stale_after becomes one more than the takes from its
+ * block's becoming ready to this one). Lock held. */
 static void judge_stale_drop(struct pe_warm *w, size_t bytes, int missed)
 {
 	if (!w->stale_size)
