@@ -39,6 +39,7 @@ struct pe_warm_stats {
 	uint64_t hits, misses;  /* takes served from the reserve; takes it could not serve */
 	uint64_t made, dropped; /* blocks written; blocks given back unused (idle, or no room) */
 	uint64_t recycled;      /* blocks kept from pe_warm_give */
+	uint64_t stale_after;   /* takes in a row that make a block too large for them stale, as learnt */
 };
 
 /* A reserve of at most limit bytes whose blocks are given back after idle_s seconds without a

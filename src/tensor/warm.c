@@ -73,11 +73,13 @@ struct pe_warm {
 	double last_take; /* pe_monotonic() */
 	atomic_int stop;
 	uint64_t takes; /* every take, served or not: how long a ready block has been passed over */
-	uint64_t stale_after;    /* takes in a row that make a block too large for them stale */
-	size_t stale_size;       /* the last block given back for staleness, until judged; 0: none */
-	size_t stale_for;        /* the size of the take it was given back for */
-	uint64_t stale_dropped;  /* the takes count when it was */
-	uint64_t stale_ready;    /* and when that block had become ready */
+	uint64_t stale_after; /* takes in a row that make a block too large for them stale */
+	struct {              /* the last block given back for staleness, until judged */
+		size_t size;      /* 0: none */
+		size_t for_bytes; /* the take it made room for */
+		uint64_t at;      /* the takes count then */
+		uint64_t ready;   /* and when the block had become ready */
+	} stale;
 	uint64_t hits, misses, made, dropped, recycled;
 };
 
@@ -207,11 +209,11 @@ static int room_for(struct pe_warm *w, size_t bytes, size_t bound, struct list *
 	while (no_room(w, bound) && (i = smallest_below(&w->ready, bytes)) < w->ready.n)
 		drop->b[drop->n++] = take_ready(w, i);
 	while (no_room(w, bound) && (i = largest_stale_too_large(w, bytes)) < w->ready.n) {
-		if (!w->stale_size) {
-			w->stale_size = w->ready.b[i].size;
-			w->stale_for = bytes;
-			w->stale_dropped = w->takes;
-			w->stale_ready = w->ready.b[i].since;
+		if (!w->stale.size) {
+			w->stale.size = w->ready.b[i].size;
+			w->stale.for_bytes = bytes;
+			w->stale.at = w->takes;
+			w->stale.ready = w->ready.b[i].since;
 		}
 		drop->b[drop->n++] = take_ready(w, i);
 	}
@@ -248,17 +250,17 @@ static void map_pending(struct pe_warm *w, size_t bytes, size_t bound)
  * block's becoming ready to this one). Lock held. */
 static void judge_stale_drop(struct pe_warm *w, size_t bytes, int missed)
 {
-	if (!w->stale_size)
+	if (!w->stale.size)
 		return;
-	uint64_t since = w->takes - w->stale_dropped - 1; /* takes between it and this one */
-	if (since * w->stale_for >= w->stale_size) {
-		if (w->stale_after / 2 >= PE_WARM_STALE_TAKES)
-			w->stale_after /= 2;
-		w->stale_size = 0;
-	} else if (missed && serves(w->stale_size, bytes)) {
-		uint64_t gap = w->takes - w->stale_ready; /* from its block's last answer to this one */
+	uint64_t since = w->takes - w->stale.at - 1; /* takes between it and this one */
+	if (since * w->stale.for_bytes >= w->stale.size) {
+		uint64_t half = w->stale_after / 2;
+		w->stale_after = half > PE_WARM_STALE_TAKES ? half : PE_WARM_STALE_TAKES;
+		w->stale.size = 0;
+	} else if (missed && serves(w->stale.size, bytes)) {
+		uint64_t gap = w->takes - w->stale.ready; /* from its block's last answer to this one */
 		w->stale_after = gap < STALE_MOST ? gap + 1 : STALE_MOST;
-		w->stale_size = 0;
+		w->stale.size = 0;
 	}
 }
 
@@ -427,6 +429,6 @@ void pe_warm_stats(struct pe_warm *w, struct pe_warm_stats *out)
 	*out = (struct pe_warm_stats){.bytes = w->bytes, .ready_bytes = ready, .blocks = w->ready.n,
 				      .places = places(w),
 				      .hits = w->hits, .misses = w->misses, .made = w->made, .dropped = w->dropped,
-				      .recycled = w->recycled};
+				      .recycled = w->recycled, .stale_after = w->stale_after};
 	pthread_mutex_unlock(&w->lock);
 }

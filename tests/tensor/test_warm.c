@@ -486,7 +486,7 @@ static int answer(struct pe_warm *w, size_t bytes)
  * every ninth, 3 MiB ones between, lost its block at the eighth small take, came back at once
  * and missed, and so at every round no take hit. After one such miss the large block waits
  * longer than the gap its size comes back after, and every large answer hits; once that size
- * stops coming, the small ones get the room again. */
+ * stops coming, the small ones get the room again, and the wait shrinks back. */
 START_TEST(a_block_given_back_too_soon_waits_longer_next_time)
 {
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
@@ -500,10 +500,13 @@ START_TEST(a_block_given_back_too_soon_waits_longer_next_time)
 			answer(w, 3 * MIB);
 	}
 	ck_assert_int_eq(large_hits, 8);
+	/* the large size came back 9 takes after its block was last ready */
+	ck_assert_uint_eq(stats_of(w).stale_after, PE_WARM_STALE_TAKES + 2);
 	int small_hits = 0;
 	for (int i = 0; i < 4 * PE_WARM_STALE_TAKES; i++)
 		small_hits += answer(w, 3 * MIB);
 	ck_assert_int_ge(small_hits, 2 * PE_WARM_STALE_TAKES);
+	ck_assert_uint_eq(stats_of(w).stale_after, PE_WARM_STALE_TAKES); /* that drop was right */
 	pe_warm_free(w);
 }
 END_TEST
