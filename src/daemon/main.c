@@ -402,6 +402,21 @@ static void stop_work(struct daemon *d, struct pe_http *h, int overdue)
 	pe_pool_stop(d->pool); /* freed after the HTTP threads stop: they note every answer on it */
 }
 
+/* Everything main made but the HTTP server, in order, each thread joined before what it uses is
+ * freed: the pool's ticker first (it ticks with the daemon), the reserve after the cache (the
+ * cache's last bodies are given to it), the budget after both (their last bytes give back to it). */
+static void release(struct daemon *d)
+{
+	pe_pool_free(d->pool);
+	pe_cache_free(d->cache);
+	stop_warm(d);
+	pe_budget_free(d->budget);
+	pe_store_close(d->store);
+	pe_metrics_free(d->metrics);
+	free(d->tls_cert);
+	free(d->tls_key);
+}
+
 /* The store's findings (quarantined or foreign files in data_dir; the database down, up again)
  * as warnings, "store_up" as information. */
 static void store_log(void *arg, const char *event, const char *file, const char *detail)
@@ -603,6 +618,7 @@ int main(int argc, char **argv)
 	struct pe_http *h = d.pool ? start_http(&d, &err) : NULL;
 	if (!h) {
 		fprintf(stderr, "posencd: %s\n", err.detail[0] ? err.detail : "cannot start");
+		release(&d); /* the ticker and the warm filler hold &d, which ends with main */
 		return 1;
 	}
 	atomic_store(&d.http, h);
@@ -617,14 +633,7 @@ int main(int argc, char **argv)
 	stop_work(&d, h, drain(&d, h, deadline));
 	atomic_store(&d.http, NULL);
 	pe_http_stop(h);
-	pe_pool_free(d.pool);
-	pe_cache_free(d.cache);
-	stop_warm(&d); /* after the cache: its last bodies are given to the reserve */
-	pe_budget_free(d.budget); /* after the cache: its last entries give back to it */
-	pe_store_close(d.store);
-	pe_metrics_free(d.metrics);
-	free(d.tls_cert);
-	free(d.tls_key);
+	release(&d);
 	pe_log(PE_LOG_INFO, "stop", NULL);
 	return 0;
 }
