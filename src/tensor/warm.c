@@ -27,11 +27,17 @@
  * keep taking is not: a large and a small size alternating in a reserve that cannot hold both
  * gave each other's blocks back at every take, and nearly every take missed; so the large size
  * keeps its block, and the small one misses, unless it comes `stale_after` times in a row. That
- * count learns (judge_stale_drop): it starts at PE_WARM_STALE_TAKES and becomes the gap its size
+ * count learns (judge_stale_drop): it starts at PE_WARM_STALE_TAKES and grows to the gap its size
  * came back after when the size a block was given back for staleness is asked again, and missed,
  * before the smaller takes after it could have saved its bytes (a large answer every ninth take,
  * small ones between, lost its block at each eighth small take, and no take hit); it halves back
- * when they could have.
+ * when they could have, while the half is still PE_WARM_STALE_TAKES or more (a period of two gaps,
+ * 8 and 15 small answers, halved to 8 after the long one and lost the large block after both).
+ * What one early drop teaches is bounded by its bytes: at most PE_WARM_STALE_TAKES takes for each
+ * take's worth of bytes the block holds, and one more, however long it had sat (a 12 MiB block
+ * passed over by 1,100 small takes, dropped for a 4.5 MiB one and asked again at once, taught
+ * 1,024, and then held the room against the 4.5 MiB takes for 1,024 more). Blocks the idle tick
+ * gives back are not drops: a miss after it teaches nothing.
  *
  * The reserve owns its blocks, written (`ready`) or not yet (`pending`, the filler's queue), under
  * one lock; `bytes` counts both against the limit, a block being written included, and at most
@@ -245,21 +251,28 @@ static void map_pending(struct pe_warm *w, size_t bytes, size_t bound)
 
 /* The last staleness drop judged by a take of `bytes` that `missed` or not. It was right once the
  * takes after it could have been served, at the size of the take it made room for, as many bytes
- * as it gave back (stale_after halves, down to PE_WARM_STALE_TAKES); too soon when its own size
- * comes back, and misses, before that (stale_after becomes one more than the takes from its
- * block's becoming ready to this one). Lock held. */
+ * as it gave back (stale_after halves, if the half is PE_WARM_STALE_TAKES or more); too soon when
+ * its own size comes back, and misses, before that (stale_after grows to one more than the takes
+ * from its block's becoming ready to this one, at most PE_WARM_STALE_TAKES for each take's worth
+ * of its bytes, and one more). Lock held. */
 static void judge_stale_drop(struct pe_warm *w, size_t bytes, int missed)
 {
 	if (!w->stale.size)
 		return;
 	uint64_t since = w->takes - w->stale.at - 1; /* takes between it and this one */
 	if (since * w->stale.for_bytes >= w->stale.size) {
-		uint64_t half = w->stale_after / 2;
-		w->stale_after = half > PE_WARM_STALE_TAKES ? half : PE_WARM_STALE_TAKES;
+		if (w->stale_after / 2 >= PE_WARM_STALE_TAKES)
+			w->stale_after /= 2;
 		w->stale.size = 0;
 	} else if (missed && serves(w->stale.size, bytes)) {
 		uint64_t gap = w->takes - w->stale.ready; /* from its block's last answer to this one */
-		w->stale_after = gap < STALE_MOST ? gap + 1 : STALE_MOST;
+		uint64_t most = PE_WARM_STALE_TAKES * (w->stale.size / w->stale.for_bytes + 1); /* its worth */
+		if (most > STALE_MOST)
+			most = STALE_MOST;
+		if (gap + 1 < most)
+			most = gap + 1;
+		if (most > w->stale_after)
+			w->stale_after = most;
 		w->stale.size = 0;
 	}
 }
@@ -391,6 +404,7 @@ int pe_warm_tick(struct pe_warm *w)
 			out.b[out.n++] = b;
 		}
 		w->dropped += out.n;
+		w->stale.size = 0; /* a miss after this is the idle trim's, not a stale drop's */
 	}
 	pthread_mutex_unlock(&w->lock);
 	int gave = out.n > 0;

@@ -158,6 +158,9 @@ static int scenario(void)
 	double after = now_s() - t0;
 	note("given back %.1f s after the last answer that asked it (warm_idle 3)", after);
 	check(after >= 2.5, "and not before warm_idle (%.1f s)", after);
+	check(metric(d.port, "posenc_warm_dropped_total") >= 1 && metric(d.port, "posenc_warm_stale_after") == 8,
+	      "the blocks it gave back are counted as dropped (%.0f); the stale count is its first, 8 (%.0f)",
+	      metric(d.port, "posenc_warm_dropped_total"), metric(d.port, "posenc_warm_stale_after"));
 
 	recycled(cold.port);
 	check(daemon_stop(&d, SIGTERM, 30) == 0, "SIGTERM: exit 0 (the filler is joined)");

@@ -486,7 +486,9 @@ static int answer(struct pe_warm *w, size_t bytes)
  * every ninth, 3 MiB ones between, lost its block at the eighth small take, came back at once
  * and missed, and so at every round no take hit. After one such miss the large block waits
  * longer than the gap its size comes back after, and every large answer hits; once that size
- * stops coming, the small ones get the room again, and the wait shrinks back. */
+ * stops coming, the small ones get the room again. The wait stays: halved it would be below
+ * PE_WARM_STALE_TAKES, and a period of two gaps (8 and 15 small answers) would then lose the
+ * large block at both. */
 START_TEST(a_block_given_back_too_soon_waits_longer_next_time)
 {
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
@@ -506,7 +508,73 @@ START_TEST(a_block_given_back_too_soon_waits_longer_next_time)
 	for (int i = 0; i < 4 * PE_WARM_STALE_TAKES; i++)
 		small_hits += answer(w, 3 * MIB);
 	ck_assert_int_ge(small_hits, 2 * PE_WARM_STALE_TAKES);
-	ck_assert_uint_eq(stats_of(w).stale_after, PE_WARM_STALE_TAKES); /* that drop was right */
+	ck_assert_uint_eq(stats_of(w).stale_after, PE_WARM_STALE_TAKES + 2);
+	pe_warm_free(w);
+}
+END_TEST
+
+/* The wait grows with each drop that came too soon and halves after a drop that proved right: 14
+ * MiB after 11 small answers (its block dropped at the 8th, back 4 takes later: waits 13), then
+ * after 15 (dropped at the 13th, back 3 later: waits 17), then small ones only (dropped at the
+ * 17th, and the small takes after it saved more than its bytes: halved to 8). */
+START_TEST(a_drop_proved_right_halves_the_wait)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
+	const int smalls[] = {11, 15};
+	const uint64_t learnt[] = {13, 17};
+	answer(w, 14 * MIB);
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < smalls[k]; i++)
+			answer(w, 3 * MIB);
+		ck_assert_int_eq(answer(w, 14 * MIB), 0);
+		ck_assert_uint_eq(stats_of(w).stale_after, learnt[k]);
+	}
+	for (int i = 0; i < 4 * 17; i++)
+		answer(w, 3 * MIB);
+	ck_assert_uint_eq(stats_of(w).stale_after, 8);
+	pe_warm_free(w);
+}
+END_TEST
+
+/* What one drop that came too soon teaches is bounded by the bytes: a 12 MiB block passed over
+ * by 200 answers of 2.1 MiB (room for both), then dropped for one of 4.5 MiB, its size asked right
+ * after. It waits no longer than 8 takes for each 4.5 MiB its bytes hold, and one more (24), not
+ * the 202 takes it sat: holding it longer costs those takes more than the one it would save.
+ * A wait of 202 would hold it through 200 more 4.5 MiB answers, all missing. */
+START_TEST(one_early_drop_teaches_no_more_than_its_bytes_are_worth)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
+	const size_t big = 12 * MIB, small = 21 * MIB / 10, mid = 9 * MIB / 2;
+	answer(w, big);
+	for (int i = 0; i < 200; i++)
+		answer(w, small);
+	ck_assert_int_eq(answer(w, mid), 0); /* makes room: the stale 12 MiB block goes */
+	ck_assert_int_eq(answer(w, big), 0);
+	ck_assert_uint_eq(stats_of(w).stale_after, PE_WARM_STALE_TAKES * (big / mid + 1));
+	int mid_hits = 0;
+	for (int i = 0; i < 40; i++)
+		mid_hits += answer(w, mid);
+	ck_assert_int_ge(mid_hits, 40 - 24 - 2);
+	pe_warm_free(w);
+}
+END_TEST
+
+/* Blocks the idle tick gave back are not drops: a size asked again after it misses because the
+ * reserve was idle, and teaches the wait nothing. */
+START_TEST(a_miss_after_the_idle_tick_teaches_nothing)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	struct pe_warm *w = pe_warm_new(16 * MIB, 0.1);
+	answer(w, 14 * MIB);
+	for (int i = 0; i < PE_WARM_STALE_TAKES; i++)
+		answer(w, 3 * MIB); /* the 14 MiB block is dropped at the last */
+	sleep_ms(150);
+	ck_assert_int_eq(pe_warm_tick(w), 1);
+	ck_assert_uint_eq(stats_of(w).blocks, 0);
+	ck_assert_int_eq(answer(w, 14 * MIB), 0);
+	ck_assert_uint_eq(stats_of(w).stale_after, PE_WARM_STALE_TAKES);
 	pe_warm_free(w);
 }
 END_TEST
@@ -682,6 +750,9 @@ static Suite *warm_suite(void)
 	tcase_add_test(tc, stale_blocks_too_large_to_serve_a_take_make_room_for_it);
 	tcase_add_test(tc, a_block_taken_every_other_take_is_not_given_back_for_a_smaller_one);
 	tcase_add_test(tc, a_block_given_back_too_soon_waits_longer_next_time);
+	tcase_add_test(tc, a_drop_proved_right_halves_the_wait);
+	tcase_add_test(tc, one_early_drop_teaches_no_more_than_its_bytes_are_worth);
+	tcase_add_test(tc, a_miss_after_the_idle_tick_teaches_nothing);
 	tcase_add_test(tc, a_given_block_serves_the_next_take);
 	tcase_add_test(tc, a_given_block_is_kept_only_where_it_fits);
 	tcase_add_test(tc, a_given_block_takes_the_room_of_one_not_yet_written);
