@@ -269,8 +269,8 @@ size_t pe_mem_bound(size_t n)
 
 void pe_mem_keep_headroom(void)
 {
-#if !defined(__SANITIZE_ADDRESS__) /* AddressSanitizer's allocator has no arenas, and would only
-				     * put each block in its quarantine */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) /* the sanitizers' allocators
+				     * have no arenas; AddressSanitizer's would only quarantine each block */
 	static _Thread_local unsigned calls;
 	if (calls++ % HEADROOM_EVERY)
 		return;

@@ -178,7 +178,7 @@ END_TEST
  * columns would have taken 2 GiB; with the address space capped at 512 MiB it must still work. */
 START_TEST(tall_to_wide_stays_small)
 {
-#if !defined(__SANITIZE_ADDRESS__) /* ASan reserves terabytes of address space */
+#if !defined(PE_SANITIZED) /* the sanitizers reserve terabytes of address space */
 	struct rlimit rl = {(rlim_t)512 << 20, (rlim_t)512 << 20};
 	ck_assert_int_eq(setrlimit(RLIMIT_AS, &rl), 0);
 #endif

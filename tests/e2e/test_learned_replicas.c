@@ -353,7 +353,7 @@ START_TEST(notification_flood_is_coalesced)
 }
 END_TEST
 
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(PE_SANITIZED)
 /* The most memory process pid has held (VmHWM), in bytes; -1 when unknown. */
 static double peak_bytes(pid_t pid)
 {
@@ -392,7 +392,7 @@ START_TEST(index_loads_in_pages)
 	ck_assert_str_eq(got, sha);
 	ck_assert_int_eq(get_table(&B, "c100000", etag, got), 200);
 	ck_assert_int_eq(get_table(&B, "real", etag, got), 200);
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(PE_SANITIZED)
 	double base = peak_bytes(A.s.pid), peak = peak_bytes(B.s.pid), bound = base + 256.0 * copies + (8 << 20);
 	ck_assert_msg(base > 0 && peak > 0, "no VmHWM in /proc");
 	ck_assert_msg(peak <= bound, "loading %d rows took %.1f MB at its peak; one table %.1f MB", copies, peak / 1e6,

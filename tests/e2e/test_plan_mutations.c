@@ -156,7 +156,7 @@ static void report(struct tally *t, const char *fmt, ...)
 /* Under the sanitizers every CLI start costs tens of ms of shadow set-up: there the CLI gets every
  * CLI_STRIDE-th plan of a worker (the daemon still gets every one, through the same src/plan code);
  * the plain build compares them all. */
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PE_SANITIZED)
 #define CLI_STRIDE 8
 #else
 #define CLI_STRIDE 1

@@ -12,6 +12,7 @@
 #include "support/pe_fault.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define TIMEOUT 3
 #define PER_IP 100
@@ -28,7 +29,7 @@ struct slow {
 
 static struct slow tricklers[HEADER_TRICKLERS + BODY_TRICKLERS], idle[IDLE];
 static int ntricklers, nidle;
-static volatile int stop_trickling;
+static atomic_int stop_trickling; /* the main thread sets it, the trickler reads it */
 
 static void *trickle_main(void *arg)
 {

@@ -8,6 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* PE_SANITIZED: built under AddressSanitizer or ThreadSanitizer, whose allocators have no glibc
+ * arenas, hand out exactly the bytes asked, reserve terabytes of address space, and make RSS and
+ * start-up figures their own: checks of those are left out there. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PE_SANITIZED 1
+#endif
+
 /* Distance in units in the last place between two floats / doubles of the same type (0 if
  * bit-identical, both NaN counts as 0; +0 and -0 are 0 apart). */
 uint64_t pe_ulp_f32(float a, float b);

@@ -65,7 +65,7 @@ static void *wait_cb(void *arg)
 	return NULL;
 }
 
-#if !defined(__SANITIZE_ADDRESS__) /* the headroom's helpers: glibc's arenas only */
+#if !defined(PE_SANITIZED) /* the headroom's helpers: glibc's arenas only */
 /* The end of the writable part of the mapping that holds p (/proc/self/maps): for a block in a
  * thread's own arena, how far glibc has grown that arena (its mprotect'd part). 0: not found. */
 static uintptr_t writable_end(const void *p)
@@ -120,8 +120,8 @@ static void *headroom_cb(void *arg)
  * them leave its grown part where it was. glibc's arenas only (ASan brings its own allocator). */
 START_TEST(keep_headroom_grows_the_arena_once)
 {
-#if defined(__SANITIZE_ADDRESS__)
-	printf("keep_headroom_grows_the_arena_once: skipped under AddressSanitizer (its own allocator)\n");
+#if defined(PE_SANITIZED)
+	printf("keep_headroom_grows_the_arena_once: skipped under a sanitizer (its own allocator)\n");
 #else
 	struct headroom_seen seen = {0};
 	pthread_t t;
