@@ -27,7 +27,8 @@
 #define PE_WARM_MIN ((size_t)2 << 20)
 /* A written block too large to serve takes that passed it over this many times in a row is given
  * back when one of them needs its room (warm.c says why not at once). The count grows past this
- * when such a block's size comes back too soon after, and halves back towards it. */
+ * when such a block's size comes back too soon after, and halves while the half is still at least
+ * this (a count of 9-15 stays). */
 #define PE_WARM_STALE_TAKES 8
 
 struct pe_warm;

@@ -607,18 +607,18 @@ int main(int argc, char **argv)
 	d.metrics = pe_metrics_new();
 	if (d.metrics)
 		pe_metrics_set_store(d.metrics, d.store);
+	start_warm(&d); /* before the pool: its ticker reads d.warm, set before the ticker starts */
 	d.pool = d.cache && d.budget && d.metrics
 			 ? pe_pool_new((unsigned)d.cfg.workers, (size_t)d.cfg.max_queue, tick, &d, 250, &err)
 			 : NULL;
 	if (d.pool) {
 		pe_pool_set_sched(d.pool, (int)d.cfg.worker_nice, (unsigned)d.cfg.worker_slice_us);
 		pe_pool_reserve_cpus(d.pool, (unsigned)d.cfg.reserve_cpus);
-		start_warm(&d);
 	}
 	struct pe_http *h = d.pool ? start_http(&d, &err) : NULL;
 	if (!h) {
 		fprintf(stderr, "posencd: %s\n", err.detail[0] ? err.detail : "cannot start");
-		release(&d); /* the ticker and the warm filler hold &d, which ends with main */
+		release(&d); /* the pool's ticker ticks with &d, which ends with main */
 		return 1;
 	}
 	atomic_store(&d.http, h);

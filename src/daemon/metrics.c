@@ -212,7 +212,7 @@ int pe_metrics_render_warm(struct pe_warm *w, struct pe_buf *out)
 		 "Blocks of 2 MiB or more that answers were done with (sent, or evicted from the cache), kept written for the next.",
 		 (double)s.recycled},
 		{"posenc_warm_dropped_total", "counter",
-		 "Warm blocks given back to the system unused: idle for warm_idle, or making room for another size.",
+		 "Warm blocks given back to the system unused: idle for warm_idle, or making room for other answers' blocks.",
 		 (double)s.dropped},
 		{"posenc_warm_stale_after", "gauge",
 		 "Takes in a row that pass over a warm block too large for them before it may make room for them, as learnt.",

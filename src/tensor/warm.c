@@ -34,7 +34,7 @@
  * when they could have, while the half is still PE_WARM_STALE_TAKES or more (a period of two gaps,
  * 8 and 15 small answers, halved to 8 after the long one and lost the large block after both).
  * What one early drop teaches is bounded by its bytes: at most PE_WARM_STALE_TAKES takes for each
- * take's worth of bytes the block holds, and one more, however long it had sat (a 12 MiB block
+ * whole take's worth of bytes the block holds, plus PE_WARM_STALE_TAKES, however long it had sat (a 12 MiB block
  * passed over by 1,100 small takes, dropped for a 4.5 MiB one and asked again at once, taught
  * 1,024, and then held the room against the 4.5 MiB takes for 1,024 more). Blocks the idle tick
  * gives back are not drops: a miss after it teaches nothing.
@@ -253,8 +253,8 @@ static void map_pending(struct pe_warm *w, size_t bytes, size_t bound)
  * takes after it could have been served, at the size of the take it made room for, as many bytes
  * as it gave back (stale_after halves, if the half is PE_WARM_STALE_TAKES or more); too soon when
  * its own size comes back, and misses, before that (stale_after grows to one more than the takes
- * from its block's becoming ready to this one, at most PE_WARM_STALE_TAKES for each take's worth
- * of its bytes, and one more). Lock held. */
+ * from its block's becoming ready to this one, at most PE_WARM_STALE_TAKES * (its bytes / the
+ * take's bytes + 1), never less than it was). Lock held. */
 static void judge_stale_drop(struct pe_warm *w, size_t bytes, int missed)
 {
 	if (!w->stale.size)

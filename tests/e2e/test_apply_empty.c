@@ -58,7 +58,7 @@ START_TEST(positions_checked_for_every_shape)
 	pe_daemon_start(&d, NULL);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		ck_assert_int_eq(post(&d, &cases[i], 0), post(&d, &cases[i], 1));
-	pe_daemon_stop(&d, 15);
+	ck_assert_int_eq(pe_daemon_stop(&d, 15), 0);
 }
 END_TEST
 

@@ -474,7 +474,7 @@ static void up(struct fixture *fx, const char *const *extra)
 static void down(struct fixture *fx)
 {
 	char cmd[256];
-	pe_daemon_stop(&fx->d, 15);
+	ck_assert_int_eq(pe_daemon_stop(&fx->d, 15), 0);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->dir);
 	ck_assert_int_eq(system(cmd), 0);
 	free_bodies(&fx->b);

@@ -243,6 +243,8 @@ static size_t raw_body(struct raw *c)
 	return c->got;
 }
 
+/* raw_body on a thread of its own. Its assertions end the test's process (check's fork mode, the
+ * default here); under CK_FORK=no they would jump across threads. */
 static void *read_body(void *c)
 {
 	raw_body(c);

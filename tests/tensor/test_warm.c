@@ -539,7 +539,7 @@ END_TEST
 
 /* What one drop that came too soon teaches is bounded by the bytes: a 12 MiB block passed over
  * by 200 answers of 2.1 MiB (room for both), then dropped for one of 4.5 MiB, its size asked right
- * after. It waits no longer than 8 takes for each 4.5 MiB its bytes hold, and one more (24), not
+ * after. It waits no longer than 8 takes for each whole 4.5 MiB its bytes hold, plus 8 (24), not
  * the 202 takes it sat: holding it longer costs those takes more than the one it would save.
  * A wait of 202 would hold it through 200 more 4.5 MiB answers, all missing. */
 START_TEST(one_early_drop_teaches_no_more_than_its_bytes_are_worth)
