@@ -561,6 +561,29 @@ START_TEST(one_early_drop_teaches_no_more_than_its_bytes_are_worth)
 }
 END_TEST
 
+/* A drop that came too soon never shortens the wait: learnt up to 29 from a 14 MiB size coming
+ * back 2 takes after each drop of its block among 3 MiB answers, then dropped for 6 MiB ones,
+ * whose bytes would bound a new lesson at 24 (8 for each whole 6 MiB in 14, plus 8), and asked
+ * right after: the wait stays 29. */
+START_TEST(a_drop_too_soon_never_shortens_the_wait)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
+	answer(w, 14 * MIB);
+	for (uint64_t learnt = 13; learnt <= 29; learnt += 4) {
+		for (uint64_t i = 0; i + 2 < learnt; i++)
+			answer(w, 3 * MIB);
+		ck_assert_int_eq(answer(w, 14 * MIB), 0);
+		ck_assert_uint_eq(stats_of(w).stale_after, learnt);
+	}
+	for (int i = 0; i < 29; i++)
+		answer(w, 6 * MIB);
+	ck_assert_int_eq(answer(w, 14 * MIB), 0);
+	ck_assert_uint_eq(stats_of(w).stale_after, 29);
+	pe_warm_free(w);
+}
+END_TEST
+
 /* Blocks the idle tick gave back are not drops: a size asked again after it misses because the
  * reserve was idle, and teaches the wait nothing. */
 START_TEST(a_miss_after_the_idle_tick_teaches_nothing)
@@ -751,6 +774,7 @@ static Suite *warm_suite(void)
 	tcase_add_test(tc, a_block_taken_every_other_take_is_not_given_back_for_a_smaller_one);
 	tcase_add_test(tc, a_block_given_back_too_soon_waits_longer_next_time);
 	tcase_add_test(tc, a_drop_proved_right_halves_the_wait);
+	tcase_add_test(tc, a_drop_too_soon_never_shortens_the_wait);
 	tcase_add_test(tc, one_early_drop_teaches_no_more_than_its_bytes_are_worth);
 	tcase_add_test(tc, a_miss_after_the_idle_tick_teaches_nothing);
 	tcase_add_test(tc, a_given_block_serves_the_next_take);
