@@ -594,10 +594,12 @@ int main(int argc, char **argv)
 	mallopt(M_TOP_PAD, 1 << 20);
 	if (load_tls(&d, &err) != 0) {
 		fprintf(stderr, "posencd: %s\n", err.detail);
+		release(&d);
 		return 2;
 	}
 	if (!(d.store = open_store(&d.cfg, &err))) {
 		fprintf(stderr, "posencd: %s\n", err.detail);
+		release(&d);
 		return err.code == PE_EINVAL ? 2 : 1;
 	}
 	d.cache = pe_cache_new((size_t)d.cfg.cache_bytes);

@@ -269,8 +269,8 @@ size_t pe_mem_bound(size_t n)
 
 void pe_mem_keep_headroom(void)
 {
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) /* the sanitizers' allocators
-				     * have no arenas; AddressSanitizer's would only quarantine each block */
+/* The sanitizers' allocators have no arenas; AddressSanitizer's would only quarantine the block. */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 	static _Thread_local unsigned calls;
 	if (calls++ % HEADROOM_EVERY)
 		return;

@@ -34,10 +34,10 @@
  * when they could have, while the half is still PE_WARM_STALE_TAKES or more (a period of two gaps,
  * 8 and 15 small answers, halved to 8 after the long one and lost the large block after both).
  * What one early drop teaches is bounded by its bytes: at most PE_WARM_STALE_TAKES takes for each
- * whole take's worth of bytes the block holds, plus PE_WARM_STALE_TAKES, however long it had sat (a 12 MiB block
- * passed over by 1,100 small takes, dropped for a 4.5 MiB one and asked again at once, taught
- * 1,024, and then held the room against the 4.5 MiB takes for 1,024 more). Blocks the idle tick
- * gives back are not drops: a miss after it teaches nothing.
+ * whole take's worth of bytes the block holds, plus PE_WARM_STALE_TAKES, however long it had sat
+ * (a 12 MiB block passed over by 1,100 small takes, dropped for a 4.5 MiB one and asked again at
+ * once, taught 1,024, and then held the room against the 4.5 MiB takes for 1,024 more). Blocks
+ * the idle tick gives back are not drops: a miss after it teaches nothing.
  *
  * The reserve owns its blocks, written (`ready`) or not yet (`pending`, the filler's queue), under
  * one lock; `bytes` counts both against the limit, a block being written included, and at most

@@ -251,6 +251,17 @@ static void *read_body(void *c)
 	return NULL;
 }
 
+/* Both readers' bodies, read at once (a reader left waiting for connection_timeout while the other
+ * reads is dropped, as it should be): each n bytes. */
+static void read_both(struct raw *a, struct raw *b, size_t n)
+{
+	pthread_t tb;
+	ck_assert_int_eq(pthread_create(&tb, NULL, read_body, b), 0);
+	ck_assert_uint_eq(raw_body(a), n);
+	pthread_join(tb, NULL);
+	ck_assert_uint_eq(b->got, n);
+}
+
 static const char *raw_header(const struct raw *c, const char *name, char *buf, size_t cap)
 {
 	char key[64];
@@ -395,11 +406,7 @@ static void two_readers_of_one_stream(const char *path, const char *gate_text, c
 	ck_assert_int_eq(raw_head(&b), 200); /* answered while the job still waits: from the stream */
 	ck_assert_double_eq(pe_metric(&D, "posenc_cache_joins_total"), joins + 1);
 	unlink(gate);
-	pthread_t tb; /* both read at once: a reader left waiting for connection_timeout is dropped */
-	ck_assert_int_eq(pthread_create(&tb, NULL, read_body, &b), 0);
-	ck_assert_uint_eq(raw_body(&a), n);
-	pthread_join(tb, NULL);
-	ck_assert_uint_eq(b.got, n);
+	read_both(&a, &b, n);
 	ck_assert(!a.chunked || (a.complete && b.complete));
 	ck_assert(memcmp(a.body, want, n) == 0);
 	ck_assert(memcmp(b.body, want, n) == 0);
@@ -448,11 +455,7 @@ START_TEST(requests_before_the_first_block_read_the_stream)
 	ck_assert_int_eq(raw_head(&b), 200); /* answered while the job still waits: from the stream */
 	ck_assert_str_eq(raw_header(&b, "X-PE-Cache", cache, sizeof cache), "miss");
 	unlink(gate);
-	pthread_t tb; /* both read at once: a reader left waiting for connection_timeout is dropped */
-	ck_assert_int_eq(pthread_create(&tb, NULL, read_body, &b), 0);
-	ck_assert_uint_eq(raw_body(&a), n);
-	pthread_join(tb, NULL);
-	ck_assert_uint_eq(b.got, n);
+	read_both(&a, &b, n);
 	ck_assert_int_eq(raw_head(&c), 200);
 	ck_assert_uint_eq(raw_body(&c), n);
 	ck_assert(memcmp(a.body, want, n) == 0);
