@@ -60,6 +60,7 @@ struct block {
 	char *p;
 	size_t size;    /* pe_mem_size(p) */
 	uint64_t since; /* ready blocks: the reserve's count of takes when it became ready */
+	size_t asked;   /* the take it was mapped for (size has headroom over it); given back: size */
 };
 
 struct list {
@@ -82,6 +83,7 @@ struct pe_warm {
 	uint64_t stale_after; /* takes in a row that make a block too large for them stale */
 	struct {              /* the last block given back for staleness, until judged */
 		size_t size;      /* 0: none */
+		size_t asked;     /* the take it was made for */
 		size_t for_bytes; /* the take it made room for */
 		uint64_t at;      /* the takes count then */
 		uint64_t ready;   /* and when the block had become ready */
@@ -142,15 +144,16 @@ static size_t smallest_below(const struct list *l, size_t bytes)
 	return best;
 }
 
-/* Whether a ready block of `size` serves a take of `bytes` (shrunk to it). */
-static int serves(size_t size, size_t bytes) { return size >= bytes && size / 2 <= bytes; }
+/* Whether a ready block made for a take of `asked` bytes, holding `size`, serves a take of `bytes`
+ * (shrunk to it): it holds them, and they are not less than half what it was made for. */
+static int serves(size_t asked, size_t size, size_t bytes) { return size >= bytes && asked / 2 <= bytes; }
 
 /* The smallest ready block that serves a take of `bytes`; n if none. */
 static size_t serving(const struct list *l, size_t bytes)
 {
 	size_t best = l->n;
 	for (size_t i = 0; i < l->n; i++)
-		if (serves(l->b[i].size, bytes) && (best == l->n || l->b[i].size < l->b[best].size))
+		if (serves(l->b[i].asked, l->b[i].size, bytes) && (best == l->n || l->b[i].size < l->b[best].size))
 			best = i;
 	return best;
 }
@@ -163,7 +166,7 @@ static size_t largest_stale_too_large(const struct pe_warm *w, size_t bytes)
 	const struct list *l = &w->ready;
 	size_t best = l->n;
 	for (size_t i = 0; i < l->n; i++)
-		if (l->b[i].size > bytes && !serves(l->b[i].size, bytes) &&
+		if (l->b[i].size > bytes && !serves(l->b[i].asked, l->b[i].size, bytes) &&
 		    w->takes - l->b[i].since >= w->stale_after &&
 		    (best == l->n || l->b[i].size > l->b[best].size))
 			best = i;
@@ -205,10 +208,10 @@ static int no_room(const struct pe_warm *w, size_t bound)
 	return w->bytes + bound > w->limit || places(w) >= MAX_BLOCKS;
 }
 
-/* Room for a new block of `bytes`: its bound is held on w->bytes and a place on w->mapping until
- * it is mapped (other takes map theirs meanwhile). While it does not fit, the ready blocks too
- * small for it, then the stale ones too large to serve it (largest first), are moved to *drop. 0
- * when there is no room. Lock held. */
+/* Room for the block that replaces a take of `bytes`: its bound is held on w->bytes and a place on
+ * w->mapping until it is mapped (other takes map theirs meanwhile). While it does not fit, the
+ * ready blocks too small for the take, then the stale ones too large to serve it (largest first),
+ * are moved to *drop. 0 when there is no room. Lock held. */
 static int room_for(struct pe_warm *w, size_t bytes, size_t bound, struct list *drop)
 {
 	size_t i;
@@ -217,6 +220,7 @@ static int room_for(struct pe_warm *w, size_t bytes, size_t bound, struct list *
 	while (no_room(w, bound) && (i = largest_stale_too_large(w, bytes)) < w->ready.n) {
 		if (!w->stale.size) {
 			w->stale.size = w->ready.b[i].size;
+			w->stale.asked = w->ready.b[i].asked;
 			w->stale.for_bytes = bytes;
 			w->stale.at = w->takes;
 			w->stale.ready = w->ready.b[i].since;
@@ -231,8 +235,9 @@ static int room_for(struct pe_warm *w, size_t bytes, size_t bound, struct list *
 	return 1;
 }
 
-/* A new, untouched block of `bytes` queued for the filler, in the room `bound` held for it. */
-static void map_pending(struct pe_warm *w, size_t bytes, size_t bound)
+/* A new, untouched block of `bytes` queued for the filler, in the room `bound` held for it, made
+ * for a take of `asked`. */
+static void map_pending(struct pe_warm *w, size_t bytes, size_t bound, size_t asked)
 {
 	char *p = pe_mem_first_block(bytes);
 	size_t size = p ? pe_mem_size(p) : 0;
@@ -240,7 +245,7 @@ static void map_pending(struct pe_warm *w, size_t bytes, size_t bound)
 	w->bytes -= bound;
 	w->mapping--;
 	if (p && w->bytes + size <= w->limit) {
-		w->pending.b[w->pending.n++] = (struct block){p, size, 0};
+		w->pending.b[w->pending.n++] = (struct block){p, size, 0, asked};
 		w->bytes += size;
 		p = NULL;
 		pthread_cond_signal(&w->wake);
@@ -253,8 +258,8 @@ static void map_pending(struct pe_warm *w, size_t bytes, size_t bound)
  * takes after it could have been served, at the size of the take it made room for, as many bytes
  * as it gave back (stale_after halves, if the half is PE_WARM_STALE_TAKES or more); too soon when
  * its own size comes back, and misses, before that (stale_after grows to one more than the takes
- * from its block's becoming ready to this one, at most PE_WARM_STALE_TAKES * (its bytes / the
- * take's bytes + 1), never less than it was). Lock held. */
+ * from its block's becoming ready to this one, at most PE_WARM_STALE_TAKES * (the bytes it was
+ * made for / the take's bytes + 1), never less than it was). Lock held. */
 static void judge_stale_drop(struct pe_warm *w, size_t bytes, int missed)
 {
 	if (!w->stale.size)
@@ -264,9 +269,9 @@ static void judge_stale_drop(struct pe_warm *w, size_t bytes, int missed)
 		if (w->stale_after / 2 >= PE_WARM_STALE_TAKES)
 			w->stale_after /= 2;
 		w->stale.size = 0;
-	} else if (missed && serves(w->stale.size, bytes)) {
+	} else if (missed && serves(w->stale.asked, w->stale.size, bytes)) {
 		uint64_t gap = w->takes - w->stale.ready; /* from its block's last answer to this one */
-		uint64_t most = PE_WARM_STALE_TAKES * (w->stale.size / w->stale.for_bytes + 1); /* its worth */
+		uint64_t most = PE_WARM_STALE_TAKES * (w->stale.asked / w->stale.for_bytes + 1); /* its worth */
 		if (most > STALE_MOST)
 			most = STALE_MOST;
 		if (gap + 1 < most)
@@ -277,13 +282,23 @@ static void judge_stale_drop(struct pe_warm *w, size_t bytes, int missed)
 	}
 }
 
+/* The size of the block that replaces a take of `bytes`: an eighth more when that has room without
+ * giving any block back, so the next answer of a table grown by a row or a few (a sequence asked
+ * for again one token longer) is served by it (without it, 4 MiB tables growing by 6 KiB missed at
+ * every take); else `bytes` (headroom that cost a block of another size its room lost more takes
+ * than it saved, in a simulation of 200 random mixes of sizes). Lock held. */
+static size_t with_headroom(const struct pe_warm *w, size_t bytes)
+{
+	size_t more = bytes + bytes / PE_WARM_HEADROOM;
+	return no_room(w, pe_mem_bound(more)) ? bytes : more;
+}
+
 void *pe_warm_take(struct pe_warm *w, size_t bytes)
 {
 	if (!w || bytes < PE_WARM_MIN || pe_mem_bound(bytes) > w->limit)
 		return NULL;
 	struct block got = {0};
 	struct list drop = {.n = 0};
-	size_t bound = pe_mem_bound(bytes);
 	pthread_mutex_lock(&w->lock);
 	w->last_take = pe_monotonic();
 	w->takes++;
@@ -293,11 +308,12 @@ void *pe_warm_take(struct pe_warm *w, size_t bytes)
 		got = take_ready(w, i);
 	else
 		w->misses++;
+	size_t made = with_headroom(w, bytes), bound = pe_mem_bound(made);
 	int map = !atomic_load(&w->stop) && room_for(w, bytes, bound, &drop);
 	pthread_mutex_unlock(&w->lock);
 	free_list(&drop);
 	if (map)
-		map_pending(w, bytes, bound);
+		map_pending(w, made, bound, bytes);
 	if (!got.p)
 		return NULL;
 	char *p = shrunk(got.p, bytes);
@@ -307,18 +323,19 @@ void *pe_warm_take(struct pe_warm *w, size_t bytes)
 	return p;
 }
 
-/* The index of the largest queued block of at most `bytes`; n if none. */
+/* The index of the largest queued block made for a take of at most `bytes`; n if none. */
 static size_t largest_within(const struct list *l, size_t bytes)
 {
 	size_t best = l->n;
 	for (size_t i = 0; i < l->n; i++)
-		if (l->b[i].size <= bytes && (best == l->n || l->b[i].size > l->b[best].size))
+		if (l->b[i].asked <= bytes && (best == l->n || l->b[i].size > l->b[best].size))
 			best = i;
 	return best;
 }
 
-/* Room for a written block of `size`, made when needed by giving back one queued block of no more
- * bytes (moved to *drop): the room a take held for a block the filler has yet to write. Lock held. */
+/* Room for a written block of `size`, made when needed by giving back one queued block made for a
+ * take it serves as well (moved to *drop): the room a take held for a block the filler has yet to
+ * write. Lock held. */
 static int room_for_given(struct pe_warm *w, size_t size, struct list *drop)
 {
 	if (!no_room(w, size))
@@ -344,7 +361,7 @@ int pe_warm_give(struct pe_warm *w, void *p)
 	pthread_mutex_lock(&w->lock);
 	int kept = !atomic_load(&w->stop) && room_for_given(w, size, &drop);
 	if (kept) {
-		w->ready.b[w->ready.n++] = (struct block){p, size, w->takes};
+		w->ready.b[w->ready.n++] = (struct block){p, size, w->takes, size};
 		w->bytes += size;
 		w->recycled++;
 	}

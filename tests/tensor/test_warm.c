@@ -90,7 +90,7 @@ START_TEST(a_take_maps_its_size_and_the_filler_writes_it)
 	ck_assert_uint_eq(s.blocks, 2);
 	ck_assert_uint_eq(s.made, 2);
 	ck_assert_uint_eq(s.ready_bytes, s.bytes);
-	ck_assert_uint_le(s.bytes, 2 * pe_mem_bound(n));
+	ck_assert_uint_le(s.bytes, 2 * pe_mem_bound(n + n / PE_WARM_HEADROOM)); /* with their headroom */
 	char *p = pe_warm_take(w, n);
 	ck_assert_ptr_nonnull(p);
 	ck_assert_uint_eq((uintptr_t)p % 64, 0);
@@ -301,7 +301,7 @@ START_TEST(stop_leaves_queued_blocks_to_free)
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_uint_eq(stats_of(w).made, 0);
 	ck_assert_ptr_null(pe_warm_take(w, 8 * MIB)); /* stopped: maps nothing more */
-	ck_assert_uint_le(stats_of(w).bytes, 6 * pe_mem_bound(8 * MIB));
+	ck_assert_uint_le(stats_of(w).bytes, 6 * pe_mem_bound(8 * MIB + MIB));
 	pe_warm_free(w);
 }
 END_TEST
@@ -680,29 +680,58 @@ END_TEST
 START_TEST(a_given_block_takes_the_room_of_one_not_yet_written)
 {
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-	size_t n = 3 * MIB;
-	size_t limit = 2 * pe_mem_bound(n) + 64 * 1024;
+	size_t n = 3 * MIB, made = n + n / PE_WARM_HEADROOM;
+	size_t limit = 2 * pe_mem_bound(made) + 64 * 1024;
 	struct pe_warm *w = pe_warm_new(limit, HOUR_S);
 	ck_assert_ptr_null(pe_warm_take(w, n));
 	ck_assert_ptr_null(pe_warm_take(w, n)); /* two blocks queued for the filler: no room for a third */
 	size_t queued = stats_of(w).bytes;
+	ck_assert_uint_ge(queued, 2 * made);
 	char *p = pe_mem_first_block(n);
 	ck_assert_ptr_nonnull(p);
 	memset(p, 1, n);
-	char *big = pe_mem_first_block(n + MIB); /* past the room even in a queued block's place */
+	char *big = pe_mem_first_block(made + MIB); /* past the room even in a queued block's place */
 	ck_assert_ptr_nonnull(big);
 	ck_assert_int_eq(pe_warm_give(w, big), 0);
 	free(big);
-	ck_assert_int_eq(pe_warm_give(w, p), 1);
+	size_t given = pe_mem_size(p);
+	ck_assert_int_eq(pe_warm_give(w, p), 1); /* it serves the takes the queued block was made for */
 	struct pe_warm_stats s = stats_of(w);
 	ck_assert_uint_eq(s.recycled, 1);
 	ck_assert_uint_eq(s.dropped, 1);
 	ck_assert_uint_eq(s.blocks, 1);
-	ck_assert_uint_eq(s.bytes, queued); /* the same sizes, one written, one still queued */
+	ck_assert_uint_eq(s.bytes, queued / 2 + given); /* one written, one still queued */
 	ck_assert_uint_le(s.bytes, limit);
 	ck_assert_int_eq(pe_warm_fill(w), 1);
 	ck_assert_int_eq(pe_warm_fill(w), 0);
 	ck_assert_uint_eq(stats_of(w).blocks, 2);
+	pe_warm_free(w);
+}
+END_TEST
+
+/* A table asked for again a row longer each time (4 MiB and 6 KiB more at each take): every take
+ * but the first is served by the block the one before it mapped, with an eighth more than it
+ * asked; and the headroom takes no room another size's block holds (two 5 MiB blocks in a limit
+ * that holds two, but not with headroom, stay and serve). */
+START_TEST(a_table_grown_by_a_row_is_served_by_the_last_ones_replacement)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	struct pe_warm *w = pe_warm_new(16 * MIB, HOUR_S);
+	size_t n = 4 * MIB;
+	int hits = 0;
+	for (int i = 0; i < 40; i++, n += 6 * 1024)
+		hits += answer(w, n);
+	ck_assert_int_eq(hits, 39);
+	ck_assert_uint_le(stats_of(w).bytes, 16 * MIB);
+	pe_warm_free(w);
+
+	size_t five = 5 * MIB;
+	w = pe_warm_new(2 * pe_mem_bound(five) + 64 * 1024, HOUR_S);
+	answer(w, five);
+	answer(w, five);
+	ck_assert_int_eq(answer(w, five), 1);
+	ck_assert_int_eq(answer(w, five), 1);
+	ck_assert_uint_eq(stats_of(w).dropped, 0);
 	pe_warm_free(w);
 }
 END_TEST
@@ -780,6 +809,7 @@ static Suite *warm_suite(void)
 	tcase_add_test(tc, a_given_block_serves_the_next_take);
 	tcase_add_test(tc, a_given_block_is_kept_only_where_it_fits);
 	tcase_add_test(tc, a_given_block_takes_the_room_of_one_not_yet_written);
+	tcase_add_test(tc, a_table_grown_by_a_row_is_served_by_the_last_ones_replacement);
 	tcase_add_test(tc, a_buffers_first_block_comes_from_the_reserve);
 	suite_add_tcase(s, tc);
 	return s;
