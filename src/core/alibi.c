@@ -5,7 +5,9 @@
  * remaining heads take every other slope of 2m heads, 2^(-max_bias*(2j+1)/(2m)): the paper's rule
  * for head counts that are not powers of two (as BLOOM's build_alibi_tensor); max_bias = 8 is the
  * paper's, other values generalise MPT's alibi_bias_max. Each slope is 2^e with the exponent
- * carried exactly (the product max_bias*k as a double pair), so a slope is within 1 ulp in double.
+ * carried exactly (the product max_bias*k as a double pair) and the power taken in long double, so
+ * a slope, and a bias entry (its product with the distance taken before rounding), is within 1 ulp
+ * in double.
  *
  * Bias: [heads, q_len, k_len], bias = -slope * |q_pos - k| with q_pos = offset + i, the symmetric
  * form of the contract (as MPT's full bias). BLOOM and Hugging Face add slope * k instead, which
@@ -42,16 +44,21 @@ static const struct pe_param_spec bias_params[] = {
 	{"mask", PE_PT_ENUM, "none", 0, 0, masks, "causal: keys after the query hold the dtype's lowest value"},
 };
 
-/* 2^(-max_bias * k / den), den a power of two: max_bias*k = hi + lo exactly (fma), so the
- * exponent is -(hi + lo)/den without rounding and 2^(-lo/den) ~ 1 - ln2*lo/den corrects exp2(-hi/den). */
-static double pow2_scaled(double max_bias, int64_t k, int64_t den)
+/* 2^(-max_bias * k / den), den a power of two, in long double: max_bias*k = hi + lo exactly (fma),
+ * so the exponent is -(hi + lo)/den without rounding, and 2^(-lo/den) = 1 - t + t^2/2 with
+ * t = ln2*lo/den (|t| < 2^-29) corrects exp2l(-hi/den). Within a few long double ulps: rounded to
+ * double a slope is within 1 ulp, and so is a bias entry, the product with its integer distance
+ * taken before that rounding (a double slope times the distance, rounded again, was 1.3 ulp off
+ * for heads=21, max_bias=13.097201819612806, distance 3). */
+static long double pow2_scaled(double max_bias, int64_t k, int64_t den)
 {
 	double kd = (double)k, hi = max_bias * kd, lo = fma(max_bias, kd, -hi);
-	double r = exp2(-hi / (double)den);
-	return fma(r, -lo / (double)den * M_LN2, r);
+	long double r = exp2l(-(long double)hi / (long double)den);
+	long double t = (long double)lo / (long double)den * 0.693147180559945309417232121458176568L;
+	return r - r * t + r * (t * t * 0.5L);
 }
 
-static double slope(int64_t heads, int64_t i, double max_bias)
+static long double slope(int64_t heads, int64_t i, double max_bias)
 {
 	int64_t m = 1;
 	while (m * 2 <= heads)
@@ -74,7 +81,7 @@ static int slopes_compute(const struct pe_params *p, enum pe_dtype dt, void *out
 	double max_bias = pe_param_real(p, "max_bias");
 	size_t esz = pe_dtype_size(dt);
 	for (int64_t i = 0; i < heads; i++) {
-		double s = slope(heads, i, max_bias);
+		double s = (double)slope(heads, i, max_bias);
 		pe_store_f64(dt, (char *)out + (size_t)i * esz, &s, 1);
 	}
 	return 0;
@@ -106,15 +113,16 @@ static int bias_shape(const struct pe_params *p, struct pe_shape *s)
 	return 0;
 }
 
-/* Bias of rel = k - q_pos for rel = rel0 .. rel0+n-1 into v (n <= CHUNK). */
-static void bias_chunk(double s, int64_t rel0, size_t n, int causal, double lowest, double *v)
+/* Bias of rel = k - q_pos for rel = rel0 .. rel0+n-1 into v (n <= CHUNK), each product with the
+ * long double slope rounded once to double. */
+static void bias_chunk(long double s, int64_t rel0, size_t n, int causal, double lowest, double *v)
 {
 	for (size_t j = 0; j < n; j++) {
 		int64_t rel = rel0 + (int64_t)j;
 		if (causal && rel > 0)
 			v[j] = lowest;
 		else
-			v[j] = rel ? -(s * (double)(rel < 0 ? -rel : rel)) : 0.0;
+			v[j] = rel ? (double)-(s * (long double)(rel < 0 ? -rel : rel)) : 0.0;
 	}
 }
 
@@ -127,7 +135,8 @@ static void bias_rows(const struct pe_params *p, enum pe_dtype dt, int64_t h, si
 	int64_t heads = pe_param_int(p, "heads"), q_len = pe_param_int(p, "q_len");
 	int64_t k_len = pe_param_int(p, "k_len"), offset = pe_param_int(p, "offset");
 	int causal = pe_param_enum(p, "mask") == MASK_CAUSAL;
-	double lowest = pe_dtype_lowest(dt), v[CHUNK], s = slope(heads, h, pe_param_real(p, "max_bias"));
+	double lowest = pe_dtype_lowest(dt), v[CHUNK];
+	long double s = slope(heads, h, pe_param_real(p, "max_bias"));
 	size_t esz = pe_dtype_size(dt), nrel = (size_t)(q_len + k_len - 1), row = (size_t)k_len * esz;
 	int64_t rel_min = -(offset + q_len - 1);
 	for (size_t j = 0; j < nrel; j += CHUNK) {
@@ -172,12 +181,13 @@ static int bias_compute(const struct pe_params *p, enum pe_dtype dt, void *out, 
 
 /* The largest |bias| of the unmasked entries: the largest slope (head 0, or head m, the first of
  * the interleaved ones, when heads is not a power of two) times the largest |k - q_pos| that is
- * not masked, the same double product the table rounds. */
+ * not masked, the same long double product the table rounds. */
 static double bias_max_abs(const struct pe_params *p)
 {
 	int64_t heads = pe_param_int(p, "heads"), q_len = pe_param_int(p, "q_len");
 	int64_t k_len = pe_param_int(p, "k_len"), offset = pe_param_int(p, "offset");
-	double max_bias = pe_param_real(p, "max_bias"), s = slope(heads, 0, max_bias);
+	double max_bias = pe_param_real(p, "max_bias");
+	long double s = slope(heads, 0, max_bias);
 	int64_t m = 1;
 	while (m * 2 <= heads)
 		m *= 2;
@@ -190,7 +200,7 @@ static double bias_max_abs(const struct pe_params *p)
 		rel_max = rel_max < 0 ? rel_max : 0;
 	}
 	int64_t a = rel_min < 0 ? -rel_min : rel_min, b = rel_max < 0 ? -rel_max : rel_max;
-	return s * (double)(a > b ? a : b);
+	return (double)(s * (long double)(a > b ? a : b));
 }
 
 const struct pe_table_def pe_table_alibi_slopes = {

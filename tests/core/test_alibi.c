@@ -64,11 +64,12 @@ START_TEST(slopes_vs_mpmath)
 }
 END_TEST
 
-/* A bias entry is the (<= 1 ulp) slope times an integer, rounded: within 2 ulp of the exact product
- * in f64 (measured: see the printout); one rounding of that into f32/f16/bf16 stays within 1. */
+/* A bias entry is the long double slope times an integer, rounded once: within 1 ulp of the exact
+ * product in every dtype (a double slope times the integer, rounded again, was 1.3 ulp off in f64
+ * in case h21_q1_k6_off9_mb13.1). */
 START_TEST(bias_vs_mpmath)
 {
-	ck_assert_uint_gt(compare_table("alibi", 2), 100);
+	ck_assert_uint_gt(compare_table("alibi", 1), 100);
 }
 END_TEST
 

@@ -205,6 +205,13 @@ START_TEST(query_scale_by_hand)
 	ck_assert_msg(pe_ulp_f64(v[3], 1 + 0.5 * log(2.0)) <= 1, "%.17g", v[3]);
 	ck_assert_msg(pe_ulp_f64(v[6], 1 + 0.5 * log(3.0)) <= 1, "%.17g", v[6]);
 	free(v);
+	/* 1 + beta ln 5457 = 7.88157003834341488..., 0.28 ulp above the double 7.881570038343415, its
+	 * correct rounding: a double log times beta gave the double below that, 1.28 ulp off */
+	struct pe_shape s3 = {.rank = 1, .dim = {10913}};
+	v = pe_kat_run("rope/query-scale",
+		       "len=10913&variant=ministral3&beta=0.7997497243597889&original_max_position_embeddings=2", PE_F64, &s3);
+	ck_assert_msg(v[10912] == 7.881570038343415, "%.17g", v[10912]);
+	free(v);
 }
 END_TEST
 

@@ -158,6 +158,10 @@ QS_CASES = [
     ("ministral3_len20000", "len=20000&variant=ministral3&beta=0.1&original_max_position_embeddings=16384"),
     ("ministral3_o1_len5000", "len=5000&variant=ministral3&beta=0.1&original_max_position_embeddings=1"),
     ("ministral3_beta0_len100", "len=100&variant=ministral3&beta=0&original_max_position_embeddings=7"),
+    # a double log times beta, then + 1, was 1.28 ulp from the real value in f64 (position 10912)
+    ("ministral3_b0.8_o2_len10913",
+     "len=10913&variant=ministral3&beta=0.7997497243597889&original_max_position_embeddings=2"),
+    ("llama4_fs2_as0.9_len12000", "len=12000&variant=llama4&floor_scale=2&attn_scale=0.9"),
 ]
 QS_DEFAULTS = {"attn_scale": "0.1", "floor_scale": "8192"}
 

@@ -310,6 +310,9 @@ BIAS_CASES = [
     ("h6_q5_k5_causal_off-2", "heads=6&q_len=5&offset=-2&mask=causal"),
     ("h2_q2_k1100_mb0.1", "heads=2&q_len=2&k_len=1100&max_bias=0.1"),
     ("h20_q4_k30_mb16_causal", "heads=20&q_len=4&k_len=30&max_bias=16&mask=causal"),
+    # a double slope times the distance, rounded again, was 1.3 ulp from the real product in f64
+    ("h21_q1_k6_off9_mb13.1", "heads=21&q_len=1&k_len=6&offset=9&max_bias=13.097201819612806"),
+    ("h100_q3_k700_mb11.3", "heads=100&q_len=3&k_len=700&max_bias=11.3"),
 ]
 
 
