@@ -15,8 +15,10 @@
  * room a queued block of no more bytes held when there is no other: recycled memory costs no
  * filler work and no page clearing.
  *
- * A take of n bytes gets the smallest ready block of at least n, unless that is more than twice
- * n: it waits for an answer of its size. (Growing a block a little short of n is no way to serve
+ * A take of n bytes gets the smallest ready block of at least n, unless that was made for more than
+ * twice n: it waits for an answer of its size. The block that replaces a take holds an eighth more
+ * than it (PE_WARM_HEADROOM) when that has room without giving a block back, so a table asked for
+ * again a few rows longer is served too. (Growing a block a little short of n is no way to serve
  * it: a block laid on huge pages is two mappings, its unadvised head and the rest, which mremap
  * cannot move as one, and glibc's realloc then copies it into fresh pages.)
  *
