@@ -100,6 +100,9 @@ struct pe_table_def {
 			 struct pe_err *err);
 	int (*apply)(const struct pe_params *p, const struct pe_tensor_mut *x, struct pe_tensor_mut *out,
 		     enum pe_dtype final_dt, struct pe_err *err);
+	/* Transforms whose result can outgrow the input: the parameter that grows it (a result over
+	 * the element limit from an input within it is that parameter's fault), else NULL. */
+	const char *grows;
 };
 
 struct pe_params {

@@ -131,4 +131,5 @@ const struct pe_table_def pe_transform_sinusoidal_apply = {
 	.check = check,
 	.out_shape = out_shape,
 	.apply = apply,
+	.grows = "pe_dim",
 };

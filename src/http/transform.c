@@ -282,8 +282,9 @@ static void run(struct pe_oneshot *job, struct pe_oneshot_result *res)
 		goto done;
 	size_t n_in = pe_shape_count(&in.shape, &overflow), n_out = pe_shape_count(&os, &overflow);
 	if (overflow || n_out > j->os.h->opt.max_elements) {
-		pe_err_set(err, PE_ETOOBIG, "", "the result would have more than %" PRIu64 " elements",
-			   j->os.h->opt.max_elements);
+		const char *grows = j->params.def->grows, *body = j->multipart ? "x" : "body";
+		pe_err_set(err, PE_ETOOBIG, grows && n_in <= j->os.h->opt.max_elements ? grows : body,
+			   "the result would have more than %" PRIu64 " elements", j->os.h->opt.max_elements);
 		goto done;
 	}
 	enum pe_dtype wd = pe_transform_work_dtype(j->kind == BODY_JSON ? dt : in.dtype);

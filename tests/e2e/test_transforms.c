@@ -201,6 +201,16 @@ START_TEST(body_limits)
 	pe_assert_problem(&r, 413, "body");
 	pe_resp_free(&r);
 	free(body);
+	/* a small body whose concatenated table outgrows max_elements: 1100 x (1 + 65536), pe_dim's doing */
+	char *rows = malloc(1100 * 4 + 3), *w = rows;
+	*w++ = '[';
+	for (int i = 0; i < 1100; i++)
+		w += sprintf(w, "%s[1]", i ? "," : "");
+	strcpy(w, "]");
+	post("/v1/sinusoidal/apply?mode=concat&pe_dim=65536", "application/json", rows, strlen(rows), &r);
+	pe_assert_problem(&r, 413, "pe_dim");
+	pe_resp_free(&r);
+	free(rows);
 }
 END_TEST
 
