@@ -80,6 +80,7 @@ struct pe_axial_rope {
 	double theta;
 	int hf, freqs_f32, interleaved; /* compat=hf, its float32 frequencies, layout */
 	int torch_vec;                  /* hf float32 cos/sin as torch.cos/sin of a tensor: pe_axial_row_torch */
+	int polar;                      /* hf float32 cos/sin as torch.polar's: libm's cosf/sinf per angle */
 	double *freq;                   /* [dim/2]: axis a's k-th frequency at off[a]/2 + k (heap) */
 };
 /* From checked params of rope/axial or rope/apply (axes_dim, theta or base, compat, layout,

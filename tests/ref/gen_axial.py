@@ -179,6 +179,9 @@ POSITION_CASES = [
     ("pos_cogvideox_base", "preset=cogvideox&grid=3x19x21&base_width=33&base_height=18"),
     ("pos_qwenimage_6x8_t3", "preset=qwenimage&grid=6x8&text_tokens=3"),
     ("pos_qwenimage_2x5x7_noscale", "preset=qwenimage&grid=2x5x7&text_tokens=2&scale_rope=0"),
+    # steps that are not integers: torch.linspace's fused block starts (7 of 34 rows 1 ulp apart unfused)
+    ("pos_cogvideox_13x34x11", "preset=cogvideox&grid=13x34x11"),
+    ("pos_cogvideox_1x40x50", "preset=cogvideox&grid=1x40x50"),
 ]
 
 TABLE_CASES = [
@@ -195,6 +198,10 @@ TABLE_CASES = [
     # narrow bands over more than one block of tokens: PyTorch's groups of 8 lanes span 8 tokens
     ("hunyuanvideo_3x20x20_narrow", "preset=hunyuanvideo&grid=3x20x20&axes_dim=2,4,2"),
     ("cogvideox_2x24x30_narrow", "preset=cogvideox&grid=2x24x30&axes_dim=2,4,6"),
+    # linspace ids off the integers (a fused multiply-add in torch's kernel), and torch.polar's
+    # libm cos/sin (about 1 element in 250 differs from the correctly rounded one)
+    ("cogvideox_1x34x11", "preset=cogvideox&grid=1x34x11"),
+    ("qwenimage_1x18x31_t64", "preset=qwenimage&grid=1x18x31&text_tokens=64"),
 ]
 
 HALF_CASES = [("flux_5x3_half", "preset=flux&grid=5x3&layout=half")]
