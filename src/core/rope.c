@@ -19,7 +19,8 @@
  * compat=hf with attention_scaling (YaRN, LongRoPE): the cos/sin are PyTorch's own float32 torch.cos
  * / torch.sin of the float32 angle (8 lanes at a time, torchmath.c), then times (float)scale in
  * float32 as transformers does: a correctly rounded cos one ulp from PyTorch's can land two ulps
- * away after the multiply, PyTorch's lands on the model's value. */
+ * away after the multiply, PyTorch's lands on the model's value. Only where PyTorch's groups of 8
+ * lanes lie inside a row (dim a multiple of 16); other dims keep the correctly rounded cos/sin. */
 #include "core/kernels.h"
 #include "core/rope.h"
 #include "core/tables.h"
