@@ -20,7 +20,10 @@
  * / torch.sin of the float32 angle (8 lanes at a time, torchmath.c), then times (float)scale in
  * float32 as transformers does: a correctly rounded cos one ulp from PyTorch's can land two ulps
  * away after the multiply, PyTorch's lands on the model's value. Only where PyTorch's groups of 8
- * lanes lie inside a row (dim a multiple of 16); other dims keep the correctly rounded cos/sin. */
+ * lanes lie inside a row (dim a multiple of 16); other dims keep the correctly rounded cos/sin.
+ *
+ * compat=ggml: libm's cosf and sinf of the float32 angle, as llama.cpp's rope_yarn takes them (and
+ * the same libm gives them bit for bit), then times its float32 mscale. */
 #include "core/kernels.h"
 #include "core/rope.h"
 #include "core/tables.h"
@@ -360,6 +363,7 @@ struct job {
 	int64_t offset;
 	int fmode, interleaved, use_rec, stream;
 	int torch_trig; /* cos/sin by torch_sincos (compat=hf with attention_scaling) */
+	int libm_trig;  /* cos/sin by libm's cosf/sinf of the float angle (compat=ggml, as llama.cpp) */
 	enum pe_dtype dt;
 	double *buf; /* one allocation: t, c, s, recurrence state, a double row pair, a scratch row */
 	double *t, *c, *s, *row;
@@ -395,7 +399,8 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt, 
 	int order = recurrence_order(j);
 	/* PyTorch's lanes are 8 consecutive pairs of a row: whole groups only */
 	j->torch_trig = j->pl.cfg.compat == PE_COMPAT_HF && (float)j->pl.att != 1.0f && j->h % 8 == 0;
-	j->use_rec = order != PE_REC_DIRECT && !j->torch_trig;
+	j->libm_trig = j->pl.cfg.compat == PE_COMPAT_GGML;
+	j->use_rec = order != PE_REC_DIRECT && !j->torch_trig && !j->libm_trig;
 	j->stream = dt == PE_F32 && 2 * nrows * j->dim * 4 >= STREAM_BYTES;
 	size_t h = j->h;
 	j->block = BLOCK_ELEMS / h < 1 ? 1 : BLOCK_ELEMS / h > 64 ? 64 : BLOCK_ELEMS / h;
@@ -473,6 +478,15 @@ static void torch_sincos(const double *t, double *s, double *c, size_t n)
 	}
 }
 
+/* sin and cos of the n float32 angles t by libm's sinf and cosf, as llama.cpp's rope_yarn takes them. */
+static void libm_sincos(const double *t, double *s, double *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		s[i] = sinf((float)t[i]);
+		c[i] = cosf((float)t[i]);
+	}
+}
+
 /* Rows [r0, r0 + n) of the cos plane into oc and of the sin plane into os (NULL: not wanted, the
  * row goes to a scratch row). The recurrence starts at the anchor at or before r0; rows before r0
  * are computed and dropped, so every block is byte for byte the whole table's rows. 0, or the
@@ -502,6 +516,8 @@ static int rows(struct job *j, size_t r0, size_t n, char *oc, char *os)
 					       j->c, j->s);
 			else if (j->torch_trig)
 				torch_sincos(t, j->s, j->c, j->h);
+			else if (j->libm_trig)
+				libm_sincos(t, j->s, j->c, j->h);
 			else
 				j->k->sincos_f64(t, j->s, j->c, j->h);
 			if (r < r0)
@@ -560,7 +576,8 @@ int pe_rope_spans_rows(struct pe_rope_spans *s, int64_t offset, size_t len, void
 	j->offset = offset;
 	j->len = len;
 	int order = recurrence_order(j);
-	j->use_rec = order != PE_REC_DIRECT && !j->torch_trig;
+	j->libm_trig = j->pl.cfg.compat == PE_COMPAT_GGML;
+	j->use_rec = order != PE_REC_DIRECT && !j->torch_trig && !j->libm_trig;
 	j->rec.first_order = order == PE_REC_FIRST_ORDER;
 	int rc = rows(j, 0, len, oc, os);
 	return rc ? pe_cancel_err(rc, err) : 0;
