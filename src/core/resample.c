@@ -5,7 +5,7 @@
  * indices, antialiased: as many as the widened support needs, padded with zero weights). apply()
  * then resamples one axis of an [outer, len, inner] array, summing the taps in order from the
  * first, the order PyTorch's CPU kernels use. A grid is two passes: the width into a scratch
- * [h, ow, d], then the height.
+ * (the smaller of [h, ow, d] and [oh, w, d]), then the other axis.
  *
  * Coordinates and weights are computed operation by operation as PyTorch writes them, rounded to
  * float32 after each operation for float32 tables (rd(), fused()), with the multiply-adds its
@@ -181,11 +181,26 @@ int pe_resample_linear(const double *in, size_t n, size_t d, double *out, size_t
 	return rc;
 }
 
+/* The two passes commute; the one that leaves the smaller intermediate goes first, so it never
+ * exceeds sqrt(input x output) elements (a tall grid resampled to one wide row would otherwise
+ * build h x ow x d: gigabytes from a small table and a small answer). */
+static int rows_first(size_t h, size_t w, size_t oh, size_t ow) { return oh * w < h * ow; }
+
+size_t pe_resample_grid_scratch(size_t h, size_t w, size_t d, size_t oh, size_t ow)
+{
+	size_t rows = rows_first(h, w, oh, ow) ? oh : h, cols = rows_first(h, w, oh, ow) ? w : ow;
+	if (!rows || !cols || !d)
+		return 0;
+	if (rows > SIZE_MAX / cols / d / sizeof(double))
+		return SIZE_MAX;
+	return rows * cols * d * sizeof(double);
+}
+
 int pe_resample_grid(const double *in, size_t prefix, size_t h, size_t w, size_t d, double *out, size_t oh,
-		     size_t ow, int antialias, enum pe_dtype dt)
+		     size_t ow, int antialias, enum pe_dtype dt, double *scratch)
 {
 	struct taps tw = {0}, th = {0};
-	double *tmp = NULL;
+	double *tmp = scratch, *own = NULL;
 	int rc = PE_EINVAL;
 	int (*make)(struct taps *, size_t, size_t, int) = antialias ? taps_aa : taps_cubic;
 	int f32 = dt != PE_F64;
@@ -194,18 +209,13 @@ int pe_resample_grid(const double *in, size_t prefix, size_t h, size_t w, size_t
 	rc = make(&tw, w, ow, f32);
 	if (rc == 0)
 		rc = make(&th, h, oh, f32);
-	/* The two passes commute; the one that leaves the smaller intermediate goes first, so it never
-	 * exceeds sqrt(input x output) elements (a tall grid resampled to one wide row would otherwise
-	 * build h x ow x d: gigabytes from a small table and a small answer). */
-	int rows_first = oh * w < h * ow;
-	size_t th_rows = rows_first ? oh : h, tw_cols = rows_first ? w : ow;
-	if (rc == 0 && (th_rows > SIZE_MAX / tw_cols / d / sizeof *tmp ||
-			!(tmp = malloc(th_rows * tw_cols * d * sizeof *tmp))))
+	size_t bytes = pe_resample_grid_scratch(h, w, d, oh, ow);
+	if (rc == 0 && !tmp && (bytes == SIZE_MAX || !(tmp = own = malloc(bytes))))
 		rc = PE_ENOMEM;
 	if (rc != 0)
 		goto out;
 	memcpy(out, in, prefix * d * sizeof *in);
-	if (rows_first) {
+	if (rows_first(h, w, oh, ow)) {
 		apply(in + prefix * d, tmp, 1, h, w * d, &th);
 		apply(tmp, out + prefix * d, oh, w, d, &tw);
 	} else {
@@ -213,7 +223,7 @@ int pe_resample_grid(const double *in, size_t prefix, size_t h, size_t w, size_t
 		apply(tmp, out + prefix * d, 1, h, ow * d, &th);
 	}
 out:
-	free(tmp);
+	free(own);
 	taps_destroy(&tw);
 	taps_destroy(&th);
 	return rc;

@@ -19,8 +19,8 @@
  * failure (PE_EINVAL) names dtype in failure_cb.
  *
  * Memory: everything a job allocates is reserved on the response budget first: the file's
- * elements as read, their float64 copy, the resampled copy, the values in the output dtype and the
- * output buffer. The most it holds at once is added up on a miss before the job exists
+ * elements as read, their float64 copy, the resampled copy, a grid resampling's intermediate, the
+ * values in the output dtype and the output buffer. The most it holds at once is added up on a miss before the job exists
  * (job_need): more than the whole budget is a 413 naming what sizes it, without any work; the job
  * takes that much at once before it runs (need_cb: produce.c's share). A remote store's read
  * holds the elements three times until it returns (read_copies): libpq's input buffer with the
@@ -123,6 +123,12 @@ static double elem(enum pe_dtype dt, const void *data, size_t i)
 	return ((const float *)data)[i];
 }
 
+/* The bytes of the grid resampling's intermediate for an oh x ow answer (pe_resample_grid_scratch). */
+static size_t grid_scratch(const struct pe_store_meta *m, size_t oh, size_t ow)
+{
+	return pe_resample_grid_scratch((size_t)m->grid_h, (size_t)m->grid_w, (size_t)m->cols, oh, ow);
+}
+
 /* The table as float64, resampled as the parameters say: [shape] values (caller frees). */
 static double *table_values(const struct gjob *j, struct pe_budget *bg, const void *data, struct pe_err *err)
 {
@@ -140,13 +146,17 @@ static double *table_values(const struct gjob *j, struct pe_budget *bg, const vo
 	if (!given(&j->params, "len") && !given(&j->params, "height"))
 		return x;
 	y = pe_budget_malloc(bg, nout * sizeof *y, &rc);
-	if (y && given(&j->params, "len"))
+	if (y && given(&j->params, "len")) {
 		rc = pe_resample_linear(x, (size_t)m->rows, (size_t)m->cols, y, nout / (size_t)m->cols, coord);
-	else if (y)
-		rc = pe_resample_grid(x, (size_t)m->prefix_tokens, (size_t)m->grid_h, (size_t)m->grid_w,
-				      (size_t)m->cols, y, (size_t)pe_param_int(&j->params, "height"),
-				      (size_t)pe_param_int(&j->params, "width"), (int)pe_param_int(&j->params, "antialias"),
-				      coord);
+	} else if (y) {
+		size_t oh = (size_t)pe_param_int(&j->params, "height"), ow = (size_t)pe_param_int(&j->params, "width");
+		double *tmp = pe_budget_malloc(bg, grid_scratch(m, oh, ow), &rc);
+		if (tmp)
+			rc = pe_resample_grid(x, (size_t)m->prefix_tokens, (size_t)m->grid_h, (size_t)m->grid_w,
+					      (size_t)m->cols, y, oh, ow, (int)pe_param_int(&j->params, "antialias"), coord,
+					      tmp);
+		pe_budget_free_block(bg, tmp);
+	}
 	pe_budget_free_block(bg, x);
 	if (rc != 0) {
 		pe_budget_free_block(bg, y);
@@ -344,9 +354,9 @@ struct miss {
 };
 
 /* The most produce_cb holds on the budget at once for output o (its steps in order): the file's
- * elements with their float64 copy and the resampled copy (or, when more, the copies the store's read
- * holds: read_copies); the values (float64) with the answer
- * in the output dtype; that with the output buffer. */
+ * elements with their float64 copy, the resampled copy and a grid's intermediate (or, when more,
+ * the copies the store's read holds: read_copies); the values (float64) with the answer in the
+ * output dtype; that with the output buffer. */
 static uint64_t job_need(const struct miss *m, const struct pe_out *o, size_t keylen, const struct pe_png_layout *png)
 {
 	const struct pe_store_meta *t = m->meta;
@@ -359,6 +369,11 @@ static uint64_t job_need(const struct miss *m, const struct pe_out *o, size_t ke
 	uint64_t typed = overflow ? UINT64_MAX : pe_produce_block(count, pe_dtype_size(o->dt));
 	uint64_t x = pe_produce_block(n, f64); /* the file's elements as float64 */
 	uint64_t read = pe_produce_add(pe_produce_add(t->bytes, x), resampled ? values : 0);
+	if (given(m->params, "height")) { /* the grid's intermediate, its two passes between */
+		size_t oh = (size_t)pe_param_int(m->params, "height"), ow = (size_t)pe_param_int(m->params, "width");
+		size_t scratch = grid_scratch(t, oh, ow);
+		read = pe_produce_add(read, scratch == SIZE_MAX ? UINT64_MAX : pe_produce_block(scratch, 1));
+	}
 	uint64_t store = pe_produce_mul(t->bytes, read_copies(m->h->opt.store)); /* during the store's read */
 	read = read > store ? read : store;
 	uint64_t out = pe_produce_out_bound(o, m->shape, 2 * keylen + 1024, png);

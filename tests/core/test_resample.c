@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 
 #define DIR "tests/data/resample"
@@ -44,7 +45,7 @@ static double *run_case(const struct pe_kat *k, json_t *c, size_t n, enum pe_dty
 		rc = pe_resample_linear(in, rows, d, out, field(c, "m"), dt);
 	else
 		rc = pe_resample_grid(in, field(c, "prefix"), field(c, "h"), field(c, "w"), d, out, field(c, "oh"),
-				      field(c, "ow"), (int)field(c, "antialias"), dt);
+				      field(c, "ow"), (int)field(c, "antialias"), dt, NULL);
 	ck_assert_int_eq(rc, 0);
 	free(in);
 	return out;
@@ -117,7 +118,7 @@ START_TEST(prefix_rows_copied)
 	double in[(3 + 20) * 2], out[(3 + 7 * 3) * 2];
 	for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
 		in[i] = sin((double)i * 0.7) * 1e3;
-	ck_assert_int_eq(pe_resample_grid(in, prefix, h, w, d, out, 7, 3, _i, PE_F32), 0);
+	ck_assert_int_eq(pe_resample_grid(in, prefix, h, w, d, out, 7, 3, _i, PE_F32, NULL), 0);
 	ck_assert_int_eq(memcmp(in, out, prefix * d * sizeof in[0]), 0);
 }
 END_TEST
@@ -130,7 +131,7 @@ START_TEST(same_size_is_identity)
 	ck_assert_int_eq(pe_resample_linear(in, 24, 3, out, 24, PE_F32), 0);
 	ck_assert_int_eq(memcmp(in, out, sizeof in), 0);
 	for (int aa = 0; aa < 2; aa++) {
-		ck_assert_int_eq(pe_resample_grid(in, 0, 6, 4, 3, out, 6, 4, aa, PE_F64), 0);
+		ck_assert_int_eq(pe_resample_grid(in, 0, 6, 4, 3, out, 6, 4, aa, PE_F64, NULL), 0);
 		for (size_t i = 0; i < 72; i++)
 			ck_assert_msg(fabs(out[i] - in[i]) <= 1e-15, "aa=%d [%zu]: %a vs %a", aa, i, out[i], in[i]);
 	}
@@ -145,7 +146,7 @@ START_TEST(constant_stays_constant)
 	const size_t sizes[][2] = {{31, 17}, {2, 3}, {1, 1}};
 	for (size_t s = 0; s < 3; s++) {
 		size_t oh = sizes[s][0], ow = sizes[s][1];
-		ck_assert_int_eq(pe_resample_grid(in, 0, 9, 9, 2, out, oh, ow, _i, PE_F64), 0);
+		ck_assert_int_eq(pe_resample_grid(in, 0, 9, 9, 2, out, oh, ow, _i, PE_F64, NULL), 0);
 		for (size_t i = 0; i < oh * ow * 2; i++)
 			ck_assert_msg(fabs(out[i] - 0.25) <= 1e-15, "%zux%zu [%zu]: %a", oh, ow, i, out[i]);
 		ck_assert_int_eq(pe_resample_linear(in, 81, 2, out, oh * ow, PE_F32), 0);
@@ -165,9 +166,9 @@ START_TEST(pass_order_does_not_matter)
 	for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
 		in[i] = sin(0.7 * (double)i) + 0.01 * (double)(i * i % 7);
 	for (int aa = 0; aa < 2; aa++) {
-		ck_assert_int_eq(pe_resample_grid(in, 0, h, w, d, a, oh, ow, aa, PE_F64), 0);
-		ck_assert_int_eq(pe_resample_grid(in, 0, h, w, d, mid, h, ow, aa, PE_F64), 0);
-		ck_assert_int_eq(pe_resample_grid(mid, 0, h, ow, d, b, oh, ow, aa, PE_F64), 0);
+		ck_assert_int_eq(pe_resample_grid(in, 0, h, w, d, a, oh, ow, aa, PE_F64, NULL), 0);
+		ck_assert_int_eq(pe_resample_grid(in, 0, h, w, d, mid, h, ow, aa, PE_F64, NULL), 0);
+		ck_assert_int_eq(pe_resample_grid(mid, 0, h, ow, d, b, oh, ow, aa, PE_F64, NULL), 0);
 		for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
 			ck_assert_msg(fabs(a[i] - b[i]) <= 1e-14, "antialias %d [%zu]: %.17g vs %.17g", aa, i, a[i], b[i]);
 	}
@@ -187,7 +188,7 @@ START_TEST(tall_to_wide_stays_small)
 	ck_assert(in && out);
 	for (size_t i = 0; i < h * d; i++)
 		in[i] = 1.5;
-	ck_assert_int_eq(pe_resample_grid(in, 0, h, 1, d, out, 1, ow, 1, PE_F64), 0);
+	ck_assert_int_eq(pe_resample_grid(in, 0, h, 1, d, out, 1, ow, 1, PE_F64, NULL), 0);
 	for (size_t i = 0; i < ow * d; i++)
 		ck_assert_msg(fabs(out[i] - 1.5) < 1e-12, "[%zu] %.17g", i, out[i]);
 	free(in);
@@ -201,8 +202,34 @@ START_TEST(zero_sizes_refused)
 	ck_assert_int_eq(pe_resample_linear(x, 0, 1, y, 2, PE_F32), PE_EINVAL);
 	ck_assert_int_eq(pe_resample_linear(x, 2, 0, y, 2, PE_F32), PE_EINVAL);
 	ck_assert_int_eq(pe_resample_linear(x, 2, 1, y, 0, PE_F32), PE_EINVAL);
-	ck_assert_int_eq(pe_resample_grid(x, 0, 0, 2, 1, y, 2, 2, 0, PE_F32), PE_EINVAL);
-	ck_assert_int_eq(pe_resample_grid(x, 0, 2, 2, 1, y, 2, 0, 1, PE_F32), PE_EINVAL);
+	ck_assert_int_eq(pe_resample_grid(x, 0, 0, 2, 1, y, 2, 2, 0, PE_F32, NULL), PE_EINVAL);
+	ck_assert_int_eq(pe_resample_grid(x, 0, 2, 2, 1, y, 2, 0, 1, PE_F32, NULL), PE_EINVAL);
+}
+END_TEST
+
+/* The intermediate's size is the smaller pass first (oh*w against h*ow rows of d doubles), SIZE_MAX
+ * past size_t; a caller's scratch of that size gives the answer an allocated one does, and the
+ * taps are the only memory taken beside it. */
+START_TEST(scratch_is_the_smaller_intermediate)
+{
+	ck_assert_uint_eq(pe_resample_grid_scratch(256, 256, 3, 250, 250), 256 * 250 * 3 * sizeof(double));
+	ck_assert_uint_eq(pe_resample_grid_scratch(4096, 1, 8, 1, 65536), 1 * 1 * 8 * sizeof(double));
+	ck_assert_uint_eq(pe_resample_grid_scratch(10, 20, 2, 30, 5), 10 * 5 * 2 * sizeof(double));
+	ck_assert_uint_eq(pe_resample_grid_scratch((size_t)1 << 40, (size_t)1 << 40, 1 << 20, (size_t)1 << 40,
+						   (size_t)1 << 40), SIZE_MAX);
+	size_t h = 9, w = 7, d = 3, oh = 5, ow = 11, prefix = 1;
+	double in[(1 + 9 * 7) * 3], a[(1 + 5 * 11) * 3], b[(1 + 5 * 11) * 3];
+	for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+		in[i] = sin((double)i);
+	size_t bytes = pe_resample_grid_scratch(h, w, d, oh, ow);
+	double *scratch = malloc(bytes);
+	ck_assert_ptr_nonnull(scratch);
+	for (int aa = 0; aa < 2; aa++) {
+		ck_assert_int_eq(pe_resample_grid(in, prefix, h, w, d, a, oh, ow, aa, PE_F32, NULL), 0);
+		ck_assert_int_eq(pe_resample_grid(in, prefix, h, w, d, b, oh, ow, aa, PE_F32, scratch), 0);
+		ck_assert_int_eq(memcmp(a, b, sizeof a), 0);
+	}
+	free(scratch);
 }
 END_TEST
 
@@ -219,6 +246,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, zero_sizes_refused);
 	tcase_add_test(tc, pass_order_does_not_matter);
 	tcase_add_test(tc, tall_to_wide_stays_small);
+	tcase_add_test(tc, scratch_is_the_smaller_intermediate);
 	suite_add_tcase(s, tc);
 	return s;
 }

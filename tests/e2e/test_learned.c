@@ -416,6 +416,30 @@ START_TEST(resampling_matches_torch)
 }
 END_TEST
 
+/* A grid resampling's intermediate is held on the response budget too: a 256 x 256 grid (dim 1)
+ * to 250 x 250 holds the read (256 KiB), its float64 copy (512), the answer's values (488) and the
+ * intermediate of the two passes (500 KiB) at once. With 1.5 MiB of budget that is a 413 naming
+ * height before any work (the intermediate outside the budget, it was served, 500 KiB past it);
+ * with 2 MiB it is served, and the budget is back at zero after. */
+START_TEST(grid_resampling_holds_its_intermediate_on_the_budget)
+{
+	const char *tight[] = {"--response-budget-bytes", "1572864", "--cache-bytes", "0", NULL};
+	start(tight);
+	put_table("/v1/learned/g256?prefix_tokens=0&grid=256,256", 65536, 1, 0, 201);
+	get_problem("/v1/learned/g256?height=250&width=250&format=bin", 413, "height");
+	stop();
+	const char *roomy[] = {"--response-budget-bytes", "2097152", "--cache-bytes", "0", NULL};
+	start(roomy);
+	struct pe_resp r;
+	pe_get(&D, "/v1/learned/g256?height=250&width=250&format=bin", &r);
+	ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+	ck_assert_uint_eq(r.len, 250 * 250 * 4);
+	pe_resp_free(&r);
+	ck_assert_double_eq(pe_metric(&D, "posenc_response_budget_bytes"), 0);
+	stop();
+}
+END_TEST
+
 START_TEST(resampling_errors)
 {
 	const char *args[] = {"--max-elements", "100000", NULL};
@@ -1169,6 +1193,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, wrong_methods);
 	tcase_add_test(tc, resampling_matches_torch);
 	tcase_add_test(tc, resampling_errors);
+	tcase_add_test(tc, grid_resampling_holds_its_intermediate_on_the_budget);
 	tcase_add_test(tc, upload_errors);
 	tcase_add_test(tc, hostile_names);
 	tcase_add_test(tc, token_required_for_writes);
