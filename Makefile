@@ -7,7 +7,10 @@
 CC       ?= cc
 BUILD    ?= build
 OPT      ?= -O2
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+# -ffp-contract=off: compat=hf and compat=ggml round each operation where PyTorch's or llama.cpp's
+# build does (fused only where they fuse, with fmaf); no compiler may fuse the others (GCC's
+# -std=c11 does not, clang's default would).
+CFLAGS_BASE := -std=c11 -ffp-contract=off -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wno-unused-parameter -g -fno-strict-aliasing -Iinclude -Isrc
 PKGS     := libmicrohttpd jansson libuv libpq
 CFLAGS   += $(OPT) $(CFLAGS_BASE)

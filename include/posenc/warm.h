@@ -53,21 +53,22 @@ struct pe_warm *pe_warm_new(size_t limit, double idle_s);
 /* Frees the reserve and its blocks; pe_warm_run must have returned. NULL is fine. */
 void pe_warm_free(struct pe_warm *w);
 /* A block of at least `bytes` (pe_mem_size), 64-byte aligned, whose pages are written: the
- * smallest written one that fits, shrunk to `bytes`, unless that one is more than twice `bytes`
- * (it is kept for an answer of its own size, which would miss it); NULL when none fits, or when
- * bytes is below PE_WARM_MIN or its block could never fit in the limit (pe_mem_bound). Then, in
- * either case, a block of `bytes` and its headroom (PE_WARM_HEADROOM; none when that could never
- * fit) is mapped for the filler when it fits in the limit and one of the 16 places, after giving
- * back written blocks too small for `bytes`, then stale ones too large to serve it
- * (PE_WARM_STALE_TAKES; largest first), while it lacks room. Called by the thread that needs the
- * memory, which so does the mapping (microseconds) at its own priority. */
+ * smallest written one that fits, shrunk to `bytes`, unless that one was made for a take of more
+ * than twice `bytes` (it is kept for an answer of its own size, which would miss it); NULL when
+ * none fits, or when bytes is below PE_WARM_MIN or its block could never fit in the limit
+ * (pe_mem_bound). Then, in either case, a block of `bytes` is mapped for the filler, with its
+ * headroom (PE_WARM_HEADROOM) when that has room without giving any block back, when it fits in
+ * the limit and one of the 16 places, after giving back written blocks too small for `bytes`,
+ * then stale ones too large to serve it (PE_WARM_STALE_TAKES; largest first), while it lacks
+ * room. Called by the thread that needs the memory, which so does the mapping (microseconds) at
+ * its own priority. */
 void *pe_warm_take(struct pe_warm *w, size_t bytes);
 /* A block its owner is done with, every page of it written (an answer's, written to its end),
  * kept as a written block when it is at least PE_WARM_MIN, 64-byte aligned, and there is room for
- * it in bytes and places; a queued block not yet written, made for a take of no more bytes, gives
- * up its room to it (the filler then has less to write). 1 when the reserve took it (and owns it
- * now), 0 when the caller still owns it (and frees it). Any thread; it may unmap the queued block
- * it replaces. */
+ * it in bytes and places; a queued block not yet written of no more bytes, or made without
+ * headroom for a take of no more bytes, gives up its room to it (the filler then has less to
+ * write). 1 when the reserve took it (and owns it now), 0 when the caller still owns it (and
+ * frees it). Any thread; it may unmap the queued block it replaces. */
 int pe_warm_give(struct pe_warm *w, void *p);
 /* The filler's step, without waiting: writes the pages of one block a take mapped. 1 when it did. */
 int pe_warm_fill(struct pe_warm *w);

@@ -48,7 +48,7 @@ static const struct pe_param_spec bias_params[] = {
  * so the exponent is -(hi + lo)/den without rounding, and 2^(-lo/den) = 1 - t + t^2/2 with
  * t = ln2*lo/den (|t| < 2^-29) corrects exp2l(-hi/den). Within a few long double ulps: rounded to
  * double a slope is within 1 ulp, and so is a bias entry, the product with its integer distance
- * taken before that rounding (a double slope times the distance, rounded again, was 1.3 ulp off
+ * taken before that rounding (a double slope times the distance, rounded again, is 1.3 ulp off
  * for heads=21, max_bias=13.097201819612806, distance 3). */
 static long double pow2_scaled(double max_bias, int64_t k, int64_t den)
 {

@@ -162,9 +162,9 @@ static double linspace_f64(double a, double b, int64_t n, int64_t i)
  * float; blocks of 16 go through 8-lane vectors whose lane j is base + j * step (two roundings),
  * base taken from the vector's first index k, a + step * k below n / 2, b - step * (n - k - 1)
  * after, each one fused multiply-add as PyTorch's compiled kernel computes it; the remainder is
- * that fused expression per index. (With the product and the sum rounded apart, 7 of the 34 row
- * ids of a 34-row CogVideoX grid were 1 ulp off torch's, and the table up to 4096 ulp.) This file
- * is built without contraction (-std=c11), so the lanes' sum stays two roundings. */
+ * that fused expression per index (with the product and the sum rounded apart, 7 of the 34 row
+ * ids of a 34-row CogVideoX grid are 1 ulp off torch's, and the table hundreds of ulps). The
+ * Makefile turns contraction off (-ffp-contract=off), so the lanes' sum stays two roundings. */
 static float linspace_f32(double a, double b, int64_t n, int64_t i)
 {
 	float fa = (float)a, fb = (float)b;
@@ -356,10 +356,7 @@ void pe_axial_row(const struct pe_axial_rope *r, const double *ids, double *cs, 
 		for (size_t k = 0; k < r->axes_dim[a] / 2; k++)
 			t[off + k] = angle(r, ids[a], r->freq[off + k]);
 	if (r->polar)
-		for (size_t k = 0; k < h; k++) {
-			c[k] = cosf((float)t[k]);
-			s[k] = sinf((float)t[k]);
-		}
+		pe_libm_sincosf(t, s, c, h);
 	else
 		pe_kernels()->sincos_f64(t, s, c, h);
 	write_row(r, c, s, cs, sn);

@@ -6,11 +6,12 @@
  * ministral3  Ministral 3 / Mistral Large 3 (rope_parameters' llama_4_scaling_beta):
  *             1 + beta * log(1 + floor(p / original_max_position_embeddings))
  *
- * compat=exact: the floor of an integer quotient, then log, multiply and add in long double (fmal),
- * one rounding to double and one to the dtype (within 1 ulp of the real value in every dtype). compat=hf: transformers' float32
- * tensor arithmetic: positions float(p) (llama4: + 1.0f), divided by float(the integer), floorf,
- * + 1.0f, torch.log (pe_torch_logf), times float(the Python float), + 1.0f. The two differ where
- * float(p) is rounded (p > 2^24) and in the last bit of the log. */
+ * compat=exact: the floor of an integer quotient, then log, multiply and add in long double (x87;
+ * not fmal, which glibc does in software, 40 times slower), one rounding to double and one to the
+ * dtype (within 1 ulp of the real value in every dtype). compat=hf: transformers' float32 tensor
+ * arithmetic: positions float(p) (llama4: + 1.0f), divided by float(the integer), floorf, + 1.0f,
+ * torch.log (pe_torch_logf), times float(the Python float), + 1.0f. The two differ where float(p)
+ * is rounded (p > 2^24) and in the last bit of the log. */
 #include "core/angles.h"
 #include "core/tables.h"
 #include "core/torchmath.h"
@@ -75,8 +76,8 @@ static double qs_arg(const struct qs *q, int64_t pos)
 /* The factor for the log's argument m, as a double (hf: a float held exactly). */
 static double qs_of_arg(const struct qs *q, double m)
 {
-	if (!q->hf) /* in double, the log's rounding times beta 0.8 was 1.28 ulp of the sum at m = 5457 */
-		return (double)fmal((long double)q->scale, logl((long double)m), 1.0L);
+	if (!q->hf) /* long double: a double log's rounding, times the scale, can pass 1 ulp of the sum */
+		return (double)(1.0L + (long double)q->scale * logl((long double)m));
 	return (double)(pe_torch_logf((float)m) * (float)q->scale + 1.0f);
 }
 

@@ -478,15 +478,6 @@ static void torch_sincos(const double *t, double *s, double *c, size_t n)
 	}
 }
 
-/* sin and cos of the n float32 angles t by libm's sinf and cosf, as llama.cpp's rope_yarn takes them. */
-static void libm_sincos(const double *t, double *s, double *c, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		s[i] = sinf((float)t[i]);
-		c[i] = cosf((float)t[i]);
-	}
-}
-
 /* Rows [r0, r0 + n) of the cos plane into oc and of the sin plane into os (NULL: not wanted, the
  * row goes to a scratch row). The recurrence starts at the anchor at or before r0; rows before r0
  * are computed and dropped, so every block is byte for byte the whole table's rows. 0, or the
@@ -505,7 +496,7 @@ static int rows(struct job *j, size_t r0, size_t n, char *oc, char *os)
 			if ((rc = pe_cancelled()) != 0)
 				break;
 		}
-		int formed_in_kernel = j->use_rec && j->pl.cfg.compat != PE_COMPAT_GGML;
+		int formed_in_kernel = j->use_rec; /* exact and hf angles: ggml's take libm's trig */
 		if (!formed_in_kernel)
 			pe_rope_angles(&j->pl, j->offset + (int64_t)b0, nb, j->t);
 		for (size_t b = 0; b < nb; b++) {
@@ -517,7 +508,7 @@ static int rows(struct job *j, size_t r0, size_t n, char *oc, char *os)
 			else if (j->torch_trig)
 				torch_sincos(t, j->s, j->c, j->h);
 			else if (j->libm_trig)
-				libm_sincos(t, j->s, j->c, j->h);
+				pe_libm_sincosf(t, j->s, j->c, j->h);
 			else
 				j->k->sincos_f64(t, j->s, j->c, j->h);
 			if (r < r0)
@@ -576,7 +567,6 @@ int pe_rope_spans_rows(struct pe_rope_spans *s, int64_t offset, size_t len, void
 	j->offset = offset;
 	j->len = len;
 	int order = recurrence_order(j);
-	j->libm_trig = j->pl.cfg.compat == PE_COMPAT_GGML;
 	j->use_rec = order != PE_REC_DIRECT && !j->torch_trig && !j->libm_trig;
 	j->rec.first_order = order == PE_REC_FIRST_ORDER;
 	int rc = rows(j, 0, len, oc, os);

@@ -14,7 +14,10 @@
  *
  * torch.log on a float32 tensor runs SLEEF's logf u10 on every element, the tail of a block and a
  * 0-dim tensor included (measured on torch 1.13: it differs from glibc's logf on 5732 of the
- * integers up to 2^24, the first 429). */
+ * integers up to 2^24, the first 429).
+ *
+ * Where the model's code calls libm on one float at a time (torch.polar's std::sin and std::cos,
+ * llama.cpp's sinf and cosf), pe_libm_sincosf calls it too. */
 #include "core/torchmath.h"
 #include "core/isa.h"
 
@@ -47,5 +50,15 @@ void pe_torch_sincosf8(const float x[8], float s[8], float c[8])
 	for (int i = 0; i < 8; i++) {
 		s[i] = Sleef_sinf_u10(x[i]);
 		c[i] = Sleef_cosf_u10(x[i]);
+	}
+}
+
+void pe_libm_sincosf(const double *t, double *s, double *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		float sf, cf;
+		sincosf((float)t[i], &sf, &cf);
+		s[i] = sf;
+		c[i] = cf;
 	}
 }

@@ -12,8 +12,8 @@
  * stalled up to 1.2 s behind a filler that mapped its own blocks.
  *
  * Blocks given back by the answers done with them (pe_warm_give) join `ready` as they are, in the
- * room a queued block of no more bytes held when there is no other: recycled memory costs no
- * filler work and no page clearing.
+ * room a queued block held when there is no other (one of no more bytes, or made without headroom
+ * for a take they hold): recycled memory costs no filler work and no page clearing.
  *
  * A take of n bytes gets the smallest ready block of at least n, unless that was made for more than
  * twice n: it waits for an answer of its size. The block that replaces a take holds an eighth more
@@ -286,9 +286,8 @@ static void judge_stale_drop(struct pe_warm *w, size_t bytes, int missed)
 
 /* The size of the block that replaces a take of `bytes`: an eighth more when that has room without
  * giving any block back, so the next answer of a table grown by a row or a few (a sequence asked
- * for again one token longer) is served by it (without it, 4 MiB tables growing by 6 KiB missed at
- * every take); else `bytes` (headroom that cost a block of another size its room lost more takes
- * than it saved, in a simulation of 200 random mixes of sizes). Lock held. */
+ * for again one token longer) is served by it; else `bytes`: headroom never costs a block of
+ * another size its room. Lock held. */
 static size_t with_headroom(const struct pe_warm *w, size_t bytes)
 {
 	size_t more = bytes + bytes / PE_WARM_HEADROOM;
@@ -325,19 +324,28 @@ void *pe_warm_take(struct pe_warm *w, size_t bytes)
 	return p;
 }
 
-/* The index of the largest queued block made for a take of at most `bytes`; n if none. */
-static size_t largest_within(const struct list *l, size_t bytes)
+/* Whether a written block of `size` may take queued block q's room: it holds as much, or q was made
+ * without headroom for a take it holds too. A block with headroom keeps its room: its take's answer,
+ * given back before the filler wrote it (both CPUs busy), would leave the next, larger take of a
+ * growing table no block to fit. */
+static int gives_way(const struct block *q, size_t size)
+{
+	return q->size <= size || (q->asked <= size && q->size - q->asked < q->asked / PE_WARM_HEADROOM);
+}
+
+/* The index of the largest queued block that gives way to a written one of `size`; n if none. */
+static size_t largest_within(const struct list *l, size_t size)
 {
 	size_t best = l->n;
 	for (size_t i = 0; i < l->n; i++)
-		if (l->b[i].asked <= bytes && (best == l->n || l->b[i].size > l->b[best].size))
+		if (gives_way(&l->b[i], size) && (best == l->n || l->b[i].size > l->b[best].size))
 			best = i;
 	return best;
 }
 
-/* Room for a written block of `size`, made when needed by giving back one queued block made for a
- * take it serves as well (moved to *drop): the room a take held for a block the filler has yet to
- * write. Lock held. */
+/* Room for a written block of `size`, made when needed by giving back one queued block that gives
+ * way to it (moved to *drop): the room a take held for a block the filler has yet to write. Lock
+ * held. */
 static int room_for_given(struct pe_warm *w, size_t size, struct list *drop)
 {
 	if (!no_room(w, size))

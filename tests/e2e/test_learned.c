@@ -435,7 +435,7 @@ START_TEST(grid_resampling_holds_its_intermediate_on_the_budget)
 	ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
 	ck_assert_uint_eq(r.len, 250 * 250 * 4);
 	pe_resp_free(&r);
-	ck_assert_double_eq(pe_metric(&D, "posenc_response_budget_bytes"), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 	stop();
 }
 END_TEST

@@ -283,17 +283,6 @@ static void raw_close(struct raw *c)
 	free(c->body);
 }
 
-/* Poll a metric until it equals want (20 s at most). */
-static double metric_becomes(const char *name, double want)
-{
-	double v = pe_metric(&D, name);
-	for (int i = 0; i < 2000 && v != want; i++) {
-		usleep(10000);
-		v = pe_metric(&D, name);
-	}
-	return v;
-}
-
 /* Wait (up to 20 s) for metric name to reach at least `least`; its value then. */
 static double metric_reaches(const char *name, double least)
 {
@@ -387,7 +376,7 @@ START_TEST(streamed_bytes_are_the_tables)
 		ck_assert_str_eq(e1, e2);
 		free(want);
 	}
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 }
 END_TEST
 
@@ -416,7 +405,7 @@ static void two_readers_of_one_stream(const char *path, const char *gate_text, c
 	raw_close(&b);
 	get_expect(path, "hit", want, n, e1);
 	ck_assert_str_eq(e1, e2);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 }
 
 /* A request that arrives while a bin stream's job is held after its first block joins it. */
@@ -446,10 +435,10 @@ START_TEST(requests_before_the_first_block_read_the_stream)
 	gate_file(job_gate, "len=4120");
 	gate_on("len=4120");
 	raw_send(&a, path);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1); /* held before it computes */
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 1), 1); /* held before it computes */
 	raw_send(&b, path);
 	raw_send_version(&c, path, "HTTP/1.0");
-	ck_assert_double_eq(metric_becomes("posenc_cache_joins_total", joins + 2), joins + 2);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_cache_joins_total", joins + 2), joins + 2);
 	unlink(job_gate);
 	ck_assert_int_eq(raw_head(&a), 200); /* the first block is out; the job waits at the gate */
 	ck_assert_int_eq(raw_head(&b), 200); /* answered while the job still waits: from the stream */
@@ -467,7 +456,7 @@ START_TEST(requests_before_the_first_block_read_the_stream)
 	raw_close(&b);
 	raw_close(&c);
 	get_expect(path, "hit", want, n, e2);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 	free(want);
 }
 END_TEST
@@ -486,18 +475,18 @@ START_TEST(early_joiners_that_leave_call_the_job_off)
 	struct linger hard = {.l_onoff = 1, .l_linger = 0};
 	gate_file(job_gate, "offset=7");
 	raw_send(&c[0], path);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 1), 1);
 	for (int i = 1; i <= JOINERS; i++)
 		raw_send(&c[i], path);
-	ck_assert_double_eq(metric_becomes("posenc_cache_joins_total", joins + JOINERS), joins + JOINERS);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_cache_joins_total", joins + JOINERS), joins + JOINERS);
 	for (int i = 0; i <= JOINERS; i++) {
 		setsockopt(c[i].fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
 		raw_close(&c[i]);
 	}
 	unlink(job_gate);
-	ck_assert_double_eq(metric_becomes("posenc_streams_cancelled_total", cancelled + 1), cancelled + 1);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_streams_cancelled_total", cancelled + 1), cancelled + 1);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 }
 END_TEST
 
@@ -516,9 +505,9 @@ START_TEST(disconnect_cancels_the_job)
 	setsockopt(a.fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
 	raw_close(&a);
 	unlink(gate);
-	ck_assert_double_eq(metric_becomes("posenc_streams_cancelled_total", cancelled + 1), cancelled + 1);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_streams_cancelled_total", cancelled + 1), cancelled + 1);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 	size_t n;
 	char etag[64], *want = core_table("sinusoidal", kv, 0, &n);
 	get_expect(path, "miss", want, n, etag);
@@ -541,12 +530,12 @@ START_TEST(client_gone_before_the_first_block)
 	struct raw a;
 	gate_file(job_gate, "len=4112");
 	raw_send(&a, path);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1); /* held before it computes */
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 1), 1); /* held before it computes */
 	close(a.fd);
 	unlink(job_gate);
-	ck_assert_double_eq(metric_becomes("posenc_streams_total", streams + 1), streams + 1);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_streams_total", streams + 1), streams + 1);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 	int called_off = pe_metric(&D, "posenc_streams_cancelled_total") == cancelled + 1;
 	size_t n;
 	char etag[64], *want = core_table("sinusoidal", kv, 0, &n);
@@ -573,7 +562,7 @@ START_TEST(too_large_to_cache_still_streams)
 	ck_assert_ptr_null(json_object_get(j, "cut_short"));
 	json_decref(j);
 	free(want);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 }
 END_TEST
 
@@ -586,7 +575,7 @@ START_TEST(failure_mid_stream_closes_the_connection)
 	gate_on("len=4108");
 	raw_send(&a, path);
 	ck_assert_int_eq(raw_head(&a), 200);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 1), 1);
 	sleep(4); /* past job_timeout (3 s): not a timing assertion, the gate holds the job meanwhile */
 	unlink(gate);
 	ck_assert_uint_lt(raw_body(&a), a.content_length);
@@ -597,8 +586,8 @@ START_TEST(failure_mid_stream_closes_the_connection)
 	ck_assert(json_is_true(json_object_get(j, "cut_short")));
 	ck_assert_uint_lt((uint64_t)json_integer_value(json_object_get(j, "bytes")), total);
 	json_decref(j);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 }
 END_TEST
 
@@ -660,7 +649,7 @@ START_TEST(streamed_text_is_the_whole_tables)
 		ck_assert_str_eq(e1, e2);
 		free(want);
 	}
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 }
 END_TEST
 
@@ -705,9 +694,9 @@ START_TEST(disconnect_cancels_a_text_job)
 	ck_assert(a.chunked);
 	raw_reset_until_gone(&a);
 	unlink(gate);
-	ck_assert_double_eq(metric_becomes("posenc_streams_cancelled_total", cancelled + 1), cancelled + 1);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_streams_cancelled_total", cancelled + 1), cancelled + 1);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 	json_t *j = logged("/v1/sinusoidal?len=256&dim=8192&format=csv"); /* a 200 cut short, so logged */
 	ck_assert_ptr_nonnull(j);
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "status")), 200);
@@ -750,8 +739,8 @@ START_TEST(head_of_a_text_stream)
 	ck_assert_str_eq(raw_header(&a, "X-PE-Shape", c, sizeof c), "4132,1024");
 	ck_assert_uint_eq(raw_body(&a), 0);
 	raw_close(&a);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 }
 END_TEST
 
@@ -775,8 +764,8 @@ START_TEST(head_of_a_text_stream_has_no_body)
 	ck_assert_ptr_nonnull(end);
 	ck_assert_msg(end[4] == 0 || strncmp(end + 4, "HTTP/1.1 200 ", 13) == 0, "after the HEAD's headers: %.16s",
 		      end + 4);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 }
 END_TEST
 
@@ -806,8 +795,8 @@ START_TEST(join_after_the_last_reader_left)
 	raw_close(&b);
 	free(want);
 	ck_assert_double_eq(pe_metric(&D, "posenc_streams_cancelled_total"), cancelled);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 }
 END_TEST
 
@@ -819,14 +808,14 @@ START_TEST(failure_mid_text_stream_has_no_last_chunk)
 	raw_send(&a, "/v1/sinusoidal?len=4136&dim=1024");
 	ck_assert_int_eq(raw_head(&a), 200);
 	ck_assert(a.chunked);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 1), 1);
 	sleep(4); /* past job_timeout (3 s), held at the gate meanwhile */
 	unlink(gate);
 	raw_body(&a);
 	ck_assert(!a.complete);
 	raw_close(&a);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 }
 END_TEST
 
@@ -854,8 +843,8 @@ START_TEST(http10_never_gets_a_cut_text_table)
 	raw_close(&a);
 	raw_close(&b);
 	raw_close(&c);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 }
 END_TEST
 
@@ -889,8 +878,8 @@ START_TEST(joiners_stay_within_the_budget)
 	for (int i = 0; i < JOINERS; i++)
 		raw_close(&j[i]);
 	raw_close(&a);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 }
 END_TEST
 
@@ -913,10 +902,10 @@ START_TEST(early_joiners_that_do_not_fit_wait_for_the_fill)
 	gate_file(job_gate, "offset=6");
 	gate_on("offset=6");
 	raw_send(&a, path);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 1), 1);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 1), 1);
 	for (int i = 0; i < JOINERS; i++) { /* one at a time: their order is known */
 		raw_send(&j[i], path);
-		ck_assert_double_eq(metric_becomes("posenc_cache_joins_total", joins + i + 1), joins + i + 1);
+		ck_assert_double_eq(pe_metric_becomes(&D, "posenc_cache_joins_total", joins + i + 1), joins + i + 1);
 	}
 	unlink(job_gate);
 	ck_assert_int_eq(raw_head(&a), 200); /* held after its first block */
@@ -935,8 +924,8 @@ START_TEST(early_joiners_that_do_not_fit_wait_for_the_fill)
 	ck_assert_uint_eq(raw_body(&a), n);
 	raw_close(&a);
 	ck_assert_double_eq(pe_metric(&D, "posenc_response_budget_refused_total"), refused);
-	ck_assert_double_eq(metric_becomes("posenc_jobs_in_flight", 0), 0);
-	ck_assert_double_eq(metric_becomes("posenc_response_budget_bytes", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_jobs_in_flight", 0), 0);
+	ck_assert_double_eq(pe_metric_becomes(&D, "posenc_response_budget_bytes", 0), 0);
 	free(want);
 }
 END_TEST

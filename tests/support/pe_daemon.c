@@ -162,6 +162,16 @@ double pe_metric(const struct pe_daemon *d, const char *name)
 	return v;
 }
 
+double pe_metric_becomes(const struct pe_daemon *d, const char *name, double want)
+{
+	double v = pe_metric(d, name);
+	for (int i = 0; i < 2000 && v != want; i++) {
+		usleep(10000);
+		v = pe_metric(d, name);
+	}
+	return v;
+}
+
 void pe_resp_free(struct pe_resp *r)
 {
 	free(r->body);

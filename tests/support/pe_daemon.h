@@ -57,6 +57,9 @@ json_t *pe_resp_json(const struct pe_resp *r);
 void pe_assert_problem(const struct pe_resp *r, long status, const char *param);
 /* The value of a metric's first sample from GET /metrics; fails the test if there is none. */
 double pe_metric(const struct pe_daemon *d, const char *name);
+/* The metric's value once it equals want, or when 20 s passed (an answer just sent may still be
+ * let go of: its bytes leave the gauges after the client has them). */
+double pe_metric_becomes(const struct pe_daemon *d, const char *name, double want);
 
 /* Send raw bytes on a new TCP connection and read what comes back until the peer closes, cap is
  * reached or timeout_ms passes; returns the number of bytes read (buf NUL-terminated). */

@@ -47,7 +47,7 @@ probe || { echo "fuzz: ${CLANG:-clang} cannot build libFuzzer targets (run 'make
 # ---- build ----
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 # The library is compiled as the Makefile compiles it, without -Itests; the fuzz targets see tests/.
-CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing \
+CFLAGS="-std=c11 -ffp-contract=off -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing \
 	-Iinclude -Isrc $(pkg-config --cflags jansson) $(pkg-config --cflags libpq) $SAN"
 # The core libraries as the Makefile links them (LIBS_CORE), so a new dependency needs no edit here.
 LIBS_CORE=$(sed -n 's/^LIBS_CORE *:= *//p' Makefile)
