@@ -35,7 +35,8 @@ int pe_resample_linear(const double *in, size_t n, size_t d, double *out, size_t
  * timm.layers.resample_abs_pos_embed(..., interpolation='bicubic', antialias=antialias) does, i.e.
  * F.interpolate(grid.reshape(1, h, w, d).permute(0, 3, 1, 2), size=(oh, ow), mode='bicubic',
  * align_corners=False, antialias=antialias). The intermediate of its two passes goes in scratch,
- * pe_resample_grid_scratch(h, w, d, oh, ow) bytes the caller holds (NULL: allocated here). 0, PE_EINVAL (a size is 0) or PE_ENOMEM. */
+ * pe_resample_grid_scratch(h, w, d, oh, ow) bytes the caller holds (NULL: allocated here). 0,
+ * PE_EINVAL (a size is 0) or PE_ENOMEM. */
 int pe_resample_grid(const double *in, size_t prefix, size_t h, size_t w, size_t d, double *out, size_t oh,
 		     size_t ow, int antialias, enum pe_dtype dt, double *scratch);
 /* The bytes of pe_resample_grid's intermediate: min(oh*w, h*ow) rows of d doubles (SIZE_MAX when

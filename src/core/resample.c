@@ -188,7 +188,8 @@ static int rows_first(size_t h, size_t w, size_t oh, size_t ow) { return oh * w 
 
 size_t pe_resample_grid_scratch(size_t h, size_t w, size_t d, size_t oh, size_t ow)
 {
-	size_t rows = rows_first(h, w, oh, ow) ? oh : h, cols = rows_first(h, w, oh, ow) ? w : ow;
+	int first = rows_first(h, w, oh, ow);
+	size_t rows = first ? oh : h, cols = first ? w : ow;
 	if (!rows || !cols || !d)
 		return 0;
 	if (rows > SIZE_MAX / cols / d / sizeof(double))

@@ -20,7 +20,8 @@
  *
  * Memory: everything a job allocates is reserved on the response budget first: the file's
  * elements as read, their float64 copy, the resampled copy, a grid resampling's intermediate, the
- * values in the output dtype and the output buffer. The most it holds at once is added up on a miss before the job exists
+ * values in the output dtype and the output buffer. The most it holds at once is added up on a
+ * miss before the job exists
  * (job_need): more than the whole budget is a 413 naming what sizes it, without any work; the job
  * takes that much at once before it runs (need_cb: produce.c's share). A remote store's read
  * holds the elements three times until it returns (read_copies): libpq's input buffer with the
@@ -123,9 +124,18 @@ static double elem(enum pe_dtype dt, const void *data, size_t i)
 	return ((const float *)data)[i];
 }
 
-/* The bytes of the grid resampling's intermediate for an oh x ow answer (pe_resample_grid_scratch). */
-static size_t grid_scratch(const struct pe_store_meta *m, size_t oh, size_t ow)
+/* The answer's grid (height x width) of a grid resampling. */
+static void answer_grid(const struct pe_params *p, size_t *oh, size_t *ow)
 {
+	*oh = (size_t)pe_param_int(p, "height");
+	*ow = (size_t)pe_param_int(p, "width");
+}
+
+/* The bytes of the grid resampling's intermediate for the answer's grid (pe_resample_grid_scratch). */
+static size_t grid_scratch(const struct pe_store_meta *m, const struct pe_params *p)
+{
+	size_t oh, ow;
+	answer_grid(p, &oh, &ow);
 	return pe_resample_grid_scratch((size_t)m->grid_h, (size_t)m->grid_w, (size_t)m->cols, oh, ow);
 }
 
@@ -149,8 +159,9 @@ static double *table_values(const struct gjob *j, struct pe_budget *bg, const vo
 	if (y && given(&j->params, "len")) {
 		rc = pe_resample_linear(x, (size_t)m->rows, (size_t)m->cols, y, nout / (size_t)m->cols, coord);
 	} else if (y) {
-		size_t oh = (size_t)pe_param_int(&j->params, "height"), ow = (size_t)pe_param_int(&j->params, "width");
-		double *tmp = pe_budget_malloc(bg, grid_scratch(m, oh, ow), &rc);
+		size_t oh, ow;
+		answer_grid(&j->params, &oh, &ow);
+		double *tmp = pe_budget_malloc(bg, grid_scratch(m, &j->params), &rc);
 		if (tmp)
 			rc = pe_resample_grid(x, (size_t)m->prefix_tokens, (size_t)m->grid_h, (size_t)m->grid_w,
 					      (size_t)m->cols, y, oh, ow, (int)pe_param_int(&j->params, "antialias"), coord,
@@ -370,8 +381,7 @@ static uint64_t job_need(const struct miss *m, const struct pe_out *o, size_t ke
 	uint64_t x = pe_produce_block(n, f64); /* the file's elements as float64 */
 	uint64_t read = pe_produce_add(pe_produce_add(t->bytes, x), resampled ? values : 0);
 	if (given(m->params, "height")) { /* the grid's intermediate, its two passes between */
-		size_t oh = (size_t)pe_param_int(m->params, "height"), ow = (size_t)pe_param_int(m->params, "width");
-		size_t scratch = grid_scratch(t, oh, ow);
+		size_t scratch = grid_scratch(t, m->params);
 		read = pe_produce_add(read, scratch == SIZE_MAX ? UINT64_MAX : pe_produce_block(scratch, 1));
 	}
 	uint64_t store = pe_produce_mul(t->bytes, read_copies(m->h->opt.store)); /* during the store's read */
