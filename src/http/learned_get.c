@@ -299,10 +299,15 @@ static int result_shape(const struct pe_http *h, const struct pe_store_meta *m, 
 	return 0;
 }
 
-/* The parameter that sets the rows of the answer (for a 413 about its size). */
+/* The parameter that sets the rows of the answer (for a 413 about its size): of a grid's two, the
+ * larger. */
 static const char *rows_param(const struct pe_params *p, const char *fallback)
 {
-	return given(p, "len") ? "len" : given(p, "height") ? "height" : fallback;
+	if (given(p, "len"))
+		return "len";
+	if (given(p, "height"))
+		return pe_param_int(p, "width") > pe_param_int(p, "height") ? "width" : "height";
+	return fallback;
 }
 
 /* The similarity of the (resampled) table: [rows, rows] against max_elements, and the work of its
@@ -364,6 +369,17 @@ struct miss {
 	size_t keylen;
 };
 
+/* What reading the table holds whatever the answer: the file's elements with their float64 copy,
+ * or, when more, the copies the store's read holds (read_copies). */
+static uint64_t table_need(const struct miss *m)
+{
+	const struct pe_store_meta *t = m->meta;
+	uint64_t x = pe_produce_block(pe_produce_mul(t->rows, t->cols), sizeof(double));
+	uint64_t read = pe_produce_add(t->bytes, x);
+	uint64_t store = pe_produce_mul(t->bytes, read_copies(m->h->opt.store)); /* during the store's read */
+	return read > store ? read : store;
+}
+
 /* The most produce_cb holds on the budget at once for output o (its steps in order): the file's
  * elements with their float64 copy, the resampled copy and a grid's intermediate (or, when more,
  * the copies the store's read holds: read_copies); the values (float64) with the answer in the
@@ -372,28 +388,26 @@ static uint64_t job_need(const struct miss *m, const struct pe_out *o, size_t ke
 {
 	const struct pe_store_meta *t = m->meta;
 	int overflow, resampled = given(m->params, "len") || given(m->params, "height");
-	uint64_t f64 = sizeof(double), n = pe_produce_mul(t->rows, t->cols);
+	uint64_t f64 = sizeof(double);
 	/* each budgeted block (pe_budget_malloc) with its usable size's rounding: without it the typed
 	 * block spilled whole past the share, a 503 on a budget of exactly the need */
 	uint64_t values = pe_produce_block(pe_produce_mul(m->shape->dim[0], t->cols), f64);
 	uint64_t count = pe_shape_count(m->shape, &overflow);
 	uint64_t typed = overflow ? UINT64_MAX : pe_produce_block(count, pe_dtype_size(o->dt));
-	uint64_t x = pe_produce_block(n, f64); /* the file's elements as float64 */
-	uint64_t read = pe_produce_add(pe_produce_add(t->bytes, x), resampled ? values : 0);
+	uint64_t read = pe_produce_add(table_need(m), resampled ? values : 0);
 	if (given(m->params, "height")) { /* the grid's intermediate, its two passes between */
 		size_t scratch = grid_scratch(t, m->params);
 		read = pe_produce_add(read, scratch == SIZE_MAX ? UINT64_MAX : pe_produce_block(scratch, 1));
 	}
-	uint64_t store = pe_produce_mul(t->bytes, read_copies(m->h->opt.store)); /* during the store's read */
-	read = read > store ? read : store;
 	uint64_t out = pe_produce_out_bound(o, m->shape, 2 * keylen + 1024, png);
 	uint64_t need = pe_produce_add(values, typed);
 	need = need > read ? need : read;
 	return pe_produce_add(typed, out) > need ? pe_produce_add(typed, out) : need;
 }
 
-/* Could the job ever fit in the response budget? The 413 names format when the answer would fit
- * as bin, else what sets its rows. A picture's size comes from its layout, which the shape alone
+/* Could the job ever fit in the response budget? The 413 names the table (or the encoding naming
+ * it) when reading it alone cannot fit, format when the answer would fit as bin, else what sets its
+ * rows. A picture's size comes from its layout, which the shape alone
  * decides (a shape that cannot be drawn is the job's error to report). */
 static int check_budget(const struct miss *m, uint64_t *need_out, struct pe_err *err)
 {
@@ -410,8 +424,12 @@ static int check_budget(const struct miss *m, uint64_t *need_out, struct pe_err 
 	pe_budget_stats(m->h->opt.budget, &st);
 	if (!m->h->opt.budget || need <= st.limit)
 		return 0;
-	const char *param = job_need(m, &bin, 0, NULL) <= st.limit ? "format"
-								   : rows_param(m->params, m->similarity ? "encoding" : "name");
+	const char *table = m->similarity ? "encoding" : "name";
+	const char *param = rows_param(m->params, table);
+	if (table_need(m) > st.limit)
+		param = table;
+	else if (job_need(m, &bin, 0, NULL) <= st.limit)
+		param = "format";
 	return pe_produce_budget_check(m->h, need, param, err);
 }
 

@@ -420,13 +420,19 @@ END_TEST
  * to 250 x 250 holds the read (256 KiB), its float64 copy (512), the answer's values (488) and the
  * intermediate of the two passes (500 KiB) at once. With 1.5 MiB of budget that is a 413 naming
  * height before any work (the intermediate outside the budget, it was served, 500 KiB past it);
- * with 2 MiB it is served, and the budget is back at zero after. */
+ * a wide answer's names width, and a table too large to read within the budget names the table.
+ * With 2 MiB it is served, and the budget is back at zero after. */
 START_TEST(grid_resampling_holds_its_intermediate_on_the_budget)
 {
 	const char *tight[] = {"--response-budget-bytes", "1572864", "--cache-bytes", "0", NULL};
 	start(tight);
 	put_table("/v1/learned/g256?prefix_tokens=0&grid=256,256", 65536, 1, 0, 201);
 	get_problem("/v1/learned/g256?height=250&width=250&format=bin", 413, "height");
+	get_problem("/v1/learned/g256?height=2&width=60000&format=bin", 413, "width"); /* the larger side */
+	/* a table whose read alone (1 MiB and its 2 MiB float64 copy) passes the budget: no answer
+	 * size would fit, and the 413 names the table */
+	put_table("/v1/learned/g512?prefix_tokens=0&grid=512,512", 262144, 1, 0, 201);
+	get_problem("/v1/learned/g512?height=1&width=1&format=bin", 413, "name");
 	stop();
 	const char *roomy[] = {"--response-budget-bytes", "2097152", "--cache-bytes", "0", NULL};
 	start(roomy);
