@@ -28,6 +28,7 @@ struct pe_budget;
 struct pe_budget_stats {
 	size_t used, limit;
 	uint64_t refused;
+	size_t waiting; /* bytes the one waiter of pe_budget_take_wait wants; 0: none waits */
 };
 struct pe_budget *pe_budget_new(size_t limit);
 void pe_budget_free(struct pe_budget *b);

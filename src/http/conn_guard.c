@@ -3,8 +3,20 @@
  * Slow clients: headers must be complete within connection_timeout of the connection's start (or
  * of the end of its previous request), a body must average at least 1 KiB/s once that time has
  * passed, and a refused request's body must be dropped within linger_timeout: otherwise the
- * socket is shut down (MHD then closes the connection). Answers are not timed. libmicrohttpd's
- * connection timeout only catches silence, not a byte every second.
+ * socket is shut down (MHD then closes the connection). libmicrohttpd's connection timeout only
+ * catches silence, not a byte every second.
+ *
+ * Slow readers: an answer's memory is held until its last byte is taken, so readers taking a few
+ * KB a second of large answers could hold the whole response budget for hours while every other
+ * large answer is refused. Answers are not timed while the budget has room (a slow link is no
+ * fault). While it is pressed (a reservation refused since the last tick, or a job waiting for
+ * room), one answer is cut, at most one a second (CUT_SETTLE: the memory of the last comes back
+ * first): of the answers over PE_HTTP_SEND_BOUND sent for more than connection_timeout, the one
+ * whose reader, at its average pace since the answer was queued (the bytes its peer acknowledged,
+ * TCP_INFO), would need the longest to take the rest, when that is more than connection_timeout.
+ * A chunked answer's rest is unknown and taken as UNKNOWN_REST. The guard cannot tell which
+ * answers hold budget (one the cache still keeps holds none), so a cut frees memory only when the
+ * slowest reader's did; the next is cut if the refusals go on.
  *
  * Limits: connections past max_connections are closed at accept (pe_conn_guard_admit).
  *
@@ -14,14 +26,20 @@
 #include "http/framing.h"
 #include "http/problem.h"
 
+#include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #define MIN_BODY_RATE 1024.0
+#define UNKNOWN_REST (8.0 * 1024 * 1024) /* bytes a chunked answer is taken to have left */
+#define CUT_SETTLE 1.0 /* seconds after a slow reader's cut before the next: its memory comes back */
 /* MHD's CONNECTION_LIMIT is set CONN_SLACK above ours (closed connections are counted until MHD
  * cleans them up), and the accept thread (acceptor.c) closes a connection past max_connections at
  * once (pe_conn_guard_admit). The per-IP limit is MHD's, checked after this. */
@@ -33,6 +51,8 @@ struct ctrack {
 	int fd, phase;
 	double since;   /* when the current phase began */
 	uint64_t bytes; /* body bytes read in PH_BODY */
+	uint64_t size;   /* PH_SEND: the answer's body bytes, or PE_GUARD_SIZE_UNKNOWN */
+	uint64_t acked0; /* PH_SEND: bytes the peer had acknowledged when it was queued */
 	struct MHD_Connection *conn;
 	pthread_t owner; /* the libmicrohttpd thread that serves it: only that one may look inside */
 	struct ctrack *prev, *next;
@@ -45,6 +65,8 @@ struct pe_conn_guard {
 	unsigned conn_limit;  /* max_connections, lowered to what the fd limit allows */
 	unsigned connection_timeout_s, linger_timeout_s;
 	int tls;
+	atomic_uint_fast64_t answers_cut;
+	double last_answer_cut; /* when (pe_monotonic) */
 };
 
 /* The connections admitted: want, or fewer when the process may not open that many descriptors
@@ -155,10 +177,54 @@ void pe_conn_guard_phase(struct pe_conn_guard *g, struct MHD_Connection *conn, i
 	pthread_mutex_unlock(&g->lock);
 }
 
-void pe_conn_guard_cut(struct pe_conn_guard *g, double now)
+/* Bytes the peer of fd has acknowledged over the connection's life; -1 when not TCP. */
+static int tcp_acked(int fd, uint64_t *acked)
 {
-	double limit = (double)g->connection_timeout_s;
+	struct tcp_info ti;
+	socklen_t len = sizeof ti;
+	memset(&ti, 0, sizeof ti);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+	    len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked)
+		return -1;
+	*acked = ti.tcpi_bytes_acked;
+	return 0;
+}
+
+void pe_conn_guard_sending(struct pe_conn_guard *g, struct MHD_Connection *conn, uint64_t size)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct ctrack *ct = ci ? ci->socket_context : NULL;
+	uint64_t acked;
+	if (!ct || tcp_acked(ct->fd, &acked) != 0)
+		return; /* not watched: never cut */
 	pthread_mutex_lock(&g->lock);
+	ct->phase = PH_SEND;
+	ct->since = pe_monotonic();
+	ct->size = size;
+	ct->acked0 = acked;
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* Seconds ct's reader would need for the rest of its answer at its pace so far (HUGE_VAL when it
+ * took nothing); 0 when the answer is not judged (sent for less than grace seconds). */
+static double time_to_finish(const struct ctrack *ct, double now, double grace)
+{
+	double age = now - ct->since;
+	uint64_t acked;
+	if (ct->phase != PH_SEND || age <= grace || tcp_acked(ct->fd, &acked) != 0)
+		return 0;
+	double taken = acked > ct->acked0 ? (double)(acked - ct->acked0) : 0;
+	double rest = ct->size == PE_GUARD_SIZE_UNKNOWN ? UNKNOWN_REST
+		      : (double)ct->size > taken ? (double)ct->size - taken : 0;
+	return rest <= 0 ? 0 : taken <= 0 ? HUGE_VAL : rest / (taken / age);
+}
+
+void pe_conn_guard_cut(struct pe_conn_guard *g, double now, int budget_pressed)
+{
+	double limit = (double)g->connection_timeout_s, slowest_finish = limit;
+	struct ctrack *slowest = NULL;
+	pthread_mutex_lock(&g->lock);
+	int judge = budget_pressed && now - g->last_answer_cut >= CUT_SETTLE;
 	for (struct ctrack *ct = g->tracks.next; ct != &g->tracks; ct = ct->next) {
 		double age = now - ct->since;
 		int slow = (ct->phase == PH_HEADERS && age > limit) ||
@@ -166,8 +232,24 @@ void pe_conn_guard_cut(struct pe_conn_guard *g, double now)
 			   (ct->phase == PH_DISCARD && age > (double)g->linger_timeout_s);
 		if (slow)
 			shutdown(ct->fd, SHUT_RDWR);
+		double finish = judge ? time_to_finish(ct, now, limit) : 0;
+		if (finish > slowest_finish) {
+			slowest_finish = finish;
+			slowest = ct;
+		}
+	}
+	if (slowest) {
+		g->last_answer_cut = now;
+		shutdown(slowest->fd, SHUT_RDWR);
+		slowest->phase = PH_ANSWER; /* cut once */
+		atomic_fetch_add(&g->answers_cut, 1);
 	}
 	pthread_mutex_unlock(&g->lock);
+}
+
+uint64_t pe_conn_guard_answers_cut(const struct pe_conn_guard *g)
+{
+	return atomic_load(&((struct pe_conn_guard *)g)->answers_cut);
 }
 
 /* ---- libmicrohttpd's own answers ---- */

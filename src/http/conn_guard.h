@@ -7,7 +7,7 @@
 #include "http/internal.h"
 
 /* What a connection is doing, for the slow-client rules (see conn_guard.c). */
-enum { PH_HEADERS, PH_BODY, PH_DISCARD, PH_ANSWER };
+enum { PH_HEADERS, PH_BODY, PH_DISCARD, PH_ANSWER, PH_SEND };
 
 struct pe_conn_guard *pe_conn_guard_new(const struct pe_http_options *opt);
 void pe_conn_guard_free(struct pe_conn_guard *g);
@@ -16,8 +16,15 @@ unsigned pe_conn_guard_mhd_limit(const struct pe_conn_guard *g);
 
 /* conn enters phase (and read bytes more body bytes in it). */
 void pe_conn_guard_phase(struct pe_conn_guard *g, struct MHD_Connection *conn, int phase, size_t bytes);
-/* Shut down the sockets of clients past their time (the tick). */
-void pe_conn_guard_cut(struct pe_conn_guard *g, double now);
+/* conn's answer, over PE_HTTP_SEND_BOUND bytes, is queued: size bytes of body, or
+ * PE_GUARD_SIZE_UNKNOWN (chunked). Its reader's pace is measured from here (PH_SEND). */
+void pe_conn_guard_sending(struct pe_conn_guard *g, struct MHD_Connection *conn, uint64_t size);
+/* Shut down the sockets of clients past their time (the tick). budget_pressed: the response
+ * budget refused a reservation since the last tick, or a job waits for room on it; then the
+ * slowest reader of a large answer may be cut too (conn_guard.c). */
+void pe_conn_guard_cut(struct pe_conn_guard *g, double now, int budget_pressed);
+/* Answers cut because their reader was too slow while the budget was pressed. */
+uint64_t pe_conn_guard_answers_cut(const struct pe_conn_guard *g);
 
 /* The accept thread, before it hands a connection over: 0 and the connection counted, or -1 when
  * max_connections are open (close it). unadmit: it was not handed over after all. */

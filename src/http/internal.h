@@ -7,7 +7,7 @@
  *   response.c    queueing answers: problem+json, 304, tensor content headers, early refusals
  *   cors.c        CORS headers
  *   waiter.c      requests suspended while a job computes their answer
- *   conn_guard.c  slow clients, connection limits, libmicrohttpd's own error answers
+ *   conn_guard.c  slow clients and readers, connection limits, libmicrohttpd's own error answers
  *   produce.c     the cached GET path (produce.h)
  *   stream.c      answers sent while their job computes them (stream.h)
  *   oneshot.c     the uncached POST job: deadline, result, resumed answer (oneshot.h)
@@ -63,6 +63,7 @@ struct pe_http {
 	struct waiter waiting; /* list head */
 	size_t nwaiting;
 	struct pe_conn_guard *guard;
+	atomic_uint_fast64_t budget_refused_seen; /* the budget's refusals at the last tick (server.c) */
 	struct pe_router *router;
 	struct pe_produce *produce;
 };
@@ -140,11 +141,14 @@ struct req {
 
 /* ---- response.c ---- */
 
-/* The largest send buffer a connection keeps once it carries a larger body (pe_http_bound_sends). */
+/* The largest send buffer a connection keeps once it carries a larger body (pe_http_large_answer). */
 #define PE_HTTP_SEND_BOUND (512 * 1024)
-/* Bound conn's send buffer when body_len is over PE_HTTP_SEND_BOUND (response.c says why). */
-void pe_http_bound_sends(struct MHD_Connection *conn, size_t body_len);
-/* Queue a response and record its status (after pe_http_bound_sends for r->bytes); destroys resp. */
+/* Before an answer of body_len bytes (PE_GUARD_SIZE_UNKNOWN: chunked) is queued on conn: over
+ * PE_HTTP_SEND_BOUND, bounds conn's send buffer (response.c says why) and has the connection
+ * guard watch its reader's pace. */
+#define PE_GUARD_SIZE_UNKNOWN UINT64_MAX
+void pe_http_large_answer(struct pe_http *h, struct MHD_Connection *conn, uint64_t body_len);
+/* Queue a response and record its status (after pe_http_large_answer for r->bytes); destroys resp. */
 enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int status,
 			      struct MHD_Response *resp);
 enum MHD_Result pe_http_problem(struct req *r, struct MHD_Connection *conn, const struct pe_err *err);

@@ -4,6 +4,7 @@
  * serves reads only), /metrics
  * (Prometheus text from the daemon's hook) and /v1 (the catalogue: every table and transform with
  * its parameters, from the registry: what the dashboard builds its controls from). */
+#include "http/conn_guard.h"
 #include "http/handler.h"
 #include "http/problem.h"
 #include "http/produce.h"
@@ -68,8 +69,11 @@ static enum MHD_Result serve_metrics(struct req *r, struct MHD_Connection *conn)
 		      "# HELP posenc_streams_total Answers sent while their job computed them (produce.h).\n"
 		      "# TYPE posenc_streams_total counter\nposenc_streams_total %" PRIu64 "\n"
 		      "# HELP posenc_streams_cancelled_total Streamed jobs called off because every reader went away.\n"
-		      "# TYPE posenc_streams_cancelled_total counter\nposenc_streams_cancelled_total %" PRIu64 "\n",
-		      begun, cancelled);
+		      "# TYPE posenc_streams_cancelled_total counter\nposenc_streams_cancelled_total %" PRIu64 "\n"
+		      "# HELP posenc_slow_answers_cut_total Answers cut because the response budget was full and their "
+		      "reader the slowest to finish.\n"
+		      "# TYPE posenc_slow_answers_cut_total counter\nposenc_slow_answers_cut_total %" PRIu64 "\n",
+		      begun, cancelled, pe_conn_guard_answers_cut(r->h->guard));
 	size_t len;
 	char *body = pe_buf_steal(&b, &len);
 	struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(len, body, free);

@@ -1,6 +1,7 @@
 /* Answers over libmicrohttpd that every handler gives the same way: queueing with the request's
  * id, problem+json, 304, refusals decided before the body is read, and tensor content headers
  * from the output negotiation of include/posenc/output.h. */
+#include "http/conn_guard.h"
 #include "http/internal.h"
 #include "http/problem.h"
 
@@ -13,8 +14,9 @@
  * the HTTP thread waits. Bounded, a send takes ~0.15 ms and the thread serves its other
  * connections between them (the mixed load's small-request p99 is ~20% lower; large cached tables
  * are served as fast; a 256 KiB bound would cost them ~20%). Once set, the bound stays
- * for the connection (the kernel's autotuning is off for it). Best effort. */
-void pe_http_bound_sends(struct MHD_Connection *conn, size_t body_len)
+ * for the connection (the kernel's autotuning is off for it). Best effort. The connection guard
+ * then watches the reader's pace (conn_guard.c: slow readers). */
+void pe_http_large_answer(struct pe_http *h, struct MHD_Connection *conn, uint64_t body_len)
 {
 	if (body_len <= PE_HTTP_SEND_BOUND)
 		return;
@@ -22,13 +24,14 @@ void pe_http_bound_sends(struct MHD_Connection *conn, size_t body_len)
 	int bound = PE_HTTP_SEND_BOUND;
 	if (ci)
 		setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &bound, sizeof bound);
+	pe_conn_guard_sending(h->guard, conn, body_len);
 }
 
 enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int status, struct MHD_Response *resp)
 {
 	if (!resp)
 		return MHD_NO;
-	pe_http_bound_sends(conn, r->bytes);
+	pe_http_large_answer(r->h, conn, r->bytes);
 	MHD_add_response_header(resp, "X-Request-Id", r->request_id);
 	if (r->close)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");

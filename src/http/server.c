@@ -34,9 +34,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* The budget is pressed when it refused a reservation since the last tick or a job waits on it. */
+static int budget_pressed(struct pe_http *h)
+{
+	struct pe_budget_stats st;
+	pe_budget_stats(h->opt.budget, &st);
+	uint64_t last = atomic_exchange(&h->budget_refused_seen, st.refused);
+	return st.refused != last || st.waiting != 0;
+}
+
 void pe_http_tick(struct pe_http *h, int expire_all)
 {
-	pe_conn_guard_cut(h->guard, pe_monotonic());
+	pe_conn_guard_cut(h->guard, pe_monotonic(), budget_pressed(h));
 	pe_waiter_expire(h, expire_all);
 }
 

@@ -226,6 +226,7 @@ void pe_budget_stats(const struct pe_budget *b, struct pe_budget_stats *out)
 	out->used = atomic_load_explicit(&((struct pe_budget *)b)->used, memory_order_relaxed);
 	out->limit = b->limit;
 	out->refused = atomic_load_explicit(&((struct pe_budget *)b)->refused, memory_order_relaxed);
+	out->waiting = atomic_load_explicit(&((struct pe_budget *)b)->waiting, memory_order_relaxed);
 }
 
 size_t pe_mem_size(const void *p) { return p ? malloc_usable_size((void *)p) : 0; }

@@ -1,4 +1,4 @@
-/* A body over 512 KiB bounds its connection's send buffer (http/response.c pe_http_bound_sends),
+/* A body over 512 KiB bounds its connection's send buffer (http/response.c pe_http_large_answer),
  * so the HTTP thread copies it out in pieces and serves its other connections between them; a
  * smaller one leaves the kernel's autotuning alone. Asserted on the daemon's own sockets, taken
  * into this process with pidfd_getfd (we started it, so we may) and read with getsockopt, never

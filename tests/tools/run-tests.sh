@@ -36,6 +36,7 @@ serial_names=(
 	test_sched_slice     # scheduler slices of the daemon's threads
 	test_sigterm         # SIGTERM under load
 	test_slowloris       # hundreds of trickling connections
+	test_slow_readers    # paced readers of large answers against the connection timeout
 	test_warm            # the warm reserve's filler runs only on an idle CPU
 	test_worker_nice     # worker priority against a busy machine
 )
