@@ -11,13 +11,15 @@
  * (rope_freq.c), the parameters are checked by /v1/rope's own check, and dynamic / longrope's
  * seq_len defaults to the largest position + 1 as transformers' dynamic_rope_update takes it.
  * compat=exact computes in double (one rounding to the dtype), compat=hf in PyTorch's float32
- * (float(position) * float inv_freq, cos/sin of that float, times float attention_scaling).
+ * (float(position) * float inv_freq, cos/sin of that float, times float attention_scaling; with an
+ * attention_scaling and dim % 16 == 0, PyTorch's own cos/sin, as rope.c: see token()).
  * compat=ggml is refused: llama.cpp's M-RoPE is another construction. Rows are computed directly
  * (no recurrence: consecutive tokens' positions are not consecutive), each value within 1 ulp. */
 #include "core/kernels.h"
 #include "core/mrope.h"
 #include "core/rope.h"
 #include "core/tables.h"
+#include "core/torchmath.h"
 
 #include <float.h>
 #include <math.h>
@@ -102,9 +104,12 @@ struct job {
 	const struct pe_kernel_table *k;
 	size_t h, dim;
 	int fmode, pairs; /* pairs: interleaved layout (GLM-4.1V), pair k at channels 2k, 2k + 1 */
+	int torch_trig;   /* PyTorch's cos/sin (compat=hf with attention_scaling): see token() */
+	int sections;     /* frequencies in sections t, h, w (not interleaved: Qwen2-VL, GLM-4.1V) */
 	enum pe_dtype dt;
 	double *buf;
 	double *t3, *t, *c, *s, *row; /* angles of the 3 rows, chosen angles, cos, sin, an output row */
+	double *c3, *s3;              /* torch_trig with sections: cos and sin of the 3 rows' angles */
 	unsigned char *row_of;        /* the position row of each frequency */
 };
 
@@ -119,7 +124,11 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt)
 	j->fmode = j->pl.cfg.compat != PE_COMPAT_EXACT;
 	j->pairs = pe_param_enum(p, "layout") == 1; /* pe_rope_layouts: half, interleaved */
 	j->dt = dt;
-	if (!(j->buf = malloc(sizeof(double) * (6 * j->h + j->dim) + j->h))) {
+	/* PyTorch's groups of 8 lanes lie inside a half row, as in rope.c */
+	j->torch_trig = j->pl.cfg.compat == PE_COMPAT_HF && (float)j->pl.att != 1.0f && j->h % 8 == 0;
+	int inter = (int)pe_param_int(p, "interleaved");
+	j->sections = !inter;
+	if (!(j->buf = malloc(sizeof(double) * (12 * j->h + j->dim) + j->h))) {
 		pe_rope_plan_destroy(&j->pl);
 		return PE_ENOMEM;
 	}
@@ -128,10 +137,11 @@ static int job_init(struct job *j, const struct pe_params *p, enum pe_dtype dt)
 	j->c = j->t + j->h;
 	j->s = j->c + j->h;
 	j->row = j->s + j->h;
-	j->row_of = (unsigned char *)(j->row + j->dim);
+	j->c3 = j->row + j->dim;
+	j->s3 = j->c3 + 3 * j->h;
+	j->row_of = (unsigned char *)(j->s3 + 3 * j->h);
 	size_t n;
 	const double *sec = pe_param_list(p, "mrope_section", &n);
-	int inter = (int)pe_param_int(p, "interleaved");
 	for (size_t k = 0; k < j->h; k++)
 		j->row_of[k] = (unsigned char)pe_mrope_row_of(sec, inter, k);
 	return 0;
@@ -158,7 +168,11 @@ static void store(const struct job *j, const double *v, char *o)
 	pe_store_f64(j->dt, o, j->row, j->dim);
 }
 
-/* A token's cos and sin rows, at the positions `at` of its three rows (t, h, w). */
+/* A token's cos and sin rows, at the positions `at` of its three rows (t, h, w).
+ * With torch_trig, the cos and sin are PyTorch's (torchmath.c), whose groups of 8 lanes decide
+ * together how they reduce: transformers takes them of each row's whole [freqs | freqs] before the
+ * section split (Qwen2-VL, GLM-4.1V), or of the interleaved frequencies (Qwen3-VL), so the groups
+ * are of each row's angles, or of the chosen ones. */
 static void token(struct job *j, const int32_t at[3], char *oc, char *os)
 {
 	size_t h = j->h;
@@ -168,9 +182,20 @@ static void token(struct job *j, const int32_t at[3], char *oc, char *os)
 		else
 			pe_rope_angles(&j->pl, at[q], 1, j->t3 + q * h);
 	}
-	for (size_t k = 0; k < h; k++)
-		j->t[k] = j->t3[j->row_of[k] * h + k];
-	j->k->sincos_f64(j->t, j->s, j->c, h);
+	if (j->torch_trig && j->sections) {
+		pe_torch_sincosf(j->t3, j->s3, j->c3, 3 * h);
+		for (size_t k = 0; k < h; k++) {
+			j->c[k] = j->c3[j->row_of[k] * h + k];
+			j->s[k] = j->s3[j->row_of[k] * h + k];
+		}
+	} else {
+		for (size_t k = 0; k < h; k++)
+			j->t[k] = j->t3[j->row_of[k] * h + k];
+		if (j->torch_trig)
+			pe_torch_sincosf(j->t, j->s, j->c, h);
+		else
+			j->k->sincos_f64(j->t, j->s, j->c, h);
+	}
 	store(j, j->c, oc);
 	store(j, j->s, os);
 }

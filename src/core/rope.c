@@ -362,7 +362,7 @@ struct job {
 	size_t len, h, dim, block;
 	int64_t offset;
 	int fmode, interleaved, use_rec, stream;
-	int torch_trig; /* cos/sin by torch_sincos (compat=hf with attention_scaling) */
+	int torch_trig; /* cos/sin by pe_torch_sincosf (compat=hf with attention_scaling) */
 	int libm_trig;  /* cos/sin by libm's cosf/sinf of the float angle (compat=ggml, as llama.cpp) */
 	enum pe_dtype dt;
 	double *buf; /* one allocation: t, c, s, recurrence state, a double row pair, a scratch row */
@@ -463,21 +463,6 @@ static void store_row(const struct job *j, char *oc, char *os)
 	store_generic(j, j->s, os);
 }
 
-/* sin and cos of the n float32 angles t (n a multiple of 8) as PyTorch's float32 kernels give them. */
-static void torch_sincos(const double *t, double *s, double *c, size_t n)
-{
-	float x[8], fs[8], fc[8];
-	for (size_t i = 0; i < n; i += 8) {
-		for (int l = 0; l < 8; l++)
-			x[l] = (float)t[i + (size_t)l];
-		pe_torch_sincosf8(x, fs, fc);
-		for (int l = 0; l < 8; l++) {
-			s[i + (size_t)l] = fs[l];
-			c[i + (size_t)l] = fc[l];
-		}
-	}
-}
-
 /* Rows [r0, r0 + n) of the cos plane into oc and of the sin plane into os (NULL: not wanted, the
  * row goes to a scratch row). The recurrence starts at the anchor at or before r0; rows before r0
  * are computed and dropped, so every block is byte for byte the whole table's rows. 0, or the
@@ -506,7 +491,7 @@ static int rows(struct job *j, size_t r0, size_t n, char *oc, char *os)
 				j->k->rope_row(&j->rec, (double)(j->offset + (int64_t)r), t, r % PE_ROPE_ANCHOR_ROWS == 0,
 					       j->c, j->s);
 			else if (j->torch_trig)
-				torch_sincos(t, j->s, j->c, j->h);
+				pe_torch_sincosf(t, j->s, j->c, j->h);
 			else if (j->libm_trig)
 				pe_libm_sincosf(t, j->s, j->c, j->h);
 			else

@@ -53,6 +53,20 @@ void pe_torch_sincosf8(const float x[8], float s[8], float c[8])
 	}
 }
 
+void pe_torch_sincosf(const double *t, double *s, double *c, size_t n)
+{
+	float x[8], fs[8], fc[8];
+	for (size_t i = 0; i < n; i += 8) {
+		for (int l = 0; l < 8; l++)
+			x[l] = (float)t[i + (size_t)l];
+		pe_torch_sincosf8(x, fs, fc);
+		for (int l = 0; l < 8; l++) {
+			s[i + (size_t)l] = fs[l];
+			c[i + (size_t)l] = fc[l];
+		}
+	}
+}
+
 void pe_libm_sincosf(const double *t, double *s, double *c, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {

@@ -15,6 +15,9 @@ float pe_torch_powf(float base, float x, size_t i, size_t n);
  * lane by lane (within 1 ulp). Lanes past a tensor's end are zeros, as PyTorch's partial load. */
 void pe_torch_sincosf8(const float x[8], float s[8], float c[8]);
 void pe_torch_sincosf8_avx2(const float x[8], float s[8], float c[8]);
+/* sin and cos of n float32 angles (t holds floats; n a multiple of 8) as PyTorch computes a
+ * contiguous tensor whose groups of 8 start at t[0] (pe_torch_sincosf8 per group). */
+void pe_torch_sincosf(const double *t, double *s, double *c, size_t n);
 /* sin and cos of n float32 angles (t holds floats) by libm's sincosf, one element at a time: what
  * std::sin / std::cos of a float give (torch.polar's complex exponential) and what llama.cpp's
  * rope_yarn takes (sinf, cosf). Bit for bit on the same libm. */

@@ -110,6 +110,18 @@ TABLE_CASES = [
      + gen_rope.SHORT8 + "&long_factor=" + gen_rope.LONG8 + "&segments=" + SMALL),
     ("far_d32", "dim=32&mrope_section=4,6,6&variant=qwen25vl&segments=text:1,video:3x2x2,text:2&tokens_per_second=1000000"
      "&second_per_grid_t=500"),
+    # scaled, with angles on both sides of where SLEEF's float sin/cos change how they reduce, in
+    # one group of 8 lanes: PyTorch's cos/sin differ from the correctly rounded ones there
+    ("yarn_text150_d64", "dim=64&mrope_section=8,12,12&base=1000000&scaling=yarn&factor=4"
+     "&original_max_position_embeddings=2048&segments=text:150,image:1x8x8,text:3"),
+    ("yarn_far_d128", "dim=128&mrope_section=16,24,24&scaling=yarn&factor=4&original_max_position_embeddings=2048"
+     "&variant=qwen25vl&segments=text:1,video:3x2x2,text:2&tokens_per_second=1000000&second_per_grid_t=500"),
+    # a group of 8 frequencies across the t and h sections: PyTorch groups each row's own angles
+    ("yarn_far_split_d64", "dim=64&mrope_section=4,14,14&scaling=yarn&factor=4&original_max_position_embeddings=2048"
+     "&variant=qwen25vl&segments=text:1,video:3x4x4,text:2&tokens_per_second=1000000&second_per_grid_t=500"),
+    ("yarn_far_interleaved_d128", "dim=128&mrope_section=24,20,20&interleaved=1&scaling=yarn&factor=4"
+     "&original_max_position_embeddings=2048&variant=qwen25vl&segments=text:1,video:3x2x2,text:2"
+     "&tokens_per_second=1000000&second_per_grid_t=500"),
 ]
 
 
