@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +35,8 @@ static void skip_ws(struct cursor *c)
 		c->p++;
 }
 
-static int number_end(const char *p, const char *end)
+/* The length of the JSON number at p, or -1 when there is none. */
+static ptrdiff_t number_end(const char *p, const char *end)
 {
 	const char *q = p;
 	if (q < end && *q == '-')
@@ -62,15 +64,21 @@ static int number_end(const char *p, const char *end)
 		while (q < end && isdigit((unsigned char)*q))
 			q++;
 	}
-	return (int)(q - p) > 0 && q - p < 400 ? (int)(q - p) : -1;
+	return (ptrdiff_t)(q - p);
 }
 
+#define NUMBER_MAX 400 /* characters of a number read (a float64 needs at most 17 digits) */
+
+/* The number at c->p into v: 0; -1 when there is none; -2 when it is not finite (1e400);
+ * -3 when it is longer than NUMBER_MAX characters (valid JSON, but nothing a tensor needs). */
 static int read_number(struct cursor *c, double *v)
 {
-	int n = number_end(c->p, c->end);
+	ptrdiff_t n = number_end(c->p, c->end);
 	if (n < 0)
 		return -1;
-	char tmp[401];
+	if (n > NUMBER_MAX)
+		return -3;
+	char tmp[NUMBER_MAX + 1];
 	memcpy(tmp, c->p, (size_t)n);
 	tmp[n] = 0;
 	errno = 0;
@@ -99,6 +107,8 @@ static int walk(struct cursor *c, int d, const char **whatp)
 			return *whatp = "expected a number or '['", -1;
 		if (rc == -2)
 			return *whatp = "numbers must be finite", -1;
+		if (rc == -3)
+			return *whatp = "a number longer than 400 characters", -1;
 		if (c->out)
 			c->out[c->written++] = v;
 		else
@@ -209,8 +219,11 @@ static int skip_value(struct cursor *c, int depth)
 			return 0;
 		}
 	}
-	double v;
-	return read_number(c, &v) == 0 ? 0 : -1;
+	ptrdiff_t n = number_end(c->p, c->end); /* any JSON number: the member is not read */
+	if (n < 0)
+		return -1;
+	c->p += n;
+	return 0;
 }
 
 static int parse_shape(struct cursor *c, const char *base, struct pe_shape *s)

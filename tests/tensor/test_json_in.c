@@ -1,9 +1,10 @@
 /* Unit tests of the JSON tensor parser: bare nested arrays and {"shape","data"} objects (data
  * nested or flat), values read exactly as strtod reads them, and every refusal: ragged, lying
- * shapes, non-finite or non-numeric values, truncation at every byte, trailing bytes, too deep,
- * over max_elements (checked before the buffer is taken). */
+ * shapes, non-finite, non-numeric or overlong values, truncation at every byte, trailing bytes,
+ * too deep, over max_elements (checked before the buffer is taken). */
 #include "support/pe_check.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,29 @@ START_TEST(refused_forms)
 }
 END_TEST
 
+/* A number past 400 characters in the data is refused for its length (not as "expected a
+ * number"); in a member the parser skips, any JSON number passes, however long or large. */
+START_TEST(long_numbers)
+{
+	struct pe_tensor_mut t;
+	struct pe_err err;
+	char doc[12000];
+	snprintf(doc, sizeof doc, "[[1%0400d]]", 0); /* 401 characters */
+	ck_assert_int_eq(parse(doc, 100, &t, &err), PE_EBODY);
+	ck_assert_msg(strstr(err.detail, "longer than 400 characters") != NULL, "%s", err.detail);
+	ck_assert_str_eq(err.param, "body");
+	ck_assert_ptr_null(t.data);
+	snprintf(doc, sizeof doc, "[[1.%0397d5]]", 0); /* 400 characters: read */
+	ck_assert_int_eq(parse(doc, 100, &t, &err), 0);
+	ck_assert(((double *)t.data)[0] == 1.0);
+	free(t.data);
+	snprintf(doc, sizeof doc, "{\"note\": [1%010000d, 1e999], \"data\": [2]}", 0);
+	ck_assert_int_eq(parse(doc, 100, &t, &err), 0);
+	ck_assert(((double *)t.data)[0] == 2);
+	free(t.data);
+}
+END_TEST
+
 START_TEST(every_truncation_refused)
 {
 	const char *doc = "{\"shape\": [2, 3], \"data\": [[1, 2, 3], [4.5e-1, -6, 7]]}";
@@ -94,6 +118,7 @@ static Suite *json_in_suite(void)
 	TCase *tc = tcase_create("json_in");
 	tcase_add_test(tc, accepted_forms);
 	tcase_add_test(tc, refused_forms);
+	tcase_add_test(tc, long_numbers);
 	tcase_add_test(tc, every_truncation_refused);
 	tcase_add_test(tc, max_elements_before_allocation);
 	suite_add_tcase(s, tc);
