@@ -80,6 +80,9 @@ size_t pe_cache_entry_bytes(const struct pe_cache_entry *e);
  * caller: counted as the rest of e is, by the cache while e is in it (colder entries evicted past
  * the limit, e too if it is the coldest), else by the budget that holds e's bytes until e is freed. */
 void pe_cache_charge_more(struct pe_cache *c, struct pe_cache_entry *e, size_t bytes);
+/* Has e left the cache while still referenced, its bytes now counted on the cache's budget? Any
+ * thread holding a reference; the answer may change to yes at any time after no. */
+int pe_cache_entry_on_budget(const struct pe_cache_entry *e);
 void pe_cache_retain(struct pe_cache_entry *e); /* one more reference */
 void pe_cache_release(struct pe_cache_entry *e); /* NULL is fine */
 

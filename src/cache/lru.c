@@ -271,8 +271,8 @@ static void table_insert(struct pe_cache *c, struct pe_cache_entry *e)
 static void drop_ref(struct pe_cache *c, struct pe_cache_entry *e, struct pe_cache_entry **drop)
 {
 	if (c->budget && atomic_load_explicit(&e->refs, memory_order_relaxed) > 1) {
-		e->budget = c->budget;
 		e->charged = cost(e->bytes, e->keylen);
+		__atomic_store_n(&e->budget, c->budget, __ATOMIC_RELAXED); /* pe_cache_entry_on_budget reads it */
 		pe_budget_charge(e->budget, e->charged);
 	}
 	e->hnext = *drop;
@@ -584,6 +584,11 @@ void pe_cache_charge_more(struct pe_cache *c, struct pe_cache_entry *e, size_t b
 	}
 	pthread_mutex_unlock(&c->lock);
 	release_list(drop);
+}
+
+int pe_cache_entry_on_budget(const struct pe_cache_entry *e)
+{
+	return __atomic_load_n(&((struct pe_cache_entry *)e)->budget, __ATOMIC_RELAXED) != NULL;
 }
 
 void pe_cache_retain(struct pe_cache_entry *e)

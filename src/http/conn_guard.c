@@ -12,11 +12,14 @@
  * fault). While it is pressed (a reservation refused since the last tick, or a job waiting for
  * room), one answer is cut, at most one a second (CUT_SETTLE: the memory of the last comes back
  * first): of the answers over PE_HTTP_SEND_BOUND sent for more than connection_timeout, the one
- * whose reader, at its average pace since the answer was queued (the bytes its peer acknowledged,
- * TCP_INFO), would need the longest to take the rest, when that is more than connection_timeout.
- * A chunked answer's rest is unknown and taken as UNKNOWN_REST. The guard cannot tell which
- * answers hold budget (one the cache still keeps holds none), so a cut frees memory only when the
- * slowest reader's did; the next is cut if the refusals go on.
+ * whose reader, at its pace over the last connection_timeout / 2 (the bytes its peer acknowledged,
+ * TCP_INFO), would need the longest before the rest fits in the kernel's send buffer (when libmhd
+ * lets the answer go), when that is more than connection_timeout. A chunked answer's rest is
+ * unknown and taken as UNKNOWN_REST. An answer sent from a cache entry the cache still keeps
+ * holds no budget and is not judged (the guard keeps a reference to the entry to ask); one the
+ * cache let go of while it was sent is counted on the budget and judged. A stream's answer is
+ * judged as holding budget throughout (its table may have gone into the cache by then). The next
+ * answer is cut if the refusals go on.
  *
  * Limits: connections past max_connections are closed at accept (pe_conn_guard_admit).
  *
@@ -53,6 +56,11 @@ struct ctrack {
 	uint64_t bytes; /* body bytes read in PH_BODY */
 	uint64_t size;   /* PH_SEND: the answer's body bytes, or PE_GUARD_SIZE_UNKNOWN */
 	uint64_t acked0; /* PH_SEND: bytes the peer had acknowledged when it was queued */
+	/* PH_SEND: the reader's pace over its last whole window (bytes/s; < 0: none yet), and where
+	 * the window under way began */
+	double pace, mark_t;
+	uint64_t mark_acked;
+	struct pe_cache_entry *entry; /* PH_SEND: the cache entry sent (a reference of ours), or NULL */
 	struct MHD_Connection *conn;
 	pthread_t owner; /* the libmicrohttpd thread that serves it: only that one may look inside */
 	struct ctrack *prev, *next;
@@ -134,6 +142,7 @@ void pe_conn_guard_notify_cb(void *cls, struct MHD_Connection *conn, void **sock
 {
 	struct pe_conn_guard *g = cls;
 	struct ctrack *ct = *socket_context;
+	struct pe_cache_entry *gone = NULL;
 	pthread_mutex_lock(&g->lock);
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) { /* counted by pe_conn_guard_admit */
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -154,11 +163,13 @@ void pe_conn_guard_notify_cb(void *cls, struct MHD_Connection *conn, void **sock
 		if (ct) {
 			ct->prev->next = ct->next;
 			ct->next->prev = ct->prev;
+			gone = ct->entry;
 			free(ct);
 			*socket_context = NULL;
 		}
 	}
 	pthread_mutex_unlock(&g->lock);
+	pe_cache_release(gone); /* outside the lock: it may free the answer */
 }
 
 void pe_conn_guard_phase(struct pe_conn_guard *g, struct MHD_Connection *conn, int phase, size_t bytes)
@@ -167,14 +178,18 @@ void pe_conn_guard_phase(struct pe_conn_guard *g, struct MHD_Connection *conn, i
 	struct ctrack *ct = ci ? ci->socket_context : NULL;
 	if (!ct)
 		return;
+	struct pe_cache_entry *gone = NULL;
 	pthread_mutex_lock(&g->lock);
 	if (ct->phase != phase) {
 		ct->phase = phase;
 		ct->since = pe_monotonic();
 		ct->bytes = 0;
+		gone = ct->entry;
+		ct->entry = NULL;
 	}
 	ct->bytes += bytes;
 	pthread_mutex_unlock(&g->lock);
+	pe_cache_release(gone);
 }
 
 /* Bytes the peer of fd has acknowledged over the connection's life; -1 when not TCP. */
@@ -190,33 +205,53 @@ static int tcp_acked(int fd, uint64_t *acked)
 	return 0;
 }
 
-void pe_conn_guard_sending(struct pe_conn_guard *g, struct MHD_Connection *conn, uint64_t size)
+void pe_conn_guard_sending(struct pe_conn_guard *g, struct MHD_Connection *conn, uint64_t size,
+			   struct pe_cache_entry *entry)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct ctrack *ct = ci ? ci->socket_context : NULL;
 	uint64_t acked;
 	if (!ct || tcp_acked(ct->fd, &acked) != 0)
 		return; /* not watched: never cut */
+	if (entry)
+		pe_cache_retain(entry);
 	pthread_mutex_lock(&g->lock);
+	struct pe_cache_entry *gone = ct->entry;
 	ct->phase = PH_SEND;
-	ct->since = pe_monotonic();
+	ct->since = ct->mark_t = pe_monotonic();
 	ct->size = size;
-	ct->acked0 = acked;
+	ct->acked0 = ct->mark_acked = acked;
+	ct->pace = -1;
+	ct->entry = entry;
 	pthread_mutex_unlock(&g->lock);
+	pe_cache_release(gone);
 }
 
-/* Seconds ct's reader would need for the rest of its answer at its pace so far (HUGE_VAL when it
- * took nothing); 0 when the answer is not judged (sent for less than grace seconds). */
+/* The pace of ct's reader over the last window of `window` seconds, updated when one has passed. */
+static void measure_pace(struct ctrack *ct, double now, double window)
+{
+	uint64_t acked;
+	if (ct->phase != PH_SEND || now - ct->mark_t < window || tcp_acked(ct->fd, &acked) != 0)
+		return;
+	ct->pace = (double)(acked > ct->mark_acked ? acked - ct->mark_acked : 0) / (now - ct->mark_t);
+	ct->mark_t = now;
+	ct->mark_acked = acked;
+}
+
+/* Seconds ct's reader would need, at its pace over the last window, until the rest of its answer
+ * is in the kernel's send buffer (PE_HTTP_SEND_BOUND, doubled by the kernel) and its memory goes
+ * (HUGE_VAL when it took nothing); 0 when the answer is not judged (sent for grace seconds or
+ * less). The last window, not the whole answer's average: a reader that took most of its answer
+ * fast and then trickles would otherwise hold it for minutes unjudged. */
 static double time_to_finish(const struct ctrack *ct, double now, double grace)
 {
-	double age = now - ct->since;
 	uint64_t acked;
-	if (ct->phase != PH_SEND || age <= grace || tcp_acked(ct->fd, &acked) != 0)
-		return 0;
-	double taken = acked > ct->acked0 ? (double)(acked - ct->acked0) : 0;
-	double rest = ct->size == PE_GUARD_SIZE_UNKNOWN ? UNKNOWN_REST
-		      : (double)ct->size > taken ? (double)ct->size - taken : 0;
-	return rest <= 0 ? 0 : taken <= 0 ? HUGE_VAL : rest / (taken / age);
+	if (ct->phase != PH_SEND || ct->pace < 0 || now - ct->since <= grace ||
+	    (ct->entry && !pe_cache_entry_on_budget(ct->entry)) || tcp_acked(ct->fd, &acked) != 0)
+		return 0; /* an answer the cache keeps holds no budget: cutting it frees nothing */
+	double taken = acked > ct->acked0 ? (double)(acked - ct->acked0) : 0, kernel = 2.0 * PE_HTTP_SEND_BOUND;
+	double rest = ct->size == PE_GUARD_SIZE_UNKNOWN ? UNKNOWN_REST : (double)ct->size - taken - kernel;
+	return rest <= 0 ? 0 : ct->pace <= 0 ? HUGE_VAL : rest / ct->pace;
 }
 
 void pe_conn_guard_cut(struct pe_conn_guard *g, double now, int budget_pressed)
@@ -225,6 +260,7 @@ void pe_conn_guard_cut(struct pe_conn_guard *g, double now, int budget_pressed)
 	struct ctrack *slowest = NULL;
 	pthread_mutex_lock(&g->lock);
 	int judge = budget_pressed && now - g->last_answer_cut >= CUT_SETTLE;
+	double window = limit / 2 > 1 ? limit / 2 : 1;
 	for (struct ctrack *ct = g->tracks.next; ct != &g->tracks; ct = ct->next) {
 		double age = now - ct->since;
 		int slow = (ct->phase == PH_HEADERS && age > limit) ||
@@ -232,19 +268,24 @@ void pe_conn_guard_cut(struct pe_conn_guard *g, double now, int budget_pressed)
 			   (ct->phase == PH_DISCARD && age > (double)g->linger_timeout_s);
 		if (slow)
 			shutdown(ct->fd, SHUT_RDWR);
+		measure_pace(ct, now, window);
 		double finish = judge ? time_to_finish(ct, now, limit) : 0;
 		if (finish > slowest_finish) {
 			slowest_finish = finish;
 			slowest = ct;
 		}
 	}
+	struct pe_cache_entry *gone = NULL;
 	if (slowest) {
 		g->last_answer_cut = now;
 		shutdown(slowest->fd, SHUT_RDWR);
 		slowest->phase = PH_ANSWER; /* cut once */
+		gone = slowest->entry;
+		slowest->entry = NULL;
 		atomic_fetch_add(&g->answers_cut, 1);
 	}
 	pthread_mutex_unlock(&g->lock);
+	pe_cache_release(gone);
 }
 
 uint64_t pe_conn_guard_answers_cut(const struct pe_conn_guard *g)

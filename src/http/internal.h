@@ -133,6 +133,7 @@ struct req {
 	 * ends (on_completed), so an entry evicted while its bytes are still being sent is counted
 	 * by the budget (lru.c), as one behind a response of the request's own is. */
 	struct pe_cache_entry *sending;
+	struct pe_cache_entry *answer_entry; /* the entry pe_http_queue's answer is sent from, or NULL */
 	/* Last, and left out of the zeroing of a new request (server.c req_new): 3.4 KB that
 	 * pe_query_init sets whole when the begin phase reads the query. */
 	struct pe_query query_store;
@@ -143,11 +144,12 @@ struct req {
 
 /* The largest send buffer a connection keeps once it carries a larger body (pe_http_large_answer). */
 #define PE_HTTP_SEND_BOUND (512 * 1024)
-/* Before an answer of body_len bytes (PE_GUARD_SIZE_UNKNOWN: chunked) is queued on conn: over
- * PE_HTTP_SEND_BOUND, bounds conn's send buffer (response.c says why) and has the connection
- * guard watch its reader's pace. */
+/* Before an answer of body_len bytes (PE_GUARD_SIZE_UNKNOWN: chunked) is queued on conn, from the
+ * cache entry `entry` or (NULL) memory on the budget: over PE_HTTP_SEND_BOUND, bounds conn's send
+ * buffer (response.c says why) and has the connection guard watch its reader's pace. */
 #define PE_GUARD_SIZE_UNKNOWN UINT64_MAX
-void pe_http_large_answer(struct pe_http *h, struct MHD_Connection *conn, uint64_t body_len);
+void pe_http_large_answer(struct pe_http *h, struct MHD_Connection *conn, uint64_t body_len,
+			  struct pe_cache_entry *entry);
 /* Queue a response and record its status (after pe_http_large_answer for r->bytes); destroys resp. */
 enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int status,
 			      struct MHD_Response *resp);

@@ -1,23 +1,28 @@
 /* Slow readers of large answers and the response budget (http/conn_guard.c): two clients read
- * 16 MiB answers at a steady ~320 KB/s and ~1.3 MB/s, fast enough for libmicrohttpd's inactivity
- * timer, slow enough to hold their memory for many seconds, and together most of a 40 MiB budget.
+ * 32 MiB answers, one ("sprinter") 20 MiB at once and then ~300 KB/s, the other ~2 MB/s
+ * throughout, fast enough for libmicrohttpd's inactivity timer, slow enough to hold their memory
+ * for many seconds, and together most of an 80 MiB budget. By its whole answer's average the
+ * sprinter is the faster reader; by its pace of the last seconds, the slower.
  *
  * Expected: while nothing else needs the budget, neither is cut, past twice connection_timeout;
- * then a third 16 MiB table, which does not fit beside them, is answered 200 once the slower
- * reader is cut (its job waits for room meanwhile); exactly one is cut
- * (posenc_slow_answers_cut_total 1), the slower one, before its body ended; the faster one gets
- * its whole body; the budget's gauge returns to 0. */
+ * then a third 32 MiB table, which does not fit beside them, is answered 200 once the sprinter is
+ * cut (its job waits for room meanwhile); exactly one is cut (posenc_slow_answers_cut_total 1),
+ * the sprinter, before its body ended; the other gets its whole body; the budget's gauge returns
+ * to 0. Then (cached_answer_not_cut) a slow reader of a table the cache keeps is passed over for a
+ * faster reader of one it cannot keep. */
 #include "support/pe_fault.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 
 #define TIMEOUT 3
-#define TABLE_BYTES (16u << 20) /* sinusoidal len=4096 dim=1024, f32 bin */
+#define TABLE_BYTES (32u << 20) /* sinusoidal len=8192 dim=1024, f32 bin */
 
 struct reader {
 	int fd;
-	size_t chunk;        /* bytes read per period */
+	size_t want;         /* the answer's body bytes */
+	size_t sprint;       /* body bytes read at once first */
+	size_t chunk;        /* bytes read per period after them */
 	double period;       /* seconds between reads */
 	size_t got, body;    /* bytes received; body bytes of them (after the head) */
 	int head_done, eof;  /* eof: the server closed or reset it */
@@ -26,7 +31,7 @@ struct reader {
 	pthread_t thread;
 };
 
-/* Reads chunk bytes every period until the body (TABLE_BYTES) is whole, the server closes, or
+/* Reads chunk bytes every period until the body (want bytes) is whole, the server closes, or
  * stop. */
 static void *read_paced(void *arg)
 {
@@ -34,7 +39,7 @@ static void *read_paced(void *arg)
 	static _Thread_local char buf[1 << 17];
 	char head[4096];
 	size_t head_len = 0;
-	while (!atomic_load(&rd->stop) && rd->body < TABLE_BYTES) {
+	while (!atomic_load(&rd->stop) && rd->body < rd->want) {
 		ssize_t n = recv(rd->fd, buf, rd->chunk < sizeof buf ? rd->chunk : sizeof buf, MSG_DONTWAIT);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
 			rd->eof = 1;
@@ -57,17 +62,22 @@ static void *read_paced(void *arg)
 			}
 			rd->body += (size_t)n - off;
 		}
-		sleep_s(rd->period);
+		if (rd->body >= rd->sprint)
+			sleep_s(rd->period);
+		else if (n < 0)
+			sleep_s(0.001);
 	}
 	atomic_store(&rd->finished, 1);
 	return NULL;
 }
 
-static void reader_start(struct reader *rd, int port, int offset, size_t chunk, double period)
+/* GET /v1/sinusoidal?len=LEN&dim=1024&format=bin&offset=OFFSET (4 KiB a row), read in a thread. */
+static void reader_start(struct reader *rd, int port, int len, int offset, size_t sprint, size_t chunk, double period)
 {
 	char path[128];
-	snprintf(path, sizeof path, "/v1/sinusoidal?len=4096&dim=1024&format=bin&offset=%d", offset);
-	*rd = (struct reader){.fd = tcp_connect(port, NULL), .chunk = chunk, .period = period};
+	snprintf(path, sizeof path, "/v1/sinusoidal?len=%d&dim=1024&format=bin&offset=%d", len, offset);
+	*rd = (struct reader){.fd = tcp_connect(port, NULL), .want = (size_t)len * 4096, .sprint = sprint, .chunk = chunk,
+			      .period = period};
 	int rcv = 64 * 1024;
 	check(rd->fd >= 0 && setsockopt(rd->fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv) == 0, "reader connects");
 	char req[256];
@@ -83,21 +93,59 @@ static void reader_end(struct reader *rd)
 	close(rd->fd);
 }
 
-static int scenario(void)
+/* A reader of an answer the cache keeps holds no budget: under pressure it is passed over, slowest
+ * as it is, for the reader of an answer too large for the cache. The daemon: cache 36 MiB (a
+ * 32 MiB table fits, a 40 MiB one does not), budget 48 MiB. */
+static void cached_answer_not_cut(void)
 {
-	fault_init("slow_readers", 90);
 	char timeout[16];
 	snprintf(timeout, sizeof timeout, "%d", TIMEOUT);
-	const char *args[] = {"--connection-timeout", timeout, "--response-budget-bytes", "40Mi", "--cache-bytes", "0",
+	const char *args[] = {"--connection-timeout", timeout, "--response-budget-bytes", "48Mi", "--cache-bytes", "36Mi",
+			      "--warm-bytes", "0", NULL};
+	struct pe_spawn d;
+	daemon_start(&d, args);
+	struct resp r;
+	int got = http_get(d.port, "/v1/sinusoidal?len=8192&dim=1024&format=bin&offset=7", 20000, &r);
+	check(got == 0 && r.status == 200, "a 32 MiB table is computed (status %d)", r.status);
+	resp_free(&r);
+	struct reader hit, big;
+	reader_start(&hit, d.port, 8192, 7, 0, 16 * 1024, 0.05);     /* the cached table, ~300 KB/s */
+	reader_start(&big, d.port, 10240, 8, 0, 64 * 1024, 0.05);    /* 40 MiB, uncacheable, ~1.3 MB/s */
+	check(wait_metric_at_least(d.port, "posenc_response_budget_bytes", 40 * 1024.0 * 1024.0),
+	      "the 40 MiB answer is held on the budget");
+	sleep_s(TIMEOUT + 1.5);
+	got = http_get(d.port, "/v1/sinusoidal?len=10240&dim=1024&format=bin&offset=9", 30000, &r);
+	check(got == 0 && r.status == 200 && r.body_len == 40u << 20,
+	      "another 40 MiB table is answered whole (status %d, %zu bytes)", r.status, r.body_len);
+	resp_free(&r);
+	check(metric(d.port, "posenc_slow_answers_cut_total") == 1, "one answer was cut");
+	double until = now_s() + 5;
+	while (!atomic_load(&big.finished) && now_s() < until)
+		sleep_s(0.05);
+	check(big.eof && big.body < big.want, "the uncacheable answer's reader was cut (%zu of %zu)", big.body, big.want);
+	check(!hit.eof && !atomic_load(&hit.finished), "the cached answer's slower reader was not (%zu of %zu)", hit.body,
+	      hit.want);
+	reader_end(&hit);
+	reader_end(&big);
+	budget_zero_after(d.port, "the readers are gone");
+	check(daemon_stop(&d, SIGTERM, 10) == 0, "posencd exits 0 on SIGTERM");
+}
+
+static int scenario(void)
+{
+	fault_init("slow_readers", 150);
+	char timeout[16];
+	snprintf(timeout, sizeof timeout, "%d", TIMEOUT);
+	const char *args[] = {"--connection-timeout", timeout, "--response-budget-bytes", "80Mi", "--cache-bytes", "0",
 			      "--warm-bytes", "0", NULL};
 	struct pe_spawn d;
 	daemon_start(&d, args);
 	const double mib = 1024.0 * 1024.0;
 
 	struct reader slow, faster;
-	reader_start(&slow, d.port, 1, 16 * 1024, 0.05);     /* ~320 KB/s: 16 MiB in ~50 s */
-	reader_start(&faster, d.port, 2, 64 * 1024, 0.05);   /* ~1.3 MB/s: 16 MiB in ~13 s */
-	check(wait_metric_at_least(d.port, "posenc_response_budget_bytes", 32 * mib),
+	reader_start(&slow, d.port, 8192, 1, 20u << 20, 16 * 1024, 0.05); /* 20 MiB, then ~300 KB/s: ~45 s */
+	reader_start(&faster, d.port, 8192, 2, 0, 128 * 1024, 0.05);     /* ~2 MB/s: 32 MiB in ~17 s */
+	check(wait_metric_at_least(d.port, "posenc_response_budget_bytes", 64 * mib),
 	      "both answers are held on the budget");
 	double t0 = now_s();
 
@@ -107,35 +155,35 @@ static int scenario(void)
 	check(!slow.eof && !faster.eof && !atomic_load(&slow.finished) && !atomic_load(&faster.finished),
 	      "both readers still read after %.1f s (slow %zu, faster %zu body bytes)", now_s() - t0, slow.body,
 	      faster.body);
-	check(slow.body > 0 && faster.body > slow.body, "the readers take their answers at their paces (%zu, %zu)",
-	      slow.body, faster.body);
+	check(slow.body > faster.body && faster.body > 0,
+	      "the sprinter is ahead by its whole answer's average (%zu, %zu body bytes)", slow.body, faster.body);
 
-	/* A third table does not fit beside them: its job waits for room, the slower reader is cut. */
+	/* A third table does not fit beside them: its job waits for room, the sprinter is cut. */
 	double refused0 = metric(d.port, "posenc_response_budget_refused_total");
 	struct resp r;
-	int ok = http_get(d.port, "/v1/sinusoidal?len=4096&dim=1024&format=bin&offset=3", 20000, &r) == 0 &&
-		 r.status == 200 && r.body_len == TABLE_BYTES;
-	check(ok, "the third table is answered whole (status %d, %zu bytes)", r.status, r.body_len);
+	int got = http_get(d.port, "/v1/sinusoidal?len=8192&dim=1024&format=bin&offset=3", 20000, &r);
+	check(got == 0 && r.status == 200 && r.body_len == TABLE_BYTES, "the third table is answered whole (status %d, %zu bytes)", r.status, r.body_len);
 	resp_free(&r);
 	check(metric(d.port, "posenc_slow_answers_cut_total") == 1, "one answer was cut");
 	double until = now_s() + 5;
 	while (!atomic_load(&slow.finished) && now_s() < until)
 		sleep_s(0.05);
-	check(slow.eof && slow.body < TABLE_BYTES, "the slower reader was cut (%zu of %u body bytes)", slow.body,
+	check(slow.eof && slow.body < TABLE_BYTES, "the sprinter was cut (%zu of %u body bytes)", slow.body,
 	      TABLE_BYTES);
 	note("the refusals counted meanwhile: %.0f", metric(d.port, "posenc_response_budget_refused_total") - refused0);
 
-	/* The faster one goes on to its whole body, never cut. */
+	/* The steady reader goes on to its whole body, never cut. */
 	until = now_s() + 40;
 	while (!atomic_load(&faster.finished) && now_s() < until)
 		sleep_s(0.1);
-	check(!faster.eof && faster.body == TABLE_BYTES, "the faster reader got its whole body (%zu bytes)",
+	check(!faster.eof && faster.body == faster.want, "the steady reader got its whole body (%zu bytes)",
 	      faster.body);
 	check(metric(d.port, "posenc_slow_answers_cut_total") == 1, "still one answer cut");
 	reader_end(&slow);
 	reader_end(&faster);
 	budget_zero_after(d.port, "the readers are gone");
 	check(daemon_stop(&d, SIGTERM, 10) == 0, "posencd exits 0 on SIGTERM");
+	cached_answer_not_cut();
 	return fault_finish();
 }
 
