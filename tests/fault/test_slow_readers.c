@@ -93,17 +93,31 @@ static void reader_end(struct reader *rd)
 	close(rd->fd);
 }
 
+/* posencd with connection_timeout TIMEOUT, no warm reserve, and this budget and cache. */
+static void start_daemon(struct pe_spawn *d, const char *budget, const char *cache)
+{
+	char timeout[16];
+	snprintf(timeout, sizeof timeout, "%d", TIMEOUT);
+	const char *args[] = {"--connection-timeout", timeout, "--response-budget-bytes", budget, "--cache-bytes", cache,
+			      "--warm-bytes", "0", NULL};
+	daemon_start(d, args);
+}
+
+/* Waits up to seconds for rd's thread to be done. */
+static void wait_finished(struct reader *rd, double seconds)
+{
+	double until = now_s() + seconds;
+	while (!atomic_load(&rd->finished) && now_s() < until)
+		sleep_s(0.05);
+}
+
 /* A reader of an answer the cache keeps holds no budget: under pressure it is passed over, slowest
  * as it is, for the reader of an answer too large for the cache. The daemon: cache 36 MiB (a
  * 32 MiB table fits, a 40 MiB one does not), budget 48 MiB. */
 static void cached_answer_not_cut(void)
 {
-	char timeout[16];
-	snprintf(timeout, sizeof timeout, "%d", TIMEOUT);
-	const char *args[] = {"--connection-timeout", timeout, "--response-budget-bytes", "48Mi", "--cache-bytes", "36Mi",
-			      "--warm-bytes", "0", NULL};
 	struct pe_spawn d;
-	daemon_start(&d, args);
+	start_daemon(&d, "48Mi", "36Mi");
 	struct resp r;
 	int got = http_get(d.port, "/v1/sinusoidal?len=8192&dim=1024&format=bin&offset=7", 20000, &r);
 	check(got == 0 && r.status == 200, "a 32 MiB table is computed (status %d)", r.status);
@@ -119,9 +133,7 @@ static void cached_answer_not_cut(void)
 	      "another 40 MiB table is answered whole (status %d, %zu bytes)", r.status, r.body_len);
 	resp_free(&r);
 	check(metric(d.port, "posenc_slow_answers_cut_total") == 1, "one answer was cut");
-	double until = now_s() + 5;
-	while (!atomic_load(&big.finished) && now_s() < until)
-		sleep_s(0.05);
+	wait_finished(&big, 5);
 	check(big.eof && big.body < big.want, "the uncacheable answer's reader was cut (%zu of %zu)", big.body, big.want);
 	check(!hit.eof && !atomic_load(&hit.finished), "the cached answer's slower reader was not (%zu of %zu)", hit.body,
 	      hit.want);
@@ -134,12 +146,8 @@ static void cached_answer_not_cut(void)
 static int scenario(void)
 {
 	fault_init("slow_readers", 150);
-	char timeout[16];
-	snprintf(timeout, sizeof timeout, "%d", TIMEOUT);
-	const char *args[] = {"--connection-timeout", timeout, "--response-budget-bytes", "80Mi", "--cache-bytes", "0",
-			      "--warm-bytes", "0", NULL};
 	struct pe_spawn d;
-	daemon_start(&d, args);
+	start_daemon(&d, "80Mi", "0");
 	const double mib = 1024.0 * 1024.0;
 
 	struct reader slow, faster;
@@ -165,17 +173,13 @@ static int scenario(void)
 	check(got == 0 && r.status == 200 && r.body_len == TABLE_BYTES, "the third table is answered whole (status %d, %zu bytes)", r.status, r.body_len);
 	resp_free(&r);
 	check(metric(d.port, "posenc_slow_answers_cut_total") == 1, "one answer was cut");
-	double until = now_s() + 5;
-	while (!atomic_load(&slow.finished) && now_s() < until)
-		sleep_s(0.05);
+	wait_finished(&slow, 5);
 	check(slow.eof && slow.body < TABLE_BYTES, "the sprinter was cut (%zu of %u body bytes)", slow.body,
 	      TABLE_BYTES);
 	note("the refusals counted meanwhile: %.0f", metric(d.port, "posenc_response_budget_refused_total") - refused0);
 
 	/* The steady reader goes on to its whole body, never cut. */
-	until = now_s() + 40;
-	while (!atomic_load(&faster.finished) && now_s() < until)
-		sleep_s(0.1);
+	wait_finished(&faster, 40);
 	check(!faster.eof && faster.body == faster.want, "the steady reader got its whole body (%zu bytes)",
 	      faster.body);
 	check(metric(d.port, "posenc_slow_answers_cut_total") == 1, "still one answer cut");
