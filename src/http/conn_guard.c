@@ -13,13 +13,13 @@
  * room), one answer is cut, at most one a second (CUT_SETTLE: the memory of the last comes back
  * first): of the answers over PE_HTTP_SEND_BOUND sent for more than connection_timeout, the one
  * whose reader, at its pace over the last connection_timeout / 2 (the bytes its peer acknowledged,
- * TCP_INFO), would need the longest before the rest fits in the kernel's send buffer (when libmhd
- * lets the answer go), when that is more than connection_timeout. A chunked answer's rest is
- * unknown and taken as UNKNOWN_REST. An answer sent from a cache entry the cache still keeps
- * holds no budget and is not judged (the guard keeps a reference to the entry to ask); one the
- * cache let go of while it was sent is counted on the budget and judged. A stream's answer is
- * judged as holding budget throughout (its table may have gone into the cache by then). The next
- * answer is cut if the refusals go on.
+ * TCP_INFO), would need the longest before the rest fits in the kernel's send buffer (when
+ * libmicrohttpd lets the answer go), when that is more than connection_timeout. A chunked
+ * answer's rest is unknown and taken as UNKNOWN_REST. An answer sent from a cache entry the cache
+ * still keeps holds no budget and is not judged (the guard keeps a reference to the entry to
+ * ask); one the cache let go of while it was sent is counted on the budget and judged. A stream's
+ * answer is judged as holding budget throughout (its table may have gone into the cache by then).
+ * The next answer is cut if the refusals go on.
  *
  * Limits: connections past max_connections are closed at accept (pe_conn_guard_admit).
  *
