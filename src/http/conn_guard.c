@@ -239,9 +239,10 @@ static void measure_pace(struct ctrack *ct, double now, double window)
 }
 
 /* Seconds ct's reader would need, at its pace over the last window, until the rest of its answer
- * is in the kernel's send buffer (PE_HTTP_SEND_BOUND, doubled by the kernel) and its memory goes
- * (HUGE_VAL when it took nothing); 0 when the answer is not judged (sent for grace seconds or
- * less). The last window, not the whole answer's average: a reader that took most of its answer
+ * is in the kernel's send buffer and its memory goes (HUGE_VAL when it took nothing); 0 when the
+ * answer is not judged (sent for grace seconds or less). The buffer is PE_HTTP_SEND_BOUND, doubled
+ * by the kernel for its bookkeeping; it was seen to hold 0.65 to 1.2 MB of an answer when
+ * libmicrohttpd let it go, so the rest counted is what lies past PE_HTTP_SEND_BOUND. The last window, not the whole answer's average: a reader that took most of its answer
  * fast and then trickles would otherwise hold it for minutes unjudged. */
 static double time_to_finish(const struct ctrack *ct, double now, double grace)
 {
@@ -249,7 +250,7 @@ static double time_to_finish(const struct ctrack *ct, double now, double grace)
 	if (ct->phase != PH_SEND || ct->pace < 0 || now - ct->since <= grace ||
 	    (ct->entry && !pe_cache_entry_on_budget(ct->entry)) || tcp_acked(ct->fd, &acked) != 0)
 		return 0; /* an answer the cache keeps holds no budget: cutting it frees nothing */
-	double taken = acked > ct->acked0 ? (double)(acked - ct->acked0) : 0, kernel = 2.0 * PE_HTTP_SEND_BOUND;
+	double taken = acked > ct->acked0 ? (double)(acked - ct->acked0) : 0, kernel = PE_HTTP_SEND_BOUND;
 	double rest = ct->size == PE_GUARD_SIZE_UNKNOWN ? UNKNOWN_REST : (double)ct->size - taken - kernel;
 	return rest <= 0 ? 0 : ct->pace <= 0 ? HUGE_VAL : rest / ct->pace;
 }
