@@ -227,11 +227,11 @@ void pe_conn_guard_sending(struct pe_conn_guard *g, struct MHD_Connection *conn,
 	pe_cache_release(gone);
 }
 
-/* The pace of ct's reader over the last window of `window` seconds, updated when one has passed. */
-static void measure_pace(struct ctrack *ct, double now, double window)
+/* The pace of ct's reader (acked: bytes its peer acknowledged now) over the last window of
+ * `window` seconds, updated when one has passed. */
+static void measure_pace(struct ctrack *ct, uint64_t acked, double now, double window)
 {
-	uint64_t acked;
-	if (ct->phase != PH_SEND || now - ct->mark_t < window || tcp_acked(ct->fd, &acked) != 0)
+	if (now - ct->mark_t < window)
 		return;
 	ct->pace = (double)(acked > ct->mark_acked ? acked - ct->mark_acked : 0) / (now - ct->mark_t);
 	ct->mark_t = now;
@@ -242,13 +242,12 @@ static void measure_pace(struct ctrack *ct, double now, double window)
  * is in the kernel's send buffer and its memory goes (HUGE_VAL when it took nothing); 0 when the
  * answer is not judged (sent for grace seconds or less). The buffer is PE_HTTP_SEND_BOUND, doubled
  * by the kernel for its bookkeeping; it was seen to hold 0.65 to 1.2 MB of an answer when
- * libmicrohttpd let it go, so the rest counted is what lies past PE_HTTP_SEND_BOUND. The last window, not the whole answer's average: a reader that took most of its answer
- * fast and then trickles would otherwise hold it for minutes unjudged. */
-static double time_to_finish(const struct ctrack *ct, double now, double grace)
+ * libmicrohttpd let it go, so the rest counted is what lies past PE_HTTP_SEND_BOUND. The last
+ * window, not the whole answer's average: a reader that took most of its answer fast and then
+ * trickles would otherwise hold it for minutes unjudged. */
+static double time_to_finish(const struct ctrack *ct, uint64_t acked, double now, double grace)
 {
-	uint64_t acked;
-	if (ct->phase != PH_SEND || ct->pace < 0 || now - ct->since <= grace ||
-	    (ct->entry && !pe_cache_entry_on_budget(ct->entry)) || tcp_acked(ct->fd, &acked) != 0)
+	if (ct->pace < 0 || now - ct->since <= grace || (ct->entry && !pe_cache_entry_on_budget(ct->entry)))
 		return 0; /* an answer the cache keeps holds no budget: cutting it frees nothing */
 	double taken = acked > ct->acked0 ? (double)(acked - ct->acked0) : 0, kernel = PE_HTTP_SEND_BOUND;
 	double rest = ct->size == PE_GUARD_SIZE_UNKNOWN ? UNKNOWN_REST : (double)ct->size - taken - kernel;
@@ -269,8 +268,11 @@ void pe_conn_guard_cut(struct pe_conn_guard *g, double now, int budget_pressed)
 			   (ct->phase == PH_DISCARD && age > (double)g->linger_timeout_s);
 		if (slow)
 			shutdown(ct->fd, SHUT_RDWR);
-		measure_pace(ct, now, window);
-		double finish = judge ? time_to_finish(ct, now, limit) : 0;
+		uint64_t acked; /* read once a window, or when judging */
+		if (ct->phase != PH_SEND || (!judge && now - ct->mark_t < window) || tcp_acked(ct->fd, &acked) != 0)
+			continue;
+		measure_pace(ct, acked, now, window);
+		double finish = judge ? time_to_finish(ct, acked, now, limit) : 0;
 		if (finish > slowest_finish) {
 			slowest_finish = finish;
 			slowest = ct;
