@@ -19,7 +19,10 @@
  * still keeps holds no budget and is not judged (the guard keeps a reference to the entry to
  * ask); one the cache let go of while it was sent is counted on the budget and judged. A stream's
  * answer is judged as holding budget throughout (its table may have gone into the cache by then).
- * The next answer is cut if the refusals go on.
+ * Readers of one table (a cache entry or a stream) share its memory, which goes only when the last
+ * of them does: cutting one frees nothing while the others read, so with the slowest are cut, at
+ * once, the other readers of its table that are too slow by the same rule (the rest finish within
+ * connection_timeout). The next answer is cut if the refusals go on.
  *
  * Limits: connections past max_connections are closed at accept (pe_conn_guard_admit).
  *
@@ -61,6 +64,8 @@ struct ctrack {
 	double pace, mark_t;
 	uint64_t mark_acked;
 	struct pe_cache_entry *entry; /* PH_SEND: the cache entry sent (a reference of ours), or NULL */
+	const void *shared; /* PH_SEND: the memory other answers are sent from too (entry or stream), or NULL */
+	double finish;      /* pe_conn_guard_cut's judgement in its last pass (time_to_finish) */
 	struct MHD_Connection *conn;
 	pthread_t owner; /* the libmicrohttpd thread that serves it: only that one may look inside */
 	struct ctrack *prev, *next;
@@ -186,6 +191,7 @@ void pe_conn_guard_phase(struct pe_conn_guard *g, struct MHD_Connection *conn, i
 		ct->bytes = 0;
 		gone = ct->entry;
 		ct->entry = NULL;
+		ct->shared = NULL;
 	}
 	ct->bytes += bytes;
 	pthread_mutex_unlock(&g->lock);
@@ -206,7 +212,7 @@ static int tcp_acked(int fd, uint64_t *acked)
 }
 
 void pe_conn_guard_sending(struct pe_conn_guard *g, struct MHD_Connection *conn, uint64_t size,
-			   struct pe_cache_entry *entry)
+			   struct pe_cache_entry *entry, const void *shared)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct ctrack *ct = ci ? ci->socket_context : NULL;
@@ -223,6 +229,7 @@ void pe_conn_guard_sending(struct pe_conn_guard *g, struct MHD_Connection *conn,
 	ct->acked0 = ct->mark_acked = acked;
 	ct->pace = -1;
 	ct->entry = entry;
+	ct->shared = shared ? shared : entry;
 	pthread_mutex_unlock(&g->lock);
 	pe_cache_release(gone);
 }
@@ -254,6 +261,17 @@ static double time_to_finish(const struct ctrack *ct, uint64_t acked, double now
 	return rest <= 0 ? 0 : ct->pace <= 0 ? HUGE_VAL : rest / ct->pace;
 }
 
+/* Cut ct's answer (under the lock): its socket shut down, its entry reference added to *gone. */
+static void cut_answer(struct pe_conn_guard *g, struct ctrack *ct, struct pe_cache_entry **gone)
+{
+	shutdown(ct->fd, SHUT_RDWR);
+	ct->phase = PH_ANSWER; /* cut once */
+	*gone = ct->entry;
+	ct->entry = NULL;
+	ct->shared = NULL;
+	atomic_fetch_add(&g->answers_cut, 1);
+}
+
 void pe_conn_guard_cut(struct pe_conn_guard *g, double now, int budget_pressed)
 {
 	double limit = (double)g->connection_timeout_s, slowest_finish = limit;
@@ -263,6 +281,7 @@ void pe_conn_guard_cut(struct pe_conn_guard *g, double now, int budget_pressed)
 	double window = limit / 2 > 1 ? limit / 2 : 1;
 	for (struct ctrack *ct = g->tracks.next; ct != &g->tracks; ct = ct->next) {
 		double age = now - ct->since;
+		ct->finish = 0;
 		int slow = (ct->phase == PH_HEADERS && age > limit) ||
 			   (ct->phase == PH_BODY && age > limit && (double)ct->bytes < age * MIN_BODY_RATE) ||
 			   (ct->phase == PH_DISCARD && age > (double)g->linger_timeout_s);
@@ -272,20 +291,25 @@ void pe_conn_guard_cut(struct pe_conn_guard *g, double now, int budget_pressed)
 		if (ct->phase != PH_SEND || (!judge && now - ct->mark_t < window) || tcp_acked(ct->fd, &acked) != 0)
 			continue;
 		measure_pace(ct, acked, now, window);
-		double finish = judge ? time_to_finish(ct, acked, now, limit) : 0;
-		if (finish > slowest_finish) {
-			slowest_finish = finish;
+		ct->finish = judge ? time_to_finish(ct, acked, now, limit) : 0;
+		if (ct->finish > slowest_finish) {
+			slowest_finish = ct->finish;
 			slowest = ct;
 		}
 	}
-	struct pe_cache_entry *gone = NULL;
-	if (slowest) {
-		g->last_answer_cut = now;
-		shutdown(slowest->fd, SHUT_RDWR);
-		slowest->phase = PH_ANSWER; /* cut once */
-		gone = slowest->entry;
-		slowest->entry = NULL;
-		atomic_fetch_add(&g->answers_cut, 1);
+	if (!slowest) {
+		pthread_mutex_unlock(&g->lock);
+		return;
+	}
+	g->last_answer_cut = now;
+	const void *shared = slowest->shared;
+	struct pe_cache_entry *gone = NULL, *also = NULL;
+	cut_answer(g, slowest, &gone);
+	for (struct ctrack *ct = g->tracks.next; shared && ct != &g->tracks; ct = ct->next) {
+		if (ct->phase != PH_SEND || ct->shared != shared || ct->finish <= limit)
+			continue;
+		cut_answer(g, ct, &also);
+		pe_cache_release(also); /* not the last reference: slowest's is still in gone */
 	}
 	pthread_mutex_unlock(&g->lock);
 	pe_cache_release(gone);

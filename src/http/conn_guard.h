@@ -18,10 +18,11 @@ unsigned pe_conn_guard_mhd_limit(const struct pe_conn_guard *g);
 void pe_conn_guard_phase(struct pe_conn_guard *g, struct MHD_Connection *conn, int phase, size_t bytes);
 /* conn's answer, over PE_HTTP_SEND_BOUND bytes, is queued: size bytes of body, or
  * PE_GUARD_SIZE_UNKNOWN (chunked), from the cache entry `entry` (NULL: from memory on the
- * budget). Its reader's pace is measured from here (PH_SEND); the guard holds a reference to entry
- * until the answer ends. */
+ * budget). shared: the memory other answers are sent from too (a stream's), when not entry's; the
+ * readers of one entry or stream are cut together. Its reader's pace is measured from here
+ * (PH_SEND); the guard holds a reference to entry until the answer ends. */
 void pe_conn_guard_sending(struct pe_conn_guard *g, struct MHD_Connection *conn, uint64_t size,
-			   struct pe_cache_entry *entry);
+			   struct pe_cache_entry *entry, const void *shared);
 /* Shut down the sockets of clients past their time (the tick). budget_pressed: the response
  * budget refused a reservation since the last tick, or a job waits for room on it; then the
  * slowest reader of a large answer may be cut too (conn_guard.c). */

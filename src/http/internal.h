@@ -145,11 +145,12 @@ struct req {
 /* The largest send buffer a connection keeps once it carries a larger body (pe_http_large_answer). */
 #define PE_HTTP_SEND_BOUND (512 * 1024)
 /* Before an answer of body_len bytes (PE_GUARD_SIZE_UNKNOWN: chunked) is queued on conn, from the
- * cache entry `entry` or (NULL) memory on the budget: over PE_HTTP_SEND_BOUND, bounds conn's send
- * buffer (response.c says why) and has the connection guard watch its reader's pace. */
+ * cache entry `entry` or (NULL) memory on the budget, shared with other answers when `shared` (a
+ * stream; see pe_conn_guard_sending): over PE_HTTP_SEND_BOUND, bounds conn's send buffer
+ * (response.c says why) and has the connection guard watch its reader's pace. */
 #define PE_GUARD_SIZE_UNKNOWN UINT64_MAX
 void pe_http_large_answer(struct pe_http *h, struct MHD_Connection *conn, uint64_t body_len,
-			  struct pe_cache_entry *entry);
+			  struct pe_cache_entry *entry, const void *shared);
 /* Queue a response and record its status (after pe_http_large_answer for r->bytes); destroys resp. */
 enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int status,
 			      struct MHD_Response *resp);

@@ -297,7 +297,7 @@ static enum MHD_Result serve_entry(struct req *r, struct MHD_Connection *conn, s
 	r->bytes = b->len;
 	if (hit && pe_http_cors_static(r->h) && !r->request_id_given && (shared = shared_response(r->h, e, b))) {
 		r->status = 200;
-		pe_http_large_answer(r->h, conn, b->len, e);
+		pe_http_large_answer(r->h, conn, b->len, e, NULL);
 		r->sending = e; /* the reference, until the answer has gone */
 		return MHD_queue_response(conn, 200, shared);
 	}
@@ -449,7 +449,7 @@ static enum MHD_Result serve_stream(struct req *r, struct MHD_Connection *conn, 
 	r->observe_at_end = 1;
 	/* r->bytes counts what was sent, so pe_http_queue sees 0: the stream's answer is large */
 	pe_http_large_answer(r->h, conn, hd->total == PE_PRODUCE_LENGTH_UNKNOWN ? PE_GUARD_SIZE_UNKNOWN : hd->total,
-			     NULL);
+			     NULL, s);
 	struct MHD_Response *resp = pe_stream_response(s, conn, &r->bytes);
 	if (!resp)
 		return MHD_NO;

@@ -17,7 +17,7 @@
  * for the connection (the kernel's autotuning is off for it). Best effort. The connection guard
  * then watches the reader's pace (conn_guard.c: slow readers). */
 void pe_http_large_answer(struct pe_http *h, struct MHD_Connection *conn, uint64_t body_len,
-			  struct pe_cache_entry *entry)
+			  struct pe_cache_entry *entry, const void *shared)
 {
 	if (body_len <= PE_HTTP_SEND_BOUND)
 		return;
@@ -25,14 +25,14 @@ void pe_http_large_answer(struct pe_http *h, struct MHD_Connection *conn, uint64
 	int bound = PE_HTTP_SEND_BOUND;
 	if (ci)
 		setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &bound, sizeof bound);
-	pe_conn_guard_sending(h->guard, conn, body_len, entry);
+	pe_conn_guard_sending(h->guard, conn, body_len, entry, shared);
 }
 
 enum MHD_Result pe_http_queue(struct req *r, struct MHD_Connection *conn, int status, struct MHD_Response *resp)
 {
 	if (!resp)
 		return MHD_NO;
-	pe_http_large_answer(r->h, conn, r->bytes, r->answer_entry);
+	pe_http_large_answer(r->h, conn, r->bytes, r->answer_entry, NULL);
 	MHD_add_response_header(resp, "X-Request-Id", r->request_id);
 	if (r->close)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");

@@ -9,7 +9,8 @@
  * cut (its job waits for room meanwhile); exactly one is cut (posenc_slow_answers_cut_total 1),
  * the sprinter, before its body ended; the other gets its whole body; the budget's gauge returns
  * to 0. Then (cached_answer_not_cut) a slow reader of a table the cache keeps is passed over for a
- * faster reader of one it cannot keep. */
+ * faster reader of one it cannot keep, and (shared_table_cut_together) the readers of one table
+ * the cache let go of are cut together. */
 #include "support/pe_fault.h"
 
 #include <pthread.h>
@@ -143,6 +144,54 @@ static void cached_answer_not_cut(void)
 	check(daemon_stop(&d, SIGTERM, 10) == 0, "posencd exits 0 on SIGTERM");
 }
 
+/* Readers of one table share its memory: cutting one of them frees nothing while the others read.
+ * Two readers of a cached table (~320 KB/s and ~1.3 MB/s), which the cache then evicts for another
+ * (it keeps one), hold it on the budget together; a reader of a 40 MiB table the cache cannot keep
+ * reads at a pace between theirs. The daemon: cache 36 MiB, budget 96 MiB. Under pressure both
+ * readers of the evicted table are cut at once, and the table that needs the room is answered; the
+ * reader of the other is not cut (one at a time, the slowest reader would be cut, then, a second
+ * later, that one: two cuts, one of them useless). */
+static void shared_table_cut_together(void)
+{
+	struct pe_spawn d;
+	start_daemon(&d, "96Mi", "36Mi");
+	const double mib = 1024.0 * 1024.0;
+	struct resp r;
+	int got = http_get(d.port, "/v1/sinusoidal?len=8192&dim=1024&format=bin&offset=11", 20000, &r);
+	check(got == 0 && r.status == 200, "a 32 MiB table is computed (status %d)", r.status);
+	resp_free(&r);
+	struct reader slow, less_slow, other;
+	reader_start(&slow, d.port, 8192, 11, 0, 16 * 1024, 0.05);      /* the cached table, ~320 KB/s */
+	reader_start(&less_slow, d.port, 8192, 11, 0, 64 * 1024, 0.05); /* the same, ~1.3 MB/s */
+	double until = now_s() + 10;
+	while ((slow.body == 0 || less_slow.body == 0) && now_s() < until)
+		sleep_s(0.05);
+	check(slow.body > 0 && less_slow.body > 0, "both readers of the cached table read");
+	got = http_get(d.port, "/v1/sinusoidal?len=8192&dim=1024&format=bin&offset=12", 20000, &r);
+	check(got == 0 && r.status == 200, "another 32 MiB table is computed and evicts the first (status %d)", r.status);
+	resp_free(&r);
+	reader_start(&other, d.port, 10240, 13, 0, 32 * 1024, 0.05); /* 40 MiB, uncacheable, ~650 KB/s */
+	check(wait_metric_at_least(d.port, "posenc_response_budget_bytes", 72 * mib),
+	      "the evicted table and the 40 MiB answer are held on the budget");
+	sleep_s(TIMEOUT + 1.5);
+	got = http_get(d.port, "/v1/sinusoidal?len=8192&dim=1024&format=bin&offset=14", 30000, &r);
+	check(got == 0 && r.status == 200 && r.body_len == TABLE_BYTES,
+	      "a table that needs the room is answered whole (status %d, %zu bytes)", r.status, r.body_len);
+	resp_free(&r);
+	wait_finished(&slow, 5);
+	wait_finished(&less_slow, 5);
+	check(slow.eof && less_slow.eof && slow.body < slow.want && less_slow.body < less_slow.want,
+	      "both readers of the evicted table were cut (%zu and %zu of %zu)", slow.body, less_slow.body, slow.want);
+	check(!other.eof && !atomic_load(&other.finished), "the reader of the other table was not (%zu of %zu)",
+	      other.body, other.want);
+	check(metric(d.port, "posenc_slow_answers_cut_total") == 2, "two answers were cut");
+	reader_end(&slow);
+	reader_end(&less_slow);
+	reader_end(&other);
+	budget_zero_after(d.port, "the readers are gone");
+	check(daemon_stop(&d, SIGTERM, 10) == 0, "posencd exits 0 on SIGTERM");
+}
+
 static int scenario(void)
 {
 	fault_init("slow_readers", 150);
@@ -188,6 +237,7 @@ static int scenario(void)
 	budget_zero_after(d.port, "the readers are gone");
 	check(daemon_stop(&d, SIGTERM, 10) == 0, "posencd exits 0 on SIGTERM");
 	cached_answer_not_cut();
+	shared_table_cut_together();
 	return fault_finish();
 }
 
