@@ -15,7 +15,8 @@
  * whose reader, at its pace over the last connection_timeout / 2 (the bytes its peer acknowledged,
  * TCP_INFO), would need the longest before the rest fits in the kernel's send buffer (when
  * libmicrohttpd lets the answer go), when that is more than connection_timeout. A chunked
- * answer's rest is unknown and taken as UNKNOWN_REST. An answer sent from a cache entry the cache
+ * answer's length is what its stream tells as it sends (pe_conn_guard_answer_known: the bytes
+ * computed so far, then the whole), UNKNOWN_REST of rest until it tells. An answer sent from a cache entry the cache
  * still keeps holds no budget and is not judged (the guard keeps a reference to the entry to
  * ask); one the cache let go of while it was sent is counted on the budget and judged. A stream's
  * answer is judged as holding budget throughout (its table may have gone into the cache by then).
@@ -44,7 +45,7 @@
 #include <sys/socket.h>
 
 #define MIN_BODY_RATE 1024.0
-#define UNKNOWN_REST (8.0 * 1024 * 1024) /* bytes a chunked answer is taken to have left */
+#define UNKNOWN_REST (8.0 * 1024 * 1024) /* bytes a chunked answer not told of is taken to have left */
 #define CUT_SETTLE 1.0 /* seconds after a slow reader's cut before the next: its memory comes back */
 /* MHD's CONNECTION_LIMIT is set CONN_SLACK above ours (closed connections are counted until MHD
  * cleans them up), and the accept thread (acceptor.c) closes a connection past max_connections at
@@ -58,6 +59,7 @@ struct ctrack {
 	double since;   /* when the current phase began */
 	uint64_t bytes; /* body bytes read in PH_BODY */
 	uint64_t size;   /* PH_SEND: the answer's body bytes, or PE_GUARD_SIZE_UNKNOWN */
+	atomic_uint_fast64_t known; /* PH_SEND, chunked: its body bytes known so far; 0: not told */
 	uint64_t acked0; /* PH_SEND: bytes the peer had acknowledged when it was queued */
 	/* PH_SEND: the reader's pace over its last whole window (bytes/s; < 0: none yet), and where
 	 * the window under way began */
@@ -226,12 +228,21 @@ void pe_conn_guard_sending(struct pe_conn_guard *g, struct MHD_Connection *conn,
 	ct->phase = PH_SEND;
 	ct->since = ct->mark_t = pe_monotonic();
 	ct->size = size;
+	atomic_store_explicit(&ct->known, 0, memory_order_relaxed);
 	ct->acked0 = ct->mark_acked = acked;
 	ct->pace = -1;
 	ct->entry = entry;
 	ct->shared = shared ? shared : entry;
 	pthread_mutex_unlock(&g->lock);
 	pe_cache_release(gone);
+}
+
+void pe_conn_guard_answer_known(struct MHD_Connection *conn, uint64_t bytes)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct ctrack *ct = ci ? ci->socket_context : NULL;
+	if (ct)
+		atomic_store_explicit(&ct->known, bytes, memory_order_relaxed);
 }
 
 /* The pace of ct's reader (acked: bytes its peer acknowledged now) over the last window of
@@ -257,7 +268,9 @@ static double time_to_finish(const struct ctrack *ct, uint64_t acked, double now
 	if (ct->pace < 0 || now - ct->since <= grace || (ct->entry && !pe_cache_entry_on_budget(ct->entry)))
 		return 0; /* an answer the cache keeps holds no budget: cutting it frees nothing */
 	double taken = acked > ct->acked0 ? (double)(acked - ct->acked0) : 0, kernel = PE_HTTP_SEND_BOUND;
-	double rest = ct->size == PE_GUARD_SIZE_UNKNOWN ? UNKNOWN_REST : (double)ct->size - taken - kernel;
+	uint64_t known = atomic_load_explicit(&ct->known, memory_order_relaxed);
+	double size = ct->size != PE_GUARD_SIZE_UNKNOWN ? (double)ct->size : known ? (double)known : -1;
+	double rest = size < 0 ? UNKNOWN_REST : size - taken - kernel;
 	return rest <= 0 ? 0 : ct->pace <= 0 ? HUGE_VAL : rest / ct->pace;
 }
 

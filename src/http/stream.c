@@ -26,6 +26,7 @@
  * the job has stopped waits for the fill as before the first block, and hears the failure. A
  * failure after the first block can only close the readers' connections: their 200 and
  * Content-Length have gone. */
+#include "http/conn_guard.h"
 #include "http/stream.h"
 #include "http/test_hooks.h"
 
@@ -230,6 +231,7 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 	struct pe_stream *s = rd->s;
 	ssize_t n = 0;
 	pthread_mutex_lock(&s->lock);
+	size_t known = s->ready;
 	if (s->state == S_FAILED) {
 		n = MHD_CONTENT_READER_END_WITH_ERROR;
 	} else if (pos < s->ready) {
@@ -245,6 +247,8 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 		s->sleepers = rd;
 	}
 	pthread_mutex_unlock(&s->lock);
+	if (s->head.total == PE_PRODUCE_LENGTH_UNKNOWN) /* the connection guard judges its reader by it */
+		pe_conn_guard_answer_known(rd->conn, known);
 	return n;
 }
 

@@ -10,7 +10,8 @@
  * the sprinter, before its body ended; the other gets its whole body; the budget's gauge returns
  * to 0. Then (cached_answer_not_cut) a slow reader of a table the cache keeps is passed over for a
  * faster reader of one it cannot keep, and (shared_table_cut_together) the readers of one table
- * the cache let go of are cut together. */
+ * the cache let go of are cut together, and (chunked_stream_judged_by_its_length) a chunked
+ * stream's reader is judged by the stream's length. */
 #include "support/pe_fault.h"
 
 #include <pthread.h>
@@ -26,6 +27,7 @@ struct reader {
 	size_t chunk;        /* bytes read per period after them */
 	double period;       /* seconds between reads */
 	size_t got, body;    /* bytes received; body bytes of them (after the head) */
+	char tail[8];        /* the last bytes received */
 	int head_done, eof;  /* eof: the server closed or reset it */
 	atomic_int finished; /* the reader's thread is done: whole body, eof, or told to stop */
 	atomic_int stop;
@@ -62,6 +64,9 @@ static void *read_paced(void *arg)
 				head_len += take;
 			}
 			rd->body += (size_t)n - off;
+			size_t keep = (size_t)n < sizeof rd->tail ? (size_t)n : sizeof rd->tail;
+			memmove(rd->tail, rd->tail + keep, sizeof rd->tail - keep);
+			memcpy(rd->tail + sizeof rd->tail - keep, buf + n - keep, keep);
 		}
 		if (rd->body >= rd->sprint)
 			sleep_s(rd->period);
@@ -72,19 +77,25 @@ static void *read_paced(void *arg)
 	return NULL;
 }
 
+/* GET path (of want body bytes) with a receive buffer of rcvbuf bytes, read in a thread. */
+static void reader_start_path(struct reader *rd, int port, const char *path, size_t want, int rcvbuf, size_t sprint,
+			      size_t chunk, double period)
+{
+	*rd = (struct reader){.fd = tcp_connect(port, NULL), .want = want, .sprint = sprint, .chunk = chunk,
+			      .period = period};
+	check(rd->fd >= 0 && setsockopt(rd->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) == 0, "reader connects");
+	char req[256];
+	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+	check(send_all(rd->fd, req, (size_t)n) == 0, "reader sends its request");
+	check(pthread_create(&rd->thread, NULL, read_paced, rd) == 0, "reader thread starts");
+}
+
 /* GET /v1/sinusoidal?len=LEN&dim=1024&format=bin&offset=OFFSET (4 KiB a row), read in a thread. */
 static void reader_start(struct reader *rd, int port, int len, int offset, size_t sprint, size_t chunk, double period)
 {
 	char path[128];
 	snprintf(path, sizeof path, "/v1/sinusoidal?len=%d&dim=1024&format=bin&offset=%d", len, offset);
-	*rd = (struct reader){.fd = tcp_connect(port, NULL), .want = (size_t)len * 4096, .sprint = sprint, .chunk = chunk,
-			      .period = period};
-	int rcv = 64 * 1024;
-	check(rd->fd >= 0 && setsockopt(rd->fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv) == 0, "reader connects");
-	char req[256];
-	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
-	check(send_all(rd->fd, req, (size_t)n) == 0, "reader sends its request");
-	check(pthread_create(&rd->thread, NULL, read_paced, rd) == 0, "reader thread starts");
+	reader_start_path(rd, port, path, (size_t)len * 4096, 64 * 1024, sprint, chunk, period);
 }
 
 static void reader_end(struct reader *rd)
@@ -192,6 +203,39 @@ static void shared_table_cut_together(void)
 	check(daemon_stop(&d, SIGTERM, 10) == 0, "posencd exits 0 on SIGTERM");
 }
 
+/* A chunked answer (a JSON table streamed as it is computed, ~92 MB) is judged by its length as
+ * its stream tells it, not by a guess: its reader, at ~6 MB/s, would need many seconds for the
+ * rest and is cut under pressure (judged by a rest of 8 MiB, as before, it would seem to finish
+ * within connection_timeout, and would not be). The daemon: no cache, budget 192 MiB (the JSON
+ * table's worst-case width takes 168 MB while it is computed); a 112 MiB table then needs the
+ * room. */
+static void chunked_stream_judged_by_its_length(void)
+{
+	struct pe_spawn d;
+	start_daemon(&d, "192Mi", "0");
+	struct reader rd;
+	reader_start_path(&rd, d.port, "/v1/sinusoidal?len=8192&dim=1024&offset=21", SIZE_MAX, 256 * 1024, 0, 64 * 1024,
+			  0.01);
+	check(wait_metric_at_least(d.port, "posenc_response_budget_bytes", 80 * 1024.0 * 1024.0),
+	      "the streamed table is held on the budget");
+	/* its job done (slower under the sanitizers): a reader waiting for the computation is not slow */
+	check(wait_metric_eq(d.port, "posenc_jobs_in_flight", 0), "the table's computation ends");
+	sleep_s(TIMEOUT + 1.5);
+	check(!rd.eof, "its reader still reads (%zu body bytes)", rd.body);
+	struct resp r;
+	int got = http_get(d.port, "/v1/sinusoidal?len=28672&dim=1024&format=bin&offset=22", 30000, &r);
+	check(got == 0 && r.status == 200 && r.body_len == 112u << 20,
+	      "a table that needs the room is answered whole (status %d, %zu bytes)", r.status, r.body_len);
+	resp_free(&r);
+	wait_finished(&rd, 60);
+	check(rd.eof && memcmp(rd.tail + sizeof rd.tail - 5, "0\r\n\r\n", 5) != 0,
+	      "the stream's reader was cut before its last chunk (%zu body bytes)", rd.body);
+	check(metric(d.port, "posenc_slow_answers_cut_total") == 1, "one answer was cut");
+	reader_end(&rd);
+	budget_zero_after(d.port, "the reader is gone");
+	check(daemon_stop(&d, SIGTERM, 10) == 0, "posencd exits 0 on SIGTERM");
+}
+
 static int scenario(void)
 {
 	fault_init("slow_readers", 150);
@@ -238,6 +282,7 @@ static int scenario(void)
 	check(daemon_stop(&d, SIGTERM, 10) == 0, "posencd exits 0 on SIGTERM");
 	cached_answer_not_cut();
 	shared_table_cut_together();
+	chunked_stream_judged_by_its_length();
 	return fault_finish();
 }
 
