@@ -16,11 +16,11 @@
  * TCP_INFO), would need the longest before the rest fits in the kernel's send buffer (when
  * libmicrohttpd lets the answer go), when that is more than connection_timeout. A chunked
  * answer's length is what its stream tells as it sends (pe_conn_guard_answer_known: the bytes
- * computed so far, then the whole), UNKNOWN_REST of rest until it tells. An answer sent from a cache entry the cache
- * still keeps holds no budget and is not judged (the guard keeps a reference to the entry to
- * ask); one the cache let go of while it was sent is counted on the budget and judged. A stream's
- * answer is judged as holding budget throughout (its table may have gone into the cache by then).
- * Readers of one table (a cache entry or a stream) share its memory, which goes only when the last
+ * computed so far, then the whole), UNKNOWN_REST of rest until it tells. An answer sent from a
+ * cache entry the cache still keeps holds no budget and is not judged (the guard keeps a reference
+ * to the entry to ask); one the cache let go of while it was sent is counted on the budget and
+ * judged. A stream's answer is judged as holding budget throughout (its table may have gone into
+ * the cache by then). Readers of one table (a cache entry or a stream) share its memory, which goes only when the last
  * of them does: cutting one frees nothing while the others read, so with the slowest are cut, at
  * once, the other readers of its table that are too slow by the same rule (the rest finish within
  * connection_timeout). The next answer is cut if the refusals go on.
