@@ -15,12 +15,12 @@
  * whose reader, at its pace over the last connection_timeout / 2 (the bytes its peer acknowledged,
  * TCP_INFO), would need the longest before the rest fits in the kernel's send buffer (when
  * libmicrohttpd lets the answer go), when that is more than connection_timeout. A chunked
- * answer's length is what its stream tells as it sends (pe_conn_guard_answer_known: the bytes
+ * answer's length is what its stream tells as it sends (pe_conn_guard_stream_state: the bytes
  * computed so far, then the whole), UNKNOWN_REST of rest until it tells. An answer sent from a
  * cache entry the cache still keeps holds no budget and is not judged (the guard keeps a reference
  * to the entry to ask); one the cache let go of while it was sent is counted on the budget and
- * judged. A stream's answer is judged as holding budget throughout (its table may have gone into
- * the cache by then). Readers of one table (a cache entry or a stream) share its memory, which goes only when the last
+ * judged. So is a stream's answer, as its stream tells at each block it sends: on the budget while
+ * its job computes it, then as its table's cache entry is. Readers of one table (a cache entry or a stream) share its memory, which goes only when the last
  * of them does: cutting one frees nothing while the others read, so with the slowest are cut, at
  * once, the other readers of its table that are too slow by the same rule (the rest finish within
  * connection_timeout). The next answer is cut if the refusals go on.
@@ -60,6 +60,7 @@ struct ctrack {
 	uint64_t bytes; /* body bytes read in PH_BODY */
 	uint64_t size;   /* PH_SEND: the answer's body bytes, or PE_GUARD_SIZE_UNKNOWN */
 	atomic_uint_fast64_t known; /* PH_SEND, chunked: its body bytes known so far; 0: not told */
+	atomic_int kept;            /* PH_SEND, a stream's: its table is the cache's now, off the budget */
 	uint64_t acked0; /* PH_SEND: bytes the peer had acknowledged when it was queued */
 	/* PH_SEND: the reader's pace over its last whole window (bytes/s; < 0: none yet), and where
 	 * the window under way began */
@@ -229,6 +230,7 @@ void pe_conn_guard_sending(struct pe_conn_guard *g, struct MHD_Connection *conn,
 	ct->since = ct->mark_t = pe_monotonic();
 	ct->size = size;
 	atomic_store_explicit(&ct->known, 0, memory_order_relaxed);
+	atomic_store_explicit(&ct->kept, 0, memory_order_relaxed);
 	ct->acked0 = ct->mark_acked = acked;
 	ct->pace = -1;
 	ct->entry = entry;
@@ -237,12 +239,14 @@ void pe_conn_guard_sending(struct pe_conn_guard *g, struct MHD_Connection *conn,
 	pe_cache_release(gone);
 }
 
-void pe_conn_guard_answer_known(struct MHD_Connection *conn, uint64_t bytes)
+void pe_conn_guard_stream_state(struct MHD_Connection *conn, uint64_t known, int kept)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct ctrack *ct = ci ? ci->socket_context : NULL;
-	if (ct)
-		atomic_store_explicit(&ct->known, bytes, memory_order_relaxed);
+	if (!ct)
+		return;
+	atomic_store_explicit(&ct->known, known, memory_order_relaxed);
+	atomic_store_explicit(&ct->kept, kept, memory_order_relaxed);
 }
 
 /* The pace of ct's reader (acked: bytes its peer acknowledged now) over the last window of
@@ -265,7 +269,8 @@ static void measure_pace(struct ctrack *ct, uint64_t acked, double now, double w
  * trickles would otherwise hold it for minutes unjudged. */
 static double time_to_finish(const struct ctrack *ct, uint64_t acked, double now, double grace)
 {
-	if (ct->pace < 0 || now - ct->since <= grace || (ct->entry && !pe_cache_entry_on_budget(ct->entry)))
+	if (ct->pace < 0 || now - ct->since <= grace || (ct->entry && !pe_cache_entry_on_budget(ct->entry)) ||
+	    atomic_load_explicit(&ct->kept, memory_order_relaxed))
 		return 0; /* an answer the cache keeps holds no budget: cutting it frees nothing */
 	double taken = acked > ct->acked0 ? (double)(acked - ct->acked0) : 0, kernel = PE_HTTP_SEND_BOUND;
 	uint64_t known = atomic_load_explicit(&ct->known, memory_order_relaxed);

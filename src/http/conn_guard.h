@@ -23,9 +23,10 @@ void pe_conn_guard_phase(struct pe_conn_guard *g, struct MHD_Connection *conn, i
  * (PH_SEND); the guard holds a reference to entry until the answer ends. */
 void pe_conn_guard_sending(struct pe_conn_guard *g, struct MHD_Connection *conn, uint64_t size,
 			   struct pe_cache_entry *entry, const void *shared);
-/* conn's chunked answer (its connection's thread, as it sends) has at least bytes of body: what
- * its table has computed so far, or all of it once done. */
-void pe_conn_guard_answer_known(struct MHD_Connection *conn, uint64_t bytes);
+/* conn's answer from a stream, as it sends (its connection's thread): known, the body bytes its
+ * table has so far (all of them once done; what a chunked answer's length is taken to be), and
+ * kept: its table is the cache's now, so its reader holds no budget. */
+void pe_conn_guard_stream_state(struct MHD_Connection *conn, uint64_t known, int kept);
 /* Shut down the sockets of clients past their time (the tick). budget_pressed: the response
  * budget refused a reservation since the last tick, or a job waits for room on it; then the
  * slowest reader of a large answer may be cut too (conn_guard.c). */

@@ -232,6 +232,7 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 	ssize_t n = 0;
 	pthread_mutex_lock(&s->lock);
 	size_t known = s->ready;
+	int kept = s->state == S_DONE && s->entry && !pe_cache_entry_on_budget(s->entry);
 	if (s->state == S_FAILED) {
 		n = MHD_CONTENT_READER_END_WITH_ERROR;
 	} else if (pos < s->ready) {
@@ -247,8 +248,7 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 		s->sleepers = rd;
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (s->head.total == PE_PRODUCE_LENGTH_UNKNOWN) /* the connection guard judges its reader by it */
-		pe_conn_guard_answer_known(rd->conn, known);
+	pe_conn_guard_stream_state(rd->conn, known, kept); /* the connection guard judges its reader by it */
 	return n;
 }
 

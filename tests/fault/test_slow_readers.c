@@ -8,8 +8,8 @@
  * then a third 32 MiB table, which does not fit beside them, is answered 200 once the sprinter is
  * cut (its job waits for room meanwhile); exactly one is cut (posenc_slow_answers_cut_total 1),
  * the sprinter, before its body ended; the other gets its whole body; the budget's gauge returns
- * to 0. Then (cached_answer_not_cut) a slow reader of a table the cache keeps is passed over for a
- * faster reader of one it cannot keep, and (shared_table_cut_together) the readers of one table
+ * to 0. Then (cached_answer_not_cut) a slow reader of a table the cache keeps, whether a hit or
+ * its stream, is passed over for a faster reader of one it cannot keep, and (shared_table_cut_together) the readers of one table
  * the cache let go of are cut together, and (chunked_stream_judged_by_its_length) a chunked
  * stream's reader is judged by the stream's length. */
 #include "support/pe_fault.h"
@@ -125,17 +125,24 @@ static void wait_finished(struct reader *rd, double seconds)
 
 /* A reader of an answer the cache keeps holds no budget: under pressure it is passed over, slowest
  * as it is, for the reader of an answer too large for the cache. The daemon: cache 36 MiB (a
- * 32 MiB table fits, a 40 MiB one does not), budget 48 MiB. */
-static void cached_answer_not_cut(void)
+ * 32 MiB table fits, a 40 MiB one does not), budget 48 MiB. streamed: the slow reader's request is
+ * the table's miss, read from its stream after the cache took the table; else a hit. */
+static void cached_answer_not_cut(int streamed)
 {
 	struct pe_spawn d;
 	start_daemon(&d, "48Mi", "36Mi");
 	struct resp r;
-	int got = http_get(d.port, "/v1/sinusoidal?len=8192&dim=1024&format=bin&offset=7", 20000, &r);
-	check(got == 0 && r.status == 200, "a 32 MiB table is computed (status %d)", r.status);
-	resp_free(&r);
+	int got;
+	if (!streamed) {
+		got = http_get(d.port, "/v1/sinusoidal?len=8192&dim=1024&format=bin&offset=7", 20000, &r);
+		check(got == 0 && r.status == 200, "a 32 MiB table is computed (status %d)", r.status);
+		resp_free(&r);
+	}
 	struct reader hit, big;
 	reader_start(&hit, d.port, 8192, 7, 0, 16 * 1024, 0.05);     /* the cached table, ~300 KB/s */
+	if (streamed)
+		check(wait_metric_at_least(d.port, "posenc_cache_bytes", 32 * 1024.0 * 1024.0),
+		      "the streamed table goes into the cache");
 	reader_start(&big, d.port, 10240, 8, 0, 64 * 1024, 0.05);    /* 40 MiB, uncacheable, ~1.3 MB/s */
 	check(wait_metric_at_least(d.port, "posenc_response_budget_bytes", 40 * 1024.0 * 1024.0),
 	      "the 40 MiB answer is held on the budget");
@@ -280,7 +287,8 @@ static int scenario(void)
 	reader_end(&faster);
 	budget_zero_after(d.port, "the readers are gone");
 	check(daemon_stop(&d, SIGTERM, 10) == 0, "posencd exits 0 on SIGTERM");
-	cached_answer_not_cut();
+	cached_answer_not_cut(0);
+	cached_answer_not_cut(1);
 	shared_table_cut_together();
 	chunked_stream_judged_by_its_length();
 	return fault_finish();
