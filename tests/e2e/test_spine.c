@@ -363,7 +363,10 @@ START_TEST(sigterm_finishes_inflight)
 	struct fetch f = {.path = "/v1/sinusoidal?len=65536&dim=512&format=bin&dtype=f64"};
 	pthread_t t;
 	pthread_create(&t, NULL, fetch_thread, &f);
-	usleep(30000); /* the request is being computed */
+	/* the request is being computed (a fixed sleep lost the race under ThreadSanitizer on a loaded
+	 * machine: the signal came before the connection); past 10 s, the table was done already */
+	for (int i = 0; i < 2000 && pe_metric(&d, "posenc_jobs_in_flight") < 1; i++)
+		usleep(5000);
 	kill(d.s.pid, SIGTERM);
 	pthread_join(t, NULL);
 	D = saved;
