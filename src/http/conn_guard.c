@@ -14,16 +14,17 @@
  * first): of the answers over PE_HTTP_SEND_BOUND sent for more than connection_timeout, the one
  * whose reader, at its pace over the last connection_timeout / 2 (the bytes its peer acknowledged,
  * TCP_INFO), would need the longest before the rest fits in the kernel's send buffer (when
- * libmicrohttpd lets the answer go), when that is more than connection_timeout. A chunked
- * answer's length is what its stream tells as it sends (pe_conn_guard_stream_state: the bytes
- * computed so far, then the whole), UNKNOWN_REST of rest until it tells. An answer sent from a
- * cache entry the cache still keeps holds no budget and is not judged (the guard keeps a reference
- * to the entry to ask); one the cache let go of while it was sent is counted on the budget and
- * judged. So is a stream's answer, as its stream tells at each block it sends: on the budget while
- * its job computes it, then as its table's cache entry is. Readers of one table (a cache entry or a stream) share its memory, which goes only when the last
- * of them does: cutting one frees nothing while the others read, so with the slowest are cut, at
- * once, the other readers of its table that are too slow by the same rule (the rest finish within
- * connection_timeout). The next answer is cut if the refusals go on.
+ * libmicrohttpd lets the answer go), when that is more than connection_timeout. A chunked answer's
+ * length is what its stream tells as it sends (pe_conn_guard_stream_state: the bytes computed so
+ * far, then the whole), UNKNOWN_REST of rest until it tells. An answer sent from a cache entry the
+ * cache still keeps holds no budget and is not judged (the guard keeps a reference to the entry to
+ * ask); one the cache let go of while it was sent is counted on the budget and judged. So is a
+ * stream's answer, as its stream tells at each block it sends: on the budget while its job
+ * computes it, then as its table's cache entry is. Readers of one table (a cache entry or a
+ * stream) share its memory, which goes only when the last of them does: cutting one frees nothing
+ * while the others read, so with the slowest are cut, at once, the other readers of its table that
+ * are too slow by the same rule (the rest finish within connection_timeout). The next answer is
+ * cut if the refusals go on.
  *
  * Limits: connections past max_connections are closed at accept (pe_conn_guard_admit).
  *
